@@ -1,0 +1,274 @@
+"""Dynamics of a serial MDH chain: A(q), C(q, qd), G(q), recursive Newton-Euler.
+
+Notation of the thesis (design.md §4): A(q) qdd + C(q, qd) qd + G(q) = tau.
+C is built from the Christoffel symbols of A (Lagrange, seed 001 eq. IV.1 with the
+sign errata of design.md §5; seed 000 eq. 3-18 corrected), so Adot - 2C is
+skew-symmetric. dA/dq_k is computed analytically from the body Jacobians.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .kinematics import body_coms, body_inertias, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
+from .model import PRISMATIC, data_views, model_views
+
+
+@njit(cache=True)
+def inertia_matrix(mass, Iw, Jb, armature, A):
+    """A(q) = sum_b m_b Jv_b^T Jv_b + Jw_b^T Iw_b Jw_b, plus the rotor inertia
+    (armature) on the diagonal (seed 001 eq. IV.10, Ia_j)."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i, n):
+            s = 0.0
+            for b in range(j, n):       # bodies moved by both joints i <= j
+                Jv = Jb[b]
+                s += mass[b] * (Jv[0, i] * Jv[0, j] + Jv[1, i] * Jv[1, j] + Jv[2, i] * Jv[2, j])
+                I = Iw[b]
+                for r in range(3):
+                    s += Jv[3 + r, i] * (I[r, 0] * Jv[3, j] + I[r, 1] * Jv[4, j] + I[r, 2] * Jv[5, j])
+            A[i, j] = s
+            A[j, i] = s
+        A[i, i] += armature[i]
+
+
+@njit(cache=True)
+def inertia_derivatives(T, jtype, mass, pc, Iw, Jb, dA, work):
+    """dA[k] = dA/dq_k, analytically. For a revolute joint k, every vector rigidly
+    attached to a body it moves turns at rate z_k: d(col)/dq_k = z_k x col for the
+    Jacobian columns j >= k, d(z_j x (p - o_j))/dq_k = z_j x (z_k x (p - o_k)) for
+    j < k, and dIw/dq_k = [z_k]x Iw - Iw [z_k]x. A prismatic joint k only moves
+    points: d(z_j x (p - o_j))/dq_k = z_j x z_k for j < k."""
+    n = dA.shape[0]
+    dJ = work[:6 * n].reshape((6, n))            # scratch from Data: no allocation
+    IJ = work[6 * n:9 * n].reshape((3, n))
+    dI = work[9 * n:9 * n + 9].reshape((3, 3))
+    for k in range(n):
+        for i in range(n):
+            for j in range(n):
+                dA[k, i, j] = 0.0
+    for b in range(n):
+        J = Jb[b]
+        I = Iw[b]
+        p = pc[b]
+        for j in range(b + 1):
+            for r in range(3):
+                IJ[r, j] = I[r, 0] * J[3, j] + I[r, 1] * J[4, j] + I[r, 2] * J[5, j]
+        for k in range(b + 1):
+            Tk = T[k + 1]
+            zk0, zk1, zk2 = Tk[0, 2], Tk[1, 2], Tk[2, 2]
+            krev = jtype[k] != PRISMATIC
+            if krev:
+                rk0, rk1, rk2 = p[0] - Tk[0, 3], p[1] - Tk[1, 3], p[2] - Tk[2, 3]
+                # u = z_k x (p - o_k): velocity of p per unit qd_k
+                u0 = zk1 * rk2 - zk2 * rk1
+                u1 = zk2 * rk0 - zk0 * rk2
+                u2 = zk0 * rk1 - zk1 * rk0
+            else:
+                u0, u1, u2 = zk0, zk1, zk2
+            for j in range(b + 1):
+                jrev = jtype[j] != PRISMATIC
+                zj0, zj1, zj2 = J[3, j], J[4, j], J[5, j]
+                if j >= k:
+                    if krev:   # the whole column turns with joint k
+                        for r in range(0, 6, 3):
+                            c0, c1, c2 = J[r, j], J[r + 1, j], J[r + 2, j]
+                            dJ[r, j] = zk1 * c2 - zk2 * c1
+                            dJ[r + 1, j] = zk2 * c0 - zk0 * c2
+                            dJ[r + 2, j] = zk0 * c1 - zk1 * c0
+                    else:
+                        for r in range(6):
+                            dJ[r, j] = 0.0
+                else:          # only the point moves: d(z_j x (p - o_j)) = z_j x u
+                    if jrev:
+                        dJ[0, j] = zj1 * u2 - zj2 * u1
+                        dJ[1, j] = zj2 * u0 - zj0 * u2
+                        dJ[2, j] = zj0 * u1 - zj1 * u0
+                    else:
+                        dJ[0, j], dJ[1, j], dJ[2, j] = 0.0, 0.0, 0.0
+                    dJ[3, j], dJ[4, j], dJ[5, j] = 0.0, 0.0, 0.0
+            if krev:
+                # dI = [z]x I - I [z]x
+                for r in range(3):
+                    for c in range(3):
+                        a = (zk1 * I[2, c] - zk2 * I[1, c]) if r == 0 else (
+                            (zk2 * I[0, c] - zk0 * I[2, c]) if r == 1 else (zk0 * I[1, c] - zk1 * I[0, c]))
+                        bb = (I[r, 2] * zk1 - I[r, 1] * zk2) if c == 0 else (
+                            (I[r, 0] * zk2 - I[r, 2] * zk0) if c == 1 else (I[r, 1] * zk0 - I[r, 0] * zk1))
+                        dI[r, c] = a + bb
+            m = mass[b]
+            for i in range(b + 1):
+                for j in range(i, b + 1):
+                    s = m * (dJ[0, i] * J[0, j] + dJ[1, i] * J[1, j] + dJ[2, i] * J[2, j]
+                             + J[0, i] * dJ[0, j] + J[1, i] * dJ[1, j] + J[2, i] * dJ[2, j])
+                    s += (dJ[3, i] * IJ[0, j] + dJ[4, i] * IJ[1, j] + dJ[5, i] * IJ[2, j]
+                          + IJ[0, i] * dJ[3, j] + IJ[1, i] * dJ[4, j] + IJ[2, i] * dJ[5, j])
+                    if krev:
+                        for r in range(3):
+                            s += J[3 + r, i] * (dI[r, 0] * J[3, j] + dI[r, 1] * J[4, j] + dI[r, 2] * J[5, j])
+                    dA[k, i, j] += s
+                    if i != j:
+                        dA[k, j, i] += s
+
+
+@njit(cache=True)
+def christoffel_coriolis(dA, qd, C):
+    """C_ij = sum_k c_ijk qd_k, c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j - dA_jk/dq_i)
+    (seed 000 eq. 3-18 with its factor-2 erratum fixed, design.md §5)."""
+    n = C.shape[0]
+    for i in range(n):
+        for j in range(n):
+            s = 0.0
+            for k in range(n):
+                s += (dA[k, i, j] + dA[j, i, k] - dA[i, j, k]) * qd[k]
+            C[i, j] = 0.5 * s
+
+
+@njit(cache=True)
+def gravity_vector(mass, Jb, g, G):
+    """G(q) = dU/dq = -sum_b m_b Jv_b^T g."""
+    n = G.shape[0]
+    for j in range(n):
+        s = 0.0
+        for b in range(j, n):
+            s -= mass[b] * (Jb[b, 0, j] * g[0] + Jb[b, 1, j] * g[1] + Jb[b, 2, j] * g[2])
+        G[j] = s
+
+
+@njit(cache=True)
+def joint_friction(viscous, coulomb, qd, tau_f):
+    """Fv qd + Fs sign(qd) (seed 001 eq. IV.10)."""
+    for j in range(qd.shape[0]):
+        tau_f[j] = viscous[j] * qd[j] + coulomb[j] * np.sign(qd[j])
+
+
+@njit(cache=True)
+def update(mbuf, dbuf, q, qd):
+    """Everything a control cycle needs in one pass: frames, tool Jacobian, body
+    CoGs and Jacobians, chain CoG and its Jacobian, A, dA/dq, C, G, h = C qd + G,
+    joint friction. Allocation-free: every workspace lives in the Data buffer."""
+    mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    n = q.shape[0]
+    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)
+    forward_kinematics(mdh, jtype, tool, q, T)
+    body_coms(T, com_l, pc)
+    body_inertias(T, inertia, Iw)
+    com_jacobians(T, jtype, pc, Jb)
+    point_jacobian(T, jtype, n + 1, T[n + 1, :3, 3], J)
+    center_of_mass(mass, pc, Jb, com, Jcom)
+    inertia_matrix(mass, Iw, Jb, arm, A)
+    inertia_derivatives(T, jtype, mass, pc, Iw, Jb, dA, work)
+    christoffel_coriolis(dA, qd, C)
+    gravity_vector(mass, Jb, g, G)
+    for i in range(n):
+        s = G[i]
+        for j in range(n):
+            s += C[i, j] * qd[j]
+        h[i] = s
+    joint_friction(fv, fs, qd, tau_f)
+
+
+@njit(cache=True, inline="always")
+def _cross_add(a, b, out, scale):
+    """out += scale * (a x b) for 3-vectors."""
+    out[0] += scale * (a[1] * b[2] - a[2] * b[1])
+    out[1] += scale * (a[2] * b[0] - a[0] * b[2])
+    out[2] += scale * (a[0] * b[1] - a[1] * b[0])
+
+
+def rnea_work_size(n: int) -> int:
+    """Size of the scratch array :func:`rnea` needs."""
+    return 9 * n + 18
+
+
+@njit(cache=True)
+def rnea(mbuf, q, qd, qdd, T, work, tau):
+    """Inverse dynamics by recursive Newton-Euler (seed 001 eq. IV.7-IV.10), all
+    vectors in base coordinates: forward recursion of w, wdot, vdot (vdot_0 = -g),
+    body wrenches F = m a_G, N = I wdot + w x (I w), backward recursion of the
+    joint wrenches, projection on the joint axes plus rotor inertia Ia qdd and
+    friction Fv qd + Fs sign(qd). T (n+2, 4, 4) and work (rnea_work_size(n)) are
+    preallocated scratch: nothing is allocated."""
+    mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    n = q.shape[0]
+    forward_kinematics(mdh, jtype, tool, q, T)
+    F = work[:3 * n].reshape((n, 3))
+    N = work[3 * n:6 * n].reshape((n, 3))
+    S = work[6 * n:9 * n].reshape((n, 3))
+    w = work[9 * n:9 * n + 3]
+    wd = work[9 * n + 3:9 * n + 6]
+    vd = work[9 * n + 6:9 * n + 9]
+    t1 = work[9 * n + 9:9 * n + 12]
+    t2 = work[9 * n + 12:9 * n + 15]
+    t3 = work[9 * n + 15:9 * n + 18]
+    for r in range(3):
+        w[r] = 0.0
+        wd[r] = 0.0
+        vd[r] = -g[r]
+    for j in range(n):                                    # forward recursion (IV.7)
+        Tj = T[j + 1]
+        z = Tj[:3, 2]
+        for r in range(3):
+            t1[r] = Tj[r, 3] - T[j, r, 3]                 # P = o_j - o_{j-1}
+            t2[r] = 0.0
+        _cross_add(w, t1, t2, 1.0)                        # w x P
+        _cross_add(wd, t1, vd, 1.0)
+        _cross_add(w, t2, vd, 1.0)
+        if jtype[j] == PRISMATIC:
+            for r in range(3):
+                vd[r] += qdd[j] * z[r]
+            _cross_add(w, z, vd, 2.0 * qd[j])
+        else:
+            for r in range(3):
+                wd[r] += qdd[j] * z[r]
+            _cross_add(w, z, wd, qd[j])
+            for r in range(3):
+                w[r] += qd[j] * z[r]
+        s = S[j]
+        for r in range(3):                                # S_j = R_j com_j
+            s[r] = Tj[r, 0] * com_l[j, 0] + Tj[r, 1] * com_l[j, 1] + Tj[r, 2] * com_l[j, 2]
+        for r in range(3):
+            t1[r] = 0.0
+            t3[r] = vd[r]
+        _cross_add(w, s, t1, 1.0)                         # w x S
+        _cross_add(wd, s, t3, 1.0)
+        _cross_add(w, t1, t3, 1.0)                        # a_G
+        # body inertia in base axes applied to w and wd: I = R I_j R^T
+        for r in range(3):
+            t1[r] = Tj[0, r] * w[0] + Tj[1, r] * w[1] + Tj[2, r] * w[2]      # R^T w
+            t2[r] = Tj[0, r] * wd[0] + Tj[1, r] * wd[1] + Tj[2, r] * wd[2]   # R^T wd
+        for r in range(3):
+            F[j, r] = mass[j] * t3[r]                     # (IV.8)
+        Iw0 = Iw1 = Iw2 = 0.0
+        for k in range(3):
+            a = inertia[j, k, 0] * t1[0] + inertia[j, k, 1] * t1[1] + inertia[j, k, 2] * t1[2]
+            b = inertia[j, k, 0] * t2[0] + inertia[j, k, 1] * t2[1] + inertia[j, k, 2] * t2[2]
+            for r in range(3):
+                N[j, r] = (N[j, r] if k else 0.0) + Tj[r, k] * b
+            Iw0 += Tj[0, k] * a
+            Iw1 += Tj[1, k] * a
+            Iw2 += Tj[2, k] * a
+        t1[0], t1[1], t1[2] = Iw0, Iw1, Iw2
+        _cross_add(w, t1, N[j], 1.0)
+    f = t1
+    m = t2
+    for r in range(3):
+        f[r] = 0.0
+        m[r] = 0.0
+    for j in range(n - 1, -1, -1):                        # backward recursion (IV.9)
+        if j + 1 < n:
+            for r in range(3):
+                t3[r] = T[j + 2, r, 3] - T[j + 1, r, 3]
+            _cross_add(t3, f, m, 1.0)
+        for r in range(3):
+            m[r] += N[j, r]
+        _cross_add(S[j], F[j], m, 1.0)
+        for r in range(3):
+            f[r] += F[j, r]
+        z = T[j + 1, :3, 2]
+        if jtype[j] == PRISMATIC:
+            t = f[0] * z[0] + f[1] * z[1] + f[2] * z[2]
+        else:
+            t = m[0] * z[0] + m[1] * z[1] + m[2] * z[2]
+        tau[j] = t + fs[j] * np.sign(qd[j]) + fv[j] * qd[j] + arm[j] * qdd[j]   # (IV.10)
