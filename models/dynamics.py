@@ -8,10 +8,10 @@ skew-symmetric. dA/dq_k is computed analytically from the body Jacobians.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
 
 from .kinematics import body_coms, body_inertias, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
-from .model import PRISMATIC, data_views, model_views
+from .model import PRISMATIC, _at, check_buffers, data_views, model_views
 
 
 @njit(cache=True)
@@ -35,78 +35,73 @@ def inertia_matrix(mass, Iw, Jb, armature, A):
 
 @njit(cache=True)
 def inertia_derivatives(T, jtype, mass, pc, Iw, Jb, dA, work):
-    """dA[k] = dA/dq_k, analytically. For a revolute joint k, every vector rigidly
-    attached to a body it moves turns at rate z_k: d(col)/dq_k = z_k x col for the
-    Jacobian columns j >= k, d(z_j x (p - o_j))/dq_k = z_j x (z_k x (p - o_k)) for
-    j < k, and dIw/dq_k = [z_k]x Iw - Iw [z_k]x. A prismatic joint k only moves
-    points: d(z_j x (p - o_j))/dq_k = z_j x z_k for j < k."""
+    """dA[k] = dA/dq_k, analytically, body by body (A_b = m Jv^T Jv + Jw^T Iw Jw).
+
+    A joint k moves bodies b >= k rigidly: a revolute one turns every vector
+    attached to them at rate z_k (Jacobian columns j >= k: d col = z_k x col;
+    dIw = [z_k]x Iw - Iw [z_k]x), a prismatic one only translates points. For
+    columns j < k only the CoG moves: d(z_j x (p - o_j)) = z_j x u with
+    u = z_k x (p - o_k) (revolute k) or z_k (prismatic k). The rigid motion leaves
+    A_ij unchanged when i, j >= k, so only pairs with min(i, j) < k are computed.
+    """
     n = dA.shape[0]
-    dJ = work[:6 * n].reshape((6, n))            # scratch from Data: no allocation
-    IJ = work[6 * n:9 * n].reshape((3, n))
-    dI = work[9 * n:9 * n + 9].reshape((3, 3))
+    dJv = carray(_at(work, 0), (3, n))           # scratch from Data: no allocation
+    IJ = carray(_at(work, 3 * n), (3, n))        # Iw Jw
+    zIJ = carray(_at(work, 6 * n), (3, n))       # z_k x (Iw Jw)
     for k in range(n):
         for i in range(n):
             for j in range(n):
                 dA[k, i, j] = 0.0
-    for b in range(n):
+    for b in range(1, n):
         J = Jb[b]
         I = Iw[b]
         p = pc[b]
+        m = mass[b]
         for j in range(b + 1):
             for r in range(3):
                 IJ[r, j] = I[r, 0] * J[3, j] + I[r, 1] * J[4, j] + I[r, 2] * J[5, j]
-        for k in range(b + 1):
+        for k in range(1, b + 1):
             Tk = T[k + 1]
-            zk0, zk1, zk2 = Tk[0, 2], Tk[1, 2], Tk[2, 2]
+            z0, z1, z2 = Tk[0, 2], Tk[1, 2], Tk[2, 2]
             krev = jtype[k] != PRISMATIC
             if krev:
-                rk0, rk1, rk2 = p[0] - Tk[0, 3], p[1] - Tk[1, 3], p[2] - Tk[2, 3]
-                # u = z_k x (p - o_k): velocity of p per unit qd_k
-                u0 = zk1 * rk2 - zk2 * rk1
-                u1 = zk2 * rk0 - zk0 * rk2
-                u2 = zk0 * rk1 - zk1 * rk0
+                r0, r1, r2 = p[0] - Tk[0, 3], p[1] - Tk[1, 3], p[2] - Tk[2, 3]
+                u0, u1, u2 = z1 * r2 - z2 * r1, z2 * r0 - z0 * r2, z0 * r1 - z1 * r0
             else:
-                u0, u1, u2 = zk0, zk1, zk2
+                u0, u1, u2 = z0, z1, z2
             for j in range(b + 1):
-                jrev = jtype[j] != PRISMATIC
-                zj0, zj1, zj2 = J[3, j], J[4, j], J[5, j]
-                if j >= k:
-                    if krev:   # the whole column turns with joint k
-                        for r in range(0, 6, 3):
-                            c0, c1, c2 = J[r, j], J[r + 1, j], J[r + 2, j]
-                            dJ[r, j] = zk1 * c2 - zk2 * c1
-                            dJ[r + 1, j] = zk2 * c0 - zk0 * c2
-                            dJ[r + 2, j] = zk0 * c1 - zk1 * c0
+                if j < k:                            # only the CoG moves
+                    if jtype[j] != PRISMATIC:
+                        a0, a1, a2 = J[3, j], J[4, j], J[5, j]
+                        dJv[0, j] = a1 * u2 - a2 * u1
+                        dJv[1, j] = a2 * u0 - a0 * u2
+                        dJv[2, j] = a0 * u1 - a1 * u0
                     else:
-                        for r in range(6):
-                            dJ[r, j] = 0.0
-                else:          # only the point moves: d(z_j x (p - o_j)) = z_j x u
-                    if jrev:
-                        dJ[0, j] = zj1 * u2 - zj2 * u1
-                        dJ[1, j] = zj2 * u0 - zj0 * u2
-                        dJ[2, j] = zj0 * u1 - zj1 * u0
-                    else:
-                        dJ[0, j], dJ[1, j], dJ[2, j] = 0.0, 0.0, 0.0
-                    dJ[3, j], dJ[4, j], dJ[5, j] = 0.0, 0.0, 0.0
-            if krev:
-                # dI = [z]x I - I [z]x
-                for r in range(3):
-                    for c in range(3):
-                        a = (zk1 * I[2, c] - zk2 * I[1, c]) if r == 0 else (
-                            (zk2 * I[0, c] - zk0 * I[2, c]) if r == 1 else (zk0 * I[1, c] - zk1 * I[0, c]))
-                        bb = (I[r, 2] * zk1 - I[r, 1] * zk2) if c == 0 else (
-                            (I[r, 0] * zk2 - I[r, 2] * zk0) if c == 1 else (I[r, 1] * zk0 - I[r, 0] * zk1))
-                        dI[r, c] = a + bb
-            m = mass[b]
-            for i in range(b + 1):
+                        dJv[0, j], dJv[1, j], dJv[2, j] = 0.0, 0.0, 0.0
+                elif krev:                           # the whole column turns
+                    a0, a1, a2 = J[0, j], J[1, j], J[2, j]
+                    dJv[0, j] = z1 * a2 - z2 * a1
+                    dJv[1, j] = z2 * a0 - z0 * a2
+                    dJv[2, j] = z0 * a1 - z1 * a0
+                else:
+                    dJv[0, j], dJv[1, j], dJv[2, j] = 0.0, 0.0, 0.0
+                if krev:
+                    a0, a1, a2 = IJ[0, j], IJ[1, j], IJ[2, j]
+                    zIJ[0, j] = z1 * a2 - z2 * a1
+                    zIJ[1, j] = z2 * a0 - z0 * a2
+                    zIJ[2, j] = z0 * a1 - z1 * a0
+            for i in range(k):
                 for j in range(i, b + 1):
-                    s = m * (dJ[0, i] * J[0, j] + dJ[1, i] * J[1, j] + dJ[2, i] * J[2, j]
-                             + J[0, i] * dJ[0, j] + J[1, i] * dJ[1, j] + J[2, i] * dJ[2, j])
-                    s += (dJ[3, i] * IJ[0, j] + dJ[4, i] * IJ[1, j] + dJ[5, i] * IJ[2, j]
-                          + IJ[0, i] * dJ[3, j] + IJ[1, i] * dJ[4, j] + IJ[2, i] * dJ[5, j])
+                    s = m * (dJv[0, i] * J[0, j] + dJv[1, i] * J[1, j] + dJv[2, i] * J[2, j]
+                             + J[0, i] * dJv[0, j] + J[1, i] * dJv[1, j] + J[2, i] * dJv[2, j])
                     if krev:
-                        for r in range(3):
-                            s += J[3 + r, i] * (dI[r, 0] * J[3, j] + dI[r, 1] * J[4, j] + dI[r, 2] * J[5, j])
+                        # rotational part: Jw_i . (z x IJ_j) - IJ_i . (z x Jw_j) + IJ_i . dJw_j,
+                        # where dJw_j = z x Jw_j for j >= k and 0 for j < k
+                        s += J[3, i] * zIJ[0, j] + J[4, i] * zIJ[1, j] + J[5, i] * zIJ[2, j]
+                        if j < k:
+                            w0, w1, w2 = J[3, j], J[4, j], J[5, j]
+                            s -= (IJ[0, i] * (z1 * w2 - z2 * w1) + IJ[1, i] * (z2 * w0 - z0 * w2)
+                                  + IJ[2, i] * (z0 * w1 - z1 * w0))
                     dA[k, i, j] += s
                     if i != j:
                         dA[k, j, i] += s
@@ -148,6 +143,7 @@ def update(mbuf, dbuf, q, qd):
     """Everything a control cycle needs in one pass: frames, tool Jacobian, body
     CoGs and Jacobians, chain CoG and its Jacobian, A, dA/dq, C, G, h = C qd + G,
     joint friction. Allocation-free: every workspace lives in the Data buffer."""
+    check_buffers(mbuf, dbuf, q)
     mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
     n = q.shape[0]
     T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)

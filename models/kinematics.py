@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .model import PRISMATIC, data_views, model_views
+from .model import PRISMATIC, check_buffers, data_views, model_views
 
 
 @njit(cache=True, inline="always")
@@ -145,6 +145,7 @@ def center_of_mass(mass, pc, Jb, com, Jcom):
 @njit(cache=True)
 def kinematics(mbuf, dbuf, q):
     """Frames, tool Jacobian, body CoGs and their Jacobians, chain CoG, in one call."""
+    check_buffers(mbuf, dbuf, q)
     mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
     n = q.shape[0]
     T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)

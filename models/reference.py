@@ -1,10 +1,12 @@
-"""The same MDH chain built independently in Pinocchio, our cross-check."""
+"""The same MDH chain built independently in Pinocchio: the cross-check of the
+tests and the reference of the benchmark. Needs the optional `pin` package
+(``pip install bipd[test]``)."""
 from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
 
-from models.config import RobotDescription
+from .config import RobotDescription
 
 
 def _rot(axis: str, angle: float) -> pin.SE3:

@@ -1,0 +1,126 @@
+"""`bipd` command line.
+
+    bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models
+    bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
+    bipd check-robot PATH                                 validate a robot YAML
+
+Exit status: 0 success, 1 a failed check or run, 2 bad usage or bad input file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from models import ConfigError, ModelError, Robot
+
+DEFAULT_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg.yaml"
+
+
+def _progress(enabled: bool):
+    def say(msg: str) -> None:
+        if enabled:
+            print(f"[bipd] {msg}", file=sys.stderr, flush=True)
+    return say
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import plot_squat, run_squat, summary
+
+    robot = Robot.from_yaml(args.robot)
+    say = _progress(not args.json)
+    say(f"loaded {robot!r} from {args.robot}; compiling / loading the Numba kernels")
+    log = run_squat(robot, out=None if args.json else sys.stdout)
+    result = summary(robot, log)
+    if args.plot:
+        result["plot"] = str(plot_squat(log, robot, Path(args.plot)))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print()
+        for key, value in result.items():
+            print(f"{key:>24}: {value}")
+    return 0
+
+
+def _print_models_bench(res: dict) -> None:
+    u = res["update"]
+    print(f"robot {res['robot']} (n = {res['n']}), {res['samples']} samples, interleaved rounds")
+    print(f"  bipd update (FK, J, CoG J, A, C, G): median {u['median_us']:.2f} us, p99 {u['p99_us']:.2f} us")
+    p = res["pinocchio"]
+    if p:
+        r = res["ratio_vs_pinocchio"]
+        print(f"  Pinocchio {p['version']} (6 calls from Python): median {p['median_us']:.2f} us, "
+              f"p99 {p['p99_us']:.2f} us")
+        verdict = "meets" if r["median"] <= r["target"] else "MISSES"
+        print(f"  ratio bipd / Pinocchio: median {r['median']:.2f}, p99 {r['p99']:.2f} "
+              f"({verdict} the target <= {r['target']})")
+    else:
+        print("  Pinocchio not installed (pip install 'bipd[bench]'): no reference ratio")
+    print(f"  thesis B&R X20CP1586, FGM + inverse dynamics: {res['thesis_bnr_fgm_dyn_avg_us']:.0f} us avg "
+          f"-> ratio {res['ratio_vs_thesis']:.3f}")
+    if "first_call_cold_s" in res:
+        print(f"  first call in a fresh process: {res['first_call_cold_s']:.2f} s cold (JIT compile), "
+              f"{res['first_call_cached_s'] * 1e3:.1f} ms from the on-disk cache "
+              f"(import + YAML load {res['import_and_load_cached_s']:.2f} s)")
+
+
+def cmd_bench_models(args: argparse.Namespace) -> int:
+    from models.bench import run
+
+    res = run(args.robot, samples=args.samples, first_call=not args.no_first_call,
+              progress=_progress(not args.json))
+    if args.json:
+        print(json.dumps(res))
+    else:
+        _print_models_bench(res)
+    return 0
+
+
+def cmd_check_robot(args: argparse.Namespace) -> int:
+    robot = Robot.from_yaml(args.path)
+    print(f"{args.path}: ok: {robot.model.name}, {robot.n} joints {list(robot.joint_names)}, "
+          f"total mass {robot.model.total_mass:.2f} kg")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bipd", description="BIP biped controller: models, benchmarks, tools.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    d = sub.add_parser("demo", help="run the thesis squat through the models and print the leg's state")
+    d.add_argument("--robot", default=str(DEFAULT_ROBOT), help="robot YAML (default: the BIP leg)")
+    d.add_argument("--plot", metavar="FILE", help="also write a PNG of angles, torques and CoG margin")
+    d.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    d.set_defaults(func=cmd_demo)
+
+    b = sub.add_parser("bench", help="benchmarks that print figures against a reference measured in the same run")
+    bsub = b.add_subparsers(dest="bench", required=True, metavar="WHAT")
+    bm = bsub.add_parser("models", help="one full model update vs Pinocchio and the thesis' B&R figure")
+    bm.add_argument("--robot", default=str(DEFAULT_ROBOT))
+    bm.add_argument("--samples", type=int, default=20000, help="timed calls per side (default 20000)")
+    bm.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    bm.add_argument("--no-first-call", action="store_true", help="skip the fresh-process compile/cache timing")
+    bm.set_defaults(func=cmd_bench_models)
+
+    c = sub.add_parser("check-robot", help="validate a robot YAML and print a summary")
+    c.add_argument("path")
+    c.set_defaults(func=cmd_check_robot)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as e:
+        print(f"bipd: error: {e}", file=sys.stderr)
+        return 2
+    except ModelError as e:
+        print(f"bipd: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Cross-check of the generic MDH engine against Pinocchio (the `pin` wheel) at
+100+ random states: FK, tool and frame Jacobians, A (crba), C qd + G
+(nonLinearEffects), RNEA, the CoG and its Jacobian. Rotor inertia is Pinocchio's
+``armature``; friction, which Pinocchio's RNEA does not model, is removed from
+ours by its explicit formula (seed 001 eq. IV.10)."""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from .chains import bip_leg, random_robot, random_states
+from models.reference import build
+
+ROBOTS = {
+    "bip_leg": bip_leg,
+    "random7_mixed": lambda: random_robot(7, 7, prismatic=(2, 5)),
+    "random6_revolute": lambda: random_robot(11, 6),
+}
+
+RTOL = 1e-9
+
+
+def close(ours, ref, scale=1.0):
+    ref = np.asarray(ref)
+    atol = RTOL * max(scale, float(np.abs(ref).max()))
+    np.testing.assert_allclose(ours, ref, rtol=RTOL, atol=atol)
+
+
+@pytest.fixture(scope="module", params=sorted(ROBOTS))
+def pair(request):
+    robot = ROBOTS[request.param]()
+    model, fid = build(robot.description)
+    return robot, model, model.createData(), fid
+
+
+def test_kinematics_match_pinocchio(pair):
+    robot, model, data, fid = pair
+    for q, _, _ in random_states(robot, 100, seed=1):
+        pin.forwardKinematics(model, data, q)
+        pin.updateFramePlacements(model, data)
+        close(robot.fk(q), data.oMf[fid].homogeneous)
+        for i in range(robot.n + 1):
+            close(robot.frame(q, i), data.oMi[i].homogeneous)
+        close(robot.jacobian(q), pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED))
+        k = 1 + (int(q[0] * 1e6) % robot.n)   # a frame chosen pseudo-randomly
+        pin.computeJointJacobians(model, data, q)
+        close(robot.frame_jacobian(q, k), pin.getJointJacobian(model, data, k, pin.LOCAL_WORLD_ALIGNED))
+
+
+def test_com_matches_pinocchio(pair):
+    robot, model, data, _ = pair
+    for q, _, _ in random_states(robot, 100, seed=2):
+        close(robot.com(q), pin.centerOfMass(model, data, q))
+        close(robot.com_jacobian(q), pin.jacobianCenterOfMass(model, data, q))
+
+
+def test_dynamics_match_pinocchio(pair):
+    robot, model, data, _ = pair
+    m = robot.model
+    for q, qd, qdd in random_states(robot, 100, seed=3):
+        A = pin.crba(model, data, q)
+        A = np.triu(A) + np.triu(A, 1).T
+        close(robot.inertia(q), A)
+        close(robot.coriolis(q, qd) @ qd + robot.gravity(q), pin.nonLinearEffects(model, data, q, qd))
+        close(robot.gravity(q), pin.computeGeneralizedGravity(model, data, q))
+        friction = m.viscous * qd + m.coulomb * np.sign(qd)
+        close(robot.rnea(q, qd, qdd) - friction, pin.rnea(model, data, q, qd, qdd))
