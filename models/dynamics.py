@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from .kinematics import body_coms, body_inertias, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
-from .model import PRISMATIC, _at, check_buffers, data_views, model_views
+from .kinematics import body_inertias, forward_kinematics, kinematics
+from .model import PRISMATIC, _at, data_views, model_views
 
 
 @njit(cache=True)
@@ -143,16 +143,11 @@ def update(mbuf, dbuf, q, qd):
     """Everything a control cycle needs in one pass: frames, tool Jacobian, body
     CoGs and Jacobians, chain CoG and its Jacobian, A, dA/dq, C, G, h = C qd + G,
     joint friction. Allocation-free: every workspace lives in the Data buffer."""
-    check_buffers(mbuf, dbuf, q)
+    kinematics(mbuf, dbuf, q)
     mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
     n = q.shape[0]
     T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)
-    forward_kinematics(mdh, jtype, tool, q, T)
-    body_coms(T, com_l, pc)
     body_inertias(T, inertia, Iw)
-    com_jacobians(T, jtype, pc, Jb)
-    point_jacobian(T, jtype, n + 1, T[n + 1, :3, 3], J)
-    center_of_mass(mass, pc, Jb, com, Jcom)
     inertia_matrix(mass, Iw, Jb, arm, A)
     inertia_derivatives(T, jtype, mass, pc, Iw, Jb, dA, work)
     christoffel_coriolis(dA, qd, C)
