@@ -17,6 +17,8 @@ import numpy as np
 import yaml
 
 from .errors import ConfigError
+from .transmission import Transmission, parse_transmission
+from .validation import Section, vector
 
 JOINT_TYPES = ("revolute", "prismatic")
 
@@ -63,89 +65,17 @@ class RobotDescription:
     joints: tuple[Joint, ...]
     tool: MDH
     foot: dict[str, float] | None = None
-    transmission: dict[str, Any] | None = field(default=None, compare=False)
+    transmission: Transmission | None = field(default=None, compare=False)
 
     @property
     def n(self) -> int:
         return len(self.joints)
 
 
-# --------------------------------------------------------------------------- helpers
-
-
-class _Section:
-    """A mapping being validated, remembering where it lives (file and key path)."""
-
-    def __init__(self, where: str, key: str, value: Any) -> None:
-        if not isinstance(value, dict):
-            raise ConfigError(where, key or "<top>", f"expected a mapping, got {type(value).__name__}")
-        self.where, self.key, self.value = where, key, value
-        self._used: set[str] = set()
-
-    def path(self, name: str) -> str:
-        return f"{self.key}.{name}" if self.key else name
-
-    def has(self, name: str) -> bool:
-        return name in self.value
-
-    def raw(self, name: str, default: Any = ...) -> Any:
-        if name not in self.value:
-            if default is ...:
-                raise ConfigError(self.where, self.path(name), "missing required key")
-            return default
-        self._used.add(name)
-        return self.value[name]
-
-    def number(self, name: str, default: Any = ..., *, positive: bool = False,
-               nonnegative: bool = False) -> float:
-        v = self.raw(name, default)
-        return _number(self.where, self.path(name), v, positive=positive, nonnegative=nonnegative)
-
-    def angle(self, name: str, default: float | None = None) -> float:
-        """An angle given as ``name`` (rad) or ``name_deg`` (degrees), not both."""
-        deg = f"{name}_deg"
-        if name in self.value and deg in self.value:
-            raise ConfigError(self.where, self.path(name), f"give either {name} or {deg}, not both")
-        if deg in self.value:
-            return math.radians(self.number(deg))
-        return self.number(name, ... if default is None else default)
-
-    def sub(self, name: str, default: Any = ...) -> "_Section":
-        return _Section(self.where, self.path(name), self.raw(name, default))
-
-    def vector(self, name: str, size: int, default: Any = ...) -> tuple[float, ...]:
-        return _vector(self.where, self.path(name), self.raw(name, default), size)
-
-    def done(self) -> None:
-        extra = sorted(set(self.value) - self._used)
-        if extra:
-            raise ConfigError(self.where, self.path(extra[0]), "unknown key")
-
-
-def _number(where: str, key: str, v: Any, *, positive: bool = False,
-            nonnegative: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(where, key, f"expected a number, got {type(v).__name__} {v!r}")
-    v = float(v)
-    if not math.isfinite(v):
-        raise ConfigError(where, key, f"must be finite, got {v}")
-    if positive and v <= 0.0:
-        raise ConfigError(where, key, f"must be > 0, got {v}")
-    if nonnegative and v < 0.0:
-        raise ConfigError(where, key, f"must be >= 0, got {v}")
-    return v
-
-
-def _vector(where: str, key: str, v: Any, size: int) -> tuple[float, ...]:
-    if not isinstance(v, (list, tuple)) or len(v) != size:
-        raise ConfigError(where, key, f"expected a list of {size} numbers, got {v!r}")
-    return tuple(_number(where, f"{key}[{i}]", x) for i, x in enumerate(v))
-
-
 def _inertia(where: str, key: str, v: Any) -> tuple[tuple[float, float, float], ...]:
     """3x3 inertia about the CoG: symmetric, positive semi-definite, triangle inequality."""
     if isinstance(v, dict):  # {ixx, iyy, izz, ixy, ixz, iyz}
-        s = _Section(where, key, v)
+        s = Section(where, key, v)
         ixx, iyy, izz = (s.number(k) for k in ("ixx", "iyy", "izz"))
         ixy, ixz, iyz = (s.number(k, 0.0) for k in ("ixy", "ixz", "iyz"))
         s.done()
@@ -153,7 +83,7 @@ def _inertia(where: str, key: str, v: Any) -> tuple[tuple[float, float, float], 
     else:
         if not isinstance(v, (list, tuple)) or len(v) != 3:
             raise ConfigError(where, key, "expected a 3x3 matrix (list of 3 rows) or {ixx, iyy, izz, ixy, ixz, iyz}")
-        rows = tuple(_vector(where, f"{key}[{i}]", r, 3) for i, r in enumerate(v))
+        rows = tuple(vector(where, f"{key}[{i}]", r, 3) for i, r in enumerate(v))
     m = np.array(rows)
     scale = max(1e-12, float(np.abs(m).max()))
     if not np.allclose(m, m.T, rtol=0.0, atol=1e-9 * scale):
@@ -167,7 +97,7 @@ def _inertia(where: str, key: str, v: Any) -> tuple[tuple[float, float, float], 
     return rows
 
 
-def _mdh(sec: _Section) -> MDH:
+def _mdh(sec: Section) -> MDH:
     m = MDH(alpha=sec.angle("alpha"), a=sec.number("a"), theta=sec.angle("theta", 0.0),
             d=sec.number("d", 0.0))
     sec.done()
@@ -175,7 +105,7 @@ def _mdh(sec: _Section) -> MDH:
 
 
 def _joint(where: str, i: int, v: Any) -> Joint:
-    s = _Section(where, f"joints[{i}]", v)
+    s = Section(where, f"joints[{i}]", v)
     name = s.raw("name")
     if not isinstance(name, str) or not name:
         raise ConfigError(where, s.path("name"), "expected a non-empty string")
@@ -214,7 +144,7 @@ def _joint(where: str, i: int, v: Any) -> Joint:
 FOOT_KEYS = ("a", "b", "c", "Z", "Delta")
 
 
-def _foot(sec: _Section) -> dict[str, float]:
+def _foot(sec: Section) -> dict[str, float]:
     foot = {k: sec.number(k, positive=k != "Z") for k in FOOT_KEYS}
     sec.done()
     return foot
@@ -222,7 +152,7 @@ def _foot(sec: _Section) -> dict[str, float]:
 
 def description_from_dict(data: Any, where: str = "<dict>") -> RobotDescription:
     """Validate a parsed YAML document and build a :class:`RobotDescription`."""
-    top = _Section(where, "", data)
+    top = Section(where, "", data)
     name = top.raw("name")
     if not isinstance(name, str) or not name:
         raise ConfigError(where, "name", "expected a non-empty string")
@@ -237,9 +167,11 @@ def description_from_dict(data: Any, where: str = "<dict>") -> RobotDescription:
         raise ConfigError(where, "joints", f"duplicate joint names {sorted(dup)}")
     tool = _mdh(top.sub("tool")) if top.has("tool") else MDH(0.0, 0.0, 0.0, 0.0)
     foot = _foot(top.sub("foot")) if top.has("foot") else None
-    transmission = top.raw("transmission", None)
-    if transmission is not None and not isinstance(transmission, dict):
-        raise ConfigError(where, "transmission", "expected a mapping")
+    transmission = None
+    if top.has("transmission"):
+        lo = np.array([j.position_limits[0] for j in joints])
+        hi = np.array([j.position_limits[1] for j in joints])
+        transmission = parse_transmission(top.raw("transmission"), where, lo, hi)
     top.done()
     return RobotDescription(name, where, gravity, joints, tool, foot, transmission)
 

@@ -24,6 +24,7 @@ class Robot:
         self.model = Model(desc)
         self.data = Data(self.model)
         self.n = self.model.n
+        self.transmission = desc.transmission
         self._qd0 = np.zeros(self.n)
         self._T = np.zeros((self.n + 2, 4, 4))
         self._rnea_work = np.zeros(rnea_work_size(self.n))

@@ -52,6 +52,10 @@ CASES = [
     ("bool mass", lambda d: d["joints"][1]["body"].update(mass=True), "joints[1].body.mass", "expected a number"),
     ("duplicate names", lambda d: d["joints"][1].update(name="knee"), "joints", "duplicate"),
     ("foot missing a", lambda d: d["foot"].pop("a"), "foot.a", "missing"),
+    ("transmission unknown key", lambda d: d["transmission"]["knee"].update(gear=3),
+     "transmission.knee.gear", "unknown key"),
+    ("transmission zero pitch", lambda d: d["transmission"]["hip"].update(pitch=0.0),
+     "transmission.hip.pitch", "must be > 0"),
 ]
 
 
@@ -88,3 +92,4 @@ def test_bip_leg_loads_with_level_floor_gravity():
     robot = Robot.from_yaml(BIP_LEG)
     assert robot.n == 4
     assert list(robot.model.gravity) == [-9.81, 0.0, 0.0]
+    assert robot.transmission is not None   # validated at load, over the joint-limit box

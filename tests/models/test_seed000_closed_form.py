@@ -351,7 +351,7 @@ def test_printed_forms_are_wrong_where_the_errata_say():
     _, t2, t3, t4, t5, t6 = q
     A = r.inertia(q)
     A_seed = closed_form_A(q, p)
-    C4, C5, C6, S5, S6 = np.cos(t4), np.cos(t5), np.cos(t6), np.sin(t5), np.sin(t6)
+    C4, C5, C6, S5 = np.cos(t4), np.cos(t5), np.cos(t6), np.sin(t5)
     S234 = np.sin(t2 + t3 + t4)
     printed_A33 = A_seed[2, 2] - 2 * k["VZ6"] * p["L3"] * C4 * C5 + 2 * k["VZ3"] * p["L3"] * C4 * C5
     printed_A11 = (A_seed[0, 0] - k["JX6"] * (C6 * S5 * S234) ** 2

@@ -1,0 +1,80 @@
+"""Validation of YAML sections: typed values with errors naming file and key.
+
+Shared by every loader of robot and controller configuration so that keys,
+``*_deg`` angles and error wording are the same everywhere (design.md §4).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .errors import ConfigError
+
+
+class Section:
+    """A mapping being validated, remembering where it lives (file and key path)."""
+
+    def __init__(self, where: str, key: str, value: Any) -> None:
+        if not isinstance(value, dict):
+            raise ConfigError(where, key or "<top>", f"expected a mapping, got {type(value).__name__}")
+        self.where, self.key, self.value = where, key, value
+        self._used: set[str] = set()
+
+    def path(self, name: str) -> str:
+        return f"{self.key}.{name}" if self.key else name
+
+    def has(self, name: str) -> bool:
+        return name in self.value
+
+    def raw(self, name: str, default: Any = ...) -> Any:
+        if name not in self.value:
+            if default is ...:
+                raise ConfigError(self.where, self.path(name), "missing required key")
+            return default
+        self._used.add(name)
+        return self.value[name]
+
+    def number(self, name: str, default: Any = ..., *, positive: bool = False,
+               nonnegative: bool = False) -> float:
+        v = self.raw(name, default)
+        return number(self.where, self.path(name), v, positive=positive, nonnegative=nonnegative)
+
+    def angle(self, name: str, default: float | None = None) -> float:
+        """An angle given as ``name`` (rad) or ``name_deg`` (degrees), not both."""
+        deg = f"{name}_deg"
+        if name in self.value and deg in self.value:
+            raise ConfigError(self.where, self.path(name), f"give either {name} or {deg}, not both")
+        if deg in self.value:
+            return math.radians(self.number(deg))
+        return self.number(name, ... if default is None else default)
+
+    def sub(self, name: str, default: Any = ...) -> "Section":
+        return Section(self.where, self.path(name), self.raw(name, default))
+
+    def vector(self, name: str, size: int, default: Any = ...) -> tuple[float, ...]:
+        return vector(self.where, self.path(name), self.raw(name, default), size)
+
+    def done(self) -> None:
+        extra = sorted(set(self.value) - self._used)
+        if extra:
+            raise ConfigError(self.where, self.path(extra[0]), "unknown key")
+
+
+def number(where: str, key: str, v: Any, *, positive: bool = False,
+            nonnegative: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(where, key, f"expected a number, got {type(v).__name__} {v!r}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise ConfigError(where, key, f"must be finite, got {v}")
+    if positive and v <= 0.0:
+        raise ConfigError(where, key, f"must be > 0, got {v}")
+    if nonnegative and v < 0.0:
+        raise ConfigError(where, key, f"must be >= 0, got {v}")
+    return v
+
+
+def vector(where: str, key: str, v: Any, size: int) -> tuple[float, ...]:
+    if not isinstance(v, (list, tuple)) or len(v) != size:
+        raise ConfigError(where, key, f"expected a list of {size} numbers, got {v!r}")
+    return tuple(number(where, f"{key}[{i}]", x) for i, x in enumerate(v))
