@@ -27,6 +27,7 @@ class SquatLog:
     tau: list[np.ndarray] = field(default_factory=list)
     com: list[np.ndarray] = field(default_factory=list)
     margin: list[float] = field(default_factory=list)
+    motor_tau: list[np.ndarray] = field(default_factory=list)
     update_us: list[float] = field(default_factory=list)
 
 
@@ -76,6 +77,8 @@ def run_squat(robot: Robot, period: float = 0.002, every: float = 0.5,
             log.tau.append(tau.copy())
             log.com.append(com)
             log.margin.append(foot_margin(robot, com))
+            if robot.transmission is not None:     # tau_m = J_p^-T tau (thesis eq. 31-32)
+                log.motor_tau.append(robot.transmission.torque_to_motor(ref[0], tau))
             if out:
                 qs = " ".join(f"{x:8.2f}" for x in np.degrees(ref[0]))
                 ts = " ".join(f"{x:8.1f}" for x in tau)
@@ -95,6 +98,9 @@ def summary(robot: Robot, log: SquatLog) -> dict:
         "peak_joint_torque_Nm": dict(zip(robot.joint_names, peak.round(2).tolist())),
         "torque_limit_Nm": dict(zip(robot.joint_names, robot.model.taumax.tolist())),
         "within_torque_limits": bool(np.all(peak <= robot.model.taumax)),
+        **({"peak_motor_torque_Nm": {f"motor{i + 1}": v for i, v in enumerate(
+            np.abs(log.motor_tau).max(axis=0).round(3).tolist())}}
+           if log.motor_tau else {}),
         "min_cog_margin_mm": round(1e3 * float(np.nanmin(log.margin)), 1),
         "cog_note": ("the CoG's ground projection leaves the foot at the bottom of the squat: "
                      "on the bench the foot is bolted to the platform (thesis §2.6.1); a free foot "

@@ -1,0 +1,45 @@
+"""The `bipd` command line: the demo's figures and the exit codes of bad input."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from controller.cli import DEFAULT_ROBOT, main
+from controller.trajectories import quintic, quintic_scalar
+
+
+def test_quintic_law_endpoints_and_midpoint():
+    assert quintic_scalar(0.0) == (0.0, 0.0, 0.0)
+    r, dr, ddr = quintic_scalar(1.0)
+    assert (r, dr, ddr) == (1.0, 0.0, 0.0)
+    assert quintic_scalar(0.5)[0] == 0.5
+    out = np.zeros((3, 2))
+    quintic(np.zeros(2), np.array([1.0, -2.0]), 7.0, 3.5, out)
+    np.testing.assert_allclose(out[0], [0.5, -1.0])
+    np.testing.assert_allclose(out[1], [1.875 / 7.0, -3.75 / 7.0])   # 30/16 per unit time
+
+
+def test_demo_squat_summary(capsys):
+    assert main(["demo", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["cycles"] == 7001                     # 14 s at 2 ms, both ends
+    assert res["within_torque_limits"] is True
+    # knee carries the most torque at the bottom of the squat, the lateral ankle none
+    torques = res["peak_joint_torque_Nm"]
+    assert torques["knee"] > torques["ankle_sagittal"] > 10.0
+    assert torques["ankle_lateral"] < 1e-6
+    assert set(res["peak_motor_torque_Nm"]) == {"motor1", "motor2", "motor3", "motor4"}
+
+
+def test_check_robot_reports_bad_file_with_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ngravity: [0, 0, -9.81]\njoints: []\n")
+    assert main(["check-robot", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "joints" in err and "Traceback" not in err
+
+
+def test_check_robot_ok(capsys):
+    assert main(["check-robot", str(DEFAULT_ROBOT)]) == 0
+    assert "4 joints" in capsys.readouterr().out
