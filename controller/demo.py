@@ -17,7 +17,7 @@ import numpy as np
 from models import Robot
 from models.dynamics import update
 
-from .trajectories import SQUAT_DURATION_S, quintic, squat_posture
+from .loop.trajectories import SQUAT_DURATION_S, quintic, squat_posture
 
 
 @dataclass

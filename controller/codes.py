@@ -1,0 +1,61 @@
+"""Codes shared by the loop and the I/O side: states, events, reasons, error codes.
+
+The loop writes numbers into shared memory; the I/O side turns them into names for
+replies, telemetry and logs. One table, so the two sides cannot drift.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class State(IntEnum):
+    """Controller states (issue 4): BOOT -> DISABLED -> HOLD -> MOVING | STABILIZING."""
+    BOOT = 0
+    DISABLED = 1
+    HOLD = 2
+    MOVING = 3
+    STABILIZING = 4
+    FAULT = 5
+    ESTOP = 6
+
+
+class Event(IntEnum):
+    """Event kinds in the events ring ``[cycle, kind, a, b]``."""
+    TRANSITION = 1       # a = old state, b = Reason
+    FAULT = 2            # a = Reason, b = detail (node id, joint index, drive fault code)
+    WARNING = 3          # a = Reason, b = detail (joint index)
+    COMMAND = 4          # a = Cmd, b = 1 accepted / 0 refused
+    OVERRUN = 5          # a = missed cycles, b = cycle time in us
+
+
+class Reason(IntEnum):
+    COMMAND = 1
+    BOOTED = 2
+    TRAJECTORY_DONE = 3
+    DRIVE_FAULT = 4
+    BUS_FAULT = 5
+    HARD_LIMIT = 6
+    NON_FINITE = 7
+    WATCHDOG = 8
+    SOFT_LIMIT = 9
+    TRANSMISSION = 10
+    ESTOP = 11
+    SHUTDOWN = 12
+    STOP_DONE = 13
+
+
+class Error(IntEnum):
+    """Error codes of command replies (stable: clients match on the names)."""
+    OK = 0
+    BAD_JSON = 1
+    BAD_REQUEST = 2
+    UNKNOWN_COMMAND = 3
+    BAD_ARGS = 4
+    OUT_OF_RANGE = 5
+    NOT_FINITE = 6
+    NOT_ALLOWED = 7       # not allowed in the current state
+    BUSY = 8              # mailbox full
+    TIMEOUT = 9           # the loop did not acknowledge in time
+    BAD_FILE = 10
+    NOT_SUPPORTED = 11    # e.g. fault injection on a real bus
+    INTERNAL = 12

@@ -1,0 +1,1 @@
+"""I/O process and tools: ZMQ commands and telemetry, protocol validation, client, logs."""
