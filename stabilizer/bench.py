@@ -1,0 +1,136 @@
+"""Benchmark of the stabilizer's compute, next to the thesis' B&R figure.
+
+Two timings, median and p99 over ``samples`` calls, each one Numba dispatch:
+
+* ``step``: one stabilizer step (virtual robot model, ground, polygon, walls,
+  fields, admittance, weighted damped pseudo-inverse with the 4 x 4 Schur
+  inverse, limits) -- :func:`stabilizer.stabilizer.step`;
+* ``cycle``: the compute of one stabilizing cycle as the loop runs it --
+  the physical model (:func:`models.dynamics.update`: FK, Jacobians, A, C, G),
+  the stabilizer step, and the axis control (PD on q_ref, qd_ref plus the G(q)
+  feed-forward), fused in one njit call (:func:`stabilizing_cycle`).
+
+The tilt follows the thesis' scenario (quintic 0 -> (10, 20) deg -> 0) and the
+measured posture is the previous reference (perfect tracking), so every branch
+the real cycle takes is exercised. Reference: the thesis' stabilizer on the tilt
+bench, two models + 4 x 4 inverse + platform control, 273 us average on a
+1.6 GHz Atom (§2.6, design.md §7). Target: the whole cycle under 10 us.
+
+``python -m stabilizer.bench [--json] [--samples N]``
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from models.dynamics import update
+from models.model import data_views
+
+from .stabilizer import O_SCALARS, P_DT, Stabilizer, step
+
+THESIS_STABILIZER_AVG_US = 273.0     # thesis §2.6.3 / design.md §7, B&R X20CP1586 (Atom 1.6 GHz)
+TARGET_CYCLE_US = 10.0
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "robots" / "bip_leg_stabilizer.yaml"
+
+
+@njit(cache=True)
+def axis_control(kp, kd, q_ref, qd_ref, q, qd, G, tau):
+    """Joint PD on the references plus the gravity feed-forward G(q) (design.md §3)."""
+    for i in range(q.shape[0]):
+        tau[i] = kp[i] * (q_ref[i] - q[i]) + kd[i] * (qd_ref[i] - qd[i]) + G[i]
+
+
+@njit(cache=True)
+def stabilizing_cycle(mbuf, dbuf, p, s, inp, out, gains, tau):
+    """Physical model update, stabilizer step, axis control: one cycle's compute.
+    ``inp`` holds q_measured, tilt, acceleration (stabilizer layout); qd is taken
+    as zero (quasi-static bench); gains = (kp[n], kd[n], qd[n])."""
+    n = tau.shape[0]
+    q = inp[0:n]
+    kp, kd, qd = gains[0:n], gains[n:2 * n], gains[2 * n:3 * n]
+    update(mbuf, dbuf, q, qd)
+    status = step(p, s, inp, out)
+    G = data_views(dbuf, n)[10]
+    axis_control(kp, kd, out[O_SCALARS:O_SCALARS + n], out[O_SCALARS + n:O_SCALARS + 2 * n],
+                 q, qd, G, tau)   # q_ref, qd_ref (stabilizer.out_views)
+    return status
+
+
+def _stats(ns: np.ndarray) -> dict[str, float]:
+    us = ns / 1e3
+    return {"median_us": float(np.median(us)), "p99_us": float(np.percentile(us, 99)),
+            "min_us": float(us.min())}
+
+
+def _tilts(samples: int, dt: float) -> np.ndarray:
+    """(alpha, beta) of the thesis' scenario, repeated over the samples."""
+    t = (np.arange(samples) * dt) % 14.0
+    x = np.clip(np.where(t < 7.0, t, 14.0 - t) / 7.0, 0.0, 1.0)
+    s = 10 * x ** 3 - 15 * x ** 4 + 6 * x ** 5
+    return np.stack([np.radians(10.0) * s, np.radians(20.0) * s], axis=1)
+
+
+def run_benchmark(samples: int = 20000, config: str | Path = DEFAULT_CONFIG) -> dict:
+    """Time one stabilizer step and one stabilizing cycle (module docstring)."""
+    st = Stabilizer.from_yaml(config)
+    robot = st.robot
+    n = robot.n
+    mbuf, dbuf = robot.model.buf, robot.data.buf
+    p, s, inp, out = st.params, st.state, st.inputs, st.out
+    gains = np.concatenate([np.full(n, 800.0), np.full(n, 40.0), np.zeros(n)])
+    tau = np.zeros(n)
+    q0 = np.array([0.0, 0.25, -0.5, 0.25])
+    tilts = _tilts(samples, float(p[P_DT]))
+    clock = time.perf_counter_ns
+
+    def timed(fn) -> np.ndarray:
+        st.reset(q0)
+        ns = np.empty(samples)
+        fn(0)                                       # compiled / loaded before timing
+        st.reset(q0)
+        for k in range(samples):
+            inp[:n] = st.q_ref                      # perfect tracking
+            inp[n], inp[n + 1] = tilts[k]
+            t0 = clock()
+            fn(k)
+            ns[k] = clock() - t0
+        return ns
+
+    step_ns = timed(lambda k: step(p, s, inp, out))
+    cycle_ns = timed(lambda k: stabilizing_cycle(mbuf, dbuf, p, s, inp, out, gains, tau))
+    res = {"robot": robot.model.name, "samples": samples,
+           "step": _stats(step_ns), "cycle": _stats(cycle_ns),
+           "thesis_bnr_stabilizer_avg_us": THESIS_STABILIZER_AVG_US,
+           "target_cycle_us": TARGET_CYCLE_US}
+    res["ratio_step_vs_thesis"] = res["step"]["median_us"] / THESIS_STABILIZER_AVG_US
+    res["ratio_cycle_vs_thesis"] = res["cycle"]["median_us"] / THESIS_STABILIZER_AVG_US
+    res["cycle_under_target"] = res["cycle"]["median_us"] < TARGET_CYCLE_US
+    return res
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m stabilizer.bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--samples", type=int, default=20000)
+    ap.add_argument("--config", default=str(DEFAULT_CONFIG), help="stabilizer YAML file")
+    args = ap.parse_args(argv)
+    res = run_benchmark(args.samples, args.config)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return
+    print(f"{res['robot']}: {res['samples']} samples")
+    for key, label in (("step", "stabilizer step"), ("cycle", "stabilizing cycle")):
+        r = res[key]
+        print(f"  {label:18s} median {r['median_us']:6.2f} us  p99 {r['p99_us']:6.2f} us")
+    print(f"  thesis (B&R Atom 1.6 GHz, same work): {THESIS_STABILIZER_AVG_US:.0f} us average; "
+          f"cycle ratio {res['ratio_cycle_vs_thesis']:.3f}, target < {TARGET_CYCLE_US:.0f} us: "
+          f"{'met' if res['cycle_under_target'] else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

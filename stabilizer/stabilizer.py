@@ -1,0 +1,442 @@
+"""The electrostatic-field CoG stabilizer of thesis §2.5 (Figure 26-27): one cycle.
+
+Everything a cycle needs lives in four flat float64 arrays, so that the Numba
+kernel :func:`step` takes four arguments and allocates nothing:
+
+* ``params`` (read-only): sizes, period, tilt source, foot, field laws and gains,
+  admittance, virtual-robot weights and limits (:func:`pack_params`);
+* ``state``: the virtual robot (q, qd), the admittance velocity, G+ and the
+  posture target, and every scratch array of the cycle;
+* ``inputs``: q_measured[n], tilt[3] (platform (alpha, beta, -) or IMU specific
+  force in R0 axes), acceleration[2] (horizontal, world (y_g, z_g) axes);
+* ``out``: q_ref, qd_ref, the CoG and its commanded velocity, the forces of
+  every wall and of the attractor, the signed margins, flags, the polygon and
+  its walls (telemetry).
+
+One cycle (all in the world frame of eq. 45-47, x_g up):
+tilt -> R_M->O0, O0 (eq. 46-47) -> support polygon (eq. 50-51) -> walls
+(eq. 69) -> virtual CoG G = T_M->O0 G_0 (eq. 41, 47) -> signed distances
+(eq. 70-71) -> forces (eq. 72-78) -> admittance -> weighted damped
+pseudo-inverse of J_w = R_M->O0 J_G (eq. 44) with limits -> q_ref.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+from numpy.typing import ArrayLike
+
+from models.errors import ConfigError
+from models.leg import LegGeometry, leg_com, virtual_com_jacobian
+from models.robot import Robot
+
+from .config import StabilizerConfig, load_config
+from .fields import attractor_force, wall_forces
+from .ground import TILT_OK, apparent_tilt, base_to_world, foot_origin, rotation_world_foot
+from .support_polygon import outline_orientation, project_outline, rectangle_outline
+from .virtual_robot import (
+    admittance_velocity,
+    damping_factor,
+    integrate,
+    lock_joint_limits,
+    resolve_rates,
+    scale_to_velocity_limits,
+    smallest_task_singular_value,
+)
+from .walls import compute_walls, signed_distances
+
+# step() status
+OK = 0
+NOT_RESET = 1          # reset(q_measured) was never called
+REJECTED_INPUT = 2     # non-finite q_measured / tilt / acceleration, or an impossible tilt
+NUMERIC_FAILURE = 3    # an SPD solve failed (cannot happen with valid params; q_ref held)
+
+# flags (out), 1.0 when raised
+FLAG_NAMES = ("input_rejected", "force_saturated", "speed_saturated", "joint_speed_saturated",
+              "near_singular", "at_joint_limit", "cog_outside")
+F_REJECTED, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT, F_OUTSIDE = range(7)
+NFLAGS = len(FLAG_NAMES)
+
+# params scalars
+(P_N, P_NV, P_DT, P_G0, P_SOURCE, P_USE_ACC, P_DELTA, P_Z, P_ORIENT,
+ P_WLAW, P_WR, P_WSHAPE, P_WC,
+ P_AON, P_ALAW, P_AK, P_AR, P_ASHAPE, P_AC, P_AINITIAL, P_AX, P_AY, P_AZ,
+ P_ADM_M, P_ADM_D, P_ADM_VMAX,
+ P_S0, P_S1, P_S2, P_LMIN, P_LMAX, P_SIGMA, P_MARGIN, P_POST_K, P_POST_INITIAL) = range(35)
+P_SCALARS = 35
+# state scalars
+S_RESET, S_TARGET_PENDING = 0, 1
+S_SCALARS = 2
+# out scalars
+O_MIN_MARGIN, O_MEASURED_MARGIN, O_ALPHA, O_BETA, O_SIGMA, O_LAMBDA = range(6)
+O_SCALARS = 6
+
+
+@njit(cache=True)
+def param_views(p):
+    """(leg[10], qmin[n], qmax[n], vmax[n], W[n], q_posture[n], outline[nv,2], gains[nv])."""
+    n, nv = int(p[P_N]), int(p[P_NV])
+    o = P_SCALARS
+    leg = p[o:o + 10]; o += 10
+    qmin = p[o:o + n]; o += n
+    qmax = p[o:o + n]; o += n
+    vmax = p[o:o + n]; o += n
+    W = p[o:o + n]; o += n
+    qpost = p[o:o + n]; o += n
+    outline = p[o:o + 2 * nv].reshape((nv, 2)); o += 2 * nv
+    gains = p[o:o + nv]
+    return leg, qmin, qmax, vmax, W, qpost, outline, gains
+
+
+def params_size(n: int, nv: int) -> int:
+    return P_SCALARS + 10 + 5 * n + 3 * nv
+
+
+@njit(cache=True)
+def state_views(s, n, nv):
+    """(q[n], qd[n], v[3], target[3], qpost[n], locked[n], qd0[n], R[3,3], o[3],
+    G0[3], Gm[3], Jb6[6,n], Jb[3,n], Jw[3,n], K[3,3], C[3,3], A3[3,3], H[n,n],
+    Hinv[n,n], tilt[2], dm[nv])."""
+    o = S_SCALARS
+    q = s[o:o + n]; o += n
+    qd = s[o:o + n]; o += n
+    v = s[o:o + 3]; o += 3
+    target = s[o:o + 3]; o += 3
+    qpost = s[o:o + n]; o += n
+    locked = s[o:o + n]; o += n
+    qd0 = s[o:o + n]; o += n
+    R = s[o:o + 9].reshape((3, 3)); o += 9
+    org = s[o:o + 3]; o += 3
+    G0 = s[o:o + 3]; o += 3
+    Gm = s[o:o + 3]; o += 3
+    Jb6 = s[o:o + 6 * n].reshape((6, n)); o += 6 * n
+    Jb = s[o:o + 3 * n].reshape((3, n)); o += 3 * n
+    Jw = s[o:o + 3 * n].reshape((3, n)); o += 3 * n
+    K = s[o:o + 9].reshape((3, 3)); o += 9
+    C = s[o:o + 9].reshape((3, 3)); o += 9
+    A3 = s[o:o + 9].reshape((3, 3)); o += 9
+    H = s[o:o + n * n].reshape((n, n)); o += n * n
+    Hinv = s[o:o + n * n].reshape((n, n)); o += n * n
+    tilt = s[o:o + 2]; o += 2
+    dm = s[o:o + nv]
+    return q, qd, v, target, qpost, locked, qd0, R, org, G0, Gm, Jb6, Jb, Jw, K, C, A3, H, Hinv, tilt, dm
+
+
+def state_size(n: int, nv: int) -> int:
+    return S_SCALARS + 6 * n + 3 + 3 + 9 + 9 + 12 * n + 27 + 2 * n * n + 2 + nv
+
+
+@njit(cache=True)
+def out_views(out, n, nv):
+    """(q_ref[n], qd_ref[n], cog[3], cog_velocity[3], forces[nv+1,3] (walls then
+    attractor), total_force[3], margins[nv], flags[NFLAGS], polygon[nv,2],
+    walls[nv,3]); scalars O_MIN_MARGIN... come first."""
+    o = O_SCALARS
+    q_ref = out[o:o + n]; o += n
+    qd_ref = out[o:o + n]; o += n
+    cog = out[o:o + 3]; o += 3
+    vel = out[o:o + 3]; o += 3
+    forces = out[o:o + 3 * (nv + 1)].reshape((nv + 1, 3)); o += 3 * (nv + 1)
+    total = out[o:o + 3]; o += 3
+    margins = out[o:o + nv]; o += nv
+    flags = out[o:o + NFLAGS]; o += NFLAGS
+    poly = out[o:o + 2 * nv].reshape((nv, 2)); o += 2 * nv
+    walls = out[o:o + 3 * nv].reshape((nv, 3))
+    return q_ref, qd_ref, cog, vel, forces, total, margins, flags, poly, walls
+
+
+def out_size(n: int, nv: int) -> int:
+    return O_SCALARS + 2 * n + 9 + 3 * (nv + 1) + nv + NFLAGS + 5 * nv
+
+
+def inputs_size(n: int) -> int:
+    return n + 5
+
+
+@njit(cache=True)
+def reset(p, s, q_measured, out):
+    """Bumpless start: the virtual robot starts at the measured posture, at rest;
+    G+ is the configured point, or ('initial') the CoG of the next cycle; the
+    posture target ('initial') is the measured posture."""
+    n, nv = int(p[P_N]), int(p[P_NV])
+    sv = state_views(s, n, nv)
+    q, qd, v, target, qpost = sv[0], sv[1], sv[2], sv[3], sv[4]
+    q_ref, qd_ref, _, vel, _, _, _, flags, _, _ = out_views(out, n, nv)
+    qpost_param = param_views(p)[5]
+    for i in range(n):
+        q[i] = q_measured[i]
+        qd[i] = 0.0
+        q_ref[i] = q_measured[i]
+        qd_ref[i] = 0.0
+        qpost[i] = q_measured[i] if p[P_POST_INITIAL] != 0.0 else qpost_param[i]
+    for a in range(3):
+        v[a] = 0.0
+        vel[a] = 0.0
+        target[a] = p[P_AX + a]
+    for f in range(NFLAGS):
+        flags[f] = 0.0
+    s[S_TARGET_PENDING] = p[P_AINITIAL]
+    s[S_RESET] = 1.0
+
+
+@njit(cache=True)
+def _reject(qd_ref, vel, flags, status):
+    for i in range(qd_ref.shape[0]):
+        qd_ref[i] = 0.0
+    for a in range(3):
+        vel[a] = 0.0
+    for f in range(NFLAGS):
+        flags[f] = 0.0
+    flags[F_REJECTED] = 1.0
+    return status
+
+
+@njit(cache=True)
+def step(p, s, inp, out):
+    """One stabilizer cycle (module docstring). Returns OK, or NOT_RESET /
+    REJECTED_INPUT / NUMERIC_FAILURE with q_ref held, qd_ref zeroed and the
+    virtual robot's state (q, qd, admittance velocity, G+) untouched."""
+    n, nv = int(p[P_N]), int(p[P_NV])
+    dt = p[P_DT]
+    leg, qmin, qmax, vmax, W, _, outline, gains = param_views(p)
+    (q, qd, v, target, qpost, locked, qd0, R, org, G0, Gm, Jb6, Jb, Jw, K, C, A3, H, Hinv,
+     tilt, dm) = state_views(s, n, nv)
+    q_ref, qd_ref, cog, vel, forces, total, margins, flags, poly, walls = out_views(out, n, nv)
+    if s[S_RESET] == 0.0:
+        return NOT_RESET
+    q_meas = inp[0:n]
+    for i in range(n):
+        if not np.isfinite(q_meas[i]):
+            return _reject(qd_ref, vel, flags, REJECTED_INPUT)
+    if apparent_tilt(int(p[P_SOURCE]), p[P_USE_ACC] != 0.0, p[P_G0], inp[n:n + 3], inp[n + 3:n + 5],
+                     R, tilt) != TILT_OK:
+        return _reject(qd_ref, vel, flags, REJECTED_INPUT)
+    for f in range(NFLAGS):
+        flags[f] = 0.0
+    out[O_ALPHA], out[O_BETA] = tilt[0], tilt[1]
+
+    # ground, polygon, walls (eq. 46-51, 69)
+    rotation_world_foot(tilt[0], tilt[1], R)
+    foot_origin(R, p[P_DELTA], p[P_Z], org)
+    project_outline(outline, nv, R, p[P_Z], poly)
+    compute_walls(poly, nv, p[P_ORIENT], walls)
+
+    # virtual CoG and the measured one, in world (eq. 41, 47), margins (eq. 70-71)
+    leg_com(leg, q, G0)
+    base_to_world(R, org, G0, cog)
+    if s[S_TARGET_PENDING] != 0.0:
+        target[0], target[1], target[2] = cog[0], cog[1], cog[2]
+        s[S_TARGET_PENDING] = 0.0
+    dmin = signed_distances(walls, nv, cog[1], cog[2], margins)
+    out[O_MIN_MARGIN] = dmin
+    if dmin < 0.0:
+        flags[F_OUTSIDE] = 1.0
+    leg_com(leg, q_meas, G0)
+    base_to_world(R, org, G0, Gm)
+    out[O_MEASURED_MARGIN] = signed_distances(walls, nv, Gm[1], Gm[2], dm)
+
+    # fields (eq. 72-78)
+    for a in range(3):
+        for b in range(3):
+            K[a, b] = 0.0
+            C[a, b] = 0.0
+    if wall_forces(walls, margins, nv, int(p[P_WLAW]), gains, p[P_WR], p[P_WSHAPE], p[P_WC],
+                   forces, K, C) > 0:
+        flags[F_FORCE_SAT] = 1.0
+    fa = forces[nv]
+    if p[P_AON] != 0.0:
+        attractor_force(cog, target, int(p[P_ALAW]), p[P_AK], p[P_AR], p[P_ASHAPE], p[P_AC], fa, K, C)
+    else:
+        fa[0], fa[1], fa[2] = 0.0, 0.0, 0.0
+    for a in range(3):
+        acc = 0.0
+        for i in range(nv + 1):
+            acc += forces[i, a]
+        total[a] = acc
+
+    # admittance: velocity of G (world)
+    for a in range(3):
+        vel[a] = v[a]
+    status, clipped = admittance_velocity(p[P_ADM_M], p[P_ADM_D], dt, p[P_ADM_VMAX], vel, total, K, C, A3)
+    if status != 0:
+        return _reject(qd_ref, vel, flags, NUMERIC_FAILURE)
+    if clipped:
+        flags[F_SPEED_SAT] = 1.0
+
+    # weighted damped pseudo-inverse of J_w = R J_G (eq. 44, 46)
+    virtual_com_jacobian(leg, q, Jb, Jb6)
+    for r in range(3):
+        for c in range(n):
+            Jw[r, c] = R[r, 0] * Jb[0, c] + R[r, 1] * Jb[1, c] + R[r, 2] * Jb[2, c]
+    S = p[P_S0:P_S0 + 3]
+    sigma = smallest_task_singular_value(Jw, S, W, A3)
+    lam2 = damping_factor(sigma, p[P_LMIN], p[P_LMAX], p[P_SIGMA])
+    out[O_SIGMA] = sigma
+    out[O_LAMBDA] = np.sqrt(lam2)
+    if sigma < p[P_SIGMA]:
+        flags[F_SINGULAR] = 1.0
+    for i in range(n):
+        qd0[i] = p[P_POST_K] * (qpost[i] - q[i])
+        locked[i] = 0.0
+    if resolve_rates(Jw, S, W, lam2, vel, qd0, locked, H, Hinv, qd_ref) != 0:
+        return _reject(qd_ref, vel, flags, NUMERIC_FAILURE)
+    status, nlocked = lock_joint_limits(Jw, S, W, lam2, vel, qd0, q, qmin, qmax, p[P_MARGIN], dt,
+                                        locked, H, Hinv, qd_ref)
+    if status != 0:
+        return _reject(qd_ref, vel, flags, NUMERIC_FAILURE)
+    if scale_to_velocity_limits(qd_ref, vmax):
+        flags[F_JOINT_SPEED_SAT] = 1.0
+
+    # commit: integrate the virtual robot; its posture is the reference
+    for a in range(3):
+        v[a] = vel[a]
+    for i in range(n):
+        q_ref[i] = q[i]
+    if integrate(q_ref, qd_ref, dt, qmin, qmax) or nlocked > 0:
+        flags[F_LIMIT] = 1.0
+    for i in range(n):
+        q[i] = q_ref[i]
+        qd[i] = qd_ref[i]
+    return OK
+
+
+def pack_params(robot: Robot, cfg: StabilizerConfig) -> np.ndarray:
+    """The flat params array of :func:`step` for a robot and a configuration."""
+    desc = robot.description
+    if desc.foot is None:
+        raise _config_error(cfg, "robot", f"robot file {desc.source} has no foot section (thesis Figure 20)")
+    foot = desc.foot
+    outline = (np.array(cfg.outline, dtype=np.float64) if cfg.outline is not None
+               else rectangle_outline(foot["a"], foot["b"], foot["c"]))
+    orient = outline_orientation(outline, cfg.source, "foot.outline" if cfg.outline else "robot.foot")
+    geo = LegGeometry(robot.model)
+    n, nv = robot.n, outline.shape[0]
+    if cfg.posture_target is not None:
+        bad = [i for i, x in enumerate(cfg.posture_target)
+               if not robot.model.qmin[i] <= x <= robot.model.qmax[i]]
+        if bad:
+            raise _config_error(cfg, f"virtual_robot.posture.target[{bad[0]}]", "is outside the joint limits")
+    p = np.zeros(params_size(n, nv))
+    p[P_N], p[P_NV], p[P_DT] = n, nv, cfg.period
+    p[P_G0] = float(np.linalg.norm(desc.gravity))
+    p[P_SOURCE], p[P_USE_ACC] = cfg.tilt_source, float(cfg.use_acceleration)
+    p[P_DELTA], p[P_Z], p[P_ORIENT] = foot["Delta"], foot["Z"], orient
+    w = cfg.walls
+    p[P_WLAW], p[P_WR], p[P_WSHAPE], p[P_WC] = w.law, w.radius, w.shape, w.damping
+    if cfg.attractor is not None:
+        a = cfg.attractor
+        p[P_AON], p[P_ALAW], p[P_AK], p[P_AR], p[P_ASHAPE], p[P_AC] = 1.0, a.law, a.gains[0], a.radius, a.shape, a.damping
+        if cfg.attractor_target is None:
+            p[P_AINITIAL] = 1.0
+        else:
+            p[P_AX:P_AZ + 1] = cfg.attractor_target
+    p[P_ADM_M], p[P_ADM_D], p[P_ADM_VMAX] = cfg.admittance_mass, cfg.admittance_damping, cfg.max_speed
+    p[P_S0:P_S2 + 1] = (cfg.vertical_task_weight, 1.0, 1.0)
+    p[P_LMIN], p[P_LMAX], p[P_SIGMA] = cfg.lambda_min, cfg.lambda_max, cfg.sigma_threshold
+    p[P_MARGIN], p[P_POST_K] = cfg.limit_margin, cfg.posture_gain
+    p[P_POST_INITIAL] = 1.0 if cfg.posture_target is None else 0.0
+    leg, qmin, qmax, vmax, W, qpost, ol, gains = param_views(p)
+    leg[:] = geo.params
+    qmin[:], qmax[:] = robot.model.qmin, robot.model.qmax
+    vmax[:] = cfg.velocity_scale * robot.model.vmax
+    W[:] = cfg.joint_weights
+    if cfg.posture_target is not None:
+        qpost[:] = cfg.posture_target
+    ol[:] = outline
+    gains[:] = w.gains
+    width = float(np.min(np.ptp(outline, axis=0)))
+    if 2.0 * w.radius >= width:
+        raise _config_error(cfg, "walls.saturation_distance",
+                            f"{w.radius} m leaves no unsaturated zone in a foot {width} m wide")
+    p.flags.writeable = False
+    return p
+
+
+def _config_error(cfg: StabilizerConfig, key: str, message: str) -> ConfigError:
+    return ConfigError(cfg.source, key, message)
+
+
+class StabilizerInputError(ValueError):
+    """reset() was given a posture of the wrong shape or with non-finite values."""
+
+
+class Stabilizer:
+    """Python shell over :func:`step`: owns the four arrays and named views.
+
+    ``Stabilizer(robot, cfg)`` or ``Stabilizer.from_yaml(path)``; ``reset(q)``
+    once when the stabilizer is engaged (bumpless), then ``step(q, tilt, acc)``
+    every cycle. Outputs are views, valid until the next step: ``q_ref``,
+    ``qd_ref``, ``cog`` (world), ``cog_velocity``, ``forces`` (nv+1, 3: walls
+    in outline-edge order, then the attractor), ``total_force``, ``margins``
+    (signed distance of the virtual CoG to every wall, > 0 inside), ``flags``
+    (FLAG_NAMES order), ``polygon`` (nv, 2: world y_g, z_g), ``walls`` (nv, 3:
+    n_y, n_z, c), and the scalars ``min_margin``, ``measured_margin``, ``tilt``,
+    ``sigma_min``, ``damping``. A real-time loop calls the kernel
+    ``step(st.params, st.state, st.inputs, st.out)`` directly after writing
+    ``st.inputs`` (views ``in_q``, ``in_tilt``, ``in_acc``).
+    """
+
+    def __init__(self, robot: Robot, cfg: StabilizerConfig) -> None:
+        self.robot = robot
+        self.config = cfg
+        self.params = pack_params(robot, cfg)
+        self.n = n = robot.n
+        self.nv = nv = int(self.params[P_NV])
+        self.state = np.zeros(state_size(n, nv))
+        self.inputs = np.zeros(inputs_size(n))
+        self.out = np.zeros(out_size(n, nv))
+        self.in_q, self.in_tilt, self.in_acc = self.inputs[:n], self.inputs[n:n + 3], self.inputs[n + 3:]
+        (self.q_ref, self.qd_ref, self.cog, self.cog_velocity, self.forces, self.total_force,
+         self.margins, self.flags, self.polygon, self.walls) = out_views(self.out, n, nv)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Stabilizer:
+        cfg = load_config(path)
+        return cls(Robot.from_yaml(cfg.robot_path), cfg)
+
+    @property
+    def target(self) -> np.ndarray:
+        """G+ in the world frame (valid after the first step when 'initial')."""
+        return state_views(self.state, self.n, self.nv)[3]
+
+    @property
+    def min_margin(self) -> float:
+        return float(self.out[O_MIN_MARGIN])
+
+    @property
+    def measured_margin(self) -> float:
+        """Smallest signed margin of the measured posture's CoG."""
+        return float(self.out[O_MEASURED_MARGIN])
+
+    @property
+    def tilt(self) -> tuple[float, float]:
+        """Effective (alpha, beta) of the apparent gravity (rad)."""
+        return float(self.out[O_ALPHA]), float(self.out[O_BETA])
+
+    @property
+    def sigma_min(self) -> float:
+        return float(self.out[O_SIGMA])
+
+    @property
+    def damping(self) -> float:
+        """lambda of the damped least squares this cycle."""
+        return float(self.out[O_LAMBDA])
+
+    def flag_dict(self) -> dict[str, bool]:
+        return {name: bool(self.flags[i]) for i, name in enumerate(FLAG_NAMES)}
+
+    def reset(self, q_measured: ArrayLike) -> None:
+        q = np.ascontiguousarray(q_measured, dtype=np.float64)
+        if q.shape != (self.n,) or not np.all(np.isfinite(q)):
+            raise StabilizerInputError(f"q_measured must be {self.n} finite joint angles, got {q_measured!r}")
+        reset(self.params, self.state, q, self.out)
+
+    def step(self, q_measured: ArrayLike, tilt: ArrayLike, acceleration: ArrayLike = (0.0, 0.0)) -> int:
+        """Copy the inputs and run one cycle; returns the kernel status (OK,
+        NOT_RESET, REJECTED_INPUT, NUMERIC_FAILURE). ``tilt``: (alpha, beta) of
+        the platform, or the IMU's specific force (3) in R0 axes."""
+        self.in_q[:] = q_measured
+        self.in_tilt[: len(tilt)] = tilt
+        self.in_acc[:] = acceleration
+        return step(self.params, self.state, self.inputs, self.out)
