@@ -66,15 +66,29 @@ def _print_models_bench(res: dict) -> None:
               f"(import + YAML load {res['import_and_load_cached_s']:.2f} s)")
 
 
+def _print_stabilizer_bench(res: dict) -> None:
+    print(f"stabilizer ({res['samples']} samples, thesis tilt scenario)")
+    for key, label in (("step", "one stabilizer step"), ("cycle", "whole stabilizing cycle")):
+        r = res[key]
+        print(f"  {label:24s} median {r['median_us']:6.2f} us, p99 {r['p99_us']:6.2f} us")
+    verdict = "meets" if res["cycle_under_target"] else "MISSES"
+    print(f"  thesis B&R, same work: {res['thesis_bnr_stabilizer_avg_us']:.0f} us avg -> cycle ratio "
+          f"{res['ratio_cycle_vs_thesis']:.3f} ({verdict} the target < {res['target_cycle_us']:.0f} us)")
+
+
 def cmd_bench_models(args: argparse.Namespace) -> int:
     from models.bench import run
+    from stabilizer.bench import run_benchmark
 
-    res = run(args.robot, samples=args.samples, first_call=not args.no_first_call,
-              progress=_progress(not args.json))
+    say = _progress(not args.json)
+    res = run(args.robot, samples=args.samples, first_call=not args.no_first_call, progress=say)
+    say("stabilizer step and stabilizing cycle")
+    res["stabilizer"] = run_benchmark(samples=args.samples)
     if args.json:
         print(json.dumps(res))
     else:
         _print_models_bench(res)
+        _print_stabilizer_bench(res["stabilizer"])
     return 0
 
 
@@ -97,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks that print figures against a reference measured in the same run")
     bsub = b.add_subparsers(dest="bench", required=True, metavar="WHAT")
-    bm = bsub.add_parser("models", help="one full model update vs Pinocchio and the thesis' B&R figure")
+    bm = bsub.add_parser("models", help="model update vs Pinocchio, stabilizer cycle vs the thesis' B&R figures")
     bm.add_argument("--robot", default=str(DEFAULT_ROBOT))
     bm.add_argument("--samples", type=int, default=20000, help="timed calls per side (default 20000)")
     bm.add_argument("--json", action="store_true", help="print one JSON object on stdout")

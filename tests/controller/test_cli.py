@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from controller.cli import DEFAULT_ROBOT, main
-from controller.trajectories import quintic, quintic_scalar
+from controller.loop.trajectories import quintic, quintic_scalar
 
 
 def test_quintic_law_endpoints_and_midpoint():
@@ -43,3 +43,13 @@ def test_check_robot_reports_bad_file_with_exit_2(tmp_path, capsys):
 def test_check_robot_ok(capsys):
     assert main(["check-robot", str(DEFAULT_ROBOT)]) == 0
     assert "4 joints" in capsys.readouterr().out
+
+
+def test_bench_models_json_has_reference_figures(capsys):
+    assert main(["bench", "models", "--json", "--samples", "400", "--no-first-call"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["update"]["median_us"] > 0
+    assert res["pinocchio"]["median_us"] > 0          # the reference is measured in the same run
+    assert res["ratio_vs_pinocchio"]["median"] == res["update"]["median_us"] / res["pinocchio"]["median_us"]
+    assert res["stabilizer"]["cycle"]["median_us"] > 0
+    assert res["stabilizer"]["thesis_bnr_stabilizer_avg_us"] == 273.0
