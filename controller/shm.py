@@ -14,6 +14,8 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
   counts drops;
 * ``events``   state-machine and fault events loop -> I/O ``[cycle, code, a, b]``, a ring the
   reader follows with its own index (lapped events are counted as dropped);
+* ``stats``    the profiler statistics (layout in :mod:`controller.telemetry`), written by
+  the loop; the I/O side reads them for ``stats`` (a figure may be one cycle stale);
 * ``traj``     a joint-trajectory buffer the I/O side fills (validated, resampled to the
   period) before it sends ``RUN_BUFFER``.
 
@@ -27,6 +29,8 @@ from enum import IntEnum
 from multiprocessing import shared_memory
 
 import numpy as np
+
+from .telemetry import STATS_SIZE, reset_stats
 
 MAGIC = 0x42495044  # "BIPD"
 MAX_ARGS = 24
@@ -94,6 +98,7 @@ class Layout:
                 ("replies", np.float64, (self.reply_slots, 4)),
                 ("ring", np.float64, (self.ring_slots, 1 + self.record_size)),
                 ("events", np.float64, (self.event_slots, 4)),
+                ("stats", np.float64, (STATS_SIZE,)),
                 ("traj", np.float64, (self.traj_samples, self.n_joints))]
 
     def nbytes(self) -> int:
@@ -117,12 +122,14 @@ class SharedBlock:
         self.replies: np.ndarray
         self.ring: np.ndarray
         self.events: np.ndarray
+        self.stats: np.ndarray
         self.traj: np.ndarray
         if create:
             self.header[:] = 0
             self.header[H.MAGIC] = MAGIC
             self.header[H.N_JOINTS] = layout.n_joints
             self.header[H.N_AXES] = layout.n_axes
+            reset_stats(self.stats)
         elif self.header[H.MAGIC] != MAGIC:
             raise ValueError(f"shared memory {name!r} is not a bipd block")
         self._owner = create

@@ -40,3 +40,43 @@ class RecordLayout:
             v = rec[s]
             out[name] = float(v[0]) if s.stop - s.start == 1 else [float(x) for x in v]
         return out
+
+
+# ------------------------------------------------------------------ profiler statistics
+# One float64 array, shared with the I/O side: per task [min, max, sum, count] in ns,
+# then the wake-latency histogram (1 us bins, the last bin collects everything beyond),
+# then [cycles, overruns, missed, max_latency_ns]. Like the B&R profiler of thesis
+# Figures 35 and 37: min / avg / max net time per task, plus latency percentiles.
+HIST_BINS = 10_001
+TASK_FIELDS = 4
+ST_HIST = len(TASKS) * TASK_FIELDS
+ST_CYCLES = ST_HIST + HIST_BINS
+ST_OVERRUNS = ST_CYCLES + 1
+ST_MISSED = ST_CYCLES + 2
+ST_MAX_LATENCY = ST_CYCLES + 3
+STATS_SIZE = ST_CYCLES + 4
+
+
+def reset_stats(stats: np.ndarray) -> None:
+    stats[:] = 0.0
+    for i in range(len(TASKS)):
+        stats[i * TASK_FIELDS] = np.inf
+
+
+def stats_summary(stats: np.ndarray) -> dict:
+    """Profiler figures in microseconds (allocates; for the I/O side and tools)."""
+    tasks = {}
+    for i, name in enumerate(TASKS):
+        mn, mx, total, count = stats[i * TASK_FIELDS:(i + 1) * TASK_FIELDS]
+        tasks[name] = ({"min_us": mn / 1e3, "avg_us": total / count / 1e3, "max_us": mx / 1e3}
+                       if count else {"min_us": None, "avg_us": None, "max_us": None})
+    hist = stats[ST_HIST:ST_CYCLES]
+    total = hist.sum()
+    lat = {}
+    if total:
+        cum = np.cumsum(hist)
+        for label, p in (("p50_us", 0.5), ("p99_us", 0.99), ("p999_us", 0.999)):
+            lat[label] = float(np.searchsorted(cum, p * total))   # bin index = us (upper bound)
+    lat["max_us"] = float(stats[ST_MAX_LATENCY] / 1e3)
+    return {"cycles": int(stats[ST_CYCLES]), "overruns": int(stats[ST_OVERRUNS]),
+            "missed_cycles": int(stats[ST_MISSED]), "wake_latency": lat, "tasks": tasks}

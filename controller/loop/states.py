@@ -1,0 +1,57 @@
+"""The controller's state machine (issue 4), as tables.
+
+BOOT (network boot) -> DISABLED -> ``enable`` -> HOLD -> MOVING (trajectory) or
+STABILIZING (stabilizer) -> HOLD. Any state -> FAULT on a drive or bus fault, a hard
+limit, a non-finite value or the transmission; ``reset`` -> DISABLED. ``estop`` from
+anywhere: quick stop then voltage off. The loop is the final authority; the I/O side
+checks the same table before it posts a command, for a fast, precise error reply.
+"""
+from __future__ import annotations
+
+from ..codes import State
+from ..shm import Cmd
+
+S = State
+
+#: commands each state accepts (anything else is refused with ``not_allowed``)
+ALLOWED: dict[State, frozenset[Cmd]] = {
+    S.BOOT: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.SHUTDOWN}),
+    S.DISABLED: frozenset({Cmd.HEARTBEAT, Cmd.ENABLE, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+                           Cmd.DISABLE, Cmd.INJECT_FAULT}),
+    S.HOLD: frozenset({Cmd.HEARTBEAT, Cmd.DISABLE, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.MOVE_JOINTS,
+                       Cmd.RUN_SQUAT, Cmd.RUN_BUFFER, Cmd.STABILIZER, Cmd.PLATFORM, Cmd.SET_GAINS,
+                       Cmd.SHUTDOWN, Cmd.INJECT_FAULT}),
+    S.MOVING: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+                         Cmd.INJECT_FAULT}),
+    S.STABILIZING: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.STABILIZER,
+                              Cmd.PLATFORM, Cmd.SET_GAINS, Cmd.SHUTDOWN, Cmd.INJECT_FAULT}),
+    S.FAULT: frozenset({Cmd.HEARTBEAT, Cmd.RESET, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+                        Cmd.INJECT_FAULT}),
+    S.ESTOP: frozenset({Cmd.HEARTBEAT, Cmd.RESET, Cmd.SHUTDOWN}),
+}
+
+#: state each command leads to when accepted (None: stays, or decided by the loop)
+TARGET: dict[Cmd, State | None] = {
+    Cmd.ENABLE: S.HOLD,           # once every drive reports Operation Enabled
+    Cmd.DISABLE: S.DISABLED,
+    Cmd.RESET: S.DISABLED,        # once every drive left Fault
+    Cmd.ESTOP: S.ESTOP,
+    Cmd.STOP: S.HOLD,             # after the quintic deceleration
+    Cmd.HOLD: S.HOLD,
+    Cmd.MOVE_JOINTS: S.MOVING,
+    Cmd.RUN_SQUAT: S.MOVING,
+    Cmd.RUN_BUFFER: S.MOVING,
+    Cmd.STABILIZER: None,         # enable: STABILIZING, disable: HOLD
+    Cmd.PLATFORM: None,
+    Cmd.SET_GAINS: None,
+    Cmd.HEARTBEAT: None,
+    Cmd.SHUTDOWN: None,
+    Cmd.INJECT_FAULT: None,
+}
+
+#: states in which the drives are (or are being) powered
+POWERED = frozenset({S.HOLD, S.MOVING, S.STABILIZING})
+
+
+def allowed(state: State, cmd: Cmd) -> bool:
+    return cmd in ALLOWED[state]
