@@ -1,0 +1,208 @@
+"""The daemon's YAML (deploy/bipd.yaml): robot, stabilizer, bus, loop, control, I/O.
+
+Loaded once at start in the parent process; both processes get the parsed,
+validated :class:`DaemonConfig`. Every error is one :class:`ConfigError` naming
+the file and the key.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drivers.config import BusConfig, BusConfigError, parse_bus_config
+from models import ConfigError, Robot
+from models.validation import Section
+
+MODES = ("csp", "cst")
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    period: float = 0.002
+    spin: float = 150e-6
+    priority: int = 80
+    cpus: tuple[int, ...] = ()
+    lock_memory: bool = True
+    lockstep: bool = False
+
+
+@dataclass(frozen=True)
+class ControlConfig:
+    mode: str
+    leg_axes: tuple[str, ...]
+    platform_axes: tuple[str, ...]
+    platform_ratio: float
+    platform_limit: float          # rad, |alpha|, |beta|
+    kp: tuple[float, ...]
+    ki: tuple[float, ...]
+    kd: tuple[float, ...]
+    derivative_filter: float       # s
+    soft_limit_margin: float       # rad
+    watchdog: float                # s without a client heartbeat during motion -> soft stop
+    enable_timeout: float          # s for every drive to reach Operation Enabled
+    stop_duration: float           # s of the quintic soft stop
+
+
+@dataclass(frozen=True)
+class IoConfig:
+    command: str = "tcp://127.0.0.1:5555"
+    telemetry: str = "tcp://127.0.0.1:5556"
+    decimation: int = 10
+    log_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    source: Path
+    robot_path: Path
+    stabilizer_path: Path | None
+    bus_section: dict
+    bus: BusConfig
+    loop: LoopConfig
+    control: ControlConfig
+    io: IoConfig
+
+    def robot(self) -> Robot:
+        return Robot.from_yaml(self.robot_path)
+
+
+def _path(sec: Section, name: str, base: Path, required: bool = True) -> Path | None:
+    raw = sec.raw(name, ... if required else None)
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError(sec.where, sec.path(name), "expected a file path")
+    p = (base / raw).resolve()
+    if not p.is_file():
+        raise ConfigError(sec.where, sec.path(name), f"no such file {p}")
+    return p
+
+
+def _names(sec: Section, name: str, size: int) -> tuple[str, ...]:
+    v = sec.raw(name)
+    if not isinstance(v, list) or len(v) != size or not all(isinstance(x, str) and x for x in v):
+        raise ConfigError(sec.where, sec.path(name), f"expected a list of {size} axis names, got {v!r}")
+    return tuple(v)
+
+
+def _per_joint(sec: Section, name: str, n: int, default: float) -> tuple[float, ...]:
+    """One non-negative value for every joint, or a list of n."""
+    raw = sec.value.get(name, default)
+    if isinstance(raw, list):
+        vals = sec.vector(name, n)
+    else:
+        vals = (sec.number(name, default, nonnegative=True),) * n
+    for i, x in enumerate(vals):
+        if x < 0:
+            raise ConfigError(sec.where, f"{sec.path(name)}[{i}]", f"must be >= 0, got {x}")
+    return vals
+
+
+def _loop(sec: Section) -> LoopConfig:
+    period = sec.number("period_s", 0.002, positive=True)
+    if not 2e-4 <= period <= 0.1:
+        raise ConfigError(sec.where, sec.path("period_s"), f"must be in [0.0002, 0.1] s, got {period}")
+    spin = sec.number("spin_s", 150e-6, nonnegative=True)
+    if spin >= period:
+        raise ConfigError(sec.where, sec.path("spin_s"), "must be shorter than the period")
+    prio = sec.raw("priority", 80)
+    if isinstance(prio, bool) or not isinstance(prio, int) or not 0 <= prio <= 99:
+        raise ConfigError(sec.where, sec.path("priority"), f"expected an integer 0..99 (0: no SCHED_FIFO), got {prio!r}")
+    cpus = sec.raw("cpus", [])
+    if not isinstance(cpus, list) or not all(isinstance(c, int) and c >= 0 for c in cpus):
+        raise ConfigError(sec.where, sec.path("cpus"), f"expected a list of CPU numbers, got {cpus!r}")
+    lock = sec.raw("lock_memory", True)
+    lockstep = sec.raw("lockstep", False)
+    for key, val in (("lock_memory", lock), ("lockstep", lockstep)):
+        if not isinstance(val, bool):
+            raise ConfigError(sec.where, sec.path(key), f"expected true or false, got {val!r}")
+    sec.done()
+    return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep)
+
+
+def _control(sec: Section, n: int) -> ControlConfig:
+    mode = sec.raw("mode", "csp")
+    if mode not in MODES:
+        raise ConfigError(sec.where, sec.path("mode"), f"expected one of {MODES}, got {mode!r}")
+    leg = _names(sec, "leg_axes", n)
+    platform = _names(sec, "platform_axes", 2)
+    g = sec.sub("gains")
+    kp, ki, kd = (_per_joint(g, k, n, d) for k, d in (("kp", 400.0), ("ki", 50.0), ("kd", 20.0)))
+    filt = g.number("derivative_filter_s", 0.004, positive=True)
+    g.done()
+    cfg = ControlConfig(
+        mode=mode, leg_axes=leg, platform_axes=platform,
+        platform_ratio=sec.number("platform_ratio", 50.0, positive=True),
+        platform_limit=math.radians(sec.number("platform_limit_deg", 25.0, positive=True)),
+        kp=kp, ki=ki, kd=kd, derivative_filter=filt,
+        soft_limit_margin=sec.number("soft_limit_margin_rad", 0.02, nonnegative=True),
+        watchdog=sec.number("watchdog_s", 1.0, positive=True),
+        enable_timeout=sec.number("enable_timeout_s", 2.0, positive=True),
+        stop_duration=sec.number("stop_duration_s", 0.5, positive=True))
+    sec.done()
+    return cfg
+
+
+def _io(sec: Section) -> IoConfig:
+    cmd = sec.raw("command", IoConfig.command)
+    tel = sec.raw("telemetry", IoConfig.telemetry)
+    for key, val in (("command", cmd), ("telemetry", tel)):
+        if not isinstance(val, str) or "://" not in val:
+            raise ConfigError(sec.where, sec.path(key), f"expected a ZMQ endpoint like tcp://127.0.0.1:5555, got {val!r}")
+    dec = sec.raw("decimation", 10)
+    if isinstance(dec, bool) or not isinstance(dec, int) or dec < 1:
+        raise ConfigError(sec.where, sec.path("decimation"), f"expected an integer >= 1, got {dec!r}")
+    log_dir = sec.raw("log_dir", None)
+    if log_dir is not None and not isinstance(log_dir, str):
+        raise ConfigError(sec.where, sec.path("log_dir"), "expected a directory path or null")
+    sec.done()
+    return IoConfig(cmd, tel, dec, log_dir)
+
+
+def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
+    top = Section(where, "", data)
+    robot_path = _path(top, "robot", base)
+    stabilizer_path = _path(top, "stabilizer", base, required=False)
+    robot = Robot.from_yaml(robot_path)
+    bus_section = top.raw("bus")
+    try:
+        bus = parse_bus_config(bus_section)
+    except BusConfigError as e:
+        raise ConfigError(where, "bus", str(e)) from None
+    loop = _loop(top.sub("loop", {}))
+    control = _control(top.sub("control"), robot.n)
+    for axis in control.leg_axes + control.platform_axes:
+        if axis not in {a.name for a in bus.axes}:
+            raise ConfigError(where, "control", f"axis {axis!r} is not on the bus (bus axes: "
+                              f"{', '.join(a.name for a in bus.axes)})")
+    if robot.transmission is None:
+        raise ConfigError(where, "robot", f"{robot_path} has no transmission section: the daemon maps "
+                          "joints to motors through it")
+    if abs(bus.control_period_s - loop.period) > 1e-12:
+        raise ConfigError(where, "loop.period_s", f"{loop.period} s differs from bus.control_period_s "
+                          f"{bus.control_period_s} s")
+    io = _io(top.sub("io", {}))
+    top.done()
+    return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io)
+
+
+def load_daemon_config(path: str | Path, backend: str | None = None,
+                       lockstep: bool | None = None) -> DaemonConfig:
+    """Read, override (``--backend``, ``--lockstep``) and validate the daemon YAML."""
+    p = Path(path).resolve()
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as e:
+        raise ConfigError(str(p), "<file>", f"cannot read the file ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(str(p), "<yaml>", f"invalid YAML ({getattr(e, 'problem', e)})") from None
+    if isinstance(data, dict):
+        if backend is not None and isinstance(data.get("bus"), dict):
+            data["bus"] = dict(data["bus"], backend=backend)
+        if lockstep is not None:
+            data["loop"] = dict(data.get("loop") or {}, lockstep=lockstep)
+    return parse_daemon_config(data, str(p), p.parent)
