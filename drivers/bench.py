@@ -1,0 +1,103 @@
+"""Benchmark of the ``sim`` backend: simulated control cycles per second with the leg + platform.
+
+Six axes on three two-axis drives (InertiaPlant), CSP, five 400 µs POWERLINK cycles per 2 ms
+control cycle; the ratio to real time is cycles/s ÷ 500. Also the per-frame encode and decode
+cost of a PRes (the frame each CN sends every cycle). Run ``python -m drivers.bench [--json]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+from .backends.sim import open_sim
+from .config import parse_bus_config
+from .powerlink import frames
+from .powerlink.pdo import TPDO
+
+BENCH_BUS = {
+    "backend": "sim",
+    "nodes": [
+        {"node_id": 1, "axes": [{"name": "ankle_1", "channel": 0}, {"name": "ankle_2", "channel": 1}]},
+        {"node_id": 2, "axes": [{"name": "knee", "channel": 0}, {"name": "hip", "channel": 1}]},
+        {"node_id": 3, "axes": [{"name": "platform_alpha", "channel": 0},
+                                {"name": "platform_beta", "channel": 1}]},
+    ],
+}
+
+
+def _frame_costs(repeat: int) -> tuple[float, float]:
+    """(encode µs, decode µs) of one PRes with the two-axis TPDO."""
+    f = frames.pres_frame(2, TPDO.size)
+    values = [0x37, 8, 1.0, 2.0, 3.0, 0] * TPDO.channels
+    pack = TPDO.struct.pack_into
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        pack(f.buf, frames.PDO_OFFSET, *values)
+        frames.set_pres_status(f.buf, 0xFD, frames.FLAG1_RD, 0)
+        f.seal()
+    t1 = time.perf_counter()
+    unpack = TPDO.struct.unpack_from
+    for _ in range(repeat):
+        frames.read_pres(f.view)
+        unpack(f.view, frames.PDO_OFFSET)
+    t2 = time.perf_counter()
+    return (t1 - t0) / repeat * 1e6, (t2 - t1) / repeat * 1e6
+
+
+def run_benchmark(seconds: float = 2.0) -> dict:
+    """Run the six-axis simulated bus for about ``seconds``; cycles/s, × real time, frame costs."""
+    config = parse_bus_config(BENCH_BUS)
+    bus = open_sim(config)
+    bus.boot()
+    for axis in bus.axes.values():
+        axis.enable()
+    start = bus.target_position.copy()
+    period = config.control_period_s
+    cycles = 0
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(100):
+            bus.read()
+            bus.target_position[:] = start + 0.2 * math.sin(2 * math.pi * 0.5 * cycles * period)
+            bus.write()
+            bus.exchange()
+            cycles += 1
+    elapsed = time.perf_counter() - t0
+    bus.read()
+    faulted = [a.name for a in bus.axes.values() if a.fault_code]
+    bus.close()
+    encode_us, decode_us = _frame_costs(20000)
+    rate = cycles / elapsed
+    return {
+        "axes": len(config.axes),
+        "bus_cycles_per_control_cycle": config.cycles_per_control,
+        "control_cycles": cycles,
+        "control_cycles_per_s": rate,
+        "real_time_factor": rate * period,
+        "pres_encode_us": encode_us,
+        "pres_decode_us": decode_us,
+        "faulted_axes": faulted,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Benchmark the simulated POWERLINK bus.")
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    result = run_benchmark(args.seconds)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"{result['axes']} axes, {result['bus_cycles_per_control_cycle']} bus cycles per control cycle")
+    print(f"control cycles/s : {result['control_cycles_per_s']:.0f} "
+          f"({result['real_time_factor']:.1f}x real time)")
+    print(f"PRes encode      : {result['pres_encode_us']:.2f} µs")
+    print(f"PRes decode      : {result['pres_decode_us']:.2f} µs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""The ``bus:`` YAML section, parsed into frozen dataclasses; every error names the offending key.
+
+Schema and defaults are documented in ``drivers/README.md``. Gains, limits and plant values are
+representative choices for a small servo motor (the thesis gives none, design.md §5).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+MN_NODE_ID = 240
+
+
+class BusConfigError(ValueError):
+    """A ``bus:`` section that cannot configure a bus."""
+
+
+@dataclass(frozen=True)
+class DriveParams:
+    kp_position: float = 75.0            # position loop gain [1/s]
+    kp_speed: float = 0.6                # speed loop P gain [A/(rad/s)]
+    ki_speed: float = 45.0               # speed loop I gain [A/rad]
+    torque_constant: float = 0.1         # [N·m/A]
+    current_limit: float = 10.0          # [A]
+    speed_limit: float = 300.0           # [rad/s]
+    following_error_limit: float = 0.5   # [rad]
+
+
+@dataclass(frozen=True)
+class PlantParams:
+    inertia: float = 2.0e-4              # motor-side inertia [kg·m²]
+    friction: float = 1.0e-3             # viscous friction [N·m·s/rad]
+    load_torque: float = 0.0             # constant load torque [N·m]
+
+
+@dataclass(frozen=True)
+class AxisConfig:
+    name: str
+    index: int          # position in Bus.axis_names and plant motor index
+    node_id: int
+    channel: int
+    drive: DriveParams
+    plant: PlantParams
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    node_id: int
+    axes: tuple[AxisConfig, ...]
+
+
+@dataclass(frozen=True)
+class UdpConfig:
+    host: str = "127.0.0.1"
+    port: int = 47400
+    timeout_s: float = 0.05
+
+
+@dataclass(frozen=True)
+class BusConfig:
+    backend: str
+    nodes: tuple[NodeConfig, ...]
+    axes: tuple[AxisConfig, ...]
+    cycle_time_s: float = 0.0004
+    control_period_s: float = 0.002
+    boot_timeout_s: float = 1.0
+    pres_timeout_s: float = 5.0e-5
+    threshold: int = 15
+    events_max: int = 256
+    udp: UdpConfig = UdpConfig()
+
+    @property
+    def cycle_us(self) -> int:
+        return round(self.cycle_time_s * 1e6)
+
+    @property
+    def cycles_per_control(self) -> int:
+        return round(self.control_period_s / self.cycle_time_s)
+
+    def axis(self, name: str) -> AxisConfig:
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise KeyError(f"no axis named {name!r} (axes: {', '.join(a.name for a in self.axes)})")
+
+
+def _mapping(value, where: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise BusConfigError(f"{where} must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _known(section: Mapping, known, where: str) -> None:
+    for key in section:
+        if key not in known:
+            raise BusConfigError(f"{where}.{key} is not a known key (known: {', '.join(sorted(known))})")
+
+
+def _number(value, where: str, *, positive: bool = True, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BusConfigError(f"{where} must be a finite number, got {value!r}")
+    if positive and (value < 0 or (value == 0 and not allow_zero)):
+        raise BusConfigError(f"{where} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return float(value)
+
+
+def _integer(value, where: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BusConfigError(f"{where} must be an integer in {low}..{high}, got {value!r}")
+    return value
+
+
+def _params(cls, base, section, where: str):
+    """A ``cls`` dataclass from ``base`` overridden by the numbers in ``section``."""
+    if section is None:
+        return base
+    section = _mapping(section, where)
+    names = {f.name for f in fields(cls)}
+    _known(section, names, where)
+    values = {name: getattr(base, name) for name in names}
+    for key, value in section.items():
+        if key == "load_torque":
+            values[key] = _number(value, f"{where}.{key}", positive=False)
+        else:
+            values[key] = _number(value, f"{where}.{key}", allow_zero=key == "friction")
+    return cls(**values)
+
+
+def parse_bus_config(section: Mapping) -> BusConfig:
+    """Validate the ``bus:`` mapping of a robot YAML file."""
+    where = "bus"
+    section = _mapping(section, where)
+    _known(section, {"backend", "cycle_time_s", "control_period_s", "boot_timeout_s", "pres_timeout_s",
+                     "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp"}, where)
+    if "backend" not in section:
+        raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
+    backend = section["backend"]
+    if not isinstance(backend, str) or not backend:
+        raise BusConfigError(f"bus.backend must be a backend name string, got {backend!r}")
+
+    cycle = _number(section.get("cycle_time_s", 0.0004), "bus.cycle_time_s")
+    if abs(cycle * 1e6 - round(cycle * 1e6)) > 1e-6:
+        raise BusConfigError(f"bus.cycle_time_s must be a whole number of microseconds, got {cycle!r}")
+    period = _number(section.get("control_period_s", 0.002), "bus.control_period_s")
+    ratio = period / cycle
+    if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
+        raise BusConfigError(f"bus.control_period_s ({period}) must be a whole multiple of "
+                             f"bus.cycle_time_s ({cycle})")
+    boot_timeout = _number(section.get("boot_timeout_s", 1.0), "bus.boot_timeout_s")
+    pres_timeout = _number(section.get("pres_timeout_s", 5.0e-5), "bus.pres_timeout_s")
+    if pres_timeout >= cycle:
+        raise BusConfigError(f"bus.pres_timeout_s ({pres_timeout}) must be shorter than "
+                             f"bus.cycle_time_s ({cycle})")
+    threshold = _integer(section.get("threshold", 15), "bus.threshold", 0, 1_000_000)
+    events_max = _integer(section.get("events_max", 256), "bus.events_max", 1, 1_000_000)
+    drive_defaults = _params(DriveParams, DriveParams(), section.get("drive_defaults"), "bus.drive_defaults")
+    plant_defaults = _params(PlantParams, PlantParams(), section.get("plant_defaults"), "bus.plant_defaults")
+
+    raw_nodes = section.get("nodes")
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise BusConfigError("bus.nodes must be a non-empty list of controlled nodes")
+    nodes: list[NodeConfig] = []
+    axes: list[AxisConfig] = []
+    seen_ids: set[int] = set()
+    seen_names: set[str] = set()
+    for i, raw in enumerate(raw_nodes):
+        w = f"bus.nodes[{i}]"
+        raw = _mapping(raw, w)
+        _known(raw, {"node_id", "axes"}, w)
+        if "node_id" not in raw:
+            raise BusConfigError(f"{w}.node_id is missing")
+        node_id = _integer(raw["node_id"], f"{w}.node_id", 1, MN_NODE_ID - 1)
+        if node_id in seen_ids:
+            raise BusConfigError(f"{w}.node_id {node_id} is used by another node")
+        seen_ids.add(node_id)
+        raw_axes = raw.get("axes")
+        if not isinstance(raw_axes, list) or not 1 <= len(raw_axes) <= 2:
+            raise BusConfigError(f"{w}.axes must list one or two axes (a drive has two channels)")
+        node_axes: list[AxisConfig] = []
+        channels: set[int] = set()
+        for j, raw_axis in enumerate(raw_axes):
+            wa = f"{w}.axes[{j}]"
+            raw_axis = _mapping(raw_axis, wa)
+            _known(raw_axis, {"name", "channel", "drive", "plant"}, wa)
+            name = raw_axis.get("name")
+            if not isinstance(name, str) or not name:
+                raise BusConfigError(f"{wa}.name must be a non-empty string, got {name!r}")
+            if name in seen_names:
+                raise BusConfigError(f"{wa}.name {name!r} is used by another axis")
+            seen_names.add(name)
+            if "channel" not in raw_axis:
+                raise BusConfigError(f"{wa}.channel is missing (0 or 1)")
+            channel = _integer(raw_axis["channel"], f"{wa}.channel", 0, 1)
+            if channel in channels:
+                raise BusConfigError(f"{wa}.channel {channel} is used by another axis of node {node_id}")
+            channels.add(channel)
+            axis = AxisConfig(name, len(axes), node_id, channel,
+                              _params(DriveParams, drive_defaults, raw_axis.get("drive"), f"{wa}.drive"),
+                              _params(PlantParams, plant_defaults, raw_axis.get("plant"), f"{wa}.plant"))
+            node_axes.append(axis)
+            axes.append(axis)
+        nodes.append(NodeConfig(node_id, tuple(node_axes)))
+
+    udp = UdpConfig()
+    if "udp" in section:
+        raw = _mapping(section["udp"], "bus.udp")
+        _known(raw, {"host", "port", "timeout_s"}, "bus.udp")
+        host = raw.get("host", udp.host)
+        if not isinstance(host, str) or not host:
+            raise BusConfigError(f"bus.udp.host must be a host name or address, got {host!r}")
+        udp = UdpConfig(host, _integer(raw.get("port", udp.port), "bus.udp.port", 1, 65535),
+                        _number(raw.get("timeout_s", udp.timeout_s), "bus.udp.timeout_s"))
+
+    return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
+                     control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,
+                     threshold=threshold, events_max=events_max, udp=udp)

@@ -1,0 +1,349 @@
+"""ACOPOSmicro-like drives: one controlled node drives two motors (set values: thesis Figure 13).
+
+Per axis and per bus cycle (400 µs) the drive
+  * interpolates the setpoints it receives every control period (2 ms) linearly over the bus
+    cycles of that period (set-value generator, thesis Figure 13): at sub-step k = 1..N the
+    demand is old + (new - old)·k/N, N = control period / cycle time;
+  * runs the position -> speed -> current cascade (CSP 8; CSV 9 enters at the speed loop;
+    CST 10 commands current = torque/kt), with speed and current limits;
+  * in CSP, trips a following-error fault (0x8611) when |demand − actual| exceeds the limit;
+  * reports an encoder fault (0x7305) when the encoder reads NaN.
+The numerics for every axis of the simulated network run in one Numba kernel
+(:func:`step_axes`); :class:`Drive` holds the CiA 402 state machine, fault history and object
+dictionary of one two-axis drive, with its rows in the shared :class:`DriveBank` arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import cia402
+from .cia402 import Command, State
+from .codes import FaultCode, error_register_bits
+from .config import AxisConfig, BusConfig
+from .plant import Plant
+from .powerlink import pdo
+from .powerlink.sdo import ObjectDictionary, ObjectEntry
+from .powerlink.services import DEVICE_TYPE_SERVO_402
+
+# Columns of DriveBank.x (one float row per axis):
+# parameters,
+KP, KV, KI, KT, I_MAX, V_MAX, FE_LIMIT = range(7)
+# interpolator (old/new per target), integrator, encoder offset, braking time, and the set
+# values of this bus cycle (position demand in CSP, speed command, torque demand),
+P_OLD, P_NEW, V_OLD, V_NEW, T_OLD, T_NEW, INTEG, ENC_OFFSET, BRAKE_TIME, P_DEM, V_DEM, T_DEM = range(7, 19)
+# latest setpoints received by PReq, actual values.
+CMD_POS, CMD_VEL, CMD_TORQUE = range(19, 22)
+ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
+N_COLUMNS = 25
+# Columns of DriveBank.flags (one integer row per axis).
+MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT = range(6)
+# control modes of the kernel
+OFF, CSP, CSV, CST, BRAKE = range(5)
+
+STANDSTILL_SPEED = 0.05      # [rad/s] below which braking is done
+MAX_BRAKE_TIME = 0.5         # [s] after which braking ends anyway
+_ENCODER_FAULT = int(FaultCode.ENCODER)
+_FOLLOWING_ERROR = int(FaultCode.FOLLOWING_ERROR)
+_LIMIT_BIT = cia402.SW_INTERNAL_LIMIT
+_FOLLOWING_BIT = cia402.SW_FOLLOWING_ERROR
+FAULT_HISTORY_LENGTH = 8
+
+_TPDO_PER_CHANNEL = pdo.TPDO.per_channel
+_STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE for s in State)
+_KERNEL_MODE = {cia402.Mode.CSP: CSP, cia402.Mode.CSV: CSV, cia402.Mode.CST: CST}
+
+
+@njit(cache=True)
+def step_axes(x, flags, plant_pos, plant_vel, torque, dt, phase, ratio, control_period):
+    """One bus cycle of every axis; returns the number of axes reporting a new fault."""
+    n_new = 0
+    frac = (phase + 1) / ratio
+    for a in range(x.shape[0]):
+        m = flags[a, MOTOR]
+        pos = plant_pos[m] + x[a, ENC_OFFSET]
+        if flags[a, ENC_NAN] > 0:
+            pos = np.nan
+            flags[a, ENC_NAN] -= 1
+        vel = plant_vel[m]
+        md = flags[a, MODE]
+        if phase == 0:
+            x[a, P_OLD] = x[a, P_NEW]
+            x[a, V_OLD] = x[a, V_NEW]
+            x[a, T_OLD] = x[a, T_NEW]
+            x[a, P_NEW] = x[a, CMD_POS]
+            x[a, V_NEW] = x[a, CMD_VEL]
+            x[a, T_NEW] = x[a, CMD_TORQUE]
+        bits = 0
+        current = 0.0
+        if np.isnan(pos):
+            flags[a, NEW_FAULT] = _ENCODER_FAULT
+            n_new += 1
+            md = OFF
+        elif md == OFF:
+            x[a, P_OLD] = pos
+            x[a, P_NEW] = pos
+            x[a, INTEG] = 0.0
+        if md != OFF:
+            kt = x[a, KT]
+            i_max = x[a, I_MAX]
+            t_dem = x[a, T_OLD] + (x[a, T_NEW] - x[a, T_OLD]) * frac
+            x[a, T_DEM] = t_dem
+            if md == CST:
+                current = t_dem / kt
+            else:
+                if md == CSP:
+                    p_dem = x[a, P_OLD] + (x[a, P_NEW] - x[a, P_OLD]) * frac
+                    x[a, P_DEM] = p_dem
+                    error = p_dem - pos
+                    if abs(error) > x[a, FE_LIMIT]:
+                        flags[a, NEW_FAULT] = _FOLLOWING_ERROR
+                        n_new += 1
+                        bits |= _FOLLOWING_BIT
+                    v_cmd = (x[a, P_NEW] - x[a, P_OLD]) / control_period + x[a, KP] * error
+                elif md == CSV:
+                    v_cmd = x[a, V_OLD] + (x[a, V_NEW] - x[a, V_OLD]) * frac
+                else:
+                    v_cmd = 0.0
+                    t_dem = 0.0
+                    x[a, BRAKE_TIME] += dt
+                    flags[a, STANDSTILL] = abs(vel) < STANDSTILL_SPEED or x[a, BRAKE_TIME] > MAX_BRAKE_TIME
+                v_max = x[a, V_MAX]
+                if v_cmd > v_max or v_cmd < -v_max:
+                    v_cmd = min(max(v_cmd, -v_max), v_max)
+                    bits |= _LIMIT_BIT
+                x[a, V_DEM] = v_cmd
+                e_v = v_cmd - vel
+                current = x[a, KV] * e_v + x[a, INTEG] + t_dem / kt
+                if -i_max <= current <= i_max:
+                    x[a, INTEG] += x[a, KI] * e_v * dt
+            if current > i_max or current < -i_max:
+                current = min(max(current, -i_max), i_max)
+                bits |= _LIMIT_BIT
+        torque[m] = x[a, KT] * current
+        x[a, ACT_POS] = pos
+        x[a, ACT_VEL] = vel
+        x[a, ACT_CUR] = current
+        flags[a, STATUS_BITS] = bits
+    return n_new
+
+
+class DriveBank:
+    """Arrays of every simulated axis (rows in ``BusConfig.axes`` order) and the plant they drive."""
+
+    def __init__(self, config: BusConfig, plant: Plant) -> None:
+        n = len(config.axes)
+        if plant.n_motors != n:
+            raise ValueError(f"the plant has {plant.n_motors} motors but the bus config drives {n} axes")
+        self.config = config
+        self.plant = plant
+        self.x = np.zeros((n, N_COLUMNS))
+        self.x[:, KP:FE_LIMIT + 1] = [[a.drive.kp_position, a.drive.kp_speed, a.drive.ki_speed,
+                                       a.drive.torque_constant, a.drive.current_limit, a.drive.speed_limit,
+                                       a.drive.following_error_limit] for a in config.axes]
+        self.flags = np.zeros((n, 6), np.int64)
+        self.flags[:, MOTOR] = np.arange(n)
+        self.mode = self.flags[:, MODE]
+        self.enc_nan = self.flags[:, ENC_NAN]
+        self.standstill = self.flags[:, STANDSTILL]
+        self.new_fault = self.flags[:, NEW_FAULT]
+        self.jumps: dict[int, int] = {}
+        self.braking: set[Drive] = set()
+        self.time = 0.0
+        self.torque = np.zeros(n)
+        self.owners: dict[int, tuple[Drive, int]] = {}
+        self.actual_rows: list[list[float]] = self.x[:, ACT_POS:ACT_CUR + 1].tolist()
+        self.status_rows: list[int] = self.flags[:, STATUS_BITS].tolist()
+        self.ratio = config.cycles_per_control
+        self.dt = config.cycle_time_s
+        self.control_period = config.control_period_s
+
+    def step(self, phase: int) -> None:
+        """One bus cycle of every drive, then of the plant."""
+        n_new = step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
+                          self.torque, self.dt, phase, self.ratio, self.control_period)
+        if n_new:
+            for row in np.flatnonzero(self.new_fault):
+                drive, ch = self.owners[row]
+                drive.raise_fault(ch, int(self.new_fault[row]))
+                self.new_fault[row] = 0
+        if self.braking:
+            for drive in list(self.braking):
+                drive.check_braking()
+        if self.jumps:
+            self._count_down_jumps()
+        self.plant.step(self.dt, self.torque)
+        self.time += self.dt
+        self.actual_rows = self.x[:, ACT_POS:ACT_CUR + 1].tolist()
+        self.status_rows = self.flags[:, STATUS_BITS].tolist()
+
+    def encoder_jump(self, row: int, offset: float, cycles: int) -> None:
+        """Add ``offset`` to the encoder reading of ``row`` for ``cycles`` bus cycles."""
+        self.x[row, ENC_OFFSET] += offset
+        self.jumps[row] = self.jumps.get(row, 0) + cycles
+
+    def _count_down_jumps(self) -> None:
+        for row in list(self.jumps):
+            self.jumps[row] -= 1
+            if self.jumps[row] <= 0:
+                del self.jumps[row]
+                self.x[row, ENC_OFFSET] = 0.0
+
+
+class Drive:
+    """One two-axis drive: CiA 402 state machines, fault codes and history, object dictionary."""
+
+    def __init__(self, bank: DriveBank, axes: tuple[AxisConfig, ...]) -> None:
+        self.bank = bank
+        self.rows = [a.index for a in axes]
+        self.channels = len(axes)
+        for ch, row in enumerate(self.rows):
+            bank.owners[row] = (self, ch)
+        self.state = [State.SWITCH_ON_DISABLED] * self.channels
+        self.op_mode = [int(cia402.Mode.CSP)] * self.channels
+        self.last_cw = [0] * self.channels
+        self.fault_code = [0] * self.channels
+        self.fault_cause_until = [0.0] * self.channels
+        self.history: list[int] = []
+        self.dirty = True
+        self._tpdo = [0, 0, 0.0, 0.0, 0.0, 0] * pdo.TPDO.channels
+        self.objects = self._object_dictionary()
+
+    # -- PDO side -------------------------------------------------------------------------------
+    def apply_rpdo(self, values: tuple) -> None:
+        """Setpoints of one PReq: (controlword, mode, position, velocity, torque) per channel."""
+        self.dirty = False
+        x = self.bank.x
+        per = pdo.RPDO.per_channel
+        for ch in range(self.channels):
+            base = ch * per
+            cw = values[base]
+            mode = values[base + 1]
+            command = cia402.decode_command(cw, self.last_cw[ch])
+            self.last_cw[ch] = cw
+            state = self.state[ch]
+            nxt = cia402.NEXT_STATE[state][command]
+            if command == Command.FAULT_RESET and self.bank.time < self.fault_cause_until[ch]:
+                nxt = state
+            if mode != self.op_mode[ch] and mode in cia402.MODES:
+                self.op_mode[ch] = mode
+                if state == State.OPERATION_ENABLED:
+                    self.bank.mode[self.rows[ch]] = _KERNEL_MODE[mode]
+            if nxt != state:
+                self._enter(ch, nxt)
+            row = self.rows[ch]
+            x[row, CMD_POS] = values[base + 2]
+            x[row, CMD_VEL] = values[base + 3]
+            x[row, CMD_TORQUE] = values[base + 4]
+
+    def statusword(self, ch: int) -> int:
+        """The statusword 0x6041 of channel ``ch`` as the TPDO carries it."""
+        view = bytearray(pdo.TPDO.size)
+        self.pack_tpdo(view, 0)
+        return pdo.TPDO.struct.unpack_from(view)[ch * _TPDO_PER_CHANNEL]
+
+    def pack_tpdo(self, buf: bytearray, offset: int) -> None:
+        """Write the TPDO (statusword, mode, position, velocity, current, error code per channel)."""
+        actual = self.bank.actual_rows
+        bits = self.bank.status_rows
+        values = self._tpdo
+        for ch in range(self.channels):
+            row = self.rows[ch]
+            state = self.state[ch]
+            act = actual[row]
+            base = ch * _TPDO_PER_CHANNEL
+            values[base:base + _TPDO_PER_CHANNEL] = (
+                _STATUSWORD[state] | bits[row] | (cia402.SW_FOLLOWS_COMMAND if state == State.OPERATION_ENABLED
+                                                  else 0),
+                self.op_mode[ch], act[0], act[1], act[2], self.fault_code[ch])
+        pdo.TPDO.struct.pack_into(buf, offset, *values)
+
+    # -- state machine --------------------------------------------------------------------------
+    def _enter(self, ch: int, state: State) -> None:
+        row = self.rows[ch]
+        bank = self.bank
+        self.dirty = True
+        if state in (State.QUICK_STOP_ACTIVE, State.FAULT_REACTION_ACTIVE) and bank.mode[row] == OFF:
+            state = State.FAULT if state == State.FAULT_REACTION_ACTIVE else State.SWITCH_ON_DISABLED
+        self.state[ch] = state
+        if state == State.OPERATION_ENABLED:
+            bank.mode[row] = _KERNEL_MODE[cia402.Mode(self.op_mode[ch])]
+        elif state in (State.QUICK_STOP_ACTIVE, State.FAULT_REACTION_ACTIVE):
+            bank.mode[row] = BRAKE
+            bank.x[row, BRAKE_TIME] = 0.0
+            bank.standstill[row] = False
+            bank.braking.add(self)
+        else:
+            bank.mode[row] = OFF
+        if state == State.SWITCH_ON_DISABLED:
+            self.fault_code[ch] = 0
+
+    def check_braking(self) -> None:
+        """Finish quick stops (transition 12) and fault reactions (14) that reached standstill."""
+        still_braking = False
+        for ch in range(self.channels):
+            row = self.rows[ch]
+            if self.bank.mode[row] != BRAKE:
+                continue
+            if self.bank.standstill[row]:
+                self.dirty = True
+                self.bank.mode[row] = OFF
+                self.state[ch] = (State.FAULT if self.state[ch] == State.FAULT_REACTION_ACTIVE
+                                  else State.SWITCH_ON_DISABLED)
+            else:
+                still_braking = True
+        if not still_braking:
+            self.bank.braking.discard(self)
+
+    def raise_fault(self, ch: int, code: int, cause_s: float = 0.0) -> None:
+        """Fault detected on channel ``ch`` (transition 13); ignored if already faulted."""
+        self.fault_cause_until[ch] = max(self.fault_cause_until[ch], self.bank.time + cause_s)
+        if self.state[ch] in (State.FAULT_REACTION_ACTIVE, State.FAULT):
+            return
+        self.fault_code[ch] = code
+        self.history.insert(0, code)
+        del self.history[FAULT_HISTORY_LENGTH:]
+        self._enter(ch, State.FAULT_REACTION_ACTIVE)
+
+    def reset(self) -> None:
+        """Application reset (NMT reset): torque off, Switch On Disabled; fault history kept."""
+        for ch in range(self.channels):
+            self.state[ch] = State.SWITCH_ON_DISABLED
+            self.fault_code[ch] = 0
+            self.last_cw[ch] = 0
+            self.bank.mode[self.rows[ch]] = OFF
+        self.bank.braking.discard(self)
+        self.dirty = True
+
+    # -- object dictionary ----------------------------------------------------------------------
+    @property
+    def error_register(self) -> int:
+        reg = 0
+        for code in self.fault_code:
+            reg |= error_register_bits(code)
+        return reg
+
+    def _object_dictionary(self) -> ObjectDictionary:
+        od = ObjectDictionary()
+        od.add(0x1000, 0, ObjectEntry(pdo.UNSIGNED32, lambda: DEVICE_TYPE_SERVO_402))
+        od.add(0x1001, 0, ObjectEntry(pdo.UNSIGNED8, lambda: self.error_register))
+        od.add(0x1003, 0, ObjectEntry(pdo.UNSIGNED8, lambda: len(self.history), self._clear_history, 0, 0))
+        for k in range(FAULT_HISTORY_LENGTH):
+            od.add(0x1003, k + 1, ObjectEntry(
+                pdo.UNSIGNED32, lambda k=k: self.history[k] if k < len(self.history) else 0))
+        bank = self.bank
+        x = bank.x
+        for ch, row in enumerate(self.rows):
+            off = ch * pdo.AXIS_OFFSET
+            od.add(0x603F + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.fault_code[ch]))
+            od.add(0x6041 + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.statusword(ch)))
+            od.add(0x60FC + off, 0, ObjectEntry(pdo.REAL64, lambda r=row: x[r, P_DEM]))
+            for index, sub, col in ((0x6065, 0, FE_LIMIT), (0x6073, 0, I_MAX), (0x6080, 0, V_MAX),
+                                    (0x2010, 1, KP), (0x2010, 2, KV), (0x2010, 3, KI), (0x2010, 4, KT)):
+                od.add(index + off, sub, ObjectEntry(
+                    pdo.REAL64, lambda r=row, c=col: x[r, c],
+                    lambda v, r=row, c=col: x.__setitem__((r, c), v), minimum=1e-9))
+        return od
+
+    def _clear_history(self, _value: int) -> None:
+        self.history.clear()

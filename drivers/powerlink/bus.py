@@ -1,0 +1,83 @@
+"""The HAL :class:`~drivers.hal.Bus` on a POWERLINK managing node; backends differ only by link."""
+from __future__ import annotations
+
+from ..cia402 import Mode
+from ..config import BusConfig
+from ..faults import FaultApi
+from ..hal import Bus, BusStateError
+from . import frames
+from .managing_node import Link, ManagingNode
+from .nmt import NmtState
+from .pdo import RPDO, TPDO
+from .sdo import SdoRequest
+from .services import SDO_READ, SDO_WRITE
+
+
+class PowerlinkBus(Bus):
+    def __init__(self, config: BusConfig, link: Link, faults: FaultApi) -> None:
+        super().__init__(config)
+        self.link = link
+        self.faults = faults
+        self.mn = ManagingNode(config, link, self.events)
+        self._nodes = [(self.mn.records[n.node_id], [(a.index, a.channel) for a in n.axes],
+                        [0, int(Mode.CSP), 0.0, 0.0, 0.0] * RPDO.channels) for n in config.nodes]
+        self._ratio = config.cycles_per_control
+
+    def boot(self) -> None:
+        self._check_open()
+        self.mn.boot()
+        self.read()
+        self.target_position[:] = self.position
+
+    def read(self) -> None:
+        per = TPDO.per_channel
+        for rec, axes, _ in self._nodes:
+            if rec.latched:
+                self._latch(rec.node_id, rec.latched)
+                rec.latched = 0
+            v = rec.values
+            for i, ch in axes:
+                b = ch * per
+                self._set_actual(i, v[b], v[b + 1], v[b + 2], v[b + 3], v[b + 4], v[b + 5])
+
+    def write(self) -> None:
+        cws = self._controlwords()
+        modes = self.mode.tolist()
+        pos = self.target_position.tolist()
+        vel = self.target_velocity.tolist()
+        tq = self.torque_offset.tolist()
+        per = RPDO.per_channel
+        for rec, axes, vals in self._nodes:
+            for i, ch in axes:
+                b = ch * per
+                vals[b:b + per] = cws[i], modes[i], pos[i], vel[i], tq[i]
+            RPDO.struct.pack_into(rec.preq.buf, frames.PDO_OFFSET, *vals)
+            rec.preq.seal()
+
+    def exchange(self) -> None:
+        self._check_open()
+        if self.mn.state != NmtState.OPERATIONAL:
+            raise BusStateError("the POWERLINK network is not Operational: call boot() before exchange()")
+        cycle = self.mn.cycle
+        for _ in range(self._ratio):
+            cycle()
+        self.control_cycle += 1
+
+    def node_operational(self, node_id: int) -> bool:
+        rec = self.mn.records[node_id]
+        return rec in self.mn.polled and rec.nmt == NmtState.OPERATIONAL
+
+    def sdo_read(self, node_id: int, index: int, subindex: int) -> SdoRequest:
+        return self.mn.sdo(node_id, SDO_READ, index, subindex)
+
+    def sdo_write(self, node_id: int, index: int, subindex: int, value: float) -> SdoRequest:
+        return self.mn.sdo(node_id, SDO_WRITE, index, subindex, value)
+
+    def stop_node(self, node_id: int) -> None:
+        self.mn.stop_node(node_id)
+
+    def reset_node(self, node_id: int) -> None:
+        self.mn.reset_node(node_id)
+
+    def _close(self) -> None:
+        self.link.close()

@@ -1,0 +1,449 @@
+"""POWERLINK frames as bytes (EPSG DS 301 §4.6): encoders, decoders and strict validation.
+
+Every frame is an Ethernet II frame padded to the 60-byte minimum and closed by the FCS::
+
+    off  size  field
+      0     6  destination MAC (SoC/PRes/SoA/ASnd: POWERLINK multicast; PReq: the CN's MAC)
+      6     6  source MAC (02:00:00:00:00:<node id>, locally administered)
+     12     2  EtherType 0x88AB (big-endian)
+     14     1  MessageType: SoC 0x01, PReq 0x03, PRes 0x04, SoA 0x05, ASnd 0x06
+     15     1  destination node id (255 = broadcast)
+     16     1  source node id (MN = 240)
+     17     .  type-specific fields, little-endian:
+               SoC   17 res | 18 flags1 (MC 0x80, PS 0x40) | 19 flags2 | 20 NetTime s u32, ns u32
+                     | 28 RelativeTime u64 [µs]
+               PReq  17 res | 18 flags1 (MS 0x20, EA 0x04, RD 0x01) | 19 res | 20 PDOVersion | 21 res
+                     | 22 Size u16 | 24 payload
+               PRes  17 NMTStatus | 18 flags1 (MS 0x20, EN 0x10, RD 0x01) | 19 flags2 (PR << 3 | RS)
+                     | 20 PDOVersion | 21 res | 22 Size u16 | 24 payload
+               SoA   17 NMTStatus | 18 flags1 (EA 0x04, ER 0x02) | 19 res | 20 RequestedServiceID
+                     | 21 RequestedServiceTarget | 22 EPLVersion
+               ASnd  17 ServiceID | 18 payload
+      n-4       4  FCS: CRC-32 (as zlib computes it) of bytes [0, n-4), little-endian
+
+Decoders raise a :class:`FrameError` subclass for every malformed input, never IndexError.
+The hot path uses :class:`TxFrame` (a preallocated buffer whose header is written once) and the
+``read_*`` functions; :func:`encode` / :func:`decode` wrap the same code for whole-frame values.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from zlib import crc32
+
+from .nmt import NMT_STATE_CODES
+
+ETHERTYPE = 0x88AB
+MN_NODE_ID = 240
+BROADCAST_NODE_ID = 255
+INVALID_NODE_ID = 0
+MIN_FRAME = 64
+MAX_FRAME = 1518
+FCS_SIZE = 4
+PDO_OFFSET = 24
+ASND_OFFSET = 18
+PDO_VERSION = 0x10
+EPL_VERSION = 0x20
+MAX_PDO_PAYLOAD = MAX_FRAME - PDO_OFFSET - FCS_SIZE
+MAX_ASND_PAYLOAD = MAX_FRAME - ASND_OFFSET - FCS_SIZE
+
+FLAG1_RD = 0x01
+FLAG1_ER = 0x02
+FLAG1_EA = 0x04
+FLAG1_EN = 0x10
+FLAG1_MS = 0x20
+FLAG1_PS = 0x40
+FLAG1_MC = 0x80
+FLAG2_RS_MASK = 0x07
+FLAG2_PR_SHIFT = 3
+
+
+class MessageType(IntEnum):
+    SOC = 0x01
+    PREQ = 0x03
+    PRES = 0x04
+    SOA = 0x05
+    ASND = 0x06
+
+
+class RequestedService(IntEnum):
+    """SoA RequestedServiceID (DS 301 §4.6.1.1.5)."""
+
+    NO_SERVICE = 0x00
+    IDENT_REQUEST = 0x01
+    STATUS_REQUEST = 0x02
+    NMT_REQUEST_INVITE = 0x03
+    UNSPECIFIED_INVITE = 0xFF
+
+
+class ServiceId(IntEnum):
+    """ASnd ServiceID (DS 301 §4.6.1.1.6)."""
+
+    IDENT_RESPONSE = 0x01
+    STATUS_RESPONSE = 0x02
+    NMT_REQUEST = 0x03
+    NMT_COMMAND = 0x04
+    SDO = 0x05
+
+
+_MESSAGE_TYPES = frozenset(int(t) for t in MessageType)
+_SERVICES = frozenset(int(s) for s in RequestedService)
+_SERVICE_IDS = frozenset(int(s) for s in ServiceId)
+
+SOC_MAC = bytes.fromhex("01111e000001")
+PRES_MAC = bytes.fromhex("01111e000002")
+SOA_MAC = bytes.fromhex("01111e000003")
+ASND_MAC = bytes.fromhex("01111e000004")
+
+
+def node_mac(node_id: int) -> bytes:
+    """The (locally administered) MAC address used for ``node_id``."""
+    return bytes((0x02, 0, 0, 0, 0, node_id))
+
+
+class FrameError(ValueError):
+    """A frame that cannot be a valid POWERLINK frame."""
+
+
+class TruncatedFrame(FrameError):
+    """Fewer bytes than the Ethernet minimum or than the frame's own fields declare."""
+
+
+class OversizedFrame(FrameError):
+    """More bytes than an Ethernet frame can carry."""
+
+
+class ChecksumError(FrameError):
+    """The FCS does not match the frame's bytes."""
+
+
+class InconsistentFrame(FrameError):
+    """A field holds a value that the frame type does not allow."""
+
+
+_ETHERTYPE = struct.Struct(">H")
+_BASIC = struct.Struct(">HBBB")
+_FCS = struct.Struct("<I")
+_SOC_TIME = struct.Struct("<IIQ")
+_SOC_FIELDS = struct.Struct("<xBBIIQ")
+_PREQ_FIELDS = struct.Struct("<xBxBxH")
+_PRES_FIELDS = struct.Struct("<BBBBxH")
+_SOA_FIELDS = struct.Struct("<BBxBBB")
+
+
+class TxFrame:
+    """A preallocated transmit buffer of fixed length; :meth:`seal` writes the FCS."""
+
+    __slots__ = ("_body", "buf", "length", "view")
+
+    def __init__(self, length: int) -> None:
+        if length > MAX_FRAME:
+            raise OversizedFrame(f"a frame of {length} bytes exceeds the {MAX_FRAME}-byte Ethernet maximum")
+        self.length = max(length, MIN_FRAME)
+        self.buf = bytearray(self.length)
+        self.view = memoryview(self.buf)
+        self._body = self.view[: self.length - FCS_SIZE]
+
+    def seal(self) -> memoryview:
+        """Write the FCS and return the whole frame."""
+        _FCS.pack_into(self.buf, self.length - FCS_SIZE, crc32(self._body))
+        return self.view
+
+
+def _check_node(node_id: int, what: str) -> None:
+    if not (1 <= node_id <= MN_NODE_ID or node_id == BROADCAST_NODE_ID):
+        raise InconsistentFrame(f"{what} node id {node_id} is outside 1..240 and is not broadcast 255")
+
+
+def _write_header(f: TxFrame, msg_type: MessageType, dst_mac: bytes, dst: int, src: int) -> None:
+    _check_node(dst, "destination")
+    _check_node(src, "source")
+    f.buf[0:6] = dst_mac
+    f.buf[6:12] = node_mac(src)
+    _ETHERTYPE.pack_into(f.buf, 12, ETHERTYPE)
+    f.buf[14] = msg_type
+    f.buf[15] = dst
+    f.buf[16] = src
+
+
+def _check_payload(size: int, limit: int) -> None:
+    if size > limit:
+        raise OversizedFrame(f"a payload of {size} bytes exceeds the {limit}-byte limit")
+
+
+def soc_frame() -> TxFrame:
+    """A SoC from the MN to everyone; fill it with :func:`set_soc_time`."""
+    f = TxFrame(36 + FCS_SIZE)
+    _write_header(f, MessageType.SOC, SOC_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
+    return f
+
+
+def set_soc_time(buf: bytearray, net_time_s: int, net_time_ns: int, relative_time_us: int) -> None:
+    _SOC_TIME.pack_into(buf, 20, net_time_s, net_time_ns, relative_time_us)
+
+
+def preq_frame(dst: int, payload_size: int, pdo_version: int = PDO_VERSION) -> TxFrame:
+    """A PReq from the MN to CN ``dst`` carrying ``payload_size`` PDO bytes at :data:`PDO_OFFSET`."""
+    _check_payload(payload_size, MAX_PDO_PAYLOAD)
+    if not 1 <= dst < MN_NODE_ID:
+        raise InconsistentFrame(f"PReq destination node id {dst} is outside 1..239")
+    f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE)
+    _write_header(f, MessageType.PREQ, node_mac(dst), dst, MN_NODE_ID)
+    _PREQ_FIELDS.pack_into(f.buf, 17, 0, pdo_version, payload_size)
+    return f
+
+
+def pres_frame(src: int, payload_size: int, pdo_version: int = PDO_VERSION) -> TxFrame:
+    """A PRes from node ``src`` to everyone; fill it with :func:`set_pres_status` and the PDO payload."""
+    _check_payload(payload_size, MAX_PDO_PAYLOAD)
+    f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE)
+    _write_header(f, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID, src)
+    _PRES_FIELDS.pack_into(f.buf, 17, 0, 0, 0, pdo_version, payload_size)
+    return f
+
+
+def set_pres_status(buf: bytearray, nmt_status: int, flags1: int, flags2: int) -> None:
+    buf[17] = nmt_status
+    buf[18] = flags1
+    buf[19] = flags2
+
+
+def soa_frame() -> TxFrame:
+    """A SoA from the MN to everyone; fill it with :func:`set_soa`."""
+    f = TxFrame(23 + FCS_SIZE)
+    _write_header(f, MessageType.SOA, SOA_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
+    return f
+
+
+def set_soa(buf: bytearray, nmt_status: int, flags1: int, service: int, target: int,
+            epl_version: int = EPL_VERSION) -> None:
+    _SOA_FIELDS.pack_into(buf, 17, nmt_status, flags1, service, target, epl_version)
+
+
+def asnd_frame(dst: int, src: int, service_id: int, payload_size: int) -> TxFrame:
+    """An ASnd carrying ``payload_size`` service bytes at :data:`ASND_OFFSET`."""
+    _check_payload(payload_size, MAX_ASND_PAYLOAD)
+    f = TxFrame(ASND_OFFSET + payload_size + FCS_SIZE)
+    _write_header(f, MessageType.ASND, ASND_MAC, dst, src)
+    f.buf[17] = service_id
+    return f
+
+
+def check_frame(data) -> int:
+    """Validate length, FCS, EtherType and MessageType; return the MessageType."""
+    return _validate(data)[0]
+
+
+def _validate(data, msg_type: MessageType | None = None, dst_mac: bytes | None = None,
+              dst: int | None = None, src: int | None = None) -> tuple[int, int, int]:
+    """Check length, FCS, EtherType, MessageType and, when given, the expected type, destination
+    MAC and node ids; return (MessageType, destination node, source node)."""
+    n = len(data)
+    if n < MIN_FRAME:
+        raise TruncatedFrame(f"frame of {n} bytes is shorter than the {MIN_FRAME}-byte Ethernet minimum")
+    if n > MAX_FRAME:
+        raise OversizedFrame(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte Ethernet maximum")
+    if crc32(data[: n - FCS_SIZE]) != _FCS.unpack_from(data, n - FCS_SIZE)[0]:
+        raise ChecksumError(f"FCS mismatch in a frame of {n} bytes")
+    ethertype, got, got_dst, got_src = _BASIC.unpack_from(data, 12)
+    if ethertype != ETHERTYPE:
+        raise InconsistentFrame(f"EtherType 0x{ethertype:04X} is not POWERLINK 0x{ETHERTYPE:04X}")
+    if got not in _MESSAGE_TYPES:
+        raise InconsistentFrame(f"MessageType 0x{got:02X} is not a POWERLINK message type")
+    if msg_type is None:
+        return got, got_dst, got_src
+    if got != msg_type:
+        raise InconsistentFrame(f"expected a {msg_type.name} frame, got {MessageType(got).name}")
+    if dst_mac is not None and data[0:6] != dst_mac:
+        raise InconsistentFrame(f"{msg_type.name} destination MAC {bytes(data[0:6]).hex(':')} is not "
+                                f"{dst_mac.hex(':')}")
+    if dst is not None and got_dst != dst:
+        raise InconsistentFrame(f"{msg_type.name} destination node id {got_dst} must be {dst}")
+    if src is not None and got_src != src:
+        raise InconsistentFrame(f"{msg_type.name} source node id {got_src} must be {src}")
+    return got, got_dst, got_src
+
+
+def _check_nmt(code: int, what: str) -> None:
+    if code not in NMT_STATE_CODES:
+        raise InconsistentFrame(f"{what} NMTStatus 0x{code:02X} is not an NMT state")
+
+
+def _check_size(data, size: int, what: str) -> None:
+    room = len(data) - PDO_OFFSET - FCS_SIZE
+    if size > room:
+        raise TruncatedFrame(f"{what} declares {size} payload bytes but carries {room}")
+
+
+def read_soc(data) -> tuple[int, int, int, int, int]:
+    """Validate a SoC; return (flags1, flags2, NetTime s, NetTime ns, RelativeTime µs)."""
+    _validate(data, MessageType.SOC, SOC_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
+    fields = _SOC_FIELDS.unpack_from(data, 17)
+    if fields[3] >= 1_000_000_000:
+        raise InconsistentFrame(f"SoC NetTime nanoseconds {fields[3]} exceed one second")
+    return fields
+
+
+def read_preq(data) -> tuple[int, int, int, int]:
+    """Validate a PReq; return (destination node, flags1, PDOVersion, payload size)."""
+    _, dst, _ = _validate(data, MessageType.PREQ, None, None, MN_NODE_ID)
+    if not 1 <= dst < MN_NODE_ID:
+        raise InconsistentFrame(f"PReq destination node id {dst} is outside 1..239")
+    if data[0] != 0x02 or data[5] != dst or any(data[1:5]):
+        raise InconsistentFrame(f"PReq destination MAC {bytes(data[0:6]).hex(':')} is not node {dst}'s")
+    flags1, pdo_version, size = _PREQ_FIELDS.unpack_from(data, 17)
+    _check_size(data, size, "PReq")
+    return dst, flags1, pdo_version, size
+
+
+def read_pres(data) -> tuple[int, int, int, int, int, int]:
+    """Validate a PRes; return (source node, NMTStatus, flags1, flags2, PDOVersion, payload size)."""
+    _, _, src = _validate(data, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID)
+    if not 1 <= src <= MN_NODE_ID:
+        raise InconsistentFrame(f"PRes source node id {src} is outside 1..240")
+    nmt, flags1, flags2, pdo_version, size = _PRES_FIELDS.unpack_from(data, 17)
+    _check_nmt(nmt, "PRes")
+    _check_size(data, size, "PRes")
+    return src, nmt, flags1, flags2, pdo_version, size
+
+
+def read_soa(data) -> tuple[int, int, int, int, int]:
+    """Validate a SoA; return (NMTStatus, flags1, RequestedServiceID, target node, EPLVersion)."""
+    _validate(data, MessageType.SOA, SOA_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
+    nmt, flags1, service, target, version = _SOA_FIELDS.unpack_from(data, 17)
+    _check_nmt(nmt, "SoA")
+    if service not in _SERVICES:
+        raise InconsistentFrame(f"SoA RequestedServiceID 0x{service:02X} is not a POWERLINK service")
+    if target != INVALID_NODE_ID:
+        _check_node(target, "SoA target")
+    return nmt, flags1, service, target, version
+
+
+def read_asnd(data) -> tuple[int, int, int]:
+    """Validate an ASnd; return (destination node, source node, ServiceID); payload at 18."""
+    _, dst, src = _validate(data, MessageType.ASND, ASND_MAC)
+    service_id = data[17]
+    _check_node(dst, "ASnd destination")
+    _check_node(src, "ASnd source")
+    if src == BROADCAST_NODE_ID:
+        raise InconsistentFrame("ASnd source node id cannot be broadcast 255")
+    if service_id not in _SERVICE_IDS:
+        raise InconsistentFrame(f"ASnd ServiceID 0x{service_id:02X} is not a POWERLINK service")
+    return dst, src, service_id
+
+
+# Whole-frame values ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Soc:
+    net_time_s: int = 0
+    net_time_ns: int = 0
+    relative_time_us: int = 0
+    flags1: int = 0
+    flags2: int = 0
+
+
+@dataclass(frozen=True)
+class PReq:
+    dst: int
+    payload: bytes
+    flags1: int = 0
+    pdo_version: int = PDO_VERSION
+
+
+@dataclass(frozen=True)
+class PRes:
+    src: int
+    nmt_status: int
+    payload: bytes
+    flags1: int = 0
+    flags2: int = 0
+    pdo_version: int = PDO_VERSION
+
+
+@dataclass(frozen=True)
+class SoA:
+    nmt_status: int
+    service: int = RequestedService.NO_SERVICE
+    target: int = INVALID_NODE_ID
+    flags1: int = 0
+    epl_version: int = EPL_VERSION
+
+
+@dataclass(frozen=True)
+class ASnd:
+    """An ASnd; a decoded payload includes the Ethernet padding up to the frame's end."""
+
+    dst: int
+    src: int
+    service_id: int
+    payload: bytes
+
+
+Frame = Soc | PReq | PRes | SoA | ASnd
+
+
+def _as_byte(value: int, what: str) -> int:
+    if not 0 <= value <= 0xFF:
+        raise InconsistentFrame(f"{what} {value} does not fit in one byte")
+    return value
+
+
+def encode(frame: Frame) -> bytes:
+    """The bytes of ``frame`` (padded, with FCS)."""
+    if isinstance(frame, Soc):
+        f = soc_frame()
+        f.buf[18] = _as_byte(frame.flags1, "SoC flags1")
+        f.buf[19] = _as_byte(frame.flags2, "SoC flags2")
+        try:
+            set_soc_time(f.buf, frame.net_time_s, frame.net_time_ns, frame.relative_time_us)
+        except struct.error as exc:
+            raise InconsistentFrame(f"SoC time field out of range: {exc}") from None
+    elif isinstance(frame, PReq):
+        f = preq_frame(frame.dst, len(frame.payload), _as_byte(frame.pdo_version, "PDOVersion"))
+        f.buf[18] = _as_byte(frame.flags1, "PReq flags1")
+        f.buf[PDO_OFFSET:PDO_OFFSET + len(frame.payload)] = frame.payload
+    elif isinstance(frame, PRes):
+        f = pres_frame(frame.src, len(frame.payload), _as_byte(frame.pdo_version, "PDOVersion"))
+        _check_nmt(frame.nmt_status, "PRes")
+        set_pres_status(f.buf, frame.nmt_status, _as_byte(frame.flags1, "PRes flags1"),
+                        _as_byte(frame.flags2, "PRes flags2"))
+        f.buf[PDO_OFFSET:PDO_OFFSET + len(frame.payload)] = frame.payload
+    elif isinstance(frame, SoA):
+        f = soa_frame()
+        _check_nmt(frame.nmt_status, "SoA")
+        if frame.service not in _SERVICES:
+            raise InconsistentFrame(f"SoA RequestedServiceID {frame.service} is not a POWERLINK service")
+        if frame.target != INVALID_NODE_ID:
+            _check_node(frame.target, "SoA target")
+        set_soa(f.buf, frame.nmt_status, _as_byte(frame.flags1, "SoA flags1"), frame.service,
+                frame.target, _as_byte(frame.epl_version, "EPLVersion"))
+    elif isinstance(frame, ASnd):
+        if frame.service_id not in _SERVICE_IDS:
+            raise InconsistentFrame(f"ASnd ServiceID {frame.service_id} is not a POWERLINK service")
+        f = asnd_frame(frame.dst, frame.src, frame.service_id, len(frame.payload))
+        f.buf[ASND_OFFSET:ASND_OFFSET + len(frame.payload)] = frame.payload
+    else:
+        raise TypeError(f"cannot encode {type(frame).__name__}: not a POWERLINK frame value")
+    return bytes(f.seal())
+
+
+def decode(data) -> Frame:
+    """The frame value held by ``data``; raises a :class:`FrameError` subclass if malformed."""
+    msg_type = check_frame(data)
+    end = len(data) - FCS_SIZE
+    if msg_type == MessageType.SOC:
+        flags1, flags2, s, ns, rel = read_soc(data)
+        return Soc(s, ns, rel, flags1, flags2)
+    if msg_type == MessageType.PREQ:
+        dst, flags1, version, size = read_preq(data)
+        return PReq(dst, bytes(data[PDO_OFFSET:PDO_OFFSET + size]), flags1, version)
+    if msg_type == MessageType.PRES:
+        src, nmt, flags1, flags2, version, size = read_pres(data)
+        return PRes(src, nmt, bytes(data[PDO_OFFSET:PDO_OFFSET + size]), flags1, flags2, version)
+    if msg_type == MessageType.SOA:
+        nmt, flags1, service, target, version = read_soa(data)
+        return SoA(nmt, service, target, flags1, version)
+    dst, src, service_id = read_asnd(data)
+    return ASnd(dst, src, service_id, bytes(data[ASND_OFFSET:end]))

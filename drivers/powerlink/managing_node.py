@@ -1,0 +1,379 @@
+"""The POWERLINK managing node (EPSG DS 301 §4.2 cycle, §7.4 MN boot-up, §4.7 error handling).
+
+One :meth:`ManagingNode.cycle` is one POWERLINK cycle: SoC, then PReq/PRes per polled CN
+(isochronous phase), then SoA and at most one ASnd (asynchronous phase).
+
+Boot: PreOp1 (SoA/ASnd only: IdentRequest to every configured CN) -> PreOp2 (SoC + PReq with
+RD=0; the CNs follow on the first SoC; NMTEnableReadyToOperate to each) -> ReadyToOperate
+(NMTStartNode to each) -> Operational once every configured CN reports Operational, then RD=1.
+:meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it.
+
+Errors: per CN, DS 301 threshold counters for lost, late (arrival after ``pres_timeout_s``) and
+malformed PRes. A trip removes the CN from the isochronous phase, latches the matching fault code
+for its axes, sends NMTResetNode and lets the node boot again (IdentRequest, then the same steps).
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Protocol
+
+from ..codes import FaultCode
+from ..config import BusConfig, NodeConfig
+from ..events import BusEvent, EventKind
+from . import frames, services
+from .frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
+from .nmt import NmtCommand, NmtState
+from .pdo import RPDO, TPDO
+from .sdo import ABORT_TIMEOUT, SdoRequest
+from .threshold import ThresholdCounter
+
+RETRY_CYCLES = 25
+SDO_TIMEOUT_CYCLES = 250
+_ZERO_TPDO = TPDO.struct.unpack(bytes(TPDO.size))
+
+
+class Link(Protocol):
+    """Carries MN frames to the CN side; PReq and SoA return the answering frame (or None)."""
+
+    reply_delay_s: float
+
+    def transfer(self, frame: memoryview) -> memoryview | None: ...
+
+    def close(self) -> None: ...
+
+
+class BootTimeoutError(RuntimeError):
+    """Not every configured CN reached Operational within ``bus.boot_timeout_s``."""
+
+
+class CnRecord:
+    """What the MN knows about one configured CN."""
+
+    def __init__(self, node: NodeConfig, threshold: int) -> None:
+        self.node_id = node.node_id
+        self.nmt = NmtState.NOT_ACTIVE
+        self.identified = False
+        self.answered = False
+        self.device_type = 0
+        self.stopped = False
+        self.preq = frames.preq_frame(node.node_id, RPDO.size)
+        RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *([0, 8, 0.0, 0.0, 0.0] * RPDO.channels))
+        self.preq.seal()
+        self.values = _ZERO_TPDO
+        self.loss = ThresholdCounter(threshold)
+        self.late = ThresholdCounter(threshold)
+        self.malformed = ThresholdCounter(threshold)
+        self.counters = (self.loss, self.late, self.malformed)
+        self.erring = False
+        self.latched = 0
+        self.last_command: NmtCommand | None = None
+        self.command_cycle = -RETRY_CYCLES - 1
+        self.sdo_queue: deque[SdoRequest] = deque()
+        self.sdo_active: SdoRequest | None = None
+
+
+class ManagingNode:
+    def __init__(self, config: BusConfig, link: Link, events: deque) -> None:
+        self.config = config
+        self.link = link
+        self.events = events
+        self.records = {n.node_id: CnRecord(n, config.threshold) for n in config.nodes}
+        self.state = NmtState.NOT_ACTIVE
+        self.bus_cycle = 0
+        self.polled: list[CnRecord] = []
+        self.joining: list[CnRecord] = []
+        self.unidentified: list[CnRecord] = list(self.records.values())
+        self.soc = frames.soc_frame()
+        self.soa = frames.soa_frame()
+        self.outbox: deque[tuple[memoryview, int]] = deque()
+        self.invite: deque[int] = deque()
+        self.sdo_active: set[int] = set()
+        self._transaction = 0
+        self._soa_fields = ()
+        self._ident_cursor = 0
+        self._cycle_us = config.cycle_us
+        self._pres_timeout = config.pres_timeout_s
+
+    # -- boot ---------------------------------------------------------------------------------------
+    def boot(self) -> None:
+        """Run bus cycles until every configured CN is Operational, aligned to a control period."""
+        if self.state != NmtState.NOT_ACTIVE:
+            raise RuntimeError("the managing node has already booted")
+        self.state = NmtState.PRE_OPERATIONAL_1
+        limit = self.bus_cycle + math.ceil(self.config.boot_timeout_s / self.config.cycle_time_s)
+        while self.state != NmtState.OPERATIONAL:
+            if self.bus_cycle >= limit:
+                raise BootTimeoutError(self._boot_failure())
+            self.cycle()
+        while self.bus_cycle % self.config.cycles_per_control:
+            self.cycle()
+
+    def _boot_failure(self) -> str:
+        """One sentence naming the nodes that held the boot back."""
+        if self.state == NmtState.PRE_OPERATIONAL_1:
+            blocking = [r for r in self.records.values() if not r.identified]
+        else:
+            blocking = [r for r in self.records.values() if r.nmt != NmtState.OPERATIONAL]
+        parts = []
+        for rec in blocking:
+            if not rec.answered:
+                parts.append(f"node {rec.node_id} never answered an IdentRequest")
+            elif rec.device_type != services.DEVICE_TYPE_SERVO_402:
+                parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, "
+                             f"not a CiA 402 drive")
+            else:
+                parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
+        return (f"POWERLINK boot timed out after {self.config.boot_timeout_s} s in MN state "
+                f"{self.state.name}: " + "; ".join(parts))
+
+    def _progress(self) -> None:
+        if self.joining:
+            self._advance_joining()
+        records = self.records.values()
+        state = self.state
+        if state == NmtState.PRE_OPERATIONAL_1 and all(r.identified for r in records):
+            self.state = NmtState.PRE_OPERATIONAL_2
+            self.polled = sorted(records, key=lambda r: r.node_id)
+            self.joining = list(self.polled)
+        elif state == NmtState.PRE_OPERATIONAL_2 and all(
+                r.nmt in (NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL) for r in records):
+            self.state = NmtState.READY_TO_OPERATE
+        elif state == NmtState.READY_TO_OPERATE and all(r.nmt == NmtState.OPERATIONAL for r in records):
+            self.state = NmtState.OPERATIONAL
+            for rec in records:
+                rec.preq.buf[18] = FLAG1_RD
+                rec.preq.seal()
+            self._event(EventKind.BOOT_COMPLETE, 0, text="every configured node is Operational")
+
+    def _advance_joining(self) -> None:
+        for rec in list(self.joining):
+            if rec.nmt == NmtState.OPERATIONAL:
+                self.joining.remove(rec)
+                if self.state == NmtState.OPERATIONAL:
+                    self._event(EventKind.NODE_OPERATIONAL, rec.node_id, text="node is Operational again")
+                continue
+            if rec.nmt == NmtState.PRE_OPERATIONAL_2:
+                self._command(rec, NmtCommand.ENABLE_READY_TO_OPERATE)
+            elif rec.nmt == NmtState.READY_TO_OPERATE and self.state in (NmtState.READY_TO_OPERATE,
+                                                                          NmtState.OPERATIONAL):
+                self._command(rec, NmtCommand.START_NODE)
+
+    def _command(self, rec: CnRecord, command: NmtCommand, force: bool = False) -> None:
+        if not force and command == rec.last_command and self.bus_cycle - rec.command_cycle <= RETRY_CYCLES:
+            return
+        f = frames.asnd_frame(rec.node_id, frames.MN_NODE_ID, ServiceId.NMT_COMMAND, services.NMT_COMMAND.size)
+        services.write_nmt_command(f.buf, command)
+        self.outbox.append((f.seal(), 0))
+        rec.last_command = command
+        rec.command_cycle = self.bus_cycle
+
+    # -- one POWERLINK cycle ------------------------------------------------------------------------
+    def cycle(self) -> None:
+        if self.state != NmtState.PRE_OPERATIONAL_1:
+            self._isochronous()
+        self._asynchronous()
+        if self.state != NmtState.OPERATIONAL or self.joining:
+            self._progress()
+        if self.sdo_active:
+            self._sdo_timeouts()
+        self.bus_cycle += 1
+
+    def _isochronous(self) -> None:
+        link = self.link
+        transfer = link.transfer
+        read_pres = frames.read_pres
+        unpack = TPDO.struct.unpack_from
+        rel = self.bus_cycle * self._cycle_us
+        frames.set_soc_time(self.soc.buf, rel // 1_000_000, (rel % 1_000_000) * 1000, rel)
+        transfer(self.soc.seal())
+        for rec in self.polled:
+            reply = transfer(rec.preq.view)
+            if reply is None:
+                self._pres_error(rec, rec.loss, FaultCode.LOSS_PRES)
+                continue
+            if link.reply_delay_s > self._pres_timeout:
+                self._pres_error(rec, rec.late, FaultCode.LATE_PRES)
+                continue
+            try:
+                src, nmt, _, _, version, size = read_pres(reply)
+                if src != rec.node_id or size != TPDO.size or version != frames.PDO_VERSION:
+                    raise InconsistentFrame(f"PRes from node {src} for node {rec.node_id} carries {size} "
+                                            f"bytes of PDO version 0x{version:02X}")
+                rec.values = unpack(reply, frames.PDO_OFFSET)
+            except FrameError:
+                self._pres_error(rec, rec.malformed, FaultCode.INVALID_FORMAT)
+                continue
+            if rec.erring:
+                self._pres_good(rec)
+            if nmt != rec.nmt:
+                self._cn_state(rec, NmtState(nmt))
+
+    def _pres_good(self, rec: CnRecord) -> None:
+        for c in rec.counters:
+            c.good()
+        rec.erring = any(c.count for c in rec.counters)
+
+    def _pres_error(self, rec: CnRecord, counter: ThresholdCounter, code: FaultCode) -> None:
+        tripped = False
+        for c in rec.counters:
+            if c is counter:
+                tripped = c.error()
+            else:
+                c.good()
+        rec.erring = any(c.count for c in rec.counters)
+        if tripped:
+            self._event(EventKind.THRESHOLD, rec.node_id, code,
+                        f"{code.name} threshold {counter.threshold} reached on node {rec.node_id}")
+            self._drop(rec, code, NmtCommand.RESET_NODE)
+
+    def _cn_state(self, rec: CnRecord, nmt: NmtState) -> None:
+        if rec.nmt == NmtState.OPERATIONAL and self.state == NmtState.OPERATIONAL:
+            self._event(EventKind.NODE_LEFT_OPERATIONAL, rec.node_id,
+                        text=f"node reports {nmt.name}")
+        rec.nmt = nmt
+        if nmt != NmtState.OPERATIONAL and rec not in self.joining:
+            self.joining.append(rec)
+
+    def _drop(self, rec: CnRecord, code: int, command: NmtCommand) -> None:
+        """Take ``rec`` out of the isochronous phase, latch ``code`` on its axes, send ``command``."""
+        rec.latched = code
+        if rec in self.polled:
+            self.polled.remove(rec)
+        if rec in self.joining:
+            self.joining.remove(rec)
+        rec.identified = False
+        rec.nmt = NmtState.NOT_ACTIVE
+        for c in rec.counters:
+            c.clear()
+        rec.stopped = command == NmtCommand.STOP_NODE
+        if not rec.stopped and rec not in self.unidentified:
+            self.unidentified.append(rec)
+        if rec.stopped and rec in self.unidentified:
+            self.unidentified.remove(rec)
+        self._command(rec, command, force=True)
+        kind = EventKind.NODE_STOPPED if rec.stopped else EventKind.NODE_RESET
+        self._event(kind, rec.node_id, code, f"MN sent {command.name}")
+
+    # -- asynchronous phase -------------------------------------------------------------------------
+    def _asynchronous(self) -> None:
+        link = self.link
+        target = frames.INVALID_NODE_ID
+        service = RequestedService.NO_SERVICE
+        if self.invite:
+            target = self.invite.popleft()
+            service = RequestedService.UNSPECIFIED_INVITE
+        elif self.outbox:
+            target = frames.MN_NODE_ID
+            service = RequestedService.UNSPECIFIED_INVITE
+        elif self.unidentified:
+            self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
+            target = self.unidentified[self._ident_cursor].node_id
+            service = RequestedService.IDENT_REQUEST
+        soa = (self.state, service, target)
+        if soa != self._soa_fields:
+            self._soa_fields = soa
+            frames.set_soa(self.soa.buf, self.state, 0, service, target)
+            self.soa.seal()
+        reply = link.transfer(self.soa.view)
+        if target == frames.MN_NODE_ID:
+            frame, awaiting = self.outbox.popleft()
+            link.transfer(frame)
+            if awaiting:
+                self.invite.append(awaiting)
+        elif reply is not None and target in self.records:
+            self._asnd_in(self.records[target], reply)
+
+    def _asnd_in(self, rec: CnRecord, reply) -> None:
+        try:
+            _, src, service_id = frames.read_asnd(reply)
+            if src != rec.node_id:
+                return
+            if service_id == ServiceId.IDENT_RESPONSE:
+                self._identified(rec, *services.read_ident(reply))
+            elif service_id == ServiceId.SDO:
+                self._sdo_reply(rec, services.read_sdo(reply))
+        except FrameError:
+            return
+
+    def _identified(self, rec: CnRecord, nmt: int, device_type: int) -> None:
+        rec.answered = True
+        if device_type != services.DEVICE_TYPE_SERVO_402:
+            if rec.device_type != device_type:
+                self._event(EventKind.IDENT_MISMATCH, rec.node_id, device_type,
+                            f"device type 0x{device_type:08X} is not a CiA 402 drive")
+            rec.device_type = device_type
+            return
+        rec.device_type = device_type
+        if nmt not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
+            self._command(rec, NmtCommand.RESET_NODE)
+            return
+        rec.identified = True
+        rec.nmt = NmtState(nmt)
+        self.unidentified.remove(rec)
+        if self.state != NmtState.PRE_OPERATIONAL_1:
+            self.polled.append(rec)
+            self.polled.sort(key=lambda r: r.node_id)
+            self.joining.append(rec)
+
+    # -- SDO client ---------------------------------------------------------------------------------
+    def sdo(self, node_id: int, command: int, index: int, subindex: int, value: float = 0.0) -> SdoRequest:
+        rec = self.records.get(node_id)
+        if rec is None:
+            raise ValueError(f"no configured node {node_id} (nodes: {', '.join(map(str, self.records))})")
+        req = SdoRequest(node_id, command, index, subindex, float(value))
+        rec.sdo_queue.append(req)
+        self._sdo_next(rec)
+        return req
+
+    def _sdo_next(self, rec: CnRecord) -> None:
+        if rec.sdo_active is not None or not rec.sdo_queue:
+            return
+        req = rec.sdo_queue.popleft()
+        self._transaction = self._transaction % 255 + 1
+        req.transaction = self._transaction
+        req.deadline_cycle = self.bus_cycle + SDO_TIMEOUT_CYCLES
+        f = frames.asnd_frame(rec.node_id, frames.MN_NODE_ID, ServiceId.SDO, services.SDO.size)
+        services.write_sdo(f.buf, req.transaction, req.command, 0, 0, req.index, req.subindex, 0, req.value)
+        self.outbox.append((f.seal(), rec.node_id))
+        rec.sdo_active = req
+        self.sdo_active.add(rec.node_id)
+
+    def _sdo_reply(self, rec: CnRecord, fields) -> None:
+        transaction, command, flags, data_type, _, _, abort, value = fields
+        req = rec.sdo_active
+        if req is None or transaction != req.transaction or not flags & services.SDO_RESPONSE:
+            return
+        self._sdo_finish(rec, abort, data_type, value if command == services.SDO_READ else req.value)
+
+    def _sdo_finish(self, rec: CnRecord, abort: int, data_type: int, value: float) -> None:
+        req = rec.sdo_active
+        req.done, req.abort_code, req.data_type, req.value = True, abort, data_type, value
+        rec.sdo_active = None
+        self.sdo_active.discard(rec.node_id)
+        if abort:
+            self._event(EventKind.SDO_ABORT, rec.node_id, abort,
+                        f"SDO 0x{req.index:04X}/{req.subindex} aborted with 0x{abort:08X}")
+        self._sdo_next(rec)
+
+    def _sdo_timeouts(self) -> None:
+        for node_id in list(self.sdo_active):
+            rec = self.records[node_id]
+            if self.bus_cycle > rec.sdo_active.deadline_cycle:
+                self._sdo_finish(rec, ABORT_TIMEOUT, 0, 0.0)
+
+    # -- node commands from the application ---------------------------------------------------------
+    def stop_node(self, node_id: int) -> None:
+        self._drop(self._record(node_id), FaultCode.COMMUNICATION, NmtCommand.STOP_NODE)
+
+    def reset_node(self, node_id: int) -> None:
+        self._drop(self._record(node_id), FaultCode.COMMUNICATION, NmtCommand.RESET_NODE)
+
+    def _record(self, node_id: int) -> CnRecord:
+        rec = self.records.get(node_id)
+        if rec is None:
+            raise ValueError(f"no configured node {node_id} (nodes: {', '.join(map(str, self.records))})")
+        return rec
+
+    def _event(self, kind: EventKind, node_id: int, code: int = 0, text: str = "") -> None:
+        self.events.append(BusEvent(self.bus_cycle, kind, node_id, int(code), None, text))

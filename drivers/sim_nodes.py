@@ -1,0 +1,101 @@
+"""The controlled-node side of the simulated POWERLINK network: CNs, their drives and the plant.
+
+:meth:`SimulatedNodes.transfer` takes one frame from the MN (bytes) and returns the frame the
+network answers with, if any, so the object is itself a managing-node link. The drives and the plant advance one bus cycle when the SoA closes
+the isochronous phase, so the simulation is lock-step and deterministic. The ``sim`` backend
+calls it in-process; the ``udp`` backend's server calls it in another process.
+"""
+from __future__ import annotations
+
+from .config import BusConfig
+from .drive import Drive, DriveBank
+from .faults import FaultInjector
+from .plant import InertiaPlant, Plant
+from .powerlink import frames
+from .powerlink.controlled_node import ControlledNode
+from .powerlink.frames import FrameError, MessageType
+from .powerlink.nmt import NmtCommand
+
+
+class SimulatedNodes:
+    def __init__(self, config: BusConfig, plant: Plant | None = None) -> None:
+        self.config = config
+        self.plant = plant if plant is not None else InertiaPlant.from_config(config)
+        self.bank = DriveBank(config, self.plant)
+        self.nodes = {n.node_id: ControlledNode(n.node_id, Drive(self.bank, n.axes), config)
+                      for n in config.nodes}
+        self._node_list = list(self.nodes.values())
+        self.faults = FaultInjector(self)
+        self.reply_delay_s = 0.0
+        self.rx_errors = 0
+        self.phase = 0
+        self._cycle_us = config.cycle_us
+        self._ratio = config.cycles_per_control
+
+    def transfer(self, frame) -> memoryview | None:
+        """Deliver one MN frame; the answer (PRes, ASnd) or None. Malformed frames are counted."""
+        self.reply_delay_s = 0.0
+        if len(frame) < frames.MIN_FRAME:
+            self.rx_errors += 1
+            return None
+        try:
+            msg_type = frame[14]
+            if msg_type == MessageType.PREQ:
+                node = self.nodes.get(frame[15])
+                faults = self.faults
+                if node is None or (faults.active and not faults.connected(node.node_id)):
+                    return None
+                pres = node.on_preq(frame)
+                if pres is not None and faults.active:
+                    return faults.outgoing_pres(node.node_id, pres)
+                return pres
+            if msg_type == MessageType.SOC:
+                self._soc(frame)
+            elif msg_type == MessageType.SOA:
+                return self._soa(frame)
+            elif msg_type == MessageType.ASND:
+                self._asnd(frame)
+            else:
+                frames.check_frame(frame)
+        except FrameError:
+            self.rx_errors += 1
+        return None
+
+    def reset(self) -> None:
+        """Reset every node (NMT ResetNode), as when a new MN session starts."""
+        for node in self._node_list:
+            node.command(NmtCommand.RESET_NODE)
+
+    def close(self) -> None:
+        """End of an MN session (Link protocol)."""
+        self.reset()
+
+    def _soc(self, frame) -> None:
+        relative_us = frames.read_soc(frame)[4]
+        self.phase = (relative_us // self._cycle_us) % self._ratio
+        faults = self.faults
+        for node in self._node_list:
+            if not (faults.active and faults.swallow_soc(node.node_id)):
+                node.on_soc()
+
+    def _soa(self, frame) -> memoryview | None:
+        _, _, service, target, _ = frames.read_soa(frame)
+        reply = None
+        faults = self.faults
+        for node in self._node_list:
+            if faults.active and not faults.connected(node.node_id):
+                continue
+            answer = node.on_soa(service, target)
+            if answer is not None:
+                reply = answer
+        self.bank.step(self.phase)
+        self.phase = (self.phase + 1) % self._ratio
+        return reply
+
+    def _asnd(self, frame) -> None:
+        dst, src, service_id = frames.read_asnd(frame)
+        if src != frames.MN_NODE_ID:
+            return
+        for node in self._node_list:
+            if (dst == node.node_id or dst == frames.BROADCAST_NODE_ID) and self.faults.connected(node.node_id):
+                node.on_asnd(service_id, frame)

@@ -1,0 +1,138 @@
+"""Two-axis drive: set-value interpolation (thesis Figure 13), cascade limits, faults, SDO channel."""
+from __future__ import annotations
+
+import pytest
+
+from drivers import cia402
+from drivers.cia402 import State
+from drivers.codes import FaultCode
+from drivers.config import parse_bus_config
+from drivers.drive import ACT_CUR, CMD_POS, CMD_TORQUE, CSP, CST, FE_LIMIT, P_DEM
+from drivers.events import EventKind
+from drivers.faults import FaultError
+from drivers.powerlink.sdo import SdoAbort
+from drivers.sim_nodes import SimulatedNodes
+
+from .helpers import cycle
+
+
+def test_position_set_values_interpolate_at_each_400us_sub_step(bench):
+    config = parse_bus_config(bench)
+    bank = SimulatedNodes(config).bank
+    row = config.axis("knee").index
+    bank.mode[row] = CSP
+    demands = []
+    for target in (0.01, 0.02, 0.02):
+        bank.x[row, CMD_POS] = target
+        for phase in range(5):
+            bank.step(phase)
+            demands.append(bank.x[row, P_DEM])
+    assert demands == pytest.approx([0.002, 0.004, 0.006, 0.008, 0.010,
+                                     0.012, 0.014, 0.016, 0.018, 0.020,
+                                     0.020, 0.020, 0.020, 0.020, 0.020], abs=1e-15)
+
+
+def test_torque_set_values_interpolate_and_current_follows(bench):
+    config = parse_bus_config(bench)
+    bank = SimulatedNodes(config).bank
+    row = config.axis("hip").index
+    bank.mode[row] = CST
+    bank.x[row, CMD_TORQUE] = 0.5                 # N·m, kt = 0.1 N·m/A
+    currents = []
+    for phase in range(5):
+        bank.step(phase)
+        currents.append(bank.x[row, ACT_CUR])
+    assert currents == pytest.approx([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert bank.torque[row] == pytest.approx(0.5)
+
+
+def test_current_limit_clamps_and_sets_internal_limit_bit(bus):
+    hip = bus.axis("hip")
+    hip.mode = cia402.Mode.CST
+    hip.torque_offset = 5.0                       # 50 A requested, limit 10 A
+    cycle(bus, 3)
+    assert hip.current == pytest.approx(10.0)
+    assert hip.statusword & cia402.SW_INTERNAL_LIMIT
+
+
+def test_speed_limit_clamps_csv(bench):
+    bench["nodes"][1]["axes"][0]["drive"] = {"speed_limit": 50.0}
+    from .helpers import enabled_bus
+    bus = enabled_bus(bench)
+    knee = bus.axis("knee")
+    knee.mode = cia402.Mode.CSV
+    knee.target_velocity = 200.0
+    cycle(bus, 60)
+    assert knee.velocity == pytest.approx(50.0, abs=0.5)
+
+
+def test_following_error_faults_with_code_history_and_register(bus):
+    knee = bus.axis("knee")
+    knee.target_position = knee.position + 2.0    # 0.4 rad per sub-step: cannot follow (limit 0.5 rad)
+    cycle(bus, 3)
+    assert knee.state == State.FAULT_REACTION_ACTIVE          # braking to standstill (transition 13)
+    assert knee.fault_code == FaultCode.FOLLOWING_ERROR == 0x8611
+    cycle(bus, 20)
+    assert knee.state == State.FAULT                          # transition 14
+    assert bus.axis("hip").state == State.OPERATION_ENABLED
+    faults = [e for e in bus.events if e.kind == EventKind.AXIS_FAULT]
+    assert [(e.axis, e.code) for e in faults] == [("knee", 0x8611)]
+    assert bus.complete(bus.sdo_read(2, 0x1003, 0)) == 1
+    assert bus.complete(bus.sdo_read(2, 0x1003, 1)) == 0x8611
+    assert bus.complete(bus.sdo_read(2, 0x1001, 0)) == 0x21         # generic + device profile
+    knee.target_position = knee.position
+    knee.fault_reset()
+    cycle(bus, 2)
+    assert knee.state == State.SWITCH_ON_DISABLED and knee.fault_code == 0
+    assert bus.complete(bus.sdo_read(2, 0x1003, 1)) == 0x8611       # history survives the reset
+
+
+def test_encoder_nan_glitch_is_an_encoder_fault(bus):
+    bus.faults.encoder_glitch("hip", "nan")
+    cycle(bus, 2)
+    assert bus.axis("hip").state == State.FAULT
+    assert bus.axis("hip").fault_code == FaultCode.ENCODER
+
+
+def test_encoder_jump_trips_following_error(bus):
+    bus.faults.encoder_glitch("ankle_1", "jump", value=1.0, cycles=2)
+    cycle(bus, 2)
+    assert bus.axis("ankle_1").fault_code == FaultCode.FOLLOWING_ERROR
+
+
+def test_over_temperature_cannot_be_reset_while_hot(bus):
+    ankle = bus.axis("ankle_2")
+    bus.faults.drive_fault("ankle_2", "over_temperature", duration_s=0.02)
+    cycle(bus, 2)
+    assert (ankle.state, ankle.fault_code) == (State.FAULT, FaultCode.OVER_TEMPERATURE)
+    ankle.fault_reset()
+    cycle(bus, 3)
+    assert ankle.state == State.FAULT                          # 6 ms < 20 ms: still too hot
+    cycle(bus, 10)
+    assert ankle.state == State.SWITCH_ON_DISABLED
+
+
+def test_sdo_parameters_read_write_and_aborts(bus):
+    assert bus.complete(bus.sdo_write(2, 0x6065, 0, 0.25)) == 0.25
+    assert bus.complete(bus.sdo_read(2, 0x6065, 0)) == 0.25
+    assert bus.complete(bus.sdo_read(2, 0x6865, 0)) == 0.5          # channel 1 (hip): default
+    assert bus.network.bank.x[bus.axis("knee").index, FE_LIMIT] == 0.25
+    for request, code in ((bus.sdo_write(2, 0x1000, 0, 1), 0x06010002),
+                          (bus.sdo_read(2, 0x5555, 0), 0x06020000),
+                          (bus.sdo_write(2, 0x6073, 0, -1.0), 0x06090030)):
+        with pytest.raises(SdoAbort, match=f"0x{code:08X}"):
+            bus.complete(request)
+    assert sum(e.kind == EventKind.SDO_ABORT for e in bus.events) == 3
+
+
+def test_fault_injection_rejects_unknown_names_and_arguments(bus):
+    with pytest.raises(FaultError, match="unknown fault 'melt'"):
+        bus.faults.apply("melt")
+    with pytest.raises(FaultError, match="no controlled node 9"):
+        bus.faults.drop_pres(9)
+    with pytest.raises(FaultError, match="no axis named 'elbow'"):
+        bus.faults.drive_fault("elbow", "over_temperature")
+    with pytest.raises(FaultError, match="drive fault kind 'smoke'"):
+        bus.faults.drive_fault("knee", "smoke")
+    with pytest.raises(FaultError, match="bad arguments for fault 'drop_soc'"):
+        bus.faults.apply("drop_soc", node=1)
