@@ -1,0 +1,625 @@
+"""The control loop: read -> models -> reference -> axes -> write, every period.
+
+One cycle (design.md §3)::
+
+    bus.read()                 motor positions/velocities, CiA 402 states
+    transmission               motor -> joint (Newton from the last q), qd = J_p^-1 qd_m
+    models.update              FK, J, CoG J, A, C, G (one Numba call)
+    commands, state machine    mailbox -> transitions (controller.loop.states)
+    reference                  hold | trajectory | stabilizer -> q_ref, qd_ref, qdd_ref
+    safety, axes               hard limits fault, soft limits clamp, PID or CSP + G(q)
+    transmission               joint -> motor setpoints (J_p, J_p^-T)
+    bus.write(); exchange()    next PReq payloads; five POWERLINK cycles
+    telemetry, profiler        one record in the shared ring, task times
+
+Everything is preallocated in ``__init__``; the cycle allocates no arrays, logs
+nothing, holds no lock and never touches ZMQ. A fault anywhere (drive, bus,
+transmission, hard limit, non-finite value) moves to FAULT and nothing non-finite
+is ever written to a drive. Commands come from the shared-memory mailbox and are
+acknowledged through the replies ring.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from numba import njit
+
+from drivers.cia402 import Mode
+from drivers.codes import FaultCode
+from drivers.cia402 import State as DriveState
+from drivers.hal import Bus
+from models.dynamics import update
+from models.robot import Robot
+from models.transmission import OK as TR_OK
+from models.transmission import joint_velocity, motor_to_joint, transmission_jacobian
+from stabilizer import stabilizer as sm
+from stabilizer.stabilizer import OK as STAB_OK
+from stabilizer.stabilizer import Stabilizer
+from stabilizer.stabilizer import reset as stab_reset
+from stabilizer.stabilizer import step as stab_step
+
+from ..codes import Error, Event, Reason, StabParam, State
+from ..config import DaemonConfig
+from ..shm import H, Cmd, SharedBlock, begin_record, command_done, end_record, next_command, post_event, post_reply
+from ..telemetry import MAX_WALLS, ST_OVERRUNS, RecordLayout
+from .axes import CSP, AxisTasks, feedforward, motor_setpoints
+from .profiler import profile_cycle
+from .safety import OK as SAFE_OK
+from .safety import Limits, Watchdog, reason
+from .states import ALLOWED, POWERED
+from .trajectories import QUINTIC, JointMove, sample_move, squat_posture, squat_sample, SQUAT_DURATION_S
+
+BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
+                       FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
+# stabilizer parameters a STABILIZER command may set -> slot in the params array
+STAB_PARAM_SLOTS = {StabParam.SATURATION_DISTANCE: sm.P_WR, StabParam.ADMITTANCE_DAMPING: sm.P_ADM_D,
+                    StabParam.ADMITTANCE_MASS: sm.P_ADM_M, StabParam.MAX_SPEED: sm.P_ADM_VMAX,
+                    StabParam.POSTURE_GAIN: sm.P_POST_K, StabParam.ATTRACTOR_GAIN: sm.P_AK}
+# what the loop is doing inside MOVING
+IDLE, MOVE, SQUAT, BUFFER, STOPPING = range(5)
+# faults of the loop itself (event detail); drive and bus faults carry their CiA 402 code
+TRANSMISSION_FAULT = 1
+ENABLE_TIMEOUT = 2
+
+
+@njit(cache=True)
+def gather(src, idx, dst):
+    for k in range(idx.shape[0]):
+        dst[k] = src[idx[k]]
+
+
+@njit(cache=True)
+def scatter(src, idx, dst, scale):
+    for k in range(idx.shape[0]):
+        dst[idx[k]] = scale * src[k]
+
+
+_FAULT, _FAULT_REACTION = int(DriveState.FAULT), int(DriveState.FAULT_REACTION_ACTIVE)
+
+
+@njit(cache=True)
+def first_faulted(state, idx):
+    """Bus index of the first axis in Fault or Fault Reaction Active, -1 if none."""
+    for k in range(idx.shape[0]):
+        s = state[idx[k]]
+        if s == _FAULT or s == _FAULT_REACTION:
+            return idx[k]
+    return -1
+
+
+@njit(cache=True)
+def decelerate(q0, v0, duration, t, out_q, out_qd, out_qdd):
+    """Soft stop: quintic Hermite from (q0, v0, 0) to rest at q0 + v0 T / 2 with zero
+    velocity and acceleration, in T = ``duration`` s."""
+    s = min(max(t / duration, 0.0), 1.0)
+    s2, s3 = s * s, s * s * s
+    h1 = s - 6 * s3 + 8 * s3 * s - 3 * s3 * s2            # velocity basis
+    d1 = 1 - 18 * s2 + 32 * s3 - 15 * s2 * s2
+    dd1 = -36 * s + 96 * s2 - 60 * s3
+    h5 = 10 * s3 - 15 * s3 * s + 6 * s3 * s2             # end-point basis
+    d5 = 30 * s2 - 60 * s3 + 30 * s2 * s2
+    dd5 = 60 * s - 180 * s2 + 120 * s3
+    for j in range(q0.shape[0]):
+        v = v0[j] * duration
+        dq = 0.5 * v                                       # q1 - q0
+        out_q[j] = q0[j] + v * h1 + dq * h5
+        out_qd[j] = (v * d1 + dq * d5) / duration
+        out_qdd[j] = (v * dd1 + dq * dd5) / (duration * duration)
+
+
+class ControlLoop:
+    """The loop process' whole state. ``run()`` cycles until asked to stop."""
+
+    def __init__(self, cfg: DaemonConfig, block: SharedBlock, bus: Bus, robot: Robot,
+                 stabilizer: Stabilizer | None, clock) -> None:
+        self.cfg, self.block, self.bus, self.robot, self.stab, self.clock = cfg, block, bus, robot, stabilizer, clock
+        n = self.n = robot.n
+        ctl = cfg.control
+        self.period = cfg.loop.period
+        self.mbuf, self.dbuf, self.data = robot.model.buf, robot.data.buf, robot.data
+        self.P = robot.transmission.params
+        self.leg_idx = np.array([bus.axis_names.index(a) for a in ctl.leg_axes], np.int64)
+        self.plat_idx = np.array([bus.axis_names.index(a) for a in ctl.platform_axes], np.int64)
+        self.all_idx = np.concatenate([self.leg_idx, self.plat_idx])
+        self.ratio = ctl.platform_ratio
+        self.mode = CSP if ctl.mode == "csp" else Mode.CST
+        m = robot.model
+        self.limits = Limits(m.qmin, m.qmax, m.vmax, m.taumax, margin=ctl.soft_limit_margin)
+        self.axes = AxisTasks(n, ctl.mode, self.period, ctl.kp, ctl.ki, ctl.kd, ctl.derivative_filter,
+                              kaw=10.0, umax=m.taumax)
+        self.watchdog = Watchdog(ctl.watchdog)
+        self.move = JointMove(m.vmax * 0.5, m.vmax * 2.0)
+        self.q_squat = squat_posture(robot.joint_names)
+        # measurements and references (joint space), motor-side buffers
+        z = lambda k=n: np.zeros(k)  # noqa: E731
+        self.qm, self.qmd, self.q, self.qd = z(), z(), z(), z()
+        self.Jp = np.zeros((n, n))
+        self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
+        self.q_hold, self.q_stand, self.v_stop = z(), z(), z()
+        self.tau_ff, self.qm_cmd, self.qmd_cmd, self.tau_m = z(), z(), z(), z()
+        self.plat, self.plat_ref, self.plat_cmd = z(2), z(2), z(2)
+        self.plat_from, self.plat_to, self.plat_v, self.plat_a = z(2), z(2), z(2), z(2)
+        self.plat_t, self.plat_T = 0.0, 0.0
+        self.args = np.zeros(32)
+        self.marks = np.zeros(7, np.int64)
+        self.layout = RecordLayout(n)
+        sl = self.layout.slices
+        self._sl = {k: (s.start, s.stop) for k, s in sl.items()}
+        self.state = State.BOOT
+        self.activity = IDLE
+        self.t_motion = 0.0
+        self.enable_deadline = 0.0
+        self.enabling = False
+        self.resetting = False
+        self.fault_code = 0
+        self.soft_flags = 0
+        self.overruns = 0
+        self.missed = 0
+        self.cycle_count = 0
+        self.stopped = False
+        self.traj_len = 0
+        self.shutdown_deadline = math.inf
+        self.warnings: list[str] = []
+
+    # ------------------------------------------------------------------ events
+    def _event(self, kind: Event, a: float = 0.0, b: float = 0.0) -> None:
+        post_event(self.block, self.cycle_count, int(kind), a, b)
+
+    def _goto(self, state: State, why: Reason) -> None:
+        if state == self.state:
+            return
+        self._event(Event.TRANSITION, float(self.state), float(why) + 1000.0 * float(state))
+        self.state = state
+        self.block.header[H.LOOP_STATE] = int(state)
+
+    def _fault(self, why: Reason, detail: float) -> None:
+        """Any state -> FAULT: drives quick-stopped, motion and watchdog cancelled."""
+        if self.state in (State.FAULT, State.ESTOP):
+            return
+        self.fault_code = int(detail)
+        self._event(Event.FAULT, float(why), detail)
+        for i in self.all_idx:
+            self.bus.axes[self.bus.axis_names[i]].quick_stop()
+        self.enabling = False
+        self.activity = IDLE
+        self.watchdog.disarm()
+        self._goto(State.FAULT, why)
+
+    # ------------------------------------------------------------------ start
+    def start(self) -> None:
+        """Boot the network, compile everything the cycle calls, go DISABLED."""
+        self.block.header[H.LOOP_STATE] = int(State.BOOT)
+        self.bus.boot()
+        self._measure()
+        self.q_ref[:] = self.q
+        self.q_stand[:] = 0.0
+        self._warmup()
+        self._goto(State.DISABLED, Reason.BOOTED)
+        self.block.header[H.READY] = 1
+
+    def _warmup(self) -> None:
+        """Call every kernel the cycle can reach once, on scratch copies, so that all
+        are compiled (or loaded from the cache) before the first cycle."""
+        n, d = self.n, self.data
+        q, z = self.q.copy(), np.zeros(n)
+        o1, o2, o3 = np.zeros(n), np.zeros(n), np.zeros(n)
+        p1, p2, p3 = np.zeros(2), np.zeros(2), np.zeros(2)
+        self._cycle_compute()
+        gather(self.bus.position, self.leg_idx, o1)
+        scatter(z, self.leg_idx, self.bus.target_position.copy(), 1.0)
+        first_faulted(self.bus.state, self.all_idx)
+        decelerate(q, z, 1.0, 0.5, o1, o2, o3)
+        squat_sample(0.1, q, self.q_squat, o1, o2, o3)
+        self.move.start(q, q, QUINTIC, 1.0)
+        self.move.sample(0.1, o1, o2, o3)
+        sample_move(QUINTIC, 0.5, 1.0, p1, p2, 0.1, p3, self.plat_v.copy(), self.plat_a.copy())
+        feedforward(d.A, d.h, d.G, z, True, o1)
+        self.limits.check(q, z, q, z, o1)
+        self.limits.clamp(q.copy(), z.copy(), o1)
+        spare = AxisTasks(n, "cst", self.period, 1.0, 0.0, 0.0, 0.01, 0.0, 1.0)
+        spare.reset(q)
+        spare.step(q, z, q, z)
+        self.axes.step(q, z, q, z)
+        motor_setpoints(self.mode, self.P, self.Jp, q, z, z, o1, o2, o3)
+        if self.stab is not None:
+            s = self.stab
+            state, out = s.state.copy(), s.out.copy()
+            stab_reset(s.params, state, q, out)
+            stab_step(s.params, state, s.inputs, out)
+        profile_cycle(self.block.stats.copy(), self.marks, 0, 0, False)
+
+    # ------------------------------------------------------------------ the cycle
+    def _measure(self) -> int:
+        b = self.bus
+        gather(b.position, self.leg_idx, self.qm)
+        gather(b.velocity, self.leg_idx, self.qmd)
+        gather(b.position, self.plat_idx, self.plat)
+        self.plat /= self.ratio
+        st = motor_to_joint(self.P, self.qm, self.q)        # self.q: last q as the guess
+        if st != TR_OK:
+            return st
+        st = transmission_jacobian(self.P, self.q, self.Jp)
+        if st != TR_OK:
+            return st
+        return joint_velocity(self.Jp, self.qmd, self.qd)
+
+    def _cycle_compute(self) -> None:
+        update(self.mbuf, self.dbuf, self.q, self.qd)
+
+    def cycle(self) -> None:
+        clock, marks, b = self.clock, self.marks, self.bus
+        latency, missed = clock.wait()
+        now_ns = time.monotonic_ns
+        marks[0] = now_ns()
+        self.cycle_count += 1 + missed
+        t = clock.now_s()
+        b.read()
+        status = self._measure()
+        marks[1] = now_ns()
+        if status != TR_OK:
+            self._fault(Reason.TRANSMISSION, status)
+        self._cycle_compute()
+        marks[2] = now_ns()
+        self._drive_faults()
+        self._commands(t)
+        self._reference(t)
+        marks[3] = now_ns()
+        self._axes()
+        marks[4] = now_ns()
+        b.write()
+        b.exchange()
+        marks[5] = now_ns()
+        self._telemetry(t, latency)
+        marks[6] = now_ns()
+        overrun = clock.end_of_cycle_overrun()
+        profile_cycle(self.block.stats, marks, latency, missed, overrun)
+        if missed:
+            self.missed += missed
+            self._event(Event.OVERRUN, missed, latency / 1e3)
+        self.block.header[H.LOOP_CYCLE] = self.cycle_count
+
+    # ------------------------------------------------------------------ faults from drivers
+    def _drive_faults(self) -> None:
+        if self.state not in POWERED and not self.enabling:
+            return
+        i = first_faulted(self.bus.state, self.all_idx)
+        if i >= 0:
+            code = int(self.bus.fault_code[i])
+            self._fault(Reason.BUS_FAULT if code in BUS_CODES else Reason.DRIVE_FAULT, code)
+
+    # ------------------------------------------------------------------ commands
+    def _commands(self, t: float) -> None:
+        block = self.block
+        if block.header[H.SHUTDOWN] and self.shutdown_deadline == math.inf:
+            self.shutdown_deadline = t + 2.0 * self.cfg.control.stop_duration + 1.0
+            self._begin_shutdown(t)
+        for _ in range(4):                           # bounded work per cycle
+            slot = next_command(block)
+            if slot is None:
+                break
+            token, cmd, nargs = slot[0], int(slot[1]), int(slot[2])
+            self.args[:nargs] = slot[3:3 + nargs]
+            command_done(block)
+            ok, code = self._apply(Cmd(cmd), nargs, t) if cmd in Cmd._value2member_map_ else (False, Error.BAD_REQUEST)
+            post_reply(block, token, ok, int(code), float(self.state))
+        if self.enabling:
+            self._progress_enable(t)
+        if self.resetting:
+            self._progress_reset()
+        if self.watchdog.expired(t):
+            self.watchdog.disarm()
+            self._event(Event.WARNING, float(Reason.WATCHDOG), 0.0)
+            self._stop(t)
+
+    def _apply(self, cmd: Cmd, nargs: int, t: float) -> tuple[bool, int]:
+        if cmd == Cmd.HEARTBEAT:
+            self.watchdog.feed(t)
+            return True, Error.OK
+        if cmd not in ALLOWED[self.state] or (self.enabling and cmd not in (Cmd.ESTOP, Cmd.DISABLE, Cmd.SHUTDOWN)):
+            return False, Error.NOT_ALLOWED
+        self.watchdog.feed(t)
+        a = self.args
+        if cmd == Cmd.ENABLE:
+            self._enable(t)
+        elif cmd == Cmd.DISABLE:
+            self._disable(Reason.COMMAND)
+        elif cmd == Cmd.RESET:
+            self._reset()
+        elif cmd == Cmd.ESTOP:
+            self._estop()
+        elif cmd == Cmd.STOP:
+            self._stop(t)
+        elif cmd == Cmd.HOLD:
+            self._hold(Reason.COMMAND)
+        elif cmd == Cmd.MOVE_JOINTS:
+            self.move.start(self.q_ref, a[:self.n], QUINTIC, max(a[self.n], 0.0))
+            self._start_motion(MOVE, t)
+        elif cmd == Cmd.RUN_SQUAT:
+            self.q_stand[:] = self.q_ref
+            self._start_motion(SQUAT, t)
+        elif cmd == Cmd.RUN_BUFFER:
+            self.traj_len = int(self.block.header[H.TRAJ_LEN])
+            if self.traj_len < 1:
+                return False, Error.BAD_ARGS
+            self._start_motion(BUFFER, t)
+        elif cmd == Cmd.STABILIZER:
+            return self._stabilizer(a, nargs, t)
+        elif cmd == Cmd.PLATFORM:
+            self._platform(a[0], a[1], a[2])
+        elif cmd == Cmd.SET_GAINS:
+            names = ("kp", "ki", "kd")
+            gains = {names[k]: a[1 + k] for k in range(min(nargs - 1, 3))}
+            self.axes.set_gains(int(a[0]), **gains)
+        elif cmd == Cmd.SHUTDOWN:
+            self.block.header[H.SHUTDOWN] = 1
+        elif cmd == Cmd.INJECT_FAULT:
+            return self._inject(a)
+        self._event(Event.COMMAND, float(cmd), 1.0)
+        return True, Error.OK
+
+    def _enable(self, t: float) -> None:
+        b = self.bus
+        self.enabling = True
+        self.enable_deadline = t + self.cfg.control.enable_timeout
+        for k, i in enumerate(self.leg_idx):
+            b.mode[i] = self.mode
+            b.target_position[i] = b.position[i]
+            b.target_velocity[i] = 0.0
+            b.torque_offset[i] = 0.0
+        for i in self.plat_idx:
+            b.mode[i] = CSP
+            b.target_position[i] = b.position[i]
+        for i in self.all_idx:
+            b.axes[b.axis_names[i]].enable()
+
+    def _progress_enable(self, t: float) -> None:
+        st = self.bus.state
+        if all(st[i] == DriveState.OPERATION_ENABLED for i in self.all_idx):
+            self.enabling = False
+            self._hold(Reason.COMMAND)
+        elif t > self.enable_deadline:
+            self.enabling = False
+            self._fault(Reason.DRIVE_FAULT, ENABLE_TIMEOUT)
+
+    def _disable(self, why: Reason) -> None:
+        b = self.bus
+        self.enabling = False
+        for i in self.all_idx:
+            b.axes[b.axis_names[i]].disable()
+        self.activity = IDLE
+        self.watchdog.disarm()
+        self._goto(State.DISABLED, why)
+
+    def _reset(self) -> None:
+        b = self.bus
+        for i in self.all_idx:
+            b.axes[b.axis_names[i]].fault_reset()
+        self.resetting = True
+
+    def _progress_reset(self) -> None:
+        st = self.bus.state
+        if all(st[i] not in (DriveState.FAULT, DriveState.FAULT_REACTION_ACTIVE) for i in self.all_idx):
+            self.resetting = False
+            self.fault_code = 0
+            self._disable(Reason.COMMAND)
+
+    def _estop(self) -> None:
+        b = self.bus
+        for i in self.all_idx:
+            b.axes[b.axis_names[i]].quick_stop()
+        self.enabling = False
+        self.activity = IDLE
+        self.watchdog.disarm()
+        self._goto(State.ESTOP, Reason.ESTOP)
+
+    def _hold(self, why: Reason) -> None:
+        self.q_hold[:] = self.q if self.state not in POWERED else self.q_ref
+        self.q_ref[:] = self.q_hold
+        self.qd_ref[:] = 0.0
+        self.qdd_ref[:] = 0.0
+        if self.state not in POWERED:
+            self.axes.reset(self.q)
+        self.activity = IDLE
+        self.watchdog.disarm()
+        self._goto(State.HOLD, why)
+
+    def _start_motion(self, activity: int, t: float) -> None:
+        self.activity = activity
+        self.t_motion = t
+        self.watchdog.arm(t)
+        self._goto(State.MOVING, Reason.COMMAND)
+
+    def _stop(self, t: float) -> None:
+        """Soft stop: decelerate from the current reference to rest, then HOLD."""
+        if self.state == State.STABILIZING:
+            self._hold(Reason.COMMAND)
+            return
+        if self.state != State.MOVING:
+            return
+        self.q_hold[:] = self.q_ref
+        self.v_stop[:] = self.qd_ref
+        self.activity = STOPPING
+        self.t_motion = t
+        self.watchdog.disarm()
+
+    def _stabilizer(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int]:
+        if self.stab is None:
+            return False, Error.NOT_SUPPORTED
+        enable = a[0] > 0.5
+        if not enable:
+            if self.state != State.STABILIZING:
+                return False, Error.NOT_ALLOWED
+            self._hold(Reason.COMMAND)
+            return True, Error.OK
+        if self.state != State.HOLD:
+            return False, Error.NOT_ALLOWED
+        self._set_stab_params(a, nargs)
+        s = self.stab
+        stab_reset(s.params, s.state, self.q_ref, s.out)
+        self.watchdog.arm(t)
+        self._goto(State.STABILIZING, Reason.COMMAND)
+        return True, Error.OK
+
+    def _set_stab_params(self, a: np.ndarray, nargs: int) -> None:
+        """(StabParam, value) pairs after ``enable``; validated on the I/O side."""
+        p = self.stab.params
+        for k in range(1, nargs - 1, 2):
+            slot = STAB_PARAM_SLOTS.get(int(a[k]))
+            if slot is not None:
+                p[slot] = a[k + 1]
+
+    def _platform(self, alpha: float, beta: float, duration: float) -> None:
+        self.plat_from[:] = self.plat_ref
+        self.plat_to[0], self.plat_to[1] = alpha, beta
+        self.plat_t = 0.0
+        self.plat_T = max(duration, self.period)
+
+    def _inject(self, a: np.ndarray) -> tuple[bool, int]:
+        faults = getattr(self.bus, "faults", None)
+        if faults is None or not hasattr(faults, "inject"):
+            return False, Error.NOT_SUPPORTED
+        faults.inject(int(a[0]), int(a[1]), float(a[2]))
+        return True, Error.OK
+
+    def _begin_shutdown(self, t: float) -> None:
+        if self.state == State.MOVING:
+            self._stop(t)
+        elif self.state == State.STABILIZING:
+            self._hold(Reason.SHUTDOWN)
+
+    # ------------------------------------------------------------------ references
+    def _reference(self, t: float) -> None:
+        state = self.state
+        if state in POWERED:
+            if state == State.MOVING:
+                self._motion(t)
+            elif state == State.STABILIZING:
+                s = self.stab
+                s.in_q[:] = self.q
+                s.in_tilt[0], s.in_tilt[1] = self.plat[0], self.plat[1]
+                if stab_step(s.params, s.state, s.inputs, s.out) == STAB_OK:
+                    self.q_ref[:] = s.q_ref
+                    self.qd_ref[:] = s.qd_ref
+                    self.qdd_ref[:] = 0.0
+            if self.plat_T > 0.0:
+                self.plat_t += self.period
+                sample_move(QUINTIC, 0.5, self.plat_T, self.plat_from, self.plat_to,
+                            self.plat_t, self.plat_ref, self.plat_v, self.plat_a)
+                if self.plat_t >= self.plat_T:
+                    self.plat_T = 0.0
+        else:
+            self.q_ref[:] = self.q                    # drives off: follow the measurement
+            self.qd_ref[:] = 0.0
+            self.qdd_ref[:] = 0.0
+            self.plat_ref[:] = self.plat
+            self.plat_v[:] = 0.0
+        if self.shutdown_deadline < math.inf:
+            self._shutdown_progress(t)
+
+    def _motion(self, t: float) -> None:
+        dt = t - self.t_motion
+        act = self.activity
+        if act == MOVE:
+            self.move.sample(dt, self.q_ref, self.qd_ref, self.qdd_ref)
+            done = dt >= self.move.tf
+        elif act == SQUAT:
+            squat_sample(dt, self.q_stand, self.q_squat, self.q_ref, self.qd_ref, self.qdd_ref)
+            done = dt >= 2.0 * SQUAT_DURATION_S
+        elif act == BUFFER:
+            k = int(dt / self.period)
+            traj = self.block.traj
+            last = self.traj_len - 1
+            k = min(k, last)
+            self.q_ref[:] = traj[k]
+            if 0 < k < last:
+                self.qd_ref[:] = (traj[k + 1] - traj[k - 1]) / (2.0 * self.period)
+            else:
+                self.qd_ref[:] = 0.0
+            self.qdd_ref[:] = 0.0
+            done = k >= last
+        else:                                         # STOPPING
+            T = self.cfg.control.stop_duration
+            decelerate(self.q_hold, self.v_stop, T, dt, self.q_ref, self.qd_ref, self.qdd_ref)
+            done = dt >= T
+        if done:
+            self._hold(Reason.STOP_DONE if act == STOPPING else Reason.TRAJECTORY_DONE)
+
+    def _shutdown_progress(self, t: float) -> None:
+        if self.state == State.HOLD or t > self.shutdown_deadline:
+            self._disable(Reason.SHUTDOWN)
+        if self.state in (State.DISABLED, State.FAULT, State.ESTOP, State.BOOT):
+            self.stopped = True
+
+    # ------------------------------------------------------------------ axes
+    def _axes(self) -> None:
+        b = self.bus
+        if self.state not in POWERED:
+            return
+        d = self.data
+        code, joint = self.limits.check(self.q, self.qd, self.q_ref, self.qd_ref, self.tau_ff)
+        if code != SAFE_OK:
+            self._fault(reason(code), joint)
+            return
+        feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
+        flags, joint = self.limits.clamp(self.q_ref, self.qd_ref, self.tau_ff)
+        if flags and not self.soft_flags:
+            self._event(Event.WARNING, float(Reason.SOFT_LIMIT), joint)
+        self.soft_flags = flags
+        self.axes.apply_staged()
+        self.axes.step(self.q_ref, self.qd_ref, self.q, self.tau_ff)
+        st = motor_setpoints(self.mode, self.P, self.Jp, self.axes.q_cmd, self.axes.qd_cmd,
+                             self.axes.tau, self.qm_cmd, self.qmd_cmd, self.tau_m)
+        if st != TR_OK or not np.isfinite(self.tau_m).all() or not np.isfinite(self.qm_cmd).all():
+            self._fault(Reason.TRANSMISSION if st != TR_OK else Reason.NON_FINITE, st)
+            return
+        if self.mode == CSP:
+            scatter(self.qm_cmd, self.leg_idx, b.target_position, 1.0)
+            scatter(self.qmd_cmd, self.leg_idx, b.target_velocity, 1.0)
+        scatter(self.tau_m, self.leg_idx, b.torque_offset, 1.0)
+        scatter(self.plat_ref, self.plat_idx, b.target_position, self.ratio)
+        scatter(self.plat_v, self.plat_idx, b.target_velocity, self.ratio)
+
+    # ------------------------------------------------------------------ telemetry
+    def _telemetry(self, t: float, latency_ns: int) -> None:
+        rec = begin_record(self.block)
+        sl = self._sl
+        rec[sl["t"][0]] = t
+        rec[sl["cycle"][0]] = self.cycle_count
+        rec[sl["state"][0]] = self.state
+        rec[sl["fault"][0]] = self.fault_code
+        rec[sl["q"][0]:sl["q"][1]] = self.q
+        rec[sl["qd"][0]:sl["qd"][1]] = self.qd
+        rec[sl["q_ref"][0]:sl["q_ref"][1]] = self.q_ref
+        rec[sl["tau"][0]:sl["tau"][1]] = self.axes.tau
+        rec[sl["com"][0]:sl["com"][1]] = self.data.com
+        m0, m1 = sl["margins"]
+        if self.stab is not None:
+            nv = min(self.stab.margins.shape[0], MAX_WALLS)
+            rec[m0:m0 + nv] = self.stab.margins[:nv]
+            rec[m0 + nv:m1] = np.nan
+            rec[sl["force"][0]:sl["force"][1]] = self.stab.total_force
+        else:
+            rec[m0:m1] = np.nan
+        rec[sl["wake_us"][0]] = latency_ns / 1e3
+        task = self.marks
+        k0 = sl["task_us"][0]
+        for k in range(6):
+            rec[k0 + k] = (task[k + 1] - task[k]) / 1e3
+        rec[sl["overruns"][0]] = self.block.stats[ST_OVERRUNS]
+        rec[sl["missed"][0]] = self.missed
+        rec[sl["platform"][0]:sl["platform"][1]] = self.plat
+        end_record(self.block)
+
+    # ------------------------------------------------------------------ run
+    def run(self, max_cycles: int | None = None) -> int:
+        """Cycle until shutdown (or ``max_cycles``); returns an exit code."""
+        self.clock.start()
+        count = 0
+        while not self.stopped:
+            self.cycle()
+            count += 1
+            if max_cycles is not None and count >= max_cycles:
+                break
+        return 0
