@@ -558,11 +558,11 @@ class ControlLoop:
         if self.state not in POWERED:
             return
         d = self.data
+        feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
         code, joint = self.limits.check(self.q, self.qd, self.q_ref, self.qd_ref, self.tau_ff)
         if code != SAFE_OK:
             self._fault(reason(code), joint)
             return
-        feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
         flags, joint = self.limits.clamp(self.q_ref, self.qd_ref, self.tau_ff)
         if flags and not self.soft_flags:
             self._event(Event.WARNING, float(Reason.SOFT_LIMIT), joint)

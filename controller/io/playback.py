@@ -1,0 +1,117 @@
+"""Joint-trajectory files for playback (issue 4), e.g. an offline walking trajectory.
+
+Format: CSV, header ``t,<joint>,<joint>,...`` then one row per knot: time (s) and joint
+positions (rad). Columns may come in any order but every joint of the robot must be
+present: the I/O process that loads the file does not know where the robot stands, so
+it cannot fill a missing joint with "its current position", and a file that names every
+joint says explicitly what each one does. Lines starting with ``#`` and blank lines are
+ignored (line numbers in errors count them).
+
+Validation: readable UTF-8 file; known, unique, complete joint columns; at least two
+rows; every value a finite number; strictly increasing time; positions within
+[qmin, qmax]; the velocity between consecutive rows within vmax. The knots are then
+resampled to the cycle period by linear interpolation from the first time to the last
+(the last sample is the last row): a linear interpolant stays between its knots, so
+the position and velocity checks above hold for every resampled sample too (a cubic
+spline could overshoot both).
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+class TrajectoryFileError(ValueError):
+    """A trajectory file that cannot be played; the message names file and line."""
+
+
+def _read_rows(path: Path) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of the non-comment, non-blank lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TrajectoryFileError(f"{path}: cannot read the trajectory file ({e})") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            rows.append((number, [f.strip() for f in next(csv.reader([line]))]))
+    return rows
+
+
+def _columns(path: Path, line: int, header: list[str], joint_names: tuple[str, ...]) -> list[int]:
+    """For each joint, its column in the file."""
+    if not header or header[0] != "t":
+        raise TrajectoryFileError(f"{path}, line {line}: the header must start with 't' (time, s), "
+                                  f"got {header[0] if header else ''!r}")
+    names = header[1:]
+    for name in names:
+        if name not in joint_names:
+            raise TrajectoryFileError(f"{path}, line {line}: unknown joint column {name!r}; "
+                                      f"this robot's joints are {list(joint_names)}")
+        if names.count(name) > 1:
+            raise TrajectoryFileError(f"{path}, line {line}: joint column {name!r} appears twice")
+    missing = [j for j in joint_names if j not in names]
+    if missing:
+        raise TrajectoryFileError(f"{path}, line {line}: missing joint column(s) {missing}; "
+                                  "every joint must be given")
+    return [1 + names.index(j) for j in joint_names]
+
+
+def _number(path: Path, line: int, column: str, field: str) -> float:
+    try:
+        v = float(field)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v):
+        raise TrajectoryFileError(f"{path}, line {line}, column {column!r}: expected a finite number, got {field!r}")
+    return v
+
+
+def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.ndarray, qmax: np.ndarray,
+                    vmax: np.ndarray, period: float) -> np.ndarray:
+    """Validate a trajectory file (module docstring) and resample it to ``period`` s:
+    an array (samples, n) of joint positions in the order of ``joint_names``, sample k
+    at time t0 + k·period. Raises :class:`TrajectoryFileError`."""
+    path = Path(path)
+    if not (math.isfinite(period) and period > 0.0):
+        raise ValueError(f"the resampling period must be a finite number > 0 s, got {period!r}")
+    rows = _read_rows(path)
+    if not rows:
+        raise TrajectoryFileError(f"{path}: the trajectory file is empty")
+    head_line, header = rows[0]
+    cols = _columns(path, head_line, header, tuple(joint_names))
+    if len(rows) < 3:
+        raise TrajectoryFileError(f"{path}, line {rows[-1][0]}: a trajectory needs at least 2 rows after "
+                                  f"the header, got {len(rows) - 1}")
+    n = len(cols)
+    lines = [line for line, _ in rows[1:]]
+    t = np.empty(len(lines))
+    q = np.empty((len(lines), n))
+    for i, (line, fields) in enumerate(rows[1:]):
+        if len(fields) != len(header):
+            raise TrajectoryFileError(f"{path}, line {line}: expected {len(header)} fields like the header, "
+                                      f"got {len(fields)}")
+        t[i] = _number(path, line, "t", fields[0])
+        for j, c in enumerate(cols):
+            q[i, j] = _number(path, line, joint_names[j], fields[c])
+        if i and not t[i] > t[i - 1]:
+            raise TrajectoryFileError(f"{path}, line {line}: time must increase strictly, "
+                                      f"got {t[i]} s after {t[i - 1]} s")
+        for j in range(n):
+            if not qmin[j] <= q[i, j] <= qmax[j]:
+                limit = qmin[j] if q[i, j] < qmin[j] else qmax[j]
+                raise TrajectoryFileError(f"{path}, line {line}: joint {joint_names[j]!r} at {q[i, j]} rad "
+                                          f"is beyond its limit {limit} rad")
+        if i:
+            for j in range(n):
+                v = (q[i, j] - q[i - 1, j]) / (t[i] - t[i - 1])
+                if abs(v) > vmax[j]:
+                    raise TrajectoryFileError(
+                        f"{path}, line {line}: joint {joint_names[j]!r} moves at {abs(v):.6g} rad/s from "
+                        f"line {lines[i - 1]}, above its velocity limit {vmax[j]} rad/s")
+    steps = math.ceil((t[-1] - t[0]) / period - 1e-9)
+    ts = np.minimum(t[0] + period * np.arange(steps + 1), t[-1])
+    return np.column_stack([np.interp(ts, t, q[:, j]) for j in range(n)])

@@ -1,0 +1,101 @@
+"""Joint-trajectory files (issue 4): validation messages name file, line and culprit;
+linear resampling to the period is exact on knots and accurate between them."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from controller.io.playback import TrajectoryFileError, load_trajectory
+
+NAMES = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
+QMIN = np.array([-0.35, -0.5, -1.7, -0.5])
+QMAX = np.array([0.35, 0.6, 0.0, 1.5])
+VMAX = np.array([2.0, 2.0, 2.5, 2.5])
+HEADER = "t," + ",".join(NAMES)
+ROW0 = HEADER + "\n0,0,0,-0.1,0\n"
+
+
+def load(tmp_path, text, period=0.002, name="traj.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return load_trajectory(path, NAMES, QMIN, QMAX, VMAX, period)
+
+
+def error(tmp_path, text, **kw):
+    with pytest.raises(TrajectoryFileError) as e:
+        load(tmp_path, text, **kw)
+    assert isinstance(e.value, ValueError)
+    return str(e.value)
+
+
+def test_resampling_is_linear_and_exact_on_knots(tmp_path):
+    """Knots every 10 ms resampled at 2 ms: knots reproduced exactly, in-between
+    samples on the segment, columns reordered to the robot's joint order, the last
+    sample is the last row even when the span is not a whole number of periods."""
+    text = ("# walking test\nt,knee,hip,ankle_lateral,ankle_sagittal\n\n"
+            "0.5,-0.1,0.0,0.0,0.0\n0.51,-0.11,0.01,0.001,0.0\n0.525,-0.12,0.02,0.0,-0.01\n")
+    q = load(tmp_path, text)
+    assert q.shape == (14, 4)      # 0.5 .. 0.524 by 2 ms, then 0.525
+    assert np.allclose(q[0], [0.0, 0.0, -0.1, 0.0])
+    assert np.allclose(q[5], [0.001, 0.0, -0.11, 0.01])
+    assert np.allclose(q[2], [0.0004, 0.0, -0.104, 0.004])
+    assert np.array_equal(q[-1], [0.0, -0.01, -0.12, 0.02])
+
+
+def test_resampling_accuracy_on_a_smooth_trajectory(tmp_path):
+    """A 0.5 Hz sway sampled every 20 ms, resampled at 2 ms: the linear interpolation
+    error is below h²/8 max|q̈| = 0.02²/8 · 0.3 (2π 0.5)² ≈ 1.5e-4 rad."""
+    t = np.arange(0.0, 4.0 + 1e-9, 0.02)
+    amp = np.array([0.3, 0.1, 0.2, 0.25])
+    mid = np.array([0.0, 0.05, -0.8, 0.4])
+    rows = mid + amp * np.sin(np.pi * t)[:, None]
+    text = HEADER + "\n" + "\n".join(",".join(map(repr, row)) for row in np.column_stack([t, rows]).tolist())
+    q = load(tmp_path, text)
+    ts = np.arange(q.shape[0]) * 0.002
+    exact = mid + amp * np.sin(np.pi * ts)[:, None]
+    assert q.shape == (2001, 4)
+    bound = 0.02 ** 2 / 8 * amp * np.pi ** 2
+    assert np.all(np.abs(q - exact) <= bound + 1e-12)
+    assert np.abs(q - exact).max() > 0.5 * bound.max()        # the bound is tight, not vacuous
+
+
+@pytest.mark.parametrize("text,pattern", [
+    ("", r"traj.csv: the trajectory file is empty"),
+    ("x,knee\n", r"line 1: the header must start with 't'"),
+    ("t,knee,elbow,hip\n", r"line 1: unknown joint column 'elbow'; this robot's joints are"),
+    ("t,knee,hip,knee\n", r"line 1: joint column 'knee' appears twice"),
+    ("#c\nt,knee,hip\n0,0,0\n1,0,0\n",
+     r"line 2: missing joint column\(s\) \['ankle_lateral', 'ankle_sagittal'\]"),
+    (ROW0, r"line 2: a trajectory needs at least 2 rows after the header, got 1"),
+    (ROW0 + "0.1,0,0,-0.1\n", r"line 3: expected 5 fields like the header, got 4"),
+    (ROW0 + "0.1,0,0,abc,0\n", r"line 3, column 'knee': expected a finite number, got 'abc'"),
+    (ROW0 + "0.1,0,nan,-0.1,0\n", r"line 3, column 'ankle_sagittal': expected a finite number, got 'nan'"),
+    (ROW0 + "inf,0,0,-0.1,0\n", r"line 3, column 't': expected a finite number, got 'inf'"),
+    (ROW0 + "0.1,0,0,-0.1,0\n0.1,0,0,-0.1,0\n", r"line 4: time must increase strictly, got 0.1 s after 0.1 s"),
+    (ROW0 + "1,0,0,0.2,0\n", r"line 3: joint 'knee' at 0.2 rad is beyond its limit 0.0 rad"),
+    (HEADER + "\n0,-0.4,0,-0.1,0\n1,0,0,-0.1,0\n",
+     r"line 2: joint 'ankle_lateral' at -0.4 rad is beyond its limit -0.35 rad"),
+    (ROW0 + "# pause\n0.1,0,0,-0.1,0.3\n",
+     r"line 4: joint 'hip' moves at 3 rad/s from line 2, above its velocity limit 2.5 rad/s"),
+])
+def test_validation_messages(tmp_path, text, pattern):
+    message = error(tmp_path, text)
+    assert message.startswith(str(tmp_path / "traj.csv"))
+    assert re.search(pattern if pattern.startswith("traj") else r"traj\.csv, " + pattern, message), message
+    assert "\n" not in message
+
+
+def test_unreadable_file(tmp_path):
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(TrajectoryFileError, match=r"nope.csv: cannot read the trajectory file \(.*No such file"):
+        load_trajectory(missing, NAMES, QMIN, QMAX, VMAX, 0.002)
+    (tmp_path / "bin.csv").write_bytes(b"t,knee\n\xff\xfe\n")
+    with pytest.raises(TrajectoryFileError, match=r"bin.csv: cannot read the trajectory file \(.*utf-8"):
+        load_trajectory(tmp_path / "bin.csv", NAMES, QMIN, QMAX, VMAX, 0.002)
+
+
+def test_bad_period(tmp_path):
+    with pytest.raises(ValueError, match="the resampling period must be a finite number > 0 s, got 0.0"):
+        load(tmp_path, ROW0 + "1,0,0,-0.1,0\n", period=0.0)
