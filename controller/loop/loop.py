@@ -248,7 +248,7 @@ class ControlLoop:
     def _cycle_compute(self) -> None:
         update(self.mbuf, self.dbuf, self.q, self.qd)
 
-    def cycle(self) -> None:
+    def run_cycle(self) -> None:
         clock, marks, b = self.clock, self.marks, self.bus
         latency, missed = clock.wait()
         now_ns = time.monotonic_ns
@@ -618,7 +618,7 @@ class ControlLoop:
         self.clock.start()
         count = 0
         while not self.stopped:
-            self.cycle()
+            self.run_cycle()
             count += 1
             if max_cycles is not None and count >= max_cycles:
                 break

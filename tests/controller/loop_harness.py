@@ -1,0 +1,61 @@
+"""An in-process, lock-step control loop on the simulated bus, for tests."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from controller.config import load_daemon_config
+from controller.loop.loop import ControlLoop
+from controller.loop.timing import LockstepClock
+from controller.shm import H, Cmd, Layout, SharedBlock, post_command, read_events, take_replies
+from controller.telemetry import RecordLayout
+from drivers.hal import open_bus
+from stabilizer.stabilizer import Stabilizer
+
+CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
+
+
+class Harness:
+    def __init__(self, plant=None) -> None:
+        self.cfg = load_daemon_config(CONFIG, backend="sim", lockstep=True)
+        robot = self.cfg.robot()
+        self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),
+                                 create=True)
+        self.bus = open_bus(self.cfg.bus_section, **({"plant": plant} if plant is not None else {}))
+        self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
+                                Stabilizer.from_yaml(self.cfg.stabilizer_path), LockstepClock(self.cfg.loop.period))
+        self.loop.start()
+        self.loop.clock.start()
+        self.token = 0
+        self.events_seen = 0
+
+    def command(self, cmd: Cmd, *args: float, cycles: int = 1):
+        """Post one command, run ``cycles`` cycles, return its (ok, code)."""
+        self.token += 1
+        assert post_command(self.block, self.token, cmd, np.array(args, dtype=float) if args else None)
+        self.run(cycles)
+        replies = {r[0]: r for r in take_replies(self.block)}
+        _, ok, code, _ = replies[self.token]
+        return ok, code
+
+    def run(self, cycles: int, heartbeat_every: int = 0, until=None) -> int:
+        for k in range(cycles):
+            if heartbeat_every and k % heartbeat_every == 0:
+                post_command(self.block, 0, Cmd.HEARTBEAT)
+            self.loop.run_cycle()
+            if until is not None and until():
+                return k + 1
+        return cycles
+
+    def events(self):
+        ev, self.events_seen, _ = read_events(self.block, self.events_seen)
+        return ev
+
+    @property
+    def state(self) -> int:
+        return int(self.block.header[H.LOOP_STATE])
+
+    def close(self) -> None:
+        self.bus.close()
+        self.block.close()
