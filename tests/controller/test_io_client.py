@@ -1,0 +1,149 @@
+"""Client (lazy pirate), `bipd ctl` exit codes and CURVE, over real sockets on 127.0.0.1."""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+import zmq
+
+from controller.io.client import Client, ClientTimeout, CommandError
+from controller.io.ctl import main as ctl
+from controller.io.curve import ClientCurve, CurveConfigError, ServerCurve, is_loopback
+from controller.io.server import Endpoints, IoServer
+
+from .conftest import FakeLoop, make_context, small_block
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_client_times_out_without_server():
+    t0 = time.monotonic()
+    with Client(f"tcp://127.0.0.1:{free_port()}", timeout_s=0.1, retries=2) as c, \
+            pytest.raises(ClientTimeout, match="after 2 attempts"):
+        c.call("ping")
+    assert 0.19 < time.monotonic() - t0 < 1.0
+
+
+def test_lazy_pirate_reaches_a_server_that_starts_late(leg_desc):
+    port = free_port()
+    block = small_block()
+    loop = FakeLoop(block)
+    loop.thread.start()
+    stop = threading.Event()
+    started: list[IoServer] = []
+
+    def late_server() -> None:
+        time.sleep(0.5)                                 # first attempts go unanswered
+        server = IoServer(block, make_context(leg_desc), Endpoints(f"tcp://127.0.0.1:{port}", "tcp://127.0.0.1:*"))
+        started.append(server)
+        server.serve(stop)
+
+    thread = threading.Thread(target=late_server)
+    thread.start()
+    try:
+        with Client(f"tcp://127.0.0.1:{port}", timeout_s=0.2, retries=10) as c:
+            t0 = time.monotonic()
+            assert c.call("ping")["pong"] is True
+            assert time.monotonic() - t0 > 0.4
+            assert c.call("status")["state"] == "DISABLED"
+    finally:
+        stop.set()
+        thread.join(5)
+        loop.stop.set()
+        loop.thread.join(5)
+        for s in started:
+            s.close()
+        block.close()
+
+
+def test_command_error_carries_code_and_message(rig):
+    with pytest.raises(CommandError) as e:
+        rig.client.call("move_joints", q=[0, 0, 0, 0])
+    assert e.value.code == "not_allowed" and "DISABLED" in e.value.message
+
+
+# ------------------------------------------------------------------ bipd ctl
+
+def test_ctl_exit_codes(rig, capsys):
+    ep = ["--endpoint", rig.server.command_endpoint]
+    assert ctl(["ping", *ep, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pong"] is True
+    assert ctl(["enable", *ep]) == 0
+    assert "accepted: True" in capsys.readouterr().out
+    assert ctl(["move_joints", "q=[0,0.1,-0.3,0.2]", "duration=2", *ep]) == 0
+    assert rig.loop.commands()[-1][2] == [0.0, 0.1, -0.3, 0.2, 2.0]
+    capsys.readouterr()
+    assert ctl(["move_joints", "q=[0,0,3.1,0]", *ep]) == 1
+    err = capsys.readouterr().err
+    assert "out_of_range" in err and "knee" in err
+    assert ctl(["run", "trajectory=squat", *ep]) == 1           # MOVING: not allowed
+    assert "not_allowed" in capsys.readouterr().err
+    assert ctl(["ping", "oops", *ep]) == 2
+    assert ctl(["ping", "a=1", "a=2", *ep]) == 2
+    assert ctl([]) == 2
+    assert ctl(["ping", "--timeout", "0", *ep]) == 2
+    assert ctl(["ping", "--endpoint", "nowhere"]) == 2
+    capsys.readouterr()
+    assert ctl(["ping", "--endpoint", f"tcp://127.0.0.1:{free_port()}", "--timeout", "0.1", "--retries", "1"]) == 3
+    assert "no reply" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ CURVE
+
+def test_binding_beyond_loopback_needs_curve(leg_desc):
+    assert is_loopback("tcp://127.0.0.1:5555") and is_loopback("tcp://localhost:1") and is_loopback("ipc:///tmp/x")
+    assert not is_loopback("tcp://0.0.0.0:5555") and not is_loopback("tcp://192.168.1.4:5555")
+    block = small_block()
+    try:
+        with pytest.raises(CurveConfigError, match=r"binding tcp://0\.0\.0\.0:5555 beyond loopback requires CURVE"):
+            IoServer(block, make_context(leg_desc), Endpoints("tcp://0.0.0.0:5555", "tcp://127.0.0.1:*"))
+    finally:
+        block.close()
+
+
+def test_curve_admits_only_known_clients(leg_desc):
+    srv_pub, srv_sec = zmq.curve_keypair()
+    cli_pub, cli_sec = zmq.curve_keypair()
+    other_pub, other_sec = zmq.curve_keypair()
+    block = small_block()
+    loop = FakeLoop(block)
+    loop.thread.start()
+    server = IoServer(block, make_context(leg_desc), Endpoints("tcp://127.0.0.1:*", "tcp://127.0.0.1:*"),
+                      curve=ServerCurve(srv_pub, srv_sec, (cli_pub,)))
+    stop = threading.Event()
+    thread = threading.Thread(target=server.serve, args=(stop,))
+    thread.start()
+    try:
+        with Client(server.command_endpoint, timeout_s=2.0, retries=1,
+                    curve=ClientCurve(srv_pub, cli_pub, cli_sec)) as c:
+            assert c.call("ping")["pong"] is True
+        with Client(server.command_endpoint, timeout_s=0.3, retries=1,
+                    curve=ClientCurve(srv_pub, other_pub, other_sec)) as c, pytest.raises(ClientTimeout):
+            c.call("ping")
+        with Client(server.command_endpoint, timeout_s=0.3, retries=1) as c, pytest.raises(ClientTimeout):
+            c.call("ping")                              # plain text against a CURVE server
+    finally:
+        stop.set()
+        thread.join(5)
+        loop.stop.set()
+        loop.thread.join(5)
+        server.close()
+        block.close()
+
+
+def test_curve_keys_from_certificate_files(tmp_path):
+    server_pub_file, server_sec_file = zmq.auth.create_certificates(tmp_path, "server")
+    client_pub_file, _ = zmq.auth.create_certificates(tmp_path, "client")
+    curve = ServerCurve.from_files(server_sec_file, [client_pub_file])
+    assert len(curve.secret) == 40 and curve.clients == (zmq.auth.load_certificate(client_pub_file)[0],)
+    with pytest.raises(CurveConfigError, match="no secret key"):
+        ServerCurve.from_files(server_pub_file, [])
+    with pytest.raises(CurveConfigError, match="cannot load"):
+        ServerCurve.from_files(tmp_path / "missing.key_secret", [])

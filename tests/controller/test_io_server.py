@@ -1,0 +1,314 @@
+"""IoServer over real ZMQ sockets (127.0.0.1) against the fake loop of conftest.py."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from controller.codes import Error, State
+from controller.io.client import Client, ClientTimeout, CommandError
+from controller.io.log import CycleLogWriter, read_log
+from controller.io.server import IoServer
+from controller.shm import Cmd, H
+from controller.telemetry import RecordLayout
+
+from .conftest import LOCAL, FakeLoop, make_context, small_block
+
+
+def call_error(client: Client, cmd: str, **args) -> CommandError:
+    with pytest.raises(CommandError) as e:
+        client.call(cmd, **args)
+    return e.value
+
+
+def to_hold(rig) -> None:
+    rig.client.call("enable")
+    rig.loop.wait_state(State.HOLD)
+
+
+# ------------------------------------------------------------------ local commands
+
+def test_ping_status_stats_get_config_from_shared_memory(rig):
+    time.sleep(0.05)
+    before = len(rig.loop.commands())
+    assert rig.client.call("ping")["pong"] is True
+    st = rig.client.call("status")
+    assert st["state"] == "DISABLED" and st["ready"] is True and st["cycle"] > 0
+    assert st["q"] == pytest.approx([0.0, 0.1, -0.3, 0.2]) and st["fault"] is None
+    assert st["config"]["joints"] == ["ankle_lateral", "ankle_sagittal", "knee", "hip"]
+    stats = rig.client.call("stats")
+    wake = stats["profiler"]["wake_us"]
+    assert 5.0 <= wake["min"] <= wake["p50"] <= wake["max"] <= 11.0
+    assert stats["profiler"]["task_us"]["models"]["mean"] == 20.0
+    assert stats["io"]["records"] > 0 and stats["io"]["ring_drops"] == 0
+    cfg = rig.client.call("get_config")
+    assert cfg["qmax"][2] == 0.0 and cfg["axes"][0] == "motor1" and cfg["allowed"]["enable"] == ["DISABLED"]
+    assert cfg["command_endpoint"] == rig.server.command_endpoint
+    assert len(rig.loop.commands()) == before          # none of them used the mailbox
+    for cmd in ("ping", "status", "stats", "get_config"):
+        assert call_error(rig.client, cmd, extra=1).code == "bad_args"
+
+
+# ------------------------------------------------------------------ every mailbox command, good and bad
+
+def test_state_commands_good_and_not_allowed(rig):
+    c = rig.client
+    assert call_error(c, "disable").code == "not_allowed"
+    assert call_error(c, "reset").code == "not_allowed"
+    assert c.call("enable")["accepted"] is True
+    assert rig.state == State.HOLD
+    assert call_error(c, "enable", force=True).code == "bad_args"
+    assert c.call("hold")["accepted"] and c.call("stop")["accepted"]
+    assert c.call("disable")["state"] == "DISABLED"
+    assert c.call("estop")["state"] == "ESTOP"
+    assert call_error(c, "enable").message == "enable is not allowed in state ESTOP (allowed in DISABLED)."
+    assert c.call("reset")["state"] == "DISABLED"
+    sent = [cmd for _, cmd, _ in rig.loop.commands()]
+    assert sent == [Cmd.ENABLE, Cmd.HOLD, Cmd.STOP, Cmd.DISABLE, Cmd.ESTOP, Cmd.RESET]
+
+
+def test_move_joints_good_and_bad(rig):
+    c = rig.client
+    assert call_error(c, "move_joints", q=[0, 0, -0.5, 0.3]).code == "not_allowed"     # DISABLED
+    to_hold(rig)
+    assert call_error(c, "move_joints", q=[0, 0, 3.1, 0]).message == "args.q[2] = 3.1 rad is above the knee limit 0 rad."
+    assert call_error(c, "move_joints", q=[0, 0, -0.5]).code == "bad_args"
+    assert call_error(c, "move_joints", q=[0, 0, -0.5, float("nan")]).code == "not_finite"
+    assert call_error(c, "move_joints", q=[0, 0, -0.5, 0], duration=-1).code == "out_of_range"
+    assert call_error(c, "move_joints", q=[0, 0.1, -0.3, 1.4], duration=0.1).code == "out_of_range"   # hip too fast
+    assert [cmd for _, cmd, _ in rig.loop.commands()] == [Cmd.ENABLE]
+    c.call("move_joints", q=[0, 0.1, -0.5, 0.3], duration=2.0)
+    assert rig.loop.commands()[-1][1:] == (Cmd.MOVE_JOINTS, [0.0, 0.1, -0.5, 0.3, 2.0])
+    assert rig.state == State.MOVING
+    assert call_error(c, "move_joints", q=[0, 0, 0, 0]).code == "not_allowed"
+    c.call("stop")
+    c.call("move_joints", q=[0, 0, 0, 0])
+    assert rig.loop.commands()[-1][2][-1] == -1.0      # minimum time
+
+
+def test_run_squat_file_and_bad_file(rig, tmp_path):
+    c = rig.client
+    to_hold(rig)
+    assert call_error(c, "run", trajectory=str(tmp_path / "absent.csv")).code == "bad_file"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("t,ankle_lateral,ankle_sagittal,knee,hip\n0,0,0,0,0\n1,0,0,5,0\n")
+    e = call_error(c, "run", trajectory=str(bad))
+    assert e.code == "bad_file" and "bad.csv" in e.message and "knee" in e.message
+    assert call_error(c, "run", trajectory=7).code == "bad_args"
+    good = tmp_path / "walk.csv"
+    good.write_text("t,ankle_lateral,ankle_sagittal,knee,hip\n0,0,0.1,-0.3,0.2\n1,0,0.2,-0.6,0.4\n")
+    c.call("run", trajectory=str(good))
+    assert rig.loop.commands()[-1][1] == Cmd.RUN_BUFFER
+    n = int(rig.block.header[H.TRAJ_LEN])
+    assert n == 501                                   # 1 s at 2 ms, both ends
+    np.testing.assert_allclose(rig.block.traj[n - 1], [0, 0.2, -0.6, 0.4])
+    c.call("stop")
+    c.call("run", trajectory="squat")
+    assert rig.loop.commands()[-1][1] == Cmd.RUN_SQUAT
+
+
+def test_stabilizer_platform_set_gains(rig):
+    c = rig.client
+    assert c.call("set_gains", axis="motor2", kp=800, ki=5, kd=20)["accepted"]
+    assert rig.loop.commands()[-1][1:] == (Cmd.SET_GAINS, [1.0, 800.0, 5.0, 20.0])
+    assert call_error(c, "set_gains", axis="motor9", kp=1, ki=1, kd=1).code == "bad_args"
+    assert call_error(c, "set_gains", axis="motor1", kp=1, ki=1).code == "bad_args"
+    assert call_error(c, "stabilizer", enable=True).code == "not_allowed"
+    to_hold(rig)
+    assert call_error(c, "stabilizer", enable="yes").code == "bad_args"
+    assert call_error(c, "stabilizer", enable=True, params={"wall_gain": -1}).code == "out_of_range"
+    c.call("stabilizer", enable=True, params={"wall_gain": 0.5})
+    assert rig.state == State.STABILIZING
+    assert call_error(c, "stabilizer", enable=True).code == "not_allowed"
+    assert call_error(c, "platform", alpha=0.6, beta=0, duration=7).code == "out_of_range"
+    assert call_error(c, "platform", alpha=0.1, beta=0, duration=float("inf")).code == "not_finite"
+    c.call("platform", alpha=np.radians(10), beta=np.radians(20), duration=7.0)
+    assert rig.loop.commands()[-1][1] == Cmd.PLATFORM
+    c.call("stabilizer", enable=False)
+    assert rig.state == State.HOLD
+
+
+def test_unknown_command_and_malformed_json(rig):
+    e = call_error(rig.client, "jump")
+    assert e.code == "unknown_command" and "'jump'" in e.message
+    sock = zmq.Context.instance().socket(zmq.REQ)
+    sock.linger = 0
+    sock.connect(rig.server.command_endpoint)
+    try:
+        sock.send(b'{"id": 3, "cmd": ')
+        assert sock.poll(2000)
+        reply = json.loads(sock.recv())
+        assert reply["ok"] is False and reply["id"] is None and reply["error"]["code"] == "bad_json"
+    finally:
+        sock.close()
+
+
+# ------------------------------------------------------------------ loop side: refusal, timeout, busy
+
+def test_loop_refusal_is_reported(rig):
+    rig.loop.refuse = Error.NOT_SUPPORTED
+    e = call_error(rig.client, "enable")
+    assert e.code == "not_supported" and e.message == "the control loop refused enable (not_supported) in state DISABLED."
+
+
+def test_loop_not_answering_gives_timeout_and_late_reply_is_dropped(rig_factory):
+    rig = rig_factory(server_kw={"reply_timeout": 0.1}, loop_kw={"respond": False})
+    t0 = time.monotonic()
+    e = call_error(rig.client, "enable")
+    assert e.code == "timeout" and "within 100 ms" in e.message
+    assert 0.09 < time.monotonic() - t0 < 1.0
+    assert rig.client.call("ping")["pong"]               # the server still answers
+    assert rig.client.call("stats")["io"]["timeouts"] == 1
+
+
+def test_full_mailbox_is_busy(rig_factory):
+    rig = rig_factory(server_kw={"reply_timeout": 0.3}, loop_kw={"consume": False})
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(rig.server.command_endpoint)
+    try:
+        for i in range(12):
+            dealer.send_multipart([b"", json.dumps({"id": i, "cmd": "enable"}).encode()])
+        codes = {}
+        for _ in range(12):
+            assert dealer.poll(3000)
+            reply = json.loads(dealer.recv_multipart()[-1])
+            codes[reply["id"]] = reply["error"]["code"]
+    finally:
+        dealer.close()
+    # 8 slots: one heartbeat and 7 commands fit, the rest are refused at once
+    assert sorted(codes.values()) == ["busy"] * 5 + ["timeout"] * 7
+    assert all(codes[i] == "busy" for i in range(7, 12))
+
+
+def test_heartbeat_at_most_every_period(rig):
+    for _ in range(20):
+        rig.client.call("ping")
+    time.sleep(0.12)
+    rig.client.call("ping")
+    time.sleep(0.02)                                    # let the fake loop consume the mailbox
+    beats = [c for c in list(rig.loop.received) if c[1] == Cmd.HEARTBEAT]
+    assert 2 <= len(beats) <= 4 and all(token == 0 for token, _, _ in beats)
+
+
+def test_loop_exited_refuses_motion(rig):
+    rig.block.header[H.LOOP_EXIT] = 1
+    rig.block.header[H.LOOP_EXIT_CODE] = 3
+    e = call_error(rig.client, "enable")
+    assert e.code == "not_allowed" and "exited (code 3)" in e.message
+    assert rig.client.call("status")["loop_exited"] is True
+
+
+# ------------------------------------------------------------------ clients, shutdown
+
+def test_two_concurrent_clients(rig):
+    to_hold(rig)
+    errors: list[BaseException] = []
+
+    def worker(name: str) -> None:
+        try:
+            with Client(rig.server.command_endpoint, timeout_s=2.0, retries=1) as c:
+                for i in range(40):
+                    if name == "gains":
+                        assert c.call("set_gains", axis="motor1", kp=100 + i, ki=0, kd=1)["accepted"]
+                    else:
+                        assert c.call("status")["state"] == "HOLD"
+                        assert call_error(c, "move_joints", q=[0, 0, 1, 0]).code == "out_of_range"
+        except (AssertionError, CommandError, ClientTimeout) as e:     # reported by the test thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in ("gains", "status")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert not errors, errors
+    gains = [args[1] for _, cmd, args in rig.loop.commands() if cmd == Cmd.SET_GAINS]
+    assert gains == [100.0 + i for i in range(40)]
+
+
+def test_shutdown_stops_server_and_loop(rig):
+    res = rig.client.call("shutdown")
+    assert res == {"acknowledged": True}
+    rig.thread.join(2)
+    assert not rig.thread.is_alive() and rig.server.done
+    assert rig.block.header[H.SHUTDOWN] == 1 and rig.loop.stop.is_set()
+    assert rig.loop.commands()[-1][1] == Cmd.SHUTDOWN
+
+
+# ------------------------------------------------------------------ telemetry PUB
+
+def test_telemetry_events_and_stats_frames(rig_factory):
+    rig = rig_factory(server_kw={"decimation": 5})
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    sub.subscribe(b"")
+    sub.connect(rig.server.telemetry_endpoint)
+    try:
+        time.sleep(0.2)                                 # slow joiner (zguide ch. 1)
+        rig.client.call("enable")
+        seen: dict[bytes, list[dict]] = {b"telemetry": [], b"event": [], b"stats": []}
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end and not (seen[b"stats"] and seen[b"event"] and len(seen[b"telemetry"]) > 5):
+            if sub.poll(100):
+                topic, data = sub.recv_multipart()
+                seen[topic].append(json.loads(data))
+    finally:
+        sub.close()
+    tel = seen[b"telemetry"]
+    assert len(tel) > 5 and set(np.diff([m["cycle"] for m in tel])) == {5.0}   # every 5th record
+    assert len(tel[-1]["q"]) == 4 and tel[-1]["margins"][4] is None and tel[-1]["margins"][0] == 0.03
+    assert {"t", "state_name", "qd", "q_ref", "tau", "com", "force", "wake_us", "task_us"} <= set(tel[-1])
+    ev = [e for e in seen[b"event"] if e["kind"] == "TRANSITION"]
+    assert ev[-1]["from_state"] == "DISABLED" and ev[-1]["reason"] == "COMMAND"
+    assert seen[b"stats"][0]["profiler"]["wake_us"]["max"] <= 11.0
+
+
+def test_slow_subscriber_drops_are_counted_and_loop_keeps_pace(rig_factory):
+    zctx = zmq.Context()                                # small kernel buffers: the queue fills fast
+    zctx.setsockopt(zmq.SNDBUF, 4096)
+    zctx.setsockopt(zmq.RCVBUF, 4096)
+    rig = rig_factory(server_kw={"decimation": 1, "sndhwm": 2}, context=zctx)
+    sub = zctx.socket(zmq.SUB)
+    sub.linger = 0
+    sub.rcvhwm = 1
+    sub.subscribe(b"")
+    sub.connect(rig.server.telemetry_endpoint)          # and never reads
+    try:
+        c0 = int(rig.block.header[H.LOOP_CYCLE])
+        t0 = time.monotonic()
+        end = t0 + 10.0
+        while rig.server.counters.pub_drops == 0 and time.monotonic() < end:
+            time.sleep(0.05)
+        drops = rig.client.call("stats")["io"]["pub_drops"]
+        rate = (int(rig.block.header[H.LOOP_CYCLE]) - c0) / (time.monotonic() - t0)
+    finally:
+        sub.close()
+    assert drops > 0
+    assert rate > 100                                   # fake loop at ~1 ms: never held back by PUB
+    assert rig.client.call("ping")["pong"]
+
+
+def test_server_writes_cycle_log(leg_desc, tmp_path):
+    block = small_block()
+    rl = RecordLayout(4)
+    log = CycleLogWriter(tmp_path / "log", rl, ("a", "b", "c", "d"), chunk_records=50)
+    loop = FakeLoop(block)
+    loop.thread.start()
+    server = IoServer(block, make_context(leg_desc), LOCAL, log=log)
+    try:
+        server.serve(deadline=time.monotonic() + 0.4)
+    finally:
+        loop.stop.set()
+        loop.thread.join(5)
+        server.serve(deadline=time.monotonic() + 0.05)     # drain the last records
+        server.close()
+        block.close()
+    back = read_log(tmp_path / "log")
+    assert len(back.records) == server.counters.records > 50
+    cycles = back.field("cycle")
+    assert np.all(np.diff(cycles) == 1)
