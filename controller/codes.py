@@ -59,3 +59,17 @@ class Error(IntEnum):
     BAD_FILE = 10
     NOT_SUPPORTED = 11    # e.g. fault injection on a real bus
     INTERNAL = 12
+
+
+class StabParam(IntEnum):
+    """Stabilizer parameters a ``STABILIZER`` command may change (thesis §2.5).
+
+    Mailbox args: ``enable`` (1/0), then ``(StabParam, value)`` pairs; names match
+    ``stabilizer.config.StabilizerConfig``.
+    """
+    SATURATION_DISTANCE = 2    # m: wall force saturates below this distance (eq. 72-76)
+    ADMITTANCE_DAMPING = 3     # N s/m: G moves at F / D
+    ADMITTANCE_MASS = 4        # kg: virtual inertia of G
+    MAX_SPEED = 5              # m/s: cap on G's speed
+    POSTURE_GAIN = 8           # pull towards the posture target
+    ATTRACTOR_GAIN = 9         # k of the attractive field (eq. 77-78), N m^2

@@ -15,6 +15,7 @@ from controller.codes import Error, Event, Reason, State
 from controller.io.client import Client
 from controller.io.protocol import Context
 from controller.io.server import Endpoints, IoServer
+from controller.loop.states import ALLOWED, TARGET
 from controller.shm import (
     Cmd,
     H,
@@ -33,26 +34,9 @@ from models.config import load_description
 ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
 LOCAL = Endpoints("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
 
-# what the fake loop accepts: cmd -> (states it runs in, resulting state or None to keep)
-_TABLE = {
-    Cmd.ENABLE: ({State.DISABLED}, State.HOLD),
-    Cmd.DISABLE: ({State.HOLD}, State.DISABLED),
-    Cmd.RESET: ({State.FAULT, State.ESTOP}, State.DISABLED),
-    Cmd.ESTOP: (set(State), State.ESTOP),
-    Cmd.STOP: ({State.HOLD, State.MOVING, State.STABILIZING}, State.HOLD),
-    Cmd.HOLD: ({State.HOLD, State.MOVING, State.STABILIZING}, State.HOLD),
-    Cmd.MOVE_JOINTS: ({State.HOLD}, State.MOVING),
-    Cmd.RUN_SQUAT: ({State.HOLD}, State.MOVING),
-    Cmd.RUN_BUFFER: ({State.HOLD}, State.MOVING),
-    Cmd.PLATFORM: ({State.HOLD, State.STABILIZING}, None),
-    Cmd.SET_GAINS: ({State.DISABLED, State.HOLD}, None),
-    Cmd.SHUTDOWN: (set(State), None),
-}
-
-
 @dataclass
 class FakeLoop:
-    """Stands in for the loop process: consumes the mailbox, applies a small state table,
+    """Stands in for the loop process: consumes the mailbox, applies the loop's state table,
     posts replies, one telemetry record per ``period`` and TRANSITION events."""
     block: SharedBlock
     period: float = 0.001
@@ -78,14 +62,15 @@ class FakeLoop:
         old = int(h[H.LOOP_STATE])
         h[H.LOOP_STATE] = int(state)
         if old != state:
-            post_event(self.block, int(h[H.LOOP_CYCLE]), Event.TRANSITION, old, reason)
+            post_event(self.block, int(h[H.LOOP_CYCLE]), Event.TRANSITION, old, reason + 1000.0 * state)   # as the loop
 
     def _apply(self, token: int, cmd: Cmd, args: list[float]) -> None:
+        """The real loop's tables (controller.loop.states); transitions complete at once."""
         state = State(int(self.block.header[H.LOOP_STATE]))
-        states, new = _TABLE.get(cmd, (set(State), None))
-        if self.refuse is not None or state not in states:
-            post_reply(self.block, token, False, int(self.refuse or Error.NOT_ALLOWED))
+        if self.refuse is not None or cmd not in ALLOWED[state]:
+            post_reply(self.block, token, False, int(self.refuse or Error.NOT_ALLOWED), float(state))
             return
+        new = TARGET[cmd]
         if cmd == Cmd.STABILIZER:
             new = State.STABILIZING if args[0] else State.HOLD
         if cmd == Cmd.MOVE_JOINTS:
@@ -95,7 +80,7 @@ class FakeLoop:
             self.stop.set()
         if new is not None:
             self.set_state(new)
-        post_reply(self.block, token, True, 0, len(args))
+        post_reply(self.block, token, True, 0, float(self.block.header[H.LOOP_STATE]))
 
     def _record(self, cycle: int) -> None:
         rec = begin_record(self.block)

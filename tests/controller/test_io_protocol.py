@@ -103,7 +103,7 @@ def test_envelope_errors(ctx, raw, code, fragment):
     ("stabilizer", {"enable": True, "params": [1]}, Error.BAD_ARGS, "object of stabilizer parameters"),
     ("platform", {"alpha": 0.5, "beta": 0, "duration": 7}, Error.OUT_OF_RANGE, "exceeds the platform limit"),
     ("platform", {"alpha": 0.1, "beta": 0}, Error.BAD_ARGS, "args.duration is missing"),
-    ("set_gains", {"axis": "knee", "kp": 1, "ki": 0, "kd": 0}, Error.BAD_ARGS, "motor1, motor2"),
+    ("set_gains", {"axis": "ankle", "kp": 1, "ki": 0, "kd": 0}, Error.BAD_ARGS, "motor1, motor2"),
     ("set_gains", {"axis": "motor1", "kp": -1, "ki": 0, "kd": 0}, Error.OUT_OF_RANGE, "args.kp = -1"),
     ("enable", {"now": True}, Error.BAD_ARGS, "it takes no arguments"),
 ])
@@ -114,8 +114,8 @@ def test_argument_errors(ctx, cmd, args, code, fragment):
 
 
 def test_other_commands_convert(ctx):
-    r = validate(req("stabilizer", {"enable": True, "params": {"wall_gain": 0.5, "max_speed": 0.3}}), ctx)
-    np.testing.assert_array_equal(r.values, [1.0, StabParam.WALL_GAIN, 0.5, StabParam.MAX_SPEED, 0.3])
+    r = validate(req("stabilizer", {"enable": True, "params": {"admittance_damping": 150, "max_speed": 0.3}}), ctx)
+    np.testing.assert_array_equal(r.values, [1.0, StabParam.ADMITTANCE_DAMPING, 150.0, StabParam.MAX_SPEED, 0.3])
     r = validate(req("platform", {"alpha": 0.1745, "beta": -0.349, "duration": 7}), ctx)
     assert r.mailbox == Cmd.PLATFORM and list(r.values) == [0.1745, -0.349, 7.0]
     r = validate(req("set_gains", {"axis": "motor3", "kp": 900, "ki": 10, "kd": 5}), ctx)
@@ -124,6 +124,16 @@ def test_other_commands_convert(ctx):
     assert validate(req("run", {"trajectory": "walk.csv"}), ctx).mailbox == Cmd.RUN_BUFFER
     for cmd in LOCAL:
         assert validate(req(cmd), ctx).mailbox is None
+
+
+def test_state_table_is_the_loops():
+    # controller/loop/states.py: the loop refuses the same commands in the same states
+    assert ALLOWED["enable"] == {State.DISABLED} and ALLOWED["reset"] == {State.FAULT, State.ESTOP}
+    assert ALLOWED["move_joints"] == ALLOWED["run"] == {State.HOLD}
+    assert ALLOWED["platform"] == ALLOWED["stabilizer"] == {State.HOLD, State.STABILIZING}
+    assert ALLOWED["estop"] == set(State) - {State.ESTOP} and ALLOWED["shutdown"] == set(State)
+    for cmd in LOCAL:
+        assert ALLOWED[cmd] == set(State)
 
 
 @pytest.mark.parametrize("state", list(State))
@@ -144,3 +154,21 @@ def test_stabilizer_can_only_be_disabled_while_stabilizing(ctx):
     r = rejected(req("stabilizer", {"enable": True}), ctx)
     assert r.code == Error.NOT_ALLOWED and "only enable: false" in r.message
     assert isinstance(validate(req("stabilizer", {"enable": False}), ctx), Request)
+
+
+def test_event_and_telemetry_messages_are_named():
+    from controller.codes import Event, Reason
+    from controller.io.messages import event_message, telemetry_message
+    from controller.telemetry import RecordLayout
+    # the loop's TRANSITION carries b = reason + 1000 * new state (controller/loop/loop.py _goto)
+    e = event_message(12, Event.TRANSITION, State.HOLD, Reason.COMMAND + 1000.0 * State.MOVING)
+    assert e == {"cycle": 12, "kind": "TRANSITION", "from_state": "HOLD", "reason": "COMMAND", "to_state": "MOVING"}
+    assert event_message(3, Event.FAULT, Reason.DRIVE_FAULT, 2.0)["reason"] == "DRIVE_FAULT"
+    assert event_message(3, 99, 1.0, float("nan")) == {"cycle": 3, "kind": 99, "a": 1.0, "b": None}
+    layout = RecordLayout(4)
+    rec = np.full(layout.size, np.nan)
+    rec[layout.slices["state"]] = State.FAULT
+    rec[layout.slices["fault"]] = Reason.HARD_LIMIT
+    msg = telemetry_message(layout, rec)
+    assert (msg["state_name"], msg["fault_name"], msg["q"]) == ("FAULT", "HARD_LIMIT", [None] * 4)
+    json.dumps(msg, allow_nan=False)

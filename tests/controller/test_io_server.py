@@ -57,8 +57,8 @@ def test_ping_status_stats_get_config_from_shared_memory(rig):
 
 def test_state_commands_good_and_not_allowed(rig):
     c = rig.client
-    assert call_error(c, "disable").code == "not_allowed"
     assert call_error(c, "reset").code == "not_allowed"
+    assert call_error(c, "stop").message == "stop is not allowed in state DISABLED (allowed in HOLD, MOVING, STABILIZING)."
     assert c.call("enable")["accepted"] is True
     assert rig.state == State.HOLD
     assert call_error(c, "enable", force=True).code == "bad_args"
@@ -66,6 +66,7 @@ def test_state_commands_good_and_not_allowed(rig):
     assert c.call("disable")["state"] == "DISABLED"
     assert c.call("estop")["state"] == "ESTOP"
     assert call_error(c, "enable").message == "enable is not allowed in state ESTOP (allowed in DISABLED)."
+    assert call_error(c, "estop").code == "not_allowed"
     assert c.call("reset")["state"] == "DISABLED"
     sent = [cmd for _, cmd, _ in rig.loop.commands()]
     assert sent == [Cmd.ENABLE, Cmd.HOLD, Cmd.STOP, Cmd.DISABLE, Cmd.ESTOP, Cmd.RESET]
@@ -111,6 +112,28 @@ def test_run_squat_file_and_bad_file(rig, tmp_path):
     assert rig.loop.commands()[-1][1] == Cmd.RUN_SQUAT
 
 
+def test_one_trajectory_file_in_flight(rig_factory, tmp_path):
+    rig = rig_factory(server_kw={"reply_timeout": 0.3}, loop_kw={"consume": False})
+    rig.loop.set_state(State.HOLD)
+    good = tmp_path / "walk.csv"
+    good.write_text("t,ankle_lateral,ankle_sagittal,knee,hip\n0,0,0.1,-0.3,0.2\n1,0,0.2,-0.6,0.4\n")
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(rig.server.command_endpoint)
+    try:
+        for i in range(2):
+            dealer.send_multipart([b"", json.dumps({"id": i, "cmd": "run", "args": {"trajectory": str(good)}}).encode()])
+        replies = {}
+        for _ in range(2):
+            assert dealer.poll(3000)
+            reply = json.loads(dealer.recv_multipart()[-1])
+            replies[reply["id"]] = reply["error"]
+    finally:
+        dealer.close()
+    assert replies[1]["code"] == "busy" and "already being handed" in replies[1]["message"]
+    assert replies[0]["code"] == "timeout"             # the loop never took it
+
+
 def test_stabilizer_platform_set_gains(rig):
     c = rig.client
     assert c.call("set_gains", axis="motor2", kp=800, ki=5, kd=20)["accepted"]
@@ -120,8 +143,9 @@ def test_stabilizer_platform_set_gains(rig):
     assert call_error(c, "stabilizer", enable=True).code == "not_allowed"
     to_hold(rig)
     assert call_error(c, "stabilizer", enable="yes").code == "bad_args"
-    assert call_error(c, "stabilizer", enable=True, params={"wall_gain": -1}).code == "out_of_range"
-    c.call("stabilizer", enable=True, params={"wall_gain": 0.5})
+    assert call_error(c, "stabilizer", enable=True, params={"max_speed": -1}).code == "out_of_range"
+    c.call("stabilizer", enable=True, params={"max_speed": 0.2})
+    assert rig.loop.commands()[-1][1:] == (Cmd.STABILIZER, [1.0, 5.0, 0.2])
     assert rig.state == State.STABILIZING
     assert call_error(c, "stabilizer", enable=True).code == "not_allowed"
     assert call_error(c, "platform", alpha=0.6, beta=0, duration=7).code == "out_of_range"
@@ -253,7 +277,13 @@ def test_telemetry_events_and_stats_frames(rig_factory):
         rig.client.call("enable")
         seen: dict[bytes, list[dict]] = {b"telemetry": [], b"event": [], b"stats": []}
         end = time.monotonic() + 5.0
-        while time.monotonic() < end and not (seen[b"stats"] and seen[b"event"] and len(seen[b"telemetry"]) > 5):
+        enabled = {"cycle": None, "kind": "TRANSITION", "from_state": "DISABLED", "reason": "COMMAND", "to_state": "HOLD"}
+
+        def done() -> bool:
+            moved = any({**e, "cycle": None} == enabled for e in seen[b"event"])
+            return bool(seen[b"stats"]) and moved and len(seen[b"telemetry"]) > 5
+
+        while time.monotonic() < end and not done():
             if sub.poll(100):
                 topic, data = sub.recv_multipart()
                 seen[topic].append(json.loads(data))
@@ -263,8 +293,7 @@ def test_telemetry_events_and_stats_frames(rig_factory):
     assert len(tel) > 5 and set(np.diff([m["cycle"] for m in tel])) == {5.0}   # every 5th record
     assert len(tel[-1]["q"]) == 4 and tel[-1]["margins"][4] is None and tel[-1]["margins"][0] == 0.03
     assert {"t", "state_name", "qd", "q_ref", "tau", "com", "force", "wake_us", "task_us"} <= set(tel[-1])
-    ev = [e for e in seen[b"event"] if e["kind"] == "TRANSITION"]
-    assert ev[-1]["from_state"] == "DISABLED" and ev[-1]["reason"] == "COMMAND"
+    assert done(), seen[b"event"]
     assert seen[b"stats"][0]["profiler"]["wake_us"]["max"] <= 11.0
 
 

@@ -1,0 +1,88 @@
+"""`bipd ctl <cmd> [key=value ...]`: one command to the daemon.
+
+Values are JSON when they parse as JSON (``q=[0,0.1,-0.3,0.2]``, ``enable=true``) and
+plain strings otherwise (``trajectory=squat``). Exit status: 0 ok, 1 the daemon refused
+the command, 2 bad usage, 3 no reply (after the lazy-pirate retries).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import zmq
+
+from .client import Client, ClientTimeout, CommandError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parse_args(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise _UsageError(f"argument {pair!r} is not key=value")
+        if key in out:
+            raise _UsageError(f"argument {key!r} is given twice")
+        try:
+            out[key] = json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bipd ctl", description="Send one command to the bipd daemon.")
+    p.add_argument("cmd", help="command name, e.g. status, enable, move_joints")
+    p.add_argument("args", nargs="*", metavar="key=value", help="command arguments; values parsed as JSON")
+    p.add_argument("--endpoint", default="tcp://127.0.0.1:5555", help="command socket (default %(default)s)")
+    p.add_argument("--timeout", type=float, default=1.0, help="seconds per attempt (default %(default)s)")
+    p.add_argument("--retries", type=int, default=3, help="attempts before giving up (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    return p
+
+
+def _print_result(result: dict[str, Any]) -> None:
+    width = max((len(k) for k in result), default=0)
+    for key, value in result.items():
+        print(f"{key:>{width}}: {json.dumps(value) if isinstance(value, (dict, list)) else value}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``bipd ctl``; returns the exit status."""
+    parser = build_parser()
+    try:
+        ns = parser.parse_args(argv)
+        args = _parse_args(ns.args)
+        if ns.timeout <= 0 or ns.retries < 1:
+            raise _UsageError("--timeout must be positive and --retries at least 1")
+    except SystemExit as e:            # argparse: --help (0) or bad usage (2)
+        return EXIT_OK if e.code == 0 else EXIT_USAGE
+    except _UsageError as e:
+        print(f"bipd ctl: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        client = Client(ns.endpoint, timeout_s=ns.timeout, retries=ns.retries)
+    except zmq.ZMQError as e:
+        print(f"bipd ctl: error: cannot connect to {ns.endpoint!r}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    with client:
+        try:
+            result = client.call(ns.cmd, **args)
+        except CommandError as e:
+            print(f"bipd ctl: {ns.cmd} failed: {e.code}: {e.message}", file=sys.stderr)
+            return EXIT_ERROR
+        except ClientTimeout as e:
+            print(f"bipd ctl: {e}", file=sys.stderr)
+            return EXIT_TIMEOUT
+    if ns.json:
+        print(json.dumps(result))
+    else:
+        _print_result(result)
+    return EXIT_OK

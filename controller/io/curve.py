@@ -1,0 +1,91 @@
+"""Optional CURVE security (zguide ch. 5 "Ironhouse"): required when binding beyond loopback."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import zmq
+import zmq.auth
+from zmq.auth.thread import ThreadAuthenticator
+
+_LOOPBACK_HOSTS = {"localhost", "::1"}
+
+
+class CurveConfigError(ValueError):
+    """An endpoint beyond loopback without CURVE keys, or unreadable key files."""
+
+
+def is_loopback(endpoint: str) -> bool:
+    """True for ipc/inproc endpoints and tcp endpoints on 127.0.0.0/8, ::1 or localhost."""
+    scheme = endpoint.split("://", 1)[0]
+    if scheme in ("ipc", "inproc"):
+        return True
+    host = urlsplit(endpoint).hostname or ""
+    return host in _LOOPBACK_HOSTS or host.startswith("127.")
+
+
+@dataclass(frozen=True)
+class ServerCurve:
+    """The server's key pair (Z85) and the client public keys it accepts."""
+    public: bytes
+    secret: bytes
+    clients: tuple[bytes, ...]
+
+    @classmethod
+    def from_files(cls, server_secret_file: str | Path, client_public_files: list[str | Path]) -> ServerCurve:
+        """From zmq certificate files (``zmq.auth.create_certificates``)."""
+        try:
+            public, secret = zmq.auth.load_certificate(server_secret_file)
+            clients = tuple(zmq.auth.load_certificate(f)[0] for f in client_public_files)
+        except (OSError, ValueError) as e:
+            raise CurveConfigError(f"cannot load the CURVE certificates: {e}") from None
+        if secret is None:
+            raise CurveConfigError(f"{server_secret_file} holds no secret key (use the .key_secret file)")
+        return cls(public, secret, clients)
+
+
+@dataclass(frozen=True)
+class ClientCurve:
+    """The server's public key and the client's own key pair (Z85)."""
+    server_public: bytes
+    public: bytes
+    secret: bytes
+
+
+class _Allowed:
+    def __init__(self, keys: tuple[bytes, ...]) -> None:
+        self.keys = set(keys)
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        return key in self.keys
+
+
+def check_endpoints(endpoints: list[str], curve: ServerCurve | None) -> None:
+    """Refuse to bind beyond loopback without CURVE keys."""
+    for ep in endpoints:
+        if curve is None and not is_loopback(ep):
+            raise CurveConfigError(f"binding {ep} beyond loopback requires CURVE keys (a ServerCurve with the "
+                                   "server's secret key and the authorised client keys)")
+
+
+def start_authenticator(context: zmq.Context, curve: ServerCurve) -> ThreadAuthenticator:
+    """A ZAP handler in ``context`` that admits only ``curve.clients``."""
+    auth = ThreadAuthenticator(context)
+    auth.start()
+    auth.configure_curve_callback(domain="*", credentials_provider=_Allowed(curve.clients))
+    return auth
+
+
+def secure_server(sock: zmq.Socket, curve: ServerCurve) -> None:
+    """Make ``sock`` a CURVE server (before bind)."""
+    sock.curve_secretkey = curve.secret
+    sock.curve_publickey = curve.public
+    sock.curve_server = True
+
+
+def secure_client(sock: zmq.Socket, curve: ClientCurve) -> None:
+    """Make ``sock`` a CURVE client of the server (before connect)."""
+    sock.curve_serverkey = curve.server_public
+    sock.curve_publickey = curve.public
+    sock.curve_secretkey = curve.secret

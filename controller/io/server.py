@@ -1,0 +1,421 @@
+"""The I/O process's ZMQ side: commands in (ROUTER), telemetry out (PUB), shared memory between.
+
+One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a high-water
+mark). Each request is validated here (:mod:`controller.io.protocol`); a valid command is
+posted to the bounded mailbox with a token and answered when the loop's reply for that
+token arrives, or with ``timeout`` after ``reply_timeout``. ``ping``, ``status``, ``stats``
+and ``get_config`` are answered from shared memory. Every pass (about 1 ms) also drains
+the replies, the telemetry ring (cycle log, ``telemetry`` frames every ``decimation``
+records) and the events ring (``event`` frames), and sends ``stats`` frames once per
+``stats_period``. The loop process never waits for any of this (design.md §3).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+import zmq
+
+from controller.codes import Error, Event, State
+from controller.shm import (
+    Cmd,
+    H,
+    SharedBlock,
+    post_command,
+    read_events,
+    read_record,
+    take_replies,
+)
+from controller.telemetry import RecordLayout
+
+from .curve import ServerCurve, check_endpoints, secure_server, start_authenticator
+from .log import CycleLogWriter
+from .messages import (
+    event_message,
+    finite_or_none,
+    name_of,
+    profiler_summary,
+    telemetry_message,
+)
+from .protocol import Context, ErrorReply, Request, error_reply, ok_reply, validate
+
+TOPICS = (b"telemetry", b"event", b"stats")
+HEARTBEAT_TOKEN = 0
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where to bind; ``tcp://127.0.0.1:*`` picks a free port (see ``IoServer.*_endpoint``)."""
+    command: str = "tcp://127.0.0.1:5555"
+    telemetry: str = "tcp://127.0.0.1:5556"
+
+
+@dataclass
+class IoCounters:
+    """What the I/O side counts (reported by ``stats``)."""
+    requests: int = 0
+    rejected: int = 0
+    busy: int = 0
+    timeouts: int = 0
+    late_replies: int = 0
+    internal_errors: int = 0
+    heartbeats: int = 0
+    records: int = 0
+    ring_drops: int = 0
+    events: int = 0
+    event_drops: int = 0
+    pub_sent: int = 0
+    pub_drops: int = 0
+
+
+@dataclass
+class _Pending:
+    envelope: list[bytes]
+    id: Any
+    cmd: str
+    mailbox: Cmd
+    deadline: float
+
+
+def _loop_error(code: int) -> Error:
+    """The error code a loop refusal carries (INTERNAL when it is not a known error)."""
+    try:
+        err = Error(code)
+    except ValueError:
+        return Error.INTERNAL
+    return Error.INTERNAL if err == Error.OK else err
+
+
+class IoServer:
+    """Serves commands and telemetry for one shared block.
+
+    ``ctx`` holds the robot limits (its ``state``/``q`` are refreshed from shared memory);
+    ``log``, if given, receives every record read and is closed by :meth:`close`;
+    ``curve`` is required when an endpoint binds beyond loopback. A command the loop
+    accepts is answered ``{"accepted": true, "state": <state right after it>}``; some
+    transitions complete later (``enable`` waits for the drives, ``stop`` decelerates).
+    """
+
+    def __init__(self, block: SharedBlock, ctx: Context, endpoints: Endpoints = Endpoints(),
+                 decimation: int = 10, *, reply_timeout: float = 0.1, sndhwm: int = 100,
+                 stats_period: float = 1.0, stats_window: int = 5000, heartbeat_period: float = 0.1,
+                 log: CycleLogWriter | None = None, curve: ServerCurve | None = None,
+                 context: zmq.Context | None = None) -> None:
+        if decimation < 1:
+            raise ValueError(f"decimation must be at least 1, got {decimation}")
+        self.layout = RecordLayout(len(ctx.joint_names))
+        if block.layout.record_size != self.layout.size or block.layout.n_joints != len(ctx.joint_names):
+            raise ValueError(f"the shared block holds {block.layout.n_joints} joints and records of "
+                             f"{block.layout.record_size} floats; the context needs {len(ctx.joint_names)} "
+                             f"and {self.layout.size}")
+        check_endpoints([endpoints.command, endpoints.telemetry], curve)
+        self.block, self.ctx, self.decimation = block, ctx, decimation
+        self.reply_timeout, self.stats_period, self.heartbeat_period = reply_timeout, stats_period, heartbeat_period
+        self.sndhwm = sndhwm
+        self.log = log
+        self.log_error: str | None = None
+        self.counters = IoCounters()
+
+        self._own_context = context is None
+        self._zctx = zmq.Context() if context is None else context
+        self._auth = start_authenticator(self._zctx, curve) if curve is not None else None
+        self._router = self._zctx.socket(zmq.ROUTER)
+        self._pub = self._zctx.socket(zmq.PUB)
+        for sock in (self._router, self._pub):
+            sock.linger = 0
+            if curve is not None:
+                secure_server(sock, curve)
+        self._pub.sndhwm = sndhwm
+        self._pub.setsockopt(zmq.XPUB_NODROP, 1)     # a full queue is an EAGAIN we can count
+        self._router.bind(endpoints.command)
+        self._pub.bind(endpoints.telemetry)
+        self.command_endpoint: str = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.telemetry_endpoint: str = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._poller = zmq.Poller()
+        self._poller.register(self._router, zmq.POLLIN)
+
+        self._rec = np.empty(self.layout.size)
+        self._last = np.full(self.layout.size, np.nan)
+        self._have_last = False
+        self._wake = np.full(stats_window, np.nan)
+        self._tasks = np.full((stats_window, self.layout.slices["task_us"].stop
+                               - self.layout.slices["task_us"].start), np.nan)
+        self._window_i = 0
+        self._ring_next = max(0, int(block.header[H.RING_COUNT]) - block.layout.ring_slots)
+        self._ev_next = 0
+        self._faults: deque[dict[str, Any]] = deque(maxlen=16)
+        self._pending: dict[int, _Pending] = {}
+        self._token = 1
+        self._last_hb = -np.inf
+        self._next_stats = time.monotonic() + stats_period
+        self._done = False
+
+    # ------------------------------------------------------------------ life cycle
+
+    def serve(self, stop: threading.Event | None = None, deadline: float | None = None) -> None:
+        """Run until ``stop`` is set, ``time.monotonic()`` reaches ``deadline`` or a
+        ``shutdown`` command has been answered."""
+        while not self._done:
+            if stop is not None and stop.is_set():
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            self.step(1)
+
+    def step(self, timeout_ms: int = 1) -> None:
+        """One pass: wait up to ``timeout_ms`` for requests, handle them, drain shared memory."""
+        if self._poller.poll(timeout_ms):
+            for _ in range(256):
+                try:
+                    frames = self._router.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                self._handle(frames)
+        self._pump(time.monotonic())
+
+    @property
+    def done(self) -> bool:
+        """True once a ``shutdown`` command has been answered."""
+        return self._done
+
+    def close(self) -> None:
+        """Close the sockets (and the log, flushing its last chunk)."""
+        self._router.close()
+        self._pub.close()
+        if self._auth is not None:
+            self._auth.stop()
+        if self._own_context:
+            self._zctx.term()
+        if self.log is not None:
+            self.log.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ commands
+
+    def _send(self, envelope: list[bytes], data: bytes) -> None:
+        self._router.send_multipart(envelope + [data])
+
+    def _reject(self, envelope: list[bytes], id_: Any, code: Error, message: str) -> None:
+        self.counters.rejected += 1
+        self._send(envelope, error_reply(id_, code, message))
+
+    def _handle(self, frames: list[bytes]) -> None:
+        envelope, raw = frames[:-1], frames[-1]
+        self.counters.requests += 1
+        now = time.monotonic()
+        self._heartbeat(now)
+        self._refresh_context()
+        req = validate(raw, self.ctx)
+        if isinstance(req, ErrorReply):
+            self._reject(envelope, req.id, req.code, req.message)
+            return
+        try:
+            if req.mailbox is None:
+                self._send(envelope, ok_reply(req.id, self._local(req.cmd)))
+            else:
+                self._dispatch(envelope, req, now)
+        except Exception as e:  # noqa: BLE001 -- one request must never stop the server
+            self.counters.internal_errors += 1
+            self._reject(envelope, req.id, Error.INTERNAL,
+                         f"{req.cmd} failed inside the I/O process: {type(e).__name__}: {e}.")
+
+    def _heartbeat(self, now: float) -> None:
+        """Any client request feeds the loop's motion watchdog, at most once per period."""
+        if now - self._last_hb >= self.heartbeat_period and post_command(self.block, HEARTBEAT_TOKEN, Cmd.HEARTBEAT):
+            self._last_hb = now
+            self.counters.heartbeats += 1
+
+    def _refresh_context(self) -> None:
+        state = name_of(State, float(self.block.header[H.LOOP_STATE]))
+        self.ctx.state = State[state] if isinstance(state, str) else State.FAULT
+        self.ctx.q = self._last[self.layout.slices["q"]].copy() if self._have_last else None
+
+    def _dispatch(self, envelope: list[bytes], req: Request, now: float) -> None:
+        h = self.block.header
+        if req.cmd == "shutdown":
+            h[H.SHUTDOWN] = 1
+        elif h[H.LOOP_EXIT]:
+            self._reject(envelope, req.id, Error.NOT_ALLOWED,
+                         f"the control loop has exited (code {int(h[H.LOOP_EXIT_CODE])}): only ping, status, "
+                         "stats, get_config and shutdown are answered.")
+            return
+        if req.mailbox == Cmd.RUN_BUFFER:
+            if any(p.mailbox == Cmd.RUN_BUFFER for p in self._pending.values()):
+                self.counters.busy += 1
+                self._reject(envelope, req.id, Error.BUSY,
+                             "a trajectory file is already being handed to the loop; wait for its reply.")
+                return
+            problem = self._load_trajectory(req.args["trajectory"])
+            if problem is not None:
+                self._reject(envelope, req.id, Error.BAD_FILE, problem)
+                return
+        token = self._token
+        if not post_command(self.block, token, req.mailbox, req.values):
+            if req.cmd == "shutdown":
+                self._finish_shutdown(envelope, req.id, acknowledged=False)
+                return
+            self.counters.busy += 1
+            self._reject(envelope, req.id, Error.BUSY,
+                         f"the command mailbox is full ({self.block.layout.mailbox_slots} commands pending); retry later.")
+            return
+        self._token += 1
+        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+
+    def _finish_shutdown(self, envelope: list[bytes], id_: Any, acknowledged: bool) -> None:
+        self._send(envelope, ok_reply(id_, {"acknowledged": acknowledged}))
+        self._done = True
+
+    def _load_trajectory(self, path_text: str) -> str | None:
+        """Fill the trajectory buffer from a file; a one-sentence problem, or None."""
+        path = Path(path_text)
+        if not path.is_file():
+            return f"args.trajectory = {path_text!r} is neither \"squat\" nor an existing file."
+        from .playback import TrajectoryFileError, load_trajectory
+        c = self.ctx
+        try:
+            traj = load_trajectory(path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period)
+        except TrajectoryFileError as e:
+            return str(e)
+        cap = self.block.traj.shape[0]
+        if len(traj) > cap:
+            return (f"{path} resamples to {len(traj)} samples, more than the trajectory buffer's {cap} "
+                    f"({cap * c.period:g} s).")
+        self.block.traj[:len(traj)] = traj
+        self.block.header[H.TRAJ_LEN] = len(traj)
+        return None
+
+    def _local(self, cmd: str) -> dict[str, Any]:
+        h = self.block.header
+        state = name_of(State, float(h[H.LOOP_STATE]))
+        if cmd == "ping":
+            return {"pong": True, "state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE])}
+        if cmd == "status":
+            return self._status(state)
+        if cmd == "stats":
+            return self._stats()
+        return {**self.ctx.config_summary(), **self._io_config()}
+
+    def _io_config(self) -> dict[str, Any]:
+        return {"command_endpoint": self.command_endpoint, "telemetry_endpoint": self.telemetry_endpoint,
+                "decimation": self.decimation, "reply_timeout": self.reply_timeout, "sndhwm": self.sndhwm,
+                "mailbox_slots": self.block.layout.mailbox_slots, "ring_slots": self.block.layout.ring_slots,
+                "traj_samples": self.block.layout.traj_samples, "log": str(self.log.dir) if self.log else None}
+
+    def _status(self, state: str | int) -> dict[str, Any]:
+        h = self.block.header
+        last = telemetry_message(self.layout, self._last) if self._have_last else {}
+        return {"state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE]),
+                "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
+                "shutdown_requested": bool(h[H.SHUTDOWN]),
+                "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
+                "fault": last.get("fault_name"), "faults": list(self._faults),
+                "config": {"joints": list(self.ctx.joint_names), "period": self.ctx.period,
+                           "decimation": self.decimation, "command_endpoint": self.command_endpoint,
+                           "telemetry_endpoint": self.telemetry_endpoint, **self.ctx.summary}}
+
+    def _stats(self) -> dict[str, Any]:
+        last = self._last
+        s = self.layout.slices
+        return {"profiler": profiler_summary(self._wake, self._tasks),
+                "overruns": finite_or_none(float(last[s["overruns"]][0])) if self._have_last else None,
+                "missed": finite_or_none(float(last[s["missed"]][0])) if self._have_last else None,
+                "io": asdict(self.counters),
+                "pending": len(self._pending),
+                "log": {"dir": str(self.log.dir), "records": self.log.records, "chunks": self.log.chunks,
+                        "error": self.log_error} if self.log else None}
+
+    # ------------------------------------------------------------------ shared memory -> ZMQ
+
+    def _pump(self, now: float) -> None:
+        self._replies()
+        for token in [t for t, p in self._pending.items() if now >= p.deadline]:
+            p = self._pending.pop(token)
+            if p.cmd == "shutdown":
+                self._finish_shutdown(p.envelope, p.id, acknowledged=False)
+                continue
+            self.counters.timeouts += 1
+            self._reject(p.envelope, p.id, Error.TIMEOUT,
+                         f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
+                         "check status before retrying.")
+        self._read_ring()
+        self._read_events()
+        if now >= self._next_stats:
+            self._next_stats = now + self.stats_period
+            self._publish(b"stats", self._stats())
+
+    def _replies(self) -> None:
+        for token, ok, code, value in take_replies(self.block):
+            p = self._pending.pop(token, None)
+            if p is None:
+                if token != HEARTBEAT_TOKEN:
+                    self.counters.late_replies += 1
+                continue
+            if p.cmd == "shutdown":
+                self._finish_shutdown(p.envelope, p.id, acknowledged=True)
+                continue
+            state = name_of(State, value)           # the loop replies with its state after the command
+            if ok:
+                self._send(p.envelope, ok_reply(p.id, {"accepted": True, "state": state}))
+            else:
+                err = _loop_error(code)
+                self._reject(p.envelope, p.id, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
+
+    def _read_ring(self) -> None:
+        count = int(self.block.header[H.RING_COUNT])
+        slots = self.block.layout.ring_slots
+        if count - self._ring_next > slots:
+            self.counters.ring_drops += count - slots - self._ring_next
+            self._ring_next = count - slots
+        while self._ring_next < count:
+            i = self._ring_next
+            self._ring_next += 1
+            if not read_record(self.block, i, self._rec):
+                self.counters.ring_drops += 1
+                continue
+            self._on_record(i, self._rec)
+
+    def _on_record(self, index: int, rec: np.ndarray) -> None:
+        s = self.layout.slices
+        self.counters.records += 1
+        self._last[:] = rec
+        self._have_last = True
+        w = self._window_i % len(self._wake)
+        self._wake[w] = rec[s["wake_us"]][0]
+        self._tasks[w] = rec[s["task_us"]]
+        self._window_i += 1
+        if self.log is not None and self.log_error is None:
+            try:
+                self.log.append(rec)
+            except OSError as e:
+                self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
+        if index % self.decimation == 0:
+            self._publish(b"telemetry", telemetry_message(self.layout, rec))
+
+    def _read_events(self) -> None:
+        events, self._ev_next, dropped = read_events(self.block, self._ev_next)
+        self.counters.event_drops += dropped
+        for cycle, code, a, b in events:
+            self.counters.events += 1
+            msg = event_message(cycle, code, a, b)
+            if code == Event.FAULT:
+                self._faults.append(msg)
+            self._publish(b"event", msg)
+
+    def _publish(self, topic: bytes, msg: dict[str, Any]) -> None:
+        data = json.dumps(msg, allow_nan=False, separators=(",", ":")).encode()
+        try:
+            self._pub.send_multipart([topic, data], zmq.NOBLOCK)
+            self.counters.pub_sent += 1
+        except zmq.Again:
+            self.counters.pub_drops += 1
