@@ -21,7 +21,7 @@ class State(IntEnum):
 
 class Event(IntEnum):
     """Event kinds in the events ring ``[cycle, kind, a, b]``."""
-    TRANSITION = 1       # a = old state, b = Reason
+    TRANSITION = 1       # a = old state, b = Reason + 1000 * new state
     FAULT = 2            # a = Reason, b = detail (node id, joint index, drive fault code)
     WARNING = 3          # a = Reason, b = detail (joint index)
     COMMAND = 4          # a = Cmd, b = 1 accepted / 0 refused

@@ -12,8 +12,9 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
   being written, even when complete): a reader copies a record and keeps it only if the
   counter was even and unchanged, so no side ever reads a torn record; a lapped reader
   counts drops;
-* ``events``   state-machine and fault events loop -> I/O ``[cycle, code, a, b]``, a ring the
-  reader follows with its own index (lapped events are counted as dropped);
+* ``events``   state-machine and fault events loop -> I/O ``[index, cycle, code, a, b]``, a
+  ring the reader follows with its own index; the index is written last, so lapped or torn
+  events are detected and counted as dropped;
 * ``stats``    the profiler statistics (layout in :mod:`controller.telemetry`), written by
   the loop; the I/O side reads them for ``stats`` (a figure may be one cycle stale);
 * ``traj``     a joint-trajectory buffer the I/O side fills (validated, resampled to the
@@ -97,7 +98,7 @@ class Layout:
                 ("mailbox", np.float64, (self.mailbox_slots, self.slot_size)),
                 ("replies", np.float64, (self.reply_slots, 4)),
                 ("ring", np.float64, (self.ring_slots, 1 + self.record_size)),
-                ("events", np.float64, (self.event_slots, 4)),
+                ("events", np.float64, (self.event_slots, 5)),
                 ("stats", np.float64, (STATS_SIZE,)),
                 ("traj", np.float64, (self.traj_samples, self.n_joints))]
 
@@ -232,9 +233,13 @@ def read_record(block: SharedBlock, index: int, out: np.ndarray) -> bool:
 # ------------------------------------------------------------------ events (loop -> I/O)
 
 def post_event(block: SharedBlock, cycle: int, code: int, a: float = 0.0, b: float = 0.0) -> None:
+    """Loop side: append ``[index, cycle, code, a, b]``; the index is written last, so a
+    reader that finds it equal to the slot's expected index read a complete event."""
     count = int(block.header[H.EV_COUNT])
     e = block.events[count % block.layout.event_slots]
-    e[0], e[1], e[2], e[3] = cycle, code, a, b
+    e[0] = -1.0
+    e[1], e[2], e[3], e[4] = cycle, code, a, b
+    e[0] = count
     block.header[H.EV_COUNT] = count + 1
 
 
@@ -243,7 +248,11 @@ def read_events(block: SharedBlock, since: int) -> tuple[list[tuple[int, int, fl
     count = int(block.header[H.EV_COUNT])
     slots = block.layout.event_slots
     dropped = max(0, count - since - slots)
-    start = since + dropped
-    out = [(int(e[0]), int(e[1]), float(e[2]), float(e[3]))
-           for e in (block.events[i % slots].copy() for i in range(start, count))]
+    out = []
+    for i in range(since + dropped, count):
+        e = block.events[i % slots].copy()
+        if e[0] != i:                          # overwritten while we read: count it lost
+            dropped += 1
+            continue
+        out.append((int(e[1]), int(e[2]), float(e[3]), float(e[4])))
     return out, count, dropped

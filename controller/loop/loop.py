@@ -58,7 +58,7 @@ STAB_PARAM_SLOTS = {StabParam.SATURATION_DISTANCE: sm.P_WR, StabParam.ADMITTANCE
                     StabParam.ADMITTANCE_MASS: sm.P_ADM_M, StabParam.MAX_SPEED: sm.P_ADM_VMAX,
                     StabParam.POSTURE_GAIN: sm.P_POST_K, StabParam.ATTRACTOR_GAIN: sm.P_AK}
 # what the loop is doing inside MOVING
-IDLE, MOVE, SQUAT, BUFFER, STOPPING = range(5)
+IDLE, MOVE, SQUAT, APPROACH, BUFFER, STOPPING = range(6)
 # faults of the loop itself (event detail); drive and bus faults carry their CiA 402 code
 TRANSMISSION_FAULT = 1
 ENABLE_TIMEOUT = 2
@@ -341,9 +341,12 @@ class ControlLoop:
             self._start_motion(SQUAT, t)
         elif cmd == Cmd.RUN_BUFFER:
             self.traj_len = int(self.block.header[H.TRAJ_LEN])
-            if self.traj_len < 1:
+            if not 1 <= self.traj_len <= self.block.traj.shape[0]:
                 return False, Error.BAD_ARGS
-            self._start_motion(BUFFER, t)
+            if not np.isfinite(self.block.traj[:self.traj_len]).all():
+                return False, Error.NOT_FINITE
+            self.move.start(self.q_ref, self.block.traj[0], QUINTIC, 0.0)   # go to the first sample
+            self._start_motion(APPROACH, t)
         elif cmd == Cmd.STABILIZER:
             return self._stabilizer(a, nargs, t)
         elif cmd == Cmd.PLATFORM:
@@ -351,7 +354,10 @@ class ControlLoop:
         elif cmd == Cmd.SET_GAINS:
             names = ("kp", "ki", "kd")
             gains = {names[k]: a[1 + k] for k in range(min(nargs - 1, 3))}
-            self.axes.set_gains(int(a[0]), **gains)
+            try:                                   # validated on the I/O side; never trust it here
+                self.axes.set_gains(int(a[0]), **gains)
+            except ValueError:
+                return False, Error.BAD_ARGS
         elif cmd == Cmd.SHUTDOWN:
             self.block.header[H.SHUTDOWN] = 1
         elif cmd == Cmd.INJECT_FAULT:
@@ -521,9 +527,13 @@ class ControlLoop:
     def _motion(self, t: float) -> None:
         dt = t - self.t_motion
         act = self.activity
-        if act == MOVE:
+        if act == MOVE or act == APPROACH:
             self.move.sample(dt, self.q_ref, self.qd_ref, self.qdd_ref)
             done = dt >= self.move.tf
+            if done and act == APPROACH:          # at the file's first sample: play it
+                self.activity = BUFFER
+                self.t_motion = t
+                return
         elif act == SQUAT:
             squat_sample(dt, self.q_stand, self.q_squat, self.q_ref, self.qd_ref, self.qdd_ref)
             done = dt >= 2.0 * SQUAT_DURATION_S

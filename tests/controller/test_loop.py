@@ -167,3 +167,35 @@ def test_shutdown_disables_and_stops(h):
     h.block.header[H.SHUTDOWN] = 1
     h.run(100, until=lambda: h.loop.stopped)
     assert h.loop.stopped and h.state == State.DISABLED
+
+
+def test_playback_approaches_the_first_sample_without_a_jump(h):
+    enabled(h)
+    n = 600                                                   # 1.2 s of a sway, starting away from q
+    t = np.arange(n) * h.cfg.loop.period
+    traj = np.zeros((n, 4))
+    traj[:, 1] = 0.2 + 0.05 * np.sin(2 * np.pi * t)
+    traj[:, 2] = -0.5
+    traj[:, 3] = 0.3
+    h.block.traj[:n] = traj
+    h.block.header[H.TRAJ_LEN] = n
+    assert h.command(Cmd.RUN_BUFFER)[0]
+    vmax = h.loop.robot.model.vmax
+    worst = 0.0
+    while h.state == State.MOVING:
+        prev = h.loop.q_ref.copy()
+        h.run(1, heartbeat_every=1)
+        worst = max(worst, float((np.abs(h.loop.q_ref - prev) / h.cfg.loop.period / vmax).max()))
+    assert h.state == State.HOLD
+    assert worst <= 1.0                                       # never faster than the joint limits
+    h.run(100)
+    np.testing.assert_allclose(h.loop.q, traj[-1], atol=2e-3)
+
+
+def test_non_finite_trajectory_buffer_is_refused(h):
+    enabled(h)
+    h.block.traj[:10] = 0.1
+    h.block.traj[5, 2] = np.nan
+    h.block.header[H.TRAJ_LEN] = 10
+    assert h.command(Cmd.RUN_BUFFER) == (False, Error.NOT_FINITE)
+    assert h.state == State.HOLD
