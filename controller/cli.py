@@ -1,6 +1,9 @@
 """`bipd` command line.
 
-    bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models
+    bipd run [--config PATH] [--backend sim|udp] [--lockstep] [--demo squat]   the daemon
+    bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
+    bipd plot LOG_DIR [--out DIR]                                              cycle-log PNGs
+    bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
     bipd check-robot PATH                                 validate a robot YAML
 
@@ -16,6 +19,7 @@ from pathlib import Path
 from models import ConfigError, ModelError, Robot
 
 DEFAULT_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "bipd.yaml"
 
 
 def _progress(enabled: bool):
@@ -92,6 +96,52 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from .daemon import run_daemon
+
+    result: dict = {}
+    operator = None
+    if args.demo == "squat":
+        from .demo import operator_squat
+
+        def operator(command: str, telemetry: str) -> None:
+            result.update(operator_squat(command, telemetry, sys.stdout))
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator)
+    if args.demo:
+        if not result:
+            print("bipd: error: the squat demo did not finish (see the messages above)", file=sys.stderr)
+            return 1
+        stats = result["stats"]["loop"]
+        print(f"\nsquat done: states {' -> '.join(result['states'])}, max tracking error "
+              f"{result['max_tracking_error_deg']:.3f} deg (thesis walking playback: <= 1.3 deg)")
+        lat = stats.get("wake_latency") or {}
+        print(f"loop: {stats['cycles']} cycles, {stats['overruns']} overruns ({stats['missed_cycles']} missed), "
+              f"wake latency p50 {lat.get('p50_us')} us, p99 {lat.get('p99_us')} us, p99.9 {lat.get('p999_us')} us, "
+              f"max {lat.get('max_us'):.0f} us")
+        for name, t in (stats.get("tasks") or {}).items():
+            if t.get("avg_us") is not None:
+                print(f"  {name:10s} min {t['min_us']:8.1f}  avg {t['avg_us']:8.1f}  max {t['max_us']:8.1f} us")
+    return code
+
+
+def cmd_ctl(args: argparse.Namespace) -> int:
+    from .io.ctl import main as ctl_main
+
+    return ctl_main(args.rest)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .io.plot import plot_log
+
+    for path in plot_log(args.log_dir, args.out or args.log_dir):
+        print(path)
+    return 0
+
+
 def cmd_check_robot(args: argparse.Namespace) -> int:
     robot = Robot.from_yaml(args.path)
     print(f"{args.path}: ok: {robot.model.name}, {robot.n} joints {list(robot.joint_names)}, "
@@ -102,6 +152,22 @@ def cmd_check_robot(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bipd", description="BIP biped controller: models, benchmarks, tools.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run the daemon (loop process + I/O process)")
+    r.add_argument("--config", default=str(DEFAULT_CONFIG), help="daemon YAML (default: deploy/bipd.yaml)")
+    r.add_argument("--backend", choices=("sim", "udp"), help="override bus.backend")
+    r.add_argument("--lockstep", action="store_true", help="simulated time, cycles back to back")
+    r.add_argument("--demo", choices=("squat",), help="also act as an operator: enable, squat, disable, exit")
+    r.set_defaults(func=cmd_run)
+
+    k = sub.add_parser("ctl", help="send one command to a running daemon (bipd ctl --help)", add_help=False)
+    k.add_argument("rest", nargs=argparse.REMAINDER)
+    k.set_defaults(func=cmd_ctl)
+
+    pl = sub.add_parser("plot", help="PNGs from a cycle log: tracking, CoG margins, cycle times")
+    pl.add_argument("log_dir")
+    pl.add_argument("--out", help="directory for the PNGs (default: the log directory)")
+    pl.set_defaults(func=cmd_plot)
 
     d = sub.add_parser("demo", help="run the thesis squat through the models and print the leg's state")
     d.add_argument("--robot", default=str(DEFAULT_ROBOT), help="robot YAML (default: the BIP leg)")

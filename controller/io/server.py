@@ -32,7 +32,7 @@ from controller.shm import (
     read_record,
     take_replies,
 )
-from controller.telemetry import RecordLayout
+from controller.telemetry import RecordLayout, stats_summary
 
 from .curve import ServerCurve, check_endpoints, secure_server, start_authenticator
 from .log import CycleLogWriter
@@ -327,7 +327,8 @@ class IoServer:
     def _stats(self) -> dict[str, Any]:
         last = self._last
         s = self.layout.slices
-        return {"profiler": profiler_summary(self._wake, self._tasks),
+        return {"loop": stats_summary(self.block.stats),      # whole run (B&R-style profiler)
+                "profiler": profiler_summary(self._wake, self._tasks),   # recent window
                 "overruns": finite_or_none(float(last[s["overruns"]][0])) if self._have_last else None,
                 "missed": finite_or_none(float(last[s["missed"]][0])) if self._have_last else None,
                 "io": asdict(self.counters),

@@ -58,14 +58,17 @@ class DeadlineClock:
         self.period_ns = int(round(period * 1e9))
         self.spin_ns = int(round(spin * 1e9))
         self.release_ns = 0
+        self.start_ns = 0
         self.cycle = 0
 
     def start(self) -> None:
-        self.release_ns = time.monotonic_ns() + self.period_ns
+        self.start_ns = time.monotonic_ns()
+        self.release_ns = self.start_ns + self.period_ns
         self.cycle = 0
 
     def now_s(self) -> float:
-        return time.monotonic_ns() * 1e-9
+        """Seconds since :meth:`start`."""
+        return (time.monotonic_ns() - self.start_ns) * 1e-9
 
     def wait(self) -> tuple[int, int]:
         """Wait for the next release; returns (wake latency ns, releases missed)."""

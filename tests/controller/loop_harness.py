@@ -11,7 +11,7 @@ from controller.loop.timing import LockstepClock
 from controller.shm import H, Cmd, Layout, SharedBlock, post_command, read_events, take_replies
 from controller.telemetry import RecordLayout
 from drivers.hal import open_bus
-from drivers.plant_leg import LegPlant
+from controller.daemon import open_plant_bus
 from stabilizer.stabilizer import Stabilizer
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
@@ -21,11 +21,9 @@ class Harness:
     def __init__(self, leg_plant: bool = True) -> None:
         self.cfg = load_daemon_config(CONFIG, backend="sim", lockstep=True)
         robot = self.cfg.robot()
-        plant = LegPlant.from_config(self.cfg.bus, robot, platform_ratio=self.cfg.control.platform_ratio) \
-            if leg_plant else None
+        self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
         self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),
                                  create=True)
-        self.bus = open_bus(self.cfg.bus_section, **({"plant": plant} if plant is not None else {}))
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
                                 Stabilizer.from_yaml(self.cfg.stabilizer_path), LockstepClock(self.cfg.loop.period))
         self.loop.start()

@@ -1,0 +1,170 @@
+"""`bipd run`: the loop process and the I/O process around one shared-memory block.
+
+The parent process creates the block, starts the loop process (``spawn``: a fresh
+interpreter that holds nothing but the loop, design.md §3) and then serves ZMQ
+itself. SIGTERM / SIGINT ask for a soft stop through the block: the loop stops any
+motion, disables the drives and leaves; the I/O side flushes the cycle log and the
+daemon exits 0. Under systemd it reports READY once the loop cycles and feeds the
+watchdog only while the loop's cycle counter advances.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from .codes import State
+from .config import DaemonConfig, load_daemon_config
+from .sdnotify import Notifier
+from .shm import H, Layout, SharedBlock
+from .telemetry import RecordLayout
+
+
+def _layout(cfg: DaemonConfig) -> Layout:
+    robot = cfg.robot()
+    return Layout(robot.n, len(cfg.bus.axes), RecordLayout(robot.n).size)
+
+
+def open_plant_bus(cfg: DaemonConfig, robot):
+    """The bus of the config; on the ``sim`` backend it drives the leg plant."""
+    from drivers.hal import open_bus
+
+    if cfg.bus.backend == "sim":
+        import numpy as np
+
+        from drivers.plant_leg import LegPlant
+        m = robot.model                       # the simulated leg rests slightly off its stops
+        margin = 2.0 * cfg.control.soft_limit_margin
+        q0 = np.clip(np.zeros(robot.n), m.qmin + margin, m.qmax - margin)
+        plant = LegPlant.from_config(cfg.bus, robot, platform_ratio=cfg.control.platform_ratio, q0=q0)
+        return open_bus(cfg.bus_section, plant=plant)
+    return open_bus(cfg.bus_section)
+
+
+def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str) -> None:
+    """Entry point of the loop process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)              # the parent handles the signals
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    cfg = load_daemon_config(config_path, backend, lockstep)
+    block = SharedBlock(_layout(cfg), name=shm_name)
+    code = 1
+    bus = None
+    try:
+        from stabilizer.stabilizer import Stabilizer
+
+        from .loop.loop import ControlLoop
+        from .loop.timing import DeadlineClock, LockstepClock, setup_realtime
+
+        robot = cfg.robot()
+        stab = Stabilizer.from_yaml(cfg.stabilizer_path) if cfg.stabilizer_path else None
+        bus = open_plant_bus(cfg, robot)
+        if cfg.loop.lockstep:
+            clock = LockstepClock(cfg.loop.period)
+        else:
+            clock = DeadlineClock(cfg.loop.period, cfg.loop.spin)
+            for w in setup_realtime(cfg.loop.priority, cfg.loop.cpus or None, cfg.loop.lock_memory):
+                print(f"bipd: warning: {w}", file=sys.stderr, flush=True)
+        loop = ControlLoop(cfg, block, bus, robot, stab, clock)
+        loop.start()
+        code = loop.run()
+    except Exception:                                         # report, then leave the drives off
+        traceback.print_exc()
+        print("bipd: error: the control loop stopped on the exception above; drives disabled",
+              file=sys.stderr, flush=True)
+        block.header[H.LOOP_STATE] = int(State.FAULT)
+    finally:
+        if bus is not None:
+            bus.close()
+        block.header[H.LOOP_EXIT_CODE] = code
+        block.header[H.LOOP_EXIT] = 1
+        block.close()
+
+
+def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bool | None = None,
+               say=print, operator=None) -> int:
+    """Start both processes and serve until shutdown; returns the exit code.
+    ``operator(command_endpoint, telemetry_endpoint)``, if given, runs in a thread
+    once the loop cycles (a scripted client, e.g. the squat demo), then shuts down."""
+    from .io.log import CycleLogWriter
+    from .io.protocol import Context
+    from .io.server import Endpoints, IoServer
+
+    cfg = load_daemon_config(config_path, backend, lockstep)
+    robot = cfg.robot()
+    block = SharedBlock(_layout(cfg), create=True)
+    def on_signal(signum, _frame) -> None:
+        block.header[H.SHUTDOWN] = 1
+        say(f"bipd: {signal.Signals(signum).name}: soft stop, drives off, then exit")
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    proc = mp.get_context("spawn").Process(
+        target=loop_main, args=(str(config_path), backend, lockstep, block.name), name="bipd-loop")
+    log = None
+    server = None
+    try:
+        proc.start()
+        ctx = Context.from_description(robot.description, period=cfg.loop.period,
+                                       platform_limit=cfg.control.platform_limit,
+                                       summary={"robot": robot.model.name, "backend": cfg.bus.backend,
+                                                "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep})
+        if cfg.io.log_dir:
+            log = CycleLogWriter(cfg.io.log_dir, RecordLayout(robot.n), robot.joint_names,
+                                 period=cfg.loop.period, meta={"config": str(cfg.source)})
+        server = IoServer(block, ctx, Endpoints(cfg.io.command, cfg.io.telemetry), cfg.io.decimation, log=log)
+        say(f"bipd: {robot.model.name} on the {cfg.bus.backend} bus, "
+            f"{'lock-step' if cfg.loop.lockstep else f'{cfg.loop.period * 1e3:g} ms real time'}; "
+            f"commands {server.command_endpoint}, telemetry {server.telemetry_endpoint}")
+        _supervise(block, proc, server, say, operator)
+    finally:
+        block.header[H.SHUTDOWN] = 1
+        proc.join(timeout=10.0)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(2.0)
+        if server is not None:
+            server.close()                                    # flushes the cycle log
+        for s, h in previous.items():
+            signal.signal(s, h)
+        code = int(block.header[H.LOOP_EXIT_CODE]) if block.header[H.LOOP_EXIT] else 1
+        block.close()
+    say(f"bipd: stopped (exit {code})")
+    return code
+
+
+def _supervise(block: SharedBlock, proc, server, say, operator) -> None:
+    """Serve ZMQ until the loop has left; READY and WATCHDOG for systemd."""
+    notify = Notifier()
+    worker = None
+    ready = False
+    last_cycle, last_pet = -1, 0.0
+    while True:
+        server.step(1)
+        h = block.header
+        if not ready and h[H.READY]:
+            ready = True
+            notify.ready("cycling")
+            say("bipd: network booted, loop cycling (state DISABLED); `bipd ctl enable` powers the drives")
+            if operator is not None:
+                def scripted() -> None:
+                    try:
+                        operator(server.command_endpoint, server.telemetry_endpoint)
+                    finally:
+                        block.header[H.SHUTDOWN] = 1
+                worker = threading.Thread(target=scripted, name="bipd-operator", daemon=True)
+                worker.start()
+        now = time.monotonic()
+        cycle = int(h[H.LOOP_CYCLE])
+        if notify.watchdog_s and cycle != last_cycle and now - last_pet > notify.watchdog_s / 4:
+            notify.watchdog()                                 # only while the loop is alive
+            last_cycle, last_pet = cycle, now
+        if h[H.LOOP_EXIT] or not proc.is_alive():
+            notify.stopping()
+            for _ in range(50):                               # drain the last telemetry and events
+                server.step(1)
+            return
+        if server.done and not h[H.SHUTDOWN]:
+            h[H.SHUTDOWN] = 1

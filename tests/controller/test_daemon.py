@@ -1,0 +1,102 @@
+"""`bipd run` as a user runs it: a real daemon process (loop process + I/O process)
+on the simulated bus in lock-step, driven over real ZMQ sockets; SIGTERM and the
+shutdown command both end it cleanly with exit 0."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.io.client import Client
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
+    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"))
+    cfg = tmp_path / "bipd.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--lockstep"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    client = Client(cmd_ep, timeout_s=2.0, retries=3)
+    end = time.monotonic() + 60
+    while True:
+        try:
+            if client.call("status")["state"] == "DISABLED":
+                break
+        except Exception:
+            pass
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < end, "the daemon did not boot within 60 s"
+        time.sleep(0.2)
+    yield proc, client, tmp_path
+    client.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        s = client.call("status")["state"]
+        if s == state:
+            return s
+        time.sleep(0.05)
+    return s
+
+
+def test_daemon_moves_and_stops_on_sigterm(daemon):
+    proc, client, tmp = daemon
+    client.call("enable")
+    assert wait_state(client, "HOLD") == "HOLD"
+    client.call("move_joints", q=[0.0, 0.2, -0.5, 0.3], duration=1.0)
+    assert wait_state(client, "HOLD") == "HOLD"
+    q = client.call("status")["q"]
+    assert abs(q[2] + 0.5) < 5e-3
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "SIGTERM" in out and "stopped (exit 0)" in out
+    assert list((tmp / "log").glob("*.npy")), "the cycle log was flushed"
+    plots = subprocess.run([sys.executable, "-m", "controller.cli", "plot", str(tmp / "log")],
+                           capture_output=True, text=True, timeout=120)
+    assert plots.returncode == 0, plots.stderr
+    assert len([p for p in plots.stdout.split() if p.endswith(".png")]) == 3
+
+
+def test_shutdown_command_ends_the_daemon(daemon):
+    proc, client, _ = daemon
+    client.call("shutdown")
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+
+
+def test_two_concurrent_clients_are_both_answered(daemon):
+    _, client, _ = daemon
+    other = Client(client.endpoint, timeout_s=2.0, retries=3)
+    try:
+        for _ in range(20):
+            assert client.call("ping") is not None
+            assert other.call("status")["state"] == "DISABLED"
+    finally:
+        other.close()
