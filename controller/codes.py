@@ -73,3 +73,24 @@ class StabParam(IntEnum):
     MAX_SPEED = 5              # m/s: cap on G's speed
     POSTURE_GAIN = 8           # pull towards the posture target
     ATTRACTOR_GAIN = 9         # k of the attractive field (eq. 77-78), N m^2
+
+
+class FaultKind(IntEnum):
+    """Simulated faults the ``inject_fault`` command can raise (drivers.faults.FaultApi).
+    Mailbox args: kind, target (node id, or bus axis index), count or sub-kind, value."""
+    DROP_PRES = 1         # node, count
+    DELAY_PRES = 2        # node, count, delay_s
+    CORRUPT_PRES = 3      # node, count
+    DROP_SOC = 4          # node, count
+    STOP_NODE = 5         # node
+    DISCONNECT_NODE = 6   # node
+    RECONNECT_NODE = 7    # node
+    DRIVE_FAULT = 8       # axis, DRIVE_FAULT_KINDS index
+    ENCODER_GLITCH = 9    # axis, GLITCH_KINDS index, value (jump in rad)
+
+
+DRIVE_FAULT_KINDS = ("over_temperature", "following_error")
+GLITCH_KINDS = ("jump", "nan")
+NODE_FAULTS = frozenset({FaultKind.DROP_PRES, FaultKind.DELAY_PRES, FaultKind.CORRUPT_PRES,
+                         FaultKind.DROP_SOC, FaultKind.STOP_NODE, FaultKind.DISCONNECT_NODE,
+                         FaultKind.RECONNECT_NODE})

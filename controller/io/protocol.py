@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from controller.codes import Error, StabParam, State
+from controller.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, FaultKind
 from controller.loop.states import ALLOWED as LOOP_ALLOWED
 from controller.shm import MAX_ARGS, Cmd
 
@@ -32,7 +33,7 @@ MAILBOX: Mapping[str, tuple[Cmd, ...]] = {
     "enable": (Cmd.ENABLE,), "disable": (Cmd.DISABLE,), "reset": (Cmd.RESET,), "estop": (Cmd.ESTOP,),
     "stop": (Cmd.STOP,), "hold": (Cmd.HOLD,), "shutdown": (Cmd.SHUTDOWN,),
     "move_joints": (Cmd.MOVE_JOINTS,), "run": (Cmd.RUN_SQUAT, Cmd.RUN_BUFFER), "stabilizer": (Cmd.STABILIZER,),
-    "platform": (Cmd.PLATFORM,), "set_gains": (Cmd.SET_GAINS,),
+    "platform": (Cmd.PLATFORM,), "set_gains": (Cmd.SET_GAINS,), "inject_fault": (Cmd.INJECT_FAULT,),
 }
 """The mailbox command(s) each protocol command becomes."""
 
@@ -62,6 +63,7 @@ ARGUMENTS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "stabilizer": (("enable",), ("params",)),
     "platform": (("alpha", "beta", "duration"), ()),
     "set_gains": (("axis", "kp", "ki", "kd"), ()),
+    "inject_fault": (("fault",), ("node", "axis", "count", "kind", "value", "delay_s")),
 }
 """(required, optional) argument names; every other command takes none."""
 
@@ -84,6 +86,7 @@ class Context:
     max_gain: float = 1e6
     allowed: Mapping[str, frozenset[State]] = field(default_factory=lambda: dict(ALLOWED))
     summary: dict[str, Any] = field(default_factory=dict)
+    bus_axes: tuple[str, ...] = ()      # bus axis names (inject_fault); empty: no simulated bus
     state: State = State.BOOT
     q: np.ndarray | None = None
 
@@ -292,6 +295,41 @@ def _set_gains(args: dict[str, Any], ctx: Context) -> np.ndarray:
     return np.array(out)
 
 
+def _integer(where: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise _Reject(Error.BAD_ARGS, f"{where} must be an integer in {lo}..{hi}, got {_kind(v)}.")
+    return v
+
+
+def _inject_fault(args: dict[str, Any], ctx: Context) -> np.ndarray:
+    """Simulated fault (drivers.faults): [kind, target, count or sub-kind, value]."""
+    if not ctx.bus_axes:
+        raise _Reject(Error.NOT_SUPPORTED, "fault injection needs a simulated bus (sim or udp backend).")
+    name = args["fault"]
+    names = {k.name.lower(): k for k in FaultKind}
+    if not isinstance(name, str) or name not in names:
+        raise _Reject(Error.BAD_ARGS, f"args.fault must be one of {', '.join(names)}, got {_kind(name)}.")
+    kind = names[name]
+    if kind in NODE_FAULTS:
+        extra = set(args) - {"fault", "node", "count", "delay_s"}
+        if "node" not in args or extra:
+            raise _Reject(Error.BAD_ARGS, f"{name} takes node (and count, delay_s for delay_pres); "
+                                          f"got {', '.join(sorted(set(args) - {'fault'})) or 'nothing'}.")
+        node = _integer("args.node", args["node"], 1, 239)
+        count = _integer("args.count", args.get("count", 1), 1, 1000)
+        delay = _within("args.delay_s", _number("args.delay_s", args.get("delay_s", 0.0), "s"), 0.0, 0.01, "s")
+        return np.array([float(kind), float(node), float(count), delay])
+    axis = args.get("axis")
+    if not isinstance(axis, str) or axis not in ctx.bus_axes:
+        raise _Reject(Error.BAD_ARGS, f"args.axis must be one of {', '.join(ctx.bus_axes)}, got {_kind(axis)}.")
+    kinds = DRIVE_FAULT_KINDS if kind == FaultKind.DRIVE_FAULT else GLITCH_KINDS
+    sub = args.get("kind")
+    if sub not in kinds:
+        raise _Reject(Error.BAD_ARGS, f"args.kind must be one of {', '.join(kinds)}, got {_kind(sub)}.")
+    value = _number("args.value", args.get("value", 0.0), "rad")
+    return np.array([float(kind), float(ctx.bus_axes.index(axis)), float(kinds.index(sub)), value])
+
+
 def _run(args: dict[str, Any]) -> Cmd:
     traj = args["trajectory"]
     if not isinstance(traj, str) or not traj or len(traj) > MAX_PATH_CHARS:
@@ -315,6 +353,8 @@ def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, 
         return Cmd.STABILIZER, _stabilizer(args, ctx)
     if cmd == "platform":
         return Cmd.PLATFORM, _platform(args, ctx)
+    if cmd == "inject_fault":
+        return Cmd.INJECT_FAULT, _inject_fault(args, ctx)
     return Cmd.SET_GAINS, _set_gains(args, ctx)
 
 

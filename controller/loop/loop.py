@@ -40,7 +40,7 @@ from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
 from stabilizer.stabilizer import step as stab_step
 
-from ..codes import Error, Event, Reason, StabParam, State
+from ..codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, Error, Event, FaultKind, Reason, StabParam, State
 from ..config import DaemonConfig
 from ..shm import H, Cmd, SharedBlock, begin_record, command_done, end_record, next_command, post_event, post_reply
 from ..telemetry import MAX_WALLS, ST_OVERRUNS, RecordLayout
@@ -483,10 +483,26 @@ class ControlLoop:
         self.plat_T = max(duration, self.period)
 
     def _inject(self, a: np.ndarray) -> tuple[bool, int]:
+        """Simulated fault (validated on the I/O side); a bus without the fault API, or
+        a fault it cannot raise, answers not_supported."""
         faults = getattr(self.bus, "faults", None)
-        if faults is None or not hasattr(faults, "inject"):
+        kind, target, count, value = int(a[0]), int(a[1]), int(a[2]), float(a[3])
+        try:
+            if kind in NODE_FAULTS:
+                if kind == FaultKind.DELAY_PRES:
+                    faults.delay_pres(target, value, count)
+                elif kind in (FaultKind.STOP_NODE, FaultKind.DISCONNECT_NODE, FaultKind.RECONNECT_NODE):
+                    getattr(faults, FaultKind(kind).name.lower())(target)
+                else:
+                    getattr(faults, FaultKind(kind).name.lower())(target, count=count)
+            elif kind == FaultKind.DRIVE_FAULT:
+                faults.drive_fault(self.bus.axis_names[target], DRIVE_FAULT_KINDS[count])
+            elif kind == FaultKind.ENCODER_GLITCH:
+                faults.encoder_glitch(self.bus.axis_names[target], GLITCH_KINDS[count], value)
+            else:
+                return False, Error.BAD_ARGS
+        except (AttributeError, NotImplementedError, ValueError, IndexError):
             return False, Error.NOT_SUPPORTED
-        faults.inject(int(a[0]), int(a[1]), float(a[2]))
         return True, Error.OK
 
     def _begin_shutdown(self, t: float) -> None:

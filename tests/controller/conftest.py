@@ -143,6 +143,7 @@ def leg_desc():
 
 
 def make_context(desc, **kw) -> Context:
+    kw.setdefault("bus_axes", ("ankle_1", "ankle_2", "knee", "hip", "platform_alpha", "platform_beta"))
     return Context.from_description(desc, axis_names=("motor1", "motor2", "motor3", "motor4"),
                                     summary={"robot": "bip_leg"}, **kw)
 

@@ -100,3 +100,21 @@ def test_two_concurrent_clients_are_both_answered(daemon):
             assert other.call("status")["state"] == "DISABLED"
     finally:
         other.close()
+
+
+def test_inject_fault_over_zmq_faults_then_resets(daemon):
+    from controller.io.client import CommandError
+
+    _, client, _ = daemon
+    client.call("enable")
+    assert wait_state(client, "HOLD") == "HOLD"
+    with pytest.raises(CommandError) as err:
+        client.call("inject_fault", fault="drive_fault", axis="elbow", kind="over_temperature")
+    assert err.value.code == "bad_args"
+    client.call("inject_fault", fault="drop_pres", node=2, count=1)      # one loss is tolerated
+    time.sleep(0.5)
+    assert client.call("status")["state"] == "HOLD"
+    client.call("inject_fault", fault="drive_fault", axis="knee", kind="following_error")
+    assert wait_state(client, "FAULT") == "FAULT"
+    client.call("reset")
+    assert wait_state(client, "DISABLED") == "DISABLED"

@@ -140,13 +140,34 @@ def test_state_table_is_the_loops():
 def test_state_table(ctx, state):
     ctx.state = state
     good = {"move_joints": {"q": [0, 0, 0, 0]}, "run": {"trajectory": "squat"}, "stabilizer": {"enable": False},
-            "platform": {"alpha": 0, "beta": 0, "duration": 1}, "set_gains": {"axis": "motor1", "kp": 1, "ki": 0, "kd": 0}}
+            "platform": {"alpha": 0, "beta": 0, "duration": 1}, "set_gains": {"axis": "motor1", "kp": 1, "ki": 0, "kd": 0},
+            "inject_fault": {"fault": "drop_pres", "node": 1}}
     for cmd, states in ALLOWED.items():
         r = validate(req(cmd, good.get(cmd)), ctx)
         if state in states:
             assert isinstance(r, Request), (cmd, state, r)
         else:
             assert r.code == Error.NOT_ALLOWED and f"not allowed in state {state.name}" in r.message
+
+
+@pytest.mark.parametrize("args,code,text", [
+    ({"fault": "meltdown", "node": 1}, Error.BAD_ARGS, "args.fault must be one of"),
+    ({"fault": "drop_pres"}, Error.BAD_ARGS, "takes node"),
+    ({"fault": "drop_pres", "node": 0}, Error.BAD_ARGS, "args.node must be an integer in 1..239"),
+    ({"fault": "drop_pres", "node": 1, "axis": "knee"}, Error.BAD_ARGS, "takes node"),
+    ({"fault": "drive_fault", "axis": "elbow", "kind": "over_temperature"}, Error.BAD_ARGS, "args.axis must be one of"),
+    ({"fault": "encoder_glitch", "axis": "knee", "kind": "wobble"}, Error.BAD_ARGS, "args.kind must be one of"),
+])
+def test_inject_fault_arguments(ctx, args, code, text):
+    r = rejected(req("inject_fault", args), ctx)
+    assert r.code == code and text in r.message
+
+
+def test_inject_fault_encoding_and_no_simulated_bus(ctx):
+    r = validate(req("inject_fault", {"fault": "encoder_glitch", "axis": "knee", "kind": "nan"}), ctx)
+    assert r.mailbox == Cmd.INJECT_FAULT and list(r.values) == [9.0, 2.0, 1.0, 0.0]
+    ctx.bus_axes = ()
+    assert rejected(req("inject_fault", {"fault": "drop_pres", "node": 1}), ctx).code == Error.NOT_SUPPORTED
 
 
 def test_stabilizer_can_only_be_disabled_while_stabilizing(ctx):
