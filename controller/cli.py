@@ -5,6 +5,7 @@
     bipd plot LOG_DIR [--out DIR]                                              cycle-log PNGs
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
+    bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
     bipd check-robot PATH                                 validate a robot YAML
 
 Exit status: 0 success, 1 a failed check or run, 2 bad usage or bad input file.
@@ -142,6 +143,17 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_loop(args: argparse.Namespace) -> int:
+    from .bench import print_report, run
+
+    res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json))
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print_report(res)
+    return 0 if res["final_state"] == "STABILIZING" else 1
+
+
 def cmd_check_robot(args: argparse.Namespace) -> int:
     robot = Robot.from_yaml(args.path)
     print(f"{args.path}: ok: {robot.model.name}, {robot.n} joints {list(robot.joint_names)}, "
@@ -183,6 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
     bm.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bm.add_argument("--no-first-call", action="store_true", help="skip the fresh-process compile/cache timing")
     bm.set_defaults(func=cmd_bench_models)
+
+    bl = bsub.add_parser("loop", help="the daemon in real time under load, next to cyclictest")
+    bl.add_argument("--config", default=str(DEFAULT_CONFIG))
+    bl.add_argument("--seconds", type=float, default=60.0, help="measurement length (default 60)")
+    bl.add_argument("--rate", type=float, default=200.0, help="client requests per second (default 200)")
+    bl.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    bl.set_defaults(func=cmd_bench_loop)
 
     c = sub.add_parser("check-robot", help="validate a robot YAML and print a summary")
     c.add_argument("path")
