@@ -50,8 +50,13 @@ _FOLLOWING_BIT = cia402.SW_FOLLOWING_ERROR
 FAULT_HISTORY_LENGTH = 8
 
 _TPDO_PER_CHANNEL = pdo.TPDO.per_channel
-_STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE for s in State)
+_STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
+                    | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
+_PACK_TPDO_CHANNEL = pdo.TPDO.channel_struct.pack_into
+_TPDO_CHANNEL_SIZE = pdo.TPDO.channel_struct.size
 _KERNEL_MODE = {cia402.Mode.CSP: CSP, cia402.Mode.CSV: CSV, cia402.Mode.CST: CST}
+# Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
+_FAULT_RESET, _OPERATION_ENABLED = Command.FAULT_RESET, State.OPERATION_ENABLED
 
 
 @njit(cache=True)
@@ -152,8 +157,10 @@ class DriveBank:
         self.time = 0.0
         self.torque = np.zeros(n)
         self.owners: dict[int, tuple[Drive, int]] = {}
-        self.actual_rows: list[list[float]] = self.x[:, ACT_POS:ACT_CUR + 1].tolist()
-        self.status_rows: list[int] = self.flags[:, STATUS_BITS].tolist()
+        self._actual = self.x[:, ACT_POS:ACT_CUR + 1]
+        self._status = self.flags[:, STATUS_BITS]
+        self.actual_rows: list[list[float]] = self._actual.tolist()
+        self.status_rows: list[int] = self._status.tolist()
         self.ratio = config.cycles_per_control
         self.dt = config.cycle_time_s
         self.control_period = config.control_period_s
@@ -174,8 +181,8 @@ class DriveBank:
             self._count_down_jumps()
         self.plant.step(self.dt, self.torque)
         self.time += self.dt
-        self.actual_rows = self.x[:, ACT_POS:ACT_CUR + 1].tolist()
-        self.status_rows = self.flags[:, STATUS_BITS].tolist()
+        self.actual_rows = self._actual.tolist()
+        self.status_rows = self._status.tolist()
 
     def encoder_jump(self, row: int, offset: float, cycles: int) -> None:
         """Add ``offset`` to the encoder reading of ``row`` for ``cycles`` bus cycles."""
@@ -206,7 +213,6 @@ class Drive:
         self.fault_cause_until = [0.0] * self.channels
         self.history: list[int] = []
         self.dirty = True
-        self._tpdo = [0, 0, 0.0, 0.0, 0.0, 0] * pdo.TPDO.channels
         self.objects = self._object_dictionary()
 
     # -- PDO side -------------------------------------------------------------------------------
@@ -223,11 +229,11 @@ class Drive:
             self.last_cw[ch] = cw
             state = self.state[ch]
             nxt = cia402.NEXT_STATE[state][command]
-            if command == Command.FAULT_RESET and self.bank.time < self.fault_cause_until[ch]:
+            if command == _FAULT_RESET and self.bank.time < self.fault_cause_until[ch]:
                 nxt = state
             if mode != self.op_mode[ch] and mode in cia402.MODES:
                 self.op_mode[ch] = mode
-                if state == State.OPERATION_ENABLED:
+                if state == _OPERATION_ENABLED:
                     self.bank.mode[self.rows[ch]] = _KERNEL_MODE[mode]
             if nxt != state:
                 self._enter(ch, nxt)
@@ -246,17 +252,9 @@ class Drive:
         """Write the TPDO (statusword, mode, position, velocity, current, error code per channel)."""
         actual = self.bank.actual_rows
         bits = self.bank.status_rows
-        values = self._tpdo
-        for ch in range(self.channels):
-            row = self.rows[ch]
-            state = self.state[ch]
-            act = actual[row]
-            base = ch * _TPDO_PER_CHANNEL
-            values[base:base + _TPDO_PER_CHANNEL] = (
-                _STATUSWORD[state] | bits[row] | (cia402.SW_FOLLOWS_COMMAND if state == State.OPERATION_ENABLED
-                                                  else 0),
-                self.op_mode[ch], act[0], act[1], act[2], self.fault_code[ch])
-        pdo.TPDO.struct.pack_into(buf, offset, *values)
+        for row, state, mode, code in zip(self.rows, self.state, self.op_mode, self.fault_code):
+            _PACK_TPDO_CHANNEL(buf, offset, _STATUSWORD[state] | bits[row], mode, *actual[row], code)
+            offset += _TPDO_CHANNEL_SIZE
 
     # -- state machine --------------------------------------------------------------------------
     def _enter(self, ch: int, state: State) -> None:

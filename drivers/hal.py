@@ -81,6 +81,9 @@ class Intent(IntEnum):
 
 
 _FAULTED = (State.FAULT, State.FAULT_REACTION_ACTIVE)
+_ENABLE_WORDS = tuple(cia402.enable_controlword(s) for s in State)
+# Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
+_ENABLED, _QUICK_STOP, _FAULT_RESET = Intent.ENABLED, Intent.QUICK_STOP, Intent.FAULT_RESET
 
 
 class Axis:
@@ -279,11 +282,11 @@ class Bus(ABC):
         """Controlwords for this cycle from the axis intents (the master side of CiA 402)."""
         out = self._controlword
         for i, intent in enumerate(self.intent):
-            if intent == Intent.ENABLED:
-                out[i] = cia402.enable_controlword(self._states[i])
-            elif intent == Intent.QUICK_STOP:
+            if intent == _ENABLED:
+                out[i] = _ENABLE_WORDS[self._states[i]]
+            elif intent == _QUICK_STOP:
                 out[i] = cia402.CW_QUICK_STOP_CMD
-            elif intent == Intent.FAULT_RESET:
+            elif intent == _FAULT_RESET:
                 out[i] = self._fault_reset_word(i)
             else:
                 out[i] = cia402.CW_DISABLE_VOLTAGE

@@ -16,6 +16,8 @@ from .powerlink.controlled_node import ControlledNode
 from .powerlink.frames import FrameError, MessageType
 from .powerlink.nmt import NmtCommand
 
+_PREQ, _SOC, _SOA, _ASND = (int(t) for t in (MessageType.PREQ, MessageType.SOC, MessageType.SOA, MessageType.ASND))
+
 
 class SimulatedNodes:
     def __init__(self, config: BusConfig, plant: Plant | None = None) -> None:
@@ -40,7 +42,7 @@ class SimulatedNodes:
             return None
         try:
             msg_type = frame[14]
-            if msg_type == MessageType.PREQ:
+            if msg_type == _PREQ:
                 node = self.nodes.get(frame[15])
                 faults = self.faults
                 if node is None or (faults.active and not faults.connected(node.node_id)):
@@ -49,11 +51,11 @@ class SimulatedNodes:
                 if pres is not None and faults.active:
                     return faults.outgoing_pres(node.node_id, pres)
                 return pres
-            if msg_type == MessageType.SOC:
+            if msg_type == _SOC:
                 self._soc(frame)
-            elif msg_type == MessageType.SOA:
+            elif msg_type == _SOA:
                 return self._soa(frame)
-            elif msg_type == MessageType.ASND:
+            elif msg_type == _ASND:
                 self._asnd(frame)
             else:
                 frames.check_frame(frame)

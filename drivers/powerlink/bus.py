@@ -1,7 +1,6 @@
 """The HAL :class:`~drivers.hal.Bus` on a POWERLINK managing node; backends differ only by link."""
 from __future__ import annotations
 
-from ..cia402 import Mode
 from ..config import BusConfig
 from ..faults import FaultApi
 from ..hal import Bus, BusStateError
@@ -12,6 +11,10 @@ from .pdo import RPDO, TPDO
 from .sdo import SdoRequest
 from .services import SDO_READ, SDO_WRITE
 
+_OPERATIONAL = NmtState.OPERATIONAL        # an enum member lookup costs ~0.2 µs on Python 3.11
+_PACK_RPDO_CHANNEL = RPDO.channel_struct.pack_into
+_RPDO_CHANNEL_SIZE = RPDO.channel_struct.size
+
 
 class PowerlinkBus(Bus):
     def __init__(self, config: BusConfig, link: Link, faults: FaultApi) -> None:
@@ -19,8 +22,7 @@ class PowerlinkBus(Bus):
         self.link = link
         self.faults = faults
         self.mn = ManagingNode(config, link, self.events)
-        self._nodes = [(self.mn.records[n.node_id], [(a.index, a.channel) for a in n.axes],
-                        [0, int(Mode.CSP), 0.0, 0.0, 0.0] * RPDO.channels) for n in config.nodes]
+        self._nodes = [(self.mn.records[n.node_id], [(a.index, a.channel) for a in n.axes]) for n in config.nodes]
         self._ratio = config.cycles_per_control
 
     def boot(self) -> None:
@@ -31,7 +33,7 @@ class PowerlinkBus(Bus):
 
     def read(self) -> None:
         per = TPDO.per_channel
-        for rec, axes, _ in self._nodes:
+        for rec, axes in self._nodes:
             if rec.latched:
                 self._latch(rec.node_id, rec.latched)
                 rec.latched = 0
@@ -41,22 +43,23 @@ class PowerlinkBus(Bus):
                 self._set_actual(i, v[b], v[b + 1], v[b + 2], v[b + 3], v[b + 4], v[b + 5])
 
     def write(self) -> None:
+        """Pack each axis' RPDO channel into its node's PReq; unconfigured channels keep the
+        defaults the PReq was built with."""
         cws = self._controlwords()
         modes = self.mode.tolist()
         pos = self.target_position.tolist()
         vel = self.target_velocity.tolist()
         tq = self.torque_offset.tolist()
-        per = RPDO.per_channel
-        for rec, axes, vals in self._nodes:
+        for rec, axes in self._nodes:
+            buf = rec.preq.buf
             for i, ch in axes:
-                b = ch * per
-                vals[b:b + per] = cws[i], modes[i], pos[i], vel[i], tq[i]
-            RPDO.struct.pack_into(rec.preq.buf, frames.PDO_OFFSET, *vals)
+                _PACK_RPDO_CHANNEL(buf, frames.PDO_OFFSET + ch * _RPDO_CHANNEL_SIZE, cws[i], modes[i], pos[i],
+                                   vel[i], tq[i])
             rec.preq.seal()
 
     def exchange(self) -> None:
         self._check_open()
-        if self.mn.state != NmtState.OPERATIONAL:
+        if self.mn.state != _OPERATIONAL:
             raise BusStateError("the POWERLINK network is not Operational: call boot() before exchange()")
         cycle = self.mn.cycle
         for _ in range(self._ratio):

@@ -19,6 +19,12 @@ from .pdo import RPDO, TPDO
 from .threshold import ThresholdCounter
 
 _CYCLIC = (NmtState.PRE_OPERATIONAL_2, NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)
+# Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
+_NOT_ACTIVE, _PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.NOT_ACTIVE, NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
+_IDENT_REQUEST, _UNSPECIFIED_INVITE = RequestedService.IDENT_REQUEST, RequestedService.UNSPECIFIED_INVITE
+_UNPACK_RPDO = RPDO.struct.unpack_from
+_PDO_OFFSET = frames.PDO_OFFSET
+_RS_MAX = frames.FLAG2_RS_MASK
 _RESETS = (NmtCommand.RESET_NODE, NmtCommand.RESET_COMMUNICATION, NmtCommand.RESET_CONFIGURATION,
            NmtCommand.SW_RESET)
 
@@ -55,32 +61,36 @@ class ControlledNode:
     # -- isochronous phase ------------------------------------------------------------------------
     def on_soc(self) -> None:
         self.soc_seen = True
-        if self.nmt is NmtState.NOT_ACTIVE or self.nmt is NmtState.PRE_OPERATIONAL_1:
+        if self.nmt is _NOT_ACTIVE or self.nmt is _PRE_OPERATIONAL_1:
             self._event(NmtEvent.SOC)
 
     def on_preq(self, frame) -> memoryview | None:
         """The PRes answering ``frame`` (validated here), or None when this node does not answer."""
-        if self.nmt not in _CYCLIC:
+        nmt = self.nmt
+        if nmt not in _CYCLIC:
             return None
-        _, flags1, version, size = frames.read_preq(frame)
-        if size != RPDO.size or version != frames.PDO_VERSION:
-            raise InconsistentFrame(f"PReq to node {self.node_id} carries {size} bytes of PDO version "
-                                    f"0x{version:02X}, the mapping declares {RPDO.size} bytes of 0x10")
-        operational = self.nmt is NmtState.OPERATIONAL
-        if operational and flags1 & FLAG1_RD and (self.drive.dirty or frame != self._rpdo_seen):
-            self._rpdo_seen = bytes(frame)
-            self.drive.apply_rpdo(RPDO.struct.unpack_from(frame, frames.PDO_OFFSET))
+        operational = nmt is _OPERATIONAL
+        if frame != self._rpdo_seen:
+            _, flags1, version, size = frames.read_preq(frame)
+            if size != RPDO.size or version != frames.PDO_VERSION:
+                raise InconsistentFrame(f"PReq to node {self.node_id} carries {size} bytes of PDO version "
+                                        f"0x{version:02X}, the mapping declares {RPDO.size} bytes of 0x10")
+            if operational and flags1 & FLAG1_RD:
+                self._rpdo_seen = bytes(frame)
+                self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
+        elif operational and self.drive.dirty:     # the frame last applied: validated, RD set
+            self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
         buf = self.pres.buf
-        self.drive.pack_tpdo(buf, frames.PDO_OFFSET)
-        buf[17] = self.nmt
+        self.drive.pack_tpdo(buf, _PDO_OFFSET)
+        buf[17] = nmt
         buf[18] = FLAG1_RD if operational else 0
-        buf[19] = min(len(self.pending), frames.FLAG2_RS_MASK)
+        buf[19] = min(len(self.pending), _RS_MAX)
         return self.pres.seal()
 
     # -- asynchronous phase -----------------------------------------------------------------------
     def on_soa(self, service: int, target: int) -> memoryview | None:
         """End of the isochronous phase: SoC-loss accounting, then the ASnd if invited."""
-        if self.nmt is NmtState.NOT_ACTIVE:
+        if self.nmt is _NOT_ACTIVE:
             self._event(NmtEvent.SOA)
         if self.nmt in _CYCLIC:
             if self.soc_seen:
@@ -92,10 +102,10 @@ class ControlledNode:
         self.soc_seen = False
         if target != self.node_id:
             return None
-        if service == RequestedService.IDENT_REQUEST:
+        if service == _IDENT_REQUEST:
             services.write_ident(self.ident.buf, self.nmt, RPDO.size, TPDO.size)
             return self.ident.seal()
-        if service == RequestedService.UNSPECIFIED_INVITE and self.pending:
+        if service == _UNSPECIFIED_INVITE and self.pending:
             return self.pending.popleft()
         return None
 

@@ -102,6 +102,9 @@ def node_mac(node_id: int) -> bytes:
     return bytes((0x02, 0, 0, 0, 0, node_id))
 
 
+_NODE_MACS = tuple(node_mac(n) for n in range(256))
+
+
 class FrameError(ValueError):
     """A frame that cannot be a valid POWERLINK frame."""
 
@@ -123,19 +126,36 @@ class InconsistentFrame(FrameError):
 
 
 _ETHERTYPE = struct.Struct(">H")
-_BASIC = struct.Struct(">HBBB")
 _FCS = struct.Struct("<I")
+_PACK_FCS = _FCS.pack_into
+_FCS_RESIDUE = 0x2144DF1C       # crc32 over a frame and its FCS when the FCS matches
+_SWAPPED_ETHERTYPE = 0xAB88     # ETHERTYPE as the little-endian headers below read it
 _SOC_TIME = struct.Struct("<IIQ")
 _SOC_FIELDS = struct.Struct("<xBBIIQ")
 _PREQ_FIELDS = struct.Struct("<xBxBxH")
 _PRES_FIELDS = struct.Struct("<BBBBxH")
 _SOA_FIELDS = struct.Struct("<BBxBBB")
+_ASND_FIELDS = struct.Struct("<B")
+
+
+def _header(fields: struct.Struct) -> struct.Struct:
+    """Bytes 0.. as one struct: destination MAC, (source MAC skipped), EtherType (byte-swapped),
+    MessageType, destination and source node, then ``fields`` from byte 17 (all within MIN_FRAME)."""
+    return struct.Struct("<6s6xHBBB" + fields.format[1:])
+
+
+_BASIC = _header(struct.Struct("<"))
+_SOC_HEADER = _header(_SOC_FIELDS)
+_PREQ_HEADER = _header(_PREQ_FIELDS)
+_PRES_HEADER = _header(_PRES_FIELDS)
+_SOA_HEADER = _header(_SOA_FIELDS)
+_ASND_HEADER = _header(_ASND_FIELDS)
 
 
 class TxFrame:
     """A preallocated transmit buffer of fixed length; :meth:`seal` writes the FCS."""
 
-    __slots__ = ("_body", "buf", "length", "view")
+    __slots__ = ("_body", "_fcs_at", "buf", "length", "view")
 
     def __init__(self, length: int) -> None:
         if length > MAX_FRAME:
@@ -143,11 +163,12 @@ class TxFrame:
         self.length = max(length, MIN_FRAME)
         self.buf = bytearray(self.length)
         self.view = memoryview(self.buf)
-        self._body = self.view[: self.length - FCS_SIZE]
+        self._fcs_at = self.length - FCS_SIZE
+        self._body = self.view[: self._fcs_at]
 
     def seal(self) -> memoryview:
         """Write the FCS and return the whole frame."""
-        _FCS.pack_into(self.buf, self.length - FCS_SIZE, crc32(self._body))
+        _PACK_FCS(self.buf, self._fcs_at, crc32(self._body))
         return self.view
 
 
@@ -232,98 +253,131 @@ def asnd_frame(dst: int, src: int, service_id: int, payload_size: int) -> TxFram
 
 def check_frame(data) -> int:
     """Validate length, FCS, EtherType and MessageType; return the MessageType."""
-    return _validate(data)[0]
+    fields = _unpack(data, _BASIC)
+    _check_header(fields)
+    return fields[2]
 
 
-def _validate(data, msg_type: MessageType | None = None, dst_mac: bytes | None = None,
-              dst: int | None = None, src: int | None = None) -> tuple[int, int, int]:
-    """Check length, FCS, EtherType, MessageType and, when given, the expected type, destination
-    MAC and node ids; return (MessageType, destination node, source node)."""
+def _unpack(data, header: struct.Struct) -> tuple:
+    """Check length and FCS; return the ``header`` fields (destination MAC, EtherType, MessageType,
+    destination node, source node, type-specific fields)."""
     n = len(data)
     if n < MIN_FRAME:
         raise TruncatedFrame(f"frame of {n} bytes is shorter than the {MIN_FRAME}-byte Ethernet minimum")
     if n > MAX_FRAME:
         raise OversizedFrame(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte Ethernet maximum")
-    if crc32(data[: n - FCS_SIZE]) != _FCS.unpack_from(data, n - FCS_SIZE)[0]:
+    if crc32(data) != _FCS_RESIDUE:
         raise ChecksumError(f"FCS mismatch in a frame of {n} bytes")
-    ethertype, got, got_dst, got_src = _BASIC.unpack_from(data, 12)
-    if ethertype != ETHERTYPE:
+    return header.unpack_from(data)
+
+
+def _check_header(fields: tuple, msg_type: MessageType | None = None, dst_mac: bytes | None = None,
+                  dst: int | None = None, src: int | None = None) -> None:
+    """Check EtherType, MessageType and, when given, the expected type, destination MAC and node ids.
+    The readers call it only when their fast comparison of the same fields failed."""
+    mac, ethertype, got, got_dst, got_src = fields[:5]
+    if ethertype != _SWAPPED_ETHERTYPE:
+        ethertype = ((ethertype & 0xFF) << 8) | (ethertype >> 8)
         raise InconsistentFrame(f"EtherType 0x{ethertype:04X} is not POWERLINK 0x{ETHERTYPE:04X}")
     if got not in _MESSAGE_TYPES:
         raise InconsistentFrame(f"MessageType 0x{got:02X} is not a POWERLINK message type")
     if msg_type is None:
-        return got, got_dst, got_src
+        return
     if got != msg_type:
         raise InconsistentFrame(f"expected a {msg_type.name} frame, got {MessageType(got).name}")
-    if dst_mac is not None and data[0:6] != dst_mac:
-        raise InconsistentFrame(f"{msg_type.name} destination MAC {bytes(data[0:6]).hex(':')} is not "
-                                f"{dst_mac.hex(':')}")
+    if dst_mac is not None and mac != dst_mac:
+        raise InconsistentFrame(f"{msg_type.name} destination MAC {mac.hex(':')} is not {dst_mac.hex(':')}")
     if dst is not None and got_dst != dst:
         raise InconsistentFrame(f"{msg_type.name} destination node id {got_dst} must be {dst}")
     if src is not None and got_src != src:
         raise InconsistentFrame(f"{msg_type.name} source node id {got_src} must be {src}")
-    return got, got_dst, got_src
+
+
+# What _check_header accepts, as the leading header fields each reader compares in one go.
+_SOC_KEY = (SOC_MAC, _SWAPPED_ETHERTYPE, int(MessageType.SOC), BROADCAST_NODE_ID, MN_NODE_ID)
+_SOA_KEY = (SOA_MAC, _SWAPPED_ETHERTYPE, int(MessageType.SOA), BROADCAST_NODE_ID, MN_NODE_ID)
+_PRES_KEY = (PRES_MAC, _SWAPPED_ETHERTYPE, int(MessageType.PRES), BROADCAST_NODE_ID)
+_ASND_KEY = (ASND_MAC, _SWAPPED_ETHERTYPE, int(MessageType.ASND))
+_PREQ_KEY = (_SWAPPED_ETHERTYPE, int(MessageType.PREQ))      # fields 1..2; source node is field 4
+
+
+def _nmt_error(code: int, what: str) -> InconsistentFrame:
+    return InconsistentFrame(f"{what} NMTStatus 0x{code:02X} is not an NMT state")
 
 
 def _check_nmt(code: int, what: str) -> None:
     if code not in NMT_STATE_CODES:
-        raise InconsistentFrame(f"{what} NMTStatus 0x{code:02X} is not an NMT state")
+        raise _nmt_error(code, what)
 
 
-def _check_size(data, size: int, what: str) -> None:
-    room = len(data) - PDO_OFFSET - FCS_SIZE
-    if size > room:
-        raise TruncatedFrame(f"{what} declares {size} payload bytes but carries {room}")
+_PDO_ROOM = PDO_OFFSET + FCS_SIZE     # frame bytes that are not PDO payload
+
+
+def _size_error(data, size: int, what: str) -> TruncatedFrame:
+    return TruncatedFrame(f"{what} declares {size} payload bytes but carries {len(data) - _PDO_ROOM}")
 
 
 def read_soc(data) -> tuple[int, int, int, int, int]:
     """Validate a SoC; return (flags1, flags2, NetTime s, NetTime ns, RelativeTime µs)."""
-    _validate(data, MessageType.SOC, SOC_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
-    fields = _SOC_FIELDS.unpack_from(data, 17)
-    if fields[3] >= 1_000_000_000:
-        raise InconsistentFrame(f"SoC NetTime nanoseconds {fields[3]} exceed one second")
-    return fields
+    fields = _unpack(data, _SOC_HEADER)
+    if fields[:5] != _SOC_KEY:
+        _check_header(fields, MessageType.SOC, SOC_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
+    if fields[8] >= 1_000_000_000:
+        raise InconsistentFrame(f"SoC NetTime nanoseconds {fields[8]} exceed one second")
+    return fields[5:]
 
 
 def read_preq(data) -> tuple[int, int, int, int]:
     """Validate a PReq; return (destination node, flags1, PDOVersion, payload size)."""
-    _, dst, _ = _validate(data, MessageType.PREQ, None, None, MN_NODE_ID)
+    fields = _unpack(data, _PREQ_HEADER)
+    if fields[1:3] != _PREQ_KEY or fields[4] != MN_NODE_ID:
+        _check_header(fields, MessageType.PREQ, None, None, MN_NODE_ID)
+    mac, _, _, dst, _, flags1, pdo_version, size = fields
     if not 1 <= dst < MN_NODE_ID:
         raise InconsistentFrame(f"PReq destination node id {dst} is outside 1..239")
-    if data[0] != 0x02 or data[5] != dst or any(data[1:5]):
-        raise InconsistentFrame(f"PReq destination MAC {bytes(data[0:6]).hex(':')} is not node {dst}'s")
-    flags1, pdo_version, size = _PREQ_FIELDS.unpack_from(data, 17)
-    _check_size(data, size, "PReq")
+    if mac != _NODE_MACS[dst]:
+        raise InconsistentFrame(f"PReq destination MAC {mac.hex(':')} is not node {dst}'s")
+    if size > len(data) - _PDO_ROOM:
+        raise _size_error(data, size, "PReq")
     return dst, flags1, pdo_version, size
 
 
 def read_pres(data) -> tuple[int, int, int, int, int, int]:
     """Validate a PRes; return (source node, NMTStatus, flags1, flags2, PDOVersion, payload size)."""
-    _, _, src = _validate(data, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID)
+    fields = _unpack(data, _PRES_HEADER)
+    if fields[:4] != _PRES_KEY:
+        _check_header(fields, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID)
+    src, nmt, _, _, _, size = fields = fields[4:]
     if not 1 <= src <= MN_NODE_ID:
         raise InconsistentFrame(f"PRes source node id {src} is outside 1..240")
-    nmt, flags1, flags2, pdo_version, size = _PRES_FIELDS.unpack_from(data, 17)
-    _check_nmt(nmt, "PRes")
-    _check_size(data, size, "PRes")
-    return src, nmt, flags1, flags2, pdo_version, size
+    if nmt not in NMT_STATE_CODES:
+        raise _nmt_error(nmt, "PRes")
+    if size > len(data) - _PDO_ROOM:
+        raise _size_error(data, size, "PRes")
+    return fields
 
 
 def read_soa(data) -> tuple[int, int, int, int, int]:
     """Validate a SoA; return (NMTStatus, flags1, RequestedServiceID, target node, EPLVersion)."""
-    _validate(data, MessageType.SOA, SOA_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
-    nmt, flags1, service, target, version = _SOA_FIELDS.unpack_from(data, 17)
-    _check_nmt(nmt, "SoA")
+    fields = _unpack(data, _SOA_HEADER)
+    if fields[:5] != _SOA_KEY:
+        _check_header(fields, MessageType.SOA, SOA_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
+    nmt, _, service, target, _ = fields = fields[5:]
+    if nmt not in NMT_STATE_CODES:
+        raise _nmt_error(nmt, "SoA")
     if service not in _SERVICES:
         raise InconsistentFrame(f"SoA RequestedServiceID 0x{service:02X} is not a POWERLINK service")
     if target != INVALID_NODE_ID:
         _check_node(target, "SoA target")
-    return nmt, flags1, service, target, version
+    return fields
 
 
 def read_asnd(data) -> tuple[int, int, int]:
     """Validate an ASnd; return (destination node, source node, ServiceID); payload at 18."""
-    _, dst, src = _validate(data, MessageType.ASND, ASND_MAC)
-    service_id = data[17]
+    fields = _unpack(data, _ASND_HEADER)
+    if fields[:3] != _ASND_KEY:
+        _check_header(fields, MessageType.ASND, ASND_MAC)
+    _, _, _, dst, src, service_id = fields
     _check_node(dst, "ASnd destination")
     _check_node(src, "ASnd source")
     if src == BROADCAST_NODE_ID:

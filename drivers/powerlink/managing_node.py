@@ -31,6 +31,14 @@ from .threshold import ThresholdCounter
 RETRY_CYCLES = 25
 SDO_TIMEOUT_CYCLES = 250
 _ZERO_TPDO = TPDO.struct.unpack(bytes(TPDO.size))
+_TPDO_SIZE = TPDO.size
+_UNPACK_TPDO = TPDO.struct.unpack_from
+_PDO_OFFSET, _PDO_VERSION = frames.PDO_OFFSET, frames.PDO_VERSION
+_read_pres = frames.read_pres
+# Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
+_PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
+_NO_SERVICE, _IDENT_REQUEST, _UNSPECIFIED_INVITE = (RequestedService.NO_SERVICE, RequestedService.IDENT_REQUEST,
+                                                    RequestedService.UNSPECIFIED_INVITE)
 
 
 class Link(Protocol):
@@ -170,10 +178,10 @@ class ManagingNode:
 
     # -- one POWERLINK cycle ------------------------------------------------------------------------
     def cycle(self) -> None:
-        if self.state != NmtState.PRE_OPERATIONAL_1:
+        if self.state != _PRE_OPERATIONAL_1:
             self._isochronous()
         self._asynchronous()
-        if self.state != NmtState.OPERATIONAL or self.joining:
+        if self.state != _OPERATIONAL or self.joining:
             self._progress()
         if self.sdo_active:
             self._sdo_timeouts()
@@ -182,8 +190,7 @@ class ManagingNode:
     def _isochronous(self) -> None:
         link = self.link
         transfer = link.transfer
-        read_pres = frames.read_pres
-        unpack = TPDO.struct.unpack_from
+        timeout = self._pres_timeout
         rel = self.bus_cycle * self._cycle_us
         frames.set_soc_time(self.soc.buf, rel // 1_000_000, (rel % 1_000_000) * 1000, rel)
         transfer(self.soc.seal())
@@ -192,15 +199,15 @@ class ManagingNode:
             if reply is None:
                 self._pres_error(rec, rec.loss, FaultCode.LOSS_PRES)
                 continue
-            if link.reply_delay_s > self._pres_timeout:
+            if link.reply_delay_s > timeout:
                 self._pres_error(rec, rec.late, FaultCode.LATE_PRES)
                 continue
             try:
-                src, nmt, _, _, version, size = read_pres(reply)
-                if src != rec.node_id or size != TPDO.size or version != frames.PDO_VERSION:
+                src, nmt, _, _, version, size = _read_pres(reply)
+                if src != rec.node_id or size != _TPDO_SIZE or version != _PDO_VERSION:
                     raise InconsistentFrame(f"PRes from node {src} for node {rec.node_id} carries {size} "
                                             f"bytes of PDO version 0x{version:02X}")
-                rec.values = unpack(reply, frames.PDO_OFFSET)
+                rec.values = _UNPACK_TPDO(reply, _PDO_OFFSET)
             except FrameError:
                 self._pres_error(rec, rec.malformed, FaultCode.INVALID_FORMAT)
                 continue
@@ -259,17 +266,17 @@ class ManagingNode:
     def _asynchronous(self) -> None:
         link = self.link
         target = frames.INVALID_NODE_ID
-        service = RequestedService.NO_SERVICE
+        service = _NO_SERVICE
         if self.invite:
             target = self.invite.popleft()
-            service = RequestedService.UNSPECIFIED_INVITE
+            service = _UNSPECIFIED_INVITE
         elif self.outbox:
             target = frames.MN_NODE_ID
-            service = RequestedService.UNSPECIFIED_INVITE
+            service = _UNSPECIFIED_INVITE
         elif self.unidentified:
             self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
             target = self.unidentified[self._ident_cursor].node_id
-            service = RequestedService.IDENT_REQUEST
+            service = _IDENT_REQUEST
         soa = (self.state, service, target)
         if soa != self._soa_fields:
             self._soa_fields = soa

@@ -36,13 +36,15 @@ class PdoEntry:
 
 
 class PdoMapping:
-    """A PDO mapping: ``entries`` repeated for ``channels`` axes, packed with one Struct."""
+    """A PDO mapping: ``entries`` repeated for ``channels`` axes, packed with one Struct
+    (``channel_struct``: the entries of one channel)."""
 
     def __init__(self, name: str, entries: tuple[PdoEntry, ...], channels: int = 2) -> None:
         self.name = name
         self.entries = entries
         self.channels = channels
-        self.struct = struct.Struct("<" + "".join(e.fmt for e in entries) * channels)
+        self.channel_struct = struct.Struct("<" + "".join(e.fmt for e in entries))
+        self.struct = struct.Struct("<" + self.channel_struct.format[1:] * channels)
         self.size = self.struct.size
         self.per_channel = len(entries)
 
