@@ -43,7 +43,7 @@ from stabilizer.stabilizer import step as stab_step
 from ..codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, Error, Event, FaultKind, Reason, StabParam, State
 from ..config import DaemonConfig
 from ..shm import H, Cmd, SharedBlock, begin_record, command_done, end_record, next_command, post_event, post_reply
-from ..telemetry import MAX_WALLS, ST_OVERRUNS, RecordLayout
+from ..telemetry import ST_OVERRUNS, RecordLayout
 from .axes import CSP, AxisTasks, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
@@ -87,6 +87,55 @@ def first_faulted(state, idx):
         if s == _FAULT or s == _FAULT_REACTION:
             return idx[k]
     return -1
+
+
+@njit(cache=True)
+def all_finite(x):
+    for v in x.flat:
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+@njit(cache=True)
+def playback_sample(traj, k, last, dt, q, qd):
+    """Sample k of the trajectory buffer and its central-difference velocity."""
+    for j in range(q.shape[0]):
+        q[j] = traj[k, j]
+        qd[j] = (traj[k + 1, j] - traj[k - 1, j]) / (2.0 * dt) if 0 < k < last else 0.0
+
+
+@njit(cache=True)
+def write_record(rec, offs, t, cycle, state, fault, q, qd, q_ref, tau, com, margins, force,
+                 wake_us, marks, telemetry_us, overruns, missed, plat):
+    """One telemetry record (layout: controller.telemetry.RecordLayout; ``offs`` holds
+    the start of each field in its order). The telemetry task's own time is the
+    previous cycle's (this one is still being written)."""
+    rec[offs[0]] = t
+    rec[offs[1]] = cycle
+    rec[offs[2]] = state
+    rec[offs[3]] = fault
+    n = q.shape[0]
+    for j in range(n):
+        rec[offs[4] + j] = q[j]
+        rec[offs[5] + j] = qd[j]
+        rec[offs[6] + j] = q_ref[j]
+        rec[offs[7] + j] = tau[j]
+    for r in range(3):
+        rec[offs[8] + r] = com[r]
+        rec[offs[10] + r] = force[r]
+    for w in range(offs[10] - offs[9]):
+        rec[offs[9] + w] = margins[w] if w < margins.shape[0] else np.nan
+    rec[offs[11]] = 0.0
+    rec[offs[12]] = wake_us
+    ntask = offs[14] - offs[13]
+    for k in range(ntask - 1):
+        rec[offs[13] + k] = (marks[k + 1] - marks[k]) / 1e3
+    rec[offs[13] + ntask - 1] = telemetry_us
+    rec[offs[14]] = overruns
+    rec[offs[15]] = missed
+    rec[offs[16]] = plat[0]
+    rec[offs[16] + 1] = plat[1]
 
 
 @njit(cache=True)
@@ -145,8 +194,10 @@ class ControlLoop:
         self.args = np.zeros(32)
         self.marks = np.zeros(7, np.int64)
         self.layout = RecordLayout(n)
-        sl = self.layout.slices
-        self._sl = {k: (s.start, s.stop) for k, s in sl.items()}
+        self.rec_offsets = np.array([s.start for s in self.layout.slices.values()], np.int64)
+        self.no_margins = np.full(0, np.nan)
+        self.no_force = np.zeros(3)
+        self.telemetry_us = 0.0
         self.state = State.BOOT
         self.activity = IDLE
         self.t_motion = 0.0
@@ -229,6 +280,9 @@ class ControlLoop:
             stab_reset(s.params, state, q, out)
             stab_step(s.params, state, s.inputs, out)
         profile_cycle(self.block.stats.copy(), self.marks, 0, 0, False)
+        all_finite(o1)
+        playback_sample(self.block.traj, 0, 1, self.period, o1, o2)
+        self._telemetry(0.0, 0)
 
     # ------------------------------------------------------------------ the cycle
     def _measure(self) -> int:
@@ -273,6 +327,7 @@ class ControlLoop:
         marks[5] = now_ns()
         self._telemetry(t, latency)
         marks[6] = now_ns()
+        self.telemetry_us = (marks[6] - marks[5]) / 1e3
         overrun = clock.end_of_cycle_overrun()
         profile_cycle(self.block.stats, marks, latency, missed, overrun)
         if missed:
@@ -554,15 +609,9 @@ class ControlLoop:
             squat_sample(dt, self.q_stand, self.q_squat, self.q_ref, self.qd_ref, self.qdd_ref)
             done = dt >= 2.0 * SQUAT_DURATION_S
         elif act == BUFFER:
-            k = int(dt / self.period)
-            traj = self.block.traj
             last = self.traj_len - 1
-            k = min(k, last)
-            self.q_ref[:] = traj[k]
-            if 0 < k < last:
-                self.qd_ref[:] = (traj[k + 1] - traj[k - 1]) / (2.0 * self.period)
-            else:
-                self.qd_ref[:] = 0.0
+            k = min(int(dt / self.period), last)
+            playback_sample(self.block.traj, k, last, self.period, self.q_ref, self.qd_ref)
             self.qdd_ref[:] = 0.0
             done = k >= last
         else:                                         # STOPPING
@@ -597,7 +646,7 @@ class ControlLoop:
         self.axes.step(self.q_ref, self.qd_ref, self.q, self.tau_ff)
         st = motor_setpoints(self.mode, self.P, self.Jp, self.axes.q_cmd, self.axes.qd_cmd,
                              self.axes.tau, self.qm_cmd, self.qmd_cmd, self.tau_m)
-        if st != TR_OK or not np.isfinite(self.tau_m).all() or not np.isfinite(self.qm_cmd).all():
+        if st != TR_OK or not all_finite(self.tau_m) or not all_finite(self.qm_cmd):
             self._fault(Reason.TRANSMISSION if st != TR_OK else Reason.NON_FINITE, st)
             return
         if self.mode == CSP:
@@ -610,32 +659,13 @@ class ControlLoop:
     # ------------------------------------------------------------------ telemetry
     def _telemetry(self, t: float, latency_ns: int) -> None:
         rec = begin_record(self.block)
-        sl = self._sl
-        rec[sl["t"][0]] = t
-        rec[sl["cycle"][0]] = self.cycle_count
-        rec[sl["state"][0]] = self.state
-        rec[sl["fault"][0]] = self.fault_code
-        rec[sl["q"][0]:sl["q"][1]] = self.q
-        rec[sl["qd"][0]:sl["qd"][1]] = self.qd
-        rec[sl["q_ref"][0]:sl["q_ref"][1]] = self.q_ref
-        rec[sl["tau"][0]:sl["tau"][1]] = self.axes.tau
-        rec[sl["com"][0]:sl["com"][1]] = self.data.com
-        m0, m1 = sl["margins"]
-        if self.stab is not None:
-            nv = min(self.stab.margins.shape[0], MAX_WALLS)
-            rec[m0:m0 + nv] = self.stab.margins[:nv]
-            rec[m0 + nv:m1] = np.nan
-            rec[sl["force"][0]:sl["force"][1]] = self.stab.total_force
-        else:
-            rec[m0:m1] = np.nan
-        rec[sl["wake_us"][0]] = latency_ns / 1e3
-        task = self.marks
-        k0 = sl["task_us"][0]
-        for k in range(6):
-            rec[k0 + k] = (task[k + 1] - task[k]) / 1e3
-        rec[sl["overruns"][0]] = self.block.stats[ST_OVERRUNS]
-        rec[sl["missed"][0]] = self.missed
-        rec[sl["platform"][0]:sl["platform"][1]] = self.plat
+        stab = self.stab
+        write_record(rec, self.rec_offsets, t, float(self.cycle_count), float(self.state), float(self.fault_code),
+                     self.q, self.qd, self.q_ref, self.axes.tau, self.data.com,
+                     stab.margins if stab is not None else self.no_margins,
+                     stab.total_force if stab is not None else self.no_force,
+                     latency_ns / 1e3, self.marks, self.telemetry_us,
+                     self.block.stats[ST_OVERRUNS], float(self.missed), self.plat)
         end_record(self.block)
 
     # ------------------------------------------------------------------ run

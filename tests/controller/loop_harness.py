@@ -18,8 +18,8 @@ CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 
 
 class Harness:
-    def __init__(self, leg_plant: bool = True) -> None:
-        self.cfg = load_daemon_config(CONFIG, backend="sim", lockstep=True)
+    def __init__(self, leg_plant: bool = True, config=None) -> None:
+        self.cfg = config or load_daemon_config(CONFIG, backend="sim", lockstep=True)
         robot = self.cfg.robot()
         self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
         self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),

@@ -199,3 +199,51 @@ def test_non_finite_trajectory_buffer_is_refused(h):
     h.block.header[H.TRAJ_LEN] = 10
     assert h.command(Cmd.RUN_BUFFER) == (False, Error.NOT_FINITE)
     assert h.state == State.HOLD
+
+
+def test_telemetry_record_carries_the_cycle(h):
+    from controller.shm import read_record
+    from controller.telemetry import RecordLayout
+
+    enabled(h)
+    h.run(10)
+    layout = RecordLayout(4)
+    rec = np.zeros(layout.size)
+    index = int(h.block.header[H.RING_COUNT]) - 1
+    assert read_record(h.block, index, rec)
+    d = layout.decode(rec)
+    assert d["state"] == State.HOLD and d["cycle"] == h.loop.cycle_count
+    np.testing.assert_array_equal(d["q"], h.loop.q)
+    np.testing.assert_array_equal(d["q_ref"], h.loop.q_ref)
+    np.testing.assert_array_equal(d["com"], h.loop.data.com)
+    assert all(x >= 0 for x in d["task_us"]) and d["task_us"][4] > 0      # the bus exchange took time
+    assert h.command(Cmd.STABILIZER, 1.0, cycles=5)[0]                  # margins come with the stabilizer
+    assert read_record(h.block, int(h.block.header[H.RING_COUNT]) - 1, rec)
+    margins = layout.decode(rec)["margins"]
+    assert all(m > 0 for m in margins[:4]) and np.isnan(margins[4:]).all()   # 4 walls of the rectangle
+
+
+def test_one_millisecond_period_works(tmp_path):
+    import yaml
+
+    from controller.config import load_daemon_config
+
+    from .loop_harness import CONFIG
+    doc = yaml.safe_load(CONFIG.read_text())
+    doc["robot"] = str(CONFIG.parent / doc["robot"])
+    doc["stabilizer"] = str(CONFIG.parent / doc["stabilizer"])
+    doc["loop"]["period_s"] = 0.001
+    doc["bus"]["control_period_s"] = 0.001
+    doc["bus"]["cycle_time_s"] = 0.0002                     # five bus cycles per control cycle
+    path = tmp_path / "bipd_1ms.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    h = Harness(config=load_daemon_config(path, lockstep=True))
+    try:
+        enabled(h)
+        assert h.command(Cmd.MOVE_JOINTS, 0.0, 0.2, -0.5, 0.3, 1.0)[0]
+        cycles = h.run(3000, heartbeat_every=50, until=lambda: h.state == State.HOLD)
+        assert h.state == State.HOLD and 1000 <= cycles <= 1100       # 1 s of motion at 1 ms
+        h.run(100)
+        np.testing.assert_allclose(h.loop.q, [0.0, 0.2, -0.5, 0.3], atol=2e-3)
+    finally:
+        h.close()
