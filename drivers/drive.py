@@ -202,15 +202,18 @@ class Drive:
 
     def __init__(self, bank: DriveBank, axes: tuple[AxisConfig, ...]) -> None:
         self.bank = bank
-        self.rows = [a.index for a in axes]
-        self.channels = len(axes)
-        for ch, row in enumerate(self.rows):
-            bank.owners[row] = (self, ch)
-        self.state = [State.SWITCH_ON_DISABLED] * self.channels
-        self.op_mode = [int(cia402.Mode.CSP)] * self.channels
-        self.last_cw = [0] * self.channels
-        self.fault_code = [0] * self.channels
-        self.fault_cause_until = [0.0] * self.channels
+        # per PDO channel slot (the configured ``channel``, not the position in the YAML list)
+        slots = pdo.RPDO.channels
+        self.rows = [-1] * slots
+        for a in axes:
+            self.rows[a.channel] = a.index
+            bank.owners[a.index] = (self, a.channel)
+        self.slots = tuple(sorted(a.channel for a in axes))
+        self.state = [State.SWITCH_ON_DISABLED] * slots
+        self.op_mode = [int(cia402.Mode.CSP)] * slots
+        self.last_cw = [0] * slots
+        self.fault_code = [0] * slots
+        self.fault_cause_until = [0.0] * slots
         self.history: list[int] = []
         self.dirty = True
         self.objects = self._object_dictionary()
@@ -221,7 +224,7 @@ class Drive:
         self.dirty = False
         x = self.bank.x
         per = pdo.RPDO.per_channel
-        for ch in range(self.channels):
+        for ch in self.slots:
             base = ch * per
             cw = values[base]
             mode = values[base + 1]
@@ -252,9 +255,10 @@ class Drive:
         """Write the TPDO (statusword, mode, position, velocity, current, error code per channel)."""
         actual = self.bank.actual_rows
         bits = self.bank.status_rows
-        for row, state, mode, code in zip(self.rows, self.state, self.op_mode, self.fault_code):
-            _PACK_TPDO_CHANNEL(buf, offset, _STATUSWORD[state] | bits[row], mode, *actual[row], code)
-            offset += _TPDO_CHANNEL_SIZE
+        for ch in self.slots:
+            row = self.rows[ch]
+            _PACK_TPDO_CHANNEL(buf, offset + ch * _TPDO_CHANNEL_SIZE, _STATUSWORD[self.state[ch]] | bits[row],
+                               self.op_mode[ch], *actual[row], self.fault_code[ch])
 
     # -- state machine --------------------------------------------------------------------------
     def _enter(self, ch: int, state: State) -> None:
@@ -279,7 +283,7 @@ class Drive:
     def check_braking(self) -> None:
         """Finish quick stops (transition 12) and fault reactions (14) that reached standstill."""
         still_braking = False
-        for ch in range(self.channels):
+        for ch in self.slots:
             row = self.rows[ch]
             if self.bank.mode[row] != BRAKE:
                 continue
@@ -305,7 +309,7 @@ class Drive:
 
     def reset(self) -> None:
         """Application reset (NMT reset): torque off, Switch On Disabled; fault history kept."""
-        for ch in range(self.channels):
+        for ch in self.slots:
             self.state[ch] = State.SWITCH_ON_DISABLED
             self.fault_code[ch] = 0
             self.last_cw[ch] = 0
@@ -331,7 +335,8 @@ class Drive:
                 pdo.UNSIGNED32, lambda k=k: self.history[k] if k < len(self.history) else 0))
         bank = self.bank
         x = bank.x
-        for ch, row in enumerate(self.rows):
+        for ch in self.slots:
+            row = self.rows[ch]
             off = ch * pdo.AXIS_OFFSET
             od.add(0x603F + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.fault_code[ch]))
             od.add(0x6041 + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.statusword(ch)))

@@ -129,7 +129,7 @@ class ControlledNode:
         self._event(command)
 
     def _leave_operational(self, code: FaultCode) -> None:
-        for ch in range(self.drive.channels):
+        for ch in self.drive.slots:
             self.drive.raise_fault(ch, code)
 
     def _event(self, event) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from drivers.cia402 import State
 from drivers.config import BusConfigError, parse_bus_config
 from drivers.hal import BackendError, BusStateError, open_bus
 
@@ -89,3 +90,25 @@ def test_lock_step_runs_are_byte_identical(bench):
     assert len(frames_a) > 1000
     assert frames_a == frames_b
     assert pos_a.tobytes() == pos_b.tobytes()
+
+
+@pytest.mark.parametrize("layout", [
+    [{"name": "solo", "channel": 1}],                                   # one axis, on channel 1
+    [{"name": "second", "channel": 1}, {"name": "first", "channel": 0}],  # listed 1 then 0
+])
+def test_pdo_slot_is_the_configured_channel(bench, layout):
+    """Each axis uses the PDO slot of its configured channel on both sides of the bus,
+    whatever its position in the YAML list (a single axis on channel 1 enables)."""
+    bench["nodes"] = [{"node_id": 1, "axes": layout}]
+    bus = enabled_bus(bench)
+    try:
+        for a in layout:
+            assert bus.axis(a["name"]).state == State.OPERATION_ENABLED
+        name = layout[0]["name"]
+        bus.axis(name).target_position = bus.axis(name).position + 0.2
+        cycle(bus, 100)
+        assert abs(bus.axis(name).position - bus.axis(name).target_position) < 1e-3
+        for other in layout[1:]:
+            assert abs(bus.axis(other["name"]).position) < 1e-6          # untouched
+    finally:
+        bus.close()
