@@ -2,6 +2,7 @@
 
     bipd run [--config PATH] [--backend sim|udp] [--lockstep] [--demo squat]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
+    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime]          MuJoCo HIL process
     bipd plot LOG_DIR [--out DIR]                                              cycle-log PNGs
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
@@ -129,6 +130,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_hil(args: argparse.Namespace) -> int:
+    from drivers.hil.server import main as hil_main
+
+    return hil_main(args.rest)
+
+
 def cmd_ctl(args: argparse.Namespace) -> int:
     from .io.ctl import main as ctl_main
 
@@ -176,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("rest", nargs=argparse.REMAINDER)
     k.set_defaults(func=cmd_ctl)
 
+    hl = sub.add_parser("hil", help="the HIL process: controlled nodes + MuJoCo leg behind the udp backend "
+                                     "(bipd hil --help)", add_help=False)
+    hl.add_argument("rest", nargs=argparse.REMAINDER)
+    hl.set_defaults(func=cmd_hil)
+
     pl = sub.add_parser("plot", help="PNGs from a cycle log: tracking, CoG margins, cycle times")
     pl.add_argument("log_dir")
     pl.add_argument("--out", help="directory for the PNGs (default: the log directory)")
@@ -209,7 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil}   # commands with their own argument parser
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] and argv[0] in PASS_THROUGH:
+        return PASS_THROUGH[argv[0]](argparse.Namespace(rest=argv[1:]))
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

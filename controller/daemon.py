@@ -10,6 +10,7 @@ watchdog only while the loop's cycle counter advances.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import signal
 import sys
 import threading
@@ -68,7 +69,9 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
             clock = DeadlineClock(cfg.loop.period, cfg.loop.spin)
             for w in setup_realtime(cfg.loop.priority, cfg.loop.cpus or None, cfg.loop.lock_memory):
                 print(f"bipd: warning: {w}", file=sys.stderr, flush=True)
-        loop = ControlLoop(cfg, block, bus, robot, stab, clock)
+        loop = ControlLoop(cfg, block, bus, robot, stab, clock, parent_pid=os.getppid())
+        print("bipd: loop process: booting the network, compiling or loading the cycle's kernels",
+              file=sys.stderr, flush=True)
         loop.start()
         code = loop.run()
     except Exception:                                         # report, then leave the drives off
@@ -93,6 +96,8 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
     from .io.protocol import Context
     from .io.server import Endpoints, IoServer
 
+    say("bipd: loading the configuration and the models (the first run compiles the Numba "
+        "kernels: about a minute; later runs load them from the cache)")
     cfg = load_daemon_config(config_path, backend, lockstep)
     robot = cfg.robot()
     block = SharedBlock(_layout(cfg), create=True)

@@ -123,7 +123,7 @@ def _stop(k, c, q, qd, lo, hi):
 
 
 @njit(cache=True)
-def _motor_bias(P, q, qd, jp2, qt, a, b):
+def motor_bias(P, q, qd, jp2, qt, a, b):
     """a = J̇_p q̇ (the motor acceleration at q̈ = 0), a central difference of J_p q̇ along q̇ with a
     joint step of BIAS_STEP; b, qt, jp2 are scratch. Returns a transmission status."""
     speed = 0.0
@@ -159,7 +159,7 @@ def _leg_substep(mbuf, dbuf, P, par, state, work, h):
     fm = work[_F:_F + 4]
     status = transmission_jacobian(P, q, jp)
     if status == 0:
-        status = _motor_bias(P, q, qd, work[_JP2:_JP2 + 16].reshape((4, 4)), work[_QT:_QT + 4], fm,
+        status = motor_bias(P, q, qd, work[_JP2:_JP2 + 16].reshape((4, 4)), work[_QT:_QT + 4], fm,
                              work[_V2:_V2 + 4])
     if status != 0:
         return status

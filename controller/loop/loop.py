@@ -21,6 +21,7 @@ acknowledged through the replies ring.
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
@@ -162,7 +163,7 @@ class ControlLoop:
     """The loop process' whole state. ``run()`` cycles until asked to stop."""
 
     def __init__(self, cfg: DaemonConfig, block: SharedBlock, bus: Bus, robot: Robot,
-                 stabilizer: Stabilizer | None, clock) -> None:
+                 stabilizer: Stabilizer | None, clock, parent_pid: int | None = None) -> None:
         self.cfg, self.block, self.bus, self.robot, self.stab, self.clock = cfg, block, bus, robot, stabilizer, clock
         n = self.n = robot.n
         ctl = cfg.control
@@ -212,6 +213,7 @@ class ControlLoop:
         self.stopped = False
         self.traj_len = 0
         self.shutdown_deadline = math.inf
+        self.parent_pid = parent_pid      # the I/O process: if it dies, stop softly and leave
         self.warnings: list[str] = []
 
     # ------------------------------------------------------------------ events
@@ -347,6 +349,8 @@ class ControlLoop:
     # ------------------------------------------------------------------ commands
     def _commands(self, t: float) -> None:
         block = self.block
+        if self.parent_pid is not None and self.cycle_count % 64 == 0 and os.getppid() != self.parent_pid:
+            block.header[H.SHUTDOWN] = 1                     # orphaned: nobody can command us any more
         if block.header[H.SHUTDOWN] and self.shutdown_deadline == math.inf:
             self.shutdown_deadline = t + 2.0 * self.cfg.control.stop_duration + 1.0
             self._begin_shutdown(t)

@@ -107,9 +107,9 @@ def _foot_xml(foot: Mapping[str, float], p: Mapping, free: bool) -> str:
     centre = (-delta / 2.0, 0.0, (b - c) / 2.0)
     inertia = _box_inertia(p["foot_mass"], half)
     lines = [f'<inertial pos="{_v(*centre)}" mass="{_v(p["foot_mass"])}" diaginertia="{_v(*inertia)}"/>',
-             f'<geom name="{FOOT}" type="box" pos="{_v(*centre)}" size="{_v(*half)}" contype="1" '
-             f'conaffinity="0" condim="3" friction="{_v(p["friction"], 0.005, 1e-4)}" '
-             f'solref="{_v(p["contact_timeconst"], 1.0)}" rgba="0.3 0.3 0.35 1"/>']
+             (f'<geom name="{FOOT}" type="box" pos="{_v(*centre)}" size="{_v(*half)}" contype="1" '
+              f'conaffinity="0" condim="3" friction="{_v(p["friction"], 0.005, 1e-4)}" '
+              f'solref="{_v(p["contact_timeconst"], 1.0)}" rgba="0.3 0.3 0.35 1"/>')]
     if free:
         lines.insert(0, f'<freejoint name="{FOOT}"/>')
         lines.append(f'<site name="{IMU}" pos="0 0 0" size="0.01"/>')
@@ -171,9 +171,9 @@ def _tendon_xml(robot: Robot) -> tuple[str, str]:
     tr = robot.transmission
     jp = tr.jacobian(np.zeros(robot.n))
     names = robot.model.joint_names
+    m = tr.motors
     tendons, motors = [], []
     for i, joints in enumerate(TENDON_JOINTS):
-        m = tr.motors
         coefs = "".join(f'<joint joint="{names[j]}" coef="{_v(jp[i, j])}"/>' for j in joints)
         tendons.append(f'<fixed name="{LEG_MOTORS[i]}" armature="{_v(m.rotor_inertia[i])}" '
                        f'damping="{_v(m.viscous[i])}" frictionloss="{_v(m.coulomb[i])}">{coefs}</fixed>')

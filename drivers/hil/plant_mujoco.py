@@ -48,7 +48,7 @@ from models.transmission import ROTOR, joint_to_motor, motor_velocity, status_me
 
 from ..config import BusConfig, BusConfigError
 from ..plant import Plant
-from ..plant_leg import AXES, N_LEG, _motor_bias
+from ..plant_leg import AXES, N_LEG, motor_bias
 from .mjcf import FOOT, IMU, LEG_MOTORS, PLATFORM, PLATFORM_JOINTS, TENDON_JOINTS, WORLD_FROM_G, build_mjcf
 
 TILT_LIMIT = math.radians(5.0)   # rad, foot tilt relative to the plate beyond which it has fallen
@@ -82,7 +82,7 @@ def _prepare(P, q, qd, jp, jp2, qt, acc, scratch, widx, wrow, wcol, wrap, applie
     bias −J_pᵀ J_m J̇_p q̇ into the applied leg joint forces; returns a transmission status."""
     status = transmission_jacobian(P, q, jp)
     if status == 0:
-        status = _motor_bias(P, q, qd, jp2, qt, acc, scratch)
+        status = motor_bias(P, q, qd, jp2, qt, acc, scratch)
     if status != 0:
         return status
     for k in range(widx.shape[0]):
@@ -360,8 +360,8 @@ class MujocoPlant(Plant):
                             self._v[3], self._vm, self._order, self._out))
         self._out[_IMU:_IMU + 3] = self._imu
         con = d.contact
-        _sensors(*self._poses, con.geom, con.pos, con.frame, con.efc_address, d.efc_force, self._foot_geom, self._plat_geom, self._corners, self._hip0,
-                 self._work, self._out)
+        _sensors(*self._poses, con.geom, con.pos, con.frame, con.efc_address, d.efc_force, self._foot_geom,
+                 self._plat_geom, self._corners, self._hip0, self._work, self._out)
 
     def _raise(self, status: int) -> None:
         if status != 0:

@@ -118,3 +118,30 @@ def test_inject_fault_over_zmq_faults_then_resets(daemon):
     assert wait_state(client, "FAULT") == "FAULT"
     client.call("reset")
     assert wait_state(client, "DISABLED") == "DISABLED"
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_loop_process_leaves_when_the_daemon_is_killed(daemon):
+    """A killed I/O process (kill -9: no soft stop possible from it) must not leave an
+    orphan loop driving the robot: the loop sees its parent gone, stops softly and exits."""
+    proc, _, _ = daemon
+    loops = _children(proc.pid)
+    assert loops, "the loop process was not found"
+    proc.kill()
+    proc.wait()
+    end = time.monotonic() + 20
+    while any(_alive(p) for p in loops) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in loops)

@@ -1,0 +1,220 @@
+"""``bipd hil``: the POWERLINK controlled nodes and the MuJoCo leg, in their own process (issue 6).
+
+The daemon runs unmodified with ``--backend udp``; this process answers its frames with
+:func:`drivers.backends.udp.serve_udp` driving a :class:`~drivers.hil.plant_mujoco.MujocoPlant`.
+The plant advances one bus cycle per SoA, so the managing node sets the pace:
+
+- lock-step (default): the plant advances exactly when frames arrive; with the daemon in
+  ``--lockstep`` the pair is deterministic and runs as fast as the CPU allows;
+- ``--realtime``: the plant's clock is also kept from running more than one control period ahead of
+  the wall clock (this process sleeps), and a lag (a paused daemon) is forgiven rather than caught
+  up, so the physics never runs faster than real time.
+
+Ground truth for the scenario runner: every ``--truth-every`` bus cycles, a ZMQ PUB message
+[b"truth", JSON] with the plant's ``sensors`` (vectors as lists, scalars as numbers, ``cop`` NaN
+when the foot is unloaded) and ``t``, the plant time in s.
+
+Only the YAML keys this side needs are read (drivers never import the controller): ``robot``
+(relative to the file), ``bus``, ``control.platform_ratio`` (default 50) and
+``control.soft_limit_margin_rad`` (default 0.02; the leg starts at q = 0 clipped 2 margins inside
+its limits, as the daemon's ``sim`` plant).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+import zmq
+
+from models import ConfigError, ModelError, Robot
+
+from ..backends.udp import serve_udp
+from ..config import BusConfig, BusConfigError, parse_bus_config
+from ..plant import Plant
+from .mjcf import MjcfError
+from .plant_mujoco import MujocoPlant, MujocoPlantError, SimulationError
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
+DEFAULT_TRUTH = "tcp://127.0.0.1:5557"
+TOPIC = b"truth"
+
+
+class HilConfigError(ValueError):
+    """A daemon YAML the HIL process cannot use; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class HilConfig:
+    robot_path: Path
+    bus: BusConfig
+    platform_ratio: float
+    soft_limit_margin: float
+
+
+def _number(section: dict, key: str, default: float, where: str) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise HilConfigError(f"{where}: control.{key} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def load_hil_config(path: str | Path, udp_port: int | None = None) -> HilConfig:
+    """The robot path, ``bus:`` (``udp.port`` replaced by ``udp_port``) and platform ratio of a daemon YAML."""
+    p = Path(path).resolve()
+    try:
+        document = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise HilConfigError(f"{p}: cannot read the configuration: {exc}") from None
+    if not isinstance(document, dict):
+        raise HilConfigError(f"{p}: the configuration must be a mapping with robot:, bus: and control:")
+    for key in ("robot", "bus"):
+        if key not in document:
+            raise HilConfigError(f"{p}: {key}: missing")
+    if not isinstance(document["robot"], str):
+        raise HilConfigError(f"{p}: robot: must be a path string, got {document['robot']!r}")
+    bus = document["bus"]
+    if not isinstance(bus, dict):
+        raise HilConfigError(f"{p}: bus: must be a mapping")
+    if udp_port is not None:
+        bus = dict(bus, udp=dict(bus.get("udp") or {}, port=udp_port))
+    try:
+        bus_config = parse_bus_config(bus)
+    except BusConfigError as exc:
+        raise HilConfigError(f"{p}: {exc}") from None
+    control = document.get("control") or {}
+    if not isinstance(control, dict):
+        raise HilConfigError(f"{p}: control: must be a mapping")
+    ratio = _number(control, "platform_ratio", 50.0, str(p))
+    if ratio == 0:
+        raise HilConfigError(f"{p}: control.platform_ratio must be > 0")
+    return HilConfig((p.parent / document["robot"]).resolve(), bus_config, ratio,
+                     _number(control, "soft_limit_margin_rad", 0.02, str(p)))
+
+
+def initial_posture(robot: Robot, margin: float) -> np.ndarray:
+    """q = 0 clipped 2 margins inside the joint limits (the daemon's ``sim`` leg starts there too)."""
+    m = robot.model
+    return np.clip(np.zeros(robot.n), m.qmin + 2.0 * margin, m.qmax - 2.0 * margin)
+
+
+class ServedPlant(Plant):
+    """A plant as served on the bus: it publishes its sensors every ``truth_every`` steps through
+    ``publish`` (JSON bytes) and, when ``realtime``, keeps its clock at most ``lead_s`` ahead of
+    ``clock`` (sleeping) and forgives a lag of more than ``lead_s``. Shares the plant's arrays."""
+
+    def __init__(self, plant: Plant, *, publish: Callable[[bytes], None] | None = None, truth_every: int = 25,
+                 realtime: bool = False, lead_s: float = 0.002, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if truth_every < 1:
+            raise ValueError(f"truth_every must be >= 1 bus cycle, got {truth_every}")
+        self.plant = plant
+        self.n_motors = plant.n_motors
+        self.motor_position = plant.motor_position
+        self.motor_velocity = plant.motor_velocity
+        self.sensors = plant.sensors
+        self.time = 0.0
+        self.cycles = 0
+        self._publish = publish
+        self._every = truth_every
+        self._realtime = realtime
+        self._lead = lead_s
+        self._clock = clock
+        self._sleep = sleep
+        self._wall0: float | None = None
+
+    def reset(self) -> None:
+        self.plant.reset()
+        self.time = 0.0
+        self.cycles = 0
+        self._wall0 = None
+
+    def step(self, dt: float, motor_torque: np.ndarray) -> None:
+        if self._realtime and self._wall0 is None:
+            self._wall0 = self._clock() - self.time
+        self.plant.step(dt, motor_torque)
+        self.time += dt
+        self.cycles += 1
+        if self._realtime:
+            ahead = self.time - (self._clock() - self._wall0)
+            if ahead > self._lead:
+                self._sleep(ahead - self._lead)
+            elif ahead < -self._lead:
+                self._wall0 = self._clock() - self.time
+        if self._publish is not None and self.cycles % self._every == 0:
+            self._publish(self.truth())
+
+    def truth(self) -> bytes:
+        """The sensors and the plant time ``t`` as JSON."""
+        frame = {name: value.tolist() for name, value in self.sensors.items()}
+        frame["t"] = self.time
+        return json.dumps(frame).encode()
+
+
+def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, truth_every: int = 25,
+          realtime: bool = False, idle_timeout_s: float | None = None) -> None:
+    """Build the MuJoCo plant of ``config`` and serve the bus until a shutdown request (or idle)."""
+    robot = Robot.from_yaml(config.robot_path)
+    plant = MujocoPlant.from_config(config.bus, robot, config.platform_ratio,
+                                    initial_posture(robot, config.soft_limit_margin))
+    context = zmq.Context.instance()
+    pub = None
+    if truth_endpoint:
+        pub = context.socket(zmq.PUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        pub.bind(truth_endpoint)
+    try:
+        served = ServedPlant(plant, realtime=realtime, truth_every=truth_every,
+                             lead_s=config.bus.control_period_s,
+                             publish=None if pub is None else lambda data: pub.send_multipart([TOPIC, data]))
+        serve_udp(config.bus, served, idle_timeout_s=idle_timeout_s)
+    finally:
+        if pub is not None:
+            pub.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``bipd hil``: exit 0 after a shutdown request or idle timeout, 1 on a simulation fault,
+    2 on a bad configuration."""
+    parser = argparse.ArgumentParser(prog="bipd hil", description="Serve the POWERLINK controlled nodes and "
+                                     "the MuJoCo leg plant to a daemon run with --backend udp.")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="daemon YAML (robot:, bus:, control:)")
+    parser.add_argument("--udp-port", type=int, default=None, help="override bus.udp.port")
+    parser.add_argument("--truth", default=DEFAULT_TRUTH, help="ZMQ PUB endpoint of the ground truth ('' for none)")
+    parser.add_argument("--truth-every", type=int, default=25, help="bus cycles between truth frames")
+    parser.add_argument("--realtime", action="store_true", help="never run the plant ahead of the wall clock")
+    parser.add_argument("--idle-timeout", type=float, default=None, help="stop after this many idle seconds")
+    args = parser.parse_args(argv)
+    try:
+        config = load_hil_config(args.config, args.udp_port)
+        if args.truth_every < 1:
+            raise HilConfigError(f"--truth-every must be >= 1, got {args.truth_every}")
+        udp = config.bus.udp
+        print(f"[bipd hil] {config.robot_path.name} on MuJoCo, {len(config.bus.axes)} axes at udp "
+              f"{udp.host}:{udp.port}, truth {args.truth or 'off'}, "
+              f"{'real time' if args.realtime else 'lock-step'}", file=sys.stderr, flush=True)
+        serve(config, truth_endpoint=args.truth, truth_every=args.truth_every, realtime=args.realtime,
+              idle_timeout_s=args.idle_timeout)
+    except (HilConfigError, ConfigError, BusConfigError, MjcfError, MujocoPlantError) as exc:
+        print(f"bipd hil: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, zmq.ZMQError) as exc:
+        print(f"bipd hil: cannot open the UDP port or the truth endpoint: {exc}", file=sys.stderr)
+        return 2
+    except (ModelError, SimulationError) as exc:
+        print(f"bipd hil: simulation stopped: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

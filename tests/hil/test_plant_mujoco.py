@@ -1,0 +1,129 @@
+"""The MuJoCo plant: standing, falling, platform, sensors (issue 6)."""
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+import yaml
+
+from drivers.config import parse_bus_config
+from drivers.hil.plant_mujoco import MujocoPlant, MujocoPlantError, tilt_rotation
+from stabilizer.ground import tilt_from_up
+
+from .conftest import BUS_CYCLE, ROOT, holder, run
+
+Q_STAND = np.array([0.0, 0.0, -0.04, 0.0])
+
+
+def _weight(plant) -> float:
+    return float(plant.mj_model.body_subtreemass[plant.mj_model.body("foot").id] * 9.81)
+
+
+def test_stands_under_gravity_compensation(robot):
+    """1 s on a level platform under J_p⁻ᵀ G(q) alone: no fall, the sole carries the weight, the CoP
+    (from the four corner sensors) is inside the foot and under the CoG."""
+    plant = MujocoPlant(robot, q0=Q_STAND)
+    hip0 = float(plant.sensors["hip_height"])
+    run(plant, 1.0, holder(robot, Q_STAND, kp=0.0, kd=0.0, gravity=True))
+    s = plant.sensors
+    assert s["fallen"] == 0.0
+    assert s["foot_tilt"] < 1e-3 and abs(s["foot_lift"]) < 1e-3
+    assert abs(s["hip_height"] - hip0) < 2e-3
+    assert s["foot_forces"].sum() == pytest.approx(_weight(plant), rel=1e-3)
+    foot = robot.description.foot
+    y, z = s["cop"]
+    assert abs(y) < foot["a"] and -foot["c"] < z < foot["b"]
+    com_z_in_r0 = s["com_world"][2] + foot["Z"]                     # M is Z ahead of O0 (eq. 47)
+    assert z == pytest.approx(com_z_in_r0, abs=2e-3)
+    assert s["support_margin"] == pytest.approx(foot["a"], abs=2e-3)
+    np.testing.assert_allclose(s["joint_position"], Q_STAND, atol=0.02)
+
+
+def test_falls_without_torque(robot):
+    """A flexed leg with unpowered joints collapses: the hip drops more than 10 cm -> fallen."""
+    q0 = [0.0, 0.3, -1.0, 0.6]
+    plant = MujocoPlant(robot, q0=q0)
+    hold_platform = holder(robot, q0, kp=0.0, kd=0.0)
+    run(plant, 1.5, hold_platform, stop_when_fallen=True)
+    assert plant.sensors["fallen"] == 1.0
+    assert plant.time < 1.5
+
+
+def test_tips_over_the_toe_when_the_cog_leaves_the_foot(robot):
+    """A stiff leg leaning out of the support polygon tips: support margin < 0, foot tilt > 5°."""
+    q0 = [0.0, 0.55, -0.04, 0.0]
+    plant = MujocoPlant(robot, q0=q0)
+    assert plant.sensors["support_margin"] < 0.0
+    run(plant, 1.5, holder(robot, q0), stop_when_fallen=True)
+    assert plant.sensors["fallen"] == 1.0
+    assert plant.sensors["foot_tilt"] > math.radians(5.0)
+    assert plant.sensors["foot_lift"] > 0.01
+
+
+def test_platform_follows_its_motors_and_the_imu_sees_the_tilt(robot):
+    """Platform at α = 10°, β = 20° (thesis §2.6.3), leg leaning back to vertical: the hinge angles are
+    the motor angles / ratio, the IMU's specific force is R_M→O0ᵀ (g, 0, 0) and its orientation R_M→O0
+    (eq. 46); the stabilizer reads (α, β) back from the IMU (stabilizer/ground.py)."""
+    tilt = np.radians([10.0, 20.0])
+    q0 = np.array([-tilt[0], -tilt[1], -0.04, 0.0])
+    plant = MujocoPlant(robot, q0=q0, platform0=tilt)
+    assert plant.sensors["support_margin"] > 0.03
+    run(plant, 0.4, holder(robot, q0, tilt))
+    s = plant.sensors
+    assert s["fallen"] == 0.0
+    np.testing.assert_allclose(s["platform"], plant.motor_position[4:] / plant.ratio, rtol=1e-12)
+    np.testing.assert_allclose(s["platform"], tilt, atol=0.01)
+    R = tilt_rotation(*s["platform"])
+    np.testing.assert_allclose(s["imu_gravity"], R.T @ [9.81, 0.0, 0.0], atol=0.05)
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, R.ravel())
+    np.testing.assert_allclose(np.abs(s["imu_orientation"] @ quat), 1.0, atol=1e-5)
+    out = np.zeros(2)
+    tilt_from_up(*s["imu_gravity"], out)
+    np.testing.assert_allclose(out, s["platform"], atol=0.005)
+
+    move = np.radians([-5.0, 5.0])                    # drive the platform elsewhere, the leg along
+    start = plant.time
+
+    def ramp(plant, out):
+        r = min(1.0, (plant.time - start) / 1.0)
+        ref = tilt + r ** 3 * (10 - 15 * r + 6 * r * r) * (move - tilt)
+        holder(robot, [-ref[0], -ref[1], -0.04, 0.0], ref)(plant, out)
+    run(plant, 1.4, ramp)
+    np.testing.assert_allclose(s["platform"], move, atol=0.01)
+    assert s["foot_tilt"] < 1e-3 and s["fallen"] == 0.0
+
+
+def test_deterministic_and_mapped_by_axis_name(robot):
+    """Same torques, same trajectory (bit for bit); from_config maps the motors by bus axis name."""
+    bus = yaml.safe_load((ROOT / "deploy" / "bipd.yaml").read_text())["bus"]
+    bus["nodes"] = bus["nodes"][::-1]                 # platform axes first on the bus
+    config = parse_bus_config(bus)
+    a = MujocoPlant.from_config(config, robot, 50.0, Q_STAND)
+    b = MujocoPlant.from_config(config, robot, 50.0, Q_STAND)
+    names = [ax.name for ax in config.axes]
+    tau = np.zeros(6)
+    tau[names.index("knee")] = 0.3
+    tau[names.index("platform_beta")] = 1.0
+    for _ in range(100):
+        a.step(BUS_CYCLE, tau)
+        b.step(BUS_CYCLE, tau)
+    assert a.motor_position.tobytes() == b.motor_position.tobytes()
+    assert a.sensors["imu_gravity"].tobytes() == b.sensors["imu_gravity"].tobytes()
+    q = a.sensors["joint_position"]
+    np.testing.assert_allclose(a.motor_position[[names.index(n) for n in ("ankle_1", "ankle_2", "knee", "hip")]],
+                               robot.transmission.to_motor(q), rtol=1e-12)
+    assert a.motor_position[names.index("platform_beta")] == pytest.approx(50.0 * a.sensors["platform"][1])
+    assert a.sensors["platform"][1] > 0.0 and abs(a.sensors["platform"][0]) < 1e-3
+    a.reset()
+    np.testing.assert_allclose(a.sensors["joint_position"], Q_STAND)
+    assert a.time == 0.0
+
+
+def test_bad_arguments_are_named(robot):
+    with pytest.raises(MujocoPlantError, match="q0 must be 4 joint angles within the limits"):
+        MujocoPlant(robot, q0=[0.0, 0.0, 0.5, 0.0])
+    with pytest.raises(MujocoPlantError, match="axes must list the motors"):
+        MujocoPlant(robot, axes=("knee",))

@@ -1,0 +1,129 @@
+"""``bipd hil``: the MuJoCo plant behind the ``udp`` backend, ground truth, pacing (issue 6)."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+import zmq
+
+from drivers.backends.udp import UdpLink, shutdown_server
+from drivers.cia402 import State
+from drivers.config import UdpConfig, parse_bus_config
+from drivers.hal import LinkError, open_bus
+from drivers.hil.server import ServedPlant, initial_posture, main
+from drivers.plant import InertiaPlant
+
+from .conftest import LEG_YAML, ROOT
+
+SENSORS = {"joint_position", "platform", "imu_gravity", "imu_orientation", "foot_forces", "cop", "foot_tilt",
+           "foot_lift", "hip_height", "com_world", "support_margin", "fallen"}
+
+
+def _free_port(kind: int) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_server(udp: UdpConfig, proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    link = UdpLink(UdpConfig(udp.host, udp.port, 0.2))
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            try:
+                link.control({"op": "reset"})
+                return
+            except LinkError:
+                assert time.monotonic() < deadline, "the HIL server did not come up"
+                time.sleep(0.1)
+    finally:
+        link.sock.close()
+
+
+@pytest.fixture
+def daemon_yaml(tmp_path):
+    document = yaml.safe_load((ROOT / "deploy" / "bipd.yaml").read_text())
+    document["robot"] = str(LEG_YAML)
+    document.pop("stabilizer")
+    path = tmp_path / "bipd.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path, document
+
+
+def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot):
+    """A real ``bipd hil`` process answers the daemon's bus (backend udp): the drives boot, enable and
+    hold the leg in CSP; the encoders the MN reads are the MuJoCo joints through J_p (eq. 30-32), and
+    the truth frames carry every sensor."""
+    path, document = daemon_yaml
+    udp_port, truth = _free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{_free_port(socket.SOCK_STREAM)}"
+    section = dict(document["bus"], backend="udp", udp=dict(document["bus"]["udp"], port=udp_port))
+    proc = subprocess.Popen([sys.executable, "-m", "drivers.hil.server", "--config", str(path), "--udp-port",
+                             str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"],
+                            cwd=ROOT, stderr=subprocess.PIPE)
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    try:
+        sub.connect(truth)
+        sub.setsockopt(zmq.SUBSCRIBE, b"truth")
+        _wait_for_server(parse_bus_config(section).udp, proc)
+        bus = open_bus(section)
+        bus.boot()
+        q0 = initial_posture(robot, document["control"]["soft_limit_margin_rad"])
+        np.testing.assert_allclose(bus.position[:4], robot.transmission.to_motor(q0), atol=0.01)  # settling
+        for axis in bus.axes.values():
+            axis.enable()
+        for _ in range(100):
+            bus.read()
+            bus.write()
+            bus.exchange()
+        bus.read()
+        assert all(bus.axis(name).state == State.OPERATION_ENABLED for name in bus.axis_names)
+        frames = []
+        while sub.poll(2000 if not frames else 0):
+            frames.append(sub.recv_multipart())
+        bus.close()
+    finally:
+        sub.close()
+        shutdown_server(parse_bus_config(section).udp)
+        assert proc.wait(timeout=10) == 0
+    topic, data = frames[-1]
+    truth_frame = json.loads(data)
+    assert topic == b"truth" and set(truth_frame) == SENSORS | {"t"}
+    assert truth_frame["fallen"] == 0.0
+    np.testing.assert_allclose(robot.transmission.to_motor(truth_frame["joint_position"]), bus.position[:4],
+                               atol=1e-3)
+    np.testing.assert_allclose(truth_frame["platform"], bus.position[4:] / 50.0, atol=1e-4)
+    assert np.all(np.abs(truth_frame["platform"]) < 0.01) and truth_frame["t"] > 0.1
+
+
+def test_bad_configuration_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bipd.yaml"
+    bad.write_text("robot: nowhere.yaml\nbus: {backend: udp}\n")
+    assert main(["--config", str(bad)]) == 2
+    assert "bus.nodes must be a non-empty list" in capsys.readouterr().err
+    assert main(["--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "cannot read the configuration" in capsys.readouterr().err
+
+
+def test_realtime_pacing_never_runs_ahead_and_forgives_a_lag():
+    """Plant clock <= wall clock + one control period; after a 1 s pause it does not catch up."""
+    wall = [0.0]
+    published: list[bytes] = []
+    served = ServedPlant(InertiaPlant([1e-4], [0.0]), publish=published.append, truth_every=5, realtime=True,
+                         lead_s=0.002, clock=lambda: wall[0], sleep=lambda s: wall.__setitem__(0, wall[0] + s))
+    torque = np.zeros(1)
+    for _ in range(10):
+        served.step(4e-4, torque)
+    assert wall[0] == pytest.approx(0.002)             # 4 ms of plant time, 2 ms ahead at most
+    wall[0] += 1.0                                     # the daemon pauses
+    for _ in range(10):
+        served.step(4e-4, torque)
+    assert wall[0] == pytest.approx(1.0036)            # rebased at the first step; 9 x 0.4 ms - 2 ms slept
+    assert len(published) == 4 and json.loads(published[-1]) == {"t": pytest.approx(0.008)}
