@@ -179,6 +179,10 @@ def operator_squat(command: str, telemetry: str, out: TextIO, timeout_s: float =
             topic, data = sub.recv_multipart()
             msg = json.loads(data)
             if topic == b"event":
+                if msg["kind"] in ("TRANSITION", "FAULT", "WARNING"):
+                    what = (f"{msg['from_state']} -> {msg.get('to_state')}" if msg["kind"] == "TRANSITION"
+                            else msg["kind"].lower())
+                    print(f"{'':7s} {'event':>8} | {what} ({msg['reason']})", file=out, flush=True)
                 continue
             state = msg["state_name"]
             if not states or states[-1] != state:
