@@ -11,11 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from models import ConfigError, Robot
-from models.validation import Section
+from models.validation import Section, read_yaml
 
 MODES = ("csp", "cst")
 
@@ -194,12 +192,7 @@ def load_daemon_config(path: str | Path, backend: str | None = None,
                        lockstep: bool | None = None) -> DaemonConfig:
     """Read, override (``--backend``, ``--lockstep``) and validate the daemon YAML."""
     p = Path(path).resolve()
-    try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as e:
-        raise ConfigError(str(p), "<file>", f"cannot read the file ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(str(p), "<yaml>", f"invalid YAML ({getattr(e, 'problem', e)})") from None
+    data = read_yaml(p)
     if isinstance(data, dict):
         if backend is not None and isinstance(data.get("bus"), dict):
             data["bus"] = dict(data["bus"], backend=backend)

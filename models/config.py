@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from .errors import ConfigError
 from .transmission import Transmission, parse_transmission
-from .validation import Section, vector
+from .validation import Section, read_yaml, vector
 
 JOINT_TYPES = ("revolute", "prismatic")
 
@@ -178,15 +177,4 @@ def description_from_dict(data: Any, where: str = "<dict>") -> RobotDescription:
 
 def load_description(path: str | Path) -> RobotDescription:
     """Read and validate a robot YAML file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(str(p), "<file>", f"cannot read the file ({e.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f"line {mark.line + 1}" if mark is not None else "<yaml>"
-        raise ConfigError(str(p), at, f"invalid YAML ({getattr(e, 'problem', e)})") from None
-    return description_from_dict(data, str(p))
+    return description_from_dict(read_yaml(path), str(Path(path)))

@@ -6,7 +6,10 @@ Shared by every loader of robot and controller configuration so that keys,
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .errors import ConfigError
 
@@ -78,3 +81,19 @@ def vector(where: str, key: str, v: Any, size: int) -> tuple[float, ...]:
     if not isinstance(v, (list, tuple)) or len(v) != size:
         raise ConfigError(where, key, f"expected a list of {size} numbers, got {v!r}")
     return tuple(number(where, f"{key}[{i}]", x) for i, x in enumerate(v))
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parse a YAML file; an unreadable file or bad YAML is a ConfigError naming the
+    file (and the line)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(str(p), "<file>", f"cannot read the file ({e.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f"line {mark.line + 1}" if mark is not None else "<yaml>"
+        raise ConfigError(str(p), at, f"invalid YAML ({getattr(e, 'problem', e)})") from None

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from models.errors import ConfigError
+from models.validation import Section, read_yaml
 
 from .fields import LAW_NAMES, SPRING_DAMPER
 from .ground import TILT_IMU, TILT_PLATFORM
@@ -94,28 +94,9 @@ class StabilizerConfig:
     posture_target: tuple[float, ...] | None                 # None: initial
 
 
-class _Map:
-    """A YAML mapping being validated; remembers its file and key path."""
-
-    def __init__(self, where: str, key: str, value: Any) -> None:
-        if not isinstance(value, dict):
-            raise ConfigError(where, key or "<top>", f"expected a mapping, got {type(value).__name__}")
-        self.where, self.key, self.value = where, key, value
-        self.used: set[str] = set()
-
-    def path(self, name: str) -> str:
-        return f"{self.key}.{name}" if self.key else name
-
-    def has(self, name: str) -> bool:
-        return name in self.value
-
-    def raw(self, name: str, default: Any = ...) -> Any:
-        if name not in self.value:
-            if default is ...:
-                raise ConfigError(self.where, self.path(name), "missing required key")
-            return default
-        self.used.add(name)
-        return self.value[name]
+class _Map(Section):
+    """A YAML mapping being validated (models.validation.Section) with bounded numbers,
+    number lists and choices."""
 
     def fail(self, name: str, message: str) -> ConfigError:
         return ConfigError(self.where, self.path(name), message)
@@ -141,11 +122,6 @@ class _Map:
 
     def sub(self, name: str, default: Any = ...) -> _Map:
         return _Map(self.where, self.path(name), self.raw(name, default))
-
-    def done(self) -> None:
-        extra = sorted(set(self.value) - self.used)
-        if extra:
-            raise self.fail(extra[0], "unknown key")
 
 
 def _number(where: str, key: str, v: Any, low: float, high: float, low_open: bool) -> float:
@@ -270,15 +246,4 @@ def _pair(where: str, i: int, p: Any) -> tuple[Any, Any]:
 
 def load_config(path: str | Path) -> StabilizerConfig:
     """Read and validate a stabilizer YAML file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(str(p), "<file>", f"cannot read the file ({e.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f"line {mark.line + 1}" if mark is not None else "<yaml>"
-        raise ConfigError(str(p), at, f"invalid YAML ({getattr(e, 'problem', e)})") from None
-    return config_from_dict(data, str(p))
+    return config_from_dict(read_yaml(path), str(Path(path)))

@@ -1,0 +1,153 @@
+"""`bipd scenario`: run a bench scenario through the daemon, print its figures.
+
+    bipd scenario tilt [--alpha DEG] [--beta DEG] [--duration S] [--hold S]
+    bipd scenario squat
+    bipd scenario push [--force N] [--duration S] [--direction forward|backward|left|right]
+    bipd scenario walk-file PATH
+    bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
+    bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
+    bipd scenario results [--runs N] [--readme PATH]             the README table (markdown)
+  common: [--config PATH] [--no-stabilizer] [--realtime] [--json], and [--plot DIR] for one scenario
+
+Progress lines go to stderr; ``--json`` prints one object on stdout. Exit status: 0 the leg
+stood, 1 it fell (or the bench failed), 2 bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
+from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
+from .search import TILT_AXES, largest_tilt, platform_limit_deg
+
+
+def _say(msg: str) -> None:
+    print(f"[scenario] {msg}", file=sys.stderr, flush=True)
+
+
+def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="daemon YAML (default: deploy/bipd.yaml)")
+    p.add_argument("--no-stabilizer", action="store_true", help="hold the stance in position instead")
+    p.add_argument("--realtime", action="store_true", help="run the daemon in real time (default: lock-step)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    if plot:
+        p.add_argument("--plot", type=Path, metavar="DIR", help="write PNGs (support polygon, tracking, platform)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bipd scenario", description="HIL bench scenarios through the daemon.")
+    sub = p.add_subparsers(dest="scenario", required=True, metavar="NAME")
+    t = sub.add_parser("tilt", help="platform 0 -> (alpha, beta) by a quintic, hold, back (thesis §2.6)")
+    t.add_argument("--alpha", type=float, default=math.degrees(THESIS_TILT[0]), help="roll, deg (default 10)")
+    t.add_argument("--beta", type=float, default=math.degrees(THESIS_TILT[1]), help="pitch, deg (default 20)")
+    t.add_argument("--duration", type=float, default=THESIS_TILT_S, help="quintic each way, s (default 7)")
+    t.add_argument("--hold", type=float, default=HOLD_S, help="hold at the tilt, s (default 1)")
+    sub.add_parser("squat", help="the thesis squat (§2.6.1) from the stance")
+    pu = sub.add_parser("push", help="a force on the hip body while stabilizing")
+    pu.add_argument("--force", type=float, default=100.0, help="N (default 100)")
+    pu.add_argument("--duration", type=float, default=0.1, help="s (default 0.1)")
+    pu.add_argument("--direction", choices=tuple(PUSH_DIRECTIONS), default="forward")
+    w = sub.add_parser("walk-file", help="playback of a joint-trajectory CSV")
+    w.add_argument("path", type=Path)
+    f = sub.add_parser("fault", help="consecutive lost PRes of one node during the thesis tilt")
+    f.add_argument("--count", type=int, default=1, help="PRes lost in a row (1 is forgiven, >= 2 trips)")
+    f.add_argument("--node", type=int, default=1, help="POWERLINK node id (default 1, the ankles)")
+    f.add_argument("--at", type=float, default=2.0, help="s into the tilt (default 2)")
+    s = sub.add_parser("largest-tilt", help="bisection of the tilt amplitude the leg holds")
+    s.add_argument("--axis", choices=tuple(TILT_AXES), required=True)
+    s.add_argument("--runs", type=int, default=5, help="runs at most (default 5)")
+    r = sub.add_parser("results", help="regenerate the README results table (many runs)")
+    r.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
+    r.add_argument("--readme", type=Path, help="rewrite the table between the markers of this file")
+    for q in (t, sub.choices["squat"], pu, w, f):
+        _common(q)
+    for q in (s, r):
+        _common(q, plot=False)
+    return p
+
+
+def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
+    if args.scenario == "tilt":
+        limit = platform_limit_deg(Options(config=args.config))
+        if max(abs(args.alpha), abs(args.beta)) > limit:
+            p.error(f"--alpha {args.alpha:g} / --beta {args.beta:g} deg: the platform limit is {limit:g} deg")
+        if args.duration <= 0 or args.hold < 0:
+            p.error("--duration must be > 0 s and --hold >= 0 s")
+        return Tilt(math.radians(args.alpha), math.radians(args.beta), args.duration, args.hold)
+    if args.scenario == "squat":
+        return Squat()
+    if args.scenario == "push":
+        if args.force < 0 or args.duration <= 0:
+            p.error("--force must be >= 0 N and --duration > 0 s")
+        return Push(args.force, args.duration, args.direction)
+    if args.scenario == "walk-file":
+        if not args.path.is_file():
+            p.error(f"walk-file: {args.path} is not a file")
+        return WalkFile(args.path)
+    if args.count < 1:
+        p.error("--count must be at least 1")
+    return Fault(count=args.count, node=args.node, at=args.at)
+
+
+def _print_result(res: dict[str, Any]) -> None:
+    mm = lambda x: "n/a" if x is None else f"{1e3 * x:.1f} mm"          # noqa: E731
+    print(f"{res['scenario']} {res['params']}: {'FELL' if res['fell'] else 'stood'} "
+          f"({'stabilizer' if res['stabilizer'] else 'posture held'}, {'lock-step' if res['lockstep'] else 'real time'})")
+    for r in res["fall_reasons"]:
+        print(f"  fall: {r}")
+    if res["aborted"]:
+        print(f"  ended early: {res['aborted']}")
+    err = res["max_tracking_error_deg"]
+    print(f"  min CoG margin {mm(res['min_cog_margin_m'])}, min CoP margin {mm(res['min_cop_margin_m'])}, "
+          f"max tracking error {'n/a' if err is None else f'{err:.3f} deg'} ({res['max_tracking_error_joint']})")
+    print(f"  states {' -> '.join(res['states'])}; faults {res['faults'] or 'none'}; "
+          f"{res['overruns']} overruns, {res['missed_cycles']} missed cycles")
+    print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s: {res['speed_x_realtime']}x real time")
+    for name, t in res["tasks_us"].items():
+        if t["avg_us"] is not None:
+            print(f"    {name:10s} min {t['min_us']:8.1f}  avg {t['avg_us']:8.1f}  max {t['max_us']:8.1f} us")
+    if res["safe_stop"]:
+        print(f"  safe stop: {res['safe_stop']}")
+    for path in res["plots"]:
+        print(f"  plot {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = build_parser()
+    args = p.parse_args(argv)
+    options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
+                      plot_dir=getattr(args, "plot", None))
+    try:
+        if args.scenario == "results":
+            from .results import collect, markdown, update_readme
+
+            res = collect(options, args.runs, _say)
+            table = markdown(res)
+            if args.readme:
+                update_readme(args.readme, table)
+            print(json.dumps(res) if args.json else table)
+            return 0
+        if args.scenario == "largest-tilt":
+            res = largest_tilt(args.axis, options, args.runs, say=_say)
+            print(json.dumps(res) if args.json else
+                  f"largest {args.axis} tilt held {'with' if options.stabilizer else 'without'} the stabilizer: "
+                  f"{res['held_deg']:.2f} deg (falls at {res['fell_deg']} deg)")
+            return 0
+        res = run_scenario(_scenario(args, p), options, _say).to_dict()
+    except ScenarioError as e:
+        print(f"bipd scenario: error: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(res))
+    else:
+        _print_result(res)
+    return 1 if res["fell"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

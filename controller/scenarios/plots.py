@@ -1,0 +1,119 @@
+"""PNGs of one scenario run (matplotlib, Agg): CoG and CoP in the support polygon, joint
+tracking, platform angles. Time axes are each process' simulated time."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .metrics import cop_margin
+from .series import Series
+
+
+def _figure(rows: int, cols: int = 1, size: tuple[float, float] = (10.0, 7.0)):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt, *plt.subplots(rows, cols, figsize=size, squeeze=False)
+
+
+def _save(plt, fig, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def ground_projection(y0: np.ndarray, z0: np.ndarray, alpha: np.ndarray, beta: np.ndarray,
+                      Z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sole points (y0, z0) of a foot flat on the platform projected along gravity, relative to
+    M (thesis eq. 50-51): y* = ca y0 - sa sb (z0 - Z), z* = cb (z0 - Z)."""
+    return (np.cos(alpha) * y0 - np.sin(alpha) * np.sin(beta) * (z0 - Z), np.cos(beta) * (z0 - Z))
+
+
+def plot_support(tel: dict, tru: dict, foot: dict, title: str, path: Path) -> str:
+    """Margins over time (truth CoG and CoP, the stabilizer's nearest wall), and the horizontal
+    plane through M: the support polygon level and at the largest tilt, the CoG's vertical
+    projection and the CoP (HIL truth)."""
+    plt, fig, ax = _figure(1, 2, (13.0, 5.0))
+    a = ax[0, 0]
+    if tru["t"].size:
+        a.plot(tru["t"], 1e3 * tru["support_margin"], label="CoG margin (HIL truth)")
+        a.plot(tru["t"], 1e3 * cop_margin(tru["cop"], foot), label="CoP margin (HIL truth)", alpha=0.7)
+    if tel["t"].size:
+        walls = np.where(np.isfinite(tel["margins"]), tel["margins"], np.inf).min(axis=1)
+        a.plot(tel["t"], 1e3 * np.where(np.isfinite(walls), walls, np.nan), "--", label="nearest wall (stabilizer)")
+    a.axhline(0.0, color="k", lw=0.8)
+    a.set_xlabel("t [s]")
+    a.set_ylabel("signed margin to the support polygon [mm]")
+    a.legend(loc="lower left")
+    a.set_title(title)
+    b = ax[0, 1]
+    fa, fb, fc, Z = foot["a"], foot["b"], foot["c"], foot["Z"]
+    oy, oz = np.array([fa, fa, -fa, -fa, fa]), np.array([fb, -fc, -fc, fb, fb])
+    b.plot(*ground_projection(oy, oz, 0.0, 0.0, Z), "k-", label="polygon, level")
+    if tru["t"].size:
+        al, be = tru["platform"][:, 0], tru["platform"][:, 1]
+        k = int(np.nanargmax(np.hypot(al, be)))
+        b.plot(*ground_projection(oy, oz, al[k], be[k], Z), "k--",
+               label=f"polygon at ({np.degrees(al[k]):.0f}°, {np.degrees(be[k]):.0f}°)")
+        b.plot(*ground_projection(tru["cop"][:, 0], tru["cop"][:, 1], al, be, Z), ".", ms=2, label="CoP")
+        b.plot(tru["com_world"][:, 1], tru["com_world"][:, 2], "-", lw=1.2, label="CoG projection")
+    b.set_aspect("equal")
+    b.set_xlabel("y_g from M [m] (lateral)")
+    b.set_ylabel("z_g from M [m] (toe +)")
+    b.legend(loc="lower right", fontsize=8)
+    for x in (a, b):
+        x.grid(True, alpha=0.3)
+    return _save(plt, fig, path)
+
+
+def plot_tracking(tel: dict, joints: list[str], title: str, path: Path) -> str:
+    """q and q_ref per joint (deg) and the tracking error."""
+    plt, fig, ax = _figure(len(joints) + 1, 1, (10.0, 2.0 * (len(joints) + 1)))
+    t = tel["t"]
+    for i, name in enumerate(joints):
+        a = ax[i, 0]
+        if t.size:
+            a.plot(t, np.degrees(tel["q_ref"][:, i]), "--", label="q_ref")
+            a.plot(t, np.degrees(tel["q"][:, i]), label="q")
+        a.set_ylabel(f"{name} [deg]")
+        a.legend(loc="upper right", fontsize=8)
+    e = ax[-1, 0]
+    if t.size:
+        e.plot(t, np.degrees(tel["q"] - tel["q_ref"]), label=joints)
+    e.set_ylabel("q - q_ref [deg]")
+    e.set_xlabel("t [s]")
+    e.legend(loc="upper right", fontsize=8, ncol=len(joints))
+    ax[0, 0].set_title(title)
+    for a in ax[:, 0]:
+        a.grid(True, alpha=0.3)
+    return _save(plt, fig, path)
+
+
+def plot_platform(tel: dict, tru: dict, title: str, path: Path) -> str:
+    """Platform angles: the controller's measurement and the HIL's truth."""
+    plt, fig, ax = _figure(1, 1, (10.0, 4.0))
+    a = ax[0, 0]
+    for i, label in enumerate(("alpha (roll)", "beta (pitch)")):
+        if tel["t"].size:
+            a.plot(tel["t"], np.degrees(tel["platform"][:, i]), label=f"{label}, controller")
+        if tru["t"].size:
+            a.plot(tru["t"], np.degrees(tru["platform"][:, i]), "--", label=f"{label}, HIL truth")
+    a.set_xlabel("t [s]")
+    a.set_ylabel("platform angle [deg]")
+    a.set_title(title)
+    a.legend(loc="upper right", fontsize=8)
+    a.grid(True, alpha=0.3)
+    return _save(plt, fig, path)
+
+
+def write_plots(series: Series, foot: dict, joints: list[str], name: str, out: Path) -> list[str]:
+    """The three PNGs of a run in ``out``; returns their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    tel, tru = series.arrays()
+    return [plot_support(tel, tru, foot, f"{name}: CoG and CoP in the support polygon", out / f"{name}_support.png"),
+            plot_tracking(tel, joints, f"{name}: joint tracking", out / f"{name}_tracking.png"),
+            plot_platform(tel, tru, f"{name}: platform angles", out / f"{name}_platform.png")]

@@ -1,0 +1,87 @@
+"""`bipd scenario results`: the figures users ask for, as the README's markdown table.
+
+Runs (each a fresh bench, lock-step): the largest tilt held with and without the stabilizer along
+pitch, roll and the thesis' combined direction (bisection, :mod:`.search`), the largest push
+impulse survived while stabilizing (forward and left), the thesis tilt (10°, 20°, 7 s) and the
+squat for the tracking errors and the lock-step speed. ``--readme PATH`` rewrites the table
+between the markers ``<!-- scenario-results -->`` and ``<!-- /scenario-results -->``.
+"""
+from __future__ import annotations
+
+import platform
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from .runner import Options, Say, ScenarioError, run_scenario
+from .scenarios import Squat, Tilt
+from .search import TILT_AXES, largest_push, largest_tilt
+
+BEGIN, END = "<!-- scenario-results -->", "<!-- /scenario-results -->"
+SPEED_TARGET = 3.0
+PUSH_DIRECTIONS = ("forward", "left")
+
+
+def _push(direction: str, options: Options, runs: int, say: Say) -> dict[str, Any]:
+    """A push search; one the HIL cannot serve is reported, not raised."""
+    try:
+        return largest_push(direction, options, runs, say=say)
+    except ScenarioError as e:
+        return {"direction": direction, "error": str(e).splitlines()[0]}
+
+
+def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, workers: int = 2) -> dict[str, Any]:
+    """Every run of the table, ``workers`` benches at a time (lock-step benches wait on each other
+    across processes, so two in parallel nearly double the throughput on two cores)."""
+    stab, posture = replace(options, stabilizer=True), replace(options, stabilizer=False)
+    with ThreadPoolExecutor(workers) as pool:
+        tilts = [pool.submit(largest_tilt, axis, o, runs, say=say) for o in (stab, posture) for axis in TILT_AXES]
+        pushes = [pool.submit(_push, d, stab, runs, say) for d in PUSH_DIRECTIONS]
+        tilt = pool.submit(run_scenario, Tilt(), stab, say)
+        squat = pool.submit(run_scenario, Squat(), options, say)
+        return {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
+                "runs_per_search": runs, "tilts": [f.result() for f in tilts],
+                "pushes": [f.result() for f in pushes], "thesis_tilt": tilt.result().to_dict(),
+                "squat": squat.result().to_dict()}
+
+
+def _bracket(held: float, fell: float | None, unit: str) -> str:
+    return f"≥ {held:.1f} {unit} (limit)" if fell is None else f"{held:.1f} {unit} (falls at {fell:.1f})"
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The README table."""
+    rows = ["| figure | with stabilizer | without (posture held) |", "| --- | --- | --- |"]
+    by = {(t["axis"], t["stabilizer"]): t for t in res["tilts"]}
+    for axis, label in (("pitch", "pitch β"), ("roll", "roll α"), ("combined", "combined, α = β/2 (β shown)")):
+        cells = [_bracket(by[axis, s]["held_deg"], by[axis, s]["fell_deg"], "°") for s in (True, False)]
+        rows.append(f"| largest tilt held, {label} | {cells[0]} | {cells[1]} |")
+    for p in res["pushes"]:
+        cell = (f"not measured: {p['error']}" if "error" in p else
+                f"{p['impulse_Ns']:.1f} N s ({_bracket(p['held_N'], p['fell_N'], 'N')} for {p['duration_s']:g} s)")
+        rows.append(f"| largest push impulse survived, {p['direction']}, on the hip | {cell} | — |")
+    tilt, squat = res["thesis_tilt"], res["squat"]
+    rows.append(f"| thesis tilt (10°, 20°, 7 s): fell / min CoG margin / max tracking error | "
+                f"{'yes' if tilt['fell'] else 'no'} / {1e3 * (tilt['min_cog_margin_m'] or 0):.1f} mm / "
+                f"{tilt['max_tracking_error_deg']:.3f}° | — |")
+    rows.append(f"| thesis squat: max tracking error (thesis walking: ≤ 1.3°) | — | "
+                f"{squat['max_tracking_error_deg']:.3f}° ({squat['max_tracking_error_joint']}) |")
+    speed = tilt["speed_x_realtime"]
+    rows.append(f"| lock-step speed, thesis tilt (target ≥ {SPEED_TARGET:g}× real time) | "
+                f"{speed:.1f}× ({'meets' if speed >= SPEED_TARGET else 'misses'}) | — |")
+    note = (f"\nMeasured {res['date']} on {res['machine']} by `bipd scenario results` ({res['runs_per_search']} "
+            f"runs per bisection, 3 s quintics + 1 s hold in the searches; fell = foot lifted > 10 mm, "
+            f"tipped > 5°, hip below 0.30 m or the HIL's fallen flag).")
+    return "\n".join(rows) + "\n" + note + "\n"
+
+
+def update_readme(path: Path, table: str) -> None:
+    """Replace the text between the result markers of ``path``."""
+    text = path.read_text()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ScenarioError(f"{path} has no {BEGIN} ... {END} block to rewrite")
+    path.write_text(pattern.sub(lambda _m: f"{BEGIN}\n{table}{END}", text))

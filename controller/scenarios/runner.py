@@ -1,0 +1,433 @@
+"""Run scenarios end to end: the HIL process, the daemon, an operator over ZMQ.
+
+A :class:`Session` writes a temporary daemon YAML (absolute robot and stabilizer paths, free ZMQ
+ports, a free UDP port in ``bus.udp.port``, the udp backend, no cycle log), starts the HIL
+process (controlled nodes + MuJoCo leg, ground truth on PUB topic ``truth``) and ``bipd run``
+(lock-step by default), waits for DISABLED, then operates as a person would: enable, move to the
+stance, stabilizer on (unless disabled), the scenario's commands, with a heartbeat every 50 ms
+of wall time (the motion watchdog counts simulated time, which runs faster in lock-step).
+Daemon telemetry, loop events and HIL truth are recorded; both processes get SIGTERM at the
+end (kill after a timeout). Waits are in the daemon's simulated time (telemetry ``t``).
+:func:`run_scenario` is one scenario on a fresh bench.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+import zmq
+
+from controller.io.client import Client, ClientTimeout
+
+from .metrics import FOOT_LIFT_M, FOOT_TILT_DEG, HIP_HEIGHT_MIN_M, ScenarioResult, evaluate
+from .series import Series
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
+STANCE = (0.0, 0.25, -0.5, 0.25)          # rad: ankle_lateral, ankle_sagittal, knee, hip
+STANCE_MOVE_S = 1.0
+SETTLE_S = 0.5
+HEARTBEAT_S = 0.05
+BOOT_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 20.0
+
+Say = Callable[[str], None]
+
+
+class ScenarioError(RuntimeError):
+    """The bench could not run (a process did not start, a command was refused, a timeout)."""
+
+
+class ScenarioAbort(Exception):
+    """The scenario ended early: the leg fell, or the controller left the expected states."""
+
+
+class Scenario(Protocol):
+    name: str
+    stabilizes: bool          # False: the scenario moves the joints itself (no stabilizer phase)
+
+    def params(self) -> dict[str, Any]: ...
+
+    def run(self, op: Operator) -> None: ...
+
+
+@dataclass(frozen=True)
+class Options:
+    config: Path = DEFAULT_CONFIG
+    stabilizer: bool = True
+    lockstep: bool = True
+    stance: tuple[float, ...] = STANCE
+    plot_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    command: str
+    telemetry: str
+    truth: str
+    udp_port: int
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_config(config: Path, lockstep: bool, folder: Path) -> tuple[Path, Endpoints]:
+    """The bench's daemon YAML in ``folder`` and the endpoints it names."""
+    doc = yaml.safe_load(Path(config).read_text())
+    base = Path(config).resolve().parent
+    for key in ("robot", "stabilizer"):
+        if doc.get(key):
+            doc[key] = str((base / doc[key]).resolve())
+    ep = Endpoints(f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}",
+                   f"tcp://127.0.0.1:{free_port()}", free_port(socket.SOCK_DGRAM))
+    doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None)
+    doc.setdefault("loop", {})["lockstep"] = lockstep
+    doc["bus"]["backend"] = "udp"
+    doc["bus"].setdefault("udp", {}).update(host="127.0.0.1", port=ep.udp_port)
+    path = folder / "bipd.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path, ep
+
+
+def robot_foot(config: Path) -> dict[str, float]:
+    """The foot rectangle (thesis Figure 20: a, b, c, ...) of the robot a daemon YAML names."""
+    doc = yaml.safe_load(Path(config).read_text())
+    robot = Path(config).resolve().parent / doc["robot"]
+    return dict(yaml.safe_load(robot.read_text())["foot"])
+
+
+def hil_command(config: Path, ep: Endpoints, realtime: bool) -> list[str]:
+    return ([sys.executable, "-m", "drivers.hil.server", "--config", str(config),
+             "--udp-port", str(ep.udp_port), "--truth", ep.truth] + (["--realtime"] if realtime else []))
+
+
+def daemon_command(config: Path, lockstep: bool) -> list[str]:
+    return ([sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--backend", "udp"]
+            + (["--lockstep"] if lockstep else []))
+
+
+def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None:
+    """One control request to the HIL's UDP server (drivers.backends.udp); None without an answer."""
+    from drivers.backends.udp import CONTROL, CONTROL_REPLY, HEADER, MAGIC
+
+    payload = json.dumps(request).encode()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(timeout_s)
+        s.sendto(HEADER.pack(MAGIC, CONTROL, 1, 0) + payload, ("127.0.0.1", port))
+        try:
+            data = s.recv(65536)
+        except (TimeoutError, ConnectionRefusedError):
+            return None
+    magic, kind, _, _ = HEADER.unpack_from(data)
+    return json.loads(data[HEADER.size:]) if magic == MAGIC and kind == CONTROL_REPLY else None
+
+
+class Processes:
+    """The HIL process and the daemon, their output in log files under ``folder``."""
+
+    def __init__(self, config: Path, ep: Endpoints, lockstep: bool, folder: Path) -> None:
+        self.ep, self.folder = ep, folder
+        self.procs: dict[str, subprocess.Popen] = {}
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._spawn("hil", hil_command(config, ep, realtime=not lockstep), env)
+        self._wait_udp()
+        self._spawn("daemon", daemon_command(config, lockstep), env)
+
+    def _spawn(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
+        with open(self.folder / f"{name}.log", "w") as out:
+            self.procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                                cwd=Path(__file__).resolve().parents[2])
+
+    def _wait_udp(self) -> None:
+        end = time.monotonic() + BOOT_TIMEOUT_S
+        while udp_control(self.ep.udp_port, {"op": "ping"}, 0.2) is None:
+            self.check()
+            if time.monotonic() > end:
+                raise ScenarioError(f"the HIL process did not answer on UDP port {self.ep.udp_port} "
+                                    f"within {BOOT_TIMEOUT_S:.0f} s; its log:\n{self.log('hil')}")
+
+    def log(self, name: str, lines: int = 30) -> str:
+        text = (self.folder / f"{name}.log").read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def check(self) -> None:
+        for name, p in self.procs.items():
+            if p.poll() is not None:
+                raise ScenarioError(f"the {name} process exited with code {p.returncode}; its log:\n{self.log(name)}")
+
+    def stop(self) -> dict[str, int]:
+        """SIGTERM the daemon (soft stop, drives off), then the HIL; kill whatever outlives the timeout."""
+        codes = {}
+        for name in ("daemon", "hil"):
+            p = self.procs.get(name)
+            if p is None:
+                continue
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            try:
+                codes[name] = p.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes[name] = p.wait()
+        return codes
+
+
+def truth_fell(msg: dict) -> bool:
+    """The fall criteria of :mod:`.metrics` on one ground-truth frame."""
+    return bool(msg["foot_lift"] > FOOT_LIFT_M or math.degrees(msg["foot_tilt"]) > FOOT_TILT_DEG
+                or msg["hip_height"] < HIP_HEIGHT_MIN_M)
+
+
+class Operator:
+    """The scripted operator: commands with a heartbeat, recording, waits in simulated time."""
+
+    def __init__(self, ep: Endpoints, procs: Processes, say: Say) -> None:
+        self.ep, self.procs, self.say = ep, procs, say
+        self.series = Series()
+        self.client = Client(ep.command, timeout_s=2.0, retries=3)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.expect_fault = False
+        self.fell = False
+        self._ctx = zmq.Context()
+        self._threads = [threading.Thread(target=self._heartbeat, daemon=True),
+                         threading.Thread(target=self._receive, daemon=True)]
+        self._last_say = 0.0
+        self._t0_wall = time.monotonic()
+        self._t0_sim = 0.0
+
+    def __enter__(self) -> Operator:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for t in self._threads:
+            t.join(5.0)
+        self.client.close()
+        self._ctx.term()
+
+    # ------------------------------------------------------------------ threads
+    def _heartbeat(self) -> None:
+        while not self.stop.wait(HEARTBEAT_S):
+            try:
+                self.call("ping")
+            except (ClientTimeout, ScenarioError):
+                pass
+
+    def _receive(self) -> None:
+        tel = self._ctx.socket(zmq.SUB)
+        tru = self._ctx.socket(zmq.SUB)
+        for sock, ep, topics in ((tel, self.ep.telemetry, (b"telemetry", b"event")), (tru, self.ep.truth, (b"truth",))):
+            sock.linger = 0
+            for topic in topics:
+                sock.setsockopt(zmq.SUBSCRIBE, topic)
+            sock.connect(ep)
+        poller = zmq.Poller()
+        poller.register(tel, zmq.POLLIN)
+        poller.register(tru, zmq.POLLIN)
+        try:
+            while not self.stop.is_set():
+                for sock, _ in poller.poll(100):
+                    topic, data = sock.recv_multipart()
+                    msg = json.loads(data)
+                    if topic == b"telemetry":
+                        self.series.add_telemetry(msg)
+                    elif topic == b"event":
+                        self.series.add_event(msg)
+                    else:
+                        self.series.add_truth(msg)
+                        self.fell = self.fell or truth_fell(msg)
+        finally:
+            tel.close()
+            tru.close()
+
+    # ------------------------------------------------------------------ commands
+    def call(self, cmd: str, /, **args: Any) -> dict[str, Any]:
+        with self.lock:
+            try:
+                return self.client.call(cmd, **args)
+            except ClientTimeout:
+                self.procs.check()
+                raise
+
+    def command(self, cmd: str, /, **args: Any) -> dict[str, Any]:
+        """A command that must be accepted (an operator would stop on a refusal)."""
+        from controller.io.client import CommandError
+
+        try:
+            return self.call(cmd, **args)
+        except CommandError as e:
+            raise ScenarioError(f"the daemon refused {cmd}: {e}") from None
+
+    def state(self) -> str:
+        return str(self.call("status")["state"])
+
+    def sim_time(self) -> float:
+        last = self.series.last_telemetry
+        return float(last["t"]) if last else 0.0
+
+    def wait_state(self, *states: str, timeout_s: float = 30.0) -> str:
+        end = time.monotonic() + timeout_s
+        while True:
+            try:
+                status = self.call("status")
+            except ClientTimeout:
+                status = {"state": ""}
+            if status["state"] in states:
+                return str(status["state"])
+            if time.monotonic() > end:
+                faults = [e for e in self.series.events if e.get("kind") in ("FAULT", "WARNING")]
+                raise ScenarioError(f"the daemon did not reach {' or '.join(states)} within {timeout_s:g} s "
+                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault')}, "
+                                    f"events {faults[-3:]}); daemon log:\n{self.procs.log('daemon')}")
+            time.sleep(0.02)
+
+    def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of simulated time pass; raises :class:`ScenarioAbort` on a fall, or
+        on FAULT / ESTOP unless ``expect_fault``."""
+        target = self.sim_time() + seconds
+        end = time.monotonic() + 5.0 * seconds + 30.0
+        while self.sim_time() < target:
+            self._check()
+            if time.monotonic() > end:
+                raise ScenarioError(f"{seconds:g} s of simulated time did not pass within {5 * seconds + 30:g} s")
+            time.sleep(0.01)
+        self._check()
+
+    def _check(self) -> None:
+        self.procs.check()
+        self._progress()
+        if self.fell:
+            raise ScenarioAbort(f"the leg fell at t = {self.sim_time():.2f} s")
+        last = self.series.last_telemetry
+        if last and last["state_name"] in ("FAULT", "ESTOP") and not self.expect_fault:
+            raise ScenarioAbort(f"the controller went to {last['state_name']} ({last['fault_name']}) "
+                                f"at t = {last['t']:.2f} s")
+
+    def mark_start(self) -> None:
+        """Start of the measured part (wall clock and simulated time) for the speed figure."""
+        self._t0_wall, self._t0_sim = time.monotonic(), self.sim_time()
+        self.series.mark()
+
+    def elapsed(self) -> tuple[float, float]:
+        """(simulated, wall) seconds since :meth:`mark_start`."""
+        return self.sim_time() - self._t0_sim, time.monotonic() - self._t0_wall
+
+    def _progress(self) -> None:
+        now = time.monotonic()
+        tel, tru = self.series.last_telemetry, self.series.last_truth
+        if now - self._last_say < 1.0 or tel is None:
+            return
+        self._last_say = now
+        sim, wall = self.elapsed()
+        plat = ", ".join(f"{math.degrees(x or 0.0):5.1f}" for x in tel["platform"])
+        margin = f"CoG margin {1e3 * tru['support_margin']:6.1f} mm" if tru else "no truth yet"
+        self.say(f"t {tel['t']:6.2f} s  {tel['state_name']:<11} platform ({plat}) deg  {margin}  "
+                 f"{sim / wall if wall > 0 else 0.0:4.1f}x real time")
+
+    # ------------------------------------------------------------------ steps
+    def prepare(self, stance: tuple[float, ...]) -> None:
+        """enable -> stance (held in position), then a short settle."""
+        self.command("enable")
+        self.wait_state("HOLD")
+        self.command("move_joints", q=list(stance), duration=STANCE_MOVE_S)
+        self.wait_state("MOVING", "HOLD")
+        self.wait_state("HOLD")
+        self.wait(SETTLE_S)
+
+
+class Session:
+    """One bench (HIL process + daemon + operator) running one or more scenarios in a row.
+
+    On entry: both processes started, DISABLED, enable, stance. Each :meth:`run` switches the
+    stabilizer on (off) when the scenario stabilizes (moves the joints itself) and the options
+    allow it, runs the scenario and evaluates the frames recorded during it. A run that ends in a
+    fall or FAULT leaves the bench there: the next run of the session is refused by the daemon."""
+
+    def __init__(self, options: Options = Options(), say: Say | None = None) -> None:
+        self.options, self.say = options, say or (lambda _m: None)
+        self._tmp = tempfile.TemporaryDirectory(prefix="bipd-scenario-")
+        self.procs: Processes | None = None
+        self.op: Operator | None = None
+
+    def __enter__(self) -> Session:
+        try:
+            folder = Path(self._tmp.name)
+            o = self.options
+            config, ep = write_config(o.config, o.lockstep, folder)
+            self.say(f"starting the HIL process and the daemon ({'lock-step' if o.lockstep else 'real time'}, "
+                     f"UDP port {ep.udp_port})")
+            self.procs = Processes(config, ep, o.lockstep, folder)
+            self.op = Operator(ep, self.procs, self.say).__enter__()
+            self.op.wait_state("DISABLED", timeout_s=BOOT_TIMEOUT_S)
+            self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}
+            self.say("daemon up: enable, stance")
+            self.op.prepare(o.stance)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.op is not None:
+            self.op.__exit__()
+        if self.procs is not None:
+            self.procs.stop()
+        self._tmp.cleanup()
+
+    def run(self, scenario: Scenario, label: str | None = None) -> ScenarioResult:
+        op, label = self.op, label or scenario.name
+        stabilize = self.options.stabilizer and scenario.stabilizes
+        op.expect_fault = False
+        state = op.state()
+        if stabilize and state == "HOLD":
+            op.command("stabilizer", enable=True)
+            op.wait_state("STABILIZING")
+            op.wait(SETTLE_S)
+        elif not stabilize and state == "STABILIZING":
+            op.command("stabilizer", enable=False)
+            op.wait_state("HOLD")
+        self.say(f"{label}: {scenario.params()}, {'stabilizer on' if stabilize else 'posture held in position'}")
+        before = op.call("stats")["loop"]
+        op.mark_start()
+        aborted = None
+        try:
+            scenario.run(op)
+        except ScenarioAbort as e:
+            aborted = str(e)
+            self.say(f"{label}: {aborted}")
+        sim_s, wall_s = op.elapsed()
+        stats = op.call("stats")["loop"]
+        for key in ("overruns", "missed_cycles"):
+            stats[key] -= before[key]
+        result = evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
+                          self.daemon_config, stats, sim_s, wall_s, aborted)
+        if self.options.plot_dir is not None:
+            from .plots import write_plots
+
+            result.plots = write_plots(op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
+                                       label, Path(self.options.plot_dir))
+        return result
+
+
+def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None) -> ScenarioResult:
+    """Start a bench, run ``scenario`` through the daemon, stop the bench, return the figures."""
+    with Session(options, say) as session:
+        return session.run(scenario)
