@@ -3,6 +3,7 @@
     bipd run [--config PATH] [--backend sim|udp] [--lockstep] [--demo squat]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
     bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime]          MuJoCo HIL process
+    bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|results [...]   HIL scenarios
     bipd plot LOG_DIR [--out DIR]                                              cycle-log PNGs
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
@@ -136,6 +137,12 @@ def cmd_hil(args: argparse.Namespace) -> int:
     return hil_main(args.rest)
 
 
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from .scenarios.cli import main as scenario_main
+
+    return scenario_main(args.rest)
+
+
 def cmd_ctl(args: argparse.Namespace) -> int:
     from .io.ctl import main as ctl_main
 
@@ -188,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     hl.add_argument("rest", nargs=argparse.REMAINDER)
     hl.set_defaults(func=cmd_hil)
 
+    sc = sub.add_parser("scenario", help="HIL bench scenarios through the daemon (bipd scenario --help)",
+                        add_help=False)
+    sc.add_argument("rest", nargs=argparse.REMAINDER)
+    sc.set_defaults(func=cmd_scenario)
+
     pl = sub.add_parser("plot", help="PNGs from a cycle log: tracking, CoG margins, cycle times")
     pl.add_argument("log_dir")
     pl.add_argument("--out", help="directory for the PNGs (default: the log directory)")
@@ -221,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil}   # commands with their own argument parser
+PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario}   # commands with their own argument parser
 
 
 def main(argv: list[str] | None = None) -> int:

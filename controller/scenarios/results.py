@@ -67,14 +67,15 @@ def markdown(res: dict[str, Any]) -> str:
     rows.append(f"| thesis tilt (10°, 20°, 7 s): fell / min CoG margin / max tracking error | "
                 f"{'yes' if tilt['fell'] else 'no'} / {1e3 * (tilt['min_cog_margin_m'] or 0):.1f} mm / "
                 f"{tilt['max_tracking_error_deg']:.3f}° | — |")
+    fell = f", fell: {squat['fall_reasons'][0]}" if squat["fell"] else ""
     rows.append(f"| thesis squat: max tracking error (thesis walking: ≤ 1.3°) | — | "
-                f"{squat['max_tracking_error_deg']:.3f}° ({squat['max_tracking_error_joint']}) |")
+                f"{squat['max_tracking_error_deg']:.3f}° ({squat['max_tracking_error_joint']}{fell}) |")
     speed = tilt["speed_x_realtime"]
     rows.append(f"| lock-step speed, thesis tilt (target ≥ {SPEED_TARGET:g}× real time) | "
                 f"{speed:.1f}× ({'meets' if speed >= SPEED_TARGET else 'misses'}) | — |")
     note = (f"\nMeasured {res['date']} on {res['machine']} by `bipd scenario results` ({res['runs_per_search']} "
             f"runs per bisection, 3 s quintics + 1 s hold in the searches; fell = foot lifted > 10 mm, "
-            f"tipped > 5°, hip below 0.30 m or the HIL's fallen flag).")
+            f"tipped > 5° or hip below 0.30 m; a run that faults holds nothing).")
     return "\n".join(rows) + "\n" + note + "\n"
 
 

@@ -70,6 +70,7 @@ class Options:
     lockstep: bool = True
     stance: tuple[float, ...] = STANCE
     plot_dir: Path | None = None
+    bolt_foot: bool = False               # the HIL welds the foot to the platform (thesis squat bench)
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,10 @@ def robot_foot(config: Path) -> dict[str, float]:
     return dict(yaml.safe_load(robot.read_text())["foot"])
 
 
-def hil_command(config: Path, ep: Endpoints, realtime: bool) -> list[str]:
+def hil_command(config: Path, ep: Endpoints, realtime: bool, bolt_foot: bool) -> list[str]:
     return ([sys.executable, "-m", "drivers.hil.server", "--config", str(config),
-             "--udp-port", str(ep.udp_port), "--truth", ep.truth] + (["--realtime"] if realtime else []))
+             "--udp-port", str(ep.udp_port), "--truth", ep.truth]
+            + (["--realtime"] if realtime else []) + (["--bolt-foot"] if bolt_foot else []))
 
 
 def daemon_command(config: Path, lockstep: bool) -> list[str]:
@@ -140,18 +142,18 @@ def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None
 class Processes:
     """The HIL process and the daemon, their output in log files under ``folder``."""
 
-    def __init__(self, config: Path, ep: Endpoints, lockstep: bool, folder: Path) -> None:
+    def __init__(self, config: Path, ep: Endpoints, lockstep: bool, bolt_foot: bool, folder: Path) -> None:
         self.ep, self.folder = ep, folder
         self.procs: dict[str, subprocess.Popen] = {}
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self._spawn("hil", hil_command(config, ep, realtime=not lockstep), env)
+        self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot), env)
         self._wait_udp()
         self._spawn("daemon", daemon_command(config, lockstep), env)
 
     def _spawn(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
         with open(self.folder / f"{name}.log", "w") as out:
             self.procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                                cwd=Path(__file__).resolve().parents[2])
+                                                cwd=self.folder)      # MuJoCo may write its log file here
 
     def _wait_udp(self) -> None:
         end = time.monotonic() + BOOT_TIMEOUT_S
@@ -268,12 +270,16 @@ class Operator:
                 raise
 
     def command(self, cmd: str, /, **args: Any) -> dict[str, Any]:
-        """A command that must be accepted (an operator would stop on a refusal)."""
+        """A command that must be accepted (an operator would stop on a refusal). A ``timeout``
+        reply means posted but not yet acknowledged (a busy machine): the loop still applies it,
+        and the waits that follow check the state it leads to."""
         from controller.io.client import CommandError
 
         try:
             return self.call(cmd, **args)
         except CommandError as e:
+            if e.code == "timeout":
+                return {}
             raise ScenarioError(f"the daemon refused {cmd}: {e}") from None
 
     def state(self) -> str:
@@ -374,7 +380,7 @@ class Session:
             config, ep = write_config(o.config, o.lockstep, folder)
             self.say(f"starting the HIL process and the daemon ({'lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
-            self.procs = Processes(config, ep, o.lockstep, folder)
+            self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder)
             self.op = Operator(ep, self.procs, self.say).__enter__()
             self.op.wait_state("DISABLED", timeout_s=BOOT_TIMEOUT_S)
             self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}

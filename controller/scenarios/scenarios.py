@@ -16,7 +16,7 @@ from .runner import Operator, ScenarioError, udp_control
 THESIS_TILT = (math.radians(10.0), math.radians(20.0))
 THESIS_TILT_S = 7.0
 HOLD_S = 1.0
-SETTLE_S = 1.0
+SETTLE_S = 0.5
 PUSH_DIRECTIONS = {"forward": (0.0, 0.0, 1.0), "backward": (0.0, 0.0, -1.0),
                    "left": (0.0, 1.0, 0.0), "right": (0.0, -1.0, 0.0)}
 """Unit vectors in the thesis world axes (eq. 45-47: x_g up, y_g lateral, +y_g called left,

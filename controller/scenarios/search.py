@@ -27,7 +27,7 @@ def platform_limit_deg(options: Options) -> float:
 
 
 def bisect(make: Callable[[float], Scenario], hi: float, runs: int, options: Options, say: Say) -> dict[str, Any]:
-    """Largest amplitude in (0, hi] whose scenario does not fall, within ``runs`` runs."""
+    """Largest amplitude in (0, hi] whose scenario neither falls nor faults, within ``runs`` runs."""
     held, fell = 0.0, None
     trials = []
     x = hi
@@ -35,8 +35,9 @@ def bisect(make: Callable[[float], Scenario], hi: float, runs: int, options: Opt
         res = run_scenario(make(x), options, say)
         trials.append({"amplitude": round(x, 4), "fell": res.fell, "min_cog_margin_m": res.min_cog_margin_m,
                        "aborted": res.aborted})
-        say(f"  amplitude {x:.3g}: {'FELL' if res.fell else 'held'}")
-        if res.fell:
+        lost = res.fell or res.aborted is not None          # a FAULT holds nothing either
+        say(f"  amplitude {x:.3g}: {'held' if not lost else 'FELL' if res.fell else res.aborted}")
+        if lost:
             fell = x
         else:
             held = x
