@@ -18,6 +18,16 @@ class BusConfigError(ValueError):
 
 @dataclass(frozen=True)
 class DriveParams:
+    """Per-axis drive parameters (``bus.drive_defaults``, overridden by an axis' ``drive:``).
+
+    ``holding_brake_torque`` [N·m, motor side] is the motor's holding brake capacity; 0 (default)
+    means no brake. With a brake, while the axis is not Operation Enabled (and a quick stop or
+    fault reaction has reached standstill) the drive holds the motor where the brake engaged with
+    τ_b = −K_b (θ − θ_b) − D_b θ̇, D_b = kp_speed·torque_constant, K_b = kp_position·D_b,
+    saturated at ±holding_brake_torque (beyond it the brake slips). The brake torque acts on the
+    plant; it is mechanical, so the reported current stays 0.
+    """
+
     kp_position: float = 75.0            # position loop gain [1/s]
     kp_speed: float = 0.6                # speed loop P gain [A/(rad/s)]
     ki_speed: float = 45.0               # speed loop I gain [A/rad]
@@ -25,6 +35,7 @@ class DriveParams:
     current_limit: float = 10.0          # [A]
     speed_limit: float = 300.0           # [rad/s]
     following_error_limit: float = 0.5   # [rad]
+    holding_brake_torque: float = 0.0    # [N·m] motor holding brake capacity, 0 = no brake
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,8 @@ def _params(cls, base, section, where: str):
         if key == "load_torque":
             values[key] = _number(value, f"{where}.{key}", positive=False)
         else:
-            values[key] = _number(value, f"{where}.{key}", allow_zero=key == "friction")
+            values[key] = _number(value, f"{where}.{key}",
+                                  allow_zero=key in ("friction", "holding_brake_torque"))
     return cls(**values)
 
 

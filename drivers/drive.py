@@ -7,7 +7,14 @@ Per axis and per bus cycle (400 µs) the drive
   * runs the position -> speed -> current cascade (CSP 8; CSV 9 enters at the speed loop;
     CST 10 commands current = torque/kt), with speed and current limits;
   * in CSP, trips a following-error fault (0x8611) when |demand − actual| exceeds the limit;
-  * reports an encoder fault (0x7305) when the encoder reads NaN.
+  * reports an encoder fault (0x7305) when the encoder reads NaN;
+  * applies the motor's holding brake (``holding_brake_torque`` > 0) while the axis is not
+    Operation Enabled and not braking (kernel mode OFF; a quick stop or fault reaction hands over
+    to it once it reaches standstill): a spring-damper on the true motor position latched when
+    the brake engaged, τ_b = −K_b (θ − θ_b) − D_b θ̇ with D_b = kp_speed·kt and K_b = kp_position·D_b
+    (the drive's own P–P position/speed cascade without its integrator), saturated at
+    ±holding_brake_torque; beyond that the brake slips (θ_b is dragged so |K_b (θ − θ_b)| ≤ the
+    brake torque). The brake is mechanical: its torque goes to the plant, the reported current is 0.
 The numerics for every axis of the simulated network run in one Numba kernel
 (:func:`step_axes`); :class:`Drive` holds the CiA 402 state machine, fault history and object
 dictionary of one two-axis drive, with its rows in the shared :class:`DriveBank` arrays.
@@ -35,9 +42,12 @@ P_OLD, P_NEW, V_OLD, V_NEW, T_OLD, T_NEW, INTEG, ENC_OFFSET, BRAKE_TIME, P_DEM, 
 # latest setpoints received by PReq, actual values.
 CMD_POS, CMD_VEL, CMD_TORQUE = range(19, 22)
 ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
-N_COLUMNS = 25
+# holding brake: torque capacity [N·m] (0 = no brake), motor position it holds [rad].
+HOLD_TORQUE, BRAKE_POS = range(25, 27)
+N_COLUMNS = 27
 # Columns of DriveBank.flags (one integer row per axis).
-MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT = range(6)
+MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT, BRAKE_ON = range(7)
+N_FLAGS = 7
 # control modes of the kernel
 OFF, CSP, CSV, CST, BRAKE = range(5)
 
@@ -125,7 +135,25 @@ def step_axes(x, flags, plant_pos, plant_vel, torque, dt, phase, ratio, control_
             if current > i_max or current < -i_max:
                 current = min(max(current, -i_max), i_max)
                 bits |= _LIMIT_BIT
-        torque[m] = x[a, KT] * current
+        tau = x[a, KT] * current
+        hold = x[a, HOLD_TORQUE]
+        if hold > 0.0:
+            if flags[a, MODE] == OFF:
+                # holding brake, on the true motor position (mechanical: no encoder involved)
+                theta = plant_pos[m]
+                if flags[a, BRAKE_ON] == 0:
+                    flags[a, BRAKE_ON] = 1
+                    x[a, BRAKE_POS] = theta
+                damping = x[a, KV] * x[a, KT]
+                stiffness = x[a, KP] * damping
+                spring = stiffness * (theta - x[a, BRAKE_POS])
+                if spring > hold or spring < -hold:          # slipping: drag the latched position
+                    spring = min(max(spring, -hold), hold)
+                    x[a, BRAKE_POS] = theta - spring / stiffness
+                tau -= min(max(spring + damping * vel, -hold), hold)
+            else:
+                flags[a, BRAKE_ON] = 0
+        torque[m] = tau
         x[a, ACT_POS] = pos
         x[a, ACT_VEL] = vel
         x[a, ACT_CUR] = current
@@ -146,7 +174,8 @@ class DriveBank:
         self.x[:, KP:FE_LIMIT + 1] = [[a.drive.kp_position, a.drive.kp_speed, a.drive.ki_speed,
                                        a.drive.torque_constant, a.drive.current_limit, a.drive.speed_limit,
                                        a.drive.following_error_limit] for a in config.axes]
-        self.flags = np.zeros((n, 6), np.int64)
+        self.x[:, HOLD_TORQUE] = [a.drive.holding_brake_torque for a in config.axes]
+        self.flags = np.zeros((n, N_FLAGS), np.int64)
         self.flags[:, MOTOR] = np.arange(n)
         self.mode = self.flags[:, MODE]
         self.enc_nan = self.flags[:, ENC_NAN]

@@ -100,8 +100,6 @@ def test_one_lost_pres_is_tolerated(results):
     assert r.faults == [] and r.safe_stop is None
 
 
-@pytest.mark.xfail(strict=True, reason="awaits holding brakes in the HIL: once FAULT has quick-stopped and "
-                   "disabled the drives, the unbraked platform tips over (beta -> 90 deg) and the leg folds")
 def test_pres_burst_faults_and_the_bench_stops_safely(results):
     """Three PRes lost in a row trip the threshold counter: FAULT (bus), every drive quick-stopped
     then disabled; safe stop as defined by controller.scenarios.metrics.safe_stop."""
