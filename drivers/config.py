@@ -66,6 +66,7 @@ class UdpConfig:
     host: str = "127.0.0.1"
     port: int = 47400
     timeout_s: float = 0.05
+    spin_s: float = 3.0e-4               # busy-poll bound before sleeping (drivers/backends/udp.py)
 
 
 @dataclass(frozen=True)
@@ -217,12 +218,15 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     udp = UdpConfig()
     if "udp" in section:
         raw = _mapping(section["udp"], "bus.udp")
-        _known(raw, {"host", "port", "timeout_s"}, "bus.udp")
+        _known(raw, {"host", "port", "timeout_s", "spin_s"}, "bus.udp")
         host = raw.get("host", udp.host)
         if not isinstance(host, str) or not host:
             raise BusConfigError(f"bus.udp.host must be a host name or address, got {host!r}")
+        spin = _number(raw.get("spin_s", udp.spin_s), "bus.udp.spin_s", allow_zero=True)
+        if spin > 0.01:
+            raise BusConfigError(f"bus.udp.spin_s must be at most 0.01 s, got {spin!r}")
         udp = UdpConfig(host, _integer(raw.get("port", udp.port), "bus.udp.port", 1, 65535),
-                        _number(raw.get("timeout_s", udp.timeout_s), "bus.udp.timeout_s"))
+                        _number(raw.get("timeout_s", udp.timeout_s), "bus.udp.timeout_s"), spin)
 
     return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
                      control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,

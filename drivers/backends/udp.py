@@ -14,7 +14,17 @@ Datagram = 12-byte transport header + payload::
 The delay field carries the simulated propagation delay of a PRes, so timing faults are judged
 against ``bus.pres_timeout_s`` regardless of loopback jitter. Control requests:
 ``{"op": "fault", "name": ..., "args": {...}}`` (fault injection), ``{"op": "reset"}`` (reset
-every node for the next MN session), ``{"op": "shutdown"}``.
+every node for the next MN session), ``{"op": "shutdown"}``. Any other op goes to the plant's
+``control(request) -> dict`` when it has one (the HIL's ``push``), else it is answered with an error.
+
+Waiting for the peer's datagram (both ends): the socket is non-blocking; the waiter busy-polls it
+(``poll(0)`` + ``sched_yield``) for at most ``spin_s`` (:data:`DEFAULT_SPIN_S`), then sleeps in
+``poll(2)`` until the datagram or the timeout. A prompt answer (a PRes, the SoA's plant step) is
+thus picked up without a scheduler wake-up, which dominates a lock-step round trip otherwise. The
+spin adapts: halved after a wait that had to sleep, doubled (up to ``spin_s``) after one that did
+not, so an oversubscribed machine (several benches on 2 cores) spins little. ``spin_s`` comes from
+the ``spin_s=`` argument of :func:`open_udp` / :func:`serve_udp`, else the environment variable
+``BIPD_UDP_SPIN_S``, else ``bus.udp.spin_s``, else the default; 0 disables the spin.
 
 Run a server from a shell: ``python -m drivers.backends.udp robot.yaml`` (the ``bus:`` section).
 """
@@ -22,16 +32,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import select
 import socket
 import struct
 from collections.abc import Mapping
+from time import perf_counter
 
+import numpy as np
 import yaml
 
 from ..config import BusConfig, UdpConfig, parse_bus_config
 from ..faults import FaultApi, FaultError
-from ..hal import LinkError
-from ..plant import Plant
+from ..hal import BackendError, LinkError
+from ..plant import InertiaPlant, Plant
 from ..powerlink import frames
 from ..powerlink.bus import PowerlinkBus
 from ..powerlink.frames import MessageType
@@ -42,16 +57,86 @@ MAGIC = b"PL"
 FRAME, SILENCE, CONTROL, CONTROL_REPLY = 1, 2, 3, 4
 _ANSWERED = (MessageType.PREQ, MessageType.SOA)
 _DATAGRAM = HEADER.size + frames.MAX_FRAME + 1
+DEFAULT_SPIN_S = UdpConfig.spin_s    # s, longest busy-poll before sleeping in poll(2) (module docstring)
+MAX_SPIN_S = 0.01
+SPIN_ENV = "BIPD_UDP_SPIN_S"
+_MIN_SPIN_S = 2.0e-5             # the adaptive spin never drops below this (or spin_s if smaller)
+
+
+def spin_seconds(config: UdpConfig, spin_s: float | None = None) -> float:
+    """The busy-poll bound: ``spin_s``, else $BIPD_UDP_SPIN_S, else ``config.spin_s``, else the default."""
+    where = "spin_s"
+    if spin_s is None:
+        env = os.environ.get(SPIN_ENV, "").strip()
+        if env:
+            where = SPIN_ENV
+            try:
+                spin_s = float(env)
+            except ValueError:
+                raise BackendError(f"{SPIN_ENV} must be a number of seconds, got {env!r}") from None
+        else:
+            where = "bus.udp.spin_s"
+            spin_s = config.spin_s
+    if isinstance(spin_s, bool) or not isinstance(spin_s, (int, float)) or not 0.0 <= spin_s <= MAX_SPIN_S:
+        raise BackendError(f"{where} must be a number of seconds in [0, {MAX_SPIN_S}], got {spin_s!r}")
+    return float(spin_s)
+
+
+class Waiter:
+    """Wait for a non-blocking socket to become readable: bounded adaptive busy-poll, then poll(2)."""
+
+    def __init__(self, sock: socket.socket, spin_s: float) -> None:
+        self._poller = select.poll()
+        self._poller.register(sock, select.POLLIN)
+        self.spin_max = spin_s
+        self.spin = spin_s
+        self._floor = min(spin_s, _MIN_SPIN_S)
+        self.hits = 0          # waits answered while spinning
+        self.sleeps = 0        # waits that fell through to poll(2)
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """True when a datagram (or a socket error) is ready, False after ``timeout_s`` (None: never)."""
+        poll = self._poller.poll
+        spin = self.spin
+        elapsed = 0.0
+        if spin > 0.0:
+            if timeout_s is not None and spin > timeout_s:
+                spin = timeout_s
+            t0 = perf_counter()
+            end = t0 + spin
+            yield_ = os.sched_yield
+            while True:
+                if poll(0):
+                    self.hits += 1
+                    if self.spin < self.spin_max:
+                        self.spin = min(self.spin_max, 2.0 * self.spin)
+                    return True
+                now = perf_counter()
+                if now >= end:
+                    break
+                yield_()
+            elapsed = now - t0
+            self.spin = max(self._floor, 0.5 * self.spin)
+        self.sleeps += 1
+        if timeout_s is None:
+            return bool(poll())
+        remaining = timeout_s - elapsed
+        if remaining <= 0.0:
+            return bool(poll(0))
+        return bool(poll(math.ceil(remaining * 1e3)))
 
 
 class UdpLink:
     """MN side of the UDP transport."""
 
-    def __init__(self, config: UdpConfig) -> None:
+    def __init__(self, config: UdpConfig, spin_s: float | None = None) -> None:
         self.address = (config.host, config.port)
+        self.timeout_s = config.timeout_s
+        spin = spin_seconds(config, spin_s)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.connect(self.address)
-        self.sock.settimeout(config.timeout_s)
+        self.sock.setblocking(False)
+        self.waiter = Waiter(self.sock, spin)
         self.reply_delay_s = 0.0
         self.seq = 0
         self.stale = 0
@@ -98,12 +183,18 @@ class UdpLink:
                             f"{exc}") from None
 
     def _receive(self) -> tuple[int, int]:
-        """(kind, datagram size) of the answer to the last datagram; (SILENCE, 0) on timeout."""
+        """(kind, datagram size) of the answer to the last datagram; (SILENCE, 0) when none came
+        within ``timeout_s``."""
+        deadline = perf_counter() + self.timeout_s
+        wait = self.waiter.wait
+        recv_into = self.sock.recv_into
         while True:
             try:
-                size = self.sock.recv_into(self._rx)
-            except TimeoutError:
-                return SILENCE, 0
+                size = recv_into(self._rx)
+            except BlockingIOError:
+                if not wait(deadline - perf_counter()):
+                    return SILENCE, 0
+                continue
             except ConnectionRefusedError:
                 raise LinkError(f"no UDP controlled-node server at {self.address[0]}:{self.address[1]}"
                                 ) from None
@@ -113,6 +204,39 @@ class UdpLink:
                     self.reply_delay_s = delay_ns * 1e-9
                     return kind, size
             self.stale += 1
+
+
+class _DeferredPlant(Plant):
+    """The server's plant behind the drives: ``step`` only records the torques; :meth:`flush` runs
+    the step after the SoA's answer has been sent, so the plant integrates while the managing node
+    goes on (its next answered frame is read only after the flush: same frames, same physics)."""
+
+    def __init__(self, plant: Plant) -> None:
+        self.plant = plant
+        self.n_motors = plant.n_motors
+        self.motor_position = plant.motor_position
+        self.motor_velocity = plant.motor_velocity
+        self.sensors = plant.sensors
+        self._torque = np.zeros(plant.n_motors)
+        self._dt: float | None = None
+
+    def reset(self) -> None:
+        self._dt = None
+        self.plant.reset()
+
+    def step(self, dt: float, motor_torque: np.ndarray) -> None:
+        self.flush()
+        self._torque[:] = motor_torque
+        self._dt = dt
+
+    def flush(self) -> None:
+        dt = self._dt
+        if dt is not None:
+            self._dt = None
+            self.plant.step(dt, self._torque)
+
+    def __getattr__(self, name: str):
+        return getattr(self.plant, name)        # control(), time, ... of the served plant
 
 
 class RemoteFaults(FaultApi):
@@ -127,22 +251,36 @@ class RemoteFaults(FaultApi):
             raise FaultError(answer["error"])
 
 
-def open_udp(config: BusConfig) -> PowerlinkBus:
-    """A bus whose controlled nodes are served by :func:`serve_udp` at ``bus.udp.host:port``."""
-    link = UdpLink(config.udp)
+def open_udp(config: BusConfig, spin_s: float | None = None) -> PowerlinkBus:
+    """A bus whose controlled nodes are served by :func:`serve_udp` at ``bus.udp.host:port``;
+    ``spin_s``: the busy-poll bound of the waits (module docstring)."""
+    link = UdpLink(config.udp, spin_s)
     return PowerlinkBus(config, link, RemoteFaults(link))
 
 
 def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
-              idle_timeout_s: float | None = None) -> None:
-    """Play the controlled nodes of ``config`` (a BusConfig or ``bus:`` mapping) on
-    ``bus.udp.host:port`` until a shutdown request, or ``idle_timeout_s`` without traffic."""
+              idle_timeout_s: float | None = None, spin_s: float | None = None) -> None:
+    """Play the controlled nodes of ``config`` (a BusConfig or ``bus:`` mapping; a mapping may hold
+    ``udp.spin_s``) on ``bus.udp.host:port`` until a shutdown request, or ``idle_timeout_s`` without
+    traffic; ``spin_s``: the busy-poll bound of the waits (module docstring)."""
     if not isinstance(config, BusConfig):
+        udp = config.get("udp") if isinstance(config, Mapping) else None
+        if isinstance(udp, Mapping) and "spin_s" in udp:
+            raw = dict(udp)
+            if spin_s is None:
+                spin_s = raw["spin_s"]
+            del raw["spin_s"]
+            config = dict(config, udp=raw)
         config = parse_bus_config(config)
-    network = SimulatedNodes(config, plant)
+    spin = spin_seconds(config.udp, spin_s)
+    deferred = _DeferredPlant(plant if plant is not None else InertiaPlant.from_config(config))
+    flush = deferred.flush
+    network = SimulatedNodes(config, deferred)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind((config.udp.host, config.udp.port))
-    sock.settimeout(idle_timeout_s)
+    sock.setblocking(False)
+    wait = Waiter(sock, spin).wait
+    recvfrom_into = sock.recvfrom_into
     rx = bytearray(_DATAGRAM)
     rx_view = memoryview(rx)
     tx = bytearray(_DATAGRAM)
@@ -150,9 +288,13 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
     try:
         while True:
             try:
-                size, peer = sock.recvfrom_into(rx)
-            except TimeoutError:
-                return
+                size, peer = recvfrom_into(rx)
+            except BlockingIOError:
+                if idle_timeout_s is None:
+                    wait(None)
+                elif not wait(idle_timeout_s):
+                    return
+                continue
             if size < HEADER.size:
                 continue
             magic, kind, seq, _ = HEADER.unpack_from(rx)
@@ -168,6 +310,7 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
                     if reply is not None:
                         tx_view[HEADER.size:HEADER.size + n] = reply
                     sock.sendto(tx_view[:HEADER.size + n], peer)
+                flush()                     # the SoA's plant step, once its answer is on its way
             elif kind == CONTROL:
                 answer, stop = _control(network, bytes(rx_view[HEADER.size:size]))
                 payload = json.dumps(answer).encode()
@@ -181,7 +324,8 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
 
 
 def _control(network: SimulatedNodes, payload: bytes) -> tuple[dict, bool]:
-    """(answer, stop) for one control request."""
+    """(answer, stop) for one control request; ops other than fault, reset and shutdown go to
+    ``network.plant.control(request)`` when the plant has that method."""
     try:
         request = json.loads(payload)
         op = request["op"]
@@ -190,7 +334,11 @@ def _control(network: SimulatedNodes, payload: bytes) -> tuple[dict, bool]:
         elif op == "reset":
             network.reset()
         elif op != "shutdown":
-            return {"error": f"unknown control op {op!r} (known: fault, reset, shutdown)"}, False
+            hook = getattr(network.plant, "control", None)
+            if hook is None:
+                return {"error": f"unknown control op {op!r} (known: fault, reset, shutdown)"}, False
+            answer = hook(request)
+            return (answer if isinstance(answer, dict) else {"error": f"control op {op!r}: no answer"}), False
         return {"ok": True}, op == "shutdown"
     except FaultError as exc:
         return {"error": str(exc)}, False

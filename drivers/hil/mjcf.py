@@ -21,6 +21,8 @@ full inertia tensors (about the CoG, joint-frame axes), joint limits (limited ra
 joint-level armature / viscous / Coulomb friction come from the YAML. The foot (the base, frame R0)
 is the box of Figure 20: half-width a along y0, z0 from −c to +b, sole at x0 = −Δ, up to the ankle
 centre x0 = 0; it stands free (freejoint) on the plate, or is welded to the world (``clamped``).
+``bolted``: the free foot is also held to the plate by an equality weld (``bolt``) at its flat pose
+of qpos0, the thesis' squat bench (§2.6.1): the foot moves with the platform and cannot tip or lift.
 
 Transmission (eq. 30-32): one fixed tendon per leg motor whose coefficients are that motor's row of
 J_p(q), so the tendon velocity is the motor velocity q̇_m = J_p q̇. The motor's rotor inertia J_m,
@@ -62,6 +64,8 @@ PLATFORM_DEFAULTS: dict[str, object] = {
     "contact_timeconst": 0.005,         # contact stiffness: MuJoCo solref time constant [s]
     "limit_timeconst": 0.004,           # joint-limit stiffness: solreflimit time constant [s]
 }
+BOLT = "bolt"                           # the weld of a bolted foot to the plate
+BOLT_TIMECONST = 0.002                  # s, its stiffness (solref time constant; >= 2 MuJoCo steps)
 
 
 class MjcfError(ValueError):
@@ -182,12 +186,15 @@ def _tendon_xml(robot: Robot) -> tuple[str, str]:
 
 
 def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping | None = None, *,
-               clamped: bool = False, timestep: float = 2.0e-4) -> str:
+               clamped: bool = False, bolted: bool = False, timestep: float = 2.0e-4) -> str:
     """MJCF (XML string) of ``robot`` with its ``foot`` (keys a, b, c, Z, Delta) standing free on the
-    two-hinge platform, or welded to the world when ``clamped`` (then ``foot`` may be None and the
-    robot needs no transmission). ``platform`` overrides :data:`PLATFORM_DEFAULTS`."""
+    two-hinge platform (``bolted``: welded to the plate), or welded to the world when ``clamped``
+    (then ``foot`` may be None and the robot needs no transmission). ``platform`` overrides
+    :data:`PLATFORM_DEFAULTS`."""
     if not (math.isfinite(timestep) and timestep > 0):
         raise MjcfError(f"timestep must be a finite number > 0, got {timestep!r}")
+    if clamped and bolted:
+        raise MjcfError("a foot is either clamped to the world or bolted to the platform, not both")
     p = platform_params(platform)
     g = robot.model.gravity
     leg = robot.transmission is not None and robot.n == len(LEG_MOTORS)
@@ -207,7 +214,10 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
     body = (f'<body name="{FOOT}" pos="{_v(*pos)}" quat="{_quat(WORLD_FROM_G)}">\n{base}\n'
             f'{opening}\n{closing}</body>')
     tendons, motors = _tendon_xml(robot) if leg else ("", "")
-    sensors = ""
+    sensors = equality = ""
+    if bolted:
+        equality = (f'<equality>\n<weld name="{BOLT}" body1="{PLATFORM}" body2="{FOOT}" '
+                    f'solref="{_v(max(BOLT_TIMECONST, 2.0 * timestep), 1.0)}"/>\n</equality>\n')
     if not clamped:
         body = _platform_xml(p, body)
         motors += "".join(f'\n<motor name="{j}" joint="{j}" gear="{_v(p["ratio"])}"/>' for j in PLATFORM_JOINTS)
@@ -217,4 +227,4 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
             f'<option timestep="{_v(timestep)}" gravity="{_v(*(WORLD_FROM_G @ g))}" '
             'integrator="implicitfast" cone="elliptic"/>\n'
             f'<worldbody>\n{body}\n</worldbody>\n'
-            f'<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')
+            f'{equality}<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')

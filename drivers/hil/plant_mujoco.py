@@ -32,6 +32,13 @@ distance of the CoG's vertical projection to the nearest edge of the sole's proj
 10 cm below its height at reset). The IMU and the ground truth come from MuJoCo's last forward
 pass, so they describe the state one MuJoCo step (≤ ``timestep``) before the encoders.
 Deterministic: the same torques give the same trajectory.
+
+``bolt_foot``: the foot is welded to the plate (:func:`~drivers.hil.mjcf.build_mjcf` ``bolted``), the
+thesis' squat bench (§2.6.1); it follows the platform and cannot tip. External pushes:
+:meth:`MujocoPlant.control` ``{"op": "push", "body": "hip", "force": [fx, fy, fz], "duration": s}``
+applies the force (N, thesis world axes: x up, y lateral, z toe) at the centre of mass of the hip
+body (the last leg body) for ``duration`` s of plant time, from the next step on (served over the
+HIL's UDP control channel by :func:`drivers.backends.udp.serve_udp`).
 """
 from __future__ import annotations
 
@@ -223,12 +230,13 @@ class MujocoPlant(Plant):
     ``platform`` overrides :data:`drivers.hil.mjcf.PLATFORM_DEFAULTS` (its ``ratio`` is the motor rad
     per platform rad), ``q0`` / ``platform0`` the initial joint / platform angles (rad; the foot starts
     flat on the plate), ``platform_load`` a constant load on the platform motors (N·m), ``timestep``
-    the longest MuJoCo step (s), ``axes`` the six motor names of ``AXES`` in bus order.
+    the longest MuJoCo step (s), ``axes`` the six motor names of ``AXES`` in bus order, ``bolt_foot``
+    welds the foot to the plate.
     """
 
     def __init__(self, robot: Robot, platform: Mapping | None = None, q0: Sequence[float] | None = None, *,
                  platform0: Sequence[float] = (0.0, 0.0), platform_load: float | Sequence[float] = 0.0,
-                 timestep: float = 2.0e-4, axes: Sequence[str] = AXES) -> None:
+                 timestep: float = 2.0e-4, axes: Sequence[str] = AXES, bolt_foot: bool = False) -> None:
         foot = robot.description.foot
         if robot.transmission is None or robot.n != N_LEG or foot is None:
             raise MujocoPlantError(f"the MuJoCo plant needs a {N_LEG}-joint robot with foot: and transmission: "
@@ -244,7 +252,8 @@ class MujocoPlant(Plant):
         self.robot = robot
         self.axes = tuple(axes)
         self.n_motors = len(AXES)
-        self.mjcf = build_mjcf(robot, foot, platform, timestep=timestep)
+        self.bolt_foot = bool(bolt_foot)
+        self.mjcf = build_mjcf(robot, foot, platform, bolted=self.bolt_foot, timestep=timestep)
         self.mj_model = m = mujoco.MjModel.from_xml_string(self.mjcf)
         self.mj_data = d = mujoco.MjData(m)
         self.ratio = m.actuator_gear[m.actuator(PLATFORM_JOINTS[0]).id, 0]
@@ -270,6 +279,10 @@ class MujocoPlant(Plant):
                 for i, joints in enumerate(TENDON_JOINTS) for k, j in enumerate(joints)]
         self._widx, self._wrow, self._wcol = (np.array(col, dtype=np.int64) for col in zip(*rows))
         foot_body, self._hip_body = m.body(FOOT).id, m.body(model.joint_names[-1]).id
+        self._push_bodies = {"hip", model.joint_names[-1]}
+        self._push = d.xfrc_applied[self._hip_body, :3]
+        self._push_left = 0.0
+        self._pushing = False
         self._poses = (d.xpos[foot_body], d.xmat[foot_body], d.xmat[m.body(PLATFORM).id],
                        d.xpos[self._hip_body], d.subtree_com[foot_body])
         self._warnings = d.warning.number
@@ -323,6 +336,8 @@ class MujocoPlant(Plant):
         self._foot_q[:3] = R @ self._sole_origin
         mujoco.mju_mat2Quat(self._foot_q[3:], R.ravel())
         self._q[:] = self._q0
+        self._push_left = 0.0
+        self._pushing = False
         self._out[_FALLEN] = 0.0
         self.time = 0.0
         self._raise(self._prepare())
@@ -338,8 +353,14 @@ class MujocoPlant(Plant):
             raise TransmissionFault(f"MuJoCo plant: a motor torque is not finite: {ctrl.tolist()} N m")
         ctrl[N_LEG:] -= self._load
         n = max(1, math.ceil(dt / self.timestep - 1e-9))
-        m.opt.timestep = dt / n
+        h = m.opt.timestep = dt / n
         for _ in range(n):
+            if self._pushing:
+                if self._push_left > 0.5 * h:
+                    self._push_left -= h
+                else:
+                    self._pushing = False
+                    self._push[:] = 0.0
             self._raise(self._prepare())
             mujoco.mj_step(m, d)
         w = self._warnings
@@ -348,6 +369,29 @@ class MujocoPlant(Plant):
                                   f"q = {np.round(self._q, 6).tolist()} rad")
         self.time += dt
         self._update()
+
+    def control(self, request: Mapping) -> dict:
+        """Plant-specific control ops (the HIL's UDP control channel): ``push`` (module docstring);
+        the answer is ``{"ok": True}`` or ``{"error": ...}``."""
+        op = request.get("op")
+        if op != "push":
+            return {"error": f"unknown control op {op!r} (known: fault, reset, shutdown, push)"}
+        body = request.get("body", "hip")
+        if body not in self._push_bodies:
+            return {"error": f"push: unknown body {body!r} (known: {', '.join(sorted(self._push_bodies))})"}
+        try:
+            force = np.array(request["force"], dtype=np.float64)
+            duration = float(request["duration"])
+        except (KeyError, TypeError, ValueError) as exc:
+            return {"error": f"push: needs force [fx, fy, fz] (N) and duration (s): {exc}"}
+        if force.shape != (3,) or not np.all(np.isfinite(force)):
+            return {"error": f"push: force must be 3 finite numbers (N), got {request['force']!r}"}
+        if not (math.isfinite(duration) and duration >= 0.0):
+            return {"error": f"push: duration must be a finite number >= 0 (s), got {request['duration']!r}"}
+        self._push[:] = WORLD_FROM_G @ force
+        self._push_left = duration
+        self._pushing = True
+        return {"ok": True}
 
     def _prepare(self) -> int:
         v = self._v

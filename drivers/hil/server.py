@@ -10,6 +10,12 @@ The plant advances one bus cycle per SoA, so the managing node sets the pace:
   the wall clock (this process sleeps), and a lag (a paused daemon) is forgiven rather than caught
   up, so the physics never runs faster than real time.
 
+``--bolt-foot`` welds the foot to the platform plate (the thesis bolts it for the squat, §2.6.1), so
+the leg cannot fall by tipping. The UDP control channel also takes the plant op ``push``
+(:meth:`~drivers.hil.plant_mujoco.MujocoPlant.control`): ``{"op": "push", "body": "hip", "force":
+[fx, fy, fz], "duration": s}``, N in thesis world axes (x up, y lateral, z toe), s of plant time,
+answered ``{"ok": true}``.
+
 Ground truth for the scenario runner: every ``--truth-every`` bus cycles, a ZMQ PUB message
 [b"truth", JSON] with the plant's ``sensors`` (vectors as lists, scalars as numbers, ``cop`` NaN
 when the foot is unloaded) and ``t``, the plant time in s.
@@ -130,6 +136,13 @@ class ServedPlant(Plant):
         self._sleep = sleep
         self._wall0: float | None = None
 
+    def control(self, request: dict) -> dict:
+        """Plant-specific control ops, forwarded to the plant's ``control`` when it has one."""
+        hook = getattr(self.plant, "control", None)
+        if hook is None:
+            return {"error": f"unknown control op {request.get('op')!r} (known: fault, reset, shutdown)"}
+        return hook(request)
+
     def reset(self) -> None:
         self.plant.reset()
         self.time = 0.0
@@ -159,11 +172,12 @@ class ServedPlant(Plant):
 
 
 def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, truth_every: int = 25,
-          realtime: bool = False, idle_timeout_s: float | None = None) -> None:
-    """Build the MuJoCo plant of ``config`` and serve the bus until a shutdown request (or idle)."""
+          realtime: bool = False, idle_timeout_s: float | None = None, bolt_foot: bool = False) -> None:
+    """Build the MuJoCo plant of ``config`` (``bolt_foot``: the foot welded to the plate) and serve
+    the bus until a shutdown request (or idle)."""
     robot = Robot.from_yaml(config.robot_path)
     plant = MujocoPlant.from_config(config.bus, robot, config.platform_ratio,
-                                    initial_posture(robot, config.soft_limit_margin))
+                                    initial_posture(robot, config.soft_limit_margin), bolt_foot=bolt_foot)
     context = zmq.Context.instance()
     pub = None
     if truth_endpoint:
@@ -191,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--truth-every", type=int, default=25, help="bus cycles between truth frames")
     parser.add_argument("--realtime", action="store_true", help="never run the plant ahead of the wall clock")
     parser.add_argument("--idle-timeout", type=float, default=None, help="stop after this many idle seconds")
+    parser.add_argument("--bolt-foot", action="store_true",
+                        help="weld the foot to the platform plate (the thesis' squat bench, §2.6.1)")
     args = parser.parse_args(argv)
     try:
         config = load_hil_config(args.config, args.udp_port)
@@ -199,9 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         udp = config.bus.udp
         print(f"[bipd hil] {config.robot_path.name} on MuJoCo, {len(config.bus.axes)} axes at udp "
               f"{udp.host}:{udp.port}, truth {args.truth or 'off'}, "
-              f"{'real time' if args.realtime else 'lock-step'}", file=sys.stderr, flush=True)
+              f"{'real time' if args.realtime else 'lock-step'}{', foot bolted' if args.bolt_foot else ''}",
+              file=sys.stderr, flush=True)
         serve(config, truth_endpoint=args.truth, truth_every=args.truth_every, realtime=args.realtime,
-              idle_timeout_s=args.idle_timeout)
+              idle_timeout_s=args.idle_timeout, bolt_foot=args.bolt_foot)
     except (HilConfigError, ConfigError, BusConfigError, MjcfError, MujocoPlantError) as exc:
         print(f"bipd hil: {exc}", file=sys.stderr)
         return 2

@@ -3,16 +3,18 @@ from __future__ import annotations
 
 import multiprocessing
 import socket
+import time
 
 import numpy as np
 import pytest
 
-from drivers.backends.udp import serve_udp, shutdown_server
+from drivers.backends.udp import DEFAULT_SPIN_S, SILENCE, SPIN_ENV, UdpLink, serve_udp, shutdown_server, spin_seconds
 from drivers.cia402 import State
 from drivers.codes import FaultCode
-from drivers.config import parse_bus_config
+from drivers.config import BusConfigError, UdpConfig, parse_bus_config
 from drivers.faults import FaultError
-from drivers.hal import LinkError, open_bus
+from drivers.hal import BackendError, LinkError, open_bus
+from drivers.plant import InertiaPlant
 
 from .helpers import cycle
 
@@ -70,3 +72,82 @@ def test_missing_server_is_a_link_error(bench):
     bus = open_bus(bench)
     with pytest.raises(LinkError, match="no UDP controlled-node server at 127.0.0.1"):
         bus.boot()
+
+
+class _PushablePlant(InertiaPlant):
+    """An InertiaPlant with a plant-specific control op, as the HIL's MuJoCo plant."""
+
+    def control(self, request: dict) -> dict:
+        if request["op"] != "push":
+            return {"error": f"unknown control op {request['op']!r}"}
+        return {"ok": True, "force": request["force"]}
+
+
+def _serve(bench, plant_class, **kwargs):
+    config = parse_bus_config(dict(bench, udp={k: v for k, v in bench["udp"].items() if k != "spin_s"}))
+    serve_udp(bench, plant_class.from_config(config) if plant_class else None, idle_timeout_s=20.0, **kwargs)
+
+
+@pytest.mark.parametrize("pushable", [False, True])
+def test_unknown_control_ops_go_to_the_plant(bench, pushable):
+    """fault/reset/shutdown unchanged; other ops reach the plant's control() when it has one."""
+    bench["udp"]["port"] = free_udp_port()
+    bench["udp"]["spin_s"] = 0.0                          # a raw bus: mapping may carry it
+    server = multiprocessing.get_context("fork").Process(
+        target=_serve, args=(bench, _PushablePlant if pushable else None), daemon=True)
+    server.start()
+    udp = UdpConfig("127.0.0.1", bench["udp"]["port"], 0.2)
+    link = UdpLink(udp)
+    try:
+        for _ in range(100):
+            try:
+                assert link.control({"op": "reset"}) == {"ok": True}
+                break
+            except LinkError:
+                time.sleep(0.05)
+        answer = link.control({"op": "push", "body": "hip", "force": [1.0, 2.0, 3.0], "duration": 0.1})
+        if pushable:
+            assert answer == {"ok": True, "force": [1.0, 2.0, 3.0]}
+            assert "unknown control op 'kick'" in link.control({"op": "kick"})["error"]
+        else:
+            assert "unknown control op 'push'" in answer["error"]
+        assert "no controlled node 7" in link.control({"op": "fault", "name": "drop_soc", "args": {"node_id": 7}})["error"]
+    finally:
+        link.sock.close()
+        shutdown_server(udp)
+        server.join(timeout=5)
+    assert server.exitcode == 0
+
+
+def test_spin_option_and_timeout(bench, monkeypatch):
+    """spin_s: argument, else $BIPD_UDP_SPIN_S, else bus.udp.spin_s, else the default; bounded. A
+    silent peer is a SILENCE after timeout_s, spin or not."""
+    udp = UdpConfig()
+    monkeypatch.delenv(SPIN_ENV, raising=False)
+    assert spin_seconds(udp) == DEFAULT_SPIN_S
+    assert spin_seconds(udp, 0.0) == 0.0
+    monkeypatch.setenv(SPIN_ENV, "1e-4")
+    assert spin_seconds(udp) == 1e-4 and spin_seconds(udp, 2e-4) == 2e-4
+    monkeypatch.setenv(SPIN_ENV, "fast")
+    with pytest.raises(BackendError, match=SPIN_ENV):
+        spin_seconds(udp)
+    monkeypatch.delenv(SPIN_ENV)
+    assert spin_seconds(UdpConfig(spin_s=5e-4)) == 5e-4                  # bus.udp.spin_s
+    bench["udp"] = dict(bench["udp"], spin_s=0.5)
+    with pytest.raises(BusConfigError, match="bus.udp.spin_s must be at most 0.01"):
+        parse_bus_config(bench)
+    bench["udp"]["spin_s"] = 1e-4
+    assert parse_bus_config(bench).udp.spin_s == 1e-4
+    bench["backend"] = "udp"
+    with pytest.raises(BackendError, match=r"spin_s must be a number of seconds in \[0, 0.01\]"):
+        open_bus(bench, spin_s=1.0)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        for spin in (0.0, 5e-4):
+            link = UdpLink(UdpConfig("127.0.0.1", silent.getsockname()[1], 0.02), spin)
+            link._send(1, b"", 0)
+            t = time.perf_counter()
+            assert link._receive() == (SILENCE, 0)
+            assert 0.02 <= time.perf_counter() - t < 0.2
+            assert link.waiter.sleeps == 1 and link.waiter.hits == 0
+            link.sock.close()

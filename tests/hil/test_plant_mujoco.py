@@ -127,3 +127,46 @@ def test_bad_arguments_are_named(robot):
         MujocoPlant(robot, q0=[0.0, 0.0, 0.5, 0.0])
     with pytest.raises(MujocoPlantError, match="axes must list the motors"):
         MujocoPlant(robot, axes=("knee",))
+
+
+def test_bolted_foot_follows_the_plate_and_cannot_tip(robot):
+    """--bolt-foot (thesis squat bench, §2.6.1): the same 0.2 s, 150 N lateral push on the hip that
+    topples the free-standing leg leaves the bolted foot flat on the plate, which it follows."""
+    hold = holder(robot, Q_STAND, kp=2.0, kd=0.05, gravity=True)
+    free, bolted = MujocoPlant(robot, q0=Q_STAND), MujocoPlant(robot, q0=Q_STAND, bolt_foot=True)
+    assert "<weld" in bolted.mjcf and "<weld" not in free.mjcf
+    for plant in (free, bolted):
+        assert plant.control({"op": "push", "body": "hip", "force": [0.0, 150.0, 0.0], "duration": 0.2}) == {"ok": True}
+        run(plant, 1.5, hold, stop_when_fallen=True)
+    assert free.sensors["fallen"] == 1.0
+    assert bolted.sensors["fallen"] == 0.0
+    assert bolted.sensors["foot_tilt"] < math.radians(0.1) and abs(bolted.sensors["foot_lift"]) < 1e-3
+    bolted.reset()
+    run(bolted, 1.0, holder(robot, Q_STAND, (math.radians(10.0), math.radians(10.0)), kp=2.0, kd=0.05, gravity=True))
+    assert np.all(np.abs(np.degrees(bolted.sensors["platform"]) - 10.0) < 0.5)
+    assert bolted.sensors["foot_tilt"] < math.radians(0.1) and bolted.sensors["fallen"] == 0.0
+
+
+def test_push_on_the_hip_for_its_duration_in_thesis_axes(robot):
+    """A push along z_g (toe) moves the CoG toward the toe, lasts ``duration`` of plant time (in
+    MuJoCo axes x_g -> z, y_g -> x, z_g -> y), and is cleared by reset; bad requests are named."""
+    hold = holder(robot, Q_STAND, kp=2.0, kd=0.05, gravity=True)
+    pushed, still = MujocoPlant(robot, q0=Q_STAND), MujocoPlant(robot, q0=Q_STAND)
+    hip = pushed.mj_model.body("hip").id
+    assert pushed.control({"op": "push", "body": "hip", "force": [1.0, 2.0, 30.0], "duration": 0.01}) == {"ok": True}
+    run(pushed, 0.008, hold)
+    np.testing.assert_array_equal(pushed.mj_data.xfrc_applied[hip], [2.0, 30.0, 1.0, 0.0, 0.0, 0.0])
+    run(pushed, 0.0024, hold)                          # 10.4 ms: the 10 ms push is over
+    assert not pushed.mj_data.xfrc_applied.any()
+    run(still, 0.0104, hold)
+    assert pushed.sensors["com_world"][2] > still.sensors["com_world"][2] + 1e-5
+    pushed.control({"op": "push", "body": "hip", "force": [0.0, 0.0, 30.0], "duration": 1.0})
+    pushed.reset()
+    run(pushed, 0.0004, hold)
+    assert not pushed.mj_data.xfrc_applied.any()
+    for request, message in (({"op": "kick"}, "unknown control op 'kick'"),
+                             ({"op": "push", "body": "knee", "force": [0, 0, 1], "duration": 0.1}, "unknown body"),
+                             ({"op": "push", "force": [0, 1], "duration": 0.1}, "3 finite numbers"),
+                             ({"op": "push", "force": [0, 0, 1], "duration": -1}, "duration must be"),
+                             ({"op": "push", "force": [0, 0, 1]}, "needs force")):
+        assert message in pushed.control(request)["error"]

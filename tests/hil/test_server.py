@@ -57,15 +57,19 @@ def daemon_yaml(tmp_path):
     return path, document
 
 
-def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot):
+@pytest.mark.parametrize("bolt_foot", [False, True])
+def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
     """A real ``bipd hil`` process answers the daemon's bus (backend udp): the drives boot, enable and
     hold the leg in CSP; the encoders the MN reads are the MuJoCo joints through J_p (eq. 30-32), and
-    the truth frames carry every sensor."""
+    the truth frames carry every sensor. The control channel takes the plant's ``push`` (the scenario
+    runner's request); with ``--bolt-foot`` the foot is welded to the plate and a push that tips the
+    free foot leaves it flat."""
     path, document = daemon_yaml
     udp_port, truth = _free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{_free_port(socket.SOCK_STREAM)}"
     section = dict(document["bus"], backend="udp", udp=dict(document["bus"]["udp"], port=udp_port))
     proc = subprocess.Popen([sys.executable, "-m", "drivers.hil.server", "--config", str(path), "--udp-port",
-                             str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"],
+                             str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"]
+                            + (["--bolt-foot"] if bolt_foot else []),
                             cwd=ROOT, stderr=subprocess.PIPE)
     sub = zmq.Context.instance().socket(zmq.SUB)
     sub.setsockopt(zmq.LINGER, 0)
@@ -85,6 +89,13 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot):
             bus.exchange()
         bus.read()
         assert all(bus.axis(name).state == State.OPERATION_ENABLED for name in bus.axis_names)
+        push = {"op": "push", "body": "hip", "force": [0.0, 0.0, 60.0], "duration": 0.05}
+        assert bus.link.control(push) == {"ok": True}
+        assert "unknown body" in bus.link.control(dict(push, body="knee"))["error"]
+        for _ in range(150):
+            bus.read()
+            bus.write()
+            bus.exchange()
         frames = []
         while sub.poll(2000 if not frames else 0):
             frames.append(sub.recv_multipart())
@@ -93,10 +104,16 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot):
         sub.close()
         shutdown_server(parse_bus_config(section).udp)
         assert proc.wait(timeout=10) == 0
+    assert ("foot bolted" in proc.stderr.read().decode()) == bolt_foot
     topic, data = frames[-1]
     truth_frame = json.loads(data)
     assert topic == b"truth" and set(truth_frame) == SENSORS | {"t"}
+    tilts = [json.loads(d)["foot_tilt"] for _, d in frames]
     assert truth_frame["fallen"] == 0.0
+    if bolt_foot:                                      # the weld's compliance only (deterministic ~1.8e-4 rad)
+        assert max(tilts) < 5e-4
+    else:                                              # the push rocks the free foot (~1.6e-3 rad)
+        assert max(tilts) > 1e-3
     np.testing.assert_allclose(robot.transmission.to_motor(truth_frame["joint_position"]), bus.position[:4],
                                atol=1e-3)
     np.testing.assert_allclose(truth_frame["platform"], bus.position[4:] / 50.0, atol=1e-4)
