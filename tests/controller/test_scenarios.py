@@ -120,7 +120,7 @@ def test_pres_burst_faults_the_controller(results):
 @pytest.mark.skip(reason="real time over UDP does not fit this 2-core machine: one control cycle of UDP frames + "
                   "MuJoCo costs ~1.8 ms of the 2 ms period beside the loop and I/O processes, so the daemon "
                   "overruns by thousands of cycles and the drives trip following errors (passed 3 of 4 runs "
-                  "with --bolt-foot). Run it on a 4-core machine: pytest -k realtime_squat --runxfail")
+                  "with --bolt-foot); on a machine with 4 or more cores, drop this marker to run it")
 def test_realtime_squat_over_udp_tracks_within_bound():
     """The daemon in real time (not lock-step) against the HIL process in real time: the thesis
     squat from the stance, tracking error within the thesis' 1.3°."""
