@@ -54,8 +54,9 @@ def test_limit_message_names_joint_and_value(ctx):
     r = rejected(req("move_joints", {"q": [0, 0, 3.1, 0]}), ctx)
     assert r.code == Error.OUT_OF_RANGE and r.code_name == "out_of_range"
     assert r.message == "args.q[2] = 3.1 rad is above the knee limit 0 rad."
-    r = rejected(req("move_joints", {"q": [-0.4, 0, 0, 0]}), ctx)
-    assert "below the ankle_lateral limit -0.35 rad" in r.message
+    qmin = ctx.qmin[0]                                # read from the robot YAML
+    r = rejected(req("move_joints", {"q": [qmin - 0.05, 0, 0, 0]}), ctx)
+    assert f"below the ankle_lateral limit {qmin:g} rad" in r.message
 
 
 def test_duration_too_short_for_velocity_limit(ctx):
