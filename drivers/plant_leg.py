@@ -260,11 +260,16 @@ def _step(mbuf, dbuf, P, par, state, work, out, order, torque, dt):
     return _outputs(P, par, state, work, out, order)
 
 
-def _pair(value, name: str) -> np.ndarray:
+def finite_pair(value, name: str, error: type[Exception] = ValueError) -> np.ndarray:
+    """``value`` as two finite floats (a scalar is used twice), else ``error`` naming ``name``."""
     v = np.broadcast_to(np.asarray(value, dtype=np.float64), 2).copy()
     if not np.all(np.isfinite(v)):
-        raise LegPlantError(f"{name} must be finite, got {v.tolist()}")
+        raise error(f"{name} must be finite, got {v.tolist()}")
     return v
+
+
+def _pair(value, name: str) -> np.ndarray:
+    return finite_pair(value, name, LegPlantError)
 
 
 class LegPlant(Plant):

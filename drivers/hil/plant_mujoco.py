@@ -55,7 +55,7 @@ from models.transmission import ROTOR, joint_to_motor, motor_velocity, status_me
 
 from ..config import BusConfig, BusConfigError
 from ..plant import Plant
-from ..plant_leg import AXES, N_LEG, motor_bias
+from ..plant_leg import AXES, N_LEG, finite_pair, motor_bias
 from .mjcf import FOOT, IMU, LEG_MOTORS, PLATFORM, PLATFORM_JOINTS, TENDON_JOINTS, WORLD_FROM_G, build_mjcf
 
 TILT_LIMIT = math.radians(5.0)   # rad, foot tilt relative to the plate beyond which it has fallen
@@ -218,10 +218,7 @@ def tilt_rotation(alpha: float, beta: float) -> np.ndarray:
 
 
 def _pair(value, name: str) -> np.ndarray:
-    v = np.broadcast_to(np.asarray(value, dtype=np.float64), 2).copy()
-    if not np.all(np.isfinite(v)):
-        raise MujocoPlantError(f"{name} must be finite, got {v.tolist()}")
-    return v
+    return finite_pair(value, name, MujocoPlantError)
 
 
 class MujocoPlant(Plant):
