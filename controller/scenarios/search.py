@@ -64,7 +64,7 @@ def largest_tilt(axis: str, options: Options, runs: int = 5, duration: float = S
 
 
 def largest_push(direction: str, options: Options, runs: int = 5, duration: float = 0.1,
-                 max_force: float = 2000.0, say: Say = lambda _m: None) -> dict[str, Any]:
+                 max_force: float = 250.0, say: Say = lambda _m: None) -> dict[str, Any]:
     """Bisection of the push force (N) on the hip for ``duration`` s; reports the impulse (N s)."""
     say(f"largest {direction} push of {duration:g} s, {runs} runs at most")
     out = bisect(lambda f: Push(force=f, duration=duration, direction=direction), max_force, runs,
