@@ -15,6 +15,7 @@ nothing). Node and drive faults: ``stop_node`` (the CN enters NMT Stopped on its
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 from .codes import FaultCode
@@ -32,8 +33,8 @@ class FaultError(ValueError):
     """A fault injection call with an unknown name or bad arguments."""
 
 
-class FaultApi:
-    """The named fault-injection calls."""
+class FaultApi(ABC):
+    """The named fault-injection calls; each backend implements :meth:`apply`."""
 
     def drop_pres(self, node_id: int, count: int = 1) -> None:
         self.apply("drop_pres", node_id=node_id, count=count)
@@ -63,8 +64,9 @@ class FaultApi:
     def encoder_glitch(self, axis: str, kind: str, value: float = 0.0, cycles: int = 1) -> None:
         self.apply("encoder_glitch", axis=axis, kind=kind, value=value, cycles=cycles)
 
+    @abstractmethod
     def apply(self, name: str, **args) -> None:
-        raise NotImplementedError(f"{type(self).__name__} cannot apply fault {name!r}")
+        """Carry out the fault ``name`` (one of FAULT_NAMES) with its arguments."""
 
 
 FAULT_NAMES = frozenset(n for n in vars(FaultApi) if not n.startswith("_") and n != "apply")
