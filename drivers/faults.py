@@ -89,8 +89,6 @@ class FaultInjector(FaultApi):
         self.dropped_soc: dict[int, int] = {}
         self.disconnected: set[int] = set()
         self.active = False
-        self._wire = bytearray(frames.MAX_FRAME)
-        self._wire_view = memoryview(self._wire)
 
     def apply(self, name: str, **args) -> None:
         if name not in FAULT_NAMES:
@@ -122,10 +120,9 @@ class FaultInjector(FaultApi):
             return None
         corrupt = self.corrupted_pres.get(node_id)
         if corrupt:
-            n = len(pres)
-            self._wire_view[:n] = pres
-            self._wire[corrupt[1]] ^= corrupt[2]
-            pres = self._wire_view[:n]
+            wire = bytearray(pres)                  # a copy: the node's own PRes buffer stays intact
+            wire[corrupt[1]] ^= corrupt[2]
+            pres = memoryview(wire)
             self._count_down(self.corrupted_pres, node_id)
         delay = self.delayed_pres.get(node_id)
         if delay:

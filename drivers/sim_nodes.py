@@ -19,6 +19,20 @@ from .powerlink.nmt import NmtCommand
 _PREQ, _SOC, _SOA, _ASND = (int(t) for t in (MessageType.PREQ, MessageType.SOC, MessageType.SOA, MessageType.ASND))
 
 
+def transfer_each(link, soc, preqs) -> list[memoryview | None]:
+    """``Link.isochronous`` by ``link.transfer``: the SoC, then each PReq in turn; fills
+    ``link.reply_delays`` in place."""
+    transfer = link.transfer
+    transfer(soc)
+    replies = []
+    delays = link.reply_delays
+    delays.clear()
+    for preq in preqs:
+        replies.append(transfer(preq))
+        delays.append(link.reply_delay_s)
+    return replies
+
+
 class SimulatedNodes:
     def __init__(self, config: BusConfig, plant: Plant | None = None) -> None:
         self.config = config
@@ -29,6 +43,7 @@ class SimulatedNodes:
         self._node_list = list(self.nodes.values())
         self.faults = FaultInjector(self)
         self.reply_delay_s = 0.0
+        self.reply_delays: list[float] = []
         self.rx_errors = 0
         self.phase = 0
         self._cycle_us = config.cycle_us
@@ -62,6 +77,13 @@ class SimulatedNodes:
         except FrameError:
             self.rx_errors += 1
         return None
+
+    def isochronous(self, soc, preqs) -> list[memoryview | None]:
+        """Deliver a SoC then each PReq; the PRes (or None) per PReq, delays in ``reply_delays``."""
+        return transfer_each(self, soc, preqs)
+
+    def flush(self) -> None:
+        """Nothing is held back in-process (Link protocol)."""
 
     def reset(self) -> None:
         """Reset every node (NMT ResetNode), as when a new MN session starts."""

@@ -1,18 +1,26 @@
 """``udp`` backend: the POWERLINK frames over UDP on loopback to a controlled-node process.
 
-The MN side (:func:`open_udp`) sends every frame in one datagram to the server
-(:func:`serve_udp`, run in another process: the hardware-in-the-loop side), which plays the
-controlled nodes, their drives and the plant through :class:`~drivers.sim_nodes.SimulatedNodes`.
-The exchange stays lock-step: the server answers every PReq and SoA with exactly one datagram.
+The MN side (:func:`open_udp`) sends the frames to the server (:func:`serve_udp`, run in another
+process: the hardware-in-the-loop side), which plays the controlled nodes, their drives and the
+plant through :class:`~drivers.sim_nodes.SimulatedNodes`, frame by frame in the order sent.
+
+Frames that nothing answers (SoC, an uninviting SoA, the MN's ASnd) are held back and travel with
+the next frames that need an answer: one POWERLINK cycle is one datagram each way (the last
+cycle's SoA, the SoC and every PReq out; every PRes back), and :meth:`UdpLink.flush` sends the
+last SoA of a control period at once, so the server's drives and plant step while the controller
+computes. The result is the same frames, in the same order, as the ``sim`` backend.
 
 Datagram = 12-byte transport header + payload::
 
-    0 magic b"PL" | 2 kind u8 | 3 res | 4 sequence u32 | 8 simulated wire delay ns u32
-    kind 1 FRAME (payload: one Ethernet frame with FCS), 2 SILENCE (nothing came back on the
-    wire), 3 CONTROL (payload: JSON request), 4 CONTROL_REPLY (payload: JSON answer)
+    0 magic b"PL" | 2 kind u8 | 3 res | 4 sequence u32 | 8 res u32
+    kind 1 FRAMES (MN -> server): entries u16 length | u8 answer wanted | one Ethernet frame with FCS
+         5 ANSWERS (server -> MN, same sequence): per entry that wanted an answer, in order,
+           u16 length (0: nothing came back on the wire) | u32 simulated wire delay ns | the frame
+         2 SILENCE (no answer within ``timeout_s``: every awaited frame is lost)
+         3 CONTROL (payload: JSON request), 4 CONTROL_REPLY (payload: JSON answer)
 
-The delay field carries the simulated propagation delay of a PRes, so timing faults are judged
-against ``bus.pres_timeout_s`` regardless of loopback jitter. Control requests:
+The delay carries the simulated propagation delay of a PRes, so timing faults are judged against
+``bus.pres_timeout_s`` regardless of loopback jitter. Control requests:
 ``{"op": "fault", "name": ..., "args": {...}}`` (fault injection), ``{"op": "reset"}`` (reset
 every node for the next MN session), ``{"op": "shutdown"}``. Any other op goes to the plant's
 ``control(request) -> dict`` when it has one (the HIL's ``push``), else it is answered with an error.
@@ -53,10 +61,13 @@ from ..powerlink.frames import MessageType
 from ..sim_nodes import SimulatedNodes
 
 HEADER = struct.Struct("<2sBxII")
+ENTRY = struct.Struct("<HB")             # FRAMES entry: frame length, answer wanted
+ANSWER = struct.Struct("<HI")            # ANSWERS entry: frame length (0: none), wire delay ns
 MAGIC = b"PL"
-FRAME, SILENCE, CONTROL, CONTROL_REPLY = 1, 2, 3, 4
-_ANSWERED = (MessageType.PREQ, MessageType.SOA)
-_DATAGRAM = HEADER.size + frames.MAX_FRAME + 1
+FRAMES, SILENCE, CONTROL, CONTROL_REPLY, ANSWERS = 1, 2, 3, 4, 5
+_DATAGRAM = 65507                        # the largest UDP payload on IPv4
+_PREQ, _SOA = int(MessageType.PREQ), int(MessageType.SOA)
+_NO_SERVICE = int(frames.RequestedService.NO_SERVICE)
 DEFAULT_SPIN_S = UdpConfig.spin_s    # s, longest busy-poll before sleeping in poll(2) (module docstring)
 MAX_SPIN_S = 0.01
 SPIN_ENV = "BIPD_UDP_SPIN_S"
@@ -126,8 +137,14 @@ class Waiter:
         return bool(poll(math.ceil(remaining * 1e3)))
 
 
+def answered(frame) -> bool:
+    """Whether a CN may answer this MN frame: a PReq, or a SoA inviting a CN (frames.py layout)."""
+    kind = frame[14]
+    return kind == _PREQ or (kind == _SOA and frame[20] != _NO_SERVICE and frame[21] != frames.MN_NODE_ID)
+
+
 class UdpLink:
-    """MN side of the UDP transport."""
+    """MN side of the UDP transport (module docstring)."""
 
     def __init__(self, config: UdpConfig, spin_s: float | None = None) -> None:
         self.address = (config.host, config.port)
@@ -138,25 +155,39 @@ class UdpLink:
         self.sock.setblocking(False)
         self.waiter = Waiter(self.sock, spin)
         self.reply_delay_s = 0.0
+        self.reply_delays: list[float] = []
         self.seq = 0
         self.stale = 0
         self._tx = bytearray(_DATAGRAM)
         self._tx_view = memoryview(self._tx)
+        self._fill = HEADER.size
         self._rx = bytearray(_DATAGRAM)
         self._rx_view = memoryview(self._rx)
 
     def transfer(self, frame: memoryview) -> memoryview | None:
-        n = len(frame)
-        self._send(FRAME, frame, n)
-        if frame[14] not in _ANSWERED:
+        if not answered(frame):
+            self._queue(frame, 0)
             return None
-        kind, size = self._receive()
-        if kind == FRAME:
-            return self._rx_view[HEADER.size:size]
-        return None
+        self._queue(frame, 1)
+        reply = self._exchange(1)[0]
+        self.reply_delay_s = self.reply_delays[0]
+        return reply
+
+    def isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> list[memoryview | None]:
+        """One datagram out (held-back frames, the SoC, every PReq), one back (every PRes)."""
+        self._queue(soc, 0)
+        for preq in preqs:
+            self._queue(preq, 1)
+        return self._exchange(len(preqs))
+
+    def flush(self) -> None:
+        """Send the held-back frames now; nothing answers them."""
+        if self._fill > HEADER.size:
+            self._send(FRAMES, None, 0)
 
     def control(self, request: dict) -> dict:
         """Send a control request and return the server's JSON answer."""
+        self.flush()
         payload = json.dumps(request).encode()
         self._send(CONTROL, payload, len(payload))
         kind, size = self._receive()
@@ -172,10 +203,50 @@ class UdpLink:
             pass
         self.sock.close()
 
+    def _queue(self, frame, answer: int) -> None:
+        n = len(frame)
+        at = self._fill
+        if at + ENTRY.size + n > _DATAGRAM:
+            raise LinkError(f"the frames of one POWERLINK cycle exceed one UDP datagram ({_DATAGRAM} bytes)")
+        ENTRY.pack_into(self._tx, at, n, answer)
+        at += ENTRY.size
+        self._tx_view[at:at + n] = frame
+        self._fill = at + n
+
+    def _exchange(self, n: int) -> list[memoryview | None]:
+        """Send the queue and read the ``n`` answers it wants (None: lost); delays in ``reply_delays``.
+        The frames are views into the receive buffer, valid until the next exchange."""
+        self._send(FRAMES, None, 0)
+        kind, size = self._receive()
+        replies: list[memoryview | None] = [None] * n
+        delays = self.reply_delays
+        delays.clear()
+        delays.extend([0.0] * n)
+        if kind == ANSWERS:
+            rx, view = self._rx, self._rx_view
+            at = HEADER.size
+            for k in range(n):
+                if at + ANSWER.size > size:
+                    break                           # a short datagram: the missing answers are lost
+                length, delay_ns = ANSWER.unpack_from(rx, at)
+                at += ANSWER.size
+                if at + length > size:
+                    break
+                if length:
+                    replies[k] = view[at:at + length]
+                    delays[k] = delay_ns * 1e-9
+                at += length
+        return replies
+
     def _send(self, kind: int, payload, n: int) -> None:
+        """Send the queued frames (``kind`` FRAMES) or ``payload``."""
         self.seq = (self.seq + 1) & 0xFFFF_FFFF
         HEADER.pack_into(self._tx, 0, MAGIC, kind, self.seq, 0)
-        self._tx_view[HEADER.size:HEADER.size + n] = payload
+        if kind == FRAMES:
+            n = self._fill - HEADER.size
+            self._fill = HEADER.size
+        else:
+            self._tx_view[HEADER.size:HEADER.size + n] = payload
         try:
             self.sock.send(self._tx_view[:HEADER.size + n])
         except OSError as exc:
@@ -199,9 +270,8 @@ class UdpLink:
                 raise LinkError(f"no UDP controlled-node server at {self.address[0]}:{self.address[1]}"
                                 ) from None
             if size >= HEADER.size:
-                magic, kind, seq, delay_ns = HEADER.unpack_from(self._rx)
+                magic, kind, seq, _ = HEADER.unpack_from(self._rx)
                 if magic == MAGIC and seq == self.seq:
-                    self.reply_delay_s = delay_ns * 1e-9
                     return kind, size
             self.stale += 1
 
@@ -300,17 +370,12 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
             magic, kind, seq, _ = HEADER.unpack_from(rx)
             if magic != MAGIC:
                 continue
-            if kind == FRAME:
-                frame = rx_view[HEADER.size:size]
-                reply = network.transfer(frame)
-                if len(frame) > 14 and frame[14] in _ANSWERED:
-                    n = 0 if reply is None else len(reply)
-                    HEADER.pack_into(tx, 0, MAGIC, SILENCE if reply is None else FRAME, seq,
-                                     round(network.reply_delay_s * 1e9))
-                    if reply is not None:
-                        tx_view[HEADER.size:HEADER.size + n] = reply
-                    sock.sendto(tx_view[:HEADER.size + n], peer)
-                flush()                     # the SoA's plant step, once its answer is on its way
+            if kind == FRAMES:
+                out = _serve_frames(network, rx, rx_view, size, tx, tx_view)
+                if out:
+                    HEADER.pack_into(tx, 0, MAGIC, ANSWERS, seq, 0)
+                    sock.sendto(tx_view[:out], peer)
+                flush()                     # the SoA's plant step, once the answers are on their way
             elif kind == CONTROL:
                 answer, stop = _control(network, bytes(rx_view[HEADER.size:size]))
                 payload = json.dumps(answer).encode()
@@ -321,6 +386,33 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
                     return
     finally:
         sock.close()
+
+
+def _serve_frames(network: SimulatedNodes, rx: bytearray, rx_view: memoryview, size: int, tx: bytearray,
+                  tx_view: memoryview) -> int:
+    """Deliver the frames of a FRAMES datagram in order and write the answers wanted into ``tx``
+    after the header; their end, or 0 when none was wanted. A truncated entry ends the datagram."""
+    at = HEADER.size
+    out = HEADER.size
+    wanted = False
+    transfer = network.transfer
+    while at + ENTRY.size <= size:
+        n, answer = ENTRY.unpack_from(rx, at)
+        at += ENTRY.size
+        if at + n > size:
+            network.rx_errors += 1
+            break
+        reply = transfer(rx_view[at:at + n])
+        at += n
+        if answer:
+            wanted = True
+            m = 0 if reply is None else len(reply)
+            ANSWER.pack_into(tx, out, m, round(network.reply_delay_s * 1e9))
+            out += ANSWER.size
+            if m:
+                tx_view[out:out + m] = reply
+                out += m
+    return out if wanted else 0
 
 
 def _control(network: SimulatedNodes, payload: bytes) -> tuple[dict, bool]:

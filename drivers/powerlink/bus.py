@@ -64,6 +64,7 @@ class PowerlinkBus(Bus):
         cycle = self.mn.cycle
         for _ in range(self._ratio):
             cycle()
+        self.link.flush()               # the last SoA goes out now: the CNs step while the controller computes
         self.control_cycle += 1
 
     def node_operational(self, node_id: int) -> bool:

@@ -42,11 +42,24 @@ _NO_SERVICE, _IDENT_REQUEST, _UNSPECIFIED_INVITE = (RequestedService.NO_SERVICE,
 
 
 class Link(Protocol):
-    """Carries MN frames to the CN side; PReq and SoA return the answering frame (or None)."""
+    """Carries MN frames to the CN side, in order.
+
+    :meth:`transfer` sends one frame; a SoA returns the invited node's ASnd (or None), other
+    frames return None, with ``reply_delay_s`` the simulated delay of the answer.
+    :meth:`isochronous` sends a SoC then each PReq and returns one entry per PReq, its PRes or
+    None, with ``reply_delays`` aligned to it: no PReq depends on an earlier PRes of the same
+    cycle, so a link may carry them together (the UDP link sends one datagram).
+    :meth:`flush` ends a control cycle: anything a link holds back goes out now.
+    """
 
     reply_delay_s: float
+    reply_delays: list[float]
 
     def transfer(self, frame: memoryview) -> memoryview | None: ...
+
+    def isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> list[memoryview | None]: ...
+
+    def flush(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -90,6 +103,8 @@ class ManagingNode:
         self.state = NmtState.NOT_ACTIVE
         self.bus_cycle = 0
         self.polled: list[CnRecord] = []
+        self._cycle: tuple[CnRecord, ...] = ()          # the CNs polled by the next cycle, in order
+        self._preqs: tuple[memoryview, ...] = ()       # and their PReq frames
         self.joining: list[CnRecord] = []
         self.unidentified: list[CnRecord] = list(self.records.values())
         self.soc = frames.soc_frame()
@@ -143,6 +158,7 @@ class ManagingNode:
         if state == NmtState.PRE_OPERATIONAL_1 and all(r.identified for r in records):
             self.state = NmtState.PRE_OPERATIONAL_2
             self.polled = sorted(records, key=lambda r: r.node_id)
+            self._repoll()
             self.joining = list(self.polled)
         elif state == NmtState.PRE_OPERATIONAL_2 and all(
                 r.nmt in (NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL) for r in records):
@@ -187,19 +203,21 @@ class ManagingNode:
             self._sdo_timeouts()
         self.bus_cycle += 1
 
+    def _repoll(self) -> None:
+        self._cycle = tuple(self.polled)
+        self._preqs = tuple(rec.preq.view for rec in self._cycle)
+
     def _isochronous(self) -> None:
-        link = self.link
-        transfer = link.transfer
         timeout = self._pres_timeout
         rel = self.bus_cycle * self._cycle_us
         frames.set_soc_time(self.soc.buf, rel // 1_000_000, (rel % 1_000_000) * 1000, rel)
-        transfer(self.soc.seal())
-        for rec in self.polled:
-            reply = transfer(rec.preq.view)
+        link = self.link
+        replies = link.isochronous(self.soc.seal(), self._preqs)
+        for rec, reply, delay in zip(self._cycle, replies, link.reply_delays):
             if reply is None:
                 self._pres_error(rec, rec.loss, FaultCode.LOSS_PRES)
                 continue
-            if link.reply_delay_s > timeout:
+            if delay > timeout:
                 self._pres_error(rec, rec.late, FaultCode.LATE_PRES)
                 continue
             try:
@@ -247,6 +265,7 @@ class ManagingNode:
         rec.latched = code
         if rec in self.polled:
             self.polled.remove(rec)
+            self._repoll()
         if rec in self.joining:
             self.joining.remove(rec)
         rec.identified = False
@@ -321,6 +340,7 @@ class ManagingNode:
         if self.state != NmtState.PRE_OPERATIONAL_1:
             self.polled.append(rec)
             self.polled.sort(key=lambda r: r.node_id)
+            self._repoll()
             self.joining.append(rec)
 
     # -- SDO client ---------------------------------------------------------------------------------
