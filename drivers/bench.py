@@ -4,7 +4,7 @@ Six axes on three two-axis drives, CSP, five 400 µs POWERLINK cycles per 2 ms c
 the ratio to real time is cycles/s ÷ 500. Measured twice: on independent motor inertias
 (InertiaPlant: the bus and drives alone) and on the leg plant (the leg's dynamics through the
 transmissions plus the platform, as the daemon and the lock-step tests run it). Also the
-per-frame encode and decode cost of a PRes. Run ``python -m drivers.bench [--json]``.
+per-frame cost of a PRes: the CN's answer to a PReq and the MN's decode. Run ``python -m drivers.bench [--json]``.
 """
 from __future__ import annotations
 
@@ -32,22 +32,26 @@ BENCH_BUS = {
 }
 
 
-def _frame_costs(repeat: int) -> tuple[float, float]:
-    """(encode µs, decode µs) of one PRes with the two-axis TPDO."""
-    f = frames.pres_frame(2, TPDO.size)
-    values = [0x37, 8, 1.0, 2.0, 3.0, 0] * TPDO.channels
-    pack = TPDO.struct.pack_into
+def _frame_costs(config, repeat: int) -> tuple[float, float]:
+    """(encode µs, decode µs) of one two-axis PRes on a booted bus: the CN answering a PReq (the drive
+    kernel has mapped the TPDO into the frame at its step; NMT status, flags and FCS are written
+    here), and the MN validating it and unpacking the TPDO."""
+    bus = open_sim(config)
+    bus.boot()
+    node = bus.network.nodes[config.nodes[0].node_id]
+    preq = bus.mn.records[node.node_id].preq.view
+    answer = node.on_preq
     t0 = time.perf_counter()
     for _ in range(repeat):
-        pack(f.buf, frames.PDO_OFFSET, *values)
-        frames.set_pres_status(f.buf, 0xFD, frames.FLAG1_RD, 0)
-        f.seal()
+        answer(preq)
     t1 = time.perf_counter()
+    pres = node.pres.view
     unpack = TPDO.struct.unpack_from
     for _ in range(repeat):
-        frames.read_pres(f.view)
-        unpack(f.view, frames.PDO_OFFSET)
+        frames.read_pres(pres)
+        unpack(pres, frames.PDO_OFFSET)
     t2 = time.perf_counter()
+    bus.close()
     return (t1 - t0) / repeat * 1e6, (t2 - t1) / repeat * 1e6
 
 
@@ -95,7 +99,7 @@ def run_benchmark(seconds: float = 2.0) -> dict:
     period = config.control_period_s
     rate, cycles, faulted = _cycles_per_s(config, None, seconds)
     leg_rate, leg_cycles, leg_faulted = _cycles_per_s(config, _leg_plant(config), seconds)
-    encode_us, decode_us = _frame_costs(20000)
+    encode_us, decode_us = _frame_costs(config, 20000)
     return {
         "axes": len(config.axes),
         "bus_cycles_per_control_cycle": config.cycles_per_control,

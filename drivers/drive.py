@@ -18,6 +18,12 @@ Per axis and per bus cycle (400 µs) the drive
 The numerics for every axis of the simulated network run in one Numba kernel
 (:func:`step_axes`); :class:`Drive` holds the CiA 402 state machine, fault history and object
 dictionary of one two-axis drive, with its rows in the shared :class:`DriveBank` arrays.
+
+TPDO mapping (DS 301 §6.4): each drive's TPDO lives in its node's PRes frame buffer
+(:attr:`Drive.pres_buffer`, one row of ``DriveBank.pres``). The kernel writes every axis' channel
+(statusword, mode display, actual position/velocity/current, error code) after each bus cycle;
+a state, mode or fault change between two steps rewrites that channel at once
+(:meth:`Drive._publish`), so a PRes always carries the drive's current TPDO.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ from .cia402 import Command, State
 from .codes import FaultCode, error_register_bits
 from .config import AxisConfig, BusConfig
 from .plant import Plant
-from .powerlink import pdo
+from .powerlink import frames, pdo
 from .powerlink.sdo import ObjectDictionary, ObjectEntry
 from .powerlink.services import DEVICE_TYPE_SERVO_402
 
@@ -45,9 +51,11 @@ ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
 # holding brake: torque capacity [N·m] (0 = no brake), motor position it holds [rad].
 HOLD_TORQUE, BRAKE_POS = range(25, 27)
 N_COLUMNS = 27
-# Columns of DriveBank.flags (one integer row per axis).
+# Columns of DriveBank.flags (one integer row per axis): kernel state, then the TPDO mapping
+# (row of DriveBank.pres, channel) and the TPDO fields the CiA 402 state machine sets.
 MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT, BRAKE_ON = range(7)
-N_FLAGS = 7
+PRES_ROW, CHANNEL, SW_BASE, MODE_DISPLAY, ERROR_CODE = range(7, 12)
+N_FLAGS = 12
 # control modes of the kernel
 OFF, CSP, CSV, CST, BRAKE = range(5)
 
@@ -59,19 +67,42 @@ _LIMIT_BIT = cia402.SW_INTERNAL_LIMIT
 _FOLLOWING_BIT = cia402.SW_FOLLOWING_ERROR
 FAULT_HISTORY_LENGTH = 8
 
-_TPDO_PER_CHANNEL = pdo.TPDO.per_channel
 _STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
                     | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
-_PACK_TPDO_CHANNEL = pdo.TPDO.channel_struct.pack_into
 _TPDO_CHANNEL_SIZE = pdo.TPDO.channel_struct.size
+if pdo.TPDO.channel_struct.format != "<HbdffH":
+    raise ImportError("step_axes writes the TPDO channel as <HbdffH; update _write_tpdo with the mapping")
+PRES_LENGTH = max(frames.PDO_OFFSET + pdo.TPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _KERNEL_MODE = {cia402.Mode.CSP: CSP, cia402.Mode.CSV: CSV, cia402.Mode.CST: CST}
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
 _FAULT_RESET, _OPERATION_ENABLED = Command.FAULT_RESET, State.OPERATION_ENABLED
 
 
 @njit(cache=True)
-def step_axes(x, flags, plant_pos, plant_vel, torque, dt, phase, ratio, control_period):
-    """One bus cycle of every axis; returns the number of axes reporting a new fault."""
+def _put_le(row, at, value, n):
+    """The ``n`` low bytes of the integer ``value``, little-endian, at ``row[at]``."""
+    for i in range(n):
+        row[at + i] = (value >> (8 * i)) & 0xFF
+
+
+@njit(cache=True)
+def _write_tpdo(pres, x, flags, a):
+    """Axis ``a``'s TPDO channel (<HbdffH: statusword, mode display, position REAL64, velocity and
+    current REAL32, error code) into its PRes row, as struct would pack it."""
+    row = pres[flags[a, PRES_ROW]]
+    at = frames.PDO_OFFSET + flags[a, CHANNEL] * _TPDO_CHANNEL_SIZE
+    _put_le(row, at, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
+    _put_le(row, at + 2, flags[a, MODE_DISPLAY], 1)
+    _put_le(row, at + 3, np.float64(x[a, ACT_POS]).view(np.uint64), 8)
+    _put_le(row, at + 11, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
+    _put_le(row, at + 15, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
+    _put_le(row, at + 19, flags[a, ERROR_CODE], 2)
+
+
+@njit(cache=True)
+def step_axes(x, flags, plant_pos, plant_vel, torque, dt, phase, ratio, control_period, pres):
+    """One bus cycle of every axis, its TPDO written into ``pres``; returns the number of axes
+    reporting a new fault."""
     n_new = 0
     frac = (phase + 1) / ratio
     for a in range(x.shape[0]):
@@ -158,6 +189,7 @@ def step_axes(x, flags, plant_pos, plant_vel, torque, dt, phase, ratio, control_
         x[a, ACT_VEL] = vel
         x[a, ACT_CUR] = current
         flags[a, STATUS_BITS] = bits
+        _write_tpdo(pres, x, flags, a)
     return n_new
 
 
@@ -186,10 +218,8 @@ class DriveBank:
         self.time = 0.0
         self.torque = np.zeros(n)
         self.owners: dict[int, tuple[Drive, int]] = {}
-        self._actual = self.x[:, ACT_POS:ACT_CUR + 1]
-        self._status = self.flags[:, STATUS_BITS]
-        self.actual_rows: list[list[float]] = self._actual.tolist()
-        self.status_rows: list[int] = self._status.tolist()
+        self.pres = np.zeros((len(config.nodes), PRES_LENGTH), np.uint8)   # one PRes frame per drive
+        self._drives = 0
         self.ratio = config.cycles_per_control
         self.dt = config.cycle_time_s
         self.control_period = config.control_period_s
@@ -197,7 +227,7 @@ class DriveBank:
     def step(self, phase: int) -> None:
         """One bus cycle of every drive, then of the plant."""
         n_new = step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
-                          self.torque, self.dt, phase, self.ratio, self.control_period)
+                          self.torque, self.dt, phase, self.ratio, self.control_period, self.pres)
         if n_new:
             for row in np.flatnonzero(self.new_fault):
                 drive, ch = self.owners[row]
@@ -210,8 +240,13 @@ class DriveBank:
             self._count_down_jumps()
         self.plant.step(self.dt, self.torque)
         self.time += self.dt
-        self.actual_rows = self._actual.tolist()
-        self.status_rows = self._status.tolist()
+
+    def pres_row(self) -> int:
+        """A free row of :attr:`pres` for a new drive."""
+        if self._drives == len(self.pres):
+            raise ValueError(f"the bus config has {len(self.pres)} nodes: no PRes row left for another drive")
+        self._drives += 1
+        return self._drives - 1
 
     def encoder_jump(self, row: int, offset: float, cycles: int) -> None:
         """Add ``offset`` to the encoder reading of ``row`` for ``cycles`` bus cycles."""
@@ -231,12 +266,16 @@ class Drive:
 
     def __init__(self, bank: DriveBank, axes: tuple[AxisConfig, ...]) -> None:
         self.bank = bank
+        pres_row = bank.pres_row()
+        self.pres_buffer = memoryview(bank.pres[pres_row])    # its node's PRes frame, TPDO mapped in
         # per PDO channel slot (the configured ``channel``, not the position in the YAML list)
         slots = pdo.RPDO.channels
         self.rows = [-1] * slots
         for a in axes:
             self.rows[a.channel] = a.index
             bank.owners[a.index] = (self, a.channel)
+            bank.flags[a.index, PRES_ROW] = pres_row
+            bank.flags[a.index, CHANNEL] = a.channel
         self.slots = tuple(sorted(a.channel for a in axes))
         self.state = [State.SWITCH_ON_DISABLED] * slots
         self.op_mode = [int(cia402.Mode.CSP)] * slots
@@ -246,6 +285,8 @@ class Drive:
         self.history: list[int] = []
         self.dirty = True
         self.objects = self._object_dictionary()
+        for ch in self.slots:
+            self._publish(ch)
 
     # -- PDO side -------------------------------------------------------------------------------
     def apply_rpdo(self, values: tuple) -> None:
@@ -267,6 +308,7 @@ class Drive:
                 self.op_mode[ch] = mode
                 if state == _OPERATION_ENABLED:
                     self.bank.mode[self.rows[ch]] = _KERNEL_MODE[mode]
+                self._publish(ch)
             if nxt != state:
                 self._enter(ch, nxt)
             row = self.rows[ch]
@@ -276,18 +318,16 @@ class Drive:
 
     def statusword(self, ch: int) -> int:
         """The statusword 0x6041 of channel ``ch`` as the TPDO carries it."""
-        view = bytearray(pdo.TPDO.size)
-        self.pack_tpdo(view, 0)
-        return pdo.TPDO.struct.unpack_from(view)[ch * _TPDO_PER_CHANNEL]
+        return _STATUSWORD[self.state[ch]] | int(self.bank.flags[self.rows[ch], STATUS_BITS])
 
-    def pack_tpdo(self, buf: bytearray, offset: int) -> None:
-        """Write the TPDO (statusword, mode, position, velocity, current, error code per channel)."""
-        actual = self.bank.actual_rows
-        bits = self.bank.status_rows
-        for ch in self.slots:
-            row = self.rows[ch]
-            _PACK_TPDO_CHANNEL(buf, offset + ch * _TPDO_CHANNEL_SIZE, _STATUSWORD[self.state[ch]] | bits[row],
-                               self.op_mode[ch], *actual[row], self.fault_code[ch])
+    def _publish(self, ch: int) -> None:
+        """Channel ``ch``'s state, mode and error code into the kernel's flags and the TPDO at once."""
+        row = self.rows[ch]
+        flags = self.bank.flags
+        flags[row, SW_BASE] = _STATUSWORD[self.state[ch]]
+        flags[row, MODE_DISPLAY] = self.op_mode[ch]
+        flags[row, ERROR_CODE] = self.fault_code[ch]
+        _write_tpdo(self.bank.pres, self.bank.x, flags, row)
 
     # -- state machine --------------------------------------------------------------------------
     def _enter(self, ch: int, state: State) -> None:
@@ -308,6 +348,7 @@ class Drive:
             bank.mode[row] = OFF
         if state == State.SWITCH_ON_DISABLED:
             self.fault_code[ch] = 0
+        self._publish(ch)
 
     def check_braking(self) -> None:
         """Finish quick stops (transition 12) and fault reactions (14) that reached standstill."""
@@ -321,6 +362,7 @@ class Drive:
                 self.bank.mode[row] = OFF
                 self.state[ch] = (State.FAULT if self.state[ch] == State.FAULT_REACTION_ACTIVE
                                   else State.SWITCH_ON_DISABLED)
+                self._publish(ch)
             else:
                 still_braking = True
         if not still_braking:
@@ -343,6 +385,7 @@ class Drive:
             self.fault_code[ch] = 0
             self.last_cw[ch] = 0
             self.bank.mode[self.rows[ch]] = OFF
+            self._publish(ch)
         self.bank.braking.discard(self)
         self.dirty = True
 

@@ -51,7 +51,7 @@ class ControlledNode:
         self.nmt_history: list[NmtState] = [NmtState.NOT_ACTIVE]
         self.loss_soc = ThresholdCounter(config.threshold)
         self.soc_seen = False
-        self.pres = frames.pres_frame(node_id, TPDO.size)
+        self.pres = frames.pres_frame(node_id, TPDO.size, buf=drive.pres_buffer)   # the drive maps its TPDO in
         self.ident = frames.asnd_frame(frames.MN_NODE_ID, node_id, ServiceId.IDENT_RESPONSE,
                                        services.IDENT.size)
         self.pending: deque[memoryview] = deque()
@@ -81,7 +81,6 @@ class ControlledNode:
         elif operational and self.drive.dirty:     # the frame last applied: validated, RD set
             self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
         buf = self.pres.buf
-        self.drive.pack_tpdo(buf, _PDO_OFFSET)
         buf[17] = nmt
         buf[18] = FLAG1_RD if operational else 0
         buf[19] = min(len(self.pending), _RS_MAX)

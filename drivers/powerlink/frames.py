@@ -153,15 +153,20 @@ _ASND_HEADER = _header(_ASND_FIELDS)
 
 
 class TxFrame:
-    """A preallocated transmit buffer of fixed length; :meth:`seal` writes the FCS."""
+    """A preallocated transmit buffer of fixed length; :meth:`seal` writes the FCS. ``buf``: a
+    writable buffer of exactly that length to build the frame in (e.g. one a drive maps its TPDO
+    into), else a new bytearray."""
 
     __slots__ = ("_body", "_fcs_at", "buf", "length", "view")
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, buf=None) -> None:
         if length > MAX_FRAME:
             raise OversizedFrame(f"a frame of {length} bytes exceeds the {MAX_FRAME}-byte Ethernet maximum")
         self.length = max(length, MIN_FRAME)
-        self.buf = bytearray(self.length)
+        if buf is not None and (len(buf) != self.length or memoryview(buf).readonly):
+            raise ValueError(f"a TxFrame of {self.length} bytes needs a writable buffer of that length, "
+                             f"got {len(buf)} bytes")
+        self.buf = bytearray(self.length) if buf is None else buf
         self.view = memoryview(self.buf)
         self._fcs_at = self.length - FCS_SIZE
         self._body = self.view[: self._fcs_at]
@@ -215,10 +220,11 @@ def preq_frame(dst: int, payload_size: int, pdo_version: int = PDO_VERSION) -> T
     return f
 
 
-def pres_frame(src: int, payload_size: int, pdo_version: int = PDO_VERSION) -> TxFrame:
-    """A PRes from node ``src`` to everyone; fill it with :func:`set_pres_status` and the PDO payload."""
+def pres_frame(src: int, payload_size: int, pdo_version: int = PDO_VERSION, buf=None) -> TxFrame:
+    """A PRes from node ``src`` to everyone; fill it with :func:`set_pres_status` and the PDO payload.
+    ``buf``: see :class:`TxFrame` (the header is written into it, the payload left as it is)."""
     _check_payload(payload_size, MAX_PDO_PAYLOAD)
-    f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE)
+    f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE, buf)
     _write_header(f, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID, src)
     _PRES_FIELDS.pack_into(f.buf, 17, 0, 0, 0, pdo_version, payload_size)
     return f
