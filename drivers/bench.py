@@ -98,7 +98,7 @@ def run_benchmark(seconds: float = 2.0) -> dict:
     config = parse_bus_config(BENCH_BUS)
     period = config.control_period_s
     rate, cycles, faulted = _cycles_per_s(config, None, seconds)
-    leg_rate, leg_cycles, leg_faulted = _cycles_per_s(config, _leg_plant(config), seconds)
+    leg_rate, _, leg_faulted = _cycles_per_s(config, _leg_plant(config), seconds)
     encode_us, decode_us = _frame_costs(config, 20000)
     return {
         "axes": len(config.axes),

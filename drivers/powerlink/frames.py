@@ -274,6 +274,8 @@ def _unpack(data, header: struct.Struct) -> tuple:
         raise OversizedFrame(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte Ethernet maximum")
     if crc32(data) != _FCS_RESIDUE:
         raise ChecksumError(f"FCS mismatch in a frame of {n} bytes")
+    if n < header.size:
+        raise TruncatedFrame(f"frame of {n} bytes is shorter than its {header.size}-byte header and payload")
     return header.unpack_from(data)
 
 
@@ -348,12 +350,14 @@ def read_preq(data) -> tuple[int, int, int, int]:
     return dst, flags1, pdo_version, size
 
 
-def read_pres(data) -> tuple[int, int, int, int, int, int]:
-    """Validate a PRes; return (source node, NMTStatus, flags1, flags2, PDOVersion, payload size)."""
-    fields = _unpack(data, _PRES_HEADER)
+def read_pres(data, header: struct.Struct = _PRES_HEADER) -> tuple:
+    """Validate a PRes; return (source node, NMTStatus, flags1, flags2, PDOVersion, payload size).
+    With a ``header`` from :func:`pres_header`, the payload's values follow, from one unpack."""
+    fields = _unpack(data, header)
     if fields[:4] != _PRES_KEY:
         _check_header(fields, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID)
-    src, nmt, _, _, _, size = fields = fields[4:]
+    fields = fields[4:]
+    src, nmt, size = fields[0], fields[1], fields[5]
     if not 1 <= src <= MN_NODE_ID:
         raise InconsistentFrame(f"PRes source node id {src} is outside 1..240")
     if nmt not in NMT_STATE_CODES:
@@ -361,6 +365,12 @@ def read_pres(data) -> tuple[int, int, int, int, int, int]:
     if size > len(data) - _PDO_ROOM:
         raise _size_error(data, size, "PRes")
     return fields
+
+
+def pres_header(payload: struct.Struct) -> struct.Struct:
+    """The PRes header struct extended by a PDO ``payload`` struct (at :data:`PDO_OFFSET`), for
+    :func:`read_pres`; a frame too short for it is a :class:`TruncatedFrame`."""
+    return struct.Struct(_PRES_HEADER.format + payload.format[1:])
 
 
 def read_soa(data) -> tuple[int, int, int, int, int]:

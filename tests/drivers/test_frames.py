@@ -140,3 +140,20 @@ def test_fuzz_mutated_frames_with_valid_fcs(frame, edits, resize):
         decode(data)
     except FrameError:
         pass
+    try:
+        frames.read_pres(data, PRES_TPDO)                 # the MN's one-unpack reader of PRes + TPDO
+    except FrameError:
+        pass
+
+
+PRES_TPDO = frames.pres_header(TPDO.struct)
+
+
+def test_the_one_unpack_pres_reader_equals_read_pres_then_the_payload():
+    payload = TPDO.struct.pack(*([0x237, 8, 1.25, 2.5, -3.0, 0] * TPDO.channels))
+    data = encode(PRes(3, NmtState.OPERATIONAL, payload, frames.FLAG1_RD, 2))
+    fields = frames.read_pres(data, PRES_TPDO)
+    assert fields[:6] == frames.read_pres(data)
+    assert fields[6:] == TPDO.struct.unpack(payload)
+    with pytest.raises(TruncatedFrame, match="header and payload"):
+        frames.read_pres(encode(PRes(3, NmtState.OPERATIONAL, b"")), PRES_TPDO)
