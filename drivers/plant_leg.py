@@ -11,17 +11,32 @@ Leg (foot clamped to the platform, base frame R0 on the foot)::
 
 A, C from :func:`models.dynamics.update` (design.md §4; A includes any joint armature of the
 robot YAML). J_p from the screw transmissions (thesis eq. 30-32, hip entry 2π/p_h); J_m = diag of
-the rotor inertias: the rotors turn at q̇_m = J_p q̇, so they add J_pᵀ J_m (J_p q̈ + J̇_p q̇), the
-Coriolis part J̇_p q̇ by a central difference of J_p q̇ along q̇. f_m / f_j: motor-side / joint
-friction F_v v + F_s sign(v) (seed 001 eq. IV.10), sign(v) linear for |v| < 10 µrad/s (a load
-below F_s creeps at most that fast). τ_stop: a stiff spring-damper at the YAML joint limits that
-only pushes. G_tilt = −Σ m_b J_v,bᵀ g_base, g_base = R_M→O0(α, β)ᵀ g: the robot's level-floor
+the rotor inertias: the rotors turn at q̇_m = J_p q̇, so they add J_pᵀ J_m (J_p q̈ + J̇_p q̇), J̇_p by
+the difference of J_p across a step (below). f_m / f_j: motor-side / joint friction
+F_v v + F_s sign(v) (seed 001 eq. IV.10), sign(v) linear for |v| < 10 µrad/s (a load below F_s
+creeps at most that fast). τ_stop: a stiff spring-damper at the YAML joint limits that only
+pushes. G_tilt = −Σ m_b J_v,bᵀ g_base, g_base = R_M→O0(α, β)ᵀ g: the robot's level-floor
 gravity g (thesis eq. 45-47, x_g up) turned by the platform tilt (eq. 46).
 
-Integration: semi-implicit (symplectic) Euler, v⁺ = v + h M⁻¹ F, q⁺ = q + h v⁺, with the
-dissipative terms linearly implicit, (M + h D + h² K) Δv = h (F − h K v), D the friction and stop
-damping (friction by its secant slope f(v)/v, so Coulomb friction never reverses a motor), K the
-stop stiffness: stiff stops and stiction stay stable at any substep (default ≤ 50 µs).
+Integration: :meth:`LegPlant.step` advances one 400 µs bus cycle (a longer ``dt`` in intervals of
+at most ``HOLD`` = 400 µs) over which the configuration-dependent terms are evaluated once and
+held: A, C and G_tilt at the mid-interval configuration q_h = q + dt/2 q̇ predicted from the start
+state (platform angles likewise); J_p as the mean of J_p(q) and J_p(q + dt q̇), J̇_p as their
+difference over dt (both centred on q_h; J_p(q) is the one the previous step's outputs computed);
+the velocity terms C q̇ + J_pᵀ J_m J̇_p q̇ as the matrix V, linear in the start q̇, applied to the
+current q̇. At the joint velocity limits (≤ 2.5 rad/s) q moves ≤ 1 mrad per interval, so it stays
+within 0.5 mrad of q_h, over which A, J_p and J_pᵀ J_m J_p change by ≤ 0.1 % and G_tilt by
+≤ 0.2 N·m (sampled over the joint box); held at the midpoint, the part of that error linear in
+time averages out, leaving O(dt²) per interval; V's frozen q̇ is off by ≤ |q̈| dt (≈ 0.01 rad/s).
+Measured: within 4·10⁻⁵ rad of an RK4 reference over 0.3 s at 1-2 rad/s, as close as
+recomputing the terms every substep (tests). Every substep evaluates what is stiff or
+discontinuous: the motor friction at q̇_m = J_p q̇ (held J_p, current q̇), the joint friction, the
+stops, the platform motors. A substep is semi-implicit (symplectic) Euler, v⁺ = v + h M⁻¹ F,
+q⁺ = q + h v⁺, with the dissipative terms linearly implicit, (M + h D + h² K) Δv = h (F − h K v),
+M = A + J_pᵀ J_m J_p, D the friction and stop damping (friction by its secant slope f(v)/v, so
+Coulomb friction never reverses a motor), K the stop stiffness, inverted by 2×2-block Schur
+complements (thesis eq. 33-35): stiff stops and stiction stay stable at any substep (default
+≤ 50 µs).
 Platform motors: J θ̈ = τ − b θ̇ − τ_load (viscous term implicit), platform angle = θ / ratio.
 
 Neglected: the platform's angular velocity and acceleration and the height of the ankle above the
@@ -32,7 +47,8 @@ not from the bus ``plant:`` values, which only set the platform motors.
 
 Faults: a transmission that cannot be evaluated (a linkage cannot close, a non-finite state or
 torque) raises :class:`~models.errors.TransmissionFault` from :meth:`LegPlant.step`, naming the
-block and q; the state stays where the fault was found (:meth:`LegPlant.reset` restarts).
+block and q; the state stays where the fault was found, at the start of an interval whose predicted
+end q + dt q̇ failed (:meth:`LegPlant.reset` restarts).
 """
 from __future__ import annotations
 
@@ -43,12 +59,13 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from models import Data, Robot, TransmissionFault
+from models import Robot, TransmissionFault
 from models.dynamics import gravity_vector, update
-from models.linalg import spd_solve
-from models.model import data_views, model_views
+from models.linalg import spd_inverse4
+from models.model import data_size, data_views, model_views
 from models.transmission import (
     COULOMB,
+    N_PARAMS,
     ROTOR,
     VISCOUS,
     joint_to_motor,
@@ -66,21 +83,33 @@ AXES = ("ankle_1", "ankle_2", "knee", "hip", "platform_alpha", "platform_beta")
 N_LEG = 4
 
 STICTION_VELOCITY = 1e-5        # rad/s under which Coulomb friction is linear in v (motors and joints)
-BIAS_STEP = 1e-6                 # rad, joint step of the central difference giving J̇_p q̇
+BIAS_STEP = 1e-6                 # rad, joint step of the central difference of motor_bias
+HOLD = 4e-4                      # s, longest interval over which the configuration-dependent terms are held
 
 # status codes beyond the transmission's (models.transmission: reason + 4 * block, > 0)
 BAD_TORQUE = -1                  # a non-finite motor torque
 NOT_SPD = -2                     # the effective mass matrix is not SPD (non-finite state)
 
-# layout of the parameter array
-_SUBSTEP, _INERTIA, _FRICTION, _LOAD, _RATIO, _STOP_K, _STOP_C, _GRAVITY = 0, 1, 3, 5, 7, 8, 9, 10
-_N_PAR = 13
-# layout of the scratch array: J_p, the effective mass matrix, J_p at q ± δ, vectors
-_JP, _M, _JP2, _RHS, _G, _GT, _V1, _V2, _QT, _F, _TAU = 0, 16, 32, 48, 52, 55, 59, 63, 67, 71, 75
-_N_WORK = 79
+# layout of the parameter array (the bus index of each motor of AXES stored as a float)
+_SUBSTEP, _INERTIA, _FRICTION, _LOAD, _RATIO, _STOP_K, _STOP_C, _GRAVITY, _ORDER = 0, 1, 3, 5, 7, 8, 9, 10, 13
+_N_PAR = 19
+# rows of the work array (n × 4): the state q, q̇, platform motors (θ_α, θ_β, θ̇_α, θ̇_β); 4×4: J_p at
+# the q of row _QJ, the held J_p, J̇_p, M_0 and V (_hold), the substep's effective mass matrix and its
+# inverse; 4-vectors: the q of _JQ, τ_m, f_0, the substep's right-hand side, G_tilt, two scratch, q_h;
+# g_base (3)
+_Q, _QD, _PLAT = 0, 1, 2
+_JQ, _JP, _JD, _M0, _CV, _M, _MI = 3, 7, 11, 15, 19, 23, 27
+_QJ, _TAU, _F0, _RHS, _GT, _V1, _V2, _QH, _G = 31, 32, 33, 34, 35, 36, 37, 38, 39
+_N_WORK = 40
 # layout of the output array: motor_position, motor_velocity, then the sensors
 _POS, _VEL, _JOINT, _PLATFORM, _IMU = 0, 6, 12, 16, 18
 _N_OUT = 21
+# a kernel call costs ~0.1 µs per array argument (models.model), so the plant passes two buffers:
+# the constants (parameters, transmission parameters, model buffer from _MODEL on) and the variables
+# (work array, outputs from _OUT on, Data buffer from _DATA on)
+_MODEL = _N_PAR + N_PARAMS
+_OUT = 4 * _N_WORK
+_DATA = _OUT + _N_OUT
 
 
 class LegPlantError(ValueError):
@@ -125,7 +154,8 @@ def _stop(k, c, q, qd, lo, hi):
 @njit(cache=True)
 def motor_bias(P, q, qd, jp2, qt, a, b):
     """a = J̇_p q̇ (the motor acceleration at q̈ = 0), a central difference of J_p q̇ along q̇ with a
-    joint step of BIAS_STEP; b, qt, jp2 are scratch. Returns a transmission status."""
+    joint step of BIAS_STEP; b, qt, jp2 are scratch. Returns a transmission status. (The MuJoCo
+    plant's rotor bias; this plant differences J_p across its hold intervals, see :func:`_hold`.)"""
     speed = 0.0
     for j in range(4):
         speed = max(speed, abs(qd[j]))
@@ -146,91 +176,146 @@ def motor_bias(P, q, qd, jp2, qt, a, b):
 
 
 @njit(cache=True)
-def _leg_substep(mbuf, dbuf, P, par, state, work, h):
-    """One semi-implicit Euler substep of the leg (module docstring); returns a status."""
-    q = state[0:4]
-    qd = state[4:8]
-    jp = work[_JP:_JP + 16].reshape((4, 4))
-    m = work[_M:_M + 16].reshape((4, 4))
-    rhs = work[_RHS:_RHS + 4]
-    g = work[_G:_G + 3]
-    gt = work[_GT:_GT + 4]
-    vm = work[_V1:_V1 + 4]
-    fm = work[_F:_F + 4]
-    status = transmission_jacobian(P, q, jp)
-    if status == 0:
-        status = motor_bias(P, q, qd, work[_JP2:_JP2 + 16].reshape((4, 4)), work[_QT:_QT + 4], fm,
-                             work[_V2:_V2 + 4])
+def _hold(mbuf, dbuf, P, par, work, dt):
+    """The configuration-dependent terms of an interval ``dt``, evaluated once and held over its
+    substeps (module docstring): J_p the mean of J_p at q and at the predicted end q_e = q + dt q̇,
+    J̇_p = (J_p(q_e) − J_p(q)) / dt, the rest at the midpoint q_h = q + dt/2 q̇ (platform likewise)
+    with the start q̇: M_0 = A + J_pᵀ J_m J_p, V = C + J_pᵀ J_m J̇_p and f_0 = J_pᵀ τ_m − G_tilt.
+    J_p(q) is the one :func:`_outputs` left if q has not moved since. Returns a transmission status."""
+    q = work[_Q]
+    qd = work[_QD]
+    plat = work[_PLAT]
+    qh = work[_QH]
+    jq = work[_JQ:_JQ + 4]
+    qj = work[_QJ]
+    jp = work[_JP:_JP + 4]
+    jd = work[_JD:_JD + 4]
+    m0 = work[_M0:_M0 + 4]
+    cv = work[_CV:_CV + 4]
+    f0 = work[_F0]
+    gt = work[_GT]
+    g = work[_G]
+    if not (q[0] == qj[0] and q[1] == qj[1] and q[2] == qj[2] and q[3] == qj[3]):
+        status = transmission_jacobian(P, q, jq)
+        if status != 0:
+            return status
+        for j in range(4):
+            qj[j] = q[j]
+    for j in range(4):
+        qh[j] = q[j] + dt * qd[j]                       # q_e, then q_h below
+    status = transmission_jacobian(P, qh, jd)
     if status != 0:
         return status
     for i in range(4):
-        fm[i] *= P[ROTOR + i]                           # J_m J̇_p q̇
-    update(mbuf, dbuf, q, qd)
-    mv = model_views(mbuf)
-    mass, fv_j, fs_j, qmin, qmax = mv[2], mv[8], mv[9], mv[10], mv[11]
+        qh[i] = q[i] + 0.5 * dt * qd[i]
+        for j in range(4):
+            jd[i, j] = (jd[i, j] - jq[i, j]) / dt
+            jp[i, j] = jq[i, j] + 0.5 * dt * jd[i, j]
+    update(mbuf, dbuf, qh, qd)
+    mass = model_views(mbuf)[2]
     dv = data_views(dbuf, 4)
-    Jb, A, G, hv = dv[4], dv[7], dv[10], dv[11]
+    Jb, A, C = dv[4], dv[7], dv[9]
     ratio = par[_RATIO]
-    _base_gravity(par, state[8] / ratio, state[9] / ratio, g)
+    _base_gravity(par, (plat[0] + 0.5 * dt * plat[2]) / ratio, (plat[1] + 0.5 * dt * plat[3]) / ratio, g)
     gravity_vector(mass, Jb, g, gt)
-    joint_torque(jp, work[_TAU:_TAU + 4], rhs)          # J_pᵀ τ_m
-    reflected_inertia(P, jp, m)                         # J_pᵀ diag(J_m) J_p
-    motor_velocity(jp, qd, vm)                          # q̇_m = J_p q̇ (eq. 31)
-    for i in range(4):
-        f, d = _friction(P[VISCOUS + i], P[COULOMB + i], vm[i])
-        fm[i] += f
-        vm[i] = d                                       # vm now holds the friction slope
+    joint_torque(jp, work[_TAU], f0)                    # J_pᵀ τ_m
+    reflected_inertia(P, jp, m0)                        # J_pᵀ diag(J_m) J_p
     for a in range(4):
-        s = 0.0
-        for i in range(4):
-            s += jp[i, a] * fm[i]
-        rhs[a] -= s + hv[a] - G[a] + gt[a]              # J_pᵀ (J_m J̇_p q̇ + f_m) + C q̇ + G_tilt
+        f0[a] -= gt[a]
         for b in range(4):
-            d = 0.0
+            s = 0.0
             for i in range(4):
-                d += jp[i, a] * vm[i] * jp[i, b]
-            m[a, b] += A[a, b] + h * d
-    k, c = par[_STOP_K], par[_STOP_C]
-    for j in range(4):
-        f, d = _friction(fv_j[j], fs_j[j], qd[j])
-        rhs[j] -= f
-        m[j, j] += h * d
-        f, active = _stop(k, c, q[j], qd[j], qmin[j], qmax[j])
-        if active:
-            rhs[j] += f - h * k * qd[j]
-            m[j, j] += h * c + h * h * k
-    if spd_solve(m, rhs) != 0:
-        return NOT_SPD
-    for j in range(4):
-        qd[j] += h * rhs[j]
-        q[j] += h * qd[j]
+                s += jp[i, a] * P[ROTOR + i] * jd[i, b]
+            m0[a, b] += A[a, b]
+            cv[a, b] = C[a, b] + s                      # V q̇ = C q̇ + J_pᵀ J_m J̇_p q̇
     return 0
 
 
 @njit(cache=True)
-def _outputs(P, par, state, work, out, order):
+def _substeps(mbuf, P, par, work, torque, n, h):
+    """n semi-implicit Euler substeps h of the leg on the terms held by :func:`_hold`, and of the
+    platform motors (module docstring); returns a status."""
+    q = work[_Q]
+    qd = work[_QD]
+    plat = work[_PLAT]
+    jp = work[_JP:_JP + 4]
+    m0 = work[_M0:_M0 + 4]
+    cv = work[_CV:_CV + 4]
+    m = work[_M:_M + 4]
+    mi = work[_MI:_MI + 4]
+    f0 = work[_F0]
+    rhs = work[_RHS]
+    fm = work[_V1]
+    dm = work[_V2]
+    mv = model_views(mbuf)
+    fv_j, fs_j, qmin, qmax = mv[8], mv[9], mv[10], mv[11]
+    k, c = par[_STOP_K], par[_STOP_C]
+    for _ in range(n):
+        motor_velocity(jp, qd, fm)                      # q̇_m = J_p q̇ (eq. 31)
+        for i in range(4):
+            fm[i], dm[i] = _friction(P[VISCOUS + i], P[COULOMB + i], fm[i])
+        for a in range(4):
+            s = f0[a]
+            for i in range(4):
+                s -= jp[i, a] * fm[i]                   # J_pᵀ f_m
+            for b in range(4):
+                s -= cv[a, b] * qd[b]                   # V q̇
+            rhs[a] = s
+            for b in range(a + 1):                      # the lower triangle, all spd_inverse4 reads
+                d = 0.0
+                for i in range(4):
+                    d += jp[i, a] * dm[i] * jp[i, b]
+                m[a, b] = m0[a, b] + h * d
+        for j in range(4):
+            f, d = _friction(fv_j[j], fs_j[j], qd[j])
+            rhs[j] -= f
+            m[j, j] += h * d
+            f, active = _stop(k, c, q[j], qd[j], qmin[j], qmax[j])
+            if active:
+                rhs[j] += f - h * k * qd[j]
+                m[j, j] += h * c + h * h * k
+        if spd_inverse4(m, mi) != 0:
+            return NOT_SPD
+        for j in range(4):
+            qd[j] += h * (mi[j, 0] * rhs[0] + mi[j, 1] * rhs[1] + mi[j, 2] * rhs[2] + mi[j, 3] * rhs[3])
+            q[j] += h * qd[j]
+        for i in range(2):
+            J, b = par[_INERTIA + i], par[_FRICTION + i]
+            tau = torque[int(par[_ORDER + 4 + i])] - par[_LOAD + i]
+            plat[2 + i] = (J * plat[2 + i] + h * tau) / (J + h * b)
+            plat[i] += h * plat[2 + i]
+    return 0
+
+
+@njit(cache=True)
+def _outputs(P, par, work, out):
     """Motor positions q_m = 2π/p (l(q) − l(0)), velocities J_p q̇ (eq. 30-32), the platform motors
     and the sensors, written in bus order; returns a transmission status."""
-    jp = work[_JP:_JP + 16].reshape((4, 4))
-    g = work[_G:_G + 3]
-    qm = work[_V1:_V1 + 4]
-    vm = work[_V2:_V2 + 4]
-    q = state[0:4]
+    q = work[_Q]
+    plat = work[_PLAT]
+    jq = work[_JQ:_JQ + 4]
+    qm = work[_V1]
+    vm = work[_V2]
+    g = work[_G]
     status = joint_to_motor(P, q, qm)
     if status == 0:
-        status = transmission_jacobian(P, q, jp)
+        status = transmission_jacobian(P, q, jq)
     if status != 0:
         return status
-    motor_velocity(jp, state[4:8], vm)
+    for j in range(4):
+        work[_QJ, j] = q[j]                             # jq is J_p at this q
+    motor_velocity(jq, work[_QD], vm)
     for i in range(4):
-        out[_POS + order[i]] = qm[i]
-        out[_VEL + order[i]] = vm[i]
+        bus = int(par[_ORDER + i])
+        out[_POS + bus] = qm[i]
+        out[_VEL + bus] = vm[i]
         out[_JOINT + i] = q[i]
     ratio = par[_RATIO]
     for i in range(2):
-        out[_POS + order[4 + i]] = state[8 + i]
-        out[_VEL + order[4 + i]] = state[10 + i]
-        out[_PLATFORM + i] = state[8 + i] / ratio
+        bus = int(par[_ORDER + 4 + i])
+        out[_POS + bus] = plat[i]
+        out[_VEL + bus] = plat[2 + i]
+        out[_PLATFORM + i] = plat[i] / ratio
     _base_gravity(par, out[_PLATFORM], out[_PLATFORM + 1], g)
     for r in range(3):
         out[_IMU + r] = -g[r]
@@ -238,26 +323,26 @@ def _outputs(P, par, state, work, out, order):
 
 
 @njit(cache=True)
-def _step(mbuf, dbuf, P, par, state, work, out, order, torque, dt):
-    """Advance ``dt`` in equal substeps of at most ``par[_SUBSTEP]``; returns a status."""
-    tau_m = work[_TAU:_TAU + 4]
+def _step(const, buf, torque, dt):
+    """Advance ``dt`` in equal holds of at most HOLD, each in equal substeps of at most
+    ``par[_SUBSTEP]``; returns a status."""
+    par, P, mbuf = const[:_N_PAR], const[_N_PAR:_MODEL], const[_MODEL:]
+    work, out, dbuf = buf[:_OUT].reshape((_N_WORK, 4)), buf[_OUT:_DATA], buf[_DATA:]
     for i in range(6):
-        if not math.isfinite(torque[order[i]]):
+        if not math.isfinite(torque[int(par[_ORDER + i])]):
             return BAD_TORQUE
     for i in range(4):
-        tau_m[i] = torque[order[i]]
-    n = max(1, math.ceil(dt / par[_SUBSTEP] - 1e-9))
-    h = dt / n
-    for _ in range(n):
-        status = _leg_substep(mbuf, dbuf, P, par, state, work, h)
+        work[_TAU, i] = torque[int(par[_ORDER + i])]
+    holds = math.ceil(dt / HOLD - 1e-9)
+    span = dt / max(holds, 1)
+    n = max(1, math.ceil(span / par[_SUBSTEP] - 1e-9))
+    for _ in range(holds):
+        status = _hold(mbuf, dbuf, P, par, work, span)
+        if status == 0:
+            status = _substeps(mbuf, P, par, work, torque, n, span / n)
         if status != 0:
             return status
-        for i in range(2):
-            J, b = par[_INERTIA + i], par[_FRICTION + i]
-            tau = torque[order[4 + i]] - par[_LOAD + i]
-            state[10 + i] = (J * state[10 + i] + h * tau) / (J + h * b)
-            state[8 + i] += h * state[10 + i]
-    return _outputs(P, par, state, work, out, order)
+    return _outputs(P, par, work, out)
 
 
 def finite_pair(value, name: str, error: type[Exception] = ValueError) -> np.ndarray:
@@ -309,28 +394,30 @@ class LegPlant(Plant):
         self.robot = robot
         self.axes = tuple(axes)
         self.n_motors = len(AXES)
-        self._mbuf = model.buf
-        self._data = Data(model)                   # own workspace: the controller's Data is untouched
-        self._P = tr.params
-        self._par = np.zeros(_N_PAR)
-        self._par[_SUBSTEP] = substep
-        self._par[_INERTIA:_INERTIA + 2] = inertia
-        self._par[_FRICTION:_FRICTION + 2] = friction
-        self._par[_LOAD:_LOAD + 2] = _pair(platform_load, "platform_load")
-        self._par[[_RATIO, _STOP_K, _STOP_C]] = platform_ratio, stop_stiffness, stop_damping
-        self._par[_GRAVITY:_GRAVITY + 3] = model.gravity
-        self._order = np.array([self.axes.index(name) for name in AXES], dtype=np.int64)
+        par = np.zeros(_N_PAR)
+        par[_SUBSTEP] = substep
+        par[_INERTIA:_INERTIA + 2] = inertia
+        par[_FRICTION:_FRICTION + 2] = friction
+        par[_LOAD:_LOAD + 2] = _pair(platform_load, "platform_load")
+        par[[_RATIO, _STOP_K, _STOP_C]] = platform_ratio, stop_stiffness, stop_damping
+        par[_GRAVITY:_GRAVITY + 3] = model.gravity
+        par[_ORDER:_ORDER + 6] = [self.axes.index(name) for name in AXES]
+        self._const = np.concatenate([par, tr.params, model.buf])
+        self._const.flags.writeable = False
+        self._par, self._P = self._const[:_N_PAR], self._const[_N_PAR:_MODEL]
+        # own Data workspace (the controller's is untouched), after the work array and the outputs
+        self._buf = np.zeros(_DATA + data_size(N_LEG))
 
         q0 = np.zeros(N_LEG) if q0 is None else np.array(q0, dtype=np.float64)
         if q0.shape != (N_LEG,) or not np.all((model.qmin <= q0) & (q0 <= model.qmax)):
             raise LegPlantError(f"q0 must be {N_LEG} joint angles within the limits "
                                 f"{model.qmin.tolist()} .. {model.qmax.tolist()} rad, got {q0.tolist()}")
-        self._state0 = np.zeros(12)
-        self._state0[0:4] = q0
-        self._state0[8:10] = platform_ratio * _pair(platform0, "platform0")
-        self._state = self._state0.copy()
-        self._work = np.zeros(_N_WORK)
-        self._out = np.zeros(_N_OUT)
+        self._state0 = np.zeros((3, 4))             # rows _Q, _QD, _PLAT of the work array
+        self._state0[_Q] = q0
+        self._state0[_PLAT, :2] = platform_ratio * _pair(platform0, "platform0")
+        self._work = self._buf[:_OUT].reshape((_N_WORK, 4))
+        self._out = self._buf[_OUT:_DATA]
+        self._work[_QJ] = np.nan                     # no J_p computed yet
         self.motor_position = self._out[_POS:_POS + 6]
         self.motor_velocity = self._out[_VEL:_VEL + 6]
         self.sensors = {"joint_position": self._out[_JOINT:_JOINT + 4],
@@ -356,19 +443,18 @@ class LegPlant(Plant):
         return cls(robot, axes=names, **options)
 
     def reset(self) -> None:
-        self._state[:] = self._state0
-        self._raise(_outputs(self._P, self._par, self._state, self._work, self._out, self._order))
+        self._work[_Q:_PLAT + 1] = self._state0
+        self._raise(_outputs(self._P, self._par, self._work, self._out))
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
-        status = _step(self._mbuf, self._data.buf, self._P, self._par, self._state, self._work, self._out,
-                       self._order, motor_torque, dt)
+        status = _step(self._const, self._buf, motor_torque, dt)
         if status != 0:
             self._raise(status)
 
     def _raise(self, status: int) -> None:
         if status == 0:
             return
-        q = np.round(self._state[:4], 6).tolist()
+        q = np.round(self._work[_Q], 6).tolist()
         reason = {BAD_TORQUE: "a motor torque is not finite",
                   NOT_SPD: "the mass matrix is not positive definite (non-finite state)"}.get(
                       status, status_message(status))
