@@ -31,6 +31,14 @@ adds J_pᵀ J_m J_p to the mass matrix (the exact posture-dependent reflected in
 included) and J_pᵀ (F_v q̇_m + F_c sign q̇_m) implicitly. The coefficients written here are J_p(0);
 the plant rewrites them from J_p(q) before every step (:mod:`drivers.hil.plant_mujoco`), so no
 nominal-posture approximation remains. A motor actuator on each tendon applies J_pᵀ τ_m.
+
+Sensors of the free foot: the accelerometer ``imu`` at O0 (axes R0), and the contact sensor ``sole``
+(``SOLE_SLOTS`` slots of ``SOLE_DATA``: each sole/plate contact's force in its contact frame, point,
+normal from the plate to the foot and first tangent), which the plant turns into its load cells.
+
+Time step: one MuJoCo step per 400 µs POWERLINK cycle by default. Dampings (joints, tendons, platform
+hinges) are implicit (``implicitfast``); the contact, joint-limit and weld time constants
+(``contact_timeconst``, ``limit_timeconst``, ``BOLT_TIMECONST``) stay at or above two steps.
 """
 from __future__ import annotations
 
@@ -48,6 +56,10 @@ LEG_MOTORS = ("ankle_1", "ankle_2", "knee", "hip")
 TENDON_JOINTS = ((0, 1), (0, 1), (2,), (3,))     # joints spanned by each motor's row of J_p
 PLATFORM_JOINTS = ("platform_alpha", "platform_beta")
 FOOT, PLATFORM, IMU = "foot", "platform", "imu"
+SOLE = "sole"               # contact sensor: every sole/plate contact (force, point, frame)
+SOLE_SLOTS = mujoco.mjMAXCONPAIR    # its slots: as many as one geom pair can make contacts
+SOLE_DATA = "found force pos normal tangent"
+SOLE_SLOT = 13              # values per slot: found, force (contact frame), point, normal, first tangent
 LINK_RADIUS = 0.03          # m, collision capsules of the leg segments (they touch only after a fall)
 
 # Bench parameters the robot YAML does not hold (representative values: the thesis gives none).
@@ -186,7 +198,7 @@ def _tendon_xml(robot: Robot) -> tuple[str, str]:
 
 
 def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping | None = None, *,
-               clamped: bool = False, bolted: bool = False, timestep: float = 2.0e-4) -> str:
+               clamped: bool = False, bolted: bool = False, timestep: float = 4.0e-4) -> str:
     """MJCF (XML string) of ``robot`` with its ``foot`` (keys a, b, c, Z, Delta) standing free on the
     two-hinge platform (``bolted``: welded to the plate), or welded to the world when ``clamped``
     (then ``foot`` may be None and the robot needs no transmission). ``platform`` overrides
@@ -221,10 +233,12 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
     if not clamped:
         body = _platform_xml(p, body)
         motors += "".join(f'\n<motor name="{j}" joint="{j}" gear="{_v(p["ratio"])}"/>' for j in PLATFORM_JOINTS)
-        sensors = f'<sensor><accelerometer name="{IMU}" site="{IMU}"/></sensor>'
+        sensors = (f'<sensor><accelerometer name="{IMU}" site="{IMU}"/>'
+                   f'<contact name="{SOLE}" geom1="{PLATFORM}" geom2="{FOOT}" num="{SOLE_SLOTS}" '
+                   f'data="{SOLE_DATA}"/></sensor>')
     return (f'<mujoco model="{robot.model.name}_hil">\n'
             '<compiler angle="radian" autolimits="true"/>\n'
             f'<option timestep="{_v(timestep)}" gravity="{_v(*(WORLD_FROM_G @ g))}" '
-            'integrator="implicitfast" cone="elliptic"/>\n'
+            'integrator="implicitfast" cone="elliptic">\n<flag island="disable"/>\n</option>\n'
             f'<worldbody>\n{body}\n</worldbody>\n'
             f'{equality}<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')

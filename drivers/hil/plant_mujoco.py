@@ -6,11 +6,13 @@ the transmission's order (ankle l2', ankle l2'', knee, hip), then the platform's
 slide and lift; the leg's reaction moves the platform), and the model is the MJCF of
 :func:`drivers.hil.mjcf.build_mjcf` (see there for frames and the transmission as tendons).
 
-One step of ``dt`` = n equal MuJoCo steps of at most ``timestep``; before each, J_p(q) (thesis
-eq. 30-32) is written into the tendon coefficients, so the reflected rotor inertia J_pᵀ J_m J_p,
-the motor friction and the motor torques J_pᵀ τ_m are exact at the step's posture, and the rotor
-bias −J_pᵀ J_m J̇_p q̇ (J̇_p q̇ by the leg plant's central difference) is an applied joint force.
-Integrator ``implicitfast`` (dampings implicit), Coulomb friction by MuJoCo's frictionloss.
+One step of ``dt`` = n equal MuJoCo steps of at most ``timestep`` (default 400 µs: one MuJoCo step
+per POWERLINK cycle); before each, J_p(q) (thesis eq. 30-32) is written into the tendon coefficients
+(computed from the state the previous step or :meth:`MujocoPlant.reset` left), so the reflected
+rotor inertia J_pᵀ J_m J_p, the motor friction and the motor torques J_pᵀ τ_m are exact at the step's
+posture, and the rotor bias −J_pᵀ J_m J̇_p q̇ (J̇_p q̇ by the leg plant's central difference) is an
+applied joint force. Integrator ``implicitfast`` (dampings implicit), Coulomb friction by MuJoCo's
+frictionloss.
 
 Outputs, updated in place after every step: motor positions q_m = 2π/p (l(q) − l(0)) and
 velocities J_p q̇ (eq. 30-32), platform motors = ratio × hinge angle; ``sensors``:
@@ -21,8 +23,8 @@ velocities J_p q̇ (eq. 30-32), platform motors = ratio × hinge angle; ``sensor
   thesis world frame (x_g up) to R0, eq. 46's R_M→O0 when the foot is flat on the platform;
 - ``foot_forces`` (4, N): uniaxial load cells along x0 under the sole corners A (+a, toe b),
   B (+a, heel −c), C (−a, heel), D (−a, toe) (eq. 48-49 order) of a rigid sole plate, each
-  contact force split bilinearly among them; ``cop`` (y0, z0) in R0 (m), Σ F_i p_i / Σ F_i,
-  NaN when the sole carries less than ``MIN_LOAD``;
+  sole/plate contact force (MuJoCo's contact sensor ``sole``) split bilinearly among them;
+  ``cop`` (y0, z0) in R0 (m), Σ F_i p_i / Σ F_i, NaN when the sole carries less than ``MIN_LOAD``;
 
 and the ground truth for scenarios: ``foot_tilt`` (rad, foot x0 vs the plate normal),
 ``foot_lift`` (m, highest sole corner above the plate), ``hip_height`` (m, hip axis above M),
@@ -51,28 +53,68 @@ import numpy as np
 from numba import njit
 
 from models import Robot, TransmissionFault
-from models.transmission import ROTOR, joint_to_motor, motor_velocity, status_message, transmission_jacobian
+from models.transmission import (
+    N_PARAMS,
+    ROTOR,
+    joint_to_motor,
+    motor_velocity,
+    status_message,
+    transmission_jacobian,
+)
 
 from ..config import BusConfig, BusConfigError
 from ..plant import Plant
 from ..plant_leg import AXES, N_LEG, finite_pair, motor_bias
-from .mjcf import FOOT, IMU, LEG_MOTORS, PLATFORM, PLATFORM_JOINTS, TENDON_JOINTS, WORLD_FROM_G, build_mjcf
+from .mjcf import (
+    FOOT,
+    IMU,
+    LEG_MOTORS,
+    PLATFORM,
+    PLATFORM_JOINTS,
+    SOLE,
+    SOLE_SLOT,
+    TENDON_JOINTS,
+    WORLD_FROM_G,
+    build_mjcf,
+)
 
 TILT_LIMIT = math.radians(5.0)   # rad, foot tilt relative to the plate beyond which it has fallen
 DROP_LIMIT = 0.10                # m, hip drop since reset beyond which it has fallen
 MIN_LOAD = 1.0                   # N, sole load under which the CoP is undefined (NaN)
 
-# layout of the output array
+# Layout of the float buffer: the outputs, then the constants, then scratch.
 _POS, _VEL, _JOINT, _PLATFORM, _IMU, _QUAT, _FORCES, _COP = 0, 6, 12, 16, 18, 21, 25, 29
 _TILT, _LIFT, _HIP, _COM, _MARGIN, _FALLEN = 31, 32, 33, 34, 37, 38
 _N_OUT = 39
+_P = _N_OUT                      # transmission parameters (models.transmission layout)
+_RATIO = _P + N_PARAMS           # platform motor rad per hinge rad
+_LOAD = _RATIO + 1               # constant load on the two platform motors (N m)
+_HIP0 = _LOAD + 2                # hip height at reset (m)
+_CORNERS = _HIP0 + 1             # sole corners A, B, C, D in R0 (4 x 3)
+_JP = _CORNERS + 12              # scratch: J_p (4 x 4)
+_JP2 = _JP + 16                  # J_p at a perturbed posture (4 x 4)
+_V = _JP2 + 16                   # vectors q_t, J̇_p q̇, b, motor angles (4 x 4)
+_VM = _V + 16                    # motor velocities (4)
+_WORK = _VM + 4                  # world sole corners (4 x 3)
+_N_BUF = _WORK + 12
+# Layout of the index buffer.
+_ORDER = 0                       # bus index of each internal motor (6)
+_QADR, _DOFADR, _PLAT_QADR, _PLAT_DOFADR = 6, 7, 8, 9    # first leg / platform joint in qpos, qvel
+_FOOT_BODY, _PLATE_BODY, _HIP_BODY = 10, 11, 12
+_IMU_ADR, _SOLE_ADR, _SOLE_SLOTS = 13, 14, 15           # sensordata: accelerometer, contact sensor
+_DIVERGED = 16                   # MuJoCo warnings of a non-finite state (3)
+_WRAP = 19                       # tendon coefficient k: wrap_prm index, J_p row, J_p column (3 x 6)
+_N_WRAP = 6
+_N_IDX = _WRAP + 3 * _N_WRAP
+
 _VECTORS = {"joint_position": (_JOINT, 4), "platform": (_PLATFORM, 2), "imu_gravity": (_IMU, 3),
             "imu_orientation": (_QUAT, 4), "foot_forces": (_FORCES, 4), "cop": (_COP, 2),
             "com_world": (_COM, 3)}
 _SCALARS = {"foot_tilt": _TILT, "foot_lift": _LIFT, "hip_height": _HIP, "support_margin": _MARGIN,
             "fallen": _FALLEN}
-_DIVERGED = tuple(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
-                                    mujoco.mjtWarning.mjWARN_BADQACC))
+_DIVERGED_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+                      mujoco.mjtWarning.mjWARN_BADQACC)
+_STATUS_DIVERGED = -1            # kernel status: MuJoCo reported a non-finite state
 
 
 class MujocoPlantError(ValueError):
@@ -84,42 +126,53 @@ class SimulationError(RuntimeError):
 
 
 @njit(cache=True)
-def _prepare(P, q, qd, jp, jp2, qt, acc, scratch, widx, wrow, wcol, wrap, applied):
-    """J_p(q) into the tendon coefficients wrap[widx[k]] = J_p[wrow[k], wcol[k]], and the rotor
-    bias −J_pᵀ J_m J̇_p q̇ into the applied leg joint forces; returns a transmission status."""
-    status = transmission_jacobian(P, q, jp)
-    if status == 0:
-        status = motor_bias(P, q, qd, jp2, qt, acc, scratch)
-    if status != 0:
-        return status
-    for k in range(widx.shape[0]):
-        wrap[widx[k]] = jp[wrow[k], wcol[k]]
-    for j in range(4):
-        s = 0.0
-        for i in range(4):
-            s += jp[i, j] * P[ROTOR + i] * acc[i]
-        applied[j] = -s
+def _command(motor_torque, ctrl, buf, idx):
+    """The motor torques (bus order) into MuJoCo's controls (internal order), less the platform
+    load; returns 1, controls left unloaded, if one is not finite."""
+    bad = 0
+    for i in range(6):
+        t = motor_torque[idx[_ORDER + i]]
+        ctrl[i] = t
+        if not math.isfinite(t):
+            bad = 1
+    if bad:
+        return 1
+    ctrl[N_LEG] -= buf[_LOAD]
+    ctrl[N_LEG + 1] -= buf[_LOAD + 1]
     return 0
 
 
 @njit(cache=True)
-def _motors(P, q, qd, plat_q, plat_qd, ratio, jp, qm, vm, order, out):
-    """Motor positions and velocities in bus order, encoders, platform angles; returns a status."""
-    status = joint_to_motor(P, q, qm)
+def _transmission(qpos, qvel, wrap, applied, buf, idx, jacobian):
+    """J_p(q) (unless ``jacobian`` holds it already) into the tendon coefficients, and the rotor bias
+    −J_pᵀ J_m J̇_p q̇ into the applied leg joint forces, for the next MuJoCo step; returns a
+    transmission status."""
+    P = buf[_P:_P + N_PARAMS]
+    q = qpos[idx[_QADR]:idx[_QADR] + N_LEG]
+    qd = qvel[idx[_DOFADR]:idx[_DOFADR] + N_LEG]
+    jp = buf[_JP:_JP + 16].reshape((4, 4))
+    v = buf[_V:_V + 16].reshape((4, 4))
+    status = 0 if jacobian else transmission_jacobian(P, q, jp)
     if status == 0:
-        status = transmission_jacobian(P, q, jp)
+        status = motor_bias(P, q, qd, buf[_JP2:_JP2 + 16].reshape((4, 4)), v[0], v[1], v[2])
     if status != 0:
         return status
-    motor_velocity(jp, qd, vm)
-    for i in range(4):
-        out[_POS + order[i]] = qm[i]
-        out[_VEL + order[i]] = vm[i]
-        out[_JOINT + i] = q[i]
-    for i in range(2):
-        out[_POS + order[4 + i]] = ratio * plat_q[i]
-        out[_VEL + order[4 + i]] = ratio * plat_qd[i]
-        out[_PLATFORM + i] = plat_q[i]
+    for k in range(_N_WRAP):
+        wrap[idx[_WRAP + k]] = jp[idx[_WRAP + _N_WRAP + k], idx[_WRAP + 2 * _N_WRAP + k]]
+    acc = v[1]
+    dof = idx[_DOFADR]
+    for j in range(4):
+        s = 0.0
+        for i in range(4):
+            s += jp[i, j] * P[ROTOR + i] * acc[i]
+        applied[dof + j] = -s
     return 0
+
+
+@njit(cache=True)
+def _prepare(qpos, qvel, wrap, applied, buf, idx):
+    """J_p(q) and the rotor bias for the next MuJoCo step (:func:`_transmission`)."""
+    return _transmission(qpos, qvel, wrap, applied, buf, idx, False)
 
 
 @njit(cache=True)
@@ -145,12 +198,11 @@ def _quaternion(R, out):
 
 
 @njit(cache=True)
-def _sensors(foot_pos, foot_mat, plat_mat, hip_pos, com, geom, cpos, frame, efc_adr, efc_force,
-             foot_geom, plat_geom, corners, hip0, work, out):
+def _sensors(foot_pos, R, n, hip_pos, com, sole, corners, hip0, work, out):
     """Foot sensors and ground truth (module docstring) into ``out``; MuJoCo world axes in, thesis
-    world axes out (x_g = z, y_g = x, z_g = y). corners: the sole corners A, B, C, D in R0; work: 4×3."""
-    R = foot_mat.reshape((3, 3))
-    n = plat_mat.reshape((3, 3))[:, 2]                    # plate normal
+    world axes out (x_g = z, y_g = x, z_g = y). R: the foot's rotation, n: the plate normal, sole: the
+    contact sensor (slots of found, force in the contact frame, point, normal from the plate to the
+    foot, first tangent); corners: the sole corners A, B, C, D in R0; work: 4×3."""
     g_from_world = (2, 0, 1)
     Rg = work[0:3, 0:3]
     for r in range(3):
@@ -181,20 +233,19 @@ def _sensors(foot_pos, foot_mat, plat_mat, hip_pos, com, geom, cpos, frame, efc_
     a, b, c = corners[0, 1], corners[0, 2], -corners[1, 2]
     f = out[_FORCES:_FORCES + 4]
     f[:] = 0.0
-    for k in range(geom.shape[0]):
-        g1, g2 = geom[k, 0], geom[k, 1]
-        if not ((g1 == foot_geom and g2 == plat_geom) or (g1 == plat_geom and g2 == foot_geom)):
-            continue
-        sign = 1.0 if g2 == foot_geom else -1.0           # the normal points from geom 1 to geom 2
+    for k in range(min(int(sole[0]), sole.shape[0] // SOLE_SLOT)):
+        s = sole[k * SOLE_SLOT:(k + 1) * SOLE_SLOT]
+        force, pos, normal, tangent = s[1:4], s[4:7], s[7:10], s[10:13]
+        bitangent = (normal[1] * tangent[2] - normal[2] * tangent[1], normal[2] * tangent[0] - normal[0] * tangent[2],
+                     normal[0] * tangent[1] - normal[1] * tangent[0])
         load = 0.0
         for r in range(3):
-            fr = (efc_force[efc_adr[k]] * frame[k, r] + efc_force[efc_adr[k] + 1] * frame[k, 3 + r]
-                  + efc_force[efc_adr[k] + 2] * frame[k, 6 + r])
-            load += sign * fr * R[r, 0]                   # along x0: the uniaxial sensors' axis
+            fr = force[0] * normal[r] + force[1] * tangent[r] + force[2] * bitangent[r]
+            load += fr * R[r, 0]                          # along x0: the uniaxial sensors' axis
         y = z = 0.0
         for r in range(3):
-            y += R[r, 1] * (cpos[k, r] - foot_pos[r])
-            z += R[r, 2] * (cpos[k, r] - foot_pos[r])
+            y += R[r, 1] * (pos[r] - foot_pos[r])
+            z += R[r, 2] * (pos[r] - foot_pos[r])
         wy = (min(a, max(-a, y)) + a) / (2.0 * a)
         wz = (min(b, max(-c, z)) + c) / (b + c)
         f[0] += load * wy * wz
@@ -209,6 +260,48 @@ def _sensors(foot_pos, foot_mat, plat_mat, hip_pos, com, geom, cpos, frame, efc_
         out[_COP] = out[_COP + 1] = math.nan
     if out[_TILT] > TILT_LIMIT or hip0 - out[_HIP] > DROP_LIMIT:
         out[_FALLEN] = 1.0
+
+
+@njit(cache=True)
+def _observe(qpos, qvel, xpos, xmat, subtree_com, sensordata, warning, wrap, applied, buf, idx):
+    """After a MuJoCo step: the divergence check, the motors (bus order), encoders, IMU, foot sensors
+    and ground truth into the outputs, and J_p and the rotor bias for the next step. Returns a
+    transmission status, or _STATUS_DIVERGED."""
+    for k in range(3):
+        if warning[idx[_DIVERGED + k]] != 0:
+            return _STATUS_DIVERGED
+    P = buf[_P:_P + N_PARAMS]
+    q = qpos[idx[_QADR]:idx[_QADR] + N_LEG]
+    qd = qvel[idx[_DOFADR]:idx[_DOFADR] + N_LEG]
+    jp = buf[_JP:_JP + 16].reshape((4, 4))
+    qm = buf[_V + 12:_V + 16]
+    vm = buf[_VM:_VM + 4]
+    status = joint_to_motor(P, q, qm)
+    if status == 0:
+        status = transmission_jacobian(P, q, jp)
+    if status != 0:
+        return status
+    motor_velocity(jp, qd, vm)
+    out = buf[:_N_OUT]
+    for i in range(4):
+        out[_POS + idx[_ORDER + i]] = qm[i]
+        out[_VEL + idx[_ORDER + i]] = vm[i]
+        out[_JOINT + i] = q[i]
+    ratio = buf[_RATIO]
+    for i in range(2):
+        x, v = qpos[idx[_PLAT_QADR] + i], qvel[idx[_PLAT_DOFADR] + i]
+        out[_POS + idx[_ORDER + 4 + i]] = ratio * x
+        out[_VEL + idx[_ORDER + 4 + i]] = ratio * v
+        out[_PLATFORM + i] = x
+    for r in range(3):
+        out[_IMU + r] = sensordata[idx[_IMU_ADR] + r]
+    foot, plate = idx[_FOOT_BODY], idx[_PLATE_BODY]
+    R = xmat[foot].reshape((3, 3))
+    n = xmat[plate].reshape((3, 3))[:, 2]                 # plate normal
+    _sensors(xpos[foot], R, n, xpos[idx[_HIP_BODY]], subtree_com[foot],
+             sensordata[idx[_SOLE_ADR]:idx[_SOLE_ADR] + idx[_SOLE_SLOTS] * SOLE_SLOT],
+             buf[_CORNERS:_CORNERS + 12].reshape((4, 3)), buf[_HIP0], buf[_WORK:_WORK + 12].reshape((4, 3)), out)
+    return _transmission(qpos, qvel, wrap, applied, buf, idx, True)
 
 
 def tilt_rotation(alpha: float, beta: float) -> np.ndarray:
@@ -227,13 +320,14 @@ class MujocoPlant(Plant):
     ``platform`` overrides :data:`drivers.hil.mjcf.PLATFORM_DEFAULTS` (its ``ratio`` is the motor rad
     per platform rad), ``q0`` / ``platform0`` the initial joint / platform angles (rad; the foot starts
     flat on the plate), ``platform_load`` a constant load on the platform motors (N·m), ``timestep``
-    the longest MuJoCo step (s), ``axes`` the six motor names of ``AXES`` in bus order, ``bolt_foot``
+    the longest MuJoCo step (s; contact and weld time constants must stay >= 2 steps, see
+    :mod:`drivers.hil.mjcf`), ``axes`` the six motor names of ``AXES`` in bus order, ``bolt_foot``
     welds the foot to the plate.
     """
 
     def __init__(self, robot: Robot, platform: Mapping | None = None, q0: Sequence[float] | None = None, *,
                  platform0: Sequence[float] = (0.0, 0.0), platform_load: float | Sequence[float] = 0.0,
-                 timestep: float = 2.0e-4, axes: Sequence[str] = AXES, bolt_foot: bool = False) -> None:
+                 timestep: float = 4.0e-4, axes: Sequence[str] = AXES, bolt_foot: bool = False) -> None:
         foot = robot.description.foot
         if robot.transmission is None or robot.n != N_LEG or foot is None:
             raise MujocoPlantError(f"the MuJoCo plant needs a {N_LEG}-joint robot with foot: and transmission: "
@@ -254,53 +348,58 @@ class MujocoPlant(Plant):
         self.mj_model = m = mujoco.MjModel.from_xml_string(self.mjcf)
         self.mj_data = d = mujoco.MjData(m)
         self.ratio = m.actuator_gear[m.actuator(PLATFORM_JOINTS[0]).id, 0]
-        self.timestep = timestep
+        self._timestep = timestep
         self._q0 = q0
         self._platform0 = _pair(platform0, "platform0")
         self._load = _pair(platform_load, "platform_load")
-        self._order = np.array([self.axes.index(name) for name in AXES], dtype=np.int64)
         self._P = robot.transmission.params
-
-        def qpos(joint: str, size: int) -> np.ndarray:
-            return d.qpos[m.jnt_qposadr[m.joint(joint).id]:][:size]
-
-        def qvel(joint: str, size: int) -> np.ndarray:
-            return d.qvel[m.jnt_dofadr[m.joint(joint).id]:][:size]
-
         first = model.joint_names[0]
-        self._q, self._qd = qpos(first, N_LEG), qvel(first, N_LEG)
-        self._plat_q, self._plat_qd = qpos(PLATFORM_JOINTS[0], 2), qvel(PLATFORM_JOINTS[0], 2)
-        self._foot_q = qpos(FOOT, 7)
-        self._applied = d.qfrc_applied[m.jnt_dofadr[m.joint(first).id]:][:N_LEG]
+        foot_body, self._hip_body = m.body(FOOT).id, m.body(model.joint_names[-1]).id
+        a, b, c, delta = foot["a"], foot["b"], foot["c"], foot["Delta"]
+        self._sole_origin = np.array([delta, 0.0, -foot["Z"]])
+
+        # Everything the kernels read or write, bound once: MuJoCo's arrays are views that stay valid.
+        self._buf = buf = np.zeros(_N_BUF)
+        buf[_P:_P + N_PARAMS] = self._P
+        buf[_RATIO] = self.ratio
+        buf[_LOAD:_LOAD + 2] = self._load
+        buf[_CORNERS:_CORNERS + 12] = np.array([[-delta, a, b], [-delta, a, -c], [-delta, -a, -c],
+                                                [-delta, -a, b]]).ravel()
+        idx = self._idx = np.zeros(_N_IDX, dtype=np.int64)
+        idx[_ORDER:_ORDER + 6] = [self.axes.index(name) for name in AXES]
+        idx[_QADR], idx[_DOFADR] = m.jnt_qposadr[m.joint(first).id], m.jnt_dofadr[m.joint(first).id]
+        plat = m.joint(PLATFORM_JOINTS[0]).id
+        idx[_PLAT_QADR], idx[_PLAT_DOFADR] = m.jnt_qposadr[plat], m.jnt_dofadr[plat]
+        idx[_FOOT_BODY], idx[_PLATE_BODY], idx[_HIP_BODY] = foot_body, m.body(PLATFORM).id, self._hip_body
+        sole = m.sensor(SOLE)
+        idx[_IMU_ADR], idx[_SOLE_ADR] = m.sensor(IMU).adr[0], sole.adr[0]
+        idx[_SOLE_SLOTS] = sole.dim[0] // SOLE_SLOT
+        idx[_DIVERGED:_DIVERGED + 3] = [int(w) for w in _DIVERGED_WARNINGS]
         rows = [(m.tendon_adr[m.tendon(LEG_MOTORS[i]).id] + k, i, j)
                 for i, joints in enumerate(TENDON_JOINTS) for k, j in enumerate(joints)]
-        self._widx, self._wrow, self._wcol = (np.array(col, dtype=np.int64) for col in zip(*rows))
-        foot_body, self._hip_body = m.body(FOOT).id, m.body(model.joint_names[-1]).id
+        idx[_WRAP:_N_IDX] = np.array(rows, dtype=np.int64).T.ravel()
+        self._q = d.qpos[idx[_QADR]:][:N_LEG]
+        self._plat_q = d.qpos[idx[_PLAT_QADR]:][:2]
+        self._foot_q = d.qpos[m.jnt_qposadr[m.joint(FOOT).id]:][:7]
+        self._ctrl = d.ctrl
+        self._prepare_args = (d.qpos, d.qvel, m.wrap_prm, d.qfrc_applied, buf, idx)
+        self._observe_args = (d.qpos, d.qvel, d.xpos, d.xmat, d.subtree_com, d.sensordata, d.warning.number,
+                              m.wrap_prm, d.qfrc_applied, buf, idx)
+        self._mj_step = mujoco.mj_step
+        self._dt = math.nan                              # the last step's dt, its substeps and their length
+        self._substeps = 1
+        self._h = timestep
         self._push_bodies = {"hip", model.joint_names[-1]}
         self._push = d.xfrc_applied[self._hip_body, :3]
         self._push_left = 0.0
         self._pushing = False
-        self._poses = (d.xpos[foot_body], d.xmat[foot_body], d.xmat[m.body(PLATFORM).id],
-                       d.xpos[self._hip_body], d.subtree_com[foot_body])
-        self._warnings = d.warning.number
-        self._foot_geom, self._plat_geom = m.geom(FOOT).id, m.geom(PLATFORM).id
-        imu = m.sensor(IMU)
-        self._imu = d.sensordata[imu.adr[0]:][:3]
-        a, b, c, delta = foot["a"], foot["b"], foot["c"], foot["Delta"]
-        self._corners = np.array([[-delta, a, b], [-delta, a, -c], [-delta, -a, -c], [-delta, -a, b]])
-        self._sole_origin = np.array([delta, 0.0, -foot["Z"]])
-        self._jp = np.zeros((4, 4))
-        self._jp2 = np.zeros((4, 4))
-        self._v = np.zeros((4, 4))                       # scratch vectors: q_t, J̇_p q̇, b; motor angles
-        self._vm = np.zeros(4)
-        self._work = np.zeros((4, 3))
-        self._out = np.zeros(_N_OUT)
-        self.motor_position = self._out[_POS:_POS + 6]
-        self.motor_velocity = self._out[_VEL:_VEL + 6]
-        self.sensors = {name: self._out[i:i + size] for name, (i, size) in _VECTORS.items()}
-        self.sensors.update({name: self._out[i:i + 1].reshape(()) for name, i in _SCALARS.items()})
+
+        out = buf[:_N_OUT]
+        self.motor_position = out[_POS:_POS + 6]
+        self.motor_velocity = out[_VEL:_VEL + 6]
+        self.sensors = {name: out[i:i + size] for name, (i, size) in _VECTORS.items()}
+        self.sensors.update({name: out[i:i + 1].reshape(()) for name, i in _SCALARS.items()})
         self.time = 0.0
-        self._hip0 = 0.0
         self.reset()
 
     @classmethod
@@ -335,37 +434,54 @@ class MujocoPlant(Plant):
         self._q[:] = self._q0
         self._push_left = 0.0
         self._pushing = False
-        self._out[_FALLEN] = 0.0
+        self._buf[_FALLEN] = 0.0
         self.time = 0.0
-        self._raise(self._prepare())
+        self._check(_prepare(*self._prepare_args))
         mujoco.mj_forward(m, d)
-        self._hip0 = d.xpos[self._hip_body, 2]
-        self._update()
+        self._buf[_HIP0] = d.xpos[self._hip_body, 2]
+        self._check(_observe(*self._observe_args))
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
+        if dt != self._dt:
+            self._set_step(dt)
+        if _command(motor_torque, self._ctrl, self._buf, self._idx):
+            raise TransmissionFault(f"MuJoCo plant: a motor torque is not finite: {self._ctrl.tolist()} N m")
         m, d = self.mj_model, self.mj_data
-        ctrl = d.ctrl
-        np.take(motor_torque, self._order, out=ctrl)
-        if not np.all(np.isfinite(ctrl)):
-            raise TransmissionFault(f"MuJoCo plant: a motor torque is not finite: {ctrl.tolist()} N m")
-        ctrl[N_LEG:] -= self._load
-        n = max(1, math.ceil(dt / self.timestep - 1e-9))
-        h = m.opt.timestep = dt / n
-        for _ in range(n):
+        for k in range(self._substeps):
             if self._pushing:
-                if self._push_left > 0.5 * h:
-                    self._push_left -= h
-                else:
-                    self._pushing = False
-                    self._push[:] = 0.0
-            self._raise(self._prepare())
-            mujoco.mj_step(m, d)
-        w = self._warnings
-        if w[_DIVERGED[0]] or w[_DIVERGED[1]] or w[_DIVERGED[2]]:
-            raise SimulationError(f"MuJoCo plant diverged at t = {self.time:.4f} s (non-finite state); "
-                                  f"q = {np.round(self._q, 6).tolist()} rad")
+                self._count_push()
+            if k:                                       # J_p and the rotor bias at the substep's posture
+                self._check(_prepare(*self._prepare_args))
+            self._mj_step(m, d)
+        status = _observe(*self._observe_args)
+        if status:
+            self._check(status)
         self.time += dt
-        self._update()
+
+    @property
+    def timestep(self) -> float:
+        """The longest MuJoCo step (s)."""
+        return self._timestep
+
+    @timestep.setter
+    def timestep(self, value: float) -> None:
+        self._timestep = value
+        self._dt = math.nan
+
+    def _set_step(self, dt: float) -> None:
+        """n equal MuJoCo steps of at most ``timestep`` per step of ``dt``."""
+        n = max(1, math.ceil(dt / self.timestep - 1e-9))
+        self._h = self.mj_model.opt.timestep = dt / n
+        self._dt, self._substeps = dt, n
+
+    def _count_push(self) -> None:
+        """Before a MuJoCo step: the push lasts while more than half a step of it is left."""
+        h = self._h
+        if self._push_left > 0.5 * h:
+            self._push_left -= h
+        else:
+            self._pushing = False
+            self._push[:] = 0.0
 
     def control(self, request: Mapping) -> dict:
         """Plant-specific control ops (the HIL's UDP control channel): ``push`` (module docstring);
@@ -390,21 +506,10 @@ class MujocoPlant(Plant):
         self._pushing = True
         return {"ok": True}
 
-    def _prepare(self) -> int:
-        v = self._v
-        return _prepare(self._P, self._q, self._qd, self._jp, self._jp2, v[0], v[1], v[2], self._widx,
-                        self._wrow, self._wcol, self.mj_model.wrap_prm, self._applied)
-
-    def _update(self) -> None:
-        d = self.mj_data
-        self._raise(_motors(self._P, self._q, self._qd, self._plat_q, self._plat_qd, self.ratio, self._jp,
-                            self._v[3], self._vm, self._order, self._out))
-        self._out[_IMU:_IMU + 3] = self._imu
-        con = d.contact
-        _sensors(*self._poses, con.geom, con.pos, con.frame, con.efc_address, d.efc_force, self._foot_geom,
-                 self._plat_geom, self._corners, self._hip0, self._work, self._out)
-
-    def _raise(self, status: int) -> None:
+    def _check(self, status: int) -> None:
+        if status == _STATUS_DIVERGED:
+            raise SimulationError(f"MuJoCo plant diverged at t = {self.time:.4f} s (non-finite state); "
+                                  f"q = {np.round(self._q, 6).tolist()} rad")
         if status != 0:
             q = np.round(self._q, 6).tolist()
             raise TransmissionFault(f"MuJoCo plant: {status_message(status)} at q = {q} rad")

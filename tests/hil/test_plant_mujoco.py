@@ -9,7 +9,13 @@ import pytest
 import yaml
 
 from drivers.config import parse_bus_config
-from drivers.hil.plant_mujoco import MujocoPlant, MujocoPlantError, tilt_rotation
+from drivers.hil.plant_mujoco import (
+    MujocoPlant,
+    MujocoPlantError,
+    SimulationError,
+    tilt_rotation,
+)
+from models import TransmissionFault
 from stabilizer.ground import tilt_from_up
 
 from .conftest import BUS_CYCLE, ROOT, holder, run
@@ -170,3 +176,81 @@ def test_push_on_the_hip_for_its_duration_in_thesis_axes(robot):
                              ({"op": "push", "force": [0, 0, 1], "duration": -1}, "duration must be"),
                              ({"op": "push", "force": [0, 0, 1]}, "needs force")):
         assert message in pushed.control(request)["error"]
+
+
+def _corner_forces_from_contacts(plant, foot) -> np.ndarray:
+    """The four load cells from MuJoCo's raw contact list (module docstring of the plant): each
+    sole/plate contact force along x0, split bilinearly among the corners A, B, C, D."""
+    m, d = plant.mj_model, plant.mj_data
+    body, sole, plate = m.body("foot").id, m.geom("foot").id, m.geom("platform").id
+    R, origin = d.xmat[body].reshape(3, 3), d.xpos[body]
+    a, b, c = foot["a"], foot["b"], foot["c"]
+    f = np.zeros(4)
+    for k in range(d.ncon):
+        con = d.contact[k]
+        if {int(con.geom[0]), int(con.geom[1])} != {sole, plate}:
+            continue
+        local = np.zeros(6)
+        mujoco.mj_contactForce(m, d, k, local)
+        on_foot = con.frame.reshape(3, 3).T @ local[:3] * (1.0 if con.geom[1] == sole else -1.0)
+        load = on_foot @ R[:, 0]
+        y, z = R[:, 1:].T @ (con.pos - origin)
+        wy = (np.clip(y, -a, a) + a) / (2 * a)
+        wz = (np.clip(z, -c, b) + c) / (b + c)
+        f += load * np.array([wy * wz, wy * (1 - wz), (1 - wy) * (1 - wz), (1 - wy) * wz])
+    return f
+
+
+def test_foot_forces_are_the_sole_contacts(robot):
+    """The corner load cells (computed from MuJoCo's contact sensor) equal the same split of the raw
+    contact list, standing on a tilted plate and while the foot rocks after a push."""
+    foot = robot.description.foot
+    tilt = np.radians([10.0, 20.0])
+    q0 = np.array([-tilt[0], -tilt[1], -0.04, 0.0])
+    tilted = MujocoPlant(robot, q0=q0, platform0=tilt)
+    run(tilted, 0.2, holder(robot, q0, tilt))
+    pushed = MujocoPlant(robot, q0=Q_STAND)
+    pushed.control({"op": "push", "body": "hip", "force": [0.0, 60.0, 0.0], "duration": 0.05})
+    hold = holder(robot, Q_STAND, kp=2.0, kd=0.05, gravity=True)
+    checked = 0
+    for plant, torque in ((tilted, holder(robot, q0, tilt)), (pushed, hold)):
+        for _ in range(100):
+            run(plant, BUS_CYCLE, torque)
+            np.testing.assert_allclose(plant.sensors["foot_forces"], _corner_forces_from_contacts(plant, foot),
+                                       rtol=1e-12, atol=1e-9)
+            checked += plant.mj_data.ncon > 0
+    assert checked > 150
+    assert tilted.sensors["foot_forces"].sum() > 0.9 * _weight(tilted) * math.cos(tilt[1])
+
+
+def test_non_finite_torque_and_divergence_are_faults(robot):
+    """A non-finite motor torque is a TransmissionFault (nothing is stepped); a non-finite state, which
+    MuJoCo would silently reset, is a SimulationError; reset() recovers."""
+    plant = MujocoPlant(robot, q0=Q_STAND)
+    tau = np.zeros(6)
+    tau[2] = math.nan
+    with pytest.raises(TransmissionFault, match="a motor torque is not finite"):
+        plant.step(BUS_CYCLE, tau)
+    assert plant.time == 0.0 and plant.mj_data.time == 0.0
+    plant.mj_data.qvel[-1] = math.inf
+    with pytest.raises(SimulationError, match="diverged"):
+        plant.step(BUS_CYCLE, np.zeros(6))
+    plant.reset()
+    run(plant, 0.01, holder(robot, Q_STAND, kp=2.0, kd=0.05, gravity=True))
+    assert plant.sensors["fallen"] == 0.0 and plant.time == pytest.approx(0.01)
+
+
+def test_timestep_splits_a_bus_cycle_into_equal_mujoco_steps(robot):
+    """timestep is the longest MuJoCo step: 400 µs by default (one per bus cycle), 200 µs gives two per
+    cycle (J_p rewritten before each); the standing leg is the same either way."""
+    hold = holder(robot, Q_STAND, kp=2.0, kd=0.05, gravity=True)
+    one, two = MujocoPlant(robot, q0=Q_STAND), MujocoPlant(robot, q0=Q_STAND, timestep=BUS_CYCLE / 2)
+    for plant in (one, two):
+        run(plant, 0.2, hold)
+    assert one.mj_model.opt.timestep == BUS_CYCLE and two.mj_model.opt.timestep == BUS_CYCLE / 2
+    assert one.mj_data.time == pytest.approx(0.2) and two.mj_data.time == pytest.approx(0.2)
+    np.testing.assert_allclose(one.sensors["joint_position"], two.sensors["joint_position"], atol=1e-5)
+    np.testing.assert_allclose(one.sensors["foot_forces"], two.sensors["foot_forces"], atol=0.05)
+    one.timestep = BUS_CYCLE / 4
+    run(one, BUS_CYCLE, hold)
+    assert one.mj_model.opt.timestep == BUS_CYCLE / 4
