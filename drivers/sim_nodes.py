@@ -7,6 +7,8 @@ calls it in-process; the ``udp`` backend's server calls it in another process.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from .config import BusConfig
 from .drive import Drive, DriveBank
 from .faults import FaultInjector
@@ -19,22 +21,43 @@ from .powerlink.nmt import NmtCommand
 _PREQ, _SOC, _SOA, _ASND = (int(t) for t in (MessageType.PREQ, MessageType.SOC, MessageType.SOA, MessageType.ASND))
 
 
-def transfer_each(link, soc, preqs) -> list[memoryview | None]:
-    """``Link.isochronous`` by ``link.transfer``: the SoC, then each PReq in turn; fills
-    ``link.reply_delays`` in place."""
-    transfer = link.transfer
-    transfer(soc)
-    replies = []
-    delays = link.reply_delays
-    delays.clear()
-    for preq in preqs:
-        replies.append(transfer(preq))
-        delays.append(link.reply_delay_s)
-    return replies
+class ImmediateLink(ABC):
+    """The queueing half of the MN's link on top of ``transfer``: every frame is delivered at once;
+    the PRes of queued PReqs are kept (copied: a CN reuses its PRes buffer every cycle) until
+    :meth:`collect`."""
+
+    reply_delay_s: float
+
+    def __init__(self) -> None:
+        self.reply_delays: list[float] = []
+        self._replies: list[bytes | None] = []
+        self._delays: list[float] = []
+
+    @abstractmethod
+    def transfer(self, frame) -> memoryview | None:
+        """Deliver one MN frame; its answer or None."""
+
+    def queue_isochronous(self, soc, preqs) -> None:
+        transfer = self.transfer
+        transfer(soc)
+        replies, delays = self._replies, self._delays
+        for preq in preqs:
+            reply = transfer(preq)
+            replies.append(None if reply is None else bytes(reply))
+            delays.append(self.reply_delay_s)
+
+    def collect(self) -> list[bytes | None]:
+        replies, self.reply_delays = self._replies, self._delays
+        self._replies, self._delays = [], []
+        return replies
+
+    def flush(self) -> None:
+        """Nothing is held back in-process."""
 
 
-class SimulatedNodes:
+class SimulatedNodes(ImmediateLink):
     def __init__(self, config: BusConfig, plant: Plant | None = None) -> None:
+        super().__init__()
         self.config = config
         self.plant = plant if plant is not None else InertiaPlant.from_config(config)
         self.bank = DriveBank(config, self.plant)
@@ -43,7 +66,6 @@ class SimulatedNodes:
         self._node_list = list(self.nodes.values())
         self.faults = FaultInjector(self)
         self.reply_delay_s = 0.0
-        self.reply_delays: list[float] = []
         self.rx_errors = 0
         self.phase = 0
         self._cycle_us = config.cycle_us
@@ -77,13 +99,6 @@ class SimulatedNodes:
         except FrameError:
             self.rx_errors += 1
         return None
-
-    def isochronous(self, soc, preqs) -> list[memoryview | None]:
-        """Deliver a SoC then each PReq; the PRes (or None) per PReq, delays in ``reply_delays``."""
-        return transfer_each(self, soc, preqs)
-
-    def flush(self) -> None:
-        """Nothing is held back in-process (Link protocol)."""
 
     def reset(self) -> None:
         """Reset every node (NMT ResetNode), as when a new MN session starts."""

@@ -9,16 +9,16 @@ from __future__ import annotations
 from ..config import BusConfig
 from ..plant import Plant
 from ..powerlink.bus import PowerlinkBus
-from ..sim_nodes import SimulatedNodes, transfer_each
+from ..sim_nodes import ImmediateLink, SimulatedNodes
 
 
-class RecordingLink:
+class RecordingLink(ImmediateLink):
     """A link to :class:`SimulatedNodes` that keeps a copy of every frame on the wire."""
 
     def __init__(self, network: SimulatedNodes) -> None:
+        super().__init__()
         self.network = network
         self.reply_delay_s = 0.0
-        self.reply_delays: list[float] = []
         self.frames: list[bytes] = []
 
     def transfer(self, frame: memoryview) -> memoryview | None:
@@ -29,12 +29,6 @@ class RecordingLink:
         if reply is not None:
             self.frames.append(bytes(reply))
         return reply
-
-    def isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> list[memoryview | None]:
-        return transfer_each(self, soc, preqs)
-
-    def flush(self) -> None:
-        """Nothing is held back in-process."""
 
     def close(self) -> None:
         self.network.reset()

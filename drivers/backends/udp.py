@@ -4,11 +4,12 @@ The MN side (:func:`open_udp`) sends the frames to the server (:func:`serve_udp`
 process: the hardware-in-the-loop side), which plays the controlled nodes, their drives and the
 plant through :class:`~drivers.sim_nodes.SimulatedNodes`, frame by frame in the order sent.
 
-Frames that nothing answers (SoC, an uninviting SoA, the MN's ASnd) are held back and travel with
-the next frames that need an answer: one POWERLINK cycle is one datagram each way (the last
-cycle's SoA, the SoC and every PReq out; every PRes back), and :meth:`UdpLink.flush` sends the
-last SoA of a control period at once, so the server's drives and plant step while the controller
-computes. The result is the same frames, in the same order, as the ``sim`` backend.
+The link holds frames back until the managing node collects answers
+(:meth:`~drivers.powerlink.managing_node.ManagingNode.period`): in steady state a whole control
+period (five cycles of SoC, PReqs and SoA) is one datagram out and its PRes one datagram back;
+otherwise one cycle's SoC and PReqs, or an inviting SoA, is. :meth:`UdpLink.flush` sends the
+period's last SoA at once, so the server's drives and plant step while the controller computes.
+The result is the same frames, in the same order, as the ``sim`` backend.
 
 Datagram = 12-byte transport header + payload::
 
@@ -161,24 +162,30 @@ class UdpLink:
         self._tx = bytearray(_DATAGRAM)
         self._tx_view = memoryview(self._tx)
         self._fill = HEADER.size
+        self._wanted = 0                         # answers the queued frames want
         self._rx = bytearray(_DATAGRAM)
         self._rx_view = memoryview(self._rx)
 
     def transfer(self, frame: memoryview) -> memoryview | None:
+        """Hold back a frame nothing answers; send an answered one (a SoA inviting a CN) with what is
+        held back, and return its answer."""
         if not answered(frame):
             self._queue(frame, 0)
             return None
         self._queue(frame, 1)
-        reply = self._exchange(1)[0]
-        self.reply_delay_s = self.reply_delays[0]
+        reply = self.collect()[-1]
+        self.reply_delay_s = self.reply_delays[-1]
         return reply
 
-    def isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> list[memoryview | None]:
-        """One datagram out (held-back frames, the SoC, every PReq), one back (every PRes)."""
+    def queue_isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> None:
         self._queue(soc, 0)
         for preq in preqs:
             self._queue(preq, 1)
-        return self._exchange(len(preqs))
+
+    def collect(self) -> list[memoryview | None]:
+        """One datagram out (everything queued), one back (an answer per PReq or inviting SoA)."""
+        n, self._wanted = self._wanted, 0
+        return self._exchange(n)
 
     def flush(self) -> None:
         """Send the held-back frames now; nothing answers them."""
@@ -212,6 +219,7 @@ class UdpLink:
         at += ENTRY.size
         self._tx_view[at:at + n] = frame
         self._fill = at + n
+        self._wanted += answer
 
     def _exchange(self, n: int) -> list[memoryview | None]:
         """Send the queue and read the ``n`` answers it wants (None: lost); delays in ``reply_delays``.
@@ -371,7 +379,7 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
             if magic != MAGIC:
                 continue
             if kind == FRAMES:
-                out = _serve_frames(network, rx, rx_view, size, tx, tx_view)
+                out = _serve_frames(network, flush, rx, rx_view, size, tx, tx_view)
                 if out:
                     HEADER.pack_into(tx, 0, MAGIC, ANSWERS, seq, 0)
                     sock.sendto(tx_view[:out], peer)
@@ -388,10 +396,11 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
         sock.close()
 
 
-def _serve_frames(network: SimulatedNodes, rx: bytearray, rx_view: memoryview, size: int, tx: bytearray,
-                  tx_view: memoryview) -> int:
+def _serve_frames(network: SimulatedNodes, flush, rx: bytearray, rx_view: memoryview, size: int,
+                  tx: bytearray, tx_view: memoryview) -> int:
     """Deliver the frames of a FRAMES datagram in order and write the answers wanted into ``tx``
-    after the header; their end, or 0 when none was wanted. A truncated entry ends the datagram."""
+    after the header; their end, or 0 when none was wanted. A truncated entry ends the datagram.
+    ``flush`` runs the pending plant step before a SoA: its drive step reads the plant."""
     at = HEADER.size
     out = HEADER.size
     wanted = False
@@ -402,8 +411,11 @@ def _serve_frames(network: SimulatedNodes, rx: bytearray, rx_view: memoryview, s
         if at + n > size:
             network.rx_errors += 1
             break
-        reply = transfer(rx_view[at:at + n])
+        frame = rx_view[at:at + n]
         at += n
+        if n > 14 and frame[14] == _SOA:
+            flush()
+        reply = transfer(frame)
         if answer:
             wanted = True
             m = 0 if reply is None else len(reply)

@@ -61,9 +61,7 @@ class PowerlinkBus(Bus):
         self._check_open()
         if self.mn.state != _OPERATIONAL:
             raise BusStateError("the POWERLINK network is not Operational: call boot() before exchange()")
-        cycle = self.mn.cycle
-        for _ in range(self._ratio):
-            cycle()
+        self.mn.period(self._ratio)
         self.link.flush()               # the last SoA goes out now: the CNs step while the controller computes
         self.control_cycle += 1
 

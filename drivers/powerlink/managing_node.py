@@ -1,7 +1,13 @@
 """The POWERLINK managing node (EPSG DS 301 §4.2 cycle, §7.4 MN boot-up, §4.7 error handling).
 
 One :meth:`ManagingNode.cycle` is one POWERLINK cycle: SoC, then PReq/PRes per polled CN
-(isochronous phase), then SoA and at most one ASnd (asynchronous phase).
+(isochronous phase), then SoA and at most one ASnd (asynchronous phase). :meth:`ManagingNode.period`
+runs the cycles of one control period; in steady state (Operational, nothing to send, invite or
+identify) it hands the link every cycle's frames before reading the PRes, which lets the UDP link
+carry the whole period in one datagram. The CNs see the same frames in the same order either way;
+an error found in those PRes (a threshold trip, a CN leaving Operational) is acted on after the
+period's last cycle instead of at the next one, i.e. at most ``cycles_per_control - 1`` cycles
+later, still before the controller's next read.
 
 Boot: PreOp1 (SoA/ASnd only: IdentRequest to every configured CN) -> PreOp2 (SoC + PReq with
 RD=0; the CNs follow on the first SoC; NMTEnableReadyToOperate to each) -> ReadyToOperate
@@ -46,10 +52,11 @@ class Link(Protocol):
 
     :meth:`transfer` sends one frame; a SoA returns the invited node's ASnd (or None), other
     frames return None, with ``reply_delay_s`` the simulated delay of the answer.
-    :meth:`isochronous` sends a SoC then each PReq and returns one entry per PReq, its PRes or
-    None, with ``reply_delays`` aligned to it: no PReq depends on an earlier PRes of the same
-    cycle, so a link may carry them together (the UDP link sends one datagram).
-    :meth:`flush` ends a control cycle: anything a link holds back goes out now.
+    :meth:`queue_isochronous` sends a SoC then each PReq; :meth:`collect` returns one entry per
+    PReq queued since the last collect, its PRes or None, with ``reply_delays`` aligned to it,
+    valid until the next call on the link. A link may hold the frames back until ``collect`` (the
+    UDP link sends them in one datagram). :meth:`flush` ends a control period: anything a link
+    holds back goes out now.
     """
 
     reply_delay_s: float
@@ -57,7 +64,9 @@ class Link(Protocol):
 
     def transfer(self, frame: memoryview) -> memoryview | None: ...
 
-    def isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> list[memoryview | None]: ...
+    def queue_isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> None: ...
+
+    def collect(self) -> list[memoryview | None]: ...
 
     def flush(self) -> None: ...
 
@@ -103,7 +112,7 @@ class ManagingNode:
         self.state = NmtState.NOT_ACTIVE
         self.bus_cycle = 0
         self.polled: list[CnRecord] = []
-        self._cycle: tuple[CnRecord, ...] = ()          # the CNs polled by the next cycle, in order
+        self._cycle: tuple[CnRecord, ...] = ()          # the CNs the next cycle polls, in order
         self._preqs: tuple[memoryview, ...] = ()       # and their PReq frames
         self.joining: list[CnRecord] = []
         self.unidentified: list[CnRecord] = list(self.records.values())
@@ -195,8 +204,33 @@ class ManagingNode:
     # -- one POWERLINK cycle ------------------------------------------------------------------------
     def cycle(self) -> None:
         if self.state != _PRE_OPERATIONAL_1:
-            self._isochronous()
+            polled = self._cycle
+            self._queue_isochronous(self.bus_cycle)
+            self._absorb(polled, self.link.collect(), 0)
         self._asynchronous()
+        self._bookkeeping()
+
+    def period(self, cycles: int) -> None:
+        """``cycles`` POWERLINK cycles; in steady state all their frames go out before any PRes is
+        read (module docstring)."""
+        if (self.state != _OPERATIONAL or self.joining or self.unidentified or self.outbox or self.invite
+                or self.sdo_active):
+            for _ in range(cycles):
+                self.cycle()
+            return
+        link = self.link
+        self._set_soa(_NO_SERVICE, frames.INVALID_NODE_ID)
+        soa = self.soa.view
+        polled = self._cycle
+        for k in range(cycles):
+            self._queue_isochronous(self.bus_cycle + k)
+            link.transfer(soa)                       # nobody is invited: nothing answers
+        replies = link.collect()
+        for k in range(cycles):
+            self._absorb(polled, replies, k * len(polled))
+            self._bookkeeping()
+
+    def _bookkeeping(self) -> None:
         if self.state != _OPERATIONAL or self.joining:
             self._progress()
         if self.sdo_active:
@@ -207,13 +241,22 @@ class ManagingNode:
         self._cycle = tuple(self.polled)
         self._preqs = tuple(rec.preq.view for rec in self._cycle)
 
-    def _isochronous(self) -> None:
-        timeout = self._pres_timeout
-        rel = self.bus_cycle * self._cycle_us
+    def _queue_isochronous(self, bus_cycle: int) -> None:
+        rel = bus_cycle * self._cycle_us
         frames.set_soc_time(self.soc.buf, rel // 1_000_000, (rel % 1_000_000) * 1000, rel)
-        link = self.link
-        replies = link.isochronous(self.soc.seal(), self._preqs)
-        for rec, reply, delay in zip(self._cycle, replies, link.reply_delays):
+        self.link.queue_isochronous(self.soc.seal(), self._preqs)
+
+    def _absorb(self, polled: tuple[CnRecord, ...], replies: list, first: int) -> None:
+        """The PRes of one cycle, ``replies[first:]`` in the order of ``polled``; a CN dropped by an
+        earlier cycle of the same period is no longer listened to."""
+        timeout = self._pres_timeout
+        delays = self.link.reply_delays
+        k = first
+        for rec in polled:
+            reply, delay = replies[k], delays[k]
+            k += 1
+            if not rec.identified:
+                continue
             if reply is None:
                 self._pres_error(rec, rec.loss, FaultCode.LOSS_PRES)
                 continue
@@ -297,11 +340,7 @@ class ManagingNode:
             self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
             target = self.unidentified[self._ident_cursor].node_id
             service = _IDENT_REQUEST
-        soa = (self.state, service, target)
-        if soa != self._soa_fields:
-            self._soa_fields = soa
-            frames.set_soa(self.soa.buf, self.state, 0, service, target)
-            self.soa.seal()
+        self._set_soa(service, target)
         reply = link.transfer(self.soa.view)
         if target == frames.MN_NODE_ID:
             frame, awaiting = self.outbox.popleft()
@@ -310,6 +349,13 @@ class ManagingNode:
                 self.invite.append(awaiting)
         elif reply is not None and target in self.records:
             self._asnd_in(self.records[target], reply)
+
+    def _set_soa(self, service: int, target: int) -> None:
+        soa = (self.state, service, target)
+        if soa != self._soa_fields:
+            self._soa_fields = soa
+            frames.set_soa(self.soa.buf, self.state, 0, service, target)
+            self.soa.seal()
 
     def _asnd_in(self, rec: CnRecord, reply) -> None:
         try:

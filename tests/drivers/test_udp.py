@@ -38,12 +38,29 @@ def drive(bus) -> np.ndarray:
     return bus.position.copy()
 
 
+def _wait_for_server(udp: UdpConfig, timeout_s: float = 10.0) -> None:
+    """Until the forked server answers a control request (it binds its port after the fork)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        link = UdpLink(UdpConfig(udp.host, udp.port, 0.2))
+        try:
+            link.control({"op": "reset"})
+            return
+        except LinkError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+        finally:
+            link.sock.close()
+
+
 @pytest.fixture
 def udp_bench(bench):
     bench["udp"]["port"] = free_udp_port()
     server = multiprocessing.get_context("fork").Process(
         target=serve_udp, args=(bench,), kwargs={"idle_timeout_s": 20.0}, daemon=True)
     server.start()
+    _wait_for_server(parse_bus_config(bench).udp)
     bench["backend"] = "udp"
     yield bench
     shutdown_server(parse_bus_config(bench).udp)
@@ -57,6 +74,9 @@ def test_udp_matches_sim_and_carries_fault_injection(bench, udp_bench):
     bus = open_bus(udp_bench)
     got = drive(bus)
     assert got.tobytes() == expected.tobytes()           # same frames, same physics, other process
+    sent = bus.link.seq
+    bus.exchange()
+    assert bus.link.seq - sent == 1                      # steady state: a whole period in one datagram
     bus.faults.drop_pres(2, count=2)
     cycle(bus)
     assert bus.axis("knee").state == State.FAULT
