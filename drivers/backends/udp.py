@@ -7,8 +7,9 @@ plant through :class:`~drivers.sim_nodes.SimulatedNodes`, frame by frame in the 
 The link holds frames back until the managing node collects answers
 (:meth:`~drivers.powerlink.managing_node.ManagingNode.period`): in steady state a whole control
 period (five cycles of SoC, PReqs and SoA) is one datagram out and its PRes one datagram back;
-otherwise one cycle's SoC and PReqs, or an inviting SoA, is. :meth:`UdpLink.flush` sends the
-period's last SoA at once, so the server's drives and plant step while the controller computes.
+otherwise one cycle's SoC and PReqs, or an inviting SoA, is. The period's last SoA follows its
+answers, and :meth:`UdpLink.flush` sends it at once, so the server's drives and plant step while
+the managing node decodes and the controller computes.
 The result is the same frames, in the same order, as the ``sim`` backend.
 
 Datagram = 12-byte transport header + payload::

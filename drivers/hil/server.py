@@ -6,9 +6,11 @@ The plant advances one bus cycle per SoA, so the managing node sets the pace:
 
 - lock-step (default): the plant advances exactly when frames arrive; with the daemon in
   ``--lockstep`` the pair is deterministic and runs as fast as the CPU allows;
-- ``--realtime``: the plant's clock is also kept from running more than one control period ahead of
-  the wall clock (this process sleeps), and a lag (a paused daemon) is forgiven rather than caught
-  up, so the physics never runs faster than real time.
+- ``--realtime``: at the start of each control period the plant's clock is also kept from running
+  more than one period ahead of the wall clock (this process sleeps), and a lag (a paused daemon)
+  is forgiven rather than caught up, so the physics never runs faster than real time. Only there:
+  the managing node sends a period's frames at once, and a sleep inside that burst would hold
+  its answers back past the daemon's deadline.
 
 ``--bolt-foot`` welds the foot to the platform plate (the thesis bolts it for the squat, §2.6.1), so
 the leg cannot fall by tipping. The UDP control channel also takes the plant op ``push``
@@ -114,13 +116,15 @@ def initial_posture(robot: Robot, margin: float) -> np.ndarray:
 class ServedPlant(Plant):
     """A plant as served on the bus: it publishes its sensors every ``truth_every`` steps through
     ``publish`` (JSON bytes) and, when ``realtime``, keeps its clock at most ``lead_s`` ahead of
-    ``clock`` (sleeping) and forgives a lag of more than ``lead_s``. Shares the plant's arrays."""
+    ``clock`` (sleeping) at the start of every period of ``period_cycles`` steps and forgives a lag
+    of more than ``lead_s``. Shares the plant's arrays."""
 
     def __init__(self, plant: Plant, *, publish: Callable[[bytes], None] | None = None, truth_every: int = 25,
-                 realtime: bool = False, lead_s: float = 0.002, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        if truth_every < 1:
-            raise ValueError(f"truth_every must be >= 1 bus cycle, got {truth_every}")
+                 realtime: bool = False, lead_s: float = 0.002, period_cycles: int = 5,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        if truth_every < 1 or period_cycles < 1:
+            raise ValueError(f"truth_every and period_cycles must be >= 1 bus cycle, got {truth_every} "
+                             f"and {period_cycles}")
         self.plant = plant
         self.n_motors = plant.n_motors
         self.motor_position = plant.motor_position
@@ -132,6 +136,7 @@ class ServedPlant(Plant):
         self._every = truth_every
         self._realtime = realtime
         self._lead = lead_s
+        self._period = period_cycles
         self._clock = clock
         self._sleep = sleep
         self._wall0: float | None = None
@@ -150,19 +155,23 @@ class ServedPlant(Plant):
         self._wall0 = None
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
-        if self._realtime and self._wall0 is None:
-            self._wall0 = self._clock() - self.time
+        if self._realtime and self.cycles % self._period == 0:
+            self._pace()
         self.plant.step(dt, motor_torque)
         self.time += dt
         self.cycles += 1
-        if self._realtime:
-            ahead = self.time - (self._clock() - self._wall0)
-            if ahead > self._lead:
-                self._sleep(ahead - self._lead)
-            elif ahead < -self._lead:
-                self._wall0 = self._clock() - self.time
         if self._publish is not None and self.cycles % self._every == 0:
             self._publish(self.truth())
+
+    def _pace(self) -> None:
+        now = self._clock()
+        if self._wall0 is None:
+            self._wall0 = now - self.time
+        ahead = self.time - (now - self._wall0)
+        if ahead > self._lead:
+            self._sleep(ahead - self._lead)
+        elif ahead < -self._lead:
+            self._wall0 = now - self.time
 
     def truth(self) -> bytes:
         """The sensors and the plant time ``t`` as JSON."""
@@ -186,7 +195,7 @@ def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, trut
         pub.bind(truth_endpoint)
     try:
         served = ServedPlant(plant, realtime=realtime, truth_every=truth_every,
-                             lead_s=config.bus.control_period_s,
+                             lead_s=config.bus.control_period_s, period_cycles=config.bus.cycles_per_control,
                              publish=None if pub is None else lambda data: pub.send_multipart([TOPIC, data]))
         serve_udp(config.bus, served, idle_timeout_s=idle_timeout_s)
     finally:

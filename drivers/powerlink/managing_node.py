@@ -224,8 +224,11 @@ class ManagingNode:
         polled = self._cycle
         for k in range(cycles):
             self._queue_isochronous(self.bus_cycle + k)
-            link.transfer(soa)                       # nobody is invited: nothing answers
+            if k < cycles - 1:
+                link.transfer(soa)                   # nobody is invited: nothing answers
         replies = link.collect()
+        link.transfer(soa)                           # the last SoA after the answers: the CNs step on
+
         for k in range(cycles):
             self._absorb(polled, replies, k * len(polled))
             self._bookkeeping()

@@ -76,7 +76,7 @@ def test_udp_matches_sim_and_carries_fault_injection(bench, udp_bench):
     assert got.tobytes() == expected.tobytes()           # same frames, same physics, other process
     sent = bus.link.seq
     bus.exchange()
-    assert bus.link.seq - sent == 1                      # steady state: a whole period in one datagram
+    assert bus.link.seq - sent == 2                      # steady state: a whole period, then its last SoA
     bus.faults.drop_pres(2, count=2)
     cycle(bus)
     assert bus.axis("knee").state == State.FAULT

@@ -130,17 +130,24 @@ def test_bad_configuration_exits_2(tmp_path, capsys):
 
 
 def test_realtime_pacing_never_runs_ahead_and_forgives_a_lag():
-    """Plant clock <= wall clock + one control period; after a 1 s pause it does not catch up."""
+    """At each period start (5 steps) the plant clock <= wall clock + one control period, never in
+    the middle of a period's burst; after a 1 s pause it does not catch up."""
     wall = [0.0]
     published: list[bytes] = []
     served = ServedPlant(InertiaPlant([1e-4], [0.0]), publish=published.append, truth_every=5, realtime=True,
-                         lead_s=0.002, clock=lambda: wall[0], sleep=lambda s: wall.__setitem__(0, wall[0] + s))
+                         lead_s=0.002, period_cycles=5, clock=lambda: wall[0],
+                         sleep=lambda s: wall.__setitem__(0, wall[0] + s))
     torque = np.zeros(1)
     for _ in range(10):
         served.step(4e-4, torque)
-    assert wall[0] == pytest.approx(0.002)             # 4 ms of plant time, 2 ms ahead at most
-    wall[0] += 1.0                                     # the daemon pauses
-    for _ in range(10):
+    assert wall[0] == 0.0                              # two bursts of 2 ms: the second starts 2 ms ahead
+    served.step(4e-4, torque)
+    assert wall[0] == pytest.approx(0.002)             # the third starts at most 2 ms ahead
+    for _ in range(4):
         served.step(4e-4, torque)
-    assert wall[0] == pytest.approx(1.0036)            # rebased at the first step; 9 x 0.4 ms - 2 ms slept
+    assert wall[0] == pytest.approx(0.002)             # no sleep inside a burst
+    wall[0] += 1.0                                     # the daemon pauses
+    for _ in range(5):
+        served.step(4e-4, torque)
+    assert wall[0] == pytest.approx(1.002)             # rebased at the period start: no catching up
     assert len(published) == 4 and json.loads(published[-1]) == {"t": pytest.approx(0.008)}
