@@ -65,6 +65,8 @@ from ..sim_nodes import SimulatedNodes
 HEADER = struct.Struct("<2sBxII")
 ENTRY = struct.Struct("<HB")             # FRAMES entry: frame length, answer wanted
 ANSWER = struct.Struct("<HI")            # ANSWERS entry: frame length (0: none), wire delay ns
+_ENTRY_SIZE, _ANSWER_SIZE = ENTRY.size, ANSWER.size
+_PACK_ENTRY = ENTRY.pack_into
 MAGIC = b"PL"
 FRAMES, SILENCE, CONTROL, CONTROL_REPLY, ANSWERS = 1, 2, 3, 4, 5
 _DATAGRAM = 65507                        # the largest UDP payload on IPv4
@@ -179,9 +181,10 @@ class UdpLink:
         return reply
 
     def queue_isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> None:
-        self._queue(soc, 0)
+        queue = self._queue
+        queue(soc, 0)
         for preq in preqs:
-            self._queue(preq, 1)
+            queue(preq, 1)
 
     def collect(self) -> list[memoryview | None]:
         """One datagram out (everything queued), one back (an answer per PReq or inviting SoA)."""
@@ -214,12 +217,12 @@ class UdpLink:
     def _queue(self, frame, answer: int) -> None:
         n = len(frame)
         at = self._fill
-        if at + ENTRY.size + n > _DATAGRAM:
-            raise LinkError(f"the frames of one POWERLINK cycle exceed one UDP datagram ({_DATAGRAM} bytes)")
-        ENTRY.pack_into(self._tx, at, n, answer)
-        at += ENTRY.size
-        self._tx_view[at:at + n] = frame
-        self._fill = at + n
+        end = at + _ENTRY_SIZE + n
+        if end > _DATAGRAM:
+            raise LinkError(f"the frames of one control period exceed one UDP datagram ({_DATAGRAM} bytes)")
+        _PACK_ENTRY(self._tx, at, n, answer)
+        self._tx_view[end - n:end] = frame
+        self._fill = end
         self._wanted += answer
 
     def _exchange(self, n: int) -> list[memoryview | None]:
@@ -406,25 +409,30 @@ def _serve_frames(network: SimulatedNodes, flush, rx: bytearray, rx_view: memory
     out = HEADER.size
     wanted = False
     transfer = network.transfer
-    while at + ENTRY.size <= size:
-        n, answer = ENTRY.unpack_from(rx, at)
-        at += ENTRY.size
-        if at + n > size:
+    unpack_entry, pack_answer = ENTRY.unpack_from, ANSWER.pack_into
+    while at + _ENTRY_SIZE <= size:
+        n, answer = unpack_entry(rx, at)
+        at += _ENTRY_SIZE
+        end = at + n
+        if end > size:
             network.rx_errors += 1
             break
-        frame = rx_view[at:at + n]
-        at += n
-        if n > 14 and frame[14] == _SOA:
+        if n > 14 and rx[at + 14] == _SOA:
             flush()
-        reply = transfer(frame)
+        reply = transfer(rx_view[at:end])
+        at = end
         if answer:
             wanted = True
-            m = 0 if reply is None else len(reply)
-            ANSWER.pack_into(tx, out, m, round(network.reply_delay_s * 1e9))
-            out += ANSWER.size
-            if m:
-                tx_view[out:out + m] = reply
-                out += m
+            if reply is None:
+                pack_answer(tx, out, 0, 0)
+                out += _ANSWER_SIZE
+                continue
+            m = len(reply)
+            delay = network.reply_delay_s
+            pack_answer(tx, out, m, round(delay * 1e9) if delay else 0)
+            out += _ANSWER_SIZE
+            tx_view[out:out + m] = reply
+            out += m
     return out if wanted else 0
 
 
