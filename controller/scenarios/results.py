@@ -35,17 +35,18 @@ def _push(direction: str, options: Options, runs: int, say: Say) -> dict[str, An
 
 def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, workers: int = 2) -> dict[str, Any]:
     """Every run of the table, ``workers`` benches at a time (lock-step benches wait on each other
-    across processes, so two in parallel nearly double the throughput on two cores)."""
+    across processes, so two in parallel nearly double the throughput on two cores); the thesis
+    tilt runs last and alone, as its speed is the bench's lock-step speed figure."""
     stab, posture = replace(options, stabilizer=True), replace(options, stabilizer=False)
     with ThreadPoolExecutor(workers) as pool:
         tilts = [pool.submit(largest_tilt, axis, o, runs, say=say) for o in (stab, posture) for axis in TILT_AXES]
         pushes = [pool.submit(_push, d, stab, runs, say) for d in PUSH_DIRECTIONS]
-        tilt = pool.submit(run_scenario, Tilt(), stab, say)
         squat = pool.submit(run_scenario, Squat(), replace(options, bolt_foot=True), say)   # thesis §2.6.1
-        return {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
-                "runs_per_search": runs, "tilts": [f.result() for f in tilts],
-                "pushes": [f.result() for f in pushes], "thesis_tilt": tilt.result().to_dict(),
-                "squat": squat.result().to_dict()}
+        searches = {"tilts": [f.result() for f in tilts], "pushes": [f.result() for f in pushes],
+                    "squat": squat.result().to_dict()}
+    tilt = run_scenario(Tilt(), stab, say)          # alone: it gives the bench's lock-step speed
+    return {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
+            "runs_per_search": runs, **searches, "thesis_tilt": tilt.to_dict()}
 
 
 def _bracket(held: float, fell: float | None, unit: str) -> str:
