@@ -30,6 +30,7 @@ its limits, as the daemon's ``sim`` plant).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import sys
@@ -194,6 +195,8 @@ def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, trut
         pub.setsockopt(zmq.LINGER, 0)
         pub.bind(truth_endpoint)
     try:
+        gc.collect()
+        gc.freeze()             # MuJoCo, Numba and the model stay out of every later collection
         served = ServedPlant(plant, realtime=realtime, truth_every=truth_every,
                              lead_s=config.bus.control_period_s, period_cycles=config.bus.cycles_per_control,
                              publish=None if pub is None else lambda data: pub.send_multipart([TOPIC, data]))
