@@ -353,6 +353,18 @@ def finite_pair(value, name: str, error: type[Exception] = ValueError) -> np.nda
     return v
 
 
+def bus_axes(config: BusConfig, plant: str) -> list[str]:
+    """The bus axis names of ``config``, which must be ``AXES`` in any order, else a
+    :class:`BusConfigError` naming ``plant``, the missing and the unexpected axes."""
+    names = [a.name for a in config.axes]
+    if sorted(names) != sorted(AXES):
+        missing = [a for a in AXES if a not in names]
+        extra = [a for a in names if a not in AXES]
+        raise BusConfigError(f"bus axes {names} do not match {plant}'s motors {list(AXES)}: "
+                             f"missing {missing}, unexpected {extra}")
+    return names
+
+
 def _pair(value, name: str) -> np.ndarray:
     return finite_pair(value, name, LegPlantError)
 
@@ -429,12 +441,7 @@ class LegPlant(Plant):
     def from_config(cls, config: BusConfig, robot_yaml: str | Path | Robot, **options) -> LegPlant:
         """A leg plant on the bus axes of ``config``, matched to ``AXES`` by name (any bus order);
         the platform motors take the inertia, friction and load of their bus ``plant:`` values."""
-        names = [a.name for a in config.axes]
-        if sorted(names) != sorted(AXES):
-            missing = [a for a in AXES if a not in names]
-            extra = [a for a in names if a not in AXES]
-            raise BusConfigError(f"bus axes {names} do not match the leg plant's motors {list(AXES)}: "
-                                 f"missing {missing}, unexpected {extra}")
+        names = bus_axes(config, "the leg plant")
         robot = robot_yaml if isinstance(robot_yaml, Robot) else Robot.from_yaml(robot_yaml)
         platform = [config.axis(name).plant for name in AXES[N_LEG:]]
         options.setdefault("platform_inertia", [p.inertia for p in platform])

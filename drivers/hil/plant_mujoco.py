@@ -62,9 +62,9 @@ from models.transmission import (
     transmission_jacobian,
 )
 
-from ..config import BusConfig, BusConfigError
+from ..config import BusConfig
 from ..plant import Plant
-from ..plant_leg import AXES, N_LEG, finite_pair, motor_bias
+from ..plant_leg import AXES, N_LEG, bus_axes, finite_pair, motor_bias
 from .mjcf import (
     FOOT,
     IMU,
@@ -408,12 +408,7 @@ class MujocoPlant(Plant):
         """A MuJoCo plant on the bus axes of ``config``, matched to ``AXES`` by name (any bus order);
         the platform motors take the inertia, friction and load of their bus ``plant:`` values, as
         :meth:`LegPlant.from_config <drivers.plant_leg.LegPlant.from_config>`."""
-        names = [a.name for a in config.axes]
-        if sorted(names) != sorted(AXES):
-            missing = [a for a in AXES if a not in names]
-            extra = [a for a in names if a not in AXES]
-            raise BusConfigError(f"bus axes {names} do not match the MuJoCo plant's motors {list(AXES)}: "
-                                 f"missing {missing}, unexpected {extra}")
+        names = bus_axes(config, "the MuJoCo plant")
         robot = robot if isinstance(robot, Robot) else Robot.from_yaml(robot)
         bus_plant = [config.axis(name).plant for name in AXES[N_LEG:]]
         platform = dict(options.pop("platform", None) or {})
