@@ -21,7 +21,7 @@ def live():
     cfg = h.cfg
     ctx = Context.from_description(h.loop.robot.description, period=cfg.loop.period,
                                    platform_limit=cfg.control.platform_limit)
-    server = IoServer(h.block, ctx, LOCAL, reply_timeout=0.5)
+    server = IoServer(h.block, ctx, LOCAL, reply_timeout=2.0)      # the loop runs as a thread beside it
     stop = threading.Event()
 
     def cycle() -> None:
