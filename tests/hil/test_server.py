@@ -81,6 +81,12 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
         bus.boot()
         q0 = initial_posture(robot, document["control"]["soft_limit_margin_rad"])
         np.testing.assert_allclose(bus.position[:4], robot.transmission.to_motor(q0), atol=0.01)  # settling
+        deadline = time.monotonic() + 10.0
+        while not sub.poll(1):                         # the subscription is live (ZMQ slow joiner): lock-step
+            assert time.monotonic() < deadline, "no truth frame"   # runs 100 cycles in well under 100 ms
+            bus.read()
+            bus.write()
+            bus.exchange()
         for axis in bus.axes.values():
             axis.enable()
         for _ in range(100):
