@@ -52,10 +52,11 @@ ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
 HOLD_TORQUE, BRAKE_POS = range(25, 27)
 N_COLUMNS = 27
 # Columns of DriveBank.flags (one integer row per axis): kernel state, then the TPDO mapping
-# (row of DriveBank.pres, channel) and the TPDO fields the CiA 402 state machine sets.
+# (row of DriveBank.pres, channel), the TPDO fields the CiA 402 state machine sets, and the
+# controlword whose RPDO would only change the setpoints (-1: none; drivers.isochronous).
 MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT, BRAKE_ON = range(7)
-PRES_ROW, CHANNEL, SW_BASE, MODE_DISPLAY, ERROR_CODE = range(7, 12)
-N_FLAGS = 12
+PRES_ROW, CHANNEL, SW_BASE, MODE_DISPLAY, ERROR_CODE, IDEM_CW = range(7, 13)
+N_FLAGS = 13
 # control modes of the kernel
 OFF, CSP, CSV, CST, BRAKE = range(5)
 
@@ -74,6 +75,8 @@ if pdo.TPDO.channel_struct.format != "<HbdffH":
     raise ImportError("step_axes writes the TPDO channel as <HbdffH; update _write_tpdo with the mapping")
 PRES_LENGTH = max(frames.PDO_OFFSET + pdo.TPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _KERNEL_MODE = {cia402.Mode.CSP: CSP, cia402.Mode.CSV: CSV, cia402.Mode.CST: CST}
+# _STEADY[state][cw & 0x0F]: a controlword repeated (no fault-reset edge) leaves ``state`` as it is.
+_STEADY = tuple(tuple(cia402.NEXT_STATE[s][cia402.decode_command(n, n)] == s for n in range(16)) for s in State)
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
 _FAULT_RESET, _OPERATION_ENABLED = Command.FAULT_RESET, State.OPERATION_ENABLED
 
@@ -266,7 +269,7 @@ class Drive:
 
     def __init__(self, bank: DriveBank, axes: tuple[AxisConfig, ...]) -> None:
         self.bank = bank
-        pres_row = bank.pres_row()
+        self.pres_row = pres_row = bank.pres_row()
         self.pres_buffer = memoryview(bank.pres[pres_row])    # its node's PRes frame, TPDO mapped in
         # per PDO channel slot (the configured ``channel``, not the position in the YAML list)
         slots = pdo.RPDO.channels
@@ -315,6 +318,7 @@ class Drive:
             x[row, CMD_POS] = values[base + 2]
             x[row, CMD_VEL] = values[base + 3]
             x[row, CMD_TORQUE] = values[base + 4]
+            self._steady(ch)
 
     def statusword(self, ch: int) -> int:
         """The statusword 0x6041 of channel ``ch`` as the TPDO carries it."""
@@ -327,7 +331,14 @@ class Drive:
         flags[row, SW_BASE] = _STATUSWORD[self.state[ch]]
         flags[row, MODE_DISPLAY] = self.op_mode[ch]
         flags[row, ERROR_CODE] = self.fault_code[ch]
+        self._steady(ch)
         _write_tpdo(self.bank.pres, self.bank.x, flags, row)
+
+    def _steady(self, ch: int) -> None:
+        """IDEM_CW of channel ``ch``: its last controlword if repeating it changes nothing but the
+        setpoints (the Numba PReq path of drivers.isochronous may then apply it), else -1."""
+        cw = self.last_cw[ch]
+        self.bank.flags[self.rows[ch], IDEM_CW] = cw if _STEADY[self.state[ch]][cw & 0x0F] else -1
 
     # -- state machine --------------------------------------------------------------------------
     def _enter(self, ch: int, state: State) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import numpy as np
+
+from . import isochronous
 from .config import BusConfig
 from .drive import Drive, DriveBank
 from .faults import FaultInjector
@@ -16,8 +19,9 @@ from .plant import InertiaPlant, Plant
 from .powerlink import frames
 from .powerlink.controlled_node import ControlledNode
 from .powerlink.frames import FrameError, MessageType
-from .powerlink.nmt import NmtCommand
+from .powerlink.nmt import NmtCommand, NmtState
 
+_OPERATIONAL = NmtState.OPERATIONAL
 _PREQ, _SOC, _SOA, _ASND = (int(t) for t in (MessageType.PREQ, MessageType.SOC, MessageType.SOA, MessageType.ASND))
 
 
@@ -70,6 +74,32 @@ class SimulatedNodes(ImmediateLink):
         self.phase = 0
         self._cycle_us = config.cycle_us
         self._ratio = config.cycles_per_control
+        self._fast_nodes = np.full((len(self._node_list), isochronous.N_NODE_COLUMNS), -1, np.int64)
+        self._node_of = np.full(256, -1, np.int64)
+        for k, node in enumerate(self._node_list):
+            drive = node.drive
+            self._fast_nodes[k, :isochronous.CHANNEL_ROWS] = (node.node_id, 0, drive.pres_row)
+            for ch in drive.slots:
+                self._fast_nodes[k, isochronous.CHANNEL_ROWS + ch] = drive.rows[ch]
+            self._node_of[node.node_id] = k
+
+    def serve_isochronous(self, rx: np.ndarray, tx: np.ndarray, io: np.ndarray) -> None:
+        """Let :func:`drivers.isochronous.serve_isochronous` handle the datagram's frames from
+        ``io[AT]`` while the network is in steady state (no fault injected; per node: Operational,
+        nothing pending, its drive not dirty); ``io`` is updated in place."""
+        if self.faults.active:
+            return
+        nodes = self._fast_nodes
+        for k, node in enumerate(self._node_list):
+            nodes[k, isochronous.ELIGIBLE] = (node.nmt is _OPERATIONAL and not node.pending
+                                              and not node.drive.dirty)
+        io[isochronous.SOCS] = 0
+        isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, self.bank.pres, self.bank.x,
+                                      self.bank.flags, self._cycle_us, self._ratio)
+        if io[isochronous.SOCS]:
+            self.phase = int(io[isochronous.PHASE])
+            for node in self._node_list:
+                node.soc_seen = True
 
     def transfer(self, frame) -> memoryview | None:
         """Deliver one MN frame; the answer (PRes, ASnd) or None. Malformed frames are counted."""

@@ -54,6 +54,7 @@ import numpy as np
 import yaml
 
 from ..config import BusConfig, UdpConfig, parse_bus_config
+from .. import isochronous
 from ..faults import FaultApi, FaultError
 from ..hal import BackendError, LinkError
 from ..plant import InertiaPlant, Plant
@@ -363,10 +364,9 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
     sock.setblocking(False)
     wait = Waiter(sock, spin).wait
     recvfrom_into = sock.recvfrom_into
-    rx = bytearray(_DATAGRAM)
-    rx_view = memoryview(rx)
-    tx = bytearray(_DATAGRAM)
-    tx_view = memoryview(tx)
+    d = Datagrams()
+    rx, rx_view, tx, tx_view = d.rx, d.rx_view, d.tx, d.tx_view
+    network.serve_isochronous(d.rx_array, d.tx_array, d.io)    # compiles (or loads) the Numba path now
     try:
         while True:
             try:
@@ -383,7 +383,7 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
             if magic != MAGIC:
                 continue
             if kind == FRAMES:
-                out = _serve_frames(network, flush, rx, rx_view, size, tx, tx_view)
+                out = _serve_frames(network, flush, d, size)
                 if out:
                     HEADER.pack_into(tx, 0, MAGIC, ANSWERS, seq, 0)
                     sock.sendto(tx_view[:out], peer)
@@ -400,17 +400,44 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
         sock.close()
 
 
-def _serve_frames(network: SimulatedNodes, flush, rx: bytearray, rx_view: memoryview, size: int,
-                  tx: bytearray, tx_view: memoryview) -> int:
-    """Deliver the frames of a FRAMES datagram in order and write the answers wanted into ``tx``
-    after the header; their end, or 0 when none was wanted. A truncated entry ends the datagram.
-    ``flush`` runs the pending plant step before a SoA: its drive step reads the plant."""
+class Datagrams:
+    """The server's receive and transmit buffers, as bytes (memoryviews) and as numpy arrays for
+    the Numba fast path, with its ``io`` offsets (drivers.isochronous)."""
+
+    def __init__(self) -> None:
+        self.rx = bytearray(_DATAGRAM)
+        self.rx_view = memoryview(self.rx)
+        self.rx_array = np.frombuffer(self.rx, np.uint8)
+        self.tx = bytearray(_DATAGRAM)
+        self.tx_view = memoryview(self.tx)
+        self.tx_array = np.frombuffer(self.tx, np.uint8)
+        self.io = np.zeros(isochronous.N_IO, np.int64)
+
+
+def _serve_frames(network: SimulatedNodes, flush, d: Datagrams, size: int, fast: bool = True) -> int:
+    """Deliver the frames of a FRAMES datagram (``size`` bytes in ``d.rx``) in order and write the
+    answers wanted into ``d.tx`` after the header; their end, or 0 when none was wanted. A
+    truncated entry ends the datagram. ``flush`` runs the pending plant step before a SoA: its
+    drive step reads the plant. With ``fast``, the network's Numba path takes every run of frames
+    it can (:meth:`SimulatedNodes.serve_isochronous`) and this loop the frames it leaves."""
+    rx, rx_view, tx, tx_view, io = d.rx, d.rx_view, d.tx, d.tx_view, d.io
     at = HEADER.size
     out = HEADER.size
     wanted = False
     transfer = network.transfer
     unpack_entry, pack_answer = ENTRY.unpack_from, ANSWER.pack_into
+    io[isochronous.SIZE] = size
     while at + _ENTRY_SIZE <= size:
+        if fast:
+            io[isochronous.AT] = at
+            io[isochronous.OUT] = out
+            io[isochronous.WANTED] = 0
+            network.serve_isochronous(d.rx_array, d.tx_array, io)
+            at = int(io[isochronous.AT])
+            out = int(io[isochronous.OUT])
+            wanted = wanted or bool(io[isochronous.WANTED])
+            if at + _ENTRY_SIZE > size:
+                break
         n, answer = unpack_entry(rx, at)
         at += _ENTRY_SIZE
         end = at + n

@@ -1,17 +1,25 @@
 """The hot-path shortcuts keep the strict checks: FCS residue, header keys, the CN's last-RPDO memo."""
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drivers.backends import udp
+from drivers.cia402 import Mode, State
+from drivers.config import parse_bus_config
 from drivers.drive import ACT_CUR, ACT_POS, ACT_VEL, CMD_POS
+from drivers.plant import InertiaPlant
 from drivers.powerlink import frames
 from drivers.powerlink.frames import ChecksumError, InconsistentFrame
+from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.sim_nodes import SimulatedNodes
 
 from .helpers import cycle
 
@@ -88,3 +96,92 @@ def test_the_drive_kernel_maps_the_tpdo_as_struct_packs_it(bus):
     assert bytes(pres[payload]) == _expected_tpdo(node.drive)
     status, *_, code = TPDO.channel_struct.unpack_from(pres, frames.PDO_OFFSET + TPDO.channel_struct.size)
     assert code == 0x4310 and status & 0x0008                # error code and the Fault bit, this PRes
+
+
+class _TwinSocket:
+    """In-process stand-in for the UDP socket of an MN link: each datagram is served by two CN
+    networks, one with the Numba isochronous path and one without; their answers must agree."""
+
+    def __init__(self, config) -> None:
+        self.servers = []
+        for fast in (True, False):
+            deferred = udp._DeferredPlant(InertiaPlant.from_config(config))
+            self.servers.append((SimulatedNodes(config, deferred), deferred, udp.Datagrams(), fast))
+        self.reply = b""
+        self.python_frames = [0, 0]
+        for k, (network, *_rest) in enumerate(self.servers):
+            network.transfer = self._counting(network.transfer, k)
+
+    def _counting(self, transfer, k):
+        def counted(frame):
+            self.python_frames[k] += 1
+            return transfer(frame)
+        return counted
+
+    def send(self, data) -> None:
+        replies = []
+        for network, deferred, d, fast in self.servers:
+            size = len(data)
+            d.rx[:size] = data
+            _, kind, seq, _ = udp.HEADER.unpack_from(d.rx)
+            if kind == udp.FRAMES:
+                out = udp._serve_frames(network, deferred.flush, d, size, fast)
+                udp.HEADER.pack_into(d.tx, 0, udp.MAGIC, udp.ANSWERS, seq, 0)
+                replies.append(bytes(d.tx[:out]) if out else b"")
+                deferred.flush()
+            else:
+                answer, _ = udp._control(network, bytes(d.rx[udp.HEADER.size:size]))
+                replies.append(udp.HEADER.pack(udp.MAGIC, udp.CONTROL_REPLY, seq, 0) + json.dumps(answer).encode())
+        assert replies[0] == replies[1]
+        self.reply = replies[0]
+
+    def recv_into(self, buf) -> int:
+        if not self.reply:
+            raise BlockingIOError
+        n = len(self.reply)
+        buf[:n] = self.reply
+        self.reply = b""
+        return n
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
+    """The same datagrams, served with and without drivers.isochronous through boot, motion,
+    state changes, a mode change, drive and bus faults and an SDO: identical answers after every
+    datagram and identical drive, PRes and node state at the end; the fast path took most frames."""
+    config = parse_bus_config(dict(bench, backend="udp"))
+    link = udp.UdpLink(config.udp)
+    link.sock.close()
+    link.sock = twin = _TwinSocket(config)
+    bus = PowerlinkBus(config, link, udp.RemoteFaults(link))
+    bus.boot()
+    for axis in bus.axes.values():
+        axis.enable()
+    start = bus.target_position.copy()
+    knee, ankle, hip = bus.axis("knee"), bus.axis("ankle_1"), bus.axis("hip")
+    script = {40: knee.disable, 45: knee.enable, 60: ankle.quick_stop, 70: ankle.fault_reset,
+              75: ankle.enable, 90: lambda: setattr(knee, "mode", Mode.CSV), 100: lambda: setattr(knee, "mode", Mode.CSP),
+              110: lambda: bus.faults.encoder_glitch("hip", "nan"), 115: hip.fault_reset, 118: hip.enable, 125: lambda: bus.faults.drop_pres(2),
+              140: lambda: bus.faults.drive_fault("knee", "over_temperature"), 175: knee.fault_reset, 180: knee.enable,
+              185: lambda: bus.sdo_read(1, 0x1001, 0), 200: lambda: bus.faults.corrupt_pres(3)}
+    for k in range(260):
+        bus.read()
+        bus.target_position[:] = start + 0.2 * np.sin(0.05 * k)
+        bus.target_velocity[:] = 0.01 * np.cos(0.05 * k)
+        bus.torque_offset[:] = 0.05 * np.sin(0.07 * k)
+        if k in script:
+            script[k]()
+        bus.write()
+        bus.exchange()
+    fast, slow = twin.servers[0][0], twin.servers[1][0]
+    for name in ("x", "flags", "pres", "torque"):
+        assert getattr(fast.bank, name).tobytes() == getattr(slow.bank, name).tobytes(), name
+    assert fast.phase == slow.phase and fast.rx_errors == slow.rx_errors
+    for node_id, node in fast.nodes.items():
+        other = slow.nodes[node_id]
+        assert (node.nmt, node.soc_seen, node.loss_soc.count) == (other.nmt, other.soc_seen, other.loss_soc.count)
+        assert (node.drive.state, node.drive.history) == (other.drive.state, other.drive.history)
+    assert [(a.state, a.fault_code) for a in bus.axes.values()] == [(State.OPERATION_ENABLED, 0)] * len(bus.axes)
+    assert twin.python_frames[0] < twin.python_frames[1] / 3       # most frames went through Numba

@@ -1,0 +1,207 @@
+"""The simulated CNs' steady-state isochronous phase in one Numba pass over a UDP datagram.
+
+:func:`serve_isochronous` walks the frame entries of a FRAMES datagram (``drivers.backends.udp``
+layout: ``<HB`` length and answer-wanted before each frame, answers as ``<HI`` length and delay
+before each) and handles the SoC and PReq frames exactly as :class:`~drivers.sim_nodes.SimulatedNodes`
+would in steady state (EPSG DS 301 §4.2.4.1: SoC, then PReq → PRes per CN):
+
+- SoC: validated as :func:`~drivers.powerlink.frames.read_soc` does; every CN sees it; the phase
+  within the control period follows from its RelativeTime;
+- PReq: validated as :func:`~drivers.powerlink.frames.read_preq` plus the PDO mapping check of
+  :meth:`~drivers.powerlink.controlled_node.ControlledNode.on_preq`; its RPDO is applied when
+  applying it can only change the setpoints: per channel, the controlword is the one the drive last
+  applied and leaves its CiA 402 state where it is (``IDEM_CW``, kept by
+  :meth:`~drivers.drive.Drive._publish`) and the mode is the mode in use; the answer is the node's
+  PRes (the drive kernel maps the TPDO into it) with NMTStatus Operational, RD and RS = 0, and a
+  fresh FCS.
+
+It stops, leaving the rest to the Python path, at the first frame that is anything else or
+anything less usual: a SoA (the plant step runs before it), an ASnd, a frame that fails a check,
+a PReq to a node that is not eligible (``nodes[:, ELIGIBLE]``: Operational, nothing pending, the
+drive not dirty), a controlword or mode that could change a drive's state, a truncated entry.
+Every frame is handled whole by one side, so the answers are byte for byte those of the Python
+path (tests/drivers/test_fast_paths.py runs both on the same datagrams).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import drive
+from .powerlink import frames
+from .powerlink.nmt import NmtState
+from .powerlink.pdo import RPDO
+
+# Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
+# row in DriveBank.pres, the axis row of each RPDO channel (-1: channel unused).
+NODE_ID, ELIGIBLE, PRES_ROW = range(3)
+CHANNEL_ROWS = 3
+N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
+# Entries of the ``io`` array: in: datagram size; in/out: read and write offsets; out: an answer
+# was wanted, SoC frames handled, the phase of the last one.
+SIZE, AT, OUT, WANTED, SOCS, PHASE = range(6)
+N_IO = 6
+
+if RPDO.channel_struct.format != "<Hbdff":
+    raise ImportError("serve_isochronous reads the RPDO channel as <Hbdff; update _apply with the mapping")
+_CHANNEL_SIZE = RPDO.channel_struct.size
+_RPDO_SIZE = RPDO.size
+_OPERATIONAL = int(NmtState.OPERATIONAL)
+_SOC, _PREQ = int(frames.MessageType.SOC), int(frames.MessageType.PREQ)
+_SOC_MAC = np.frombuffer(frames.SOC_MAC, np.uint8).copy()
+_ENTRY_SIZE, _ANSWER_SIZE = 3, 6        # udp.ENTRY <HB, udp.ANSWER <HI
+
+
+def _crc_table() -> np.ndarray:
+    table = np.zeros(256, np.uint32)
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table[n] = c
+    return table
+
+
+_CRC_TABLE = _crc_table()
+_FCS_RESIDUE = np.uint32(0x2144DF1C)
+
+
+@njit(cache=True)
+def crc32(buf, start, end):
+    """CRC-32 of ``buf[start:end]`` as zlib computes it (the Ethernet FCS, frames.py)."""
+    c = np.uint32(0xFFFFFFFF)
+    for i in range(start, end):
+        c = _CRC_TABLE[(c ^ buf[i]) & 0xFF] ^ (c >> np.uint32(8))
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(cache=True)
+def _le(buf, at, n):
+    v = 0
+    for i in range(n):
+        v |= np.int64(buf[at + i]) << (8 * i)
+    return v
+
+
+@njit(cache=True)
+def _put(buf, at, value, n):
+    for i in range(n):
+        buf[at + i] = (value >> (8 * i)) & 0xFF
+
+
+@njit(cache=True)
+def _f64(buf, at):
+    return np.uint64(np.uint64(_le(buf, at, 4)) | (np.uint64(_le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
+
+
+@njit(cache=True)
+def _f32(buf, at):
+    return np.float64(np.uint32(_le(buf, at, 4)).view(np.float32))
+
+
+@njit(cache=True)
+def _framed(rx, at, n):
+    """Length within Ethernet's bounds, FCS and EtherType: what every reader checks first."""
+    return (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(rx, at, at + n) == _FCS_RESIDUE
+            and rx[at + 12] == 0x88 and rx[at + 13] == 0xAB)
+
+
+@njit(cache=True)
+def _soc_phase(rx, at, n, cycle_us, ratio):
+    """The phase a valid SoC starts (read_soc's checks), or -1."""
+    if not _framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
+        return -1
+    for i in range(6):
+        if rx[at + i] != _SOC_MAC[i]:
+            return -1
+    if _le(rx, at + 24, 4) >= 1_000_000_000:
+        return -1
+    return (_le(rx, at + 28, 8) // cycle_us) % ratio
+
+
+@njit(cache=True)
+def _apply(rx, at, n, node, x, flags):
+    """Validate a PReq to ``node`` (read_preq, on_preq) and write its setpoints if that is all
+    applying it does; False (nothing written) otherwise."""
+    dst = rx[at + 15]
+    if not _framed(rx, at, n) or rx[at + 16] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
+        return False
+    if rx[at] != 0x02 or rx[at + 1] or rx[at + 2] or rx[at + 3] or rx[at + 4] or rx[at + 5] != dst:
+        return False
+    size = _le(rx, at + 22, 2)
+    if (size != _RPDO_SIZE or size > n - frames.PDO_OFFSET - frames.FCS_SIZE
+            or rx[at + 20] != frames.PDO_VERSION or not rx[at + 18] & frames.FLAG1_RD):
+        return False
+    base = at + frames.PDO_OFFSET
+    for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
+        row = node[CHANNEL_ROWS + ch]
+        if row < 0:
+            continue
+        c = base + ch * _CHANNEL_SIZE
+        mode = np.int64(np.int8(rx[c + 2]))
+        if _le(rx, c, 2) != flags[row, drive.IDEM_CW] or mode != flags[row, drive.MODE_DISPLAY]:
+            return False
+    for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
+        row = node[CHANNEL_ROWS + ch]
+        if row >= 0:
+            c = base + ch * _CHANNEL_SIZE
+            x[row, drive.CMD_POS] = _f64(rx, c + 3)
+            x[row, drive.CMD_VEL] = _f32(rx, c + 11)
+            x[row, drive.CMD_TORQUE] = _f32(rx, c + 15)
+    return True
+
+
+@njit(cache=True)
+def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, ratio):
+    """Handle the datagram's frames from ``io[AT]`` up to the first one left to Python (module
+    docstring); answers written into ``tx`` from ``io[OUT]``; ``node_of``: row of ``nodes`` per
+    node id (-1: none)."""
+    size = io[SIZE]
+    at = io[AT]
+    out = io[OUT]
+    while at + _ENTRY_SIZE <= size:
+        n = _le(rx, at, 2)
+        answer = rx[at + 2]
+        frame = at + _ENTRY_SIZE
+        if frame + n > size or n < frames.MIN_FRAME:
+            break
+        kind = rx[frame + 14]
+        reply = pres[0]
+        replied = False
+        if kind == _SOC:
+            for k in range(nodes.shape[0]):
+                if not nodes[k, ELIGIBLE]:
+                    return
+            phase = _soc_phase(rx, frame, n, cycle_us, ratio)
+            if phase < 0:
+                break
+            io[PHASE] = phase
+            io[SOCS] += 1
+        elif kind == _PREQ:
+            k = node_of[rx[frame + 15]]
+            if k < 0 or not nodes[k, ELIGIBLE] or not _apply(rx, frame, n, nodes[k], x, flags):
+                break
+            reply = pres[nodes[k, PRES_ROW]]           # on_preq: status, then seal
+            m = reply.shape[0]
+            reply[17] = _OPERATIONAL
+            reply[18] = frames.FLAG1_RD
+            reply[19] = 0
+            _put(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
+            replied = True
+        else:
+            break
+        if answer:
+            io[WANTED] = 1
+            if replied:
+                m = reply.shape[0]
+                _put(tx, out, m, 2)
+                _put(tx, out + 2, 0, 4)
+                out += _ANSWER_SIZE
+                tx[out:out + m] = reply
+                out += m
+            else:
+                _put(tx, out, 0, _ANSWER_SIZE)
+                out += _ANSWER_SIZE
+        at = frame + n
+        io[AT] = at
+        io[OUT] = out
