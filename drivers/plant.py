@@ -31,6 +31,10 @@ class Plant(ABC):
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
         """Advance the physics by ``dt`` seconds under ``motor_torque`` (held constant)."""
 
+    def idle(self) -> None:
+        """The bus is waiting for the managing node: a moment for work that can wait (the UDP
+        server calls it after answering a datagram)."""
+
 
 @njit(cache=True)
 def _integrate(position, velocity, torque, inertia, friction, load, dt):

@@ -318,6 +318,9 @@ class _DeferredPlant(Plant):
             self._dt = None
             self.plant.step(dt, self._torque)
 
+    def idle(self) -> None:
+        self.plant.idle()
+
     def __getattr__(self, name: str):
         return getattr(self.plant, name)        # control(), time, ... of the served plant
 
@@ -357,7 +360,7 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
         config = parse_bus_config(config)
     spin = spin_seconds(config.udp, spin_s)
     deferred = _DeferredPlant(plant if plant is not None else InertiaPlant.from_config(config))
-    flush = deferred.flush
+    flush, idle = deferred.flush, deferred.idle
     network = SimulatedNodes(config, deferred)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind((config.udp.host, config.udp.port))
@@ -388,6 +391,7 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
                     HEADER.pack_into(tx, 0, MAGIC, ANSWERS, seq, 0)
                     sock.sendto(tx_view[:out], peer)
                 flush()                     # the SoA's plant step, once the answers are on their way
+                idle()
             elif kind == CONTROL:
                 answer, stop = _control(network, bytes(rx_view[HEADER.size:size]))
                 payload = json.dumps(answer).encode()

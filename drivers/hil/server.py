@@ -118,7 +118,11 @@ class ServedPlant(Plant):
     """A plant as served on the bus: it publishes its sensors every ``truth_every`` steps through
     ``publish`` (JSON bytes) and, when ``realtime``, keeps its clock at most ``lead_s`` ahead of
     ``clock`` (sleeping) at the start of every period of ``period_cycles`` steps and forgives a lag
-    of more than ``lead_s``. Shares the plant's arrays."""
+    of more than ``lead_s``. Shares the plant's arrays.
+
+    A truth frame is a copy of the sensors taken at its step; it is encoded and sent in
+    :meth:`idle`, once the server has answered the datagram, so the JSON work stays out of the
+    managing node's round trip (a second frame due before then sends the first at once)."""
 
     def __init__(self, plant: Plant, *, publish: Callable[[bytes], None] | None = None, truth_every: int = 25,
                  realtime: bool = False, lead_s: float = 0.002, period_cycles: int = 5,
@@ -141,6 +145,8 @@ class ServedPlant(Plant):
         self._clock = clock
         self._sleep = sleep
         self._wall0: float | None = None
+        self._snapshot = {name: np.array(value) for name, value in self.sensors.items()}
+        self._snapshot_t: float | None = None
 
     def control(self, request: dict) -> dict:
         """Plant-specific control ops, forwarded to the plant's ``control`` when it has one."""
@@ -162,7 +168,17 @@ class ServedPlant(Plant):
         self.time += dt
         self.cycles += 1
         if self._publish is not None and self.cycles % self._every == 0:
+            if self._snapshot_t is not None:
+                self.idle()
+            for name, value in self.sensors.items():
+                np.copyto(self._snapshot[name], value)
+            self._snapshot_t = self.time
+
+    def idle(self) -> None:
+        """Send the truth frame taken since the last call, if any."""
+        if self._snapshot_t is not None:
             self._publish(self.truth())
+            self._snapshot_t = None
 
     def _pace(self) -> None:
         now = self._clock()
@@ -175,9 +191,9 @@ class ServedPlant(Plant):
             self._wall0 = now - self.time
 
     def truth(self) -> bytes:
-        """The sensors and the plant time ``t`` as JSON."""
-        frame = {name: value.tolist() for name, value in self.sensors.items()}
-        frame["t"] = self.time
+        """The last truth frame taken (sensors and the plant time ``t`` at its step) as JSON."""
+        frame = {name: value.tolist() for name, value in self._snapshot.items()}
+        frame["t"] = self._snapshot_t
         return json.dumps(frame).encode()
 
 

@@ -156,4 +156,29 @@ def test_realtime_pacing_never_runs_ahead_and_forgives_a_lag():
     for _ in range(5):
         served.step(4e-4, torque)
     assert wall[0] == pytest.approx(1.002)             # rebased at the period start: no catching up
+    served.idle()
     assert len(published) == 4 and json.loads(published[-1]) == {"t": pytest.approx(0.008)}
+
+
+def test_truth_is_taken_at_its_step_and_sent_when_the_server_idles():
+    """The JSON work waits for idle() (after the datagram's answer) but carries the sensors and
+    time of the step it was taken at; a second frame due first pushes the pending one out."""
+    published: list[bytes] = []
+    plant = InertiaPlant([1e-4], [0.0])
+    plant.sensors = {"speed": plant.motor_velocity}
+    served = ServedPlant(plant, publish=published.append, truth_every=2)
+    torque = np.ones(1)
+    served.step(4e-4, torque)
+    served.step(4e-4, torque)                          # due: taken, not yet sent
+    taken = plant.motor_velocity.tolist()
+    served.step(4e-4, torque)
+    assert published == []
+    served.idle()
+    assert json.loads(published[0]) == {"t": pytest.approx(8e-4), "speed": taken}
+    served.idle()
+    assert len(published) == 1                         # nothing new to send
+    for _ in range(4):                                 # two frames due without an idle in between
+        served.step(4e-4, torque)
+    assert [json.loads(p)["t"] for p in published] == pytest.approx([8e-4, 1.6e-3])
+    served.idle()
+    assert [json.loads(p)["t"] for p in published] == pytest.approx([8e-4, 1.6e-3, 2.4e-3])
