@@ -29,6 +29,7 @@ from numba import njit
 
 from . import drive
 from .powerlink import frames
+from .powerlink.checks import crc32, framed, le
 from .powerlink.nmt import NmtState
 from .powerlink.pdo import RPDO
 
@@ -52,37 +53,6 @@ _SOC_MAC = np.frombuffer(frames.SOC_MAC, np.uint8).copy()
 _ENTRY_SIZE, _ANSWER_SIZE = 3, 6        # udp.ENTRY <HB, udp.ANSWER <HI
 
 
-def _crc_table() -> np.ndarray:
-    table = np.zeros(256, np.uint32)
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        table[n] = c
-    return table
-
-
-_CRC_TABLE = _crc_table()
-_FCS_RESIDUE = np.uint32(0x2144DF1C)
-
-
-@njit(cache=True)
-def crc32(buf, start, end):
-    """CRC-32 of ``buf[start:end]`` as zlib computes it (the Ethernet FCS, frames.py)."""
-    c = np.uint32(0xFFFFFFFF)
-    for i in range(start, end):
-        c = _CRC_TABLE[(c ^ buf[i]) & 0xFF] ^ (c >> np.uint32(8))
-    return c ^ np.uint32(0xFFFFFFFF)
-
-
-@njit(cache=True)
-def _le(buf, at, n):
-    v = 0
-    for i in range(n):
-        v |= np.int64(buf[at + i]) << (8 * i)
-    return v
-
-
 @njit(cache=True)
 def _put(buf, at, value, n):
     for i in range(n):
@@ -91,32 +61,25 @@ def _put(buf, at, value, n):
 
 @njit(cache=True)
 def _f64(buf, at):
-    return np.uint64(np.uint64(_le(buf, at, 4)) | (np.uint64(_le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
+    return np.uint64(np.uint64(le(buf, at, 4)) | (np.uint64(le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
 
 
 @njit(cache=True)
 def _f32(buf, at):
-    return np.float64(np.uint32(_le(buf, at, 4)).view(np.float32))
-
-
-@njit(cache=True)
-def _framed(rx, at, n):
-    """Length within Ethernet's bounds, FCS and EtherType: what every reader checks first."""
-    return (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(rx, at, at + n) == _FCS_RESIDUE
-            and rx[at + 12] == 0x88 and rx[at + 13] == 0xAB)
+    return np.float64(np.uint32(le(buf, at, 4)).view(np.float32))
 
 
 @njit(cache=True)
 def _soc_phase(rx, at, n, cycle_us, ratio):
     """The phase a valid SoC starts (read_soc's checks), or -1."""
-    if not _framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
+    if not framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
         return -1
     for i in range(6):
         if rx[at + i] != _SOC_MAC[i]:
             return -1
-    if _le(rx, at + 24, 4) >= 1_000_000_000:
+    if le(rx, at + 24, 4) >= 1_000_000_000:
         return -1
-    return (_le(rx, at + 28, 8) // cycle_us) % ratio
+    return (le(rx, at + 28, 8) // cycle_us) % ratio
 
 
 @njit(cache=True)
@@ -124,11 +87,11 @@ def _apply(rx, at, n, node, x, flags):
     """Validate a PReq to ``node`` (read_preq, on_preq) and write its setpoints if that is all
     applying it does; False (nothing written) otherwise."""
     dst = rx[at + 15]
-    if not _framed(rx, at, n) or rx[at + 16] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
+    if not framed(rx, at, n) or rx[at + 16] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
         return False
     if rx[at] != 0x02 or rx[at + 1] or rx[at + 2] or rx[at + 3] or rx[at + 4] or rx[at + 5] != dst:
         return False
-    size = _le(rx, at + 22, 2)
+    size = le(rx, at + 22, 2)
     if (size != _RPDO_SIZE or size > n - frames.PDO_OFFSET - frames.FCS_SIZE
             or rx[at + 20] != frames.PDO_VERSION or not rx[at + 18] & frames.FLAG1_RD):
         return False
@@ -139,7 +102,7 @@ def _apply(rx, at, n, node, x, flags):
             continue
         c = base + ch * _CHANNEL_SIZE
         mode = np.int64(np.int8(rx[c + 2]))
-        if _le(rx, c, 2) != flags[row, drive.IDEM_CW] or mode != flags[row, drive.MODE_DISPLAY]:
+        if le(rx, c, 2) != flags[row, drive.IDEM_CW] or mode != flags[row, drive.MODE_DISPLAY]:
             return False
     for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
         row = node[CHANNEL_ROWS + ch]
@@ -160,7 +123,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, rati
     at = io[AT]
     out = io[OUT]
     while at + _ENTRY_SIZE <= size:
-        n = _le(rx, at, 2)
+        n = le(rx, at, 2)
         answer = rx[at + 2]
         frame = at + _ENTRY_SIZE
         if frame + n > size or n < frames.MIN_FRAME:

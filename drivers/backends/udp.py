@@ -52,6 +52,7 @@ from time import perf_counter
 
 import numpy as np
 import yaml
+from numba import njit
 
 from ..config import BusConfig, UdpConfig, parse_bus_config
 from .. import isochronous
@@ -66,7 +67,7 @@ from ..sim_nodes import SimulatedNodes
 HEADER = struct.Struct("<2sBxII")
 ENTRY = struct.Struct("<HB")             # FRAMES entry: frame length, answer wanted
 ANSWER = struct.Struct("<HI")            # ANSWERS entry: frame length (0: none), wire delay ns
-_ENTRY_SIZE, _ANSWER_SIZE = ENTRY.size, ANSWER.size
+_HEADER_SIZE, _ENTRY_SIZE, _ANSWER_SIZE = HEADER.size, ENTRY.size, ANSWER.size
 _PACK_ENTRY = ENTRY.pack_into
 MAGIC = b"PL"
 FRAMES, SILENCE, CONTROL, CONTROL_REPLY, ANSWERS = 1, 2, 3, 4, 5
@@ -169,6 +170,14 @@ class UdpLink:
         self._wanted = 0                         # answers the queued frames want
         self._rx = bytearray(_DATAGRAM)
         self._rx_view = memoryview(self._rx)
+        slots = _DATAGRAM // (_ANSWER_SIZE + frames.MIN_FRAME) + 1
+        self._offsets = np.zeros(slots, np.int64)
+        self._lengths = np.zeros(slots, np.int64)
+        self._delays_ns = np.zeros(slots, np.int64)
+        # the last collect's answers as arrays (Link protocol, ManagingNode.period's Numba check)
+        self._rx_array = np.frombuffer(self._rx, np.uint8)
+        self.answers = (self._rx_array, self._offsets, self._lengths, self._delays_ns)
+        _parse_answers(self._rx_array, 0, 0, self._offsets, self._lengths, self._delays_ns)   # compiled now
 
     def transfer(self, frame: memoryview) -> memoryview | None:
         """Hold back a frame nothing answers; send an answered one (a SoA inviting a CN) with what is
@@ -231,24 +240,20 @@ class UdpLink:
         The frames are views into the receive buffer, valid until the next exchange."""
         self._send(FRAMES, None, 0)
         kind, size = self._receive()
+        if n > len(self._offsets):
+            raise LinkError(f"{n} answers wanted in one datagram, at most {len(self._offsets)} fit")
+        _parse_answers(self._rx_array, size if kind == ANSWERS else 0, n, self._offsets, self._lengths,
+                       self._delays_ns)
+        view = self._rx_view
         replies: list[memoryview | None] = [None] * n
         delays = self.reply_delays
         delays.clear()
         delays.extend([0.0] * n)
-        if kind == ANSWERS:
-            rx, view = self._rx, self._rx_view
-            at = HEADER.size
-            for k in range(n):
-                if at + ANSWER.size > size:
-                    break                           # a short datagram: the missing answers are lost
-                length, delay_ns = ANSWER.unpack_from(rx, at)
-                at += ANSWER.size
-                if at + length > size:
-                    break
-                if length:
-                    replies[k] = view[at:at + length]
-                    delays[k] = delay_ns * 1e-9
-                at += length
+        for k, (at, length, delay_ns) in enumerate(zip(self._offsets[:n].tolist(), self._lengths[:n].tolist(),
+                                                       self._delays_ns[:n].tolist())):
+            if length:
+                replies[k] = view[at:at + length]
+                delays[k] = delay_ns * 1e-9
         return replies
 
     def _send(self, kind: int, payload, n: int) -> None:
@@ -287,6 +292,27 @@ class UdpLink:
                 if magic == MAGIC and seq == self.seq:
                     return kind, size
             self.stale += 1
+
+
+@njit(cache=True)
+def _parse_answers(rx, size, n, offsets, lengths, delays_ns):
+    """The first ``n`` entries of an ANSWERS datagram of ``size`` bytes (0: none came): frame
+    offset, length (0: lost, also for entries a short datagram misses) and wire delay in ns."""
+    at = _HEADER_SIZE
+    for k in range(n):
+        offsets[k] = lengths[k] = delays_ns[k] = 0
+    for k in range(n):
+        if at + _ANSWER_SIZE > size:
+            return
+        length = np.int64(rx[at]) | np.int64(rx[at + 1]) << 8
+        delay = 0
+        for i in range(4):
+            delay |= np.int64(rx[at + 2 + i]) << (8 * i)
+        at += _ANSWER_SIZE
+        if at + length > size:
+            return
+        offsets[k], lengths[k], delays_ns[k] = at, length, delay
+        at += length
 
 
 class _DeferredPlant(Plant):

@@ -24,10 +24,13 @@ import math
 from collections import deque
 from typing import Protocol
 
+import numpy as np
+
 from ..codes import FaultCode
 from ..config import BusConfig, NodeConfig
 from ..events import BusEvent, EventKind
 from . import frames, services
+from .checks import steady_pres
 from .frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
 from .nmt import NmtCommand, NmtState
 from .pdo import RPDO, TPDO
@@ -38,6 +41,8 @@ RETRY_CYCLES = 25
 SDO_TIMEOUT_CYCLES = 250
 _ZERO_TPDO = TPDO.struct.unpack(bytes(TPDO.size))
 _TPDO_SIZE = TPDO.size
+_UNPACK_TPDO = TPDO.struct.unpack_from
+_PDO_OFFSET = frames.PDO_OFFSET
 _PRES_TPDO = frames.pres_header(TPDO.struct)      # PRes header and TPDO: one unpack
 _PDO_VERSION = frames.PDO_VERSION
 _read_pres = frames.read_pres
@@ -126,6 +131,10 @@ class ManagingNode:
         self._ident_cursor = 0
         self._cycle_us = config.cycle_us
         self._pres_timeout = config.pres_timeout_s
+        self._answers = getattr(link, "answers", None)
+        self._expect = np.zeros(0, np.int64)             # node ids of the polled CNs, in order
+        if self._answers is not None:
+            self._steady((), 0)                          # compiles (or loads) the check before any cycle
 
     # -- boot ---------------------------------------------------------------------------------------
     def boot(self) -> None:
@@ -228,10 +237,24 @@ class ManagingNode:
                 link.transfer(soa)                   # nobody is invited: nothing answers
         replies = link.collect()
         link.transfer(soa)                           # the last SoA after the answers: the CNs step on
-
+        if self._answers is not None and self._steady(polled, len(replies)):
+            last = len(replies) - len(polled)        # all valid and Operational: only the values are news
+            for j, rec in enumerate(polled):
+                rec.values = _UNPACK_TPDO(replies[last + j], _PDO_OFFSET)
+            self.bus_cycle += cycles                 # _bookkeeping has nothing else to do in steady state
+            return
         for k in range(cycles):
             self._absorb(polled, replies, k * len(polled))
             self._bookkeeping()
+
+    def _steady(self, polled: tuple[CnRecord, ...], count: int) -> bool:
+        """Every polled CN is in good standing and every answer of the period is a valid Operational
+        PRes from it, in time: what _absorb would find nothing to act on in."""
+        for rec in polled:
+            if not rec.identified or rec.erring or rec.nmt is not _OPERATIONAL:
+                return False
+        buf, offsets, lengths, delays = self._answers
+        return steady_pres(buf, offsets, lengths, delays, count, self._expect, self._pres_timeout)
 
     def _bookkeeping(self) -> None:
         if self.state != _OPERATIONAL or self.joining:
@@ -243,6 +266,7 @@ class ManagingNode:
     def _repoll(self) -> None:
         self._cycle = tuple(self.polled)
         self._preqs = tuple(rec.preq.view for rec in self._cycle)
+        self._expect = np.array([rec.node_id for rec in self._cycle], np.int64)
 
     def _queue_isochronous(self, bus_cycle: int) -> None:
         rel = bus_cycle * self._cycle_us

@@ -18,6 +18,7 @@ from drivers.plant import InertiaPlant
 from drivers.powerlink import frames
 from drivers.powerlink.frames import ChecksumError, InconsistentFrame
 from drivers.powerlink.bus import PowerlinkBus
+from drivers.powerlink.checks import steady_pres
 from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.sim_nodes import SimulatedNodes
 
@@ -147,27 +148,36 @@ class _TwinSocket:
         pass
 
 
-def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
-    """The same datagrams, served with and without drivers.isochronous through boot, motion,
-    state changes, a mode change, drive and bus faults and an SDO: identical answers after every
-    datagram and identical drive, PRes and node state at the end; the fast path took most frames."""
+def _scripted_run(bench, mn_check: bool):
+    """Boot, motion, state changes, a mode change, drive and bus faults (lost, late and corrupted
+    PRes) and an SDO over a UdpLink on twin servers; ``mn_check``: the MN may use its Numba PRes
+    check. Returns the twin socket, the bus and what the bus reported after every period."""
     config = parse_bus_config(dict(bench, backend="udp"))
     link = udp.UdpLink(config.udp)
     link.sock.close()
     link.sock = twin = _TwinSocket(config)
+    if not mn_check:
+        link.answers = None
     bus = PowerlinkBus(config, link, udp.RemoteFaults(link))
+    absorbed = [0]
+    absorb = bus.mn._absorb
+    bus.mn._absorb = lambda *a: (absorbed.__setitem__(0, absorbed[0] + 1), absorb(*a))[1]
     bus.boot()
     for axis in bus.axes.values():
         axis.enable()
     start = bus.target_position.copy()
     knee, ankle, hip = bus.axis("knee"), bus.axis("ankle_1"), bus.axis("hip")
-    script = {40: knee.disable, 45: knee.enable, 60: ankle.quick_stop, 70: ankle.fault_reset,
-              75: ankle.enable, 90: lambda: setattr(knee, "mode", Mode.CSV), 100: lambda: setattr(knee, "mode", Mode.CSP),
-              110: lambda: bus.faults.encoder_glitch("hip", "nan"), 115: hip.fault_reset, 118: hip.enable, 125: lambda: bus.faults.drop_pres(2),
-              140: lambda: bus.faults.drive_fault("knee", "over_temperature"), 175: knee.fault_reset, 180: knee.enable,
-              185: lambda: bus.sdo_read(1, 0x1001, 0), 200: lambda: bus.faults.corrupt_pres(3)}
+    script = {40: knee.disable, 45: knee.enable, 60: ankle.quick_stop, 70: ankle.fault_reset, 75: ankle.enable,
+              90: lambda: setattr(knee, "mode", Mode.CSV), 100: lambda: setattr(knee, "mode", Mode.CSP),
+              110: lambda: bus.faults.encoder_glitch("hip", "nan"), 115: hip.fault_reset, 118: hip.enable,
+              125: lambda: bus.faults.drop_pres(2), 130: lambda: bus.faults.delay_pres(1, 1e-3),
+              140: lambda: bus.faults.drive_fault("knee", "over_temperature"), 175: knee.fault_reset,
+              180: knee.enable, 185: lambda: bus.sdo_read(1, 0x1001, 0), 200: lambda: bus.faults.corrupt_pres(3)}
+    reported = []
     for k in range(260):
         bus.read()
+        reported.append((bus.position.tobytes(), bus.velocity.tobytes(), bus.statusword.tobytes(),
+                         bus.fault_code.tobytes(), len(bus.events)))
         bus.target_position[:] = start + 0.2 * np.sin(0.05 * k)
         bus.target_velocity[:] = 0.01 * np.cos(0.05 * k)
         bus.torque_offset[:] = 0.05 * np.sin(0.07 * k)
@@ -175,6 +185,15 @@ def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
             script[k]()
         bus.write()
         bus.exchange()
+    counters = [(r.loss.cumulative, r.late.cumulative, r.malformed.cumulative) for r in bus.mn.records.values()]
+    return twin, bus, (reported, list(bus.events), counters, bus.mn.bus_cycle, absorbed[0])
+
+
+def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
+    """The same datagrams, served with and without drivers.isochronous: identical answers after
+    every datagram and identical drive, PRes and node state at the end; the fast path took most
+    frames."""
+    twin, bus, _ = _scripted_run(bench, mn_check=True)
     fast, slow = twin.servers[0][0], twin.servers[1][0]
     for name in ("x", "flags", "pres", "torque"):
         assert getattr(fast.bank, name).tobytes() == getattr(slow.bank, name).tobytes(), name
@@ -185,3 +204,47 @@ def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
         assert (node.drive.state, node.drive.history) == (other.drive.state, other.drive.history)
     assert [(a.state, a.fault_code) for a in bus.axes.values()] == [(State.OPERATION_ENABLED, 0)] * len(bus.axes)
     assert twin.python_frames[0] < twin.python_frames[1] / 3       # most frames went through Numba
+
+
+def test_the_managing_nodes_numba_pres_check_reports_as_the_python_path(bench):
+    """The same run with and without checks.steady_pres on the MN side: the bus reports the same
+    values, states, fault codes and events after every period, the same error counts (the lost,
+    late and corrupted PRes are each counted once), and most periods skipped _absorb."""
+    *_, checked = _scripted_run(bench, mn_check=True)
+    *_, python = _scripted_run(bench, mn_check=False)
+    assert checked[:4] == python[:4]
+    assert python[2] == [(0, 1, 0), (1, 0, 0), (0, 0, 1)]
+    assert checked[4] < python[4] / 3
+
+
+def _pres(node_id: int, nmt: int = 0xFD) -> bytes:
+    return frames.encode(frames.PRes(node_id, nmt, bytes(TPDO.size)))
+
+
+@pytest.mark.parametrize("spoil", ["none", "lost", "late", "fcs", "other node", "pre-operational", "pdo size",
+                                   "pdo version", "short datagram"])
+def test_steady_pres_accepts_only_valid_operational_pres_in_time(spoil):
+    """One answer spoiled among two periods of two nodes is enough to send the period to Python."""
+    answers = [_pres(1), _pres(2), _pres(1), _pres(2)]
+    delays = [10_000] * 4
+    if spoil == "lost":
+        answers[3] = b""
+    elif spoil == "late":
+        delays[2] = 60_000                                # pres_timeout 50 us
+    elif spoil == "fcs":
+        answers[1] = answers[1][:-1] + bytes([answers[1][-1] ^ 1])
+    elif spoil == "other node":
+        answers[2] = _pres(2)
+    elif spoil == "pre-operational":
+        answers[0] = _pres(1, 0x5D)
+    elif spoil == "pdo size":
+        answers[1] = frames.encode(frames.PRes(2, 0xFD, bytes(TPDO.size - 2)))
+    elif spoil == "pdo version":
+        answers[3] = frames.encode(frames.PRes(2, 0xFD, bytes(TPDO.size), pdo_version=0x11))
+    elif spoil == "short datagram":
+        answers[3] = answers[3][:frames.MIN_FRAME - 1]
+    buf = np.frombuffer(b"".join(answers), np.uint8)
+    lengths = np.array([len(a) for a in answers], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ok = steady_pres(buf, offsets, lengths, np.array(delays, np.int64), 4, np.array([1, 2], np.int64), 5e-5)
+    assert ok == (spoil == "none")

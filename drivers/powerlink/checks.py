@@ -1,0 +1,87 @@
+"""Frame checks in Numba: CRC-32, the framing every reader checks first, and the managing node's
+check of a control period's PRes in one pass (EPSG DS 301 §4.6.1.1.4 PRes, §4.7 error handling).
+
+:func:`steady_pres` answers one question for :meth:`ManagingNode.period
+<drivers.powerlink.managing_node.ManagingNode.period>`: is every answer of the period a valid PRes
+(as :func:`~drivers.powerlink.frames.read_pres` checks it) from the node polled in its slot,
+reporting NMTStatus Operational, carrying the TPDO mapping's PDO version and size, within
+``pres_timeout_s``? Then nothing but the TPDO values of the last cycle is news to the MN. Any
+other answer (lost, late, malformed, another state) sends the period through the Python path,
+which counts and reports it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import frames
+from .nmt import NmtState
+from .pdo import TPDO
+
+_OPERATIONAL = int(NmtState.OPERATIONAL)
+_PRES = int(frames.MessageType.PRES)
+_PRES_MAC = np.frombuffer(frames.PRES_MAC, np.uint8).copy()
+_TPDO_SIZE = TPDO.size
+_PRES_MIN = frames.PDO_OFFSET + TPDO.size       # read_pres's header struct with the TPDO
+
+
+def _crc_table() -> np.ndarray:
+    table = np.zeros(256, np.uint32)
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table[n] = c
+    return table
+
+
+_CRC_TABLE = _crc_table()
+_FCS_RESIDUE = np.uint32(0x2144DF1C)
+
+
+@njit(cache=True)
+def crc32(buf, start, end):
+    """CRC-32 of ``buf[start:end]`` as zlib computes it (the Ethernet FCS, frames.py)."""
+    c = np.uint32(0xFFFFFFFF)
+    for i in range(start, end):
+        c = _CRC_TABLE[(c ^ buf[i]) & 0xFF] ^ (c >> np.uint32(8))
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(cache=True)
+def le(buf, at, n):
+    """The ``n``-byte little-endian unsigned integer at ``buf[at]``."""
+    v = 0
+    for i in range(n):
+        v |= np.int64(buf[at + i]) << (8 * i)
+    return v
+
+
+@njit(cache=True)
+def framed(buf, at, n):
+    """Length within Ethernet's bounds, FCS and EtherType: what every reader checks first."""
+    return (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(buf, at, at + n) == _FCS_RESIDUE
+            and buf[at + 12] == 0x88 and buf[at + 13] == 0xAB)
+
+
+@njit(cache=True)
+def steady_pres(buf, offsets, lengths, delays_ns, count, expect, timeout_s):
+    """True when answer ``k`` (``lengths[k]`` bytes at ``buf[offsets[k]]``, wire delay
+    ``delays_ns[k]``) is a valid Operational PRes from node ``expect[k % len(expect)]`` within
+    ``timeout_s``, for every ``k < count`` (module docstring)."""
+    polled = expect.shape[0]
+    if polled == 0 or count % polled:
+        return False
+    for k in range(count):
+        at, n = offsets[k], lengths[k]
+        if n < _PRES_MIN or delays_ns[k] * 1e-9 > timeout_s or not framed(buf, at, n):
+            return False
+        for i in range(6):
+            if buf[at + i] != _PRES_MAC[i]:
+                return False
+        size = le(buf, at + 22, 2)
+        if (buf[at + 14] != _PRES or buf[at + 15] != frames.BROADCAST_NODE_ID or buf[at + 16] != expect[k % polled]
+                or buf[at + 17] != _OPERATIONAL or buf[at + 20] != frames.PDO_VERSION or size != _TPDO_SIZE
+                or size > n - frames.PDO_OFFSET - frames.FCS_SIZE):
+            return False
+    return True
