@@ -36,6 +36,7 @@ from .codes import FaultCode, error_register_bits
 from .config import AxisConfig, BusConfig
 from .plant import Plant
 from .powerlink import frames, pdo
+from .powerlink.checks import put_le
 from .powerlink.sdo import ObjectDictionary, ObjectEntry
 from .powerlink.services import DEVICE_TYPE_SERVO_402
 
@@ -82,24 +83,17 @@ _FAULT_RESET, _OPERATION_ENABLED = Command.FAULT_RESET, State.OPERATION_ENABLED
 
 
 @njit(cache=True)
-def _put_le(row, at, value, n):
-    """The ``n`` low bytes of the integer ``value``, little-endian, at ``row[at]``."""
-    for i in range(n):
-        row[at + i] = (value >> (8 * i)) & 0xFF
-
-
-@njit(cache=True)
 def _write_tpdo(pres, x, flags, a):
     """Axis ``a``'s TPDO channel (<HbdffH: statusword, mode display, position REAL64, velocity and
     current REAL32, error code) into its PRes row, as struct would pack it."""
     row = pres[flags[a, PRES_ROW]]
     at = frames.PDO_OFFSET + flags[a, CHANNEL] * _TPDO_CHANNEL_SIZE
-    _put_le(row, at, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
-    _put_le(row, at + 2, flags[a, MODE_DISPLAY], 1)
-    _put_le(row, at + 3, np.float64(x[a, ACT_POS]).view(np.uint64), 8)
-    _put_le(row, at + 11, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
-    _put_le(row, at + 15, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
-    _put_le(row, at + 19, flags[a, ERROR_CODE], 2)
+    put_le(row, at, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
+    put_le(row, at + 2, flags[a, MODE_DISPLAY], 1)
+    put_le(row, at + 3, np.float64(x[a, ACT_POS]).view(np.uint64), 8)
+    put_le(row, at + 11, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
+    put_le(row, at + 15, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
+    put_le(row, at + 19, flags[a, ERROR_CODE], 2)
 
 
 @njit(cache=True)

@@ -29,7 +29,7 @@ from numba import njit
 
 from . import drive
 from .powerlink import frames
-from .powerlink.checks import crc32, framed, le
+from .powerlink.checks import crc32, framed, le, put_le
 from .powerlink.nmt import NmtState
 from .powerlink.pdo import RPDO
 
@@ -51,12 +51,6 @@ _OPERATIONAL = int(NmtState.OPERATIONAL)
 _SOC, _PREQ = int(frames.MessageType.SOC), int(frames.MessageType.PREQ)
 _SOC_MAC = np.frombuffer(frames.SOC_MAC, np.uint8).copy()
 _ENTRY_SIZE, _ANSWER_SIZE = 3, 6        # udp.ENTRY <HB, udp.ANSWER <HI
-
-
-@njit(cache=True)
-def _put(buf, at, value, n):
-    for i in range(n):
-        buf[at + i] = (value >> (8 * i)) & 0xFF
 
 
 @njit(cache=True)
@@ -149,7 +143,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, rati
             reply[17] = _OPERATIONAL
             reply[18] = frames.FLAG1_RD
             reply[19] = 0
-            _put(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
+            put_le(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
             replied = True
         else:
             break
@@ -157,13 +151,13 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, rati
             io[WANTED] = 1
             if replied:
                 m = reply.shape[0]
-                _put(tx, out, m, 2)
-                _put(tx, out + 2, 0, 4)
+                put_le(tx, out, m, 2)
+                put_le(tx, out + 2, 0, 4)
                 out += _ANSWER_SIZE
                 tx[out:out + m] = reply
                 out += m
             else:
-                _put(tx, out, 0, _ANSWER_SIZE)
+                put_le(tx, out, 0, _ANSWER_SIZE)
                 out += _ANSWER_SIZE
         at = frame + n
         io[AT] = at

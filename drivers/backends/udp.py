@@ -61,6 +61,7 @@ from ..hal import BackendError, LinkError
 from ..plant import InertiaPlant, Plant
 from ..powerlink import frames
 from ..powerlink.bus import PowerlinkBus
+from ..powerlink.checks import crc32, put_le
 from ..powerlink.frames import MessageType
 from ..sim_nodes import SimulatedNodes
 
@@ -166,6 +167,7 @@ class UdpLink:
         self.stale = 0
         self._tx = bytearray(_DATAGRAM)
         self._tx_view = memoryview(self._tx)
+        self._tx_array = np.frombuffer(self._tx, np.uint8)
         self._fill = HEADER.size
         self._wanted = 0                         # answers the queued frames want
         self._rx = bytearray(_DATAGRAM)
@@ -177,7 +179,9 @@ class UdpLink:
         # the last collect's answers as arrays (Link protocol, ManagingNode.period's Numba check)
         self._rx_array = np.frombuffer(self._rx, np.uint8)
         self.answers = (self._rx_array, self._offsets, self._lengths, self._delays_ns)
-        _parse_answers(self._rx_array, 0, 0, self._offsets, self._lengths, self._delays_ns)   # compiled now
+        _parse_answers(self._rx_array, 0, 0, self._offsets, self._lengths, self._delays_ns)   # compiled now,
+        frame = np.zeros(frames.MIN_FRAME, np.uint8)                                            # as is
+        _queue_period(self._tx_array, HEADER.size, frame, frame[None, :], np.zeros(0, np.int64), frame, 0, 0, 1)
 
     def transfer(self, frame: memoryview) -> memoryview | None:
         """Hold back a frame nothing answers; send an answered one (a SoA inviting a CN) with what is
@@ -195,6 +199,16 @@ class UdpLink:
         queue(soc, 0)
         for preq in preqs:
             queue(preq, 1)
+
+    def queue_period(self, soc: np.ndarray, preq_rows: np.ndarray, rows: np.ndarray, soa: np.ndarray,
+                     first_cycle: int, cycles: int, cycle_us: int) -> None:
+        """Queue a steady control period at once (Link protocol): the same entries as
+        :meth:`queue_isochronous` and :meth:`transfer` of each frame would."""
+        end = _queue_period(self._tx_array, self._fill, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us)
+        if end < 0:
+            raise LinkError(f"the frames of one control period exceed one UDP datagram ({_DATAGRAM} bytes)")
+        self._fill = end
+        self._wanted += cycles * len(rows)
 
     def collect(self) -> list[memoryview | None]:
         """One datagram out (everything queued), one back (an answer per PReq or inviting SoA)."""
@@ -292,6 +306,41 @@ class UdpLink:
                 if magic == MAGIC and seq == self.seq:
                     return kind, size
             self.stale += 1
+
+
+@njit(cache=True)
+def _put_entry(tx, at, frame, answer):
+    """One FRAMES entry (length, answer wanted, the frame) at ``tx[at]``; its end, -1 if it overflows."""
+    n = frame.shape[0]
+    end = at + _ENTRY_SIZE + n
+    if end > tx.shape[0]:
+        return -1
+    put_le(tx, at, n, 2)
+    tx[at + 2] = answer
+    tx[at + _ENTRY_SIZE:end] = frame
+    return end
+
+
+@njit(cache=True)
+def _queue_period(tx, at, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us):
+    """The entries of a steady control period from ``tx[at]`` (UdpLink.queue_period); their end or -1.
+    Each SoC gets its NetTime and RelativeTime (frames.set_soc_time) and FCS in place."""
+    fcs = soc.shape[0] - frames.FCS_SIZE
+    for k in range(cycles):
+        rel = (first_cycle + k) * cycle_us
+        put_le(soc, 20, rel // 1_000_000, 4)
+        put_le(soc, 24, (rel % 1_000_000) * 1000, 4)
+        put_le(soc, 28, rel, 8)
+        put_le(soc, fcs, crc32(soc, 0, fcs), 4)
+        at = _put_entry(tx, at, soc, 0)
+        for j in range(rows.shape[0]):
+            if at >= 0:
+                at = _put_entry(tx, at, preq_rows[rows[j]], 1)
+        if k < cycles - 1 and at >= 0:
+            at = _put_entry(tx, at, soa, 0)
+        if at < 0:
+            return -1
+    return at
 
 
 @njit(cache=True)

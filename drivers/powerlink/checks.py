@@ -58,6 +58,13 @@ def le(buf, at, n):
 
 
 @njit(cache=True)
+def put_le(buf, at, value, n):
+    """The ``n`` low bytes of the integer ``value``, little-endian, at ``buf[at]``."""
+    for i in range(n):
+        buf[at + i] = (value >> (8 * i)) & 0xFF
+
+
+@njit(cache=True)
 def framed(buf, at, n):
     """Length within Ethernet's bounds, FCS and EtherType: what every reader checks first."""
     return (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(buf, at, at + n) == _FCS_RESIDUE

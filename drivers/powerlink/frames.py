@@ -209,12 +209,13 @@ def set_soc_time(buf: bytearray, net_time_s: int, net_time_ns: int, relative_tim
     _SOC_TIME.pack_into(buf, 20, net_time_s, net_time_ns, relative_time_us)
 
 
-def preq_frame(dst: int, payload_size: int, pdo_version: int = PDO_VERSION) -> TxFrame:
-    """A PReq from the MN to CN ``dst`` carrying ``payload_size`` PDO bytes at :data:`PDO_OFFSET`."""
+def preq_frame(dst: int, payload_size: int, pdo_version: int = PDO_VERSION, buf=None) -> TxFrame:
+    """A PReq from the MN to CN ``dst`` carrying ``payload_size`` PDO bytes at :data:`PDO_OFFSET`;
+    ``buf``: see :class:`TxFrame`."""
     _check_payload(payload_size, MAX_PDO_PAYLOAD)
     if not 1 <= dst < MN_NODE_ID:
         raise InconsistentFrame(f"PReq destination node id {dst} is outside 1..239")
-    f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE)
+    f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE, buf)
     _write_header(f, MessageType.PREQ, node_mac(dst), dst, MN_NODE_ID)
     _PREQ_FIELDS.pack_into(f.buf, 17, 0, pdo_version, payload_size)
     return f

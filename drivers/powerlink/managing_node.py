@@ -43,6 +43,7 @@ _ZERO_TPDO = TPDO.struct.unpack(bytes(TPDO.size))
 _TPDO_SIZE = TPDO.size
 _UNPACK_TPDO = TPDO.struct.unpack_from
 _PDO_OFFSET = frames.PDO_OFFSET
+PREQ_LENGTH = max(frames.PDO_OFFSET + RPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _PRES_TPDO = frames.pres_header(TPDO.struct)      # PRes header and TPDO: one unpack
 _PDO_VERSION = frames.PDO_VERSION
 _read_pres = frames.read_pres
@@ -62,6 +63,13 @@ class Link(Protocol):
     valid until the next call on the link. A link may hold the frames back until ``collect`` (the
     UDP link sends them in one datagram). :meth:`flush` ends a control period: anything a link
     holds back goes out now.
+
+    Two optional members let :meth:`ManagingNode.period` hand a steady period to Numba (the UDP
+    link has both): ``queue_period(soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us)``
+    queues all its frames at once (each SoC's times and FCS written into ``soc``, the PReqs
+    ``preq_rows[rows]``, the SoA after every cycle but the last), and ``answers`` holds the last
+    collect's answers as arrays (receive buffer, then per answer its offset, length and wire delay
+    in ns) for :func:`~drivers.powerlink.checks.steady_pres`.
     """
 
     reply_delay_s: float
@@ -85,14 +93,14 @@ class BootTimeoutError(RuntimeError):
 class CnRecord:
     """What the MN knows about one configured CN."""
 
-    def __init__(self, node: NodeConfig, threshold: int) -> None:
+    def __init__(self, node: NodeConfig, threshold: int, preq_buffer=None) -> None:
         self.node_id = node.node_id
         self.nmt = NmtState.NOT_ACTIVE
         self.identified = False
         self.answered = False
         self.device_type = 0
         self.stopped = False
-        self.preq = frames.preq_frame(node.node_id, RPDO.size)
+        self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
         RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *([0, 8, 0.0, 0.0, 0.0] * RPDO.channels))
         self.preq.seal()
         self.values = _ZERO_TPDO
@@ -113,7 +121,10 @@ class ManagingNode:
         self.config = config
         self.link = link
         self.events = events
-        self.records = {n.node_id: CnRecord(n, config.threshold) for n in config.nodes}
+        self._preq_rows = np.zeros((len(config.nodes), PREQ_LENGTH), np.uint8)    # one PReq frame per CN
+        self.records = {n.node_id: CnRecord(n, config.threshold, memoryview(self._preq_rows[i]))
+                        for i, n in enumerate(config.nodes)}
+        self._row = {n.node_id: i for i, n in enumerate(config.nodes)}
         self.state = NmtState.NOT_ACTIVE
         self.bus_cycle = 0
         self.polled: list[CnRecord] = []
@@ -132,7 +143,11 @@ class ManagingNode:
         self._cycle_us = config.cycle_us
         self._pres_timeout = config.pres_timeout_s
         self._answers = getattr(link, "answers", None)
+        self._queue_period = getattr(link, "queue_period", None)
+        self._soc_array = np.frombuffer(self.soc.buf, np.uint8)
+        self._soa_array = np.frombuffer(self.soa.buf, np.uint8)
         self._expect = np.zeros(0, np.int64)             # node ids of the polled CNs, in order
+        self._rows = np.zeros(0, np.int64)               # and their rows of _preq_rows
         if self._answers is not None:
             self._steady((), 0)                          # compiles (or loads) the check before any cycle
 
@@ -231,10 +246,14 @@ class ManagingNode:
         self._set_soa(_NO_SERVICE, frames.INVALID_NODE_ID)
         soa = self.soa.view
         polled = self._cycle
-        for k in range(cycles):
-            self._queue_isochronous(self.bus_cycle + k)
-            if k < cycles - 1:
-                link.transfer(soa)                   # nobody is invited: nothing answers
+        if self._queue_period is not None:
+            self._queue_period(self._soc_array, self._preq_rows, self._rows, self._soa_array, self.bus_cycle,
+                               cycles, self._cycle_us)
+        else:
+            for k in range(cycles):
+                self._queue_isochronous(self.bus_cycle + k)
+                if k < cycles - 1:
+                    link.transfer(soa)               # nobody is invited: nothing answers
         replies = link.collect()
         link.transfer(soa)                           # the last SoA after the answers: the CNs step on
         if self._answers is not None and self._steady(polled, len(replies)):
@@ -267,6 +286,7 @@ class ManagingNode:
         self._cycle = tuple(self.polled)
         self._preqs = tuple(rec.preq.view for rec in self._cycle)
         self._expect = np.array([rec.node_id for rec in self._cycle], np.int64)
+        self._rows = np.array([self._row[rec.node_id] for rec in self._cycle], np.int64)
 
     def _queue_isochronous(self, bus_cycle: int) -> None:
         rel = bus_cycle * self._cycle_us

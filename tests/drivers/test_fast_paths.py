@@ -109,6 +109,7 @@ class _TwinSocket:
             deferred = udp._DeferredPlant(InertiaPlant.from_config(config))
             self.servers.append((SimulatedNodes(config, deferred), deferred, udp.Datagrams(), fast))
         self.reply = b""
+        self.sent: list[bytes] = []
         self.python_frames = [0, 0]
         for k, (network, *_rest) in enumerate(self.servers):
             network.transfer = self._counting(network.transfer, k)
@@ -120,6 +121,7 @@ class _TwinSocket:
         return counted
 
     def send(self, data) -> None:
+        self.sent.append(bytes(data))
         replies = []
         for network, deferred, d, fast in self.servers:
             size = len(data)
@@ -148,16 +150,17 @@ class _TwinSocket:
         pass
 
 
-def _scripted_run(bench, mn_check: bool):
+def _scripted_run(bench, mn_numba: bool):
     """Boot, motion, state changes, a mode change, drive and bus faults (lost, late and corrupted
-    PRes) and an SDO over a UdpLink on twin servers; ``mn_check``: the MN may use its Numba PRes
-    check. Returns the twin socket, the bus and what the bus reported after every period."""
+    PRes) and an SDO over a UdpLink on twin servers; ``mn_numba``: the MN may queue a period and
+    check its PRes in Numba. Returns the twin socket, the bus and what the bus reported after
+    every period."""
     config = parse_bus_config(dict(bench, backend="udp"))
     link = udp.UdpLink(config.udp)
     link.sock.close()
     link.sock = twin = _TwinSocket(config)
-    if not mn_check:
-        link.answers = None
+    if not mn_numba:
+        link.answers = link.queue_period = None
     bus = PowerlinkBus(config, link, udp.RemoteFaults(link))
     absorbed = [0]
     absorb = bus.mn._absorb
@@ -193,7 +196,7 @@ def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
     """The same datagrams, served with and without drivers.isochronous: identical answers after
     every datagram and identical drive, PRes and node state at the end; the fast path took most
     frames."""
-    twin, bus, _ = _scripted_run(bench, mn_check=True)
+    twin, bus, _ = _scripted_run(bench, mn_numba=True)
     fast, slow = twin.servers[0][0], twin.servers[1][0]
     for name in ("x", "flags", "pres", "torque"):
         assert getattr(fast.bank, name).tobytes() == getattr(slow.bank, name).tobytes(), name
@@ -206,15 +209,17 @@ def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
     assert twin.python_frames[0] < twin.python_frames[1] / 3       # most frames went through Numba
 
 
-def test_the_managing_nodes_numba_pres_check_reports_as_the_python_path(bench):
-    """The same run with and without checks.steady_pres on the MN side: the bus reports the same
-    values, states, fault codes and events after every period, the same error counts (the lost,
-    late and corrupted PRes are each counted once), and most periods skipped _absorb."""
-    *_, checked = _scripted_run(bench, mn_check=True)
-    *_, python = _scripted_run(bench, mn_check=False)
-    assert checked[:4] == python[:4]
-    assert python[2] == [(0, 1, 0), (1, 0, 0), (0, 0, 1)]
-    assert checked[4] < python[4] / 3
+def test_the_managing_nodes_numba_paths_send_and_report_as_the_python_path(bench):
+    """The same run with and without UdpLink.queue_period and checks.steady_pres on the MN side:
+    byte-identical datagrams; the bus reports the same values, states, fault codes and events
+    after every period, the same error counts (the lost, late and corrupted PRes are each counted
+    once), and most periods skipped _absorb."""
+    numba, *_, checked = _scripted_run(bench, mn_numba=True)
+    python, *_, unchecked = _scripted_run(bench, mn_numba=False)
+    assert len(numba.sent) == len(python.sent) > 500 and numba.sent == python.sent
+    assert checked[:4] == unchecked[:4]
+    assert unchecked[2] == [(0, 1, 0), (1, 0, 0), (0, 0, 1)]
+    assert checked[4] < unchecked[4] / 3
 
 
 def _pres(node_id: int, nmt: int = 0xFD) -> bytes:
