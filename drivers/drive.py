@@ -223,8 +223,12 @@ class DriveBank:
 
     def step(self, phase: int) -> None:
         """One bus cycle of every drive, then of the plant."""
-        n_new = step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
-                          self.torque, self.dt, phase, self.ratio, self.control_period, self.pres)
+        self.after_step(step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
+                                  self.torque, self.dt, phase, self.ratio, self.control_period, self.pres))
+
+    def after_step(self, n_new: int) -> None:
+        """The rest of a bus cycle once :func:`step_axes` has run (and returned ``n_new``): new
+        faults into the CiA 402 state machines, finished quick stops, encoder jumps, the plant."""
         if n_new:
             for row in np.flatnonzero(self.new_fault):
                 drive, ch = self.owners[row]

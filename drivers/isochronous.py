@@ -2,8 +2,9 @@
 
 :func:`serve_isochronous` walks the frame entries of a FRAMES datagram (``drivers.backends.udp``
 layout: ``<HB`` length and answer-wanted before each frame, answers as ``<HI`` length and delay
-before each) and handles the SoC and PReq frames exactly as :class:`~drivers.sim_nodes.SimulatedNodes`
-would in steady state (EPSG DS 301 §4.2.4.1: SoC, then PReq → PRes per CN):
+before each) and handles the SoC, PReq and SoA frames exactly as
+:class:`~drivers.sim_nodes.SimulatedNodes` would in steady state (EPSG DS 301 §4.2.4.1: SoC, then
+PReq → PRes per CN, then SoA):
 
 - SoC: validated as :func:`~drivers.powerlink.frames.read_soc` does; every CN sees it; the phase
   within the control period follows from its RelativeTime;
@@ -13,12 +14,19 @@ would in steady state (EPSG DS 301 §4.2.4.1: SoC, then PReq → PRes per CN):
   applied and leaves its CiA 402 state where it is (``IDEM_CW``, kept by
   :meth:`~drivers.drive.Drive._publish`) and the mode is the mode in use; the answer is the node's
   PRes (the drive kernel maps the TPDO into it) with NMTStatus Operational, RD and RS = 0, and a
-  fresh FCS.
+  fresh FCS;
+- SoA inviting nobody (RequestedServiceID NO_SERVICE), validated as
+  :func:`~drivers.powerlink.frames.read_soa` does, after a SoC every CN saw and with no lost SoC
+  being counted down (``io[SOA_OK]``, ``io[SOC_SEEN]``): the drives' bus cycle
+  (:func:`~drivers.drive.step_axes`), then it returns (``io[STEPPED]``) so that the Python half of
+  the bus cycle (:meth:`~drivers.drive.DriveBank.after_step`: new faults, braking, the plant) runs
+  before any further frame. ``io[MORE_SOA]`` tells whether another SoA follows in the datagram.
 
 It stops, leaving the rest to the Python path, at the first frame that is anything else or
-anything less usual: a SoA (the plant step runs before it), an ASnd, a frame that fails a check,
-a PReq to a node that is not eligible (``nodes[:, ELIGIBLE]``: Operational, nothing pending, the
-drive not dirty), a controlword or mode that could change a drive's state, a truncated entry.
+anything less usual: an ASnd, a SoA while a plant step is pending (``io[PENDING]``: it must run
+first) or inviting a node, a frame that fails a check, a PReq to a node that is not eligible
+(``nodes[:, ELIGIBLE]``: Operational, nothing pending, the drive not dirty), a controlword or mode
+that could change a drive's state, a truncated entry.
 Every frame is handled whole by one side, so the answers are byte for byte those of the Python
 path (tests/drivers/test_fast_paths.py runs both on the same datagrams).
 """
@@ -30,7 +38,7 @@ from numba import njit
 from . import drive
 from .powerlink import frames
 from .powerlink.checks import crc32, framed, le, put_le
-from .powerlink.nmt import NmtState
+from .powerlink.nmt import NMT_STATE_CODES, NmtState
 from .powerlink.pdo import RPDO
 
 # Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
@@ -38,18 +46,22 @@ from .powerlink.pdo import RPDO
 NODE_ID, ELIGIBLE, PRES_ROW = range(3)
 CHANNEL_ROWS = 3
 N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
-# Entries of the ``io`` array: in: datagram size; in/out: read and write offsets; out: an answer
-# was wanted, SoC frames handled, the phase of the last one.
-SIZE, AT, OUT, WANTED, SOCS, PHASE = range(6)
-N_IO = 6
+# Entries of the ``io`` array. In: datagram size, SoA allowed, a plant step pending. In/out: read
+# and write offsets, the phase, every CN saw the last SoC. Out: an answer was wanted, SoC frames
+# handled, the drives stepped at a SoA (then: axes with a new fault, another SoA follows).
+SIZE, SOA_OK, PENDING, AT, OUT, PHASE, SOC_SEEN, WANTED, SOCS, STEPPED, NEW_FAULTS, MORE_SOA = range(12)
+N_IO = 12
 
 if RPDO.channel_struct.format != "<Hbdff":
     raise ImportError("serve_isochronous reads the RPDO channel as <Hbdff; update _apply with the mapping")
 _CHANNEL_SIZE = RPDO.channel_struct.size
 _RPDO_SIZE = RPDO.size
 _OPERATIONAL = int(NmtState.OPERATIONAL)
-_SOC, _PREQ = int(frames.MessageType.SOC), int(frames.MessageType.PREQ)
+_SOC, _PREQ, _SOA = int(frames.MessageType.SOC), int(frames.MessageType.PREQ), int(frames.MessageType.SOA)
 _SOC_MAC = np.frombuffer(frames.SOC_MAC, np.uint8).copy()
+_SOA_MAC = np.frombuffer(frames.SOA_MAC, np.uint8).copy()
+_NMT_CODES = np.array(sorted(NMT_STATE_CODES), np.int64)
+_NO_SERVICE = int(frames.RequestedService.NO_SERVICE)
 _ENTRY_SIZE, _ANSWER_SIZE = 3, 6        # udp.ENTRY <HB, udp.ANSWER <HI
 
 
@@ -74,6 +86,23 @@ def _soc_phase(rx, at, n, cycle_us, ratio):
     if le(rx, at + 24, 4) >= 1_000_000_000:
         return -1
     return (le(rx, at + 28, 8) // cycle_us) % ratio
+
+
+@njit(cache=True)
+def _idle_soa(rx, at, n):
+    """A valid SoA (read_soa's checks) that invites nobody."""
+    if not framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
+        return False
+    for i in range(6):
+        if rx[at + i] != _SOA_MAC[i]:
+            return False
+    known = False
+    for code in _NMT_CODES:
+        known = known or rx[at + 17] == code
+    target = rx[at + 21]
+    return (known and rx[at + 20] == _NO_SERVICE
+            and (target == frames.INVALID_NODE_ID or 1 <= target <= frames.MN_NODE_ID
+                 or target == frames.BROADCAST_NODE_ID))
 
 
 @njit(cache=True)
@@ -109,10 +138,11 @@ def _apply(rx, at, n, node, x, flags):
 
 
 @njit(cache=True)
-def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, ratio):
-    """Handle the datagram's frames from ``io[AT]`` up to the first one left to Python (module
-    docstring); answers written into ``tx`` from ``io[OUT]``; ``node_of``: row of ``nodes`` per
-    node id (-1: none)."""
+def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, plant_vel, torque, dt, cycle_us,
+                      ratio, control_period):
+    """Handle the datagram's frames from ``io[AT]`` up to the first one left to Python or the first
+    SoA stepped (module docstring); answers written into ``tx`` from ``io[OUT]``; ``node_of``: row
+    of ``nodes`` per node id (-1: none); the drive arrays as :func:`~drivers.drive.step_axes` takes them."""
     size = io[SIZE]
     at = io[AT]
     out = io[OUT]
@@ -124,7 +154,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, rati
             break
         kind = rx[frame + 14]
         reply = pres[0]
-        replied = False
+        replied = stepped = False
         if kind == _SOC:
             for k in range(nodes.shape[0]):
                 if not nodes[k, ELIGIBLE]:
@@ -133,6 +163,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, rati
             if phase < 0:
                 break
             io[PHASE] = phase
+            io[SOC_SEEN] = 1
             io[SOCS] += 1
         elif kind == _PREQ:
             k = node_of[rx[frame + 15]]
@@ -145,6 +176,14 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, rati
             reply[19] = 0
             put_le(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
             replied = True
+        elif kind == _SOA:
+            if io[PENDING] or not io[SOA_OK] or not io[SOC_SEEN] or not _idle_soa(rx, frame, n):
+                break
+            io[NEW_FAULTS] = drive.step_axes(x, flags, plant_pos, plant_vel, torque, dt, io[PHASE], ratio,
+                                             control_period, pres)
+            io[PHASE] = (io[PHASE] + 1) % ratio
+            io[SOC_SEEN] = 0
+            io[STEPPED] = stepped = True
         else:
             break
         if answer:
@@ -162,3 +201,19 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, cycle_us, rati
         at = frame + n
         io[AT] = at
         io[OUT] = out
+        if stepped:
+            io[MORE_SOA] = _soa_follows(rx, at, size)
+            return
+
+
+@njit(cache=True)
+def _soa_follows(rx, at, size):
+    """Whether an entry from ``rx[at]`` on holds a SoA."""
+    while at + _ENTRY_SIZE <= size:
+        n = le(rx, at, 2)
+        if at + _ENTRY_SIZE + n > size:
+            return False
+        if n > 14 and rx[at + _ENTRY_SIZE + 14] == _SOA:
+            return True
+        at += _ENTRY_SIZE + n
+    return False

@@ -86,20 +86,32 @@ class SimulatedNodes(ImmediateLink):
     def serve_isochronous(self, rx: np.ndarray, tx: np.ndarray, io: np.ndarray) -> None:
         """Let :func:`drivers.isochronous.serve_isochronous` handle the datagram's frames from
         ``io[AT]`` while the network is in steady state (no fault injected; per node: Operational,
-        nothing pending, its drive not dirty); ``io`` is updated in place."""
+        nothing pending, its drive not dirty; SoA: no lost SoC being counted down), then finish the
+        bus cycle of a SoA it stepped; ``io`` is updated in place (``io[PENDING]`` is the caller's)."""
+        io[isochronous.SOCS] = io[isochronous.STEPPED] = 0
         if self.faults.active:
             return
         nodes = self._fast_nodes
+        soa_ok = seen = True
         for k, node in enumerate(self._node_list):
-            nodes[k, isochronous.ELIGIBLE] = (node.nmt is _OPERATIONAL and not node.pending
-                                              and not node.drive.dirty)
-        io[isochronous.SOCS] = 0
-        isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, self.bank.pres, self.bank.x,
-                                      self.bank.flags, self._cycle_us, self._ratio)
-        if io[isochronous.SOCS]:
+            ok = node.nmt is _OPERATIONAL and not node.pending and not node.drive.dirty
+            nodes[k, isochronous.ELIGIBLE] = ok
+            soa_ok = soa_ok and ok and not node.loss_soc.count
+            seen = seen and node.soc_seen
+        io[isochronous.SOA_OK] = soa_ok
+        io[isochronous.SOC_SEEN] = seen
+        io[isochronous.PHASE] = self.phase
+        bank = self.bank
+        isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, bank.pres, bank.x, bank.flags,
+                                      self.plant.motor_position, self.plant.motor_velocity, bank.torque,
+                                      bank.dt, self._cycle_us, self._ratio, bank.control_period)
+        if io[isochronous.SOCS] or io[isochronous.STEPPED]:
             self.phase = int(io[isochronous.PHASE])
+            seen = bool(io[isochronous.SOC_SEEN])
             for node in self._node_list:
-                node.soc_seen = True
+                node.soc_seen = seen
+        if io[isochronous.STEPPED]:
+            bank.after_step(int(io[isochronous.NEW_FAULTS]))
 
     def transfer(self, frame) -> memoryview | None:
         """Deliver one MN frame; the answer (PRes, ASnd) or None. Malformed frames are counted."""

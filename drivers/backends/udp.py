@@ -387,6 +387,11 @@ class _DeferredPlant(Plant):
         self._torque[:] = motor_torque
         self._dt = dt
 
+    @property
+    def pending(self) -> bool:
+        """A step is waiting for :meth:`flush`."""
+        return self._dt is not None
+
     def flush(self) -> None:
         dt = self._dt
         if dt is not None:
@@ -498,7 +503,9 @@ def _serve_frames(network: SimulatedNodes, flush, d: Datagrams, size: int, fast:
     answers wanted into ``d.tx`` after the header; their end, or 0 when none was wanted. A
     truncated entry ends the datagram. ``flush`` runs the pending plant step before a SoA: its
     drive step reads the plant. With ``fast``, the network's Numba path takes every run of frames
-    it can (:meth:`SimulatedNodes.serve_isochronous`) and this loop the frames it leaves."""
+    it can (:meth:`SimulatedNodes.serve_isochronous`) and this loop the frames it leaves; the
+    plant step of a SoA it stepped runs at once when another SoA follows, else after the answer
+    (the network's plant is the server's :class:`_DeferredPlant`)."""
     rx, rx_view, tx, tx_view, io = d.rx, d.rx_view, d.tx, d.tx_view, d.io
     at = HEADER.size
     out = HEADER.size
@@ -511,10 +518,15 @@ def _serve_frames(network: SimulatedNodes, flush, d: Datagrams, size: int, fast:
             io[isochronous.AT] = at
             io[isochronous.OUT] = out
             io[isochronous.WANTED] = 0
+            io[isochronous.PENDING] = network.plant.pending
             network.serve_isochronous(d.rx_array, d.tx_array, io)
             at = int(io[isochronous.AT])
             out = int(io[isochronous.OUT])
             wanted = wanted or bool(io[isochronous.WANTED])
+            if io[isochronous.STEPPED]:
+                if io[isochronous.MORE_SOA]:
+                    flush()
+                continue
             if at + _ENTRY_SIZE > size:
                 break
         n, answer = unpack_entry(rx, at)

@@ -206,7 +206,7 @@ def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
         assert (node.nmt, node.soc_seen, node.loss_soc.count) == (other.nmt, other.soc_seen, other.loss_soc.count)
         assert (node.drive.state, node.drive.history) == (other.drive.state, other.drive.history)
     assert [(a.state, a.fault_code) for a in bus.axes.values()] == [(State.OPERATION_ENABLED, 0)] * len(bus.axes)
-    assert twin.python_frames[0] < twin.python_frames[1] / 3       # most frames went through Numba
+    assert twin.python_frames[0] < twin.python_frames[1] / 10      # nearly every frame went through Numba
 
 
 def test_the_managing_nodes_numba_paths_send_and_report_as_the_python_path(bench):
