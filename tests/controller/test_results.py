@@ -1,0 +1,48 @@
+"""``bipd scenario results``: the README table from a results document, and its rewrite."""
+from __future__ import annotations
+
+import pytest
+
+from controller.scenarios.results import BEGIN, END, markdown, update_readme
+from controller.scenarios.runner import ScenarioError
+
+
+def _results(speeds: list[float]) -> dict:
+    tilts = [{"axis": axis, "stabilizer": stab, "held_deg": held, "fell_deg": fell}
+             for axis, held, fell in (("pitch", 25.0, None), ("roll", 21.9, 23.4), ("combined", 25.0, None))
+             for stab in (True,)]
+    tilts += [{"axis": axis, "stabilizer": False, "held_deg": 9.0, "fell_deg": 10.9}
+              for axis in ("pitch", "roll", "combined")]
+    thesis = {"fell": False, "min_cog_margin_m": 0.0587, "max_tracking_error_deg": 0.21,
+              "speed_x_realtime": speeds[0], "speeds_x_realtime": speeds}
+    return {"date": "2026-11-26", "machine": "x86_64", "runs_per_search": 5, "tilts": tilts,
+            "pushes": [{"direction": "forward", "impulse_Ns": 4.7, "held_N": 15.0, "fell_N": 30.0,
+                        "duration_s": 0.3}, {"direction": "left", "error": "the HIL did not start"}],
+            "squat": {"fell": False, "fall_reasons": [], "max_tracking_error_deg": 0.036,
+                      "max_tracking_error_joint": "knee"},
+            "thesis_tilt": thesis}
+
+
+def test_the_speed_row_gives_the_median_and_range_against_the_target():
+    table = markdown(_results([3.6, 2.9, 3.4]))
+    assert "| 3.4× (meets, median of 3 runs: 2.9–3.6) |" in table
+    assert "| 2.9× (misses, median of 3 runs: 2.8–3.6) |" in markdown(_results([2.8, 3.6, 2.9]))
+
+
+def test_the_table_reports_brackets_limits_and_unmeasured_pushes():
+    table = markdown(_results([3.2]))
+    assert "| largest tilt held, pitch β | ≥ 25.0 ° (limit) | 9.0 ° (falls at 10.9) |" in table
+    assert "| largest tilt held, roll α | 21.9 ° (falls at 23.4) |" in table
+    assert "4.7 N s (15.0 N (falls at 30.0) for 0.3 s)" in table
+    assert "| not measured: the HIL did not start |" in table
+    assert "no / 58.7 mm / 0.210°" in table and "| 3.2× (meets) |" in table
+
+
+def test_update_readme_rewrites_only_the_marked_block(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{BEGIN}\nold table\n{END}\noutro\n")
+    update_readme(readme, "new table\n")
+    assert readme.read_text() == f"intro\n{BEGIN}\nnew table\n{END}\noutro\n"
+    readme.write_text("no markers\n")
+    with pytest.raises(ScenarioError, match="no <!-- scenario-results -->"):
+        update_readme(readme, "new table\n")
