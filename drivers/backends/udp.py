@@ -12,6 +12,13 @@ answers, and :meth:`UdpLink.flush` sends it at once, so the server's drives and 
 the managing node decodes and the controller computes.
 The result is the same frames, in the same order, as the ``sim`` backend.
 
+Steady state runs in Numba on both ends, with the Python path for everything else (tested
+byte for byte against it, tests/drivers/test_fast_paths.py): the MN queues a period's frames
+with :meth:`UdpLink.queue_period` and checks its PRes with
+:func:`~drivers.powerlink.checks.steady_pres`; the server hands each datagram to
+:meth:`SimulatedNodes.serve_isochronous <drivers.sim_nodes.SimulatedNodes.serve_isochronous>`
+(SoC, PReq and idle SoA of Operational nodes, :mod:`drivers.isochronous`).
+
 Datagram = 12-byte transport header + payload::
 
     0 magic b"PL" | 2 kind u8 | 3 res | 4 sequence u32 | 8 res u32
