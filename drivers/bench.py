@@ -4,7 +4,11 @@ Six axes on three two-axis drives, CSP, five 400 µs POWERLINK cycles per 2 ms c
 the ratio to real time is cycles/s ÷ 500. Measured twice: on independent motor inertias
 (InertiaPlant: the bus and drives alone) and on the leg plant (the leg's dynamics through the
 transmissions plus the platform, as the daemon and the lock-step tests run it). Also the
-per-frame cost of a PRes: the CN's answer to a PReq and the MN's decode. Run ``python -m drivers.bench [--json]``.
+per-frame cost of a PRes: the CN's answer to a PReq and the MN's decode. Then the ``udp``
+backend's protocol on the leg plant with its server in this process
+(:func:`~drivers.backends.udp.open_in_process`: the datagrams and code of the daemon and ``bipd
+hil``, without the socket and second process), with the Numba steady-state paths and, as the
+reference measured in the same run, without them. Run ``python -m drivers.bench [--json]``.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .backends.sim import open_sim
+from .backends.udp import open_in_process
 from .config import parse_bus_config
 from .powerlink import frames
 from .powerlink.pdo import TPDO
@@ -68,8 +73,8 @@ def _leg_plant(config):
     return LegPlant.from_config(config, robot, q0=q0)
 
 
-def _cycles_per_s(config, plant, seconds: float) -> tuple[float, int, list[str]]:
-    bus = open_sim(config, plant)
+def _cycles_per_s(config, plant, seconds: float, bus=None) -> tuple[float, int, list[str]]:
+    bus = bus if bus is not None else open_sim(config, plant)
     bus.boot()
     for axis in bus.axes.values():
         axis.enable()
@@ -100,6 +105,11 @@ def run_benchmark(seconds: float = 2.0) -> dict:
     rate, cycles, faulted = _cycles_per_s(config, None, seconds)
     leg_rate, _, leg_faulted = _cycles_per_s(config, _leg_plant(config), seconds)
     encode_us, decode_us = _frame_costs(config, 20000)
+    udp_rates = {}
+    for numba in (True, False):
+        bus = open_in_process(config, _leg_plant(config), fast=numba)
+        udp_rates[numba], _, udp_faulted = _cycles_per_s(config, None, seconds, bus)
+        faulted += udp_faulted
     return {
         "axes": len(config.axes),
         "bus_cycles_per_control_cycle": config.cycles_per_control,
@@ -110,6 +120,8 @@ def run_benchmark(seconds: float = 2.0) -> dict:
         "leg_plant_real_time_factor": leg_rate * period,
         "pres_encode_us": encode_us,
         "pres_decode_us": decode_us,
+        "udp_in_process_real_time_factor": udp_rates[True] * period,
+        "udp_in_process_python_real_time_factor": udp_rates[False] * period,
         "faulted_axes": faulted + leg_faulted,
     }
 
@@ -130,6 +142,9 @@ def main(argv: list[str] | None = None) -> None:
           f"({result['leg_plant_real_time_factor']:.1f}x real time) on the leg plant + platform")
     print(f"PRes encode      : {result['pres_encode_us']:.2f} µs")
     print(f"PRes decode      : {result['pres_decode_us']:.2f} µs")
+    fast, slow = result["udp_in_process_real_time_factor"], result["udp_in_process_python_real_time_factor"]
+    print(f"udp, in process  : {fast:.1f}x real time on the leg plant with the Numba steady-state paths, "
+          f"{slow:.1f}x on the Python paths ({fast / slow:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -455,7 +455,7 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
     wait = Waiter(sock, spin).wait
     recvfrom_into = sock.recvfrom_into
     d = Datagrams()
-    rx, rx_view, tx, tx_view = d.rx, d.rx_view, d.tx, d.tx_view
+    rx, tx_view = d.rx, d.tx_view
     network.serve_isochronous(d.rx_array, d.tx_array, d.io)    # compiles (or loads) the Numba path now
     try:
         while True:
@@ -467,26 +467,13 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
                 elif not wait(idle_timeout_s):
                     return
                 continue
-            if size < HEADER.size:
-                continue
-            magic, kind, seq, _ = HEADER.unpack_from(rx)
-            if magic != MAGIC:
-                continue
-            if kind == FRAMES:
-                out = _serve_frames(network, flush, d, size)
-                if out:
-                    HEADER.pack_into(tx, 0, MAGIC, ANSWERS, seq, 0)
-                    sock.sendto(tx_view[:out], peer)
-                flush()                     # the SoA's plant step, once the answers are on their way
-                idle()
-            elif kind == CONTROL:
-                answer, stop = _control(network, bytes(rx_view[HEADER.size:size]))
-                payload = json.dumps(answer).encode()
-                HEADER.pack_into(tx, 0, MAGIC, CONTROL_REPLY, seq, 0)
-                tx_view[HEADER.size:HEADER.size + len(payload)] = payload
-                sock.sendto(tx_view[:HEADER.size + len(payload)], peer)
-                if stop:
-                    return
+            out, stop = answer_datagram(network, d, size)
+            if out:
+                sock.sendto(tx_view[:out], peer)
+            flush()                         # the SoA's plant step, once the answers are on their way
+            idle()
+            if stop:
+                return
     finally:
         sock.close()
 
@@ -503,6 +490,30 @@ class Datagrams:
         self.tx_view = memoryview(self.tx)
         self.tx_array = np.frombuffer(self.tx, np.uint8)
         self.io = np.zeros(isochronous.N_IO, np.int64)
+
+
+def answer_datagram(network: SimulatedNodes, d: Datagrams, size: int, fast: bool = True) -> tuple[int, bool]:
+    """The server's answer to the datagram of ``size`` bytes in ``d.rx``: its length in ``d.tx``
+    (0: nothing to send) and whether it was a shutdown request. ``network.plant`` is the server's
+    :class:`_DeferredPlant`: its ``flush()`` then ``idle()`` are the caller's, once the answer is
+    sent. ``fast``: see :func:`_serve_frames`."""
+    if size < HEADER.size:
+        return 0, False
+    magic, kind, seq, _ = HEADER.unpack_from(d.rx)
+    if magic != MAGIC:
+        return 0, False
+    if kind == FRAMES:
+        out = _serve_frames(network, network.plant.flush, d, size, fast)
+        if out:
+            HEADER.pack_into(d.tx, 0, MAGIC, ANSWERS, seq, 0)
+        return out, False
+    if kind == CONTROL:
+        answer, stop = _control(network, bytes(d.rx_view[HEADER.size:size]))
+        payload = json.dumps(answer).encode()
+        HEADER.pack_into(d.tx, 0, MAGIC, CONTROL_REPLY, seq, 0)
+        d.tx_view[HEADER.size:HEADER.size + len(payload)] = payload
+        return HEADER.size + len(payload), stop
+    return 0, False
 
 
 def _serve_frames(network: SimulatedNodes, flush, d: Datagrams, size: int, fast: bool = True) -> int:
@@ -582,6 +593,56 @@ def _control(network: SimulatedNodes, payload: bytes) -> tuple[dict, bool]:
         return {"error": str(exc)}, False
     except (ValueError, KeyError, TypeError) as exc:
         return {"error": f"malformed control request: {exc}"}, False
+
+
+class InProcessServer:
+    """A stand-in for a :class:`UdpLink`'s socket that answers each datagram in this process with
+    the server's code (:func:`answer_datagram`, then the plant's flush and idle): the same
+    datagrams and code paths as :func:`serve_udp` behind a real socket, without the second process
+    or the kernel's UDP (benchmarks, tests). ``fast``: the server's Numba path."""
+
+    def __init__(self, config: BusConfig, plant: Plant | None = None, fast: bool = True) -> None:
+        self.plant = _DeferredPlant(plant if plant is not None else InertiaPlant.from_config(config))
+        self.network = SimulatedNodes(config, self.plant)
+        self.datagrams = Datagrams()
+        self.fast = fast
+        self._reply = 0
+
+    def send(self, data) -> None:
+        d = self.datagrams
+        size = len(data)
+        d.rx[:size] = data
+        self._reply, _ = answer_datagram(self.network, d, size, self.fast)
+        self.plant.flush()
+        self.plant.idle()
+
+    def reply(self) -> bytes:
+        """The answer to the last datagram (b"": none)."""
+        return bytes(self.datagrams.tx[:self._reply])
+
+    def recv_into(self, buf) -> int:
+        n = self._reply
+        if not n:
+            raise BlockingIOError
+        buf[:n] = self.datagrams.tx[:n]
+        self._reply = 0
+        return n
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def open_in_process(config: BusConfig, plant: Plant | None = None, fast: bool = True,
+                    server: InProcessServer | None = None) -> PowerlinkBus:
+    """A ``udp`` bus (MN side as :func:`open_udp`) whose server runs in this process
+    (:class:`InProcessServer`, or ``server``); without ``fast``, both ends take their Python paths
+    only (the reference the Numba paths are measured and tested against)."""
+    link = UdpLink(config.udp)
+    link.sock.close()
+    link.sock = server if server is not None else InProcessServer(config, plant, fast)
+    if not fast:
+        link.answers = link.queue_period = None          # the MN looks for them at construction
+    return PowerlinkBus(config, link, RemoteFaults(link))
 
 
 def shutdown_server(config: UdpConfig, timeout_s: float = 1.0) -> None:

@@ -12,4 +12,5 @@ def test_benchmark_reports_rates_and_frame_costs():
     assert result["leg_plant_real_time_factor"] == result["leg_plant_control_cycles_per_s"] * 0.002
     assert result["leg_plant_control_cycles_per_s"] > 0
     assert 0 < result["pres_encode_us"] < 100 and 0 < result["pres_decode_us"] < 100
+    assert result["udp_in_process_real_time_factor"] > 0 and result["udp_in_process_python_real_time_factor"] > 0
     assert result["faulted_axes"] == []

@@ -1,7 +1,6 @@
 """The hot-path shortcuts keep the strict checks: FCS residue, header keys, the CN's last-RPDO memo."""
 from __future__ import annotations
 
-import json
 import struct
 import zlib
 
@@ -14,13 +13,10 @@ from drivers.backends import udp
 from drivers.cia402 import Mode, State
 from drivers.config import parse_bus_config
 from drivers.drive import ACT_CUR, ACT_POS, ACT_VEL, CMD_POS
-from drivers.plant import InertiaPlant
 from drivers.powerlink import frames
 from drivers.powerlink.frames import ChecksumError, InconsistentFrame
-from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.checks import steady_pres
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.sim_nodes import SimulatedNodes
 
 from .helpers import cycle
 
@@ -100,19 +96,15 @@ def test_the_drive_kernel_maps_the_tpdo_as_struct_packs_it(bus):
 
 
 class _TwinSocket:
-    """In-process stand-in for the UDP socket of an MN link: each datagram is served by two CN
-    networks, one with the Numba isochronous path and one without; their answers must agree."""
+    """Two in-process servers behind one MN link, one with the Numba isochronous path and one
+    without: every datagram goes to both and their answers must agree."""
 
     def __init__(self, config) -> None:
-        self.servers = []
-        for fast in (True, False):
-            deferred = udp._DeferredPlant(InertiaPlant.from_config(config))
-            self.servers.append((SimulatedNodes(config, deferred), deferred, udp.Datagrams(), fast))
-        self.reply = b""
+        self.servers = [udp.InProcessServer(config, fast=fast) for fast in (True, False)]
         self.sent: list[bytes] = []
         self.python_frames = [0, 0]
-        for k, (network, *_rest) in enumerate(self.servers):
-            network.transfer = self._counting(network.transfer, k)
+        for k, server in enumerate(self.servers):
+            server.network.transfer = self._counting(server.network.transfer, k)
 
     def _counting(self, transfer, k):
         def counted(frame):
@@ -122,29 +114,15 @@ class _TwinSocket:
 
     def send(self, data) -> None:
         self.sent.append(bytes(data))
-        replies = []
-        for network, deferred, d, fast in self.servers:
-            size = len(data)
-            d.rx[:size] = data
-            _, kind, seq, _ = udp.HEADER.unpack_from(d.rx)
-            if kind == udp.FRAMES:
-                out = udp._serve_frames(network, deferred.flush, d, size, fast)
-                udp.HEADER.pack_into(d.tx, 0, udp.MAGIC, udp.ANSWERS, seq, 0)
-                replies.append(bytes(d.tx[:out]) if out else b"")
-                deferred.flush()
-            else:
-                answer, _ = udp._control(network, bytes(d.rx[udp.HEADER.size:size]))
-                replies.append(udp.HEADER.pack(udp.MAGIC, udp.CONTROL_REPLY, seq, 0) + json.dumps(answer).encode())
-        assert replies[0] == replies[1]
-        self.reply = replies[0]
+        for server in self.servers:
+            server.send(data)
+        reply = self.servers[1].reply()
+        assert self.servers[0].reply() == reply
+        if reply:
+            self.servers[1].recv_into(bytearray(len(reply)))      # consumed, as the MN reads the first
 
     def recv_into(self, buf) -> int:
-        if not self.reply:
-            raise BlockingIOError
-        n = len(self.reply)
-        buf[:n] = self.reply
-        self.reply = b""
-        return n
+        return self.servers[0].recv_into(buf)
 
     def close(self) -> None:
         pass
@@ -156,12 +134,8 @@ def _scripted_run(bench, mn_numba: bool):
     check its PRes in Numba. Returns the twin socket, the bus and what the bus reported after
     every period."""
     config = parse_bus_config(dict(bench, backend="udp"))
-    link = udp.UdpLink(config.udp)
-    link.sock.close()
-    link.sock = twin = _TwinSocket(config)
-    if not mn_numba:
-        link.answers = link.queue_period = None
-    bus = PowerlinkBus(config, link, udp.RemoteFaults(link))
+    twin = _TwinSocket(config)
+    bus = udp.open_in_process(config, fast=mn_numba, server=twin)
     absorbed = [0]
     absorb = bus.mn._absorb
     bus.mn._absorb = lambda *a: (absorbed.__setitem__(0, absorbed[0] + 1), absorb(*a))[1]
@@ -197,7 +171,7 @@ def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
     every datagram and identical drive, PRes and node state at the end; the fast path took most
     frames."""
     twin, bus, _ = _scripted_run(bench, mn_numba=True)
-    fast, slow = twin.servers[0][0], twin.servers[1][0]
+    fast, slow = twin.servers[0].network, twin.servers[1].network
     for name in ("x", "flags", "pres", "torque"):
         assert getattr(fast.bank, name).tobytes() == getattr(slow.bank, name).tobytes(), name
     assert fast.phase == slow.phase and fast.rx_errors == slow.rx_errors
