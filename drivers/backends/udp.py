@@ -68,7 +68,7 @@ from ..hal import BackendError, LinkError
 from ..plant import InertiaPlant, Plant
 from ..powerlink import frames
 from ..powerlink.bus import PowerlinkBus
-from ..powerlink.checks import crc32, put_le
+from ..powerlink.checks import crc32, le, put_le
 from ..powerlink.frames import MessageType
 from ..sim_nodes import SimulatedNodes
 
@@ -186,8 +186,9 @@ class UdpLink:
         # the last collect's answers as arrays (Link protocol, ManagingNode.period's Numba check)
         self._rx_array = np.frombuffer(self._rx, np.uint8)
         self.answers = (self._rx_array, self._offsets, self._lengths, self._delays_ns)
-        _parse_answers(self._rx_array, 0, 0, self._offsets, self._lengths, self._delays_ns)   # compiled now,
-        frame = np.zeros(frames.MIN_FRAME, np.uint8)                                            # as is
+        # both kernels compiled (or loaded from the cache) now, never inside a control cycle
+        _parse_answers(self._rx_array, 0, 0, self._offsets, self._lengths, self._delays_ns)
+        frame = np.zeros(frames.MIN_FRAME, np.uint8)
         _queue_period(self._tx_array, HEADER.size, frame, frame[None, :], np.zeros(0, np.int64), frame, 0, 0, 1)
 
     def transfer(self, frame: memoryview) -> memoryview | None:
@@ -360,10 +361,8 @@ def _parse_answers(rx, size, n, offsets, lengths, delays_ns):
     for k in range(n):
         if at + _ANSWER_SIZE > size:
             return
-        length = np.int64(rx[at]) | np.int64(rx[at + 1]) << 8
-        delay = 0
-        for i in range(4):
-            delay |= np.int64(rx[at + 2 + i]) << (8 * i)
+        length = le(rx, at, 2)
+        delay = le(rx, at + 2, 4)
         at += _ANSWER_SIZE
         if at + length > size:
             return
