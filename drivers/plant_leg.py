@@ -63,6 +63,7 @@ from models import Robot, TransmissionFault
 from models.dynamics import gravity_vector, update
 from models.linalg import spd_inverse4
 from models.model import data_size, data_views, model_views
+from models.tilt import tilted_gravity
 from models.transmission import (
     COULOMB,
     N_PARAMS,
@@ -114,18 +115,6 @@ _DATA = _OUT + _N_OUT
 
 class LegPlantError(ValueError):
     """A robot, parameter or axis mapping the leg plant cannot be built from."""
-
-
-@njit(cache=True)
-def _base_gravity(par, alpha, beta, g):
-    """g_base = R_M→O0(α, β)ᵀ g_world, R_M→O0 of thesis eq. 46: its first row is
-    (cα cβ, −sα, −cα sβ), second (sα cβ, cα, −sα sβ), third (sβ, 0, cβ)."""
-    ca, sa = math.cos(alpha), math.sin(alpha)
-    cb, sb = math.cos(beta), math.sin(beta)
-    x, y, z = par[_GRAVITY], par[_GRAVITY + 1], par[_GRAVITY + 2]
-    g[0] = ca * cb * x + sa * cb * y + sb * z
-    g[1] = -sa * x + ca * y
-    g[2] = -ca * sb * x - sa * sb * y + cb * z
 
 
 @njit(cache=True)
@@ -216,7 +205,8 @@ def _hold(mbuf, dbuf, P, par, work, dt):
     dv = data_views(dbuf, 4)
     Jb, A, C = dv[4], dv[7], dv[9]
     ratio = par[_RATIO]
-    _base_gravity(par, (plat[0] + 0.5 * dt * plat[2]) / ratio, (plat[1] + 0.5 * dt * plat[3]) / ratio, g)
+    tilted_gravity((plat[0] + 0.5 * dt * plat[2]) / ratio, (plat[1] + 0.5 * dt * plat[3]) / ratio,
+                   par[_GRAVITY:_GRAVITY + 3], g)
     gravity_vector(mass, Jb, g, gt)
     joint_torque(jp, work[_TAU], f0)                    # J_pᵀ τ_m
     reflected_inertia(P, jp, m0)                        # J_pᵀ diag(J_m) J_p
@@ -316,7 +306,7 @@ def _outputs(P, par, work, out):
         out[_POS + bus] = plat[i]
         out[_VEL + bus] = plat[2 + i]
         out[_PLATFORM + i] = plat[i] / ratio
-    _base_gravity(par, out[_PLATFORM], out[_PLATFORM + 1], g)
+    tilted_gravity(out[_PLATFORM], out[_PLATFORM + 1], par[_GRAVITY:_GRAVITY + 3], g)
     for r in range(3):
         out[_IMU + r] = -g[r]
     return 0

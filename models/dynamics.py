@@ -142,11 +142,13 @@ def joint_friction(viscous, coulomb, qd, tau_f):
 def update(mbuf, dbuf, q, qd):
     """Everything a control cycle needs in one pass: frames, tool Jacobian, body
     CoGs and Jacobians, chain CoG and its Jacobian, A, dA/dq, C, G, h = C qd + G,
-    joint friction. Allocation-free: every workspace lives in the Data buffer."""
+    joint friction. G uses the gravity slot of Data (the Model's level-floor vector
+    unless the caller set a tilted one). Allocation-free: every workspace lives in
+    the Data buffer."""
     kinematics(mbuf, dbuf, q)
-    mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    mdh, jtype, mass, com_l, inertia, tool, g_level, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
     n = q.shape[0]
-    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)
+    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work, g = data_views(dbuf, n)
     body_inertias(T, inertia, Iw)
     inertia_matrix(mass, Iw, Jb, arm, A)
     inertia_derivatives(T, jtype, mass, pc, Iw, Jb, dA, work)
@@ -174,14 +176,14 @@ def rnea_work_size(n: int) -> int:
 
 
 @njit(cache=True)
-def rnea(mbuf, q, qd, qdd, T, work, tau):
+def rnea(mbuf, q, qd, qdd, g, T, work, tau):
     """Inverse dynamics by recursive Newton-Euler (seed 001 eq. IV.7-IV.10), all
     vectors in base coordinates: forward recursion of w, wdot, vdot (vdot_0 = -g),
     body wrenches F = m a_G, N = I wdot + w x (I w), backward recursion of the
     joint wrenches, projection on the joint axes plus rotor inertia Ia qdd and
     friction Fv qd + Fs sign(qd). T (n+2, 4, 4) and work (rnea_work_size(n)) are
-    preallocated scratch: nothing is allocated."""
-    mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    preallocated scratch: nothing is allocated. g (3,): gravity in base axes."""
+    mdh, jtype, mass, com_l, inertia, tool, g_level, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
     n = q.shape[0]
     forward_kinematics(mdh, jtype, tool, q, T)
     F = work[:3 * n].reshape((n, 3))

@@ -148,7 +148,7 @@ def kinematics(mbuf, dbuf, q):
     check_buffers(mbuf, dbuf, q)
     mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
     n = q.shape[0]
-    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)
+    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work, g_data = data_views(dbuf, n)
     forward_kinematics(mdh, jtype, tool, q, T)
     body_coms(T, com_l, pc)
     com_jacobians(T, jtype, pc, Jb)

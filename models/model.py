@@ -85,7 +85,9 @@ def data_views(buf, n):
     """Named views of a data buffer: (T[n+2,4,4] frames 0..n then the tool,
     pc[n,3] body CoGs, Iw[n,3,3] body inertias in base axes, J[6,n] tool Jacobian,
     Jb[n,6,n] CoG Jacobians, com[3], Jcom[3,n], A[n,n], dA[n,n,n] (dA[k] = dA/dq_k),
-    C[n,n], G[n], h[n] = C qd + G, tau_f[n] friction torque, work[9n+9] scratch)."""
+    C[n,n], G[n], h[n] = C qd + G, tau_f[n] friction torque, work[9n+9] scratch,
+    gravity[3] the gravity of the update in base axes: the Model's level-floor vector
+    by default (Data()), set per call for a tilted ground, models.tilt)."""
     o = 0
     T = carray(_at(buf, o), (n + 2, 4, 4)); o += 16 * (n + 2)
     pc = carray(_at(buf, o), (n, 3)); o += 3 * n
@@ -100,18 +102,20 @@ def data_views(buf, n):
     G = carray(_at(buf, o), (n,)); o += n
     h = carray(_at(buf, o), (n,)); o += n
     tau_f = carray(_at(buf, o), (n,)); o += n
-    work = carray(_at(buf, o), (9 * n + 9,))
-    return T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work
+    work = carray(_at(buf, o), (9 * n + 9,)); o += 9 * n + 9
+    gravity = carray(_at(buf, o), (3,))
+    return T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work, gravity
 
 
 @njit(cache=True)
 def data_size(n: int) -> int:
-    return 16 * (n + 2) + n * (3 + 9 + 6 + 3 + 1 + 1 + 1) + 6 * n * n + 3 + 2 * n * n + n ** 3 + 9 * n + 9
+    return 16 * (n + 2) + n * (3 + 9 + 6 + 3 + 1 + 1 + 1) + 6 * n * n + 3 + 2 * n * n + n ** 3 + 9 * n + 9 + 3
 
 
 _MODEL_FIELDS = ("mdh", "jtype", "mass", "com", "inertia", "tool", "gravity", "armature",
                  "viscous", "coulomb", "qmin", "qmax", "vmax", "taumax")
-_DATA_FIELDS = ("T", "pc", "Iw", "J", "Jb", "com", "Jcom", "A", "dA", "C", "G", "h", "tau_f", "work")
+_DATA_FIELDS = ("T", "pc", "Iw", "J", "Jb", "com", "Jcom", "A", "dA", "C", "G", "h", "tau_f", "work",
+                "gravity")
 
 
 class Model:
@@ -157,6 +161,7 @@ class Data:
         self.buf = np.zeros(data_size(model.n))
         for name, arr in zip(_DATA_FIELDS, python_views(self.buf, data_views(self.buf, model.n))):
             setattr(self, name, arr)
+        self.gravity[:] = model.gravity
 
 
 def python_views(buf: np.ndarray, views: tuple) -> tuple[np.ndarray, ...]:

@@ -50,8 +50,18 @@ class Robot:
         kinematics(self.model.buf, self.data.buf, self._vec(q, "q"))
         return self.data
 
-    def _dyn(self, q, qd=None) -> Data:
+    def _gravity(self, g) -> np.ndarray:
+        """``g`` (3, base axes) checked, or the robot's level-floor gravity."""
+        if g is None:
+            return self.model.gravity
+        v = np.ascontiguousarray(g, dtype=np.float64)
+        if v.shape != (3,) or not np.all(np.isfinite(v)):
+            raise GeometryError(f"g must be 3 finite numbers, got {v.tolist()}")
+        return v
+
+    def _dyn(self, q, qd=None, g=None) -> Data:
         qd = self._qd0 if qd is None else self._vec(qd, "qd")
+        self.data.gravity[:] = self._gravity(g)
         update(self.model.buf, self.data.buf, self._vec(q, "q"), qd)
         return self.data
 
@@ -109,16 +119,17 @@ class Robot:
         """Coriolis/centrifugal matrix C(q, qd) (n, n), Christoffel form."""
         return self._dyn(q, qd).C.copy()
 
-    def gravity(self, q) -> np.ndarray:
-        """Gravity torque G(q) (n,)."""
-        return self._dyn(q).G.copy()
+    def gravity(self, q, g=None) -> np.ndarray:
+        """Gravity torque G(q) (n,) under ``g`` (3, base axes; default: the robot's
+        level-floor gravity; a tilted floor: :func:`models.tilt.tilted_gravity`)."""
+        return self._dyn(q, g=g).G.copy()
 
-    def rnea(self, q, qd, qdd) -> np.ndarray:
+    def rnea(self, q, qd, qdd, g=None) -> np.ndarray:
         """Inverse dynamics A qdd + C qd + G + Fv qd + Fs sign(qd) (n,) by
-        recursive Newton-Euler (seed 001 eq. IV.7-IV.10)."""
+        recursive Newton-Euler (seed 001 eq. IV.7-IV.10), under ``g`` as in :meth:`gravity`."""
         tau = np.zeros(self.n)
         rnea(self.model.buf, self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
-             self._T, self._rnea_work, tau)
+             self._gravity(g), self._T, self._rnea_work, tau)
         return tau
 
     def __repr__(self) -> str:

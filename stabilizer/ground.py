@@ -26,6 +26,8 @@ import math
 
 from numba import njit
 
+from models.tilt import rotation_world_foot
+
 TILT_PLATFORM = 0
 TILT_IMU = 1
 
@@ -35,17 +37,6 @@ TILT_INVALID = 1       # non-finite input, zero vector, or the foot upside down
 
 # |alpha|, |beta| beyond this (rad) mean the foot is not standing on the ground
 MAX_TILT = 1.2
-
-
-@njit(cache=True)
-def rotation_world_foot(alpha, beta, R):
-    """R_M->O0 of thesis eq. 46 (Rz(alpha) then the beta pitch of eq. 45):
-    its columns are the axes of R0 in world coordinates."""
-    ca, sa = math.cos(alpha), math.sin(alpha)
-    cb, sb = math.cos(beta), math.sin(beta)
-    R[0, 0], R[0, 1], R[0, 2] = ca * cb, -sa, -ca * sb
-    R[1, 0], R[1, 1], R[1, 2] = sa * cb, ca, -sa * sb
-    R[2, 0], R[2, 1], R[2, 2] = sb, 0.0, cb
 
 
 @njit(cache=True)

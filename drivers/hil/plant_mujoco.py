@@ -53,6 +53,7 @@ import numpy as np
 from numba import njit
 
 from models import Robot, TransmissionFault
+from models.tilt import rotation_world_foot
 from models.transmission import (
     N_PARAMS,
     ROTOR,
@@ -305,9 +306,10 @@ def _observe(qpos, qvel, xpos, xmat, subtree_com, sensordata, warning, wrap, app
 
 
 def tilt_rotation(alpha: float, beta: float) -> np.ndarray:
-    """R_M→O0 of thesis eq. 46 (thesis world axes, x_g up)."""
-    ca, sa, cb, sb = math.cos(alpha), math.sin(alpha), math.cos(beta), math.sin(beta)
-    return np.array([[ca * cb, -sa, -ca * sb], [sa * cb, ca, -sa * sb], [sb, 0.0, cb]])
+    """R_M→O0 of thesis eq. 46 (thesis world axes, x_g up), as a new array."""
+    R = np.empty((3, 3))
+    rotation_world_foot(alpha, beta, R)
+    return R
 
 
 def _pair(value, name: str) -> np.ndarray:

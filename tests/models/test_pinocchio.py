@@ -10,7 +10,9 @@ import pinocchio as pin
 import pytest
 
 from .chains import bip_leg, random_robot, random_states
+from models.dynamics import update
 from models.reference import build
+from models.tilt import tilted_gravity
 
 ROBOTS = {
     "bip_leg": bip_leg,
@@ -66,3 +68,31 @@ def test_dynamics_match_pinocchio(pair):
         close(robot.gravity(q), pin.computeGeneralizedGravity(model, data, q))
         friction = m.viscous * qd + m.coulomb * np.sign(qd)
         close(robot.rnea(q, qd, qdd) - friction, pin.rnea(model, data, q, qd, qdd))
+
+
+def test_tilted_gravity_matches_pinocchio(pair):
+    """G and RNEA under the gravity of a tilted floor, R_M->O0(alpha, beta)^T g
+    (thesis eq. 46), against Pinocchio with ``model.gravity`` set to the same vector
+    built from its own rotations (Rz(alpha) Ry(-beta)); the Data slot the control
+    loop sets gives the same G through ``update``, and the level default is kept."""
+    robot, model, data, _ = pair
+    m, d = robot.model, robot.data
+    g_level = np.array(robot.description.gravity)
+    rng = np.random.default_rng(4)
+    g = np.zeros(3)
+    for q, qd, qdd in random_states(robot, 100, seed=4):
+        alpha, beta = rng.uniform(-0.6, 0.6, 2)
+        R = pin.utils.rotate("z", alpha) @ pin.utils.rotate("y", -beta)
+        tilted_gravity(alpha, beta, g_level, g)
+        close(g, R.T @ g_level)
+        model.gravity = pin.Motion(R.T @ g_level, np.zeros(3))
+        close(robot.gravity(q, g), pin.computeGeneralizedGravity(model, data, q))
+        friction = m.viscous * qd + m.coulomb * np.sign(qd)
+        close(robot.rnea(q, qd, qdd, g) - friction, pin.rnea(model, data, q, qd, qdd))
+        d.gravity[:] = g
+        update(m.buf, d.buf, q, qd)
+        close(d.G, pin.computeGeneralizedGravity(model, data, q))
+        close(d.h, pin.nonLinearEffects(model, data, q, qd))
+    model.gravity = pin.Motion(g_level, np.zeros(3))
+    close(robot.gravity(q), pin.computeGeneralizedGravity(model, data, q))
+    close(d.gravity, g_level)
