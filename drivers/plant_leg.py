@@ -84,7 +84,6 @@ AXES = ("ankle_1", "ankle_2", "knee", "hip", "platform_alpha", "platform_beta")
 N_LEG = 4
 
 STICTION_VELOCITY = 1e-5        # rad/s under which Coulomb friction is linear in v (motors and joints)
-BIAS_STEP = 1e-6                 # rad, joint step of the central difference of motor_bias
 HOLD = 4e-4                      # s, longest interval over which the configuration-dependent terms are held
 
 # status codes beyond the transmission's (models.transmission: reason + 4 * block, > 0)
@@ -138,30 +137,6 @@ def _stop(k, c, q, qd, lo, hi):
         if f > 0.0:
             return f, True
     return 0.0, False
-
-
-@njit(cache=True)
-def motor_bias(P, q, qd, jp2, qt, a, b):
-    """a = J̇_p q̇ (the motor acceleration at q̈ = 0), a central difference of J_p q̇ along q̇ with a
-    joint step of BIAS_STEP; b, qt, jp2 are scratch. Returns a transmission status. (The MuJoCo
-    plant's rotor bias; this plant differences J_p across its hold intervals, see :func:`_hold`.)"""
-    speed = 0.0
-    for j in range(4):
-        speed = max(speed, abs(qd[j]))
-    if speed == 0.0:
-        a[:] = 0.0
-        return 0
-    eps = BIAS_STEP / speed
-    for sign in (1.0, -1.0):
-        for j in range(4):
-            qt[j] = q[j] + sign * eps * qd[j]
-        status = transmission_jacobian(P, qt, jp2)
-        if status != 0:
-            return status
-        motor_velocity(jp2, qd, a if sign > 0.0 else b)
-    for i in range(4):
-        a[i] = (a[i] - b[i]) / (2.0 * eps)
-    return 0
 
 
 @njit(cache=True)

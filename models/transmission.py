@@ -53,6 +53,7 @@ MIN_GAIN = 1e-3          # smallest singular value of a J_p block (motor rad / j
 NEWTON_TOL = 1e-9        # motor-angle residual (rad)
 NEWTON_MAX_ITER = 30
 NEWTON_MAX_HALVINGS = 30
+BIAS_STEP = 1e-6         # rad, joint step of the central difference of motor_bias
 TWO_PI = 2.0 * math.pi
 
 
@@ -368,6 +369,46 @@ def reflected_friction(P, Jp, qd, tau):
         tau[i] = j11 * f1 + j21 * f2
         if n == 2:
             tau[i + 1] = j12 * f1 + j22 * f2
+
+
+@njit(cache=True)
+def motor_bias(P, q, qd, jp2, qt, a, b):
+    """a = J̇_p q̇ (the motor acceleration at q̈ = 0), a central difference of J_p q̇ along q̇ with a
+    joint step of BIAS_STEP; b, qt, jp2 are scratch. Returns a transmission status. (The rotor
+    bias of the MuJoCo plant and of the controller's feed-forward; the leg plant differences J_p
+    across its hold intervals.)"""
+    speed = 0.0
+    for j in range(4):
+        speed = max(speed, abs(qd[j]))
+    if speed == 0.0:
+        a[:] = 0.0
+        return 0
+    eps = BIAS_STEP / speed
+    for sign in (1.0, -1.0):
+        for j in range(4):
+            qt[j] = q[j] + sign * eps * qd[j]
+        status = transmission_jacobian(P, qt, jp2)
+        if status != 0:
+            return status
+        motor_velocity(jp2, qd, a if sign > 0.0 else b)
+    for i in range(4):
+        a[i] = (a[i] - b[i]) / (2.0 * eps)
+    return 0
+
+
+@njit(cache=True)
+def rotor_torque(P, Jp, bias, qdd, tau):
+    """Joint torque the rotors take, τ = J_pᵀ J_m (J_p q̈ + J̇_p q̇): the reflected inertia
+    J_pᵀ J_m J_p q̈ plus the bias J_pᵀ J_m J̇_p q̇, ``bias`` = J̇_p q̇ (:func:`motor_bias`)."""
+    for j in range(4):
+        tau[j] = 0.0
+    for i in range(4):
+        a = bias[i]
+        for j in range(4):
+            a += Jp[i, j] * qdd[j]
+        a *= P[ROTOR + i]
+        for j in range(4):
+            tau[j] += Jp[i, j] * a
 
 
 # --------------------------------------------------------------------- parameters

@@ -9,7 +9,8 @@ tf ẏ_f' + ẏ_f = ẏ). I is kept in torque units, so changing ki is bumpless.
 CSP (CiA 402 mode 8): the drive closes the loop (the thesis' setting); the axis task
 passes on the interpolated q_ref, q̇_ref and τ_ff (clamped to ±umax).
 τ_ff = G(q), or A(q) q̈_ref + C(q, q̇) q̇ + G(q) (thesis dynamics notation, design §4):
-:func:`feedforward` from the model Data. :func:`motor_setpoints` maps the joint
+:func:`feedforward` from the model Data, plus the rotors' and the friction's share
+(:func:`drive_feedforward`). :func:`motor_setpoints` maps the joint
 setpoints to the motors with the transmission kernels (thesis eq. 12-32).
 
 Gains are rows of a params array; :meth:`AxisTasks.set_gains` validates and stages,
@@ -22,7 +23,8 @@ import math
 import numpy as np
 from numba import njit
 
-from models.transmission import OK, joint_to_motor, motor_torque, motor_velocity
+from models.dynamics import joint_friction
+from models.transmission import OK, joint_to_motor, motor_torque, motor_velocity, reflected_friction, rotor_torque
 
 CSP, CST = 8, 10                      # CiA 402 modes of operation
 MODES = {"csp": CSP, "cst": CST}
@@ -76,6 +78,25 @@ def feedforward(A: np.ndarray, h: np.ndarray, G: np.ndarray, qdd_ref: np.ndarray
             out[i] = s
         else:
             out[i] = G[i]
+
+
+@njit(cache=True)
+def drive_feedforward(P: np.ndarray, Jp: np.ndarray, bias: np.ndarray, fv: np.ndarray, fs: np.ndarray,
+                      qdd_ref: np.ndarray, qd_ref: np.ndarray, scratch: np.ndarray, out: np.ndarray) -> None:
+    """Adds to ``out`` what the drives take beyond the rigid-body A q̈ + C q̇ + G (the
+    plants' model, Lammari 2012 eq. IV.10 through the transmission, thesis eq. 30-32):
+    the rotors J_pᵀ J_m (J_p q̈_ref + J̇_p q̇) (``bias`` = J̇_p q̇), the motor friction
+    J_pᵀ f_m(J_p q̇_ref) and the joint friction f_j(q̇_ref) (``fv``, ``fs`` of the model).
+    Friction follows the reference velocity: at rest it adds nothing."""
+    rotor_torque(P, Jp, bias, qdd_ref, scratch)
+    for j in range(out.size):
+        out[j] += scratch[j]
+    reflected_friction(P, Jp, qd_ref, scratch)
+    for j in range(out.size):
+        out[j] += scratch[j]
+    joint_friction(fv, fs, qd_ref, scratch)
+    for j in range(out.size):
+        out[j] += scratch[j]
 
 
 @njit(cache=True)

@@ -34,8 +34,10 @@ from drivers.hal import Bus
 from models.dynamics import update
 from models.robot import Robot
 from models.transmission import OK as TR_OK
-from models.transmission import joint_velocity, motor_to_joint, transmission_jacobian
+from models.tilt import tilted_gravity
+from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
 from stabilizer import stabilizer as sm
+from stabilizer.ground import TILT_OK, TILT_PLATFORM, apparent_tilt
 from stabilizer.stabilizer import OK as STAB_OK
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
@@ -65,7 +67,7 @@ from ..shm import (
     post_reply,
 )
 from ..telemetry import ST_OVERRUNS, RecordLayout
-from .axes import CSP, AxisTasks, feedforward, motor_setpoints
+from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
 from .safety import Limits, Watchdog, reason
@@ -203,6 +205,7 @@ class ControlLoop:
         self.ratio = ctl.platform_ratio
         self.mode = CSP if ctl.mode == "csp" else Mode.CST
         m = robot.model
+        self.fv, self.fs = m.viscous, m.coulomb                 # joint friction (drive_feedforward)
         self.limits = Limits(m.qmin, m.qmax, m.vmax, m.taumax, margin=ctl.soft_limit_margin)
         self.axes = AxisTasks(n, ctl.mode, self.period, ctl.kp, ctl.ki, ctl.kd, ctl.derivative_filter,
                               kaw=10.0, umax=m.taumax)
@@ -213,9 +216,19 @@ class ControlLoop:
         z = lambda k=n: np.zeros(k)  # noqa: E731
         self.qm, self.qmd, self.q, self.qd = z(), z(), z(), z()
         self.Jp = np.zeros((n, n))
+        self.bias, self.bias_q, self.bias_b, self.Jp2 = z(), z(), z(), np.zeros((n, n))   # J̇_p q̇ (motor_bias)
+        # the tilt the feed-forward's gravity follows: the stabilizer's source (platform angles or
+        # foot IMU, models.tilt / stabilizer.ground), the platform angles without a stabilizer
+        sp = stabilizer.params if stabilizer is not None else None
+        self.tilt_source = int(sp[sm.P_SOURCE]) if sp is not None else TILT_PLATFORM
+        self.tilt_use_acc = bool(sp[sm.P_USE_ACC]) if sp is not None else False
+        self.g0 = float(np.linalg.norm(robot.model.gravity))
+        self.tilt_in, self.acc_in, self.tilt, self.R3 = z(3), z(2), z(2), np.zeros((3, 3))
+        self.g_level = robot.model.gravity
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
         self.q_hold, self.q_stand, self.v_stop = z(), z(), z()
         self.tau_ff, self.qm_cmd, self.qmd_cmd, self.tau_m = z(), z(), z(), z()
+        self.ff_scratch = z()
         self.plat, self.plat_ref, self.plat_cmd = z(2), z(2), z(2)
         self.plat_from, self.plat_to, self.plat_v, self.plat_a = z(2), z(2), z(2), z(2)
         self.plat_t, self.plat_T = 0.0, 0.0
@@ -296,6 +309,7 @@ class ControlLoop:
         self.move.sample(0.1, o1, o2, o3)
         sample_move(QUINTIC, 0.5, 1.0, p1, p2, 0.1, p3, self.plat_v.copy(), self.plat_a.copy())
         feedforward(d.A, d.h, d.G, z, True, o1)
+        drive_feedforward(self.P, self.Jp, z, self.fv, self.fs, z, z, o2, o1)
         self.limits.check(q, z, q, z, o1)
         self.limits.clamp(q.copy(), z.copy(), o1)
         spare = AxisTasks(n, "cst", self.period, 1.0, 0.0, 0.0, 0.01, 0.0, 1.0)
@@ -326,9 +340,18 @@ class ControlLoop:
         st = transmission_jacobian(self.P, self.q, self.Jp)
         if st != TR_OK:
             return st
-        return joint_velocity(self.Jp, self.qmd, self.qd)
+        st = joint_velocity(self.Jp, self.qmd, self.qd)
+        if st != TR_OK:
+            return st
+        self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
+        return motor_bias(self.P, self.q, self.qd, self.Jp2, self.bias_q, self.bias, self.bias_b)
 
     def _cycle_compute(self) -> None:
+        """The models under the gravity of the measured tilt, R_M->O0ᵀ g (thesis eq. 46); an
+        unusable tilt keeps the last valid gravity (the stabilizer flags the input)."""
+        if apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
+                         self.R3, self.tilt) == TILT_OK:
+            tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.data.gravity)
         update(self.mbuf, self.dbuf, self.q, self.qd)
 
     def run_cycle(self) -> None:
@@ -606,7 +629,8 @@ class ControlLoop:
             elif state == State.STABILIZING:
                 s = self.stab
                 s.in_q[:] = self.q
-                s.in_tilt[0], s.in_tilt[1] = self.plat[0], self.plat[1]
+                s.in_tilt[:] = self.tilt_in
+                s.in_acc[:] = self.acc_in
                 if stab_step(s.params, s.state, s.inputs, s.out) == STAB_OK:
                     self.q_ref[:] = s.q_ref
                     self.qd_ref[:] = s.qd_ref
@@ -659,12 +683,19 @@ class ControlLoop:
             self.stopped = True
 
     # ------------------------------------------------------------------ axes
+    def _feedforward(self) -> None:
+        """τ_ff = (A + J_pᵀ J_m J_p) q̈_ref + C q̇ + G_tilt + J_pᵀ J_m J̇_p q̇ + friction at q̇_ref:
+        the plants' equation of motion (drivers.plant_leg) solved for the torque."""
+        d = self.data
+        feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
+        drive_feedforward(self.P, self.Jp, self.bias, self.fv, self.fs, self.qdd_ref, self.qd_ref,
+                          self.ff_scratch, self.tau_ff)
+
     def _axes(self) -> None:
         b = self.bus
         if self.state not in POWERED:
             return
-        d = self.data
-        feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
+        self._feedforward()
         code, joint = self.limits.check(self.q, self.qd, self.q_ref, self.qd_ref, self.tau_ff)
         if code != SAFE_OK:
             self._fault(reason(code), joint)

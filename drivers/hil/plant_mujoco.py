@@ -58,6 +58,7 @@ from models.transmission import (
     N_PARAMS,
     ROTOR,
     joint_to_motor,
+    motor_bias,
     motor_velocity,
     status_message,
     transmission_jacobian,
@@ -65,7 +66,7 @@ from models.transmission import (
 
 from ..config import BusConfig
 from ..plant import Plant
-from ..plant_leg import AXES, N_LEG, bus_axes, finite_pair, motor_bias
+from ..plant_leg import AXES, N_LEG, bus_axes, finite_pair
 from .mjcf import (
     FOOT,
     IMU,

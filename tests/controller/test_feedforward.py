@@ -1,0 +1,63 @@
+"""The loop's feed-forward is the plants' inverse dynamics (drivers.plant_leg's equation of
+motion solved for the torque): the rigid body under the gravity of the tilted floor (thesis
+eq. 46), the rotors' reflected inertia J_pᵀ J_m J_p q̈ and bias J_pᵀ J_m J̇_p q̇, the motor
+friction through the transmission and the joint friction. The loop's own path is exercised:
+motor readings on the bus -> _measure -> _cycle_compute -> _feedforward."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .loop_harness import Harness
+
+
+@pytest.fixture(scope="module")
+def h():
+    harness = Harness()
+    yield harness
+    harness.close()
+
+
+def base_gravity(alpha: float, beta: float, g) -> np.ndarray:
+    """R_M→O0ᵀ g with R_M→O0 = Rz(α) Ry(−β) (thesis eq. 46), composed here independently."""
+    ca, sa, cb, sb = np.cos(alpha), np.sin(alpha), np.cos(beta), np.sin(beta)
+    rz = np.array([[ca, -sa, 0.0], [sa, ca, 0.0], [0.0, 0.0, 1.0]])
+    ry = np.array([[cb, 0.0, -sb], [0.0, 1.0, 0.0], [sb, 0.0, cb]])
+    return (rz @ ry).T @ np.asarray(g)
+
+
+def plant_torque(robot, q, qd, qdd, g) -> np.ndarray:
+    """Joint torque the leg plant needs for q̈ at (q, q̇): recursive Newton-Euler (rigid body,
+    joint rotor inertia and friction; the loop uses the Lagrangian A, C, G) plus
+    J_pᵀ (J_m (J_p q̈ + J̇_p q̇) + F_v q̇_m + F_c sign(q̇_m)), q̇_m = J_p q̇, with J̇_p q̇ the
+    second difference of the motor angles along q̇ (the loop differences J_p)."""
+    tr = robot.transmission
+    m = tr.motors
+    jm, fv, fc = np.array(m.rotor_inertia), np.array(m.viscous), np.array(m.coulomb)
+    jp = tr.jacobian(q)
+    e = 1e-4
+    bias = (tr.to_motor(q + e * qd) - 2.0 * tr.to_motor(q) + tr.to_motor(q - e * qd)) / e**2
+    vm = jp @ qd
+    return robot.rnea(q, qd, qdd, g) + jp.T @ (jm * (jp @ qdd + bias) + fv * vm + fc * np.sign(vm))
+
+
+def test_feedforward_is_the_plants_inverse_dynamics_on_a_tilted_floor(h):
+    loop, bus = h.loop, h.bus
+    robot = loop.robot
+    tr, mdl = robot.transmission, robot.model
+    g_level = np.array(robot.description.gravity)
+    rng = np.random.default_rng(7)
+    lo, hi = mdl.qmin + 0.05, mdl.qmax - 0.05
+    for _ in range(25):
+        q, qd, qdd = rng.uniform(lo, hi), rng.uniform(-1.5, 1.5, 4), rng.uniform(-5.0, 5.0, 4)
+        alpha, beta = rng.uniform(-0.35, 0.35, 2)
+        bus.position[loop.leg_idx] = tr.to_motor(q)
+        bus.velocity[loop.leg_idx] = tr.velocity_to_motor(q, qd)
+        bus.position[loop.plat_idx] = loop.ratio * np.array([alpha, beta])
+        loop.q[:] = q                                          # the Newton guess of motor_to_joint
+        assert loop._measure() == 0
+        loop._cycle_compute()
+        loop.qd_ref[:], loop.qdd_ref[:] = qd, qdd
+        loop._feedforward()
+        expected = plant_torque(robot, q, qd, qdd, base_gravity(alpha, beta, g_level))
+        np.testing.assert_allclose(loop.tau_ff, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
