@@ -14,6 +14,7 @@ from typing import Any
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from models import ConfigError, Robot
 from models.validation import Section, read_yaml
+from stabilizer.config import load_config as load_stabilizer_config
 
 MODES = ("csp", "cst")
 
@@ -161,6 +162,18 @@ def _io(sec: Section) -> IoConfig:
     return IoConfig(cmd, tel, dec, log_dir)
 
 
+def _check_stabilizer(path: Path, robot_path: Path, period: float, where: str) -> None:
+    """The stabilizer YAML must describe the daemon's robot (the same file, or a copy of it)
+    and run at the loop's period; else a ConfigError naming both files and both values."""
+    stab = load_stabilizer_config(path)
+    ours = Path(stab.robot_path).resolve()
+    if ours != robot_path and not (ours.is_file() and ours.read_bytes() == robot_path.read_bytes()):
+        raise ConfigError(where, "stabilizer", f"{path}: robot: {ours} is not the daemon's robot {robot_path}")
+    if abs(stab.period - period) > 1e-12:
+        raise ConfigError(where, "stabilizer", f"{path}: period: {stab.period} s differs from the daemon's "
+                          f"loop.period_s {period} s")
+
+
 def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     top = Section(where, "", data)
     robot_path = _path(top, "robot", base)
@@ -183,6 +196,8 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     if abs(bus.control_period_s - loop.period) > 1e-12:
         raise ConfigError(where, "loop.period_s", f"{loop.period} s differs from bus.control_period_s "
                           f"{bus.control_period_s} s")
+    if stabilizer_path is not None:
+        _check_stabilizer(stabilizer_path, robot_path, loop.period, where)
     io = _io(top.sub("io", {}))
     top.done()
     return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io)

@@ -231,7 +231,10 @@ def test_one_millisecond_period_works(tmp_path):
     from .loop_harness import CONFIG
     doc = yaml.safe_load(CONFIG.read_text())
     doc["robot"] = str(CONFIG.parent / doc["robot"])
-    doc["stabilizer"] = str(CONFIG.parent / doc["stabilizer"])
+    stab = yaml.safe_load((CONFIG.parent / doc["stabilizer"]).read_text())
+    stab["robot"], stab["period"] = doc["robot"], 0.001      # the stabilizer runs at the loop's period
+    (tmp_path / "stab_1ms.yaml").write_text(yaml.safe_dump(stab))
+    doc["stabilizer"] = str(tmp_path / "stab_1ms.yaml")
     doc["loop"]["period_s"] = 0.001
     doc["bus"]["control_period_s"] = 0.001
     doc["bus"]["cycle_time_s"] = 0.0002                     # five bus cycles per control cycle
