@@ -17,7 +17,7 @@ import numpy as np
 from models import Robot
 from models.dynamics import update
 
-from .loop.trajectories import SQUAT_DURATION_S, quintic, squat_posture
+from .loop.trajectories import SQUAT_DURATION_S, quintic, squat_excursion
 
 
 @dataclass
@@ -47,7 +47,7 @@ def run_squat(robot: Robot, period: float = 0.002, every: float = 0.5,
     period; print a state row every ``every`` seconds."""
     n = robot.n
     q_up = np.zeros(n)
-    q_down = squat_posture(robot.joint_names)
+    q_down = q_up + squat_excursion(robot.joint_names)
     m, d = robot.model.buf, robot.data.buf
     ref = np.zeros((3, n))
     tau = np.zeros(n)

@@ -19,6 +19,7 @@ import numpy as np
 from controller.codes import Error, StabParam, State
 from controller.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, FaultKind
 from controller.loop.states import ALLOWED as LOOP_ALLOWED
+from controller.loop.trajectories import SQUAT_DEG, squat_excursion
 from controller.shm import MAX_ARGS, Cmd
 
 MAX_REQUEST_BYTES = 65536
@@ -87,6 +88,7 @@ class Context:
     allowed: Mapping[str, frozenset[State]] = field(default_factory=lambda: dict(ALLOWED))
     summary: dict[str, Any] = field(default_factory=dict)
     bus_axes: tuple[str, ...] = ()      # bus axis names (inject_fault); empty: no simulated bus
+    soft_limit_margin: float = 0.0      # rad inside qmin, qmax a trajectory must stay (the loop's soft limits)
     state: State = State.BOOT
     q: np.ndarray | None = None
 
@@ -330,11 +332,33 @@ def _inject_fault(args: dict[str, Any], ctx: Context) -> np.ndarray:
     return np.array([float(kind), float(ctx.bus_axes.index(axis)), float(kinds.index(sub)), value])
 
 
-def _run(args: dict[str, Any]) -> Cmd:
+def _run(args: dict[str, Any], ctx: Context) -> Cmd:
     traj = args["trajectory"]
     if not isinstance(traj, str) or not traj or len(traj) > MAX_PATH_CHARS:
         raise _Reject(Error.BAD_ARGS, f'args.trajectory must be "squat" or a file path, got {_kind(traj)}.')
-    return Cmd.RUN_SQUAT if traj == "squat" else Cmd.RUN_BUFFER
+    if traj != "squat":
+        return Cmd.RUN_BUFFER
+    _squat_fits(ctx)
+    return Cmd.RUN_SQUAT
+
+
+def _squat_fits(ctx: Context) -> None:
+    """The thesis squat goes ankle +16°, knee −85°, hip +70° from the current posture (thesis
+    §2.6.1): refuse it where the bottom would leave the soft limits (the loop checks again
+    from its reference, the final authority)."""
+    try:
+        step = squat_excursion(ctx.joint_names)
+    except ValueError as e:
+        raise _Reject(Error.NOT_SUPPORTED, f"{e}.") from None
+    if ctx.q is None or ctx.state not in ctx.allowed["run"]:     # no posture yet, or refused by state
+        return
+    lo, hi = ctx.qmin + ctx.soft_limit_margin, ctx.qmax - ctx.soft_limit_margin
+    for i, name in enumerate(ctx.joint_names):
+        bottom = ctx.q[i] + step[i]
+        if not lo[i] <= bottom <= hi[i]:
+            side, limit = ("below", lo[i]) if bottom < lo[i] else ("above", hi[i])
+            raise _Reject(Error.OUT_OF_RANGE, f"the squat moves {name} by {SQUAT_DEG[name]:+g} deg: from "
+                          f"{ctx.q[i]:.3f} rad it would reach {bottom:.3f} rad, {side} its limit {limit:.3f} rad.")
 
 
 _EMPTY = np.empty(0)
@@ -348,7 +372,7 @@ def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, 
     if cmd == "move_joints":
         return Cmd.MOVE_JOINTS, _move_joints(args, ctx)
     if cmd == "run":
-        return _run(args), _EMPTY
+        return _run(args, ctx), _EMPTY
     if cmd == "stabilizer":
         return Cmd.STABILIZER, _stabilizer(args, ctx)
     if cmd == "platform":

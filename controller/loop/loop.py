@@ -70,14 +70,15 @@ from ..telemetry import ST_OVERRUNS, RecordLayout
 from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
-from .safety import Limits, Watchdog, reason
+from .safety import MARGIN, QMAX, QMIN, Limits, Watchdog, reason
 from .states import ALLOWED, POWERED
 from .trajectories import (
     QUINTIC,
     SQUAT_DURATION_S,
     JointMove,
     sample_move,
-    squat_posture,
+    squat_bottom,
+    squat_excursion,
     squat_sample,
 )
 
@@ -211,7 +212,9 @@ class ControlLoop:
                               kaw=10.0, umax=m.taumax)
         self.watchdog = Watchdog(ctl.watchdog)
         self.move = JointMove(m.vmax * 0.5, m.vmax * 2.0)
-        self.q_squat = squat_posture(robot.joint_names)
+        self.squat_step, self.q_squat = squat_excursion(robot.joint_names), np.zeros(n)   # excursion, bottom
+        lim = self.limits.lim
+        self.soft_lo, self.soft_hi = lim[QMIN] + lim[MARGIN], lim[QMAX] - lim[MARGIN]
         # measurements and references (joint space), motor-side buffers
         z = lambda k=n: np.zeros(k)  # noqa: E731
         self.qm, self.qmd, self.q, self.qd = z(), z(), z(), z()
@@ -304,6 +307,7 @@ class ControlLoop:
         scatter(z, self.leg_idx, self.bus.target_position.copy(), 1.0)
         first_faulted(self.bus.state, self.all_idx)
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
+        squat_bottom(q, self.squat_step, self.soft_lo, self.soft_hi, o1)
         squat_sample(0.1, q, self.q_squat, o1, o2, o3)
         self.move.start(q, q, QUINTIC, 1.0)
         self.move.sample(0.1, o1, o2, o3)
@@ -445,7 +449,9 @@ class ControlLoop:
         elif cmd == Cmd.MOVE_JOINTS:
             self.move.start(self.q_ref, a[:self.n], QUINTIC, max(a[self.n], 0.0))
             self._start_motion(MOVE, t)
-        elif cmd == Cmd.RUN_SQUAT:
+        elif cmd == Cmd.RUN_SQUAT:                 # the thesis' excursions from here, within the soft limits
+            if squat_bottom(self.q_ref, self.squat_step, self.soft_lo, self.soft_hi, self.q_squat) >= 0:
+                return False, Error.OUT_OF_RANGE
             self.q_stand[:] = self.q_ref
             self._start_motion(SQUAT, t)
         elif cmd == Cmd.RUN_BUFFER:

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
-SQUAT_DEG = {"ankle_sagittal": 16.0, "knee": -85.0, "hip": 70.0}   # thesis §2.6.1
+SQUAT_DEG = {"ankle_sagittal": 16.0, "knee": -85.0, "hip": 70.0}   # thesis §2.6.1, from the start posture
 SQUAT_DURATION_S = 7.0
 
 LINEAR, CUBIC, QUINTIC, BANG_BANG, TRAPEZOID = 0, 1, 2, 3, 4
@@ -59,9 +59,10 @@ def quintic(q0: np.ndarray, q1: np.ndarray, duration: float, t: float,
     out[2] = (ddr / duration ** 2) * dq
 
 
-def squat_posture(joint_names: tuple[str, ...]) -> np.ndarray:
-    """Bottom posture of the thesis squat (ankle 16°, knee 85°, hip 70°), in the
-    sign convention of deploy/robots/bip_leg.yaml (knee flexion is negative)."""
+def squat_excursion(joint_names: tuple[str, ...]) -> np.ndarray:
+    """Joint excursion of the thesis squat (ankle 16°, knee 85°, hip 70°), added to the
+    posture it starts from, in the sign convention of deploy/robots/bip_leg.yaml (knee
+    flexion is negative)."""
     q = np.zeros(len(joint_names))
     for name, deg in SQUAT_DEG.items():
         if name not in joint_names:
@@ -203,6 +204,19 @@ class JointMove:
     def sample(self, t: float, out_q: np.ndarray, out_qd: np.ndarray, out_qdd: np.ndarray) -> None:
         """q, q̇, q̈ at t seconds after the start, into preallocated vectors."""
         sample_move(self.kind, self.ratio, self.tf, self.q0, self.q1, t, out_q, out_qd, out_qdd)
+
+
+@njit(cache=True)
+def squat_bottom(q_stand: np.ndarray, excursion: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 out: np.ndarray) -> int:
+    """out = q_stand + excursion, the bottom of the squat from q_stand; returns the first joint
+    whose bottom leaves [lo, hi] (the soft position limits), -1 if none."""
+    bad = -1
+    for j in range(q_stand.shape[0]):
+        out[j] = q_stand[j] + excursion[j]
+        if bad < 0 and not lo[j] <= out[j] <= hi[j]:
+            bad = j
+    return bad
 
 
 @njit(cache=True)

@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--beta", type=float, default=math.degrees(THESIS_TILT[1]), help="pitch, deg (default 20)")
     t.add_argument("--duration", type=float, default=THESIS_TILT_S, help="quintic each way, s (default 7)")
     t.add_argument("--hold", type=float, default=HOLD_S, help="hold at the tilt, s (default 1)")
-    sub.add_parser("squat", help="the thesis squat (§2.6.1) from the stance")
+    sub.add_parser("squat", help="the thesis squat (§2.6.1) from a near-straight leg")
     pu = sub.add_parser("push", help="a force on the hip body while stabilizing")
     pu.add_argument("--force", type=float, default=100.0, help="N (default 100)")
     pu.add_argument("--duration", type=float, default=0.1, help="s (default 0.1)")

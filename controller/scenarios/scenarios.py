@@ -16,6 +16,8 @@ from .runner import Operator, ScenarioError, udp_control
 THESIS_TILT = (math.radians(10.0), math.radians(20.0))
 THESIS_TILT_S = 7.0
 HOLD_S = 1.0
+SQUAT_START = (0.0, 0.0, -0.1, 0.0)        # rad: near-straight leg; the thesis' excursions fit the limits from it
+SQUAT_START_S = 1.5
 SETTLE_S = 0.5
 PUSH_DIRECTIONS = {"forward": (0.0, 0.0, 1.0), "backward": (0.0, 0.0, -1.0),
                    "left": (0.0, 1.0, 0.0), "right": (0.0, -1.0, 0.0)}
@@ -60,7 +62,9 @@ class Tilt:
 
 @dataclass(frozen=True)
 class Squat:
-    """The thesis squat (§2.6.1) from the stance: ankle 16°, knee 85°, hip 70°, 7 s down, 7 s up."""
+    """The thesis squat (§2.6.1): from the stance to a near-straight leg (SQUAT_START), then ankle
+    +16°, knee −85°, hip +70° from there, 7 s down, 7 s up (from the stance the knee would leave
+    its limit, and the daemon refuses)."""
     name: str = field(default="squat", init=False)
     stabilizes: bool = field(default=False, init=False)
 
@@ -68,6 +72,8 @@ class Squat:
         return {}
 
     def run(self, op: Operator) -> None:
+        op.command("move_joints", q=list(SQUAT_START), duration=SQUAT_START_S)
+        _until_hold(op, SQUAT_START_S + 1.0)
         op.command("run", trajectory="squat")
         _until_hold(op, 20.0)
         op.wait(SETTLE_S)

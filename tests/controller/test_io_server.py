@@ -108,8 +108,8 @@ def test_run_squat_file_and_bad_file(rig, tmp_path):
     assert n == 501                                   # 1 s at 2 ms, both ends
     np.testing.assert_allclose(rig.block.traj[n - 1], [0, 0.2, -0.6, 0.4])
     c.call("stop")
-    c.call("run", trajectory="squat")
-    assert rig.loop.commands()[-1][1] == Cmd.RUN_SQUAT
+    e = call_error(c, "run", trajectory="squat")        # knee -0.3 rad - 85 deg is beyond its -1.7 rad limit
+    assert e.code == "out_of_range" and "knee" in e.message
 
 
 def test_one_trajectory_file_in_flight(rig_factory, tmp_path):

@@ -11,7 +11,7 @@ from numba.core.runtime import _nrt_python, rtsys
 
 from controller.loop.trajectories import (BANG_BANG, CUBIC, LAWS, LINEAR, QUINTIC, SQUAT_DURATION_S,
                                           TRAPEZOID, JointMove, law, min_time, quintic, sample_move,
-                                          squat_posture, squat_sample, sync_time)
+                                          squat_excursion, squat_sample, sync_time)
 
 S = np.linspace(0.0, 1.0, 20001)
 SHAPES = [(LINEAR, 0.5), (CUBIC, 0.5), (QUINTIC, 0.5), (BANG_BANG, 0.5),
@@ -200,7 +200,7 @@ def test_squat():
     """Thesis §2.6.1: quintic down in 7 s to ankle 16°, knee 85°, hip 70°, up in 7 s;
     the same values as the existing quintic() helper."""
     names = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
-    stand, bottom = np.zeros(4), squat_posture(names)
+    stand, bottom = np.zeros(4), squat_excursion(names)
     assert np.degrees(bottom) == pytest.approx([0.0, 16.0, -85.0, 70.0])
     q, qd, qdd = np.empty(4), np.empty(4), np.empty(4)
     ref = np.empty((3, 4))
