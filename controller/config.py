@@ -15,6 +15,7 @@ from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from models import ConfigError, Robot
 from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
+from stabilizer.ground import TILT_IMU
 
 MODES = ("csp", "cst")
 
@@ -162,10 +163,15 @@ def _io(sec: Section) -> IoConfig:
     return IoConfig(cmd, tel, dec, log_dir)
 
 
-def _check_stabilizer(path: Path, robot_path: Path, period: float, where: str) -> None:
+def _check_stabilizer(path: Path, robot_path: Path, period: float, bus: BusConfig, where: str) -> None:
     """The stabilizer YAML must describe the daemon's robot (the same file, or a copy of it)
-    and run at the loop's period; else a ConfigError naming both files and both values."""
+    and run at the loop's period, and the bus must carry the foot IMU if its tilt source or its
+    acceleration needs it; else a ConfigError naming both files and both values."""
     stab = load_stabilizer_config(path)
+    if (stab.tilt_source == TILT_IMU or stab.use_acceleration) and bus.imu_axis is None:
+        key = "tilt.source: imu" if stab.tilt_source == TILT_IMU else "tilt.use_acceleration: true"
+        raise ConfigError(where, "stabilizer", f"{path}: {key} needs the foot IMU, but no axis of "
+                          f"{where} bus.nodes declares sensor: imu")
     ours = Path(stab.robot_path).resolve()
     if ours != robot_path and not (ours.is_file() and ours.read_bytes() == robot_path.read_bytes()):
         raise ConfigError(where, "stabilizer", f"{path}: robot: {ours} is not the daemon's robot {robot_path}")
@@ -197,7 +203,7 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         raise ConfigError(where, "loop.period_s", f"{loop.period} s differs from bus.control_period_s "
                           f"{bus.control_period_s} s")
     if stabilizer_path is not None:
-        _check_stabilizer(stabilizer_path, robot_path, loop.period, where)
+        _check_stabilizer(stabilizer_path, robot_path, loop.period, bus, where)
     io = _io(top.sub("io", {}))
     top.done()
     return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io)

@@ -53,6 +53,10 @@ class AxisConfig:
     channel: int
     drive: DriveParams
     plant: PlantParams
+    sensor: str | None = None    # what is wired to the drive's auxiliary input (TPDO 0x2400): "imu" or None
+
+
+SENSORS = ("imu",)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,11 @@ class BusConfig:
     @property
     def cycles_per_control(self) -> int:
         return round(self.control_period_s / self.cycle_time_s)
+
+    @property
+    def imu_axis(self) -> int | None:
+        """Index of the axis whose TPDO carries the foot IMU (``sensor: imu``), None if none does."""
+        return next((a.index for a in self.axes if a.sensor == "imu"), None)
 
     def axis(self, name: str) -> AxisConfig:
         for a in self.axes:
@@ -195,7 +204,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
         for j, raw_axis in enumerate(raw_axes):
             wa = f"{w}.axes[{j}]"
             raw_axis = _mapping(raw_axis, wa)
-            _known(raw_axis, {"name", "channel", "drive", "plant"}, wa)
+            _known(raw_axis, {"name", "channel", "drive", "plant", "sensor"}, wa)
             name = raw_axis.get("name")
             if not isinstance(name, str) or not name:
                 raise BusConfigError(f"{wa}.name must be a non-empty string, got {name!r}")
@@ -208,9 +217,15 @@ def parse_bus_config(section: Mapping) -> BusConfig:
             if channel in channels:
                 raise BusConfigError(f"{wa}.channel {channel} is used by another axis of node {node_id}")
             channels.add(channel)
+            sensor = raw_axis.get("sensor")
+            if sensor is not None and sensor not in SENSORS:
+                raise BusConfigError(f"{wa}.sensor must be one of {', '.join(SENSORS)}, got {sensor!r}")
+            if sensor is not None and any(a.sensor == sensor for a in axes):
+                raise BusConfigError(f"{wa}.sensor {sensor!r} is already wired to another axis")
             axis = AxisConfig(name, len(axes), node_id, channel,
                               _params(DriveParams, drive_defaults, raw_axis.get("drive"), f"{wa}.drive"),
-                              _params(PlantParams, plant_defaults, raw_axis.get("plant"), f"{wa}.plant"))
+                              _params(PlantParams, plant_defaults, raw_axis.get("plant"), f"{wa}.plant"),
+                              sensor)
             node_axes.append(axis)
             axes.append(axis)
         nodes.append(NodeConfig(node_id, tuple(node_axes)))

@@ -51,7 +51,9 @@ CMD_POS, CMD_VEL, CMD_TORQUE = range(19, 22)
 ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
 # holding brake: torque capacity [N·m] (0 = no brake), motor position it holds [rad].
 HOLD_TORQUE, BRAKE_POS = range(25, 27)
-N_COLUMNS = 27
+# auxiliary sensor input (TPDO 0x2400:1..3; NaN: nothing wired): the plant's IMU on its axis.
+AUX = 27
+N_COLUMNS = 30
 # Columns of DriveBank.flags (one integer row per axis): kernel state, then the TPDO mapping
 # (row of DriveBank.pres, channel), the TPDO fields the CiA 402 state machine sets, and the
 # controlword whose RPDO would only change the setpoints (-1: none; drivers.isochronous).
@@ -72,8 +74,8 @@ FAULT_HISTORY_LENGTH = 8
 _STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
                     | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
 _TPDO_CHANNEL_SIZE = pdo.TPDO.channel_struct.size
-if pdo.TPDO.channel_struct.format != "<HbdffH":
-    raise ImportError("step_axes writes the TPDO channel as <HbdffH; update _write_tpdo with the mapping")
+if pdo.TPDO.channel_struct.format != "<HbdffHfff":
+    raise ImportError("step_axes writes the TPDO channel as <HbdffHfff; update _write_tpdo with the mapping")
 PRES_LENGTH = max(frames.PDO_OFFSET + pdo.TPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _KERNEL_MODE = {cia402.Mode.CSP: CSP, cia402.Mode.CSV: CSV, cia402.Mode.CST: CST}
 # _STEADY[state][cw & 0x0F]: a controlword repeated (no fault-reset edge) leaves ``state`` as it is.
@@ -84,8 +86,8 @@ _FAULT_RESET, _OPERATION_ENABLED = Command.FAULT_RESET, State.OPERATION_ENABLED
 
 @njit(cache=True)
 def _write_tpdo(pres, x, flags, a):
-    """Axis ``a``'s TPDO channel (<HbdffH: statusword, mode display, position REAL64, velocity and
-    current REAL32, error code) into its PRes row, as struct would pack it."""
+    """Axis ``a``'s TPDO channel (<HbdffHfff: statusword, mode display, position REAL64, velocity and
+    current REAL32, error code, auxiliary input REAL32 x 3) into its PRes row, as struct would pack it."""
     row = pres[flags[a, PRES_ROW]]
     at = frames.PDO_OFFSET + flags[a, CHANNEL] * _TPDO_CHANNEL_SIZE
     put_le(row, at, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
@@ -94,13 +96,19 @@ def _write_tpdo(pres, x, flags, a):
     put_le(row, at + 11, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
     put_le(row, at + 15, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
     put_le(row, at + 19, flags[a, ERROR_CODE], 2)
+    for k in range(3):
+        put_le(row, at + 21 + 4 * k, np.float32(x[a, AUX + k]).view(np.uint32), 4)
 
 
 @njit(cache=True)
-def step_axes(x, flags, plant_pos, plant_vel, torque, dt, phase, ratio, control_period, pres):
+def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_row, torque, dt, phase, ratio, control_period, pres):
     """One bus cycle of every axis, its TPDO written into ``pres``; returns the number of axes
-    reporting a new fault."""
+    reporting a new fault. Axis ``aux_row`` (-1: none) reads ``aux_src`` (the plant's IMU) on its
+    auxiliary input, at the same instant as the encoders."""
     n_new = 0
+    if aux_row >= 0:
+        for k in range(3):
+            x[aux_row, AUX + k] = aux_src[k]
     frac = (phase + 1) / ratio
     for a in range(x.shape[0]):
         m = flags[a, MOTOR]
@@ -204,6 +212,14 @@ class DriveBank:
                                        a.drive.torque_constant, a.drive.current_limit, a.drive.speed_limit,
                                        a.drive.following_error_limit] for a in config.axes]
         self.x[:, HOLD_TORQUE] = [a.drive.holding_brake_torque for a in config.axes]
+        self.x[:, AUX:AUX + 3] = np.nan                       # nothing wired to the auxiliary inputs
+        imu = config.imu_axis                                 # the plant's IMU on that axis' input
+        self.aux_row, self.aux_src = (-1, np.zeros(3)) if imu is None else (imu, plant.sensors.get("imu_gravity"))
+        if self.aux_src is None:
+            raise ValueError(f"bus axis {config.axes[imu].name!r} declares sensor: imu but the "
+                             f"plant {type(plant).__name__} has no IMU")
+        if imu is not None:
+            self.x[imu, AUX:AUX + 3] = self.aux_src
         self.flags = np.zeros((n, N_FLAGS), np.int64)
         self.flags[:, MOTOR] = np.arange(n)
         self.mode = self.flags[:, MODE]
@@ -224,6 +240,7 @@ class DriveBank:
     def step(self, phase: int) -> None:
         """One bus cycle of every drive, then of the plant."""
         self.after_step(step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
+                                  self.aux_src, self.aux_row,
                                   self.torque, self.dt, phase, self.ratio, self.control_period, self.pres))
 
     def after_step(self, n_new: int) -> None:

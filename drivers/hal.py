@@ -173,6 +173,7 @@ class Bus(ABC):
         self.state = np.full(n, int(State.NOT_READY_TO_SWITCH_ON), np.int64)
         self.fault_code = np.zeros(n, np.int64)
         self.mode_display = np.zeros(n, np.int64)
+        self.aux = np.full((n, 3), np.nan)       # auxiliary sensor input per axis (TPDO 0x2400; the foot IMU)
         self.target_position = np.zeros(n)
         self.target_velocity = np.zeros(n)
         self.torque_offset = np.zeros(n)

@@ -34,10 +34,10 @@ from drivers.hal import Bus
 from models.dynamics import update
 from models.robot import Robot
 from models.transmission import OK as TR_OK
-from models.tilt import tilted_gravity
+from models.tilt import rotation_world_foot, tilted_gravity
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
 from stabilizer import stabilizer as sm
-from stabilizer.ground import TILT_OK, TILT_PLATFORM, apparent_tilt
+from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
 from stabilizer.stabilizer import OK as STAB_OK
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
@@ -170,6 +170,16 @@ def write_record(rec, offs, t, cycle, state, fault, q, qd, q_ref, tau, com, marg
 
 
 @njit(cache=True)
+def support_acceleration(alpha, beta, f, R, out):
+    """Horizontal acceleration (a_y, a_z) of the support in world axes from the specific force f
+    an IMU on the foot measures in R0 axes: R_M->O0 f = a + g0 x_g (thesis eq. 46, x_g up), so
+    the horizontal components of R_M->O0 f are those of a. R is scratch (3 x 3)."""
+    rotation_world_foot(alpha, beta, R)
+    for r in range(2):
+        out[r] = R[r + 1, 0] * f[0] + R[r + 1, 1] * f[1] + R[r + 1, 2] * f[2]
+
+
+@njit(cache=True)
 def decelerate(q0, v0, duration, t, out_q, out_qd, out_qdd):
     """Soft stop: quintic Hermite from (q0, v0, 0) to rest at q0 + v0 T / 2 with zero
     velocity and acceleration, in T = ``duration`` s."""
@@ -227,6 +237,8 @@ class ControlLoop:
         self.tilt_use_acc = bool(sp[sm.P_USE_ACC]) if sp is not None else False
         self.g0 = float(np.linalg.norm(robot.model.gravity))
         self.tilt_in, self.acc_in, self.tilt, self.R3 = z(3), z(2), z(2), np.zeros((3, 3))
+        imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
+        self.imu = bus.aux[imu] if imu is not None and (self.tilt_source == TILT_IMU or self.tilt_use_acc) else None
         self.g_level = robot.model.gravity
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
         self.q_hold, self.q_stand, self.v_stop = z(), z(), z()
@@ -307,6 +319,7 @@ class ControlLoop:
         scatter(z, self.leg_idx, self.bus.target_position.copy(), 1.0)
         first_faulted(self.bus.state, self.all_idx)
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
+        support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
         squat_bottom(q, self.squat_step, self.soft_lo, self.soft_hi, o1)
         squat_sample(0.1, q, self.q_squat, o1, o2, o3)
         self.move.start(q, q, QUINTIC, 1.0)
@@ -347,7 +360,12 @@ class ControlLoop:
         st = joint_velocity(self.Jp, self.qmd, self.qd)
         if st != TR_OK:
             return st
-        self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
+        if self.imu is not None and self.tilt_source == TILT_IMU:
+            self.tilt_in[:] = self.imu             # specific force in R0 axes (stabilizer.ground)
+        else:
+            self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
+            if self.imu is not None:               # use_acceleration: the support's, from the IMU
+                support_acceleration(self.plat[0], self.plat[1], self.imu, self.R3, self.acc_in)
         return motor_bias(self.P, self.q, self.qd, self.Jp2, self.bias_q, self.bias, self.bias_b)
 
     def _cycle_compute(self) -> None:

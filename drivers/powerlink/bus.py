@@ -33,6 +33,7 @@ class PowerlinkBus(Bus):
 
     def read(self) -> None:
         per = TPDO.per_channel
+        aux = self.aux
         for rec, axes in self._nodes:
             if rec.latched:
                 self._latch(rec.node_id, rec.latched)
@@ -41,6 +42,7 @@ class PowerlinkBus(Bus):
             for i, ch in axes:
                 b = ch * per
                 self._set_actual(i, v[b], v[b + 1], v[b + 2], v[b + 3], v[b + 4], v[b + 5])
+                aux[i, 0], aux[i, 1], aux[i, 2] = v[b + 6], v[b + 7], v[b + 8]
 
     def write(self) -> None:
         """Pack each axis' RPDO channel into its node's PReq; unconfigured channels keep the

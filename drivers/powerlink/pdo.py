@@ -2,7 +2,10 @@
 
 Each channel maps the same CiA 402 objects; channel 1 uses the object index + 0x800 (CiA 402
 multi-axis offset). Positions travel as REAL64 radians and speeds/currents/torques as REAL32
-SI values (an SI choice made for this project instead of vendor increments). The payload is the
+SI values (an SI choice made for this project instead of vendor increments). Each TPDO channel also
+carries the drive's auxiliary sensor input (manufacturer-specific object 0x2400, three REAL32: the
+foot IMU's specific force in R0 axes, m/s², on the channel its bus YAML axis declares ``sensor: imu``;
+NaN where nothing is wired). The payload is the
 channels' entries back to back, little-endian, described by one ``struct`` format.
 """
 from __future__ import annotations
@@ -69,4 +72,7 @@ TPDO = PdoMapping("TPDO (PRes, drive -> MN)", (
     PdoEntry("velocity_actual", 0x606C, 0, REAL32),
     PdoEntry("current_actual", 0x6078, 0, REAL32),
     PdoEntry("error_code", 0x603F, 0, UNSIGNED16),
+    PdoEntry("aux_input_x", 0x2400, 1, REAL32),
+    PdoEntry("aux_input_y", 0x2400, 2, REAL32),
+    PdoEntry("aux_input_z", 0x2400, 3, REAL32),
 ))

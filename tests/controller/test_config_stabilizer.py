@@ -51,3 +51,26 @@ def test_a_stabilizer_period_other_than_the_loop_is_refused_naming_both_values(t
     msg = str(e.value)
     assert msg.startswith(f"{path}: stabilizer: {tmp_path / 'stab.yaml'}: period: 0.004 s")
     assert "loop.period_s 0.002 s" in msg
+
+
+def imu_source(s: dict) -> None:
+    s["tilt"] = {"source": "imu", "use_acceleration": False}
+
+
+def without_imu(d: dict) -> None:
+    for node in d["bus"]["nodes"]:
+        for a in node["axes"]:
+            a.pop("sensor", None)
+
+
+def test_the_imu_tilt_source_needs_the_imu_on_the_bus(tmp_path):
+    cfg = load_daemon_config(write_pair(tmp_path, imu_source))
+    assert cfg.bus.axes[cfg.bus.imu_axis].name == "ankle_1"
+    path = write_pair(tmp_path, imu_source, without_imu)
+    with pytest.raises(ConfigError) as e:
+        load_daemon_config(path)
+    assert str(e.value) == (f"{path}: stabilizer: {tmp_path / 'stab.yaml'}: tilt.source: imu needs the foot IMU, "
+                            f"but no axis of {path} bus.nodes declares sensor: imu")
+    path = write_pair(tmp_path, lambda s: s["tilt"].update(use_acceleration=True), without_imu)
+    with pytest.raises(ConfigError, match="tilt.use_acceleration: true needs the foot IMU"):
+        load_daemon_config(path)

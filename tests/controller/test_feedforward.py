@@ -61,3 +61,44 @@ def test_feedforward_is_the_plants_inverse_dynamics_on_a_tilted_floor(h):
         loop._feedforward()
         expected = plant_torque(robot, q, qd, qdd, base_gravity(alpha, beta, g_level))
         np.testing.assert_allclose(loop.tau_ff, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+
+
+def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
+    """tilt.source: imu: the loop reads the foot IMU on ankle_1's auxiliary input (drivers.powerlink.pdo),
+    the apparent tilt and the feed-forward's gravity follow it while the platform turns, and the
+    stabilizer gets the same specific force."""
+    import yaml
+
+    from controller.codes import State
+    from controller.config import load_daemon_config
+    from controller.shm import Cmd
+    from models.tilt import tilted_gravity
+
+    from .loop_harness import CONFIG
+    doc = yaml.safe_load(CONFIG.read_text())
+    doc["robot"] = str(CONFIG.parent / doc["robot"])
+    stab = yaml.safe_load((CONFIG.parent / doc["stabilizer"]).read_text())
+    stab["robot"], stab["tilt"]["source"] = doc["robot"], "imu"
+    (tmp_path / "stab_imu.yaml").write_text(yaml.safe_dump(stab))
+    doc["stabilizer"] = str(tmp_path / "stab_imu.yaml")
+    (tmp_path / "bipd.yaml").write_text(yaml.safe_dump(doc))
+    h = Harness(config=load_daemon_config(tmp_path / "bipd.yaml", lockstep=True))
+    try:
+        loop = h.loop
+        assert h.command(Cmd.ENABLE)[0]
+        h.run(100, until=lambda: h.state == State.HOLD)
+        assert h.command(Cmd.STABILIZER, 1.0)[0] and h.state == State.STABILIZING
+        assert h.command(Cmd.PLATFORM, np.radians(5.0), np.radians(12.0), 0.6)[0]
+        g = np.zeros(3)
+        turned = 0
+        for k in range(400):
+            h.run(1, heartbeat_every=1) if k % 50 == 0 else h.run(1)
+            np.testing.assert_array_equal(loop.tilt_in, h.bus.aux[h.bus.axis_names.index("ankle_1")])
+            np.testing.assert_array_equal(loop.stab.in_tilt, loop.tilt_in)
+            np.testing.assert_allclose(loop.tilt, loop.plat, atol=2e-6)        # the quasi-static plant
+            tilted_gravity(loop.tilt[0], loop.tilt[1], loop.g_level, g)
+            np.testing.assert_allclose(loop.data.gravity, g, rtol=1e-12)
+            turned = max(turned, float(np.abs(loop.plat).max()))
+        assert h.state == State.STABILIZING and np.degrees(turned) > 11.9
+    finally:
+        h.close()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from drivers.backends import udp
 from drivers.cia402 import Mode, State
 from drivers.config import parse_bus_config
-from drivers.drive import ACT_CUR, ACT_POS, ACT_VEL, CMD_POS
+from drivers.drive import ACT_CUR, ACT_POS, ACT_VEL, AUX, CMD_POS
 from drivers.powerlink import frames
 from drivers.powerlink.frames import ChecksumError, InconsistentFrame
 from drivers.powerlink.checks import steady_pres
@@ -73,7 +73,7 @@ def _expected_tpdo(drive) -> bytes:
     for ch in range(TPDO.channels):
         row = drive.rows[ch]
         values += [drive.statusword(ch), drive.op_mode[ch], x[row, ACT_POS], x[row, ACT_VEL], x[row, ACT_CUR],
-                   drive.fault_code[ch]]
+                   drive.fault_code[ch], *x[row, AUX:AUX + 3]]
     return TPDO.struct.pack(*values)
 
 
@@ -91,7 +91,7 @@ def test_the_drive_kernel_maps_the_tpdo_as_struct_packs_it(bus):
     node.drive.raise_fault(1, 0x4310)                       # between two steps: over-temperature on the hip
     pres = node.on_preq(bus.mn.records[2].preq.view)
     assert bytes(pres[payload]) == _expected_tpdo(node.drive)
-    status, *_, code = TPDO.channel_struct.unpack_from(pres, frames.PDO_OFFSET + TPDO.channel_struct.size)
+    status, *_, code, _, _, _ = TPDO.channel_struct.unpack_from(pres, frames.PDO_OFFSET + TPDO.channel_struct.size)
     assert code == 0x4310 and status & 0x0008                # error code and the Fault bit, this PRes
 
 
