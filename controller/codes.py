@@ -42,6 +42,7 @@ class Reason(IntEnum):
     ESTOP = 11
     SHUTDOWN = 12
     STOP_DONE = 13
+    TILT_INPUT = 14       # the tilt (platform angles or foot IMU) is unusable: the last valid gravity is kept
 
 
 class Error(IntEnum):

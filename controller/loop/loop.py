@@ -240,6 +240,7 @@ class ControlLoop:
         imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
         self.imu = bus.aux[imu] if imu is not None and (self.tilt_source == TILT_IMU or self.tilt_use_acc) else None
         self.g_level = robot.model.gravity
+        self.tilt_ok = True
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
         self.q_hold, self.q_stand, self.v_stop = z(), z(), z()
         self.tau_ff, self.qm_cmd, self.qmd_cmd, self.tau_m = z(), z(), z(), z()
@@ -370,10 +371,15 @@ class ControlLoop:
 
     def _cycle_compute(self) -> None:
         """The models under the gravity of the measured tilt, R_M->O0ᵀ g (thesis eq. 46); an
-        unusable tilt keeps the last valid gravity (the stabilizer flags the input)."""
-        if apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
-                         self.R3, self.tilt) == TILT_OK:
+        unusable tilt keeps the last valid gravity and posts a warning when it becomes unusable."""
+        ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
+                           self.R3, self.tilt) == TILT_OK
+        if ok:
             tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.data.gravity)
+        if ok != self.tilt_ok:
+            self.tilt_ok = ok
+            if not ok:
+                self._event(Event.WARNING, float(Reason.TILT_INPUT), 0.0)
         update(self.mbuf, self.dbuf, self.q, self.qd)
 
     def run_cycle(self) -> None:

@@ -7,8 +7,8 @@
     bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
     bipd scenario results [--runs N] [--readme PATH]             the README table (markdown)
-  common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--json], and [--plot DIR]
-          for one scenario
+  common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json],
+          and [--plot DIR] for one scenario
 
 Progress lines go to stderr; ``--json`` prints one object on stdout. Exit status: 0 the leg
 stood, 1 it fell (or the bench failed), 2 bad usage.
@@ -37,6 +37,8 @@ def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
     p.add_argument("--realtime", action="store_true", help="run the daemon in real time (default: lock-step)")
     p.add_argument("--bolt-foot", action="store_true",
                    help="the HIL bolts the foot to the platform (the thesis' squat bench, §2.6.1)")
+    p.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
+                   help="the stabilizer's tilt: platform angles (default) or the foot IMU over the bus")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     if plot:
         p.add_argument("--plot", type=Path, metavar="DIR", help="write PNGs (support polygon, tracking, platform)")
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     p = build_parser()
     args = p.parse_args(argv)
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
-                      plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot)
+                      plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot, tilt_source=args.tilt_source)
     try:
         if args.scenario == "results":
             from .results import collect, markdown, update_readme

@@ -71,6 +71,7 @@ class Options:
     stance: tuple[float, ...] = STANCE
     plot_dir: Path | None = None
     bolt_foot: bool = False               # the HIL welds the foot to the platform (thesis squat bench)
+    tilt_source: str = "platform"         # the stabilizer's tilt: platform angles or the foot IMU over the bus
 
 
 @dataclass(frozen=True)
@@ -87,13 +88,21 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return s.getsockname()[1]
 
 
-def write_config(config: Path, lockstep: bool, folder: Path) -> tuple[Path, Endpoints]:
-    """The bench's daemon YAML in ``folder`` and the endpoints it names."""
+def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = "platform") -> tuple[Path, Endpoints]:
+    """The bench's daemon YAML in ``folder`` and the endpoints it names; with ``tilt_source`` other
+    than the stabilizer YAML's, a copy of it in ``folder`` with that ``tilt.source``."""
     doc = yaml.safe_load(Path(config).read_text())
     base = Path(config).resolve().parent
     for key in ("robot", "stabilizer"):
         if doc.get(key):
             doc[key] = str((base / doc[key]).resolve())
+    if doc.get("stabilizer"):
+        stab = yaml.safe_load(Path(doc["stabilizer"]).read_text())
+        if stab["tilt"]["source"] != tilt_source:
+            stab["robot"] = str((Path(doc["stabilizer"]).parent / stab["robot"]).resolve())
+            stab["tilt"] = dict(stab["tilt"], source=tilt_source, use_acceleration=False)
+            doc["stabilizer"] = str(folder / "stabilizer.yaml")
+            (folder / "stabilizer.yaml").write_text(yaml.safe_dump(stab))
     ep = Endpoints(f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}",
                    f"tcp://127.0.0.1:{free_port()}", free_port(socket.SOCK_DGRAM))
     doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None)
@@ -377,7 +386,7 @@ class Session:
         try:
             folder = Path(self._tmp.name)
             o = self.options
-            config, ep = write_config(o.config, o.lockstep, folder)
+            config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source)
             self.say(f"starting the HIL process and the daemon ({'lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
             self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder)

@@ -102,3 +102,39 @@ def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
         assert h.state == State.STABILIZING and np.degrees(turned) > 11.9
     finally:
         h.close()
+
+
+def test_support_acceleration_is_the_horizontal_part_of_the_rotated_specific_force():
+    """An IMU on the foot tilted by (α, β) reads f = R_M→O0ᵀ (g0 x_g + a); the loop recovers the
+    support's horizontal acceleration (a_y, a_z) in world axes (use_acceleration)."""
+    from controller.loop.loop import support_acceleration
+
+    rng = np.random.default_rng(3)
+    out, R = np.zeros(2), np.zeros((3, 3))
+    for _ in range(20):
+        alpha, beta = rng.uniform(-0.4, 0.4, 2)
+        a = np.array([0.0, *rng.uniform(-3.0, 3.0, 2)])
+        f = base_gravity(alpha, beta, np.array([9.81, 0.0, 0.0]) + a)    # R_M→O0ᵀ (g0 x_g + a)
+        support_acceleration(alpha, beta, f, R, out)
+        np.testing.assert_allclose(out, a[1:], atol=1e-12)
+
+
+def test_an_unusable_tilt_keeps_the_last_gravity_and_warns_once(h):
+    """A non-finite tilt (or one beyond the foot standing, stabilizer.ground.MAX_TILT) keeps the
+    last valid gravity and posts one WARNING (TILT_INPUT) when it becomes unusable."""
+    from controller.codes import Event, Reason
+
+    loop = h.loop
+    h.events()
+    loop.tilt_in[:2] = 0.1, 0.2
+    loop._cycle_compute()
+    g = loop.data.gravity.copy()
+    for bad in ((np.nan, 0.2), (0.1, 1.5), (np.nan, np.nan)):
+        loop.tilt_in[:2] = bad
+        loop._cycle_compute()
+        np.testing.assert_array_equal(loop.data.gravity, g)
+    warnings = [e for e in h.events() if e[1] == Event.WARNING and e[2] == Reason.TILT_INPUT]
+    assert len(warnings) == 1
+    loop.tilt_in[:2] = 0.0, 0.0
+    loop._cycle_compute()
+    np.testing.assert_allclose(loop.data.gravity, loop.g_level, rtol=0, atol=1e-15)
