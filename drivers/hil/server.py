@@ -1,4 +1,4 @@
-"""``bipd hil``: the POWERLINK controlled nodes and the MuJoCo leg, in their own process (issue 6).
+"""``bipd hil``: the POWERLINK controlled nodes and the MuJoCo leg, in their own process.
 
 The daemon runs unmodified with ``--backend udp``; this process answers its frames with
 :func:`drivers.backends.udp.serve_udp` driving a :class:`~drivers.hil.plant_mujoco.MujocoPlant`.
