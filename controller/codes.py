@@ -9,7 +9,7 @@ from enum import IntEnum
 
 
 class State(IntEnum):
-    """Controller states (issue 4): BOOT -> DISABLED -> HOLD -> MOVING | STABILIZING."""
+    """Controller states (docs/cycle.md): BOOT -> DISABLED -> HOLD -> MOVING | STABILIZING."""
     BOOT = 0
     DISABLED = 1
     HOLD = 2

@@ -1,7 +1,7 @@
 """`bipd run`: the loop process and the I/O process around one shared-memory block.
 
 The parent process creates the block, starts the loop process (``spawn``: a fresh
-interpreter that holds nothing but the loop, design.md §3) and then serves ZMQ
+interpreter that holds nothing but the loop, docs/cycle.md) and then serves ZMQ
 itself. SIGTERM / SIGINT ask for a soft stop through the block: the loop stops any
 motion, disables the drives and leaves; the I/O side flushes the cycle log and the
 daemon exits 0. Under systemd it reports READY once the loop cycles and feeds the

@@ -1,4 +1,4 @@
-"""Shared memory between the loop process and the I/O process (design.md §3).
+"""Shared memory between the loop process and the I/O process (docs/cycle.md).
 
 One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
 

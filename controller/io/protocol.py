@@ -3,7 +3,7 @@
 Request ``{"id": any, "cmd": str, "args": {...}}``; reply ``{"id", "ok": true, "result"}`` or
 ``{"id", "ok": false, "error": {"code", "message"}}``. Codes are :class:`controller.codes.Error`
 names in lower case; a message is one sentence naming what was wrong and where
-(design.md §4). A request that passes :func:`validate` carries the float arguments the
+(docs/conventions.md). A request that passes :func:`validate` carries the float arguments the
 loop reads from the shared-memory mailbox (layouts in :class:`controller.shm.Cmd`).
 """
 from __future__ import annotations

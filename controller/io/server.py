@@ -7,7 +7,7 @@ token arrives, or with ``timeout`` after ``reply_timeout``. ``ping``, ``status``
 and ``get_config`` are answered from shared memory. Every pass (about 1 ms) also drains
 the replies, the telemetry ring (cycle log, ``telemetry`` frames every ``decimation``
 records) and the events ring (``event`` frames), and sends ``stats`` frames once per
-``stats_period``. The loop process never waits for any of this (design.md §3).
+``stats_period``. The loop process never waits for any of this (docs/cycle.md).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The control loop: read -> models -> reference -> axes -> write, every period.
 
-One cycle (design.md §3)::
+One cycle (docs/cycle.md)::
 
     bus.read()                 motor positions/velocities, CiA 402 states
     transmission               motor -> joint (Newton from the last q), qd = J_p^-1 qd_m

@@ -1,4 +1,4 @@
-"""Safety checks run on every setpoint (issue 4): hard limits fault, soft limits clamp.
+"""Safety checks run on every setpoint (docs/cycle.md): hard limits fault, soft limits clamp.
 
 Per joint, with margin m, tolerance t and factor f (``Limits``):
   hard (fault, nothing reaches a drive): a non-finite value anywhere in q, q̇, q_ref,

@@ -1,4 +1,4 @@
-"""The controller's state machine (issue 4), as tables.
+"""The controller's state machine (docs/cycle.md), as tables.
 
 BOOT (network boot) -> DISABLED -> ``enable`` -> HOLD -> MOVING (trajectory) or
 STABILIZING (stabilizer) -> HOLD. Any state -> FAULT on a drive or bus fault, a hard
