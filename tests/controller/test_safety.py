@@ -1,4 +1,4 @@
-"""Safety (issue 4): every hard-limit fault and non-finite path, every soft clamp and
+"""Safety: every hard-limit fault and non-finite path, every soft clamp and
 its flag, the limits' validation, the heartbeat watchdog on a fake clock, and the
 kernels' freedom from allocation."""
 from __future__ import annotations

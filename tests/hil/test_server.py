@@ -1,4 +1,4 @@
-"""``bipd hil``: the MuJoCo plant behind the ``udp`` backend, ground truth, pacing (issue 6)."""
+"""``bipd hil``: the MuJoCo plant behind the ``udp`` backend, ground truth, pacing."""
 from __future__ import annotations
 
 import json
