@@ -7,11 +7,12 @@ import math
 import numpy as np
 import pytest
 from numba import njit
-from numba.core.runtime import _nrt_python, rtsys
 
 from controller.loop.trajectories import (BANG_BANG, CUBIC, LAWS, LINEAR, QUINTIC, SQUAT_DURATION_S,
                                           TRAPEZOID, JointMove, law, min_time, quintic, sample_move,
                                           squat_posture, squat_sample, sync_time)
+
+from ..nrt import assert_allocation_free
 
 S = np.linspace(0.0, 1.0, 20001)
 SHAPES = [(LINEAR, 0.5), (CUBIC, 0.5), (QUINTIC, 0.5), (BANG_BANG, 0.5),
@@ -223,16 +224,6 @@ def _samples(q0, q1, out_q, out_qd, out_qdd, count):
 
 
 def test_sampling_is_allocation_free():
-    """NRT allocations of 1 and 1001 samples inside one njit call are equal."""
+    """NRT allocations of 1 and 1001 samples inside one njit call are equal (tests/nrt.py)."""
     args = (np.zeros(5), np.ones(5), np.empty(5), np.empty(5), np.empty(5))
-    _samples(*args, 1)
-    _nrt_python.memsys_enable_stats()
-    try:
-        counts = []
-        for count in (1, 1001):
-            before = rtsys.get_allocation_stats().alloc
-            _samples(*args, count)
-            counts.append(rtsys.get_allocation_stats().alloc - before)
-    finally:
-        _nrt_python.memsys_disable_stats()
-    assert counts[0] == counts[1]
+    assert_allocation_free(_samples, *args)
