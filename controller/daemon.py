@@ -115,6 +115,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
         ctx = Context.from_description(robot.description, period=cfg.loop.period,
                                        platform_limit=cfg.control.platform_limit,
                                        bus_axes=tuple(a.name for a in cfg.bus.axes),
+                                       bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                                        summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                                                 "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep})
         if cfg.io.log_dir:

@@ -301,7 +301,7 @@ class Operator:
             if time.monotonic() > end:
                 faults = [e for e in self.series.events if e.get("kind") in ("FAULT", "WARNING")]
                 raise ScenarioError(f"the daemon did not reach {' or '.join(states)} within {timeout_s:g} s "
-                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault')}, "
+                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault_detail')}, "
                                     f"events {faults[-3:]}); daemon log:\n{self.procs.log('daemon')}")
             time.sleep(0.02)
 
@@ -324,7 +324,7 @@ class Operator:
             raise ScenarioAbort(f"the leg fell at t = {self.sim_time():.2f} s")
         last = self.series.last_telemetry
         if last and last["state_name"] in ("FAULT", "ESTOP") and not self.expect_fault:
-            raise ScenarioAbort(f"the controller went to {last['state_name']} ({last['fault_name']}) "
+            raise ScenarioAbort(f"the controller went to {last['state_name']} ({last.get('fault_detail') or last['fault_name']}) "
                                 f"at t = {last['t']:.2f} s")
 
     def mark_start(self) -> None:
