@@ -41,16 +41,16 @@ def last_record(h: Harness) -> dict:
     return telemetry_message(layout, rec)
 
 
-def nan_platform(h: Harness, monkeypatch, cycles: int) -> None:
-    """The platform's alpha encoder reads NaN for ``cycles`` cycles: an impossible tilt."""
+def nan_platform(h: Harness, monkeypatch, pattern: list[bool]) -> None:
+    """The platform's alpha encoder reads NaN (an impossible tilt) in the cycles where
+    ``pattern`` is true, from the next cycle on."""
     axis = h.bus.axis_names.index("platform_alpha")
     read = h.bus.read
-    left = [cycles]
+    left = list(reversed(pattern))
 
     def patched() -> None:
         read()
-        if left[0] > 0:
-            left[0] -= 1
+        if left and left.pop():
             h.bus.position[axis] = float("nan")
     monkeypatch.setattr(h.bus, "read", patched)
 
@@ -86,20 +86,21 @@ def test_failing_stabilizer_holds_its_reference_then_leaves_for_hold(h):
     assert last_record(h)["stab_flag_names"] == []       # no stabilizer, no flags
 
 
-def test_a_short_input_rejection_is_ridden_through_and_reported(h, monkeypatch):
+def test_short_input_rejections_are_ridden_through_and_reported(h, monkeypatch):
     n = h.cfg.control.stabilizer_failure_cycles
-    nan_platform(h, monkeypatch, n - 1)
+    burst = [True] * (n - 1) + [False] * 20               # one short of the limit, then good inputs
+    nan_platform(h, monkeypatch, burst + burst)
     h.run(1)
     assert "rejected_input" in last_record(h)["stab_flag_names"]
-    h.run(n + 20)
-    assert h.state == State.STABILIZING                  # recovered before the limit
+    h.run(2 * len(burst))
+    assert h.state == State.STABILIZING                  # each burst ends before the limit
     assert "rejected_input" not in last_record(h)["stab_flag_names"]
     stab = [event_message(*e) for e in h.events() if e[1] == Event.STABILIZER]
-    assert [e["status"] for e in stab] == ["rejected_input"] and "rejected_input" in stab[0]["rose"]
+    assert [e["status"] for e in stab] == ["rejected_input"] * 2 and "rejected_input" in stab[0]["rose"]
 
 
 def test_a_long_input_rejection_leaves_for_hold(h, monkeypatch):
-    nan_platform(h, monkeypatch, 1000)
+    nan_platform(h, monkeypatch, [True] * 1000)
     h.run(h.cfg.control.stabilizer_failure_cycles)
     assert h.state == State.HOLD
     assert any(e[1] == Event.WARNING and e[2] == Reason.STABILIZER_FAILED and e[3] == REJECTED_INPUT
