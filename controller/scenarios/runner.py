@@ -50,6 +50,10 @@ class ScenarioError(RuntimeError):
     """The bench could not run (a process did not start, a command was refused, a timeout)."""
 
 
+class PlotError(ScenarioError):
+    """The run's PNGs could not be drawn (its result is complete and already reported)."""
+
+
 class ScenarioAbort(Exception):
     """The scenario ended early: the leg fell, or the controller left the expected states."""
 
@@ -423,17 +427,34 @@ class Session:
         stats = op.call("stats")["loop"]
         for key in ("overruns", "missed_cycles"):
             stats[key] -= before[key]
-        result = evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
-                          self.daemon_config, stats, sim_s, wall_s, aborted)
-        if self.options.plot_dir is not None:
-            from .plots import write_plots
+        return evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
+                        self.daemon_config, stats, sim_s, wall_s, aborted)
 
-            result.plots = write_plots(op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
-                                       label, Path(self.options.plot_dir))
-        return result
+    def plot(self, name: str, out: Path) -> list[str]:
+        """The PNGs of the runs so far in ``out`` (matplotlib); any failure is a :class:`PlotError`."""
+        from .plots import write_plots
+
+        try:
+            return write_plots(self.op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
+                               name, out)
+        except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid
+            raise PlotError(f"the plots in {out} could not be drawn ({type(e).__name__}: {e}); "
+                            "the result above is complete") from e
 
 
-def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None) -> ScenarioResult:
-    """Start a bench, run ``scenario`` through the daemon, stop the bench, return the figures."""
+def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None,
+                 report: Callable[[ScenarioResult], None] | None = None) -> ScenarioResult:
+    """Start a bench, run ``scenario`` through the daemon, stop the bench, return the figures.
+    ``report(result)`` gets them before any plot is drawn (``options.plot_dir``), so a plotting
+    failure (:class:`PlotError`) never loses a finished result."""
     with Session(options, say) as session:
-        return session.run(scenario)
+        result = session.run(scenario)
+        if options.plot_dir is not None:
+            from .plots import plot_paths
+
+            result.plots = [str(p) for p in plot_paths(scenario.name, Path(options.plot_dir))]
+        if report is not None:
+            report(result)
+        if options.plot_dir is not None:
+            session.plot(scenario.name, Path(options.plot_dir))
+        return result
