@@ -123,6 +123,7 @@ class IoServer:
         self.sndhwm = sndhwm
         self.log = log
         self.log_error: str | None = None
+        self.loop_error: str | None = None     # set by the daemon when the loop process died
         self.counters = IoCounters()
 
         self._own_context = context is None
@@ -320,6 +321,7 @@ class IoServer:
         last = telemetry_message(self.layout, self._last, self.names) if self._have_last else {}
         return {"state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE]),
                 "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
+                "loop_error": self.loop_error,
                 "shutdown_requested": bool(h[H.SHUTDOWN]),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(self._faults),
