@@ -48,8 +48,9 @@ class Reason(IntEnum):
 
 
 # A fault's detail (FAULT event b, telemetry fault_info): its code in the low 16 bits
-# (CiA 402 / POWERLINK error code for DRIVE_FAULT and BUS_FAULT, models.transmission status
-# for TRANSMISSION, controller.loop.safety check for HARD_LIMIT and NON_FINITE), and above
+# (CiA 402 / POWERLINK error code for DRIVE_FAULT and BUS_FAULT, CiA 402 state reached for
+# ENABLE_TIMEOUT, models.transmission status for TRANSMISSION (0: a motor setpoint is not
+# finite), controller.loop.safety check for HARD_LIMIT and NON_FINITE), and above
 # them the index + 1 of what it concerns (0: nothing): the bus axis for DRIVE_FAULT,
 # BUS_FAULT, ENABLE_TIMEOUT and TRANSMISSION, the joint for HARD_LIMIT and NON_FINITE.
 DETAIL_INDEX = 0x10000

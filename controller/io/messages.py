@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from controller.codes import Event, Reason, State, unpack_detail
-from controller.loop.safety import FAULTS as SAFETY_CHECKS
+from controller.loop.safety import check_name, describe
 from controller.shm import Cmd
 from controller.telemetry import TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
@@ -89,8 +89,7 @@ def fault_fields(reason: float, detail: float, names: Names) -> dict[str, Any]:
             code_text = "non-finite motor setpoint"
             text = code_text + (f" on {where}" if where else "")
     elif r in (Reason.HARD_LIMIT, Reason.NON_FINITE):
-        code_text = SAFETY_CHECKS[code] if 0 < code < len(SAFETY_CHECKS) else f"check {code}"
-        text = f"{code_text} on {joint}" if joint else code_text
+        code_text, text = check_name(code), describe(code, index, names.joints)
     else:
         code_text = str(code) if code else None
         text = why if isinstance(why, str) else f"reason {why}"
@@ -126,6 +125,9 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
         f = fault_fields(a, b, names)
         out.update(reason=f.pop("fault_name"), detail=f.pop("fault_detail"),
                    **{k.removeprefix("fault_"): v for k, v in f.items()})
+    elif code == Event.WARNING and a == Reason.SOFT_LIMIT and names is not None:
+        out.update(reason=name_of(Reason, a), detail=finite_or_none(b),
+                   joint=names.joint(int(b)) if math.isfinite(b) else None)
     elif code == Event.WARNING and a == Reason.STABILIZER_FAILED:
         out.update(reason=name_of(Reason, a), status=_stab_status(b))
     elif code in (Event.FAULT, Event.WARNING):

@@ -145,7 +145,7 @@ def playback_sample(traj, k, last, dt, q, qd):
 
 
 @njit(cache=True)
-def write_record(rec, offs, t, cycle, state, fault, fault_detail, q, qd, q_ref, tau, com, margins,
+def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat):
     """One telemetry record (layout: controller.telemetry.RecordLayout; ``offs`` holds
     the start of each field in its order). The telemetry task's own time is the
@@ -175,7 +175,7 @@ def write_record(rec, offs, t, cycle, state, fault, fault_detail, q, qd, q_ref, 
     rec[offs[15]] = missed
     rec[offs[16]] = plat[0]
     rec[offs[16] + 1] = plat[1]
-    rec[offs[17]] = fault_detail
+    rec[offs[17]] = fault_info
 
 
 @njit(cache=True)

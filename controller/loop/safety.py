@@ -111,9 +111,14 @@ def reason(code: int) -> Reason:
     return Reason.NON_FINITE if code <= NONFINITE_TAU else Reason.HARD_LIMIT
 
 
+def check_name(code: int) -> str:
+    """What a check_hard fault code found."""
+    return FAULTS[code] if 0 <= code < len(FAULTS) else f"safety check {code}"
+
+
 def describe(code: int, joint: int, joint_names: tuple[str, ...]) -> str:
-    """One sentence for a fault (I/O side, logs)."""
-    return f"{FAULTS[code]} at joint {joint_names[joint]!r}" if code != OK else "ok"
+    """One sentence for a check_hard fault (I/O side, logs): which limit, on which joint."""
+    return f"{check_name(code)} on {joint_names[joint]}" if 0 <= joint < len(joint_names) else check_name(code)
 
 
 class Limits:

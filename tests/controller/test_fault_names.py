@@ -117,3 +117,4 @@ def test_unknown_codes_and_reasons_stay_numbers_not_wrong_names():
     f = fault_fields(Reason.NON_FINITE, pack_detail(2, 0), names)
     assert f["fault_detail"] == "non-finite q̇ on a"
     assert event_message(1, 2, 99.0, 7.0, names)["reason"] == 99
+    assert event_message(1, 3, Reason.SOFT_LIMIT, 1.0, names)["joint"] == "b"      # warnings name the joint
