@@ -117,3 +117,27 @@ def test_failure_cycles_must_be_a_positive_integer(tmp_path, value):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match="control.stabilizer_failure_cycles"):
         load_daemon_config(path)
+
+
+def test_the_status_path_is_compiled_before_the_first_cycle(monkeypatch):
+    """_warmup compiles the kernels of the stabilizer's status path: running a failing
+    stabilizer adds no Numba signature (no compilation inside a cycle)."""
+    from numba.core.registry import CPUDispatcher
+
+    from controller.loop import loop as loop_module
+    from controller.loop import safety
+
+    h = Harness()
+    try:
+        kernels = [k for k in vars(loop_module).values() if isinstance(k, CPUDispatcher)]
+        kernels.append(safety.first_nonfinite)
+        before = {k: len(k.signatures) for k in kernels}
+        assert h.command(Cmd.ENABLE)[0]
+        h.run(100, until=lambda: h.state == State.HOLD)
+        assert h.command(Cmd.STABILIZER, 1.0, cycles=20)[0]
+        nan_platform(h, monkeypatch, [True] * 1000)
+        h.run(h.cfg.control.stabilizer_failure_cycles + 2)
+        assert h.state == State.HOLD
+        assert {k: len(k.signatures) for k in kernels} == before
+    finally:
+        h.close()
