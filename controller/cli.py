@@ -21,6 +21,8 @@ from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
 
+from .extras import missing
+
 DEFAULT_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg.yaml"
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "bipd.yaml"
 
@@ -35,6 +37,10 @@ def _progress(enabled: bool):
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import plot_squat, run_squat, summary
 
+    problem = missing("matplotlib", "plot") if args.plot else None
+    if problem:
+        print(f"bipd demo: error: --plot {problem}", file=sys.stderr)
+        return 2
     robot = Robot.from_yaml(args.robot)
     say = _progress(not args.json)
     say(f"loaded {robot!r} from {args.robot}; compiling / loading the Numba kernels")
@@ -150,9 +156,19 @@ def cmd_ctl(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    problem = missing("matplotlib", "plot")
+    if problem:
+        print(f"bipd plot: error: {problem}", file=sys.stderr)
+        return 2
+    from .io.log import LogError
     from .io.plot import plot_log
 
-    for path in plot_log(args.log_dir, args.out or args.log_dir):
+    try:
+        paths = plot_log(args.log_dir, args.out or args.log_dir)
+    except LogError as e:
+        print(f"bipd plot: error: {e}", file=sys.stderr)
+        return 2
+    for path in paths:
         print(path)
     return 0
 

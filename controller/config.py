@@ -43,6 +43,7 @@ class ControlConfig:
     watchdog: float                # s without a client heartbeat during motion -> soft stop
     enable_timeout: float          # s for every drive to reach Operation Enabled
     stop_duration: float           # s of the quintic soft stop
+    stabilizer_failure_cycles: int = 5   # non-OK stabilizer cycles in a row -> HOLD
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,14 @@ def _per_joint(sec: Section, name: str, n: int, default: float) -> tuple[float, 
     return vals
 
 
+def _count(sec: Section, name: str, default: int) -> int:
+    """An integer >= 1."""
+    v = sec.raw(name, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ConfigError(sec.where, sec.path(name), f"expected an integer >= 1, got {v!r}")
+    return v
+
+
 def _loop(sec: Section) -> LoopConfig:
     period = sec.number("period_s", 0.002, positive=True)
     if not 2e-4 <= period <= 0.1:
@@ -140,7 +149,8 @@ def _control(sec: Section, n: int) -> ControlConfig:
         soft_limit_margin=sec.number("soft_limit_margin_rad", 0.02, nonnegative=True),
         watchdog=sec.number("watchdog_s", 1.0, positive=True),
         enable_timeout=sec.number("enable_timeout_s", 2.0, positive=True),
-        stop_duration=sec.number("stop_duration_s", 0.5, positive=True))
+        stop_duration=sec.number("stop_duration_s", 0.5, positive=True),
+        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5))
     sec.done()
     return cfg
 

@@ -5,7 +5,10 @@ interpreter that holds nothing but the loop, docs/cycle.md) and then serves ZMQ
 itself. SIGTERM / SIGINT ask for a soft stop through the block: the loop stops any
 motion, disables the drives and leaves; the I/O side flushes the cycle log and the
 daemon exits 0. Under systemd it reports READY once the loop cycles and feeds the
-watchdog only while the loop's cycle counter advances.
+watchdog only while the loop's cycle counter advances. If the loop process dies without
+leaving (a signal, a crash in native code), the I/O side says which process and how,
+answers ``status`` (state FAULT, loop exited) for ``LINGER_S`` and exits non-zero (128 +
+the signal, as a shell reports it).
 """
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ from .config import DaemonConfig, load_daemon_config
 from .sdnotify import Notifier
 from .shm import H, Layout, SharedBlock
 from .telemetry import RecordLayout
+
+LINGER_S = 2.0      # s the I/O side keeps answering after the loop process died
+
 
 
 def _layout(cfg: DaemonConfig) -> Layout:
@@ -115,6 +121,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
         ctx = Context.from_description(robot.description, period=cfg.loop.period,
                                        platform_limit=cfg.control.platform_limit,
                                        bus_axes=tuple(a.name for a in cfg.bus.axes),
+                                       bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                                        summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                                                 "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep})
         if cfg.io.log_dir:
@@ -171,6 +178,31 @@ def _supervise(block: SharedBlock, proc, server, say, operator) -> None:
             notify.stopping()
             for _ in range(50):                               # drain the last telemetry and events
                 server.step(1)
+            if not h[H.LOOP_EXIT]:
+                _loop_died(block, proc, server, say)
             return
         if server.done and not h[H.SHUTDOWN]:
             h[H.SHUTDOWN] = 1
+
+
+def _loop_died(block: SharedBlock, proc, server, say) -> None:
+    """The loop process is gone without leaving (it never wrote LOOP_EXIT): name it and how
+    it ended, mark the block FAULT and exited with a non-zero code, keep answering for
+    LINGER_S (or until ``shutdown``)."""
+    proc.join(1.0)
+    code = proc.exitcode                                      # -signum when a signal killed it
+    if code is not None and code < 0:
+        how, exit_code = f"was killed by {signal.Signals(-code).name}", 128 - code
+    else:
+        how, exit_code = f"ended with exit code {code} without stopping the loop", code or 1
+    message = (f"the loop process (pid {proc.pid}) {how}; drives are no longer commanded (only the "
+               "drives' own loss-of-communication reaction stops them)")
+    h = block.header
+    h[H.LOOP_STATE] = int(State.FAULT)
+    h[H.LOOP_EXIT_CODE] = exit_code
+    h[H.LOOP_EXIT] = 1
+    server.loop_error = message
+    say(f"bipd: error: {message}; answering status for {LINGER_S:g} s, then exit {exit_code}")
+    end = time.monotonic() + LINGER_S
+    while time.monotonic() < end and not server.done:
+        server.step(1)

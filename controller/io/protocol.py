@@ -87,6 +87,7 @@ class Context:
     allowed: Mapping[str, frozenset[State]] = field(default_factory=lambda: dict(ALLOWED))
     summary: dict[str, Any] = field(default_factory=dict)
     bus_axes: tuple[str, ...] = ()      # bus axis names (inject_fault); empty: no simulated bus
+    bus_nodes: tuple[int, ...] = ()     # POWERLINK node of each bus axis (named in faults)
     state: State = State.BOOT
     q: np.ndarray | None = None
 

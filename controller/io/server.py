@@ -37,6 +37,7 @@ from controller.telemetry import RecordLayout, stats_summary
 from .curve import ServerCurve, check_endpoints, secure_server, start_authenticator
 from .log import CycleLogWriter
 from .messages import (
+    Names,
     event_message,
     finite_or_none,
     name_of,
@@ -46,6 +47,7 @@ from .messages import (
 from .protocol import Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
+FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
 HEARTBEAT_TOKEN = 0
 
 
@@ -110,6 +112,7 @@ class IoServer:
         if decimation < 1:
             raise ValueError(f"decimation must be at least 1, got {decimation}")
         self.layout = RecordLayout(len(ctx.joint_names))
+        self.names = Names(ctx.joint_names, ctx.bus_axes, ctx.bus_nodes)
         if block.layout.record_size != self.layout.size or block.layout.n_joints != len(ctx.joint_names):
             raise ValueError(f"the shared block holds {block.layout.n_joints} joints and records of "
                              f"{block.layout.record_size} floats; the context needs {len(ctx.joint_names)} "
@@ -120,6 +123,7 @@ class IoServer:
         self.sndhwm = sndhwm
         self.log = log
         self.log_error: str | None = None
+        self.loop_error: str | None = None     # set by the daemon when the loop process died
         self.counters = IoCounters()
 
         self._own_context = context is None
@@ -314,12 +318,13 @@ class IoServer:
 
     def _status(self, state: str | int) -> dict[str, Any]:
         h = self.block.header
-        last = telemetry_message(self.layout, self._last) if self._have_last else {}
+        last = telemetry_message(self.layout, self._last, self.names) if self._have_last else {}
         return {"state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE]),
                 "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
+                "loop_error": self.loop_error,
                 "shutdown_requested": bool(h[H.SHUTDOWN]),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
-                "fault": last.get("fault_name"), "faults": list(self._faults),
+                **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(self._faults),
                 "config": {"joints": list(self.ctx.joint_names), "period": self.ctx.period,
                            "decimation": self.decimation, "command_endpoint": self.command_endpoint,
                            "telemetry_endpoint": self.telemetry_endpoint, **self.ctx.summary}}
@@ -401,14 +406,14 @@ class IoServer:
             except OSError as e:
                 self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
         if index % self.decimation == 0:
-            self._publish(b"telemetry", telemetry_message(self.layout, rec))
+            self._publish(b"telemetry", telemetry_message(self.layout, rec, self.names))
 
     def _read_events(self) -> None:
         events, self._ev_next, dropped = read_events(self.block, self._ev_next)
         self.counters.event_drops += dropped
         for cycle, code, a, b in events:
             self.counters.events += 1
-            msg = event_message(cycle, code, a, b)
+            msg = event_message(cycle, code, a, b, self.names)
             if code == Event.FAULT:
                 self._faults.append(msg)
             self._publish(b"event", msg)

@@ -30,28 +30,5 @@ ALLOWED: dict[State, frozenset[Cmd]] = {
     S.ESTOP: frozenset({Cmd.HEARTBEAT, Cmd.RESET, Cmd.SHUTDOWN}),
 }
 
-#: state each command leads to when accepted (None: stays, or decided by the loop)
-TARGET: dict[Cmd, State | None] = {
-    Cmd.ENABLE: S.HOLD,           # once every drive reports Operation Enabled
-    Cmd.DISABLE: S.DISABLED,
-    Cmd.RESET: S.DISABLED,        # once every drive left Fault
-    Cmd.ESTOP: S.ESTOP,
-    Cmd.STOP: S.HOLD,             # after the quintic deceleration
-    Cmd.HOLD: S.HOLD,
-    Cmd.MOVE_JOINTS: S.MOVING,
-    Cmd.RUN_SQUAT: S.MOVING,
-    Cmd.RUN_BUFFER: S.MOVING,
-    Cmd.STABILIZER: None,         # enable: STABILIZING, disable: HOLD
-    Cmd.PLATFORM: None,
-    Cmd.SET_GAINS: None,
-    Cmd.HEARTBEAT: None,
-    Cmd.SHUTDOWN: None,
-    Cmd.INJECT_FAULT: None,
-}
-
 #: states in which the drives are (or are being) powered
 POWERED = frozenset({S.HOLD, S.MOVING, S.STABILIZING})
-
-
-def allowed(state: State, cmd: Cmd) -> bool:
-    return cmd in ALLOWED[state]

@@ -10,8 +10,9 @@
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--json], and [--plot DIR]
           for one scenario
 
-Progress lines go to stderr; ``--json`` prints one object on stdout. Exit status: 0 the leg
-stood, 1 it fell (or the bench failed), 2 bad usage.
+Progress lines go to stderr; ``--json`` prints one object on stdout, before any plot is drawn
+(a plotting failure is an error after it). Exit status: 0 the leg stood, 1 it fell (or the bench
+or the plots failed), 2 bad usage (``--plot`` without matplotlib: checked before anything runs).
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..extras import missing
+from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
@@ -123,6 +126,10 @@ def _print_result(res: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = build_parser()
     args = p.parse_args(argv)
+    problem = missing("matplotlib", "plot") if getattr(args, "plot", None) is not None else None
+    if problem:
+        print(f"bipd scenario: error: --plot {problem}", file=sys.stderr)
+        return 2
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot)
     try:
@@ -141,15 +148,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"largest {args.axis} tilt held {'with' if options.stabilizer else 'without'} the stabilizer: "
                   f"{res['held_deg']:.2f} deg (falls at {res['fell_deg']} deg)")
             return 0
-        res = run_scenario(_scenario(args, p), options, _say).to_dict()
+        res = run_scenario(_scenario(args, p), options, _say, report=lambda r: _report(r, args.json)).to_dict()
     except ScenarioError as e:
         print(f"bipd scenario: error: {e}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(res))
+    return 1 if res["fell"] else 0
+
+
+def _report(result: ScenarioResult, as_json: bool) -> None:
+    res = result.to_dict()
+    if as_json:
+        print(json.dumps(res), flush=True)
     else:
         _print_result(res)
-    return 1 if res["fell"] else 0
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -50,6 +50,10 @@ class ScenarioError(RuntimeError):
     """The bench could not run (a process did not start, a command was refused, a timeout)."""
 
 
+class PlotError(ScenarioError):
+    """The run's PNGs could not be drawn (its result is complete and already reported)."""
+
+
 class ScenarioAbort(Exception):
     """The scenario ended early: the leg fell, or the controller left the expected states."""
 
@@ -301,7 +305,7 @@ class Operator:
             if time.monotonic() > end:
                 faults = [e for e in self.series.events if e.get("kind") in ("FAULT", "WARNING")]
                 raise ScenarioError(f"the daemon did not reach {' or '.join(states)} within {timeout_s:g} s "
-                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault')}, "
+                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault_detail')}, "
                                     f"events {faults[-3:]}); daemon log:\n{self.procs.log('daemon')}")
             time.sleep(0.02)
 
@@ -324,7 +328,7 @@ class Operator:
             raise ScenarioAbort(f"the leg fell at t = {self.sim_time():.2f} s")
         last = self.series.last_telemetry
         if last and last["state_name"] in ("FAULT", "ESTOP") and not self.expect_fault:
-            raise ScenarioAbort(f"the controller went to {last['state_name']} ({last['fault_name']}) "
+            raise ScenarioAbort(f"the controller went to {last['state_name']} ({last.get('fault_detail') or last['fault_name']}) "
                                 f"at t = {last['t']:.2f} s")
 
     def mark_start(self) -> None:
@@ -423,17 +427,34 @@ class Session:
         stats = op.call("stats")["loop"]
         for key in ("overruns", "missed_cycles"):
             stats[key] -= before[key]
-        result = evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
-                          self.daemon_config, stats, sim_s, wall_s, aborted)
-        if self.options.plot_dir is not None:
-            from .plots import write_plots
+        return evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
+                        self.daemon_config, stats, sim_s, wall_s, aborted)
 
-            result.plots = write_plots(op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
-                                       label, Path(self.options.plot_dir))
-        return result
+    def plot(self, name: str, out: Path) -> list[str]:
+        """The PNGs of the runs so far in ``out`` (matplotlib); any failure is a :class:`PlotError`."""
+        from .plots import write_plots
+
+        try:
+            return write_plots(self.op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
+                               name, out)
+        except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid
+            raise PlotError(f"the plots in {out} could not be drawn ({type(e).__name__}: {e}); "
+                            "the result above is complete") from e
 
 
-def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None) -> ScenarioResult:
-    """Start a bench, run ``scenario`` through the daemon, stop the bench, return the figures."""
+def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None,
+                 report: Callable[[ScenarioResult], None] | None = None) -> ScenarioResult:
+    """Start a bench, run ``scenario`` through the daemon, stop the bench, return the figures.
+    ``report(result)`` gets them before any plot is drawn (``options.plot_dir``), so a plotting
+    failure (:class:`PlotError`) never loses a finished result."""
     with Session(options, say) as session:
-        return session.run(scenario)
+        result = session.run(scenario)
+        if options.plot_dir is not None:
+            from .plots import plot_paths
+
+            result.plots = [str(p) for p in plot_paths(scenario.name, Path(options.plot_dir))]
+        if report is not None:
+            report(result)
+        if options.plot_dir is not None:
+            session.plot(scenario.name, Path(options.plot_dir))
+        return result

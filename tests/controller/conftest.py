@@ -15,7 +15,7 @@ from controller.codes import Error, Event, Reason, State
 from controller.io.client import Client
 from controller.io.protocol import Context
 from controller.io.server import Endpoints, IoServer
-from controller.loop.states import ALLOWED, TARGET
+from controller.loop.states import ALLOWED
 from controller.shm import (
     Cmd,
     H,
@@ -33,6 +33,10 @@ from models.config import load_description
 
 ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
 LOCAL = Endpoints("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
+# where the fake loop goes at once on an accepted command (the real loop gets there in time)
+FAKE_TARGET = {Cmd.ENABLE: State.HOLD, Cmd.DISABLE: State.DISABLED, Cmd.RESET: State.DISABLED,
+               Cmd.ESTOP: State.ESTOP, Cmd.STOP: State.HOLD, Cmd.HOLD: State.HOLD,
+               Cmd.MOVE_JOINTS: State.MOVING, Cmd.RUN_SQUAT: State.MOVING, Cmd.RUN_BUFFER: State.MOVING}
 
 @dataclass
 class FakeLoop:
@@ -70,7 +74,7 @@ class FakeLoop:
         if self.refuse is not None or cmd not in ALLOWED[state]:
             post_reply(self.block, token, False, int(self.refuse or Error.NOT_ALLOWED), float(state))
             return
-        new = TARGET[cmd]
+        new = FAKE_TARGET.get(cmd)
         if cmd == Cmd.STABILIZER:
             new = State.STABILIZING if args[0] else State.HOLD
         if cmd == Cmd.MOVE_JOINTS:

@@ -38,7 +38,7 @@ def test_ping_status_stats_get_config_from_shared_memory(rig):
     assert rig.client.call("ping")["pong"] is True
     st = rig.client.call("status")
     assert st["state"] == "DISABLED" and st["ready"] is True and st["cycle"] > 0
-    assert st["q"] == pytest.approx([0.0, 0.1, -0.3, 0.2]) and st["fault"] is None
+    assert st["q"] == pytest.approx([0.0, 0.1, -0.3, 0.2]) and st["fault_name"] is None and st["fault_detail"] is None
     assert st["config"]["joints"] == ["ankle_lateral", "ankle_sagittal", "knee", "hip"]
     stats = rig.client.call("stats")
     wake = stats["profiler"]["wake_us"]

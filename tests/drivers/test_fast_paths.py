@@ -124,8 +124,16 @@ class _TwinSocket:
     def recv_into(self, buf) -> int:
         return self.servers[0].recv_into(buf)
 
+    @property
+    def closed(self) -> bool:
+        return self.servers[0].closed
+
+    def wait(self, timeout_s: float | None) -> bool:
+        return self.servers[0].wait(timeout_s)
+
     def close(self) -> None:
-        pass
+        for server in self.servers:
+            server.close()
 
 
 def _scripted_run(bench, mn_numba: bool):
