@@ -18,14 +18,15 @@ CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 
 
 class Harness:
-    def __init__(self, leg_plant: bool = True, config=None) -> None:
+    def __init__(self, leg_plant: bool = True, config=None, clock=None) -> None:
         self.cfg = config or load_daemon_config(CONFIG, backend="sim", lockstep=True)
         robot = self.cfg.robot()
         self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
         self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),
                                  create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
-                                Stabilizer.from_yaml(self.cfg.stabilizer_path), LockstepClock(self.cfg.loop.period))
+                                Stabilizer.from_yaml(self.cfg.stabilizer_path),
+                                clock or LockstepClock(self.cfg.loop.period))
         self.loop.start()
         self.loop.clock.start()
         self.token = 0
