@@ -113,7 +113,7 @@ def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
 def _print_result(res: dict[str, Any]) -> None:
     mm = lambda x: "n/a" if x is None else f"{1e3 * x:.1f} mm"          # noqa: E731
     print(f"{res['scenario']} {res['params']}: {'FELL' if res['fell'] else 'stood'} "
-          f"({'stabilizer' if res['stabilizer'] else 'posture held'}, {'lock-step' if res['lockstep'] else 'real time'})")
+          f"({'stabilizer' if res['stabilizer'] else 'posture held'}, {'stepped lock-step' if res['lockstep'] else 'real time'})")
     for r in res["fall_reasons"]:
         print(f"  fall: {r}")
     if res["aborted"]:
