@@ -398,13 +398,14 @@ class Operator:
         telemetry frames); raises :class:`ScenarioAbort` on a fall, or on FAULT / ESTOP unless
         ``expect_fault``."""
         if self.stepped:
-            left, _ = self._cycles(seconds)
+            left = self._cycles(seconds)[0] if seconds > 0.0 else 0
             chunk, period = self._cycles(CHUNK_S)
             while left > 0:
                 n = min(chunk, left)
                 self.step(n * period)
                 left -= n
                 self._check()
+            self._check()
             return
         target = self.sim_time() + seconds
         end = time.monotonic() + 5.0 * seconds + 30.0
