@@ -16,7 +16,10 @@ Everything is preallocated in ``__init__``; the cycle allocates no arrays, logs
 nothing, holds no lock and never touches ZMQ. A fault anywhere (drive, bus,
 transmission, hard limit, non-finite value) moves to FAULT and nothing non-finite
 is ever written to a drive. Commands come from the shared-memory mailbox and are
-acknowledged through the replies ring.
+acknowledged through the replies ring; the client heartbeats that feed the motion watchdog
+are a count in the shared header. In stepped lock-step (``loop.stepped``) the loop pauses at
+a cycle boundary until a client's ``step`` raises the horizon, applying commands meanwhile,
+so every command and heartbeat lands at an exact cycle whatever the host's speed.
 """
 from __future__ import annotations
 
