@@ -1,9 +1,9 @@
 """`bipd` command line.
 
-    bipd run [--config PATH] [--backend sim|udp] [--lockstep] [--demo squat]   the daemon
+    bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
-    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime]          MuJoCo HIL process
-    bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|results [...]   HIL scenarios
+    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S]   MuJoCo HIL
+    bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
     bipd plot LOG_DIR [--out DIR]                                              cycle-log PNGs
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
@@ -110,6 +110,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     result: dict = {}
     operator = None
+    if args.demo and args.stepped:
+        print("bipd: error: --demo paces its operator by the wall clock; it cannot drive a --stepped loop",
+              file=sys.stderr)
+        return 2
     if args.demo == "squat":
         from .demo import operator_squat
 
@@ -119,7 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator)
+    code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator,
+                      stepped=True if args.stepped else None)
     if args.demo:
         if not result:
             print("bipd: error: the squat demo did not finish (see the messages above)", file=sys.stderr)
@@ -199,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--config", default=str(DEFAULT_CONFIG), help="daemon YAML (default: deploy/bipd.yaml)")
     r.add_argument("--backend", choices=("sim", "udp"), help="override bus.backend")
     r.add_argument("--lockstep", action="store_true", help="simulated time, cycles back to back")
+    r.add_argument("--stepped", action="store_true",
+                   help="stepped lock-step: the loop runs only the cycles a client grants with `step`")
     r.add_argument("--demo", choices=("squat",), help="also act as an operator: enable, squat, disable, exit")
     r.set_defaults(func=cmd_run)
 

@@ -26,6 +26,7 @@ class LoopConfig:
     cpus: tuple[int, ...] = ()
     lock_memory: bool = True
     lockstep: bool = False
+    stepped: bool = False          # lock-step paced by a client's ``step`` requests
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,15 @@ def _loop(sec: Section) -> LoopConfig:
         raise ConfigError(sec.where, sec.path("cpus"), f"expected a list of CPU numbers, got {cpus!r}")
     lock = sec.raw("lock_memory", True)
     lockstep = sec.raw("lockstep", False)
-    for key, val in (("lock_memory", lock), ("lockstep", lockstep)):
+    stepped = sec.raw("stepped", False)
+    for key, val in (("lock_memory", lock), ("lockstep", lockstep), ("stepped", stepped)):
         if not isinstance(val, bool):
             raise ConfigError(sec.where, sec.path(key), f"expected true or false, got {val!r}")
+    if stepped and not lockstep:
+        raise ConfigError(sec.where, sec.path("stepped"), "a stepped loop runs in simulated time: it needs "
+                          "loop.lockstep: true (or bipd run --stepped)")
     sec.done()
-    return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep)
+    return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep, stepped)
 
 
 def _control(sec: Section, n: int) -> ControlConfig:
@@ -199,13 +204,17 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
 
 
 def load_daemon_config(path: str | Path, backend: str | None = None,
-                       lockstep: bool | None = None) -> DaemonConfig:
-    """Read, override (``--backend``, ``--lockstep``) and validate the daemon YAML."""
+                       lockstep: bool | None = None, stepped: bool | None = None) -> DaemonConfig:
+    """Read, override (``--backend``, ``--lockstep``, ``--stepped``, which implies lock-step)
+    and validate the daemon YAML."""
     p = Path(path).resolve()
     data = read_yaml(p)
     if isinstance(data, dict):
         if backend is not None and isinstance(data.get("bus"), dict):
             data["bus"] = dict(data["bus"], backend=backend)
-        if lockstep is not None:
-            data["loop"] = dict(data.get("loop") or {}, lockstep=lockstep)
+        if stepped:
+            lockstep = True
+        for key, value in (("lockstep", lockstep), ("stepped", stepped)):
+            if value is not None:
+                data["loop"] = dict(data.get("loop") or {}, **{key: value})
     return parse_daemon_config(data, str(p), p.parent)

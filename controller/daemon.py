@@ -37,7 +37,8 @@ def _layout(cfg: DaemonConfig) -> Layout:
 
 
 def open_plant_bus(cfg: DaemonConfig, robot):
-    """The bus of the config; on the ``sim`` backend it drives the leg plant."""
+    """The bus of the config; on the ``sim`` backend it drives the leg plant; the ``udp`` backend
+    in lock-step waits for every answer of its server (no wall-clock deadline decides a loss)."""
     from drivers.hal import open_bus
 
     if cfg.bus.backend == "sim":
@@ -49,17 +50,21 @@ def open_plant_bus(cfg: DaemonConfig, robot):
         q0 = np.clip(np.zeros(robot.n), m.qmin + margin, m.qmax - margin)
         plant = LegPlant.from_config(cfg.bus, robot, platform_ratio=cfg.control.platform_ratio, q0=q0)
         return open_bus(cfg.bus_section, plant=plant)
+    if cfg.bus.backend == "udp":
+        return open_bus(cfg.bus_section, lockstep=cfg.loop.lockstep)
     return open_bus(cfg.bus_section)
 
 
-def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str) -> None:
+def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str,
+              stepped: bool | None = None) -> None:
     """Entry point of the loop process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)              # the parent handles the signals
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    cfg = load_daemon_config(config_path, backend, lockstep)
+    cfg = load_daemon_config(config_path, backend, lockstep, stepped)
     block = SharedBlock(_layout(cfg), name=shm_name)
     code = 1
     bus = None
+    from drivers.hal import LinkError
     try:
         from stabilizer.stabilizer import Stabilizer
 
@@ -80,6 +85,9 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
               file=sys.stderr, flush=True)
         loop.start()
         code = loop.run()
+    except LinkError as e:                                    # e.g. a lock-step HIL server gone silent
+        print(f"bipd: error: {e}; the control loop stopped, drives disabled", file=sys.stderr, flush=True)
+        block.header[H.LOOP_STATE] = int(State.FAULT)
     except Exception:                                         # report, then leave the drives off
         traceback.print_exc()
         print("bipd: error: the control loop stopped on the exception above; drives disabled",
@@ -94,7 +102,7 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
 
 
 def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bool | None = None,
-               say=print, operator=None) -> int:
+               say=print, operator=None, stepped: bool | None = None) -> int:
     """Start both processes and serve until shutdown; returns the exit code.
     ``operator(command_endpoint, telemetry_endpoint)``, if given, runs in a thread
     once the loop cycles (a scripted client, e.g. the squat demo), then shuts down."""
@@ -104,7 +112,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
 
     say("bipd: loading the configuration and the models (the first run compiles the Numba "
         "kernels: about a minute; later runs load them from the cache)")
-    cfg = load_daemon_config(config_path, backend, lockstep)
+    cfg = load_daemon_config(config_path, backend, lockstep, stepped)
     robot = cfg.robot()
     block = SharedBlock(_layout(cfg), create=True)
     def on_signal(signum, _frame) -> None:
@@ -113,23 +121,25 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     proc = mp.get_context("spawn").Process(
-        target=loop_main, args=(str(config_path), backend, lockstep, block.name), name="bipd-loop")
+        target=loop_main, args=(str(config_path), backend, lockstep, block.name, stepped), name="bipd-loop")
     log = None
     server = None
     try:
         proc.start()
         ctx = Context.from_description(robot.description, period=cfg.loop.period,
                                        platform_limit=cfg.control.platform_limit,
-                                       bus_axes=tuple(a.name for a in cfg.bus.axes),
+                                       bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                                        bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                                        summary={"robot": robot.model.name, "backend": cfg.bus.backend,
-                                                "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep})
+                                                "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
+                                                "stepped": cfg.loop.stepped,
+                                                "watchdog_s": cfg.control.watchdog})
         if cfg.io.log_dir:
             log = CycleLogWriter(cfg.io.log_dir, RecordLayout(robot.n), robot.joint_names,
                                  period=cfg.loop.period, meta={"config": str(cfg.source)})
         server = IoServer(block, ctx, Endpoints(cfg.io.command, cfg.io.telemetry), cfg.io.decimation, log=log)
         say(f"bipd: {robot.model.name} on the {cfg.bus.backend} bus, "
-            f"{'lock-step' if cfg.loop.lockstep else f'{cfg.loop.period * 1e3:g} ms real time'}; "
+            f"{_pacing(cfg)}; "
             f"commands {server.command_endpoint}, telemetry {server.telemetry_endpoint}")
         _supervise(block, proc, server, say, operator)
     finally:
@@ -146,6 +156,12 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
         block.close()
     say(f"bipd: stopped (exit {code})")
     return code
+
+
+def _pacing(cfg: DaemonConfig) -> str:
+    if cfg.loop.stepped:
+        return "stepped lock-step (the loop waits for `step` requests)"
+    return "lock-step" if cfg.loop.lockstep else f"{cfg.loop.period * 1e3:g} ms real time"
 
 
 def _supervise(block: SharedBlock, proc, server, say, operator) -> None:

@@ -16,7 +16,10 @@ Everything is preallocated in ``__init__``; the cycle allocates no arrays, logs
 nothing, holds no lock and never touches ZMQ. A fault anywhere (drive, bus,
 transmission, hard limit, non-finite value) moves to FAULT and nothing non-finite
 is ever written to a drive. Commands come from the shared-memory mailbox and are
-acknowledged through the replies ring.
+acknowledged through the replies ring; the client heartbeats that feed the motion watchdog
+are a count in the shared header. In stepped lock-step (``loop.stepped``) the loop pauses at
+a cycle boundary until a client's ``step`` raises the horizon, applying commands meanwhile,
+so every command and heartbeat lands at an exact cycle whatever the host's speed.
 """
 from __future__ import annotations
 
@@ -88,6 +91,7 @@ STAB_PARAM_SLOTS = {StabParam.SATURATION_DISTANCE: sm.P_WR, StabParam.ADMITTANCE
                     StabParam.POSTURE_GAIN: sm.P_POST_K, StabParam.ATTRACTOR_GAIN: sm.P_AK}
 # what the loop is doing inside MOVING
 IDLE, MOVE, SQUAT, APPROACH, BUFFER, STOPPING = range(6)
+PAUSE_S = 2e-4          # stepped lock-step: sleep between looks at the horizon (never a hot spin)
 
 
 @njit(cache=True)
@@ -252,6 +256,9 @@ class ControlLoop:
         self.overruns = 0
         self.missed = 0
         self.cycle_count = 0
+        self.stepped = cfg.loop.stepped    # run only up to the horizon a client grants (H.HORIZON)
+        self.heartbeats = 0                # H.HEARTBEATS last seen: valid client requests
+        self.stop_why = Reason.STOP_DONE   # the reason the current soft stop's HOLD will carry
         self.stopped = False
         self.traj_len = 0
         self.shutdown_deadline = math.inf
@@ -351,6 +358,9 @@ class ControlLoop:
 
     def run_cycle(self) -> None:
         clock, marks, b = self.clock, self.marks, self.bus
+        h = self.block.header
+        if self.stepped and self.cycle_count >= h[H.HORIZON] and not h[H.SHUTDOWN]:
+            self._pause()
         latency, missed = clock.wait()
         now_ns = time.monotonic_ns
         marks[0] = now_ns()
@@ -382,6 +392,23 @@ class ControlLoop:
             self._event(Event.OVERRUN, missed, latency / 1e3)
         self.block.header[H.LOOP_CYCLE] = self.cycle_count
 
+    def _pause(self) -> None:
+        """Stepped lock-step: wait at this cycle boundary until a client grants cycles beyond it
+        (``H.HORIZON``), meanwhile applying commands at the last cycle's time and posting their
+        replies, feeding the watchdog and watching for shutdown (which ends the pause for good)
+        and for the I/O process' death. The horizon is read before the mailbox and the heartbeat
+        counter, so whatever a client sent before it raised the horizon lands at this cycle."""
+        h = self.block.header
+        t = self.clock.now_s()
+        while True:
+            horizon = int(h[H.HORIZON])
+            if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                h[H.SHUTDOWN] = 1
+            self._commands(t, self.block.layout.mailbox_slots)
+            if self.cycle_count < horizon or h[H.SHUTDOWN]:
+                return
+            time.sleep(PAUSE_S)
+
     # ------------------------------------------------------------------ faults from drivers
     def _drive_faults(self) -> None:
         if self.state not in POWERED and not self.enabling:
@@ -392,14 +419,19 @@ class ControlLoop:
             self._fault(Reason.BUS_FAULT if code in BUS_CODES else Reason.DRIVE_FAULT, code, i)
 
     # ------------------------------------------------------------------ commands
-    def _commands(self, t: float) -> None:
+    def _commands(self, t: float, limit: int = 4) -> None:
+        """Shutdown and parent checks, the watchdog's heartbeats, up to ``limit`` commands."""
         block = self.block
         if self.parent_pid is not None and self.cycle_count % 64 == 0 and os.getppid() != self.parent_pid:
             block.header[H.SHUTDOWN] = 1                     # orphaned: nobody can command us any more
         if block.header[H.SHUTDOWN] and self.shutdown_deadline == math.inf:
             self.shutdown_deadline = t + 2.0 * self.cfg.control.stop_duration + 1.0
             self._begin_shutdown(t)
-        for _ in range(4):                           # bounded work per cycle
+        beats = int(block.header[H.HEARTBEATS])      # the I/O side counts valid client requests
+        if beats != self.heartbeats:
+            self.heartbeats = beats
+            self.watchdog.feed(t)
+        for _ in range(limit):                       # bounded work per cycle
             slot = next_command(block)
             if slot is None:
                 break
@@ -415,12 +447,9 @@ class ControlLoop:
         if self.watchdog.expired(t):
             self.watchdog.disarm()
             self._event(Event.WARNING, float(Reason.WATCHDOG), 0.0)
-            self._stop(t)
+            self._stop(t, Reason.WATCHDOG)
 
     def _apply(self, cmd: Cmd, nargs: int, t: float) -> tuple[bool, int]:
-        if cmd == Cmd.HEARTBEAT:
-            self.watchdog.feed(t)
-            return True, Error.OK
         if cmd not in ALLOWED[self.state] or (self.enabling and cmd not in (Cmd.ESTOP, Cmd.DISABLE, Cmd.SHUTDOWN)):
             return False, Error.NOT_ALLOWED
         self.watchdog.feed(t)
@@ -542,15 +571,17 @@ class ControlLoop:
         self.watchdog.arm(t)
         self._goto(State.MOVING, Reason.COMMAND)
 
-    def _stop(self, t: float) -> None:
-        """Soft stop: decelerate from the current reference to rest, then HOLD."""
+    def _stop(self, t: float, why: Reason | None = None) -> None:
+        """Soft stop: decelerate from the current reference to rest, then HOLD; the HOLD
+        transition carries ``why`` (default COMMAND from STABILIZING, STOP_DONE after a motion)."""
         if self.state == State.STABILIZING:
-            self._hold(Reason.COMMAND)
+            self._hold(why or Reason.COMMAND)
             return
         if self.state != State.MOVING:
             return
         self.q_hold[:] = self.q_ref
         self.v_stop[:] = self.qd_ref
+        self.stop_why = why or Reason.STOP_DONE
         self.activity = STOPPING
         self.t_motion = t
         self.watchdog.disarm()
@@ -689,7 +720,7 @@ class ControlLoop:
             decelerate(self.q_hold, self.v_stop, T, dt, self.q_ref, self.qd_ref, self.qdd_ref)
             done = dt >= T
         if done:
-            self._hold(Reason.STOP_DONE if act == STOPPING else Reason.TRAJECTORY_DONE)
+            self._hold(self.stop_why if act == STOPPING else Reason.TRAJECTORY_DONE)
 
     def _shutdown_progress(self, t: float) -> None:
         if self.state == State.HOLD or t > self.shutdown_deadline:

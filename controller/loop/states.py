@@ -15,19 +15,19 @@ S = State
 
 #: commands each state accepts (anything else is refused with ``not_allowed``)
 ALLOWED: dict[State, frozenset[Cmd]] = {
-    S.BOOT: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.SHUTDOWN}),
-    S.DISABLED: frozenset({Cmd.HEARTBEAT, Cmd.ENABLE, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+    S.BOOT: frozenset({Cmd.ESTOP, Cmd.SHUTDOWN}),
+    S.DISABLED: frozenset({Cmd.ENABLE, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
                            Cmd.DISABLE, Cmd.INJECT_FAULT}),
-    S.HOLD: frozenset({Cmd.HEARTBEAT, Cmd.DISABLE, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.MOVE_JOINTS,
+    S.HOLD: frozenset({Cmd.DISABLE, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.MOVE_JOINTS,
                        Cmd.RUN_SQUAT, Cmd.RUN_BUFFER, Cmd.STABILIZER, Cmd.PLATFORM, Cmd.SET_GAINS,
                        Cmd.SHUTDOWN, Cmd.INJECT_FAULT}),
-    S.MOVING: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+    S.MOVING: frozenset({Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.SET_GAINS, Cmd.SHUTDOWN,
                          Cmd.INJECT_FAULT}),
-    S.STABILIZING: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.STABILIZER,
+    S.STABILIZING: frozenset({Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.STABILIZER,
                               Cmd.PLATFORM, Cmd.SET_GAINS, Cmd.SHUTDOWN, Cmd.INJECT_FAULT}),
-    S.FAULT: frozenset({Cmd.HEARTBEAT, Cmd.RESET, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+    S.FAULT: frozenset({Cmd.RESET, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
                         Cmd.INJECT_FAULT}),
-    S.ESTOP: frozenset({Cmd.HEARTBEAT, Cmd.RESET, Cmd.SHUTDOWN}),
+    S.ESTOP: frozenset({Cmd.RESET, Cmd.SHUTDOWN}),
 }
 
 #: states in which the drives are (or are being) powered

@@ -26,6 +26,12 @@ Datagram = 12-byte transport header + payload::
          5 ANSWERS (server -> MN, same sequence): per entry that wanted an answer, in order,
            u16 length (0: nothing came back on the wire) | u32 simulated wire delay ns | the frame
          2 SILENCE (no answer within ``timeout_s``: every awaited frame is lost)
+
+In real time the MN waits ``bus.udp.timeout_s`` for an answer, then counts every awaited frame
+lost. In lock-step (:func:`open_udp` ``lockstep=True``) no wall-clock deadline decides a loss: the
+MN waits for the server's answer, so losses only come from the server (an ``ANSWERS`` entry of
+length 0, e.g. an injected fault) whatever the host's speed; a server silent for
+:data:`LOCKSTEP_STALL_S` is a :class:`~drivers.hal.LinkError` naming it.
          3 CONTROL (payload: JSON request), 4 CONTROL_REPLY (payload: JSON answer)
 
 The delay carries the simulated propagation delay of a PRes, so timing faults are judged against
@@ -86,6 +92,7 @@ DEFAULT_SPIN_S = UdpConfig.spin_s    # s, longest busy-poll before sleeping in p
 MAX_SPIN_S = 0.01
 SPIN_ENV = "BIPD_UDP_SPIN_S"
 _MIN_SPIN_S = 2.0e-5             # the adaptive spin never drops below this (or spin_s if smaller)
+LOCKSTEP_STALL_S = 30.0          # s: a lock-step server silent this long is a link failure, not a loss
 
 
 def spin_seconds(config: UdpConfig, spin_s: float | None = None) -> float:
@@ -179,12 +186,14 @@ def answered(frame) -> bool:
 
 
 class UdpLink:
-    """MN side of the UDP transport (module docstring)."""
+    """MN side of the UDP transport (module docstring); ``lockstep``: wait for every answer."""
 
-    def __init__(self, config: UdpConfig, spin_s: float | None = None, server: InProcessServer | None = None) -> None:
+    def __init__(self, config: UdpConfig, spin_s: float | None = None, lockstep: bool = False,
+                 server: InProcessServer | None = None) -> None:
         """``server``: answer in this process (:func:`open_in_process`) instead of over a socket."""
         self.address = (config.host, config.port)
         self.timeout_s = config.timeout_s
+        self.lockstep = lockstep
         spin = spin_seconds(config, spin_s)
         if server is None:
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -267,6 +276,7 @@ class UdpLink:
     def close(self, reset: bool = True) -> None:
         """Ask the server to reset its nodes (``reset``), then release the socket; a receive on
         the closed link raises ``LinkError("link closed")``."""
+        self.lockstep = False                    # a server gone for good: give up after timeout_s
         if reset and not self.waiter.closed:
             try:
                 self.control({"op": "reset"})
@@ -326,8 +336,9 @@ class UdpLink:
 
     def _receive(self) -> tuple[int, int]:
         """(kind, datagram size) of the answer to the last datagram; (SILENCE, 0) when none came
-        within ``timeout_s``."""
-        deadline = perf_counter() + self.timeout_s
+        within ``timeout_s``; in lock-step a :class:`LinkError` when none came within
+        :data:`LOCKSTEP_STALL_S`."""
+        deadline = perf_counter() + (LOCKSTEP_STALL_S if self.lockstep else self.timeout_s)
         wait = self.waiter.wait
         recv_into = self.sock.recv_into
         if self.waiter.closed:
@@ -337,6 +348,10 @@ class UdpLink:
                 size = recv_into(self._rx)
             except BlockingIOError:
                 if not wait(deadline - perf_counter()):
+                    if self.lockstep:
+                        raise LinkError(f"the UDP server at {self.address[0]}:{self.address[1]} answered nothing "
+                                        f"for {LOCKSTEP_STALL_S:g} s (lock-step waits for every answer): is its "
+                                        "process stopped or stuck?")
                     return SILENCE, 0
                 continue
             except ConnectionRefusedError:
@@ -456,10 +471,11 @@ class RemoteFaults(FaultApi):
             raise FaultError(answer["error"])
 
 
-def open_udp(config: BusConfig, spin_s: float | None = None) -> PowerlinkBus:
+def open_udp(config: BusConfig, spin_s: float | None = None, lockstep: bool = False) -> PowerlinkBus:
     """A bus whose controlled nodes are served by :func:`serve_udp` at ``bus.udp.host:port``;
-    ``spin_s``: the busy-poll bound of the waits (module docstring)."""
-    link = UdpLink(config.udp, spin_s)
+    ``spin_s``: the busy-poll bound of the waits; ``lockstep``: the MN waits for every answer
+    instead of counting the frames of a late one lost (module docstring)."""
+    link = UdpLink(config.udp, spin_s, lockstep)
     return PowerlinkBus(config, link, RemoteFaults(link))
 
 

@@ -58,8 +58,8 @@ class FakeLoop:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def commands(self) -> list[tuple[int, Cmd, list[float]]]:
-        """Received commands other than heartbeats."""
-        return [c for c in list(self.received) if c[1] != Cmd.HEARTBEAT]
+        """Received commands."""
+        return list(self.received)
 
     def set_state(self, state: State, reason: Reason = Reason.COMMAND) -> None:
         h = self.block.header
@@ -112,7 +112,7 @@ class FakeLoop:
                 args = [float(x) for x in slot[3:3 + nargs]]
                 command_done(self.block)
                 self.received.append((token, cmd, args))
-                if self.respond and cmd != Cmd.HEARTBEAT:
+                if self.respond:
                     self._apply(token, cmd, args)
             cycle += 1
             self.block.header[H.LOOP_CYCLE] = cycle

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing
 import socket
+import threading
 import time
 
 import numpy as np
@@ -214,3 +215,35 @@ def test_in_process_link_without_an_answer_is_silence_not_a_spin(bench):
     link.sock.close()
     with pytest.raises(LinkError, match="link closed"):
         link._receive()
+
+
+def test_lockstep_waits_for_a_late_answer_and_a_silent_server_is_a_link_error(monkeypatch):
+    """Lock-step: an answer later than timeout_s is still the answer (no wall-clock loss); a server
+    silent for LOCKSTEP_STALL_S is a LinkError naming it. Real time: the late answer is SILENCE."""
+    from drivers.backends import udp as backend
+
+    monkeypatch.setattr(backend, "LOCKSTEP_STALL_S", 0.5)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.settimeout(5.0)
+        config = UdpConfig("127.0.0.1", server.getsockname()[1], 0.02)
+        for lockstep in (True, False):
+            link = UdpLink(config, 0.0, lockstep=lockstep)
+            link._send(backend.FRAMES, b"", 0)
+            data, peer = server.recvfrom(64)
+            answer = bytes(data[:backend.HEADER.size])            # same sequence: the answer to it
+
+            def late() -> None:
+                time.sleep(0.1)                                   # 5 x timeout_s
+                server.sendto(answer, peer)
+            sender = threading.Thread(target=late)
+            sender.start()
+            kind, size = link._receive()
+            sender.join()
+            assert (kind, size) == ((backend.FRAMES, backend.HEADER.size) if lockstep else (SILENCE, 0))
+            link.sock.close()
+        link = UdpLink(config, 0.0, lockstep=True)
+        link._send(backend.FRAMES, b"", 0)
+        with pytest.raises(LinkError, match=rf"the UDP server at 127.0.0.1:{config.port} answered nothing for 0.5 s"):
+            link._receive()
+        link.sock.close()
