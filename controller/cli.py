@@ -1,9 +1,9 @@
 """`bipd` command line.
 
-    bipd run [--config PATH] [--backend sim|udp] [--lockstep] [--demo squat]   the daemon
+    bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
-    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime]          MuJoCo HIL process
-    bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|results [...]   HIL scenarios
+    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S]   MuJoCo HIL
+    bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
     bipd plot LOG_DIR [--out DIR]                                              cycle-log PNGs
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
@@ -21,6 +21,8 @@ from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
 
+from .extras import missing
+
 DEFAULT_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg.yaml"
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "bipd.yaml"
 
@@ -35,6 +37,10 @@ def _progress(enabled: bool):
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import plot_squat, run_squat, summary
 
+    problem = missing("matplotlib", "plot") if args.plot else None
+    if problem:
+        print(f"bipd demo: error: --plot {problem}", file=sys.stderr)
+        return 2
     robot = Robot.from_yaml(args.robot)
     say = _progress(not args.json)
     say(f"loaded {robot!r} from {args.robot}; compiling / loading the Numba kernels")
@@ -104,6 +110,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     result: dict = {}
     operator = None
+    if args.demo and args.stepped:
+        print("bipd: error: --demo paces its operator by the wall clock; it cannot drive a --stepped loop",
+              file=sys.stderr)
+        return 2
     if args.demo == "squat":
         from .demo import operator_squat
 
@@ -113,7 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator)
+    code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator,
+                      stepped=True if args.stepped else None)
     if args.demo:
         if not result:
             print("bipd: error: the squat demo did not finish (see the messages above)", file=sys.stderr)
@@ -150,9 +161,19 @@ def cmd_ctl(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    problem = missing("matplotlib", "plot")
+    if problem:
+        print(f"bipd plot: error: {problem}", file=sys.stderr)
+        return 2
+    from .io.log import LogError
     from .io.plot import plot_log
 
-    for path in plot_log(args.log_dir, args.out or args.log_dir):
+    try:
+        paths = plot_log(args.log_dir, args.out or args.log_dir)
+    except LogError as e:
+        print(f"bipd plot: error: {e}", file=sys.stderr)
+        return 2
+    for path in paths:
         print(path)
     return 0
 
@@ -183,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--config", default=str(DEFAULT_CONFIG), help="daemon YAML (default: deploy/bipd.yaml)")
     r.add_argument("--backend", choices=("sim", "udp"), help="override bus.backend")
     r.add_argument("--lockstep", action="store_true", help="simulated time, cycles back to back")
+    r.add_argument("--stepped", action="store_true",
+                   help="stepped lock-step: the loop runs only the cycles a client grants with `step`")
     r.add_argument("--demo", choices=("squat",), help="also act as an operator: enable, squat, disable, exit")
     r.set_defaults(func=cmd_run)
 

@@ -9,7 +9,7 @@ from enum import IntEnum
 
 
 class State(IntEnum):
-    """Controller states (issue 4): BOOT -> DISABLED -> HOLD -> MOVING | STABILIZING."""
+    """Controller states (docs/cycle.md): BOOT -> DISABLED -> HOLD -> MOVING | STABILIZING."""
     BOOT = 0
     DISABLED = 1
     HOLD = 2
@@ -22,10 +22,11 @@ class State(IntEnum):
 class Event(IntEnum):
     """Event kinds in the events ring ``[cycle, kind, a, b]``."""
     TRANSITION = 1       # a = old state, b = Reason + 1000 * new state
-    FAULT = 2            # a = Reason, b = detail (node id, joint index, drive fault code)
-    WARNING = 3          # a = Reason, b = detail (joint index)
+    FAULT = 2            # a = Reason, b = pack_detail(code, bus axis or joint index)
+    WARNING = 3          # a = Reason, b = joint index (SOFT_LIMIT), stabilizer status (STABILIZER_FAILED)
     COMMAND = 4          # a = Cmd, b = 1 accepted / 0 refused
     OVERRUN = 5          # a = missed cycles, b = cycle time in us
+    STABILIZER = 6       # a = stabilizer status, b = stab_flags bits that rose (telemetry.STAB_FLAGS)
 
 
 class Reason(IntEnum):
@@ -42,7 +43,29 @@ class Reason(IntEnum):
     ESTOP = 11
     SHUTDOWN = 12
     STOP_DONE = 13
-    TILT_INPUT = 14       # the tilt (platform angles or foot IMU) is unusable: the last valid gravity is kept
+    STABILIZER_FAILED = 14   # control.stabilizer_failure_cycles non-OK stabilizer cycles in a row
+    ENABLE_TIMEOUT = 15      # a drive did not reach Operation Enabled within control.enable_timeout_s
+    TILT_INPUT = 16          # the tilt (platform angles or foot IMU) is unusable: the last valid gravity is kept
+
+
+# A fault's detail (FAULT event b, telemetry fault_info): its code in the low 16 bits
+# (CiA 402 / POWERLINK error code for DRIVE_FAULT and BUS_FAULT, CiA 402 state reached for
+# ENABLE_TIMEOUT, models.transmission status for TRANSMISSION (0: a motor setpoint is not
+# finite), controller.loop.safety check for HARD_LIMIT and NON_FINITE), and above
+# them the index + 1 of what it concerns (0: nothing): the bus axis for DRIVE_FAULT,
+# BUS_FAULT, ENABLE_TIMEOUT and TRANSMISSION, the joint for HARD_LIMIT and NON_FINITE.
+DETAIL_INDEX = 0x10000
+
+
+def pack_detail(code: int, index: int = -1) -> float:
+    """(code, index) as one float, exactly (both are small integers)."""
+    return float(code + DETAIL_INDEX * (index + 1))
+
+
+def unpack_detail(detail: float) -> tuple[int, int]:
+    """(code, index) of :func:`pack_detail`; index -1 when there is none."""
+    d = int(detail)
+    return d % DETAIL_INDEX, d // DETAIL_INDEX - 1
 
 
 class Error(IntEnum):

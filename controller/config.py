@@ -28,6 +28,7 @@ class LoopConfig:
     cpus: tuple[int, ...] = ()
     lock_memory: bool = True
     lockstep: bool = False
+    stepped: bool = False          # lock-step paced by a client's ``step`` requests
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class ControlConfig:
     watchdog: float                # s without a client heartbeat during motion -> soft stop
     enable_timeout: float          # s for every drive to reach Operation Enabled
     stop_duration: float           # s of the quintic soft stop
+    stabilizer_failure_cycles: int = 5   # non-OK stabilizer cycles in a row -> HOLD
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,14 @@ def _per_joint(sec: Section, name: str, n: int, default: float) -> tuple[float, 
     return vals
 
 
+def _count(sec: Section, name: str, default: int) -> int:
+    """An integer >= 1."""
+    v = sec.raw(name, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ConfigError(sec.where, sec.path(name), f"expected an integer >= 1, got {v!r}")
+    return v
+
+
 def _loop(sec: Section) -> LoopConfig:
     period = sec.number("period_s", 0.002, positive=True)
     if not 2e-4 <= period <= 0.1:
@@ -117,11 +127,15 @@ def _loop(sec: Section) -> LoopConfig:
         raise ConfigError(sec.where, sec.path("cpus"), f"expected a list of CPU numbers, got {cpus!r}")
     lock = sec.raw("lock_memory", True)
     lockstep = sec.raw("lockstep", False)
-    for key, val in (("lock_memory", lock), ("lockstep", lockstep)):
+    stepped = sec.raw("stepped", False)
+    for key, val in (("lock_memory", lock), ("lockstep", lockstep), ("stepped", stepped)):
         if not isinstance(val, bool):
             raise ConfigError(sec.where, sec.path(key), f"expected true or false, got {val!r}")
+    if stepped and not lockstep:
+        raise ConfigError(sec.where, sec.path("stepped"), "a stepped loop runs in simulated time: it needs "
+                          "loop.lockstep: true (or bipd run --stepped)")
     sec.done()
-    return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep)
+    return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep, stepped)
 
 
 def _control(sec: Section, n: int) -> ControlConfig:
@@ -142,7 +156,8 @@ def _control(sec: Section, n: int) -> ControlConfig:
         soft_limit_margin=sec.number("soft_limit_margin_rad", 0.02, nonnegative=True),
         watchdog=sec.number("watchdog_s", 1.0, positive=True),
         enable_timeout=sec.number("enable_timeout_s", 2.0, positive=True),
-        stop_duration=sec.number("stop_duration_s", 0.5, positive=True))
+        stop_duration=sec.number("stop_duration_s", 0.5, positive=True),
+        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5))
     sec.done()
     return cfg
 
@@ -210,13 +225,17 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
 
 
 def load_daemon_config(path: str | Path, backend: str | None = None,
-                       lockstep: bool | None = None) -> DaemonConfig:
-    """Read, override (``--backend``, ``--lockstep``) and validate the daemon YAML."""
+                       lockstep: bool | None = None, stepped: bool | None = None) -> DaemonConfig:
+    """Read, override (``--backend``, ``--lockstep``, ``--stepped``, which implies lock-step)
+    and validate the daemon YAML."""
     p = Path(path).resolve()
     data = read_yaml(p)
     if isinstance(data, dict):
         if backend is not None and isinstance(data.get("bus"), dict):
             data["bus"] = dict(data["bus"], backend=backend)
-        if lockstep is not None:
-            data["loop"] = dict(data.get("loop") or {}, lockstep=lockstep)
+        if stepped:
+            lockstep = True
+        for key, value in (("lockstep", lockstep), ("stepped", stepped)):
+            if value is not None:
+                data["loop"] = dict(data.get("loop") or {}, **{key: value})
     return parse_daemon_config(data, str(p), p.parent)

@@ -1,11 +1,14 @@
 """`bipd run`: the loop process and the I/O process around one shared-memory block.
 
 The parent process creates the block, starts the loop process (``spawn``: a fresh
-interpreter that holds nothing but the loop, design.md §3) and then serves ZMQ
+interpreter that holds nothing but the loop, docs/cycle.md) and then serves ZMQ
 itself. SIGTERM / SIGINT ask for a soft stop through the block: the loop stops any
 motion, disables the drives and leaves; the I/O side flushes the cycle log and the
 daemon exits 0. Under systemd it reports READY once the loop cycles and feeds the
-watchdog only while the loop's cycle counter advances.
+watchdog only while the loop's cycle counter advances. If the loop process dies without
+leaving (a signal, a crash in native code), the I/O side says which process and how,
+answers ``status`` (state FAULT, loop exited) for ``LINGER_S`` and exits non-zero (128 +
+the signal, as a shell reports it).
 """
 from __future__ import annotations
 
@@ -24,6 +27,9 @@ from .sdnotify import Notifier
 from .shm import H, Layout, SharedBlock
 from .telemetry import RecordLayout
 
+LINGER_S = 2.0      # s the I/O side keeps answering after the loop process died
+
+
 
 def _layout(cfg: DaemonConfig) -> Layout:
     robot = cfg.robot()
@@ -31,7 +37,8 @@ def _layout(cfg: DaemonConfig) -> Layout:
 
 
 def open_plant_bus(cfg: DaemonConfig, robot):
-    """The bus of the config; on the ``sim`` backend it drives the leg plant."""
+    """The bus of the config; on the ``sim`` backend it drives the leg plant; the ``udp`` backend
+    in lock-step waits for every answer of its server (no wall-clock deadline decides a loss)."""
     from drivers.hal import open_bus
 
     if cfg.bus.backend == "sim":
@@ -43,17 +50,21 @@ def open_plant_bus(cfg: DaemonConfig, robot):
         q0 = np.clip(np.zeros(robot.n), m.qmin + margin, m.qmax - margin)
         plant = LegPlant.from_config(cfg.bus, robot, platform_ratio=cfg.control.platform_ratio, q0=q0)
         return open_bus(cfg.bus_section, plant=plant)
+    if cfg.bus.backend == "udp":
+        return open_bus(cfg.bus_section, lockstep=cfg.loop.lockstep)
     return open_bus(cfg.bus_section)
 
 
-def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str) -> None:
+def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str,
+              stepped: bool | None = None) -> None:
     """Entry point of the loop process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)              # the parent handles the signals
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    cfg = load_daemon_config(config_path, backend, lockstep)
+    cfg = load_daemon_config(config_path, backend, lockstep, stepped)
     block = SharedBlock(_layout(cfg), name=shm_name)
     code = 1
     bus = None
+    from drivers.hal import LinkError
     try:
         from stabilizer.stabilizer import Stabilizer
 
@@ -74,6 +85,9 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
               file=sys.stderr, flush=True)
         loop.start()
         code = loop.run()
+    except LinkError as e:                                    # e.g. a lock-step HIL server gone silent
+        print(f"bipd: error: {e}; the control loop stopped, drives disabled", file=sys.stderr, flush=True)
+        block.header[H.LOOP_STATE] = int(State.FAULT)
     except Exception:                                         # report, then leave the drives off
         traceback.print_exc()
         print("bipd: error: the control loop stopped on the exception above; drives disabled",
@@ -88,7 +102,7 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
 
 
 def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bool | None = None,
-               say=print, operator=None) -> int:
+               say=print, operator=None, stepped: bool | None = None) -> int:
     """Start both processes and serve until shutdown; returns the exit code.
     ``operator(command_endpoint, telemetry_endpoint)``, if given, runs in a thread
     once the loop cycles (a scripted client, e.g. the squat demo), then shuts down."""
@@ -98,7 +112,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
 
     say("bipd: loading the configuration and the models (the first run compiles the Numba "
         "kernels: about a minute; later runs load them from the cache)")
-    cfg = load_daemon_config(config_path, backend, lockstep)
+    cfg = load_daemon_config(config_path, backend, lockstep, stepped)
     robot = cfg.robot()
     block = SharedBlock(_layout(cfg), create=True)
     def on_signal(signum, _frame) -> None:
@@ -107,23 +121,26 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     proc = mp.get_context("spawn").Process(
-        target=loop_main, args=(str(config_path), backend, lockstep, block.name), name="bipd-loop")
+        target=loop_main, args=(str(config_path), backend, lockstep, block.name, stepped), name="bipd-loop")
     log = None
     server = None
     try:
         proc.start()
         ctx = Context.from_description(robot.description, period=cfg.loop.period,
                                        platform_limit=cfg.control.platform_limit,
-                                       bus_axes=tuple(a.name for a in cfg.bus.axes),
+                                       bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
+                                       bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                                        soft_limit_margin=cfg.control.soft_limit_margin,
                                        summary={"robot": robot.model.name, "backend": cfg.bus.backend,
-                                                "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep})
+                                                "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
+                                                "stepped": cfg.loop.stepped,
+                                                "watchdog_s": cfg.control.watchdog})
         if cfg.io.log_dir:
             log = CycleLogWriter(cfg.io.log_dir, RecordLayout(robot.n), robot.joint_names,
                                  period=cfg.loop.period, meta={"config": str(cfg.source)})
         server = IoServer(block, ctx, Endpoints(cfg.io.command, cfg.io.telemetry), cfg.io.decimation, log=log)
         say(f"bipd: {robot.model.name} on the {cfg.bus.backend} bus, "
-            f"{'lock-step' if cfg.loop.lockstep else f'{cfg.loop.period * 1e3:g} ms real time'}; "
+            f"{_pacing(cfg)}; "
             f"commands {server.command_endpoint}, telemetry {server.telemetry_endpoint}")
         _supervise(block, proc, server, say, operator)
     finally:
@@ -140,6 +157,12 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
         block.close()
     say(f"bipd: stopped (exit {code})")
     return code
+
+
+def _pacing(cfg: DaemonConfig) -> str:
+    if cfg.loop.stepped:
+        return "stepped lock-step (the loop waits for `step` requests)"
+    return "lock-step" if cfg.loop.lockstep else f"{cfg.loop.period * 1e3:g} ms real time"
 
 
 def _supervise(block: SharedBlock, proc, server, say, operator) -> None:
@@ -172,6 +195,31 @@ def _supervise(block: SharedBlock, proc, server, say, operator) -> None:
             notify.stopping()
             for _ in range(50):                               # drain the last telemetry and events
                 server.step(1)
+            if not h[H.LOOP_EXIT]:
+                _loop_died(block, proc, server, say)
             return
         if server.done and not h[H.SHUTDOWN]:
             h[H.SHUTDOWN] = 1
+
+
+def _loop_died(block: SharedBlock, proc, server, say) -> None:
+    """The loop process is gone without leaving (it never wrote LOOP_EXIT): name it and how
+    it ended, mark the block FAULT and exited with a non-zero code, keep answering for
+    LINGER_S (or until ``shutdown``)."""
+    proc.join(1.0)
+    code = proc.exitcode                                      # -signum when a signal killed it
+    if code is not None and code < 0:
+        how, exit_code = f"was killed by {signal.Signals(-code).name}", 128 - code
+    else:
+        how, exit_code = f"ended with exit code {code} without stopping the loop", code or 1
+    message = (f"the loop process (pid {proc.pid}) {how}; drives are no longer commanded (only the "
+               "drives' own loss-of-communication reaction stops them)")
+    h = block.header
+    h[H.LOOP_STATE] = int(State.FAULT)
+    h[H.LOOP_EXIT_CODE] = exit_code
+    h[H.LOOP_EXIT] = 1
+    server.loop_error = message
+    say(f"bipd: error: {message}; answering status for {LINGER_S:g} s, then exit {exit_code}")
+    end = time.monotonic() + LINGER_S
+    while time.monotonic() < end and not server.done:
+        server.step(1)

@@ -1,8 +1,9 @@
-"""Shared memory between the loop process and the I/O process (design.md §3).
+"""Shared memory between the loop process and the I/O process (docs/cycle.md).
 
 One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
 
-* ``header``   int64 counters (indices below);
+* ``header``   int64 counters (indices below), among them the client heartbeat counter the
+  motion watchdog reads and, in stepped lock-step, the horizon the loop may run up to;
 * ``mailbox``  commands I/O -> loop: a single-producer single-consumer ring of fixed slots
   ``[token, cmd, nargs, args[MAX_ARGS]]``; the I/O side fills slot ``head % slots`` and then
   bumps ``head``; the loop reads while ``tail < head`` and bumps ``tail``. A full mailbox is
@@ -55,12 +56,13 @@ class H(IntEnum):
     LOOP_EXIT_CODE = 13
     TRAJ_LEN = 14        # samples in traj (I/O side, before RUN_BUFFER)
     READY = 15           # 1: booted and cycling (loop)
-    SIZE = 16
+    HEARTBEATS = 16      # valid client requests so far (I/O side): feeds the motion watchdog
+    HORIZON = 17         # stepped lock-step: the last cycle the loop may run (I/O side)
+    SIZE = 18
 
 
 class Cmd(IntEnum):
     """Numeric commands carried by the mailbox (validated on the I/O side)."""
-    HEARTBEAT = 1
     ENABLE = 2
     DISABLE = 3
     RESET = 4

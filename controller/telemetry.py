@@ -2,8 +2,9 @@
 
 Fields in order: t, cycle, state, fault, q[n], qd[n], q_ref[n], tau[n], com[3],
 margins[W] (signed CoG margins to the support-polygon walls, NaN when unused),
-force[3] (stabilizer field force), stab_flags, wake_us, task_us[len(TASKS)],
-overruns, missed, platform[2] (alpha, beta).
+force[3] (stabilizer field force), stab_flags (bit k: STAB_FLAGS[k]), wake_us,
+task_us[len(TASKS)], overruns, missed, platform[2] (alpha, beta), fault_info
+(controller.codes.pack_detail; ``fault`` is the Reason, 0 when none).
 """
 from __future__ import annotations
 
@@ -11,8 +12,29 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stabilizer.stabilizer import FLAG_NAMES, STATUS_NAMES
+
 TASKS = ("bus_read", "models", "reference", "axes", "bus_write", "telemetry")
 MAX_WALLS = 8
+# stab_flags bits: the stabilizer's flags, then its non-OK statuses
+STAB_FLAGS = FLAG_NAMES + STATUS_NAMES[1:]
+STAB_STATUS_BIT0 = len(FLAG_NAMES)       # bit of status s (> 0): STAB_STATUS_BIT0 + s - 1
+
+
+def stab_bits(names: tuple[str, ...]) -> int:
+    """The stab_flags mask of some STAB_FLAGS names."""
+    return sum(1 << STAB_FLAGS.index(name) for name in names)
+
+
+def stab_flag_names(mask: float) -> list[str]:
+    """The STAB_FLAGS names of the bits set in ``mask`` (I/O side; allocates)."""
+    m = int(mask) if np.isfinite(mask) else 0
+    return [name for k, name in enumerate(STAB_FLAGS) if m >> k & 1]
+
+
+# rising bits an operator hears of (events): a failing stabilizer and the flags that
+# say it is at the end of its means
+STAB_EVENT_MASK = stab_bits(("near_singular", "at_joint_limit", "cog_outside") + STATUS_NAMES[1:])
 
 
 @dataclass(frozen=True)
@@ -25,7 +47,7 @@ class RecordLayout:
         spec = [("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", self.n), ("qd", self.n),
                 ("q_ref", self.n), ("tau", self.n), ("com", 3), ("margins", MAX_WALLS), ("force", 3),
                 ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)), ("overruns", 1),
-                ("missed", 1), ("platform", 2)]
+                ("missed", 1), ("platform", 2), ("fault_info", 1)]
         slices, o = {}, 0
         for name, size in spec:
             slices[name] = slice(o, o + size)

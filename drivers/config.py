@@ -1,7 +1,7 @@
 """The ``bus:`` YAML section, parsed into frozen dataclasses; every error names the offending key.
 
 Schema and defaults are documented in ``drivers/README.md``. Gains, limits and plant values are
-representative choices for a small servo motor (the thesis gives none, design.md §5).
+representative choices for a small servo motor (the thesis gives none, docs/conventions.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fault injection for tests and the HIL bench (issue 3, "Fault injection").
+"""Fault injection for tests and the HIL bench.
 
 Every fault is one named call on a :class:`FaultApi`; each call forwards to
 ``apply(name, **args)``, so the daemon's command interface can inject a fault by name with

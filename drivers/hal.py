@@ -5,7 +5,7 @@ Like python-can's ``interface=``, ``bus.backend`` in the YAML picks the implemen
 UDP to a controlled-node process). A real raw-socket openPOWERLINK backend registers its factory
 here too (see drivers/README.md, "Adding a backend").
 
-One control cycle (design.md §3)::
+One control cycle (docs/cycle.md)::
 
     bus.read()        # actual values of the last PRes into position/velocity/current/state/...
     ...               # controller fills target_position / target_velocity / torque_offset / mode

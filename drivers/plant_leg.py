@@ -9,11 +9,11 @@ Leg (foot clamped to the platform, base frame R0 on the foot)::
 
     (A + J_pᵀ J_m J_p) q̈ = J_pᵀ (τ_m − J_m J̇_p q̇ − f_m) − C q̇ − G_tilt − f_j + τ_stop
 
-A, C from :func:`models.dynamics.update` (design.md §4; A includes any joint armature of the
+A, C from :func:`models.dynamics.update` (docs/conventions.md; A includes any joint armature of the
 robot YAML). J_p from the screw transmissions (thesis eq. 30-32, hip entry 2π/p_h); J_m = diag of
 the rotor inertias: the rotors turn at q̇_m = J_p q̇, so they add J_pᵀ J_m (J_p q̈ + J̇_p q̇), J̇_p by
 the difference of J_p across a step (below). f_m / f_j: motor-side / joint friction
-F_v v + F_s sign(v) (seed 001 eq. IV.10), sign(v) linear for |v| < 10 µrad/s (a load below F_s
+F_v v + F_s sign(v) (Lammari 2012, eq. IV.10), sign(v) linear for |v| < 10 µrad/s (a load below F_s
 creeps at most that fast). τ_stop: a stiff spring-damper at the YAML joint limits that only
 pushes. G_tilt = −Σ m_b J_v,bᵀ g_base, g_base = R_M→O0(α, β)ᵀ g: the robot's level-floor
 gravity g (thesis eq. 45-47, x_g up) turned by the platform tilt (eq. 46).
@@ -118,7 +118,7 @@ class LegPlantError(ValueError):
 
 @njit(cache=True)
 def _friction(fv, fs, v):
-    """Friction F_v v + F_s sign(v) (seed 001 eq. IV.10), sign(v) linear for |v| < STICTION_VELOCITY,
+    """Friction F_v v + F_s sign(v) (Lammari 2012, eq. IV.10), sign(v) linear for |v| < STICTION_VELOCITY,
     and its secant slope d = f / v: taken implicitly, F_s v⁺ / |v| slows a sliding motor down to
     the stiction band without ever reversing it, at any substep."""
     d = fv + fs / max(abs(v), STICTION_VELOCITY)

@@ -1,8 +1,8 @@
 """Dynamics of a serial MDH chain: A(q), C(q, qd), G(q), recursive Newton-Euler.
 
-Notation of the thesis (design.md §4): A(q) qdd + C(q, qd) qd + G(q) = tau.
-C is built from the Christoffel symbols of A (Lagrange, seed 001 eq. IV.1 with the
-sign errata of design.md §5; seed 000 eq. 3-18 corrected), so Adot - 2C is
+Notation of the thesis (docs/conventions.md): A(q) qdd + C(q, qd) qd + G(q) = tau.
+C is built from the Christoffel symbols of A (Lagrange, Lammari 2012 eq. IV.2 with the
+sign erratum of docs/errata.md; Liégeois & Aldon 1980 eq. 3-18 corrected), so Adot - 2C is
 skew-symmetric. dA/dq_k is computed analytically from the body Jacobians.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .model import PRISMATIC, _at, data_views, model_views
 @njit(cache=True)
 def inertia_matrix(mass, Iw, Jb, armature, A):
     """A(q) = sum_b m_b Jv_b^T Jv_b + Jw_b^T Iw_b Jw_b, plus the rotor inertia
-    (armature) on the diagonal (seed 001 eq. IV.10, Ia_j)."""
+    (armature) on the diagonal (Lammari 2012, eq. IV.10, Ia_j)."""
     n = A.shape[0]
     for i in range(n):
         for j in range(i, n):
@@ -110,7 +110,7 @@ def inertia_derivatives(T, jtype, mass, pc, Iw, Jb, dA, work):
 @njit(cache=True)
 def christoffel_coriolis(dA, qd, C):
     """C_ij = sum_k c_ijk qd_k, c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j - dA_jk/dq_i)
-    (seed 000 eq. 3-18 with its factor-2 erratum fixed, design.md §5)."""
+    (Liégeois & Aldon 1980, eq. 3-18 with its factor-2 erratum fixed, docs/errata.md)."""
     n = C.shape[0]
     for i in range(n):
         for j in range(n):
@@ -133,7 +133,7 @@ def gravity_vector(mass, Jb, g, G):
 
 @njit(cache=True)
 def joint_friction(viscous, coulomb, qd, tau_f):
-    """Fv qd + Fs sign(qd) (seed 001 eq. IV.10)."""
+    """Fv qd + Fs sign(qd) (Lammari 2012, eq. IV.10)."""
     for j in range(qd.shape[0]):
         tau_f[j] = viscous[j] * qd[j] + coulomb[j] * np.sign(qd[j])
 
@@ -177,7 +177,7 @@ def rnea_work_size(n: int) -> int:
 
 @njit(cache=True)
 def rnea(mbuf, q, qd, qdd, g, T, work, tau):
-    """Inverse dynamics by recursive Newton-Euler (seed 001 eq. IV.7-IV.10), all
+    """Inverse dynamics by recursive Newton-Euler (Lammari 2012, eq. IV.7-IV.10), all
     vectors in base coordinates: forward recursion of w, wdot, vdot (vdot_0 = -g),
     body wrenches F = m a_G, N = I wdot + w x (I w), backward recursion of the
     joint wrenches, projection on the joint axes plus rotor inertia Ia qdd and

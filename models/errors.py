@@ -1,7 +1,7 @@
 """Typed errors of the models package.
 
 Every error that reaches a user names what was wrong and where, in one sentence
-(design.md §4).
+(docs/conventions.md).
 """
 from __future__ import annotations
 

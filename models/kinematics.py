@@ -1,6 +1,6 @@
 """Geometry of a serial MDH chain: frames, Jacobians, centre of gravity.
 
-Numba kernels over preallocated arrays (design.md §4). Joint j (0-based) moves
+Numba kernels over preallocated arrays (docs/conventions.md). Joint j (0-based) moves
 frame j+1; body b (0-based) is attached to frame b+1 and moved by joints 0..b.
 """
 from __future__ import annotations

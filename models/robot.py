@@ -126,7 +126,7 @@ class Robot:
 
     def rnea(self, q, qd, qdd, g=None) -> np.ndarray:
         """Inverse dynamics A qdd + C qd + G + Fv qd + Fs sign(qd) (n,) by
-        recursive Newton-Euler (seed 001 eq. IV.7-IV.10), under ``g`` as in :meth:`gravity`."""
+        recursive Newton-Euler (Lammari 2012, eq. IV.7-IV.10), under ``g`` as in :meth:`gravity`."""
         tau = np.zeros(self.n)
         rnea(self.model.buf, self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
              self._gravity(g), self._T, self._rnea_work, tau)

@@ -12,7 +12,7 @@ outputs; P is ``Transmission.params``. Those that can fail return an int status:
 1 linkage cannot close (negative radicand), 2 Newton did not converge, 3 singular
 J_p, and block 0 ankle, 1 knee, 2 hip (see :func:`status_message`).
 
-Errata handled (design.md §5): the thesis wraps the square roots of eq. 12-14,
+Errata handled (docs/errata.md): the thesis wraps the square roots of eq. 12-14,
 18-19, 24-25 in |·|; a negative radicand is a fault here, never abs()-ed away.
 Eq. 30 prints 2π/p_g for the hip; it is 2π/p_h (eq. 32).
 """

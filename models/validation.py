@@ -1,7 +1,7 @@
 """Validation of YAML sections: typed values with errors naming file and key.
 
 Shared by every loader of robot and controller configuration so that keys,
-``*_deg`` angles and error wording are the same everywhere (design.md §4).
+``*_deg`` angles and error wording are the same everywhere (docs/conventions.md).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ The tilt follows the thesis' scenario (quintic 0 -> (10, 20) deg -> 0) and the
 measured posture is the previous reference (perfect tracking), so every branch
 the real cycle takes is exercised. Reference: the thesis' stabilizer on the tilt
 bench, two models + 4 x 4 inverse + platform control, 273 us average on a
-1.6 GHz Atom (§2.6, design.md §7). Target: the whole cycle under 10 us.
+1.6 GHz Atom (§2.6, docs/conventions.md). Target: the whole cycle under 10 us.
 
 ``python -m stabilizer.bench [--json] [--samples N]``
 """
@@ -33,14 +33,14 @@ from models.model import data_views
 
 from .stabilizer import O_SCALARS, P_DT, Stabilizer, step
 
-THESIS_STABILIZER_AVG_US = 273.0     # thesis §2.6.3 / design.md §7, B&R X20CP1586 (Atom 1.6 GHz)
+THESIS_STABILIZER_AVG_US = 273.0     # thesis §2.6.3 / docs/conventions.md, B&R X20CP1586 (Atom 1.6 GHz)
 TARGET_CYCLE_US = 10.0
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "robots" / "bip_leg_stabilizer.yaml"
 
 
 @njit(cache=True)
 def axis_control(kp, kd, q_ref, qd_ref, q, qd, G, tau):
-    """Joint PD on the references plus the gravity feed-forward G(q) (design.md §3)."""
+    """Joint PD on the references plus the gravity feed-forward G(q) (docs/cycle.md)."""
     for i in range(q.shape[0]):
         tau[i] = kp[i] * (q_ref[i] - q[i]) + kd[i] * (qd_ref[i] - qd[i]) + G[i]
 

@@ -1,7 +1,7 @@
 """Virtual force fields acting on the CoG (thesis §2.5.9-2.5.10, eq. 72-78).
 
 Repulsive walls: wall i pushes G along its inner normal n_i with a magnitude
-f(d_i) of its SIGNED distance d_i (eq. 72-76, with the errata of design.md §5:
+f(d_i) of its SIGNED distance d_i (eq. 72-76, with the errata of docs/errata.md:
 F_G4 uses Delta_4, F_G3 has a zero x component, F_G4's signs follow n4).
 Attractor: G is pulled towards G+ with a magnitude m(Delta), Delta = |G G+|
 (eq. 77-78).

@@ -51,6 +51,7 @@ OK = 0
 NOT_RESET = 1          # reset(q_measured) was never called
 REJECTED_INPUT = 2     # non-finite q_measured / tilt / acceleration, or an impossible tilt
 NUMERIC_FAILURE = 3    # an SPD solve failed (cannot happen with valid params; q_ref held)
+STATUS_NAMES = ("ok", "not_reset", "rejected_input", "numeric_failure")
 
 # flags (out), 1.0 when raised
 FLAG_NAMES = ("input_rejected", "force_saturated", "speed_saturated", "joint_speed_saturated",

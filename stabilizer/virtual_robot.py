@@ -96,7 +96,7 @@ def smallest_task_singular_value(Jw, S, W, A):
 def damping_factor(sigma, lam_min, lam_max, threshold):
     """lambda^2 of the damped least squares: lam_min^2 everywhere, plus
     lam_max^2 (1 - (sigma/threshold)^2) when the smallest singular value sigma
-    falls below the threshold (Chiaverini's variable damping, seed 003 DLS)."""
+    falls below the threshold (Chiaverini's variable damping, Jacobian course, damped least squares)."""
     lam2 = lam_min * lam_min
     if sigma < threshold:
         x = sigma / threshold

@@ -1,7 +1,7 @@
 """Chunked cycle log: every telemetry record the I/O process reads, on disk.
 
-A log is a folder: ``header.json`` (record layout, joint names, chunk size) and
-``chunk_000000.npy``, ``chunk_000001.npy``, ... each a float64 array ``(records, size)``.
+A log is a folder: ``header.json`` (record layout, joint names, stab_flags bit names, chunk
+size) and ``chunk_000000.npy``, ``chunk_000001.npy``, ... each a float64 array ``(records, size)``.
 A chunk is written to a temporary file, synced and renamed when it is full, so a crash
 loses at most the chunk being filled (mc_rtc-style binary logs with a reader beside them).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from controller.telemetry import TASKS, RecordLayout
+from controller.telemetry import STAB_FLAGS, TASKS, RecordLayout
 
 FORMAT = "bipd-cycle-log"
 VERSION = 1
@@ -44,7 +44,8 @@ class CycleLogWriter:
         self.records = 0
         header = {"format": FORMAT, "version": VERSION, "n": layout.n, "record_size": layout.size,
                   "fields": {k: [s.start, s.stop] for k, s in layout.slices.items()},
-                  "joint_names": list(joint_names), "tasks": list(TASKS), "chunk_records": chunk_records,
+                  "joint_names": list(joint_names), "tasks": list(TASKS), "stab_flags": list(STAB_FLAGS),
+                  "chunk_records": chunk_records,
                   "period": period, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": meta or {}}
         self._write_atomic(self.dir / "header.json", json.dumps(header, indent=1).encode())
 

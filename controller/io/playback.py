@@ -1,4 +1,4 @@
-"""Joint-trajectory files for playback (issue 4), e.g. an offline walking trajectory.
+"""Joint-trajectory files for playback, e.g. an offline walking trajectory.
 
 Format: CSV, header ``t,<joint>,<joint>,...`` then one row per knot: time (s) and joint
 positions (rad). Columns may come in any order but every joint of the robot must be

@@ -2,7 +2,8 @@
 
 * ``joint_tracking.png``: q and q_ref of every joint over time;
 * ``cog_margins.png``: signed CoG margins to the support-polygon walls (thesis eq. 69-76;
-  a wall sits at 0, positive is inside);
+  a wall sits at 0, positive is inside), with ticks where the stabilizer raised an
+  operator-relevant flag or failed (telemetry.STAB_EVENT_MASK);
 * ``cycle_times.png``: wake-latency histogram and per-task times.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from controller.telemetry import TASKS
+from controller.telemetry import STAB_EVENT_MASK, STAB_FLAGS, TASKS
 
 from .log import CycleLog, LogError, read_log
 
@@ -47,6 +48,18 @@ def plot_joint_tracking(log: CycleLog, path: Path) -> Path:
     return _save(fig, path)
 
 
+def raised_flags(log: CycleLog) -> dict[str, np.ndarray]:
+    """Per stab_flags name in STAB_EVENT_MASK, the records in which it was raised (only
+    the names raised at least once)."""
+    bits = np.nan_to_num(log.field("stab_flags")).astype(np.int64)
+    out = {}
+    for k, name in enumerate(STAB_FLAGS):
+        on = (bits >> k & 1).astype(bool)
+        if STAB_EVENT_MASK >> k & 1 and on.any():
+            out[name] = on
+    return out
+
+
 def plot_cog_margins(log: CycleLog, path: Path) -> Path:
     """Margins of G to each wall (mm); the CoG is inside the polygon while all are > 0."""
     t, m = _time(log), log.field("margins") * 1e3
@@ -56,6 +69,9 @@ def plot_cog_margins(log: CycleLog, path: Path) -> Path:
     for w in used:
         ax.plot(t, m[:, w], label=f"wall P{w + 1}")
     ax.axhline(0.0, color="k", lw=1.5, label="wall (margin 0)")
+    for row, (name, on) in enumerate(raised_flags(log).items()):
+        ax.plot(t[on], np.full(int(on.sum()), 0.03 + 0.04 * row), "|", ms=6,
+                transform=ax.get_xaxis_transform(), label=f"stabilizer: {name}")
     lowest = np.nanmin(m[:, used]) if used else float("nan")
     ax.set_title(f"CoG margins to the support-polygon walls (lowest {lowest:.1f} mm)" if used
                  else "CoG margins: no support polygon in this log")

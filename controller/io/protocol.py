@@ -3,7 +3,7 @@
 Request ``{"id": any, "cmd": str, "args": {...}}``; reply ``{"id", "ok": true, "result"}`` or
 ``{"id", "ok": false, "error": {"code", "message"}}``. Codes are :class:`controller.codes.Error`
 names in lower case; a message is one sentence naming what was wrong and where
-(design.md §4). A request that passes :func:`validate` carries the float arguments the
+(docs/conventions.md). A request that passes :func:`validate` carries the float arguments the
 loop reads from the shared-memory mailbox (layouts in :class:`controller.shm.Cmd`).
 """
 from __future__ import annotations
@@ -30,6 +30,10 @@ QUINTIC_PEAK = 1.875          # peak speed of a quintic move = 15/8 * |dq| / T
 LOCAL = frozenset({"ping", "status", "stats", "get_config"})
 """Commands answered by the I/O process from shared memory, without the mailbox."""
 
+STEP = "step"
+"""Stepped lock-step only: raises the loop's horizon (shared header, not the mailbox); answered
+once the loop has run up to it."""
+
 MAILBOX: Mapping[str, tuple[Cmd, ...]] = {
     "enable": (Cmd.ENABLE,), "disable": (Cmd.DISABLE,), "reset": (Cmd.RESET,), "estop": (Cmd.ESTOP,),
     "stop": (Cmd.STOP,), "hold": (Cmd.HOLD,), "shutdown": (Cmd.SHUTDOWN,),
@@ -39,7 +43,7 @@ MAILBOX: Mapping[str, tuple[Cmd, ...]] = {
 """The mailbox command(s) each protocol command becomes."""
 
 ALLOWED: Mapping[str, frozenset[State]] = {
-    **{name: frozenset(State) for name in sorted(LOCAL)},
+    **{name: frozenset(State) for name in sorted(LOCAL | {STEP})},
     **{name: frozenset(s for s in State if all(c in LOOP_ALLOWED[s] for c in cmds)) for name, cmds in MAILBOX.items()},
 }
 """States in which each command is accepted: the loop's own table (controller.loop.states),
@@ -65,6 +69,7 @@ ARGUMENTS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "platform": (("alpha", "beta", "duration"), ()),
     "set_gains": (("axis", "kp", "ki", "kd"), ()),
     "inject_fault": (("fault",), ("node", "axis", "count", "kind", "value", "delay_s")),
+    "step": ((), ("cycles", "seconds")),
 }
 """(required, optional) argument names; every other command takes none."""
 
@@ -88,6 +93,9 @@ class Context:
     allowed: Mapping[str, frozenset[State]] = field(default_factory=lambda: dict(ALLOWED))
     summary: dict[str, Any] = field(default_factory=dict)
     bus_axes: tuple[str, ...] = ()      # bus axis names (inject_fault); empty: no simulated bus
+    bus_nodes: tuple[int, ...] = ()     # POWERLINK node of each bus axis (named in faults)
+    stepped: bool = False               # the loop runs in stepped lock-step (``step`` is served)
+    max_step_cycles: int = 1_000_000    # one ``step`` advances at most this many cycles
     soft_limit_margin: float = 0.0      # rad inside qmin, qmax a trajectory must stay (the loop's soft limits)
     state: State = State.BOOT
     q: np.ndarray | None = None
@@ -332,6 +340,24 @@ def _inject_fault(args: dict[str, Any], ctx: Context) -> np.ndarray:
     return np.array([float(kind), float(ctx.bus_axes.index(axis)), float(kinds.index(sub)), value])
 
 
+def _step(args: dict[str, Any], ctx: Context) -> np.ndarray:
+    """Cycles to advance: ``cycles``, or ``seconds`` rounded to whole periods (exactly one)."""
+    if not ctx.stepped:
+        raise _Reject(Error.NOT_SUPPORTED, "step needs a stepped lock-step daemon (bipd run --stepped, "
+                                           "loop.stepped: true); this one runs on its own clock.")
+    if ("cycles" in args) == ("seconds" in args):
+        raise _Reject(Error.BAD_ARGS, "step takes exactly one of args.cycles and args.seconds.")
+    if "cycles" in args:
+        cycles = _integer("args.cycles", args["cycles"], 1, ctx.max_step_cycles)
+    else:
+        seconds = _number("args.seconds", args["seconds"], "s")
+        cycles = round(seconds / ctx.period)
+        if not 1 <= cycles <= ctx.max_step_cycles:
+            raise _Reject(Error.OUT_OF_RANGE, f"args.seconds = {seconds:g} s is {cycles} cycles of {ctx.period:g} s, "
+                                              f"outside 1..{ctx.max_step_cycles}.")
+    return np.array([float(cycles)])
+
+
 def _run(args: dict[str, Any], ctx: Context) -> Cmd:
     traj = args["trajectory"]
     if not isinstance(traj, str) or not traj or len(traj) > MAX_PATH_CHARS:
@@ -365,6 +391,8 @@ _EMPTY = np.empty(0)
 
 
 def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, np.ndarray]:
+    if cmd == STEP:
+        return None, _step(args, ctx)
     if cmd in LOCAL:
         return None, _EMPTY
     if cmd in _SIMPLE:

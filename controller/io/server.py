@@ -4,10 +4,15 @@ One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a hig
 mark). Each request is validated here (:mod:`controller.io.protocol`); a valid command is
 posted to the bounded mailbox with a token and answered when the loop's reply for that
 token arrives, or with ``timeout`` after ``reply_timeout``. ``ping``, ``status``, ``stats``
-and ``get_config`` are answered from shared memory. Every pass (about 1 ms) also drains
-the replies, the telemetry ring (cycle log, ``telemetry`` frames every ``decimation``
-records) and the events ring (``event`` frames), and sends ``stats`` frames once per
-``stats_period``. The loop process never waits for any of this (design.md §3).
+and ``get_config`` are answered from shared memory. Every valid request counts one client
+heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's motion watchdog.
+In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is answered
+once the loop has run up to it and its telemetry and events are published. Every pass
+(about 1 ms) also drains the replies, the events ring (``event`` frames) and then the
+telemetry ring (cycle log, ``telemetry`` frames every ``decimation`` records) up to the
+record count read first, so a cycle's events are published before its telemetry frame,
+and sends ``stats`` frames once per ``stats_period``. The loop process never waits for
+any of this (docs/cycle.md).
 """
 from __future__ import annotations
 
@@ -37,16 +42,17 @@ from controller.telemetry import RecordLayout, stats_summary
 from .curve import ServerCurve, check_endpoints, secure_server, start_authenticator
 from .log import CycleLogWriter
 from .messages import (
+    Names,
     event_message,
     finite_or_none,
     name_of,
     profiler_summary,
     telemetry_message,
 )
-from .protocol import Context, ErrorReply, Request, error_reply, ok_reply, validate
+from .protocol import STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
-HEARTBEAT_TOKEN = 0
+FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,13 @@ class _Pending:
     deadline: float
 
 
+@dataclass
+class _Step:
+    envelope: list[bytes]
+    id: Any
+    horizon: int
+
+
 def _loop_error(code: int) -> Error:
     """The error code a loop refusal carries (INTERNAL when it is not a known error)."""
     try:
@@ -104,22 +117,24 @@ class IoServer:
 
     def __init__(self, block: SharedBlock, ctx: Context, endpoints: Endpoints = Endpoints(),
                  decimation: int = 10, *, reply_timeout: float = 0.1, sndhwm: int = 100,
-                 stats_period: float = 1.0, stats_window: int = 5000, heartbeat_period: float = 0.1,
+                 stats_period: float = 1.0, stats_window: int = 5000,
                  log: CycleLogWriter | None = None, curve: ServerCurve | None = None,
                  context: zmq.Context | None = None) -> None:
         if decimation < 1:
             raise ValueError(f"decimation must be at least 1, got {decimation}")
         self.layout = RecordLayout(len(ctx.joint_names))
+        self.names = Names(ctx.joint_names, ctx.bus_axes, ctx.bus_nodes)
         if block.layout.record_size != self.layout.size or block.layout.n_joints != len(ctx.joint_names):
             raise ValueError(f"the shared block holds {block.layout.n_joints} joints and records of "
                              f"{block.layout.record_size} floats; the context needs {len(ctx.joint_names)} "
                              f"and {self.layout.size}")
         check_endpoints([endpoints.command, endpoints.telemetry], curve)
         self.block, self.ctx, self.decimation = block, ctx, decimation
-        self.reply_timeout, self.stats_period, self.heartbeat_period = reply_timeout, stats_period, heartbeat_period
+        self.reply_timeout, self.stats_period = reply_timeout, stats_period
         self.sndhwm = sndhwm
         self.log = log
         self.log_error: str | None = None
+        self.loop_error: str | None = None     # set by the daemon when the loop process died
         self.counters = IoCounters()
 
         self._own_context = context is None
@@ -151,8 +166,10 @@ class IoServer:
         self._ev_next = 0
         self._faults: deque[dict[str, Any]] = deque(maxlen=16)
         self._pending: dict[int, _Pending] = {}
+        self._step: _Step | None = None
+        self._last_transition: dict[str, Any] | None = None
+        self._telemetry_t: float | None = None         # t of the last telemetry frame published
         self._token = 1
-        self._last_hb = -np.inf
         self._next_stats = time.monotonic() + stats_period
         self._done = False
 
@@ -214,14 +231,16 @@ class IoServer:
         envelope, raw = frames[:-1], frames[-1]
         self.counters.requests += 1
         now = time.monotonic()
-        self._heartbeat(now)
         self._refresh_context()
         req = validate(raw, self.ctx)
         if isinstance(req, ErrorReply):
             self._reject(envelope, req.id, req.code, req.message)
             return
+        self._heartbeat()
         try:
-            if req.mailbox is None:
+            if req.cmd == STEP:
+                self._begin_step(envelope, req)
+            elif req.mailbox is None:
                 self._send(envelope, ok_reply(req.id, self._local(req.cmd)))
             else:
                 self._dispatch(envelope, req, now)
@@ -230,11 +249,44 @@ class IoServer:
             self._reject(envelope, req.id, Error.INTERNAL,
                          f"{req.cmd} failed inside the I/O process: {type(e).__name__}: {e}.")
 
-    def _heartbeat(self, now: float) -> None:
-        """Any client request feeds the loop's motion watchdog, at most once per period."""
-        if now - self._last_hb >= self.heartbeat_period and post_command(self.block, HEARTBEAT_TOKEN, Cmd.HEARTBEAT):
-            self._last_hb = now
-            self.counters.heartbeats += 1
+    def _heartbeat(self) -> None:
+        """A valid request feeds the loop's motion watchdog: one count in the header, which the
+        loop reads every cycle (and while paused), so no rate of requests can fill the mailbox.
+        Written before a ``step`` raises the horizon, so the loop sees it at the paused cycle."""
+        self.block.header[H.HEARTBEATS] += 1
+        self.counters.heartbeats += 1
+
+    def _begin_step(self, envelope: list[bytes], req: Request) -> None:
+        """Raise the stepped loop's horizon by the cycles asked; answered by :meth:`_end_step`."""
+        h = self.block.header
+        if self._step is not None:
+            self.counters.busy += 1
+            self._reject(envelope, req.id, Error.BUSY, "a step is already running; wait for its reply.")
+            return
+        if h[H.LOOP_EXIT]:
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, "the control loop has exited: nothing to step.")
+            return
+        horizon = int(h[H.HORIZON]) + int(req.values[0])
+        h[H.HORIZON] = horizon
+        self._step = _Step(envelope, req.id, horizon)
+
+    def _end_step(self) -> None:
+        """Answer the running step once the loop has completed its horizon (or has exited), after
+        publishing every event and telemetry frame up to it."""
+        step, h = self._step, self.block.header
+        if step is None or (int(h[H.LOOP_CYCLE]) < step.horizon and not h[H.LOOP_EXIT]):
+            return
+        self._step = None
+        self._read_events_then_ring()
+        cycle = int(h[H.LOOP_CYCLE])
+        if cycle < step.horizon:
+            self._reject(step.envelope, step.id, Error.NOT_ALLOWED,
+                         f"the control loop exited (code {int(h[H.LOOP_EXIT_CODE])}) at cycle {cycle}, "
+                         f"before the step's horizon {step.horizon}.")
+            return
+        self._send(step.envelope, ok_reply(step.id, {
+            "cycle": cycle, "t": cycle * self.ctx.period, "state": name_of(State, float(h[H.LOOP_STATE])),
+            "telemetry_t": self._telemetry_t}))
 
     def _refresh_context(self) -> None:
         state = name_of(State, float(self.block.header[H.LOOP_STATE]))
@@ -314,12 +366,15 @@ class IoServer:
 
     def _status(self, state: str | int) -> dict[str, Any]:
         h = self.block.header
-        last = telemetry_message(self.layout, self._last) if self._have_last else {}
+        last = telemetry_message(self.layout, self._last, self.names) if self._have_last else {}
         return {"state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE]),
                 "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
+                "loop_error": self.loop_error,
                 "shutdown_requested": bool(h[H.SHUTDOWN]),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
-                "fault": last.get("fault_name"), "faults": list(self._faults),
+                **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(self._faults),
+                "last_transition": self._last_transition, "stepped": self.ctx.stepped,
+                "horizon": int(h[H.HORIZON]) if self.ctx.stepped else None,
                 "config": {"joints": list(self.ctx.joint_names), "period": self.ctx.period,
                            "decimation": self.decimation, "command_endpoint": self.command_endpoint,
                            "telemetry_endpoint": self.telemetry_endpoint, **self.ctx.summary}}
@@ -349,8 +404,8 @@ class IoServer:
             self._reject(p.envelope, p.id, Error.TIMEOUT,
                          f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
                          "check status before retrying.")
-        self._read_ring()
-        self._read_events()
+        self._read_events_then_ring()
+        self._end_step()
         if now >= self._next_stats:
             self._next_stats = now + self.stats_period
             self._publish(b"stats", self._stats())
@@ -359,8 +414,7 @@ class IoServer:
         for token, ok, code, value in take_replies(self.block):
             p = self._pending.pop(token, None)
             if p is None:
-                if token != HEARTBEAT_TOKEN:
-                    self.counters.late_replies += 1
+                self.counters.late_replies += 1
                 continue
             if p.cmd == "shutdown":
                 self._finish_shutdown(p.envelope, p.id, acknowledged=True)
@@ -372,8 +426,14 @@ class IoServer:
                 err = _loop_error(code)
                 self._reject(p.envelope, p.id, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
 
-    def _read_ring(self) -> None:
+    def _read_events_then_ring(self) -> None:
+        """Events, then the records completed before them: the loop posts a cycle's events
+        before it completes the cycle's record, so an event never follows its cycle's frame."""
         count = int(self.block.header[H.RING_COUNT])
+        self._read_events()
+        self._read_ring(count)
+
+    def _read_ring(self, count: int) -> None:
         slots = self.block.layout.ring_slots
         if count - self._ring_next > slots:
             self.counters.ring_drops += count - slots - self._ring_next
@@ -401,16 +461,19 @@ class IoServer:
             except OSError as e:
                 self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
         if index % self.decimation == 0:
-            self._publish(b"telemetry", telemetry_message(self.layout, rec))
+            self._publish(b"telemetry", telemetry_message(self.layout, rec, self.names))
+            self._telemetry_t = float(rec[s["t"]][0])
 
     def _read_events(self) -> None:
         events, self._ev_next, dropped = read_events(self.block, self._ev_next)
         self.counters.event_drops += dropped
         for cycle, code, a, b in events:
             self.counters.events += 1
-            msg = event_message(cycle, code, a, b)
+            msg = event_message(cycle, code, a, b, self.names)
             if code == Event.FAULT:
                 self._faults.append(msg)
+            elif code == Event.TRANSITION:
+                self._last_transition = msg
             self._publish(b"event", msg)
 
     def _publish(self, topic: bytes, msg: dict[str, Any]) -> None:

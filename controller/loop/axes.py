@@ -8,7 +8,7 @@ measured rate through a first-order filter of time constant tf (backward Euler o
 tf ẏ_f' + ẏ_f = ẏ). I is kept in torque units, so changing ki is bumpless.
 CSP (CiA 402 mode 8): the drive closes the loop (the thesis' setting); the axis task
 passes on the interpolated q_ref, q̇_ref and τ_ff (clamped to ±umax).
-τ_ff = G(q), or A(q) q̈_ref + C(q, q̇) q̇ + G(q) (thesis dynamics notation, design §4):
+τ_ff = G(q), or A(q) q̈_ref + C(q, q̇) q̇ + G(q) (thesis dynamics notation, docs/conventions.md):
 :func:`feedforward` from the model Data, plus the rotors' and the friction's share
 (:func:`drive_feedforward`). :func:`motor_setpoints` maps the joint
 setpoints to the motors with the transmission kernels (thesis eq. 12-32).

@@ -1,6 +1,6 @@
 """The control loop: read -> models -> reference -> axes -> write, every period.
 
-One cycle (design.md §3)::
+One cycle (docs/cycle.md)::
 
     bus.read()                 motor positions/velocities, CiA 402 states
     transmission               motor -> joint (Newton from the last q), qd = J_p^-1 qd_m
@@ -16,7 +16,10 @@ Everything is preallocated in ``__init__``; the cycle allocates no arrays, logs
 nothing, holds no lock and never touches ZMQ. A fault anywhere (drive, bus,
 transmission, hard limit, non-finite value) moves to FAULT and nothing non-finite
 is ever written to a drive. Commands come from the shared-memory mailbox and are
-acknowledged through the replies ring.
+acknowledged through the replies ring; the client heartbeats that feed the motion watchdog
+are a count in the shared header. In stepped lock-step (``loop.stepped``) the loop pauses at
+a cycle boundary until a client's ``step`` raises the horizon, applying commands meanwhile,
+so every command and heartbeat lands at an exact cycle whatever the host's speed.
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ from ..codes import (
     Reason,
     StabParam,
     State,
+    pack_detail,
 )
 from ..config import DaemonConfig
 from ..shm import (
@@ -66,11 +70,11 @@ from ..shm import (
     post_event,
     post_reply,
 )
-from ..telemetry import ST_OVERRUNS, RecordLayout
+from ..telemetry import STAB_EVENT_MASK, STAB_STATUS_BIT0, ST_OVERRUNS, RecordLayout
 from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
-from .safety import MARGIN, QMAX, QMIN, Limits, Watchdog, reason
+from .safety import MARGIN, QMAX, QMIN, Limits, Watchdog, first_nonfinite, reason
 from .states import ALLOWED, POWERED
 from .trajectories import (
     QUINTIC,
@@ -90,9 +94,7 @@ STAB_PARAM_SLOTS = {StabParam.SATURATION_DISTANCE: sm.P_WR, StabParam.ADMITTANCE
                     StabParam.POSTURE_GAIN: sm.P_POST_K, StabParam.ATTRACTOR_GAIN: sm.P_AK}
 # what the loop is doing inside MOVING
 IDLE, MOVE, SQUAT, APPROACH, BUFFER, STOPPING = range(6)
-# faults of the loop itself (event detail); drive and bus faults carry their CiA 402 code
-TRANSMISSION_FAULT = 1
-ENABLE_TIMEOUT = 2
+PAUSE_S = 2e-4          # stepped lock-step: sleep between looks at the horizon (never a hot spin)
 
 
 @njit(cache=True)
@@ -129,6 +131,19 @@ def all_finite(x):
 
 
 @njit(cache=True)
+def stab_flag_mask(flags, status):
+    """The telemetry's stab_flags (bit order: controller.telemetry.STAB_FLAGS): the
+    stabilizer's raised flags, then the bit of a non-OK status."""
+    mask = 0
+    for k in range(flags.shape[0]):
+        if flags[k] != 0.0:
+            mask |= 1 << k
+    if status != STAB_OK:
+        mask |= 1 << (STAB_STATUS_BIT0 + status - 1)
+    return mask
+
+
+@njit(cache=True)
 def playback_sample(traj, k, last, dt, q, qd):
     """Sample k of the trajectory buffer and its central-difference velocity."""
     for j in range(q.shape[0]):
@@ -137,8 +152,8 @@ def playback_sample(traj, k, last, dt, q, qd):
 
 
 @njit(cache=True)
-def write_record(rec, offs, t, cycle, state, fault, q, qd, q_ref, tau, com, margins, force,
-                 wake_us, marks, telemetry_us, overruns, missed, plat):
+def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
+                 force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat):
     """One telemetry record (layout: controller.telemetry.RecordLayout; ``offs`` holds
     the start of each field in its order). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
@@ -157,7 +172,7 @@ def write_record(rec, offs, t, cycle, state, fault, q, qd, q_ref, tau, com, marg
         rec[offs[10] + r] = force[r]
     for w in range(offs[10] - offs[9]):
         rec[offs[9] + w] = margins[w] if w < margins.shape[0] else np.nan
-    rec[offs[11]] = 0.0
+    rec[offs[11]] = stab_flags
     rec[offs[12]] = wake_us
     ntask = offs[14] - offs[13]
     for k in range(ntask - 1):
@@ -167,6 +182,7 @@ def write_record(rec, offs, t, cycle, state, fault, q, qd, q_ref, tau, com, marg
     rec[offs[15]] = missed
     rec[offs[16]] = plat[0]
     rec[offs[16] + 1] = plat[1]
+    rec[offs[17]] = fault_info
 
 
 @njit(cache=True)
@@ -261,11 +277,17 @@ class ControlLoop:
         self.enable_deadline = 0.0
         self.enabling = False
         self.resetting = False
-        self.fault_code = 0
+        self.fault_reason = 0
+        self.fault_detail = 0.0
         self.soft_flags = 0
+        self.stab_flags = 0               # last stab_flags mask (rising bits are events)
+        self.stab_failed = 0              # consecutive non-OK stabilizer cycles
         self.overruns = 0
         self.missed = 0
         self.cycle_count = 0
+        self.stepped = cfg.loop.stepped    # run only up to the horizon a client grants (H.HORIZON)
+        self.heartbeats = 0                # H.HEARTBEATS last seen: valid client requests
+        self.stop_why = Reason.STOP_DONE   # the reason the current soft stop's HOLD will carry
         self.stopped = False
         self.traj_len = 0
         self.shutdown_deadline = math.inf
@@ -283,12 +305,14 @@ class ControlLoop:
         self.state = state
         self.block.header[H.LOOP_STATE] = int(state)
 
-    def _fault(self, why: Reason, detail: float) -> None:
-        """Any state -> FAULT: drives quick-stopped, motion and watchdog cancelled."""
+    def _fault(self, why: Reason, code: int, index: int = -1) -> None:
+        """Any state -> FAULT: drives quick-stopped, motion and watchdog cancelled. ``code``
+        and ``index`` (bus axis or joint) as in controller.codes.pack_detail."""
         if self.state in (State.FAULT, State.ESTOP):
             return
-        self.fault_code = int(detail)
-        self._event(Event.FAULT, float(why), detail)
+        self.fault_reason = int(why)
+        self.fault_detail = pack_detail(code, index)
+        self._event(Event.FAULT, float(why), self.fault_detail)
         for i in self.all_idx:
             self.bus.axes[self.bus.axis_names[i]].quick_stop()
         self.enabling = False
@@ -339,9 +363,10 @@ class ControlLoop:
             s = self.stab
             state, out = s.state.copy(), s.out.copy()
             stab_reset(s.params, state, q, out)
-            stab_step(s.params, state, s.inputs, out)
+            stab_flag_mask(s.flags, stab_step(s.params, state, s.inputs, out))
         profile_cycle(self.block.stats.copy(), self.marks, 0, 0, False)
         all_finite(o1)
+        first_nonfinite(o1)
         playback_sample(self.block.traj, 0, 1, self.period, o1, o2)
         self._telemetry(0.0, 0)
 
@@ -384,6 +409,9 @@ class ControlLoop:
 
     def run_cycle(self) -> None:
         clock, marks, b = self.clock, self.marks, self.bus
+        h = self.block.header
+        if self.stepped and self.cycle_count >= h[H.HORIZON] and not h[H.SHUTDOWN]:
+            self._pause()
         latency, missed = clock.wait()
         now_ns = time.monotonic_ns
         marks[0] = now_ns()
@@ -393,7 +421,7 @@ class ControlLoop:
         status = self._measure()
         marks[1] = now_ns()
         if status != TR_OK:
-            self._fault(Reason.TRANSMISSION, status)
+            self._fault(Reason.TRANSMISSION, status, self._nonfinite_axis(self.qm))
         self._cycle_compute()
         marks[2] = now_ns()
         self._drive_faults()
@@ -415,6 +443,23 @@ class ControlLoop:
             self._event(Event.OVERRUN, missed, latency / 1e3)
         self.block.header[H.LOOP_CYCLE] = self.cycle_count
 
+    def _pause(self) -> None:
+        """Stepped lock-step: wait at this cycle boundary until a client grants cycles beyond it
+        (``H.HORIZON``), meanwhile applying commands at the last cycle's time and posting their
+        replies, feeding the watchdog and watching for shutdown (which ends the pause for good)
+        and for the I/O process' death. The horizon is read before the mailbox and the heartbeat
+        counter, so whatever a client sent before it raised the horizon lands at this cycle."""
+        h = self.block.header
+        t = self.clock.now_s()
+        while True:
+            horizon = int(h[H.HORIZON])
+            if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                h[H.SHUTDOWN] = 1
+            self._commands(t, self.block.layout.mailbox_slots)
+            if self.cycle_count < horizon or h[H.SHUTDOWN]:
+                return
+            time.sleep(PAUSE_S)
+
     # ------------------------------------------------------------------ faults from drivers
     def _drive_faults(self) -> None:
         if self.state not in POWERED and not self.enabling:
@@ -422,17 +467,22 @@ class ControlLoop:
         i = first_faulted(self.bus.state, self.all_idx)
         if i >= 0:
             code = int(self.bus.fault_code[i])
-            self._fault(Reason.BUS_FAULT if code in BUS_CODES else Reason.DRIVE_FAULT, code)
+            self._fault(Reason.BUS_FAULT if code in BUS_CODES else Reason.DRIVE_FAULT, code, i)
 
     # ------------------------------------------------------------------ commands
-    def _commands(self, t: float) -> None:
+    def _commands(self, t: float, limit: int = 4) -> None:
+        """Shutdown and parent checks, the watchdog's heartbeats, up to ``limit`` commands."""
         block = self.block
         if self.parent_pid is not None and self.cycle_count % 64 == 0 and os.getppid() != self.parent_pid:
             block.header[H.SHUTDOWN] = 1                     # orphaned: nobody can command us any more
         if block.header[H.SHUTDOWN] and self.shutdown_deadline == math.inf:
             self.shutdown_deadline = t + 2.0 * self.cfg.control.stop_duration + 1.0
             self._begin_shutdown(t)
-        for _ in range(4):                           # bounded work per cycle
+        beats = int(block.header[H.HEARTBEATS])      # the I/O side counts valid client requests
+        if beats != self.heartbeats:
+            self.heartbeats = beats
+            self.watchdog.feed(t)
+        for _ in range(limit):                       # bounded work per cycle
             slot = next_command(block)
             if slot is None:
                 break
@@ -448,12 +498,9 @@ class ControlLoop:
         if self.watchdog.expired(t):
             self.watchdog.disarm()
             self._event(Event.WARNING, float(Reason.WATCHDOG), 0.0)
-            self._stop(t)
+            self._stop(t, Reason.WATCHDOG)
 
     def _apply(self, cmd: Cmd, nargs: int, t: float) -> tuple[bool, int]:
-        if cmd == Cmd.HEARTBEAT:
-            self.watchdog.feed(t)
-            return True, Error.OK
         if cmd not in ALLOWED[self.state] or (self.enabling and cmd not in (Cmd.ESTOP, Cmd.DISABLE, Cmd.SHUTDOWN)):
             return False, Error.NOT_ALLOWED
         self.watchdog.feed(t)
@@ -526,7 +573,8 @@ class ControlLoop:
             self._hold(Reason.COMMAND)
         elif t > self.enable_deadline:
             self.enabling = False
-            self._fault(Reason.DRIVE_FAULT, ENABLE_TIMEOUT)
+            late = [i for i in self.all_idx if st[i] != DriveState.OPERATION_ENABLED]
+            self._fault(Reason.ENABLE_TIMEOUT, int(st[late[0]]), int(late[0]))
 
     def _disable(self, why: Reason) -> None:
         b = self.bus
@@ -547,7 +595,7 @@ class ControlLoop:
         st = self.bus.state
         if all(st[i] not in (DriveState.FAULT, DriveState.FAULT_REACTION_ACTIVE) for i in self.all_idx):
             self.resetting = False
-            self.fault_code = 0
+            self.fault_reason = 0
             self._disable(Reason.COMMAND)
 
     def _estop(self) -> None:
@@ -576,15 +624,17 @@ class ControlLoop:
         self.watchdog.arm(t)
         self._goto(State.MOVING, Reason.COMMAND)
 
-    def _stop(self, t: float) -> None:
-        """Soft stop: decelerate from the current reference to rest, then HOLD."""
+    def _stop(self, t: float, why: Reason | None = None) -> None:
+        """Soft stop: decelerate from the current reference to rest, then HOLD; the HOLD
+        transition carries ``why`` (default COMMAND from STABILIZING, STOP_DONE after a motion)."""
         if self.state == State.STABILIZING:
-            self._hold(Reason.COMMAND)
+            self._hold(why or Reason.COMMAND)
             return
         if self.state != State.MOVING:
             return
         self.q_hold[:] = self.q_ref
         self.v_stop[:] = self.qd_ref
+        self.stop_why = why or Reason.STOP_DONE
         self.activity = STOPPING
         self.t_motion = t
         self.watchdog.disarm()
@@ -603,6 +653,7 @@ class ControlLoop:
         self._set_stab_params(a, nargs)
         s = self.stab
         stab_reset(s.params, s.state, self.q_ref, s.out)
+        self.stab_flags = self.stab_failed = 0
         self.watchdog.arm(t)
         self._goto(State.STABILIZING, Reason.COMMAND)
         return True, Error.OK
@@ -657,14 +708,7 @@ class ControlLoop:
             if state == State.MOVING:
                 self._motion(t)
             elif state == State.STABILIZING:
-                s = self.stab
-                s.in_q[:] = self.q
-                s.in_tilt[:] = self.tilt_in
-                s.in_acc[:] = self.acc_in
-                if stab_step(s.params, s.state, s.inputs, s.out) == STAB_OK:
-                    self.q_ref[:] = s.q_ref
-                    self.qd_ref[:] = s.qd_ref
-                    self.qdd_ref[:] = 0.0
+                self._stabilize()
             if self.plat_T > 0.0:
                 self.plat_t += self.period
                 sample_move(QUINTIC, 0.5, self.plat_T, self.plat_from, self.plat_to,
@@ -679,6 +723,32 @@ class ControlLoop:
             self.plat_v[:] = 0.0
         if self.shutdown_deadline < math.inf:
             self._shutdown_progress(t)
+
+    def _stabilize(self) -> None:
+        """One stabilizer step. A non-OK status holds the last reference at rest; its onset
+        and the rise of an important flag are events; ``stabilizer_failure_cycles`` of them
+        in a row leave for HOLD (Reason.STABILIZER_FAILED)."""
+        s = self.stab
+        s.in_q[:] = self.q
+        s.in_tilt[:] = self.tilt_in
+        s.in_acc[:] = self.acc_in
+        status = stab_step(s.params, s.state, s.inputs, s.out)
+        if status == STAB_OK:
+            self.q_ref[:] = s.q_ref
+            self.qd_ref[:] = s.qd_ref
+            self.stab_failed = 0
+        else:
+            self.qd_ref[:] = 0.0
+            self.stab_failed += 1
+        self.qdd_ref[:] = 0.0
+        mask = stab_flag_mask(s.flags, status)
+        rose = mask & ~self.stab_flags & STAB_EVENT_MASK
+        self.stab_flags = mask
+        if rose:
+            self._event(Event.STABILIZER, float(status), float(rose))
+        if self.stab_failed >= self.cfg.control.stabilizer_failure_cycles:
+            self._event(Event.WARNING, float(Reason.STABILIZER_FAILED), float(status))
+            self._hold(Reason.STABILIZER_FAILED)
 
     def _motion(self, t: float) -> None:
         dt = t - self.t_motion
@@ -704,7 +774,7 @@ class ControlLoop:
             decelerate(self.q_hold, self.v_stop, T, dt, self.q_ref, self.qd_ref, self.qdd_ref)
             done = dt >= T
         if done:
-            self._hold(Reason.STOP_DONE if act == STOPPING else Reason.TRAJECTORY_DONE)
+            self._hold(self.stop_why if act == STOPPING else Reason.TRAJECTORY_DONE)
 
     def _shutdown_progress(self, t: float) -> None:
         if self.state == State.HOLD or t > self.shutdown_deadline:
@@ -728,7 +798,7 @@ class ControlLoop:
         self._feedforward()
         code, joint = self.limits.check(self.q, self.qd, self.q_ref, self.qd_ref, self.tau_ff)
         if code != SAFE_OK:
-            self._fault(reason(code), joint)
+            self._fault(reason(code), code, joint)
             return
         flags, joint = self.limits.clamp(self.q_ref, self.qd_ref, self.tau_ff)
         if flags and not self.soft_flags:
@@ -739,7 +809,8 @@ class ControlLoop:
         st = motor_setpoints(self.mode, self.P, self.Jp, self.axes.q_cmd, self.axes.qd_cmd,
                              self.axes.tau, self.qm_cmd, self.qmd_cmd, self.tau_m)
         if st != TR_OK or not all_finite(self.tau_m) or not all_finite(self.qm_cmd):
-            self._fault(Reason.TRANSMISSION if st != TR_OK else Reason.NON_FINITE, st)
+            bad = self._nonfinite_axis(self.qm_cmd)
+            self._fault(Reason.TRANSMISSION, st, bad if bad >= 0 else self._nonfinite_axis(self.tau_m))
             return
         if self.mode == CSP:
             scatter(self.qm_cmd, self.leg_idx, b.target_position, 1.0)
@@ -748,14 +819,20 @@ class ControlLoop:
         scatter(self.plat_ref, self.plat_idx, b.target_position, self.ratio)
         scatter(self.plat_v, self.plat_idx, b.target_velocity, self.ratio)
 
+    def _nonfinite_axis(self, motors: np.ndarray) -> int:
+        """Bus index of the first leg motor value in ``motors`` that is not finite, -1 if none."""
+        k = first_nonfinite(motors)
+        return int(self.leg_idx[k]) if k >= 0 else -1
+
     # ------------------------------------------------------------------ telemetry
     def _telemetry(self, t: float, latency_ns: int) -> None:
         rec = begin_record(self.block)
         stab = self.stab
-        write_record(rec, self.rec_offsets, t, float(self.cycle_count), float(self.state), float(self.fault_code),
-                     self.q, self.qd, self.q_ref, self.axes.tau, self.data.com,
+        write_record(rec, self.rec_offsets, t, float(self.cycle_count), float(self.state), float(self.fault_reason),
+                     self.fault_detail, self.q, self.qd, self.q_ref, self.axes.tau, self.data.com,
                      stab.margins if stab is not None else self.no_margins,
                      stab.total_force if stab is not None else self.no_force,
+                     float(self.stab_flags) if self.state == State.STABILIZING else 0.0,
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.plat)
         end_record(self.block)

@@ -1,4 +1,4 @@
-"""Safety checks run on every setpoint (issue 4): hard limits fault, soft limits clamp.
+"""Safety checks run on every setpoint (docs/cycle.md): hard limits fault, soft limits clamp.
 
 Per joint, with margin m, tolerance t and factor f (``Limits``):
   hard (fault, nothing reaches a drive): a non-finite value anywhere in q, q̇, q_ref,
@@ -35,7 +35,8 @@ QMIN, QMAX, VMAX, TMAX, MARGIN, TOL, FACTOR = range(7)
 
 
 @njit(cache=True)
-def _first_nonfinite(x: np.ndarray) -> int:
+def first_nonfinite(x: np.ndarray) -> int:
+    """Index of the first non-finite value of ``x``, -1 if none."""
     for j in range(x.size):
         if not math.isfinite(x[j]):
             return j
@@ -47,19 +48,19 @@ def check_hard(lim: np.ndarray, q: np.ndarray, qd: np.ndarray, q_ref: np.ndarray
                qd_ref: np.ndarray, tau: np.ndarray) -> tuple[int, int]:
     """First hard-limit violation as (fault code, joint), (OK, -1) if none. Non-finite
     values are checked first, in the order q, q̇, q_ref, q̇_ref, τ."""
-    j = _first_nonfinite(q)
+    j = first_nonfinite(q)
     if j >= 0:
         return NONFINITE_Q, j
-    j = _first_nonfinite(qd)
+    j = first_nonfinite(qd)
     if j >= 0:
         return NONFINITE_QD, j
-    j = _first_nonfinite(q_ref)
+    j = first_nonfinite(q_ref)
     if j >= 0:
         return NONFINITE_Q_REF, j
-    j = _first_nonfinite(qd_ref)
+    j = first_nonfinite(qd_ref)
     if j >= 0:
         return NONFINITE_QD_REF, j
-    j = _first_nonfinite(tau)
+    j = first_nonfinite(tau)
     if j >= 0:
         return NONFINITE_TAU, j
     for j in range(q.size):
@@ -110,9 +111,14 @@ def reason(code: int) -> Reason:
     return Reason.NON_FINITE if code <= NONFINITE_TAU else Reason.HARD_LIMIT
 
 
+def check_name(code: int) -> str:
+    """What a check_hard fault code found."""
+    return FAULTS[code] if 0 <= code < len(FAULTS) else f"safety check {code}"
+
+
 def describe(code: int, joint: int, joint_names: tuple[str, ...]) -> str:
-    """One sentence for a fault (I/O side, logs)."""
-    return f"{FAULTS[code]} at joint {joint_names[joint]!r}" if code != OK else "ok"
+    """One sentence for a check_hard fault (I/O side, logs): which limit, on which joint."""
+    return f"{check_name(code)} on {joint_names[joint]}" if 0 <= joint < len(joint_names) else check_name(code)
 
 
 class Limits:

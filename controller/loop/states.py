@@ -1,4 +1,4 @@
-"""The controller's state machine (issue 4), as tables.
+"""The controller's state machine (docs/cycle.md), as tables.
 
 BOOT (network boot) -> DISABLED -> ``enable`` -> HOLD -> MOVING (trajectory) or
 STABILIZING (stabilizer) -> HOLD. Any state -> FAULT on a drive or bus fault, a hard
@@ -15,43 +15,20 @@ S = State
 
 #: commands each state accepts (anything else is refused with ``not_allowed``)
 ALLOWED: dict[State, frozenset[Cmd]] = {
-    S.BOOT: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.SHUTDOWN}),
-    S.DISABLED: frozenset({Cmd.HEARTBEAT, Cmd.ENABLE, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+    S.BOOT: frozenset({Cmd.ESTOP, Cmd.SHUTDOWN}),
+    S.DISABLED: frozenset({Cmd.ENABLE, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
                            Cmd.DISABLE, Cmd.INJECT_FAULT}),
-    S.HOLD: frozenset({Cmd.HEARTBEAT, Cmd.DISABLE, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.MOVE_JOINTS,
+    S.HOLD: frozenset({Cmd.DISABLE, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.MOVE_JOINTS,
                        Cmd.RUN_SQUAT, Cmd.RUN_BUFFER, Cmd.STABILIZER, Cmd.PLATFORM, Cmd.SET_GAINS,
                        Cmd.SHUTDOWN, Cmd.INJECT_FAULT}),
-    S.MOVING: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+    S.MOVING: frozenset({Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.SET_GAINS, Cmd.SHUTDOWN,
                          Cmd.INJECT_FAULT}),
-    S.STABILIZING: frozenset({Cmd.HEARTBEAT, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.STABILIZER,
+    S.STABILIZING: frozenset({Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.STABILIZER,
                               Cmd.PLATFORM, Cmd.SET_GAINS, Cmd.SHUTDOWN, Cmd.INJECT_FAULT}),
-    S.FAULT: frozenset({Cmd.HEARTBEAT, Cmd.RESET, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
+    S.FAULT: frozenset({Cmd.RESET, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
                         Cmd.INJECT_FAULT}),
-    S.ESTOP: frozenset({Cmd.HEARTBEAT, Cmd.RESET, Cmd.SHUTDOWN}),
-}
-
-#: state each command leads to when accepted (None: stays, or decided by the loop)
-TARGET: dict[Cmd, State | None] = {
-    Cmd.ENABLE: S.HOLD,           # once every drive reports Operation Enabled
-    Cmd.DISABLE: S.DISABLED,
-    Cmd.RESET: S.DISABLED,        # once every drive left Fault
-    Cmd.ESTOP: S.ESTOP,
-    Cmd.STOP: S.HOLD,             # after the quintic deceleration
-    Cmd.HOLD: S.HOLD,
-    Cmd.MOVE_JOINTS: S.MOVING,
-    Cmd.RUN_SQUAT: S.MOVING,
-    Cmd.RUN_BUFFER: S.MOVING,
-    Cmd.STABILIZER: None,         # enable: STABILIZING, disable: HOLD
-    Cmd.PLATFORM: None,
-    Cmd.SET_GAINS: None,
-    Cmd.HEARTBEAT: None,
-    Cmd.SHUTDOWN: None,
-    Cmd.INJECT_FAULT: None,
+    S.ESTOP: frozenset({Cmd.RESET, Cmd.SHUTDOWN}),
 }
 
 #: states in which the drives are (or are being) powered
 POWERED = frozenset({S.HOLD, S.MOVING, S.STABILIZING})
-
-
-def allowed(state: State, cmd: Cmd) -> bool:
-    return cmd in ALLOWED[state]

@@ -1,7 +1,7 @@
-"""Joint trajectory laws (seed 001 ch. V; thesis §2.6.1 uses the quintic).
+"""Joint trajectory laws (Lammari 2012, ch. V; thesis §2.6.1 uses the quintic).
 
 Every law moves all joints on one normalised profile r(t), q(t) = q_i + r(t) D with
-D = q_f - q_i (seed eq. V.1, line 1540), so a synchronised move is a straight line in
+D = q_f - q_i (Lammari 2012, eq. V.1), so a synchronised move is a straight line in
 joint space and every joint starts and ends together. The laws, in normalised time
 s = t / t_f (r(0) = 0, r(1) = 1):
 
@@ -14,7 +14,7 @@ s = t / t_f (r(0) = 0, r(1) = 1):
                                                     1/(1-a)     1/(a(1-a))
 
 so the minimum time of one joint is max(c_v |D|/k_v, sqrt(c_a |D|/k_a)) with the peaks
-above (seed lines 1564, 1594, 1617, 1636); for the trapezoid, seed lines 1653-1657.
+above (Lammari 2012, §V.3.1-V.3.2); for the trapezoid, §V.3.3 (eq. V.8).
 Kernels are ``@njit(cache=True)`` and allocation-free; :class:`JointMove` is the thin
 preallocated shell the loop samples every cycle.
 """
@@ -32,8 +32,8 @@ LINEAR, CUBIC, QUINTIC, BANG_BANG, TRAPEZOID = 0, 1, 2, 3, 4
 LAWS = {"linear": LINEAR, "cubic": CUBIC, "quintic": QUINTIC,
         "bang_bang": BANG_BANG, "trapezoid": TRAPEZOID}
 
-# Peak |dr/ds| and |d2r/ds2| of the fixed-shape laws (seed lines 1585-1589, 1613, 1632);
-# the linear law ignores the acceleration limit (seed line 1564: t_f = max D_j / Kv_j).
+# Peak |dr/ds| and |d2r/ds2| of the fixed-shape laws (Lammari 2012, §V.3.1-V.3.2);
+# the linear law ignores the acceleration limit (Lammari 2012, eq. V.3: t_f = max D_j / Kv_j).
 _PEAK_V = np.array([1.0, 1.5, 15.0 / 8.0, 2.0])
 _PEAK_A = np.array([0.0, 6.0, 10.0 / math.sqrt(3.0), 4.0])
 
@@ -74,7 +74,7 @@ def squat_excursion(joint_names: tuple[str, ...]) -> np.ndarray:
 @njit(cache=True)
 def law(kind: int, s: float, a: float) -> tuple[float, float, float]:
     """(r, dr/ds, d2r/ds2) of law ``kind`` at s (clamped to [0, 1]); ``a`` = t_a/t_f
-    in (0, 1/2] is used by the trapezoid only (seed eq. V.3, V.5-V.8). At s = 0 and
+    in (0, 1/2] is used by the trapezoid only (Lammari 2012, eq. V.3, V.5-V.8). At s = 0 and
     s = 1 derivatives are the one-sided values inside the move."""
     s = min(max(s, 0.0), 1.0)
     if kind == LINEAR:
@@ -100,8 +100,8 @@ def law(kind: int, s: float, a: float) -> tuple[float, float, float]:
 def min_time(kind: int, d: float, kv: float, ka: float) -> float:
     """Minimum duration of one joint's move of amplitude d under |q̇| <= kv, |q̈| <= ka:
     linear d/kv, cubic max(3d/2kv, sqrt(6d/ka)), quintic max(15d/8kv, sqrt(10d/(√3 ka))),
-    bang-bang max(2d/kv, 2 sqrt(d/ka)) (seed lines 1564, 1594, 1617, 1636), trapezoid
-    d/kv + kv/ka if d >= kv²/ka else 2 sqrt(d/ka) (seed lines 1653-1657, one joint)."""
+    bang-bang max(2d/kv, 2 sqrt(d/ka)) (Lammari 2012, §V.3.1-V.3.2), trapezoid
+    d/kv + kv/ka if d >= kv²/ka else 2 sqrt(d/ka) (§V.3.3, one joint)."""
     d = abs(d)
     if kind == TRAPEZOID:
         if d * ka >= kv * kv:
@@ -114,8 +114,8 @@ def min_time(kind: int, d: float, kv: float, ka: float) -> float:
 def sync_time(kind: int, dq: np.ndarray, kv: np.ndarray, ka: np.ndarray) -> tuple[float, float]:
     """Common minimum duration t_f and ratio a = t_a/t_f of a synchronised move.
 
-    Fixed-shape laws: t_f = max_j t_fj (seed line 1591). Trapezoid: one profile with
-    a common t_a for all joints, seed lines 1653-1657 with Mrv = max |D_j|/kv_j and
+    Fixed-shape laws: t_f = max_j t_fj (Lammari 2012, §V.3.1). Trapezoid: one profile with
+    a common t_a for all joints, Lammari 2012 §V.3.3 with Mrv = max |D_j|/kv_j and
     Mra = max |D_j|/ka_j: t_f = 2 sqrt(Mra) if sqrt(Mra) >= Mrv, else Mrv + Mra/Mrv. It
     can exceed max_j t_fj when different joints bind velocity and acceleration: joint
     j's peaks are |D_j|/(t_f - t_a) and |D_j|/(t_a (t_f - t_a)), one shared t_a."""
@@ -140,7 +140,7 @@ def sync_time(kind: int, dq: np.ndarray, kv: np.ndarray, ka: np.ndarray) -> tupl
 @njit(cache=True)
 def sample_move(kind: int, a: float, tf: float, q0: np.ndarray, q1: np.ndarray, t: float,
                 out_q: np.ndarray, out_qd: np.ndarray, out_qdd: np.ndarray) -> None:
-    """q, q̇, q̈ at time t of the move q0 -> q1 in tf s (seed eq. V.1): q0 at rest for
+    """q, q̇, q̈ at time t of the move q0 -> q1 in tf s (Lammari 2012, eq. V.1): q0 at rest for
     t < 0, q1 at rest for t >= tf."""
     if t >= tf:
         for j in range(q0.size):

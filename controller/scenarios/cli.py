@@ -6,12 +6,20 @@
     bipd scenario walk-file PATH
     bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
+    bipd scenario tilt-directions                                20° tilt in eight directions
     bipd scenario results [--runs N] [--readme PATH]             the README table (markdown)
-  common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json],
-          and [--plot DIR] for one scenario
+  common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
+          [--throttle-s S] [--operator-sleep X], and [--plot DIR] for one scenario
 
-Progress lines go to stderr; ``--json`` prints one object on stdout. Exit status: 0 the leg
-stood, 1 it fell (or the bench failed), 2 bad usage.
+Lock-step benches run the daemon stepped: the operator owns the simulated clock, so verdicts and
+figures do not depend on the host's speed. Two hooks check that: ``--throttle-s S`` makes the HIL
+sleep S s per 2 ms control period (a slow host: 0.004 runs about 3x slower than real time) and
+``--operator-sleep X`` makes the operator sleep X s of wall time per simulated second it advances
+(2.0: 0.2 s per 0.1 s step; relative to the operator the daemon then runs infinitely fast).
+
+Progress lines go to stderr; ``--json`` prints one object on stdout, before any plot is drawn
+(a plotting failure is an error after it). Exit status: 0 the leg stood, 1 it fell (or the bench
+or the plots failed), 2 bad usage (``--plot`` without matplotlib: checked before anything runs).
 """
 from __future__ import annotations
 
@@ -22,6 +30,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..extras import missing
+from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
@@ -40,6 +50,11 @@ def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
     p.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
                    help="the stabilizer's tilt: platform angles (default) or the foot IMU over the bus")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--throttle-s", type=float, default=0.0, metavar="S",
+                   help="the HIL sleeps S s per control period: a slow host (verdicts must not change)")
+    p.add_argument("--operator-sleep", type=float, default=0.0, metavar="X",
+                   help="the operator sleeps X wall s per simulated s it advances: a daemon infinitely "
+                        "faster than its operator (verdicts must not change)")
     if plot:
         p.add_argument("--plot", type=Path, metavar="DIR", help="write PNGs (support polygon, tracking, platform)")
 
@@ -66,12 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("largest-tilt", help="bisection of the tilt amplitude the leg holds")
     s.add_argument("--axis", choices=tuple(TILT_AXES), required=True)
     s.add_argument("--runs", type=int, default=5, help="runs at most (default 5)")
+    d = sub.add_parser("tilt-directions", help="the thesis-magnitude tilt (20°) in eight directions, stabilizer on")
     r = sub.add_parser("results", help="regenerate the README results table (many runs)")
     r.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     r.add_argument("--readme", type=Path, help="rewrite the table between the markers of this file")
     for q in (t, sub.choices["squat"], pu, w, f):
         _common(q)
-    for q in (s, r):
+    for q in (s, d, r):
         _common(q, plot=False)
     return p
 
@@ -102,7 +118,7 @@ def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
 def _print_result(res: dict[str, Any]) -> None:
     mm = lambda x: "n/a" if x is None else f"{1e3 * x:.1f} mm"          # noqa: E731
     print(f"{res['scenario']} {res['params']}: {'FELL' if res['fell'] else 'stood'} "
-          f"({'stabilizer' if res['stabilizer'] else 'posture held'}, {'lock-step' if res['lockstep'] else 'real time'})")
+          f"({'stabilizer' if res['stabilizer'] else 'posture held'}, {'stepped lock-step' if res['lockstep'] else 'real time'})")
     for r in res["fall_reasons"]:
         print(f"  fall: {r}")
     if res["aborted"]:
@@ -125,9 +141,25 @@ def _print_result(res: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = build_parser()
     args = p.parse_args(argv)
+    if not 0.0 <= args.throttle_s <= 1.0 or not 0.0 <= args.operator_sleep <= 100.0:
+        p.error("--throttle-s must be in [0, 1] s and --operator-sleep in [0, 100]")
+    if args.realtime and args.operator_sleep:
+        p.error("--operator-sleep needs a stepped (lock-step) bench; --realtime keeps the wall clock")
+    problem = missing("matplotlib", "plot") if getattr(args, "plot", None) is not None else None
+    if problem:
+        print(f"bipd scenario: error: --plot {problem}", file=sys.stderr)
+        return 2
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
-                      plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot, tilt_source=args.tilt_source)
+                      plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
+                      throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
+                      tilt_source=args.tilt_source)
     try:
+        if args.scenario == "tilt-directions":
+            from .results import direction_rows, direction_speed, tilt_directions
+
+            dirs = tilt_directions(options, _say)
+            print(json.dumps(dirs) if args.json else "\n".join(direction_rows(dirs) + [direction_speed(dirs)]))
+            return 1 if any(d["fell"] or d["aborted"] for d in dirs) else 0
         if args.scenario == "results":
             from .results import collect, markdown, update_readme
 
@@ -143,15 +175,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"largest {args.axis} tilt held {'with' if options.stabilizer else 'without'} the stabilizer: "
                   f"{res['held_deg']:.2f} deg (falls at {res['fell_deg']} deg)")
             return 0
-        res = run_scenario(_scenario(args, p), options, _say).to_dict()
+        res = run_scenario(_scenario(args, p), options, _say, report=lambda r: _report(r, args.json)).to_dict()
     except ScenarioError as e:
         print(f"bipd scenario: error: {e}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(res))
+    return 1 if res["fell"] else 0
+
+
+def _report(result: ScenarioResult, as_json: bool) -> None:
+    res = result.to_dict()
+    if as_json:
+        print(json.dumps(res), flush=True)
     else:
         _print_result(res)
-    return 1 if res["fell"] else 0
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

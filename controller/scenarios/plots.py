@@ -110,10 +110,16 @@ def plot_platform(tel: dict, tru: dict, title: str, path: Path) -> str:
     return _save(plt, fig, path)
 
 
+def plot_paths(name: str, out: Path) -> list[Path]:
+    """Where :func:`write_plots` draws a run's PNGs: support, tracking, platform."""
+    return [out / f"{name}_{kind}.png" for kind in ("support", "tracking", "platform")]
+
+
 def write_plots(series: Series, foot: dict, joints: list[str], name: str, out: Path) -> list[str]:
     """The three PNGs of a run in ``out``; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     tel, tru = series.arrays()
-    return [plot_support(tel, tru, foot, f"{name}: CoG and CoP in the support polygon", out / f"{name}_support.png"),
-            plot_tracking(tel, joints, f"{name}: joint tracking", out / f"{name}_tracking.png"),
-            plot_platform(tel, tru, f"{name}: platform angles", out / f"{name}_platform.png")]
+    support, tracking, platform = plot_paths(name, out)
+    return [plot_support(tel, tru, foot, f"{name}: CoG and CoP in the support polygon", support),
+            plot_tracking(tel, joints, f"{name}: joint tracking", tracking),
+            plot_platform(tel, tru, f"{name}: platform angles", platform)]

@@ -1,15 +1,18 @@
 """`bipd scenario results`: the figures users ask for, as the README's markdown table.
 
-Runs (each a fresh bench, lock-step): the largest tilt held with and without the stabilizer along
-pitch, roll and the thesis' combined direction (bisection, :mod:`.search`), the largest push
-impulse survived while stabilizing (forward and left), the squat for the tracking errors, and the
-thesis tilt (10°, 20°, 7 s), run :data:`SPEED_RUNS` times alone at the end: lock-step runs are
+Runs (each a fresh bench, stepped lock-step: verdicts and figures do not depend on the host's
+speed): the largest tilt held with and without the stabilizer along pitch, roll and the thesis'
+combined direction (bisection, :mod:`.search`), the largest push impulse survived while
+stabilizing (forward and left), the squat for the tracking errors, the thesis-magnitude tilt in
+eight directions (:func:`tilt_directions`, also ``bipd scenario tilt-directions``), and the thesis
+tilt (10°, 20°, 7 s), run :data:`SPEED_RUNS` times alone at the end: lock-step runs are
 deterministic, so only the speed differs, and the table gives its median and range (a shared
 machine's speed drifts by tens of percent within minutes). ``--readme PATH`` rewrites the table
 between the markers ``<!-- scenario-results -->`` and ``<!-- /scenario-results -->``.
 """
 from __future__ import annotations
 
+import math
 import platform
 import re
 import statistics
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .runner import Options, Say, ScenarioError, run_scenario
-from .scenarios import Squat, Tilt
+from .scenarios import HOLD_S, THESIS_TILT_S, TILT_DIRECTIONS_DEG, Squat, Tilt
 from .search import TILT_AXES, largest_push, largest_tilt
 
 BEGIN, END = "<!-- scenario-results -->", "<!-- /scenario-results -->"
@@ -37,6 +40,43 @@ def _push(direction: str, options: Options, runs: int, say: Say) -> dict[str, An
         return {"direction": direction, "error": str(e).splitlines()[0]}
 
 
+def tilt_directions(options: Options, say: Say = lambda _m: None, workers: int = 2) -> list[dict[str, Any]]:
+    """The thesis-magnitude tilt (7 s quintics, 1 s hold) in each of :data:`TILT_DIRECTIONS_DEG`,
+    stabilizer on, each on a fresh bench, ``workers`` at a time: held or fell, min CoG margin."""
+    stab = replace(options, stabilizer=True, plot_dir=None)
+
+    def one(alpha: float, beta: float) -> dict[str, Any]:
+        r = run_scenario(Tilt(math.radians(alpha), math.radians(beta), THESIS_TILT_S, HOLD_S), stab,
+                         lambda m: say(f"tilt ({alpha:+g}, {beta:+g}) deg: {m}"))
+        return {"alpha_deg": alpha, "beta_deg": beta, "fell": r.fell, "aborted": r.aborted,
+                "fall_reasons": r.fall_reasons, "min_cog_margin_m": r.min_cog_margin_m,
+                "states": r.states, "speed_x_realtime": r.speed_x_realtime}
+
+    with ThreadPoolExecutor(workers) as pool:
+        runs = [pool.submit(one, a, b) for a, b in TILT_DIRECTIONS_DEG]
+        return [f.result() for f in runs]
+
+
+def direction_rows(directions: list[dict[str, Any]]) -> list[str]:
+    """One table row per direction: held or fell, min CoG margin."""
+    rows = []
+    for d in directions:
+        lost = d["fell"] or d["aborted"] is not None
+        verdict = "fell" if d["fell"] else f"ended early: {d['aborted']}" if lost else "held"
+        margin = "n/a" if d["min_cog_margin_m"] is None else f"{1e3 * d['min_cog_margin_m']:.1f} mm"
+        rows.append(f"| thesis-magnitude tilt (α, β) = ({d['alpha_deg']:+g}°, {d['beta_deg']:+g}°), "
+                    f"{THESIS_TILT_S:g} s: held / min CoG margin | {verdict} / {margin} | — |")
+    return rows
+
+
+def direction_speed(directions: list[dict[str, Any]]) -> str:
+    """The median speed the direction runs went at, and the statement that it does not matter."""
+    speeds = sorted(d["speed_x_realtime"] for d in directions if d["speed_x_realtime"])
+    at = f"{statistics.median(speeds):.1f}× real time (median)" if speeds else "an unmeasured speed"
+    return (f"The tilt directions ran in stepped lock-step at {at}; in stepped lock-step the operator "
+            f"owns the simulated clock, so verdicts and figures do not depend on that speed.")
+
+
 def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, workers: int = 2) -> dict[str, Any]:
     """Every run of the table, ``workers`` benches at a time (lock-step benches wait on each other
     across processes, so two in parallel nearly double the throughput on two cores); the thesis
@@ -49,6 +89,7 @@ def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, workers
         squat = pool.submit(run_scenario, Squat(), replace(options, bolt_foot=True), say)   # thesis §2.6.1
         searches = {"tilts": [f.result() for f in tilts], "pushes": [f.result() for f in pushes],
                     "squat": squat.result().to_dict()}
+    searches["directions"] = tilt_directions(options, say, workers)
     tilts = [run_scenario(Tilt(), stab, say).to_dict() for _ in range(SPEED_RUNS)]   # alone: the speed figure
     thesis = dict(tilts[0], speeds_x_realtime=[t["speed_x_realtime"] for t in tilts])
     return {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
@@ -77,6 +118,7 @@ def markdown(res: dict[str, Any]) -> str:
     fell = f", fell: {squat['fall_reasons'][0]}" if squat["fell"] else ""
     rows.append(f"| thesis squat, foot bolted: max tracking error (thesis walking: ≤ 1.3°) | — | "
                 f"{squat['max_tracking_error_deg']:.3f}° ({squat['max_tracking_error_joint']}{fell}) |")
+    rows += direction_rows(res["directions"])
     speeds = sorted(tilt.get("speeds_x_realtime") or [tilt["speed_x_realtime"]])
     speed = statistics.median(speeds)
     spread = f", median of {len(speeds)} runs: {speeds[0]:.1f}–{speeds[-1]:.1f}" if len(speeds) > 1 else ""
@@ -84,7 +126,8 @@ def markdown(res: dict[str, Any]) -> str:
                 f"{speed:.1f}× ({'meets' if speed >= SPEED_TARGET else 'misses'}{spread}) | — |")
     note = (f"\nMeasured {res['date']} on {res['machine']} by `bipd scenario results` ({res['runs_per_search']} "
             f"runs per bisection, 3 s quintics + 1 s hold in the searches; fell = foot lifted > 10 mm, "
-            f"tipped > 5° or hip below 0.30 m; a run that faults holds nothing).")
+            f"tipped > 5° or hip below 0.30 m; a run that faults holds nothing). "
+            f"{direction_speed(res['directions'])}")
     return "\n".join(rows) + "\n" + note + "\n"
 
 

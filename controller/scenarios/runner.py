@@ -2,13 +2,25 @@
 
 A :class:`Session` writes a temporary daemon YAML (absolute robot and stabilizer paths, free ZMQ
 ports, a free UDP port in ``bus.udp.port``, the udp backend, no cycle log), starts the HIL
-process (controlled nodes + MuJoCo leg, ground truth on PUB topic ``truth``) and ``bipd run``
-(lock-step by default), waits for DISABLED, then operates as a person would: enable, move to the
-stance, stabilizer on (unless disabled), the scenario's commands, with a heartbeat every 50 ms
-of wall time (the motion watchdog counts simulated time, which runs faster in lock-step).
-Daemon telemetry, loop events and HIL truth are recorded; both processes get SIGTERM at the
-end (kill after a timeout). Waits are in the daemon's simulated time (telemetry ``t``).
-:func:`run_scenario` is one scenario on a fresh bench.
+process (controlled nodes + MuJoCo leg, ground truth on PUB topic ``truth``) and ``bipd run``,
+waits for DISABLED, then operates as a person would: enable, move to the stance, stabilizer on
+(unless disabled), the scenario's commands. Daemon telemetry, loop events and HIL truth are
+recorded; both processes get SIGTERM at the end (kill after a timeout). Waits are in the
+daemon's simulated time.
+
+Lock-step (the default) runs the daemon *stepped*: the operator owns the simulated clock. It
+advances the loop with ``step`` requests, :data:`CHUNK_S` at a time (:data:`STATE_CHUNK_S` while
+waiting for a state), and before the next one waits until it has received every telemetry frame
+and HIL truth frame up to the loop's horizon (the step's ``telemetry_t``, the HIL's ``truth``
+op). Its commands therefore land at exact cycles, every ``step`` feeds the motion watchdog at an
+exact cycle, and the series, the fall check and the verdict are the same at any host speed.
+Wall-clock timeouts only turn a daemon that does not answer into an error, never into a verdict.
+In real time (``--realtime``) a thread pings every :data:`HEARTBEAT_S` of wall time instead.
+
+Hooks that change the host's speed, not the result: ``Options.throttle_s`` (the HIL sleeps that
+long per control period: a slow host) and ``Options.operator_sleep`` (the operator sleeps that
+many wall seconds per simulated second it advances, e.g. 2.0: 0.2 s per 0.1 s chunk, so relative
+to it the daemon runs infinitely fast). :func:`run_scenario` is one scenario on a fresh bench.
 """
 from __future__ import annotations
 
@@ -39,7 +51,11 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 STANCE = (0.0, 0.25, -0.5, 0.25)          # rad: ankle_lateral, ankle_sagittal, knee, hip
 STANCE_MOVE_S = 1.0
 SETTLE_S = 0.5
-HEARTBEAT_S = 0.05
+HEARTBEAT_S = 0.05            # real time: wall seconds between pings
+CHUNK_S = 0.1                 # stepped: simulated seconds per step of a wait
+STATE_CHUNK_S = 0.02          # stepped: simulated seconds per step while waiting for a state
+STEP_TIMEOUT_S = 120.0        # wall seconds a request may take before the bench is in error
+SYNC_TIMEOUT_S = 60.0         # wall seconds for the frames up to a step's horizon to arrive
 BOOT_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 
@@ -48,6 +64,10 @@ Say = Callable[[str], None]
 
 class ScenarioError(RuntimeError):
     """The bench could not run (a process did not start, a command was refused, a timeout)."""
+
+
+class PlotError(ScenarioError):
+    """The run's PNGs could not be drawn (its result is complete and already reported)."""
 
 
 class ScenarioAbort(Exception):
@@ -67,10 +87,12 @@ class Scenario(Protocol):
 class Options:
     config: Path = DEFAULT_CONFIG
     stabilizer: bool = True
-    lockstep: bool = True
+    lockstep: bool = True                 # stepped lock-step (the operator owns the clock); False: real time
     stance: tuple[float, ...] = STANCE
     plot_dir: Path | None = None
     bolt_foot: bool = False               # the HIL welds the foot to the platform (thesis squat bench)
+    throttle_s: float = 0.0               # wall s the HIL sleeps per control period (a slow host)
+    operator_sleep: float = 0.0           # wall s the operator sleeps per simulated s it advances
     tilt_source: str = "platform"         # the stabilizer's tilt: platform angles or the foot IMU over the bus
 
 
@@ -106,7 +128,7 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
     ep = Endpoints(f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}",
                    f"tcp://127.0.0.1:{free_port()}", free_port(socket.SOCK_DGRAM))
     doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None)
-    doc.setdefault("loop", {})["lockstep"] = lockstep
+    doc.setdefault("loop", {}).update(lockstep=lockstep, stepped=lockstep)
     doc["bus"]["backend"] = "udp"
     doc["bus"].setdefault("udp", {}).update(host="127.0.0.1", port=ep.udp_port)
     path = folder / "bipd.yaml"
@@ -121,15 +143,17 @@ def robot_foot(config: Path) -> dict[str, float]:
     return dict(yaml.safe_load(robot.read_text())["foot"])
 
 
-def hil_command(config: Path, ep: Endpoints, realtime: bool, bolt_foot: bool) -> list[str]:
+def hil_command(config: Path, ep: Endpoints, realtime: bool, bolt_foot: bool, throttle_s: float = 0.0) -> list[str]:
     return ([sys.executable, "-m", "drivers.hil.server", "--config", str(config),
              "--udp-port", str(ep.udp_port), "--truth", ep.truth]
-            + (["--realtime"] if realtime else []) + (["--bolt-foot"] if bolt_foot else []))
+            + (["--realtime"] if realtime else []) + (["--bolt-foot"] if bolt_foot else [])
+            + (["--throttle-s", repr(throttle_s)] if throttle_s else []))
 
 
 def daemon_command(config: Path, lockstep: bool) -> list[str]:
+    """``bipd run``; lock-step benches run stepped (the operator owns the clock)."""
     return ([sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--backend", "udp"]
-            + (["--lockstep"] if lockstep else []))
+            + (["--stepped"] if lockstep else []))
 
 
 def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None:
@@ -151,11 +175,12 @@ def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None
 class Processes:
     """The HIL process and the daemon, their output in log files under ``folder``."""
 
-    def __init__(self, config: Path, ep: Endpoints, lockstep: bool, bolt_foot: bool, folder: Path) -> None:
+    def __init__(self, config: Path, ep: Endpoints, lockstep: bool, bolt_foot: bool, folder: Path,
+                 throttle_s: float = 0.0) -> None:
         self.ep, self.folder = ep, folder
         self.procs: dict[str, subprocess.Popen] = {}
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot), env)
+        self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot, throttle_s), env)
         self._wait_udp()
         self._spawn("daemon", daemon_command(config, lockstep), env)
 
@@ -205,19 +230,26 @@ def truth_fell(msg: dict) -> bool:
 
 
 class Operator:
-    """The scripted operator: commands with a heartbeat, recording, waits in simulated time."""
+    """The scripted operator: commands, recording, waits in simulated time; ``stepped``: it
+    advances the daemon itself (module docstring), else a thread pings it in wall time."""
 
-    def __init__(self, ep: Endpoints, procs: Processes, say: Say) -> None:
+    def __init__(self, ep: Endpoints, procs: Processes, say: Say, stepped: bool = False,
+                 operator_sleep: float = 0.0) -> None:
         self.ep, self.procs, self.say = ep, procs, say
+        self.stepped, self.operator_sleep = stepped, operator_sleep
         self.series = Series()
-        self.client = Client(ep.command, timeout_s=2.0, retries=3)
+        # stepped: one attempt (a resent step or command would land twice), a generous timeout
+        self.client = (Client(ep.command, timeout_s=STEP_TIMEOUT_S, retries=1) if stepped
+                       else Client(ep.command, timeout_s=2.0, retries=3))
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.expect_fault = False
         self.fell = False
         self._ctx = zmq.Context()
-        self._threads = [threading.Thread(target=self._heartbeat, daemon=True),
-                         threading.Thread(target=self._receive, daemon=True)]
+        self._frame: tuple[float, int] | None = None      # (period s, decimation) of the daemon
+        self._threads = [threading.Thread(target=self._receive, daemon=True)]
+        if not stepped:
+            self._threads.append(threading.Thread(target=self._heartbeat, daemon=True))
         self._last_say = 0.0
         self._t0_wall = time.monotonic()
         self._t0_sim = 0.0
@@ -263,8 +295,8 @@ class Operator:
                     elif topic == b"event":
                         self.series.add_event(msg)
                     else:
+                        self.fell = self.fell or truth_fell(msg)      # before the frame counts as received
                         self.series.add_truth(msg)
-                        self.fell = self.fell or truth_fell(msg)
         finally:
             tel.close()
             tru.close()
@@ -298,7 +330,67 @@ class Operator:
         last = self.series.last_telemetry
         return float(last["t"]) if last else 0.0
 
+    def wait_ready(self, timeout_s: float = BOOT_TIMEOUT_S) -> None:
+        """Wait (wall clock) for the daemon to boot: DISABLED, no cycle needed."""
+        end = time.monotonic() + timeout_s
+        while True:
+            try:
+                if self.call("status")["state"] == "DISABLED":
+                    return
+            except ClientTimeout:
+                pass
+            if time.monotonic() > end:
+                raise ScenarioError(f"the daemon did not boot within {timeout_s:g} s; its log:\n{self.procs.log('daemon')}")
+            time.sleep(0.05)
+
+    def _cycles(self, seconds: float) -> tuple[int, float]:
+        """Cycles of ``seconds`` rounded to whole telemetry frames (at least one), and the period."""
+        if self._frame is None:
+            cfg = self.call("get_config")
+            self._frame = (float(cfg["period"]), int(cfg["decimation"]))
+        period, decimation = self._frame
+        return decimation * max(1, round(seconds / (period * decimation))), period
+
+    def step(self, seconds: float) -> dict[str, Any]:
+        """Stepped: advance the daemon ``seconds`` (whole telemetry frames), then wait for every
+        telemetry and truth frame up to its horizon; returns the step's reply."""
+        cycles, period = self._cycles(seconds)
+        reply = self.call("step", cycles=cycles)
+        self._sync(reply)
+        if self.operator_sleep > 0.0:
+            time.sleep(self.operator_sleep * cycles * period)
+        return reply
+
+    def _sync(self, reply: dict[str, Any]) -> None:
+        truth = udp_control(self.ep.udp_port, {"op": "truth"}, timeout_s=SYNC_TIMEOUT_S)
+        if truth is None or "error" in truth:
+            raise ScenarioError(f"the HIL process did not say which truth frame it sent last: {truth}")
+        want_tel, want_tru = reply.get("telemetry_t"), truth.get("truth_t")
+        end = time.monotonic() + SYNC_TIMEOUT_S
+        while True:
+            tel, tru = self.series.last_telemetry, self.series.last_truth
+            if ((want_tel is None or (tel is not None and tel["t"] >= want_tel))
+                    and (want_tru is None or (tru is not None and tru["t"] >= want_tru))):
+                return
+            self.procs.check()
+            if time.monotonic() > end:
+                raise ScenarioError(f"the telemetry frame of t = {want_tel} s and the truth frame of t = {want_tru} s "
+                                    f"did not arrive within {SYNC_TIMEOUT_S:g} s (last received: "
+                                    f"{tel and tel['t']}, {tru and tru['t']})")
+            time.sleep(0.001)
+
     def wait_state(self, *states: str, timeout_s: float = 30.0) -> str:
+        """Wait for one of ``states``: stepped, advancing :data:`STATE_CHUNK_S` at a time for at most
+        ``timeout_s`` of simulated time; in real time, polling for ``timeout_s`` of wall time."""
+        if self.stepped:
+            state, waited = self.state(), 0.0
+            while state not in states:
+                if waited >= timeout_s:
+                    raise ScenarioError(f"the daemon did not reach {' or '.join(states)} within {timeout_s:g} s of "
+                                        f"simulated time (state {state})")
+                state = str(self.step(STATE_CHUNK_S)["state"])
+                waited += STATE_CHUNK_S
+            return state
         end = time.monotonic() + timeout_s
         while True:
             try:
@@ -310,13 +402,24 @@ class Operator:
             if time.monotonic() > end:
                 faults = [e for e in self.series.events if e.get("kind") in ("FAULT", "WARNING")]
                 raise ScenarioError(f"the daemon did not reach {' or '.join(states)} within {timeout_s:g} s "
-                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault')}, "
+                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault_detail')}, "
                                     f"events {faults[-3:]}); daemon log:\n{self.procs.log('daemon')}")
             time.sleep(0.02)
 
     def wait(self, seconds: float) -> None:
-        """Let ``seconds`` of simulated time pass; raises :class:`ScenarioAbort` on a fall, or
-        on FAULT / ESTOP unless ``expect_fault``."""
+        """Let ``seconds`` of simulated time pass (stepped: in steps of :data:`CHUNK_S`, whole
+        telemetry frames); raises :class:`ScenarioAbort` on a fall, or on FAULT / ESTOP unless
+        ``expect_fault``."""
+        if self.stepped:
+            left = self._cycles(seconds)[0] if seconds > 0.0 else 0
+            chunk, period = self._cycles(CHUNK_S)
+            while left > 0:
+                n = min(chunk, left)
+                self.step(n * period)
+                left -= n
+                self._check()
+            self._check()
+            return
         target = self.sim_time() + seconds
         end = time.monotonic() + 5.0 * seconds + 30.0
         while self.sim_time() < target:
@@ -333,7 +436,7 @@ class Operator:
             raise ScenarioAbort(f"the leg fell at t = {self.sim_time():.2f} s")
         last = self.series.last_telemetry
         if last and last["state_name"] in ("FAULT", "ESTOP") and not self.expect_fault:
-            raise ScenarioAbort(f"the controller went to {last['state_name']} ({last['fault_name']}) "
+            raise ScenarioAbort(f"the controller went to {last['state_name']} ({last.get('fault_detail') or last['fault_name']}) "
                                 f"at t = {last['t']:.2f} s")
 
     def mark_start(self) -> None:
@@ -387,11 +490,11 @@ class Session:
             folder = Path(self._tmp.name)
             o = self.options
             config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source)
-            self.say(f"starting the HIL process and the daemon ({'lock-step' if o.lockstep else 'real time'}, "
+            self.say(f"starting the HIL process and the daemon ({'stepped lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
-            self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder)
-            self.op = Operator(ep, self.procs, self.say).__enter__()
-            self.op.wait_state("DISABLED", timeout_s=BOOT_TIMEOUT_S)
+            self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s)
+            self.op = Operator(ep, self.procs, self.say, o.lockstep, o.operator_sleep).__enter__()
+            self.op.wait_ready()
             self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}
             self.say("daemon up: enable, stance")
             self.op.prepare(o.stance)
@@ -432,17 +535,34 @@ class Session:
         stats = op.call("stats")["loop"]
         for key in ("overruns", "missed_cycles"):
             stats[key] -= before[key]
-        result = evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
-                          self.daemon_config, stats, sim_s, wall_s, aborted)
-        if self.options.plot_dir is not None:
-            from .plots import write_plots
+        return evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
+                        self.daemon_config, stats, sim_s, wall_s, aborted)
 
-            result.plots = write_plots(op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
-                                       label, Path(self.options.plot_dir))
-        return result
+    def plot(self, name: str, out: Path) -> list[str]:
+        """The PNGs of the runs so far in ``out`` (matplotlib); any failure is a :class:`PlotError`."""
+        from .plots import write_plots
+
+        try:
+            return write_plots(self.op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
+                               name, out)
+        except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid
+            raise PlotError(f"the plots in {out} could not be drawn ({type(e).__name__}: {e}); "
+                            "the result above is complete") from e
 
 
-def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None) -> ScenarioResult:
-    """Start a bench, run ``scenario`` through the daemon, stop the bench, return the figures."""
+def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None,
+                 report: Callable[[ScenarioResult], None] | None = None) -> ScenarioResult:
+    """Start a bench, run ``scenario`` through the daemon, stop the bench, return the figures.
+    ``report(result)`` gets them before any plot is drawn (``options.plot_dir``), so a plotting
+    failure (:class:`PlotError`) never loses a finished result."""
     with Session(options, say) as session:
-        return session.run(scenario)
+        result = session.run(scenario)
+        if options.plot_dir is not None:
+            from .plots import plot_paths
+
+            result.plots = [str(p) for p in plot_paths(scenario.name, Path(options.plot_dir))]
+        if report is not None:
+            report(result)
+        if options.plot_dir is not None:
+            session.plot(scenario.name, Path(options.plot_dir))
+        return result

@@ -15,6 +15,10 @@ from .runner import Operator, ScenarioError, udp_control
 
 THESIS_TILT = (math.radians(10.0), math.radians(20.0))
 THESIS_TILT_S = 7.0
+TILT_DIRECTIONS_DEG = ((20.0, 0.0), (-20.0, 0.0), (0.0, 20.0), (0.0, -20.0),
+                       (10.0, 20.0), (10.0, -20.0), (-10.0, 20.0), (-10.0, -20.0))
+"""(α, β) of the thesis-magnitude tilt (20°) in eight directions: pure roll and pitch both ways
+and the thesis' diagonal (10°, 20°) with both signs of each angle."""
 HOLD_S = 1.0
 SQUAT_START = (0.0, 0.0, -0.1, 0.0)        # rad: near-straight leg; the thesis' excursions fit the limits from it
 SQUAT_START_S = 1.5

@@ -26,6 +26,12 @@ Datagram = 12-byte transport header + payload::
          5 ANSWERS (server -> MN, same sequence): per entry that wanted an answer, in order,
            u16 length (0: nothing came back on the wire) | u32 simulated wire delay ns | the frame
          2 SILENCE (no answer within ``timeout_s``: every awaited frame is lost)
+
+In real time the MN waits ``bus.udp.timeout_s`` for an answer, then counts every awaited frame
+lost. In lock-step (:func:`open_udp` ``lockstep=True``) no wall-clock deadline decides a loss: the
+MN waits for the server's answer, so losses only come from the server (an ``ANSWERS`` entry of
+length 0, e.g. an injected fault) whatever the host's speed; a server silent for
+:data:`LOCKSTEP_STALL_S` is a :class:`~drivers.hal.LinkError` naming it.
          3 CONTROL (payload: JSON request), 4 CONTROL_REPLY (payload: JSON answer)
 
 The delay carries the simulated propagation delay of a PRes, so timing faults are judged against
@@ -86,6 +92,7 @@ DEFAULT_SPIN_S = UdpConfig.spin_s    # s, longest busy-poll before sleeping in p
 MAX_SPIN_S = 0.01
 SPIN_ENV = "BIPD_UDP_SPIN_S"
 _MIN_SPIN_S = 2.0e-5             # the adaptive spin never drops below this (or spin_s if smaller)
+LOCKSTEP_STALL_S = 30.0          # s: a lock-step server silent this long is a link failure, not a loss
 
 
 def spin_seconds(config: UdpConfig, spin_s: float | None = None) -> float:
@@ -108,19 +115,31 @@ def spin_seconds(config: UdpConfig, spin_s: float | None = None) -> float:
 
 
 class Waiter:
-    """Wait for a non-blocking socket to become readable: bounded adaptive busy-poll, then poll(2)."""
+    """Wait for a non-blocking socket to become readable: bounded adaptive busy-poll, then poll(2).
+    Once closed (or when its socket was closed under it: POLLNVAL) a wait raises
+    ``LinkError("link closed")`` instead of spinning on a descriptor that is gone."""
 
     def __init__(self, sock: socket.socket, spin_s: float) -> None:
         self._poller = select.poll()
-        self._poller.register(sock, select.POLLIN)
+        self._fd = sock.fileno()
+        self._poller.register(self._fd, select.POLLIN)
+        self.closed = False
         self.spin_max = spin_s
         self.spin = spin_s
         self._floor = min(spin_s, _MIN_SPIN_S)
         self.hits = 0          # waits answered while spinning
         self.sleeps = 0        # waits that fell through to poll(2)
 
+    def close(self) -> None:
+        """Stop watching the socket (before it is closed)."""
+        if not self.closed:
+            self._poller.unregister(self._fd)
+            self.closed = True
+
     def wait(self, timeout_s: float | None) -> bool:
         """True when a datagram (or a socket error) is ready, False after ``timeout_s`` (None: never)."""
+        if self.closed:
+            raise LinkError("link closed")
         poll = self._poller.poll
         spin = self.spin
         elapsed = 0.0
@@ -131,11 +150,12 @@ class Waiter:
             end = t0 + spin
             yield_ = os.sched_yield
             while True:
-                if poll(0):
+                ready = poll(0)
+                if ready:
                     self.hits += 1
                     if self.spin < self.spin_max:
                         self.spin = min(self.spin_max, 2.0 * self.spin)
-                    return True
+                    return _readable(ready)
                 now = perf_counter()
                 if now >= end:
                     break
@@ -144,11 +164,19 @@ class Waiter:
             self.spin = max(self._floor, 0.5 * self.spin)
         self.sleeps += 1
         if timeout_s is None:
-            return bool(poll())
+            return _readable(poll())
         remaining = timeout_s - elapsed
         if remaining <= 0.0:
-            return bool(poll(0))
-        return bool(poll(math.ceil(remaining * 1e3)))
+            return _readable(poll(0))
+        return _readable(poll(math.ceil(remaining * 1e3)))
+
+
+def _readable(ready: list) -> bool:
+    """A poll's answer as :meth:`Waiter.wait`'s; a descriptor closed under the poller (POLLNVAL)
+    raises ``LinkError("link closed")``."""
+    if ready and ready[0][1] & select.POLLNVAL:
+        raise LinkError("link closed")
+    return bool(ready)
 
 
 def answered(frame) -> bool:
@@ -158,16 +186,22 @@ def answered(frame) -> bool:
 
 
 class UdpLink:
-    """MN side of the UDP transport (module docstring)."""
+    """MN side of the UDP transport (module docstring); ``lockstep``: wait for every answer."""
 
-    def __init__(self, config: UdpConfig, spin_s: float | None = None) -> None:
+    def __init__(self, config: UdpConfig, spin_s: float | None = None, lockstep: bool = False,
+                 server: InProcessServer | None = None) -> None:
+        """``server``: answer in this process (:func:`open_in_process`) instead of over a socket."""
         self.address = (config.host, config.port)
         self.timeout_s = config.timeout_s
+        self.lockstep = lockstep
         spin = spin_seconds(config, spin_s)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.connect(self.address)
-        self.sock.setblocking(False)
-        self.waiter = Waiter(self.sock, spin)
+        if server is None:
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.sock.connect(self.address)
+            self.sock.setblocking(False)
+            self.waiter = Waiter(self.sock, spin)
+        else:
+            self.sock = self.waiter = server
         self.reply_delay_s = 0.0
         self.reply_delays: list[float] = []
         self.seq = 0
@@ -239,11 +273,16 @@ class UdpLink:
                             f"control request {request.get('op')!r}")
         return json.loads(bytes(self._rx_view[HEADER.size:size]))
 
-    def close(self) -> None:
-        try:
-            self.control({"op": "reset"})
-        except (LinkError, OSError):
-            pass
+    def close(self, reset: bool = True) -> None:
+        """Ask the server to reset its nodes (``reset``), then release the socket; a receive on
+        the closed link raises ``LinkError("link closed")``."""
+        self.lockstep = False                    # a server gone for good: give up after timeout_s
+        if reset and not self.waiter.closed:
+            try:
+                self.control({"op": "reset"})
+            except (LinkError, OSError):
+                pass
+        self.waiter.close()
         self.sock.close()
 
     def _queue(self, frame, answer: int) -> None:
@@ -290,20 +329,29 @@ class UdpLink:
         try:
             self.sock.send(self._tx_view[:HEADER.size + n])
         except OSError as exc:
+            if self.waiter.closed:
+                raise LinkError("link closed") from None
             raise LinkError(f"cannot send to the UDP server at {self.address[0]}:{self.address[1]}: "
                             f"{exc}") from None
 
     def _receive(self) -> tuple[int, int]:
         """(kind, datagram size) of the answer to the last datagram; (SILENCE, 0) when none came
-        within ``timeout_s``."""
-        deadline = perf_counter() + self.timeout_s
+        within ``timeout_s``; in lock-step a :class:`LinkError` when none came within
+        :data:`LOCKSTEP_STALL_S`."""
+        deadline = perf_counter() + (LOCKSTEP_STALL_S if self.lockstep else self.timeout_s)
         wait = self.waiter.wait
         recv_into = self.sock.recv_into
+        if self.waiter.closed:
+            raise LinkError("link closed")
         while True:
             try:
                 size = recv_into(self._rx)
             except BlockingIOError:
                 if not wait(deadline - perf_counter()):
+                    if self.lockstep:
+                        raise LinkError(f"the UDP server at {self.address[0]}:{self.address[1]} answered nothing "
+                                        f"for {LOCKSTEP_STALL_S:g} s (lock-step waits for every answer): is its "
+                                        "process stopped or stuck?")
                     return SILENCE, 0
                 continue
             except ConnectionRefusedError:
@@ -423,10 +471,11 @@ class RemoteFaults(FaultApi):
             raise FaultError(answer["error"])
 
 
-def open_udp(config: BusConfig, spin_s: float | None = None) -> PowerlinkBus:
+def open_udp(config: BusConfig, spin_s: float | None = None, lockstep: bool = False) -> PowerlinkBus:
     """A bus whose controlled nodes are served by :func:`serve_udp` at ``bus.udp.host:port``;
-    ``spin_s``: the busy-poll bound of the waits (module docstring)."""
-    link = UdpLink(config.udp, spin_s)
+    ``spin_s``: the busy-poll bound of the waits; ``lockstep``: the MN waits for every answer
+    instead of counting the frames of a late one lost (module docstring)."""
+    link = UdpLink(config.udp, spin_s, lockstep)
     return PowerlinkBus(config, link, RemoteFaults(link))
 
 
@@ -606,6 +655,7 @@ class InProcessServer:
         self.datagrams = Datagrams()
         self.fast = fast
         self._reply = 0
+        self.closed = False
 
     def send(self, data) -> None:
         d = self.datagrams
@@ -627,8 +677,16 @@ class InProcessServer:
         self._reply = 0
         return n
 
+    def wait(self, timeout_s: float | None) -> bool:
+        """Whether an answer is pending (the link's waiter): the answer to a datagram comes
+        with its send or never, so this never waits."""
+        if self.closed:
+            raise LinkError("link closed")
+        return self._reply > 0
+
     def close(self) -> None:
-        """Nothing to release."""
+        """Nothing to release; later waits raise ``LinkError("link closed")``."""
+        self.closed = True
 
 
 def open_in_process(config: BusConfig, plant: Plant | None = None, fast: bool = True,
@@ -636,9 +694,7 @@ def open_in_process(config: BusConfig, plant: Plant | None = None, fast: bool = 
     """A ``udp`` bus (MN side as :func:`open_udp`) whose server runs in this process
     (:class:`InProcessServer`, or ``server``); without ``fast``, both ends take their Python paths
     only (the reference the Numba paths are measured and tested against)."""
-    link = UdpLink(config.udp)
-    link.sock.close()
-    link.sock = server if server is not None else InProcessServer(config, plant, fast)
+    link = UdpLink(config.udp, server=server if server is not None else InProcessServer(config, plant, fast))
     if not fast:
         link.answers = link.queue_period = None          # the MN looks for them at construction
     return PowerlinkBus(config, link, RemoteFaults(link))
@@ -650,7 +706,7 @@ def shutdown_server(config: UdpConfig, timeout_s: float = 1.0) -> None:
     try:
         link.control({"op": "shutdown"})
     finally:
-        link.sock.close()
+        link.close(reset=False)
 
 
 def main(argv: list[str] | None = None) -> None:

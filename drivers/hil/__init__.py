@@ -1,4 +1,4 @@
-"""Hardware-in-the-loop bench (issue 6): the BIP leg in MuJoCo behind the ``udp`` backend.
+"""Hardware-in-the-loop bench: the BIP leg in MuJoCo behind the ``udp`` backend.
 
 ``mjcf`` builds the MuJoCo model from the robot YAML, ``plant_mujoco`` wraps it as a
 :class:`~drivers.plant.Plant` with the leg plant's motors and sensors, ``server`` runs it as the

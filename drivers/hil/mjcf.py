@@ -1,4 +1,4 @@
-"""MJCF of the BIP leg standing on its tilting platform, generated from the robot YAML (issue 6).
+"""MJCF of the BIP leg standing on its tilting platform, generated from the robot YAML.
 
 Every physical parameter comes from the :class:`~models.Robot` (hence from the same YAML as the
 controller's models), so the two cannot drift.

@@ -1,4 +1,4 @@
-"""The BIP leg standing free on its tilting platform, simulated by MuJoCo (issue 6).
+"""The BIP leg standing free on its tilting platform, simulated by MuJoCo.
 
 Same motors, order and interface as :class:`~drivers.plant_leg.LegPlant`: the four leg motors in
 the transmission's order (ankle l2', ankle l2'', knee, hip), then the platform's α and β motors

@@ -1,4 +1,4 @@
-"""``bipd hil``: the POWERLINK controlled nodes and the MuJoCo leg, in their own process (issue 6).
+"""``bipd hil``: the POWERLINK controlled nodes and the MuJoCo leg, in their own process.
 
 The daemon runs unmodified with ``--backend udp``; this process answers its frames with
 :func:`drivers.backends.udp.serve_udp` driving a :class:`~drivers.hil.plant_mujoco.MujocoPlant`.
@@ -12,11 +12,15 @@ The plant advances one bus cycle per SoA, so the managing node sets the pace:
   the managing node sends a period's frames at once, and a sleep inside that burst would hold
   its answers back past the daemon's deadline.
 
+``--throttle-s S`` sleeps S s of wall time at the start of every control period: a slow host, for
+tests that verdicts do not depend on the host's speed.
+
 ``--bolt-foot`` welds the foot to the platform plate (the thesis bolts it for the squat, §2.6.1), so
 the leg cannot fall by tipping. The UDP control channel also takes the plant op ``push``
 (:meth:`~drivers.hil.plant_mujoco.MujocoPlant.control`): ``{"op": "push", "body": "hip", "force":
 [fx, fy, fz], "duration": s}``, N in thesis world axes (x up, y lateral, z toe), s of plant time,
-answered ``{"ok": true}``.
+answered ``{"ok": true}``; ``{"op": "truth"}`` is answered ``{"t": plant time, "truth_t": time of the
+last truth frame sent}`` (a client of a paused lock-step bench waits for that frame).
 
 Ground truth for the scenario runner: every ``--truth-every`` bus cycles, a ZMQ PUB message
 [b"truth", JSON] with the plant's ``sensors`` (vectors as lists, scalars as numbers, ``cop`` NaN
@@ -118,14 +122,15 @@ class ServedPlant(Plant):
     """A plant as served on the bus: it publishes its sensors every ``truth_every`` steps through
     ``publish`` (JSON bytes) and, when ``realtime``, keeps its clock at most ``lead_s`` ahead of
     ``clock`` (sleeping) at the start of every period of ``period_cycles`` steps and forgives a lag
-    of more than ``lead_s``. Shares the plant's arrays.
+    of more than ``lead_s``; ``throttle_s`` > 0 sleeps that long at the start of every period (a
+    slow host). Shares the plant's arrays.
 
     A truth frame is a copy of the sensors taken at its step; it is encoded and sent in
     :meth:`idle`, once the server has answered the datagram, so the JSON work stays out of the
     managing node's round trip (a second frame due before then sends the first at once)."""
 
     def __init__(self, plant: Plant, *, publish: Callable[[bytes], None] | None = None, truth_every: int = 25,
-                 realtime: bool = False, lead_s: float = 0.002, period_cycles: int = 5,
+                 realtime: bool = False, lead_s: float = 0.002, period_cycles: int = 5, throttle_s: float = 0.0,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         if truth_every < 1 or period_cycles < 1:
             raise ValueError(f"truth_every and period_cycles must be >= 1 bus cycle, got {truth_every} "
@@ -140,6 +145,7 @@ class ServedPlant(Plant):
         self._publish = publish
         self._every = truth_every
         self._realtime = realtime
+        self._throttle = throttle_s
         self._lead = lead_s
         self._period = period_cycles
         self._clock = clock
@@ -147,9 +153,13 @@ class ServedPlant(Plant):
         self._wall0: float | None = None
         self._snapshot = {name: np.array(value) for name, value in self.sensors.items()}
         self._snapshot_t: float | None = None
+        self.truth_t: float | None = None          # plant time of the last truth frame sent
 
     def control(self, request: dict) -> dict:
-        """Plant-specific control ops, forwarded to the plant's ``control`` when it has one."""
+        """``truth`` (module docstring), else plant-specific control ops, forwarded to the plant's
+        ``control`` when it has one."""
+        if request.get("op") == "truth":
+            return {"t": self.time, "truth_t": self.truth_t}
         hook = getattr(self.plant, "control", None)
         if hook is None:
             return {"error": f"unknown control op {request.get('op')!r} (known: fault, reset, shutdown)"}
@@ -162,8 +172,11 @@ class ServedPlant(Plant):
         self._wall0 = None
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
-        if self._realtime and self.cycles % self._period == 0:
-            self._pace()
+        if self.cycles % self._period == 0:
+            if self._realtime:
+                self._pace()
+            if self._throttle > 0.0:
+                self._sleep(self._throttle)
         self.plant.step(dt, motor_torque)
         self.time += dt
         self.cycles += 1
@@ -178,6 +191,7 @@ class ServedPlant(Plant):
         """Send the truth frame taken since the last call, if any."""
         if self._snapshot_t is not None:
             self._publish(self.truth())
+            self.truth_t = self._snapshot_t
             self._snapshot_t = None
 
     def _pace(self) -> None:
@@ -198,9 +212,10 @@ class ServedPlant(Plant):
 
 
 def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, truth_every: int = 25,
-          realtime: bool = False, idle_timeout_s: float | None = None, bolt_foot: bool = False) -> None:
+          realtime: bool = False, idle_timeout_s: float | None = None, bolt_foot: bool = False,
+          throttle_s: float = 0.0) -> None:
     """Build the MuJoCo plant of ``config`` (``bolt_foot``: the foot welded to the plate) and serve
-    the bus until a shutdown request (or idle)."""
+    the bus until a shutdown request (or idle); ``throttle_s``: wall seconds slept per period."""
     robot = Robot.from_yaml(config.robot_path)
     plant = MujocoPlant.from_config(config.bus, robot, config.platform_ratio,
                                     initial_posture(robot, config.soft_limit_margin), bolt_foot=bolt_foot)
@@ -213,7 +228,7 @@ def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, trut
     try:
         gc.collect()
         gc.freeze()             # MuJoCo, Numba and the model stay out of every later collection
-        served = ServedPlant(plant, realtime=realtime, truth_every=truth_every,
+        served = ServedPlant(plant, realtime=realtime, truth_every=truth_every, throttle_s=throttle_s,
                              lead_s=config.bus.control_period_s, period_cycles=config.bus.cycles_per_control,
                              publish=None if pub is None else lambda data: pub.send_multipart([TOPIC, data]))
         serve_udp(config.bus, served, idle_timeout_s=idle_timeout_s)
@@ -233,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--truth-every", type=int, default=25, help="bus cycles between truth frames")
     parser.add_argument("--realtime", action="store_true", help="never run the plant ahead of the wall clock")
     parser.add_argument("--idle-timeout", type=float, default=None, help="stop after this many idle seconds")
+    parser.add_argument("--throttle-s", type=float, default=0.0, metavar="S",
+                        help="sleep S s of wall time per control period: a slow host (tests of speed independence)")
     parser.add_argument("--bolt-foot", action="store_true",
                         help="weld the foot to the platform plate (the thesis' squat bench, §2.6.1)")
     args = parser.parse_args(argv)
@@ -240,13 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_hil_config(args.config, args.udp_port)
         if args.truth_every < 1:
             raise HilConfigError(f"--truth-every must be >= 1, got {args.truth_every}")
+        if not 0.0 <= args.throttle_s <= 1.0:
+            raise HilConfigError(f"--throttle-s must be in [0, 1] s per control period, got {args.throttle_s:g}")
         udp = config.bus.udp
         print(f"[bipd hil] {config.robot_path.name} on MuJoCo, {len(config.bus.axes)} axes at udp "
               f"{udp.host}:{udp.port}, truth {args.truth or 'off'}, "
-              f"{'real time' if args.realtime else 'lock-step'}{', foot bolted' if args.bolt_foot else ''}",
+              f"{'real time' if args.realtime else 'lock-step'}{', foot bolted' if args.bolt_foot else ''}"
+              f"{f', throttled {args.throttle_s:g} s per period' if args.throttle_s else ''}",
               file=sys.stderr, flush=True)
         serve(config, truth_endpoint=args.truth, truth_every=args.truth_every, realtime=args.realtime,
-              idle_timeout_s=args.idle_timeout, bolt_foot=args.bolt_foot)
+              idle_timeout_s=args.idle_timeout, bolt_foot=args.bolt_foot, throttle_s=args.throttle_s)
     except (HilConfigError, ConfigError, BusConfigError, MjcfError, MujocoPlantError) as exc:
         print(f"bipd hil: {exc}", file=sys.stderr)
         return 2

@@ -23,12 +23,11 @@ Every frame is an Ethernet II frame padded to the 60-byte minimum and closed by 
 
 Decoders raise a :class:`FrameError` subclass for every malformed input, never IndexError.
 The hot path uses :class:`TxFrame` (a preallocated buffer whose header is written once) and the
-``read_*`` functions; :func:`encode` / :func:`decode` wrap the same code for whole-frame values.
+``read_*`` functions.
 """
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum
 from zlib import crc32
 
@@ -314,11 +313,6 @@ def _nmt_error(code: int, what: str) -> InconsistentFrame:
     return InconsistentFrame(f"{what} NMTStatus 0x{code:02X} is not an NMT state")
 
 
-def _check_nmt(code: int, what: str) -> None:
-    if code not in NMT_STATE_CODES:
-        raise _nmt_error(code, what)
-
-
 _PDO_ROOM = PDO_OFFSET + FCS_SIZE     # frame bytes that are not PDO payload
 
 
@@ -403,118 +397,3 @@ def read_asnd(data) -> tuple[int, int, int]:
         raise InconsistentFrame(f"ASnd ServiceID 0x{service_id:02X} is not a POWERLINK service")
     return dst, src, service_id
 
-
-# Whole-frame values ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Soc:
-    net_time_s: int = 0
-    net_time_ns: int = 0
-    relative_time_us: int = 0
-    flags1: int = 0
-    flags2: int = 0
-
-
-@dataclass(frozen=True)
-class PReq:
-    dst: int
-    payload: bytes
-    flags1: int = 0
-    pdo_version: int = PDO_VERSION
-
-
-@dataclass(frozen=True)
-class PRes:
-    src: int
-    nmt_status: int
-    payload: bytes
-    flags1: int = 0
-    flags2: int = 0
-    pdo_version: int = PDO_VERSION
-
-
-@dataclass(frozen=True)
-class SoA:
-    nmt_status: int
-    service: int = RequestedService.NO_SERVICE
-    target: int = INVALID_NODE_ID
-    flags1: int = 0
-    epl_version: int = EPL_VERSION
-
-
-@dataclass(frozen=True)
-class ASnd:
-    """An ASnd; a decoded payload includes the Ethernet padding up to the frame's end."""
-
-    dst: int
-    src: int
-    service_id: int
-    payload: bytes
-
-
-Frame = Soc | PReq | PRes | SoA | ASnd
-
-
-def _as_byte(value: int, what: str) -> int:
-    if not 0 <= value <= 0xFF:
-        raise InconsistentFrame(f"{what} {value} does not fit in one byte")
-    return value
-
-
-def encode(frame: Frame) -> bytes:
-    """The bytes of ``frame`` (padded, with FCS)."""
-    if isinstance(frame, Soc):
-        f = soc_frame()
-        f.buf[18] = _as_byte(frame.flags1, "SoC flags1")
-        f.buf[19] = _as_byte(frame.flags2, "SoC flags2")
-        try:
-            set_soc_time(f.buf, frame.net_time_s, frame.net_time_ns, frame.relative_time_us)
-        except struct.error as exc:
-            raise InconsistentFrame(f"SoC time field out of range: {exc}") from None
-    elif isinstance(frame, PReq):
-        f = preq_frame(frame.dst, len(frame.payload), _as_byte(frame.pdo_version, "PDOVersion"))
-        f.buf[18] = _as_byte(frame.flags1, "PReq flags1")
-        f.buf[PDO_OFFSET:PDO_OFFSET + len(frame.payload)] = frame.payload
-    elif isinstance(frame, PRes):
-        f = pres_frame(frame.src, len(frame.payload), _as_byte(frame.pdo_version, "PDOVersion"))
-        _check_nmt(frame.nmt_status, "PRes")
-        set_pres_status(f.buf, frame.nmt_status, _as_byte(frame.flags1, "PRes flags1"),
-                        _as_byte(frame.flags2, "PRes flags2"))
-        f.buf[PDO_OFFSET:PDO_OFFSET + len(frame.payload)] = frame.payload
-    elif isinstance(frame, SoA):
-        f = soa_frame()
-        _check_nmt(frame.nmt_status, "SoA")
-        if frame.service not in _SERVICES:
-            raise InconsistentFrame(f"SoA RequestedServiceID {frame.service} is not a POWERLINK service")
-        if frame.target != INVALID_NODE_ID:
-            _check_node(frame.target, "SoA target")
-        set_soa(f.buf, frame.nmt_status, _as_byte(frame.flags1, "SoA flags1"), frame.service,
-                frame.target, _as_byte(frame.epl_version, "EPLVersion"))
-    elif isinstance(frame, ASnd):
-        if frame.service_id not in _SERVICE_IDS:
-            raise InconsistentFrame(f"ASnd ServiceID {frame.service_id} is not a POWERLINK service")
-        f = asnd_frame(frame.dst, frame.src, frame.service_id, len(frame.payload))
-        f.buf[ASND_OFFSET:ASND_OFFSET + len(frame.payload)] = frame.payload
-    else:
-        raise TypeError(f"cannot encode {type(frame).__name__}: not a POWERLINK frame value")
-    return bytes(f.seal())
-
-
-def decode(data) -> Frame:
-    """The frame value held by ``data``; raises a :class:`FrameError` subclass if malformed."""
-    msg_type = check_frame(data)
-    end = len(data) - FCS_SIZE
-    if msg_type == MessageType.SOC:
-        flags1, flags2, s, ns, rel = read_soc(data)
-        return Soc(s, ns, rel, flags1, flags2)
-    if msg_type == MessageType.PREQ:
-        dst, flags1, version, size = read_preq(data)
-        return PReq(dst, bytes(data[PDO_OFFSET:PDO_OFFSET + size]), flags1, version)
-    if msg_type == MessageType.PRES:
-        src, nmt, flags1, flags2, version, size = read_pres(data)
-        return PRes(src, nmt, bytes(data[PDO_OFFSET:PDO_OFFSET + size]), flags1, flags2, version)
-    if msg_type == MessageType.SOA:
-        nmt, flags1, service, target, version = read_soa(data)
-        return SoA(nmt, service, target, flags1, version)
-    dst, src, service_id = read_asnd(data)
-    return ASnd(dst, src, service_id, bytes(data[ASND_OFFSET:end]))

@@ -15,7 +15,7 @@ from controller.codes import Error, Event, Reason, State
 from controller.io.client import Client
 from controller.io.protocol import Context
 from controller.io.server import Endpoints, IoServer
-from controller.loop.states import ALLOWED, TARGET
+from controller.loop.states import ALLOWED
 from controller.shm import (
     Cmd,
     H,
@@ -33,6 +33,10 @@ from models.config import load_description
 
 ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
 LOCAL = Endpoints("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
+# where the fake loop goes at once on an accepted command (the real loop gets there in time)
+FAKE_TARGET = {Cmd.ENABLE: State.HOLD, Cmd.DISABLE: State.DISABLED, Cmd.RESET: State.DISABLED,
+               Cmd.ESTOP: State.ESTOP, Cmd.STOP: State.HOLD, Cmd.HOLD: State.HOLD,
+               Cmd.MOVE_JOINTS: State.MOVING, Cmd.RUN_SQUAT: State.MOVING, Cmd.RUN_BUFFER: State.MOVING}
 
 @dataclass
 class FakeLoop:
@@ -54,8 +58,8 @@ class FakeLoop:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def commands(self) -> list[tuple[int, Cmd, list[float]]]:
-        """Received commands other than heartbeats."""
-        return [c for c in list(self.received) if c[1] != Cmd.HEARTBEAT]
+        """Received commands."""
+        return list(self.received)
 
     def set_state(self, state: State, reason: Reason = Reason.COMMAND) -> None:
         h = self.block.header
@@ -70,7 +74,7 @@ class FakeLoop:
         if self.refuse is not None or cmd not in ALLOWED[state]:
             post_reply(self.block, token, False, int(self.refuse or Error.NOT_ALLOWED), float(state))
             return
-        new = TARGET[cmd]
+        new = FAKE_TARGET.get(cmd)
         if cmd == Cmd.STABILIZER:
             new = State.STABILIZING if args[0] else State.HOLD
         if cmd == Cmd.MOVE_JOINTS:
@@ -108,7 +112,7 @@ class FakeLoop:
                 args = [float(x) for x in slot[3:3 + nargs]]
                 command_done(self.block)
                 self.received.append((token, cmd, args))
-                if self.respond and cmd != Cmd.HEARTBEAT:
+                if self.respond:
                     self._apply(token, cmd, args)
             cycle += 1
             self.block.header[H.LOOP_CYCLE] = cycle

@@ -18,14 +18,15 @@ CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 
 
 class Harness:
-    def __init__(self, leg_plant: bool = True, config=None) -> None:
+    def __init__(self, leg_plant: bool = True, config=None, clock=None) -> None:
         self.cfg = config or load_daemon_config(CONFIG, backend="sim", lockstep=True)
         robot = self.cfg.robot()
         self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
         self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),
                                  create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
-                                Stabilizer.from_yaml(self.cfg.stabilizer_path), LockstepClock(self.cfg.loop.period))
+                                Stabilizer.from_yaml(self.cfg.stabilizer_path),
+                                clock or LockstepClock(self.cfg.loop.period))
         self.loop.start()
         self.loop.clock.start()
         self.token = 0
@@ -43,7 +44,7 @@ class Harness:
     def run(self, cycles: int, heartbeat_every: int = 0, until=None) -> int:
         for k in range(cycles):
             if heartbeat_every and k % heartbeat_every == 0:
-                post_command(self.block, 0, Cmd.HEARTBEAT)
+                self.block.header[H.HEARTBEATS] += 1          # a valid client request (I/O side)
             self.loop.run_cycle()
             if until is not None and until():
                 return k + 1

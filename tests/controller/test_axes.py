@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import yaml
 from numba import njit
-from numba.core.runtime import _nrt_python, rtsys
 
 from controller.loop.axes import (CSP, CST, INTEGRAL, KAW, AxisTasks, feedforward, motor_setpoints,
                                   pid_step)
 from models.transmission import CANNOT_CLOSE, parse_transmission
+
+from ..nrt import assert_allocation_free
 
 H = 0.002
 YAML = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
@@ -173,14 +174,4 @@ def _pid_cycles(params, state, q_ref, qd_ref, q, ff, tau, count):
 def test_pid_is_allocation_free():
     ax = tasks(n=4)
     args = (ax.params, ax.state, np.ones(4), np.zeros(4), np.zeros(4), np.zeros(4), ax.tau)
-    _pid_cycles(*args, 1)
-    _nrt_python.memsys_enable_stats()
-    try:
-        counts = []
-        for count in (1, 1001):
-            before = rtsys.get_allocation_stats().alloc
-            _pid_cycles(*args, count)
-            counts.append(rtsys.get_allocation_stats().alloc - before)
-    finally:
-        _nrt_python.memsys_disable_stats()
-    assert counts[0] == counts[1]
+    assert_allocation_free(_pid_cycles, *args)

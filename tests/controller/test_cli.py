@@ -53,3 +53,22 @@ def test_bench_models_json_has_reference_figures(capsys):
     assert res["ratio_vs_pinocchio"]["median"] == res["update"]["median_us"] / res["pinocchio"]["median_us"]
     assert res["stabilizer"]["cycle"]["median_us"] > 0
     assert res["stabilizer"]["thesis_bnr_stabilizer_avg_us"] == 273.0
+
+
+def test_run_refuses_a_stepped_loop_it_cannot_pace(tmp_path, capsys):
+    """--demo paces by the wall clock: refused with --stepped; loop.stepped without lock-step is a
+    config error naming the key. Neither starts a daemon."""
+    assert main(["run", "--stepped", "--demo", "squat"]) == 2
+    assert "cannot drive a --stepped loop" in capsys.readouterr().err
+    import yaml
+
+    from controller.cli import DEFAULT_CONFIG
+    doc = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    for key in ("robot", "stabilizer"):
+        doc[key] = str((DEFAULT_CONFIG.parent / doc[key]).resolve())
+    doc["loop"].update(lockstep=False, stepped=True)
+    cfg = tmp_path / "bipd.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    assert main(["run", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert f"{cfg}" in err and "loop.stepped" in err and "Traceback" not in err

@@ -145,3 +145,29 @@ def test_loop_process_leaves_when_the_daemon_is_killed(daemon):
     while any(_alive(p) for p in loops) and time.monotonic() < end:
         time.sleep(0.1)
     assert not any(_alive(p) for p in loops)
+
+
+def test_killed_loop_process_is_named_status_says_fault_and_exit_is_non_zero(daemon):
+    """kill -9 of the loop process: the I/O process names it and its signal, keeps answering
+    status (FAULT, loop exited) for a while and exits non-zero."""
+    proc, client, _ = daemon
+    loops = [p for p in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(loops) == 1, loops                       # not multiprocessing's resource tracker
+    os.kill(loops[0], signal.SIGKILL)
+    seen = None
+    end = time.monotonic() + 20
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            st = client.call("status")
+        except Exception:                               # the daemon may be leaving
+            break
+        if st["loop_exited"]:
+            seen = st
+            break
+    assert seen is not None, "status never showed the dead loop"
+    assert seen["state"] == "FAULT" and seen["exit_code"] == 128 + signal.SIGKILL
+    assert f"the loop process (pid {loops[0]}) was killed by SIGKILL" in seen["loop_error"]
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGKILL, out
+    assert f"bipd: error: the loop process (pid {loops[0]}) was killed by SIGKILL; drives are no longer commanded" in out
+    assert f"stopped (exit {128 + signal.SIGKILL})" in out

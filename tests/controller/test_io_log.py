@@ -80,3 +80,21 @@ def test_plot_writes_pngs(tmp_path):
     for p in paths:
         data = p.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_stabilizer_flags_reach_the_log_header_and_the_margins_plot(tmp_path):
+    from controller.io.plot import raised_flags
+    from controller.telemetry import STAB_FLAGS, stab_bits
+
+    layout = RecordLayout(4)
+    rec = records(layout, 100)
+    rec[40:60, layout.slices["stab_flags"]] = stab_bits(("cog_outside", "force_saturated"))
+    w = CycleLogWriter(tmp_path / "log", layout, NAMES, chunk_records=50)
+    for r in rec:
+        w.append(r)
+    w.close()
+    log = read_log(tmp_path / "log")
+    assert log.header["stab_flags"] == list(STAB_FLAGS)
+    raised = raised_flags(log)
+    assert list(raised) == ["cog_outside"]              # force saturation is routine, not marked
+    assert np.flatnonzero(raised["cog_outside"]).tolist() == list(range(40, 60))

@@ -64,7 +64,13 @@ def test_commands_drive_the_real_loop(live):
     assert c.call("move_joints", q=target, duration=0.3)["state"] == "MOVING"
     st = wait_for(c, "HOLD")
     assert st["state"] == "HOLD"
-    assert st["q_ref"] == pytest.approx(target, abs=1e-6)
+    # status gives the header's state (newest) with the newest record the I/O side has
+    # drained, up to one pass older: the held reference shows once that record is HOLD's
+    end = time.monotonic() + 5.0
+    while st["q_ref"] != pytest.approx(target, abs=1e-6) and time.monotonic() < end:
+        time.sleep(0.01)
+        st = c.call("status")
+    assert st["state"] == "HOLD" and st["q_ref"] == pytest.approx(target, abs=1e-6)
     assert c.call("set_gains", axis="knee", kp=1000, ki=250, kd=50)["accepted"]
     stats = c.call("stats")
     assert stats["io"]["records"] > 100 and stats["profiler"]["wake_us"] is not None

@@ -140,7 +140,8 @@ def test_state_table_is_the_loops():
 @pytest.mark.parametrize("state", list(State))
 def test_state_table(ctx, state):
     ctx.state = state
-    good = {"move_joints": {"q": [0, 0, 0, 0]}, "run": {"trajectory": "squat"}, "stabilizer": {"enable": False},
+    ctx.stepped = True
+    good = {"step": {"cycles": 5}, "move_joints": {"q": [0, 0, 0, 0]}, "run": {"trajectory": "squat"}, "stabilizer": {"enable": False},
             "platform": {"alpha": 0, "beta": 0, "duration": 1}, "set_gains": {"axis": "motor1", "kp": 1, "ki": 0, "kd": 0},
             "inject_fault": {"fault": "drop_pres", "node": 1}}
     for cmd, states in ALLOWED.items():

@@ -38,7 +38,7 @@ def test_ping_status_stats_get_config_from_shared_memory(rig):
     assert rig.client.call("ping")["pong"] is True
     st = rig.client.call("status")
     assert st["state"] == "DISABLED" and st["ready"] is True and st["cycle"] > 0
-    assert st["q"] == pytest.approx([0.0, 0.1, -0.3, 0.2]) and st["fault"] is None
+    assert st["q"] == pytest.approx([0.0, 0.1, -0.3, 0.2]) and st["fault_name"] is None and st["fault_detail"] is None
     assert st["config"]["joints"] == ["ankle_lateral", "ankle_sagittal", "knee", "hip"]
     stats = rig.client.call("stats")
     wake = stats["profiler"]["wake_us"]
@@ -204,19 +204,61 @@ def test_full_mailbox_is_busy(rig_factory):
             codes[reply["id"]] = reply["error"]["code"]
     finally:
         dealer.close()
-    # 8 slots: one heartbeat and 7 commands fit, the rest are refused at once
-    assert sorted(codes.values()) == ["busy"] * 5 + ["timeout"] * 7
-    assert all(codes[i] == "busy" for i in range(7, 12))
+    # 8 slots: 8 commands fit (heartbeats do not use the mailbox), the rest are refused at once
+    assert sorted(codes.values()) == ["busy"] * 4 + ["timeout"] * 8
+    assert all(codes[i] == "busy" for i in range(8, 12))
 
 
-def test_heartbeat_at_most_every_period(rig):
-    for _ in range(20):
+def test_only_valid_requests_feed_the_watchdog_and_never_through_the_mailbox(rig):
+    """Each valid request counts one heartbeat in the header (whatever their rate); invalid UTF-8,
+    invalid JSON, non-objects, unknown commands and bad arguments count none."""
+    beats = lambda: int(rig.block.header[H.HEARTBEATS])          # noqa: E731
+    before = beats()
+    for _ in range(50):
         rig.client.call("ping")
-    time.sleep(0.12)
-    rig.client.call("ping")
-    time.sleep(0.02)                                    # let the fake loop consume the mailbox
-    beats = [c for c in list(rig.loop.received) if c[1] == Cmd.HEARTBEAT]
-    assert 2 <= len(beats) <= 4 and all(token == 0 for token, _, _ in beats)
+    rig.client.call("status")
+    assert beats() == before + 51
+    assert rig.loop.commands() == []                     # no heartbeat went through the mailbox
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(rig.server.command_endpoint)
+    garbage = [b"\xff\xfe\x00", b'{"id": 3, "cmd": ', b"[1, 2]", b'"ping"', b'{"id": 1, "cmd": "jump"}',
+               b'{"id": 2, "cmd": "ping", "args": {"x": 1}}', b'{"id": 4, "cmd": "ping", "extra": 0}']
+    try:
+        for raw in garbage:
+            sock.send_multipart([b"", raw])
+        codes = []
+        for _ in garbage:
+            assert sock.poll(3000)
+            codes.append(json.loads(sock.recv_multipart()[-1])["error"]["code"])
+    finally:
+        sock.close()
+    assert codes == ["bad_json", "bad_json", "bad_request", "bad_request", "unknown_command", "bad_args",
+                     "bad_request"]
+    assert beats() == before + 51
+    assert rig.client.call("stats")["io"]["heartbeats"] == 52          # this request counts too
+
+
+def test_step_is_refused_by_a_daemon_that_is_not_stepped(rig):
+    e = call_error(rig.client, "step", cycles=10)
+    assert e.code == "not_supported" and "bipd run --stepped" in e.message
+    assert int(rig.block.header[H.HORIZON]) == 0
+
+
+def test_step_raises_the_horizon_and_answers_once_the_loop_reached_it(rig_factory):
+    rig = rig_factory(ctx_kw={"stepped": True})
+    reply = rig.client.call("step", cycles=25)
+    assert int(rig.block.header[H.HORIZON]) == 25 and reply["cycle"] >= 25
+    assert reply["state"] == "DISABLED" and reply["telemetry_t"] is not None
+    reply = rig.client.call("step", seconds=0.1)              # 50 periods of 2 ms
+    assert int(rig.block.header[H.HORIZON]) == 75 and reply["cycle"] >= 75
+    for args, code in (({}, "bad_args"), ({"cycles": 1, "seconds": 1.0}, "bad_args"), ({"cycles": 0}, "bad_args"),
+                       ({"cycles": 2.5}, "bad_args"), ({"seconds": 0.0009}, "out_of_range"),
+                       ({"seconds": float("nan")}, "not_finite")):
+        e = call_error(rig.client, "step", **args)
+        assert e.code == code, (args, e)
+    assert int(rig.block.header[H.HORIZON]) == 75
+    assert rig.client.call("status")["horizon"] == 75
 
 
 def test_loop_exited_refuses_motion(rig):

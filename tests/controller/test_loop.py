@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.codes import Error, Event, Reason, State
+from controller.codes import Error, Event, Reason, State, unpack_detail
 from controller.shm import H, Cmd
 
 from .loop_harness import Harness
@@ -93,7 +93,8 @@ def test_drive_fault_then_reset_to_disabled(h):
     h.run(20, until=lambda: h.state == State.FAULT)
     assert h.state == State.FAULT
     faults = [e for e in h.events() if e[1] == Event.FAULT]
-    assert faults and faults[0][2] == Reason.DRIVE_FAULT and int(faults[0][3]) == 0x4310
+    assert faults and faults[0][2] == Reason.DRIVE_FAULT
+    assert unpack_detail(faults[0][3]) == (0x4310, h.bus.axis_names.index("knee"))
     assert h.command(Cmd.MOVE_JOINTS, 0, 0, -0.2, 0, 1.0) == (False, Error.NOT_ALLOWED)
     assert h.command(Cmd.RESET)[0]
     h.run(200, until=lambda: h.state == State.DISABLED)

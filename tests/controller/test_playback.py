@@ -1,4 +1,4 @@
-"""Joint-trajectory files (issue 4): validation messages name file, line and culprit;
+"""Joint-trajectory files: validation messages name file, line and culprit;
 linear resampling to the period is exact on knots and accurate between them."""
 from __future__ import annotations
 

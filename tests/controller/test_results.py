@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from controller.scenarios.results import BEGIN, END, markdown, update_readme
+from controller.scenarios.scenarios import TILT_DIRECTIONS_DEG
 from controller.scenarios.runner import ScenarioError
 
 
@@ -20,7 +21,15 @@ def _results(speeds: list[float]) -> dict:
                         "duration_s": 0.3}, {"direction": "left", "error": "the HIL did not start"}],
             "squat": {"fell": False, "fall_reasons": [], "max_tracking_error_deg": 0.036,
                       "max_tracking_error_joint": "knee"},
-            "thesis_tilt": thesis}
+            "thesis_tilt": thesis, "directions": _directions()}
+
+
+def _directions() -> list[dict]:
+    out = [{"alpha_deg": a, "beta_deg": b, "fell": False, "aborted": None, "min_cog_margin_m": 0.04 + 0.001 * k,
+            "speed_x_realtime": 2.0 + k} for k, (a, b) in enumerate(TILT_DIRECTIONS_DEG)]
+    out[5].update(fell=True, min_cog_margin_m=-0.0123)
+    out[6].update(aborted="the controller went to FAULT (BUS_FAULT) at t = 3.00 s", min_cog_margin_m=None)
+    return out
 
 
 def test_the_speed_row_gives_the_median_and_range_against_the_target():
@@ -46,3 +55,16 @@ def test_update_readme_rewrites_only_the_marked_block(tmp_path):
     readme.write_text("no markers\n")
     with pytest.raises(ScenarioError, match="no <!-- scenario-results -->"):
         update_readme(readme, "new table\n")
+
+
+def test_eight_tilt_directions_each_held_or_fell_with_the_speed_they_ran_at():
+    table = markdown(_results([3.2]))
+    rows = [r for r in table.splitlines() if r.startswith("| thesis-magnitude tilt")]
+    assert len(rows) == 8
+    assert rows[0] == "| thesis-magnitude tilt (α, β) = (+20°, +0°), 7 s: held / min CoG margin | held / 40.0 mm | — |"
+    assert rows[3].startswith("| thesis-magnitude tilt (α, β) = (+0°, -20°)") and "held / 43.0 mm" in rows[3]
+    assert rows[5].startswith("| thesis-magnitude tilt (α, β) = (+10°, -20°)") and "| fell / -12.3 mm |" in rows[5]
+    assert "| ended early: the controller went to FAULT (BUS_FAULT) at t = 3.00 s / n/a |" in rows[6]
+    assert {(r.split("= (")[1].split(")")[0]) for r in rows} == {f"{a:+g}°, {b:+g}°" for a, b in TILT_DIRECTIONS_DEG}
+    assert "stepped lock-step at 5.5× real time (median)" in table      # speeds 2..9: median 5.5
+    assert "verdicts and figures do not depend on that speed" in table

@@ -1,4 +1,4 @@
-"""Safety (issue 4): every hard-limit fault and non-finite path, every soft clamp and
+"""Safety: every hard-limit fault and non-finite path, every soft clamp and
 its flag, the limits' validation, the heartbeat watchdog on a fake clock, and the
 kernels' freedom from allocation."""
 from __future__ import annotations
@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pytest
 from numba import njit
-from numba.core.runtime import _nrt_python, rtsys
 
 from controller.codes import Reason
 from controller.loop import safety as sf
 from controller.loop.safety import Limits, Watchdog, check_hard, clamp_soft
+
+from ..nrt import assert_allocation_free
 
 QMIN = np.array([-0.35, -0.5, -1.7, -0.5])
 QMAX = np.array([0.35, 0.6, 0.0, 1.5])
@@ -153,14 +154,4 @@ def _checks(lim, q, qd, q_ref, qd_ref, tau, count):
 
 def test_checks_are_allocation_free():
     args = (LIM.lim, *state())
-    _checks(*args, 1)
-    _nrt_python.memsys_enable_stats()
-    try:
-        counts = []
-        for count in (1, 1001):
-            before = rtsys.get_allocation_stats().alloc
-            _checks(*args, count)
-            counts.append(rtsys.get_allocation_stats().alloc - before)
-    finally:
-        _nrt_python.memsys_disable_stats()
-    assert counts[0] == counts[1]
+    assert_allocation_free(_checks, *args)

@@ -1,7 +1,7 @@
-"""Issue 6 scenarios end to end: the real HIL process (MuJoCo leg on its tilting platform) and the
+"""HIL scenarios end to end: the real HIL process (MuJoCo leg on its tilting platform) and the
 real daemon over the udp backend, operated through ZMQ by controller.scenarios, as a user would.
 
-Lock-step unless stated. Shortened where the issue allows: quintics of 3 s each way with 0.5 s
+Lock-step unless stated. Shortened to keep the suite short: quintics of 3 s each way with 0.5 s
 holds (thesis: 7 s); a faster tilt is the harder case for the stabilizer. The four lock-step benches
 run concurrently (a lock-step bench mostly waits on its own UDP round trips), each test reads its
 runs' results. Fall criteria: controller.scenarios.metrics (foot lift > 10 mm, tilt > 5°, hip
@@ -25,7 +25,7 @@ QUINTIC_S, HOLD_S = 3.0, 0.5
 # in position: `bipd scenario largest-tilt --axis combined --no-stabilizer` (5 runs, 3 s quintics):
 # held at beta = 7.8 deg, falls at beta = 9.375 deg.
 FALL_BETA_DEG = 9.375
-# Real-time squat over UDP: the thesis' knee error in walking playback is <= 1.3 deg (design.md §7).
+# Real-time squat over UDP: the thesis' knee error in walking playback is <= 1.3 deg (docs/conventions.md).
 SQUAT_TRACKING_BOUND_DEG = 1.3
 
 

@@ -1,4 +1,4 @@
-"""Shared-memory protocol between the loop and the I/O process (design.md §3)."""
+"""Shared-memory protocol between the loop and the I/O process (docs/cycle.md)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Trajectory laws of seed 001 ch. V (lines 1534-1657), their minimum times, the
-synchronised move, the seed's timing table (lines 2515-2622) and the thesis squat (§2.6.1)."""
+"""Trajectory laws of Lammari 2012, ch. V (§V.3), their minimum times, the
+synchronised move, that work's timing table (annex A, §II, Tableau 4) and the thesis squat (§2.6.1)."""
 from __future__ import annotations
 
 import math
@@ -7,21 +7,22 @@ import math
 import numpy as np
 import pytest
 from numba import njit
-from numba.core.runtime import _nrt_python, rtsys
 
 from controller.loop.trajectories import (BANG_BANG, CUBIC, LAWS, LINEAR, QUINTIC, SQUAT_DURATION_S,
                                           TRAPEZOID, JointMove, law, min_time, quintic, sample_move,
                                           squat_excursion, squat_sample, sync_time)
 
+from ..nrt import assert_allocation_free
+
 S = np.linspace(0.0, 1.0, 20001)
 SHAPES = [(LINEAR, 0.5), (CUBIC, 0.5), (QUINTIC, 0.5), (BANG_BANG, 0.5),
           (TRAPEZOID, 0.1), (TRAPEZOID, 0.3), (TRAPEZOID, 0.5)]
 
-# Seed 001 lines 2515-2520: the inputs of the timing table (degrees, then rad/s and rad/s²).
+# Lammari 2012, annex A §II: the inputs of the timing table (degrees, then rad/s and rad/s²).
 SEED_QF_DEG = np.array([90.0, 210.0, -90.0, 180.0, -45.0])
 SEED_KV = np.array([3.0, 3.0, 3.0, 2.5, 2.5])
 SEED_KA = np.array([5.0, 5.0, 5.0, 3.0, 3.0])
-# Seed 001 lines 2618-2622 (Tableau 4): final time (s), "programme proposé" and "programme EMP".
+# Lammari 2012, annex A §II, Tableau 4: final time (s), "programme proposé" and "programme EMP".
 SEED_TABLE = {LINEAR: (1.2566, 1.2566), CUBIC: (2.5066, 2.5066), QUINTIC: (2.4589, 2.4588),
               BANG_BANG: (2.5133, 2.5132), TRAPEZOID: (2.0900, 2.0899)}
 
@@ -33,8 +34,8 @@ def curves(kind, a):
 
 @pytest.mark.parametrize("kind,a", SHAPES)
 def test_boundary_conditions(kind, a):
-    """r(0) = 0, r(1) = 1 (seed line 1544); zero end velocities for every law but the
-    linear one (V.5-V.8), zero end accelerations for the quintic (line 1603)."""
+    """r(0) = 0, r(1) = 1 (Lammari 2012, §V.3); zero end velocities for every law but the
+    linear one (V.5-V.8), zero end accelerations for the quintic (§V.3.1)."""
     r0, dr0, ddr0 = law(kind, 0.0, a)
     r1, dr1, ddr1 = law(kind, 1.0, a)
     assert (r0, r1) == (0.0, 1.0)
@@ -68,15 +69,15 @@ def test_derivatives_match_the_positions(kind, a):
 @pytest.mark.parametrize("kind,vpeak,apeak", [(CUBIC, 1.5, 6.0), (QUINTIC, 15 / 8, 10 / math.sqrt(3)),
                                               (BANG_BANG, 2.0, 4.0)])
 def test_peaks_are_the_seed_values(kind, vpeak, apeak):
-    """|q̇|max = c_v |D|/t_f and |q̈|max = c_a |D|/t_f² (seed lines 1585-1589, 1613, 1632)."""
+    """|q̇|max = c_v |D|/t_f and |q̈|max = c_a |D|/t_f² (Lammari 2012, §V.3.1-V.3.2)."""
     _, dr, ddr = curves(kind, 0.5)
     assert np.max(np.abs(dr)) == pytest.approx(vpeak, rel=1e-7)
     assert np.max(np.abs(ddr)) == pytest.approx(apeak, rel=1e-7)
 
 
 def test_min_time_formulas():
-    """The per-joint minimum times of seed lines 1564, 1594, 1617, 1636 and of the
-    trapezoid (lines 1653-1657 with one joint), on random moves and limits."""
+    """The per-joint minimum times of Lammari 2012, §V.3.1-V.3.2 and of the
+    trapezoid (§V.3.3 with one joint), on random moves and limits."""
     rng = np.random.default_rng(1)
     for d, kv, ka in zip(rng.uniform(-3, 3, 200), rng.uniform(0.2, 4, 200), rng.uniform(0.2, 8, 200)):
         D = abs(d)
@@ -92,11 +93,11 @@ def test_min_time_formulas():
 
 @pytest.mark.parametrize("kind", list(SEED_TABLE))
 def test_seed_timing_table(kind):
-    """Seed 001 Tableau 4 (lines 2615-2622) for the move of lines 2515-2520, read as
+    """Lammari 2012, annex A §II, Tableau 4, for the move given there, read as
     radians (D = qf - qi converted from degrees), rad/s and rad/s². The "programme
     proposé" column is our t_f rounded to 4 decimals; the EMP column is our t_f
     truncated to 4 decimals (2.4588 for 2.458861, 2.5132 for 2.513274, 2.0899 for
-    2.089970), and the EMP screenshot's TFinal = 2.0899703 (line 2607) is the trapezoid
+    2.089970), and the EMP screenshot's TFinal = 2.0899703 (figure (b5)) is the trapezoid
     t_f truncated to 7 decimals. Every law is bound by joint 4 (D = π, kv = 2.5, ka = 3)."""
     D = np.radians(SEED_QF_DEG)
     tf, _ = sync_time(kind, D, SEED_KV, SEED_KA)
@@ -118,7 +119,7 @@ def run(move, dt=1e-3):
 
 @pytest.mark.parametrize("name", list(LAWS))
 def test_synchronised_move_within_limits(name):
-    """Seed inputs (lines 2515-2520) with every law: all joints follow one r(t) (eq. V.1)
+    """The Tableau 4 inputs with every law: all joints follow one r(t) (eq. V.1)
     so they start and finish together; |q̇| <= kv and |q̈| <= ka all along (the linear
     law has no acceleration bound); and the move is minimum-time: a limit is reached."""
     kind = LAWS[name]
@@ -143,8 +144,8 @@ def test_synchronised_move_within_limits(name):
 
 def test_trapezoid_sync_exceeds_per_joint_max_when_it_must():
     """Joint 0 is velocity-bound, joint 1 acceleration-bound: max_j t_fj (1.673 s) is
-    too short for one shared trapezoid (any t_a breaks a limit), the seed's
-    synchronised t_f (lines 1653-1657: Mrv + Mra/Mrv = 1.967 s) keeps both limits."""
+    too short for one shared trapezoid (any t_a breaks a limit), Lammari 2012's
+    synchronised t_f (§V.3.3: Mrv + Mra/Mrv = 1.967 s) keeps both limits."""
     kv, ka = np.array([0.6, 100.0]), np.array([100.0, 2.0])
     D = np.array([1.0, 1.0])
     per_joint = max(min_time(TRAPEZOID, D[j], kv[j], ka[j]) for j in range(2))
@@ -223,16 +224,6 @@ def _samples(q0, q1, out_q, out_qd, out_qdd, count):
 
 
 def test_sampling_is_allocation_free():
-    """NRT allocations of 1 and 1001 samples inside one njit call are equal."""
+    """NRT allocations of 1 and 1001 samples inside one njit call are equal (tests/nrt.py)."""
     args = (np.zeros(5), np.ones(5), np.empty(5), np.empty(5), np.empty(5))
-    _samples(*args, 1)
-    _nrt_python.memsys_enable_stats()
-    try:
-        counts = []
-        for count in (1, 1001):
-            before = rtsys.get_allocation_stats().alloc
-            _samples(*args, count)
-            counts.append(rtsys.get_allocation_stats().alloc - before)
-    finally:
-        _nrt_python.memsys_disable_stats()
-    assert counts[0] == counts[1]
+    assert_allocation_free(_samples, *args)

@@ -5,7 +5,7 @@ from drivers.hal import open_bus
 
 
 def cycle(bus, n: int = 1) -> None:
-    """n control cycles in the order of design.md §3: read, (controller), write, exchange."""
+    """n control cycles in the order of docs/cycle.md: read, (controller), write, exchange."""
     for _ in range(n):
         bus.read()
         bus.write()

@@ -124,8 +124,16 @@ class _TwinSocket:
     def recv_into(self, buf) -> int:
         return self.servers[0].recv_into(buf)
 
+    @property
+    def closed(self) -> bool:
+        return self.servers[0].closed
+
+    def wait(self, timeout_s: float | None) -> bool:
+        return self.servers[0].wait(timeout_s)
+
     def close(self) -> None:
-        pass
+        for server in self.servers:
+            server.close()
 
 
 def _scripted_run(bench, mn_numba: bool):
@@ -196,8 +204,10 @@ def test_the_managing_nodes_numba_paths_send_and_report_as_the_python_path(bench
     assert checked[4] < unchecked[4] / 3
 
 
-def _pres(node_id: int, nmt: int = 0xFD) -> bytes:
-    return frames.encode(frames.PRes(node_id, nmt, bytes(TPDO.size)))
+def _pres(node_id: int, nmt: int = 0xFD, size: int = TPDO.size, pdo_version: int = frames.PDO_VERSION) -> bytes:
+    f = frames.pres_frame(node_id, size, pdo_version)
+    frames.set_pres_status(f.buf, nmt, 0, 0)
+    return bytes(f.seal())
 
 
 @pytest.mark.parametrize("spoil", ["none", "lost", "late", "fcs", "other node", "pre-operational", "pdo size",
@@ -217,9 +227,9 @@ def test_steady_pres_accepts_only_valid_operational_pres_in_time(spoil):
     elif spoil == "pre-operational":
         answers[0] = _pres(1, 0x5D)
     elif spoil == "pdo size":
-        answers[1] = frames.encode(frames.PRes(2, 0xFD, bytes(TPDO.size - 2)))
+        answers[1] = _pres(2, size=TPDO.size - 2)
     elif spoil == "pdo version":
-        answers[3] = frames.encode(frames.PRes(2, 0xFD, bytes(TPDO.size), pdo_version=0x11))
+        answers[3] = _pres(2, pdo_version=0x11)
     elif spoil == "short datagram":
         answers[3] = answers[3][:frames.MIN_FRAME - 1]
     buf = np.frombuffer(b"".join(answers), np.uint8)

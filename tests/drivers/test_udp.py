@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing
 import socket
+import threading
 import time
 
 import numpy as np
@@ -172,3 +173,77 @@ def test_spin_option_and_timeout(bench, monkeypatch):
             assert 0.02 <= time.perf_counter() - t < 0.2
             assert link.waiter.sleeps == 1 and link.waiter.hits == 0
             link.sock.close()
+
+
+def test_a_closed_link_never_spins_on_its_socket():
+    """A receive on a closed link raises LinkError("link closed") at once, and a waiter whose
+    socket was closed under it (POLLNVAL) does too, within the link's timeout."""
+    from drivers.backends.udp import Waiter
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        link = UdpLink(UdpConfig("127.0.0.1", silent.getsockname()[1], 0.02), 5e-4)
+        link.close(reset=False)
+        with pytest.raises(LinkError, match="link closed"):
+            link._receive()
+        with pytest.raises(LinkError, match="link closed"):
+            link.control({"op": "reset"})
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    waiter = Waiter(sock, 5e-4)
+    sock.close()                                     # behind the waiter's back
+    t = time.perf_counter()
+    with pytest.raises(LinkError, match="link closed"):
+        waiter.wait(0.05)
+    assert time.perf_counter() - t < 5.0             # generous: the point is that it returns
+
+
+def test_in_process_link_without_an_answer_is_silence_not_a_spin(bench):
+    """The in-process server answers a datagram with its send or never: a receive with no answer
+    pending returns SILENCE within the link's timeout (it used to poll a closed socket forever)."""
+    import threading
+
+    from drivers.backends.udp import open_in_process
+
+    bus = open_in_process(parse_bus_config(dict(bench, backend="udp")))
+    link = bus.link
+    link.sock.send(b"not a bipd datagram")           # nothing answers it
+    out = []
+    worker = threading.Thread(target=lambda: out.append(link._receive()), daemon=True)
+    worker.start()
+    worker.join(5.0)                                 # generous: a spinning receive never returns
+    assert out == [(SILENCE, 0)]
+    link.sock.close()
+    with pytest.raises(LinkError, match="link closed"):
+        link._receive()
+
+
+def test_lockstep_waits_for_a_late_answer_and_a_silent_server_is_a_link_error(monkeypatch):
+    """Lock-step: an answer later than timeout_s is still the answer (no wall-clock loss); a server
+    silent for LOCKSTEP_STALL_S is a LinkError naming it. Real time: the late answer is SILENCE."""
+    from drivers.backends import udp as backend
+
+    monkeypatch.setattr(backend, "LOCKSTEP_STALL_S", 0.5)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.settimeout(5.0)
+        config = UdpConfig("127.0.0.1", server.getsockname()[1], 0.02)
+        for lockstep in (True, False):
+            link = UdpLink(config, 0.0, lockstep=lockstep)
+            link._send(backend.FRAMES, b"", 0)
+            data, peer = server.recvfrom(64)
+            answer = bytes(data[:backend.HEADER.size])            # same sequence: the answer to it
+
+            def late() -> None:
+                time.sleep(0.1)                                   # 5 x timeout_s
+                server.sendto(answer, peer)
+            sender = threading.Thread(target=late)
+            sender.start()
+            kind, size = link._receive()
+            sender.join()
+            assert (kind, size) == ((backend.FRAMES, backend.HEADER.size) if lockstep else (SILENCE, 0))
+            link.sock.close()
+        link = UdpLink(config, 0.0, lockstep=True)
+        link._send(backend.FRAMES, b"", 0)
+        with pytest.raises(LinkError, match=rf"the UDP server at 127.0.0.1:{config.port} answered nothing for 0.5 s"):
+            link._receive()
+        link.sock.close()

@@ -1,4 +1,4 @@
-"""The MJCF generator: MuJoCo's leg equals the robot YAML (issue 6)."""
+"""The MJCF generator: MuJoCo's leg equals the robot YAML."""
 from __future__ import annotations
 
 import mujoco
@@ -81,7 +81,7 @@ def _random_states(robot, n: int):
 
 
 def test_clamped_inverse_dynamics_equals_models_rnea(robot):
-    """mj_inverse of the welded leg, motors removed, equals models' Newton-Euler (seed 001 eq. IV.7-IV.10)
+    """mj_inverse of the welded leg, motors removed, equals models' Newton-Euler (Lammari 2012, eq. IV.7-IV.10)
     at 40 random states: an independent cross-check of the MDH frames, gravity and inertias."""
     m, d = _clamped(robot)
     m.tendon_armature[:] = 0.0
@@ -110,7 +110,7 @@ def test_clamped_inverse_dynamics_with_the_motors(robot):
 
 
 def test_clamped_model_of_an_arm_without_foot():
-    """Any MDH chain (seed 001's 5-joint arm, gravity along -z0) clamps; no transmission, no foot."""
+    """Any MDH chain (Lammari 2012's 5-joint arm, gravity along -z0) clamps; no transmission, no foot."""
     arm = Robot.from_yaml(ROOT / "deploy" / "robots" / "lammari_arm5.yaml")
     m = mujoco.MjModel.from_xml_string(build_mjcf(arm, None, clamped=True))
     d = mujoco.MjData(m)

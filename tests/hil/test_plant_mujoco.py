@@ -1,4 +1,4 @@
-"""The MuJoCo plant: standing, falling, platform, sensors (issue 6)."""
+"""The MuJoCo plant: standing, falling, platform, sensors."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,4 @@
-"""``bipd hil``: the MuJoCo plant behind the ``udp`` backend, ground truth, pacing (issue 6)."""
+"""``bipd hil``: the MuJoCo plant behind the ``udp`` backend, ground truth, pacing."""
 from __future__ import annotations
 
 import json
@@ -182,3 +182,21 @@ def test_truth_is_taken_at_its_step_and_sent_when_the_server_idles():
     assert [json.loads(p)["t"] for p in published] == pytest.approx([8e-4, 1.6e-3])
     served.idle()
     assert [json.loads(p)["t"] for p in published] == pytest.approx([8e-4, 1.6e-3, 2.4e-3])
+
+
+def test_throttle_sleeps_once_per_period_and_truth_op_names_the_last_frame_sent():
+    """--throttle-s: one sleep of throttle_s at each period start (a slow host), nothing else changes;
+    the ``truth`` op answers the plant time and the time of the last truth frame sent."""
+    slept: list[float] = []
+    published: list[bytes] = []
+    served = ServedPlant(InertiaPlant([1e-4], [0.0]), publish=published.append, truth_every=5, period_cycles=5,
+                         throttle_s=0.004, sleep=slept.append)
+    assert served.control({"op": "truth"}) == {"t": 0.0, "truth_t": None}
+    torque = np.ones(1)
+    for _ in range(12):
+        served.step(4e-4, torque)
+    assert slept == [0.004, 0.004, 0.004]                 # steps 0, 5 and 10 start a period
+    assert served.control({"op": "truth"})["truth_t"] == pytest.approx(2e-3)   # pushed out by the second
+    served.idle()
+    assert served.control({"op": "truth"}) == {"t": pytest.approx(4.8e-3), "truth_t": pytest.approx(4e-3)}
+    assert [json.loads(p)["t"] for p in published] == pytest.approx([2e-3, 4e-3])

@@ -2,7 +2,7 @@
 100+ random states: FK, tool and frame Jacobians, A (crba), C qd + G
 (nonLinearEffects), RNEA, the CoG and its Jacobian. Rotor inertia is Pinocchio's
 ``armature``; friction, which Pinocchio's RNEA does not model, is removed from
-ours by its explicit formula (seed 001 eq. IV.10)."""
+ours by its explicit formula (Lammari 2012, eq. IV.10)."""
 from __future__ import annotations
 
 import numpy as np

@@ -162,7 +162,7 @@ def test_unreachable_motor_angle_is_a_non_convergence_fault(qm, block, joint):
 
 
 def test_linkage_that_cannot_close_is_a_fault_naming_the_joint():
-    """Negative radicand (eq. 12, 18): reported, never abs()-ed (design §5)."""
+    """Negative radicand (eq. 12, 18): reported, never abs()-ed (docs/errata.md)."""
     short_ankle = with_(TR, "ankle", L=0.01)        # closes at q = 0 only
     with pytest.raises(TransmissionFault, match=r"ankle \(q1, q2\): linkage cannot close"):
         short_ankle.to_motor(QMAX)

@@ -3,12 +3,16 @@ closing note needs (median/p99 of a step and of a whole stabilizing cycle, the
 thesis' 273 us reference)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
+import pytest
 from numba import njit
-from numba.core.runtime import _nrt_python, rtsys
 
-from stabilizer.bench import THESIS_STABILIZER_AVG_US, run_benchmark, stabilizing_cycle
+from stabilizer import bench
+from stabilizer.bench import stabilizing_cycle
 
+from ..nrt import assert_allocation_free
 from .helpers import Q0, ROBOT, make
 
 
@@ -20,29 +24,50 @@ def _cycles(mbuf, dbuf, p, s, inp, out, gains, tau, count):
 
 def test_cycle_is_allocation_free():
     """NRT allocations of 1 and of 1001 cycles inside one njit call are equal:
-    the only ones are the call's own argument boxing."""
+    the only ones are the call's own argument boxing (tests/nrt.py)."""
     st = make()
     st.reset(Q0)
     st.inputs[:4] = Q0
     st.inputs[4:6] = (0.1, 0.2)
     args = (ROBOT.model.buf, ROBOT.data.buf.copy(), st.params, st.state, st.inputs, st.out,
             np.zeros(12), np.zeros(4))
-    _cycles(*args, 1)
-    _nrt_python.memsys_enable_stats()
-    try:
-        counts = []
-        for count in (1, 1001):
-            before = rtsys.get_allocation_stats().alloc
-            _cycles(*args, count)
-            counts.append(rtsys.get_allocation_stats().alloc - before)
-    finally:
-        _nrt_python.memsys_disable_stats()
-    assert 0 < counts[0] == counts[1]          # stats are on (the boxing counts), the loop adds none
+    assert_allocation_free(_cycles, *args)
 
 
-def test_benchmark_reports_step_and_cycle():
-    res = run_benchmark(samples=500)
-    for key in ("step", "cycle"):
-        assert 0 < res[key]["median_us"] <= res[key]["p99_us"]
-    assert res["thesis_bnr_stabilizer_avg_us"] == THESIS_STABILIZER_AVG_US
-    assert res["ratio_cycle_vs_thesis"] == res["cycle"]["median_us"] / THESIS_STABILIZER_AVG_US
+class SimulatedClock:
+    """perf_counter_ns stand-in: the k-th timed interval (a start and an end reading) lasts
+    ``durations[k]`` ns."""
+
+    def __init__(self, durations: np.ndarray) -> None:
+        self.durations = iter(durations.tolist())
+        self.now = 0
+        self.started = False
+
+    def __call__(self) -> int:
+        if self.started:
+            self.now += next(self.durations)
+        self.started = not self.started
+        return self.now
+
+
+def test_benchmark_figures_are_the_statistics_of_the_timed_calls(monkeypatch):
+    """On a simulated clock the reported median, p99 and min of the step and of the cycle are
+    those numpy computes from the intervals the clock handed out, every sample is timed once,
+    and the ratios are to the thesis' 273 us average (Gastebois 2017, §2.6.3)."""
+    samples = 301
+    rng = np.random.default_rng(5)
+    step_ns = rng.integers(1_000, 9_000, samples)
+    cycle_ns = rng.integers(2_000, 30_000, samples)
+    clock = SimulatedClock(np.concatenate([step_ns, cycle_ns]))
+    monkeypatch.setattr(bench, "time", SimpleNamespace(perf_counter_ns=clock))
+    res = bench.run_benchmark(samples=samples)
+    assert next(clock.durations, None) is None                 # 2 x samples intervals, no more
+    assert res["samples"] == samples
+    for key, ns in (("step", step_ns), ("cycle", cycle_ns)):
+        us = ns / 1e3
+        assert res[key]["median_us"] == pytest.approx(np.median(us), rel=1e-12)
+        assert res[key]["p99_us"] == pytest.approx(np.sort(us)[int(round(0.99 * (samples - 1)))], rel=1e-12)
+        assert res[key]["min_us"] == pytest.approx(us.min(), rel=1e-12)
+    assert res["thesis_bnr_stabilizer_avg_us"] == 273.0
+    assert res["ratio_cycle_vs_thesis"] == pytest.approx(np.median(cycle_ns) / 1e3 / 273.0, rel=1e-12)
+    assert res["cycle_under_target"] == (np.median(cycle_ns) / 1e3 < 10.0)

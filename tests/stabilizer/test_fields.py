@@ -1,5 +1,5 @@
 """Repulsive walls and attractor (thesis eq. 72-78 with the errata of
-design.md §5), their regularisation, and the field equilibria."""
+docs/errata.md), their regularisation, and the field equilibria."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,6 @@
 """Virtual CoG robot: admittance, weighted damped pseudo-inverse (with the 4x4
 Schur inverse), singularity measure, joint and velocity limits (thesis §2.5.4,
-§2.5.11-2.5.12; seed 003 for the DLS)."""
+§2.5.11-2.5.12; Jacobian course for the DLS)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,20 +1,20 @@
-"""Seed 001 (Lammari 2012), chapter VI: the 5-DOF measuring arm as a robot YAML
-(deploy/robots/lammari_arm5.yaml) reproduces the seed's own numbers.
+"""Lammari 2012, chapter VI: the 5-DOF measuring arm as a robot YAML
+(deploy/robots/lammari_arm5.yaml) reproduces that work's own numbers.
 
-* Forward geometry, annex I.2.1 (seed lines 2279-2300): the joint angles of
-  Tableau 2 (lines 2292-2300, degrees, the seed's MGI results) put the probe tip O5
-  on the points P'1..P'9 of Tableau 1 (lines 2279-2287, m), every row, within 1e-4 m.
+* Forward geometry, annex A §I.2.1: the joint angles of
+  Tableau 2 (degrees, the work's MGI results) put the probe tip O5
+  on the points P'1..P'9 of Tableau 1 (m), every row, within 1e-4 m.
   No row needed excluding (largest error 1.2e-5 m, i.e. the 4-decimal rounding).
-* Orientation: the MGI imposes Y5 = n, the plane normal (lines 1919-1923). The
-  printed n (line 1919: 0.09651, 0.24127, 0.96510) is NOT a unit vector (norm
-  0.99947: the plane coefficients (0.10, 0.25, 1) of line 1917 divided by 1.03616
+* Orientation: the MGI imposes Y5 = n, the plane normal (§VI.5.5). The
+  printed n (0.09651, 0.24127, 0.96510) is NOT a unit vector (norm
+  0.99947: the plane coefficients (0.10, 0.25, 1) of the plane divided by 1.03616
   instead of sqrt(1.0725) = 1.035616, a digit slip). The Tableau 2 angles give the
   true unit normal (0.096561, 0.241402, 0.965609) to within 7e-5 per component
   (the printed n is 5e-4 off), so we test against the unit normal at 1e-4.
-* The symbolic MGD T_5^0 (lines 1808-1828) equals our fk at random q.
+* The symbolic MGD T_5^0 (§VI.5.4) equals our fk at random q.
 * The YAML holds Tableaux VI.1-VI.6 verbatim (SI units) except the two inertia
   rows the header documents (body 1: I_XX = I_YY = 0; body 3: principal moments
-  violating the triangle inequality); the tests show those seed rows are not
+  violating the triangle inequality); the tests show those table rows are not
   realisable and that the body-1 fix cannot change the dynamics.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from models import Robot, description_from_dict
 ROOT = Path(__file__).resolve().parents[2]
 ARM = ROOT / "deploy" / "robots" / "lammari_arm5.yaml"
 
-# Tableau 1 (seed lines 2279-2287): points P'i, robot frame, m
+# Tableau 1 (annex A §I.2.1): points P'i, robot frame, m
 P_PRIME = np.array([
     [0.3983, 1.5183, 1.2725],
     [0.4733, 1.6482, 1.2350],
@@ -43,7 +43,7 @@ P_PRIME = np.array([
     [0.8197, 1.4482, 1.1950],
     [0.8947, 1.5781, 1.1575],
 ])
-# Tableau 2 (seed lines 2292-2300): MGI joint angles q1..q5, degrees
+# Tableau 2 (annex A §I.2.1): MGI joint angles q1..q5, degrees
 Q_DEG = np.array([
     [7.5300622e+001, 8.6454360e+001, -1.5858521e+000, 1.8695438e+000, -9.9825592e+001],
     [7.3977965e+001, 7.7956864e+001, 6.2499197e+000, 1.5198251e+000, -9.9203436e+001],
@@ -55,20 +55,19 @@ Q_DEG = np.array([
     [6.0489319e+001, 8.0581360e+001, 1.7760261e+000, -2.0150777e+000, -9.7296751e+001],
     [6.0448860e+001, 7.1717099e+001, 1.0621187e+001, -2.0255005e+000, -9.7276259e+001],
 ])
-ROW_LINES = list(zip(range(2279, 2288), range(2292, 2301)))
 
-# plane 0.10x + 0.25y + z = 0.40 (line 1917); printed normal (line 1919)
+# plane 0.10x + 0.25y + z = 0.40 (§VI.5.5) and its printed normal
 PLANE = np.array([0.10, 0.25, 1.0])
 N_PRINTED = np.array([0.09651, 0.24127, 0.96510])
 
-# Tableau VI.2 (line 1759): alpha (deg), d (mm), r (mm), qmin, qmax (deg)
+# Tableau VI.2 (§VI.5.1): alpha (deg), d (mm), r (mm), qmin, qmax (deg)
 TAB_VI2 = [(0, 0, 409.82, -180, 180), (90, 0, 0, -90, 90), (0, 1000, 0, -110, 110),
            (90, 0, 1513.9, -350, 350), (-90, 0, 0, -105, 105)]
-TAB_VI3_KV = [1.75, 1.75, 1.75, 1.0, 1.0]                       # line 1770, rad/s
-TAB_VI4_MASS = [20.0, 17.4, 4.8, 0.82, 0.34]                     # line 1779, kg
+TAB_VI3_KV = [1.75, 1.75, 1.75, 1.0, 1.0]                       # Tableau VI.3, rad/s
+TAB_VI4_MASS = [20.0, 17.4, 4.8, 0.82, 0.34]                     # Tableau VI.4, kg
 TAB_VI5_COG = [(0, 0, -0.15), (0.068, -0.006, -0.2275), (0, -0.07, -0.014),
-               (0, 0, -0.019), (0, 0, 0)]                        # line 1784, m
-# line 1791: I_XX, I_YY, I_ZZ, I_XY, I_XZ, I_YZ (kg m^2; printed unit "m^2")
+               (0, 0, -0.019), (0, 0, 0)]                        # Tableau VI.5, m
+# Tableau VI.6: I_XX, I_YY, I_ZZ, I_XY, I_XZ, I_YZ (kg m^2; printed unit "m^2")
 TAB_VI6 = [(0, 0, 0.35, 0, 0, 0), (1.031, 1.505, 0.620, 0.00709, 0.269, -0.023),
            (0.090, 0.013, 0.109, 0, 0, -0.0047), (0.00209, 0.00209, 0.0013, 0, 0, 0),
            (0.0003, 0.0003, 0.00004, 0, 0, 0)]
@@ -86,7 +85,7 @@ def tensor(row) -> np.ndarray:
     return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]], dtype=float)
 
 
-@pytest.mark.parametrize("k", range(9), ids=[f"P'{k + 1}(lines {a},{b})" for k, (a, b) in enumerate(ROW_LINES)])
+@pytest.mark.parametrize("k", range(9), ids=[f"P'{k + 1}" for k in range(9)])
 def test_forward_geometry_table(arm, k):
     """Tableau 2 row k -> Tableau 1 row k within 1e-4 m; probe axis Y5 = unit normal."""
     T = arm.fk(np.radians(Q_DEG[k]))
@@ -97,7 +96,7 @@ def test_forward_geometry_table(arm, k):
 
 
 def test_printed_normal_is_not_unit():
-    """Line 1919's n has norm 0.99947 (1.03616 used for sqrt(1.0725)); the Tableau 2
+    """The printed n has norm 0.99947 (1.03616 used for sqrt(1.0725)); the Tableau 2
     angles follow the unit normal, not the printed one."""
     assert np.linalg.norm(N_PRINTED) == pytest.approx(0.99947, abs=1e-5)
     np.testing.assert_allclose(N_PRINTED, PLANE / 1.03616, atol=1e-5)
@@ -109,7 +108,7 @@ def test_printed_normal_is_not_unit():
 
 
 def mgd(q: np.ndarray, r1=0.40982, d3=1.0, r4=1.5139) -> np.ndarray:
-    """T_5^0 as printed in the seed, lines 1808-1828."""
+    """T_5^0 as printed in Lammari 2012, §VI.5.4."""
     C1, S1 = np.cos(q[0]), np.sin(q[0])
     C2, S2 = np.cos(q[1]), np.sin(q[1])
     C23, S23 = np.cos(q[1] + q[2]), np.sin(q[1] + q[2])
@@ -133,7 +132,7 @@ def test_symbolic_mgd(arm):
         np.testing.assert_allclose(arm.fk(q), mgd(q), rtol=0, atol=1e-12)
 
 
-def test_yaml_holds_the_seed_tables():
+def test_yaml_holds_the_tables():
     """Tableaux VI.1-VI.6 in SI units; only the documented inertia entries differ."""
     doc = yaml.safe_load(ARM.read_text())
     assert doc["gravity"] == [0.0, 0.0, -9.81]
@@ -160,7 +159,7 @@ def triangle_gap(I: np.ndarray) -> float:
     return p[0] + p[1] - p[2]
 
 
-def test_adjusted_seed_rows_are_not_rigid_bodies():
+def test_adjusted_table_rows_are_not_rigid_bodies():
     """Tableau VI.6 rows 1 and 3 violate the triangle inequality; the others pass;
     the adjusted row 3 is the smallest 3-decimal I_XX that passes."""
     gaps = [triangle_gap(tensor(r)) for r in TAB_VI6]
@@ -176,7 +175,7 @@ def test_adjusted_seed_rows_are_not_rigid_bodies():
 
 def test_body1_adjustment_leaves_dynamics_unchanged(arm):
     """Body 1 turns about the fixed z0 with its CoG on it: its I_XX, I_YY never enter
-    A, C or G, so the value chosen for the seed's zeros is immaterial."""
+    A, C or G, so the value chosen for the table's zeros is immaterial."""
     doc = yaml.safe_load(ARM.read_text())
     doc["joints"][0]["body"]["inertia"] = [[0.6, 0.0, 0.0], [0.0, 0.4, 0.0], [0.0, 0.0, 0.35]]
     other = Robot(description_from_dict(doc))

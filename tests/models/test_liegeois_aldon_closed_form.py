@@ -1,26 +1,26 @@
-"""Seed 000 (Liégeois & Aldon 1980, INRIA RR-32), §4: the closed-form inertia
+"""Liégeois & Aldon 1980 (INRIA RR-32), §4: the closed-form inertia
 matrix A_ij and gravity torques Q_i of its 6-DOF robot equal the generic MDH
 engine at random parameter values and random configurations.
 
-The seed's robot (lines 1040-1043, description sentence)::
+The report's robot (§4.1.1, description sentence)::
 
     RY(θ1) TYK(L1) RX(θ2) TYK(L2) RX(θ3) TZK(L3) RX(θ4) TZK(0) RY(θ5) TZK(0) RZ(θ6) TZK(L6)
 
-i.e. seed frame R_j = R_{j-1}·Trans(l_{j-1})·Rot_axis(θ_j), all seed frames parallel
+i.e. report frame R_j = R_{j-1}·Trans(l_{j-1})·Rot_axis(θ_j), all report frames parallel
 to the base frame R(O, X, Y, Z) at θ = 0, origins O_j at the joints (O4 = O5 = O6).
-Masses and CoG vectors d_j in R_j (lines 1139-1145): body 1 (M1; 0, D1, 0),
+Masses and CoG vectors d_j in R_j (§4.1.2): body 1 (M1; 0, D1, 0),
 body 2 (M2; 0, D2, 0), body 3 (M3; 0, 0, D3), bodies 4, 5 massless (fictitious,
-line 1027), body 6 (M6; 0, 0, D6). Inertia about the CoG, diagonal, zero about the
-body's own axis (lines 1075, 1149-1152; "I21"/"I22" are OCR for IZ1/IZ2):
+§4.1), body 6 (M6; 0, 0, D6). Inertia about the CoG, diagonal, zero about the
+body's own axis (§4.1.2; "I21"/"I22" are OCR for IZ1/IZ2):
 I1 = diag(IX1, 0, IZ1), I2 = diag(IX2, 0, IZ2), I3 = diag(IX3, IY3, 0),
-I6 = diag(IX6, IY6, 0). Augmented-body constants (lines 1162, 1194, 1202-1215):
+I6 = diag(IX6, IY6, 0). Augmented-body constants (§3.1, §4.3):
 V_j = m_j d_j + l_j Σ_{p>j} m_p, W_j = m_j d_j² + l_j² Σ_{p>j} m_p, JX_j = IX_j + W_j...
 
 Mapping onto our MDH rows (T = RotX(α) TransX(a) RotZ(θ + q) TransZ(d); q_i = θ_i,
-same positive sense). MDH frame i = seed frame R_i rotated by a constant C_i
+same positive sense). MDH frame i = report frame R_i rotated by a constant C_i
 (columns = our x_i, y_i, z_i in R_i axes) and moved to the MDH origin:
 
-    i  seed axis  C_i (x_i, y_i, z_i)   α      a    θ      d     MDH origin
+    i  axis       C_i (x_i, y_i, z_i)   α      a    θ      d     MDH origin
     0  -          ( Z,  X,  Y)          -      -    -      -     O
     1  Y          ( Z,  X,  Y)          0      0    0      L1    O2 (= O + L1·Y)
     2  X          ( Y,  Z,  X)         -π/2    0   -π/2    0     O2
@@ -30,19 +30,19 @@ same positive sense). MDH frame i = seed frame R_i rotated by a constant C_i
     6  Z          ( X,  Y,  Z)          π/2    0    0      0     O4
     tool: TransZ(L6)                    0      0    0      L6
 
-so body j's seed CoG/inertia become, in MDH frame j: body 1 com (0, 0, D1 − L1),
+so body j's CoG/inertia of the report become, in MDH frame j: body 1 com (0, 0, D1 − L1),
 inertia diag(IZ1, IX1, 0); body 2 com (D2, 0, 0), diag(0, IZ2, IX2); body 3 com
 (D3, 0, 0), diag(0, IY3, IX3); body 6 com (0, 0, D6), diag(IX6, IY6, 0).
-The seed's gravity column [G] = (0, G, 0) in R (Q_2 = −G·S2·VY2, line 1245, fixes
+The report's gravity column [G] = (0, G, 0) in R (Q_2 = −G·S2·VY2, §4.4, fixes
 this; G is a signed scalar, so Y points down for G > 0) becomes (0, 0, G) in
-frame 0. The seed's Q_i is on the right of (3-1) (line 666): the generalised
+frame 0. The report's Q_i is on the right of (3-1): the generalised
 gravity force; our ``gravity(q)`` is the torque that holds it, so ours = −Q.
 
 Two adaptations, both exact:
 * Our bodies need mass > 0: bodies 4 and 5 get point masses M4, M5 at O4 with
   zero inertia. A point on axis 4/5 at O4 is a point of body 3's lever end, so the
-  seed's own general definitions (line 1162, V_j = m_j d_j + l_j Σ_{p>j} m_p, line
-  1194 for W_j) carry it: VY1, VY2, VZ3, WY1, WY2, WZ3 sum over M4 + M5 + M6, and
+  report's own general definitions (§3.1, V_j = m_j d_j + l_j Σ_{p>j} m_p, and
+  W_j) carry it: VY1, VY2, VZ3, WY1, WY2, WZ3 sum over M4 + M5 + M6, and
   V4 = V5 = 0, J4 = J5 = 0 (d = l = 0), so the closed forms are unchanged.
 * A body with zero inertia about its own axis is a line mass, so physically
   IX1 = IZ1, IX2 = IZ2, IX3 = IY3, IX6 = IY6 (our loader enforces the triangle
@@ -51,13 +51,13 @@ Two adaptations, both exact:
   IX_j ≠ IZ_j etc. through the linearity of A in the inertia tensors:
   A(I) = A(I + s·E) − A(s·E) + A(0), each of the three a valid robot.
 
-Errata applied (design.md §5):
-* A33 (line 1293) reads 2·VZ6·L3·C4·C5 (printed with VZ3).
-* A11 (line 1269): the first JX6 term is JX6·(C6·S5·S234)² (printed
+Errata applied (docs/errata.md):
+* A33 (§4.5) reads 2·VZ6·L3·C4·C5 (printed with VZ3).
+* A11 (§4.5): the first JX6 term is JX6·(C6·S5·S234)² (printed
   "JX6*C6*S5*S234+C5*S5*S234").
-* Centrifugal coefficients (3-18), line 1001, are twice too large:
-  C_ij = ∂A_ij/∂q_j − ½ ∂A_jj/∂q_i (as seed 001 line 1411 writes it).
-  ``test_velocity_coefficients`` checks the corrected C and B_ijk (line 997)
+* Centrifugal coefficients (3-18) are twice too large:
+  C_ij = ∂A_ij/∂q_j − ½ ∂A_jj/∂q_i (as Lammari 2012 writes it next to eq. IV.4).
+  ``test_velocity_coefficients`` checks the corrected C and B_ijk (3-17)
   against our rnea with central differences of the closed-form A.
 """
 from __future__ import annotations
@@ -69,11 +69,11 @@ from models import Robot, description_from_dict
 
 HALF_PI = np.pi / 2
 
-# ---------------------------------------------------------------- seed parameters
+# ---------------------------------------------------------------- the report's parameters
 
 
 def random_params(rng: np.random.Generator, physical: bool) -> dict[str, float]:
-    """Random values of the seed's symbols (SI units). With ``physical`` the
+    """Random values of the report's symbols (SI units). With ``physical`` the
     line-mass bodies have equal transverse moments (see module docstring)."""
     p = {k: float(rng.uniform(0.2, 1.2)) for k in ("L1", "L2", "L3", "L6")}
     p.update({k: float(rng.uniform(0.5, 20.0)) for k in ("M1", "M2", "M3", "M4", "M5", "M6")})
@@ -86,7 +86,7 @@ def random_params(rng: np.random.Generator, physical: bool) -> dict[str, float]:
 
 
 def augmented(p: dict[str, float]) -> dict[str, float]:
-    """Masses and inertias 'rapportées' (seed lines 1162, 1194, 1202-1215), the
+    """Masses and inertias 'rapportées' (§3.1, §4.3), the
     downstream sums including the point masses M4, M5 at O4."""
     down2 = p["M3"] + p["M4"] + p["M5"] + p["M6"]
     down3 = p["M4"] + p["M5"] + p["M6"]
@@ -115,7 +115,7 @@ def augmented(p: dict[str, float]) -> dict[str, float]:
 
 
 def closed_form_Q(q: np.ndarray, p: dict[str, float]) -> np.ndarray:
-    """Gravity torques Q(1..6), seed lines 1241-1246 (right-hand side of (3-1))."""
+    """Gravity torques Q(1..6), §4.4 (right-hand side of (3-1))."""
     k = augmented(p)
     G = p["G"]
     _, t2, t3, t4, t5, _ = q
@@ -124,17 +124,17 @@ def closed_form_Q(q: np.ndarray, p: dict[str, float]) -> np.ndarray:
     S234, C234 = np.sin(t2 + t3 + t4), np.cos(t2 + t3 + t4)
     S5, C5 = np.sin(t5), np.cos(t5)
     Q = np.zeros(6)
-    Q[5] = 0.0                                       # line 1241
-    Q[4] = G * (S234 * S5 * k["VZ6"])                # line 1242
-    Q[3] = G * (-C234 * C5 * k["VZ6"])               # line 1243
-    Q[2] = G * (-C23 * k["VZ3"]) + Q[3]              # line 1244
-    Q[1] = G * (-S2 * k["VY2"]) + Q[2]               # line 1245
-    Q[0] = 0.0                                       # line 1246
+    Q[5] = 0.0                                       # Q6
+    Q[4] = G * (S234 * S5 * k["VZ6"])                # Q5
+    Q[3] = G * (-C234 * C5 * k["VZ6"])               # Q4
+    Q[2] = G * (-C23 * k["VZ3"]) + Q[3]              # Q3
+    Q[1] = G * (-S2 * k["VY2"]) + Q[2]               # Q2
+    Q[0] = 0.0                                       # Q1
     return Q
 
 
 def closed_form_A(q: np.ndarray, p: dict[str, float]) -> np.ndarray:
-    """Inertia matrix A_ij, seed lines 1268-1311 (errata on A11 and A33)."""
+    """Inertia matrix A_ij, §4.5 (errata on A11 and A33)."""
     k = augmented(p)
     L2, L3 = p["L2"], p["L3"]
     VZ3, VZ6 = k["VZ3"], k["VZ6"]
@@ -150,7 +150,7 @@ def closed_form_A(q: np.ndarray, p: dict[str, float]) -> np.ndarray:
     S234, C234 = np.sin(t2 + t3 + t4), np.cos(t2 + t3 + t4)
 
     A = np.zeros((6, 6))
-    # lines 1268-1271; erratum: first JX6 term is JX6*(C6*S5*S234)**2
+    # A11; erratum: first JX6 term is JX6*(C6*S5*S234)**2
     A[0, 0] = (2 * VZ3 * L2 * (C23 * S2) + 2 * VZ6 * L2 * (C234 * C5 * S2)
                + 2 * VZ6 * L3 * (C234 * C5 * C23) + JZ2 * S2 * S2 + JY3 * C23 * C23
                + JX6 * C6 * S5 * S234 * C6 * S5 * S234
@@ -158,47 +158,47 @@ def closed_form_A(q: np.ndarray, p: dict[str, float]) -> np.ndarray:
                + JX6 * S6 * C234 * S6 * C234 + JY6 * S6 * S5 * S234 * S6 * S5 * S234
                - JY6 * S6 * S5 * S234 * C6 * C234 - JY6 * C6 * C234 * S6 * S5 * S234
                + JY6 * C6 * C234 * C6 * C234)
-    # lines 1272-1273
+    # A12
     A[0, 1] = (VZ6 * L2 * (-S5 * C2) + VZ6 * L3 * (S5 * S23)
                + JX6 * C6 * C5 * C6 * S5 * S234 + JX6 * C6 * C5 * S6 * C234
                + JY6 * S6 * C5 * S6 * S5 * S234 - JY6 * S6 * C5 * C6 * C234)
-    # lines 1274-1275
+    # A13
     A[0, 2] = (VZ6 * L3 * (S5 * S23)
                + JX6 * C6 * C5 * C6 * S5 * S234 + JX6 * C6 * C5 * S6 * C234
                + JY6 * S6 * C5 * S6 * S5 * S234 - JY6 * S6 * C5 * C6 * C234)
-    # line 1276
+    # A14
     A[0, 3] = (JX6 * C6 * C5 * C6 * S5 * S234 + JX6 * C6 * C5 * S6 * C234
                + JY6 * S6 * C5 * S6 * S5 * S234 - JY6 * S6 * C5 * C6 * C234)
-    # line 1279
+    # A15
     A[0, 4] = (VZ6 * L2 * (S2 * C5) + VZ6 * L3 * (C23 * C5)
                + JX6 * S6 * C6 * S5 * S234 + JX6 * S6 * S6 * C234
                - JY6 * C6 * S6 * S5 * S234 + JY6 * C6 * C6 * C234)
-    A[0, 5] = 0.0                                                        # line 1281
-    # line 1283
+    A[0, 5] = 0.0                                                        # A16
+    # A22
     A[1, 1] = (2 * VZ3 * L2 * (-S3) + 2 * VZ6 * L2 * (-S34 * C5) + 2 * VZ6 * L3 * (C4 * C5)
                + JX2 + JX3 + JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5)
-    # line 1285 (VZ6*L3*C4*C5 is printed twice, as it should be)
+    # A23 (VZ6*L3*C4*C5 is printed twice, as it should be)
     A[1, 2] = (VZ3 * L2 * (-S3) + VZ6 * L3 * (C4 * C5) + VZ6 * L2 * (-S34 * C5)
                + VZ6 * L3 * (C4 * C5) + JX3 + JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5)
-    # line 1287
+    # A24
     A[1, 3] = (VZ6 * L2 * (-S34 * C5) + VZ6 * L3 * (C4 * C5)
                + JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5)
-    # line 1289
+    # A25
     A[1, 4] = (VZ6 * L2 * (-C34 * S5) + VZ6 * L3 * (-S4 * S5)
                + JX6 * S6 * C6 * C5 - JY6 * C6 * S6 * C5)
-    A[1, 5] = 0.0                                                        # line 1291
-    # line 1293; erratum: 2*VZ6*L3 (printed 2*VZ3*L3)
+    A[1, 5] = 0.0                                                        # A26
+    # A33; erratum: 2*VZ6*L3 (printed 2*VZ3*L3)
     A[2, 2] = 2 * VZ6 * L3 * (C4 * C5) + JX3 + JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5
-    A[2, 3] = VZ6 * L3 * (C4 * C5) + JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5   # 1295
-    A[2, 4] = VZ6 * L3 * (-S4 * S5) + JX6 * S6 * C6 * C5 - JY6 * C6 * S6 * C5             # 1297
-    A[2, 5] = 0.0                                                                        # 1299
-    A[3, 3] = JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5                         # 1301
-    A[3, 4] = JX6 * S6 * C6 * C5 - JY6 * C6 * S6 * C5                                   # 1303
-    A[3, 5] = 0.0                                                                        # 1305
-    A[4, 4] = JX6 * S6 * S6 + JY6 * C6 * C6                                             # 1307
-    A[4, 5] = 0.0                                                                        # 1309
-    A[5, 5] = 0.0                                                                        # 1311
-    return np.triu(A) + np.triu(A, 1).T          # A_ji = A_ij (line 551)
+    A[2, 3] = VZ6 * L3 * (C4 * C5) + JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5
+    A[2, 4] = VZ6 * L3 * (-S4 * S5) + JX6 * S6 * C6 * C5 - JY6 * C6 * S6 * C5
+    A[2, 5] = 0.0
+    A[3, 3] = JX6 * C6 * C5 * C6 * C5 + JY6 * S6 * C5 * S6 * C5
+    A[3, 4] = JX6 * S6 * C6 * C5 - JY6 * C6 * S6 * C5
+    A[3, 5] = 0.0
+    A[4, 4] = JX6 * S6 * S6 + JY6 * C6 * C6
+    A[4, 5] = 0.0
+    A[5, 5] = 0.0
+    return np.triu(A) + np.triu(A, 1).T          # A_ji = A_ij
 
 
 # ---------------------------------------------------------------- the same robot, MDH
@@ -213,7 +213,7 @@ def _joint(name, alpha, a, theta, d, mass, com, inertia):
 
 
 def robot_dict(p: dict[str, float], add: float | None = 0.0) -> dict:
-    """Description dict of the seed robot (mapping table in the module docstring).
+    """Description dict of the report's robot (mapping table in the module docstring).
     ``add`` = s adds s·E to every body's inertia; ``add=None`` zeroes them all."""
     def I(diag):
         if add is None:
@@ -237,7 +237,7 @@ def robot(p: dict[str, float], add: float | None = 0.0) -> Robot:
     return Robot(description_from_dict(robot_dict(p, add)))
 
 
-# ---------------------------------------------------------------- seed geometry
+# ---------------------------------------------------------------- the report's geometry
 
 
 def _rot(axis: str, t: float) -> np.ndarray:
@@ -250,7 +250,7 @@ def _rot(axis: str, t: float) -> np.ndarray:
 SENTENCE = (("R", "Y"), ("T", "Y", "L1"), ("R", "X"), ("T", "Y", "L2"), ("R", "X"), ("T", "Z", "L3"),
             ("R", "X"), ("T", "Z", None), ("R", "Y"), ("T", "Z", None), ("R", "Z"), ("T", "Z", "L6"))
 UNIT = {"X": np.array([1.0, 0, 0]), "Y": np.array([0, 1.0, 0]), "Z": np.array([0, 0, 1.0])}
-# columns of C_i: our x_i, y_i, z_i in the seed's R_i axes (module docstring)
+# columns of C_i: our x_i, y_i, z_i in the report's R_i axes (module docstring)
 C = [np.column_stack(c) for c in (
     (UNIT["Z"], UNIT["X"], UNIT["Y"]), (UNIT["Z"], UNIT["X"], UNIT["Y"]),
     (UNIT["Y"], UNIT["Z"], UNIT["X"]), (UNIT["Z"], -UNIT["Y"], UNIT["X"]),
@@ -259,8 +259,8 @@ C = [np.column_stack(c) for c in (
 
 
 def seed_frames(q: np.ndarray, p: dict[str, float]):
-    """Seed frames R_1..R_6 (rotation, origin O_j) and the tool point, base R,
-    built literally from the description sentence (lines 1040-1043)."""
+    """Report frames R_1..R_6 (rotation, origin O_j) and the tool point, base R,
+    built literally from the description sentence (§4.1.1)."""
     R, o, frames, j = np.eye(3), np.zeros(3), [], 0
     for step in SENTENCE:
         if step[0] == "R":
@@ -283,8 +283,8 @@ def configurations(seed: int, n: int = N_Q) -> np.ndarray:
 
 
 def test_mdh_rows_reproduce_the_seed_frames():
-    """The mapping table: our frame i has its z axis on the seed's joint axis i,
-    the x/y axes of C_i, and the tool point is O4 + L6·z6 (lines 1040-1043)."""
+    """The mapping table: our frame i has its z axis on the report's joint axis i,
+    the x/y axes of C_i, and the tool point is O4 + L6·z6 (§4.1.1)."""
     p = random_params(np.random.default_rng(5), physical=True)
     r = robot(p)
     mdh_origin_shift = [p["L1"], 0, 0, 0, 0, 0]  # our frame 1 sits at O2, on axis 1
@@ -301,7 +301,7 @@ def test_mdh_rows_reproduce_the_seed_frames():
 
 @pytest.mark.parametrize("seed", PARAM_SEEDS)
 def test_closed_form_physical(seed):
-    """A (lines 1268-1311, errata) and Q (lines 1241-1246) equal our inertia() and
+    """A (§4.5, errata) and Q (§4.4) equal our inertia() and
     −gravity() at 60 random θ, with physically valid parameters built directly."""
     p = random_params(np.random.default_rng(seed), physical=True)
     r = robot(p)
@@ -342,8 +342,8 @@ def _isotropic_only(doc: dict, s: float) -> dict:
 
 
 def test_printed_forms_are_wrong_where_the_errata_say():
-    """The errata matter: the printed A33 (VZ3, line 1293) and the printed first JX6
-    term of A11 (line 1269) disagree with our engine; the corrected ones agree."""
+    """The errata matter: the printed A33 (VZ3) and the printed first JX6
+    term of A11 disagree with our engine; the corrected ones agree."""
     p = random_params(np.random.default_rng(7), physical=True)
     r = robot(p)
     k = augmented(p)
@@ -370,8 +370,8 @@ def _dA(q: np.ndarray, p: dict[str, float], k: int, h: float = 1e-5) -> np.ndarr
 
 @pytest.mark.parametrize("seed", PARAM_SEEDS[:3])
 def test_velocity_coefficients(seed):
-    """Centrifugal C_ij (3-18, line 1001, halved per the erratum) and Coriolis
-    B_ijk (line 997) from the closed-form A equal our rnea's velocity terms; the
+    """Centrifugal C_ij (3-18, halved per the erratum) and Coriolis
+    B_ijk (3-17) from the closed-form A equal our rnea's velocity terms; the
     printed (3-18) is twice the true value."""
     p = random_params(np.random.default_rng(seed), physical=True)
     r = robot(p)
