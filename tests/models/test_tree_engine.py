@@ -128,3 +128,17 @@ def test_chain_file_matches_the_chain_engine():
         np.testing.assert_allclose(d.G, chain.gravity(q), atol=1e-10)
         np.testing.assert_allclose(d.h, chain.coriolis(q, qd) @ qd + chain.gravity(q), atol=1e-10)
         np.testing.assert_allclose(tree.rnea(q, qd, qdd, g), chain.rnea(q, qd, qdd), atol=1e-10)
+
+
+def test_bip2000_geometry_at_zero():
+    """Straight legs at q = 0, from the YAML's numbers by hand: soles 0.42 + 0.42
+    + 0.08 m below the pelvis and 0.10 m either side (gamma = +-90 deg, a = 0.10),
+    the trunk frame 0.10 + 0.30 m above it (b = 0.10), all axes aligned."""
+    robot = bip2000()
+    robot.set_root("pelvis")
+    q = np.zeros(robot.n)
+    for name, xyz in (("left_sole", (0.0, 0.10, -0.92)), ("right_sole", (0.0, -0.10, -0.92)),
+                      ("trunk", (0.0, 0.0, 0.40)), ("left_fs_front_right", (0.14, 0.055, -0.92))):
+        T = robot.frame(q, name)
+        np.testing.assert_allclose(T[:3, 3], xyz, atol=1e-15)
+        np.testing.assert_allclose(T[:3, :3], np.eye(3), atol=1e-15)
