@@ -81,7 +81,9 @@ def data_layout(mbuf, buf):
     frame Jacobians, com / Jcom per group, bh / bI body first moments m pc and
     inertias about the base origin, cm / ch / cI the same for composite bodies,
     A, G, h = C qd + G, tau_f friction torque, V / Ac / F spatial velocity,
-    acceleration and force per body, tmp a 4x4 and w6 a 6-vector scratch."""
+    acceleration and force per body, tmp a 4x4 and w6 a 6-vector scratch, Sd the
+    rates of the motion axes, Bc the composite Coriolis factors, C the Coriolis
+    matrix, M6 two 6x6 scratch matrices."""
     n, nb, nf, ng = int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3])
     o = 0
     root = carray(_at(buf, o), (1,)); o += 1
@@ -107,15 +109,20 @@ def data_layout(mbuf, buf):
     F = carray(_at(buf, o), (nb, 6)); o += 6 * nb
     tmp = carray(_at(buf, o), (4, 4)); o += 16
     w6 = carray(_at(buf, o), (6,)); o += 6
+    Sd = carray(_at(buf, o), (n, 6)); o += 6 * n
+    Bc = carray(_at(buf, o), (nb, 6, 6)); o += 36 * nb
+    C = carray(_at(buf, o), (n, n)); o += n * n
+    M6 = carray(_at(buf, o), (2, 6, 6)); o += 72
     return (root, Tb, Tax, Tf, S, pc, Jf, com, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-            V, Ac, F, tmp, w6), o
+            V, Ac, F, tmp, w6, Sd, Bc, C, M6), o
 
 
 _MODEL_FIELDS = ("jtype", "armature", "viscous", "coulomb", "qmin", "qmax", "vmax", "taumax",
                  "mass", "com", "inertia", "fbody", "fpose", "gmass", "gravity", "order", "pred",
                  "succ", "sign", "pre", "post", "rootb", "rootT", "support")
 _DATA_FIELDS = ("root", "Tb", "Tax", "Tf", "S", "pc", "Jf", "com", "Jcom", "bh", "bI", "cm",
-                "ch", "cI", "A", "G", "h", "tau_f", "V", "Ac", "F", "tmp", "w6")
+                "ch", "cI", "A", "G", "h", "tau_f", "V", "Ac", "F", "tmp", "w6", "Sd", "Bc",
+                "C", "M6")
 
 
 def _rot(axis: int, angle: float) -> np.ndarray:

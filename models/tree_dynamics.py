@@ -80,7 +80,7 @@ def forward_kinematics(mbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     b0 = int(rootb[r])
     for i in range(4):
@@ -131,7 +131,7 @@ def kinematics(mbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = q.shape[0]
     for f in range(fbody.shape[0]):
@@ -203,7 +203,7 @@ def composite_inertia(mbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = q.shape[0]
     _body_inertias(mass, inertia, Tb, pc, bh, bI)
@@ -248,7 +248,7 @@ def rnea_pass(mbuf, dbuf, qd, qdd, with_qdd, g, tau):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = qd.shape[0]
     b0 = int(rootb[r])
@@ -310,7 +310,7 @@ def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
     _body_inertias(mass, inertia, Tb, pc, bh, bI)
     rnea_pass(mbuf, dbuf, qd, qdd, True, g, tau)
     for j in range(q.shape[0]):
@@ -318,16 +318,117 @@ def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
 
 
 @njit(cache=True)
+def _coriolis_factor(m, hv, I, V, P, B):
+    """B(I, V) = 1/2 (V x* I - I V x + (I V) xbar*) for one body (Echeandia &
+    Wensing 2021), where (f xbar*) V = V x* f. With P = V x* I, the first
+    two terms are P + P^T (I symmetric, V x = -(V x*)^T)."""
+    for c in range(6):                      # column c of P = V x* (I e_c)
+        for u in range(6):
+            B[1, u] = 1.0 if u == c else 0.0
+        _apply(m, hv, I, B[1, :3], B[1, 3:], B[0])
+        f0, f1, f2, n0, n1, n2 = B[0, 0], B[0, 1], B[0, 2], B[0, 3], B[0, 4], B[0, 5]
+        a0, a1, a2 = _cross(V[3], V[4], V[5], f0, f1, f2)
+        b0, b1, b2 = _cross(V[3], V[4], V[5], n0, n1, n2)
+        d0, d1, d2 = _cross(V[0], V[1], V[2], f0, f1, f2)
+        P[0, c], P[1, c], P[2, c] = a0, a1, a2
+        P[3, c], P[4, c], P[5, c] = b0 + d0, b1 + d1, b2 + d2
+    _apply(m, hv, I, V[:3], V[3:], B[0])    # (f, n) = I V; xbar = [[0, -[f]], [-[f], -[n]]]
+    f0, f1, f2, n0, n1, n2 = B[0, 0], B[0, 1], B[0, 2], B[0, 3], B[0, 4], B[0, 5]
+    for u in range(6):
+        for c in range(6):
+            B[u, c] = 0.5 * (P[u, c] + P[c, u])
+    B[0, 4] += 0.5 * f2
+    B[0, 5] -= 0.5 * f1
+    B[1, 3] -= 0.5 * f2
+    B[1, 5] += 0.5 * f0
+    B[2, 3] += 0.5 * f1
+    B[2, 4] -= 0.5 * f0
+    B[3, 1] += 0.5 * f2
+    B[3, 2] -= 0.5 * f1
+    B[4, 0] -= 0.5 * f2
+    B[4, 2] += 0.5 * f0
+    B[5, 0] += 0.5 * f1
+    B[5, 1] -= 0.5 * f0
+    B[3, 4] += 0.5 * n2
+    B[3, 5] -= 0.5 * n1
+    B[4, 3] -= 0.5 * n2
+    B[4, 5] += 0.5 * n0
+    B[5, 3] += 0.5 * n1
+    B[5, 4] -= 0.5 * n0
+
+
+@njit(cache=True)
+def coriolis_matrix(mbuf, dbuf, qd):
+    """C(q, qd) in Christoffel form (c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j -
+    dA_jk/dq_i), so Adot - 2C is skew) by the recursive algorithm of Echeandia &
+    Wensing 2021 over the velocities V of :func:`rnea_pass` and the
+    composite inertias of :func:`composite_inertia`: Sd_j = V_succ x S_j, composite
+    factors Bc, then for each joint j and each joint i supporting it
+    C_ij = S_i . (Ic Sd_j + Bc S_j), C_ji = Sd_i . (Ic S_j) + S_i . (Bc^T S_j)."""
+    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
+     order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
+    (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
+     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+    r = int(root[0])
+    n = qd.shape[0]
+    b0 = int(rootb[r])
+    for u in range(6):
+        for c in range(6):
+            Bc[b0, u, c] = 0.0
+    for j in range(n):
+        s = int(succ[r, j])
+        a0, a1, a2 = _cross(V[s, 3], V[s, 4], V[s, 5], S[j, 0], S[j, 1], S[j, 2])
+        b0_, b1_, b2_ = _cross(V[s, 0], V[s, 1], V[s, 2], S[j, 3], S[j, 4], S[j, 5])
+        c0, c1, c2 = _cross(V[s, 3], V[s, 4], V[s, 5], S[j, 3], S[j, 4], S[j, 5])
+        Sd[j, 0], Sd[j, 1], Sd[j, 2] = a0 + b0_, a1 + b1_, a2 + b2_
+        Sd[j, 3], Sd[j, 4], Sd[j, 5] = c0, c1, c2
+        _coriolis_factor(mass[s], bh[s], bI[s], V[s], M6[0], Bc[s])
+    for k in range(n - 1, -1, -1):
+        j = int(order[r, k])
+        p, s = int(pred[r, j]), int(succ[r, j])
+        for u in range(6):
+            for c in range(6):
+                Bc[p, u, c] += Bc[s, u, c]
+    f1, f2, f3 = M6[1, 0], M6[1, 1], M6[1, 2]
+    for j in range(n):
+        s = int(succ[r, j])
+        _apply(cm[s], ch[s], cI[s], Sd[j, :3], Sd[j, 3:], f1)
+        _apply(cm[s], ch[s], cI[s], S[j, :3], S[j, 3:], f2)
+        for u in range(6):
+            a = 0.0
+            b = 0.0
+            for c in range(6):
+                a += Bc[s, u, c] * S[j, c]
+                b += Bc[s, c, u] * S[j, c]
+            f1[u] += a
+            f3[u] = b
+        for i in range(n):
+            if support[r, s, i] != 0.0:
+                a = 0.0
+                for u in range(6):
+                    a += S[i, u] * f1[u]
+                C[i, j] = a
+                if i != j:
+                    a = 0.0
+                    for u in range(6):
+                        a += Sd[i, u] * f2[u] + S[i, u] * f3[u]
+                    C[j, i] = a
+            elif support[r, int(succ[r, i]), j] == 0.0:
+                C[i, j] = 0.0
+
+
+@njit(cache=True)
 def update(mbuf, dbuf, q, qd, g):
     """Everything a control cycle needs, for the rooting in use and gravity g
     (base frame, so a tilted floor is one argument): frames and their Jacobians,
-    CoGs and their Jacobians, A, G, h = C qd + G, friction. Allocation-free."""
+    CoGs and their Jacobians, A, G, h = C qd + G (by Newton-Euler), C in
+    Christoffel form, friction. Allocation-free."""
     kinematics(mbuf, dbuf, q)
     composite_inertia(mbuf, dbuf, q)
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = q.shape[0]
     for j in range(n):                        # G_j = -g . (M s_v + s_w x h) of the subtree
@@ -336,5 +437,6 @@ def update(mbuf, dbuf, q, qd, g):
         G[j] = -(g[0] * (cm[s] * S[j, 0] + c0) + g[1] * (cm[s] * S[j, 1] + c1)
                  + g[2] * (cm[s] * S[j, 2] + c2))
     rnea_pass(mbuf, dbuf, qd, qd, False, g, h)
+    coriolis_matrix(mbuf, dbuf, qd)
     for j in range(n):
         tau_f[j] = fv[j] * qd[j] + fs[j] * np.sign(qd[j])

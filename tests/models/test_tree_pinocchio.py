@@ -2,7 +2,8 @@
 each of the description's roots, at 100 random states and tilted gravities:
 operational frames and their Jacobians, the CoG of the robot and of each
 sub-tree with their Jacobians, A (crba), C qd + G (nonLinearEffects), G
-(computeGeneralizedGravity), RNEA. Pinocchio is built from the same description
+(computeGeneralizedGravity), RNEA, C(q, qd) against the Christoffel symbols of
+dA/dq from Pinocchio's RNEA derivatives (and its computeCoriolisMatrix). Pinocchio is built from the same description
 re-rooted by :mod:`models.tree_reference` with its own SE3 algebra. Friction,
 which Pinocchio's RNEA does not model, is removed from ours by its explicit
 formula (Lammari 2012 eq. IV.10)."""
@@ -114,3 +115,28 @@ def test_dynamics_match_pinocchio(rooted):
         close(d.G[p], pin.computeGeneralizedGravity(ref.model, data, qp))
         friction = m.viscous * qd + m.coulomb * np.sign(qd)
         close((robot.rnea(q, qd, qdd, g) - friction)[p], pin.rnea(ref.model, data, qp, qdp, qddp))
+
+
+def _christoffel(ref, data, q, qd):
+    """C_ij = sum_k c_ijk qd_k, c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j - dA_jk/dq_i),
+    with dA_ij/dq_k = d(A e_j)_i/dq_k from Pinocchio's RNEA derivatives at zero
+    velocity and gravity."""
+    n = q.shape[0]
+    gravity = ref.model.gravity
+    ref.model.gravity = pin.Motion(np.zeros(6))
+    dA = np.zeros((n, n, n))                                  # dA[k, i, j] = dA_ij/dq_k
+    for j in range(n):
+        pin.computeRNEADerivatives(ref.model, data, q, np.zeros(n), np.eye(n)[j])
+        dA[:, :, j] = data.dtau_dq.T
+    ref.model.gravity = gravity
+    return 0.5 * (np.einsum("kij,k->ij", dA, qd) + np.einsum("jik,k->ij", dA, qd)
+                  - np.einsum("ijk,k->ij", dA, qd))
+
+
+def test_coriolis_is_christoffel(rooted):
+    robot, ref, data = rooted
+    p = ref.perm
+    for q, qd, _, g in random_states(robot, 100, seed=4):
+        C = robot.update(q, qd, g).C[np.ix_(p, p)]
+        close(C, _christoffel(ref, data, q[p], qd[p]))
+        close(C, pin.computeCoriolisMatrix(ref.model, data, q[p], qd[p]))
