@@ -199,7 +199,8 @@ def composite_inertia(mbuf, dbuf, q):
     """A(q) by composite rigid bodies (Featherstone 2008, CRBA; Khalil & Dombre):
     each body's subtree inertia Ic, F_j = Ic(succ j) S_j, A_ij = S_i . F_j for the
     joints i that support succ(j), plus the rotor inertia (armature) on the
-    diagonal; G_j = -g . F_lin,j is not done here (gravity is an input)."""
+    diagonal. Leaves the composite mass, first moment and inertia of every
+    subtree in cm, ch, cI (G in :func:`update` reads them)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
