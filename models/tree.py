@@ -83,7 +83,7 @@ def data_layout(mbuf, buf):
     A, G, h = C qd + G, tau_f friction torque, V / Ac / F spatial velocity,
     acceleration and force per body, tmp a 4x4 and w6 a 6-vector scratch, Sd the
     rates of the motion axes, Bc the composite Coriolis factors, C the Coriolis
-    matrix, M6 two 6x6 scratch matrices."""
+    matrix, f6 three 6-vector scratches."""
     n, nb, nf, ng = int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3])
     o = 0
     root = carray(_at(buf, o), (1,)); o += 1
@@ -112,9 +112,9 @@ def data_layout(mbuf, buf):
     Sd = carray(_at(buf, o), (n, 6)); o += 6 * n
     Bc = carray(_at(buf, o), (nb, 6, 6)); o += 36 * nb
     C = carray(_at(buf, o), (n, n)); o += n * n
-    M6 = carray(_at(buf, o), (2, 6, 6)); o += 72
+    f6 = carray(_at(buf, o), (3, 6)); o += 18
     return (root, Tb, Tax, Tf, S, pc, Jf, com, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-            V, Ac, F, tmp, w6, Sd, Bc, C, M6), o
+            V, Ac, F, tmp, w6, Sd, Bc, C, f6), o
 
 
 _MODEL_FIELDS = ("jtype", "armature", "viscous", "coulomb", "qmin", "qmax", "vmax", "taumax",
@@ -122,7 +122,7 @@ _MODEL_FIELDS = ("jtype", "armature", "viscous", "coulomb", "qmin", "qmax", "vma
                  "succ", "sign", "pre", "post", "rootb", "rootT", "support")
 _DATA_FIELDS = ("root", "Tb", "Tax", "Tf", "S", "pc", "Jf", "com", "Jcom", "bh", "bI", "cm",
                 "ch", "cI", "A", "G", "h", "tau_f", "V", "Ac", "F", "tmp", "w6", "Sd", "Bc",
-                "C", "M6")
+                "C", "f6")
 
 
 def _rot(axis: int, angle: float) -> np.ndarray:

@@ -80,7 +80,7 @@ def forward_kinematics(mbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, f6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     b0 = int(rootb[r])
     for i in range(4):
@@ -131,7 +131,7 @@ def kinematics(mbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, f6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = q.shape[0]
     for f in range(fbody.shape[0]):
@@ -204,7 +204,7 @@ def composite_inertia(mbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, f6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = q.shape[0]
     _body_inertias(mass, inertia, Tb, pc, bh, bI)
@@ -249,7 +249,7 @@ def rnea_pass(mbuf, dbuf, qd, qdd, with_qdd, g, tau):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, f6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = qd.shape[0]
     b0 = int(rootb[r])
@@ -311,7 +311,7 @@ def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, f6) = data_layout(mbuf, dbuf)[0]
     _body_inertias(mass, inertia, Tb, pc, bh, bI)
     rnea_pass(mbuf, dbuf, qd, qdd, True, g, tau)
     for j in range(q.shape[0]):
@@ -319,38 +319,35 @@ def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
 
 
 @njit(cache=True)
-def _coriolis_factor(m, hv, I, V, P, B):
+def _coriolis_factor(m, hv, I, V, B):
     """B(I, V) = 1/2 (V x* I - I V x + (I V) xbar*) for one body (Echeandia &
-    Wensing 2021), where (f xbar*) V = V x* f. With P = V x* I, the first
-    two terms are P + P^T (I symmetric, V x = -(V x*)^T)."""
-    for c in range(6):                      # column c of P = V x* (I e_c)
-        for u in range(6):
-            B[1, u] = 1.0 if u == c else 0.0
-        _apply(m, hv, I, B[1, :3], B[1, 3:], B[0])
-        f0, f1, f2, n0, n1, n2 = B[0, 0], B[0, 1], B[0, 2], B[0, 3], B[0, 4], B[0, 5]
-        a0, a1, a2 = _cross(V[3], V[4], V[5], f0, f1, f2)
-        b0, b1, b2 = _cross(V[3], V[4], V[5], n0, n1, n2)
-        d0, d1, d2 = _cross(V[0], V[1], V[2], f0, f1, f2)
-        P[0, c], P[1, c], P[2, c] = a0, a1, a2
-        P[3, c], P[4, c], P[5, c] = b0 + d0, b1 + d1, b2 + d2
-    _apply(m, hv, I, V[:3], V[3:], B[0])    # (f, n) = I V; xbar = [[0, -[f]], [-[f], -[n]]]
-    f0, f1, f2, n0, n1, n2 = B[0, 0], B[0, 1], B[0, 2], B[0, 3], B[0, 4], B[0, 5]
+    Wensing 2021), where (f xbar*) V = V x* f. With I = [[m 1, -[h]], [[h], I_O]],
+    V = (v, w) and I V = (f, n), the blocks reduce to [[0, -[f]], [0, B22]],
+    B22 = 1/2 (2 (v.h) 1 - h v^T - v h^T + [w] I_O - I_O [w] - [n])."""
+    v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    h0, h1, h2 = hv[0], hv[1], hv[2]
+    c0, c1, c2 = _cross(h0, h1, h2, w0, w1, w2)
+    f0, f1, f2 = m * v0 - c0, m * v1 - c1, m * v2 - c2
+    d0, d1, d2 = _cross(h0, h1, h2, v0, v1, v2)
+    n0 = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + d0
+    n1 = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + d1
+    n2 = I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + d2
     for u in range(6):
         for c in range(6):
-            B[u, c] = 0.5 * (P[u, c] + P[c, u])
-    B[0, 4] += 0.5 * f2
-    B[0, 5] -= 0.5 * f1
-    B[1, 3] -= 0.5 * f2
-    B[1, 5] += 0.5 * f0
-    B[2, 3] += 0.5 * f1
-    B[2, 4] -= 0.5 * f0
-    B[3, 1] += 0.5 * f2
-    B[3, 2] -= 0.5 * f1
-    B[4, 0] -= 0.5 * f2
-    B[4, 2] += 0.5 * f0
-    B[5, 0] += 0.5 * f1
-    B[5, 1] -= 0.5 * f0
-    B[3, 4] += 0.5 * n2
+            B[u, c] = 0.0
+    B[0, 4], B[0, 5] = f2, -f1                        # -[f]
+    B[1, 3], B[1, 5] = -f2, f0
+    B[2, 3], B[2, 4] = f1, -f0
+    vh = v0 * h0 + v1 * h1 + v2 * h2
+    for i in range(3):
+        for k in range(3):
+            # ([w] I_O)_ik and (I_O [w])_ik
+            wi = ((w1 * I[2, k] - w2 * I[1, k]) if i == 0 else
+                  (w2 * I[0, k] - w0 * I[2, k]) if i == 1 else (w0 * I[1, k] - w1 * I[0, k]))
+            iw = ((I[i, 1] * w2 - I[i, 2] * w1) if k == 0 else
+                  (I[i, 2] * w0 - I[i, 0] * w2) if k == 1 else (I[i, 0] * w1 - I[i, 1] * w0))
+            B[3 + i, 3 + k] = 0.5 * (wi - iw - hv[i] * V[k] - V[i] * hv[k]) + (vh if i == k else 0.0)
+    B[3, 4] += 0.5 * n2                               # -1/2 [n]
     B[3, 5] -= 0.5 * n1
     B[4, 3] -= 0.5 * n2
     B[4, 5] += 0.5 * n0
@@ -369,7 +366,7 @@ def coriolis_matrix(mbuf, dbuf, qd):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, f6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = qd.shape[0]
     b0 = int(rootb[r])
@@ -383,14 +380,14 @@ def coriolis_matrix(mbuf, dbuf, qd):
         c0, c1, c2 = _cross(V[s, 3], V[s, 4], V[s, 5], S[j, 3], S[j, 4], S[j, 5])
         Sd[j, 0], Sd[j, 1], Sd[j, 2] = a0 + b0_, a1 + b1_, a2 + b2_
         Sd[j, 3], Sd[j, 4], Sd[j, 5] = c0, c1, c2
-        _coriolis_factor(mass[s], bh[s], bI[s], V[s], M6[0], Bc[s])
+        _coriolis_factor(mass[s], bh[s], bI[s], V[s], Bc[s])
     for k in range(n - 1, -1, -1):
         j = int(order[r, k])
         p, s = int(pred[r, j]), int(succ[r, j])
         for u in range(6):
             for c in range(6):
                 Bc[p, u, c] += Bc[s, u, c]
-    f1, f2, f3 = M6[1, 0], M6[1, 1], M6[1, 2]
+    f1, f2, f3 = f6[0], f6[1], f6[2]
     for j in range(n):
         s = int(succ[r, j])
         _apply(cm[s], ch[s], cI[s], Sd[j, :3], Sd[j, 3:], f1)
@@ -429,7 +426,7 @@ def update(mbuf, dbuf, q, qd, g):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
     (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-     V, Ac, F, tmp, w6, Sd, Bc, C, M6) = data_layout(mbuf, dbuf)[0]
+     V, Ac, F, tmp, w6, Sd, Bc, C, f6) = data_layout(mbuf, dbuf)[0]
     r = int(root[0])
     n = q.shape[0]
     for j in range(n):                        # G_j = -g . (M s_v + s_w x h) of the subtree
