@@ -122,13 +122,12 @@ def _tree_joint(where: str, i: int, v: Any, tree: bool, previous: str) -> TreeJo
         for k in ("gamma", "gamma_deg", "b"):
             mdh.pop(k, None)
         v["mdh"] = mdh
-    child = v.get("name")
+    child = None
     if isinstance(v.get("body"), dict) and "name" in v["body"]:
-        body = dict(v["body"])
-        child = _name(where, f"{key}.body.name", body.pop("name"))
-        v["body"] = body
+        v["body"] = dict(v["body"])
+        child = _name(where, f"{key}.body.name", v["body"].pop("name"))
     joint = _joint(where, i, v)
-    return TreeJoint(joint, parent, child if isinstance(child, str) else joint.name, gamma, b)
+    return TreeJoint(joint, parent, child or joint.name, gamma, b)
 
 
 def _rpy_pose(s: Section) -> tuple[tuple[float, ...], ...]:
@@ -203,7 +202,8 @@ def _feet(where: str, top: Section, frames: dict[str, Frame]) -> tuple[Foot, ...
         outline = tuple(vector(where, f"{s.path('outline')}[{k}]", p, 2) for k, p in enumerate(raw))
         area = 0.5 * sum(x0 * y1 - x1 * y0 for (x0, y0), (x1, y1) in zip(outline, outline[1:] + outline[:1]))
         if area <= 0.0:
-            raise ConfigError(where, s.path("outline"), "the sole polygon must be counter-clockwise with a positive area")
+            raise ConfigError(where, s.path("outline"),
+                              "the sole polygon must be counter-clockwise with a positive area")
         sensors = s.raw("sensors")
         if not isinstance(sensors, list) or not sensors:
             raise ConfigError(where, s.path("sensors"), "expected a list of sensor frame names")

@@ -56,6 +56,8 @@ def test_root_is_fixed_at_its_frame(rooted):
 
 
 def test_kinematics_match_pinocchio(rooted):
+    """Every body's pose, every operational frame and its Jacobian, and the point
+    Jacobian of a body's CoG."""
     robot, ref, data = rooted
     m, p = robot.model, ref.perm
     for q, _, _, _ in random_states(robot, 100, seed=1):
@@ -63,6 +65,10 @@ def test_kinematics_match_pinocchio(rooted):
         qp = q[p]
         pin.computeJointJacobians(ref.model, data, qp)
         pin.updateFramePlacements(ref.model, data)
+        for b, name in enumerate(m.body_names):               # every body: its frame at its CoG
+            at_com = d.Tb[b].copy()
+            at_com[:3, 3] += at_com[:3, :3] @ m.com[b]
+            close(at_com, data.oMf[ref.coms[name]].homogeneous)
         for name, fid in ref.frames.items():
             f = m.index("frame", name)
             close(d.Tf[f], data.oMf[fid].homogeneous)
