@@ -1,10 +1,11 @@
 """Kernels of a kinematic tree (:mod:`models.tree`): frames, Jacobians, CoGs,
-A(q) by composite rigid bodies, G(q), C(q, qd) qd and inverse dynamics by
-recursive Newton-Euler, for the rooting selected in the Data.
+A(q) by composite rigid bodies, G(q), C(q, qd) in Christoffel form, C qd + G
+and inverse dynamics by recursive Newton-Euler, for the rooting selected in
+the Data.
 
 All vectors are in the base frame of the rooting in use. A joint's motion axis
-S_j = (v, w) is the spatial velocity, at the base origin, its unit rate gives the
-bodies it moves: w = sign z_j, v = o_j x w for a revolute joint, v = sign z_j,
+S_j = (v, w) is the spatial velocity (at the base origin) that a unit rate of
+the joint gives the bodies it moves: w = sign z_j, v = o_j x w for a revolute joint, v = sign z_j,
 w = 0 for a prismatic one (z_j, o_j of its axis frame). The velocity of a point p
 carried by the joint is then v + w x p (Khalil & Dombre, geometric Jacobian;
 Featherstone 2008, spatial algebra in one fixed frame). Allocation-free: every
@@ -61,6 +62,12 @@ def check(mbuf, dbuf, q):
         raise ValueError("tree model buffer does not match the joint vector")
     if data_layout(mbuf, dbuf)[1] != dbuf.shape[0]:
         raise ValueError("tree data buffer does not match the model")
+
+
+@njit(cache=True)
+def check_inputs(q, qd, g):
+    if qd.shape[0] != q.shape[0] or g.shape[0] != 3:
+        raise ValueError("qd must match q and gravity must have 3 components")
 
 
 @njit(cache=True)
@@ -307,6 +314,10 @@ def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     (base frame): RNEA plus the rotor inertia Ia qdd and friction (Lammari 2012
     eq. IV.10). Rewrites the Data's kinematics."""
     check(mbuf, dbuf, q)
+    check_inputs(q, qd, g)
+    check_inputs(q, qdd, g)
+    if tau.shape[0] != q.shape[0]:
+        raise ValueError("tau must match q")
     forward_kinematics(mbuf, dbuf, q)
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, pre, post, rootb, rootT, support) = model_layout(mbuf)[0]
@@ -421,6 +432,7 @@ def update(mbuf, dbuf, q, qd, g):
     (base frame, so a tilted floor is one argument): frames and their Jacobians,
     CoGs and their Jacobians, A, G, h = C qd + G (by Newton-Euler), C in
     Christoffel form, friction. Allocation-free."""
+    check_inputs(q, qd, g)
     kinematics(mbuf, dbuf, q)
     composite_inertia(mbuf, dbuf, q)
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,

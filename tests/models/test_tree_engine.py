@@ -142,3 +142,18 @@ def test_bip2000_geometry_at_zero():
         T = robot.frame(q, name)
         np.testing.assert_allclose(T[:3, 3], xyz, atol=1e-15)
         np.testing.assert_allclose(T[:3, :3], np.eye(3), atol=1e-15)
+
+
+def test_kernels_refuse_mismatched_inputs():
+    """The kernels' views trust sizes: a wrong buffer or vector is refused before
+    anything is read or written."""
+    m, d = ROBOT.model.buf, ROBOT.data.buf.copy()
+    q, g = np.zeros(ROBOT.n), np.array([0.0, 0.0, -9.81])
+    with pytest.raises(ValueError, match="qd must match q"):
+        update(m, d, q, np.zeros(ROBOT.n - 1), g)
+    with pytest.raises(ValueError, match="gravity must have 3"):
+        update(m, d, q, q, np.zeros(2))
+    with pytest.raises(ValueError, match="model buffer does not match"):
+        update(m, d, np.zeros(ROBOT.n + 1), np.zeros(ROBOT.n + 1), g)
+    with pytest.raises(ValueError, match="data buffer does not match"):
+        update(m, d[:-1].copy(), q, q, g)
