@@ -20,6 +20,9 @@ import sys
 from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
+from models.tree import TreeModel
+from models.tree_config import tree_from_dict
+from models.validation import read_yaml
 
 from .extras import missing
 
@@ -190,6 +193,12 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
 
 
 def cmd_check_robot(args: argparse.Namespace) -> int:
+    doc = read_yaml(args.path)
+    if isinstance(doc, dict) and "base" in doc:          # a kinematic tree
+        tree = TreeModel(tree_from_dict(doc, str(args.path)))
+        print(f"{args.path}: ok: {tree.name}, tree of {tree.n} joints {list(tree.joint_names)}, "
+              f"total mass {tree.total_mass:.2f} kg, roots {list(tree.root_names)}")
+        return 0
     robot = Robot.from_yaml(args.path)
     print(f"{args.path}: ok: {robot.model.name}, {robot.n} joints {list(robot.joint_names)}, "
           f"total mass {robot.model.total_mass:.2f} kg")

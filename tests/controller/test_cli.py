@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import yaml
 
 from controller.cli import DEFAULT_ROBOT, main
 from controller.loop.trajectories import quintic, quintic_scalar
@@ -43,6 +44,22 @@ def test_check_robot_reports_bad_file_with_exit_2(tmp_path, capsys):
 def test_check_robot_ok(capsys):
     assert main(["check-robot", str(DEFAULT_ROBOT)]) == 0
     assert "4 joints" in capsys.readouterr().out
+
+
+def test_check_robot_tree(capsys):
+    assert main(["check-robot", str(DEFAULT_ROBOT.parent / "bip2000.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "tree of 15 joints" in out and "105.00 kg" in out and "'left_sole'" in out
+
+
+def test_check_robot_bad_tree_with_exit_2(tmp_path, capsys):
+    doc = yaml.safe_load((DEFAULT_ROBOT.parent / "bip2000.yaml").read_text())
+    doc["joints"][0]["parent"] = "l_foot"
+    bad = tmp_path / "tree.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    assert main(["check-robot", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: joints[0].parent: cycle" in err and "Traceback" not in err
 
 
 def test_bench_models_json_has_reference_figures(capsys):
