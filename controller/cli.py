@@ -150,9 +150,15 @@ def cmd_ctl(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from .io.log import LogError, find_log
     from .io.plot import plot_log
 
-    for path in plot_log(args.log_dir, args.out or args.log_dir):
+    try:
+        paths = plot_log(args.log_dir, args.out or find_log(args.log_dir))
+    except LogError as e:
+        print(f"bipd: error: {e}", file=sys.stderr)
+        return 2
+    for path in paths:
         print(path)
     return 0
 
@@ -201,8 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=cmd_scenario)
 
     pl = sub.add_parser("plot", help="PNGs from a cycle log: tracking, CoG margins, cycle times")
-    pl.add_argument("log_dir")
-    pl.add_argument("--out", help="directory for the PNGs (default: the log directory)")
+    pl.add_argument("log_dir", help="a run folder, or io.log_dir (its latest run)")
+    pl.add_argument("--out", help="directory for the PNGs (default: the run folder)")
     pl.set_defaults(func=cmd_plot)
 
     d = sub.add_parser("demo", help="run the thesis squat through the models and print the leg's state")
