@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     p = build_parser()
     args = p.parse_args(argv)
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
-                      plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot)
+                      plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
+                      trajectory_dir=args.path.parent if args.scenario == "walk-file" else None)
     try:
         if args.scenario == "results":
             from .results import collect, markdown, update_readme

@@ -71,6 +71,7 @@ class Options:
     stance: tuple[float, ...] = STANCE
     plot_dir: Path | None = None
     bolt_foot: bool = False               # the HIL welds the foot to the platform (thesis squat bench)
+    trajectory_dir: Path | None = None    # the daemon's io.trajectory_dir (walk-file: the file's folder)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return s.getsockname()[1]
 
 
-def write_config(config: Path, lockstep: bool, folder: Path) -> tuple[Path, Endpoints]:
+def write_config(config: Path, lockstep: bool, folder: Path,
+                 trajectory_dir: Path | None = None) -> tuple[Path, Endpoints]:
     """The bench's daemon YAML in ``folder`` and the endpoints it names."""
     doc = yaml.safe_load(Path(config).read_text())
     base = Path(config).resolve().parent
@@ -96,7 +98,8 @@ def write_config(config: Path, lockstep: bool, folder: Path) -> tuple[Path, Endp
             doc[key] = str((base / doc[key]).resolve())
     ep = Endpoints(f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}",
                    f"tcp://127.0.0.1:{free_port()}", free_port(socket.SOCK_DGRAM))
-    doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None)
+    doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None,
+                                    trajectory_dir=str(trajectory_dir.resolve()) if trajectory_dir else None)
     doc.setdefault("loop", {})["lockstep"] = lockstep
     doc["bus"]["backend"] = "udp"
     doc["bus"].setdefault("udp", {}).update(host="127.0.0.1", port=ep.udp_port)
@@ -377,7 +380,7 @@ class Session:
         try:
             folder = Path(self._tmp.name)
             o = self.options
-            config, ep = write_config(o.config, o.lockstep, folder)
+            config, ep = write_config(o.config, o.lockstep, folder, o.trajectory_dir)
             self.say(f"starting the HIL process and the daemon ({'lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
             self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder)
