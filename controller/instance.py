@@ -22,8 +22,9 @@ class InstanceLocked(OSError):
 
 
 def lock_path(endpoint: str) -> Path:
-    """``$XDG_RUNTIME_DIR`` (or the temporary folder) / ``bipd-<endpoint>-<hash>.lock``."""
-    folder = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    """``bipd-<endpoint>-<hash>.lock`` in systemd's ``$RUNTIME_DIRECTORY`` (the unit's
+    ``RuntimeDirectory=``), else ``$XDG_RUNTIME_DIR``, else the temporary folder."""
+    folder = os.environ.get("RUNTIME_DIRECTORY") or os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     readable = re.sub(r"[^A-Za-z0-9.-]+", "_", endpoint)[:80]
     digest = hashlib.sha256(endpoint.encode()).hexdigest()[:12]
     return Path(folder) / f"bipd-{readable}-{digest}.lock"

@@ -334,10 +334,14 @@ class IoServer:
         if self.trajectory_dir is None:
             return (f"args.trajectory = {shown!r}: file trajectories are disabled on this daemon "
                     "(set io.trajectory_dir in its configuration).")
-        path = (self.trajectory_dir / text).resolve()
-        if not path.is_relative_to(self.trajectory_dir) or not path.is_file():
-            return f"args.trajectory = {shown!r} is neither \"squat\" nor a file in {self.trajectory_dir}."
-        size = path.stat().st_size
+        outside = f"args.trajectory = {shown!r} is neither \"squat\" nor a file in {self.trajectory_dir}."
+        try:
+            path = (self.trajectory_dir / text).resolve()
+            if not path.is_relative_to(self.trajectory_dir) or not path.is_file():
+                return outside
+            size = path.stat().st_size
+        except (OSError, ValueError):             # e.g. a NUL byte, a name too long
+            return outside
         if size > self.trajectory_max_bytes:
             return (f"args.trajectory = {shown!r} is {size} bytes, above the {self.trajectory_max_bytes}-byte "
                     "limit (io.trajectory_max_bytes).")

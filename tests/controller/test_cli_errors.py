@@ -19,6 +19,7 @@ def private_runtime_dir(tmp_path, monkeypatch):
     """Instance locks of these tests never meet a developer's running daemon."""
     (tmp_path / "run").mkdir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.delenv("RUNTIME_DIRECTORY", raising=False)
 
 
 def free_port() -> int:

@@ -57,7 +57,8 @@ def test_only_files_inside_the_trajectory_dir_are_read(rig_factory, tmp_path):
     os.symlink(secret, folder / "link.csv")                       # a symlink pointing out
     os.symlink(folder / "walk.csv", folder / "inside.csv")       # a symlink staying in
     rig = in_hold(rig_factory, trajectory_dir=folder)
-    for name in (str(secret), "../shadow", "link.csv", "/proc/self/environ", "/etc/passwd", "sub/../../shadow"):
+    for name in (str(secret), "../shadow", "link.csv", "/proc/self/environ", "/etc/passwd", "sub/../../shadow",
+                 "walk.csv\x00", "x" * 4000):
         e = error_of(rig.client, "run", trajectory=name)
         assert e.code == "bad_file", name
         assert f"is neither \"squat\" nor a file in {folder}" in e.message, e.message
