@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from controller import daemon
 from controller.cli import main
+from models.errors import QUOTE_CHARS, quote
 from models.validation import MAX_YAML_BYTES
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -16,10 +18,16 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 @pytest.fixture(autouse=True)
 def private_runtime_dir(tmp_path, monkeypatch):
-    """Instance locks of these tests never meet a developer's running daemon."""
+    """Instance locks of these tests never meet a developer's running daemon; a daemon that
+    got as far as starting its loop process fails the test at once instead of serving."""
     (tmp_path / "run").mkdir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     monkeypatch.delenv("RUNTIME_DIRECTORY", raising=False)
+
+    def started(*_args, **_kw):
+        raise AssertionError("the configuration was accepted: the loop process would start")
+
+    monkeypatch.setattr(daemon, "_run", started)
 
 
 def free_port() -> int:
@@ -131,3 +139,17 @@ def test_quoted_values_are_bounded(tmp_path, capsys):
     line = run_error(capsys, ["run", "--config", str(path)])
     assert line.startswith(f"bipd: error: {path}: loop.cpus: expected a list of CPU numbers, got ['xxx")
     assert len(line) < len(str(path)) + 200
+
+
+def test_quote_looks_at_a_bounded_part_of_a_value():
+    """Its cost is bounded too: repr of a deeply shared YAML structure is gigabytes."""
+    seen = []
+
+    class Item:
+        def __repr__(self) -> str:
+            seen.append(self)
+            return "item"
+
+    text = quote([Item() for _ in range(1000)])
+    assert text == "[item, item, item, item, ...]" and len(seen) == 4
+    assert len(quote("x" * 10 ** 6)) <= QUOTE_CHARS and len(quote(list(range(10 ** 5)))) <= QUOTE_CHARS

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from controller.io.client import Client
 
 from .test_daemon import daemon, wait_state  # noqa: F401 -- the fixture
@@ -55,3 +57,23 @@ def test_second_daemon_leaves_and_the_first_is_undisturbed(daemon):  # noqa: F81
             restarted.wait()
     runs = sorted((tmp / "log").glob("run-*"))
     assert len(runs) == 2 and all((r / "header.json").is_file() for r in runs)
+
+
+def test_instance_lock_is_exclusive_per_endpoint(tmp_path, monkeypatch):
+    """The lock, not the bind, is what keeps a second daemon off an ipc:// endpoint (a second
+    ipc bind silently takes the socket over)."""
+    from controller.instance import InstanceLocked, instance_lock
+
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(tmp_path))
+    endpoint = f"ipc://{tmp_path}/bipd.sock"
+    with instance_lock(endpoint) as path:
+        assert path.parent == tmp_path and path.read_text() == f"{os.getpid()}\n"
+        with pytest.raises(InstanceLocked, match=rf"^{endpoint} is in use \(another bipd\? it holds {path}\)$"):
+            with instance_lock(endpoint):
+                pass
+        with instance_lock(f"ipc://{tmp_path}/other.sock"):
+            pass
+        with instance_lock("tcp://127.0.0.1:*"), instance_lock("tcp://127.0.0.1:*"):
+            pass                                   # wildcard ports never collide
+    with instance_lock(endpoint):
+        pass                                       # released on exit
