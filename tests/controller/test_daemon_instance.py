@@ -77,3 +77,47 @@ def test_instance_lock_is_exclusive_per_endpoint(tmp_path, monkeypatch):
             pass                                   # wildcard ports never collide
     with instance_lock(endpoint):
         pass                                       # released on exit
+
+
+def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
+    """`bipd run` wires io.curve into its sockets: the operator's certificate gets answers,
+    a stranger's none."""
+    import yaml
+
+    from controller.cli import main
+    from controller.io.client import ClientTimeout
+    from controller.io.curve import ClientCurve
+
+    from .test_daemon import DEPLOY, free_port
+
+    assert main(["keys", str(tmp_path / "curve"), "--name", "server"]) == 0
+    assert main(["keys", str(tmp_path / "curve" / "clients"), "--name", "operator"]) == 0
+    assert main(["keys", str(tmp_path / "stranger"), "--name", "stranger"]) == 0
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    doc["io"].update(command=endpoint, telemetry=f"tcp://127.0.0.1:{free_port()}",
+                     curve={"server_secret_key_file": "curve/server.key_secret",
+                            "authorized_clients_dir": "curve/clients"})
+    config = tmp_path / "bipd.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    proc = bipd_run(config)
+    server_key = tmp_path / "curve" / "server.key"
+    operator = ClientCurve.from_files(server_key, tmp_path / "curve" / "clients" / "operator.key_secret")
+    stranger = ClientCurve.from_files(server_key, tmp_path / "stranger" / "stranger.key_secret")
+    try:
+        with Client(endpoint, timeout_s=2.0, retries=3, curve=operator) as ok:
+            assert wait_state(ok, "DISABLED", timeout=BOOT_S) == "DISABLED"
+            with Client(endpoint, timeout_s=0.5, retries=1, curve=stranger) as other, pytest.raises(ClientTimeout):
+                other.call("ping")
+            with Client(endpoint, timeout_s=0.5, retries=1) as plain, pytest.raises(ClientTimeout):
+                plain.call("ping")
+            assert ok.call("stats")["io"]["requests"] >= 1
+            ok.call("shutdown")
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
