@@ -7,8 +7,7 @@ token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (o
 ``trajectory_dir``) is parsed in a worker thread, so that ``estop``, ``stop``, ``hold`` and
 ``disable`` are answered while it loads (and cancel it); messages above
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender).
-``ping``, ``status``, ``stats``
-and ``get_config`` are answered from shared memory. Every pass (about 1 ms) also drains
+``ping``, ``status``, ``stats`` and ``get_config`` are answered from shared memory. Every pass (about 1 ms) also drains
 the replies, the telemetry ring (cycle log, ``telemetry`` frames every ``decimation``
 records) and the events ring (``event`` frames), and sends ``stats`` frames once per
 ``stats_period``. The loop process never waits for any of this (design.md §3).
