@@ -9,6 +9,7 @@
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
     bipd check-robot PATH                                 validate a robot YAML
+    bipd keys DIR [--name NAME]                           a CURVE certificate pair for io.curve / ctl
 
 Exit status: 0 success, 1 a failed check or run, 2 bad usage or bad input file.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -168,13 +170,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if problem:
         print(f"bipd plot: error: {problem}", file=sys.stderr)
         return 2
-    from .io.log import LogError
+    from .io.log import LogError, find_log
     from .io.plot import plot_log
 
     try:
-        paths = plot_log(args.log_dir, args.out or args.log_dir)
+        paths = plot_log(args.log_dir, args.out or find_log(args.log_dir))
     except LogError as e:
-        print(f"bipd plot: error: {e}", file=sys.stderr)
+        print(f"bipd: error: {e}", file=sys.stderr)
         return 2
     for path in paths:
         print(path)
@@ -202,6 +204,30 @@ def cmd_check_robot(args: argparse.Namespace) -> int:
     robot = Robot.from_yaml(args.path)
     print(f"{args.path}: ok: {robot.model.name}, {robot.n} joints {list(robot.joint_names)}, "
           f"total mass {robot.model.total_mass:.2f} kg")
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    import zmq.auth
+
+    folder = Path(args.dir)
+    public, secret = folder / f"{args.name}.key", folder / f"{args.name}.key_secret"
+    for path in (public, secret):
+        if path.exists():
+            print(f"bipd: error: {path} exists; keys are never overwritten", file=sys.stderr)
+            return 2
+    umask = os.umask(0o077)                      # the secret file is never readable by others
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        zmq.auth.create_certificates(folder, args.name)
+        public.chmod(0o644)
+    except OSError as e:
+        print(f"bipd: error: {folder}: cannot write the certificates ({e.strerror})", file=sys.stderr)
+        return 2
+    finally:
+        os.umask(umask)
+    print(f"{public}\tpublic: give it to the peer (the daemon's authorized_clients_dir, or ctl --server-key)")
+    print(f"{secret}\tsecret: keep it here (io.curve.server_secret_key_file, or ctl --client-cert)")
     return 0
 
 
@@ -233,8 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=cmd_scenario)
 
     pl = sub.add_parser("plot", help="PNGs from a cycle log: tracking, CoG margins, cycle times")
-    pl.add_argument("log_dir")
-    pl.add_argument("--out", help="directory for the PNGs (default: the log directory)")
+    pl.add_argument("log_dir", help="a run folder, or io.log_dir (its latest run)")
+    pl.add_argument("--out", help="directory for the PNGs (default: the run folder)")
     pl.set_defaults(func=cmd_plot)
 
     d = sub.add_parser("demo", help="run the thesis squat through the models and print the leg's state")
@@ -262,6 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-robot", help="validate a robot YAML and print a summary")
     c.add_argument("path")
     c.set_defaults(func=cmd_check_robot)
+
+    ks = sub.add_parser("keys", help="write a CURVE certificate pair (NAME.key, NAME.key_secret) into DIR")
+    ks.add_argument("dir")
+    ks.add_argument("--name", default="bipd", help="file name stem (default: bipd)")
+    ks.set_defaults(func=cmd_keys)
     return p
 
 

@@ -12,10 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
+from drivers.hal import BACKENDS
 from models import ConfigError, Robot
+from models.errors import quote
 from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
 from stabilizer.ground import TILT_IMU
+
+from .io.curve import CurveConfigError, ServerCurve, is_loopback
+from .io.protocol import MAX_REQUEST_BYTES
 
 MODES = ("csp", "cst")
 
@@ -55,6 +60,10 @@ class IoConfig:
     telemetry: str = "tcp://127.0.0.1:5556"
     decimation: int = 10
     log_dir: str | None = None
+    trajectory_dir: Path | None = None       # None: file trajectories are refused
+    trajectory_max_bytes: int = 16 << 20
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    curve: ServerCurve | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ def _path(sec: Section, name: str, base: Path, required: bool = True) -> Path | 
 def _names(sec: Section, name: str, size: int) -> tuple[str, ...]:
     v = sec.raw(name)
     if not isinstance(v, list) or len(v) != size or not all(isinstance(x, str) and x for x in v):
-        raise ConfigError(sec.where, sec.path(name), f"expected a list of {size} axis names, got {v!r}")
+        raise ConfigError(sec.where, sec.path(name), f"expected a list of {size} axis names, got {quote(v)}")
     return tuple(v)
 
 
@@ -121,16 +130,16 @@ def _loop(sec: Section) -> LoopConfig:
         raise ConfigError(sec.where, sec.path("spin_s"), "must be shorter than the period")
     prio = sec.raw("priority", 80)
     if isinstance(prio, bool) or not isinstance(prio, int) or not 0 <= prio <= 99:
-        raise ConfigError(sec.where, sec.path("priority"), f"expected an integer 0..99 (0: no SCHED_FIFO), got {prio!r}")
+        raise ConfigError(sec.where, sec.path("priority"), f"expected an integer 0..99 (0: no SCHED_FIFO), got {quote(prio)}")
     cpus = sec.raw("cpus", [])
     if not isinstance(cpus, list) or not all(isinstance(c, int) and c >= 0 for c in cpus):
-        raise ConfigError(sec.where, sec.path("cpus"), f"expected a list of CPU numbers, got {cpus!r}")
+        raise ConfigError(sec.where, sec.path("cpus"), f"expected a list of CPU numbers, got {quote(cpus)}")
     lock = sec.raw("lock_memory", True)
     lockstep = sec.raw("lockstep", False)
     stepped = sec.raw("stepped", False)
     for key, val in (("lock_memory", lock), ("lockstep", lockstep), ("stepped", stepped)):
         if not isinstance(val, bool):
-            raise ConfigError(sec.where, sec.path(key), f"expected true or false, got {val!r}")
+            raise ConfigError(sec.where, sec.path(key), f"expected true or false, got {quote(val)}")
     if stepped and not lockstep:
         raise ConfigError(sec.where, sec.path("stepped"), "a stepped loop runs in simulated time: it needs "
                           "loop.lockstep: true (or bipd run --stepped)")
@@ -141,7 +150,7 @@ def _loop(sec: Section) -> LoopConfig:
 def _control(sec: Section, n: int) -> ControlConfig:
     mode = sec.raw("mode", "csp")
     if mode not in MODES:
-        raise ConfigError(sec.where, sec.path("mode"), f"expected one of {MODES}, got {mode!r}")
+        raise ConfigError(sec.where, sec.path("mode"), f"expected one of {MODES}, got {quote(mode)}")
     leg = _names(sec, "leg_axes", n)
     platform = _names(sec, "platform_axes", 2)
     g = sec.sub("gains")
@@ -162,20 +171,86 @@ def _control(sec: Section, n: int) -> ControlConfig:
     return cfg
 
 
-def _io(sec: Section) -> IoConfig:
-    cmd = sec.raw("command", IoConfig.command)
-    tel = sec.raw("telemetry", IoConfig.telemetry)
-    for key, val in (("command", cmd), ("telemetry", tel)):
-        if not isinstance(val, str) or "://" not in val:
-            raise ConfigError(sec.where, sec.path(key), f"expected a ZMQ endpoint like tcp://127.0.0.1:5555, got {val!r}")
+def _dir(sec: Section, name: str, base: Path) -> Path | None:
+    raw = sec.raw(name, None)
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError(sec.where, sec.path(name), f"expected a directory path or null, got {quote(raw)}")
+    p = (base / raw).resolve()
+    if not p.is_dir():
+        raise ConfigError(sec.where, sec.path(name), f"no such directory {p}")
+    return p
+
+
+def _int_in(sec: Section, name: str, default: int, lo: int, hi: int) -> int:
+    v = sec.raw(name, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ConfigError(sec.where, sec.path(name), f"expected an integer in {lo}..{hi}, got {quote(v)}")
+    return v
+
+
+def _endpoint(sec: Section, name: str, default: str, secured: bool) -> str:
+    """A ZMQ endpoint to bind: ``tcp://HOST:PORT`` (port 1..65535 or ``*``) or ``ipc://PATH``
+    in an existing folder; beyond loopback only with ``io.curve``."""
+    v = sec.raw(name, default)
+    where, key = sec.where, sec.path(name)
+    if not isinstance(v, str) or "://" not in v:
+        raise ConfigError(where, key, f"expected a ZMQ endpoint like tcp://127.0.0.1:5555, got {quote(v)}")
+    scheme, rest = v.split("://", 1)
+    if scheme == "ipc":
+        folder = Path(rest).parent
+        if not rest or not folder.is_dir():
+            raise ConfigError(where, key, f"{quote(v)}: the folder {folder} of the ipc socket does not exist")
+    elif scheme == "tcp":
+        host, sep, port = rest.rpartition(":")
+        if not sep or not host:
+            raise ConfigError(where, key, f"{quote(v)} is not tcp://HOST:PORT")
+        if port != "*" and not (port.isdigit() and 1 <= int(port) <= 65535):
+            raise ConfigError(where, key, f"{quote(v)}: the port must be 1..65535 or *")
+    else:
+        raise ConfigError(where, key, f"{quote(v)}: expected a tcp:// or ipc:// endpoint")
+    if not secured and not is_loopback(v):
+        raise ConfigError(where, key, f"{v} binds beyond loopback: configure io.curve (CURVE keys) or bind "
+                          "127.0.0.1")
+    return v
+
+
+def _curve(sec: Section | None, base: Path) -> ServerCurve | None:
+    """``io.curve``: the server's secret certificate and a folder of authorised client
+    certificates (``*.key``), both as written by ``zmq.auth.create_certificates``."""
+    if sec is None:
+        return None
+    secret = _path(sec, "server_secret_key_file", base)
+    clients = _dir(sec, "authorized_clients_dir", base)
+    if clients is None:
+        raise ConfigError(sec.where, sec.path("authorized_clients_dir"), "missing required key")
+    sec.done()
+    keys = sorted(clients.glob("*.key"))
+    if not keys:
+        raise ConfigError(sec.where, sec.path("authorized_clients_dir"),
+                          f"{clients} holds no client public certificate (*.key)")
+    try:
+        return ServerCurve.from_files(secret, keys)
+    except CurveConfigError as e:
+        raise ConfigError(sec.where, sec.path("server_secret_key_file"), str(e)) from None
+
+
+def _io(sec: Section, base: Path) -> IoConfig:
+    curve = _curve(sec.sub("curve") if sec.raw("curve", None) is not None else None, base)
+    cmd = _endpoint(sec, "command", IoConfig.command, curve is not None)
+    tel = _endpoint(sec, "telemetry", IoConfig.telemetry, curve is not None)
     dec = sec.raw("decimation", 10)
     if isinstance(dec, bool) or not isinstance(dec, int) or dec < 1:
-        raise ConfigError(sec.where, sec.path("decimation"), f"expected an integer >= 1, got {dec!r}")
+        raise ConfigError(sec.where, sec.path("decimation"), f"expected an integer >= 1, got {quote(dec)}")
     log_dir = sec.raw("log_dir", None)
     if log_dir is not None and not isinstance(log_dir, str):
         raise ConfigError(sec.where, sec.path("log_dir"), "expected a directory path or null")
+    traj_dir = _dir(sec, "trajectory_dir", base)
+    traj_max = _int_in(sec, "trajectory_max_bytes", IoConfig.trajectory_max_bytes, 1, 1 << 30)
+    max_request = _int_in(sec, "max_request_bytes", IoConfig.max_request_bytes, 1024, MAX_REQUEST_BYTES)
     sec.done()
-    return IoConfig(cmd, tel, dec, log_dir)
+    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve)
 
 
 def _check_stabilizer(path: Path, robot_path: Path, period: float, bus: BusConfig, where: str) -> None:
@@ -205,11 +280,14 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         bus = parse_bus_config(bus_section)
     except BusConfigError as e:
         raise ConfigError(where, "bus", str(e)) from None
+    if bus.backend not in BACKENDS:
+        raise ConfigError(where, "bus.backend", f"unknown backend {quote(bus.backend)} (known: "
+                          f"{', '.join(sorted(BACKENDS))})")
     loop = _loop(top.sub("loop", {}))
     control = _control(top.sub("control"), robot.n)
     for axis in control.leg_axes + control.platform_axes:
         if axis not in {a.name for a in bus.axes}:
-            raise ConfigError(where, "control", f"axis {axis!r} is not on the bus (bus axes: "
+            raise ConfigError(where, "control", f"axis {quote(axis)} is not on the bus (bus axes: "
                               f"{', '.join(a.name for a in bus.axes)})")
     if robot.transmission is None:
         raise ConfigError(where, "robot", f"{robot_path} has no transmission section: the daemon maps "
@@ -219,7 +297,7 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
                           f"{bus.control_period_s} s")
     if stabilizer_path is not None:
         _check_stabilizer(stabilizer_path, robot_path, loop.period, bus, where)
-    io = _io(top.sub("io", {}))
+    io = _io(top.sub("io", {}), base)
     top.done()
     return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io)
 

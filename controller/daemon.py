@@ -19,10 +19,14 @@ import sys
 import threading
 import time
 import traceback
+from contextlib import ExitStack
 from pathlib import Path
+
+from models import ConfigError
 
 from .codes import State
 from .config import DaemonConfig, load_daemon_config
+from .instance import InstanceLocked, instance_lock
 from .sdnotify import Notifier
 from .shm import H, Layout, SharedBlock
 from .telemetry import RecordLayout
@@ -105,16 +109,65 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
                say=print, operator=None, stepped: bool | None = None) -> int:
     """Start both processes and serve until shutdown; returns the exit code.
     ``operator(command_endpoint, telemetry_endpoint)``, if given, runs in a thread
-    once the loop cycles (a scripted client, e.g. the squat demo), then shuts down."""
-    from .io.log import CycleLogWriter
-    from .io.protocol import Context
-    from .io.server import Endpoints, IoServer
+    once the loop cycles (a scripted client, e.g. the squat demo), then shuts down.
 
+    Everything that can refuse to start (the instance lock, the ZMQ binds, the cycle log's
+    run folder) is done before the loop process exists: a refusal is a :class:`ConfigError`
+    naming the key, and the bus is never touched."""
     say("bipd: loading the configuration and the models (the first run compiles the Numba "
         "kernels: about a minute; later runs load them from the cache)")
     cfg = load_daemon_config(config_path, backend, lockstep, stepped)
     robot = cfg.robot()
-    block = SharedBlock(_layout(cfg), create=True)
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(instance_lock(cfg.io.command))
+        except InstanceLocked as e:
+            raise ConfigError(str(cfg.source), "io.command", str(e)) from None
+        block = SharedBlock(_layout(cfg), create=True)
+        stack.callback(block.close)
+        server = _open_server(cfg, robot, block)
+        stack.callback(server.close)                          # closed first on the way out: flushes the log
+        code = _run(config_path, backend, lockstep, stepped, cfg, robot, block, server, say, operator)
+    say(f"bipd: stopped (exit {code})")
+    return code
+
+
+def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
+    """Bind the I/O process's sockets and open this run's cycle log folder."""
+    from .io.log import CycleLogWriter, LogError, new_run_dir
+    from .io.protocol import Context
+    from .io.server import BindError, Endpoints, IoServer
+
+    ctx = Context.from_description(robot.description, period=cfg.loop.period,
+                                   platform_limit=cfg.control.platform_limit,
+                                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
+                                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
+                                   soft_limit_margin=cfg.control.soft_limit_margin,
+                                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
+                                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
+                                            "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
+    io = cfg.io
+    try:
+        server = IoServer(block, ctx, Endpoints(io.command, io.telemetry), io.decimation, curve=io.curve,
+                          trajectory_dir=io.trajectory_dir, trajectory_max_bytes=io.trajectory_max_bytes,
+                          max_request_bytes=io.max_request_bytes)
+    except BindError as e:
+        raise ConfigError(str(cfg.source), f"io.{e.key}", str(e)) from None
+    if io.log_dir:
+        try:
+            run = new_run_dir(io.log_dir)
+            server.log = CycleLogWriter(run, RecordLayout(robot.n), robot.joint_names,
+                                        period=cfg.loop.period, meta={"config": str(cfg.source)})
+        except (OSError, LogError) as e:
+            server.close()
+            raise ConfigError(str(cfg.source), "io.log_dir", f"cannot create this run's log folder in "
+                              f"{io.log_dir} ({getattr(e, 'strerror', None) or e})") from None
+    return server
+
+
+def _run(config_path, backend, lockstep, stepped, cfg: DaemonConfig, robot, block: SharedBlock, server, say,
+         operator) -> int:
+    """Start the loop process, serve until it has left; returns its exit code."""
     def on_signal(signum, _frame) -> None:
         block.header[H.SHUTDOWN] = 1
         say(f"bipd: {signal.Signals(signum).name}: soft stop, drives off, then exit")
@@ -122,41 +175,22 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     proc = mp.get_context("spawn").Process(
         target=loop_main, args=(str(config_path), backend, lockstep, block.name, stepped), name="bipd-loop")
-    log = None
-    server = None
     try:
         proc.start()
-        ctx = Context.from_description(robot.description, period=cfg.loop.period,
-                                       platform_limit=cfg.control.platform_limit,
-                                       bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
-                                       bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
-                                       soft_limit_margin=cfg.control.soft_limit_margin,
-                                       summary={"robot": robot.model.name, "backend": cfg.bus.backend,
-                                                "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
-                                                "stepped": cfg.loop.stepped,
-                                                "watchdog_s": cfg.control.watchdog})
-        if cfg.io.log_dir:
-            log = CycleLogWriter(cfg.io.log_dir, RecordLayout(robot.n), robot.joint_names,
-                                 period=cfg.loop.period, meta={"config": str(cfg.source)})
-        server = IoServer(block, ctx, Endpoints(cfg.io.command, cfg.io.telemetry), cfg.io.decimation, log=log)
         say(f"bipd: {robot.model.name} on the {cfg.bus.backend} bus, "
             f"{_pacing(cfg)}; "
             f"commands {server.command_endpoint}, telemetry {server.telemetry_endpoint}")
         _supervise(block, proc, server, say, operator)
     finally:
         block.header[H.SHUTDOWN] = 1
-        proc.join(timeout=10.0)
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(2.0)
-        if server is not None:
-            server.close()                                    # flushes the cycle log
+        if proc.pid is not None:
+            proc.join(timeout=10.0)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(2.0)
         for s, h in previous.items():
             signal.signal(s, h)
-        code = int(block.header[H.LOOP_EXIT_CODE]) if block.header[H.LOOP_EXIT] else 1
-        block.close()
-    say(f"bipd: stopped (exit {code})")
-    return code
+    return int(block.header[H.LOOP_EXIT_CODE]) if block.header[H.LOOP_EXIT] else 1
 
 
 def _pacing(cfg: DaemonConfig) -> str:

@@ -9,6 +9,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from models.errors import quote
+
 MN_NODE_ID = 240
 
 
@@ -120,15 +122,15 @@ def _known(section: Mapping, known, where: str) -> None:
 
 def _number(value, where: str, *, positive: bool = True, allow_zero: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise BusConfigError(f"{where} must be a finite number, got {value!r}")
+        raise BusConfigError(f"{where} must be a finite number, got {quote(value)}")
     if positive and (value < 0 or (value == 0 and not allow_zero)):
-        raise BusConfigError(f"{where} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+        raise BusConfigError(f"{where} must be {'>= 0' if allow_zero else '> 0'}, got {quote(value)}")
     return float(value)
 
 
 def _integer(value, where: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise BusConfigError(f"{where} must be an integer in {low}..{high}, got {value!r}")
+        raise BusConfigError(f"{where} must be an integer in {low}..{high}, got {quote(value)}")
     return value
 
 
@@ -159,11 +161,11 @@ def parse_bus_config(section: Mapping) -> BusConfig:
         raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
     backend = section["backend"]
     if not isinstance(backend, str) or not backend:
-        raise BusConfigError(f"bus.backend must be a backend name string, got {backend!r}")
+        raise BusConfigError(f"bus.backend must be a backend name string, got {quote(backend)}")
 
     cycle = _number(section.get("cycle_time_s", 0.0004), "bus.cycle_time_s")
     if abs(cycle * 1e6 - round(cycle * 1e6)) > 1e-6:
-        raise BusConfigError(f"bus.cycle_time_s must be a whole number of microseconds, got {cycle!r}")
+        raise BusConfigError(f"bus.cycle_time_s must be a whole number of microseconds, got {quote(cycle)}")
     period = _number(section.get("control_period_s", 0.002), "bus.control_period_s")
     ratio = period / cycle
     if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
@@ -207,9 +209,9 @@ def parse_bus_config(section: Mapping) -> BusConfig:
             _known(raw_axis, {"name", "channel", "drive", "plant", "sensor"}, wa)
             name = raw_axis.get("name")
             if not isinstance(name, str) or not name:
-                raise BusConfigError(f"{wa}.name must be a non-empty string, got {name!r}")
+                raise BusConfigError(f"{wa}.name must be a non-empty string, got {quote(name)}")
             if name in seen_names:
-                raise BusConfigError(f"{wa}.name {name!r} is used by another axis")
+                raise BusConfigError(f"{wa}.name {quote(name)} is used by another axis")
             seen_names.add(name)
             if "channel" not in raw_axis:
                 raise BusConfigError(f"{wa}.channel is missing (0 or 1)")
@@ -236,10 +238,10 @@ def parse_bus_config(section: Mapping) -> BusConfig:
         _known(raw, {"host", "port", "timeout_s", "spin_s"}, "bus.udp")
         host = raw.get("host", udp.host)
         if not isinstance(host, str) or not host:
-            raise BusConfigError(f"bus.udp.host must be a host name or address, got {host!r}")
+            raise BusConfigError(f"bus.udp.host must be a host name or address, got {quote(host)}")
         spin = _number(raw.get("spin_s", udp.spin_s), "bus.udp.spin_s", allow_zero=True)
         if spin > 0.01:
-            raise BusConfigError(f"bus.udp.spin_s must be at most 0.01 s, got {spin!r}")
+            raise BusConfigError(f"bus.udp.spin_s must be at most 0.01 s, got {quote(spin)}")
         udp = UdpConfig(host, _integer(raw.get("port", udp.port), "bus.udp.port", 1, 65535),
                         _number(raw.get("timeout_s", udp.timeout_s), "bus.udp.timeout_s"), spin)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, quote
 from .transmission import Transmission, parse_transmission
 from .validation import Section, read_yaml, vector
 
@@ -110,7 +110,7 @@ def _joint(where: str, i: int, v: Any) -> Joint:
         raise ConfigError(where, s.path("name"), "expected a non-empty string")
     jtype = s.raw("type", "revolute")
     if jtype not in JOINT_TYPES:
-        raise ConfigError(where, s.path("type"), f"expected one of {JOINT_TYPES}, got {jtype!r}")
+        raise ConfigError(where, s.path("type"), f"expected one of {JOINT_TYPES}, got {quote(jtype)}")
     mdh = _mdh(s.sub("mdh"))
 
     lim = s.sub("limits")

@@ -5,6 +5,27 @@ Every error that reaches a user names what was wrong and where, in one sentence
 """
 from __future__ import annotations
 
+import reprlib
+
+QUOTE_CHARS = 100
+
+
+def _bounded_repr() -> reprlib.Repr:
+    r = reprlib.Repr()
+    r.maxlevel, r.maxstring, r.maxlong, r.maxother = 2, 60, 40, 60
+    r.maxtuple = r.maxlist = r.maxarray = r.maxdict = r.maxset = r.maxfrozenset = r.maxdeque = 4
+    return r
+
+
+_QUOTE = _bounded_repr()
+
+def quote(value: object) -> str:
+    """``repr(value)`` bounded in size and cost (at most :data:`QUOTE_CHARS` characters, long
+    strings and lists elided with ``...``): every error message that quotes a user's value uses
+    it, so one line stays one line even for a value built from many YAML aliases."""
+    text = _QUOTE.repr(value)
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS - 3] + "..."
+
 
 class ModelError(Exception):
     """Base class of the errors raised by ``models``."""

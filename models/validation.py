@@ -11,7 +11,22 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, quote
+
+MAX_YAML_BYTES = 1 << 20
+"""Largest configuration or robot file read (1 MiB: the deploy files are a few KiB)."""
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """A safe loader that refuses anchors and aliases: a few KiB of nested aliases expand to
+    gigabytes (a "billion laughs" document), and no bipd file needs them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()            # an alias needs an anchor: refusing anchors refuses both
+        if getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(None, None, "anchors and aliases (&name, *name) are not accepted",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
 
 
 class Section:
@@ -58,15 +73,16 @@ class Section:
         return vector(self.where, self.path(name), self.raw(name, default), size)
 
     def done(self) -> None:
-        extra = sorted(set(self.value) - self._used)
+        extra = sorted(set(self.value) - self._used, key=str)
         if extra:
-            raise ConfigError(self.where, self.path(extra[0]), "unknown key")
+            name = extra[0] if isinstance(extra[0], str) and len(extra[0]) <= 60 else quote(extra[0])
+            raise ConfigError(self.where, self.path(name), "unknown key")
 
 
 def number(where: str, key: str, v: Any, *, positive: bool = False,
             nonnegative: bool = False) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(where, key, f"expected a number, got {type(v).__name__} {v!r}")
+        raise ConfigError(where, key, f"expected a number, got {type(v).__name__} {quote(v)}")
     v = float(v)
     if not math.isfinite(v):
         raise ConfigError(where, key, f"must be finite, got {v}")
@@ -79,20 +95,30 @@ def number(where: str, key: str, v: Any, *, positive: bool = False,
 
 def vector(where: str, key: str, v: Any, size: int) -> tuple[float, ...]:
     if not isinstance(v, (list, tuple)) or len(v) != size:
-        raise ConfigError(where, key, f"expected a list of {size} numbers, got {v!r}")
+        raise ConfigError(where, key, f"expected a list of {size} numbers, got {quote(v)}")
     return tuple(number(where, f"{key}[{i}]", x) for i, x in enumerate(v))
 
 
 def read_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; an unreadable file or bad YAML is a ConfigError naming the
-    file (and the line)."""
+    """Parse a YAML file of at most :data:`MAX_YAML_BYTES`, UTF-8, without aliases; an
+    unreadable, oversized or non-UTF-8 file or bad YAML is a ConfigError naming the file
+    (and the line)."""
     p = Path(path)
     try:
-        text = p.read_text()
+        with open(p, "rb") as f:
+            data = f.read(MAX_YAML_BYTES + 1)
     except OSError as e:
         raise ConfigError(str(p), "<file>", f"cannot read the file ({e.strerror})") from None
+    if len(data) > MAX_YAML_BYTES:
+        raise ConfigError(str(p), "<file>", f"the file is larger than {MAX_YAML_BYTES} bytes (1 MiB); "
+                          "is it the right file?")
     try:
-        return yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ConfigError(str(p), f"line {line}", f"the file is not UTF-8 text (byte {e.start})") from None
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f"line {mark.line + 1}" if mark is not None else "<yaml>"

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 
-from models.errors import ConfigError
+from models.errors import ConfigError, quote
 from models.validation import Section, read_yaml
 
 from .fields import LAW_NAMES, SPRING_DAMPER
@@ -110,14 +110,14 @@ class _Map(Section):
         v = self.raw(name, default)
         if not isinstance(v, (list, tuple)) or (size is not None and len(v) != size) or not v:
             want = f"a list of {size} numbers" if size is not None else "a non-empty list of numbers"
-            raise self.fail(name, f"expected {want}, got {v!r}")
+            raise self.fail(name, f"expected {want}, got {quote(v)}")
         return tuple(_number(self.where, f"{self.path(name)}[{i}]", x, low, math.inf, low_open)
                      for i, x in enumerate(v))
 
     def choice(self, name: str, options: tuple[str, ...], default: Any = ...) -> str:
         v = self.raw(name, default)
         if v not in options:
-            raise self.fail(name, f"expected one of {list(options)}, got {v!r}")
+            raise self.fail(name, f"expected one of {list(options)}, got {quote(v)}")
         return v
 
     def sub(self, name: str, default: Any = ...) -> _Map:
@@ -126,7 +126,7 @@ class _Map(Section):
 
 def _number(where: str, key: str, v: Any, low: float, high: float, low_open: bool) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(where, key, f"expected a number, got {v!r}")
+        raise ConfigError(where, key, f"expected a number, got {quote(v)}")
     v = float(v)
     if not math.isfinite(v):
         raise ConfigError(where, key, f"must be finite, got {v}")
@@ -142,7 +142,7 @@ def _field(sec: _Map, nwalls: int | None, radius_key: str) -> FieldConfig:
     g = sec.raw("gain")
     if isinstance(g, list):
         if nwalls is None or len(g) != nwalls:
-            raise sec.fail("gain", f"expected one number{'' if nwalls is None else f' or a list of {nwalls}'}, got {g!r}")
+            raise sec.fail("gain", f"expected one number{'' if nwalls is None else f' or a list of {nwalls}'}, got {quote(g)}")
         gains = sec.numbers("gain", nwalls, low=0.0)
     else:
         k = sec.number("gain", low=0.0)
@@ -180,7 +180,7 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
     source = tilt.choice("source", tuple(TILT_SOURCES))
     use_acc = tilt.raw("use_acceleration", False)
     if not isinstance(use_acc, bool):
-        raise tilt.fail("use_acceleration", f"expected true or false, got {use_acc!r}")
+        raise tilt.fail("use_acceleration", f"expected true or false, got {quote(use_acc)}")
     if use_acc and source == "imu":
         raise tilt.fail("use_acceleration", "the imu source already measures the acceleration (specific force)")
     tilt.done()
@@ -190,7 +190,7 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
         foot = top.sub("foot")
         pts = foot.raw("outline")
         if not isinstance(pts, list):
-            raise foot.fail("outline", f"expected a list of [y0, z0] vertices, got {pts!r}")
+            raise foot.fail("outline", f"expected a list of [y0, z0] vertices, got {quote(pts)}")
         outline = tuple(tuple(_number(where, f"foot.outline[{i}]", x, -math.inf, math.inf, False)
                               for x in _pair(where, i, p)) for i, p in enumerate(pts))
         foot.done()
@@ -240,7 +240,7 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
 
 def _pair(where: str, i: int, p: Any) -> tuple[Any, Any]:
     if not isinstance(p, (list, tuple)) or len(p) != 2:
-        raise ConfigError(where, f"foot.outline[{i}]", f"expected a vertex [y0, z0], got {p!r}")
+        raise ConfigError(where, f"foot.outline[{i}]", f"expected a vertex [y0, z0], got {quote(p)}")
     return p[0], p[1]
 
 

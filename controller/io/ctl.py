@@ -14,6 +14,7 @@ from typing import Any
 import zmq
 
 from .client import Client, ClientTimeout, CommandError
+from .curve import ClientCurve, CurveConfigError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
 
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1.0, help="seconds per attempt (default %(default)s)")
     p.add_argument("--retries", type=int, default=3, help="attempts before giving up (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--server-key", metavar="FILE", help="CURVE: the daemon's public certificate (server.key)")
+    p.add_argument("--client-cert", metavar="FILE", help="CURVE: this client's secret certificate (NAME.key_secret)")
     return p
 
 
@@ -62,13 +65,16 @@ def main(argv: list[str] | None = None) -> int:
         args = _parse_args(ns.args)
         if ns.timeout <= 0 or ns.retries < 1:
             raise _UsageError("--timeout must be positive and --retries at least 1")
+        if (ns.server_key is None) != (ns.client_cert is None):
+            raise _UsageError("CURVE needs both --server-key and --client-cert")
+        curve = ClientCurve.from_files(ns.server_key, ns.client_cert) if ns.server_key else None
     except SystemExit as e:            # argparse: --help (0) or bad usage (2)
         return EXIT_OK if e.code == 0 else EXIT_USAGE
-    except _UsageError as e:
+    except (_UsageError, CurveConfigError) as e:
         print(f"bipd ctl: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        client = Client(ns.endpoint, timeout_s=ns.timeout, retries=ns.retries)
+        client = Client(ns.endpoint, timeout_s=ns.timeout, retries=ns.retries, curve=curve)
     except zmq.ZMQError as e:
         print(f"bipd ctl: error: cannot connect to {ns.endpoint!r}: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,4 +1,10 @@
-"""Optional CURVE security (zguide ch. 5 "Ironhouse"): required when binding beyond loopback."""
+"""Optional CURVE security (zguide ch. 5 "Ironhouse"): required when binding beyond loopback.
+
+Keys are ``zmq.auth`` certificate files (``zmq.auth.create_certificates``, or ``bipd keys``):
+``NAME.key`` holds the public key, ``NAME.key_secret`` both. The daemon reads its own
+``.key_secret`` and a folder of authorised clients' ``.key`` files (``io.curve``); a client
+reads the server's ``.key`` and its own ``.key_secret`` (``bipd ctl --server-key --client-cert``).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,6 +57,18 @@ class ClientCurve:
     server_public: bytes
     public: bytes
     secret: bytes
+
+    @classmethod
+    def from_files(cls, server_public_file: str | Path, client_secret_file: str | Path) -> ClientCurve:
+        """From the server's ``.key`` and the client's ``.key_secret`` certificate files."""
+        try:
+            server_public = zmq.auth.load_certificate(server_public_file)[0]
+            public, secret = zmq.auth.load_certificate(client_secret_file)
+        except (OSError, ValueError) as e:
+            raise CurveConfigError(f"cannot load the CURVE certificates: {e}") from None
+        if secret is None:
+            raise CurveConfigError(f"{client_secret_file} holds no secret key (use the .key_secret file)")
+        return cls(server_public, public, secret)
 
 
 class _Allowed:

@@ -4,12 +4,16 @@ A log is a folder: ``header.json`` (record layout, joint names, stab_flags bit n
 size) and ``chunk_000000.npy``, ``chunk_000001.npy``, ... each a float64 array ``(records, size)``.
 A chunk is written to a temporary file, synced and renamed when it is full, so a crash
 loses at most the chunk being filled (mc_rtc-style binary logs with a reader beside them).
+The daemon writes each run into a new folder under ``io.log_dir`` (:func:`new_run_dir`), so
+a restart never meets the previous run's log; the reader takes a run folder or that parent
+(its latest run, :func:`find_log`).
 """
 from __future__ import annotations
 
 import json
 import os
 import time
+from datetime import datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,33 @@ VERSION = 1
 
 class LogError(ValueError):
     """A folder that is not a readable cycle log."""
+
+
+def new_run_dir(log_dir: str | Path) -> Path:
+    """Create and return a new, empty run folder ``run-<local time to the µs>-<pid>`` under
+    ``log_dir``; the names sort in start order."""
+    parent = Path(log_dir)
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S.%f")
+    for attempt in range(100):
+        d = parent / f"run-{stamp}-{os.getpid()}{f'-{attempt}' if attempt else ''}"
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        return d
+    raise LogError(f"{parent}: could not create a new run folder (100 names taken)")
+
+
+def find_log(path: str | Path) -> Path:
+    """``path`` if it holds a log (``header.json``), else its latest run folder."""
+    d = Path(path)
+    if (d / "header.json").is_file():
+        return d
+    runs = sorted(r for r in d.glob("run-*") if (r / "header.json").is_file()) if d.is_dir() else []
+    if not runs:
+        raise LogError(f"{d} is not a cycle log: header.json is missing (and no run-* folder holds one)")
+    return runs[-1]
 
 
 class CycleLogWriter:
@@ -101,12 +132,11 @@ class CycleLog:
 
 
 def read_log(log_dir: str | Path) -> CycleLog:
-    """Read every complete chunk of a log folder (leftover ``.tmp`` files are ignored)."""
-    d = Path(log_dir)
+    """Read every complete chunk of a log folder, or of the latest run under it
+    (:func:`find_log`); leftover ``.tmp`` files are ignored."""
+    d = find_log(log_dir)
     try:
         header = json.loads((d / "header.json").read_text())
-    except FileNotFoundError:
-        raise LogError(f"{d} is not a cycle log: header.json is missing") from None
     except json.JSONDecodeError as e:
         raise LogError(f"{d / 'header.json'} is not valid JSON: {e.msg} at line {e.lineno}") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:

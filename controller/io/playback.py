@@ -7,7 +7,8 @@ it cannot fill a missing joint with "its current position", and a file that name
 joint says explicitly what each one does. Lines starting with ``#`` and blank lines are
 ignored (line numbers in errors count them).
 
-Validation: readable UTF-8 file; known, unique, complete joint columns; at least two
+Validation (no message quotes the file's text, so that an error says nothing about a file
+it should not have read): readable UTF-8 file; known, unique, complete joint columns; at least two
 rows; every value a finite number; strictly increasing time; positions within
 [qmin, qmax]; the velocity between consecutive rows within vmax. The knots are then
 resampled to the cycle period by linear interpolation from the first time to the last
@@ -44,13 +45,12 @@ def _read_rows(path: Path) -> list[tuple[int, list[str]]]:
 def _columns(path: Path, line: int, header: list[str], joint_names: tuple[str, ...]) -> list[int]:
     """For each joint, its column in the file."""
     if not header or header[0] != "t":
-        raise TrajectoryFileError(f"{path}, line {line}: the header must start with 't' (time, s), "
-                                  f"got {header[0] if header else ''!r}")
+        raise TrajectoryFileError(f"{path}, line {line}: the header must start with 't' (time, s)")
     names = header[1:]
-    for name in names:
+    for i, name in enumerate(names):
         if name not in joint_names:
-            raise TrajectoryFileError(f"{path}, line {line}: unknown joint column {name!r}; "
-                                      f"this robot's joints are {list(joint_names)}")
+            raise TrajectoryFileError(f"{path}, line {line}: header column {i + 2} is not a joint of this "
+                                      f"robot (its joints are {list(joint_names)})")
         if names.count(name) > 1:
             raise TrajectoryFileError(f"{path}, line {line}: joint column {name!r} appears twice")
     missing = [j for j in joint_names if j not in names]
@@ -66,7 +66,7 @@ def _number(path: Path, line: int, column: str, field: str) -> float:
     except ValueError:
         v = math.nan
     if not math.isfinite(v):
-        raise TrajectoryFileError(f"{path}, line {line}, column {column!r}: expected a finite number, got {field!r}")
+        raise TrajectoryFileError(f"{path}, line {line}, column {column!r}: expected a finite number")
     return v
 
 

@@ -410,11 +410,22 @@ def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, 
     return Cmd.SET_GAINS, _set_gains(args, ctx)
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all distinct (RFC 8259 §4 leaves duplicates undefined:
+    the last would silently win)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Reject(Error.BAD_REQUEST, f'the key "{key[:40]}" appears twice in one JSON object.')
+        out[key] = value
+    return out
+
+
 def _parse(raw: bytes) -> dict[str, Any]:
     if len(raw) > MAX_REQUEST_BYTES:
         raise _Reject(Error.BAD_REQUEST, f"the request is {len(raw)} bytes, above the {MAX_REQUEST_BYTES}-byte limit.")
     try:
-        msg = json.loads(raw.decode("utf-8"))
+        msg = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as e:
         raise _Reject(Error.BAD_JSON, f"the request is not UTF-8 text (byte {e.start}).") from None
     except json.JSONDecodeError as e:

@@ -3,9 +3,13 @@
 One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a high-water
 mark). Each request is validated here (:mod:`controller.io.protocol`); a valid command is
 posted to the bounded mailbox with a token and answered when the loop's reply for that
-token arrives, or with ``timeout`` after ``reply_timeout``. ``ping``, ``status``, ``stats``
-and ``get_config`` are answered from shared memory. Every valid request counts one client
-heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's motion watchdog.
+token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
+``trajectory_dir``) is parsed in a worker thread, so that ``estop``, ``stop``, ``hold`` and
+``disable`` are answered while it loads (and cancel it); messages above
+``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
+``status``, ``stats`` and ``get_config`` are answered from shared memory. Every valid request
+counts one client heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's
+motion watchdog.
 In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is answered
 once the loop has run up to it and its telemetry and events are published. Every pass
 (about 1 ms) also drains the replies, the events ring (``event`` frames) and then the
@@ -16,6 +20,7 @@ any of this (docs/cycle.md).
 """
 from __future__ import annotations
 
+import errno
 import json
 import threading
 import time
@@ -41,6 +46,7 @@ from controller.telemetry import RecordLayout, stats_summary
 
 from .curve import ServerCurve, check_endpoints, secure_server, start_authenticator
 from .log import CycleLogWriter
+from .playback import TrajectoryFileError, load_trajectory
 from .messages import (
     Names,
     event_message,
@@ -49,10 +55,22 @@ from .messages import (
     profiler_summary,
     telemetry_message,
 )
-from .protocol import STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from .protocol import MAX_REQUEST_BYTES, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
+CANCELS_LOADING = frozenset({"estop", "stop", "hold", "disable", "shutdown"})
+"""Commands that cancel a trajectory file still being loaded (it never reaches the loop)."""
+
+
+class BindError(OSError):
+    """An endpoint that cannot be bound; ``key`` is ``command`` or ``telemetry``."""
+
+    def __init__(self, key: str, endpoint: str, error: zmq.ZMQError) -> None:
+        in_use = error.errno == errno.EADDRINUSE
+        super().__init__(f"{endpoint} is in use (another bipd?)" if in_use
+                         else f"cannot bind {endpoint}: {error.strerror}")
+        self.key, self.endpoint = key, endpoint
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,17 @@ class _Step:
     horizon: int
 
 
+@dataclass
+class _Loading:
+    """A trajectory file being parsed by the worker thread for a ``run`` request."""
+    envelope: list[bytes]
+    req: Request
+    path: Path
+    done: threading.Event
+    result: np.ndarray | str | None = None        # the samples, or a one-sentence problem
+    cancelled_by: str | None = None
+
+
 def _loop_error(code: int) -> Error:
     """The error code a loop refusal carries (INTERNAL when it is not a known error)."""
     try:
@@ -110,7 +139,9 @@ class IoServer:
 
     ``ctx`` holds the robot limits (its ``state``/``q`` are refreshed from shared memory);
     ``log``, if given, receives every record read and is closed by :meth:`close`;
-    ``curve`` is required when an endpoint binds beyond loopback. A command the loop
+    ``curve`` is required when an endpoint binds beyond loopback; a bind that fails raises
+    :class:`BindError`. ``trajectory_dir`` is the only folder ``run`` reads files from (None:
+    file trajectories are refused), each at most ``trajectory_max_bytes``. A command the loop
     accepts is answered ``{"accepted": true, "state": <state right after it>}``; some
     transitions complete later (``enable`` waits for the drives, ``stop`` decelerates).
     """
@@ -119,7 +150,8 @@ class IoServer:
                  decimation: int = 10, *, reply_timeout: float = 0.1, sndhwm: int = 100,
                  stats_period: float = 1.0, stats_window: int = 5000,
                  log: CycleLogWriter | None = None, curve: ServerCurve | None = None,
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context | None = None, trajectory_dir: Path | None = None,
+                 trajectory_max_bytes: int = 16 << 20, max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
         if decimation < 1:
             raise ValueError(f"decimation must be at least 1, got {decimation}")
         self.layout = RecordLayout(len(ctx.joint_names))
@@ -132,6 +164,8 @@ class IoServer:
         self.block, self.ctx, self.decimation = block, ctx, decimation
         self.reply_timeout, self.stats_period = reply_timeout, stats_period
         self.sndhwm = sndhwm
+        self.trajectory_dir = None if trajectory_dir is None else Path(trajectory_dir).resolve()
+        self.trajectory_max_bytes = trajectory_max_bytes
         self.log = log
         self.log_error: str | None = None
         self.loop_error: str | None = None     # set by the daemon when the loop process died
@@ -148,8 +182,14 @@ class IoServer:
                 secure_server(sock, curve)
         self._pub.sndhwm = sndhwm
         self._pub.setsockopt(zmq.XPUB_NODROP, 1)     # a full queue is an EAGAIN we can count
-        self._router.bind(endpoints.command)
-        self._pub.bind(endpoints.telemetry)
+        self._router.maxmsgsize = max_request_bytes
+        for sock, key, ep in ((self._router, "command", endpoints.command),
+                              (self._pub, "telemetry", endpoints.telemetry)):
+            try:
+                sock.bind(ep)
+            except zmq.ZMQError as e:
+                self._close_sockets()
+                raise BindError(key, ep, e) from None
         self.command_endpoint: str = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.telemetry_endpoint: str = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self._poller = zmq.Poller()
@@ -169,6 +209,7 @@ class IoServer:
         self._step: _Step | None = None
         self._last_transition: dict[str, Any] | None = None
         self._telemetry_t: float | None = None         # t of the last telemetry frame published
+        self._loading: _Loading | None = None
         self._token = 1
         self._next_stats = time.monotonic() + stats_period
         self._done = False
@@ -203,14 +244,17 @@ class IoServer:
 
     def close(self) -> None:
         """Close the sockets (and the log, flushing its last chunk)."""
+        self._close_sockets()
+        if self.log is not None:
+            self.log.close()
+
+    def _close_sockets(self) -> None:
         self._router.close()
         self._pub.close()
         if self._auth is not None:
             self._auth.stop()
         if self._own_context:
             self._zctx.term()
-        if self.log is not None:
-            self.log.close()
 
     def __enter__(self) -> Self:
         return self
@@ -295,6 +339,8 @@ class IoServer:
 
     def _dispatch(self, envelope: list[bytes], req: Request, now: float) -> None:
         h = self.block.header
+        if self._loading is not None and req.cmd in CANCELS_LOADING:
+            self._loading.cancelled_by = req.cmd
         if req.cmd == "shutdown":
             h[H.SHUTDOWN] = 1
         elif h[H.LOOP_EXIT]:
@@ -303,15 +349,21 @@ class IoServer:
                          "stats, get_config and shutdown are answered.")
             return
         if req.mailbox == Cmd.RUN_BUFFER:
-            if any(p.mailbox == Cmd.RUN_BUFFER for p in self._pending.values()):
+            if self._loading is not None or any(p.mailbox == Cmd.RUN_BUFFER for p in self._pending.values()):
                 self.counters.busy += 1
                 self._reject(envelope, req.id, Error.BUSY,
                              "a trajectory file is already being handed to the loop; wait for its reply.")
                 return
-            problem = self._load_trajectory(req.args["trajectory"])
-            if problem is not None:
-                self._reject(envelope, req.id, Error.BAD_FILE, problem)
+            path = self._trajectory_path(req.args["trajectory"])
+            if isinstance(path, str):
+                self._reject(envelope, req.id, Error.BAD_FILE, path)
                 return
+            self._start_loading(envelope, req, path)
+            return
+        self._post(envelope, req, now)
+
+    def _post(self, envelope: list[bytes], req: Request, now: float) -> None:
+        """Post a validated command to the mailbox; its reply comes back through :meth:`_replies`."""
         token = self._token
         if not post_command(self.block, token, req.mailbox, req.values):
             if req.cmd == "shutdown":
@@ -328,24 +380,66 @@ class IoServer:
         self._send(envelope, ok_reply(id_, {"acknowledged": acknowledged}))
         self._done = True
 
-    def _load_trajectory(self, path_text: str) -> str | None:
-        """Fill the trajectory buffer from a file; a one-sentence problem, or None."""
-        path = Path(path_text)
-        if not path.is_file():
-            return f"args.trajectory = {path_text!r} is neither \"squat\" nor an existing file."
-        from .playback import TrajectoryFileError, load_trajectory
+    def _trajectory_path(self, text: str) -> Path | str:
+        """The file ``args.trajectory`` names inside ``trajectory_dir`` (symlinks resolved),
+        or a one-sentence problem that quotes nothing read from the file system."""
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        if self.trajectory_dir is None:
+            return (f"args.trajectory = {shown!r}: file trajectories are disabled on this daemon "
+                    "(set io.trajectory_dir in its configuration).")
+        outside = f"args.trajectory = {shown!r} is neither \"squat\" nor a file in {self.trajectory_dir}."
+        try:
+            path = (self.trajectory_dir / text).resolve()
+            if not path.is_relative_to(self.trajectory_dir) or not path.is_file():
+                return outside
+            size = path.stat().st_size
+        except (OSError, ValueError):             # e.g. a NUL byte, a name too long
+            return outside
+        if size > self.trajectory_max_bytes:
+            return (f"args.trajectory = {shown!r} is {size} bytes, above the {self.trajectory_max_bytes}-byte "
+                    "limit (io.trajectory_max_bytes).")
+        return path
+
+    def _start_loading(self, envelope: list[bytes], req: Request, path: Path) -> None:
+        loading = _Loading(envelope, req, path, threading.Event())
+        self._loading = loading
+        threading.Thread(target=self._parse_trajectory, args=(loading,), name="bipd-trajectory",
+                         daemon=True).start()
+
+    def _parse_trajectory(self, loading: _Loading) -> None:
+        """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
         c = self.ctx
         try:
-            traj = load_trajectory(path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period)
+            traj = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period)
+            cap = self.block.traj.shape[0]
+            loading.result = traj if len(traj) <= cap else (
+                f"{loading.path.name} resamples to {len(traj)} samples, more than the trajectory buffer's "
+                f"{cap} ({cap * c.period:g} s).")
         except TrajectoryFileError as e:
-            return str(e)
-        cap = self.block.traj.shape[0]
-        if len(traj) > cap:
-            return (f"{path} resamples to {len(traj)} samples, more than the trajectory buffer's {cap} "
-                    f"({cap * c.period:g} s).")
-        self.block.traj[:len(traj)] = traj
-        self.block.header[H.TRAJ_LEN] = len(traj)
-        return None
+            loading.result = str(e)
+        except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
+            loading.result = f"{loading.path.name} could not be loaded: {type(e).__name__}."
+        finally:
+            loading.done.set()
+
+    def _finish_loading(self, now: float) -> None:
+        """On the I/O thread: hand a parsed trajectory to the loop, or report why not."""
+        loading, self._loading = self._loading, None
+        envelope, req = loading.envelope, loading.req
+        self._refresh_context()
+        if loading.cancelled_by is not None:
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{req.args['trajectory']!s:.80} was still loading "
+                         f"when {loading.cancelled_by} arrived: it was cancelled and never reached the loop.")
+        elif isinstance(loading.result, str):
+            self._reject(envelope, req.id, Error.BAD_FILE, loading.result)
+        elif self.block.header[H.LOOP_EXIT] or self.ctx.state not in self.ctx.allowed["run"]:
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"run is no longer allowed: the loop went to "
+                         f"{self.ctx.state.name} while the trajectory file was loading.")
+        else:
+            traj = loading.result
+            self.block.traj[:len(traj)] = traj
+            self.block.header[H.TRAJ_LEN] = len(traj)
+            self._post(envelope, req, now)
 
     def _local(self, cmd: str) -> dict[str, Any]:
         h = self.block.header
@@ -394,6 +488,8 @@ class IoServer:
     # ------------------------------------------------------------------ shared memory -> ZMQ
 
     def _pump(self, now: float) -> None:
+        if self._loading is not None and self._loading.done.is_set():
+            self._finish_loading(now)
         self._replies()
         for token in [t for t, p in self._pending.items() if now >= p.deadline]:
             p = self._pending.pop(token)

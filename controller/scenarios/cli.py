@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
-                      tilt_source=args.tilt_source)
+                      tilt_source=args.tilt_source,
+                      trajectory_dir=args.path.parent if args.scenario == "walk-file" else None)
     try:
         if args.scenario == "tilt-directions":
             from .results import direction_rows, direction_speed, tilt_directions

@@ -94,6 +94,7 @@ class Options:
     throttle_s: float = 0.0               # wall s the HIL sleeps per control period (a slow host)
     operator_sleep: float = 0.0           # wall s the operator sleeps per simulated s it advances
     tilt_source: str = "platform"         # the stabilizer's tilt: platform angles or the foot IMU over the bus
+    trajectory_dir: Path | None = None    # the daemon's io.trajectory_dir (walk-file: the file's folder)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,8 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return s.getsockname()[1]
 
 
-def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = "platform") -> tuple[Path, Endpoints]:
+def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = "platform",
+                 trajectory_dir: Path | None = None) -> tuple[Path, Endpoints]:
     """The bench's daemon YAML in ``folder`` and the endpoints it names; with ``tilt_source`` other
     than the stabilizer YAML's, a copy of it in ``folder`` with that ``tilt.source``."""
     doc = yaml.safe_load(Path(config).read_text())
@@ -127,7 +129,8 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
             (folder / "stabilizer.yaml").write_text(yaml.safe_dump(stab))
     ep = Endpoints(f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}",
                    f"tcp://127.0.0.1:{free_port()}", free_port(socket.SOCK_DGRAM))
-    doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None)
+    doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None,
+                                    trajectory_dir=str(trajectory_dir.resolve()) if trajectory_dir else None)
     doc.setdefault("loop", {}).update(lockstep=lockstep, stepped=lockstep)
     doc["bus"]["backend"] = "udp"
     doc["bus"].setdefault("udp", {}).update(host="127.0.0.1", port=ep.udp_port)
@@ -489,7 +492,7 @@ class Session:
         try:
             folder = Path(self._tmp.name)
             o = self.options
-            config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source)
+            config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source, o.trajectory_dir)
             self.say(f"starting the HIL process and the daemon ({'stepped lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
             self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s)

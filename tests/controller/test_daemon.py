@@ -77,7 +77,7 @@ def test_daemon_moves_and_stops_on_sigterm(daemon):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert "SIGTERM" in out and "stopped (exit 0)" in out
-    assert list((tmp / "log").glob("*.npy")), "the cycle log was flushed"
+    assert list((tmp / "log").glob("run-*/*.npy")), "the cycle log was flushed into its run folder"
     plots = subprocess.run([sys.executable, "-m", "controller.cli", "plot", str(tmp / "log")],
                            capture_output=True, text=True, timeout=120)
     assert plots.returncode == 0, plots.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.io.log import CycleLogWriter, LogError, read_log
+from controller.io.log import CycleLogWriter, LogError, find_log, new_run_dir, read_log
 from controller.io.plot import plot_log
 from controller.telemetry import RecordLayout
 
@@ -98,3 +98,24 @@ def test_stabilizer_flags_reach_the_log_header_and_the_margins_plot(tmp_path):
     raised = raised_flags(log)
     assert list(raised) == ["cog_outside"]              # force saturation is routine, not marked
     assert np.flatnonzero(raised["cog_outside"]).tolist() == list(range(40, 60))
+
+
+def test_each_run_gets_its_own_folder_and_the_parent_reads_the_latest(tmp_path):
+    """A restarted daemon (same io.log_dir) must not meet the previous run's log."""
+    layout = RecordLayout(4)
+    runs = []
+    for count in (300, 700):
+        run = new_run_dir(tmp_path / "log")
+        w = CycleLogWriter(run, layout, NAMES, chunk_records=500)
+        for r in records(layout, count):
+            w.append(r)
+        w.close()
+        runs.append(run)
+    assert runs[0] != runs[1] and runs[0].parent == runs[1].parent == tmp_path / "log"
+    assert sorted(runs) == runs                                  # names sort in start order
+    assert find_log(tmp_path / "log") == runs[1] and find_log(runs[0]) == runs[0]
+    assert len(read_log(tmp_path / "log").records) == 700
+    assert len(read_log(runs[0]).records) == 300
+    assert [p.parent for p in plot_log(tmp_path / "log", runs[1])] == [runs[1]] * 3
+    with pytest.raises(LogError, match="header.json is missing"):
+        find_log(tmp_path)

@@ -91,7 +91,8 @@ def test_move_joints_good_and_bad(rig):
     assert rig.loop.commands()[-1][2][-1] == -1.0      # minimum time
 
 
-def test_run_squat_file_and_bad_file(rig, tmp_path):
+def test_run_squat_file_and_bad_file(rig_factory, tmp_path):
+    rig = rig_factory(server_kw={"trajectory_dir": tmp_path})
     c = rig.client
     to_hold(rig)
     assert call_error(c, "run", trajectory=str(tmp_path / "absent.csv")).code == "bad_file"
@@ -113,7 +114,7 @@ def test_run_squat_file_and_bad_file(rig, tmp_path):
 
 
 def test_one_trajectory_file_in_flight(rig_factory, tmp_path):
-    rig = rig_factory(server_kw={"reply_timeout": 0.3}, loop_kw={"consume": False})
+    rig = rig_factory(server_kw={"reply_timeout": 0.3, "trajectory_dir": tmp_path}, loop_kw={"consume": False})
     rig.loop.set_state(State.HOLD)
     good = tmp_path / "walk.csv"
     good.write_text("t,ankle_lateral,ankle_sagittal,knee,hip\n0,0,0.1,-0.3,0.2\n1,0,0.2,-0.6,0.4\n")

@@ -1,0 +1,155 @@
+"""Bad configuration through the command line: one line "bipd: error: FILE: KEY: problem",
+exit 2, never a traceback, and nothing started (no loop process, no bus)."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller import daemon
+from controller.cli import main
+from models.errors import QUOTE_CHARS, quote
+from models.validation import MAX_YAML_BYTES
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+@pytest.fixture(autouse=True)
+def private_runtime_dir(tmp_path, monkeypatch):
+    """Instance locks of these tests never meet a developer's running daemon; a daemon that
+    got as far as starting its loop process fails the test at once instead of serving."""
+    (tmp_path / "run").mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.delenv("RUNTIME_DIRECTORY", raising=False)
+
+    def started(*_args, **_kw):
+        raise AssertionError("the configuration was accepted: the loop process would start")
+
+    monkeypatch.setattr(daemon, "_run", started)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def config(tmp_path: Path, *, io: dict | None = None, bus: dict | None = None, text: str | None = None) -> Path:
+    """deploy/bipd.yaml with absolute robot paths, free ports and the given overrides."""
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    doc["io"].update(command=f"tcp://127.0.0.1:{free_port()}", telemetry=f"tcp://127.0.0.1:{free_port()}")
+    doc["io"].update(io or {})
+    doc["bus"].update(bus or {})
+    path = tmp_path / "bipd.yaml"
+    path.write_text(yaml.safe_dump(doc) if text is None else text)
+    return path
+
+
+def run_error(capsys, argv: list[str]) -> str:
+    """Run ``bipd ARGV``; it must exit 2 with one error line and no traceback."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.startswith("bipd: error:")]
+    assert len(lines) == 1, err
+    assert "loop process" not in err, "the loop process must not start"
+    return lines[0]
+
+
+@pytest.mark.parametrize("io,key,problem", [
+    ({"command": "tcp://127.0.0.1:99999"}, "io.command", "the port must be 1..65535 or *"),
+    ({"telemetry": "tcp://127.0.0.1:0"}, "io.telemetry", "the port must be 1..65535 or *"),
+    ({"command": "tcp://0.0.0.0:5555"}, "io.command", "binds beyond loopback: configure io.curve"),
+    ({"telemetry": "tcp://*:5556"}, "io.telemetry", "binds beyond loopback: configure io.curve"),
+    ({"command": "ipc:///no/such/folder/bipd.sock"}, "io.command", "the folder /no/such/folder of the ipc socket"),
+    ({"command": "udp://127.0.0.1:5555"}, "io.command", "expected a tcp:// or ipc:// endpoint"),
+    ({"trajectory_dir": "no-such-dir"}, "io.trajectory_dir", "no such directory"),
+    ({"max_request_bytes": 10 ** 9}, "io.max_request_bytes", "expected an integer in 1024..65536"),
+])
+def test_bad_io_keys_are_refused_at_config_load(tmp_path, capsys, io, key, problem):
+    path = config(tmp_path, io=io)
+    line = run_error(capsys, ["run", "--config", str(path)])
+    assert f"{path}: {key}: " in line and problem in line
+
+
+def test_unknown_bus_backend_is_refused_at_config_load(tmp_path, capsys):
+    path = config(tmp_path, bus={"backend": "ethercat"})
+    line = run_error(capsys, ["run", "--config", str(path)])
+    assert line == f"bipd: error: {path}: bus.backend: unknown backend 'ethercat' (known: sim, udp)"
+
+
+def test_command_port_in_use(tmp_path, capsys):
+    with socket.socket() as other:                   # any program holding the port
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        endpoint = f"tcp://127.0.0.1:{other.getsockname()[1]}"
+        path = config(tmp_path, io={"command": endpoint})
+        line = run_error(capsys, ["run", "--config", str(path)])
+    assert line == f"bipd: error: {path}: io.command: {endpoint} is in use (another bipd?)"
+
+
+def test_log_dir_that_cannot_be_created(tmp_path, capsys):
+    (tmp_path / "file").write_text("not a folder")  # a path below a file fails even for root
+    path = config(tmp_path, io={"log_dir": str(tmp_path / "file" / "log")})
+    line = run_error(capsys, ["run", "--config", str(path)])
+    assert f"{path}: io.log_dir: cannot create this run's log folder in {tmp_path / 'file' / 'log'}" in line
+
+
+@pytest.mark.parametrize("command", ["run", "check-robot"])
+def test_non_utf8_yaml(tmp_path, capsys, command):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(b"robot: x\nname: caf\xe9\n")
+    argv = ["run", "--config", str(path)] if command == "run" else ["check-robot", str(path)]
+    line = run_error(capsys, argv)
+    assert line == f"bipd: error: {path}: line 2: the file is not UTF-8 text (byte 18)"
+
+
+@pytest.mark.parametrize("command", ["run", "check-robot"])
+def test_yaml_aliases_are_refused(tmp_path, capsys, command):
+    """A billion-laughs document: 9 levels of 9 aliases would be 9^9 values under cpus."""
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\nloop: {cpus: *a8}\n")
+    argv = ["run", "--config", str(path)] if command == "run" else ["check-robot", str(path)]
+    line = run_error(capsys, argv)
+    assert line == f"bipd: error: {path}: line 1: invalid YAML (anchors and aliases (&name, *name) are not accepted)"
+
+
+def test_oversized_yaml_is_refused_before_parsing(tmp_path, capsys):
+    path = tmp_path / "big.yaml"
+    path.write_text("# padding\n" * (MAX_YAML_BYTES // 10 + 1))
+    line = run_error(capsys, ["check-robot", str(path)])
+    assert line == (f"bipd: error: {path}: <file>: the file is larger than {MAX_YAML_BYTES} bytes (1 MiB); "
+                    "is it the right file?")
+
+
+def test_quoted_values_are_bounded(tmp_path, capsys):
+    """A 500 KB value in a key that quotes what it got: the message stays one short line."""
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = None
+    doc["loop"]["cpus"] = ["x" * 1000] * 500
+    path = config(tmp_path, text=yaml.safe_dump(doc))
+    line = run_error(capsys, ["run", "--config", str(path)])
+    assert line.startswith(f"bipd: error: {path}: loop.cpus: expected a list of CPU numbers, got ['xxx")
+    assert len(line) < len(str(path)) + 200
+
+
+def test_quote_looks_at_a_bounded_part_of_a_value():
+    """Its cost is bounded too: repr of a deeply shared YAML structure is gigabytes."""
+    seen = []
+
+    class Item:
+        def __repr__(self) -> str:
+            seen.append(self)
+            return "item"
+
+    text = quote([Item() for _ in range(1000)])
+    assert text == "[item, item, item, item, ...]" and len(seen) == 4
+    assert len(quote("x" * 10 ** 6)) <= QUOTE_CHARS and len(quote(list(range(10 ** 5)))) <= QUOTE_CHARS
