@@ -176,7 +176,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         paths = plot_log(args.log_dir, args.out or find_log(args.log_dir))
     except LogError as e:
-        print(f"bipd: error: {e}", file=sys.stderr)
+        print(f"bipd plot: error: {e}", file=sys.stderr)
         return 2
     for path in paths:
         print(path)

@@ -37,7 +37,7 @@ def test_second_daemon_leaves_and_the_first_is_undisturbed(daemon):  # noqa: F81
     assert "Traceback" not in out and "loop process" not in out, out
 
     after = client.call("status")
-    assert after["state"] == "HOLD" and after["faults"] == [] and after["fault"] is None
+    assert after["state"] == "HOLD" and after["faults"] == [] and after["fault_name"] is None
     assert after["cycle"] > before["cycle"]
     assert first.poll() is None
     client.call("shutdown")
