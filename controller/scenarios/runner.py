@@ -56,7 +56,7 @@ CHUNK_S = 0.1                 # stepped: simulated seconds per step of a wait
 STATE_CHUNK_S = 0.02          # stepped: simulated seconds per step while waiting for a state
 STEP_TIMEOUT_S = 120.0        # wall seconds a request may take before the bench is in error
 SYNC_TIMEOUT_S = 60.0         # wall seconds for the frames up to a step's horizon to arrive
-BOOT_TIMEOUT_S = 120.0
+BOOT_TIMEOUT_S = 600.0     # s: an error bound only (a dead process is seen at once); a cold Numba cache on a loaded host compiles for minutes
 STOP_TIMEOUT_S = 20.0
 
 Say = Callable[[str], None]
