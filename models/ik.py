@@ -29,8 +29,8 @@ Statuses (the step never hides one): OK; NOT_CONVERGED (iterations exhausted whi
 moving); UNREACHABLE (the iteration stalled on a least-squares minimum with a residual:
 the target is out of reach from here); JOINT_LIMIT (stalled with joints frozen at their
 limits); SINGULAR (Newton–Raphson met a singular J, or the target was reached at a
-configuration where the task Jacobian has lost rank, relative pivot of J W⁻¹ Jᵀ below
-``singular_tol``: no motion is possible in some task direction there).
+configuration where the task Jacobian has lost rank, a relative pivot of J Jᵀ (or Jᵀ J)
+below ``singular_tol``: no motion is possible in some task direction there).
 """
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ NEWTON, DLS = 0, 1
 N_OPTIONS = 10
 
 # results
-I_ITER, I_POS_RES, I_ROT_RES, I_WORST = range(4)
-N_INFO = 4
+I_ITER, I_POS_RES, I_ROT_RES, I_WORST, I_COST, I_MULT = range(6)
+N_INFO = 6
 
 CONTINUE = -1
 
@@ -84,14 +84,16 @@ OK, NOT_CONVERGED, UNREACHABLE, SINGULAR, JOINT_LIMIT = (int(s) for s in IkStatu
 @njit(cache=True)
 def ik_size(n: int, tasks: int, rows: int) -> int:
     return (3 + N_OPTIONS + tasks * (SPEC_WIDTH + 16 + 6) + 4 * n + 16 * tasks + 6 * n * tasks
-            + rows + rows * n + rows * rows + rows + 3 * n + N_INFO)
+            + 2 * (rows + rows * n) + rows * rows + rows + 4 * n + N_INFO)
 
 
 @njit(cache=True)
 def ik_views(buf):
     """Named views of an IK buffer [n, tasks, rows, ...]: (opts, spec[K, SPEC_WIDTH],
     target[K,4,4], basis[K,2,3] (AXIS: u, v orthogonal to the target axis), winv[n] = W⁻¹, qrest[n], qmin[n], qmax[n], Tk[K,4,4], Jk[K,6,n], F[m], J[m,n],
-    M[m,m], y[m], dq[n], z[n], free[n], info[N_INFO])."""
+    M[m,m], y[m], dq[n], z[n], free[n], and the last accepted iterate: q_acc[n],
+    F_acc[m], J_acc[m,n]; info[N_INFO] = iterations, residuals (m, rad), worst task,
+    accepted cost ‖F‖², damping multiplier)."""
     n, k, m = int(buf[0]), int(buf[1]), int(buf[2])
     o = 3
     opts = carray(_at(buf, o), (N_OPTIONS,)); o += N_OPTIONS
@@ -111,8 +113,12 @@ def ik_views(buf):
     dq = carray(_at(buf, o), (n,)); o += n
     z = carray(_at(buf, o), (n,)); o += n
     free = carray(_at(buf, o), (n,)); o += n
+    q_acc = carray(_at(buf, o), (n,)); o += n
+    F_acc = carray(_at(buf, o), (m,)); o += m
+    J_acc = carray(_at(buf, o), (m, n)); o += m * n
     info = carray(_at(buf, o), (N_INFO,))
-    return opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free, info
+    return (opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free,
+            q_acc, F_acc, J_acc, info)
 
 
 # ---------------------------------------------------------------- residual and Jacobian
@@ -153,9 +159,9 @@ def rotation_error(Rt, Rc, e):
 
 
 @njit(cache=True)
-def assemble(spec, target, basis, Tk, Jk, F, J, e, tol_pos, tol_rot, info):
+def assemble(spec, target, basis, Tk, Jk, F, J, e, tol_pos, tol_rot):
     """Stack the weighted residuals F and their Jacobian J from the task poses Tk and
-    Jacobians Jk; info gets the largest position (m) and rotation (rad) errors and the
+    Jacobians Jk; returns the largest position (m) and rotation (rad) errors and the
     task whose error, relative to its tolerance, is the largest. e: 3 scratch."""
     n = J.shape[1]
     r = 0
@@ -190,13 +196,22 @@ def assemble(spec, target, basis, Tk, Jk, F, J, e, tol_pos, tol_rot, info):
             a0, a1, a2 = T[0, ax], T[1, ax], T[2, ax]
             t0, t1, t2 = target[k, 0, ax], target[k, 1, ax], target[k, 2, ax]
             c0, c1, c2 = a1 * t2 - a2 * t1, a2 * t0 - a0 * t2, a0 * t1 - a1 * t0
-            rerr = math.atan2(math.sqrt(c0 * c0 + c1 * c1 + c2 * c2), a0 * t0 + a1 * t1 + a2 * t2)
-            for b in range(2):                            # F_b = u_b · a, ∂F_b/∂q = (a × u_b)ᵀ J_ω
+            dot = a0 * t0 + a1 * t1 + a2 * t2
+            rerr = math.atan2(math.sqrt(c0 * c0 + c1 * c1 + c2 * c2), dot)
+            # stereographic chart from −t: F_b = 2 u_b·a / (1 + t·a), zero only at a = t,
+            # |F| = 2 tan(θ/2); ∂(u·a)/∂q = (a × u)ᵀ J_ω, ∂(t·a)/∂q = (a × t)ᵀ J_ω
+            den = max(1.0 + dot, 1e-12)
+            for b in range(2):
                 u0, u1, u2 = basis[k, b, 0], basis[k, b, 1], basis[k, b, 2]
-                F[r + b] = w * (u0 * a0 + u1 * a1 + u2 * a2)
-                x0, x1, x2 = a1 * u2 - a2 * u1, a2 * u0 - a0 * u2, a0 * u1 - a1 * u0
+                g = u0 * a0 + u1 * a1 + u2 * a2
+                F[r + b] = w * 2.0 * g / den
+                f1 = w * 2.0 / den
+                f2 = f1 * g / den
+                x0 = f1 * (a1 * u2 - a2 * u1) - f2 * c0
+                x1 = f1 * (a2 * u0 - a0 * u2) - f2 * c1
+                x2 = f1 * (a0 * u1 - a1 * u0) - f2 * c2
                 for j in range(n):
-                    J[r + b, j] = w * (x0 * Jk[k, 3, j] + x1 * Jk[k, 4, j] + x2 * Jk[k, 5, j])
+                    J[r + b, j] = x0 * Jk[k, 3, j] + x1 * Jk[k, 4, j] + x2 * Jk[k, 5, j]
             r += 2
         pos_res = max(pos_res, perr)
         rot_res = max(rot_res, rerr)
@@ -204,9 +219,7 @@ def assemble(spec, target, basis, Tk, Jk, F, J, e, tol_pos, tol_rot, info):
         if ratio > worst_ratio:
             worst_ratio = ratio
             worst = k
-    info[I_POS_RES] = pos_res
-    info[I_ROT_RES] = rot_res
-    info[I_WORST] = worst
+    return pos_res, rot_res, worst
 
 
 # ---------------------------------------------------------------- steps
@@ -258,24 +271,47 @@ def gram(J, winv, lam2, M):
 
 
 @njit(cache=True)
-def dls_step(opts, winv, qrest, qmin, qmax, J, F, M, y, dq, z, free, q):
+def rank_deficient(J, M, rtol):
+    """rank J < min(m, n): a relative Cholesky pivot of J Jᵀ (m <= n) or of Jᵀ J
+    (m > n, in M's leading n×n block) is <= rtol."""
+    m, n = J.shape
+    if m <= n:
+        for a in range(m):
+            for b in range(a + 1):
+                s = 0.0
+                for j in range(n):
+                    s += J[a, j] * J[b, j]
+                M[a, b] = s
+        return cholesky_rtol(M, rtol) != 0
+    G = M[:n, :n]
+    for a in range(n):
+        for b in range(a + 1):
+            s = 0.0
+            for i in range(m):
+                s += J[i, a] * J[i, b]
+            G[a, b] = s
+    return cholesky_rtol(G, rtol) != 0
+
+
+@njit(cache=True)
+def dls_step(opts, mult, winv, qrest, qmin, qmax, J, F, M, y, dq, z, free, q):
     """Weighted damped least squares with the null-space task and the active set of
-    joints at their limits (module docstring). free[j] = 0 marks a frozen joint.
+    joints at their limits (module docstring); λ² = mult·μ‖F‖² + λ₀² and the null-space
+    gain k₀/mult (mult grows when a step is rejected). free[j] = 0 marks a frozen joint.
     False if J W⁻¹ Jᵀ + λ²I is not positive definite."""
     m, n = J.shape
     f2 = 0.0
     for i in range(m):
         f2 += F[i] * F[i]
-    lam2 = opts[O_DAMPING] * f2 + opts[O_DAMPING_MIN] * opts[O_DAMPING_MIN]
-    k0 = opts[O_NULL_GAIN]
+    lam2 = mult * opts[O_DAMPING] * f2 + opts[O_DAMPING_MIN] * opts[O_DAMPING_MIN]
+    k0 = opts[O_NULL_GAIN] / mult
     for j in range(n):
         free[j] = 1.0
     for _ in range(n + 1):
         for j in range(n):
             span = qmax[j] - qmin[j]
             z[j] = -k0 * winv[j] * free[j] * (q[j] - qrest[j]) / (span * span)
-            winv_j = winv[j] * free[j]
-            dq[j] = winv_j                               # dq holds W⁻¹ of the free joints
+            dq[j] = winv[j] * free[j]                    # dq holds W⁻¹ of the free joints
         gram(J, dq, lam2, M)
         for i in range(m):
             s = -F[i]
@@ -301,10 +337,11 @@ def dls_step(opts, winv, qrest, qmin, qmax, J, F, M, y, dq, z, free, q):
 
 @njit(cache=True)
 def ik_start(buf, q):
-    """Reset the iteration count and bring q inside the joint limits."""
-    opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free, info = \
-        ik_views(buf)
+    """Reset the iteration and bring q inside the joint limits."""
+    views = ik_views(buf)
+    qmin, qmax, free, info = views[6], views[7], views[16], views[20]
     info[I_ITER] = 0.0
+    info[I_MULT] = 1.0
     for j in range(q.shape[0]):
         q[j] = min(max(q[j], qmin[j]), qmax[j])
         free[j] = 1.0
@@ -313,22 +350,42 @@ def ik_start(buf, q):
 @njit(cache=True)
 def ik_step(buf, q):
     """One iteration on the task poses and Jacobians an engine has just evaluated at q:
-    returns CONTINUE (q updated) or a final status (q is then the evaluated one)."""
-    opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free, info = \
-        ik_views(buf)
-    n = q.shape[0]
-    assemble(spec, target, basis, Tk, Jk, F, J, z, opts[O_TOL_POS], opts[O_TOL_ROT], info)
-    if info[I_POS_RES] <= opts[O_TOL_POS] and info[I_ROT_RES] <= opts[O_TOL_ROT]:
-        gram(J, winv, 0.0, M)
-        if cholesky_rtol(M, opts[O_SINGULAR_TOL]) != 0:
-            return SINGULAR
-        return OK
+    returns CONTINUE (q updated) or a final status (q is then the last accepted iterate).
+    Damped least squares accepts a step only if it lowers ‖F‖²; otherwise it goes back
+    to the accepted iterate with ten times the damping (Levenberg–Marquardt)."""
+    (opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free,
+     q_acc, F_acc, J_acc, info) = ik_views(buf)
+    m, n = J.shape
+    newton = int(opts[O_METHOD]) == NEWTON
+    pos_res, rot_res, worst = assemble(spec, target, basis, Tk, Jk, F, J, z, opts[O_TOL_POS], opts[O_TOL_ROT])
+    cost = 0.0
+    for i in range(m):
+        cost += F[i] * F[i]
+    if newton or info[I_ITER] == 0.0 or cost <= info[I_COST]:
+        info[I_POS_RES], info[I_ROT_RES], info[I_WORST], info[I_COST] = pos_res, rot_res, worst, cost
+        info[I_MULT] = max(1.0, 0.1 * info[I_MULT])
+        for j in range(n):
+            q_acc[j] = q[j]
+        for i in range(m):
+            F_acc[i] = F[i]
+            for j in range(n):
+                J_acc[i, j] = J[i, j]
+        if pos_res <= opts[O_TOL_POS] and rot_res <= opts[O_TOL_ROT]:
+            return SINGULAR if rank_deficient(J, M, opts[O_SINGULAR_TOL]) else OK
+    else:                                                # rejected: back to the accepted iterate
+        info[I_MULT] *= 10.0
+        for j in range(n):
+            q[j] = q_acc[j]
+        for i in range(m):
+            F[i] = F_acc[i]
+            for j in range(n):
+                J[i, j] = J_acc[i, j]
     if info[I_ITER] >= opts[O_MAX_ITER]:
         return NOT_CONVERGED
-    if int(opts[O_METHOD]) == NEWTON:
+    if newton:
         if not newton_step(J, F, M, y, dq, opts[O_SINGULAR_TOL]):
             return SINGULAR
-    elif not dls_step(opts, winv, qrest, qmin, qmax, J, F, M, y, dq, z, free, q):
+    elif not dls_step(opts, info[I_MULT], winv, qrest, qmin, qmax, J, F, M, y, dq, z, free, q):
         return SINGULAR
     big = 0.0
     for j in range(n):
@@ -444,7 +501,7 @@ class IkResult:
                 IkStatus.NOT_CONVERGED: f"not converged after {self.iterations} iterations",
                 IkStatus.UNREACHABLE: "unreachable (the iteration stalled short of the target)",
                 IkStatus.SINGULAR: "singular task Jacobian",
-                IkStatus.JOINT_LIMIT: "out of reach within the joint limits"}[self.status]
+                IkStatus.JOINT_LIMIT: "stalled against joint limits"}[self.status]
         return (f"IK target of {self.worst_task}: {what}, residual {self.position_residual:.3g} m, "
                 f"{self.rotation_residual:.3g} rad")
 
