@@ -36,12 +36,20 @@ def arm5_lengths(model) -> tuple[float, float, float]:
 def half_angle_roots(a: float, b: float, c: float) -> tuple[float, float] | None:
     """Both roots q of a cos q + b sin q = c (Lammari 2012, eq. VI.5) by the half-angle
     substitution t = tan(q/2): t = (b ± √(a² + b² − c²))/(a + c) (the printed first
-    root has −b: docs/errata.md). atan2 keeps a + c = 0 (q = π). None if a² + b² < c²."""
+    root has −b: docs/errata.md). The root whose numerator cancels is taken in the
+    equal form t = (c − a)/(b ∓ √…) (as the stable quadratic formula), and atan2 keeps
+    a + c = 0 (t = ∞, q = π). None if a² + b² < c² (out of reach)."""
     disc = a * a + b * b - c * c
     if disc < 0.0:
         return None
     s = math.sqrt(disc)
-    return (_wrap(2.0 * math.atan2(b + s, a + c)), _wrap(2.0 * math.atan2(b - s, a + c)))
+    roots = []
+    for sign in (1.0, -1.0):
+        if sign * b >= 0.0:
+            roots.append(_wrap(2.0 * math.atan2(b + sign * s, a + c)))
+        else:
+            roots.append(_wrap(2.0 * math.atan2(c - a, b - sign * s)))
+    return roots[0], roots[1]
 
 
 def wrist_cosine(e: float, n3: float, s23: float, c23: float) -> float:
