@@ -459,6 +459,15 @@ def solve_chain(mbuf, dbuf, buf, q):
             return status
 
 
+@njit(cache=True)
+def chain_residual(mbuf, dbuf, buf, q):
+    """Fill the IK buffer's F and J at q (no step): for inspection and tests."""
+    (opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free,
+     q_acc, F_acc, J_acc, info) = ik_views(buf)
+    chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk)
+    assemble(spec, target, basis, Tk, Jk, F, J, z, opts[O_TOL_POS], opts[O_TOL_ROT])
+
+
 # ---------------------------------------------------------------- Python API
 @dataclass(frozen=True)
 class Task:
@@ -538,7 +547,7 @@ class IkSolver:
         self.buf = np.zeros(ik_size(n, len(self.tasks), rows))
         self.buf[:3] = (n, len(self.tasks), rows)
         (self._opts, self._spec, self._target, self._basis, winv, qrest, qmin, qmax,
-         *_work, self._info) = python_views(self.buf, ik_views(self.buf))
+         *self._work, self._info) = python_views(self.buf, ik_views(self.buf))
         self._opts[:] = 0.0
         self._opts[[O_METHOD, O_MAX_ITER, O_TOL_POS, O_TOL_ROT, O_DAMPING, O_DAMPING_MIN, O_NULL_GAIN,
                     O_STEP_TOL, O_MAX_STEP, O_SINGULAR_TOL]] = (
@@ -614,6 +623,13 @@ class IkSolver:
     def solve_into(self, q: np.ndarray) -> int:
         """Allocation-free: q (float64, n) is the guess and receives the solution."""
         return solve_chain(self.robot.model.buf, self.robot.data.buf, self.buf, q)
+
+    def residual(self, q) -> tuple[np.ndarray, np.ndarray]:
+        """(F(q), J(q)) of the stacked, weighted tasks (copies). J = ∂F/∂q, except the
+        orientation rows: J_ω, the derivative at the target."""
+        chain_residual(self.robot.model.buf, self.robot.data.buf, self.buf, self.robot._vec(q, "q"))
+        F, J = self._work[2], self._work[3]
+        return F.copy(), J.copy()
 
     def solve(self, q0) -> IkResult:
         self._q[:] = self.robot._vec(q0, "q0")

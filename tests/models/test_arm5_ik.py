@@ -59,6 +59,7 @@ def test_every_branch_solves_the_forward_model(q):
         return                                   # on the base axis: refused (test below)
     sols = arm5_ik(ARM.model, T[:3, 3], T[:3, 1])
     assert len(sols) >= 4                        # both roots for the q1 that made it, two wrists each
+    assert sols[0, 0] == pytest.approx(math.atan2(T[1, 3], T[0, 3]), abs=1e-12)   # documented order
     for s in sols:
         Ts = ARM.fk(s)
         np.testing.assert_allclose(Ts[:3, 3], T[:3, 3], atol=1e-9)
@@ -66,6 +67,17 @@ def test_every_branch_solves_the_forward_model(q):
     d = np.abs(wrapped(sols - q))
     if abs(math.sin(q[4])) > 1e-6:               # q4 is free at the wrist singularity
         assert d.max(axis=1).min() < 1e-7, "the generating configuration is not among the branches"
+
+
+@pytest.mark.parametrize("a, b, c", [
+    (1.0, 1.0, -1.0),                                         # a + c = 0: q = π and −π/2
+    (0.42260065860778684, 0.5177842949807299, -0.4226006586077866),   # q = (−π, 0, −110°, ..) of the arm
+    (-0.3, -0.2, 0.3), (0.5, -1e-17, 0.2), (2.0, 0.0, 1.0), (0.0, 1.0, 1.0)])
+def test_half_angle_roots_solve_eq_vi_5_also_when_a_plus_c_vanishes(a, b, c):
+    roots = half_angle_roots(a, b, c)
+    for q in roots:
+        assert a * math.cos(q) + b * math.sin(q) == pytest.approx(c, abs=1e-12)
+    assert (half_angle_roots(1.0, 0.0, 1.5)) is None
 
 
 def position_error(q1, q2, p):

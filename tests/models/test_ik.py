@@ -162,17 +162,28 @@ def planar_2r(limit: float) -> Robot:
 
 
 def test_target_beyond_a_joint_limit_reports_joint_limit():
-    """Planar 2R, |q| <= 0.5: the point of q = (1.0, 0.3) has its other elbow solution
-    (1.3, −0.3), also outside. The solver stops at the limit, says so, stays inside."""
+    """Planar 2R, |q| <= 0.5: the point of q = (0.8, −0.2) has its other elbow solution
+    (0.62, 0.2), also outside. The solver pins joint 0 at its limit, lets joint 1
+    minimise the distance (active set), says JOINT_LIMIT and stays inside."""
     robot = planar_2r(0.5)
-    p = robot.fk(np.array([1.0, 0.3]))[:3, 3]
-    r = IkSolver(robot, [Task("tool", "position", p)]).solve(np.zeros(2))
+    p = robot.fk(np.array([0.8, -0.2]))[:3, 3]
+    r = IkSolver(robot, [Task("tool", "position", p)]).solve(np.array([0.1, -0.1]))
     assert r.status == IkStatus.JOINT_LIMIT
-    assert r.q[0] == pytest.approx(0.5, abs=1e-12)          # pinned at the limit
+    assert r.q[0] == pytest.approx(0.5, abs=1e-12)
     assert np.all(np.abs(r.q) <= 0.5)
-    assert r.position_residual > 0.1
+    scan = min(np.linalg.norm(robot.fk(np.array([0.5, q2]))[:3, 3] - p) for q2 in np.linspace(-0.5, 0.5, 20001))
+    assert r.position_residual == pytest.approx(scan, abs=1e-6) and scan > 0.01
     wide = IkSolver(planar_2r(2.0), [Task("tool", "position", p)]).solve(np.zeros(2))
     assert wide.ok                                           # the same target without the limit
+
+
+def test_redundant_leg_goes_around_a_limit_quickly():
+    """The leg's tool point of knee = +0.5 (beyond its limit 0) is reachable with the
+    knee inside: the frozen knee leaves the others to converge in a few steps."""
+    p = LEG.fk(np.array([0.1, 0.3, 0.5, 0.2]))[:3, 3]
+    for q0 in ([0.1, 0.3, -0.5, 0.2], [0.0, 0.0, -0.2, 0.0], [0.2, 0.5, -1.0, 0.5]):
+        r = IkSolver(LEG, [Task("tool", "position", p)]).solve(np.array(q0))
+        assert r.ok and r.iterations <= 15, r.message()
 
 
 def test_newton_reports_a_singular_jacobian():
@@ -257,6 +268,27 @@ def test_point_of_a_frame_and_frame_names():
     assert r.ok
     T3b = LEG.frame(r.q, 3)
     np.testing.assert_allclose(T3b[:3, :3] @ point + T3b[:3, 3], target, atol=1e-9)
+
+
+# ---------------------------------------------------------------- the task Jacobian
+def test_task_jacobian_is_the_derivative_of_the_residual():
+    """J = ∂F/∂q by central differences for position, axis and CoG rows (exact) and for
+    orientation rows near their target (J_ω: exact at the target), weights included."""
+    rng = np.random.default_rng(5)
+    q = rng.uniform(-1, 1, 6)
+    T = R6.fk(q + 0.3)
+    Tnear = R6.fk(q + 1e-4)
+    tasks = [Task("tool", "position", T[:3, 3], weight=2.0), Task(4, "axis", T[:3, 0], axis=0, weight=0.5),
+             Task("com", "position", R6.com(q + 0.2)), Task(3, "axis", R6.frame(q - 0.4, 3)[:3, 2]),
+             Task("tool", "orientation", Tnear, weight=3.0)]
+    solver = IkSolver(R6, tasks)
+    F, J = solver.residual(q)
+    assert F.shape == (3 + 2 + 3 + 2 + 3,) and J.shape == (13, 6)
+    h = 1e-6
+    fd = np.array([(solver.residual(q + h * e)[0] - solver.residual(q - h * e)[0]) / (2 * h)
+                   for e in np.eye(6)]).T
+    np.testing.assert_allclose(J[:10], fd[:10], atol=1e-7)
+    np.testing.assert_allclose(J[10:], fd[10:], atol=1e-3)
 
 
 # ---------------------------------------------------------------- orientation error
