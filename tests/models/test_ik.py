@@ -326,6 +326,8 @@ def test_rotation_error_is_the_rotation_vector_from_current_to_target(axis, angl
     ({"tasks": [Task("tool", "position", np.zeros(3))], "method": "newton"},
      "Newton-Raphson needs a square task: 3 task rows for 4 joints"),
     ({"tasks": [Task("tool", "position", np.zeros(3))], "weights": [1, 1, 0, 1]}, "weights must be positive"),
+    ({"tasks": [Task("com", "axis", np.ones(3))]}, r"the centre of gravity has a position only \(axis asked\)"),
+    ({"tasks": [Task("tool", "position", np.zeros(3), weight=-1.0)]}, "task 0: weight must be positive"),
 ])
 def test_bad_problems_are_refused_in_one_sentence(kwargs, message):
     with pytest.raises(GeometryError, match=message):
