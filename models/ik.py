@@ -419,9 +419,11 @@ def chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk):
     """Task poses and point Jacobians of a serial MDH chain (thesis eq. 1-6; CoG:
     thesis eq. 37-41): frame f in 0..n+1 (n+1 = tool), or COM_FRAME."""
     check_buffers(mbuf, dbuf, q)
-    mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    mv = model_views(mbuf)
+    mdh, jtype, mass, com_l, tool = mv[0], mv[1], mv[2], mv[3], mv[5]
     n = q.shape[0]
-    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)
+    dv = data_views(dbuf, n)
+    T, pc, Jb, com, Jcom = dv[0], dv[1], dv[4], dv[5], dv[6]
     forward_kinematics(mdh, jtype, tool, q, T)
     com_done = False
     for k in range(spec.shape[0]):
