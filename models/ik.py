@@ -28,9 +28,11 @@ F_b = 2 u_b·a/(1 + t·a) (u_1, u_2 ⊥ t), zero only at a = t, with its exact d
 One flat float64 buffer holds the problem and its workspace (:func:`ik_views`, Model/Data
 style). An engine plugs in with a kernel that fills, for every task k, the pose Tk[k]
 (4×4, base → the task point, rotation of its frame) and the 6×n geometric Jacobian Jk[k]
-of that point, then runs the loop of :func:`solve_chain`: ``ik_start``, then
-``evaluate; ik_step`` until the status is not CONTINUE. :func:`chain_task_frames` is the
-serial-chain engine (frames 0..n, n+1 = tool, :data:`COM_FRAME` = centre of gravity).
+of that point (:func:`task_frames`); :func:`solve` runs ``ik_start``, then
+``task_frames; ik_step`` until the status is not CONTINUE. Engines:
+:func:`chain_task_frames` (a serial chain: frames 0..n, n+1 = tool, :data:`COM_FRAME` = its
+centre of gravity) and :func:`tree_task_frames` (a kinematic tree in its current rooting:
+its operational frames, and the CoG of group g as frame −1 − g).
 
 Statuses (the step never hides one): OK; NOT_CONVERGED (iterations exhausted while still
 moving); UNREACHABLE (the iteration stalled on a least-squares minimum with a residual:
@@ -52,6 +54,11 @@ from .errors import GeometryError, ModelError
 from .kinematics import body_coms, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
 from .linalg import cholesky_rtol, spd_solve
 from .model import _at, check_buffers, data_views, model_views, python_views
+from .tree import data_layout as tree_data_layout
+from .tree import model_layout as tree_model_layout
+from .tree_dynamics import kinematics as tree_kinematics
+from .tree_dynamics import point_jacobian as tree_point_jacobian
+from .tree_robot import TreeRobot
 
 # task kinds and the rows each stacks (declared once; everything else derives from it)
 POSITION, ORIENTATION, POSE, AXIS = 0, 1, 2, 3
@@ -413,7 +420,35 @@ def ik_step(buf, q):
     return CONTINUE
 
 
-# ---------------------------------------------------------------- the serial-chain engine
+# ---------------------------------------------------------------- engines
+CHAIN, TREE = 0, 1
+
+
+@njit(cache=True)
+def frame_point(Tf, spec, k, Tk):
+    """Tk[k] = the frame pose Tf with its origin moved to task k's point."""
+    for r in range(4):
+        for c in range(3):
+            Tk[k, r, c] = Tf[r, c]
+    for r in range(3):
+        Tk[k, r, 3] = (Tf[r, 3] + Tf[r, 0] * spec[k, S_POINT] + Tf[r, 1] * spec[k, S_POINT + 1]
+                       + Tf[r, 2] * spec[k, S_POINT + 2])
+    Tk[k, 3, 3] = 1.0
+
+
+@njit(cache=True)
+def com_point(com, Jcom, k, Tk, Jk):
+    """Task k on a centre of gravity: its position (no rotation) and 3 × n Jacobian."""
+    for r in range(4):
+        for c in range(4):
+            Tk[k, r, c] = 1.0 if r == c else 0.0
+    for r in range(3):
+        Tk[k, r, 3] = com[r]
+        for j in range(Jk.shape[2]):
+            Jk[k, r, j] = Jcom[r, j]
+            Jk[k, 3 + r, j] = 0.0
+
+
 @njit(cache=True)
 def chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk):
     """Task poses and point Jacobians of a serial MDH chain (thesis eq. 1-6; CoG:
@@ -421,8 +456,7 @@ def chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk):
     check_buffers(mbuf, dbuf, q)
     mv = model_views(mbuf)
     mdh, jtype, mass, com_l, tool = mv[0], mv[1], mv[2], mv[3], mv[5]
-    n = q.shape[0]
-    dv = data_views(dbuf, n)
+    dv = data_views(dbuf, q.shape[0])
     T, pc, Jb, com, Jcom = dv[0], dv[1], dv[4], dv[5], dv[6]
     forward_kinematics(mdh, jtype, tool, q, T)
     com_done = False
@@ -434,54 +468,70 @@ def chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk):
                 com_jacobians(T, jtype, pc, Jb)
                 center_of_mass(mass, pc, Jb, com, Jcom)
                 com_done = True
-            for r in range(4):
-                for c in range(4):
-                    Tk[k, r, c] = 1.0 if r == c else 0.0
-            for r in range(3):
-                Tk[k, r, 3] = com[r]
-                for j in range(n):
-                    Jk[k, r, j] = Jcom[r, j]
-                    Jk[k, 3 + r, j] = 0.0
-            continue
-        Tf = T[f]
-        for r in range(4):
-            for c in range(3):
-                Tk[k, r, c] = Tf[r, c]
-        for r in range(3):
-            Tk[k, r, 3] = (Tf[r, 3] + Tf[r, 0] * spec[k, S_POINT] + Tf[r, 1] * spec[k, S_POINT + 1]
-                           + Tf[r, 2] * spec[k, S_POINT + 2])
-        Tk[k, 3, 3] = 1.0
-        point_jacobian(T, jtype, f, Tk[k, :3, 3], Jk[k])
+            com_point(com, Jcom, k, Tk, Jk)
+        else:
+            frame_point(T[f], spec, k, Tk)
+            point_jacobian(T, jtype, f, Tk[k, :3, 3], Jk[k])
 
 
 @njit(cache=True)
-def solve_chain(mbuf, dbuf, buf, q):
-    """Solve the IK problem in buf for a serial chain from the guess q (overwritten with
-    the result); returns the status. The loop any engine runs with its own kernel."""
+def tree_task_frames(mbuf, dbuf, q, spec, Tk, Jk):
+    """Task poses and point Jacobians of a kinematic tree in its current rooting
+    (models.tree_dynamics.kinematics, Khalil & Dombre tree MDH): operational frame
+    f >= 0, or the CoG of group g (0 = the robot) as frame −1 − g."""
+    tree_kinematics(mbuf, dbuf, q)
+    ml = tree_model_layout(mbuf)[0]
+    fbody, support = ml[11], ml[23]
+    dl = tree_data_layout(mbuf, dbuf)[0]
+    root, Tf, S, cg, Jcg = dl[0], dl[3], dl[4], dl[7], dl[8]
+    r = int(root[0])
+    for k in range(spec.shape[0]):
+        f = int(spec[k, S_FRAME])
+        if f < 0:
+            com_point(cg[-1 - f], Jcg[-1 - f], k, Tk, Jk)
+        else:
+            frame_point(Tf[f], spec, k, Tk)
+            tree_point_jacobian(S, support[r, int(fbody[f])], Tk[k, :3, 3], Jk[k])
+
+
+@njit(cache=True)
+def task_frames(engine, mbuf, dbuf, q, spec, Tk, Jk):
+    """The engine's task poses and Jacobians at q (CHAIN or TREE)."""
+    if engine == TREE:
+        tree_task_frames(mbuf, dbuf, q, spec, Tk, Jk)
+    else:
+        chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk)
+
+
+@njit(cache=True)
+def solve(engine, mbuf, dbuf, buf, q):
+    """Solve the IK problem in buf from the guess q (overwritten with the result) on the
+    engine's model and data buffers; returns the status."""
     views = ik_views(buf)
     spec, Tk, Jk = views[1], views[8], views[9]
     ik_start(buf, q)
     while True:
-        chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk)
+        task_frames(engine, mbuf, dbuf, q, spec, Tk, Jk)
         status = ik_step(buf, q)
         if status != CONTINUE:
             return status
 
 
 @njit(cache=True)
-def chain_residual(mbuf, dbuf, buf, q):
+def residual(engine, mbuf, dbuf, buf, q):
     """Fill the IK buffer's F and J at q (no step): for inspection and tests."""
     (opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free,
      q_acc, F_acc, J_acc, info) = ik_views(buf)
-    chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk)
+    task_frames(engine, mbuf, dbuf, q, spec, Tk, Jk)
     assemble(spec, target, basis, Tk, Jk, F, J, z, opts[O_TOL_POS], opts[O_TOL_ROT])
 
 
 # ---------------------------------------------------------------- Python API
 @dataclass(frozen=True)
 class Task:
-    """A target for one point of one frame. frame: an int (0..n+1 for a chain), a joint
-    name (the frame that joint moves), "base", "tool" or "com". target: a 4×4 pose
+    """A target for one point of one frame. frame, for a chain: an int 0..n+1, a joint
+    name (the frame that joint moves), "base", "tool" or "com"; for a tree: an
+    operational frame (name or index), "com" or "com:<sub-tree>". target: a 4×4 pose
     (POSE, ORIENTATION, AXIS: its rotation; POSITION, POSE: its origin) or a 3-vector
     (POSITION; for AXIS the wanted direction of the frame's axis ``axis``)."""
 
@@ -531,7 +581,8 @@ class IkResult:
 
 
 class IkSolver:
-    """IK of a :class:`~models.robot.Robot` (serial chain) for a stack of tasks.
+    """IK of a :class:`~models.robot.Robot` (serial chain) or a
+    :class:`~models.tree_robot.TreeRobot` (in its current rooting) for a stack of tasks.
 
     ``solve(q0)`` returns an :class:`IkResult` (status, q, residuals, the worst task:
     never a silent best effort; ``.raise_for_status()`` raises :class:`IkError`).
@@ -552,6 +603,7 @@ class IkSolver:
         if not tasks:
             raise GeometryError("IK needs at least one task")
         self.robot = robot
+        self.engine = TREE if isinstance(robot, TreeRobot) else CHAIN
         n = robot.n
         self.tasks = list(tasks)
         kinds = [self._kind(t) for t in self.tasks]
@@ -598,15 +650,21 @@ class IkSolver:
         return KIND_NAMES.index(t.kind)
 
     def _frame(self, frame) -> int:
-        n = self.robot.n
-        names = {"base": 0, "tool": n + 1, "com": COM_FRAME}
-        names.update({name: i + 1 for i, name in enumerate(self.robot.joint_names)})
+        m = self.robot.model
+        if self.engine == TREE:
+            names = {name: f for f, name in enumerate(m.frame_names)}
+            names.update({("com" if g == 0 else f"com:{name}"): -1 - g for g, name in enumerate(m.group_names)})
+            count = len(m.frame_names)
+        else:
+            names = {"base": 0, "tool": m.n + 1, "com": COM_FRAME}
+            names.update({name: i + 1 for i, name in enumerate(m.joint_names)})
+            count = m.n + 2
         if isinstance(frame, str):
             if frame not in names:
                 raise GeometryError(f"IK task frame {frame!r} is not one of {sorted(names)}")
             return names[frame]
-        if not 0 <= int(frame) <= n + 1:
-            raise GeometryError(f"IK task frame must be in 0..{n + 1}, got {frame}")
+        if not 0 <= int(frame) < count:
+            raise GeometryError(f"IK task frame must be in 0..{count - 1}, got {frame}")
         return int(frame)
 
     def set_target(self, k: int, target) -> None:
@@ -640,12 +698,12 @@ class IkSolver:
 
     def solve_into(self, q: np.ndarray) -> int:
         """Allocation-free: q (float64, n) is the guess and receives the solution."""
-        return solve_chain(self.robot.model.buf, self.robot.data.buf, self.buf, q)
+        return solve(self.engine, self.robot.model.buf, self.robot.data.buf, self.buf, q)
 
     def residual(self, q) -> tuple[np.ndarray, np.ndarray]:
         """(F(q), J(q)) of the stacked, weighted tasks (copies). J = ∂F/∂q, except the
         orientation rows: J_ω, the derivative at the target."""
-        chain_residual(self.robot.model.buf, self.robot.data.buf, self.buf, self.robot._vec(q, "q"))
+        residual(self.engine, self.robot.model.buf, self.robot.data.buf, self.buf, self.robot._vec(q, "q"))
         F, J = self._work[2], self._work[3]
         return F.copy(), J.copy()
 
