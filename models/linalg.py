@@ -74,12 +74,20 @@ def cholesky(a):
     """In-place Cholesky factorisation A = L L^T of an n×n SPD matrix: the lower
     triangle becomes L, the strict upper triangle is zeroed. On failure a is
     partially overwritten."""
+    return cholesky_rtol(a, PIVOT_RTOL)
+
+
+@njit(cache=True)
+def cholesky_rtol(a, rtol):
+    """:func:`cholesky` failing when a pivot is <= rtol times its diagonal entry
+    (rtol = sin² of the angle between a row of a Gram matrix J Jᵀ and the span of
+    the rows before it: a rank test)."""
     n = a.shape[0]
     for j in range(n):
         d = a[j, j]
         for k in range(j):
             d -= a[j, k] * a[j, k]
-        if not d > PIVOT_RTOL * a[j, j]:
+        if not d > rtol * a[j, j]:
             return j + 1
         ljj = math.sqrt(d)
         a[j, j] = ljj
