@@ -1,0 +1,178 @@
+"""Closed-form A(q), C(q, qd), G(q, g) of a serial MDH chain, built symbolically.
+
+The construction follows Liégeois & Aldon 1980 (§3.1, the "augmented bodies"): the
+bodies downstream of joint j are lumped into one composite body, described in frame j
+by its mass M_j, its first moment h_j about O_j and its inertia tensor K_j about O_j,
+so that every coefficient needs only the relative rotations of the downstream joints
+(their [R_i^k], §4.5). The recursion from the tip down (the composite-rigid-body
+algorithm of Featherstone, in 3-vector form) is
+
+    M_j = m_j + M_{j+1}
+    h_j = m_j c_j + R h_{j+1} + M_{j+1} p
+    K_j = I_j + m_j S(c_j) + R K_{j+1} R^T + M_{j+1} S(p) + P(p, R h_{j+1})
+
+with R, p the rotation and origin of frame j+1 in frame j (MDH, thesis eq. 1-5),
+S(x) = |x|^2 E - x x^T and P(p, y) = 2 (p.y) E - p y^T - y p^T (parallel axes). A unit
+rate of joint j moves composite j with the momentum (F, N) (F = z x h, N = K z for a
+revolute joint, F = M z, N = h x z for a prismatic one); carried down to frame i
+(F <- R F, N <- R N + p x R F) and projected on z_i it is A_ij (Liégeois & Aldon 1980,
+eq. 3-17). Gravity as an input vector g (base coordinates), carried up the chain
+(g_j = R^T g_{j-1}), gives G_j = -g_j . (z x h_j) (revolute) or -M_j g_j . z
+(prismatic), the report's Q_i (§4.4) with the opposite sign (docs/conventions.md).
+C is the Christoffel form of ∂A/∂q (Liégeois & Aldon 1980, eq. 3-18 with the factor-2
+erratum of docs/errata.md), so Ȧ - 2C is skew-symmetric.
+
+Joint angles enter only through symbols c_j = cos(q_j + θ_j), s_j = sin(q_j + θ_j)
+(a prismatic joint through q_j itself), and ∂/∂q_j = c_j ∂/∂s_j - s_j ∂/∂c_j; nothing
+is expanded or trigonometrically simplified, so generation stays fast. Constant
+cosines and sines of the MDH α and θ within 1e-12 of 0 or ±1 are snapped to them
+(an α of π/2 read from YAML is 1.5707963267948966, whose cosine is 6e-17), which
+keeps the structural zeros of the chain exact.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import sympy as sp
+
+from ..config import RobotDescription
+
+SNAP = 1e-12
+
+
+def number(x: float) -> sp.Expr:
+    """A float as a sympy number, snapped to 0 or ±1 within :data:`SNAP`."""
+    for v in (0, 1, -1):
+        if abs(x - v) < SNAP:
+            return sp.Integer(v)
+    return sp.Float(x, 17)
+
+
+def rot_z(c, s) -> sp.Matrix:
+    return sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def rot_x(c, s) -> sp.Matrix:
+    return sp.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]])
+
+
+def skew_sq(x: sp.Matrix) -> sp.Matrix:
+    """S(x) = |x|^2 E - x x^T (inertia of a unit point mass at x)."""
+    return (x.dot(x)) * sp.eye(3) - x * x.T
+
+
+@dataclass(frozen=True)
+class Symbols:
+    """Inputs of the generated code: per joint its cosine/sine symbols (revolute) or
+    its coordinate (prismatic), the joint rates and the gravity vector."""
+
+    q: tuple[sp.Symbol, ...]
+    c: tuple[sp.Symbol | None, ...]
+    s: tuple[sp.Symbol | None, ...]
+    qd: tuple[sp.Symbol, ...]
+    g: tuple[sp.Symbol, sp.Symbol, sp.Symbol]
+    theta: tuple[float, ...]
+    revolute: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class ClosedForms:
+    """A (n x n, upper triangle mirrored), dA[k] = ∂A/∂q_k, C (n x n), G (n)."""
+
+    symbols: Symbols
+    A: sp.Matrix
+    dA: tuple[sp.Matrix, ...]
+    C: sp.Matrix
+    G: sp.Matrix
+
+
+def make_symbols(desc: RobotDescription) -> Symbols:
+    n = desc.n
+    rev = tuple(j.type == "revolute" for j in desc.joints)
+    return Symbols(
+        q=tuple(sp.Symbol(f"q{i}") for i in range(n)),
+        c=tuple(sp.Symbol(f"c{i}") if rev[i] else None for i in range(n)),
+        s=tuple(sp.Symbol(f"s{i}") if rev[i] else None for i in range(n)),
+        qd=tuple(sp.Symbol(f"qd{i}") for i in range(n)),
+        g=(sp.Symbol("g0"), sp.Symbol("g1"), sp.Symbol("g2")),
+        theta=tuple(j.mdh.theta for j in desc.joints),
+        revolute=rev)
+
+
+def joint_transform(desc: RobotDescription, sym: Symbols, j: int) -> tuple[sp.Matrix, sp.Matrix]:
+    """Rotation and origin of frame j in frame j-1 (thesis eq. 4):
+    R = RotX(α) RotZ(θ + q), p = (a, -d sin α, d cos α), d + q for a prismatic joint."""
+    m = desc.joints[j].mdh
+    ca, sa = number(math.cos(m.alpha)), number(math.sin(m.alpha))
+    if sym.revolute[j]:
+        c, s, d = sym.c[j], sym.s[j], number(m.d)
+    else:
+        c, s, d = number(math.cos(m.theta)), number(math.sin(m.theta)), number(m.d) + sym.q[j]
+    R = rot_x(ca, sa) * rot_z(c, s)
+    p = sp.Matrix([number(m.a), -d * sa, d * ca])
+    return R, p
+
+
+def derivative(expr: sp.Expr, sym: Symbols, k: int) -> sp.Expr:
+    """∂expr/∂q_k through the chain rule on (c_k, s_k) or q_k."""
+    if sym.revolute[k]:
+        return sym.c[k] * sp.diff(expr, sym.s[k]) - sym.s[k] * sp.diff(expr, sym.c[k])
+    return sp.diff(expr, sym.q[k])
+
+
+def closed_forms(desc: RobotDescription) -> ClosedForms:
+    """A, ∂A/∂q, C and G of ``desc`` by the augmented-body recursion (module docstring)."""
+    sym = make_symbols(desc)
+    n = desc.n
+    z = sp.Matrix([0, 0, 1])
+    frames = [joint_transform(desc, sym, j) for j in range(n)]
+
+    # composite (augmented) bodies, tip to base, each in its own frame
+    M: list = [None] * (n + 1)
+    h: list = [None] * (n + 1)
+    K: list = [None] * (n + 1)
+    M[n], h[n], K[n] = sp.Integer(0), sp.zeros(3, 1), sp.zeros(3, 3)
+    for j in range(n - 1, -1, -1):
+        b = desc.joints[j].body
+        m = number(b.mass)
+        c = sp.Matrix([number(x) for x in b.com])
+        I = sp.Matrix([[number(x) for x in row] for row in b.inertia])
+        M[j] = m + M[j + 1]
+        h[j] = m * c
+        K[j] = I + m * skew_sq(c)
+        if j + 1 < n:
+            R, p = frames[j + 1]
+            y = R * h[j + 1]
+            h[j] = h[j] + y + M[j + 1] * p
+            K[j] = (K[j] + R * K[j + 1] * R.T + M[j + 1] * skew_sq(p)
+                    + 2 * p.dot(y) * sp.eye(3) - p * y.T - y * p.T)
+
+    A = sp.zeros(n, n)
+    for j in range(n):
+        if sym.revolute[j]:
+            F, N = z.cross(h[j]), K[j] * z
+        else:
+            F, N = M[j] * z, h[j].cross(z)
+        for i in range(j, -1, -1):
+            if i < j:                                   # carry the momentum to frame i
+                R, p = frames[i + 1]
+                F = R * F
+                N = R * N + p.cross(F)
+            A[i, j] = A[j, i] = N[2] if sym.revolute[i] else F[2]
+        A[j, j] += number(desc.joints[j].armature)
+
+    G = sp.zeros(n, 1)
+    gj = sp.Matrix(sym.g)
+    for j in range(n):
+        R, _ = frames[j]
+        gj = R.T * gj
+        G[j] = -gj.dot(z.cross(h[j])) if sym.revolute[j] else -M[j] * gj[2]
+
+    dA = tuple(A.applyfunc(lambda e, k=k: derivative(e, sym, k)) for k in range(n))
+    C = sp.zeros(n, n)
+    for i in range(n):
+        for j in range(n):
+            C[i, j] = sp.Rational(1, 2) * sum(
+                (dA[k][i, j] + dA[j][i, k] - dA[i][j, k]) * sym.qd[k] for k in range(n))
+    return ClosedForms(sym, A, dA, C, G)
