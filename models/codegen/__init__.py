@@ -10,6 +10,13 @@ from .emit import Kernel, kernels, module_source, sha256
 from .symbolic import closed_forms
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+GENERATOR_FILES = (HERE / "__init__.py", HERE / "symbolic.py", HERE / "emit.py")
+
+
+def generator_sha256() -> str:
+    """Hash of the files that decide the generated text (not the CLI, not the counts)."""
+    return sha256(*GENERATOR_FILES)
 
 
 @dataclass(frozen=True)
@@ -35,4 +42,5 @@ def generate(robot_yaml: str | Path) -> Generated:
     ks = kernels(closed_forms(desc))
     shown = _shown(path)
     command = f"python -m models.codegen {shown} --out models/generated/{path.stem}.py"
-    return Generated(desc.name, desc.n, ks, module_source(shown, sha256(path), desc.name, desc.n, ks, command))
+    source = module_source(shown, sha256(path), generator_sha256(), desc.name, desc.n, ks, command)
+    return Generated(desc.name, desc.n, ks, source)

@@ -139,12 +139,16 @@ def kernels(cf: ClosedForms) -> list[Kernel]:
     ]
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def sha256(*paths: Path) -> str:
+    """Hash of the files' bytes, in order."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()
 
 
-def module_source(yaml_path: str, yaml_sha: str, name: str, n: int, ks: list[Kernel],
-                  command: str) -> str:
+def module_source(yaml_path: str, yaml_sha: str, generator_sha: str, name: str, n: int,
+                  ks: list[Kernel], command: str) -> str:
     """The whole generated module: header, constants, kernels."""
     head = (f'"""Closed-form dynamics of {name} ({n} DOF), GENERATED: do not edit.\n\n'
             f"Rebuild with ``{command}``\n"
@@ -158,5 +162,7 @@ def module_source(yaml_path: str, yaml_sha: str, name: str, n: int, ks: list[Ker
             "from numba import njit\n\n"
             f"SOURCE = {yaml_path!r}\n"
             f"SOURCE_SHA256 = {yaml_sha!r}\n"
+            f"GENERATOR_SHA256 = {generator_sha!r}\n"
+            f"SYMPY = {sp.__version__!r}\n"
             f"N = {n}\n")
     return head + "".join("\n\n" + k.source for k in ks)

@@ -13,6 +13,8 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip2000_leg6.yaml'
 SOURCE_SHA256 = 'c1061f68781dea1c2c1df160ad74c752a79ff7f6af8d317d7c46936f2c81ae5e'
+GENERATOR_SHA256 = 'd24ac5671d321cf571222843288a18e2b64097c64590e57fb92a546a50c1a658'
+SYMPY = '1.14.0'
 N = 6
 
 

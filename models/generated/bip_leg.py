@@ -13,6 +13,8 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip_leg.yaml'
 SOURCE_SHA256 = 'da0c577b16f4a010c5e7f98f5e749b2e06b4785840dc1463f8b3edacf12aabeb'
+GENERATOR_SHA256 = 'd24ac5671d321cf571222843288a18e2b64097c64590e57fb92a546a50c1a658'
+SYMPY = '1.14.0'
 N = 4
 
 

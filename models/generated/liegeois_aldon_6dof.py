@@ -13,6 +13,8 @@ from numba import njit
 
 SOURCE = 'deploy/robots/liegeois_aldon_6dof.yaml'
 SOURCE_SHA256 = 'd3bbf2890a414698f53e016ede3a9e989d4594a681d44a49e363704dcf879093'
+GENERATOR_SHA256 = 'd24ac5671d321cf571222843288a18e2b64097c64590e57fb92a546a50c1a658'
+SYMPY = '1.14.0'
 N = 6
 
 
