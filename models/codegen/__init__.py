@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import load_description
-from .emit import Kernel, kernels, module_source, sha256
-from .symbolic import closed_forms
+from .emit import Counts, Kernel, kernel, kernels, module_source, sha256
+from .symbolic import ClosedForms, closed_forms, number
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -25,6 +25,7 @@ class Generated:
     n: int
     kernels: list[Kernel]
     source: str
+    compared: list[tuple[str, Counts]]
 
 
 def _shown(path: Path) -> str:
@@ -39,8 +40,19 @@ def generate(robot_yaml: str | Path) -> Generated:
     """Closed forms of the chain in ``robot_yaml`` as a Numba module's source."""
     path = Path(robot_yaml)
     desc = load_description(path)
-    ks = kernels(closed_forms(desc))
+    cf = closed_forms(desc)
+    ks = kernels(cf)
     shown = _shown(path)
     command = f"python -m models.codegen {shown} --out models/generated/{path.stem}.py"
     source = module_source(shown, sha256(path), generator_sha256(), desc.name, desc.n, ks, command)
-    return Generated(desc.name, desc.n, ks, source)
+    return Generated(desc.name, desc.n, ks, source, comparable_counts(cf, desc.gravity))
+
+
+def comparable_counts(cf: ClosedForms, gravity: tuple[float, float, float]) -> list[tuple[str, Counts]]:
+    """Counts of code that is not emitted, to set beside Liégeois & Aldon 1980's A and Q
+    (which have no C, and gravity fixed along one axis of the base)."""
+    fixed = cf.G.subs({s: number(v) for s, v in zip(cf.symbols.g, gravity)})
+    s = cf.symbols
+    return [("A + G", kernel("ag", "", "", [("A", cf.A), ("G", cf.G)], s).counts),
+            ("G, the YAML's gravity fixed", kernel("g", "", "", [("G", fixed)], s).counts),
+            ("A + G, the YAML's gravity fixed", kernel("ag", "", "", [("A", cf.A), ("G", fixed)], s).counts)]

@@ -31,7 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{gen.name}: {gen.n} DOF generated in {dt:.1f} s" + (f" -> {a.out}" if a.out else ""))
     if a.counts:
         for k in gen.kernels:
-            print(f"  {k.name:9s} {k.counts}")
+            print(f"  {k.name:34s} {k.counts}")
+        print("  not emitted, for comparison:")
+        for label, c in gen.compared:
+            print(f"  {label:34s} {c}")
         print("Liégeois & Aldon 1980, 6-DOF robot, printed closed forms (§4.4-4.5, errata applied):")
         for label, c in published_counts():
             print(f"  {label:34s} {c}")
