@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import sympy as sp
+
 from ..config import load_description
 from .emit import Counts, Kernel, kernel, kernels, module_source, sha256
 from .symbolic import ClosedForms, closed_forms, number
@@ -50,9 +52,15 @@ def generate(robot_yaml: str | Path) -> Generated:
 
 def comparable_counts(cf: ClosedForms, gravity: tuple[float, float, float]) -> list[tuple[str, Counts]]:
     """Counts of code that is not emitted, to set beside Liégeois & Aldon 1980's A and Q
-    (which have no C, and gravity fixed along one axis of the base)."""
-    fixed = cf.G.subs({s: number(v) for s, v in zip(cf.symbols.g, gravity)})
+    (no C; gravity fixed along one base axis; angles of parallel axes summed)."""
+    fixed = {s: number(v) for s, v in zip(cf.symbols.g, gravity)}
     s = cf.symbols
-    return [("A + G", kernel("ag", "", "", [("A", cf.A), ("G", cf.G)], s).counts),
-            ("G, the YAML's gravity fixed", kernel("g", "", "", [("G", fixed)], s).counts),
-            ("A + G, the YAML's gravity fixed", kernel("ag", "", "", [("A", cf.A), ("G", fixed)], s).counts)]
+
+    def count(*outputs: tuple[str, sp.Matrix]) -> Counts:
+        return kernel("counted", "", "", list(outputs), s).counts
+
+    return [("A + G", count(("A", cf.A), ("G", cf.G))),
+            ("G, angles summed", count(("G", cf.G_summed))),
+            ("G, g fixed", count(("G", cf.G.subs(fixed)))),
+            ("G, g fixed, angles summed", count(("G", cf.G_summed.subs(fixed)))),
+            ("A + G, g fixed, angles summed", count(("A", cf.A), ("G", cf.G_summed.subs(fixed))))]

@@ -78,15 +78,13 @@ _PRINTER = _Printer({"fully_qualified_modules": False})
 
 def _inputs(sym: Symbols, used: set) -> list[str]:
     """Lines that read the inputs the expressions use."""
-    lines = []
-    for k, (c, s) in enumerate(zip(sym.c, sym.s)):
-        arg = f"q[{k}]" if sym.theta[k] == 0.0 else f"q[{k}] + {sym.theta[k]!r}"
-        if c is not None and c in used:
-            lines.append(f"{c} = cos({arg})")
-        if s is not None and s in used:
-            lines.append(f"{s} = sin({arg})")
-        if sym.q[k] in used:
-            lines.append(f"{sym.q[k]} = q[{k}]")
+    lines = [f"{x} = q[{k}]" for k, x in enumerate(sym.q) if x in used]
+    for joints, (c, s) in sorted(sym.trig.items(), key=lambda item: (len(item[0]), item[0])):
+        if c not in used and s not in used:
+            continue
+        theta = sum(sym.theta[k] for k in joints)
+        arg = " + ".join([f"q[{k}]" for k in joints] + ([repr(theta)] if theta != 0.0 else []))
+        lines += [f"{x} = {f}({arg})" for x, f in ((c, "cos"), (s, "sin")) if x in used]
     lines += [f"{x} = qd[{k}]" for k, x in enumerate(sym.qd) if x in used]
     lines += [f"{x} = g[{k}]" for k, x in enumerate(sym.g) if x in used]
     return lines
@@ -116,7 +114,7 @@ def kernel(name: str, args: str, doc: str, outputs: list[tuple[str, sp.Matrix]],
     inputs = _inputs(sym, used)
     counts = sum((count_ops(e) for _, e in repl), Counts()) + sum((count_ops(e) for e in reduced), Counts())
     counts = counts + Counts(fun=sum(1 for line in inputs if "cos(" in line or "sin(" in line),
-                             add=sum(1 for line in inputs if " + " in line))
+                             add=sum(line.count(" + ") for line in inputs if "cos(" in line))
     body = inputs + [f"{s} = {_PRINTER.doprint(e)}" for s, e in repl]
     body += [f"{t} = {_PRINTER.doprint(e)}" for t, e in zip(targets, reduced)]
     for arr, mat in outputs:
