@@ -7,8 +7,6 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import generate
-from .published import published_counts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,15 +17,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--counts", action="store_true",
                    help="print the operation counts, next to Liégeois & Aldon 1980's for their 6-DOF robot")
     a = p.parse_args(argv)
+    try:
+        from .build import generate
+        from .published import published_counts
+    except ImportError as e:
+        print(f"error: the generator needs sympy ({e}); install it with pip install -e '.[gen]'",
+              file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     try:
         gen = generate(a.robot)
-    except (ConfigError, OSError) as e:
+    except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     dt = time.perf_counter() - t0
     if a.out:
-        Path(a.out).write_text(gen.source)
+        try:
+            Path(a.out).write_text(gen.source)
+        except OSError as e:
+            print(f"error: {a.out}: cannot write the generated module ({e.strerror})", file=sys.stderr)
+            return 2
     print(f"{gen.name}: {gen.n} DOF generated in {dt:.1f} s" + (f" -> {a.out}" if a.out else ""))
     if a.counts:
         for k in gen.kernels:

@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip2000_leg6.yaml'
 SOURCE_SHA256 = 'c1061f68781dea1c2c1df160ad74c752a79ff7f6af8d317d7c46936f2c81ae5e'
-GENERATOR_SHA256 = '114aae265b3ea44deed957d7b5f9144549c6fe4fcec99b30938c68f4900aabb8'
+GENERATOR_SHA256 = '517575a53d465af8083e6f5e103caa827cfbf7fcadc037b877a4ec8b731766d0'
 SYMPY = '1.14.0'
 N = 6
 

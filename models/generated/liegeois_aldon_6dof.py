@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/liegeois_aldon_6dof.yaml'
 SOURCE_SHA256 = 'd3bbf2890a414698f53e016ede3a9e989d4594a681d44a49e363704dcf879093'
-GENERATOR_SHA256 = '114aae265b3ea44deed957d7b5f9144549c6fe4fcec99b30938c68f4900aabb8'
+GENERATOR_SHA256 = '517575a53d465af8083e6f5e103caa827cfbf7fcadc037b877a4ec8b731766d0'
 SYMPY = '1.14.0'
 N = 6
 

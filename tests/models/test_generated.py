@@ -12,7 +12,8 @@ import pytest
 import sympy as sp
 
 from models import Robot
-from models.codegen import ROOT, generate, generator_sha256
+from models.codegen import ROOT
+from models.codegen.build import generate, generator_sha256
 from models.codegen.emit import Counts, count_ops, sha256
 from models.codegen.published import A_PRINTED, Q_PRINTED, printed
 
@@ -149,3 +150,18 @@ def test_summed_angle_gravity_equals_engine(name):
     for k, (g, robot) in enumerate(cases):
         for q, _ in list(states(robot, 20 + k))[:5]:
             close(_evaluate(cf.G_summed, cf.symbols, q, g), robot.gravity(q), f"{name} G summed")
+
+
+def test_cli_errors_name_the_file(tmp_path, capsys):
+    """A bad robot YAML or an unwritable output is one sentence naming the file, exit 2."""
+    from models.codegen.__main__ import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ngravity: [0, 0, -9.81]\njoints: []\n")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(bad) in err and "joints" in err and err.count("\n") == 1
+    out = tmp_path / "missing" / "x.py"
+    assert main([str(ROOT / "deploy" / "robots" / "bip_leg.yaml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(out) in err and "cannot write" in err and err.count("\n") == 1
