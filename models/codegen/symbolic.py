@@ -5,7 +5,7 @@ bodies downstream of joint j are lumped into one composite body, described in fr
 by its mass M_j, its first moment h_j about O_j and its inertia tensor K_j about O_j,
 so that every coefficient needs only the relative rotations of the downstream joints
 (their [R_i^k], §4.5). The recursion from the tip down (the composite-rigid-body
-algorithm of Featherstone, in 3-vector form) is
+algorithm, Featherstone 2008, ch. 6, in 3-vector form) is
 
     M_j = m_j + M_{j+1}
     h_j = m_j c_j + R h_{j+1} + M_{j+1} p

@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip_leg.yaml'
 SOURCE_SHA256 = 'da0c577b16f4a010c5e7f98f5e749b2e06b4785840dc1463f8b3edacf12aabeb'
-GENERATOR_SHA256 = '517575a53d465af8083e6f5e103caa827cfbf7fcadc037b877a4ec8b731766d0'
+GENERATOR_SHA256 = '00886e38cedc3cf0b80d3ed0897f227da8d67fa7c46d92529d3059be2a252a35'
 SYMPY = '1.14.0'
 N = 4
 

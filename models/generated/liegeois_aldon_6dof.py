@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/liegeois_aldon_6dof.yaml'
 SOURCE_SHA256 = 'd3bbf2890a414698f53e016ede3a9e989d4594a681d44a49e363704dcf879093'
-GENERATOR_SHA256 = '517575a53d465af8083e6f5e103caa827cfbf7fcadc037b877a4ec8b731766d0'
+GENERATOR_SHA256 = '00886e38cedc3cf0b80d3ed0897f227da8d67fa7c46d92529d3059be2a252a35'
 SYMPY = '1.14.0'
 N = 6
 
