@@ -99,27 +99,29 @@ class Kernel:
 
 def kernel(name: str, args: str, doc: str, outputs: list[tuple[str, sp.Matrix]],
            sym: Symbols) -> Kernel:
-    """One @njit kernel writing ``outputs`` (array name, matrix) after cse."""
-    exprs, targets = [], []
+    """One @njit kernel writing ``outputs`` (array name, matrix) after cse. A matrix whose
+    entries are the same expressions across the diagonal (A) gets its upper triangle
+    computed and mirrored."""
+    exprs, targets, mirrors = [], [], []
     for arr, mat in outputs:
         rows, cols = mat.shape
+        symmetric = cols > 1 and mat.is_symmetric(simplify=False)
         for i in range(rows):
             for j in range(cols):
-                if arr in ("A",) and j < i:
-                    continue                              # symmetric: mirrored below
+                if symmetric and j < i:
+                    mirrors.append(f"{arr}[{i}, {j}] = {arr}[{j}, {i}]")
+                    continue
                 exprs.append(mat[i, j])
                 targets.append(f"{arr}[{i}, {j}]" if cols > 1 else f"{arr}[{i}]")
     repl, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("x"), order="none")
     used = set().union(*(e.free_symbols for _, e in repl), *(e.free_symbols for e in reduced))
     inputs = _inputs(sym, used)
-    counts = sum((count_ops(e) for _, e in repl), Counts()) + sum((count_ops(e) for e in reduced), Counts())
+    counts = sum((count_ops(e) for e in [*(x for _, x in repl), *reduced]), Counts())
     counts = counts + Counts(fun=sum(1 for line in inputs if "cos(" in line or "sin(" in line),
                              add=sum(line.count(" + ") for line in inputs if "cos(" in line))
     body = inputs + [f"{s} = {_PRINTER.doprint(e)}" for s, e in repl]
     body += [f"{t} = {_PRINTER.doprint(e)}" for t, e in zip(targets, reduced)]
-    for arr, mat in outputs:
-        if arr == "A":
-            body += [f"A[{j}, {i}] = A[{i}, {j}]" for i in range(mat.rows) for j in range(i + 1, mat.rows)]
+    body += mirrors
     text = (f"@njit(cache=True)\ndef {name}({args}):\n    \"\"\"{doc} ({counts}).\"\"\"\n"
             + "".join(f"    {line}\n" for line in body))
     return Kernel(name, text, counts)

@@ -91,13 +91,12 @@ class Symbols:
 
 @dataclass(frozen=True)
 class ClosedForms:
-    """A (n x n, upper triangle mirrored), dA[k] = ∂A/∂q_k, C (n x n), G (n); G_summed is
+    """A (n x n, symmetric), C (n x n), G (n); G_summed is
     G with the angles of parallel axes summed (counted, not emitted: cheaper for a
     gravity along a base axis, dearer for a general g, docs/generated_models.md)."""
 
     symbols: Symbols
     A: sp.Matrix
-    dA: tuple[sp.Matrix, ...]
     C: sp.Matrix
     G: sp.Matrix
     G_summed: sp.Matrix
@@ -197,7 +196,7 @@ def gravity_vector(desc: RobotDescription, frames, M, h, gs: list[sp.Matrix],
 
 
 def closed_forms(desc: RobotDescription) -> ClosedForms:
-    """A, ∂A/∂q, C and G of ``desc`` by the augmented-body recursion (module docstring)."""
+    """A, C and G of ``desc`` by the augmented-body recursion (module docstring)."""
     sym = make_symbols(desc)
     n = desc.n
     z = sp.Matrix([0, 0, 1])
@@ -246,4 +245,4 @@ def closed_forms(desc: RobotDescription) -> ClosedForms:
         for j in range(n):
             C[i, j] = sp.Rational(1, 2) * sum(
                 (dA[k][i, j] + dA[j][i, k] - dA[i][j, k]) * sym.qd[k] for k in range(n))
-    return ClosedForms(sym, A, dA, C, G, G_summed)
+    return ClosedForms(sym, A, C, G, G_summed)

@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip_leg.yaml'
 SOURCE_SHA256 = 'da0c577b16f4a010c5e7f98f5e749b2e06b4785840dc1463f8b3edacf12aabeb'
-GENERATOR_SHA256 = '00886e38cedc3cf0b80d3ed0897f227da8d67fa7c46d92529d3059be2a252a35'
+GENERATOR_SHA256 = '5756b396c17349dbcd2f2035aeed3af3228587164ca16e24a6b26e6da1f5e75d'
 SYMPY = '1.14.0'
 N = 4
 
@@ -67,8 +67,8 @@ def inertia(q, A):
     A[3, 3] = 0.48
     A[1, 0] = A[0, 1]
     A[2, 0] = A[0, 2]
-    A[3, 0] = A[0, 3]
     A[2, 1] = A[1, 2]
+    A[3, 0] = A[0, 3]
     A[3, 1] = A[1, 3]
     A[3, 2] = A[2, 3]
 
@@ -414,7 +414,7 @@ def dynamics(q, qd, g, A, C, G):
     G[3] = 1.8*s3*x126 - x125*x15
     A[1, 0] = A[0, 1]
     A[2, 0] = A[0, 2]
-    A[3, 0] = A[0, 3]
     A[2, 1] = A[1, 2]
+    A[3, 0] = A[0, 3]
     A[3, 1] = A[1, 3]
     A[3, 2] = A[2, 3]
