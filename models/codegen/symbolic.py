@@ -91,9 +91,9 @@ class Symbols:
 
 @dataclass(frozen=True)
 class ClosedForms:
-    """A (n x n, symmetric), C (n x n), G (n); G_summed is
-    G with the angles of parallel axes summed (counted, not emitted: cheaper for a
-    gravity along a base axis, dearer for a general g, docs/generated_models.md)."""
+    """A (n x n, symmetric), C (n x n), G (n); G_summed is G with the angles of parallel
+    axes summed (counted, not emitted: cheaper for a gravity along a base axis, dearer
+    for a general g, docs/generated_models.md)."""
 
     symbols: Symbols
     A: sp.Matrix

@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip2000_leg6.yaml'
 SOURCE_SHA256 = 'c1061f68781dea1c2c1df160ad74c752a79ff7f6af8d317d7c46936f2c81ae5e'
-GENERATOR_SHA256 = '5756b396c17349dbcd2f2035aeed3af3228587164ca16e24a6b26e6da1f5e75d'
+GENERATOR_SHA256 = 'dfde76f8cf89bbf4785cdd328fa65b011e03c5845edd09659352fbf7e204e237'
 SYMPY = '1.14.0'
 N = 6
 

@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip_leg.yaml'
 SOURCE_SHA256 = 'da0c577b16f4a010c5e7f98f5e749b2e06b4785840dc1463f8b3edacf12aabeb'
-GENERATOR_SHA256 = '5756b396c17349dbcd2f2035aeed3af3228587164ca16e24a6b26e6da1f5e75d'
+GENERATOR_SHA256 = 'dfde76f8cf89bbf4785cdd328fa65b011e03c5845edd09659352fbf7e204e237'
 SYMPY = '1.14.0'
 N = 4
 

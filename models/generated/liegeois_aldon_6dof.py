@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/liegeois_aldon_6dof.yaml'
 SOURCE_SHA256 = 'd3bbf2890a414698f53e016ede3a9e989d4594a681d44a49e363704dcf879093'
-GENERATOR_SHA256 = '5756b396c17349dbcd2f2035aeed3af3228587164ca16e24a6b26e6da1f5e75d'
+GENERATOR_SHA256 = 'dfde76f8cf89bbf4785cdd328fa65b011e03c5845edd09659352fbf7e204e237'
 SYMPY = '1.14.0'
 N = 6
 
