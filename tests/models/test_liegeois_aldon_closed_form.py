@@ -62,6 +62,8 @@ Errata applied (docs/errata.md):
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -392,3 +394,33 @@ def test_velocity_coefficients(seed):
                 b_ours = r.rnea(q, qd, zero) - g - c_ours - (r.rnea(q, np.eye(6)[k], zero) - g)
                 b_seed = np.array([dA[k][i, j] + dA[j][i, k] - dA[i][j, k] for i in range(6)])
                 np.testing.assert_allclose(b_ours, b_seed, atol=1e-6 * scale)
+
+
+# ---------------------------------------------------------------- the deploy YAML, generated
+
+YAML_SYMBOLS = {"L1": 0.40, "L2": 0.60, "L3": 0.50, "L6": 0.15, "M1": 15.0, "M2": 12.0, "M3": 8.0,
+                "M4": 0.5, "M5": 0.5, "M6": 2.0, "D1": 0.20, "D2": 0.30, "D3": 0.25, "D6": 0.08,
+                "IX1": 0.40, "IZ1": 0.40, "IX2": 0.35, "IZ2": 0.35, "IX3": 0.17, "IY3": 0.17,
+                "IX6": 0.005, "IY6": 0.005, "G": 9.81}
+
+
+def test_liegeois_aldon_yaml():
+    """deploy/robots/liegeois_aldon_6dof.yaml is the mapping table above at the symbol
+    values its header states, and its generated closed forms (models/generated) are the
+    report's A (§4.5, errata) and Q (§4.4) at 60 random θ."""
+    from models.generated import liegeois_aldon_6dof as gen
+
+    desc = Robot.from_yaml(Path(__file__).resolve().parents[2] / gen.SOURCE).description
+    ref = description_from_dict(robot_dict(YAML_SYMBOLS))
+    assert desc.gravity == ref.gravity and desc.tool == ref.tool
+    for ours, theirs in zip(desc.joints, ref.joints, strict=True):
+        assert (ours.mdh, ours.body) == (theirs.mdh, theirs.body), ours.name
+    A, G = np.zeros((6, 6)), np.zeros(6)
+    g = np.array(desc.gravity)
+    for q in configurations(3):
+        gen.inertia(q, A)
+        gen.gravity(q, g, G)
+        A_seed = closed_form_A(q, YAML_SYMBOLS)
+        Q_seed = closed_form_Q(q, YAML_SYMBOLS)
+        np.testing.assert_allclose(A, A_seed, rtol=1e-9, atol=1e-9 * np.abs(A_seed).max())
+        np.testing.assert_allclose(-G, Q_seed, rtol=1e-9, atol=1e-9 * np.abs(Q_seed).max())
