@@ -47,3 +47,12 @@ class TransmissionFault(ModelError):
 
 class GeometryError(ModelError):
     """An impossible geometry was asked of a model (never ``abs()``-ed away)."""
+
+
+class WorkspaceError(GeometryError):
+    """A platform pose or a set of actuator lengths the rig cannot reach, or a singular
+    configuration (a Stewart-Gough kernel's status other than OK, kept in ``status``)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)

@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 from numba import carray, njit
 
-from .errors import GeometryError
 from .model import _at, python_views
 from .stewart_config import StewartDescription, load_stewart
 
@@ -527,12 +526,6 @@ class StewartData:
         self.buf = np.zeros(DATA_SIZE)
         for name, arr in zip(DATA_FIELDS, python_views(self.buf, data_views(self.buf))):
             setattr(self, name, arr)
-
-
-def check_status(status: int, what: str) -> None:
-    """Turn a kernel's status into a GeometryError naming it (Python side only)."""
-    if status != OK:
-        raise GeometryError(f"{what}: {STATUS_NAMES.get(int(status), f'status {status}')}")
 
 
 def staicu_motion(desc: StewartDescription, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
