@@ -1,9 +1,9 @@
 """Robot models: MDH chains compiled to Numba kernels (Model/Data split)."""
 from .config import RobotDescription, description_from_dict, load_description
-from .errors import ConfigError, GeometryError, ModelError, TransmissionFault
+from .errors import ConfigError, GeometryError, ModelError, TransmissionFault, WorkspaceError
 from .model import Data, Model
 from .robot import Robot
 
 __all__ = ["Robot", "Model", "Data", "RobotDescription", "load_description",
            "description_from_dict", "ConfigError", "GeometryError", "ModelError",
-           "TransmissionFault"]
+           "TransmissionFault", "WorkspaceError"]
