@@ -33,7 +33,8 @@ SINGULAR = 2
 NO_CONVERGENCE = 3
 NON_FINITE = 4
 STATUS_NAMES = {OK: "ok", OUT_OF_STROKE: "actuator displacement outside its stroke",
-                SINGULAR: "singular configuration", NO_CONVERGENCE: "Newton's method did not converge",
+                SINGULAR: "singular configuration (the actuators cannot hold the platform there)",
+                NO_CONVERGENCE: "no platform pose fits these lengths (Newton's method did not converge)",
                 NON_FINITE: "non-finite input"}
 
 NEWTON_TOL = 1e-11      # m: largest leg-length residual accepted by forward kinematics

@@ -9,6 +9,7 @@ Numba loop (the kernel alone, what a compiled cycle pays).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import numpy as np
 from numba import njit
 
 from .bench import _percentiles, _time_calls
-from .stewart import StewartData, StewartModel, staicu_motion
+from .errors import ModelError, WorkspaceError
+from .stewart import STATUS_NAMES, StewartData, StewartModel, staicu_motion
 from .stewart_dynamics import inverse_dynamics
 
 DEFAULT_RIG = Path(__file__).resolve().parents[1] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
@@ -26,11 +28,12 @@ TARGET_US = 10.0
 
 @njit(cache=True)
 def _kernel_loop(mbuf, dbuf, xs, xds, xdds):
-    """Calls back to back inside compiled code; returns the sum of their statuses."""
-    s = 0
+    """Calls back to back inside compiled code; returns the first status other than OK (or OK)."""
     for k in range(xs.shape[0]):
-        s += inverse_dynamics(mbuf, dbuf, xs[k], xds[k], xdds[k])
-    return s
+        status = inverse_dynamics(mbuf, dbuf, xs[k], xds[k], xdds[k])
+        if status != 0:
+            return status
+    return 0
 
 
 def run(rig_yaml: str | Path = DEFAULT_RIG, samples: int = 20000, blocks: int = 200) -> dict:
@@ -40,8 +43,10 @@ def run(rig_yaml: str | Path = DEFAULT_RIG, samples: int = 20000, blocks: int = 
     states = [staicu_motion(model.desc, t) for t in ts]
     xs, xds, xdds = (np.ascontiguousarray([s[i] for s in states]) for i in range(3))
     m, d = model.buf, data.buf
-    if inverse_dynamics(m, d, xs[0], xds[0], xdds[0]) != 0:
-        raise RuntimeError("the test motion is outside the rig's workspace")
+    status = inverse_dynamics(m, d, xs[0], xds[0], xdds[0])
+    if status != 0:
+        raise WorkspaceError(status, f"{rig_yaml}: motion: the test motion leaves the rig's "
+                             f"workspace ({STATUS_NAMES[status]})")
     out = np.empty(samples)
 
     def one(k: int) -> None:
@@ -56,20 +61,26 @@ def run(rig_yaml: str | Path = DEFAULT_RIG, samples: int = 20000, blocks: int = 
     for b in range(blocks):
         sl = slice(b * per, (b + 1) * per)
         t0 = time.perf_counter_ns()
-        if _kernel_loop(m, d, xs[sl], xds[sl], xdds[sl]) != 0:
-            raise RuntimeError("a status other than OK on the test motion")
+        status = _kernel_loop(m, d, xs[sl], xds[sl], xdds[sl])
+        if status != 0:
+            raise WorkspaceError(status, f"{rig_yaml}: motion: the test motion leaves the rig's "
+                             f"workspace ({STATUS_NAMES[status]})")
         block_ns[b] = (time.perf_counter_ns() - t0) / per
     kernel = _percentiles(block_ns)
     return {"rig": model.name, "samples": samples, "python_call": python,
             "kernel_in_numba_loop": kernel, "target_us": TARGET_US, "bus_cycle_us": BUS_CYCLE_US}
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m models.stewart_bench", description=__doc__.splitlines()[0])
     p.add_argument("rig", nargs="?", default=str(DEFAULT_RIG))
     p.add_argument("--samples", type=int, default=20000)
     a = p.parse_args(argv)
-    r = run(a.rig, a.samples)
+    try:
+        r = run(a.rig, a.samples)
+    except ModelError as e:
+        print(e, file=sys.stderr)
+        return 2
     py, kn = r["python_call"], r["kernel_in_numba_loop"]
     print(f"{r['rig']}: IK + inverse dynamics, six legs, {r['samples']} states of the test motion")
     print(f"  one call from Python     median {py['median_us']:.2f} us  p99 {py['p99_us']:.2f} us")
@@ -77,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{r['samples'] // 200} calls: the kernel alone)")
     print(f"  target < {TARGET_US:g} us, {100 * py['p99_us'] / BUS_CYCLE_US:.1f} % of a "
           f"{BUS_CYCLE_US:g} us bus cycle at the Python p99")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import ModelError
+from .stewart import staicu_motion
 from .stewart_config import LEG_NAMES
 from .stewart_rig import StewartRig
-from .stewart import staicu_motion
 
 DEFAULT_RIG = Path(__file__).resolve().parents[1] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 
@@ -40,8 +41,12 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("--png needs matplotlib: pip install 'bipd[plot]'", file=sys.stderr)
             return 2
-    rig = StewartRig.from_yaml(a.rig)
-    ts, f = force_curves(rig)
+    try:
+        rig = StewartRig.from_yaml(a.rig)
+        ts, f = force_curves(rig)
+    except ModelError as e:
+        print(e, file=sys.stderr)
+        return 2
     print(f"{rig.model.name}: actuator forces over the test motion (Staicu 2008, Figures 3-8)")
     for j, leg in enumerate(LEG_NAMES):
         lo, hi = int(np.argmin(f[:, j])), int(np.argmax(f[:, j]))
