@@ -84,7 +84,7 @@ def stewart_from_dict(raw: Any, where: str = "<dict>") -> StewartDescription:
         alpha2.append(s.angle("alpha2"))
         s.done()
     legs.done()
-    _check_pairs(where, alpha1, alpha2, lengths)
+    _check_not_vertical(where, alpha1, alpha2, lengths)
 
     bs = top.sub("bodies")
     bodies = []
@@ -118,7 +118,7 @@ def stewart_from_dict(raw: Any, where: str = "<dict>") -> StewartDescription:
                               singular_tol=singular_tol, **lengths)
 
 
-def _check_pairs(where: str, alpha1: list[float], alpha2: list[float], lengths: dict) -> None:
+def _check_not_vertical(where: str, alpha1: list[float], alpha2: list[float], lengths: dict) -> None:
     """A leg may not be vertical at t = 0 (eq. 1-2): its universal joint's frame is built
     from the leg's horizontal direction there."""
     for leg, a1, a2 in zip(LEG_NAMES, alpha1, alpha2):
