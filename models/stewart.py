@@ -444,6 +444,7 @@ def forward_kinematics(mbuf, dbuf, lam_target, x):
     scaled by the platform radius), NO_CONVERGENCE when no pose fits the lengths within
     NEWTON_TOL in NEWTON_ITERS steps (outside the workspace)."""
     base, plat, Rb, Roff, geo, mass, inertia, gravity = model_views(mbuf)
+    # the leg lengths of each Newton step live in the Data's wrench slot (scratch here)
     (q, qd, qdd, R, w, dw, c, ac, axes, P, S, Rp, vG, wp, aG, dwp, force, lam, lu,
      rhs, tmp) = data_views(dbuf)
     for j in range(6):

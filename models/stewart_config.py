@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, quote
 from .validation import Section, read_yaml
 
 LEG_NAMES = ("A", "B", "C", "D", "E", "F")
@@ -65,7 +65,7 @@ def stewart_from_dict(raw: Any, where: str = "<dict>") -> StewartDescription:
     top = Section(where, "", raw)
     name = top.raw("name")
     if not isinstance(name, str) or not name:
-        raise ConfigError(where, "name", f"expected a non-empty string, got {name!r}")
+        raise ConfigError(where, "name", f"expected a non-empty string, got {quote(name)}")
     geo = top.sub("geometry")
     lengths = {k: geo.number(k, positive=True) for k in ("l0", "l1", "l2", "l3", "l4", "h")}
     stroke = geo.vector("stroke", 2)
