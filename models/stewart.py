@@ -34,7 +34,8 @@ NO_CONVERGENCE = 3
 NON_FINITE = 4
 STATUS_NAMES = {OK: "ok", OUT_OF_STROKE: "actuator displacement outside its stroke",
                 SINGULAR: "singular configuration (the actuators cannot hold the platform there)",
-                NO_CONVERGENCE: "no platform pose fits these lengths (Newton's method did not converge)",
+                NO_CONVERGENCE: "no platform pose above the base fits these lengths (Newton's method "
+                                "did not converge to one)",
                 NON_FINITE: "non-finite input"}
 
 NEWTON_TOL = 1e-11      # m: largest leg-length residual accepted by forward kinematics
@@ -442,7 +443,8 @@ def forward_kinematics(mbuf, dbuf, lam_target, x):
     holds the initial guess and receives the pose. Returns a status: OUT_OF_STROKE for a
     target outside the stroke, SINGULAR where the Jacobian loses rank (the angular columns
     scaled by the platform radius), NO_CONVERGENCE when no pose fits the lengths within
-    NEWTON_TOL in NEWTON_ITERS steps (outside the workspace)."""
+    NEWTON_TOL in NEWTON_ITERS steps (outside the workspace) or the pose found is the
+    mirror image under the base (z <= 0)."""
     base, plat, Rb, Roff, geo, mass, inertia, gravity = model_views(mbuf)
     # the leg lengths of each Newton step live in the Data's wrench slot (scratch here)
     (q, qd, qdd, R, w, dw, c, ac, axes, P, S, Rp, vG, wp, aG, dwp, force, lam, lu,
@@ -470,7 +472,7 @@ def forward_kinematics(mbuf, dbuf, lam_target, x):
         if ratio < tol:
             return SINGULAR
         if err < NEWTON_TOL:
-            return OK
+            return OK if x[2] > 0.0 else NO_CONVERGENCE    # the mirror pose under the base
         for i in range(3):
             x[i] -= rhs[i]
             x[3 + i] -= rhs[3 + i] / scale

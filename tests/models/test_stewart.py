@@ -93,11 +93,15 @@ def test_the_test_motion_starts_at_rest_height_with_zero_strokes():
 def test_lengths_the_rig_cannot_take_are_refused():
     # legs A and D meet at one platform point 2.8 * sqrt(3) m from both their base
     # points: 2.2 m legs cannot reach it (triangle inequality), whatever the pose
-    with pytest.raises(WorkspaceError, match="no platform pose fits these lengths") as e:
+    with pytest.raises(WorkspaceError, match="no platform pose above the base fits these lengths") as e:
         RIG.forward_kinematics(np.full(6, -0.8))
     assert e.value.status == NO_CONVERGENCE
     with pytest.raises(WorkspaceError, match="outside its stroke"):
         RIG.forward_kinematics(np.full(6, DESC.stroke[1] + 0.01))
+    # the lengths of the pose at t = 0 also fit its mirror image under the base: refused
+    with pytest.raises(WorkspaceError, match="above the base") as e:
+        RIG.forward_kinematics(np.zeros(6), guess=[0.0, 0.0, -1.0, 0.0, 0.0, 0.0])
+    assert e.value.status == NO_CONVERGENCE
     with pytest.raises(WorkspaceError, match="non-finite"):
         RIG.forward_kinematics([0.0, 0.0, math.nan, 0.0, 0.0, 0.0])
 
