@@ -9,6 +9,7 @@
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
     bipd check-robot PATH                                 validate a robot YAML
+    bipd export urdf|mjcf PATH                            the robot YAML as URDF / MJCF, on stdout
     bipd keys DIR [--name NAME]                           a CURVE certificate pair for io.curve / ctl
 
 Exit status: 0 success, 1 a failed check or run, 2 bad usage or bad input file.
@@ -207,6 +208,24 @@ def cmd_check_robot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from models.tree_config import load_tree
+    from models.urdf import to_urdf
+
+    desc = load_tree(args.path)
+    if args.format == "mjcf":
+        problem = missing("mujoco", "sim")
+        if problem:
+            print(f"bipd export: error: mjcf {problem}", file=sys.stderr)
+            return 2
+        from drivers.hil.mjcf import mjcf_from_description
+
+        sys.stdout.write(mjcf_from_description(desc))
+    else:
+        sys.stdout.write(to_urdf(desc))
+    return 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     import zmq.auth
 
@@ -288,6 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-robot", help="validate a robot YAML and print a summary")
     c.add_argument("path")
     c.set_defaults(func=cmd_check_robot)
+
+    ex = sub.add_parser("export", help="write a robot YAML (chain or tree) as URDF or MJCF on stdout")
+    ex.add_argument("format", choices=("urdf", "mjcf"))
+    ex.add_argument("path", help="robot YAML")
+    ex.set_defaults(func=cmd_export)
 
     ks = sub.add_parser("keys", help="write a CURVE certificate pair (NAME.key, NAME.key_secret) into DIR")
     ks.add_argument("dir")
