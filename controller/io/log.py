@@ -306,8 +306,8 @@ def scan_mcap(path: Path) -> McapScan:
         except McapError as e:
             if not messages and not metadata:
                 raise LogError(f"{path} is not an MCAP file ({type(e).__name__})") from None
-        except (struct.error, ValueError, EOFError, IndexError, KeyError):
-            pass                    # a chunk cut short: its records are lost, the earlier ones stand
+        except struct.error:
+            pass                    # a record cut inside its fields: it is lost, the earlier ones stand
     return McapScan(metadata, topics, messages, complete)
 
 

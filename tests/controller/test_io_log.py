@@ -144,6 +144,26 @@ def test_sigkill_mid_run_loses_at_most_the_last_chunk(tmp_path):
     assert not info["complete"] and info["records"] == len(back.records)
 
 
+def test_a_file_torn_at_any_byte_reads_as_a_prefix(tmp_path):
+    """Cut anywhere (a write interrupted mid-record), the reader returns the records of the
+    complete chunks before the cut, never a wrong value; more bytes never give fewer records."""
+    layout = RecordLayout(4)
+    recs = records(layout, 1000)
+    w = CycleLogWriter(tmp_path / "full.mcap", layout, NAMES, chunk_bytes=20_000)
+    start = (tmp_path / "full.mcap").stat().st_size      # header, schemas, channels, metadata
+    for r in recs:
+        w.append(r)
+    w.flush()                                            # no close: no summary, no footer
+    data = (tmp_path / "full.mcap").read_bytes()
+    counts = []
+    for cut in list(range(start, len(data), 997)) + [len(data)]:
+        (tmp_path / "torn.mcap").write_bytes(data[:cut])
+        back = read_log(tmp_path / "torn.mcap")
+        same(back.records, recs[:len(back.records)])
+        counts.append(len(back.records))
+    assert counts == sorted(counts) and counts[0] == 0 and counts[-1] == 1000 and len(set(counts)) > 5
+
+
 def test_bad_logs_are_named(tmp_path):
     with pytest.raises(LogError, match="is not a cycle log"):
         read_log(tmp_path)
