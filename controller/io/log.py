@@ -24,7 +24,7 @@ import math
 import os
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from mcap.exceptions import McapError
-from mcap.records import Channel as McapChannel, Message, Metadata, Schema
+from mcap.records import Channel as McapChannel, Message, Metadata
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
@@ -293,7 +293,7 @@ def scan_mcap(path: Path) -> McapScan:
     """Read an MCAP file front to back; a torn tail (a killed writer) ends the scan."""
     metadata, topics, messages, complete = {}, {}, [], False
     with open(path, "rb") as f:
-        records: Iterator = StreamReader(f, validate_crcs=True).records
+        records = StreamReader(f, validate_crcs=True).records
         try:
             for r in records:
                 if isinstance(r, Message):
