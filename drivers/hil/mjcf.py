@@ -49,7 +49,7 @@ from xml.sax.saxutils import quoteattr
 import mujoco
 import numpy as np
 
-from models import Robot
+from models import ConfigError, Robot
 from models.model import PRISMATIC, mdh_matrix
 from models.tree_config import TreeDescription
 from models.urdf import to_urdf
@@ -252,7 +252,13 @@ def mjcf_from_description(desc: TreeDescription) -> str:
     compiler reads :func:`models.urdf.to_urdf` (operational frames kept as bodies, inertias
     as given), then each joint gets its armature and the model the description's gravity.
     MuJoCo writes numbers to 6 significant digits. The HIL bench's scene (free foot on the
-    platform, transmissions as tendons) is :func:`build_mjcf`."""
+    platform, transmissions as tendons) is :func:`build_mjcf`. A body MuJoCo cannot hold (a
+    line or point mass: a principal moment of 0) is a :class:`ConfigError` naming its key."""
+    bodies = [(f"joints[{i}].body.inertia", t.joint.body) for i, t in enumerate(desc.joints)]
+    for key, body in [("base.inertia", desc.bodies[desc.base])] + bodies:
+        if body.mass > 0.0 and np.linalg.eigvalsh(np.array(body.inertia))[0] <= 0.0:
+            raise ConfigError(desc.source, key, "MuJoCo needs every principal moment of inertia > 0 "
+                              "(a line or point mass has a zero one); give it a small positive value")
     urdf = to_urdf(desc).replace(
         f"<robot name={quoteattr(desc.name)}>",
         f"<robot name={quoteattr(desc.name)}>\n  <mujoco><compiler fusestatic=\"false\" "

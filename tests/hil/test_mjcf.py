@@ -145,3 +145,14 @@ def test_exported_mjcf_of_bip2000_matches_the_tree_engine():
         ours = robot.update(q, np.zeros(robot.n))
         np.testing.assert_allclose(M[np.ix_(adr, adr)], ours.A, atol=2e-5 * np.abs(ours.A).max())
         np.testing.assert_allclose(d.qfrc_bias[adr], ours.G, atol=2e-5 * np.abs(ours.G).max())
+
+
+def test_export_mjcf_of_a_line_mass_is_one_line_naming_the_body(capsys):
+    """Liégeois & Aldon's link 1 has no inertia about its own axis: MuJoCo cannot hold it."""
+    from controller.cli import main
+
+    path = ROOT / "deploy" / "robots" / "liegeois_aldon_6dof.yaml"
+    assert main(["export", "mjcf", str(path)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1
+    assert out.err.startswith(f"bipd: error: {path}: joints[0].body.inertia: MuJoCo needs every principal moment")

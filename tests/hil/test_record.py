@@ -33,3 +33,18 @@ def test_scenario_records_telemetry_events_and_truth(tmp_path):
     with open(path, "rb") as f:
         _, _, m = next(make_reader(f).iter_messages(topics=[TRUTH]))
     assert m.log_time == round(json.loads(m.data)["t"] * 1e9)
+
+
+def test_record_onto_an_existing_file_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
+    from controller.scenarios import cli
+
+    def never(*_a, **_k):
+        raise AssertionError("the scenario ran")
+    monkeypatch.setattr(cli, "run_scenario", never)
+    (tmp_path / "old.mcap").write_bytes(b"a log")
+    assert cli.main(["squat", "--record", str(tmp_path / "old.mcap")]) == 2
+    assert capsys.readouterr().err.strip() == (f"bipd scenario: error: --record {tmp_path / 'old.mcap'}: "
+                                               "exists; a log is never overwritten")
+    assert cli.main(["squat", "--record", str(tmp_path / "no" / "new.mcap")]) == 2
+    assert "its folder does not exist" in capsys.readouterr().err
+    assert (tmp_path / "old.mcap").read_bytes() == b"a log"
