@@ -4,11 +4,13 @@
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
     bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S]   MuJoCo HIL
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
-    bipd plot LOG_DIR [--out DIR]                                              cycle-log PNGs
+    bipd plot LOG [--out DIR]                                                  cycle-log PNGs
+    bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
     bipd check-robot PATH                                 validate a robot YAML
+    bipd export urdf|mjcf PATH                            the robot YAML as URDF / MJCF, on stdout
     bipd keys DIR [--name NAME]                           a CURVE certificate pair for io.curve / ctl
 
 Exit status: 0 success, 1 a failed check or run, 2 bad usage or bad input file.
@@ -174,12 +176,41 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from .io.plot import plot_log
 
     try:
-        paths = plot_log(args.log_dir, args.out or find_log(args.log_dir))
+        log = find_log(args.log_dir)
+        paths = plot_log(log, args.out or (log if log.is_dir() else log.parent))
     except LogError as e:
         print(f"bipd plot: error: {e}", file=sys.stderr)
         return 2
     for path in paths:
         print(path)
+    return 0
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    from .io.log import LogError, convert, log_info
+
+    try:
+        if args.action == "convert":
+            count = convert(args.log, args.new)
+            print(f"{args.new}: {count} records")
+            return 0
+        info = log_info(args.log)
+    except LogError as e:
+        print(f"bipd log: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"bipd log: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    span = info["t"]
+    print(f"{info['path']}: {info['format']}, {info['records']} records"
+          + (f", t {span[0]:.3f} .. {span[1]:.3f} s ({span[1] - span[0]:.3f} s)" if span else "")
+          + ("" if info["complete"] else ", torn (no footer: read up to its last complete chunk)"))
+    for topic, c in info["channels"].items():
+        t = f"  t {c['t'][0]:.3f} .. {c['t'][1]:.3f} s" if c["t"] else ""
+        print(f"  {topic:18s} {c['messages']:9d} messages{t}")
     return 0
 
 
@@ -204,6 +235,24 @@ def cmd_check_robot(args: argparse.Namespace) -> int:
     robot = Robot.from_yaml(args.path)
     print(f"{args.path}: ok: {robot.model.name}, {robot.n} joints {list(robot.joint_names)}, "
           f"total mass {robot.model.total_mass:.2f} kg")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from models.tree_config import load_tree
+    from models.urdf import to_urdf
+
+    desc = load_tree(args.path)
+    if args.format == "mjcf":
+        problem = missing("mujoco", "sim")
+        if problem:
+            print(f"bipd export: error: mjcf {problem}", file=sys.stderr)
+            return 2
+        from drivers.hil.mjcf import mjcf_from_description
+
+        sys.stdout.write(mjcf_from_description(desc))
+    else:
+        sys.stdout.write(to_urdf(desc))
     return 0
 
 
@@ -259,9 +308,19 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=cmd_scenario)
 
     pl = sub.add_parser("plot", help="PNGs from a cycle log: tracking, CoG margins, cycle times")
-    pl.add_argument("log_dir", help="a run folder, or io.log_dir (its latest run)")
-    pl.add_argument("--out", help="directory for the PNGs (default: the run folder)")
+    pl.add_argument("log_dir", metavar="LOG", help="an .mcap file, a run folder, or io.log_dir (its latest run)")
+    pl.add_argument("--out", help="directory for the PNGs (default: the log's folder)")
     pl.set_defaults(func=cmd_plot)
+
+    lg = sub.add_parser("log", help="cycle-log tools: info (channels, counts, span), convert (.npy folder -> MCAP)")
+    lsub = lg.add_subparsers(dest="action", required=True, metavar="ACTION")
+    li = lsub.add_parser("info", help="channels, message counts and time span of a cycle log")
+    li.add_argument("log", help="an .mcap file, a run folder, or io.log_dir (its latest run)")
+    li.add_argument("--json", action="store_true", help="print one JSON object")
+    lc = lsub.add_parser("convert", help="write an .npy-folder cycle log (the earlier format) as MCAP")
+    lc.add_argument("log", help="the old log folder")
+    lc.add_argument("new", help="the new .mcap file (never overwritten)")
+    lg.set_defaults(func=cmd_log)
 
     d = sub.add_parser("demo", help="run the thesis squat through the models and print the leg's state")
     d.add_argument("--robot", default=str(DEFAULT_ROBOT), help="robot YAML (default: the BIP leg)")
@@ -288,6 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-robot", help="validate a robot YAML and print a summary")
     c.add_argument("path")
     c.set_defaults(func=cmd_check_robot)
+
+    ex = sub.add_parser("export", help="write a robot YAML (chain or tree) as URDF or MJCF on stdout")
+    ex.add_argument("format", choices=("urdf", "mjcf"))
+    ex.add_argument("path", help="robot YAML")
+    ex.set_defaults(func=cmd_export)
 
     ks = sub.add_parser("keys", help="write a CURVE certificate pair (NAME.key, NAME.key_secret) into DIR")
     ks.add_argument("dir")

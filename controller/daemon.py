@@ -134,7 +134,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
 
 def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     """Bind the I/O process's sockets and open this run's cycle log folder."""
-    from .io.log import CycleLogWriter, LogError, new_run_dir
+    from .io.log import LOG_NAME, CycleLogWriter, LogError, new_run_dir
     from .io.protocol import Context
     from .io.server import BindError, Endpoints, IoServer
 
@@ -156,7 +156,7 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     if io.log_dir:
         try:
             run = new_run_dir(io.log_dir)
-            server.log = CycleLogWriter(run, RecordLayout(robot.n), robot.joint_names,
+            server.log = CycleLogWriter(run / LOG_NAME, RecordLayout(robot.n), robot.joint_names,
                                         period=cfg.loop.period, meta={"config": str(cfg.source)})
         except (OSError, LogError) as e:
             server.close()

@@ -107,8 +107,8 @@ def plot_cycle_times(log: CycleLog, path: Path) -> Path:
 
 
 def plot_log(log_dir: str | Path, out_dir: str | Path) -> list[Path]:
-    """Write the three figures of a cycle log (a run folder, or the latest run under
-    ``log_dir``) into ``out_dir``; returns their paths."""
+    """Write the three figures of a cycle log (an ``.mcap`` file, a run folder, or the latest
+    run under ``log_dir``) into ``out_dir``; returns their paths."""
     log = read_log(log_dir)
     if len(log.records) == 0:
         raise LogError(f"{log_dir} holds no complete chunk of records to plot")

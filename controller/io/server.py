@@ -456,7 +456,7 @@ class IoServer:
         return {"command_endpoint": self.command_endpoint, "telemetry_endpoint": self.telemetry_endpoint,
                 "decimation": self.decimation, "reply_timeout": self.reply_timeout, "sndhwm": self.sndhwm,
                 "mailbox_slots": self.block.layout.mailbox_slots, "ring_slots": self.block.layout.ring_slots,
-                "traj_samples": self.block.layout.traj_samples, "log": str(self.log.dir) if self.log else None}
+                "traj_samples": self.block.layout.traj_samples, "log": str(self.log.path) if self.log else None}
 
     def _status(self, state: str | int) -> dict[str, Any]:
         h = self.block.header
@@ -482,7 +482,7 @@ class IoServer:
                 "missed": finite_or_none(float(last[s["missed"]][0])) if self._have_last else None,
                 "io": asdict(self.counters),
                 "pending": len(self._pending),
-                "log": {"dir": str(self.log.dir), "records": self.log.records, "chunks": self.log.chunks,
+                "log": {"path": str(self.log.path), "records": self.log.records, "chunks": self.log.chunks,
                         "error": self.log_error} if self.log else None}
 
     # ------------------------------------------------------------------ shared memory -> ZMQ
@@ -551,11 +551,7 @@ class IoServer:
         self._wake[w] = rec[s["wake_us"]][0]
         self._tasks[w] = rec[s["task_us"]]
         self._window_i += 1
-        if self.log is not None and self.log_error is None:
-            try:
-                self.log.append(rec)
-            except OSError as e:
-                self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
+        self._to_log("append", rec)
         if index % self.decimation == 0:
             self._publish(b"telemetry", telemetry_message(self.layout, rec, self.names))
             self._telemetry_t = float(rec[s["t"]][0])
@@ -571,6 +567,16 @@ class IoServer:
             elif code == Event.TRANSITION:
                 self._last_transition = msg
             self._publish(b"event", msg)
+            self._to_log("event", msg)
+
+    def _to_log(self, kind: str, item: Any) -> None:
+        """A record (``append``) or an event into the cycle log; the first write that fails
+        stops the log and says why in ``stats``."""
+        if self.log is not None and self.log_error is None:
+            try:
+                getattr(self.log, kind)(item)
+            except OSError as e:
+                self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
 
     def _publish(self, topic: bytes, msg: dict[str, Any]) -> None:
         data = json.dumps(msg, allow_nan=False, separators=(",", ":")).encode()

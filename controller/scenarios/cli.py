@@ -9,7 +9,7 @@
     bipd scenario tilt-directions                                20° tilt in eight directions
     bipd scenario results [--runs N] [--readme PATH]             the README table (markdown)
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
-          [--throttle-s S] [--operator-sleep X], and [--plot DIR] for one scenario
+          [--throttle-s S] [--operator-sleep X], and [--plot DIR] [--record FILE.mcap] for one scenario
 
 Lock-step benches run the daemon stepped: the operator owns the simulated clock, so verdicts and
 figures do not depend on the host's speed. Two hooks check that: ``--throttle-s S`` makes the HIL
@@ -19,7 +19,8 @@ sleep S s per 2 ms control period (a slow host: 0.004 runs about 3x slower than 
 
 Progress lines go to stderr; ``--json`` prints one object on stdout, before any plot is drawn
 (a plotting failure is an error after it). Exit status: 0 the leg stood, 1 it fell (or the bench
-or the plots failed), 2 bad usage (``--plot`` without matplotlib: checked before anything runs).
+or the plots failed), 2 bad usage (``--plot`` without matplotlib, ``--record`` onto an existing file
+or into a missing folder: checked before anything runs).
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
                         "faster than its operator (verdicts must not change)")
     if plot:
         p.add_argument("--plot", type=Path, metavar="DIR", help="write PNGs (support polygon, tracking, platform)")
+        p.add_argument("--record", type=Path, metavar="FILE.mcap",
+                       help="record daemon telemetry, events and HIL truth as an MCAP cycle log")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,10 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"bipd scenario: error: --plot {problem}", file=sys.stderr)
         return 2
+    record = getattr(args, "record", None)
+    if record is not None and (record.exists() or not record.parent.is_dir()):
+        print(f"bipd scenario: error: --record {record}: "
+              f"{'exists; a log is never overwritten' if record.exists() else 'its folder does not exist'}",
+              file=sys.stderr)
+        return 2
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
-                      tilt_source=args.tilt_source,
+                      tilt_source=args.tilt_source, record=record,
                       trajectory_dir=args.path.parent if args.scenario == "walk-file" else None)
     try:
         if args.scenario == "tilt-directions":

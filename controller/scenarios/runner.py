@@ -5,7 +5,8 @@ ports, a free UDP port in ``bus.udp.port``, the udp backend, no cycle log), star
 process (controlled nodes + MuJoCo leg, ground truth on PUB topic ``truth``) and ``bipd run``,
 waits for DISABLED, then operates as a person would: enable, move to the stance, stabilizer on
 (unless disabled), the scenario's commands. Daemon telemetry, loop events and HIL truth are
-recorded; both processes get SIGTERM at the end (kill after a timeout). Waits are in the
+recorded (``Options.record``: also into an MCAP cycle log, :mod:`controller.io.log`, telemetry at
+its decimated rate); both processes get SIGTERM at the end (kill after a timeout). Waits are in the
 daemon's simulated time.
 
 Lock-step (the default) runs the daemon *stepped*: the operator owns the simulated clock. It
@@ -43,6 +44,8 @@ import yaml
 import zmq
 
 from controller.io.client import Client, ClientTimeout
+from controller.io.log import CycleLogWriter, LogError
+from controller.telemetry import RecordLayout
 
 from .metrics import FOOT_LIFT_M, FOOT_TILT_DEG, HIP_HEIGHT_MIN_M, ScenarioResult, evaluate
 from .series import Series
@@ -95,6 +98,7 @@ class Options:
     operator_sleep: float = 0.0           # wall s the operator sleeps per simulated s it advances
     tilt_source: str = "platform"         # the stabilizer's tilt: platform angles or the foot IMU over the bus
     trajectory_dir: Path | None = None    # the daemon's io.trajectory_dir (walk-file: the file's folder)
+    record: Path | None = None            # an MCAP file: telemetry, events and HIL truth as received
 
 
 @dataclass(frozen=True)
@@ -248,6 +252,7 @@ class Operator:
         self.stop = threading.Event()
         self.expect_fault = False
         self.fell = False
+        self.recorder: CycleLogWriter | None = None     # set once the daemon's layout is known
         self._ctx = zmq.Context()
         self._frame: tuple[float, int] | None = None      # (period s, decimation) of the daemon
         self._threads = [threading.Thread(target=self._receive, daemon=True)]
@@ -293,6 +298,9 @@ class Operator:
                 for sock, _ in poller.poll(100):
                     topic, data = sock.recv_multipart()
                     msg = json.loads(data)
+                    if self.recorder is not None:
+                        record = {b"telemetry": self.recorder.append_telemetry, b"event": self.recorder.event}
+                        record.get(topic, self.recorder.truth)(msg)
                     if topic == b"telemetry":
                         self.series.add_telemetry(msg)
                     elif topic == b"event":
@@ -474,6 +482,17 @@ class Operator:
         self.wait(SETTLE_S)
 
 
+def _recorder(path: Path, daemon_config: dict[str, Any], o: Options) -> CycleLogWriter:
+    """The MCAP file of ``--record`` (telemetry at the daemon's decimated rate, events, truth)."""
+    joints = tuple(daemon_config["joints"])
+    try:
+        return CycleLogWriter(path, RecordLayout(len(joints)), joints, period=daemon_config["period"],
+                              meta={"config": str(o.config), "decimation": daemon_config["decimation"],
+                                    "stabilizer": o.stabilizer, "lockstep": o.lockstep})
+    except (LogError, OSError) as e:
+        raise ScenarioError(f"--record {path}: {getattr(e, 'strerror', None) or e}") from None
+
+
 class Session:
     """One bench (HIL process + daemon + operator) running one or more scenarios in a row.
 
@@ -499,6 +518,8 @@ class Session:
             self.op = Operator(ep, self.procs, self.say, o.lockstep, o.operator_sleep).__enter__()
             self.op.wait_ready()
             self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}
+            if o.record is not None:
+                self.op.recorder = _recorder(o.record, self.daemon_config, o)
             self.say("daemon up: enable, stance")
             self.op.prepare(o.stance)
         except BaseException:
@@ -509,6 +530,8 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         if self.op is not None:
             self.op.__exit__()
+            if self.op.recorder is not None:
+                self.op.recorder.close()
         if self.procs is not None:
             self.procs.stop()
         self._tmp.cleanup()

@@ -44,12 +44,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from xml.sax.saxutils import quoteattr
 
 import mujoco
 import numpy as np
 
-from models import Robot
+from models import ConfigError, Robot
 from models.model import PRISMATIC, mdh_matrix
+from models.tree_config import TreeDescription
+from models.urdf import to_urdf
 
 WORLD_FROM_G = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
 LEG_MOTORS = ("ankle_1", "ankle_2", "knee", "hip")
@@ -242,3 +245,27 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
             'integrator="implicitfast" cone="elliptic">\n<flag island="disable"/>\n</option>\n'
             f'<worldbody>\n{body}\n</worldbody>\n'
             f'{equality}<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')
+
+
+def mjcf_from_description(desc: TreeDescription) -> str:
+    """MJCF of a robot description (chain or tree), fixed at its base: MuJoCo's own URDF
+    compiler reads :func:`models.urdf.to_urdf` (operational frames kept as bodies, inertias
+    as given), then each joint gets its armature and the model the description's gravity.
+    MuJoCo writes numbers to 6 significant digits. The HIL bench's scene (free foot on the
+    platform, transmissions as tendons) is :func:`build_mjcf`. A body MuJoCo cannot hold (a
+    line or point mass: a principal moment of 0) is a :class:`ConfigError` naming its key."""
+    bodies = [(f"joints[{i}].body.inertia", t.joint.body) for i, t in enumerate(desc.joints)]
+    for key, body in [("base.inertia", desc.bodies[desc.base])] + bodies:
+        if body.mass > 0.0 and np.linalg.eigvalsh(np.array(body.inertia))[0] <= 0.0:
+            raise ConfigError(desc.source, key, "MuJoCo needs every principal moment of inertia > 0 "
+                              "(a line or point mass has a zero one); give it a small positive value")
+    urdf = to_urdf(desc).replace(
+        f"<robot name={quoteattr(desc.name)}>",
+        f"<robot name={quoteattr(desc.name)}>\n  <mujoco><compiler fusestatic=\"false\" "
+        "discardvisual=\"false\" balanceinertia=\"false\"/></mujoco>", 1)
+    spec = mujoco.MjSpec.from_string(urdf)
+    armature = {t.joint.name: t.joint.armature for t in desc.joints}
+    for joint in spec.joints:
+        joint.armature = armature[joint.name]
+    spec.option.gravity = desc.gravity
+    return spec.to_xml()

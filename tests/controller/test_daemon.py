@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from controller.io.client import Client
+from controller.io.log import log_info
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -77,7 +78,9 @@ def test_daemon_moves_and_stops_on_sigterm(daemon):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert "SIGTERM" in out and "stopped (exit 0)" in out
-    assert list((tmp / "log").glob("run-*/*.npy")), "the cycle log was flushed into its run folder"
+    assert list((tmp / "log").glob("run-*/cycles.mcap")), "the cycle log was written into its run folder"
+    info = log_info(tmp / "log")                       # closed cleanly, the loop's events beside the records
+    assert info["complete"] and info["records"] > 500 and info["channels"]["/events"]["messages"] > 0
     plots = subprocess.run([sys.executable, "-m", "controller.cli", "plot", str(tmp / "log")],
                            capture_output=True, text=True, timeout=120)
     assert plots.returncode == 0, plots.stderr

@@ -56,7 +56,7 @@ def test_second_daemon_leaves_and_the_first_is_undisturbed(daemon):  # noqa: F81
             restarted.kill()
             restarted.wait()
     runs = sorted((tmp / "log").glob("run-*"))
-    assert len(runs) == 2 and all((r / "header.json").is_file() for r in runs)
+    assert len(runs) == 2 and all((r / "cycles.mcap").is_file() for r in runs)
 
 
 def test_instance_lock_is_exclusive_per_endpoint(tmp_path, monkeypatch):

@@ -368,7 +368,7 @@ def test_slow_subscriber_drops_are_counted_and_loop_keeps_pace(rig_factory):
 def test_server_writes_cycle_log(leg_desc, tmp_path):
     block = small_block()
     rl = RecordLayout(4)
-    log = CycleLogWriter(tmp_path / "log", rl, ("a", "b", "c", "d"), chunk_records=50)
+    log = CycleLogWriter(tmp_path / "log.mcap", rl, ("a", "b", "c", "d"), chunk_bytes=20_000)
     loop = FakeLoop(block)
     loop.thread.start()
     server = IoServer(block, make_context(leg_desc), LOCAL, log=log)
@@ -380,7 +380,7 @@ def test_server_writes_cycle_log(leg_desc, tmp_path):
         server.serve(deadline=time.monotonic() + 0.05)     # drain the last records
         server.close()
         block.close()
-    back = read_log(tmp_path / "log")
-    assert len(back.records) == server.counters.records > 50
+    back = read_log(tmp_path / "log.mcap")
+    assert len(back.records) == server.counters.records > 50 and log.chunks > 1
     cycles = back.field("cycle")
     assert np.all(np.diff(cycles) == 1)

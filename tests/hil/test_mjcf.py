@@ -119,3 +119,40 @@ def test_clamped_model_of_an_arm_without_foot():
         mujoco.mj_inverse(m, d)
         expected = arm.rnea(q, qd, qdd)
         np.testing.assert_allclose(d.qfrc_inverse, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
+
+
+def test_exported_mjcf_of_bip2000_matches_the_tree_engine():
+    """`bipd export mjcf`: MuJoCo's mass matrix (armature included) and gravity torques of the
+    written MJCF equal the tree engine's at the pelvis, to its 6 written digits."""
+    from models.tree_config import load_tree
+    from models.tree_robot import TreeRobot
+    from drivers.hil.mjcf import mjcf_from_description
+
+    desc = load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml")
+    robot = TreeRobot(desc)
+    robot.set_root("pelvis")
+    m = mujoco.MjModel.from_xml_string(mjcf_from_description(desc))
+    d = mujoco.MjData(m)
+    adr = np.array([m.jnt_qposadr[m.joint(t.joint.name).id] for t in desc.joints])
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        q = rng.uniform(robot.model.qmin, robot.model.qmax)
+        d.qpos[adr] = q
+        d.qvel[:] = 0.0
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        ours = robot.update(q, np.zeros(robot.n))
+        np.testing.assert_allclose(M[np.ix_(adr, adr)], ours.A, atol=2e-5 * np.abs(ours.A).max())
+        np.testing.assert_allclose(d.qfrc_bias[adr], ours.G, atol=2e-5 * np.abs(ours.G).max())
+
+
+def test_export_mjcf_of_a_line_mass_is_one_line_naming_the_body(capsys):
+    """Liégeois & Aldon's link 1 has no inertia about its own axis: MuJoCo cannot hold it."""
+    from controller.cli import main
+
+    path = ROOT / "deploy" / "robots" / "liegeois_aldon_6dof.yaml"
+    assert main(["export", "mjcf", str(path)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1
+    assert out.err.startswith(f"bipd: error: {path}: joints[0].body.inertia: MuJoCo needs every principal moment")
