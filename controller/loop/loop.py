@@ -41,6 +41,8 @@ from models.tilt import rotation_world_foot, tilted_gravity
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
 from stabilizer import stabilizer as sm
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
+from stabilizer.tilt_observer import new_state as new_observer
+from stabilizer.tilt_observer import observe_tilt
 from stabilizer.stabilizer import OK as STAB_OK
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
@@ -255,6 +257,11 @@ class ControlLoop:
         self.tilt_in, self.acc_in, self.tilt, self.R3 = z(3), z(2), z(2), np.zeros((3, 3))
         imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
         self.imu = bus.aux[imu] if imu is not None and (self.tilt_source == TILT_IMU or self.tilt_use_acc) else None
+        sole = bus.config.sensor_axis("sole")      # the sole's load cells (config-checked with tilt.source imu)
+        self.sole = bus.aux[sole] if sole is not None else None
+        foot = robot.description.foot
+        self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
+        self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
         self.g_level = robot.model.gravity
         self.tilt_ok = True
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
@@ -345,6 +352,7 @@ class ControlLoop:
         first_faulted(self.bus.state, self.all_idx)
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
         support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
+        observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, new_observer(), o3)
         squat_bottom(q, self.squat_step, self.soft_lo, self.soft_hi, o1)
         squat_sample(0.1, q, self.q_squat, o1, o2, o3)
         self.move.start(q, q, QUINTIC, 1.0)
@@ -386,8 +394,9 @@ class ControlLoop:
         st = joint_velocity(self.Jp, self.qmd, self.qd)
         if st != TR_OK:
             return st
-        if self.imu is not None and self.tilt_source == TILT_IMU:
-            self.tilt_in[:] = self.imu             # specific force in R0 axes (stabilizer.ground)
+        if self.imu is not None and self.tilt_source == TILT_IMU:   # specific force in R0 (stabilizer.ground)
+            a, b, c = self.foot_abc
+            observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_obs, self.tilt_in)
         else:
             self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
             if self.imu is not None:               # use_acceleration: the support's, from the IMU
