@@ -224,7 +224,7 @@ class DriveBank:
             self._aux_views.append(view)
         self.aux_rows = np.array([row for _, row in wired], np.int64)
         self.aux_src = np.zeros((len(wired), 3))
-        self._read_aux()
+        self.read_aux()
         self.x[self.aux_rows, AUX:AUX + 3] = self.aux_src
         self.flags = np.zeros((n, N_FLAGS), np.int64)
         self.flags[:, MOTOR] = np.arange(n)
@@ -245,6 +245,7 @@ class DriveBank:
 
     def step(self, phase: int) -> None:
         """One bus cycle of every drive, then of the plant."""
+        self.read_aux()
         self.after_step(step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
                                   self.aux_src, self.aux_rows,
                                   self.torque, self.dt, phase, self.ratio, self.control_period, self.pres))
@@ -263,11 +264,11 @@ class DriveBank:
         if self.jumps:
             self._count_down_jumps()
         self.plant.step(self.dt, self.torque)
-        self._read_aux()
         self.time += self.dt
 
-    def _read_aux(self) -> None:
-        """The wired plant sensors into :attr:`aux_src` (read by the next :func:`step_axes`)."""
+    def read_aux(self) -> None:
+        """The wired plant sensors into :attr:`aux_src`, for the :func:`step_axes` that follows (the
+        plant's state of the encoders it reads)."""
         for s, view in enumerate(self._aux_views):
             self.aux_src[s] = view
 

@@ -102,6 +102,7 @@ class SimulatedNodes(ImmediateLink):
         io[isochronous.SOC_SEEN] = seen
         io[isochronous.PHASE] = self.phase
         bank = self.bank
+        bank.read_aux()
         isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, bank.pres, bank.x, bank.flags,
                                       self.plant.motor_position, self.plant.motor_velocity, bank.aux_src,
                                       bank.aux_rows, bank.torque,
