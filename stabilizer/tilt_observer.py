@@ -3,8 +3,8 @@ observer"; our addition, not the thesis').
 
 An accelerometer fixed to the foot reads the specific force f = R0ᵀ (a − g): the ground's tilt
 only while the foot lies flat on the ground and is at rest. When the foot rocks on a sole edge
-(the centre of pressure on that edge: Vukobratović's zero-moment point at the polygon's border,
-Goswami 1999's foot rotation indicator outside it), f is the foot's own tilt plus its rocking
+(the centre of pressure, the zero-moment point of Vukobratović & Borovac 2004, on that edge: the
+foot rotates, Goswami 1999), f is the foot's own tilt plus its rocking
 accelerations, and a stabilizer that takes it for the ground's rotates the leg so as to rock the
 foot further. So a sample f_k is accepted only while the sole's load cells show the foot flat and
 unshaken:
