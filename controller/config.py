@@ -181,7 +181,8 @@ def _io(sec: Section) -> IoConfig:
 def _check_stabilizer(path: Path, robot_path: Path, period: float, bus: BusConfig, where: str) -> None:
     """The stabilizer YAML must describe the daemon's robot (the same file, or a copy of it)
     and run at the loop's period, and the bus must carry the foot IMU if its tilt source or its
-    acceleration needs it (and the sole's load cells with the IMU as tilt source); else a ConfigError naming both files and both values."""
+    acceleration needs it (and the sole's load cells with the IMU as tilt source); else a
+    ConfigError naming both files and both values."""
     stab = load_stabilizer_config(path)
     if (stab.tilt_source == TILT_IMU or stab.use_acceleration) and bus.imu_axis is None:
         key = "tilt.source: imu" if stab.tilt_source == TILT_IMU else "tilt.use_acceleration: true"

@@ -41,12 +41,12 @@ from models.tilt import rotation_world_foot, tilted_gravity
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
 from stabilizer import stabilizer as sm
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
-from stabilizer.tilt_observer import new_state as new_observer
-from stabilizer.tilt_observer import observe_tilt
 from stabilizer.stabilizer import OK as STAB_OK
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
 from stabilizer.stabilizer import step as stab_step
+from stabilizer.tilt_observer import new_state as new_observer
+from stabilizer.tilt_observer import observe_tilt
 
 from ..codes import (
     DRIVE_FAULT_KINDS,
