@@ -35,6 +35,7 @@ FLAT_MARGIN = 0.002      # m: centre of pressure this far inside every sole edge
 NORM_TOLERANCE = 0.05    # | |f| - g0 | <= 5 % of g0: no impact, no rocking acceleration
 DWELL_S = 0.02           # s flat and unshaken before the IMU is believed again
 FILTER_S = 0.15          # s: 1/ω of the low-pass of the accepted samples
+UNCONFIRMED_S = 1.0      # s without an accepted sample after which the loop warns (TILT_INPUT)
 
 # observer state (the caller's float64 buffer of STATE_SIZE)
 F_HELD = 0               # the last accepted sample (3)

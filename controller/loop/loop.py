@@ -45,8 +45,8 @@ from stabilizer.stabilizer import OK as STAB_OK
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
 from stabilizer.stabilizer import step as stab_step
+from stabilizer.tilt_observer import UNCONFIRMED_S, observe_tilt
 from stabilizer.tilt_observer import new_state as new_observer
-from stabilizer.tilt_observer import observe_tilt
 
 from ..codes import (
     DRIVE_FAULT_KINDS,
@@ -262,6 +262,7 @@ class ControlLoop:
         foot = robot.description.foot
         self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
         self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
+        self.tilt_unconfirmed = 0.0                # s since the observer last accepted a sample
         self.g_level = robot.model.gravity
         self.tilt_ok = True
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
@@ -396,7 +397,10 @@ class ControlLoop:
             return st
         if self.imu is not None and self.tilt_source == TILT_IMU:   # specific force in R0 (stabilizer.ground)
             a, b, c = self.foot_abc
-            observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_obs, self.tilt_in)
+            if observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_obs, self.tilt_in):
+                self.tilt_unconfirmed = 0.0
+            else:
+                self.tilt_unconfirmed += self.period
         else:
             self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
             if self.imu is not None:               # use_acceleration: the support's, from the IMU
@@ -405,15 +409,19 @@ class ControlLoop:
 
     def _cycle_compute(self) -> None:
         """The models under the gravity of the measured tilt, R_M->O0ᵀ g (thesis eq. 46); an
-        unusable tilt keeps the last valid gravity and posts a warning when it becomes unusable."""
+        unusable tilt keeps the last valid gravity and posts a warning when it becomes unusable
+        (detail 0), as does an IMU tilt the foot has not confirmed flat for UNCONFIRMED_S (detail 1:
+        held by the tilt observer, still used)."""
         ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
                            self.R3, self.tilt) == TILT_OK
         if ok:
             tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.data.gravity)
+        held = ok and self.tilt_unconfirmed >= UNCONFIRMED_S     # the IMU's tilt held that long
+        ok = ok and not held
         if ok != self.tilt_ok:
             self.tilt_ok = ok
             if not ok:
-                self._event(Event.WARNING, float(Reason.TILT_INPUT), 0.0)
+                self._event(Event.WARNING, float(Reason.TILT_INPUT), 1.0 if held else 0.0)
         update(self.mbuf, self.dbuf, self.q, self.qd)
 
     def run_cycle(self) -> None:
