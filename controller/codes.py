@@ -46,6 +46,7 @@ class Reason(IntEnum):
     STABILIZER_FAILED = 14   # control.stabilizer_failure_cycles non-OK stabilizer cycles in a row
     ENABLE_TIMEOUT = 15      # a drive did not reach Operation Enabled within control.enable_timeout_s
     TILT_INPUT = 16          # the tilt (platform angles or foot IMU) is unusable: the last valid gravity is kept
+    #                          (detail 0), or the foot IMU's tilt has not been confirmed flat for a while (detail 1)
 
 
 # A fault's detail (FAULT event b, telemetry fault_info): its code in the low 16 bits

@@ -256,12 +256,17 @@ def _io(sec: Section, base: Path) -> IoConfig:
 def _check_stabilizer(path: Path, robot_path: Path, period: float, bus: BusConfig, where: str) -> None:
     """The stabilizer YAML must describe the daemon's robot (the same file, or a copy of it)
     and run at the loop's period, and the bus must carry the foot IMU if its tilt source or its
-    acceleration needs it; else a ConfigError naming both files and both values."""
+    acceleration needs it (and the sole's load cells with the IMU as tilt source); else a
+    ConfigError naming both files and both values."""
     stab = load_stabilizer_config(path)
     if (stab.tilt_source == TILT_IMU or stab.use_acceleration) and bus.imu_axis is None:
         key = "tilt.source: imu" if stab.tilt_source == TILT_IMU else "tilt.use_acceleration: true"
         raise ConfigError(where, "stabilizer", f"{path}: {key} needs the foot IMU, but no axis of "
                           f"{where} bus.nodes declares sensor: imu")
+    if stab.tilt_source == TILT_IMU and bus.sensor_axis("sole") is None:
+        raise ConfigError(where, "stabilizer", f"{path}: tilt.source: imu needs the sole's load cells (the IMU's "
+                          f"tilt is believed only while the foot is flat), but no axis of {where} bus.nodes "
+                          f"declares sensor: sole")
     ours = Path(stab.robot_path).resolve()
     if ours != robot_path and not (ours.is_file() and ours.read_bytes() == robot_path.read_bytes()):
         raise ConfigError(where, "stabilizer", f"{path}: robot: {ours} is not the daemon's robot {robot_path}")

@@ -55,10 +55,13 @@ class AxisConfig:
     channel: int
     drive: DriveParams
     plant: PlantParams
-    sensor: str | None = None    # what is wired to the drive's auxiliary input (TPDO 0x2400): "imu" or None
+    sensor: str | None = None    # what is wired to the drive's auxiliary input (TPDO 0x2400): a SENSORS name or None
 
 
-SENSORS = ("imu",)
+# what a drive's auxiliary input (three REAL32) can carry, each from the plant sensor of the same
+# name: "imu" the foot accelerometer's specific force in R0 (m/s²); "sole" the sole's load cells
+# as (total load along x0 (N), centre of pressure y0, z0 (m), NaN when unloaded)
+SENSORS = ("imu", "sole")
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,11 @@ class BusConfig:
     @property
     def imu_axis(self) -> int | None:
         """Index of the axis whose TPDO carries the foot IMU (``sensor: imu``), None if none does."""
-        return next((a.index for a in self.axes if a.sensor == "imu"), None)
+        return self.sensor_axis("imu")
+
+    def sensor_axis(self, sensor: str) -> int | None:
+        """Index of the axis whose TPDO carries ``sensor`` (one of SENSORS), None if none does."""
+        return next((a.index for a in self.axes if a.sensor == sensor), None)
 
     def axis(self, name: str) -> AxisConfig:
         for a in self.axes:

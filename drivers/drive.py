@@ -33,7 +33,7 @@ from numba import njit
 from . import cia402
 from .cia402 import Command, State
 from .codes import FaultCode, error_register_bits
-from .config import AxisConfig, BusConfig
+from .config import SENSORS, AxisConfig, BusConfig
 from .plant import Plant
 from .powerlink import frames, pdo
 from .powerlink.checks import put_le
@@ -51,8 +51,9 @@ CMD_POS, CMD_VEL, CMD_TORQUE = range(19, 22)
 ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
 # holding brake: torque capacity [N·m] (0 = no brake), motor position it holds [rad].
 HOLD_TORQUE, BRAKE_POS = range(25, 27)
-# auxiliary sensor input (TPDO 0x2400:1..3; NaN: nothing wired): the plant's IMU on its axis.
+# auxiliary sensor input (TPDO 0x2400:1..3; NaN: nothing wired): a plant sensor on its axis.
 AUX = 27
+PLANT_SENSORS = {"imu": "imu_gravity", "sole": "sole"}   # bus sensor (drivers.config.SENSORS) -> plant sensor
 N_COLUMNS = 30
 # Columns of DriveBank.flags (one integer row per axis): kernel state, then the TPDO mapping
 # (row of DriveBank.pres, channel), the TPDO fields the CiA 402 state machine sets, and the
@@ -101,14 +102,14 @@ def _write_tpdo(pres, x, flags, a):
 
 
 @njit(cache=True)
-def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_row, torque, dt, phase, ratio, control_period, pres):
+def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, phase, ratio, control_period, pres):
     """One bus cycle of every axis, its TPDO written into ``pres``; returns the number of axes
-    reporting a new fault. Axis ``aux_row`` (-1: none) reads ``aux_src`` (the plant's IMU) on its
+    reporting a new fault. Axis ``aux_rows[s]`` reads ``aux_src[s]`` (a plant sensor) on its
     auxiliary input, at the same instant as the encoders."""
     n_new = 0
-    if aux_row >= 0:
+    for s in range(aux_rows.shape[0]):
         for k in range(3):
-            x[aux_row, AUX + k] = aux_src[k]
+            x[aux_rows[s], AUX + k] = aux_src[s, k]
     frac = (phase + 1) / ratio
     for a in range(x.shape[0]):
         m = flags[a, MOTOR]
@@ -213,13 +214,18 @@ class DriveBank:
                                        a.drive.following_error_limit] for a in config.axes]
         self.x[:, HOLD_TORQUE] = [a.drive.holding_brake_torque for a in config.axes]
         self.x[:, AUX:AUX + 3] = np.nan                       # nothing wired to the auxiliary inputs
-        imu = config.imu_axis                                 # the plant's IMU on that axis' input
-        self.aux_row, self.aux_src = (-1, np.zeros(3)) if imu is None else (imu, plant.sensors.get("imu_gravity"))
-        if self.aux_src is None:
-            raise ValueError(f"bus axis {config.axes[imu].name!r} declares sensor: imu but the "
-                             f"plant {type(plant).__name__} has no IMU")
-        if imu is not None:
-            self.x[imu, AUX:AUX + 3] = self.aux_src
+        wired = [(s, config.sensor_axis(s)) for s in SENSORS if config.sensor_axis(s) is not None]
+        self._aux_views = []                                  # the plant's sensors on those axes' inputs
+        for sensor, row in wired:
+            view = plant.sensors.get(PLANT_SENSORS[sensor])
+            if view is None:
+                raise ValueError(f"bus axis {config.axes[row].name!r} declares sensor: {sensor} but the "
+                                 f"plant {type(plant).__name__} has no {PLANT_SENSORS[sensor]} sensor")
+            self._aux_views.append(view)
+        self.aux_rows = np.array([row for _, row in wired], np.int64)
+        self.aux_src = np.zeros((len(wired), 3))
+        self.read_aux()
+        self.x[self.aux_rows, AUX:AUX + 3] = self.aux_src
         self.flags = np.zeros((n, N_FLAGS), np.int64)
         self.flags[:, MOTOR] = np.arange(n)
         self.mode = self.flags[:, MODE]
@@ -239,8 +245,9 @@ class DriveBank:
 
     def step(self, phase: int) -> None:
         """One bus cycle of every drive, then of the plant."""
+        self.read_aux()
         self.after_step(step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
-                                  self.aux_src, self.aux_row,
+                                  self.aux_src, self.aux_rows,
                                   self.torque, self.dt, phase, self.ratio, self.control_period, self.pres))
 
     def after_step(self, n_new: int) -> None:
@@ -258,6 +265,12 @@ class DriveBank:
             self._count_down_jumps()
         self.plant.step(self.dt, self.torque)
         self.time += self.dt
+
+    def read_aux(self) -> None:
+        """The wired plant sensors into :attr:`aux_src`, for the :func:`step_axes` that follows (the
+        plant's state of the encoders it reads)."""
+        for s, view in enumerate(self._aux_views):
+            self.aux_src[s] = view
 
     def pres_row(self) -> int:
         """A free row of :attr:`pres` for a new drive."""

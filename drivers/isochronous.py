@@ -138,7 +138,7 @@ def _apply(rx, at, n, node, x, flags):
 
 
 @njit(cache=True)
-def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, plant_vel, aux_src, aux_row, torque,
+def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque,
                       dt, cycle_us, ratio, control_period):
     """Handle the datagram's frames from ``io[AT]`` up to the first one left to Python or the first
     SoA stepped (module docstring); answers written into ``tx`` from ``io[OUT]``; ``node_of``: row
@@ -179,7 +179,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
         elif kind == _SOA:
             if io[PENDING] or not io[SOA_OK] or not io[SOC_SEEN] or not _idle_soa(rx, frame, n):
                 break
-            io[NEW_FAULTS] = drive.step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_row, torque, dt,
+            io[NEW_FAULTS] = drive.step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt,
                                              io[PHASE], ratio, control_period, pres)
             io[PHASE] = (io[PHASE] + 1) % ratio
             io[SOC_SEEN] = 0

@@ -102,8 +102,8 @@ _JQ, _JP, _JD, _M0, _CV, _M, _MI = 3, 7, 11, 15, 19, 23, 27
 _QJ, _TAU, _F0, _RHS, _GT, _V1, _V2, _QH, _G = 31, 32, 33, 34, 35, 36, 37, 38, 39
 _N_WORK = 40
 # layout of the output array: motor_position, motor_velocity, then the sensors
-_POS, _VEL, _JOINT, _PLATFORM, _IMU = 0, 6, 12, 16, 18
-_N_OUT = 21
+_POS, _VEL, _JOINT, _PLATFORM, _IMU, _SOLE = 0, 6, 12, 16, 18, 21
+_N_OUT = 24
 # a kernel call costs ~0.1 µs per array argument (models.model), so the plant passes two buffers:
 # the constants (parameters, transmission parameters, model buffer from _MODEL on) and the variables
 # (work array, outputs from _OUT on, Data buffer from _DATA on)
@@ -399,7 +399,13 @@ class LegPlant(Plant):
         self.motor_velocity = self._out[_VEL:_VEL + 6]
         self.sensors = {"joint_position": self._out[_JOINT:_JOINT + 4],
                         "platform": self._out[_PLATFORM:_PLATFORM + 2],
-                        "imu_gravity": self._out[_IMU:_IMU + 3]}
+                        "imu_gravity": self._out[_IMU:_IMU + 3],
+                        "sole": self._out[_SOLE:_SOLE + 3]}
+        # the clamped foot is always flat: its load cells (drivers.hil.plant_mujoco's ``sole``) read
+        # the leg's weight at the sole's centre, the clamp carrying the rest
+        foot = robot.description.foot
+        self._out[_SOLE:_SOLE + 3] = (float(model.mass.sum() * np.linalg.norm(model.gravity)), 0.0,
+                                      0.5 * (foot["b"] - foot["c"]) if foot else 0.0)
         self.reset()
 
     @classmethod

@@ -102,9 +102,10 @@ class SimulatedNodes(ImmediateLink):
         io[isochronous.SOC_SEEN] = seen
         io[isochronous.PHASE] = self.phase
         bank = self.bank
+        bank.read_aux()
         isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, bank.pres, bank.x, bank.flags,
                                       self.plant.motor_position, self.plant.motor_velocity, bank.aux_src,
-                                      bank.aux_row, bank.torque,
+                                      bank.aux_rows, bank.torque,
                                       bank.dt, self._cycle_us, self._ratio, bank.control_period)
         if io[isochronous.SOCS] or io[isochronous.STEPPED]:
             self.phase = int(io[isochronous.PHASE])

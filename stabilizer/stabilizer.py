@@ -67,8 +67,12 @@ NFLAGS = len(FLAG_NAMES)
  P_S0, P_S1, P_S2, P_LMIN, P_LMAX, P_SIGMA, P_MARGIN, P_POST_K, P_POST_INITIAL) = range(35)
 P_SCALARS = 35
 # state scalars
-S_RESET, S_TARGET_PENDING = 0, 1
-S_SCALARS = 2
+S_RESET, S_TARGET_PENDING, S_ENGAGED = 0, 1, 2
+S_SCALARS = 3
+# s over which the fields' force is switched on after reset (quintic ramp): G's velocity is the
+# force over the admittance damping, so a force switched on at once would be a step of G's velocity,
+# which the drives turn into an ankle torque pulse that rocks the foot (docs/equations.md, "Engage")
+ENGAGE_S = 1.0
 # out scalars
 O_MIN_MARGIN, O_MEASURED_MARGIN, O_ALPHA, O_BETA, O_SIGMA, O_LAMBDA = range(6)
 O_SCALARS = 6
@@ -178,7 +182,16 @@ def reset(p, s, q_measured, out):
     for f in range(NFLAGS):
         flags[f] = 0.0
     s[S_TARGET_PENDING] = p[P_AINITIAL]
+    s[S_ENGAGED] = 0.0
     s[S_RESET] = 1.0
+
+
+@njit(cache=True)
+def engage_ramp(t):
+    """The fields' share of their force ``t`` s after reset: 10u³ − 15u⁴ + 6u⁵, u = t / ENGAGE_S
+    (zero velocity and acceleration of G at both ends of the ramp), 1 from ENGAGE_S on."""
+    u = min(max(t / ENGAGE_S, 0.0), 1.0)
+    return u * u * u * (10.0 + u * (-15.0 + 6.0 * u))
 
 
 @njit(cache=True)
@@ -254,7 +267,7 @@ def step(p, s, inp, out):
         acc = 0.0
         for i in range(nv + 1):
             acc += forces[i, a]
-        total[a] = acc
+        total[a] = acc * engage_ramp(s[S_ENGAGED])
 
     # admittance: velocity of G (world)
     for a in range(3):
@@ -290,6 +303,7 @@ def step(p, s, inp, out):
         flags[F_JOINT_SPEED_SAT] = 1.0
 
     # commit: integrate the virtual robot; its posture is the reference
+    s[S_ENGAGED] += dt
     for a in range(3):
         v[a] = vel[a]
     for i in range(n):

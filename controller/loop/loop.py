@@ -45,6 +45,8 @@ from stabilizer.stabilizer import OK as STAB_OK
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
 from stabilizer.stabilizer import step as stab_step
+from stabilizer.tilt_observer import UNCONFIRMED_S, observe_tilt
+from stabilizer.tilt_observer import new_state as new_observer
 
 from ..codes import (
     DRIVE_FAULT_KINDS,
@@ -255,6 +257,12 @@ class ControlLoop:
         self.tilt_in, self.acc_in, self.tilt, self.R3 = z(3), z(2), z(2), np.zeros((3, 3))
         imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
         self.imu = bus.aux[imu] if imu is not None and (self.tilt_source == TILT_IMU or self.tilt_use_acc) else None
+        sole = bus.config.sensor_axis("sole")      # the sole's load cells (config-checked with tilt.source imu)
+        self.sole = bus.aux[sole] if sole is not None else None
+        foot = robot.description.foot
+        self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
+        self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
+        self.tilt_unconfirmed = 0.0                # s since the observer last accepted a sample
         self.g_level = robot.model.gravity
         self.tilt_ok = True
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
@@ -345,6 +353,7 @@ class ControlLoop:
         first_faulted(self.bus.state, self.all_idx)
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
         support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
+        observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, new_observer(), o3)
         squat_bottom(q, self.squat_step, self.soft_lo, self.soft_hi, o1)
         squat_sample(0.1, q, self.q_squat, o1, o2, o3)
         self.move.start(q, q, QUINTIC, 1.0)
@@ -386,8 +395,12 @@ class ControlLoop:
         st = joint_velocity(self.Jp, self.qmd, self.qd)
         if st != TR_OK:
             return st
-        if self.imu is not None and self.tilt_source == TILT_IMU:
-            self.tilt_in[:] = self.imu             # specific force in R0 axes (stabilizer.ground)
+        if self.imu is not None and self.tilt_source == TILT_IMU:   # specific force in R0 (stabilizer.ground)
+            a, b, c = self.foot_abc
+            if observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_obs, self.tilt_in):
+                self.tilt_unconfirmed = 0.0
+            else:
+                self.tilt_unconfirmed += self.period
         else:
             self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
             if self.imu is not None:               # use_acceleration: the support's, from the IMU
@@ -396,15 +409,19 @@ class ControlLoop:
 
     def _cycle_compute(self) -> None:
         """The models under the gravity of the measured tilt, R_M->O0ᵀ g (thesis eq. 46); an
-        unusable tilt keeps the last valid gravity and posts a warning when it becomes unusable."""
+        unusable tilt keeps the last valid gravity and posts a warning when it becomes unusable
+        (detail 0), as does an IMU tilt the foot has not confirmed flat for UNCONFIRMED_S (detail 1:
+        held by the tilt observer, still used)."""
         ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
                            self.R3, self.tilt) == TILT_OK
         if ok:
             tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.data.gravity)
+        held = ok and self.tilt_unconfirmed >= UNCONFIRMED_S     # the IMU's tilt held that long
+        ok = ok and not held
         if ok != self.tilt_ok:
             self.tilt_ok = ok
             if not ok:
-                self._event(Event.WARNING, float(Reason.TILT_INPUT), 0.0)
+                self._event(Event.WARNING, float(Reason.TILT_INPUT), 1.0 if held else 0.0)
         update(self.mbuf, self.dbuf, self.q, self.qd)
 
     def run_cycle(self) -> None:

@@ -25,6 +25,7 @@ velocities J_p q̇ (eq. 30-32), platform motors = ratio × hinge angle; ``sensor
   B (+a, heel −c), C (−a, heel), D (−a, toe) (eq. 48-49 order) of a rigid sole plate, each
   sole/plate contact force (MuJoCo's contact sensor ``sole``) split bilinearly among them;
   ``cop`` (y0, z0) in R0 (m), Σ F_i p_i / Σ F_i, NaN when the sole carries less than ``MIN_LOAD``;
+  ``sole`` (Σ F_i, then ``cop``): what a drive's auxiliary input carries of them (``sensor: sole``);
 
 and the ground truth for scenarios: ``foot_tilt`` (rad, foot x0 vs the plate normal),
 ``foot_lift`` (m, highest sole corner above the plate), ``hip_height`` (m, hip axis above M),
@@ -86,8 +87,8 @@ MIN_LOAD = 1.0                   # N, sole load under which the CoP is undefined
 
 # Layout of the float buffer: the outputs, then the constants, then scratch.
 _POS, _VEL, _JOINT, _PLATFORM, _IMU, _QUAT, _FORCES, _COP = 0, 6, 12, 16, 18, 21, 25, 29
-_TILT, _LIFT, _HIP, _COM, _MARGIN, _FALLEN = 31, 32, 33, 34, 37, 38
-_N_OUT = 39
+_TILT, _LIFT, _HIP, _COM, _MARGIN, _FALLEN, _SOLE = 31, 32, 33, 34, 37, 38, 39
+_N_OUT = 42
 _P = _N_OUT                      # transmission parameters (models.transmission layout)
 _RATIO = _P + N_PARAMS           # platform motor rad per hinge rad
 _LOAD = _RATIO + 1               # constant load on the two platform motors (N m)
@@ -111,7 +112,7 @@ _N_IDX = _WRAP + 3 * _N_WRAP
 
 _VECTORS = {"joint_position": (_JOINT, 4), "platform": (_PLATFORM, 2), "imu_gravity": (_IMU, 3),
             "imu_orientation": (_QUAT, 4), "foot_forces": (_FORCES, 4), "cop": (_COP, 2),
-            "com_world": (_COM, 3)}
+            "com_world": (_COM, 3), "sole": (_SOLE, 3)}
 _SCALARS = {"foot_tilt": _TILT, "foot_lift": _LIFT, "hip_height": _HIP, "support_margin": _MARGIN,
             "fallen": _FALLEN}
 _DIVERGED_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
@@ -260,6 +261,9 @@ def _sensors(foot_pos, R, n, hip_pos, com, sole, corners, hip0, work, out):
         out[_COP + 1] = (b * (f[0] + f[3]) - c * (f[1] + f[2])) / total
     else:
         out[_COP] = out[_COP + 1] = math.nan
+    out[_SOLE] = total
+    out[_SOLE + 1] = out[_COP]
+    out[_SOLE + 2] = out[_COP + 1]
     if out[_TILT] > TILT_LIMIT or hip0 - out[_HIP] > DROP_LIMIT:
         out[_FALLEN] = 1.0
 

@@ -74,3 +74,23 @@ def test_the_imu_tilt_source_needs_the_imu_on_the_bus(tmp_path):
     path = write_pair(tmp_path, lambda s: s["tilt"].update(use_acceleration=True), without_imu)
     with pytest.raises(ConfigError, match="tilt.use_acceleration: true needs the foot IMU"):
         load_daemon_config(path)
+
+
+def without_sole(d: dict) -> None:
+    for node in d["bus"]["nodes"]:
+        for a in node["axes"]:
+            if a.get("sensor") == "sole":
+                a.pop("sensor")
+
+
+def test_the_imu_tilt_source_needs_the_soles_load_cells_on_the_bus(tmp_path):
+    """The IMU's tilt is believed only while the sole's cells show the foot flat (stabilizer.tilt_observer)."""
+    cfg = load_daemon_config(write_pair(tmp_path, imu_source))
+    assert cfg.bus.axes[cfg.bus.sensor_axis("sole")].name == "ankle_2"
+    path = write_pair(tmp_path, imu_source, without_sole)
+    with pytest.raises(ConfigError) as e:
+        load_daemon_config(path)
+    assert str(e.value) == (f"{path}: stabilizer: {tmp_path / 'stab.yaml'}: tilt.source: imu needs the sole's load "
+                            f"cells (the IMU's tilt is believed only while the foot is flat), but no axis of {path} "
+                            f"bus.nodes declares sensor: sole")
+    load_daemon_config(write_pair(tmp_path, None, without_sole))    # the platform source does without them

@@ -63,16 +63,11 @@ def test_feedforward_is_the_plants_inverse_dynamics_on_a_tilted_floor(h):
         np.testing.assert_allclose(loop.tau_ff, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
 
 
-def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
-    """tilt.source: imu: the loop reads the foot IMU on ankle_1's auxiliary input (drivers.powerlink.pdo),
-    the apparent tilt and the feed-forward's gravity follow it while the platform turns, and the
-    stabilizer gets the same specific force."""
+def imu_harness(tmp_path) -> Harness:
+    """The loop on the sim bus with the deployed config, the stabilizer's tilt from the foot IMU."""
     import yaml
 
-    from controller.codes import State
     from controller.config import load_daemon_config
-    from controller.shm import Cmd
-    from models.tilt import tilted_gravity
 
     from .loop_harness import CONFIG
     doc = yaml.safe_load(CONFIG.read_text())
@@ -82,24 +77,44 @@ def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
     (tmp_path / "stab_imu.yaml").write_text(yaml.safe_dump(stab))
     doc["stabilizer"] = str(tmp_path / "stab_imu.yaml")
     (tmp_path / "bipd.yaml").write_text(yaml.safe_dump(doc))
-    h = Harness(config=load_daemon_config(tmp_path / "bipd.yaml", lockstep=True))
+    return Harness(config=load_daemon_config(tmp_path / "bipd.yaml", lockstep=True))
+
+
+def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
+    """tilt.source: imu: the loop reads the foot IMU on ankle_1's auxiliary input (drivers.powerlink.pdo)
+    through the tilt observer (stabilizer.tilt_observer; the clamped plant's sole is flat): at rest
+    its specific force is the IMU's, the apparent tilt and the feed-forward's gravity follow it while
+    the platform turns and reach the platform's angles once it stops, and the stabilizer gets the
+    same specific force."""
+    from controller.codes import State
+    from controller.shm import Cmd
+    from models.tilt import tilted_gravity
+
+    h = imu_harness(tmp_path)
     try:
         loop = h.loop
         assert h.command(Cmd.ENABLE)[0]
         h.run(100, until=lambda: h.state == State.HOLD)
+        h.run(200)
+        imu = h.bus.aux[h.bus.axis_names.index("ankle_1")]
+        np.testing.assert_allclose(loop.tilt_in, imu, atol=1e-9)               # at rest, flat: the IMU
         assert h.command(Cmd.STABILIZER, 1.0)[0] and h.state == State.STABILIZING
         assert h.command(Cmd.PLATFORM, np.radians(5.0), np.radians(12.0), 0.6)[0]
         g = np.zeros(3)
-        turned = 0
-        for k in range(400):
+        turned = lag = 0.0
+        for k in range(1000):
             h.run(1, heartbeat_every=1) if k % 50 == 0 else h.run(1)
-            np.testing.assert_array_equal(loop.tilt_in, h.bus.aux[h.bus.axis_names.index("ankle_1")])
             np.testing.assert_array_equal(loop.stab.in_tilt, loop.tilt_in)
-            np.testing.assert_allclose(loop.tilt, loop.plat, atol=2e-6)        # the quasi-static plant
             tilted_gravity(loop.tilt[0], loop.tilt[1], loop.g_level, g)
             np.testing.assert_allclose(loop.data.gravity, g, rtol=1e-12)
             turned = max(turned, float(np.abs(loop.plat).max()))
+            lag = max(lag, float(np.abs(loop.tilt - loop.plat).max()))
         assert h.state == State.STABILIZING and np.degrees(turned) > 11.9
+        np.testing.assert_allclose(loop.tilt, loop.plat, atol=1e-4)            # the quasi-static plant, settled
+        np.testing.assert_allclose(loop.tilt_in, imu, atol=1e-3)
+        # the observer's low-pass (critically damped, ω = 1/0.15 s) lags a ramp of rate v by 2v/ω; the
+        # quintic's peak rate is 1.875 × 12° / 0.6 s: measured 7.3°
+        assert 1.0 < np.degrees(lag) < 2.0 * 0.15 * 1.875 * 12.0 / 0.6
     finally:
         h.close()
 
@@ -138,3 +153,37 @@ def test_an_unusable_tilt_keeps_the_last_gravity_and_warns_once(h):
     loop.tilt_in[:2] = 0.0, 0.0
     loop._cycle_compute()
     np.testing.assert_allclose(loop.data.gravity, loop.g_level, rtol=0, atol=1e-15)
+
+
+def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path):
+    """The sole's cells show the foot on an edge (rocking): the observer holds the IMU's last tilt
+    while the IMU reads another one (the platform turns), and after UNCONFIRMED_S the loop posts one
+    WARNING (TILT_INPUT, detail 1); flat again, the IMU is believed again, without a new warning."""
+    from controller.codes import Event, Reason, State
+    from controller.shm import Cmd
+    from stabilizer.tilt_observer import UNCONFIRMED_S
+
+    h = imu_harness(tmp_path)
+    try:
+        loop, plant = h.loop, h.bus.network.plant
+        assert h.command(Cmd.ENABLE)[0]
+        h.run(300)
+        assert h.state == State.HOLD
+        flat, f0 = plant.sensors["sole"].copy(), loop.tilt_in.copy()
+        h.events()
+        plant.sensors["sole"][1] = loop.foot_abc[0]                   # centre of pressure on the y0 = a edge
+        assert h.command(Cmd.PLATFORM, 0.0, np.radians(5.0), 0.3)[0]
+        h.run(round(0.9 * UNCONFIRMED_S / loop.period), heartbeat_every=25)
+        np.testing.assert_array_equal(loop.tilt_in, f0)
+        assert np.abs(plant.sensors["imu_gravity"] - f0).max() > 0.8     # the IMU reads the 5° pitch
+        assert not [e for e in h.events() if e[1] == Event.WARNING]
+        h.run(round(0.2 * UNCONFIRMED_S / loop.period), heartbeat_every=25)
+        warnings = [e for e in h.events() if e[1] == Event.WARNING]
+        assert [(e[2], e[3]) for e in warnings] == [(Reason.TILT_INPUT, 1.0)], warnings
+        np.testing.assert_array_equal(loop.tilt_in, f0)
+        plant.sensors["sole"][:] = flat
+        h.run(1000, heartbeat_every=25)
+        np.testing.assert_allclose(loop.tilt_in, plant.sensors["imu_gravity"], atol=1e-3)   # believed again
+        assert not [e for e in h.events() if e[1] == Event.WARNING]
+    finally:
+        h.close()

@@ -45,6 +45,7 @@ def test_stands_under_gravity_compensation(robot):
     assert z == pytest.approx(com_z_in_r0, abs=2e-3)
     assert s["support_margin"] == pytest.approx(foot["a"], abs=2e-3)
     np.testing.assert_allclose(s["joint_position"], Q_STAND, atol=0.02)
+    np.testing.assert_array_equal(s["sole"], [s["foot_forces"].sum(), y, z])    # what sensor: sole carries
 
 
 def test_falls_without_torque(robot):

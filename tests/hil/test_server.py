@@ -22,7 +22,7 @@ from drivers.plant import InertiaPlant
 from .conftest import LEG_YAML, ROOT
 
 SENSORS = {"joint_position", "platform", "imu_gravity", "imu_orientation", "foot_forces", "cop", "foot_tilt",
-           "foot_lift", "hip_height", "com_world", "support_margin", "fallen"}
+           "foot_lift", "hip_height", "com_world", "support_margin", "fallen", "sole"}
 
 
 def _free_port(kind: int) -> int:

@@ -140,3 +140,23 @@ def test_fixed_attractor_target_sets_the_rest_position():
     assert np.linalg.norm(st.cog[1:] - target[1:]) < 0.5 * np.linalg.norm(centre - target[1:])
     assert abs(st.cog[0] - target[0]) < 1e-3                  # height tracked
     assert np.linalg.norm(st.total_force) < 1e-3              # at rest in the fields
+
+
+def test_the_fields_engage_without_a_velocity_step():
+    """From a posture off the fields' equilibrium, G's velocity (F / D, no virtual mass) would step to
+    its full value at the first cycle (0.22 rad/s on the ankle here), an ankle torque pulse through the
+    drives that rocks a free foot; the fields' force is switched on by a quintic ramp over ENGAGE_S."""
+    from stabilizer.stabilizer import ENGAGE_S, engage_ramp
+
+    assert engage_ramp(0.0) == 0.0 and engage_ramp(ENGAGE_S) == 1.0 and engage_ramp(2.0 * ENGAGE_S) == 1.0
+    st = make()
+    st.reset(Q0)
+    q, qd = Q0.copy(), [np.zeros(4)]
+    for _ in range(round(1.5 * ENGAGE_S / DT)):
+        assert st.step(q, (0.0, 0.0, 0.0)) == OK
+        q = st.q_ref.copy()
+        qd.append(st.qd_ref.copy())
+    steps = np.abs(np.diff(np.array(qd), axis=0)).max(axis=1)
+    assert steps[0] < 1e-9                              # the first cycle does not move
+    assert steps.max() < 1e-3, steps.max()              # measured 4.1e-4 rad/s per cycle
+    assert np.abs(np.array(qd)).max() > 0.03            # and yet it moves towards the equilibrium
