@@ -539,6 +539,8 @@ class CompositePlan:
         for s, (_, k, f) in enumerate(stances):
             v["stchain"][s], v["stframe"][s] = k, f
         self.buf.flags.writeable = False
+        for name, arr in v.items():
+            setattr(self, name, arr)
 
 
 class CompositeData:

@@ -1,0 +1,184 @@
+"""The composite models of Gastebois 2017 ch. 3 (models/composite.py) against the
+recursive tree engine (itself checked against Pinocchio in test_tree_pinocchio.py),
+standing on either sole at random states under tilted gravity; and the printed
+forms of Theorems 4, 5, 8 and 13 (docs/composite_models.md) shown to disagree
+with the same engine where the corrected ones agree."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from models import GeometryError
+from models.composite import composite_setup, composite_update
+from models.tree_config import tree_from_dict
+
+from .test_tree_engine import _allocations
+from .trees import bip2000, random_states, random_tree_dict
+
+TOL = 1e-9
+STANCES = ("left_sole", "right_sole")
+ROBOT = bip2000()
+
+
+def close(ours, ref):
+    ref = np.asarray(ref)
+    np.testing.assert_allclose(ours, ref, rtol=TOL, atol=TOL * max(1.0, float(np.abs(ref).max())))
+
+
+@pytest.fixture(params=STANCES)
+def standing(request):
+    """Composite model, plan and data standing on a sole, and the tree engine
+    rooted at the same sole."""
+    ROBOT.set_root(request.param)
+    return composite_setup(ROBOT.description, request.param)
+
+
+def _states(count, seed):
+    return random_states(ROBOT, count, seed=seed)
+
+
+def test_composite_equals_tree_engine(standing):
+    """Body poses, every operational frame (both soles, pelvis, trunk, force
+    sensors) and its Jacobian, the CoG and CoG Jacobian of the robot and of each
+    sub-tree, A, G and C (Christoffel) equal the recursive engine's to 1e-9."""
+    m, p, d = standing
+    for q, qd, _, g in _states(25, seed=11):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        t = ROBOT.update(q, qd, g)
+        for ours, ref in ((d.Tb, t.Tb), (d.Tf, t.Tf), (d.Jf, t.Jf), (d.com, t.com), (d.Jcom, t.Jcom),
+                          (d.A, t.A), (d.G, t.G), (d.C, t.C)):
+            close(ours, ref)
+
+
+def test_body_cog_jacobians_equal_tree_engine(standing):
+    """Every body's CoG Jacobian (stance bodies by Theorem 5, the old base by
+    Theorem 5 with k = 0, hanging bodies by Theorem 3) against the tree engine's
+    point Jacobian at that body's CoG."""
+    m, p, d = standing
+    for q, qd, _, g in _states(5, seed=12):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        for b, name in enumerate(m.body_names):
+            close(d.Jb[b], ROBOT.point_jacobian(q, name, m.com[b]))
+
+
+def test_composite_update_allocates_nothing(standing):
+    m, p, d = standing
+    q, qd, _, g = next(_states(1, seed=4))
+
+    @njit
+    def cycles(mb, pb, db, q, qd, g, count):
+        for _ in range(count):
+            composite_update(mb, pb, db, q, qd, g)
+
+    one, many = _allocations(cycles, m.buf, p.buf, d.buf, q, qd, g)
+    assert one == many
+
+
+# ------------------------------------------------------------- printed forms
+def _stance_parts(p, d):
+    """R = R_0->i, the stance chain's joints and its bodies, the old base (body 0)
+    first and the stance foot last."""
+    cs = int(p.stchain[int(d.stance[0])])
+    joints = [int(j) for j in p.chain[cs, : int(p.clen[cs])]]
+    return d.TS[:3, :3].copy(), joints, [0] + [j + 1 for j in joints]
+
+
+def test_printed_theorem_4_angular_part_disagrees(standing):
+    """Eq. 163 prints J_w,i0 = +R_i->0 J_w,0i; the old base (pelvis frame) turns
+    the other way: -R_i->0 J_w,0i (ours) is the tree engine's."""
+    m, p, d = standing
+    pelvis = m.frame_names.index("pelvis")
+    for q, qd, _, g in _states(5, seed=13):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        R, joints, _ = _stance_parts(p, d)
+        ref = ROBOT.frame_jacobian(q, "pelvis")[3:]
+        printed = R.T @ d.JS[3:]
+        close(d.Jd0[3:], ref)
+        close(d.Jf[pelvis], ROBOT.frame_jacobian(q, "pelvis"))
+        assert np.abs(printed[:, joints] - ref[:, joints]).max() > 0.5
+
+
+def test_printed_theorem_5_angular_part_disagrees(standing):
+    """Eq. 164 prints J_w,ik = R_i->0 J_w,0k (columns 1..k); the tree engine
+    gives -R_i->0 (columns k+1..i of J_w,0i), as ours, for every stance body."""
+    m, p, d = standing
+    for q, qd, _, g in _states(5, seed=14):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        R, joints, bodies = _stance_parts(p, d)
+        for b in bodies[1:]:              # the stance foot too: it does not move
+            ref = ROBOT.point_jacobian(q, m.body_names[b], m.com[b])[3:]
+            printed = R.T @ d.J0[b, 3:]
+            close(d.Jb[b, 3:], ref)
+            assert np.abs(printed - ref).max() > 0.5
+
+
+def _printed_stance_inertia(m, d, R, joints, bodies):
+    """Theorem 8 as printed: sum over k = 1..i (no old base) with the printed
+    angular Jacobians R_i->0 J_w,0k (the linear parts are right)."""
+    n = m.n
+    A = np.zeros((n, n))
+    for b in bodies[1:]:
+        Rb = d.Tb[b, :3, :3]
+        I = Rb @ m.inertia[b] @ Rb.T
+        Jv, Jw = d.Jb[b, :3], R.T @ d.J0[b, 3:]
+        A += m.mass[b] * Jv.T @ Jv + Jw.T @ I @ Jw
+    return A[np.ix_(joints, joints)]
+
+
+def _bodies_term(m, d, bodies, joints):
+    """sum over ``bodies`` of J^T diag(m, I) J on the stance columns (corrected Jacobians)."""
+    A = np.zeros((len(joints), len(joints)))
+    for b in bodies:
+        Rb = d.Tb[b, :3, :3]
+        I = Rb @ m.inertia[b] @ Rb.T
+        J = d.Jb[b][:, joints]
+        A += m.mass[b] * J[:3].T @ J[:3] + J[3:].T @ I @ J[3:]
+    return A
+
+
+def test_printed_theorem_8_disagrees(standing):
+    """The stance block of A is the base-distal inertia of bodies 0..i (old base
+    included, corrected Jacobians) plus alpha of the hanging chains: it equals the
+    tree engine's. The printed Theorem 8 (k = 1..i, printed angular parts) does
+    not, nor does the corrected sum without the old base."""
+    m, p, d = standing
+    for q, qd, _, g in _states(5, seed=15):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        t = ROBOT.update(q, qd, g)
+        R, joints, bodies = _stance_parts(p, d)
+        others = [b for b in range(1, m.nb) if b not in bodies]
+        alpha = _bodies_term(m, d, others, joints)
+        block = np.ix_(joints, joints)
+        ref = t.A[block] - np.diag(m.armature[joints])
+        close(_bodies_term(m, d, bodies, joints) + alpha, ref)
+        printed = _printed_stance_inertia(m, d, R, joints, bodies) + alpha
+        no_old_base = _bodies_term(m, d, bodies[1:], joints) + alpha
+        assert np.abs(printed - ref).max() > 0.1
+        assert np.abs(no_old_base - ref).max() > 0.1
+
+
+def test_printed_theorem_13_omits_the_old_base(standing):
+    """Gravity summed over k = 1..i of the stance chain misses the old base (the
+    20 kg pelvis): its stance torques differ from the tree engine's by its weight
+    through its lever, ours do not."""
+    m, p, d = standing
+    for q, qd, _, g in _states(5, seed=16):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        t = ROBOT.update(q, qd, g)
+        _, joints, _ = _stance_parts(p, d)
+        printed = -sum(m.mass[b] * d.Jb[b, :3].T @ g for b in range(1, m.nb))
+        close(d.G, t.G)
+        assert np.abs(printed[joints] - t.G[joints]).max() > 1.0
+
+
+# ------------------------------------------------------------------ refusals
+def test_stance_must_be_a_sole():
+    with pytest.raises(GeometryError, match="roots: 'pelvis' is not a single support"):
+        composite_setup(ROBOT.description, "pelvis")
+
+
+def test_branching_chain_is_refused():
+    desc = tree_from_dict(random_tree_dict(5), "<random tree>")
+    with pytest.raises(GeometryError, match="carries two joints"):
+        composite_setup(desc, "leaf")
