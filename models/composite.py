@@ -552,11 +552,14 @@ class CompositeData:
             setattr(self, name, arr)
 
 
-def composite_setup(desc: TreeDescription, stance: str) -> tuple[TreeModel, CompositePlan, CompositeData]:
+def composite_setup(desc: TreeDescription,
+                    stance: str | None = None) -> tuple[TreeModel, CompositePlan, CompositeData]:
     """Model, plan and data for :func:`composite_update` standing on ``stance``
-    (a root that is a sole frame), compiled and run once (setup only, allocates)."""
+    (a root that is a sole frame; the first such root if None), compiled and run
+    once (setup only, allocates)."""
     model = TreeModel(desc)
     plan = CompositePlan(desc, model)
+    stance = plan.stance_names[0] if stance is None else stance
     if stance not in plan.stance_names:
         raise GeometryError(f"{desc.name}: roots: {stance!r} is not a single support "
                             f"(supports: {list(plan.stance_names)})")

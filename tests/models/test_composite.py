@@ -158,6 +158,31 @@ def test_printed_theorem_8_disagrees(standing):
         assert np.abs(no_old_base - ref).max() > 0.1
 
 
+def test_corrected_eq_350(standing):
+    """Angular part of the base-distal inertia from the chain model alone:
+    eq. 350 prints A_w,i0 = A_w,0i; the corrected form (docs/composite_models.md)
+    A_w,0i + J_w,0i^T (sum_k=0..i I_0k) J_w,0i - delta - delta^T,
+    delta = sum_k=1..i J_w,0k^T I_0k J_w,0i, equals sum_k J_w,ik^T I_ik J_w,ik with
+    the tree engine's angular Jacobians; the printed one does not."""
+    m, p, d = standing
+    for q, qd, _, g in _states(5, seed=17):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        t = ROBOT.update(q, qd, g)
+        _, joints, bodies = _stance_parts(p, d)
+        Jwi = d.JS[3:]
+        I0 = {b: d.T0[b, :3, :3] @ m.inertia[b] @ d.T0[b, :3, :3].T for b in bodies}
+        A_w0i = sum(d.J0[b, 3:].T @ I0[b] @ d.J0[b, 3:] for b in bodies[1:])
+        delta = sum(d.J0[b, 3:].T @ I0[b] @ Jwi for b in bodies[1:])
+        corrected = A_w0i + Jwi.T @ sum(I0.values()) @ Jwi - delta - delta.T
+        ref = np.zeros((m.n, m.n))
+        for b in bodies:
+            Jw = ROBOT.point_jacobian(q, m.body_names[b], m.com[b])[3:]
+            Rb = t.Tb[b, :3, :3]
+            ref += Jw.T @ Rb @ m.inertia[b] @ Rb.T @ Jw
+        close(corrected, ref)
+        assert np.abs(A_w0i - ref)[np.ix_(joints, joints)].max() > 0.1
+
+
 def test_printed_theorem_13_omits_the_old_base(standing):
     """Gravity summed over k = 1..i of the stance chain misses the old base (the
     20 kg pelvis): its stance torques differ from the tree engine's by its weight
