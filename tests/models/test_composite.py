@@ -184,17 +184,29 @@ def test_corrected_eq_350(standing):
 
 
 def test_printed_theorem_13_omits_the_old_base(standing):
-    """Gravity summed over k = 1..i of the stance chain misses the old base (the
-    20 kg pelvis): its stance torques differ from the tree engine's by its weight
-    through its lever, ours do not."""
+    """Theorem 13 (eq. 448) from the stance chain's own model: G_i0 = G_0i(g_0)
+    - sum_k (dR_i->0/dq . t_0->k + J_v,i0)^T m_k g_i with g_0 = R_0->i g_i. Summed
+    over k = 0..i (old base included) and with the hanging chains' G* of Theorem
+    12 it is the tree engine's stance gravity; the printed k = 1..i misses the 20 kg
+    pelvis's weight through its lever."""
     m, p, d = standing
     for q, qd, _, g in _states(5, seed=16):
         composite_update(m.buf, p.buf, d.buf, q, qd, g)
         t = ROBOT.update(q, qd, g)
-        _, joints, _ = _stance_parts(p, d)
-        printed = -sum(m.mass[b] * d.Jb[b, :3].T @ g for b in range(1, m.nb))
+        R, joints, bodies = _stance_parts(p, d)
+        g0 = R @ g
+        G0i = -sum(d.J0[b, :3].T @ (m.mass[b] * g0) for b in bodies[1:])
+
+        def lever(b):            # (dR_i->0/dq . t_0->k + J_v,i0)^T m_k g_i on the stance columns
+            col = np.array([-R.T @ np.cross(d.z0[j], d.p0[b]) for j in joints]).T + d.Jd0[:3, joints]
+            return col.T @ (m.mass[b] * g)
+
+        g_star = -sum(d.Jb[b, :3][:, joints].T @ (m.mass[b] * g) for b in range(1, m.nb) if b not in bodies)
+        corrected = G0i[joints] - sum(lever(b) for b in bodies) + g_star
+        printed = G0i[joints] - sum(lever(b) for b in bodies[1:]) + g_star
+        close(corrected, t.G[joints])
         close(d.G, t.G)
-        assert np.abs(printed[joints] - t.G[joints]).max() > 1.0
+        assert np.abs(printed - t.G[joints]).max() > 1.0
 
 
 # ------------------------------------------------------------------ refusals
