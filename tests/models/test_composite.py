@@ -209,6 +209,50 @@ def test_printed_theorem_13_omits_the_old_base(standing):
         assert np.abs(printed - t.G[joints]).max() > 1.0
 
 
+def _christoffel(A_of_q, q, qd, h=1e-6):
+    """C(q, qd) from the Christoffel symbols of central differences of A(q)."""
+    n = q.shape[0]
+    dA = np.empty((n, n, n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = h
+        dA[:, :, k] = (A_of_q(q + e) - A_of_q(q - e)) / (2 * h)
+    c = 0.5 * (dA + dA.transpose(0, 2, 1) - dA.transpose(2, 0, 1))     # c[i, j, k]
+    return np.einsum("ijk,k->ij", c, qd)
+
+
+def test_printed_theorem_11_disagrees(standing):
+    """C is the Christoffel matrix of A (c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j -
+    dA_jk/dq_i), by differences of our A); the same symbols of the A that the
+    printed Theorems 5/8 build (printed angular Jacobians, no old base), which
+    Theorem 11 differentiates, give another C."""
+    m, p, d = standing
+    g = np.array(m.gravity)
+
+    def A_ours(q):
+        composite_update(m.buf, p.buf, d.buf, q, q * 0.0, g)
+        return d.A.copy()
+
+    def A_printed(q):
+        composite_update(m.buf, p.buf, d.buf, q, q * 0.0, g)
+        R, joints, bodies = _stance_parts(p, d)
+        A = np.diag(m.armature).astype(float)
+        for b in range(1, m.nb):
+            Rb = d.Tb[b, :3, :3]
+            Jv = d.Jb[b, :3]
+            Jw = R.T @ d.J0[b, 3:] if b in bodies else d.Jb[b, 3:]
+            A += m.mass[b] * Jv.T @ Jv + Jw.T @ Rb @ m.inertia[b] @ Rb.T @ Jw
+        return A
+
+    for q, qd, _, g_ in _states(3, seed=18):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g_)
+        C = d.C.copy()
+        ref = _christoffel(A_ours, q, qd)
+        np.testing.assert_allclose(C, ref, atol=1e-6 * np.abs(ref).max())
+        printed = _christoffel(A_printed, q, qd)
+        assert np.abs(printed - C).max() > 1.0          # N m s: at least 1.98 over 80 random states
+
+
 # ------------------------------------------------------------------ refusals
 def test_stance_must_be_a_sole():
     with pytest.raises(GeometryError, match="roots: 'pelvis' is not a single support"):
