@@ -10,7 +10,7 @@ import pytest
 from numba import njit
 
 from models import GeometryError
-from models.composite import composite_setup, composite_update
+from models.composite import composite_setup, composite_update, set_stance
 from models.tree_config import tree_from_dict
 
 from .test_tree_engine import _allocations
@@ -73,6 +73,40 @@ def test_composite_update_allocates_nothing(standing):
 
     one, many = _allocations(cycles, m.buf, p.buf, d.buf, q, qd, g)
     assert one == many
+
+
+def test_dynamics_match_pinocchio(standing):
+    """Directly against Pinocchio rooted at the same sole: A (crba), C qd + G
+    (nonLinearEffects), G (computeGeneralizedGravity)."""
+    pin = pytest.importorskip("pinocchio")
+    from models.tree_reference import build_tree
+
+    m, p, d = standing
+    ref = build_tree(ROBOT.description, ROBOT.root)
+    data, perm = ref.model.createData(), ref.perm
+    for q, qd, _, g in _states(10, seed=19):
+        ref.model.gravity = pin.Motion(g, np.zeros(3))
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        A = pin.crba(ref.model, data, q[perm])
+        close(d.A[np.ix_(perm, perm)], np.triu(A) + np.triu(A, 1).T)
+        close((d.C @ qd + d.G)[perm], pin.nonLinearEffects(ref.model, data, q[perm], qd[perm]))
+        close(d.G[perm], pin.computeGeneralizedGravity(ref.model, data, q[perm]))
+
+
+def test_switching_stance_in_one_data():
+    """One plan and data, the support changed by set_stance between updates, as a
+    walk would: each update is the tree engine's on that sole."""
+    m, p, d = composite_setup(ROBOT.description, "left_sole")
+    for k, (q, qd, _, g) in enumerate(_states(6, seed=20)):
+        stance = STANCES[k % 2]
+        set_stance(p.buf, d.buf, p.stance_names.index(stance))
+        ROBOT.set_root(stance)
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        t = ROBOT.update(q, qd, g)
+        for ours, ref in ((d.Tf, t.Tf), (d.Jcom, t.Jcom), (d.A, t.A), (d.C, t.C), (d.G, t.G)):
+            close(ours, ref)
+    with pytest.raises(ValueError, match="stance index out of range"):
+        set_stance(p.buf, d.buf, len(p.stance_names))
 
 
 # ------------------------------------------------------------- printed forms
