@@ -12,6 +12,7 @@ from numba import njit
 from models import GeometryError
 from models.composite import composite_setup, composite_update, set_stance
 from models.tree_config import tree_from_dict
+from models.tree_robot import TreeRobot
 
 from .test_tree_engine import _allocations
 from .trees import bip2000, random_states, random_tree_dict
@@ -107,6 +108,38 @@ def test_switching_stance_in_one_data():
             close(ours, ref)
     with pytest.raises(ValueError, match="stance index out of range"):
         set_stance(p.buf, d.buf, len(p.stance_names))
+
+
+def _random_chains(seed):
+    """The random tree's joints (gamma, b, alpha, a, theta, d all non-zero, two
+    prismatic joints, full inertias, a tilted gravity) re-parented as three serial
+    chains on the base: j0-j2, j3-j6 (prismatic first joint), j7-j9 (prismatic
+    middle joint), standing on a frame at the end of either of the first two."""
+    d = random_tree_dict(seed)
+    parents = ("b0", "j0", "j1", "b0", "j3", "j4", "j5", "b0", "j7", "j8")
+    for joint, parent in zip(d["joints"], parents):
+        joint["parent"] = parent
+    d["frames"] = {"leaf": d["frames"]["leaf"] | {"body": "j6"},
+                   "other_leaf": d["frames"]["other_leaf"] | {"body": "j2"},
+                   "inner": d["frames"]["inner"] | {"body": "j8"}}
+    d["roots"] = ["b0", "leaf", "other_leaf"]
+    d["subtrees"] = {"first": "j0", "second": "j3", "twig": "j8"}
+    return TreeRobot(tree_from_dict(d, "<random chains>"))
+
+
+@pytest.mark.parametrize("stance", ["leaf", "other_leaf"])
+def test_random_chains_equal_tree_engine(stance):
+    """Any base carrying serial chains, prismatic joints included: frames, CoG
+    Jacobians, A, G and C equal the tree engine's."""
+    robot = _random_chains(7)
+    robot.set_root(stance)
+    m, p, d = composite_setup(robot.description, stance)
+    for q, qd, _, g in random_states(robot, 10, seed=21):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        t = robot.update(q, qd, g)
+        for ours, ref in ((d.Tb, t.Tb), (d.Tf, t.Tf), (d.Jf, t.Jf), (d.com, t.com), (d.Jcom, t.Jcom),
+                          (d.A, t.A), (d.G, t.G), (d.C, t.C)):
+            close(ours, ref)
 
 
 # ------------------------------------------------------------- printed forms
