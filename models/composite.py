@@ -139,6 +139,12 @@ def _rt(R, x0, x1, x2):
 
 
 @njit(cache=True, inline="always")
+def moves_own(jchain, jpos, bchain, bpos, m, b):
+    """Whether joint m moves body b in their chain's own model (m before b)."""
+    return int(jchain[m]) == int(bchain[b]) and jpos[m] <= bpos[b]
+
+
+@njit(cache=True, inline="always")
 def supports(jchain, jpos, bchain, bpos, cs, m, b):
     """Whether joint m moves body b in the composite rooted at the sole of chain
     cs: a stance joint moves every body on its far side (the base body, the other
@@ -146,7 +152,7 @@ def supports(jchain, jpos, bchain, bpos, cs, m, b):
     bodies after it in its own chain."""
     if int(jchain[m]) == cs:
         return int(bchain[b]) != cs or bpos[b] < jpos[m]
-    return int(jchain[m]) == int(bchain[b]) and jpos[m] <= bpos[b]
+    return moves_own(jchain, jpos, bchain, bpos, m, b)
 
 
 @njit(cache=True)
@@ -175,7 +181,7 @@ def chain_models(tbuf, pbuf, dbuf, q):
         for i in range(3):
             p0[b, i] = T0[b, i, 3] + T0[b, i, 0] * com[b, 0] + T0[b, i, 1] * com[b, 1] + T0[b, i, 2] * com[b, 2]
         for m in range(n):
-            moves = int(jchain[m]) == int(bchain[b]) and jpos[m] <= bpos[b]
+            moves = moves_own(jchain, jpos, bchain, bpos, m, b)
             if moves and jtype[m] != PRISMATIC:
                 c0, c1, c2 = _cross(z0[m, 0], z0[m, 1], z0[m, 2],
                                     p0[b, 0] - o0[m, 0], p0[b, 1] - o0[m, 1], p0[b, 2] - o0[m, 2])
@@ -314,7 +320,7 @@ def composite_kinematics(tbuf, pbuf, dbuf, q):
                     c0, c1, c2 = _cross(Jd0[3, m], Jd0[4, m], Jd0[5, m], x0, x1, x2)
                     Jb[b, 0, m], Jb[b, 1, m], Jb[b, 2, m] = Jd0[0, m] + c0, Jd0[1, m] + c1, Jd0[2, m] + c2
                 Jb[b, 3, m], Jb[b, 4, m], Jb[b, 5, m] = Jd0[3, m], Jd0[4, m], Jd0[5, m]
-            elif int(jchain[m]) == int(bchain[b]) and jpos[m] <= bpos[b]:   # own columns R^T J_0k
+            elif moves_own(jchain, jpos, bchain, bpos, m, b):             # own columns R^T J_0k
                 Jb[b, 0, m], Jb[b, 1, m], Jb[b, 2, m] = _rt(R, J0[b, 0, m], J0[b, 1, m], J0[b, 2, m])
                 Jb[b, 3, m], Jb[b, 4, m], Jb[b, 5, m] = _rt(R, J0[b, 3, m], J0[b, 4, m], J0[b, 5, m])
             else:
