@@ -79,7 +79,7 @@ def cdata_layout(mbuf, buf):
     Jacobians (own columns), A0 each chain's own inertia (block diagonal), TS the
     stance sole's pose, JS its Jacobian, Jd0 the old base's base-distal Jacobian
     (Theorem 4). Composite results (stance sole frame): Tb, pc, Jb (body CoG
-    Jacobians), zS / oS joint axes, Tf / Jf operational frames, com / Jcom per
+    Jacobians), IS body inertias about their CoG, zS / oS joint axes, Tf / Jf operational frames, com / Jcom per
     group, A, G, C; vel body CoG velocities, Jd a Jacobian rate and I3 a 3x3
     scratch, tmp two 4x4 scratches. stance[0] is the stance option in use."""
     n, nb, nf, ng = int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3])
@@ -97,6 +97,7 @@ def cdata_layout(mbuf, buf):
     Tb = carray(_at(buf, o), (nb, 4, 4)); o += 16 * nb
     pc = carray(_at(buf, o), (nb, 3)); o += 3 * nb
     Jb = carray(_at(buf, o), (nb, 6, n)); o += 6 * nb * n
+    IS = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
     zS = carray(_at(buf, o), (n, 3)); o += 3 * n
     oS = carray(_at(buf, o), (n, 3)); o += 3 * n
     Tf = carray(_at(buf, o), (nf, 4, 4)); o += 16 * nf
@@ -110,14 +111,14 @@ def cdata_layout(mbuf, buf):
     Jd = carray(_at(buf, o), (6, n)); o += 6 * n
     I3 = carray(_at(buf, o), (3, 3)); o += 9
     tmp = carray(_at(buf, o), (2, 4, 4)); o += 32
-    return (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, zS, oS, Tf, Jf, com, Jcom,
+    return (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, com, Jcom,
             A, G, C, vel, Jd, I3, tmp), o
 
 
 _PLAN_FIELDS = ("chain", "clen", "jchain", "jpos", "parent", "pre", "post", "bchain", "bpos",
                 "stchain", "stframe")
 _DATA_FIELDS = ("stance", "T0", "z0", "o0", "p0", "J0", "A0", "TS", "JS", "Jd0", "Tb", "pc", "Jb",
-                "zS", "oS", "Tf", "Jf", "com", "Jcom", "A", "G", "C", "vel", "Jd", "I3", "tmp")
+                "IS", "zS", "oS", "Tf", "Jf", "com", "Jcom", "A", "G", "C", "vel", "Jd", "I3", "tmp")
 
 
 @njit(cache=True, inline="always")
@@ -163,7 +164,7 @@ def chain_models(tbuf, pbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, zS, oS, Tf, Jf, cg, Jcom,
+    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
     n = q.shape[0]
     for i in range(4):
@@ -246,7 +247,7 @@ def composite_kinematics(tbuf, pbuf, dbuf, q):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, zS, oS, Tf, Jf, cg, Jcom,
+    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
     n = q.shape[0]
     s = int(stance[0])
@@ -297,6 +298,7 @@ def composite_kinematics(tbuf, pbuf, dbuf, q):
         for c in range(4):
             Tb[b, 3, c] = 1.0 if c == 3 else 0.0
         pc[b, 0], pc[b, 1], pc[b, 2] = _rt(R, p0[b, 0] - t0, p0[b, 1] - t1, p0[b, 2] - t2)
+        _world_inertia(Tb[b], inertia[b], IS[b])
     # body CoG Jacobians
     for b in range(mass.shape[0]):
         onstance = int(bchain[b]) == cs or b == 0
@@ -369,7 +371,7 @@ def composite_inertia(tbuf, pbuf, dbuf):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, zS, oS, Tf, Jf, cg, Jcom,
+    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
     n = A.shape[0]
     cs = int(stchain[int(stance[0])])
@@ -377,11 +379,10 @@ def composite_inertia(tbuf, pbuf, dbuf):
         for k in range(n):
             A[i, k] = A0[i, k] if int(jchain[i]) == int(jchain[k]) != cs else 0.0
     for b in range(mass.shape[0]):
-        _world_inertia(Tb[b], inertia[b], I3)
-        _add_jtmj(Jb[b], mass[b], I3, jchain, cs, cs, A)          # Theorem 8 / alpha_c
+        _add_jtmj(Jb[b], mass[b], IS[b], jchain, cs, cs, A)       # Theorem 8 / alpha_c
         c = int(bchain[b])
         if c != cs and b != 0:
-            _add_jtmj(Jb[b], mass[b], I3, jchain, cs, c, A)       # beta_c
+            _add_jtmj(Jb[b], mass[b], IS[b], jchain, cs, c, A)    # beta_c
     for i in range(n):
         for k in range(n):
             if int(jchain[i]) == cs and int(jchain[k]) != cs:
@@ -395,7 +396,7 @@ def composite_gravity(tbuf, dbuf, g):
     12-13, eq. 245; g in the stance sole's frame)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, zS, oS, Tf, Jf, cg, Jcom,
+    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
     total = 0.0
     for b in range(mass.shape[0]):
@@ -416,7 +417,7 @@ def composite_coriolis(tbuf, pbuf, dbuf, qd):
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, zS, oS, Tf, Jf, cg, Jcom,
+    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
     n = qd.shape[0]
     cs = int(stchain[int(stance[0])])
@@ -449,28 +450,28 @@ def composite_coriolis(tbuf, pbuf, dbuf, qd):
             else:
                 Jd[0, m], Jd[1, m], Jd[2, m] = zd0, zd1, zd2
                 Jd[3, m], Jd[4, m], Jd[5, m] = 0.0, 0.0, 0.0
-        _world_inertia(Tb[b], inertia[b], I3)
+        Ib = IS[b]
         mb = mass[b]
-        l0 = I3[0, 0] * w0 + I3[0, 1] * w1 + I3[0, 2] * w2
-        l1 = I3[1, 0] * w0 + I3[1, 1] * w1 + I3[1, 2] * w2
-        l2 = I3[2, 0] * w0 + I3[2, 1] * w1 + I3[2, 2] * w2
+        l0 = Ib[0, 0] * w0 + Ib[0, 1] * w1 + Ib[0, 2] * w2
+        l1 = Ib[1, 0] * w0 + Ib[1, 1] * w1 + Ib[1, 2] * w2
+        l2 = Ib[2, 0] * w0 + Ib[2, 1] * w1 + Ib[2, 2] * w2
         for k in range(n):
             if not supports(jchain, jpos, bchain, bpos, cs, k, b):
                 continue
             # y = I Jd_w + 1/2 ([w] I - I [w] - [I w]) J_w, column k
             x0, x1, x2 = Jb[b, 3, k], Jb[b, 4, k], Jb[b, 5, k]
-            u0 = I3[0, 0] * x0 + I3[0, 1] * x1 + I3[0, 2] * x2
-            u1 = I3[1, 0] * x0 + I3[1, 1] * x1 + I3[1, 2] * x2
-            u2 = I3[2, 0] * x0 + I3[2, 1] * x1 + I3[2, 2] * x2
+            u0 = Ib[0, 0] * x0 + Ib[0, 1] * x1 + Ib[0, 2] * x2
+            u1 = Ib[1, 0] * x0 + Ib[1, 1] * x1 + Ib[1, 2] * x2
+            u2 = Ib[2, 0] * x0 + Ib[2, 1] * x1 + Ib[2, 2] * x2
             a0, a1, a2 = _cross(w0, w1, w2, u0, u1, u2)
             c0, c1, c2 = _cross(w0, w1, w2, x0, x1, x2)
-            b0 = I3[0, 0] * c0 + I3[0, 1] * c1 + I3[0, 2] * c2
-            b1 = I3[1, 0] * c0 + I3[1, 1] * c1 + I3[1, 2] * c2
-            b2 = I3[2, 0] * c0 + I3[2, 1] * c1 + I3[2, 2] * c2
+            b0 = Ib[0, 0] * c0 + Ib[0, 1] * c1 + Ib[0, 2] * c2
+            b1 = Ib[1, 0] * c0 + Ib[1, 1] * c1 + Ib[1, 2] * c2
+            b2 = Ib[2, 0] * c0 + Ib[2, 1] * c1 + Ib[2, 2] * c2
             e0, e1, e2 = _cross(l0, l1, l2, x0, x1, x2)
-            y0 = I3[0, 0] * Jd[3, k] + I3[0, 1] * Jd[4, k] + I3[0, 2] * Jd[5, k] + 0.5 * (a0 - b0 - e0)
-            y1 = I3[1, 0] * Jd[3, k] + I3[1, 1] * Jd[4, k] + I3[1, 2] * Jd[5, k] + 0.5 * (a1 - b1 - e1)
-            y2 = I3[2, 0] * Jd[3, k] + I3[2, 1] * Jd[4, k] + I3[2, 2] * Jd[5, k] + 0.5 * (a2 - b2 - e2)
+            y0 = Ib[0, 0] * Jd[3, k] + Ib[0, 1] * Jd[4, k] + Ib[0, 2] * Jd[5, k] + 0.5 * (a0 - b0 - e0)
+            y1 = Ib[1, 0] * Jd[3, k] + Ib[1, 1] * Jd[4, k] + Ib[1, 2] * Jd[5, k] + 0.5 * (a1 - b1 - e1)
+            y2 = Ib[2, 0] * Jd[3, k] + Ib[2, 1] * Jd[4, k] + Ib[2, 2] * Jd[5, k] + 0.5 * (a2 - b2 - e2)
             for i in range(n):
                 if not supports(jchain, jpos, bchain, bpos, cs, i, b):
                     continue
