@@ -122,9 +122,12 @@ _DATA_FIELDS = ("stance", "T0", "z0", "o0", "p0", "J0", "A0", "TS", "JS", "Jd0",
 
 
 @njit(cache=True, inline="always")
-def _rdot_t(R, z0, z1, z2, x0, x1, x2):
+def _rdot_t(R, revolute, z0, z1, z2, x0, x1, x2):
     """Column of the contracted product (dR^T/dq_m) . x = -R^T (z_m x x) (thesis
-    eq. 109-117 for R_i->0 = R_0->i^T; z_m in the base body's frame)."""
+    eq. 109-117 for R_i->0 = R_0->i^T; z_m in the base body's frame); 0 for a
+    prismatic joint, which turns nothing."""
+    if not revolute:
+        return 0.0, 0.0, 0.0
     c0, c1, c2 = _cross(z0, z1, z2, x0, x1, x2)
     return (-(R[0, 0] * c0 + R[1, 0] * c1 + R[2, 0] * c2),
             -(R[0, 1] * c0 + R[1, 1] * c1 + R[2, 1] * c2),
@@ -274,10 +277,7 @@ def composite_kinematics(tbuf, pbuf, dbuf, q):
         if int(jchain[m]) != cs:
             continue
         a0, a1, a2 = _rt(R, JS[0, m], JS[1, m], JS[2, m])
-        if jtype[m] != PRISMATIC:
-            d0, d1, d2 = _rdot_t(R, z0[m, 0], z0[m, 1], z0[m, 2], t0, t1, t2)
-        else:
-            d0, d1, d2 = 0.0, 0.0, 0.0
+        d0, d1, d2 = _rdot_t(R, jtype[m] != PRISMATIC, z0[m, 0], z0[m, 1], z0[m, 2], t0, t1, t2)
         w0, w1, w2 = _rt(R, JS[3, m], JS[4, m], JS[5, m])
         Jd0[0, m], Jd0[1, m], Jd0[2, m] = -a0 - d0, -a1 - d1, -a2 - d2
         Jd0[3, m], Jd0[4, m], Jd0[5, m] = -w0, -w1, -w2
@@ -299,28 +299,22 @@ def composite_kinematics(tbuf, pbuf, dbuf, q):
             Tb[b, 3, c] = 1.0 if c == 3 else 0.0
         pc[b, 0], pc[b, 1], pc[b, 2] = _rt(R, p0[b, 0] - t0, p0[b, 1] - t1, p0[b, 2] - t2)
         _world_inertia(Tb[b], inertia[b], IS[b])
-    # body CoG Jacobians
+    # body CoG Jacobians. Stance columns: Theorem 5 (corrected; k = 0, the old base,
+    # included) for a stance body, Theorem 3 for a hanging one, where J_v,0k has no
+    # stance column and the same expression remains: J_v,i0 + R^T J_v,0k + dR_i->0/dq . t_0->k
     for b in range(mass.shape[0]):
-        onstance = int(bchain[b]) == cs or b == 0
         for m in range(n):
             if int(jchain[m]) == cs:
                 if not supports(jchain, jpos, bchain, bpos, cs, m, b):
                     for i in range(6):
                         Jb[b, i, m] = 0.0
                     continue
-                if onstance:        # Theorem 5 (corrected), the old base included
-                    a0, a1, a2 = _rt(R, J0[b, 0, m], J0[b, 1, m], J0[b, 2, m])
-                    if jtype[m] != PRISMATIC:
-                        d0, d1, d2 = _rdot_t(R, z0[m, 0], z0[m, 1], z0[m, 2], p0[b, 0], p0[b, 1], p0[b, 2])
-                    else:
-                        d0, d1, d2 = 0.0, 0.0, 0.0
-                    Jb[b, 0, m] = Jd0[0, m] + a0 + d0
-                    Jb[b, 1, m] = Jd0[1, m] + a1 + d1
-                    Jb[b, 2, m] = Jd0[2, m] + a2 + d2
-                else:               # Theorem 3: J_v,i0 + (dR_i->0/dq) . t_0->k
-                    x0, x1, x2 = _rt(R, p0[b, 0], p0[b, 1], p0[b, 2])
-                    c0, c1, c2 = _cross(Jd0[3, m], Jd0[4, m], Jd0[5, m], x0, x1, x2)
-                    Jb[b, 0, m], Jb[b, 1, m], Jb[b, 2, m] = Jd0[0, m] + c0, Jd0[1, m] + c1, Jd0[2, m] + c2
+                a0, a1, a2 = _rt(R, J0[b, 0, m], J0[b, 1, m], J0[b, 2, m])
+                d0, d1, d2 = _rdot_t(R, jtype[m] != PRISMATIC, z0[m, 0], z0[m, 1], z0[m, 2],
+                                     p0[b, 0], p0[b, 1], p0[b, 2])
+                Jb[b, 0, m] = Jd0[0, m] + a0 + d0
+                Jb[b, 1, m] = Jd0[1, m] + a1 + d1
+                Jb[b, 2, m] = Jd0[2, m] + a2 + d2
                 Jb[b, 3, m], Jb[b, 4, m], Jb[b, 5, m] = Jd0[3, m], Jd0[4, m], Jd0[5, m]
             elif moves_own(jchain, jpos, bchain, bpos, m, b):             # own columns R^T J_0k
                 Jb[b, 0, m], Jb[b, 1, m], Jb[b, 2, m] = _rt(R, J0[b, 0, m], J0[b, 1, m], J0[b, 2, m])
