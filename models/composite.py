@@ -404,7 +404,8 @@ def composite_coriolis(tbuf, pbuf, dbuf, qd):
     """C(q, qd) in Christoffel form (c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j -
     dA_jk/dq_i), Theorems 9-11) from the composite Jacobians and their rates
     Jd_k = H_k . qd (the Hessian tensor contracted with qd): column m of body k
-    moves with the body c carrying joint m's axis, zd_m = w_c x z_m,
+    moves with a body c at joint m (either one: they differ by a rotation about
+    or a translation along z_m, which changes neither rate), zd_m = w_c x z_m,
     od_m = v_c + w_c x (o_m - p_c), so Jd_v,m = zd_m x (p_k - o_m) + z_m x
     (v_k - od_m), Jd_w,m = zd_m; then C = sum_k m_k J_v^T Jd_v + J_w^T (I_k Jd_w +
     1/2 ([w_k] I_k - I_k [w_k] - [I_k w_k]) J_w)."""
@@ -431,7 +432,7 @@ def composite_coriolis(tbuf, pbuf, dbuf, qd):
                 for i in range(6):
                     Jd[i, m] = 0.0
                 continue
-            c = m + 1 if int(jchain[m]) == cs else int(parent[m])     # the body carrying the axis
+            c = int(parent[m])          # either body at joint m: they differ by a motion about or along z_m
             zd0, zd1, zd2 = _cross(vel[c, 3], vel[c, 4], vel[c, 5], zS[m, 0], zS[m, 1], zS[m, 2])
             e0, e1, e2 = _cross(vel[c, 3], vel[c, 4], vel[c, 5],
                                 oS[m, 0] - pc[c, 0], oS[m, 1] - pc[c, 1], oS[m, 2] - pc[c, 2])
