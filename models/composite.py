@@ -202,7 +202,7 @@ def chain_models(tbuf, pbuf, dbuf, q):
             A0[i, k] = 0.0
     for b in range(1, mass.shape[0]):
         _world_inertia(T0[b], inertia[b], I3)
-        _add_jtmj(J0[b], mass[b], I3, jchain, int(bchain[b]), int(bchain[b]), A0)
+        _add_jtmj(J0[b], mass[b], I3, chain, clen, int(bchain[b]), int(bchain[b]), A0)
 
 
 @njit(cache=True)
@@ -218,20 +218,21 @@ def _world_inertia(T, I, out):
 
 
 @njit(cache=True)
-def _add_jtmj(J, m, I, jchain, ca, cb, A):
+def _add_jtmj(J, m, I, chain, clen, ca, cb, A):
     """A[a, b] += J_a^T diag(m 1, I) J_b for the columns a of chain ca and b of
-    chain cb (one body's term of eq. 165)."""
-    n = J.shape[1]
-    for a in range(n):
-        if int(jchain[a]) != ca:
-            continue
-        for b in range(n):
-            if int(jchain[b]) != cb:
-                continue
-            s = m * (J[0, a] * J[0, b] + J[1, a] * J[1, b] + J[2, a] * J[2, b])
-            for i in range(3):
-                s += J[3 + i, a] * (I[i, 0] * J[3, b] + I[i, 1] * J[4, b] + I[i, 2] * J[5, b])
-            A[a, b] += s
+    chain cb (one body's term of eq. 165); a chain with itself fills both halves."""
+    for u in range(int(clen[ca])):
+        a = int(chain[ca, u])
+        i0 = I[0, 0] * J[3, a] + I[0, 1] * J[4, a] + I[0, 2] * J[5, a]
+        i1 = I[1, 0] * J[3, a] + I[1, 1] * J[4, a] + I[1, 2] * J[5, a]
+        i2 = I[2, 0] * J[3, a] + I[2, 1] * J[4, a] + I[2, 2] * J[5, a]
+        for w in range(u if ca == cb else 0, int(clen[cb])):
+            b = int(chain[cb, w])
+            x = (m * (J[0, a] * J[0, b] + J[1, a] * J[1, b] + J[2, a] * J[2, b])
+                 + i0 * J[3, b] + i1 * J[4, b] + i2 * J[5, b])
+            A[a, b] += x
+            if ca == cb and b != a:
+                A[b, a] += x
 
 
 @njit(cache=True)
@@ -373,10 +374,10 @@ def composite_inertia(tbuf, pbuf, dbuf):
         for k in range(n):
             A[i, k] = A0[i, k] if int(jchain[i]) == int(jchain[k]) != cs else 0.0
     for b in range(mass.shape[0]):
-        _add_jtmj(Jb[b], mass[b], IS[b], jchain, cs, cs, A)       # Theorem 8 / alpha_c
+        _add_jtmj(Jb[b], mass[b], IS[b], chain, clen, cs, cs, A)  # Theorem 8 / alpha_c
         c = int(bchain[b])
         if c != cs and b != 0:
-            _add_jtmj(Jb[b], mass[b], IS[b], jchain, cs, c, A)    # beta_c
+            _add_jtmj(Jb[b], mass[b], IS[b], chain, clen, cs, c, A)   # beta_c
     for i in range(n):
         for k in range(n):
             if int(jchain[i]) == cs and int(jchain[k]) != cs:
