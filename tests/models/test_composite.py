@@ -142,6 +142,28 @@ def test_random_chains_equal_tree_engine(stance):
             close(ours, ref)
 
 
+def test_branch_coupling_blocks(standing):
+    """The blocks of Theorem 6 with two hanging chains (swing leg, trunk): their
+    cross block is exactly 0, and each one's own block is its own chain's inertia
+    matrix A_c (plus rotor inertia), whatever the stance leg's joints."""
+    m, p, d = standing
+    cs = int(p.stchain[int(d.stance[0])])
+    chains = [[int(j) for j in p.chain[c, : int(p.clen[c])]] for c in range(len(p.clen))]
+    stance = chains[cs]
+    swing, trunk = [c for k, c in enumerate(chains) if k != cs]
+    for q, qd, _, g in _states(5, seed=22):
+        composite_update(m.buf, p.buf, d.buf, q, qd, g)
+        first = d.A.copy()
+        assert np.all(first[np.ix_(swing, trunk)] == 0.0)
+        for c in (swing, trunk):
+            close(first[np.ix_(c, c)], d.A0[np.ix_(c, c)] + np.diag(m.armature[c]))
+        q2 = q.copy()
+        q2[stance] = np.random.default_rng(len(stance)).uniform(m.qmin[stance], m.qmax[stance])
+        composite_update(m.buf, p.buf, d.buf, q2, qd, g)
+        for c in (swing, trunk):
+            close(d.A[np.ix_(c, c)], first[np.ix_(c, c)])
+
+
 # ------------------------------------------------------------- printed forms
 def _stance_parts(p, d):
     """R = R_0->i, the stance chain's joints and its bodies, the old base (body 0)
