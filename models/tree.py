@@ -41,7 +41,9 @@ def model_layout(buf):
     g: gmass[g, b] (the body's mass if it belongs to the group, else 0; group 0
     is the whole robot); gravity (default); rooting r: order (joints, root
     outwards), pred, succ, sign, pre, post, rootb (fixed body), rootT (its pose
-    in the base frame), support[r, b, j] (1 if joint j moves body b)."""
+    in the base frame), support[r, b, j] (1 if joint j moves body b), bjoint[r, b]
+    (the joint that carries body b, -1 for the fixed body: the joints moving b are
+    bjoint[b], bjoint[pred[bjoint[b]]], ... up to the root)."""
     n, nb, nf, ng, nr = int(buf[0]), int(buf[1]), int(buf[2]), int(buf[3]), int(buf[4])
     o = HEADER
     jtype = carray(_at(buf, o), (n,)); o += n
@@ -68,9 +70,10 @@ def model_layout(buf):
     rootb = carray(_at(buf, o), (nr,)); o += nr
     rootT = carray(_at(buf, o), (nr, 4, 4)); o += 16 * nr
     support = carray(_at(buf, o), (nr, nb, n)); o += nr * nb * n
+    bjoint = carray(_at(buf, o), (nr, nb)); o += nr * nb
     return (jtype, armature, viscous, coulomb, qmin, qmax, vmax, taumax, mass, com, inertia,
             fbody, fpose, gmass, gravity, order, pred, succ, sign, pre, post, rootb, rootT,
-            support), o
+            support, bjoint), o
 
 
 @njit(cache=True)
@@ -82,8 +85,9 @@ def data_layout(mbuf, buf):
     inertias about the base origin, cm / ch / cI the same for composite bodies,
     A, G, h = C qd + G, tau_f friction torque, V / Ac / F spatial velocity,
     acceleration and force per body, tmp a 4x4 and w6 a 6-vector scratch, Sd the
-    rates of the motion axes, Bc the composite Coriolis factors, C the Coriolis
-    matrix, f6 three 6-vector scratches."""
+    rates of the motion axes, Bf / B22 the non-zero blocks of the composite
+    Coriolis factors, C the Coriolis matrix, f6 three 6-vector scratches, gc the
+    mass and first moment of a group's part of every subtree."""
     n, nb, nf, ng = int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3])
     o = 0
     root = carray(_at(buf, o), (1,)); o += 1
@@ -110,19 +114,21 @@ def data_layout(mbuf, buf):
     tmp = carray(_at(buf, o), (4, 4)); o += 16
     w6 = carray(_at(buf, o), (6,)); o += 6
     Sd = carray(_at(buf, o), (n, 6)); o += 6 * n
-    Bc = carray(_at(buf, o), (nb, 6, 6)); o += 36 * nb
+    Bf = carray(_at(buf, o), (nb, 3)); o += 3 * nb
+    B22 = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
     C = carray(_at(buf, o), (n, n)); o += n * n
     f6 = carray(_at(buf, o), (3, 6)); o += 18
+    gc = carray(_at(buf, o), (nb, 4)); o += 4 * nb
     return (root, Tb, Tax, Tf, S, pc, Jf, com, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-            V, Ac, F, tmp, w6, Sd, Bc, C, f6), o
+            V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc), o
 
 
 _MODEL_FIELDS = ("jtype", "armature", "viscous", "coulomb", "qmin", "qmax", "vmax", "taumax",
                  "mass", "com", "inertia", "fbody", "fpose", "gmass", "gravity", "order", "pred",
-                 "succ", "sign", "pre", "post", "rootb", "rootT", "support")
+                 "succ", "sign", "pre", "post", "rootb", "rootT", "support", "bjoint")
 _DATA_FIELDS = ("root", "Tb", "Tax", "Tf", "S", "pc", "Jf", "com", "Jcom", "bh", "bI", "cm",
-                "ch", "cI", "A", "G", "h", "tau_f", "V", "Ac", "F", "tmp", "w6", "Sd", "Bc",
-                "C", "f6")
+                "ch", "cI", "A", "G", "h", "tau_f", "V", "Ac", "F", "tmp", "w6", "Sd", "Bf",
+                "B22", "C", "f6", "gc")
 
 
 def _rot(axis: int, angle: float) -> np.ndarray:
@@ -163,7 +169,7 @@ def rooting(desc: TreeDescription, root: str) -> dict:
         links[j + 1].append(j)
     out = {"order": [], "pred": np.zeros(n), "succ": np.zeros(n), "sign": np.zeros(n),
            "pre": np.zeros((n, 4, 4)), "post": np.zeros((n, 4, 4)), "rootb": rb, "rootT": rootT,
-           "support": np.zeros((len(names), n))}
+           "support": np.zeros((len(names), n)), "bjoint": np.full(len(names), -1.0)}
     todo, seen = deque([rb]), {rb}
     while todo:
         b = todo.popleft()
@@ -185,6 +191,7 @@ def rooting(desc: TreeDescription, root: str) -> dict:
             out["post"][j] = post if forward else _inverse(pre)
             out["support"][s] = out["support"][b]
             out["support"][s, j] = 1.0
+            out["bjoint"][s] = j
     return out
 
 
@@ -223,7 +230,7 @@ class TreeModel:
         v["gravity"][:] = desc.gravity
         for r, name in enumerate(desc.roots):
             t = rooting(desc, name)
-            for key in ("order", "pred", "succ", "sign", "pre", "post", "rootb", "rootT", "support"):
+            for key in ("order", "pred", "succ", "sign", "pre", "post", "rootb", "rootT", "support", "bjoint"):
                 v[key][r] = t[key]
         self.total_mass = float(v["mass"].sum())
         self.buf.flags.writeable = False
