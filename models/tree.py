@@ -71,9 +71,10 @@ def model_layout(buf):
     rootT = carray(_at(buf, o), (nr, 4, 4)); o += 16 * nr
     support = carray(_at(buf, o), (nr, nb, n)); o += nr * nb * n
     bjoint = carray(_at(buf, o), (nr, nb)); o += nr * nb
+    rootf = carray(_at(buf, o), (nr,)); o += nr
     return (jtype, armature, viscous, coulomb, qmin, qmax, vmax, taumax, mass, com, inertia,
             fbody, fpose, gmass, gravity, order, pred, succ, sign, pre, post, rootb, rootT,
-            support, bjoint), o
+            support, bjoint, rootf), o
 
 
 @njit(cache=True)
@@ -87,7 +88,7 @@ def data_layout(mbuf, buf):
     acceleration and force per body, tmp a 4x4 and w6 a 6-vector scratch, Sd the
     rates of the motion axes, Bf / B22 the non-zero blocks of the composite
     Coriolis factors, C the Coriolis matrix, f6 three 6-vector scratches, gc the
-    mass and first moment of a group's part of every subtree."""
+    mass and first moment of each group's part of every subtree."""
     n, nb, nf, ng = int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3])
     o = 0
     root = carray(_at(buf, o), (1,)); o += 1
@@ -118,14 +119,14 @@ def data_layout(mbuf, buf):
     B22 = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
     C = carray(_at(buf, o), (n, n)); o += n * n
     f6 = carray(_at(buf, o), (3, 6)); o += 18
-    gc = carray(_at(buf, o), (nb, 4)); o += 4 * nb
+    gc = carray(_at(buf, o), (nb, ng, 4)); o += 4 * nb * ng
     return (root, Tb, Tax, Tf, S, pc, Jf, com, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
             V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc), o
 
 
 _MODEL_FIELDS = ("jtype", "armature", "viscous", "coulomb", "qmin", "qmax", "vmax", "taumax",
                  "mass", "com", "inertia", "fbody", "fpose", "gmass", "gravity", "order", "pred",
-                 "succ", "sign", "pre", "post", "rootb", "rootT", "support", "bjoint")
+                 "succ", "sign", "pre", "post", "rootb", "rootT", "support", "bjoint", "rootf")
 _DATA_FIELDS = ("root", "Tb", "Tax", "Tf", "S", "pc", "Jf", "com", "Jcom", "bh", "bI", "cm",
                 "ch", "cI", "A", "G", "h", "tau_f", "V", "Ac", "F", "tmp", "w6", "Sd", "Bf",
                 "B22", "C", "f6", "gc")
@@ -155,20 +156,22 @@ def _inverse(T: np.ndarray) -> np.ndarray:
 def rooting(desc: TreeDescription, root: str) -> dict:
     """Traversal of the tree from ``root`` (a body or a frame): the order of the
     joints, pred, succ, sign, pre, post per joint, the fixed body and its pose in
-    the base frame, and the support of every body (setup only, allocates)."""
+    the base frame, the root frame, and the support and carrying joint of every
+    body (setup only, allocates)."""
     n, names = desc.n, desc.body_names
     frames = {f.name: f for f in desc.frames}
     if root in frames:
         rb, rootT = names.index(frames[root].body), _inverse(np.array(frames[root].pose))
+        rootf = float(list(frames).index(root))
     else:
-        rb, rootT = names.index(root), np.eye(4)
+        rb, rootT, rootf = names.index(root), np.eye(4), -1.0
     parent = [names.index(j.parent) for j in desc.joints]
     links: dict[int, list[int]] = {b: [] for b in range(len(names))}
     for j, p in enumerate(parent):
         links[p].append(j)
         links[j + 1].append(j)
     out = {"order": [], "pred": np.zeros(n), "succ": np.zeros(n), "sign": np.zeros(n),
-           "pre": np.zeros((n, 4, 4)), "post": np.zeros((n, 4, 4)), "rootb": rb, "rootT": rootT,
+           "pre": np.zeros((n, 4, 4)), "post": np.zeros((n, 4, 4)), "rootb": rb, "rootT": rootT, "rootf": rootf,
            "support": np.zeros((len(names), n)), "bjoint": np.full(len(names), -1.0)}
     todo, seen = deque([rb]), {rb}
     while todo:
@@ -230,7 +233,7 @@ class TreeModel:
         v["gravity"][:] = desc.gravity
         for r, name in enumerate(desc.roots):
             t = rooting(desc, name)
-            for key in ("order", "pred", "succ", "sign", "pre", "post", "rootb", "rootT", "support", "bjoint"):
+            for key in ("order", "pred", "succ", "sign", "pre", "post", "rootb", "rootT", "support", "bjoint", "rootf"):
                 v[key][r] = t[key]
         self.total_mass = float(v["mass"].sum())
         self.buf.flags.writeable = False

@@ -66,7 +66,7 @@ def set_root(mbuf, dbuf, r):
     dbuf[0] = r
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mul(A, B, out):
     """out = A . B for rigid 4x4 transforms (out must not alias A or B)."""
     for r in range(3):
@@ -78,7 +78,7 @@ def _mul(A, B, out):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _joint_step(Tax, revolute, x, post, out):
     """out = Tax . Z(x) . post, Z(x) = RotZ(x) (revolute) or TransZ(x) (prismatic)."""
     c, s = (np.cos(x), np.sin(x)) if revolute else (1.0, 0.0)
@@ -94,9 +94,10 @@ def _joint_step(Tax, revolute, x, post, out):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
-@njit(cache=True)
-def _poses(q, r, jtype, com, fbody, fpose, order, pred, succ, sign, pre, post, rootb, rootT,
-           Tb, Tax, Tf, S, pc):
+@njit(cache=True, inline="always")
+def _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc):
+    """Body poses Tb, axis frames Tax, motion axes S and body CoGs pc, root
+    outwards (Khalil & Dombre, tree MDH)."""
     b0 = int(rootb[r])
     for i in range(4):
         for c in range(4):
@@ -116,8 +117,6 @@ def _poses(q, r, jtype, com, fbody, fpose, order, pred, succ, sign, pre, post, r
     for b in range(com.shape[0]):
         for i in range(3):
             pc[b, i] = Tb[b, i, 3] + Tb[b, i, 0] * com[b, 0] + Tb[b, i, 1] * com[b, 1] + Tb[b, i, 2] * com[b, 2]
-    for f in range(fbody.shape[0]):
-        _mul(Tb[int(fbody[f])], fpose[f], Tf[f])
 
 
 @njit(cache=True)
@@ -125,11 +124,13 @@ def forward_kinematics(mbuf, dbuf, q):
     """Body poses Tb, axis frames Tax, motion axes S, body CoGs pc and frame poses
     Tf, root outwards (Khalil & Dombre, tree MDH)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint), \
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
         (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
          V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
-    _poses(q, int(root[0]), jtype, com, fbody, fpose, order, pred, succ, sign, pre, post, rootb,
-           rootT, Tb, Tax, Tf, S, pc)
+    _poses(q, int(root[0]), jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax,
+           S, pc)
+    for f in range(fbody.shape[0]):
+        _mul(Tb[int(fbody[f])], fpose[f], Tf[f])
 
 
 @njit(cache=True)
@@ -147,49 +148,51 @@ def point_jacobian(S, support, p, J):
         J[3, j], J[4, j], J[5, j] = S[j, 3], S[j, 4], S[j, 5]
 
 
-@njit(cache=True)
-def _frame_jacobians(r, fbody, pred, bjoint, S, Tf, Jf):
-    """Jf[f] = point Jacobian of frame f's origin, walking the joints that move
-    its body (the other columns are zero)."""
-    n = S.shape[0]
-    for f in range(fbody.shape[0]):
-        J = Jf[f]
-        for i in range(6):
-            for j in range(n):
-                J[i, j] = 0.0
-        p0, p1, p2 = Tf[f, 0, 3], Tf[f, 1, 3], Tf[f, 2, 3]
-        j = int(bjoint[r, int(fbody[f])])
-        while j >= 0:
-            c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5], p0, p1, p2)
-            J[0, j], J[1, j], J[2, j] = S[j, 0] + c0, S[j, 1] + c1, S[j, 2] + c2
-            J[3, j], J[4, j], J[5, j] = S[j, 3], S[j, 4], S[j, 5]
-            j = int(bjoint[r, int(pred[r, j])])
+@njit(cache=True, inline="always")
+def _frame(f, r, fbody, fpose, pred, bjoint, S, Tb, Tf, Jf):
+    """Pose Tf[f] of frame f and the Jacobian Jf[f] of its origin, walking the
+    joints that move its body (the other columns are zero)."""
+    b = int(fbody[f])
+    _mul(Tb[b], fpose[f], Tf[f])
+    J = Jf[f]
+    for i in range(6):
+        for j in range(S.shape[0]):
+            J[i, j] = 0.0
+    p0, p1, p2 = Tf[f, 0, 3], Tf[f, 1, 3], Tf[f, 2, 3]
+    j = int(bjoint[r, b])
+    while j >= 0:
+        c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5], p0, p1, p2)
+        J[0, j], J[1, j], J[2, j] = S[j, 0] + c0, S[j, 1] + c1, S[j, 2] + c2
+        J[3, j], J[4, j], J[5, j] = S[j, 3], S[j, 4], S[j, 5]
+        j = int(bjoint[r, int(pred[r, j])])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _group_coms(r, gmass, order, pred, succ, rootb, S, pc, gc, cg, Jcom):
-    """CoG of each group and its Jacobian. For a group, gc[b] = (mass, first
-    moment) of the group's bodies in the subtree of b (summed leaves inwards);
-    column j of the CoG Jacobian is then (m v_j + w_j x h) / M over the subtree
-    that joint j moves (sum of m_b J(pc_b), Khalil & Dombre)."""
-    n = S.shape[0]
+    """CoG of each group and its Jacobian. gc[b, g] = (mass, first moment) of
+    group g's bodies in the subtree of b (summed leaves inwards); column j of the
+    CoG Jacobian is then (m v_j + w_j x h) / M over the subtree that joint j
+    moves (the sum of m_b J(pc_b), Khalil & Dombre)."""
+    n, ng = S.shape[0], gmass.shape[0]
     b0 = int(rootb[r])
-    for g in range(gmass.shape[0]):
-        for b in range(gmass.shape[1]):
+    for b in range(gmass.shape[1]):
+        for g in range(ng):
             m = gmass[g, b]
-            gc[b, 0], gc[b, 1], gc[b, 2], gc[b, 3] = m, m * pc[b, 0], m * pc[b, 1], m * pc[b, 2]
-        for k in range(n - 1, -1, -1):
-            j = int(order[r, k])
-            p, s = int(pred[r, j]), int(succ[r, j])
+            gc[b, g, 0], gc[b, g, 1], gc[b, g, 2], gc[b, g, 3] = m, m * pc[b, 0], m * pc[b, 1], m * pc[b, 2]
+    for k in range(n - 1, -1, -1):
+        j = int(order[r, k])
+        p, s = int(pred[r, j]), int(succ[r, j])
+        for g in range(ng):
             for i in range(4):
-                gc[p, i] += gc[s, i]
-        inv = 1.0 / gc[b0, 0]
+                gc[p, g, i] += gc[s, g, i]
+    for g in range(ng):
+        inv = 1.0 / gc[b0, g, 0]
         for i in range(3):
-            cg[g, i] = gc[b0, 1 + i] * inv
+            cg[g, i] = gc[b0, g, 1 + i] * inv
         for j in range(n):
             s = int(succ[r, j])
-            m = gc[s, 0]
-            c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5], gc[s, 1], gc[s, 2], gc[s, 3])
+            m = gc[s, g, 0]
+            c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5], gc[s, g, 1], gc[s, g, 2], gc[s, g, 3])
             Jcom[g, 0, j] = (m * S[j, 0] + c0) * inv
             Jcom[g, 1, j] = (m * S[j, 1] + c1) * inv
             Jcom[g, 2, j] = (m * S[j, 2] + c2) * inv
@@ -200,17 +203,17 @@ def kinematics(mbuf, dbuf, q):
     """Forward kinematics, the Jacobian of every operational frame's origin, the
     CoG of the robot and of each group with their Jacobians."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint), \
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
         (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
          V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
     r = int(root[0])
-    _poses(q, r, jtype, com, fbody, fpose, order, pred, succ, sign, pre, post, rootb, rootT,
-           Tb, Tax, Tf, S, pc)
-    _frame_jacobians(r, fbody, pred, bjoint, S, Tf, Jf)
+    _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc)
+    for f in range(fbody.shape[0]):
+        _frame(f, r, fbody, fpose, pred, bjoint, S, Tb, Tf, Jf)
     _group_coms(r, gmass, order, pred, succ, rootb, S, pc, gc, cg, Jcom)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _body_inertias(mass, inertia, Tb, pc, bh, bI):
     """First moment m pc and inertia about the base origin of every body:
     I_O = R I R^T + m (|c|^2 1 - c c^T) (Huygens-Steiner)."""
@@ -249,7 +252,7 @@ def _dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _composites(r, mass, inertia, order, pred, succ, Tb, pc, bh, bI, cm, ch, cI):
     """Body inertias about the base origin, then the composite (subtree) mass,
     first moment and inertia of every body, leaves inwards."""
@@ -270,7 +273,7 @@ def _composites(r, mass, inertia, order, pred, succ, Tb, pc, bh, bI, cm, ch, cI)
                 cI[p, i, c] += cI[s, i, c]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _crba(r, arm, pred, succ, bjoint, S, cm, ch, cI, f, A):
     """A_ij = S_i . (Ic(succ j) S_j) for each joint i on the chain from j to the
     root, symmetric, zero elsewhere, plus the rotor inertia on the diagonal."""
@@ -298,7 +301,7 @@ def composite_inertia(mbuf, dbuf, q):
     diagonal, over the poses of the last :func:`forward_kinematics`. Leaves the
     composite mass, first moment and inertia of every subtree in cm, ch, cI."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint), \
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
         (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
          V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
     r = int(root[0])
@@ -306,7 +309,7 @@ def composite_inertia(mbuf, dbuf, q):
     _crba(r, arm, pred, succ, bjoint, S, cm, ch, cI, w6, A)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gravity(r, succ, S, cm, ch, g, G):
     """G_j = -g . (M s_v + s_w x h) of the subtree joint j moves."""
     for j in range(S.shape[0]):
@@ -316,7 +319,7 @@ def _gravity(r, succ, S, cm, ch, g, G):
                  + g[2] * (cm[s] * S[j, 2] + c2))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _velocities(r, order, pred, succ, rootb, S, qd, V):
     b0 = int(rootb[r])
     for u in range(6):
@@ -328,7 +331,7 @@ def _velocities(r, order, pred, succ, rootb, S, qd, V):
             V[s, u] = V[p, u] + S[j, u] * x
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V, Ac, F, hv, tau):
     """Recursive Newton-Euler (Featherstone 2008, RNEA; Lammari 2012 eq. IV.7-IV.9):
     V_s = V_p + S qd, a_s = a_p + S qdd + V_s x S qd with a_root = (-g, 0), body
@@ -386,7 +389,7 @@ def rnea_pass(mbuf, dbuf, qd, qdd, with_qdd, g, tau):
     :func:`forward_kinematics` and :func:`composite_inertia`: tau = A qdd + C qd
     + G without friction and rotor inertia (qdd is taken as 0 unless ``with_qdd``)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint), \
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
         (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
          V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
     _rnea(int(root[0]), mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V, Ac, F,
@@ -397,25 +400,24 @@ def rnea_pass(mbuf, dbuf, qd, qdd, with_qdd, g, tau):
 def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     """Inverse dynamics tau = A qdd + C qd + G + Fv qd + Fs sign(qd) for gravity g
     (base frame): RNEA plus the rotor inertia Ia qdd and friction (Lammari 2012
-    eq. IV.10). Rewrites the Data's kinematics."""
+    eq. IV.10). Rewrites the body poses and inertias in the Data."""
     check_inputs(q, qd, g)
     check_inputs(q, qdd, g)
     if tau.shape[0] != q.shape[0]:
         raise ValueError("tau must match q")
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint), \
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
         (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
          V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
     r = int(root[0])
-    _poses(q, r, jtype, com, fbody, fpose, order, pred, succ, sign, pre, post, rootb, rootT,
-           Tb, Tax, Tf, S, pc)
+    _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc)
     _body_inertias(mass, inertia, Tb, pc, bh, bI)
     _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, True, g, V, Ac, F, w6, tau)
     for j in range(q.shape[0]):
         tau[j] += arm[j] * qdd[j] + fv[j] * qd[j] + fs[j] * np.sign(qd[j])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _coriolis_factor(m, hv, I, V, Bf, B22):
     """Non-zero blocks of B(I, V) = 1/2 (V x* I - I V x + (I V) xbar*) for one body
     (Echeandia & Wensing 2021), where (f xbar*) V = V x* f. With I = [[m 1, -[h]],
@@ -446,7 +448,7 @@ def _coriolis_factor(m, hv, I, V, Bf, B22):
     B22[2, 1] -= 0.5 * n0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _coriolis(r, mass, order, pred, succ, bjoint, S, V, bh, bI, cm, ch, cI, Sd, Bf, B22, f6, C):
     """C(q, qd) in Christoffel form by the recursive algorithm of Echeandia &
     Wensing 2021: Sd_j = V_succ x S_j, composite factors Bc = [[0, -[Bf]], [0,
@@ -505,7 +507,7 @@ def coriolis_matrix(mbuf, dbuf, qd):
     dA_jk/dq_i), so Adot - 2C is skew) over the poses of the last
     :func:`forward_kinematics` and the composites of :func:`composite_inertia`."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint), \
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
         (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
          V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
     r = int(root[0])
@@ -517,14 +519,19 @@ def coriolis_matrix(mbuf, dbuf, qd):
 def _update(mbuf, dbuf, q, qd, g, with_c):
     check_inputs(q, qd, g)
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint), \
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
         (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
          V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
     r = int(root[0])
     n = q.shape[0]
-    _poses(q, r, jtype, com, fbody, fpose, order, pred, succ, sign, pre, post, rootb, rootT,
-           Tb, Tax, Tf, S, pc)
-    _frame_jacobians(r, fbody, pred, bjoint, S, Tf, Jf)
+    _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc)
+    if with_c:
+        for f in range(fbody.shape[0]):
+            _frame(f, r, fbody, fpose, pred, bjoint, S, Tb, Tf, Jf)
+    else:
+        for k in range(rootf.shape[0]):
+            if rootf[k] >= 0.0:
+                _frame(int(rootf[k]), r, fbody, fpose, pred, bjoint, S, Tb, Tf, Jf)
     _group_coms(r, gmass, order, pred, succ, rootb, S, pc, gc, cg, Jcom)
     _composites(r, mass, inertia, order, pred, succ, Tb, pc, bh, bI, cm, ch, cI)
     _crba(r, arm, pred, succ, bjoint, S, cm, ch, cI, w6, A)
@@ -554,6 +561,8 @@ def update(mbuf, dbuf, q, qd, g):
 
 @njit(cache=True)
 def update_cycle(mbuf, dbuf, q, qd, g):
-    """What a control cycle needs: :func:`update` without the full C matrix
-    (h = C qd + G by Newton-Euler instead; C in the Data is left as it was)."""
+    """What a control cycle needs: :func:`update` without the full C matrix (h =
+    C qd + G by Newton-Euler instead) and with the poses and Jacobians of the
+    root frames only (the supports and the pelvis); C and the other frames in
+    the Data are left as they were."""
     _update(mbuf, dbuf, q, qd, g, False)
