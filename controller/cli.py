@@ -7,7 +7,7 @@
     bipd plot LOG [--out DIR]                                                  cycle-log PNGs
     bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
-    bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]
+    bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]   chain or tree
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
     bipd check-robot PATH                                 validate a robot YAML
     bipd export urdf|mjcf PATH                            the robot YAML as URDF / MJCF, on stdout
@@ -96,11 +96,44 @@ def _print_stabilizer_bench(res: dict) -> None:
           f"{res['ratio_cycle_vs_thesis']:.3f} ({verdict} the target < {res['target_cycle_us']:.0f} us)")
 
 
+def _print_tree_bench(res: dict) -> None:
+    print(f"robot {res['robot']} (tree, n = {res['n']}), {res['samples']} samples per path and case in "
+          f"{res['rounds']} interleaved rounds, Pinocchio {res['pinocchio_version'] or 'not installed'}")
+    for name, p in res["paths"].items():
+        print(f"  {name:19s} {p['computes']}")
+    for name, why in res["unavailable"].items():
+        print(f"  {name:19s} not measured: {why}")
+    for case, c in res["cases"].items():
+        label = "swap of rooting + update, roots in turn" if case == "swap" else "root"
+        print(f"{case} ({label}: {', '.join(c['roots'])})")
+        for name, f in c["paths"].items():
+            line = f"  {name:19s} median {f['median_us']:6.2f} us  p99 {f['p99_us']:6.2f} us"
+            r = c["ratios"].get(name)
+            if r:
+                verdict = "meets" if r["median"] <= res["target_ratio"] else "MISSES"
+                line += (f"  / {r['reference']}: median {r['median']:.2f}, p99 {r['p99']:.2f} "
+                         f"({verdict} <= {res['target_ratio']})")
+            print(line + f"  / thesis {res['thesis_bnr_fgm_dyn_avg_us']:.0f} us: {c['ratio_vs_thesis'][name]:.3f}")
+
+
+def _is_tree(doc) -> bool:
+    return isinstance(doc, dict) and "base" in doc
+
+
 def cmd_bench_models(args: argparse.Namespace) -> int:
     from models.bench import run
     from stabilizer.bench import run_benchmark
 
     say = _progress(not args.json)
+    if _is_tree(read_yaml(args.robot)):
+        from models.tree_bench import run as run_tree
+
+        res = run_tree(args.robot, samples=args.samples, progress=say)
+        if args.json:
+            print(json.dumps(res))
+        else:
+            _print_tree_bench(res)
+        return 0
     res = run(args.robot, samples=args.samples, first_call=not args.no_first_call, progress=say)
     say("stabilizer step and stabilizing cycle")
     res["stabilizer"] = run_benchmark(samples=args.samples)
@@ -227,7 +260,7 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
 
 def cmd_check_robot(args: argparse.Namespace) -> int:
     doc = read_yaml(args.path)
-    if isinstance(doc, dict) and "base" in doc:          # a kinematic tree
+    if _is_tree(doc):                                     # a kinematic tree
         tree = TreeModel(tree_from_dict(doc, str(args.path)))
         print(f"{args.path}: ok: {tree.name}, tree of {tree.n} joints {list(tree.joint_names)}, "
               f"total mass {tree.total_mass:.2f} kg, roots {list(tree.root_names)}")
@@ -331,7 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks that print figures against a reference measured in the same run")
     bsub = b.add_subparsers(dest="bench", required=True, metavar="WHAT")
     bm = bsub.add_parser("models", help="model update vs Pinocchio, stabilizer cycle vs the thesis' B&R figures")
-    bm.add_argument("--robot", default=str(DEFAULT_ROBOT))
+    bm.add_argument("--robot", default=str(DEFAULT_ROBOT),
+                    help="robot YAML (default: the BIP leg); a tree (deploy/robots/bip2000.yaml) times the "
+                         "whole-robot update on each root and a swap of rooting")
     bm.add_argument("--samples", type=int, default=20000, help="timed calls per side (default 20000)")
     bm.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bm.add_argument("--no-first-call", action="store_true", help="skip the fresh-process compile/cache timing")

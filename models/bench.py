@@ -45,11 +45,12 @@ def _percentiles(samples_ns: np.ndarray) -> dict[str, float]:
 
 
 def _time_calls(fn: Callable[[int], None], count: int, out: np.ndarray, start: int) -> None:
+    """Time fn(start), ..., fn(start + count - 1) one by one into out[start:]."""
     clock = time.perf_counter_ns
-    for k in range(count):
+    for k in range(start, start + count):
         t0 = clock()
         fn(k)
-        out[start + k] = clock() - t0
+        out[k] = clock() - t0
 
 
 def _states(robot: Robot, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -1,94 +1,210 @@
-"""Quick timing print: one full update of a kinematic tree (the 15-joint BIP 2000
-by default) against Pinocchio's forwardKinematics + computeJointJacobians +
-crba + nonLinearEffects + centerOfMass + jacobianCenterOfMass called from Python
-on the same tree, with the same root, interleaved in rounds so that machine
-drift hits both alike. Also a swap of rooting followed by an update.
+"""Benchmark of the whole-robot model update (a kinematic tree), measured in one run.
 
-    python -m models.tree_bench [--robot deploy/robots/bip2000.yaml] [--samples 20000]
+Every path is a named entry of :data:`PATHS` (:func:`register` adds one): a setup
+that returns the timed call ``update(k)`` (one update at the k-th random state)
+and ``results(k)``, what that call computed in the engine's joint order, so a
+test can check that a path computes what the recursive engine computes.
+
+Cases: each root of the description, then ``swap``: the root changes at every
+call (``set_root`` + update; Pinocchio: one model per root, taken in turn).
+Within a case the paths are timed in interleaved rounds (A B A B ...) so that
+machine drift hits them alike. Ratios: each path against the Pinocchio path
+doing the same work, and against the thesis' B&R walking playback (FGM +
+inverse dynamics, 162 us average on a 1.6 GHz Atom).
 """
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .bench import _percentiles, _time_calls
-from .tree_dynamics import set_root, update
+from .bench import THESIS_FGM_DYN_AVG_US, _percentiles, _time_calls
+from .tree import TreeData
+from .tree_dynamics import set_root, update, update_cycle
 from .tree_robot import TreeRobot
 
-ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip2000.yaml"
+TARGET_RATIO = 0.5            # the recursive engine against Pinocchio's equal work
 
 
-def run(robot_yaml: str | Path = ROBOT, samples: int = 20000, rounds: int = 10) -> dict:
-    """Median / p99 / min (us) of ours and of Pinocchio's update for each root."""
-    import pinocchio as pin
+@dataclass(frozen=True)
+class States:
+    """The random states every path is timed on: q within the limits, qd, gravity."""
+    q: np.ndarray
+    qd: np.ndarray
+    g: np.ndarray
 
-    from .tree_reference import build_tree
 
-    robot = TreeRobot.from_yaml(robot_yaml)
-    m, d = robot.model.buf, robot.data.buf
-    rng = np.random.default_rng(0)
-    qs = rng.uniform(robot.model.qmin, robot.model.qmax, (samples, robot.n))
-    qds = rng.uniform(-1.0, 1.0, (samples, robot.n))
-    g = np.array(robot.model.gravity)
-    nroots = len(robot.model.root_names)
-    per_round = samples // rounds
-    out: dict = {"robot": robot.model.name, "n": robot.n, "samples": per_round * rounds,
-                 "pinocchio_version": pin.__version__, "roots": {}}
-    for r, root in enumerate(robot.model.root_names):
-        set_root(m, d, r)
-        update(m, d, qs[0], qds[0], g)                    # compiled or loaded before timing
-        ref = build_tree(robot.description, root)
-        pm, pd, perm = ref.model, ref.model.createData(), ref.perm
-        pqs, pqds = np.ascontiguousarray(qs[:, perm]), np.ascontiguousarray(qds[:, perm])
+class BenchPath(NamedTuple):
+    update: Callable[[int], None]                         # the timed call, at state k
+    results: Callable[[int], dict[str, np.ndarray]]       # what the call at state k computed
 
-        def ours(k: int) -> None:
-            update(m, d, qs[k], qds[k], g)
 
-        def pin_update(k: int) -> None:
-            q, v = pqs[k], pqds[k]
+@dataclass(frozen=True)
+class PathSpec:
+    setup: Callable[[TreeRobot, tuple[int, ...], States], BenchPath]
+    computes: str
+    reference: str | None     # the path doing the same work, for the ratio
+
+
+PATHS: dict[str, PathSpec] = {}
+
+
+def register(name: str, setup: Callable[[TreeRobot, tuple[int, ...], States], BenchPath],
+             computes: str, reference: str | None = None) -> None:
+    """Add a path: ``setup(robot, roots, states)`` builds it for the rooting
+    indices ``roots`` (one, or several taken in turn: call k uses
+    ``roots[k % len(roots)]``); it may raise ImportError (an optional package)."""
+    PATHS[name] = PathSpec(setup, computes, reference)
+
+
+def states(robot: TreeRobot, count: int, seed: int = 0) -> States:
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(robot.model.qmin, robot.model.qmax, (count, robot.n))
+    return States(q, rng.uniform(-1.0, 1.0, (count, robot.n)), np.array(robot.model.gravity))
+
+
+def _recursive(kernel, with_c: bool):
+    def setup(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath:
+        data = TreeData(robot.model)
+        m, d, q, qd, g = robot.model.buf, data.buf, st.q, st.qd, st.g
+        nr = len(roots)
+        set_root(m, d, roots[0])
+        if nr == 1:
+            def call(k: int) -> None:
+                kernel(m, d, q[k], qd[k], g)
+        else:
+            def call(k: int) -> None:
+                set_root(m, d, roots[k % nr])
+                kernel(m, d, q[k], qd[k], g)
+
+        def results(k: int) -> dict[str, np.ndarray]:
+            out = {"A": data.A.copy(), "h": data.h.copy(), "Jcom": data.Jcom[0].copy(),
+                   "S": data.S.T.copy()}
+            if with_c:
+                out["C"] = data.C.copy()
+            return out
+        return BenchPath(call, results)
+    return setup
+
+
+def _pinocchio(with_c: bool):
+    def setup(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath:
+        import pinocchio as pin
+
+        from .tree_reference import build_tree
+
+        refs = [build_tree(robot.description, robot.model.root_names[r]) for r in roots]
+        models = []
+        for ref in refs:
+            ref.model.gravity = pin.Motion(st.g, np.zeros(3))
+            models.append((ref.model, ref.model.createData(), np.ascontiguousarray(st.q[:, ref.perm]),
+                           np.ascontiguousarray(st.qd[:, ref.perm])))
+        nr = len(roots)
+
+        def work(pm, pd, q, v) -> None:
             pin.forwardKinematics(pm, pd, q, v)
             pin.computeJointJacobians(pm, pd, q)
             pin.crba(pm, pd, q)
             pin.nonLinearEffects(pm, pd, q, v)
             pin.centerOfMass(pm, pd, q)
             pin.jacobianCenterOfMass(pm, pd, q)
+            if with_c:
+                pin.computeCoriolisMatrix(pm, pd, q, v)
 
-        ours_ns, pin_ns = np.empty(per_round * rounds), np.empty(per_round * rounds)
+        if nr == 1:
+            pm0, pd0, pq0, pv0 = models[0]
+
+            def call(k: int) -> None:
+                work(pm0, pd0, pq0[k], pv0[k])
+        else:
+            def call(k: int) -> None:
+                pm, pd, pq, pv = models[k % nr]
+                work(pm, pd, pq[k], pv[k])
+
+        def results(k: int) -> dict[str, np.ndarray]:
+            """Pinocchio's figures in our joint order; its CoG leaves out the fixed
+            root body (mass m_root), so J_cog = (M - m_root) / M J_pin."""
+            ref, (pm, pd, _, _) = refs[k % nr], models[k % nr]
+            p, n = ref.perm, robot.n
+            moving = robot.model.total_mass - robot.description.bodies[ref.root_body].mass
+            A, h, Jcom, S = np.empty((n, n)), np.empty(n), np.empty((3, n)), np.empty((6, n))
+            A[np.ix_(p, p)] = np.triu(pd.M) + np.triu(pd.M, 1).T
+            h[p] = pd.nle
+            Jcom[:, p] = moving / robot.model.total_mass * pd.Jcom
+            S[:, p] = pd.J
+            out = {"A": A, "h": h, "Jcom": Jcom, "S": S}
+            if with_c:
+                C = np.empty((n, n))
+                C[np.ix_(p, p)] = pd.C
+                out["C"] = C
+            return out
+        return BenchPath(call, results)
+    return setup
+
+
+_KINEMATICS = "poses, every frame Jacobian, every group's CoG and its Jacobian, A (CRBA, rotor inertia), G"
+register("recursive", _recursive(update, True),
+         f"models.tree_dynamics.update: {_KINEMATICS}, C (Christoffel), h = C qd + G, friction",
+         "pinocchio_coriolis")
+register("recursive_cycle", _recursive(update_cycle, False),
+         f"models.tree_dynamics.update_cycle: {_KINEMATICS}, h = C qd + G (Newton-Euler), friction",
+         "pinocchio")
+register("pinocchio", _pinocchio(False),
+         "forwardKinematics + computeJointJacobians + crba + nonLinearEffects + centerOfMass + "
+         "jacobianCenterOfMass from Python (gives C qd + G, not C)")
+register("pinocchio_coriolis", _pinocchio(True),
+         "the six Pinocchio calls + computeCoriolisMatrix (C)")
+
+
+def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: list[str] | None = None,
+        progress: Callable[[str], None] | None = None, record: dict | None = None) -> dict:
+    """Median / p99 / min (us) of each path on each case, and the ratios. The raw
+    samples (ns) go to ``record[(case, path)]`` if a dict is given."""
+    say = progress or (lambda _msg: None)
+    robot = TreeRobot.from_yaml(robot_yaml)
+    names = list(PATHS) if paths is None else list(paths)
+    per_round = samples // rounds
+    st = states(robot, per_round * rounds)
+    roots = robot.model.root_names
+    cases = {name: (r,) for r, name in enumerate(roots)}
+    cases["swap"] = tuple(range(len(roots)))
+    out: dict = {"robot": robot.model.name, "n": robot.n, "samples": per_round * rounds, "rounds": rounds,
+                 "paths": {n: {"computes": PATHS[n].computes, "reference": PATHS[n].reference} for n in names},
+                 "unavailable": {}, "target_ratio": TARGET_RATIO,
+                 "thesis_bnr_fgm_dyn_avg_us": THESIS_FGM_DYN_AVG_US, "cases": {}}
+    try:
+        import pinocchio as pin
+        out["pinocchio_version"] = pin.__version__
+    except ImportError:
+        out["pinocchio_version"] = None
+    for case, rs in cases.items():
+        built: dict[str, BenchPath] = {}
+        for name in names:
+            try:
+                built[name] = PATHS[name].setup(robot, rs, st)
+            except ImportError as e:
+                out["unavailable"][name] = f"{e} (pip install 'bipd[bench]')"
+                continue
+            built[name].update(0)                    # compiled or loaded before timing
+        ns = {name: np.empty(per_round * rounds) for name in built}
         for k in range(rounds):
-            _time_calls(ours, per_round, ours_ns, k * per_round)
-            _time_calls(pin_update, per_round, pin_ns, k * per_round)
-        res = {"update": _percentiles(ours_ns), "pinocchio": _percentiles(pin_ns)}
-        res["ratio_median"] = res["update"]["median_us"] / res["pinocchio"]["median_us"]
-        out["roots"][root] = res
-
-    def swap(k: int) -> None:
-        set_root(m, d, k % nroots)
-        update(m, d, qs[k], qds[k], g)
-
-    swap_ns = np.empty(per_round * rounds)
-    _time_calls(swap, per_round * rounds, swap_ns, 0)
-    out["swap_and_update"] = _percentiles(swap_ns)
-    set_root(m, d, 0)
+            say(f"{case}: round {k + 1}/{rounds}")
+            for name, path in built.items():
+                _time_calls(path.update, per_round, ns[name], k * per_round)
+        figures = {name: _percentiles(ns[name]) for name in built}
+        ratios = {}
+        for name in built:
+            ref = PATHS[name].reference
+            if ref in figures:
+                ratios[name] = {"reference": ref,
+                                "median": figures[name]["median_us"] / figures[ref]["median_us"],
+                                "p99": figures[name]["p99_us"] / figures[ref]["p99_us"]}
+        out["cases"][case] = {
+            "roots": [roots[r] for r in rs], "paths": figures, "ratios": ratios,
+            "ratio_vs_thesis": {name: f["median_us"] / THESIS_FGM_DYN_AVG_US for name, f in figures.items()}}
+        if record is not None:
+            for name in built:
+                record[(case, name)] = ns[name].copy()
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--robot", default=str(ROBOT))
-    ap.add_argument("--samples", type=int, default=20000)
-    args = ap.parse_args(argv)
-    res = run(args.robot, args.samples)
-    print(f"{res['robot']} ({res['n']} joints), {res['samples']} samples, Pinocchio {res['pinocchio_version']}")
-    for root, r in res["roots"].items():
-        u, p = r["update"], r["pinocchio"]
-        print(f"  root {root:<11} ours median {u['median_us']:6.2f} us (p99 {u['p99_us']:6.2f})   "
-              f"Pinocchio median {p['median_us']:6.2f} us (p99 {p['p99_us']:6.2f})   ratio {r['ratio_median']:.2f}")
-    s = res["swap_and_update"]
-    print(f"  swap of rooting + update: median {s['median_us']:.2f} us (p99 {s['p99_us']:.2f})")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

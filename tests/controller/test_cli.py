@@ -72,6 +72,23 @@ def test_bench_models_json_has_reference_figures(capsys):
     assert res["stabilizer"]["thesis_bnr_stabilizer_avg_us"] == 273.0
 
 
+def test_bench_models_on_a_tree_times_each_root_and_the_swap(capsys):
+    """A tree YAML switches to the whole-robot bench: every root and the swap case,
+    each path against the Pinocchio path doing the same work, one JSON object on
+    stdout and nothing else there."""
+    robot = DEFAULT_ROBOT.parent / "bip2000.yaml"
+    assert main(["bench", "models", "--robot", str(robot), "--json", "--samples", "40"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert list(res["cases"]) == ["pelvis", "left_sole", "right_sole", "swap"]
+    assert res["cases"]["swap"]["roots"] == ["pelvis", "left_sole", "right_sole"]
+    for c in res["cases"].values():
+        f = c["paths"]
+        assert set(f) == {"recursive", "recursive_cycle", "pinocchio", "pinocchio_coriolis"}
+        assert c["ratios"]["recursive"]["reference"] == "pinocchio_coriolis"
+        assert c["ratios"]["recursive_cycle"]["median"] == f["recursive_cycle"]["median_us"] / f["pinocchio"]["median_us"]
+    assert res["thesis_bnr_fgm_dyn_avg_us"] == 162.0 and "stabilizer" not in res
+
+
 def test_run_refuses_a_stepped_loop_it_cannot_pace(tmp_path, capsys):
     """--demo paces by the wall clock: refused with --stepped; loop.stepped without lock-step is a
     config error naming the key. Neither starts a daemon."""

@@ -9,7 +9,7 @@ from numba import njit
 from numba.core.runtime import _nrt_python, rtsys
 
 from models import GeometryError, Robot
-from models.tree_dynamics import set_root, update
+from models.tree_dynamics import set_root, update, update_cycle
 from models.tree_robot import TreeRobot
 
 from .chains import BIP_LEG
@@ -110,6 +110,29 @@ def test_swap_selects_the_precomputed_rooting():
         robot.set_root("l_knee")
     with pytest.raises(ValueError, match="rooting index out of range"):
         set_root(robot.model.buf, robot.data.buf, 3)
+
+
+def test_cycle_update_is_the_full_update_without_c():
+    """update_cycle gives the full update's poses, axes, CoGs and their Jacobians,
+    A, G, friction, the root frames and their Jacobians, and h = C qd + G by
+    Newton-Euler; it leaves C and the other frames as they were."""
+    full, cyc = bip2000(), bip2000()
+    m = full.model
+    roots = [m.index("frame", name) for name in m.root_names]
+    others = [f for f in range(len(m.frame_names)) if f not in roots]
+    for root in m.root_names:
+        full.set_root(root)
+        cyc.set_root(root)
+        for q, qd, _, g in random_states(full, 10, seed=11):
+            d, c = full.update(q, qd, g), cyc.data
+            c.C[:], c.Tf[:], c.Jf[:] = 7.0, 7.0, 7.0
+            update_cycle(m.buf, c.buf, q, qd, g)
+            for key in ("Tb", "S", "pc", "com", "Jcom", "A", "G", "tau_f"):
+                np.testing.assert_allclose(getattr(c, key), getattr(d, key), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(c.h, d.h, rtol=1e-10, atol=1e-10)
+            np.testing.assert_allclose(c.Tf[roots], d.Tf[roots], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(c.Jf[roots], d.Jf[roots], rtol=1e-12, atol=1e-12)
+            assert np.all(c.C == 7.0) and np.all(c.Tf[others] == 7.0) and np.all(c.Jf[others] == 7.0)
 
 
 def test_chain_file_matches_the_chain_engine():
