@@ -33,7 +33,7 @@ from .tree_config import TreeDescription
 HEADER = 5   # n joints, nb bodies, nf frames, ng CoG groups, nr rootings
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def model_layout(buf):
     """Views of a model buffer and its size. Joint j: jtype, armature, viscous,
     coulomb, qmin, qmax, vmax, taumax; body b: mass, com (own frame), inertia
@@ -77,7 +77,7 @@ def model_layout(buf):
             support, bjoint, rootf), o
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def data_layout(mbuf, buf):
     """Views of a data buffer and its size: root (the rooting in use), Tb body
     poses, Tax joint-axis frames (T(pred) . pre), Tf operational frames, S joint
@@ -119,7 +119,7 @@ def data_layout(mbuf, buf):
     B22 = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
     C = carray(_at(buf, o), (n, n)); o += n * n
     f6 = carray(_at(buf, o), (3, 6)); o += 18
-    gc = carray(_at(buf, o), (nb, ng, 4)); o += 4 * nb * ng
+    gc = carray(_at(buf, o), (nb, 4 * ng)); o += 4 * nb * ng
     return (root, Tb, Tax, Tf, S, pc, Jf, com, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
             V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc), o
 

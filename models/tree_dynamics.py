@@ -169,30 +169,30 @@ def _frame(f, r, fbody, fpose, pred, bjoint, S, Tb, Tf, Jf):
 
 @njit(cache=True, inline="always")
 def _group_coms(r, gmass, order, pred, succ, rootb, S, pc, gc, cg, Jcom):
-    """CoG of each group and its Jacobian. gc[b, g] = (mass, first moment) of
-    group g's bodies in the subtree of b (summed leaves inwards); column j of the
+    """CoG of each group and its Jacobian. gc[b, 4 g: 4 g + 4] = (mass, first
+    moment) of group g's bodies in the subtree of b (summed leaves inwards); column j of the
     CoG Jacobian is then (m v_j + w_j x h) / M over the subtree that joint j
     moves (the sum of m_b J(pc_b), Khalil & Dombre)."""
     n, ng = S.shape[0], gmass.shape[0]
     b0 = int(rootb[r])
     for b in range(gmass.shape[1]):
+        p0, p1, p2 = pc[b, 0], pc[b, 1], pc[b, 2]
         for g in range(ng):
             m = gmass[g, b]
-            gc[b, g, 0], gc[b, g, 1], gc[b, g, 2], gc[b, g, 3] = m, m * pc[b, 0], m * pc[b, 1], m * pc[b, 2]
+            gc[b, 4 * g], gc[b, 4 * g + 1], gc[b, 4 * g + 2], gc[b, 4 * g + 3] = m, m * p0, m * p1, m * p2
     for k in range(n - 1, -1, -1):
         j = int(order[r, k])
         p, s = int(pred[r, j]), int(succ[r, j])
-        for g in range(ng):
-            for i in range(4):
-                gc[p, g, i] += gc[s, g, i]
+        for u in range(4 * ng):
+            gc[p, u] += gc[s, u]
     for g in range(ng):
-        inv = 1.0 / gc[b0, g, 0]
+        inv = 1.0 / gc[b0, 4 * g]
         for i in range(3):
-            cg[g, i] = gc[b0, g, 1 + i] * inv
+            cg[g, i] = gc[b0, 4 * g + 1 + i] * inv
         for j in range(n):
             s = int(succ[r, j])
-            m = gc[s, g, 0]
-            c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5], gc[s, g, 1], gc[s, g, 2], gc[s, g, 3])
+            m = gc[s, 4 * g]
+            c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5], gc[s, 4 * g + 1], gc[s, 4 * g + 2], gc[s, 4 * g + 3])
             Jcom[g, 0, j] = (m * S[j, 0] + c0) * inv
             Jcom[g, 1, j] = (m * S[j, 1] + c1) * inv
             Jcom[g, 2, j] = (m * S[j, 2] + c2) * inv
@@ -515,7 +515,7 @@ def coriolis_matrix(mbuf, dbuf, qd):
     _coriolis(r, mass, order, pred, succ, bjoint, S, V, bh, bI, cm, ch, cI, Sd, Bf, B22, f6, C)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _update(mbuf, dbuf, q, qd, g, with_c):
     check_inputs(q, qd, g)
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
