@@ -144,13 +144,13 @@ def _pinocchio(with_c: bool):
     return setup
 
 
-_KINEMATICS = "poses, every frame Jacobian, every group's CoG and its Jacobian, A (CRBA, rotor inertia), G"
+_DYNAMICS = "the CoG of the robot and of each sub-tree with their Jacobians, A (CRBA, rotor inertia), G"
 register("recursive", _recursive(update, True),
-         f"models.tree_dynamics.update: {_KINEMATICS}, C (Christoffel), h = C qd + G, friction",
-         "pinocchio_coriolis")
+         f"models.tree_dynamics.update: body poses, every frame's pose and Jacobian, {_DYNAMICS}, "
+         "C (Christoffel), h = C qd + G, friction", "pinocchio_coriolis")
 register("recursive_cycle", _recursive(update_cycle, False),
-         f"models.tree_dynamics.update_cycle: {_KINEMATICS}, h = C qd + G (Newton-Euler), friction",
-         "pinocchio")
+         f"models.tree_dynamics.update_cycle: body poses, the root frames' poses and Jacobians, {_DYNAMICS}, "
+         "h = C qd + G (Newton-Euler), friction", "pinocchio")
 register("pinocchio", _pinocchio(False),
          "forwardKinematics + computeJointJacobians + crba + nonLinearEffects + centerOfMass + "
          "jacobianCenterOfMass from Python (gives C qd + G, not C)")

@@ -13,7 +13,10 @@ two joints (a Jacobian column, A_ij, C_ij) is non-zero only when one joint moves
 the other's body: the kernels walk the chain of joints from a body to the root
 (``bjoint``) instead of testing all n. Allocation-free: every workspace lives in
 the Data buffer; ``@njit(cache=True)``; each public kernel unpacks its views once
-and checks the buffer sizes on the way.
+and checks the buffer sizes on the way. The stage helpers and the layouts are
+inlined into each public kernel (``inline="always"``): calls that pass dozens of
+array views cost more than the stages, and :func:`update_cycle` is specialised at
+compile time; the price is a longer first compile (tens of seconds, then cached).
 """
 from __future__ import annotations
 

@@ -20,10 +20,10 @@ ROBOT = bip2000()
 
 
 @njit
-def _swap_cycles(mbuf, dbuf, q, qd, g, nroots, count):
+def _swap_cycles(kernel, mbuf, dbuf, q, qd, g, nroots, count):
     for k in range(count):
         set_root(mbuf, dbuf, k % nroots)
-        update(mbuf, dbuf, q, qd, g)
+        kernel(mbuf, dbuf, q, qd, g)
 
 
 @njit
@@ -54,12 +54,13 @@ def test_the_allocation_counter_counts():
     assert many - one == 1000
 
 
-def test_swap_and_update_allocate_nothing():
-    """A thousand swaps among the three rootings, each followed by a full update:
-    the only NRT allocations are the call's own argument boxing."""
+@pytest.mark.parametrize("kernel", [update, update_cycle], ids=["update", "update_cycle"])
+def test_swap_and_update_allocate_nothing(kernel):
+    """A thousand swaps among the three rootings, each followed by an update (full
+    or cycle): the only NRT allocations are the call's own argument boxing."""
     m = ROBOT.model
     q, qd, _, g = next(random_states(ROBOT, 1, seed=4))
-    one, many = _allocations(_swap_cycles, m.buf, ROBOT.data.buf.copy(), q, qd, g, len(m.root_names))
+    one, many = _allocations(_swap_cycles, kernel, m.buf, ROBOT.data.buf.copy(), q, qd, g, len(m.root_names))
     assert 0 < one == many
 
 
