@@ -124,6 +124,9 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
     from models.bench import run
     from stabilizer.bench import run_benchmark
 
+    if args.samples < 1:
+        print(f"bipd bench models: error: --samples must be at least 1 (got {args.samples})", file=sys.stderr)
+        return 2
     say = _progress(not args.json)
     if _is_tree(read_yaml(args.robot)):
         from models.tree_bench import run as run_tree
@@ -369,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "whole-robot update on each root and a swap of rooting")
     bm.add_argument("--samples", type=int, default=20000, help="timed calls per side (default 20000)")
     bm.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    bm.add_argument("--no-first-call", action="store_true", help="skip the fresh-process compile/cache timing")
+    bm.add_argument("--no-first-call", action="store_true",
+                    help="skip the fresh-process compile/cache timing (chains; a tree bench has none)")
     bm.set_defaults(func=cmd_bench_models)
 
     bl = bsub.add_parser("loop", help="the daemon in real time under load, next to cyclictest")

@@ -165,6 +165,7 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: l
     say = progress or (lambda _msg: None)
     robot = TreeRobot.from_yaml(robot_yaml)
     names = list(PATHS) if paths is None else list(paths)
+    rounds = max(1, min(rounds, samples))
     per_round = samples // rounds
     st = states(robot, per_round * rounds)
     roots = robot.model.root_names

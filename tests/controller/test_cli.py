@@ -89,6 +89,20 @@ def test_bench_models_on_a_tree_times_each_root_and_the_swap(capsys):
     assert res["thesis_bnr_fgm_dyn_avg_us"] == 162.0 and "stabilizer" not in res
 
 
+def test_bench_models_refuses_bad_input_with_exit_2(tmp_path, capsys):
+    """No samples, or a tree YAML with a cycle: one sentence naming the problem, no
+    traceback, nothing timed."""
+    assert main(["bench", "models", "--samples", "0"]) == 2
+    assert "--samples must be at least 1 (got 0)" in capsys.readouterr().err
+    doc = yaml.safe_load((DEFAULT_ROBOT.parent / "bip2000.yaml").read_text())
+    doc["joints"][0]["parent"] = "l_foot"
+    bad = tmp_path / "tree.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    assert main(["bench", "models", "--robot", str(bad), "--json"]) == 2
+    out = capsys.readouterr()
+    assert f"{bad}: joints[0].parent: cycle" in out.err and "Traceback" not in out.err and out.out == ""
+
+
 def test_run_refuses_a_stepped_loop_it_cannot_pace(tmp_path, capsys):
     """--demo paces by the wall clock: refused with --stepped; loop.stepped without lock-step is a
     config error naming the key. Neither starts a daemon."""
