@@ -43,7 +43,7 @@ from .errors import GeometryError
 from .model import PRISMATIC, _at, python_views
 from .tree import TreeModel, model_layout, rooting
 from .tree_config import TreeDescription
-from .tree_dynamics import _cross, _mul, _mul_joint
+from .tree_dynamics import _cross, _joint_step, _mul
 
 PLAN_HEADER = 5   # n joints, nb bodies, chains, longest chain, stance options
 
@@ -165,7 +165,7 @@ def chain_models(tbuf, pbuf, dbuf, q):
     body poses, joint axes, body CoGs, CoG Jacobians (own columns) and the
     chain's inertia matrix A_c = sum_k J_0k^T diag(m_k, I_0k) J_0k (eq. 165)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
+     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
     (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
@@ -179,8 +179,7 @@ def chain_models(tbuf, pbuf, dbuf, q):
             _mul(T0[int(parent[j])], pre[j], tmp[0])
             for i in range(3):
                 z0[j, i], o0[j, i] = tmp[0, i, 2], tmp[0, i, 3]
-            _mul_joint(tmp[0], jtype[j] != PRISMATIC, q[j], tmp[1])
-            _mul(tmp[1], post[j], T0[j + 1])
+            _joint_step(tmp[0], jtype[j] != PRISMATIC, q[j], post[j], T0[j + 1])
     for b in range(mass.shape[0]):
         for i in range(3):
             p0[b, i] = T0[b, i, 3] + T0[b, i, 0] * com[b, 0] + T0[b, i, 1] * com[b, 1] + T0[b, i, 2] * com[b, 2]
@@ -249,7 +248,7 @@ def composite_kinematics(tbuf, pbuf, dbuf, q):
     hanging chains (Theorems 2-3): body poses and CoG Jacobians, operational
     frames, CoGs and CoG Jacobians (Theorem 1) in the stance sole's frame."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
+     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
     (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
@@ -364,7 +363,7 @@ def composite_inertia(tbuf, pbuf, dbuf):
     own block is its own inertia matrix A_c (:func:`chain_models`); the block of
     two hanging chains is 0; the rotor inertias on the diagonal."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
+     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
     (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
@@ -390,7 +389,7 @@ def composite_gravity(tbuf, dbuf, g):
     """G = -sum_k m_k J_v,k^T g over every body, the old base included (Theorems
     12-13, eq. 245; g in the stance sole's frame)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
+     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
     (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
     total = 0.0
@@ -411,7 +410,7 @@ def composite_coriolis(tbuf, pbuf, dbuf, qd):
     (v_k - od_m), Jd_w,m = zd_m; then C = sum_k m_k J_v^T Jd_v + J_w^T (I_k Jd_w +
     1/2 ([w_k] I_k - I_k [w_k] - [I_k w_k]) J_w)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support) = model_layout(tbuf)[0]
+     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
     (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
