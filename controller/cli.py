@@ -106,6 +106,8 @@ def _print_tree_bench(res: dict) -> None:
     for case, c in res["cases"].items():
         label = "swap of rooting + update, roots in turn" if case == "swap" else "root"
         print(f"{case} ({label}: {', '.join(c['roots'])})")
+        for name in c["not_applicable"]:
+            print(f"  {name:19s} does not cover this case")
         for name, f in c["paths"].items():
             line = f"  {name:19s} median {f['median_us']:6.2f} us  p99 {f['p99_us']:6.2f} us"
             r = c["ratios"].get(name)

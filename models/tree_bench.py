@@ -3,7 +3,8 @@
 Every path is a named entry of :data:`PATHS` (:func:`register` adds one): a setup
 that returns the timed call ``update(k)`` (one update at the k-th random state)
 and ``results(k)``, what that call computed in the engine's joint order, so a
-test can check that a path computes what the recursive engine computes.
+test can check that a path computes what the recursive engine computes; or None
+for a case the path does not cover (the composite models stand on a sole only).
 
 Cases: each root of the description, then ``swap``: the root changes at every
 call (``set_root`` + update; Pinocchio: one model per root, taken in turn).
@@ -43,7 +44,7 @@ class BenchPath(NamedTuple):
 
 @dataclass(frozen=True)
 class PathSpec:
-    setup: Callable[[TreeRobot, tuple[int, ...], States], BenchPath]
+    setup: Callable[[TreeRobot, tuple[int, ...], States], BenchPath | None]
     computes: str
     reference: str | None     # the path doing the same work, for the ratio
 
@@ -51,11 +52,12 @@ class PathSpec:
 PATHS: dict[str, PathSpec] = {}
 
 
-def register(name: str, setup: Callable[[TreeRobot, tuple[int, ...], States], BenchPath],
+def register(name: str, setup: Callable[[TreeRobot, tuple[int, ...], States], BenchPath | None],
              computes: str, reference: str | None = None) -> None:
     """Add a path: ``setup(robot, roots, states)`` builds it for the rooting
     indices ``roots`` (one, or several taken in turn: call k uses
-    ``roots[k % len(roots)]``); it may raise ImportError (an optional package)."""
+    ``roots[k % len(roots)]``), or returns None if it cannot stand there; it may
+    raise ImportError (an optional package)."""
     PATHS[name] = PathSpec(setup, computes, reference)
 
 
@@ -144,6 +146,28 @@ def _pinocchio(with_c: bool):
     return setup
 
 
+def _composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath | None:
+    """The composite models on one sole (they have no pelvis stance, hence no
+    swap through every root)."""
+    from .composite import composite_setup, composite_update
+    from .errors import GeometryError
+
+    if len(roots) != 1:
+        return None
+    try:
+        model, plan, data = composite_setup(robot.description, robot.model.root_names[roots[0]])
+    except GeometryError:                       # not a sole, or a tree they do not cover
+        return None
+    m, p, d, q, qd, g = model.buf, plan.buf, data.buf, st.q, st.qd, st.g
+
+    def call(k: int) -> None:
+        composite_update(m, p, d, q[k], qd[k], g)
+
+    def results(k: int) -> dict[str, np.ndarray]:
+        return {"A": data.A.copy(), "G": data.G.copy(), "C": data.C.copy(), "Jcom": data.Jcom[0].copy()}
+    return BenchPath(call, results)
+
+
 _DYNAMICS = "the CoG of the robot and of each sub-tree with their Jacobians, A (CRBA, rotor inertia), G"
 register("recursive", _recursive(update, True),
          f"models.tree_dynamics.update: body poses, every frame's pose and Jacobian, {_DYNAMICS}, "
@@ -151,6 +175,9 @@ register("recursive", _recursive(update, True),
 register("recursive_cycle", _recursive(update_cycle, False),
          f"models.tree_dynamics.update_cycle: body poses, the root frames' poses and Jacobians, {_DYNAMICS}, "
          "h = C qd + G (Newton-Euler), friction", "pinocchio")
+register("composite", _composite,
+         "models.composite.composite_update (Gastebois 2017 ch. 3, on a sole only): frames and their "
+         "Jacobians, CoGs and their Jacobians, A, G, C (Christoffel)", "pinocchio_coriolis")
 register("pinocchio", _pinocchio(False),
          "forwardKinematics + computeJointJacobians + crba + nonLinearEffects + centerOfMass + "
          "jacobianCenterOfMass from Python (gives C qd + G, not C)")
@@ -182,13 +209,18 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: l
         out["pinocchio_version"] = None
     for case, rs in cases.items():
         built: dict[str, BenchPath] = {}
+        skipped = []
         for name in names:
             try:
-                built[name] = PATHS[name].setup(robot, rs, st)
+                path = PATHS[name].setup(robot, rs, st)
             except ImportError as e:
                 out["unavailable"][name] = f"{e} (pip install 'bipd[bench]')"
                 continue
-            built[name].update(0)                    # compiled or loaded before timing
+            if path is None:
+                skipped.append(name)
+                continue
+            built[name] = path
+            path.update(0)                           # compiled or loaded before timing
         ns = {name: np.empty(per_round * rounds) for name in built}
         for k in range(rounds):
             say(f"{case}: round {k + 1}/{rounds}")
@@ -203,7 +235,7 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: l
                                 "median": figures[name]["median_us"] / figures[ref]["median_us"],
                                 "p99": figures[name]["p99_us"] / figures[ref]["p99_us"]}
         out["cases"][case] = {
-            "roots": [roots[r] for r in rs], "paths": figures, "ratios": ratios,
+            "roots": [roots[r] for r in rs], "paths": figures, "ratios": ratios, "not_applicable": skipped,
             "ratio_vs_thesis": {name: f["median_us"] / THESIS_FGM_DYN_AVG_US for name, f in figures.items()}}
         if record is not None:
             for name in built:
