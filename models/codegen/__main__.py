@@ -13,6 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m models.codegen",
                                 description="Generate closed-form Numba kernels A, C, G of a robot YAML.")
     p.add_argument("robot", help="robot YAML (serial MDH chain)")
+    p.add_argument("--chain", help="for a tree YAML: the first joint of the chain on the base body to generate "
+                   "(fixed there, as the composite models use it)")
     p.add_argument("--out", help="write the generated module here")
     p.add_argument("--counts", action="store_true",
                    help="print the operation counts, next to Liégeois & Aldon 1980's for their 6-DOF robot")
@@ -26,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     try:
-        gen = generate(a.robot)
+        gen = generate(a.robot, a.chain)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

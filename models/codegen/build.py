@@ -8,12 +8,14 @@ from pathlib import Path
 import sympy as sp
 
 from ..config import load_description
+from ..tree_config import load_tree
 from . import ROOT
+from .chain import chain_description
 from .emit import Counts, Kernel, kernel, kernels, module_source, sha256
 from .symbolic import ClosedForms, closed_forms, number
 
 HERE = Path(__file__).resolve().parent
-GENERATOR_FILES = (HERE / "build.py", HERE / "symbolic.py", HERE / "emit.py")
+GENERATOR_FILES = (HERE / "build.py", HERE / "symbolic.py", HERE / "emit.py", HERE / "chain.py")
 
 
 def generator_sha256() -> str:
@@ -38,15 +40,18 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def generate(robot_yaml: str | Path) -> Generated:
-    """Closed forms of the chain in ``robot_yaml`` as a Numba module's source."""
+def generate(robot_yaml: str | Path, chain: str | None = None) -> Generated:
+    """Closed forms of the chain in ``robot_yaml`` as a Numba module's source; with
+    ``chain``, of the tree's chain that starts at that joint on its base body, fixed
+    there (:func:`models.codegen.chain.chain_description`)."""
     path = Path(robot_yaml)
-    desc = load_description(path)
+    desc = load_description(path) if chain is None else chain_description(load_tree(path), chain)
     cf = closed_forms(desc)
     ks = kernels(cf)
     shown = _shown(path)
-    command = f"python -m models.codegen {shown} --out models/generated/{path.stem}.py"
-    source = module_source(shown, sha256(path), generator_sha256(), desc.name, desc.n, ks, command)
+    option, stem = ("", path.stem) if chain is None else (f" --chain {chain}", f"{path.stem}_{chain}")
+    command = f"python -m models.codegen {shown}{option} --out models/generated/{stem}.py"
+    source = module_source(shown, sha256(path), generator_sha256(), desc.name, desc.n, ks, command, chain)
     return Generated(desc.name, desc.n, ks, source, comparable_counts(cf, desc.gravity))
 
 

@@ -148,8 +148,9 @@ def sha256(*paths: Path) -> str:
 
 
 def module_source(yaml_path: str, yaml_sha: str, generator_sha: str, name: str, n: int,
-                  ks: list[Kernel], command: str) -> str:
-    """The whole generated module: header, constants, kernels."""
+                  ks: list[Kernel], command: str, chain: str | None = None) -> str:
+    """The whole generated module: header, constants (CHAIN: the tree chain's first
+    joint, for a chain of a tree), kernels."""
     head = (f'"""Closed-form dynamics of {name} ({n} DOF), GENERATED: do not edit.\n\n'
             f"Rebuild with ``{command}``\n"
             f"(tests/models/test_generated.py fails when this file is stale).\n"
@@ -161,7 +162,8 @@ def module_source(yaml_path: str, yaml_sha: str, generator_sha: str, name: str, 
             "from math import cos, sin\n\n"
             "from numba import njit\n\n"
             f"SOURCE = {yaml_path!r}\n"
-            f"SOURCE_SHA256 = {yaml_sha!r}\n"
+            + (f"CHAIN = {chain!r}\n" if chain is not None else "")
+            + f"SOURCE_SHA256 = {yaml_sha!r}\n"
             f"GENERATOR_SHA256 = {generator_sha!r}\n"
             f"SYMPY = {sp.__version__!r}\n"
             f"N = {n}\n")

@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip_leg.yaml'
 SOURCE_SHA256 = 'da0c577b16f4a010c5e7f98f5e749b2e06b4785840dc1463f8b3edacf12aabeb'
-GENERATOR_SHA256 = 'dfde76f8cf89bbf4785cdd328fa65b011e03c5845edd09659352fbf7e204e237'
+GENERATOR_SHA256 = 'cc93041d28a2fee584428760e5c7606d7a42cf7a7348d4f1df08686e95cbb438'
 SYMPY = '1.14.0'
 N = 4
 

@@ -13,12 +13,15 @@ import pytest
 import sympy as sp
 
 from models import Robot
+from models.tree_config import load_tree
 from models.codegen import ROOT
 from models.codegen.build import generate, generator_sha256
+from models.codegen.chain import chain_description
 from models.codegen.emit import Counts, count_ops, sha256
 from models.codegen.published import A_PRINTED, Q_PRINTED, printed
 
-NAMES = ("bip_leg", "liegeois_aldon_6dof", "bip2000_leg6")
+NAMES = ("bip_leg", "liegeois_aldon_6dof", "bip2000_leg6",
+         "bip2000_l_hip_yaw", "bip2000_r_hip_yaw", "bip2000_trunk_yaw")   # the last three: the tree's chains
 STATES = 100
 
 
@@ -34,11 +37,18 @@ def tilt(g: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     return Ry @ Rx @ g
 
 
+def description(mod):
+    """The serial robot a module was generated for: its YAML, or its chain of a tree."""
+    if hasattr(mod, "CHAIN"):
+        return chain_description(load_tree(ROOT / mod.SOURCE), mod.CHAIN)
+    return Robot.from_yaml(ROOT / mod.SOURCE).description
+
+
 def engines(name: str):
     """(generated module, [(gravity, engine robot with that gravity)]): level, and two tilts
     (the thesis' 10° x 20° platform and a steeper one)."""
     mod = generated(name)
-    desc = Robot.from_yaml(ROOT / mod.SOURCE).description
+    desc = description(mod)
     g0 = np.array(desc.gravity)
     gs = [g0, tilt(g0, np.radians(10), np.radians(20)), tilt(g0, np.radians(-35), np.radians(25))]
     return mod, [(g, Robot(dataclasses.replace(desc, gravity=tuple(g)))) for g in gs]
@@ -110,10 +120,11 @@ def test_committed_file_is_up_to_date(name):
     recorded hashes match, and rebuilding gives the same text."""
     mod = generated(name)
     path = ROOT / "models" / "generated" / f"{name}.py"
-    rebuild = f"stale: rebuild with python -m models.codegen {mod.SOURCE} --out models/generated/{name}.py"
+    option = f" --chain {mod.CHAIN}" if hasattr(mod, "CHAIN") else ""
+    rebuild = f"stale: rebuild with python -m models.codegen {mod.SOURCE}{option} --out models/generated/{name}.py"
     assert mod.SOURCE_SHA256 == sha256(ROOT / mod.SOURCE), rebuild
     assert mod.GENERATOR_SHA256 == generator_sha256(), rebuild
-    assert generate(ROOT / mod.SOURCE).source == path.read_text(), rebuild
+    assert generate(ROOT / mod.SOURCE, getattr(mod, "CHAIN", None)).source == path.read_text(), rebuild
 
 
 def test_operation_counter():

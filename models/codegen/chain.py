@@ -1,0 +1,78 @@
+"""A serial chain of a kinematic tree as an MDH chain description, for the generator.
+
+The composite models (Gastebois 2017 ch. 3, eq. 92-93; docs/composite_models.md) use
+each chain hanging from the tree's base body as its own robot, fixed at the base body
+and traversed away from it. A tree joint is T = RotZ(gamma) TransZ(b) RotX(alpha)
+TransX(a) RotZ(theta + q) TransZ(d) (Khalil & Dombre, tree structures); a serial MDH
+row lacks the first two factors. They are moved out of the row:
+
+* the first joint's RotZ(gamma) TransZ(b) is the chain's base frame in the base
+  body's frame (:func:`chain_base`): A(q) does not depend on where a fixed base is,
+  and gravity is carried into that frame at run time (g_c = RotZ(gamma)^T g);
+* a later joint's RotZ(gamma) TransZ(b) commutes with the previous row's
+  RotZ(theta + q) TransZ(d), so it joins them (theta += gamma, d += b), and the
+  previous body, now described in that turned frame, has its CoG and inertia
+  rewritten there: c' = RotZ(gamma)^T c - b z, I' = RotZ(gamma)^T I RotZ(gamma).
+
+Rotor inertias are left out (armature 0): the composite adds them once, on the whole
+robot's diagonal.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..config import MDH, Body, RobotDescription
+from ..errors import ConfigError
+from ..tree_config import TreeDescription
+
+
+def _rot_z(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def chain_joints(tree: TreeDescription, first: str) -> list[int]:
+    """Indices of the serial chain that starts at joint ``first`` on the base body."""
+    names = [j.joint.name for j in tree.joints]
+    if first not in names or tree.joints[names.index(first)].parent != tree.base:
+        raise ConfigError(tree.source, "joints", f"{first!r} is not a joint on the base body {tree.base!r}")
+    out = [names.index(first)]
+    while True:
+        nxt = [k for k, j in enumerate(tree.joints) if j.parent == tree.joints[out[-1]].child]
+        if not nxt:
+            return out
+        if len(nxt) > 1:
+            raise ConfigError(tree.source, "joints", f"body {tree.joints[out[-1]].child!r} carries "
+                              f"two joints; the chain from {first!r} is not serial")
+        out.append(nxt[0])
+
+
+def chain_base(tree: TreeDescription, first: str) -> np.ndarray:
+    """Rotation of the chain's base frame in the base body's frame: RotZ(gamma) of
+    its first joint."""
+    return _rot_z(tree.joints[chain_joints(tree, first)[0]].gamma)
+
+
+def chain_description(tree: TreeDescription, first: str) -> RobotDescription:
+    """The chain from joint ``first`` (on the base body) as a serial MDH robot fixed
+    at the base body (module docstring), gravity in its base frame."""
+    idx = chain_joints(tree, first)
+    joints = []
+    for u, k in enumerate(idx):
+        tj = tree.joints[k]
+        m, body = tj.joint.mdh, tj.joint.body
+        if u + 1 < len(idx):
+            nxt = tree.joints[idx[u + 1]]
+            R = _rot_z(nxt.gamma)
+            m = MDH(m.alpha, m.a, m.theta + nxt.gamma, m.d + nxt.b)
+            com = R.T @ np.array(body.com) - np.array([0.0, 0.0, nxt.b])
+            inertia = R.T @ np.array(body.inertia) @ R
+            body = Body(body.mass, tuple(float(x) for x in com),
+                        tuple(tuple(float(x) for x in row) for row in inertia))
+        joints.append(dataclasses.replace(tj.joint, mdh=m, body=body, armature=0.0))
+    g = chain_base(tree, first).T @ np.array(tree.gravity)
+    return RobotDescription(f"{tree.name}_{first}", tree.source, tuple(float(x) for x in g), tuple(joints),
+                            MDH(0.0, 0.0, 0.0, 0.0))
