@@ -162,8 +162,15 @@ def supports(jchain, jpos, bchain, bpos, cs, m, b):
 @njit(cache=True)
 def chain_models(tbuf, pbuf, dbuf, q):
     """Each chain's own model in the base body's frame (thesis eq. 1-5, 92-93):
-    body poses, joint axes, body CoGs, CoG Jacobians (own columns) and the
-    chain's inertia matrix A_c = sum_k J_0k^T diag(m_k, I_0k) J_0k (eq. 165)."""
+    :func:`chain_kinematics` and :func:`chain_inertias`."""
+    chain_kinematics(tbuf, pbuf, dbuf, q)
+    chain_inertias(tbuf, pbuf, dbuf)
+
+
+@njit(cache=True)
+def chain_kinematics(tbuf, pbuf, dbuf, q):
+    """Each chain's body poses, joint axes, body CoGs and CoG Jacobians (own
+    columns) in the base body's frame (thesis eq. 1-5, 92-93)."""
     (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
      order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
@@ -196,6 +203,18 @@ def chain_models(tbuf, pbuf, dbuf, q):
             else:
                 for i in range(6):
                     J0[b, i, m] = 0.0
+
+
+@njit(cache=True)
+def chain_inertias(tbuf, pbuf, dbuf):
+    """Each chain's own inertia matrix A_c = sum_k J_0k^T diag(m_k, I_0k) J_0k
+    (eq. 165), from :func:`chain_kinematics`, block diagonal in A0."""
+    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
+     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
+    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
+    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
+     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    n = A0.shape[0]
     for i in range(n):
         for k in range(n):
             A0[i, k] = 0.0

@@ -168,6 +168,29 @@ def _composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPat
     return BenchPath(call, results)
 
 
+def _generated_composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath | None:
+    """The composite models with the hanging chains' A_c and G rows from their
+    generated closed forms, on one sole (a tree without generated chains: None)."""
+    from .composite_generated import generated_setup
+    from .errors import GeometryError
+
+    if len(roots) != 1:
+        return None
+    try:
+        model, plan, data, gen = generated_setup(robot.description, robot.model.root_names[roots[0]])
+    except GeometryError:                       # not a sole, or no generated chains
+        return None
+    m, p, d, q, qd, g = model.buf, plan.buf, data.buf, st.q, st.qd, st.g
+    update, base, qc, Ac, Gc, gc = gen.update, gen.base, gen.qc, gen.Ac, gen.Gc, gen.gc
+
+    def call(k: int) -> None:
+        update(m, p, d, base, qc, Ac, Gc, gc, q[k], qd[k], g)
+
+    def results(k: int) -> dict[str, np.ndarray]:
+        return {"A": data.A.copy(), "G": data.G.copy(), "C": data.C.copy(), "Jcom": data.Jcom[0].copy()}
+    return BenchPath(call, results)
+
+
 _DYNAMICS = "the CoG of the robot and of each sub-tree with their Jacobians, A (CRBA, rotor inertia), G"
 register("recursive", _recursive(update, True),
          f"models.tree_dynamics.update: body poses, every frame's pose and Jacobian, {_DYNAMICS}, "
@@ -178,6 +201,9 @@ register("recursive_cycle", _recursive(update_cycle, False),
 register("composite", _composite,
          "models.composite.composite_update (Gastebois 2017 ch. 3, on a sole only): frames and their "
          "Jacobians, CoGs and their Jacobians, A, G, C (Christoffel)", "pinocchio_coriolis")
+register("generated_composite", _generated_composite,
+         "models.composite_generated (on a sole only): the composite path with each hanging chain's A_c and "
+         "G rows from its generated closed forms (models/generated/ROBOT_composite.py)", "pinocchio_coriolis")
 register("pinocchio", _pinocchio(False),
          "forwardKinematics + computeJointJacobians + crba + nonLinearEffects + centerOfMass + "
          "jacobianCenterOfMass from Python (gives C qd + G, not C)")

@@ -15,12 +15,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("robot", help="robot YAML (serial MDH chain)")
     p.add_argument("--chain", help="for a tree YAML: the first joint of the chain on the base body to generate "
                    "(fixed there, as the composite models use it)")
+    p.add_argument("--composite", action="store_true",
+                   help="for a tree YAML: the module coupling its generated chains compositely")
     p.add_argument("--out", help="write the generated module here")
     p.add_argument("--counts", action="store_true",
                    help="print the operation counts, next to Liégeois & Aldon 1980's for their 6-DOF robot")
     a = p.parse_args(argv)
     try:
-        from .build import generate
+        from .build import generate, generate_composite
         from .published import published_counts
     except ImportError as e:
         print(f"error: the generator needs sympy ({e}); install it with pip install -e '.[gen]'",
@@ -28,17 +30,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     try:
-        gen = generate(a.robot, a.chain)
+        if a.composite:
+            source = generate_composite(a.robot)
+        else:
+            gen = generate(a.robot, a.chain)
+            source = gen.source
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     dt = time.perf_counter() - t0
     if a.out:
         try:
-            Path(a.out).write_text(gen.source)
+            Path(a.out).write_text(source)
         except OSError as e:
             print(f"error: {a.out}: cannot write the generated module ({e.strerror})", file=sys.stderr)
             return 2
+    if a.composite:
+        print(f"{a.robot}: composite coupling of its chains" + (f" -> {a.out}" if a.out else ""))
+        return 0
     print(f"{gen.name}: {gen.n} DOF generated in {dt:.1f} s" + (f" -> {a.out}" if a.out else ""))
     if a.counts:
         for k in gen.kernels:

@@ -10,7 +10,7 @@ import sympy as sp
 from ..config import load_description
 from ..tree_config import load_tree
 from . import ROOT
-from .chain import chain_description
+from .chain import chain_description, composite_source
 from .emit import Counts, Kernel, kernel, kernels, module_source, sha256
 from .symbolic import ClosedForms, closed_forms, number
 
@@ -53,6 +53,12 @@ def generate(robot_yaml: str | Path, chain: str | None = None) -> Generated:
     command = f"python -m models.codegen {shown}{option} --out models/generated/{stem}.py"
     source = module_source(shown, sha256(path), generator_sha256(), desc.name, desc.n, ks, command, chain)
     return Generated(desc.name, desc.n, ks, source, comparable_counts(cf, desc.gravity))
+
+
+def generate_composite(robot_yaml: str | Path) -> str:
+    """The module coupling a tree's generated chains compositely (its source)."""
+    path = Path(robot_yaml)
+    return composite_source(_shown(path), load_tree(path), path.stem)
 
 
 def comparable_counts(cf: ClosedForms, gravity: tuple[float, float, float]) -> list[tuple[str, Counts]]:

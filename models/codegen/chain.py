@@ -76,3 +76,39 @@ def chain_description(tree: TreeDescription, first: str) -> RobotDescription:
     g = chain_base(tree, first).T @ np.array(tree.gravity)
     return RobotDescription(f"{tree.name}_{first}", tree.source, tuple(float(x) for x in g), tuple(joints),
                             MDH(0.0, 0.0, 0.0, 0.0))
+
+
+def base_chains(tree: TreeDescription) -> list[str]:
+    """First joints of the chains on the base body, in the description's order (the
+    order of :class:`models.composite.CompositePlan`)."""
+    return [j.joint.name for j in tree.joints if j.parent == tree.base]
+
+
+def composite_source(shown: str, tree: TreeDescription, stem: str) -> str:
+    """The module coupling a tree's generated chain modules (``{stem}_{first joint}``)
+    compositely: models.composite_generated's steps with direct calls of each chain's
+    kernels (which Numba compiles once and caches)."""
+    firsts = base_chains(tree)
+    mods = [f"{stem}_{f}" for f in firsts]
+    rebuild = f"python -m models.codegen {shown} --composite --out models/generated/{stem}_composite.py"
+    calls = "".join(f"    if chain_inputs(tbuf, pbuf, dbuf, {c}, base, q, g, qc, gc):\n"
+                    f"        {m}.inertia(qc, Ac)\n"
+                    f"        {m}.gravity(qc, gc, Gc)\n"
+                    f"        chain_results(tbuf, pbuf, dbuf, {c}, Ac, Gc)\n" for c, m in enumerate(mods))
+    return (f'"""Generated chain models of {tree.name} coupled compositely, GENERATED: do not edit.\n\n'
+            f"Rebuild with ``{rebuild}``; each chain module with\n"
+            f"``python -m models.codegen {shown} --chain FIRST_JOINT --out models/generated/{stem}_FIRST_JOINT.py``\n"
+            "(tests/models/test_generated.py fails when a file is stale).\n"
+            '"""\n'
+            "from numba import njit\n\n"
+            "from ..composite_generated import chain_inputs, chain_results, generated_begin, generated_end\n"
+            f"from . import {', '.join(mods)}\n\n"
+            f"SOURCE = {shown!r}\n"
+            f"CHAINS = {tuple(firsts)!r}\n\n\n"
+            "@njit(cache=True)\n"
+            "def update(tbuf, pbuf, dbuf, base, qc, Ac, Gc, gc, q, qd, g):\n"
+            '    """The composite models with A_c and G_c of each hanging chain from its\n'
+            '    generated kernels (models.composite_generated); allocation-free."""\n'
+            "    generated_begin(tbuf, pbuf, dbuf, q, qd, g)\n"
+            f"{calls}"
+            "    generated_end(tbuf, pbuf, dbuf, qd, g)\n")

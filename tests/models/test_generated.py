@@ -127,6 +127,18 @@ def test_committed_file_is_up_to_date(name):
     assert generate(ROOT / mod.SOURCE, getattr(mod, "CHAIN", None)).source == path.read_text(), rebuild
 
 
+def test_composite_coupling_is_up_to_date():
+    """The committed module coupling the BIP 2000's chains is what the generator
+    writes for its YAML, and couples exactly the chains on the pelvis."""
+    from models.codegen.build import generate_composite
+    from models.generated import bip2000_composite as mod
+
+    path = ROOT / "models" / "generated" / "bip2000_composite.py"
+    assert generate_composite(ROOT / mod.SOURCE) == path.read_text(), \
+        f"stale: rebuild with python -m models.codegen {mod.SOURCE} --composite --out models/generated/bip2000_composite.py"
+    assert mod.CHAINS == ("l_hip_yaw", "r_hip_yaw", "trunk_yaw")
+
+
 def test_operation_counter():
     """The counting rule on hand-counted expressions: k terms are k - 1 additions,
     k factors k - 1 multiplications, a sign none, x**3 two, a function one."""
