@@ -104,7 +104,7 @@ def _print_tree_bench(res: dict) -> None:
     for name, why in res["unavailable"].items():
         print(f"  {name:19s} not measured: {why}")
     for case, c in res["cases"].items():
-        label = "swap of rooting + update, roots in turn" if case == "swap" else "root"
+        label = "swap of rooting + update, roots in turn" if case.startswith("swap") else "root"
         print(f"{case} ({label}: {', '.join(c['roots'])})")
         for name in c["not_applicable"]:
             print(f"  {name:19s} does not cover this case")

@@ -7,7 +7,10 @@ test can check that a path computes what the recursive engine computes; or None
 for a case the path does not cover (the composite models stand on a sole only).
 
 Cases: each root of the description, then ``swap``: the root changes at every
-call (``set_root`` + update; Pinocchio: one model per root, taken in turn).
+call (``set_root`` + update; Pinocchio: one model per root, taken in turn), and
+``swap_soles``: the same through the roots other than the base body (the support
+swap of walking, from sole to sole, which the composite models cover too:
+``set_stance`` + update).
 Within a case the paths are timed in interleaved rounds (A B A B ...) so that
 machine drift hits them alike. Ratios: each path against the Pinocchio path
 doing the same work, and against the thesis' B&R walking playback (FGM +
@@ -146,22 +149,33 @@ def _pinocchio(with_c: bool):
     return setup
 
 
+def _stances(plan, robot: TreeRobot, roots: tuple[int, ...]) -> list[int] | None:
+    """The composite plan's stance indices of ``roots``; None if one is not a sole."""
+    names = [robot.model.root_names[r] for r in roots]
+    return [plan.stance_names.index(n) for n in names] if set(names) <= set(plan.stance_names) else None
+
+
 def _composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath | None:
-    """The composite models on one sole (they have no pelvis stance, hence no
-    swap through every root)."""
-    from .composite import composite_setup, composite_update
+    """The composite models on a sole, or swapping soles (``set_stance`` +
+    update); they have no pelvis stance."""
+    from .composite import composite_setup, composite_update, set_stance
     from .errors import GeometryError
 
-    if len(roots) != 1:
-        return None
     try:
         model, plan, data = composite_setup(robot.description, robot.model.root_names[roots[0]])
     except GeometryError:                       # not a sole, or a tree they do not cover
         return None
-    m, p, d, q, qd, g = model.buf, plan.buf, data.buf, st.q, st.qd, st.g
-
-    def call(k: int) -> None:
-        composite_update(m, p, d, q[k], qd[k], g)
+    stances = _stances(plan, robot, roots)
+    if stances is None:
+        return None
+    m, p, d, q, qd, g, ns = model.buf, plan.buf, data.buf, st.q, st.qd, st.g, len(stances)
+    if ns == 1:
+        def call(k: int) -> None:
+            composite_update(m, p, d, q[k], qd[k], g)
+    else:
+        def call(k: int) -> None:
+            set_stance(p, d, stances[k % ns])
+            composite_update(m, p, d, q[k], qd[k], g)
 
     def results(k: int) -> dict[str, np.ndarray]:
         return {"A": data.A.copy(), "G": data.G.copy(), "C": data.C.copy(), "Jcom": data.Jcom[0].copy()}
@@ -170,21 +184,28 @@ def _composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPat
 
 def _generated_composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath | None:
     """The composite models with the hanging chains' A_c and G rows from their
-    generated closed forms, on one sole (a tree without generated chains: None)."""
+    generated closed forms, on a sole or swapping soles (a tree without generated
+    chains: None)."""
+    from .composite import set_stance
     from .composite_generated import generated_setup
     from .errors import GeometryError
 
-    if len(roots) != 1:
-        return None
     try:
         model, plan, data, gen = generated_setup(robot.description, robot.model.root_names[roots[0]])
     except GeometryError:                       # not a sole, or no generated chains
         return None
-    m, p, d, q, qd, g = model.buf, plan.buf, data.buf, st.q, st.qd, st.g
+    stances = _stances(plan, robot, roots)
+    if stances is None:
+        return None
+    m, p, d, q, qd, g, ns = model.buf, plan.buf, data.buf, st.q, st.qd, st.g, len(stances)
     update, base, qc, Ac, Gc, gc = gen.update, gen.base, gen.qc, gen.Ac, gen.Gc, gen.gc
-
-    def call(k: int) -> None:
-        update(m, p, d, base, qc, Ac, Gc, gc, q[k], qd[k], g)
+    if ns == 1:
+        def call(k: int) -> None:
+            update(m, p, d, base, qc, Ac, Gc, gc, q[k], qd[k], g)
+    else:
+        def call(k: int) -> None:
+            set_stance(p, d, stances[k % ns])
+            update(m, p, d, base, qc, Ac, Gc, gc, q[k], qd[k], g)
 
     def results(k: int) -> dict[str, np.ndarray]:
         return {"A": data.A.copy(), "G": data.G.copy(), "C": data.C.copy(), "Jcom": data.Jcom[0].copy()}
@@ -199,10 +220,10 @@ register("recursive_cycle", _recursive(update_cycle, False),
          f"models.tree_dynamics.update_cycle: body poses, the root frames' poses and Jacobians, {_DYNAMICS}, "
          "h = C qd + G (Newton-Euler), friction", "pinocchio")
 register("composite", _composite,
-         "models.composite.composite_update (Gastebois 2017 ch. 3, on a sole only): frames and their "
+         "models.composite.composite_update (Gastebois 2017 ch. 3, on the soles only): frames and their "
          "Jacobians, CoGs and their Jacobians, A, G, C (Christoffel)", "pinocchio_coriolis")
 register("generated_composite", _generated_composite,
-         "models.composite_generated (on a sole only): the composite path with each hanging chain's A_c and "
+         "models.composite_generated (on the soles only): the composite path with each hanging chain's A_c and "
          "G rows from its generated closed forms (models/generated/ROBOT_composite.py)", "pinocchio_coriolis")
 register("pinocchio", _pinocchio(False),
          "forwardKinematics + computeJointJacobians + crba + nonLinearEffects + centerOfMass + "
@@ -224,6 +245,9 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: l
     roots = robot.model.root_names
     cases = {name: (r,) for r, name in enumerate(roots)}
     cases["swap"] = tuple(range(len(roots)))
+    soles = tuple(r for r, name in enumerate(roots) if name != robot.description.base)
+    if 1 < len(soles) < len(roots):
+        cases["swap_soles"] = soles
     out: dict = {"robot": robot.model.name, "n": robot.n, "samples": per_round * rounds, "rounds": rounds,
                  "paths": {n: {"computes": PATHS[n].computes, "reference": PATHS[n].reference} for n in names},
                  "unavailable": {}, "target_ratio": TARGET_RATIO,

@@ -25,13 +25,14 @@ def test_every_path_computes_what_the_engine_computes(name):
     """Each path, on each root and on the swap case (roots in turn) it covers,
     leaves after call k the engine's A, CoG Jacobian and whichever of C qd + G,
     G, C and the motion axes (Pinocchio's joint Jacobians) it gives, at state k
-    and root roots[k % len]. Only the composite models (and the generated chains
-    coupled by them) skip a case: the pelvis and the swap through it."""
+    and root roots[k % len], the swap between soles included. Only the composite
+    models (and the generated chains coupled by them) skip a case: the pelvis and
+    the swap through it."""
     robot, engine = bip2000(), bip2000()
     st = states(robot, 7, seed=3)
     nr = len(robot.model.root_names)
     covered = []
-    for roots in [(r,) for r in range(nr)] + [tuple(range(nr))]:
+    for roots in [(r,) for r in range(nr)] + [tuple(range(nr)), tuple(range(1, nr))]:
         path = tree_bench.PATHS[name].setup(robot, roots, st)
         if path is None:
             continue
@@ -46,9 +47,7 @@ def test_every_path_computes_what_the_engine_computes(name):
             for key, value in got.items():
                 close(value, expected[key])
     on_soles = name in ("composite", "generated_composite")
-    assert covered == ([(1,), (2,)] if on_soles else [(0,), (1,), (2,), (0, 1, 2)])
-    if on_soles:                                        # one sole at a time, even between soles
-        assert tree_bench.PATHS[name].setup(robot, (1, 2), st) is None
+    assert covered == ([(1,), (2,), (1, 2)] if on_soles else [(0,), (1,), (2,), (0, 1, 2), (1, 2)])
 
 
 def _fake(log: list, label: str):
@@ -70,9 +69,9 @@ def test_paths_run_interleaved_over_every_state(monkeypatch):
     calls = [e for e in log if e[1] != "setup"]
     setups = [e for e in log if e[1] == "setup"]
     per_case = [("a", 0), ("b", 0)] + [(p, k) for r in range(4) for p in "ab" for k in (2 * r, 2 * r + 1)]
-    assert calls == per_case * 4                    # warm-up call, then the interleaved rounds
-    assert [e[2] for e in setups] == [(0,), (0,), (1,), (1,), (2,), (2,), (0, 1, 2), (0, 1, 2)]
-    assert list(res["cases"]) == ["pelvis", "left_sole", "right_sole", "swap"]
+    assert calls == per_case * 5                    # warm-up call, then the interleaved rounds
+    assert [e[2] for e in setups] == [(0,), (0,), (1,), (1,), (2,), (2,), (0, 1, 2), (0, 1, 2), (1, 2), (1, 2)]
+    assert list(res["cases"]) == ["pelvis", "left_sole", "right_sole", "swap", "swap_soles"]
     for c in res["cases"].values():
         assert c["ratios"]["a"]["reference"] == "b" and "b" not in c["ratios"]
 
