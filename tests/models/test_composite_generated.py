@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 from numba import njit
 
-from models import ConfigError
+import yaml
+
+from models import ConfigError, Robot
+from models.codegen.chain import chain_description
+from models.composite import composite_setup, composite_update
 from models.composite_generated import generated_setup
-from models.tree_config import load_tree
+from models.tree_config import load_tree, tree_from_dict
 
 from .test_tree_engine import _allocations
 from .trees import BIP2000, bip2000, random_states
@@ -63,3 +67,35 @@ def test_stale_generated_chain_is_refused(tmp_path):
         generated_setup(load_tree(path), "left_sole")
     msg = str(e.value)
     assert msg.startswith(f"{path}: joints: models/generated/bip2000_l_hip_yaw.py is stale") and "\n" not in msg
+
+
+def _turned_bip2000(rng) -> dict:
+    """The BIP 2000 with a random gamma and b on every joint off the pelvis, random
+    CoGs and full inertia tensors (turned principal moments that satisfy the
+    triangle inequality): what the bodies' rewrite in chain_description must get right."""
+    doc = yaml.safe_load(BIP2000.read_text())
+    for j in doc["joints"]:
+        if j["parent"] != doc["base"]["name"]:
+            j["mdh"] = {k: v for k, v in j["mdh"].items() if k not in ("gamma", "gamma_deg", "b")}
+            j["mdh"]["gamma"], j["mdh"]["b"] = float(rng.uniform(-np.pi, np.pi)), float(rng.uniform(-0.1, 0.1))
+        Q = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        j["body"]["com"] = rng.uniform(-0.1, 0.1, 3).tolist()
+        j["body"]["inertia"] = (Q @ np.diag(rng.uniform(1e-3, 2e-3, 3)) @ Q.T).tolist()
+    return doc
+
+
+def test_chain_description_is_the_composite_chain_model():
+    """Each chain as a serial MDH robot (gamma, b folded into the previous row, the
+    body rewritten in the turned frame) has, by the serial recursive engine, the
+    own inertia matrix of the composite chain model (eq. 165) and the gravity
+    torques -sum_k m_k J_0k^T g of its bodies, on a turned BIP 2000."""
+    tree = tree_from_dict(_turned_bip2000(np.random.default_rng(8)), "turned bip2000")
+    model, plan, data = composite_setup(tree, "left_sole")
+    g = np.array(tree.gravity)
+    for q, qd, _, _ in random_states(ROBOT, 10, seed=9):
+        composite_update(model.buf, plan.buf, data.buf, q, qd, g)
+        G_own = -np.einsum("b,bim,i->m", model.mass, data.J0[:, :3, :], g)
+        for c in plan.chains:
+            robot = Robot(chain_description(tree, tree.joints[c[0]].joint.name))
+            close(robot.inertia(q[c]), data.A0[np.ix_(c, c)])
+            close(robot.gravity(q[c]), G_own[c])

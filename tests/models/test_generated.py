@@ -191,6 +191,17 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     assert str(out) in err and "cannot write" in err and err.count("\n") == 1
 
 
+def test_cli_refuses_a_chain_not_on_the_base_body(capsys):
+    """--chain names a joint that is not on the tree's base body: one sentence
+    naming the file and the key, exit 2."""
+    from models.codegen.__main__ import main
+
+    robot = ROOT / "deploy" / "robots" / "bip2000.yaml"
+    assert main([str(robot), "--chain", "l_knee"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {robot}: joints: 'l_knee' is not a joint on the base body") and err.count("\n") == 1
+
+
 def test_generated_random_chain_with_prismatic_joints(tmp_path):
     """The generator on a chain none of the committed robots covers: prismatic joints,
     θ offsets, full inertia tensors, off-axis CoGs, rotor inertia. Generated, written,
