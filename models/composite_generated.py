@@ -110,7 +110,8 @@ class GeneratedChains:
 
         source = Path(desc.source)
         firsts = [desc.joints[c[0]].joint.name for c in plan.chains]
-        rebuild = f"python -m models.codegen {desc.source} --composite --out models/generated/{source.stem}_composite.py"
+        rebuild = (f"python -m models.codegen {desc.source} --composite "
+                   f"--out models/generated/{source.stem}_composite.py")
         try:
             glue = importlib.import_module(f"models.generated.{source.stem}_composite")
         except ModuleNotFoundError:

@@ -134,8 +134,8 @@ def test_composite_coupling_is_up_to_date():
     from models.generated import bip2000_composite as mod
 
     path = ROOT / "models" / "generated" / "bip2000_composite.py"
-    assert generate_composite(ROOT / mod.SOURCE) == path.read_text(), \
-        f"stale: rebuild with python -m models.codegen {mod.SOURCE} --composite --out models/generated/bip2000_composite.py"
+    rebuild = f"python -m models.codegen {mod.SOURCE} --composite --out models/generated/bip2000_composite.py"
+    assert generate_composite(ROOT / mod.SOURCE) == path.read_text(), f"stale: rebuild with {rebuild}"
     assert mod.CHAINS == ("l_hip_yaw", "r_hip_yaw", "trunk_yaw")
 
 
