@@ -190,6 +190,7 @@ class ControlLoop:
         self.plat_idx = np.array([bus.axis_names.index(a) for a in ctl.platform_axes], np.int64)
         self.all_idx = np.concatenate([self.leg_idx, self.plat_idx])
         self.ratio = ctl.platform_ratio
+        self.plat_div = np.array(self.ratio)     # 0-d: a Python float divisor makes a temporary array each cycle
         self.mode = CSP if ctl.mode == "csp" else Mode.CST
         m = robot.model
         self.fv, self.fs = m.viscous, m.coulomb                 # joint friction (drive_feedforward)
@@ -342,7 +343,7 @@ class ControlLoop:
         gather(b.position, self.leg_idx, self.qm)
         gather(b.velocity, self.leg_idx, self.qmd)
         gather(b.position, self.plat_idx, self.plat)
-        self.plat /= self.ratio
+        self.plat /= self.plat_div
         st = motor_to_joint(self.P, self.qm, self.q)        # self.q: last q as the guess
         if st != TR_OK:
             return st
@@ -409,7 +410,7 @@ class ControlLoop:
         marks[5] = now_ns()
         self._telemetry(t, latency)
         marks[6] = now_ns()
-        self.telemetry_us = (marks[6] - marks[5]) / 1e3
+        self.telemetry_us = int(marks[6] - marks[5]) / 1e3     # an int64 / float would allocate
         overrun = clock.end_of_cycle_overrun()
         profile_cycle(self.block.stats, marks, latency, missed, overrun)
         if missed:
@@ -682,7 +683,7 @@ class ControlLoop:
                     self.plat_T = 0.0
         else:
             self.plat_ref[:] = self.plat
-            self.plat_v[:] = 0.0
+            self.plat_v.fill(0.0)
         if self.shutdown_deadline < math.inf:
             self._shutdown_progress(t)
 

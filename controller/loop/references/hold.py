@@ -13,8 +13,8 @@ class Hold:
 
     def start(self, q_from: np.ndarray, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray) -> None:
         q_ref[:] = q_from
-        qd_ref[:] = 0.0
-        qdd_ref[:] = 0.0
+        qd_ref.fill(0.0)
+        qdd_ref.fill(0.0)
 
     def sample(self, t: float, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray) -> Outcome:
         return Outcome.RUNNING
@@ -29,6 +29,6 @@ class Follow:
 
     def sample(self, t: float, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray) -> Outcome:
         q_ref[:] = self.q
-        qd_ref[:] = 0.0
-        qdd_ref[:] = 0.0
+        qd_ref.fill(0.0)
+        qdd_ref.fill(0.0)
         return Outcome.RUNNING

@@ -43,5 +43,5 @@ class Playback:
         last = self.length - 1
         k = min(int((t - self.t0) / self.period), last)
         playback_sample(self.traj, k, last, self.period, q_ref, qd_ref)
-        qdd_ref[:] = 0.0
+        qdd_ref.fill(0.0)
         return Outcome.TRAJECTORY_DONE if k >= last else Outcome.RUNNING

@@ -60,9 +60,9 @@ class Stabilize:
             qd_ref[:] = s.qd_ref
             self.failed = 0
         else:
-            qd_ref[:] = 0.0
+            qd_ref.fill(0.0)
             self.failed += 1
-        qdd_ref[:] = 0.0
+        qdd_ref.fill(0.0)
         mask = stab_flag_mask(s.flags, status)
         rose = mask & ~self.flags & STAB_EVENT_MASK
         self.flags = mask
