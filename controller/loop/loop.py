@@ -128,8 +128,6 @@ def all_finite(x):
     return True
 
 
-
-
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat):
@@ -172,7 +170,6 @@ def support_acceleration(alpha, beta, f, R, out):
     rotation_world_foot(alpha, beta, R)
     for r in range(2):
         out[r] = R[r + 1, 0] * f[0] + R[r + 1, 1] * f[1] + R[r + 1, 2] * f[2]
-
 
 
 class ControlLoop:
