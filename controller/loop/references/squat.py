@@ -1,4 +1,4 @@
-"""The thesis squat (§2.6.1): down to the excursion's bottom and back up, from the posture it
+"""The thesis squat (Gastebois 2017, §2.6.1): down to the excursion's bottom and back up, from the posture it
 starts at."""
 from __future__ import annotations
 

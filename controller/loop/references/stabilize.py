@@ -1,4 +1,4 @@
-"""STABILIZING: the thesis' stabilizer (Gastebois 2017, ch. 2) as the reference, one step a
+"""STABILIZING: the electrostatic-field stabilizer (Gastebois 2017, §2.5) as the reference, one step a
 cycle from the measured q and tilt."""
 from __future__ import annotations
 
