@@ -6,7 +6,8 @@ One cycle (docs/cycle.md)::
     transmission               motor -> joint (Newton from the last q), qd = J_p^-1 qd_m
     models.update              FK, J, CoG J, A, C, G (one Numba call)
     commands, state machine    mailbox -> transitions (controller.loop.states)
-    reference                  hold | trajectory | stabilizer -> q_ref, qd_ref, qdd_ref
+    reference                  the active generator (controller.loop.references) -> q_ref,
+                               qd_ref, qdd_ref; its outcome -> the next state (states.AFTER)
     safety, axes               hard limits fault, soft limits clamp, PID or CSP + G(q)
     transmission               joint -> motor setpoints (J_p, J_p^-T)
     bus.write(); exchange()    next PReq payloads; five POWERLINK cycles
@@ -41,7 +42,6 @@ from models.tilt import rotation_world_foot, tilted_gravity
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
 from stabilizer import stabilizer as sm
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
-from stabilizer.stabilizer import OK as STAB_OK
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
 from stabilizer.stabilizer import step as stab_step
@@ -72,21 +72,19 @@ from ..shm import (
     post_event,
     post_reply,
 )
-from ..telemetry import STAB_EVENT_MASK, STAB_STATUS_BIT0, ST_OVERRUNS, RecordLayout
+from ..telemetry import ST_OVERRUNS, RecordLayout
 from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
 from .safety import MARGIN, QMAX, QMIN, Limits, Watchdog, first_nonfinite, reason
-from .states import ALLOWED, POWERED
-from .trajectories import (
-    QUINTIC,
-    SQUAT_DURATION_S,
-    JointMove,
-    sample_move,
-    squat_bottom,
-    squat_excursion,
-    squat_sample,
-)
+from .references.hold import Follow, Hold
+from .references.move import Move
+from .references.playback import Playback, playback_sample
+from .references.squat import Squat
+from .references.stabilize import Stabilize, stab_flag_mask
+from .references.stop import Stop, decelerate
+from .states import AFTER, ALLOWED, POWERED, Outcome
+from .trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
@@ -94,8 +92,6 @@ BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.I
 STAB_PARAM_SLOTS = {StabParam.SATURATION_DISTANCE: sm.P_WR, StabParam.ADMITTANCE_DAMPING: sm.P_ADM_D,
                     StabParam.ADMITTANCE_MASS: sm.P_ADM_M, StabParam.MAX_SPEED: sm.P_ADM_VMAX,
                     StabParam.POSTURE_GAIN: sm.P_POST_K, StabParam.ATTRACTOR_GAIN: sm.P_AK}
-# what the loop is doing inside MOVING
-IDLE, MOVE, SQUAT, APPROACH, BUFFER, STOPPING = range(6)
 PAUSE_S = 2e-4          # stepped lock-step: sleep between looks at the horizon (never a hot spin)
 
 
@@ -130,27 +126,6 @@ def all_finite(x):
         if not np.isfinite(v):
             return False
     return True
-
-
-@njit(cache=True)
-def stab_flag_mask(flags, status):
-    """The telemetry's stab_flags (bit order: controller.telemetry.STAB_FLAGS): the
-    stabilizer's raised flags, then the bit of a non-OK status."""
-    mask = 0
-    for k in range(flags.shape[0]):
-        if flags[k] != 0.0:
-            mask |= 1 << k
-    if status != STAB_OK:
-        mask |= 1 << (STAB_STATUS_BIT0 + status - 1)
-    return mask
-
-
-@njit(cache=True)
-def playback_sample(traj, k, last, dt, q, qd):
-    """Sample k of the trajectory buffer and its central-difference velocity."""
-    for j in range(q.shape[0]):
-        q[j] = traj[k, j]
-        qd[j] = (traj[k + 1, j] - traj[k - 1, j]) / (2.0 * dt) if 0 < k < last else 0.0
 
 
 @njit(cache=True)
@@ -197,26 +172,6 @@ def support_acceleration(alpha, beta, f, R, out):
         out[r] = R[r + 1, 0] * f[0] + R[r + 1, 1] * f[1] + R[r + 1, 2] * f[2]
 
 
-@njit(cache=True)
-def decelerate(q0, v0, duration, t, out_q, out_qd, out_qdd):
-    """Soft stop: quintic Hermite from (q0, v0, 0) to rest at q0 + v0 T / 2 with zero
-    velocity and acceleration, in T = ``duration`` s."""
-    s = min(max(t / duration, 0.0), 1.0)
-    s2, s3 = s * s, s * s * s
-    h1 = s - 6 * s3 + 8 * s3 * s - 3 * s3 * s2            # velocity basis
-    d1 = 1 - 18 * s2 + 32 * s3 - 15 * s2 * s2
-    dd1 = -36 * s + 96 * s2 - 60 * s3
-    h5 = 10 * s3 - 15 * s3 * s + 6 * s3 * s2             # end-point basis
-    d5 = 30 * s2 - 60 * s3 + 30 * s2 * s2
-    dd5 = 60 * s - 180 * s2 + 120 * s3
-    for j in range(q0.shape[0]):
-        v = v0[j] * duration
-        dq = 0.5 * v                                       # q1 - q0
-        out_q[j] = q0[j] + v * h1 + dq * h5
-        out_qd[j] = (v * d1 + dq * d5) / duration
-        out_qdd[j] = (v * dd1 + dq * dd5) / (duration * duration)
-
-
 class ControlLoop:
     """The loop process' whole state. ``run()`` cycles until asked to stop."""
 
@@ -232,6 +187,7 @@ class ControlLoop:
         self.plat_idx = np.array([bus.axis_names.index(a) for a in ctl.platform_axes], np.int64)
         self.all_idx = np.concatenate([self.leg_idx, self.plat_idx])
         self.ratio = ctl.platform_ratio
+        self.plat_div = np.array(self.ratio)     # 0-d: a Python float divisor makes a temporary array each cycle
         self.mode = CSP if ctl.mode == "csp" else Mode.CST
         m = robot.model
         self.fv, self.fs = m.viscous, m.coulomb                 # joint friction (drive_feedforward)
@@ -239,8 +195,6 @@ class ControlLoop:
         self.axes = AxisTasks(n, ctl.mode, self.period, ctl.kp, ctl.ki, ctl.kd, ctl.derivative_filter,
                               kaw=10.0, umax=m.taumax)
         self.watchdog = Watchdog(ctl.watchdog)
-        self.move = JointMove(m.vmax * 0.5, m.vmax * 2.0)
-        self.squat_step, self.q_squat = squat_excursion(robot.joint_names), np.zeros(n)   # excursion, bottom
         lim = self.limits.lim
         self.soft_lo, self.soft_hi = lim[QMIN] + lim[MARGIN], lim[QMAX] - lim[MARGIN]
         # measurements and references (joint space), motor-side buffers
@@ -266,7 +220,6 @@ class ControlLoop:
         self.g_level = robot.model.gravity
         self.tilt_ok = True
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
-        self.q_hold, self.q_stand, self.v_stop = z(), z(), z()
         self.tau_ff, self.qm_cmd, self.qmd_cmd, self.tau_m = z(), z(), z(), z()
         self.ff_scratch = z()
         self.plat, self.plat_ref, self.plat_cmd = z(2), z(2), z(2)
@@ -280,24 +233,27 @@ class ControlLoop:
         self.no_force = np.zeros(3)
         self.telemetry_us = 0.0
         self.state = State.BOOT
-        self.activity = IDLE
-        self.t_motion = 0.0
+        # the reference generators; ``gen`` is the active one (controller.loop.references)
+        self.follow, self.hold = Follow(self.q), Hold()
+        self.move = Move(m.vmax * 0.5, m.vmax * 2.0)
+        self.squat = Squat(squat_excursion(robot.joint_names), self.soft_lo, self.soft_hi)
+        self.playback = Playback(block.traj, self.period)
+        self.stopping = Stop(n, ctl.stop_duration)
+        self.stabilize = None if stabilizer is None else Stabilize(
+            stabilizer, self.q, self.tilt_in, self.acc_in, ctl.stabilizer_failure_cycles, self._event)
+        self.gen = self.follow
         self.enable_deadline = 0.0
         self.enabling = False
         self.resetting = False
         self.fault_reason = 0
         self.fault_detail = 0.0
         self.soft_flags = 0
-        self.stab_flags = 0               # last stab_flags mask (rising bits are events)
-        self.stab_failed = 0              # consecutive non-OK stabilizer cycles
         self.overruns = 0
         self.missed = 0
         self.cycle_count = 0
         self.stepped = cfg.loop.stepped    # run only up to the horizon a client grants (H.HORIZON)
         self.heartbeats = 0                # H.HEARTBEATS last seen: valid client requests
-        self.stop_why = Reason.STOP_DONE   # the reason the current soft stop's HOLD will carry
         self.stopped = False
-        self.traj_len = 0
         self.shutdown_deadline = math.inf
         self.parent_pid = parent_pid      # the I/O process: if it dies, stop softly and leave
         self.warnings: list[str] = []
@@ -324,7 +280,7 @@ class ControlLoop:
         for i in self.all_idx:
             self.bus.axes[self.bus.axis_names[i]].quick_stop()
         self.enabling = False
-        self.activity = IDLE
+        self.gen = self.follow
         self.watchdog.disarm()
         self._goto(State.FAULT, why)
 
@@ -335,7 +291,6 @@ class ControlLoop:
         self.bus.boot()
         self._measure()
         self.q_ref[:] = self.q
-        self.q_stand[:] = 0.0
         self._warmup()
         self._goto(State.DISABLED, Reason.BOOTED)
         self.block.header[H.READY] = 1
@@ -354,9 +309,9 @@ class ControlLoop:
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
         support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
         observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, new_observer(), o3)
-        squat_bottom(q, self.squat_step, self.soft_lo, self.soft_hi, o1)
-        squat_sample(0.1, q, self.q_squat, o1, o2, o3)
-        self.move.start(q, q, QUINTIC, 1.0)
+        squat_bottom(q, self.squat.step, self.soft_lo, self.soft_hi, o1)
+        squat_sample(0.1, q, self.squat.q_bottom, o1, o2, o3)
+        self.move.start(0.0, q, q, QUINTIC, 1.0)
         self.move.sample(0.1, o1, o2, o3)
         sample_move(QUINTIC, 0.5, 1.0, p1, p2, 0.1, p3, self.plat_v.copy(), self.plat_a.copy())
         feedforward(d.A, d.h, d.G, z, True, o1)
@@ -385,7 +340,7 @@ class ControlLoop:
         gather(b.position, self.leg_idx, self.qm)
         gather(b.velocity, self.leg_idx, self.qmd)
         gather(b.position, self.plat_idx, self.plat)
-        self.plat /= self.ratio
+        self.plat /= self.plat_div
         st = motor_to_joint(self.P, self.qm, self.q)        # self.q: last q as the guess
         if st != TR_OK:
             return st
@@ -452,7 +407,7 @@ class ControlLoop:
         marks[5] = now_ns()
         self._telemetry(t, latency)
         marks[6] = now_ns()
-        self.telemetry_us = (marks[6] - marks[5]) / 1e3
+        self.telemetry_us = int(marks[6] - marks[5]) / 1e3     # an int64 / float would allocate
         overrun = clock.end_of_cycle_overrun()
         profile_cycle(self.block.stats, marks, latency, missed, overrun)
         if missed:
@@ -535,21 +490,18 @@ class ControlLoop:
         elif cmd == Cmd.HOLD:
             self._hold(Reason.COMMAND)
         elif cmd == Cmd.MOVE_JOINTS:
-            self.move.start(self.q_ref, a[:self.n], QUINTIC, max(a[self.n], 0.0))
-            self._start_motion(MOVE, t)
+            self.move.start(t, self.q_ref, a[:self.n], QUINTIC, max(a[self.n], 0.0))
+            self._start_motion(self.move, t)
         elif cmd == Cmd.RUN_SQUAT:                 # the thesis' excursions from here, within the soft limits
-            if squat_bottom(self.q_ref, self.squat_step, self.soft_lo, self.soft_hi, self.q_squat) >= 0:
+            if self.squat.start(t, self.q_ref) >= 0:
                 return False, Error.OUT_OF_RANGE
-            self.q_stand[:] = self.q_ref
-            self._start_motion(SQUAT, t)
+            self._start_motion(self.squat, t)
         elif cmd == Cmd.RUN_BUFFER:
-            self.traj_len = int(self.block.header[H.TRAJ_LEN])
-            if not 1 <= self.traj_len <= self.block.traj.shape[0]:
-                return False, Error.BAD_ARGS
-            if not np.isfinite(self.block.traj[:self.traj_len]).all():
-                return False, Error.NOT_FINITE
-            self.move.start(self.q_ref, self.block.traj[0], QUINTIC, 0.0)   # go to the first sample
-            self._start_motion(APPROACH, t)
+            code = self.playback.load(int(self.block.header[H.TRAJ_LEN]))
+            if code != Error.OK:
+                return False, code
+            self.move.start(t, self.q_ref, self.block.traj[0], QUINTIC, 0.0, Outcome.APPROACHED)   # to the first sample
+            self._start_motion(self.move, t)
         elif cmd == Cmd.STABILIZER:
             return self._stabilizer(a, nargs, t)
         elif cmd == Cmd.PLATFORM:
@@ -598,7 +550,7 @@ class ControlLoop:
         self.enabling = False
         for i in self.all_idx:
             b.axes[b.axis_names[i]].disable()
-        self.activity = IDLE
+        self.gen = self.follow
         self.watchdog.disarm()
         self._goto(State.DISABLED, why)
 
@@ -620,24 +572,21 @@ class ControlLoop:
         for i in self.all_idx:
             b.axes[b.axis_names[i]].quick_stop()
         self.enabling = False
-        self.activity = IDLE
+        self.gen = self.follow
         self.watchdog.disarm()
         self._goto(State.ESTOP, Reason.ESTOP)
 
     def _hold(self, why: Reason) -> None:
-        self.q_hold[:] = self.q if self.state not in POWERED else self.q_ref
-        self.q_ref[:] = self.q_hold
-        self.qd_ref[:] = 0.0
-        self.qdd_ref[:] = 0.0
+        self.hold.start(self.q if self.state not in POWERED else self.q_ref, self.q_ref, self.qd_ref, self.qdd_ref)
         if self.state not in POWERED:
             self.axes.reset(self.q)
-        self.activity = IDLE
+        self.gen = self.hold
         self.watchdog.disarm()
         self._goto(State.HOLD, why)
 
-    def _start_motion(self, activity: int, t: float) -> None:
-        self.activity = activity
-        self.t_motion = t
+    def _start_motion(self, gen: Move | Squat, t: float) -> None:
+        """MOVING with ``gen``, started at ``t``."""
+        self.gen = gen
         self.watchdog.arm(t)
         self._goto(State.MOVING, Reason.COMMAND)
 
@@ -649,11 +598,8 @@ class ControlLoop:
             return
         if self.state != State.MOVING:
             return
-        self.q_hold[:] = self.q_ref
-        self.v_stop[:] = self.qd_ref
-        self.stop_why = why or Reason.STOP_DONE
-        self.activity = STOPPING
-        self.t_motion = t
+        self.stopping.start(t, self.q_ref, self.qd_ref, why or Reason.STOP_DONE)
+        self.gen = self.stopping
         self.watchdog.disarm()
 
     def _stabilizer(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int]:
@@ -668,9 +614,8 @@ class ControlLoop:
         if self.state != State.HOLD:
             return False, Error.NOT_ALLOWED
         self._set_stab_params(a, nargs)
-        s = self.stab
-        stab_reset(s.params, s.state, self.q_ref, s.out)
-        self.stab_flags = self.stab_failed = 0
+        self.stabilize.start(self.q_ref)
+        self.gen = self.stabilize
         self.watchdog.arm(t)
         self._goto(State.STABILIZING, Reason.COMMAND)
         return True, Error.OK
@@ -720,12 +665,13 @@ class ControlLoop:
 
     # ------------------------------------------------------------------ references
     def _reference(self, t: float) -> None:
-        state = self.state
-        if state in POWERED:
-            if state == State.MOVING:
-                self._motion(t)
-            elif state == State.STABILIZING:
-                self._stabilize()
+        """The active generator's sample; a finished one's outcome leads on (``_finished``).
+        The platform follows its ramp while the drives are powered, its measured angles
+        otherwise."""
+        outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
+        if outcome != Outcome.RUNNING:
+            self._finished(outcome, t)
+        if self.state in POWERED:
             if self.plat_T > 0.0:
                 self.plat_t += self.period
                 sample_move(QUINTIC, 0.5, self.plat_T, self.plat_from, self.plat_to,
@@ -733,65 +679,20 @@ class ControlLoop:
                 if self.plat_t >= self.plat_T:
                     self.plat_T = 0.0
         else:
-            self.q_ref[:] = self.q                    # drives off: follow the measurement
-            self.qd_ref[:] = 0.0
-            self.qdd_ref[:] = 0.0
             self.plat_ref[:] = self.plat
-            self.plat_v[:] = 0.0
+            self.plat_v.fill(0.0)
         if self.shutdown_deadline < math.inf:
             self._shutdown_progress(t)
 
-    def _stabilize(self) -> None:
-        """One stabilizer step. A non-OK status holds the last reference at rest; its onset
-        and the rise of an important flag are events; ``stabilizer_failure_cycles`` of them
-        in a row leave for HOLD (Reason.STABILIZER_FAILED)."""
-        s = self.stab
-        s.in_q[:] = self.q
-        s.in_tilt[:] = self.tilt_in
-        s.in_acc[:] = self.acc_in
-        status = stab_step(s.params, s.state, s.inputs, s.out)
-        if status == STAB_OK:
-            self.q_ref[:] = s.q_ref
-            self.qd_ref[:] = s.qd_ref
-            self.stab_failed = 0
+    def _finished(self, outcome: Outcome, t: float) -> None:
+        """The next state of a finished generator (states.AFTER): HOLD, or on in MOVING with the
+        file once the approach is at its first sample."""
+        state, why = AFTER[self.state, outcome]
+        if state == State.MOVING:
+            self.playback.start(t)
+            self.gen = self.playback
         else:
-            self.qd_ref[:] = 0.0
-            self.stab_failed += 1
-        self.qdd_ref[:] = 0.0
-        mask = stab_flag_mask(s.flags, status)
-        rose = mask & ~self.stab_flags & STAB_EVENT_MASK
-        self.stab_flags = mask
-        if rose:
-            self._event(Event.STABILIZER, float(status), float(rose))
-        if self.stab_failed >= self.cfg.control.stabilizer_failure_cycles:
-            self._event(Event.WARNING, float(Reason.STABILIZER_FAILED), float(status))
-            self._hold(Reason.STABILIZER_FAILED)
-
-    def _motion(self, t: float) -> None:
-        dt = t - self.t_motion
-        act = self.activity
-        if act == MOVE or act == APPROACH:
-            self.move.sample(dt, self.q_ref, self.qd_ref, self.qdd_ref)
-            done = dt >= self.move.tf
-            if done and act == APPROACH:          # at the file's first sample: play it
-                self.activity = BUFFER
-                self.t_motion = t
-                return
-        elif act == SQUAT:
-            squat_sample(dt, self.q_stand, self.q_squat, self.q_ref, self.qd_ref, self.qdd_ref)
-            done = dt >= 2.0 * SQUAT_DURATION_S
-        elif act == BUFFER:
-            last = self.traj_len - 1
-            k = min(int(dt / self.period), last)
-            playback_sample(self.block.traj, k, last, self.period, self.q_ref, self.qd_ref)
-            self.qdd_ref[:] = 0.0
-            done = k >= last
-        else:                                         # STOPPING
-            T = self.cfg.control.stop_duration
-            decelerate(self.q_hold, self.v_stop, T, dt, self.q_ref, self.qd_ref, self.qdd_ref)
-            done = dt >= T
-        if done:
-            self._hold(self.stop_why if act == STOPPING else Reason.TRAJECTORY_DONE)
+            self._hold(self.gen.why if why is None else why)
 
     def _shutdown_progress(self, t: float) -> None:
         if self.state == State.HOLD or t > self.shutdown_deadline:
@@ -849,7 +750,7 @@ class ControlLoop:
                      self.fault_detail, self.q, self.qd, self.q_ref, self.axes.tau, self.data.com,
                      stab.margins if stab is not None else self.no_margins,
                      stab.total_force if stab is not None else self.no_force,
-                     float(self.stab_flags) if self.state == State.STABILIZING else 0.0,
+                     float(self.stabilize.flags) if self.state == State.STABILIZING else 0.0,
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.plat)
         end_record(self.block)

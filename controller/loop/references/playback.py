@@ -1,0 +1,47 @@
+"""Playback of the shared trajectory buffer (a file resampled to the period by the I/O side),
+one sample per cycle."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...codes import Error
+from ..states import Outcome
+
+
+@njit(cache=True)
+def playback_sample(traj, k, last, dt, q, qd):
+    """Sample k of the trajectory buffer and its central-difference velocity."""
+    for j in range(q.shape[0]):
+        q[j] = traj[k, j]
+        qd[j] = (traj[k + 1, j] - traj[k - 1, j]) / (2.0 * dt) if 0 < k < last else 0.0
+
+
+class Playback:
+    """Sample k = ⌊(t - t0) / period⌋ of ``traj[:length]``, then the last one; the loop reaches
+    the first sample with a :class:`~controller.loop.references.move.Move` before it starts."""
+
+    def __init__(self, traj: np.ndarray, period: float) -> None:
+        self.traj, self.period = traj, period
+        self.length = 0
+        self.t0 = 0.0
+
+    def load(self, length: int) -> Error:
+        """Take the buffer's first ``length`` samples: BAD_ARGS unless 1 <= length <= its
+        capacity, NOT_FINITE if one of them is not finite, else OK."""
+        self.length = length
+        if not 1 <= length <= self.traj.shape[0]:
+            return Error.BAD_ARGS
+        if not np.isfinite(self.traj[:length]).all():
+            return Error.NOT_FINITE
+        return Error.OK
+
+    def start(self, t: float) -> None:
+        self.t0 = t
+
+    def sample(self, t: float, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray) -> Outcome:
+        last = self.length - 1
+        k = min(int((t - self.t0) / self.period), last)
+        playback_sample(self.traj, k, last, self.period, q_ref, qd_ref)
+        qdd_ref.fill(0.0)
+        return Outcome.TRAJECTORY_DONE if k >= last else Outcome.RUNNING
