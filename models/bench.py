@@ -4,7 +4,7 @@ Figures: median and p99 of one fused :func:`models.dynamics.update` call for a
 robot (FK, J, CoG J, A, C, G), of the Pinocchio equivalent called from Python
 (forwardKinematics + computeJointJacobians + crba + nonLinearEffects +
 centerOfMass + jacobianCenterOfMass), their ratio (target <= 0.5), the thesis'
-B&R figure (FGM + inverse dynamics, 162 us average on a 1.6 GHz Atom), and the
+B&R figure (FGM + inverse dynamics, 161.6 us average on a 1.6 GHz Atom), and the
 first-call cost in a fresh process: cold (JIT compile into an empty cache) and
 warm (load from the on-disk cache).
 """
@@ -23,7 +23,7 @@ import numpy as np
 from .dynamics import update
 from .robot import Robot
 
-THESIS_FGM_DYN_AVG_US = 162.0   # thesis §2.6, Figure 35: walking playback, FGM + inverse dynamics
+THESIS_FGM_DYN_AVG_US = 161.6   # thesis §2.6.2, Figure 35: walking playback, FGM + inverse dynamics (text: 161)
 
 _FIRST_CALL = """
 import time, numpy as np
