@@ -187,9 +187,13 @@ class Processes:
         self.ep, self.folder = ep, folder
         self.procs: dict[str, subprocess.Popen] = {}
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot, throttle_s), env)
-        self._wait_udp()
-        self._spawn("daemon", daemon_command(config, lockstep), env)
+        try:
+            self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot, throttle_s), env)
+            self._wait_udp()
+            self._spawn("daemon", daemon_command(config, lockstep), env)
+        except BaseException:
+            self.stop()                        # a failed start leaves no process behind
+            raise
 
     def _spawn(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
         with open(self.folder / f"{name}.log", "w") as out:
