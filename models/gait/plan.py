@@ -1,0 +1,143 @@
+"""Footstep plan, timeline, ZMP reference and swing-foot curve of an N-step walk.
+
+World frame: on the floor midway between the soles of the initial posture, x forward,
+y left, z up. Phases: the initial move (zero posture → flexed posture, a quintic in joint
+space), a hold in the flexed posture (the preview control starts there, ahead of the
+first ZMP move), a double support shifting the ZMP onto the first stance foot, then per step a
+single support (the swing foot on its curve) and a double support (the ZMP moving
+linearly to the next stance foot); the last double support brings the ZMP midway between
+the two final footprints and holds it while the CoG settles. The first swing foot is the
+right one. The step length is chosen so that the CoG, at rest at both ends, travels the
+requested mean speed × the duration of the walking phase (everything after the hold);
+:func:`models.gait.wholebody.generate` then corrects it so that the pelvis does.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+LEFT, RIGHT, DOUBLE = 0, 1, 2
+SUPPORT_NAMES = ("left", "right", "double")
+
+
+@dataclass(frozen=True)
+class GaitParams:
+    """Timing (s), geometry (m) and sampling of a gait; speed in m/s."""
+
+    speed: float = 0.1
+    steps: int = 2
+    period: float = 0.002
+    t_init: float = 3.0          # zero posture -> flexed posture
+    t_hold: float = 1.0          # standing flexed: the preview control's lead-in
+    t_shift: float = 0.7         # first double support (ZMP onto the first stance foot)
+    t_single: float = 1.0        # single support of each step
+    t_double: float = 0.3        # double support between steps
+    t_end: float = 1.0           # final double support (the CoG settles)
+    step_height: float = 0.04    # swing-foot clearance
+    flex: float = 0.05           # pelvis lowered from the zero posture (slightly flexed legs)
+    foot_spacing: float = 0.2    # lateral distance between the soles (the model's at q = 0)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def t_walk(self) -> float:
+        """Duration of the walking phase (after the initial move and the hold)."""
+        return self.t_shift + self.steps * self.t_single + (self.steps - 1) * self.t_double + self.t_end
+
+
+def quintic(s: np.ndarray) -> np.ndarray:
+    """10s³ − 15s⁴ + 6s⁵: 0 → 1 with zero velocity and acceleration at both ends."""
+    s = np.clip(s, 0.0, 1.0)
+    return s ** 3 * (10.0 - 15.0 * s + 6.0 * s * s)
+
+
+def bell(s: np.ndarray) -> np.ndarray:
+    """64 s³(1 − s)³: 0 at both ends with zero velocity and acceleration, 1 at s = ½."""
+    s = np.clip(s, 0.0, 1.0)
+    return 64.0 * s ** 3 * (1.0 - s) ** 3
+
+
+@dataclass
+class Plan:
+    """The sampled plan: time t (k,), support (k,) in LEFT/RIGHT/DOUBLE, the stance foot
+    whose sole roots the model (k,) (LEFT or RIGHT), the ZMP reference (k, 2), the swing
+    sole's world position (k, 3) (the other foot's, fixed, in double support), the stance
+    sole's world position (k, 3); walk_start: the first sample after the initial move (the IK
+    and the preview control start there); speed_start: the first sample of the walking phase;
+    footprints:
+    [(foot, x, y)] in order; step_length (m)."""
+
+    t: np.ndarray
+    support: np.ndarray
+    stance: np.ndarray
+    zmp_ref: np.ndarray
+    swing: np.ndarray
+    stance_pos: np.ndarray
+    walk_start: int
+    speed_start: int
+    footprints: list
+    step_length: float
+
+
+def step_length(params: GaitParams, cog_start_x: float, centre_x: float) -> float:
+    """s such that the CoG travels speed × t_walk: from cog_start_x to the midpoint of the
+    last two footprints, centre_x + (N − ½) s."""
+    return (params.speed * params.t_walk - (centre_x - cog_start_x)) / (params.steps - 0.5)
+
+
+def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: float) -> Plan:
+    """Sample the plan; cog_start: CoG (x, y) of the flexed posture; centre: the sole
+    outline's centroid in the sole frame (where the ZMP reference sits on a foot)."""
+    T, half = params.period, params.foot_spacing / 2.0
+    pos = {LEFT: np.array([0.0, half]), RIGHT: np.array([0.0, -half])}
+    footprints = [(LEFT, 0.0, half), (RIGHT, 0.0, -half)]
+    # phases: (duration, support, stance, swing foot, swing from, swing to, zmp from, zmp to)
+    z0 = np.asarray(cog_start, dtype=float)
+    phases = [(params.t_hold, DOUBLE, LEFT, None, None, None, z0, z0)]
+    phases.append((params.t_shift, DOUBLE, LEFT, None, None, None, z0, pos[LEFT] + centre))
+    swing_foot = RIGHT
+    for k in range(params.steps):
+        stance = LEFT if swing_foot == RIGHT else RIGHT
+        start = pos[swing_foot].copy()
+        goal = np.array([pos[stance][0] + s, start[1]])
+        zs = pos[stance] + centre
+        phases.append((params.t_single, swing_foot ^ 1, stance, swing_foot, start, goal, zs, zs))
+        pos[swing_foot] = goal
+        footprints.append((swing_foot, goal[0], goal[1]))
+        last = k == params.steps - 1
+        zmp_to = (pos[LEFT] + pos[RIGHT]) / 2.0 + centre if last else pos[swing_foot] + centre
+        phases.append((params.t_end if last else params.t_double, DOUBLE, swing_foot,
+                       None, None, None, zs, zmp_to))
+        swing_foot = stance
+    n_init = int(round(params.t_init / T))
+    counts = [int(round(p[0] / T)) for p in phases]
+    total = n_init + sum(counts) + 1
+    t = np.arange(total) * T
+    support = np.full(total, DOUBLE, dtype=np.int64)
+    stance = np.full(total, LEFT, dtype=np.int64)
+    zmp = np.empty((total, 2))
+    swing = np.empty((total, 3))
+    stance_pos = np.zeros((total, 3))
+    zmp[:n_init + 1] = z0
+    swing[:n_init + 1] = (0.0, -half, 0.0)
+    stance_pos[:n_init + 1, :2] = (0.0, half)
+    k0 = n_init
+    feet = {LEFT: np.array([0.0, half]), RIGHT: np.array([0.0, -half])}
+    for (dur, sup, st, sw, a, b, za, zb), n in zip(phases, counts):
+        s_ = (np.arange(1, n + 1)) / n
+        ks = slice(k0 + 1, k0 + n + 1)
+        support[ks], stance[ks] = sup, st
+        zmp[ks] = za + np.outer(s_, zb - za)
+        stance_pos[ks, :2] = feet[st]
+        if sw is None:
+            swing[ks, :2] = feet[st ^ 1]
+            swing[ks, 2] = 0.0
+        else:
+            swing[ks, :2] = a + np.outer(quintic(s_), b - a)
+            swing[ks, 2] = params.step_height * bell(s_)
+            feet[sw] = b
+        k0 += n
+    return Plan(t, support, stance, zmp, swing, stance_pos, n_init, n_init + counts[0], footprints, s)

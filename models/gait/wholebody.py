@@ -1,0 +1,174 @@
+"""Joint angles of a planned walk by whole-body IK on the tree models.
+
+Per sample the model is rooted at the stance sole (swapped at each support change); the
+tasks are the other sole's pose, the CoG (x, y from the preview control, z the LIPM's
+constant height) and the pelvis and trunk upright (their orientation at the zero
+posture): 6 + 3 + 3 + 3 rows for the 15 joints. The flexed initial posture is found the
+same way with the pelvis lowered by ``flex`` above the midpoint of the soles, which makes
+both legs bend alike, so that the joint-space quintic from the zero posture keeps both
+soles flat on the floor. Any IK status other than OK is a :class:`GaitError` naming the
+sample, the phase and the task.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from ..ik import IkSolver, Task
+from ..tree_robot import TreeRobot
+from .plan import DOUBLE, LEFT, RIGHT, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
+from .preview import PreviewController
+
+SOLES = {LEFT: "left_sole", RIGHT: "right_sole"}
+LEG_BODIES = ("l_thigh", "l_ankle_cardan")      # hip pitch and ankle centres: the leg's reach
+IK_OPTIONS = dict(tol_pos=1e-9, tol_rot=1e-9, max_iter=100)
+
+
+class GaitError(ModelError):
+    """A gait that cannot be generated or that fails its checks; the message says why."""
+
+
+@dataclass
+class Gait:
+    """A generated gait: t (k,), q (k, n), support (k,), the plan, the parameters, the
+    flexed posture and the CoG height z_c of the LIPM."""
+
+    t: np.ndarray
+    q: np.ndarray
+    support: np.ndarray
+    plan: Plan
+    params: GaitParams
+    q_flex: np.ndarray
+    z_c: float
+    cog_ref: np.ndarray          # (k, 2) CoG from the preview control
+    zmp_lipm: np.ndarray         # (k, 2) the LIPM's ZMP
+
+
+def _pose(p) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T
+
+
+def sole_centre(robot: TreeRobot) -> np.ndarray:
+    """Centroid (x, y) of the left sole's outline (area-weighted), in the sole frame."""
+    P = np.array(next(f for f in robot.description.feet if f.frame == "left_sole").outline)
+    x, y = P[:, 0], P[:, 1]
+    xn, yn = np.roll(x, -1), np.roll(y, -1)
+    cross = x * yn - xn * y
+    area = cross.sum() / 2.0
+    return np.array([((x + xn) * cross).sum(), ((y + yn) * cross).sum()]) / (6.0 * area)
+
+
+def flexed_posture(robot: TreeRobot, params: GaitParams) -> np.ndarray:
+    """The slightly flexed posture: soles as at q = 0, pelvis upright, lowered by flex."""
+    robot.set_root("left_sole")
+    q0 = np.zeros(robot.n)
+    T_pelvis = robot.frame(q0, "pelvis")
+    T_pelvis[:3, :3] = np.eye(3)
+    T_pelvis[2, 3] -= params.flex
+    ik = IkSolver(robot, [Task("right_sole", "pose", robot.frame(q0, "right_sole")),
+                          Task("pelvis", "pose", T_pelvis), Task("trunk", "orientation", np.eye(4))],
+                  **IK_OPTIONS)
+    guess = np.zeros(robot.n)
+    for leg in ("l_", "r_"):
+        guess[robot.model.joint_names.index(leg + "knee")] = 0.3
+    res = ik.solve(guess)
+    if not res.ok:
+        raise GaitError(f"flexed initial posture (pelvis lowered {params.flex} m): {res.message()}")
+    return res.q
+
+
+def _check_reach(robot: TreeRobot, q_flex: np.ndarray, params: GaitParams, s: float) -> None:
+    """Refuse a step the legs cannot make: at touch-down the hip is about s/2 behind or ahead
+    of each ankle; the leg (hip–ankle length l) at hip height h reaches √(l² − h²)."""
+    if not s > 0.0:
+        raise GaitError(f"speed {params.speed * 3600:.0f} m/h is too low for {params.steps} steps in "
+                        f"{params.t_walk:.2f} s (step length {s:.3f} m)")
+    idx = [robot.model.index("body", b) for b in LEG_BODIES]
+    Tb = robot.kinematics(np.zeros(robot.n)).Tb
+    leg = float(np.linalg.norm(Tb[idx[0], :3, 3] - Tb[idx[1], :3, 3]))
+    Tb = robot.kinematics(q_flex).Tb
+    h = float(Tb[idx[0], 2, 3] - Tb[idx[1], 2, 3])
+    reach = 2.0 * math.sqrt(max(leg * leg - h * h, 0.0))
+    if s > reach:
+        raise GaitError(f"speed {params.speed * 3600:.0f} m/h needs {params.steps} steps of {s:.3f} m in "
+                        f"{params.t_walk:.2f} s, beyond the legs' reach of {reach:.3f} m "
+                        f"(hip–ankle {leg:.3f} m at hip height {h:.3f} m above the ankle)")
+
+
+def _pelvis_x(robot: TreeRobot, plan: Plan, q: np.ndarray, k: int) -> float:
+    robot.set_root(SOLES[int(plan.stance[k])])
+    return float(robot.frame(q[k], "pelvis")[0, 3] + plan.stance_pos[k, 0])
+
+
+def generate(robot: TreeRobot, params: GaitParams, progress=None) -> Gait:
+    """Plan, preview control and whole-body IK of the walk (module docstring). The step
+    length from :func:`~models.gait.plan.step_length` moves the CoG at the requested speed;
+    the pelvis, whose offset to the CoG changes with the legs' stance, is brought to it by
+    correcting the step length by the remaining distance / (N − ½) (at most 5 times, to 0.2 %)."""
+    if not (math.isfinite(params.speed) and params.speed > 0.0):
+        raise GaitError(f"the speed must be a positive number of m/h, got {params.speed * 3600}")
+    if params.steps < 1:
+        raise GaitError(f"the number of steps must be at least 1, got {params.steps}")
+    say = progress or (lambda msg: None)
+    q_flex = flexed_posture(robot, params)
+    robot.set_root("left_sole")
+    com = robot.com(q_flex)
+    cog_start = com[:2] + (0.0, params.foot_spacing / 2.0)          # left sole frame -> world
+    centre = sole_centre(robot)
+    s = step_length(params, cog_start[0], centre[0])
+    goal = params.speed * params.t_walk
+    for attempt in range(5):
+        _check_reach(robot, q_flex, params, s)
+        say(f"plan: {params.steps} steps of {s:.4f} m, CoG height {com[2]:.3f} m")
+        gait = _walk(robot, params, q_flex, float(com[2]), cog_start, centre, s, say)
+        moved = _pelvis_x(robot, gait.plan, gait.q, -1) - _pelvis_x(robot, gait.plan, gait.q, gait.plan.speed_start)
+        if abs(moved - goal) <= 2e-3 * goal:
+            break
+        s += (goal - moved) / (params.steps - 0.5)
+    return gait
+
+
+def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, z_c: float, cog_start: np.ndarray,
+          centre: np.ndarray, s: float, say) -> Gait:
+    plan = make_plan(params, cog_start, centre, s)
+    preview = PreviewController(params.period, z_c, -float(robot.model.gravity[2]))
+    w = plan.walk_start
+    cog = np.empty((len(plan.t), 2))
+    zmp = np.empty((len(plan.t), 2))
+    cog[:w], zmp[:w] = cog_start, cog_start
+    for a in range(2):
+        states, p = preview.run(plan.zmp_ref[w:, a])
+        cog[w:, a], zmp[w:, a] = states[:, 0], p
+    n = robot.n
+    q = np.empty((len(plan.t), n))
+    s_init = quintic(plan.t[:w + 1] / params.t_init)
+    q[:w + 1] = np.outer(s_init, q_flex)
+    robot.set_root("left_sole")
+    solvers = {}
+    for st in (LEFT, RIGHT):
+        solvers[st] = IkSolver(robot, [Task(SOLES[st ^ 1], "pose", np.eye(4)), Task("com", "position", np.zeros(3)),
+                                       Task("pelvis", "orientation", np.eye(4)),
+                                       Task("trunk", "orientation", np.eye(4))], **IK_OPTIONS)
+    qk = q_flex.copy()
+    step = max(1, (len(plan.t) - w) // 10)
+    for k in range(w + 1, len(plan.t)):
+        st = int(plan.stance[k])
+        robot.set_root(SOLES[st])
+        ik = solvers[st]
+        base = plan.stance_pos[k]
+        ik.set_target(0, _pose(plan.swing[k] - base))
+        ik.set_target(1, np.array([cog[k, 0] - base[0], cog[k, 1] - base[1], z_c]))
+        res = ik.solve(qk)
+        if not res.ok:
+            raise GaitError(f"sample {k} (t = {plan.t[k]:.3f} s, {SUPPORT_NAMES[plan.support[k]]} support): "
+                            f"{res.message()}")
+        qk = res.q
+        q[k] = qk
+        if (k - w) % step == 0:
+            say(f"IK {100 * (k - w) // (len(plan.t) - w)} % (t = {plan.t[k]:.2f} s)")
+    return Gait(plan.t, q, plan.support, plan, params, q_flex, z_c, cog, zmp)
