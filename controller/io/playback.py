@@ -5,7 +5,10 @@ positions (rad). Columns may come in any order but every joint of the robot must
 present: the I/O process that loads the file does not know where the robot stands, so
 it cannot fill a missing joint with "its current position", and a file that names every
 joint says explicitly what each one does. Lines starting with ``#`` and blank lines are
-ignored (line numbers in errors count them).
+ignored (line numbers in errors count them). An optional ``support`` column names the
+support phase of each row (``left``, ``right`` or ``double``, as ``bipd gait`` writes it):
+the joints ignore it; ``load_trajectory(..., with_support=True)`` carries it, resampled as
+the phase of the last row at or before each sample.
 
 Validation (no message quotes the file's text, so that an error says nothing about a file
 it should not have read): readable UTF-8 file; known, unique, complete joint columns; at least two
@@ -23,6 +26,10 @@ import math
 from pathlib import Path
 
 import numpy as np
+
+
+SUPPORT_COLUMN = "support"
+SUPPORT_PHASES = ("left", "right", "double")
 
 
 class TrajectoryFileError(ValueError):
@@ -48,16 +55,17 @@ def _columns(path: Path, line: int, header: list[str], joint_names: tuple[str, .
         raise TrajectoryFileError(f"{path}, line {line}: the header must start with 't' (time, s)")
     names = header[1:]
     for i, name in enumerate(names):
-        if name not in joint_names:
+        if name not in joint_names and name != SUPPORT_COLUMN:
             raise TrajectoryFileError(f"{path}, line {line}: header column {i + 2} is not a joint of this "
                                       f"robot (its joints are {list(joint_names)})")
         if names.count(name) > 1:
-            raise TrajectoryFileError(f"{path}, line {line}: joint column {name!r} appears twice")
+            raise TrajectoryFileError(f"{path}, line {line}: column {name!r} appears twice")
+    names = [name for name in names if name != SUPPORT_COLUMN]
     missing = [j for j in joint_names if j not in names]
     if missing:
         raise TrajectoryFileError(f"{path}, line {line}: missing joint column(s) {missing}; "
                                   "every joint must be given")
-    return [1 + names.index(j) for j in joint_names]
+    return [header.index(j) for j in joint_names]
 
 
 def _number(path: Path, line: int, column: str, field: str) -> float:
@@ -71,10 +79,12 @@ def _number(path: Path, line: int, column: str, field: str) -> float:
 
 
 def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.ndarray, qmax: np.ndarray,
-                    vmax: np.ndarray, period: float) -> np.ndarray:
+                    vmax: np.ndarray, period: float, with_support: bool = False):
     """Validate a trajectory file (module docstring) and resample it to ``period`` s:
     an array (samples, n) of joint positions in the order of ``joint_names``, sample k
-    at time t0 + k·period. Raises :class:`TrajectoryFileError`."""
+    at time t0 + k·period; with ``with_support``, also the support phase per sample (an
+    int array indexing :data:`SUPPORT_PHASES`, None when the file has no such column).
+    Raises :class:`TrajectoryFileError`."""
     path = Path(path)
     if not (math.isfinite(period) and period > 0.0):
         raise ValueError(f"the resampling period must be a finite number > 0 s, got {period!r}")
@@ -88,6 +98,8 @@ def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.nda
                                   f"the header, got {len(rows) - 1}")
     n = len(cols)
     lines = [line for line, _ in rows[1:]]
+    sc = header.index(SUPPORT_COLUMN) if SUPPORT_COLUMN in header else None
+    support = np.zeros(len(lines), dtype=np.int64)
     t = np.empty(len(lines))
     q = np.empty((len(lines), n))
     for i, (line, fields) in enumerate(rows[1:]):
@@ -97,6 +109,11 @@ def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.nda
         t[i] = _number(path, line, "t", fields[0])
         for j, c in enumerate(cols):
             q[i, j] = _number(path, line, joint_names[j], fields[c])
+        if sc is not None:
+            if fields[sc] not in SUPPORT_PHASES:
+                raise TrajectoryFileError(f"{path}, line {line}, column {SUPPORT_COLUMN!r}: expected one of "
+                                          f"{list(SUPPORT_PHASES)}")
+            support[i] = SUPPORT_PHASES.index(fields[sc])
         if i and not t[i] > t[i - 1]:
             raise TrajectoryFileError(f"{path}, line {line}: time must increase strictly, "
                                       f"got {t[i]} s after {t[i - 1]} s")
@@ -114,4 +131,7 @@ def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.nda
                         f"line {lines[i - 1]}, above its velocity limit {vmax[j]} rad/s")
     steps = math.ceil((t[-1] - t[0]) / period - 1e-9)
     ts = np.minimum(t[0] + period * np.arange(steps + 1), t[-1])
-    return np.column_stack([np.interp(ts, t, q[:, j]) for j in range(n)])
+    qs = np.column_stack([np.interp(ts, t, q[:, j]) for j in range(n)])
+    if not with_support:
+        return qs
+    return qs, None if sc is None else support[np.searchsorted(t, ts, side="right") - 1]

@@ -65,7 +65,7 @@ def test_resampling_accuracy_on_a_smooth_trajectory(tmp_path):
     ("", r"traj.csv: the trajectory file is empty"),
     ("x,knee\n", r"line 1: the header must start with 't'"),
     ("t,knee,elbow,hip\n", r"line 1: header column 3 is not a joint of this robot \(its joints are"),
-    ("t,knee,hip,knee\n", r"line 1: joint column 'knee' appears twice"),
+    ("t,knee,hip,knee\n", r"line 1: column 'knee' appears twice"),
     ("#c\nt,knee,hip\n0,0,0\n1,0,0\n",
      r"line 2: missing joint column\(s\) \['ankle_lateral', 'ankle_sagittal'\]"),
     (ROW0, r"line 2: a trajectory needs at least 2 rows after the header, got 1"),
@@ -99,3 +99,27 @@ def test_unreadable_file(tmp_path):
 def test_bad_period(tmp_path):
     with pytest.raises(ValueError, match="the resampling period must be a finite number > 0 s, got 0.0"):
         load(tmp_path, ROW0 + "1,0,0,-0.1,0\n", period=0.0)
+
+
+def test_support_column_is_carried_and_held(tmp_path):
+    """A ``support`` column (anywhere in the header) leaves the joints as they were and is
+    resampled as the phase of the last row at or before each sample."""
+    rows = "0,0,0,-0.1,0,double\n0.004,0,0,-0.1,0,left\n0.008,0,0,-0.1,0,right\n"
+    with_phase = tmp_path / "phase.csv"
+    with_phase.write_text("t,support," + ",".join(NAMES[:3]) + ",hip\n"
+                          + "".join(f"{r.split(',')[0]},{r.split(',')[-1]},{','.join(r.split(',')[1:5])}\n"
+                                    for r in rows.splitlines()))
+    q, support = load_trajectory(with_phase, NAMES, QMIN, QMAX, VMAX, 0.002, with_support=True)
+    assert np.allclose(q, load(tmp_path, HEADER + "\n" + "".join(r.rsplit(",", 1)[0] + "\n"
+                                                                  for r in rows.splitlines())))
+    assert support.tolist() == [2, 2, 0, 0, 1]       # double, double, left, left, right
+    assert load_trajectory(tmp_path / "traj.csv", NAMES, QMIN, QMAX, VMAX, 0.002, with_support=True)[1] is None
+
+
+@pytest.mark.parametrize("text,pattern", [
+    (HEADER + ",support\n0,0,0,-0.1,0,left\n0.1,0,0,-0.1,0,walking\n",
+     r"line 3, column 'support': expected one of \['left', 'right', 'double'\]"),
+    (HEADER + ",support,support\n", r"line 1: column 'support' appears twice"),
+])
+def test_support_column_errors(tmp_path, text, pattern):
+    assert re.search(pattern, error(tmp_path, text))
