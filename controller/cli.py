@@ -9,6 +9,8 @@
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]   chain or tree
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
+    bipd gait --speed M_H --steps N --out FILE.csv [--robot PATH] [--plot DIR]   offline walk
+    bipd gait --check FILE.csv [--robot PATH]              re-check a gait file
     bipd check-robot PATH                                 validate a robot YAML
     bipd export urdf|mjcf PATH                            the robot YAML as URDF / MJCF, on stdout
     bipd keys DIR [--name NAME]                           a CURVE certificate pair for io.curve / ctl
@@ -31,6 +33,7 @@ from models.validation import read_yaml
 from .extras import missing
 
 DEFAULT_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg.yaml"
+DEFAULT_TREE = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip2000.yaml"
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "bipd.yaml"
 
 
@@ -224,6 +227,52 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_gait(check: dict) -> None:
+    top = check["max_joint_speed"]
+    print(f"ZMP margin min {1000 * check['zmp_margin_min_m']:.1f} mm; fastest joint {top['joint']} "
+          f"{top['rad_s']:.3f} rad/s (limit {top['limit_rad_s']}); pelvis {check['pelvis_speed_m_h']:.1f} m/h")
+
+
+def cmd_gait(args: argparse.Namespace) -> int:
+    from models.gait.plan import GaitParams
+    from models.tree_robot import TreeRobot
+
+    from .gait import check_file, make_gait, plot_gait, summary, write_gait
+    from .io.playback import TrajectoryFileError
+
+    if args.plot and missing("matplotlib", "plot"):
+        print(f"bipd gait: error: --plot {missing('matplotlib', 'plot')}", file=sys.stderr)
+        return 2
+    robot = TreeRobot.from_yaml(args.robot)
+    if args.check:
+        try:
+            report = check_file(Path(args.check), robot)
+        except TrajectoryFileError as e:
+            print(f"bipd gait: error: {e}", file=sys.stderr)
+            return 2
+        _print_gait(summary(robot, report))
+        for problem in report.problems:
+            print(f"bipd gait: check failed: {problem}", file=sys.stderr)
+        return 0 if report.ok else 1
+    if args.out is None or args.speed is None:
+        print("bipd gait: error: give --speed and --out (or --check FILE)", file=sys.stderr)
+        return 2
+    if not (args.speed > 0 and args.steps >= 1 and args.period > 0):
+        print("bipd gait: error: --speed and --period must be > 0 and --steps at least 1", file=sys.stderr)
+        return 2
+    params = GaitParams(speed=args.speed / 3600.0, steps=args.steps, period=args.period)
+    gait, report, seconds = make_gait(robot, params, _progress(True))
+    out = Path(args.out)
+    write_gait(out, robot, gait, report, seconds)
+    print(f"{out}: {len(gait.t)} samples, {gait.t[-1]:.2f} s, {params.steps} steps of "
+          f"{gait.plan.step_length:.3f} m, CoG height {gait.z_c:.3f} m, generated in {seconds:.2f} s")
+    _print_gait(summary(robot, report))
+    if args.plot:
+        for path in plot_gait(Path(args.plot), robot, gait, report):
+            print(path)
+    return 0
+
+
 def cmd_log(args: argparse.Namespace) -> int:
     from .io.log import LogError, convert, log_info
 
@@ -384,6 +433,17 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--rate", type=float, default=200.0, help="client requests per second (default 200)")
     bl.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bl.set_defaults(func=cmd_bench_loop)
+
+    ga = sub.add_parser("gait", help="an offline walking gait as a playback CSV (LIPM preview control + "
+                                     "whole-body IK), checked; or --check an existing one")
+    ga.add_argument("--speed", type=float, help="mean forward speed, m/h (the thesis walk: 360)")
+    ga.add_argument("--steps", type=int, default=2, help="number of steps (default 2)")
+    ga.add_argument("--out", help="CSV to write (a FILE.csv.json sidecar holds the parameters)")
+    ga.add_argument("--robot", default=str(DEFAULT_TREE), help="robot tree YAML (default: BIP 2000)")
+    ga.add_argument("--period", type=float, default=0.002, help="sampling period, s (default 0.002)")
+    ga.add_argument("--plot", metavar="DIR", help="also write PNGs of the CoG/ZMP paths and the joint angles")
+    ga.add_argument("--check", metavar="FILE", help="re-check a gait file instead of generating one")
+    ga.set_defaults(func=cmd_gait)
 
     c = sub.add_parser("check-robot", help="validate a robot YAML and print a summary")
     c.add_argument("path")
