@@ -1,0 +1,150 @@
+"""The offline walking gait: the preview control against the LIPM's analytic solution, the
+swing curve, the generated 360 m/h gait against its checks (multi-body ZMP inside the
+support polygon, limits, pelvis speed), refusals, the CSV through the playback parser and
+the CLI."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from controller.cli import main
+from controller.gait import check_file, make_gait, write_gait
+from models.gait.checks import check_gait, hull, margin
+from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams, bell, quintic
+from models.gait.preview import PreviewController
+from models.gait.wholebody import GaitError, generate
+from models.tree_robot import TreeRobot
+
+ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip2000.yaml"
+COARSE = GaitParams(speed=0.1, steps=2, period=0.01)
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return TreeRobot.from_yaml(ROBOT)
+
+
+@pytest.fixture(scope="module")
+def coarse(robot):
+    return make_gait(robot, COARSE, lambda msg: None)
+
+
+def test_preview_tracks_a_zmp_step_like_the_lipm():
+    """A ZMP step of 0.1 m at t_s, previewed: the CoG follows the bounded solution of
+    c̈ = ω²(c − p) (Kajita et al. 2003, eq. 4), c = p0 + Δ/2 e^{ω(t − t_s)} before the step
+    and p1 − Δ/2 e^{−ω(t − t_s)} after, and converges to the new ZMP at rest."""
+    z_c, g, T = 0.9, 9.81, 0.005
+    pc = PreviewController(T, z_c, g)
+    t = np.arange(1200) * T
+    ref = np.where(t >= 2.0, 0.1, 0.0)
+    states, zmp = pc.run(ref)
+    w = math.sqrt(g / z_c)
+    exact = np.where(t < 2.0, 0.05 * np.exp(w * (t - 2.0)), 0.1 - 0.05 * np.exp(-w * (t - 2.0)))
+    assert np.abs(states[:, 0] - exact).max() < 2e-3
+    assert abs(states[-1, 0] - 0.1) < 1e-6 and abs(states[-1, 1]) < 1e-5
+    assert np.abs(zmp - ref)[t > 3.0].max() < 1e-5
+
+
+def test_swing_curves_start_and_stop_at_rest():
+    """quintic and bell leave their end values as O(h³): zero velocity and acceleration at
+    lift-off and touch-down (a curve with an acceleration there grows as h², 1/h times more)."""
+    h = 1e-3
+    for f in (quintic, bell):
+        for s, inward in ((0.0, h), (1.0, -h)):
+            change = abs(f(np.array([s + inward]))[0] - f(np.array([s]))[0])
+            assert change / h ** 3 < 100.0, (f.__name__, s, change)
+    assert quintic(np.array([0.0, 1.0])).tolist() == [0.0, 1.0]
+    assert bell(np.array([0.0, 0.5, 1.0])).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_swing_sole_at_rest_at_lift_off_and_touch_down(robot, coarse):
+    """The swing sole of the generated gait (forward kinematics of the IK's angles) moves
+    less than 1 % of its peak speed over the first and last sample of each single support."""
+    gait, _, _ = coarse
+    robot.set_root("left_sole")
+    sole = np.array([robot.frame(q, "right_sole")[:3, 3] for q in gait.q])
+    left = np.nonzero(gait.support == LEFT)[0]           # the right foot swings
+    speed = np.linalg.norm(np.diff(sole[left[0] - 1:left[-1] + 2], axis=0), axis=1) / COARSE.period
+    assert speed.max() > 0.3
+    assert speed[0] < 0.01 * speed.max() and speed[-1] < 0.01 * speed.max()
+
+
+def test_support_polygon_margin():
+    """The hull of two offset squares and signed distances to it."""
+    square = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], dtype=float)
+    poly = hull(np.vstack([square, square + (2.0, 0.0)]))
+    assert len(poly) == 4
+    assert margin(poly, np.array([1.5, 0.5])) == pytest.approx(0.5)
+    assert margin(poly, np.array([1.5, -0.25])) == pytest.approx(-0.25)
+
+
+def test_the_360_m_h_gait_passes_its_checks(robot, coarse):
+    gait, report, _ = coarse
+    assert report.ok, report.problems
+    assert report.margin.min() > 0.02                       # ZMP 2 cm inside the polygon at least
+    assert abs(report.pelvis_speed - 0.1) <= 0.002
+    assert report.speed_ratio.max() <= 1.0
+    # the multi-body ZMP follows the LIPM's where the legs are still (an independent model)
+    w = gait.plan.walk_start
+    assert np.abs(report.zmp[w + 2:-2] - gait.zmp_lipm[w + 2:-2]).max() < 0.06
+    # supports: double, then left stance (right swings), double, right stance, double
+    phases = [int(p) for i, p in enumerate(gait.support) if i == 0 or p != gait.support[i - 1]]
+    assert phases == [DOUBLE, LEFT, DOUBLE, RIGHT, DOUBLE]
+    # the soles: flat on the floor in stance, the swing sole lands where the plan put it
+    robot.set_root("left_sole")
+    T = robot.frame(gait.q[-1], "right_sole")
+    x_left, x_right = gait.plan.footprints[-1][1], gait.plan.footprints[-2][1]
+    assert T[0, 3] == pytest.approx(x_right - x_left, abs=1e-7)
+    assert T[2, 3] == pytest.approx(0.0, abs=1e-7) and np.allclose(T[:3, :3], np.eye(3), atol=1e-7)
+
+
+def test_the_check_catches_a_zmp_outside_the_feet(robot, coarse):
+    """The same joint angles, played four times faster, throw the ZMP out of the feet."""
+    gait, _, _ = coarse
+    report = check_gait(robot, gait.t / 4.0, gait.q, gait.support, 0.4, gait.plan.speed_start, 0.2)
+    assert any("ZMP leaves the support polygon" in p for p in report.problems)
+    assert any("velocity limit" in p for p in report.problems)
+
+
+def test_too_fast_is_refused(robot):
+    with pytest.raises(GaitError, match=r"speed 5000 m/h needs 2 steps of .* m .* beyond the legs' reach"):
+        generate(robot, GaitParams(speed=5000 / 3600, steps=2, period=0.01))
+
+
+def test_ik_failure_names_sample_and_task(robot):
+    """A step height the legs cannot lift to: IK fails, named by sample, phase and task."""
+    with pytest.raises(GaitError, match=r"sample \d+ \(t = [\d.]+ s, left support\): IK target of .*"):
+        generate(robot, GaitParams(speed=0.1, steps=2, period=0.01, step_height=0.6))
+
+
+def test_csv_round_trips_through_the_playback_parser(robot, coarse, tmp_path):
+    gait, report, seconds = coarse
+    path = tmp_path / "walk.csv"
+    write_gait(path, robot, gait, report, seconds)
+    from controller.io.playback import load_trajectory
+    m = robot.model
+    q, support = load_trajectory(path, m.joint_names, m.qmin, m.qmax, m.vmax, COARSE.period, with_support=True)
+    assert np.abs(q - gait.q).max() < 1e-8
+    assert np.array_equal(support, gait.support)
+    again = check_file(path, robot)
+    assert again.ok and again.margin.min() == pytest.approx(report.margin.min(), abs=1e-6)
+    meta = json.loads((tmp_path / "walk.csv.json").read_text())
+    assert meta["params"]["speed"] == 0.1 and meta["check"]["problems"] == []
+
+
+def test_cli_writes_and_checks_a_gait(tmp_path, capsys):
+    out = tmp_path / "walk.csv"
+    assert main(["gait", "--speed", "360", "--steps", "2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "2 steps of" in text and "pelvis 360." in text and "ZMP margin min" in text
+    header = next(line for line in out.read_text().splitlines() if not line.startswith("#"))
+    assert header.split(",")[0] == "t" and header.split(",")[-1] == "support"
+    assert main(["gait", "--check", str(out)]) == 0
+    assert main(["gait", "--speed", "5000", "--out", str(tmp_path / "fast.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "beyond the legs' reach" in err and "Traceback" not in err
+    assert not (tmp_path / "fast.csv").exists()
