@@ -13,7 +13,7 @@ import pytest
 
 from controller.cli import main
 from controller.gait import check_file, make_gait, write_gait
-from models.gait.checks import check_gait, hull, margin
+from models.gait.checks import check_gait, hull, margin, zmp_multibody
 from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams, bell, quintic
 from models.gait.preview import PreviewController
 from models.gait.wholebody import GaitError, generate
@@ -71,6 +71,35 @@ def test_swing_sole_at_rest_at_lift_off_and_touch_down(robot, coarse):
     speed = np.linalg.norm(np.diff(sole[left[0] - 1:left[-1] + 2], axis=0), axis=1) / COARSE.period
     assert speed.max() > 0.3
     assert speed[0] < 0.01 * speed.max() and speed[-1] < 0.01 * speed.max()
+
+
+def test_multibody_zmp_of_a_spinning_and_a_sliding_body(robot):
+    """Robot frozen but for the trunk: spun about the world y axis through its own CoG at
+    constant angular acceleration α, the ZMP moves back by I_yy α / (M g) (the rate of
+    change of angular momentum); slid forward at constant acceleration a, by z_b m a / (M g)
+    (z_b its CoG height: the moment of its inertial force about the floor)."""
+    m = robot.model
+    robot.set_root("left_sole")
+    Tb0 = robot.kinematics(np.zeros(robot.n)).Tb.copy()
+    b = m.index("body", "trunk")
+    R0, c0 = Tb0[b, :3, :3], Tb0[b, :3, :3] @ m.com[b] + Tb0[b, :3, 3]
+    I_w = R0 @ m.inertia[b] @ R0.T
+    assert np.allclose(I_w[:, 1], (0.0, I_w[1, 1], 0.0))          # y is a principal axis
+    period, alpha, accel, g, M = 0.002, 0.8, 0.3, 9.81, m.total_mass
+    t = np.arange(200) * period
+    cog0 = np.einsum("b,bi->i", m.mass, np.einsum("bij,bj->bi", Tb0[:, :3, :3], m.com) + Tb0[:, :3, 3]) / M
+    for spin, slide in ((alpha, 0.0), (0.0, accel)):
+        Tb = np.repeat(Tb0[None], len(t), axis=0)
+        for k, tk in enumerate(t):
+            th = spin * tk * tk / 2.0
+            Ry = np.array([[math.cos(th), 0, math.sin(th)], [0, 1, 0], [-math.sin(th), 0, math.cos(th)]])
+            Tb[k, b, :3, :3] = Ry @ R0
+            Tb[k, b, :3, 3] = c0 + (slide * tk * tk / 2.0, 0, 0) - Ry @ R0 @ m.com[b]
+        zmp = zmp_multibody(robot, Tb, period)[2:-2]
+        cx = cog0[0] + m.mass[b] * slide * t[2:-2] ** 2 / 2.0 / M
+        expect = cx - (I_w[1, 1] * spin + c0[2] * m.mass[b] * slide) / (M * g)
+        assert np.abs(zmp[:, 0] - expect).max() < 1e-6 * abs(expect - cx).max() + 1e-9
+        assert np.abs(zmp[:, 1] - cog0[1]).max() < 1e-9
 
 
 def test_support_polygon_margin():
