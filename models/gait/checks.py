@@ -8,7 +8,7 @@ body's CoG and orientation in the world give, by central finite differences, the
 acceleration c̈ and the rate of change of the angular momentum about the CoG L̇_G
 (Σ m_b (c_b − c) × (ċ_b − ċ) + R_b I_b R_bᵀ ω_b, ω_b from Ṙ_b R_bᵀ). With the contact
 force F = M (c̈ − g), the ZMP on the floor z = 0 is p_x = c_x − (c_z F_x + L̇_y)/F_z,
-p_y = c_y − (c_z F_y − L̇_x)/F_z (Kajita et al. 2003, eq. 1–2, written about the CoG).
+p_y = c_y − (c_z F_y − L̇_x)/F_z (the ZMP of Vukobratović & Borovac 2004, written about the CoG).
 The support polygon is the stance sole's outline, or the convex hull of both outlines in
 double support; the margin is the signed distance to its nearest edge (> 0 inside).
 """

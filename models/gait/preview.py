@@ -1,9 +1,9 @@
 """ZMP preview control of the linear inverted pendulum (cart-table model), Kajita et al. 2003.
 
 Per horizontal axis, state x = (c, ċ, c̈), input the jerk u, output the ZMP
-p = c − (z_c/g) c̈ (Kajita et al. 2003, eq. 6–7, discretised with period T). The gains come
-from the optimal preview servo with an integrator (Kajita et al. 2003, eq. 8–12, after
-Katayama): u(k) = −G_i Σ(p − p_ref) − G_x x(k) − Σ_{j=1..N_L} G_p(j) p_ref(k + j).
+p = c − (z_c/g) c̈ (Kajita et al. 2003, the cart-table model, discretised with period T). The gains come
+from the optimal preview servo with an integrator (Kajita et al. 2003, the preview
+controller after Katayama et al.): u(k) = −G_i Σ(p − p_ref) − G_x x(k) − Σ_{j=1..N_L} G_p(j) p_ref(k + j).
 The Riccati equation is solved by fixed-point iteration (no SciPy in the product).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 
 def cart_table(period: float, z_c: float, g: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A, B, C) of the discrete cart-table model (Kajita et al. 2003, eq. 7)."""
+    """(A, B, C) of the discrete cart-table model (Kajita et al. 2003)."""
     T = period
     A = np.array([[1.0, T, T * T / 2.0], [0.0, 1.0, T], [0.0, 0.0, 1.0]])
     B = np.array([[T ** 3 / 6.0], [T * T / 2.0], [T]])
@@ -41,7 +41,7 @@ class PreviewController:
         self.period, self.z_c, self.g = period, z_c, g
         A, B, C = cart_table(period, z_c, g)
         self.A, self.B, self.C = A, B, C
-        At = np.block([[np.eye(1), C @ A], [np.zeros((3, 1)), A]])      # Kajita et al. 2003, eq. 10
+        At = np.block([[np.eye(1), C @ A], [np.zeros((3, 1)), A]])      # the augmented system (error, state)
         Bt = np.vstack([C @ B, B])
         Q = np.zeros((4, 4))
         Q[0, 0] = q_e

@@ -35,7 +35,7 @@ def coarse(robot):
 
 def test_preview_tracks_a_zmp_step_like_the_lipm():
     """A ZMP step of 0.1 m at t_s, previewed: the CoG follows the bounded solution of
-    c̈ = ω²(c − p) (Kajita et al. 2003, eq. 4), c = p0 + Δ/2 e^{ω(t − t_s)} before the step
+    c̈ = ω²(c − p) (the LIPM, Kajita et al. 2003), c = p0 + Δ/2 e^{ω(t − t_s)} before the step
     and p1 − Δ/2 e^{−ω(t − t_s)} after, and converges to the new ZMP at rest."""
     z_c, g, T = 0.9, 9.81, 0.005
     pc = PreviewController(T, z_c, g)
