@@ -244,6 +244,10 @@ def cmd_gait(args: argparse.Namespace) -> int:
         print(f"bipd gait: error: --plot {missing('matplotlib', 'plot')}", file=sys.stderr)
         return 2
     robot = TreeRobot.from_yaml(args.robot)
+    if not {"left_sole", "right_sole"} <= set(robot.model.root_names):
+        print(f"bipd gait: error: {args.robot}: roots: the gait needs a robot rooted at left_sole and "
+              "right_sole (a whole-robot tree such as deploy/robots/bip2000.yaml)", file=sys.stderr)
+        return 2
     if args.check:
         try:
             report = check_file(Path(args.check), robot)
@@ -263,7 +267,11 @@ def cmd_gait(args: argparse.Namespace) -> int:
     params = GaitParams(speed=args.speed / 3600.0, steps=args.steps, period=args.period)
     gait, report, seconds = make_gait(robot, params, _progress(True))
     out = Path(args.out)
-    write_gait(out, robot, gait, report, seconds)
+    try:
+        write_gait(out, robot, gait, report, seconds)
+    except OSError as e:
+        print(f"bipd gait: error: cannot write {out} ({e.strerror})", file=sys.stderr)
+        return 2
     print(f"{out}: {len(gait.t)} samples, {gait.t[-1]:.2f} s, {params.steps} steps of "
           f"{gait.plan.step_length:.3f} m, CoG height {gait.z_c:.3f} m, generated in {seconds:.2f} s")
     _print_gait(summary(robot, report))

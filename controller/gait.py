@@ -19,9 +19,7 @@ from models.gait.plan import SUPPORT_NAMES, GaitParams
 from models.gait.wholebody import Gait, GaitError, generate
 from models.tree_robot import TreeRobot
 
-from .io.playback import SUPPORT_PHASES, load_trajectory
-
-assert SUPPORT_PHASES == SUPPORT_NAMES      # the file's phase names are the plan's
+from .io.playback import TrajectoryFileError, load_trajectory
 
 
 def sidecar(path: Path) -> Path:
@@ -71,17 +69,18 @@ def make_gait(robot: TreeRobot, params: GaitParams, say) -> tuple[Gait, GaitRepo
 
 
 def check_file(path: Path, robot: TreeRobot) -> GaitReport:
-    """Re-read a gait file through the playback parser and run the checks on it."""
+    """Re-read a gait file through the playback parser and run the checks on it; a file or
+    sidecar that cannot be read is a :class:`TrajectoryFileError`."""
     try:
         meta = json.loads(sidecar(path).read_text(encoding="utf-8"))
         params = GaitParams(**meta["params"])
         walk_start = float(meta["walk_start_s"])
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise GaitError(f"{sidecar(path)}: cannot read the gait's parameters ({e})") from None
+        raise TrajectoryFileError(f"{sidecar(path)}: cannot read the gait's parameters ({e})") from None
     m = robot.model
     q, support = load_trajectory(path, m.joint_names, m.qmin, m.qmax, m.vmax, params.period, with_support=True)
     if support is None:
-        raise GaitError(f"{path}: no 'support' column; a gait file names its support phase per row")
+        raise TrajectoryFileError(f"{path}: no 'support' column; a gait file names its support phase per row")
     t = np.arange(len(q)) * params.period
     return check_gait(robot, t, q, support, params.speed, int(round(walk_start / params.period)),
                       params.foot_spacing)

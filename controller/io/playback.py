@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from models.gait.plan import SUPPORT_NAMES as SUPPORT_PHASES
 
 SUPPORT_COLUMN = "support"
-SUPPORT_PHASES = ("left", "right", "double")
 
 
 class TrajectoryFileError(ValueError):

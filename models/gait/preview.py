@@ -1,8 +1,8 @@
 """ZMP preview control of the linear inverted pendulum (cart-table model), Kajita et al. 2003.
 
 Per horizontal axis, state x = (c, ċ, c̈), input the jerk u, output the ZMP
-p = c − (z_c/g) c̈ (Kajita et al. 2003, the cart-table model, discretised with period T). The gains come
-from the optimal preview servo with an integrator (Kajita et al. 2003, the preview
+p = c − (z_c/g) c̈ (Kajita et al. 2003, the cart-table model, discretised with period T).
+The gains come from the optimal preview servo with an integrator (Kajita et al. 2003, the preview
 controller after Katayama et al.): u(k) = −G_i Σ(p − p_ref) − G_x x(k) − Σ_{j=1..N_L} G_p(j) p_ref(k + j).
 The Riccati equation is solved by fixed-point iteration (no SciPy in the product).
 """

@@ -177,3 +177,25 @@ def test_cli_writes_and_checks_a_gait(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "beyond the legs' reach" in err and "Traceback" not in err
     assert not (tmp_path / "fast.csv").exists()
+
+
+def test_cli_refuses_bad_input_without_traceback(tmp_path, capsys, coarse, robot):
+    gait, report, seconds = coarse
+    path = tmp_path / "walk.csv"
+    write_gait(path, robot, gait, report, seconds)
+    meta = json.loads((tmp_path / "walk.csv.json").read_text())
+    meta["params"]["speed"] = 500 / 3600
+    (tmp_path / "walk.csv.json").write_text(json.dumps(meta))
+    assert main(["gait", "--check", str(path)]) == 1              # a check that fails
+    assert "the pelvis walks at 360.0 m/h, not 500.0 m/h" in capsys.readouterr().err
+    leg = str(ROBOT.parent / "bip_leg.yaml")
+    for argv, problem in (
+            (["gait", "--check", str(tmp_path / "none.csv")], "none.csv.json: cannot read the gait's parameters"),
+            (["gait", "--speed", "360", "--out", str(path), "--robot", leg],
+             "bip_leg.yaml: roots: the gait needs a robot rooted at left_sole and right_sole"),
+            (["gait", "--speed", "360", "--period", "0.01", "--out", str(tmp_path / "no" / "w.csv")],
+             "cannot write"),
+            (["gait", "--speed", "0", "--out", str(path)], "--speed and --period must be > 0")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert problem in err and "Traceback" not in err, err
