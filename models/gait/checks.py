@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..tree_robot import TreeRobot
-from .plan import DOUBLE, LEFT, RIGHT, SUPPORT_NAMES
+from .plan import DOUBLE, LEFT, RIGHT, SOLES, SUPPORT_NAMES
 
-SOLES = {LEFT: "left_sole", RIGHT: "right_sole"}
 SPEED_TOLERANCE = 0.02
 
 

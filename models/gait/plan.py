@@ -13,13 +13,13 @@ requested mean speed × the duration of the walking phase (everything after the 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 LEFT, RIGHT, DOUBLE = 0, 1, 2
 SUPPORT_NAMES = ("left", "right", "double")
+SOLES = {LEFT: "left_sole", RIGHT: "right_sole"}      # the frame that roots each stance
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: 
     stance_pos[:n_init + 1, :2] = (0.0, half)
     k0 = n_init
     feet = {LEFT: np.array([0.0, half]), RIGHT: np.array([0.0, -half])}
-    for (dur, sup, st, sw, a, b, za, zb), n in zip(phases, counts):
+    for (_, sup, st, sw, a, b, za, zb), n in zip(phases, counts):
         s_ = (np.arange(1, n + 1)) / n
         ks = slice(k0 + 1, k0 + n + 1)
         support[ks], stance[ks] = sup, st

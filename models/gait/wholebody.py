@@ -19,10 +19,9 @@ import numpy as np
 from ..errors import ModelError
 from ..ik import IkSolver, Task
 from ..tree_robot import TreeRobot
-from .plan import DOUBLE, LEFT, RIGHT, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
+from .plan import LEFT, RIGHT, SOLES, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
 from .preview import PreviewController
 
-SOLES = {LEFT: "left_sole", RIGHT: "right_sole"}
 LEG_BODIES = ("l_thigh", "l_ankle_cardan")      # hip pitch and ankle centres: the leg's reach
 IK_OPTIONS = dict(tol_pos=1e-9, tol_rot=1e-9, max_iter=100)
 
