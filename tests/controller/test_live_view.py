@@ -1,0 +1,175 @@
+"""The live view as a user meets it: a real daemon (simulated bus, stepped lock-step) with
+``io.live_view`` enabled, a Foxglove WebSocket client (``foxglove.sdk.v1`` (the Foxglove WebSocket protocol) over the
+``websockets`` package) subscribed to its channels; a port already taken refuses the start."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("foxglove")
+from websockets.sync.client import connect  # noqa: E402
+
+from controller.io.client import Client  # noqa: E402
+from models import Robot  # noqa: E402
+
+from .test_daemon import DEPLOY, free_port  # noqa: E402
+
+BOOT_S = 60.0          # wall seconds before giving up on an event: an error, not a verdict
+
+
+def _config(tmp_path: Path, live: dict | None) -> tuple[Path, str]:
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    cmd_ep = f"tcp://127.0.0.1:{free_port()}"
+    doc["io"].update(command=cmd_ep, telemetry=f"tcp://127.0.0.1:{free_port()}")
+    if live is None:
+        doc["io"].pop("live_view", None)
+    else:
+        doc["io"]["live_view"] = live
+    cfg = tmp_path / "bipd.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    return cfg, cmd_ep
+
+
+def _start(cfg: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--stepped"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+
+def _booted(proc: subprocess.Popen, cmd_ep: str) -> Client:
+    client = Client(cmd_ep, timeout_s=2.0, retries=3)
+    end = time.monotonic() + BOOT_S
+    while True:
+        try:
+            if client.call("ping")["ready"]:
+                return client
+        except Exception:
+            pass
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < end, f"the daemon did not boot within {BOOT_S:g} s"
+        time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen, client: Client | None) -> None:
+    if client is not None:
+        client.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def live_daemon(tmp_path):
+    port = free_port()
+    cfg, cmd_ep = _config(tmp_path, {"enabled": True, "port": port})
+    proc = _start(cfg)
+    client = None
+    try:
+        client = _booted(proc, cmd_ep)
+        yield port, client
+    finally:
+        _stop(proc, client)
+
+
+def _subscribe(ws, topics: tuple[str, ...]) -> dict[int, str]:
+    """Read the server's advertisements until every topic is seen; subscribe; {subscription id: topic}."""
+    channels: dict[str, dict] = {}
+    while not set(topics) <= set(channels):
+        msg = ws.recv(timeout=BOOT_S)
+        if isinstance(msg, str) and json.loads(msg).get("op") == "advertise":
+            channels.update({c["topic"]: c for c in json.loads(msg)["channels"]})
+    assert all(channels[t]["encoding"] == "json" for t in topics)
+    assert channels["/scene"]["schemaName"] == "foxglove.SceneUpdate"
+    subs = {i: t for i, t in enumerate(topics, 1)}
+    ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+        {"id": i, "channelId": channels[t]["id"]} for i, t in subs.items()]}))
+    return subs
+
+
+def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
+    port, client = live_daemon
+    robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
+        subs = _subscribe(ws, ("/joint_state", "/scene"))
+        seen: dict[float, list[float]] = {}           # status t -> q, once per cycle
+        for _ in range(60):
+            client.call("step", cycles=1)
+            st = client.call("status")
+            seen[st["t"]] = st["q"]
+        got: dict[str, list[dict]] = {"/joint_state": [], "/scene": []}
+        while min(len(v) for v in got.values()) < 2:  # 60 cycles of 2 ms: at least 3 frames at 30 Hz
+            msg = ws.recv(timeout=BOOT_S)
+            if isinstance(msg, bytes) and msg[0] == 1:
+                sub, _ns = struct.unpack_from("<IQ", msg, 1)
+                got[subs[sub]].append(json.loads(msg[13:]))
+    for js in got["/joint_state"]:
+        assert js["name"] == list(robot.joint_names)
+        assert js["t"] in seen, f"t = {js['t']} is no cycle of the status"
+        assert js["position"] == seen[js["t"]]
+    for scene in got["/scene"]:
+        t = scene["entities"][0]["timestamp"]
+        t = round(t["sec"] + t["nsec"] * 1e-9, 9)
+        q = np.array(seen[min(seen, key=lambda s: abs(s - t))])
+        leg = next(e for e in scene["entities"] if e["id"] == "leg")
+        points = np.array([[p["x"], p["y"], p["z"]] for p in leg["lines"][0]["points"]])
+        expected = np.array([robot.frame(q, i)[:3, 3] for i in range(robot.n + 1)] + [robot.fk(q)[:3, 3]])
+        np.testing.assert_allclose(points, expected, atol=1e-12)
+        cog = next(e for e in scene["entities"] if e["id"] == "cog")["spheres"][0]["pose"]["position"]
+        np.testing.assert_allclose([cog["x"], cog["y"], cog["z"]], robot.com(q), atol=1e-9)
+        support = next(e for e in scene["entities"] if e["id"] == "support")
+        assert support["frame_id"] == "world" and len(support["lines"][0]["points"]) >= 3
+    stats = client.call("stats")
+    assert stats["live_view"]["port"] == port and stats["live_view"]["frames"] >= 4
+
+
+def test_live_view_port_in_use_refuses_to_start(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cfg, _ = _config(tmp_path, {"enabled": True, "port": port})
+        proc = _start(cfg)
+        out, _ = proc.communicate(timeout=BOOT_S)
+    assert proc.returncode == 2, out
+    errors = [line for line in out.splitlines() if "error" in line]
+    assert len(errors) == 1 and "io.live_view" in errors[0] and str(port) in errors[0], out
+    assert "Traceback" not in out and "loop process" not in out, out
+
+
+def test_live_view_is_off_by_default(tmp_path):
+    cfg, cmd_ep = _config(tmp_path, None)
+    port = 8765                         # the default port: nothing may listen there
+    assert not _listening(port), "another program already listens on 8765; the check would mean nothing"
+    proc = _start(cfg)
+    client = None
+    try:
+        client = _booted(proc, cmd_ep)
+        assert not _listening(port)
+        assert client.call("stats")["live_view"] is None
+    finally:
+        _stop(proc, client)
+
+
+def test_non_loopback_host_is_a_config_error(tmp_path):
+    from controller.config import load_daemon_config
+    from models import ConfigError
+    cfg, _ = _config(tmp_path, {"enabled": True, "host": "0.0.0.0"})
+    with pytest.raises(ConfigError, match=r"io\.live_view\.host.*loopback"):
+        load_daemon_config(cfg)
