@@ -173,3 +173,24 @@ def test_non_loopback_host_is_a_config_error(tmp_path):
     cfg, _ = _config(tmp_path, {"enabled": True, "host": "0.0.0.0"})
     with pytest.raises(ConfigError, match=r"io\.live_view\.host.*loopback"):
         load_daemon_config(cfg)
+
+
+def _rotation(q: dict) -> np.ndarray:
+    """The rotation matrix of a unit quaternion (independent of controller.io.live)."""
+    x, y, z, w = q["x"], q["y"], q["z"], q["w"]
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def test_quaternions_of_the_tilt_and_of_the_force_arrow():
+    from controller.io.live import arrow_rotation, quaternion
+    from models.tilt import rotation_world_foot
+    rng = np.random.default_rng(7)
+    R = np.zeros((3, 3))
+    for alpha, beta in [*rng.uniform(-1.2, 1.2, (20, 2)), (0.0, 0.0), (np.pi, 0.0), (0.0, np.pi)]:
+        rotation_world_foot(alpha, beta, R)
+        np.testing.assert_allclose(_rotation(quaternion(R)), R, atol=1e-12)
+    for d in [*rng.normal(size=(20, 3)), (1.0, 0.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 0.0, -1.0)]:
+        d = np.asarray(d) / np.linalg.norm(d)
+        np.testing.assert_allclose(_rotation(arrow_rotation(d)) @ [1.0, 0.0, 0.0], d, atol=1e-12)
