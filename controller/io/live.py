@@ -127,6 +127,19 @@ class Ground:
         return cls(foot, np.array(outline) if outline is not None else rectangle_outline(foot["a"], foot["b"], foot["c"]))
 
 
+class _Subscriptions:
+    """A ``foxglove.websocket.ServerListener`` counting the channel subscriptions of all clients."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_subscribe(self, client: Any, channel: Any) -> None:
+        self.count += 1
+
+    def on_unsubscribe(self, client: Any, channel: Any) -> None:
+        self.count -= 1
+
+
 class LiveView:
     """The Foxglove server and its channels; ``offer(rec)`` for every record read."""
 
@@ -148,9 +161,10 @@ class LiveView:
         self._poly = np.zeros((0 if ground is None else len(ground.outline), 2))
         self._fox = foxglove
         self._ctx = foxglove.Context()
+        self._subs = _Subscriptions()
         try:
             self.server = foxglove.start_server(name="bipd", host=host, port=port, context=self._ctx,
-                                                message_backlog_size=BACKLOG)
+                                                message_backlog_size=BACKLOG, server_listener=self._subs)
         except RuntimeError as e:
             raise LiveViewError(f"cannot listen on {host}:{port}: "
                                 f"{str(e).split(': ', 1)[-1]}") from None
@@ -167,6 +181,11 @@ class LiveView:
         data = json.dumps(schema).encode()
         return fox.Channel(topic, schema=fox.Schema(name=schema["title"], encoding="jsonschema", data=data),
                            message_encoding="json", context=self._ctx)
+
+    @property
+    def subscriptions(self) -> int:
+        """Channel subscriptions of the connected clients (``stats``)."""
+        return self._subs.count
 
     def close(self) -> None:
         self.server.stop()

@@ -486,7 +486,8 @@ class IoServer:
                 "missed": finite_or_none(float(last[s["missed"]][0])) if self._have_last else None,
                 "io": asdict(self.counters),
                 "pending": len(self._pending),
-                "live_view": {"port": self.live.port, "frames": self.live.frames} if self.live else None,
+                "live_view": {"port": self.live.port, "frames": self.live.frames,
+                              "subscriptions": self.live.subscriptions} if self.live else None,
                 "log": {"path": str(self.log.path), "records": self.log.records, "chunks": self.log.chunks,
                         "error": self.log_error} if self.log else None}
 

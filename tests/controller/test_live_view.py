@@ -108,6 +108,10 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
     with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
         subs = _subscribe(ws, ("/joint_state", "/scene"))
+        end = time.monotonic() + BOOT_S               # the server has taken both subscriptions
+        while client.call("stats")["live_view"]["subscriptions"] < 2:
+            assert time.monotonic() < end, "the live view did not take the subscriptions"
+            time.sleep(0.01)
         seen: dict[float, list[float]] = {}           # status t -> q, once per cycle
         for _ in range(60):
             client.call("step", cycles=1)
@@ -123,6 +127,9 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
         assert js["name"] == list(robot.joint_names)
         assert js["t"] in seen, f"t = {js['t']} is no cycle of the status"
         assert js["position"] == seen[js["t"]]
+    period = 0.002                                    # deploy/bipd.yaml loop.period_s
+    gaps = np.diff([js["t"] for js in got["/joint_state"]])
+    assert np.all((gaps >= 1 / 30 - 1e-9) & (gaps < 1 / 30 + period)), gaps   # ~30 Hz of loop time
     for scene in got["/scene"]:
         t = scene["entities"][0]["timestamp"]
         t = round(t["sec"] + t["nsec"] * 1e-9, 9)
@@ -146,7 +153,10 @@ def test_live_view_port_in_use_refuses_to_start(tmp_path):
         port = taken.getsockname()[1]
         cfg, _ = _config(tmp_path, {"enabled": True, "port": port})
         proc = _start(cfg)
-        out, _ = proc.communicate(timeout=BOOT_S)
+        try:
+            out, _ = proc.communicate(timeout=BOOT_S)
+        finally:
+            _stop(proc, None)
     assert proc.returncode == 2, out
     errors = [line for line in out.splitlines() if "error" in line]
     assert len(errors) == 1 and "io.live_view" in errors[0] and str(port) in errors[0], out
