@@ -204,3 +204,11 @@ def test_quaternions_of_the_tilt_and_of_the_force_arrow():
     for d in [*rng.normal(size=(20, 3)), (1.0, 0.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 0.0, -1.0)]:
         d = np.asarray(d) / np.linalg.norm(d)
         np.testing.assert_allclose(_rotation(arrow_rotation(d)) @ [1.0, 0.0, 0.0], d, atol=1e-12)
+
+
+def test_missing_sdk_names_the_extra(monkeypatch):
+    from controller.io.live import LiveView, LiveViewError
+    monkeypatch.setitem(sys.modules, "foxglove", None)          # import foxglove -> ImportError
+    robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
+    with pytest.raises(LiveViewError, match=r"pip install 'bipd\[live\]'"):
+        LiveView(robot, 0)
