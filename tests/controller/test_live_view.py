@@ -21,6 +21,7 @@ from websockets.sync.client import connect  # noqa: E402
 
 from controller.io.client import Client  # noqa: E402
 from models import Robot  # noqa: E402
+from models.tilt import rotation_world_foot  # noqa: E402
 
 from .test_daemon import DEPLOY, free_port  # noqa: E402
 
@@ -103,26 +104,51 @@ def _subscribe(ws, topics: tuple[str, ...]) -> dict[int, str]:
     return subs
 
 
+TOPICS = ("/joint_state", "/scene", "/platform", "/tf")
+
+
+def _nearest(times: dict[float, object], stamp: dict[str, int]) -> float:
+    """The key of ``times`` (loop time, s) a Foxglove timestamp stands for."""
+    t = stamp["sec"] + stamp["nsec"] * 1e-9
+    best = min(times, key=lambda s: abs(s - t))
+    assert abs(best - t) < 1e-6, f"no frame at t = {t}"
+    return best
+
+
 def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     port, client = live_daemon
+    pin = pytest.importorskip("pinocchio")
+    from models.reference import build
     robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
+    ref, tool = build(robot.description)
     with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
-        subs = _subscribe(ws, ("/joint_state", "/scene"))
-        end = time.monotonic() + BOOT_S               # the server has taken both subscriptions
-        while client.call("stats")["live_view"]["subscriptions"] < 2:
+        subs = _subscribe(ws, TOPICS)
+        end = time.monotonic() + BOOT_S               # the server has taken every subscription
+        while client.call("stats")["live_view"]["subscriptions"] < len(TOPICS):
             assert time.monotonic() < end, "the live view did not take the subscriptions"
             time.sleep(0.01)
         seen: dict[float, list[float]] = {}           # status t -> q, once per cycle
-        for _ in range(60):
+
+        def step() -> str:
             client.call("step", cycles=1)
             st = client.call("status")
             seen[st["t"]] = st["q"]
-        got: dict[str, list[dict]] = {"/joint_state": [], "/scene": []}
-        while min(len(v) for v in got.values()) < 2:  # 60 cycles of 2 ms: at least 3 frames at 30 Hz
+            return st["state"]
+
+        client.call("enable")
+        while step() != "HOLD":                       # the simulated drives reach Operation Enabled
+            assert len(seen) < 5000, "the drives did not enable"
+        client.call("platform", alpha=0.1, beta=-0.05, duration=0.04)   # a tilt the scene must follow
+        for _ in range(60):
+            step()
+        got: dict[str, list[dict]] = {t: [] for t in TOPICS}
+        latest = dict.fromkeys(TOPICS, -1.0)           # loop time of the last frame on each channel
+        while min(latest.values()) < max(seen) - 1 / 30:   # every channel has its last frame of the steps
             msg = ws.recv(timeout=BOOT_S)
             if isinstance(msg, bytes) and msg[0] == 1:
-                sub, _ns = struct.unpack_from("<IQ", msg, 1)
+                sub, ns = struct.unpack_from("<IQ", msg, 1)
                 got[subs[sub]].append(json.loads(msg[13:]))
+                latest[subs[sub]] = ns * 1e-9
     for js in got["/joint_state"]:
         assert js["name"] == list(robot.joint_names)
         assert js["t"] in seen, f"t = {js['t']} is no cycle of the status"
@@ -130,18 +156,36 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     period = 0.002                                    # deploy/bipd.yaml loop.period_s
     gaps = np.diff([js["t"] for js in got["/joint_state"]])
     assert np.all((gaps >= 1 / 30 - 1e-9) & (gaps < 1 / 30 + period)), gaps   # ~30 Hz of loop time
+    foot = robot.description.foot
+    tilt = {p["t"]: (p["alpha"], p["beta"]) for p in got["/platform"]}
+    np.testing.assert_allclose(tilt[max(tilt)], (0.1, -0.05), atol=5e-3)   # the platform reached its command
+    R = np.zeros((3, 3))
+    for tf in got["/tf"]:
+        (x,) = tf["transforms"]
+        rotation_world_foot(*tilt[_nearest(tilt, x["timestamp"])], R)
+        assert (x["parent_frame_id"], x["child_frame_id"]) == ("world", "base")
+        np.testing.assert_allclose(_rotation(x["rotation"]), R, atol=1e-12)
+        origin = R @ [foot["Delta"], 0.0, -foot["Z"]]              # thesis eq. 47
+        np.testing.assert_allclose([x["translation"][k] for k in "xyz"], origin, atol=1e-12)
     for scene in got["/scene"]:
-        t = scene["entities"][0]["timestamp"]
-        t = round(t["sec"] + t["nsec"] * 1e-9, 9)
-        q = np.array(seen[min(seen, key=lambda s: abs(s - t))])
+        t = _nearest(seen, scene["entities"][0]["timestamp"])
+        q = np.array(seen[t])
         leg = next(e for e in scene["entities"] if e["id"] == "leg")
         points = np.array([[p["x"], p["y"], p["z"]] for p in leg["lines"][0]["points"]])
-        expected = np.array([robot.frame(q, i)[:3, 3] for i in range(robot.n + 1)] + [robot.fk(q)[:3, 3]])
-        np.testing.assert_allclose(points, expected, atol=1e-12)
+        data = ref.createData()                       # Pinocchio, independent of models.kinematics
+        pin.framesForwardKinematics(ref, data, q)
+        expected = [np.zeros(3)] + [data.oMi[i].translation for i in range(1, robot.n + 1)] + [data.oMf[tool].translation]
+        np.testing.assert_allclose(points, np.array(expected), atol=1e-12)
         cog = next(e for e in scene["entities"] if e["id"] == "cog")["spheres"][0]["pose"]["position"]
-        np.testing.assert_allclose([cog["x"], cog["y"], cog["z"]], robot.com(q), atol=1e-9)
+        np.testing.assert_allclose([cog["x"], cog["y"], cog["z"]], pin.centerOfMass(ref, data, q), atol=1e-9)
         support = next(e for e in scene["entities"] if e["id"] == "support")
-        assert support["frame_id"] == "world" and len(support["lines"][0]["points"]) >= 3
+        assert support["frame_id"] == "world"
+        rotation_world_foot(*tilt[_nearest(tilt, support["timestamp"])], R)
+        a, b, c = foot["a"], foot["b"], foot["c"]                   # the sole, thesis Figure 20
+        sole = np.array([[a, b], [a, -c], [-a, -c], [-a, b]]) - [0.0, foot["Z"]]
+        expected = np.column_stack([np.zeros(4), sole @ R[1:, 1:].T])   # eq. 50-51 on the ground
+        points = [[p["x"], p["y"], p["z"]] for p in support["lines"][0]["points"]]
+        np.testing.assert_allclose(points, expected, atol=1e-12)
     stats = client.call("stats")
     assert stats["live_view"]["port"] == port and stats["live_view"]["frames"] >= 4
 
