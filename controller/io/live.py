@@ -206,19 +206,26 @@ class LiveView:
             for key, sl in self._joint_fields:
                 msg[key] = [v if math.isfinite(v) else None for v in rec[sl].tolist()]
             self._log(self._joint, msg, ns)
-        alpha, beta = rec[s["platform"]].tolist()
         if self._platform.has_sinks():
+            alpha, beta = rec[s["platform"]].tolist()
             self._log(self._platform, {"t": t, "alpha": alpha, "beta": beta}, ns)
-        tilt_known = self.ground is not None and math.isfinite(alpha) and math.isfinite(beta)
-        if tilt_known:
-            rotation_world_foot(alpha, beta, self._R)
-            foot_origin(self._R, self.ground.delta, self.ground.z, self._o)
+        tilt_known = self._place(rec)
         if self._tf is not None and tilt_known and self._tf.has_sinks():
             self._log(self._tf, {"transforms": [{"timestamp": _time(t), "parent_frame_id": WORLD,
                                                  "child_frame_id": BASE, "translation": _vec(self._o),
                                                  "rotation": quaternion(self._R)}]}, ns)
         if self._scene.has_sinks():
             self._log(self._scene, {"deletions": [], "entities": self._entities(rec, t, tilt_known)}, ns)
+
+    def _place(self, rec: np.ndarray) -> bool:
+        """R_M->O0 and O0 in the world (thesis eq. 46-47) at the record's tilt; False without a
+        foot or a finite tilt."""
+        alpha, beta = rec[self.layout.slices["platform"]].tolist()
+        if self.ground is None or not (math.isfinite(alpha) and math.isfinite(beta)):
+            return False
+        rotation_world_foot(alpha, beta, self._R)
+        foot_origin(self._R, self.ground.delta, self.ground.z, self._o)
+        return True
 
     def _log(self, channel, msg: dict[str, Any], ns: int) -> None:
         channel.log(json.dumps(msg, allow_nan=False, separators=(",", ":")), log_time=ns)

@@ -256,3 +256,33 @@ def test_missing_sdk_names_the_extra(monkeypatch):
     robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
     with pytest.raises(LiveViewError, match=r"pip install 'bipd\[live\]'"):
         LiveView(robot, 0)
+
+
+def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a_wall():
+    from controller.io.live import FORCE_SCALE, INSIDE_COLOR, OUTSIDE_COLOR, Ground, LiveView
+    from controller.telemetry import RecordLayout
+    robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
+    foot = robot.description.foot
+    live = LiveView(robot, 0, ground=Ground.of(robot, None))
+    try:
+        s = RecordLayout(robot.n).slices
+        rec = np.full(RecordLayout(robot.n).size, np.nan)
+        rec[s["q"]] = [0.1, -0.2, 0.3, 0.1]
+        rec[s["com"]] = com = robot.com(rec[s["q"]])
+        rec[s["force"]] = force = np.array([0.0, 3.0, -4.0])
+        rec[s["platform"]] = alpha, beta = 0.08, -0.03
+        rec[s["margins"]][:4] = [0.02, 0.01, 0.03, 0.04]
+        R = np.zeros((3, 3))
+        rotation_world_foot(alpha, beta, R)
+        support = next(e for e in live._entities(rec, 1.0, live._place(rec)) if e["id"] == "support")
+        arrow = support["arrows"][0]
+        p = arrow["pose"]["position"]
+        np.testing.assert_allclose([p["x"], p["y"], p["z"]], R @ com + R @ [foot["Delta"], 0.0, -foot["Z"]], atol=1e-12)
+        np.testing.assert_allclose(_rotation(arrow["pose"]["orientation"]) @ [1.0, 0.0, 0.0], force / 5.0, atol=1e-12)
+        assert arrow["shaft_length"] + arrow["head_length"] == pytest.approx(FORCE_SCALE * 5.0)
+        assert support["lines"][0]["color"] == INSIDE_COLOR
+        rec[s["margins"]][2] = -0.001                                   # the CoG beyond one wall
+        support = next(e for e in live._entities(rec, 1.0, live._place(rec)) if e["id"] == "support")
+        assert support["lines"][0]["color"] == OUTSIDE_COLOR
+    finally:
+        live.close()
