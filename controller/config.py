@@ -55,6 +55,14 @@ class ControlConfig:
 
 
 @dataclass(frozen=True)
+class LiveViewConfig:
+    """``io.live_view``: the Foxglove WebSocket server of the I/O process (loopback only)."""
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8765
+
+
+@dataclass(frozen=True)
 class IoConfig:
     command: str = "tcp://127.0.0.1:5555"
     telemetry: str = "tcp://127.0.0.1:5556"
@@ -64,6 +72,7 @@ class IoConfig:
     trajectory_max_bytes: int = 16 << 20
     max_request_bytes: int = MAX_REQUEST_BYTES
     curve: ServerCurve | None = None
+    live_view: LiveViewConfig = LiveViewConfig()
 
 
 @dataclass(frozen=True)
@@ -249,8 +258,24 @@ def _io(sec: Section, base: Path) -> IoConfig:
     traj_dir = _dir(sec, "trajectory_dir", base)
     traj_max = _int_in(sec, "trajectory_max_bytes", IoConfig.trajectory_max_bytes, 1, 1 << 30)
     max_request = _int_in(sec, "max_request_bytes", IoConfig.max_request_bytes, 1024, MAX_REQUEST_BYTES)
+    live = _live_view(sec.sub("live_view", {}))
     sec.done()
-    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve)
+    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve, live)
+
+
+def _live_view(sec: Section) -> LiveViewConfig:
+    """``io.live_view``: ``enabled`` (bool), ``host`` (loopback only: the WebSocket has no
+    authentication) and ``port`` (0: any free port)."""
+    enabled = sec.raw("enabled", False)
+    if not isinstance(enabled, bool):
+        raise ConfigError(sec.where, sec.path("enabled"), f"expected true or false, got {quote(enabled)}")
+    host = sec.raw("host", LiveViewConfig.host)
+    if not isinstance(host, str) or not is_loopback(f"tcp://{host}:1"):
+        raise ConfigError(sec.where, sec.path("host"), f"{quote(host)} is not a loopback address: the live view "
+                          "has no authentication, so it listens on 127.0.0.1 only")
+    port = _int_in(sec, "port", LiveViewConfig.port, 0, 65535)
+    sec.done()
+    return LiveViewConfig(enabled, host, port)
 
 
 def _check_stabilizer(path: Path, robot_path: Path, period: float, bus: BusConfig, where: str) -> None:

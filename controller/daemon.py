@@ -112,7 +112,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
     once the loop cycles (a scripted client, e.g. the squat demo), then shuts down.
 
     Everything that can refuse to start (the instance lock, the ZMQ binds, the cycle log's
-    run folder) is done before the loop process exists: a refusal is a :class:`ConfigError`
+    run folder, the live view's port) is done before the loop process exists: a refusal is a :class:`ConfigError`
     naming the key, and the bus is never touched."""
     say("bipd: loading the configuration and the models (the first run compiles the Numba "
         "kernels: about a minute; later runs load them from the cache)")
@@ -127,6 +127,9 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
         stack.callback(block.close)
         server = _open_server(cfg, robot, block)
         stack.callback(server.close)                          # closed first on the way out: flushes the log
+        if cfg.io.live_view.enabled:
+            server.live = _open_live_view(cfg, robot)
+            say(f"bipd: live view on ws://{cfg.io.live_view.host}:{server.live.port} (Foxglove: Open connection)")
         code = _run(config_path, backend, lockstep, stepped, cfg, robot, block, server, say, operator)
     say(f"bipd: stopped (exit {code})")
     return code
@@ -163,6 +166,17 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
             raise ConfigError(str(cfg.source), "io.log_dir", f"cannot create this run's log folder in "
                               f"{io.log_dir} ({getattr(e, 'strerror', None) or e})") from None
     return server
+
+
+def _open_live_view(cfg: DaemonConfig, robot):
+    """Start the Foxglove WebSocket server of ``io.live_view``; a refusal names the key."""
+    from .io.live import Ground, LiveView, LiveViewError
+
+    live = cfg.io.live_view
+    try:
+        return LiveView(robot, live.port, live.host, Ground.of(robot, cfg.stabilizer_path))
+    except LiveViewError as e:
+        raise ConfigError(str(cfg.source), "io.live_view", str(e)) from None
 
 
 def _run(config_path, backend, lockstep, stepped, cfg: DaemonConfig, robot, block: SharedBlock, server, say,

@@ -45,6 +45,7 @@ from controller.shm import (
 from controller.telemetry import RecordLayout, stats_summary
 
 from .curve import ServerCurve, check_endpoints, secure_server, start_authenticator
+from .live import LiveView
 from .log import CycleLogWriter
 from .playback import TrajectoryFileError, load_trajectory
 from .messages import (
@@ -167,6 +168,7 @@ class IoServer:
         self.trajectory_dir = None if trajectory_dir is None else Path(trajectory_dir).resolve()
         self.trajectory_max_bytes = trajectory_max_bytes
         self.log = log
+        self.live: LiveView | None = None        # the Foxglove live view, if enabled (see controller.io.live)
         self.log_error: str | None = None
         self.loop_error: str | None = None     # set by the daemon when the loop process died
         self.counters = IoCounters()
@@ -245,6 +247,8 @@ class IoServer:
     def close(self) -> None:
         """Close the sockets (and the log, flushing its last chunk)."""
         self._close_sockets()
+        if self.live is not None:
+            self.live.close()
         if self.log is not None:
             self.log.close()
 
@@ -482,6 +486,8 @@ class IoServer:
                 "missed": finite_or_none(float(last[s["missed"]][0])) if self._have_last else None,
                 "io": asdict(self.counters),
                 "pending": len(self._pending),
+                "live_view": {"port": self.live.port, "frames": self.live.frames,
+                              "subscriptions": self.live.subscriptions} if self.live else None,
                 "log": {"path": str(self.log.path), "records": self.log.records, "chunks": self.log.chunks,
                         "error": self.log_error} if self.log else None}
 
@@ -552,6 +558,8 @@ class IoServer:
         self._tasks[w] = rec[s["task_us"]]
         self._window_i += 1
         self._to_log("append", rec)
+        if self.live is not None:
+            self.live.offer(rec)
         if index % self.decimation == 0:
             self._publish(b"telemetry", telemetry_message(self.layout, rec, self.names))
             self._telemetry_t = float(rec[s["t"]][0])
