@@ -27,6 +27,8 @@ from typing import Callable
 
 import yaml
 
+from models.validation import read_yaml
+
 THESIS_STABILIZER_AVG_US = 273.0
 COMPUTE_TASKS = ("bus_read", "models", "reference", "axes", "telemetry")
 
@@ -147,7 +149,7 @@ def _wait_state(load: _Load, state: str, timeout: float) -> None:
 def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
         progress: Callable[[str], None] | None = None) -> dict:
     say = progress or (lambda _m: None)
-    doc = yaml.safe_load(Path(config).read_text())
+    doc = read_yaml(config)
     base = Path(config).resolve().parent
     for key in ("robot", "stabilizer"):
         if doc.get(key):

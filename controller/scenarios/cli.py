@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from models import ConfigError
+
 from ..extras import missing
 from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
@@ -186,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{res['held_deg']:.2f} deg (falls at {res['fell_deg']} deg)")
             return 0
         res = run_scenario(_scenario(args, p), options, _say, report=lambda r: _report(r, args.json)).to_dict()
+    except ConfigError as e:
+        print(f"bipd scenario: error: {e}", file=sys.stderr)
+        return 2
     except ScenarioError as e:
         print(f"bipd scenario: error: {e}", file=sys.stderr)
         return 1

@@ -46,6 +46,7 @@ import zmq
 from controller.io.client import Client, ClientTimeout
 from controller.io.log import CycleLogWriter, LogError
 from controller.telemetry import RecordLayout
+from models.validation import read_yaml
 
 from .metrics import FOOT_LIFT_M, FOOT_TILT_DEG, HIP_HEIGHT_MIN_M, ScenarioResult, evaluate
 from .series import Series
@@ -119,13 +120,13 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
                  trajectory_dir: Path | None = None) -> tuple[Path, Endpoints]:
     """The bench's daemon YAML in ``folder`` and the endpoints it names; with ``tilt_source`` other
     than the stabilizer YAML's, a copy of it in ``folder`` with that ``tilt.source``."""
-    doc = yaml.safe_load(Path(config).read_text())
+    doc = read_yaml(config)
     base = Path(config).resolve().parent
     for key in ("robot", "stabilizer"):
         if doc.get(key):
             doc[key] = str((base / doc[key]).resolve())
     if doc.get("stabilizer"):
-        stab = yaml.safe_load(Path(doc["stabilizer"]).read_text())
+        stab = read_yaml(doc["stabilizer"])
         if stab["tilt"]["source"] != tilt_source:
             stab["robot"] = str((Path(doc["stabilizer"]).parent / stab["robot"]).resolve())
             stab["tilt"] = dict(stab["tilt"], source=tilt_source, use_acceleration=False)
@@ -145,9 +146,9 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
 
 def robot_foot(config: Path) -> dict[str, float]:
     """The foot rectangle (thesis Figure 20: a, b, c, ...) of the robot a daemon YAML names."""
-    doc = yaml.safe_load(Path(config).read_text())
+    doc = read_yaml(config)
     robot = Path(config).resolve().parent / doc["robot"]
-    return dict(yaml.safe_load(robot.read_text())["foot"])
+    return dict(read_yaml(robot)["foot"])
 
 
 def hil_command(config: Path, ep: Endpoints, realtime: bool, bolt_foot: bool, throttle_s: float = 0.0) -> list[str]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import yaml
+from models.validation import read_yaml
 
 from .runner import Options, Say, Scenario, run_scenario
 from .scenarios import HOLD_S, Push, Tilt
@@ -22,7 +22,7 @@ SEARCH_TILT_S = 3.0           # quintic each way in a search run (the thesis use
 
 
 def platform_limit_deg(options: Options) -> float:
-    doc = yaml.safe_load(options.config.read_text())
+    doc = read_yaml(options.config)
     return float(doc.get("control", {}).get("platform_limit_deg", 25.0))
 
 

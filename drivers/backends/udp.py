@@ -64,10 +64,12 @@ from collections.abc import Mapping
 from time import perf_counter
 
 import numpy as np
-import yaml
 from numba import njit
 
-from ..config import BusConfig, UdpConfig, parse_bus_config
+from models import ConfigError
+from models.validation import read_yaml
+
+from ..config import BusConfig, BusConfigError, UdpConfig, parse_bus_config
 from .. import isochronous
 from ..faults import FaultApi, FaultError
 from ..hal import BackendError, LinkError
@@ -714,10 +716,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("config", help="YAML file with a bus: section")
     parser.add_argument("--idle-timeout", type=float, default=None, help="stop after this many idle seconds")
     args = parser.parse_args(argv)
-    with open(args.config, encoding="utf-8") as f:
-        document = yaml.safe_load(f)
-    serve_udp(document["bus"] if isinstance(document, dict) and "bus" in document else document,
-              idle_timeout_s=args.idle_timeout)
+    try:
+        document = read_yaml(args.config)
+        serve_udp(document["bus"] if isinstance(document, dict) and "bus" in document else document,
+                  idle_timeout_s=args.idle_timeout)
+    except ConfigError as e:
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
+    except BusConfigError as e:
+        parser.exit(2, f"{parser.prog}: error: {args.config}: {e}\n")
 
 
 if __name__ == "__main__":

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 import zmq
 
 from models import ConfigError, ModelError, Robot
+from models.validation import read_yaml
 
 from ..backends.udp import serve_udp
 from ..config import BusConfig, BusConfigError, parse_bus_config
@@ -82,10 +82,7 @@ def _number(section: dict, key: str, default: float, where: str) -> float:
 def load_hil_config(path: str | Path, udp_port: int | None = None) -> HilConfig:
     """The robot path, ``bus:`` (``udp.port`` replaced by ``udp_port``) and platform ratio of a daemon YAML."""
     p = Path(path).resolve()
-    try:
-        document = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise HilConfigError(f"{p}: cannot read the configuration: {exc}") from None
+    document = read_yaml(p)
     if not isinstance(document, dict):
         raise HilConfigError(f"{p}: the configuration must be a mapping with robot:, bus: and control:")
     for key in ("robot", "bus"):

@@ -109,16 +109,70 @@ def test_non_utf8_yaml(tmp_path, capsys, command):
     assert line == f"bipd: error: {path}: line 2: the file is not UTF-8 text (byte 18)"
 
 
-@pytest.mark.parametrize("command", ["run", "check-robot"])
-def test_yaml_aliases_are_refused(tmp_path, capsys, command):
+ALIASES_REFUSED = "line 1: invalid YAML (anchors and aliases (&name, *name) are not accepted)"
+
+
+def alias_bomb(path: Path) -> Path:
     """A billion-laughs document: 9 levels of 9 aliases would be 9^9 values under cpus."""
     lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
-    path = tmp_path / "bomb.yaml"
     path.write_text("\n".join(lines) + "\nloop: {cpus: *a8}\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["run", "check-robot"])
+def test_yaml_aliases_are_refused(tmp_path, capsys, command):
+    path = alias_bomb(tmp_path / "bomb.yaml")
     argv = ["run", "--config", str(path)] if command == "run" else ["check-robot", str(path)]
     line = run_error(capsys, argv)
-    assert line == f"bipd: error: {path}: line 1: invalid YAML (anchors and aliases (&name, *name) are not accepted)"
+    assert line == f"bipd: error: {path}: {ALIASES_REFUSED}"
+
+
+@pytest.mark.parametrize("argv,prefix", [
+    (["hil", "--config"], "bipd hil: "),
+    (["scenario", "tilt", "--config"], "bipd scenario: error: "),
+    (["scenario", "squat", "--config"], "bipd scenario: error: "),
+    (["bench", "loop", "--config"], "bipd: error: "),
+])
+def test_every_entry_point_refuses_an_alias_bomb(tmp_path, capsys, monkeypatch, argv, prefix):
+    """The HIL server, the scenarios and the loop bench read the daemon YAML a user names through
+    the one reader: one line, exit 2, nothing started."""
+    from controller import bench
+    from controller.scenarios import runner
+
+    def started(*_args, **_kw):
+        raise AssertionError("the configuration was accepted: a process would start")
+
+    monkeypatch.setattr(runner, "Processes", started)
+    monkeypatch.setattr(bench, "_free_port", started)
+    path = alias_bomb(tmp_path / "bomb.yaml")
+    code = main(argv + [str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in out + err, (out, err)
+    assert err.splitlines() == [f"{prefix}{path}: {ALIASES_REFUSED}"]
+
+
+def test_scenario_refuses_an_alias_bomb_in_the_stabilizer_yaml(tmp_path, capsys, monkeypatch):
+    """The scenario bench also re-reads the stabilizer YAML the daemon YAML names."""
+    from controller.scenarios import runner
+
+    monkeypatch.setattr(runner, "Processes", lambda *_a, **_kw: pytest.fail("a process would start"))
+    stab = alias_bomb(tmp_path / "stabilizer.yaml")
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc.update(robot=str(DEPLOY / "robots" / "bip_leg.yaml"), stabilizer=str(stab))
+    (tmp_path / "bipd.yaml").write_text(yaml.safe_dump(doc))
+    assert main(["scenario", "squat", "--config", str(tmp_path / "bipd.yaml")]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"bipd scenario: error: {stab}: {ALIASES_REFUSED}"]
+
+
+def test_udp_server_cli_refuses_an_alias_bomb(tmp_path, capsys):
+    from drivers.backends import udp
+
+    path = alias_bomb(tmp_path / "bomb.yaml")
+    with pytest.raises(SystemExit) as exit_:
+        udp.main([str(path)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {path}: {ALIASES_REFUSED}")
 
 
 def test_oversized_yaml_is_refused_before_parsing(tmp_path, capsys):
