@@ -14,7 +14,7 @@ from typing import Any, Self
 
 import zmq
 
-from .curve import ClientCurve, secure_client
+from .curve import ClientCurve, is_ipv6, secure_client
 
 
 class ClientTimeout(TimeoutError):
@@ -46,6 +46,7 @@ class Client:
     def _open(self) -> zmq.Socket:
         sock = self._ctx.socket(zmq.REQ)
         sock.linger = 0
+        sock.ipv6 = is_ipv6(self.endpoint)
         if self.curve is not None:
             secure_client(sock, self.curve)
         sock.connect(self.endpoint)

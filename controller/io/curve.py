@@ -7,28 +7,41 @@ reads the server's ``.key`` and its own ``.key_secret`` (``bipd ctl --server-key
 """
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import zmq
 import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 
-_LOOPBACK_HOSTS = {"localhost", "::1"}
-
-
 class CurveConfigError(ValueError):
     """An endpoint beyond loopback without CURVE keys, or unreadable key files."""
 
 
+def _host(endpoint: str) -> str:
+    """The host of ``tcp://HOST:PORT``, without the brackets of an IPv6 address."""
+    host = endpoint.partition("://")[2].rpartition(":")[0]
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def is_ipv6(endpoint: str) -> bool:
+    """True for a tcp endpoint on an IPv6 address: its socket needs ``zmq.IPV6`` to bind or connect."""
+    return endpoint.startswith("tcp://") and ":" in _host(endpoint)
+
+
 def is_loopback(endpoint: str) -> bool:
-    """True for ipc/inproc endpoints and tcp endpoints on 127.0.0.0/8, ::1 or localhost."""
-    scheme = endpoint.split("://", 1)[0]
-    if scheme in ("ipc", "inproc"):
+    """True for ipc/inproc endpoints and tcp endpoints on localhost or a loopback address:
+    127.0.0.0/8 or ::1 (``tcp://[::1]:5555``)."""
+    if endpoint.partition("://")[0] in ("ipc", "inproc"):
         return True
-    host = urlsplit(endpoint).hostname or ""
-    return host in _LOOPBACK_HOSTS or host.startswith("127.")
+    host = _host(endpoint)
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:                      # a name other than localhost, an interface, a wildcard
+        return False
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from controller.shm import (
 )
 from controller.telemetry import RecordLayout, stats_summary
 
-from .curve import ServerCurve, check_endpoints, secure_server, start_authenticator
+from .curve import ServerCurve, check_endpoints, is_ipv6, secure_server, start_authenticator
 from .live import LiveView
 from .log import CycleLogWriter
 from .playback import TrajectoryFileError, load_trajectory
@@ -188,6 +188,7 @@ class IoServer:
         for sock, key, ep in ((self._router, "command", endpoints.command),
                               (self._pub, "telemetry", endpoints.telemetry)):
             try:
+                sock.ipv6 = is_ipv6(ep)
                 sock.bind(ep)
             except zmq.ZMQError as e:
                 self._close_sockets()

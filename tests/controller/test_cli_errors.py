@@ -66,6 +66,7 @@ def run_error(capsys, argv: list[str]) -> str:
     ({"telemetry": "tcp://127.0.0.1:0"}, "io.telemetry", "the port must be 1..65535 or *"),
     ({"command": "tcp://0.0.0.0:5555"}, "io.command", "binds beyond loopback: configure io.curve"),
     ({"telemetry": "tcp://*:5556"}, "io.telemetry", "binds beyond loopback: configure io.curve"),
+    ({"telemetry": "tcp://[::]:5556"}, "io.telemetry", "binds beyond loopback: configure io.curve"),
     ({"command": "ipc:///no/such/folder/bipd.sock"}, "io.command", "the folder /no/such/folder of the ipc socket"),
     ({"command": "udp://127.0.0.1:5555"}, "io.command", "expected a tcp:// or ipc:// endpoint"),
     ({"trajectory_dir": "no-such-dir"}, "io.trajectory_dir", "no such directory"),

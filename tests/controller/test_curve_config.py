@@ -39,6 +39,11 @@ def config(tmp_path: Path, io: dict) -> Path:
     return path
 
 
+def test_ipv6_loopback_needs_no_curve(tmp_path):
+    cfg = load_daemon_config(config(tmp_path, {"command": "tcp://[::1]:5555", "telemetry": "tcp://[::1]:5556"}))
+    assert (cfg.io.command, cfg.io.telemetry, cfg.io.curve) == ("tcp://[::1]:5555", "tcp://[::1]:5556", None)
+
+
 def test_io_curve_admits_only_authorised_clients(tmp_path, keys, rig_factory, capsys):
     curve = {"server_secret_key_file": "keys/server.key_secret", "authorized_clients_dir": "keys/clients"}
     cfg = load_daemon_config(config(tmp_path, {"command": "tcp://0.0.0.0:5555", "telemetry": "tcp://*:5556",

@@ -100,11 +100,33 @@ def test_ctl_exit_codes(rig, capsys):
 def test_binding_beyond_loopback_needs_curve(leg_desc):
     assert is_loopback("tcp://127.0.0.1:5555") and is_loopback("tcp://localhost:1") and is_loopback("ipc:///tmp/x")
     assert not is_loopback("tcp://0.0.0.0:5555") and not is_loopback("tcp://192.168.1.4:5555")
+    assert is_loopback("tcp://[::1]:5555") and is_loopback("tcp://[0:0:0:0:0:0:0:1]:*")
+    for beyond in ("tcp://[::]:5555", "tcp://*:5555", "tcp://[fe80::1]:5555", "tcp://127.example.com:5555",
+                   "tcp://[::ffff:192.168.1.4]:5555", "tcp://eth0:5555"):
+        assert not is_loopback(beyond), beyond
     block = small_block()
     try:
         with pytest.raises(CurveConfigError, match=r"binding tcp://0\.0\.0\.0:5555 beyond loopback requires CURVE"):
             IoServer(block, make_context(leg_desc), Endpoints("tcp://0.0.0.0:5555", "tcp://127.0.0.1:*"))
     finally:
+        block.close()
+
+
+def test_ipv6_loopback_serves_without_curve(leg_desc):
+    """``tcp://[::1]:*`` binds without CURVE and a client reaches it over IPv6."""
+    block = small_block()
+    server = IoServer(block, make_context(leg_desc), Endpoints("tcp://[::1]:*", "tcp://[::1]:*"))
+    stop = threading.Event()
+    thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert server.command_endpoint.startswith("tcp://[::1]:")
+        with Client(server.command_endpoint, timeout_s=5.0, retries=1) as c:
+            assert c.call("ping")["pong"] is True
+    finally:
+        stop.set()
+        thread.join(5.0)
+        server.close()
         block.close()
 
 
