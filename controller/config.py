@@ -253,8 +253,10 @@ def _io(sec: Section, base: Path) -> IoConfig:
     if isinstance(dec, bool) or not isinstance(dec, int) or dec < 1:
         raise ConfigError(sec.where, sec.path("decimation"), f"expected an integer >= 1, got {quote(dec)}")
     log_dir = sec.raw("log_dir", None)
-    if log_dir is not None and not isinstance(log_dir, str):
-        raise ConfigError(sec.where, sec.path("log_dir"), "expected a directory path or null")
+    if log_dir is not None and (not isinstance(log_dir, str) or not log_dir):
+        raise ConfigError(sec.where, sec.path("log_dir"), f"expected a directory path or null, got {quote(log_dir)}")
+    if log_dir is not None:                     # created at start: it need not exist yet
+        log_dir = str((base / log_dir).resolve())
     traj_dir = _dir(sec, "trajectory_dir", base)
     traj_max = _int_in(sec, "trajectory_max_bytes", IoConfig.trajectory_max_bytes, 1, 1 << 30)
     max_request = _int_in(sec, "max_request_bytes", IoConfig.max_request_bytes, 1024, MAX_REQUEST_BYTES)

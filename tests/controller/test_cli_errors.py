@@ -70,6 +70,7 @@ def run_error(capsys, argv: list[str]) -> str:
     ({"command": "ipc:///no/such/folder/bipd.sock"}, "io.command", "the folder /no/such/folder of the ipc socket"),
     ({"command": "udp://127.0.0.1:5555"}, "io.command", "expected a tcp:// or ipc:// endpoint"),
     ({"trajectory_dir": "no-such-dir"}, "io.trajectory_dir", "no such directory"),
+    ({"log_dir": ""}, "io.log_dir", "expected a directory path or null, got ''"),
     ({"max_request_bytes": 10 ** 9}, "io.max_request_bytes", "expected an integer in 1024..65536"),
 ])
 def test_bad_io_keys_are_refused_at_config_load(tmp_path, capsys, io, key, problem):
@@ -99,6 +100,16 @@ def test_log_dir_that_cannot_be_created(tmp_path, capsys):
     path = config(tmp_path, io={"log_dir": str(tmp_path / "file" / "log")})
     line = run_error(capsys, ["run", "--config", str(path)])
     assert f"{path}: io.log_dir: cannot create this run's log folder in {tmp_path / 'file' / 'log'}" in line
+
+
+def test_log_dir_is_relative_to_the_config_file(tmp_path, monkeypatch):
+    from controller.config import load_daemon_config
+
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    path = config(tmp_path / "etc", io={"log_dir": "../var/log"})
+    assert load_daemon_config(path).io.log_dir == str(tmp_path / "var" / "log")
 
 
 @pytest.mark.parametrize("command", ["run", "check-robot"])
