@@ -16,8 +16,9 @@ from stabilizer.stabilizer import FLAG_NAMES, STATUS_NAMES
 
 TASKS = ("bus_read", "models", "reference", "axes", "bus_write", "telemetry")
 MAX_WALLS = 8
-# stab_flags bits: the stabilizer's flags, then its non-OK statuses
-STAB_FLAGS = FLAG_NAMES + STATUS_NAMES[1:]
+# stab_flags bits: the stabilizer's flags (while STABILIZING), then its non-OK statuses, then the
+# loop's: tilt_held, the tilt observer holding an IMU tilt unconfirmed for tilt.unconfirmed_s
+STAB_FLAGS = FLAG_NAMES + STATUS_NAMES[1:] + ("tilt_held",)
 STAB_STATUS_BIT0 = len(FLAG_NAMES)       # bit of status s (> 0): STAB_STATUS_BIT0 + s - 1
 
 
@@ -31,6 +32,8 @@ def stab_flag_names(mask: float) -> list[str]:
     m = int(mask) if np.isfinite(mask) else 0
     return [name for k, name in enumerate(STAB_FLAGS) if m >> k & 1]
 
+
+TILT_HELD_MASK = stab_bits(("tilt_held",))
 
 # rising bits an operator hears of (events): a failing stabilizer and the flags that
 # say it is at the end of its means

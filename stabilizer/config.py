@@ -12,6 +12,12 @@ units; every angle in rad):
     tilt:
       source: platform             # platform (bench axes alpha, beta) | imu (specific force in R0)
       use_acceleration: false      # platform only: fold a horizontal acceleration in
+      min_load: 20.0               # imu only (stabilizer.tilt_observer): N on the sole to call it flat,
+      flat_margin: 0.002           # m, centre of pressure inside every sole edge,
+      norm_tolerance: 0.05         # | |f| - g0 | / g0 of an unshaken IMU, (0, 1),
+      dwell_s: 0.02                # s flat and unshaken before a sample is believed (>= period),
+      filter_s: 0.15               # s, 1/omega of the low-pass of the believed samples (>= 2 periods),
+      unconfirmed_s: 1.0           # s without a believed sample: warning and telemetry tilt_held
     foot:                          # optional; default: the rectangle a, b, c of the robot's foot
       outline: [[y0, z0], ...]     # convex, 3..32 vertices, sole plane, R0 axes (m)
     walls:
@@ -51,6 +57,7 @@ from models.validation import Section, read_yaml
 
 from .fields import LAW_NAMES, SPRING_DAMPER
 from .ground import TILT_IMU, TILT_PLATFORM
+from .tilt_observer import ObserverSettings
 
 TILT_SOURCES = {"platform": TILT_PLATFORM, "imu": TILT_IMU}
 
@@ -92,6 +99,7 @@ class StabilizerConfig:
     velocity_scale: float
     posture_gain: float
     posture_target: tuple[float, ...] | None                 # None: initial
+    tilt_observer: ObserverSettings = ObserverSettings()     # tilt: thresholds of the IMU's observer
 
 
 class _Map(Section):
@@ -183,6 +191,7 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
         raise tilt.fail("use_acceleration", f"expected true or false, got {quote(use_acc)}")
     if use_acc and source == "imu":
         raise tilt.fail("use_acceleration", "the imu source already measures the acceleration (specific force)")
+    observer = _observer(tilt, period)
     tilt.done()
 
     outline = None
@@ -235,7 +244,19 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
     return StabilizerConfig(where, robot_path, period, TILT_SOURCES[source], use_acc, outline,
                             walls, attractor, target, adm_damping, adm_mass, max_speed, weights,
                             vertical, lam_min, lam_max, threshold, margin, vscale, post_gain,
-                            post_target)
+                            post_target, observer)
+
+
+def _observer(tilt: _Map, period: float) -> ObserverSettings:
+    """The tilt observer's keys of ``tilt:`` (stabilizer.tilt_observer), today's values by default."""
+    d = ObserverSettings()
+    return ObserverSettings(
+        min_load=tilt.number("min_load", d.min_load, low=0.0, low_open=True),
+        flat_margin=tilt.number("flat_margin", d.flat_margin, low=0.0),
+        norm_tolerance=tilt.number("norm_tolerance", d.norm_tolerance, low=0.0, low_open=True, high=1.0),
+        dwell_s=tilt.number("dwell_s", d.dwell_s, low=period),
+        filter_s=tilt.number("filter_s", d.filter_s, low=2.0 * period),   # semi-implicit Euler stays stable
+        unconfirmed_s=tilt.number("unconfirmed_s", d.unconfirmed_s, low=0.0, low_open=True))
 
 
 def _pair(where: str, i: int, p: Any) -> tuple[Any, Any]:

@@ -45,7 +45,7 @@ from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.stabilizer import reset as stab_reset
 from stabilizer.stabilizer import step as stab_step
-from stabilizer.tilt_observer import UNCONFIRMED_S, observe_tilt
+from stabilizer.tilt_observer import ObserverSettings, observe_tilt
 from stabilizer.tilt_observer import new_state as new_observer
 
 from ..codes import (
@@ -72,7 +72,7 @@ from ..shm import (
     post_event,
     post_reply,
 )
-from ..telemetry import ST_OVERRUNS, RecordLayout
+from ..telemetry import ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
 from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
@@ -216,7 +216,10 @@ class ControlLoop:
         foot = robot.description.foot
         self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
         self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
+        obs = stabilizer.config.tilt_observer if stabilizer is not None else ObserverSettings()
+        self.tilt_settings, self.tilt_unconfirmed_s = obs.array(), obs.unconfirmed_s
         self.tilt_unconfirmed = 0.0                # s since the observer last accepted a sample
+        self.tilt_held = False                     # a valid tilt held unconfirmed for tilt_unconfirmed_s
         self.g_level = robot.model.gravity
         self.tilt_ok = True
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
@@ -308,7 +311,7 @@ class ControlLoop:
         first_faulted(self.bus.state, self.all_idx)
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
         support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
-        observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, new_observer(), o3)
+        observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, self.tilt_settings, new_observer(), o3)
         squat_bottom(q, self.squat.step, self.soft_lo, self.soft_hi, o1)
         squat_sample(0.1, q, self.squat.q_bottom, o1, o2, o3)
         self.move.start(0.0, q, q, QUINTIC, 1.0)
@@ -352,7 +355,8 @@ class ControlLoop:
             return st
         if self.imu is not None and self.tilt_source == TILT_IMU:   # specific force in R0 (stabilizer.ground)
             a, b, c = self.foot_abc
-            if observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_obs, self.tilt_in):
+            if observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_settings, self.tilt_obs,
+                            self.tilt_in):
                 self.tilt_unconfirmed = 0.0
             else:
                 self.tilt_unconfirmed += self.period
@@ -365,13 +369,13 @@ class ControlLoop:
     def _cycle_compute(self) -> None:
         """The models under the gravity of the measured tilt, R_M->O0ᵀ g (thesis eq. 46); an
         unusable tilt keeps the last valid gravity and posts a warning when it becomes unusable
-        (detail 0), as does an IMU tilt the foot has not confirmed flat for UNCONFIRMED_S (detail 1:
-        held by the tilt observer, still used)."""
+        (detail 0), as does an IMU tilt the foot has not confirmed flat for ``tilt.unconfirmed_s`` (detail 1:
+        held by the tilt observer, still used; the telemetry's ``tilt_held`` while it lasts)."""
         ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
                            self.R3, self.tilt) == TILT_OK
         if ok:
             tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.data.gravity)
-        held = ok and self.tilt_unconfirmed >= UNCONFIRMED_S     # the IMU's tilt held that long
+        held = self.tilt_held = ok and self.tilt_unconfirmed >= self.tilt_unconfirmed_s   # the IMU's tilt held that long
         ok = ok and not held
         if ok != self.tilt_ok:
             self.tilt_ok = ok
@@ -750,7 +754,8 @@ class ControlLoop:
                      self.fault_detail, self.q, self.qd, self.q_ref, self.axes.tau, self.data.com,
                      stab.margins if stab is not None else self.no_margins,
                      stab.total_force if stab is not None else self.no_force,
-                     float(self.stabilize.flags) if self.state == State.STABILIZING else 0.0,
+                     float((self.stabilize.flags if self.state == State.STABILIZING else 0)
+                           | (TILT_HELD_MASK if self.tilt_held else 0)),
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.plat)
         end_record(self.block)

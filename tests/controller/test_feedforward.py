@@ -63,8 +63,9 @@ def test_feedforward_is_the_plants_inverse_dynamics_on_a_tilted_floor(h):
         np.testing.assert_allclose(loop.tau_ff, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
 
 
-def imu_harness(tmp_path) -> Harness:
-    """The loop on the sim bus with the deployed config, the stabilizer's tilt from the foot IMU."""
+def imu_harness(tmp_path, **tilt) -> Harness:
+    """The loop on the sim bus with the deployed config, the stabilizer's tilt from the foot IMU
+    (and the other ``tilt:`` keys given)."""
     import yaml
 
     from controller.config import load_daemon_config
@@ -74,6 +75,7 @@ def imu_harness(tmp_path) -> Harness:
     doc["robot"] = str(CONFIG.parent / doc["robot"])
     stab = yaml.safe_load((CONFIG.parent / doc["stabilizer"]).read_text())
     stab["robot"], stab["tilt"]["source"] = doc["robot"], "imu"
+    stab["tilt"].update(tilt)
     (tmp_path / "stab_imu.yaml").write_text(yaml.safe_dump(stab))
     doc["stabilizer"] = str(tmp_path / "stab_imu.yaml")
     (tmp_path / "bipd.yaml").write_text(yaml.safe_dump(doc))
@@ -157,13 +159,18 @@ def test_an_unusable_tilt_keeps_the_last_gravity_and_warns_once(h):
 
 def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path):
     """The sole's cells show the foot on an edge (rocking): the observer holds the IMU's last tilt
-    while the IMU reads another one (the platform turns), and after UNCONFIRMED_S the loop posts one
-    WARNING (TILT_INPUT, detail 1); flat again, the IMU is believed again, without a new warning."""
+    while the IMU reads another one (the platform turns), and after the YAML's tilt.unconfirmed_s
+    (not the default) the loop posts one WARNING (TILT_INPUT, detail 1) and raises the telemetry's
+    tilt_held; flat again, the IMU is believed again, without a new warning, and tilt_held falls."""
     from controller.codes import Event, Reason, State
     from controller.shm import Cmd
     from stabilizer.tilt_observer import UNCONFIRMED_S
 
-    h = imu_harness(tmp_path)
+    from .test_stabilizer_status import last_record
+
+    unconfirmed_s = 0.4
+    assert unconfirmed_s != UNCONFIRMED_S
+    h = imu_harness(tmp_path, unconfirmed_s=unconfirmed_s)
     try:
         loop, plant = h.loop, h.bus.network.plant
         assert h.command(Cmd.ENABLE)[0]
@@ -173,17 +180,20 @@ def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path)
         h.events()
         plant.sensors["sole"][1] = loop.foot_abc[0]                   # centre of pressure on the y0 = a edge
         assert h.command(Cmd.PLATFORM, 0.0, np.radians(5.0), 0.3)[0]
-        h.run(round(0.9 * UNCONFIRMED_S / loop.period), heartbeat_every=25)
+        h.run(round(0.9 * unconfirmed_s / loop.period), heartbeat_every=25)
         np.testing.assert_array_equal(loop.tilt_in, f0)
         assert np.abs(plant.sensors["imu_gravity"] - f0).max() > 0.8     # the IMU reads the 5° pitch
         assert not [e for e in h.events() if e[1] == Event.WARNING]
-        h.run(round(0.2 * UNCONFIRMED_S / loop.period), heartbeat_every=25)
+        assert "tilt_held" not in last_record(h)["stab_flag_names"]
+        h.run(round(0.2 * unconfirmed_s / loop.period), heartbeat_every=25)
         warnings = [e for e in h.events() if e[1] == Event.WARNING]
         assert [(e[2], e[3]) for e in warnings] == [(Reason.TILT_INPUT, 1.0)], warnings
         np.testing.assert_array_equal(loop.tilt_in, f0)
+        assert last_record(h)["stab_flag_names"] == ["tilt_held"]          # in HOLD: no stabilizer flags
         plant.sensors["sole"][:] = flat
         h.run(1000, heartbeat_every=25)
         np.testing.assert_allclose(loop.tilt_in, plant.sensors["imu_gravity"], atol=1e-3)   # believed again
         assert not [e for e in h.events() if e[1] == Event.WARNING]
+        assert "tilt_held" not in last_record(h)["stab_flag_names"]
     finally:
         h.close()

@@ -9,6 +9,7 @@ from models.errors import ConfigError
 from stabilizer.config import load_config
 from stabilizer.fields import COULOMB
 from stabilizer.stabilizer import Stabilizer
+from stabilizer.tilt_observer import ObserverSettings
 
 from .helpers import CONFIG, Q0, make
 
@@ -24,6 +25,12 @@ def test_deployed_file_loads():
     ({"wheels": 1}, "wheels", "unknown key"),
     ({"tilt": {"source": "gps"}}, "tilt.source", "expected one of"),
     ({"tilt": {"source": "imu", "use_acceleration": True}}, "tilt.use_acceleration", "already measures"),
+    ({"tilt": {"min_load": 0.0}}, "tilt.min_load", "must be in"),
+    ({"tilt": {"flat_margin": -0.001}}, "tilt.flat_margin", "must be in"),
+    ({"tilt": {"norm_tolerance": 1.5}}, "tilt.norm_tolerance", "must be in"),
+    ({"tilt": {"dwell_s": 0.001}}, "tilt.dwell_s", r"must be in \[0.002, inf\]"),         # under one period
+    ({"tilt": {"filter_s": 0.003}}, "tilt.filter_s", r"must be in \[0.004, inf\]"),       # under two periods
+    ({"tilt": {"unconfirmed_s": "long"}}, "tilt.unconfirmed_s", "expected a number"),
     ({"walls": {"law": "gravity"}}, "walls.law", "expected one of"),
     ({"walls": {"gain": -1.0}}, "walls.gain", "must be in"),
     ({"walls": {"gain": [1.0, 1.0, 1.0]}}, "walls.gain", "list of 4"),
@@ -52,6 +59,14 @@ def test_errors_name_the_file_and_the_key(sections, key, message):
     with pytest.raises(ConfigError, match=message) as e:
         make(**sections)
     assert e.value.where == str(CONFIG) and e.value.key == key
+
+
+def test_tilt_observer_settings_default_to_todays_values_and_are_read():
+    assert load_config(CONFIG).tilt_observer == ObserverSettings()
+    assert ObserverSettings() == ObserverSettings(20.0, 0.002, 0.05, 0.02, 0.15, 1.0)
+    given = {"min_load": 40.0, "flat_margin": 0.004, "norm_tolerance": 0.1, "dwell_s": 0.05, "filter_s": 0.3,
+             "unconfirmed_s": 2.0}
+    assert make(tilt=given).config.tilt_observer == ObserverSettings(**given)
 
 
 def test_missing_file_and_bad_yaml(tmp_path):

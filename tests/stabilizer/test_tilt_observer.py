@@ -12,6 +12,7 @@ from stabilizer.tilt_observer import (
     FILTER_S,
     FLAT_MARGIN,
     NORM_TOLERANCE,
+    ObserverSettings,
     foot_flat,
     new_state,
     observe_tilt,
@@ -23,6 +24,7 @@ A, B, C = FOOT["a"], FOOT["b"], FOOT["c"]
 G0, H = 9.81, 0.002
 FLAT = np.array([300.0, 0.0, 0.04])                 # full load, centre of pressure mid-sole
 LEVEL = np.array([G0, 0.0, 0.0])
+SETTINGS = ObserverSettings().array()       # today's thresholds (the YAML's defaults)
 
 
 def tilted(beta: float) -> np.ndarray:
@@ -33,19 +35,32 @@ def tilted(beta: float) -> np.ndarray:
 def run(state, f, sole, seconds: float) -> np.ndarray:
     out = np.zeros(3)
     for _ in range(round(seconds / H)):
-        observe_tilt(f, sole, A, B, C, G0, H, state, out)
+        observe_tilt(f, sole, A, B, C, G0, H, SETTINGS, state, out)
     return out
 
 
 def test_the_foot_is_flat_while_its_centre_of_pressure_is_inside_the_sole():
-    assert foot_flat(FLAT, A, B, C)
+    assert foot_flat(FLAT, A, B, C, SETTINGS)
     inside = FLAT_MARGIN + 1e-4
     for y, z in ((A - inside, 0.0), (-A + inside, 0.0), (0.0, B - inside), (0.0, -C + inside)):
-        assert foot_flat(np.array([300.0, y, z]), A, B, C), (y, z)
+        assert foot_flat(np.array([300.0, y, z]), A, B, C, SETTINGS), (y, z)
     for y, z in ((A, 0.0), (-A, 0.0), (0.0, B), (0.0, -C), (A - 0.5 * FLAT_MARGIN, 0.0)):   # on an edge: rocking
-        assert not foot_flat(np.array([300.0, y, z]), A, B, C), (y, z)
-    assert not foot_flat(np.array([5.0, 0.0, 0.04]), A, B, C)              # lifted
-    assert not foot_flat(np.array([300.0, np.nan, np.nan]), A, B, C)       # no centre of pressure
+        assert not foot_flat(np.array([300.0, y, z]), A, B, C, SETTINGS), (y, z)
+    assert not foot_flat(np.array([5.0, 0.0, 0.04]), A, B, C, SETTINGS)              # lifted
+    assert not foot_flat(np.array([300.0, np.nan, np.nan]), A, B, C, SETTINGS)       # no centre of pressure
+
+
+def test_the_thresholds_are_the_settings_given():
+    """tilt: min_load and flat_margin of the stabilizer YAML reach the kernel, not the defaults."""
+    assert not foot_flat(FLAT, A, B, C, ObserverSettings(min_load=301.0).array())
+    near_edge = np.array([300.0, A - 2.0 * FLAT_MARGIN, 0.0])
+    assert foot_flat(near_edge, A, B, C, SETTINGS)
+    assert not foot_flat(near_edge, A, B, C, ObserverSettings(flat_margin=3.0 * FLAT_MARGIN).array())
+    s, out = new_state(), np.zeros(3)
+    slow = ObserverSettings(dwell_s=2.0 * DWELL_S).array()
+    n = round(2.0 * DWELL_S / H)
+    for k in range(n):
+        assert observe_tilt(LEVEL, FLAT, A, B, C, G0, H, slow, s, out) == (1 if k == n - 1 else 0)
 
 
 def test_nothing_is_believed_before_the_foot_was_flat_for_the_dwell():
@@ -54,7 +69,7 @@ def test_nothing_is_believed_before_the_foot_was_flat_for_the_dwell():
     out = np.zeros(3)
     n = round(DWELL_S / H)
     for k in range(n):
-        assert observe_tilt(LEVEL, FLAT, A, B, C, G0, H, s, out) == (1 if k == n - 1 else 0)
+        assert observe_tilt(LEVEL, FLAT, A, B, C, G0, H, SETTINGS, s, out) == (1 if k == n - 1 else 0)
     np.testing.assert_array_equal(out, LEVEL)                               # the first sample starts it
 
 
@@ -79,7 +94,7 @@ def test_a_step_of_the_ground_is_followed_smoothly():
     w = 1.0 / FILTER_S
     out, prev, rates = np.zeros(3), LEVEL.copy(), []
     for k in range(1, round(5 * FILTER_S / H) + 1):
-        observe_tilt(step, FLAT, A, B, C, G0, H, s, out)
+        observe_tilt(step, FLAT, A, B, C, G0, H, SETTINGS, s, out)
         t = k * H
         np.testing.assert_allclose(out, LEVEL + delta * (1.0 - (1.0 + w * t) * math.exp(-w * t)),
                                    atol=0.02 * np.abs(delta).max())        # semi-implicit Euler, h ω = 0.013
