@@ -375,7 +375,7 @@ class ControlLoop:
                            self.R3, self.tilt) == TILT_OK
         if ok:
             tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.data.gravity)
-        held = self.tilt_held = ok and self.tilt_unconfirmed >= self.tilt_unconfirmed_s   # the IMU's tilt held that long
+        held = self.tilt_held = ok and self.tilt_unconfirmed >= self.tilt_unconfirmed_s   # held that long
         ok = ok and not held
         if ok != self.tilt_ok:
             self.tilt_ok = ok
