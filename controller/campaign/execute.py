@@ -69,15 +69,16 @@ class Progress:
 
 
 def _optuna_study(spec: Spec, done: list[dict[str, Any]]):
-    """An ask-and-tell study seeded with ``spec.seed``, told the trials already finished."""
+    """An ask-and-tell study told the trials already finished, its sampler seeded with ``spec.seed``
+    plus their number (the seed alone would propose the finished trials again)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     dist = {k: optuna.distributions.FloatDistribution(v.low, v.high, log=v.log) if isinstance(v, Range)
             else optuna.distributions.CategoricalDistribution(v) for k, v in spec.parameters.items()}
     multi = len(spec.objectives) > 1
-    sampler = (optuna.samplers.NSGAIISampler(seed=spec.seed) if multi
-               else optuna.samplers.TPESampler(seed=spec.seed))
+    seed = spec.seed + len(done)
+    sampler = optuna.samplers.NSGAIISampler(seed=seed) if multi else optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(directions=list(spec.objectives.values()), sampler=sampler)
     for rec in done:
         values = objective_values(spec, rec)

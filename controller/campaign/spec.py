@@ -3,7 +3,7 @@
 Every problem is one :class:`SpecError` sentence ``file: key: problem``. Paths in the spec are
 relative to the spec file. Parameter keys are either ``scenario.<field>`` (a field of the scenario
 below) or a dotted key of the stabilizer YAML (``walls.gain``, ``admittance.damping``: the key must
-exist in the daemon's stabilizer YAML, or its parent mapping must); values are a list (grid axis,
+exist in the daemon's stabilizer YAML); values are a list (grid axis,
 or the choices of a random/optuna draw) or a range ``{low, high, log}`` (random and optuna only).
 """
 from __future__ import annotations
@@ -71,20 +71,19 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _stabilizer_keys(config: Path) -> dict[str, Any]:
-    doc = yaml.safe_load(config.read_text())
-    return yaml.safe_load((config.parent / doc["stabilizer"]).read_text())
+def _stabilizer_yaml(config: Path) -> Path:
+    """The stabilizer YAML a daemon YAML names."""
+    return (config.parent / yaml.safe_load(config.read_text())["stabilizer"]).resolve()
 
 
 def _known(doc: dict[str, Any], key: str) -> bool:
-    """The key exists, or its parent mapping does (an optional key such as ``attractor.gain``
-    under an absent ``attractor`` is refused: the whole section must be in the YAML)."""
-    *parents, leaf = key.split(".")
-    for name in parents:
-        doc = doc.get(name) if isinstance(doc, dict) else None
-        if not isinstance(doc, dict):
+    """The dotted key names a value of the stabilizer YAML (an optional section absent from it,
+    such as ``attractor``, must be written into the YAML first)."""
+    for name in key.split("."):
+        if not isinstance(doc, dict) or name not in doc:
             return False
-    return isinstance(doc, dict)
+        doc = doc[name]
+    return True
 
 
 def load_spec(path: Path) -> Spec:
@@ -126,7 +125,8 @@ def load_spec(path: Path) -> Spec:
     config = base / doc["config"] if "config" in doc else DEFAULT_CONFIG
     if not config.is_file():
         fail("config", f"no such daemon YAML: {config}")
-    stab = _stabilizer_keys(config)
+    stab_path = _stabilizer_yaml(config)
+    stab = yaml.safe_load(stab_path.read_text())
 
     params = _mapping(doc.get("parameters"), "parameters", fail)
     if not params:
@@ -138,7 +138,7 @@ def load_spec(path: Path) -> Spec:
             if key[len("scenario."):] not in fields:
                 fail(where, f"not a field of {name} (fields: {', '.join(fields)})")
         elif not _known(stab, key):
-            fail(where, "not a key of the stabilizer YAML (nor under one of its sections)")
+            fail(where, f"not a key of the stabilizer YAML {stab_path}")
         if isinstance(val, list):
             if not val:
                 fail(where, "an empty list of values")

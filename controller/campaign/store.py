@@ -34,7 +34,10 @@ class Store:
 
     def append(self, record: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as f:
+        with open(self.path, "a+") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() and (f.seek(f.tell() - 1), f.read(1))[1] != "\n":
+                f.write("\n")                  # after a line cut short: a line of its own
             f.write(json.dumps(record, sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())

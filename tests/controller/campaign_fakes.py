@@ -1,0 +1,29 @@
+"""Cheap trial functions for the campaign tests (importable by the Ray workers).
+
+Each call leaves a file named after its trial key in ``<results>/../calls`` so a test can count
+which trials ran. ``walls.gain`` picks the behaviour: 99 raises, 77 hangs (after starting a child
+process whose pid it writes down), anything else returns metrics computed from the gain.
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import Any
+
+from controller.campaign.trials import trial_key
+
+FAIL, HANG = 99.0, 77.0
+
+
+def fake_trial(spec, params: dict[str, Any]) -> dict[str, Any]:
+    calls = spec.results.parent / "calls"
+    calls.mkdir(exist_ok=True)
+    (calls / trial_key(spec, params)).touch()
+    g = float(params["walls.gain"])
+    if g == FAIL:
+        raise RuntimeError("boom")
+    if g == HANG:
+        child = subprocess.Popen(["sleep", "3600"])
+        (calls / "hang.pid").write_text(str(child.pid))
+        time.sleep(3600)
+    return {"min_cog_margin_m": -(g - 1.0) ** 2, "max_tracking_error_deg": g}
