@@ -5,8 +5,8 @@ Local by default: ``ray.init(num_cpus=...)`` starts a cluster on this machine, o
 ``address`` (``ray://host:10001`` or ``auto``) joins a running cluster whose nodes have bipd
 installed. At most one task per CPU is in flight, so a task's wall time counts from its
 submission; a task over ``spec.timeout_s`` (an error bound, never a verdict) is cancelled with
-``force=True`` (Ray kills its worker; on a local cluster the raylet, made a subreaper, kills the
-worker's HIL and daemon processes too) and recorded as failed.
+``force=True`` (Ray kills its worker and the processes it started: the HIL, the daemon and its
+loop process; tests/controller/test_campaign.py checks a grandchild) and recorded as failed.
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from .trials import grid, random_trials, run_trial, trial_key
 
 Trial = Callable[[Spec, dict[str, Any]], dict[str, Any]]
 Say = Callable[[str], None]
-SUBREAPER_ENV = "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper"
 
 
 def say_stderr(msg: str) -> None:
@@ -44,7 +43,6 @@ def start_ray(address: str | None, num_cpus: int | None) -> int:
     import ray
 
     if address is None:
-        os.environ.setdefault(SUBREAPER_ENV, "true")
         ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
     else:
@@ -89,8 +87,9 @@ def _optuna_study(spec: Spec, done: list[dict[str, Any]]):
 
 
 def objective_values(spec: Spec, record: dict[str, Any]) -> list[float] | None:
-    """The objectives of a finished trial in spec order; None if it failed or lacks one."""
-    if record.get("status") != "ok":
+    """The objectives of a finished trial in spec order; None if it failed, the leg fell or the
+    scenario aborted (its figures stop at the fall), or it lacks one."""
+    if record.get("status") != "ok" or record["metrics"].get("fell") or record["metrics"].get("aborted"):
         return None
     values = [record["metrics"].get(m) for m in spec.objectives]
     return None if any(v is None for v in values) else [float(v) for v in values]

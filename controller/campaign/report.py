@@ -1,8 +1,8 @@
 """The campaign report: trials sorted by the first objective, the Pareto front, a Pareto plot PNG.
 
 A trial dominates another when it is no worse in every objective and better in one; the front
-is the trials no other one dominates. Failed trials (and trials lacking an objective) sort last
-and are never on the front.
+is the trials no other one dominates. Failed trials, trials where the leg fell or the scenario
+aborted (and trials lacking an objective) sort last and are never on the front.
 """
 from __future__ import annotations
 
@@ -37,9 +37,17 @@ def table(spec: Spec, rows: list[dict[str, Any]]) -> str:
     for i, r in enumerate(rows, 1):
         m = r.get("metrics") or {}
         body.append([str(i), r["key"], *(_fmt(r["params"].get(p)) for p in params), *(_fmt(m.get(k)) for k in metrics),
-                     "*" if r["pareto"] else "", r["status"] if r["status"] == "ok" else f"failed: {r['error']}"])
+                     "*" if r["pareto"] else "", verdict(r)])
     widths = [max(len(x[c]) for x in [head, *body]) for c in range(len(head) - 1)]
     return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)) + "  " + line[-1] for line in [head, *body])
+
+
+def verdict(r: dict[str, Any]) -> str:
+    """ok, the scenario's abort (the leg fell ...), or the trial's error."""
+    if r["status"] != "ok":
+        return f"failed: {r['error']}"
+    m = r["metrics"]
+    return m.get("aborted") or ("fell" if m.get("fell") else "ok")
 
 
 def _fmt(v: Any) -> str:
@@ -72,7 +80,7 @@ def pareto_plot(spec: Spec, rows: list[dict[str, Any]], folder: Path) -> Path:
         ax.plot(*zip(*front), "o-", c="tab:red", label="Pareto front")
     ax.set_ylabel(metrics[0])
     failed = len(rows) - len(ok)
-    ax.set_title(f"{spec.name}: {len(ok)} trials" + (f" ({failed} failed, not shown)" if failed else ""))
+    ax.set_title(f"{spec.name}: {len(ok)} trials" + (f" ({failed} fell or failed, not shown)" if failed else ""))
     ax.legend()
     ax.grid(alpha=0.3)
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """Cheap trial functions for the campaign tests (importable by the Ray workers).
 
 Each call leaves a file named after its trial key in ``<results>/../calls`` so a test can count
-which trials ran. ``walls.gain`` picks the behaviour: 99 raises, 77 hangs (after starting a child
-process whose pid it writes down), anything else returns metrics computed from the gain.
+which trials ran. ``walls.gain`` picks the behaviour: 99 raises, 77 hangs (after starting a grandchild
+process, as the daemon's loop process is, whose pid it writes down), anything else returns metrics computed from the gain.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ def fake_trial(spec, params: dict[str, Any]) -> dict[str, Any]:
     if g == FAIL:
         raise RuntimeError("boom")
     if g == HANG:
-        child = subprocess.Popen(["sleep", "3600"])
-        (calls / "hang.pid").write_text(str(child.pid))
+        subprocess.Popen(["sh", "-c", f"sleep 3600 & echo $! > {calls / 'hang.pid'}; wait"])
         time.sleep(3600)
     return {"min_cog_margin_m": -(g - 1.0) ** 2, "max_tracking_error_deg": g}

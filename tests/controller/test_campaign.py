@@ -13,7 +13,7 @@ import pytest
 
 from controller.campaign.cli import main as campaign_main
 from controller.campaign.spec import SpecError, load_spec
-from controller.campaign.report import ranked
+from controller.campaign.report import ranked, table
 from controller.campaign.store import Store
 
 from .campaign_fakes import FAIL, HANG, fake_trial
@@ -87,9 +87,14 @@ def test_report_ranks_and_marks_the_front():
     recs = [{"key": k, "params": {}, "status": "ok", "metrics": {"min_cog_margin_m": m, "max_tracking_error_deg": e}}
             for k, m, e in (("a", 0.05, 0.02), ("b", 0.06, 0.03), ("c", 0.04, 0.03), ("d", 0.06, 0.01))]
     recs.append({"key": "f", "params": {}, "status": "failed", "error": "boom"})
+    recs.append({"key": "x", "params": {}, "status": "ok", "metrics": {         # best figures, but it fell
+        "min_cog_margin_m": 0.07, "max_tracking_error_deg": 0.0, "fell": True, "aborted": "the leg fell at t = 3 s"}})
     rows = ranked(spec, recs)
-    assert [r["key"] for r in rows] == ["d", "b", "a", "c", "f"]      # margin maximized, then error minimized
+    assert [r["key"] for r in rows][:4] == ["d", "b", "a", "c"]       # margin maximized, then error minimized
+    assert {r["key"] for r in rows[4:]} == {"f", "x"}                 # failed and fallen: last
     assert [r["key"] for r in rows if r["pareto"]] == ["d"]           # d dominates a, b and c
+    assert {line.split("  ")[-1].strip() for line in table(spec, rows).splitlines()[-2:]} == {
+        "failed: boom", "the leg fell at t = 3 s"}
 
 
 # ---------------------------------------------------------------- on Ray (a local cluster, 2 CPUs)
@@ -117,7 +122,7 @@ def test_failed_and_hung_trials_are_recorded_and_the_rest_finish(tmp_path):
     assert by_gain[HANG]["error"] == "timed out after 20 wall s"
     assert by_gain[2.0]["metrics"] == {"min_cog_margin_m": -1.0, "max_tracking_error_deg": 2.0}
     pid = int((tmp_path / "calls" / "hang.pid").read_text())
-    assert not _alive(pid), "the hung trial's child process outlived its cancelled worker"
+    assert not _alive(pid), "the hung trial's grandchild process outlived its cancelled worker"
 
 
 def _alive(pid: int) -> bool:
