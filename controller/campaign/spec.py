@@ -8,6 +8,7 @@ or the choices of a random/optuna draw) or a range ``{low, high, log}`` (random 
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,22 @@ def _known(doc: dict[str, Any], key: str) -> bool:
     return True
 
 
+def _check_values(stab: dict[str, Any], stab_path: Path, key: str, values: list[Any] | Range, fail) -> None:
+    """Each value (a range: both ends) set alone into the stabilizer YAML must pass its validation."""
+    from models.errors import ConfigError
+    from stabilizer.config import config_from_dict
+
+    from controller.scenarios.runner import set_dotted
+
+    for v in (values.low, values.high) if isinstance(values, Range) else values:
+        doc = copy.deepcopy(stab)
+        set_dotted(doc, key, v)
+        try:
+            config_from_dict(doc, str(stab_path))
+        except ConfigError as e:
+            fail(f"the value {v!r} is refused by the stabilizer ({e})")
+
+
 def load_spec(path: Path) -> Spec:
     """Read and check a campaign spec (every key; the stabilizer keys against the daemon's YAML)."""
     path = Path(path)
@@ -153,6 +170,8 @@ def load_spec(path: Path) -> Spec:
             fail(where, "must be a list of values or a range {low, high, log}")
         if key.startswith("scenario."):
             fixed.pop(key[len("scenario."):])
+        else:
+            _check_values(stab, stab_path, key, parameters[key], lambda problem: fail(where, problem))
 
     search = _mapping(doc.get("search", {"method": "grid"}), "search", fail)
     method = search.get("method")

@@ -63,6 +63,8 @@ def test_good_spec_loads(tmp_path):
     (with_(parameters={"walls.gain": {"low": 1.0, "high": 2.0}}), "parameters.walls.gain: a grid needs a list"),
     (with_(parameters={"walls.gain": {"low": 2.0, "high": 1.0}}), "parameters.walls.gain: a range needs low < high"),
     (with_(parameters={"walls.gain": []}), "parameters.walls.gain: an empty list"),
+    (with_(parameters={"walls.gain": [0.5, -1.0]}), "parameters.walls.gain: the value -1.0 is refused"),
+    (with_(parameters={"admittance.damping": ["stiff"]}), "parameters.admittance.damping: the value 'stiff' is refused"),
     (with_(search={"method": "random"}), "search.n: the number of trials"),
     (with_(search={"method": "anneal"}), "search.method: must be one of grid, random, optuna"),
     (with_(objectives={"happiness": "maximize"}), "objectives.happiness: not a metric"),
