@@ -162,3 +162,19 @@ def test_optuna_resumes_to_n_trials(tmp_path):
     write(tmp_path, doc)
     done = run(path)
     assert len(done) == 6 and len(calls(tmp_path)) == 6     # 2 more, not 6 again
+
+
+def test_bench_config_carries_the_trial_values(tmp_path):
+    """The scenario runner's daemon YAML names a stabilizer YAML copy holding the trial's values,
+    which the stabilizer's own loader reads back (robot path made absolute)."""
+    import yaml
+
+    from controller.scenarios.runner import write_config
+    from stabilizer.config import load_config
+
+    path, _ = write_config(CONFIG, True, tmp_path, stabilizer_set=(("walls.gain", 2.5), ("admittance.damping", 40.0)))
+    stab = Path(yaml.safe_load(path.read_text())["stabilizer"])
+    assert stab.parent == tmp_path
+    cfg = yaml.safe_load(stab.read_text())
+    assert (cfg["walls"]["gain"], cfg["admittance"]["damping"]) == (2.5, 40.0)
+    load_config(stab)
