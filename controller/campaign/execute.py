@@ -5,8 +5,8 @@ Local by default: ``ray.init(num_cpus=...)`` starts a cluster on this machine, o
 ``address`` (``ray://host:10001`` or ``auto``) joins a running cluster whose nodes have bipd
 installed. At most one task per CPU is in flight, so a task's wall time counts from its
 submission; a task over ``spec.timeout_s`` (an error bound, never a verdict) is cancelled with
-``force=True`` (Ray kills its worker and the processes it started: the HIL, the daemon and its
-loop process; tests/controller/test_campaign.py checks a grandchild) and recorded as failed.
+``force=True`` (Ray kills its worker; on a local cluster the raylet, made a subreaper, kills the
+processes it started too: the HIL, the daemon and its loop process) and recorded as failed.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from .spec import Range, Spec
 from .store import Store
 from .trials import grid, random_trials, run_trial, trial_key
 
+SUBREAPER_ENV = "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper"
 Trial = Callable[[Spec, dict[str, Any]], dict[str, Any]]
 Say = Callable[[str], None]
 
@@ -43,6 +44,7 @@ def start_ray(address: str | None, num_cpus: int | None) -> int:
     import ray
 
     if address is None:
+        os.environ.setdefault(SUBREAPER_ENV, "true")     # the raylet kills a killed worker's descendants
         ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
     else:
@@ -119,7 +121,8 @@ def run_campaign(spec: Spec, address: str | None = None, num_cpus: int | None = 
     store = Store(spec.results)
     todo, finished = proposals(spec, store, retry_failed)
     total = finished + len(todo) if spec.method != "optuna" else max(spec.n or 0, finished)
-    progress = Progress(total, finished, sum(r["status"] != "ok" for r in store.read().values()), say)
+    failed = 0 if retry_failed else sum(r["status"] != "ok" for r in store.read().values())
+    progress = Progress(total, finished, failed, say)
     if progress.done >= total:
         say(f"{spec.name}: all {total} trials already finished in {store.path}")
         return store

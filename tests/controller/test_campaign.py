@@ -16,7 +16,7 @@ from controller.campaign.spec import SpecError, load_spec
 from controller.campaign.report import ranked, table
 from controller.campaign.store import Store
 
-from .campaign_fakes import FAIL, HANG, fake_trial
+from .campaign_fakes import CRASH, FAIL, HANG, fake_trial
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 GOOD = {"scenario": {"name": "tilt", "alpha_deg": 5.0, "duration_s": 2.0},
@@ -116,11 +116,13 @@ def calls(tmp_path: Path) -> set[str]:
 
 
 def test_failed_and_hung_trials_are_recorded_and_the_rest_finish(tmp_path):
-    doc = with_(parameters={"walls.gain": [0.5, FAIL, HANG, 2.0]}, timeout_s=20)
+    doc = with_(parameters={"walls.gain": [0.5, FAIL, CRASH, HANG, 2.0]}, timeout_s=20)
     done = run(write(tmp_path, doc))
     by_gain = {r["params"]["walls.gain"]: r for r in done.values()}
-    assert {g: r["status"] for g, r in by_gain.items()} == {0.5: "ok", FAIL: "failed", HANG: "failed", 2.0: "ok"}
+    assert {g: r["status"] for g, r in by_gain.items()} == {0.5: "ok", FAIL: "failed", CRASH: "failed",
+                                                            HANG: "failed", 2.0: "ok"}
     assert by_gain[FAIL]["error"] == "RuntimeError: boom"
+    assert "WorkerCrashedError" in by_gain[CRASH]["error"]
     assert by_gain[HANG]["error"] == "timed out after 20 wall s"
     assert by_gain[2.0]["metrics"] == {"min_cog_margin_m": -1.0, "max_tracking_error_deg": 2.0}
     pid = int((tmp_path / "calls" / "hang.pid").read_text())
