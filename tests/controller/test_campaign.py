@@ -6,7 +6,6 @@ The Ray tests start a real local cluster with 2 CPUs and run a cheap fake trial
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
