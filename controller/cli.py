@@ -4,6 +4,7 @@
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
     bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S]   MuJoCo HIL
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
+    bipd campaign SPEC.yaml [--address ray://...] [--json] [--plot DIR]   tuning trials on Ray
     bipd plot LOG [--out DIR]                                                  cycle-log PNGs
     bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
@@ -200,6 +201,12 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from .scenarios.cli import main as scenario_main
 
     return scenario_main(args.rest)
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from .campaign.cli import main as campaign_main
+
+    return campaign_main(args.rest)
 
 
 def cmd_ctl(args: argparse.Namespace) -> int:
@@ -402,6 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("rest", nargs=argparse.REMAINDER)
     sc.set_defaults(func=cmd_scenario)
 
+    ca = sub.add_parser("campaign", help="a tuning campaign of HIL trials on Ray (bipd campaign --help)",
+                        add_help=False)
+    ca.add_argument("rest", nargs=argparse.REMAINDER)
+    ca.set_defaults(func=cmd_campaign)
+
     pl = sub.add_parser("plot", help="PNGs from a cycle log: tracking, CoG margins, cycle times")
     pl.add_argument("log_dir", metavar="LOG", help="an .mcap file, a run folder, or io.log_dir (its latest run)")
     pl.add_argument("--out", help="directory for the PNGs (default: the log's folder)")
@@ -469,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario}   # commands with their own argument parser
+PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario, "campaign": cmd_campaign}   # commands with their own argument parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -100,6 +100,7 @@ class Options:
     tilt_source: str = "platform"         # the stabilizer's tilt: platform angles or the foot IMU over the bus
     trajectory_dir: Path | None = None    # the daemon's io.trajectory_dir (walk-file: the file's folder)
     record: Path | None = None            # an MCAP file: telemetry, events and HIL truth as received
+    stabilizer_set: tuple[tuple[str, Any], ...] = ()   # (dotted key, value) set in the stabilizer YAML copy
 
 
 @dataclass(frozen=True)
@@ -116,10 +117,20 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return s.getsockname()[1]
 
 
+def set_dotted(doc: dict[str, Any], key: str, value: Any) -> None:
+    """``doc["a"]["b"] = value`` for ``key`` "a.b" (missing mappings on the way are created)."""
+    *parents, leaf = key.split(".")
+    for name in parents:
+        doc = doc.setdefault(name, {})
+    doc[leaf] = value
+
+
 def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = "platform",
-                 trajectory_dir: Path | None = None) -> tuple[Path, Endpoints]:
+                 trajectory_dir: Path | None = None,
+                 stabilizer_set: tuple[tuple[str, Any], ...] = ()) -> tuple[Path, Endpoints]:
     """The bench's daemon YAML in ``folder`` and the endpoints it names; with ``tilt_source`` other
-    than the stabilizer YAML's, a copy of it in ``folder`` with that ``tilt.source``."""
+    than the stabilizer YAML's, or keys to set (``stabilizer_set``: dotted key, value), a copy of
+    the stabilizer YAML in ``folder`` with that ``tilt.source`` and those values."""
     doc = read_yaml(config)
     base = Path(config).resolve().parent
     for key in ("robot", "stabilizer"):
@@ -127,9 +138,12 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
             doc[key] = str((base / doc[key]).resolve())
     if doc.get("stabilizer"):
         stab = read_yaml(doc["stabilizer"])
-        if stab["tilt"]["source"] != tilt_source:
+        if stab["tilt"]["source"] != tilt_source or stabilizer_set:
             stab["robot"] = str((Path(doc["stabilizer"]).parent / stab["robot"]).resolve())
-            stab["tilt"] = dict(stab["tilt"], source=tilt_source, use_acceleration=False)
+            if stab["tilt"]["source"] != tilt_source:
+                stab["tilt"] = dict(stab["tilt"], source=tilt_source, use_acceleration=False)
+            for key, value in stabilizer_set:
+                set_dotted(stab, key, value)
             doc["stabilizer"] = str(folder / "stabilizer.yaml")
             (folder / "stabilizer.yaml").write_text(yaml.safe_dump(stab))
     ep = Endpoints(f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}",
@@ -516,7 +530,8 @@ class Session:
         try:
             folder = Path(self._tmp.name)
             o = self.options
-            config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source, o.trajectory_dir)
+            config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source, o.trajectory_dir,
+                                      o.stabilizer_set)
             self.say(f"starting the HIL process and the daemon ({'stepped lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
             self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s)
