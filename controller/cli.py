@@ -100,6 +100,15 @@ def _print_stabilizer_bench(res: dict) -> None:
           f"{res['ratio_cycle_vs_thesis']:.3f} ({verdict} the target < {res['target_cycle_us']:.0f} us)")
 
 
+def _print_stewart_bench(res: dict) -> None:
+    py, kn = res["python_call"], res["kernel_in_numba_loop"]
+    print(f"Stewart-Gough rig {res['rig']} (Staicu 2008): IK + inverse dynamics, six legs, {res['samples']} states")
+    print(f"  one call from Python     median {py['median_us']:6.2f} us, p99 {py['p99_us']:6.2f} us "
+          f"(target < {res['target_us']:g} us; {100 * py['p99_us'] / res['bus_cycle_us']:.1f} % of a "
+          f"{res['bus_cycle_us']:g} us bus cycle)")
+    print(f"  per call in a Numba loop median {kn['median_us']:6.2f} us, p99 {kn['p99_us']:6.2f} us")
+
+
 def _print_tree_bench(res: dict) -> None:
     print(f"robot {res['robot']} (tree, n = {res['n']}), {res['samples']} samples per path and case in "
           f"{res['rounds']} interleaved rounds, Pinocchio {res['pinocchio_version'] or 'not installed'}")
@@ -146,11 +155,16 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
     res = run(args.robot, samples=args.samples, first_call=not args.no_first_call, progress=say)
     say("stabilizer step and stabilizing cycle")
     res["stabilizer"] = run_benchmark(samples=args.samples)
+    say("Stewart-Gough rig: inverse kinematics + inverse dynamics of the six legs")
+    from models.stewart_bench import run as run_stewart
+
+    res["stewart"] = run_stewart(samples=max(args.samples, 200))
     if args.json:
         print(json.dumps(res))
     else:
         _print_models_bench(res)
         _print_stabilizer_bench(res["stabilizer"])
+        _print_stewart_bench(res["stewart"])
     return 0
 
 

@@ -70,6 +70,10 @@ def test_bench_models_json_has_reference_figures(capsys):
     assert res["ratio_vs_pinocchio"]["median"] == res["update"]["median_us"] / res["pinocchio"]["median_us"]
     assert res["stabilizer"]["cycle"]["median_us"] > 0
     assert res["stabilizer"]["thesis_bnr_stabilizer_avg_us"] == 273.0
+    rig = res["stewart"]                               # the Stewart-Gough rig's IK + inverse dynamics
+    assert rig["samples"] == 400 and rig["bus_cycle_us"] == 400.0
+    assert 0 < rig["python_call"]["median_us"] <= rig["python_call"]["p99_us"]
+    assert 0 < rig["kernel_in_numba_loop"]["median_us"]
 
 
 def test_bench_models_on_a_tree_times_each_root_and_the_swap(capsys):
