@@ -123,7 +123,6 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
     feet = foot_geometry(desc)
     spec = spec_from_description(desc)
     spec.modelname = f"{desc.name}_{'hung' if hung else 'ground'}"
-    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE   # the YAML's inertias only
     spec.option.timestep = timestep
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
