@@ -456,5 +456,5 @@ class BipedPlant(Plant):
             raise SimulationError(f"biped plant diverged at t = {self.time:.4f} s (non-finite state); "
                                   f"q = {np.round(self._q, 6).tolist()} rad")
         if status != 0:
-            raise TransmissionFault(f"biped plant: {status_message(status)} at q = "
+            raise TransmissionFault(f"biped plant: {status_message(status, self.transmission.labels)} at q = "
                                     f"{np.round(self._q, 6).tolist()} rad")
