@@ -80,6 +80,7 @@ MIN_LOAD = 1.0                   # N, a foot load under which the foot is not in
 FLEXED_KNEE = 0.6                # rad, knee flexion of :func:`flexed_posture`
 SETTLE_S = 0.2                   # s of simulated time the ground scene settles at reset
 SETTLE_GAINS = (3000.0, 150.0)   # joint PD holding q0 while settling (N m/rad, N m s/rad)
+HULL_EPS = 1e-9                  # m², a corner this close to collinear with its neighbours is no hull vertex
 LEVEL_TOL = 1e-3                 # rad / m, how flat and level q0 must put the soles (ground scene)
 
 # Layout of the truth buffer, declared once: (name, size); size 0 is a scalar.
@@ -178,7 +179,7 @@ def _hull(points, m, out):
         for s in range(m):
             i = m - 1 - s if rev else s
             while h >= start + 2 and ((out[h - 1, 0] - out[h - 2, 0]) * (points[i, 1] - out[h - 2, 1])
-                                      - (out[h - 1, 1] - out[h - 2, 1]) * (points[i, 0] - out[h - 2, 0])) <= 0.0:
+                                      - (out[h - 1, 1] - out[h - 2, 1]) * (points[i, 0] - out[h - 2, 0])) <= HULL_EPS:
                 h -= 1
             out[h, 0], out[h, 1] = points[i, 0], points[i, 1]
             h += 1

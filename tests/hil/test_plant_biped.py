@@ -102,7 +102,8 @@ def test_hung_holding_torques_are_the_tree_gravity(tree, desc):
 def test_motors_map_through_the_transmission_onto_bus_axes_by_name(desc):
     """On a reversed bus order: motor positions/velocities are the transmission's q_m(q), J_p q̇ of the
     joints (bus order by name), MuJoCo's tendon Jacobian is J_p(q) of the step's posture, the joint
-    torques are J_pᵀ τ_m, and the tendons add J_pᵀ J_m J_p to the mass matrix."""
+    torques are J_pᵀ τ_m, the rotor bias −J_pᵀ J_m J̇_p q̇ is applied, and the tendons add J_pᵀ J_m J_p
+    to the mass matrix."""
     tr = desc.transmission
     names = [t.joint.name for t in desc.joints]
     plant = BipedPlant(desc, hung=True, axes=names[::-1])
@@ -121,6 +122,11 @@ def test_motors_map_through_the_transmission_onto_bus_axes_by_name(desc):
     assert np.abs(qd).max() > 1e-3                       # it moves
     np.testing.assert_allclose(plant.motor_position[::-1], tr.to_motor(q), atol=1e-12)
     np.testing.assert_allclose(plant.motor_velocity[::-1], tr.velocity_to_motor(q, qd), atol=1e-12)
+    eps = 1e-6                                           # rotor bias −J_pᵀ J_m J̇_p q̇ for the next step
+    jdot_qd = (tr.jacobian(q + eps * qd) - tr.jacobian(q - eps * qd)) @ qd / (2.0 * eps)
+    bias = tr.jacobian(q).T @ (np.array(tr.motors.rotor_inertia) * jdot_qd)
+    assert np.abs(bias).max() > 1e-6
+    np.testing.assert_allclose(d.qfrc_applied[plant._dadr], -bias, rtol=1e-4, atol=1e-9)
     full, bare = np.empty((m.nv, m.nv)), np.empty((m.nv, m.nv))
     mujoco.mj_forward(m, d)
     mujoco.mj_fullM(m, d, full)
