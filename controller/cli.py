@@ -2,7 +2,7 @@
 
     bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
-    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S]   MuJoCo HIL
+    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S] [--hung]   MuJoCo HIL
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
     bipd campaign SPEC.yaml [--address ray://...] [--json] [--plot DIR]   tuning trials on Ray
     bipd plot LOG [--out DIR]                                                  cycle-log PNGs
@@ -413,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("rest", nargs=argparse.REMAINDER)
     k.set_defaults(func=cmd_ctl)
 
-    hl = sub.add_parser("hil", help="the HIL process: controlled nodes + MuJoCo leg behind the udp backend "
+    hl = sub.add_parser("hil", help="the HIL process: controlled nodes + MuJoCo leg or biped behind the udp backend "
                                      "(bipd hil --help)", add_help=False)
     hl.add_argument("rest", nargs=argparse.REMAINDER)
     hl.set_defaults(func=cmd_hil)

@@ -430,7 +430,8 @@ class BipedPlant(Plant):
         if dt != self._dt:
             self._set_step(dt)
         if _command(motor_torque, self._ctrl, self._order):
-            raise TransmissionFault(f"biped plant: a motor torque is not finite: {np.asarray(motor_torque).tolist()} N m")
+            raise TransmissionFault(f"biped plant: a motor torque is not finite: "
+                                    f"{np.asarray(motor_torque).tolist()} N m")
         m, d = self.mj_model, self.mj_data
         for k in range(self._substeps):
             self._push.count(self._h)
