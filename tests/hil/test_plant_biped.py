@@ -11,6 +11,7 @@ import pytest
 from drivers.config import BusConfigError
 from drivers.hil.mjcf_biped import GANTRY_HEIGHT, MjcfError, build_biped
 from drivers.hil.plant_biped import TRUTH, BipedPlant, BipedPlantError, flexed_posture
+from drivers.hil.plant_mujoco import SimulationError
 from models import TransmissionFault
 from models.tree_config import load_tree
 from models.tree_robot import TreeRobot
@@ -253,3 +254,6 @@ def test_bad_inputs_are_named(desc):
     tau[4] = np.nan
     with pytest.raises(TransmissionFault, match="a motor torque is not finite"):
         plant.step(BUS_CYCLE, tau)
+    plant.mj_data.qvel[plant._dadr[3]] = np.inf
+    with pytest.raises(SimulationError, match="biped plant diverged at t = "):
+        plant.step(BUS_CYCLE, np.zeros(desc.n))
