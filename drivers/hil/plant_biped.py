@@ -66,6 +66,7 @@ from models.transmission import (
     transmission_jacobian,
 )
 from models.tree_config import TreeDescription, load_tree
+from models.urdf import frame_link
 
 from ..config import BusConfig, BusConfigError
 from ..plant import Plant
@@ -344,7 +345,8 @@ class BipedPlant(Plant):
         idx = self._idx = np.zeros(_N_IDX, dtype=np.int64)
         idx[_PELVIS_BODY] = m.body(desc.base).id
         frames = {fr.name: fr for fr in desc.frames}
-        idx[_SOLE_BODY:_SOLE_BODY + 2] = [m.body(frames[ft.frame].name).id for ft in desc.feet]
+        soles = [frames[ft.frame] for ft in desc.feet]          # a sole frame is a MuJoCo body (models.urdf)
+        idx[_SOLE_BODY:_SOLE_BODY + 2] = [m.body(frame_link(desc, f) or f.body).id for f in soles]
         idx[_ACC_ADR], idx[_QUAT_ADR] = m.sensor(IMU).adr[0], m.sensor(IMU_QUAT).adr[0]
         idx[_CONTACT_ADR:_CONTACT_ADR + 2] = [m.sensor(ft.name).adr[0] for ft in desc.feet]
         idx[_SLOTS] = m.sensor(desc.feet[0].name).dim[0] // SOLE_SLOT
