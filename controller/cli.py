@@ -206,6 +206,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_hil(args: argparse.Namespace) -> int:
+    problem = missing("mujoco", "sim")
+    if problem:
+        print(f"bipd hil: error: {problem}", file=sys.stderr)
+        return 2
     from drivers.hil.server import main as hil_main
 
     return hil_main(args.rest)

@@ -114,3 +114,12 @@ def test_the_sim_backend_drives_the_biped_in_process():
                                atol=1e-4)
     assert plant.time >= 50 * 2e-3                       # the bus stepped it: 50 control periods at least
     bus.close()
+
+
+def test_bipd_hil_without_mujoco_names_the_extra(monkeypatch, capsys):
+    from controller.cli import main as bipd
+
+    monkeypatch.setitem(sys.modules, "mujoco", None)     # import mujoco now raises ImportError
+    port = str(_free_port(socket.SOCK_DGRAM))           # were it served: idle for 1 s, then exit 0
+    assert bipd(["hil", "--config", str(CONFIG), "--udp-port", port, "--truth", "", "--idle-timeout", "1"]) == 2
+    assert "needs mujoco, which is not installed: pip install 'bipd[sim]'" in capsys.readouterr().err
