@@ -330,32 +330,39 @@ def test_trunk_outside_flag_and_its_field_pushes_back():
     q[ROBOT.model.joint_names.index("trunk_pitch")] = 0.45
     st = make()
     st.reset(q)
-    margins = []
+    margins, flags = [], []
     for _ in range(1500):
         assert st.step(q, DOUBLE) == wb.OK
         margins.append(st.trunk_margin)
+        flags.append(st.flag_dict()["trunk_outside"])
         q = st.q_ref.copy()
     assert margins[0] < 0.0 and margins[-1] > 0.0
+    assert flags == [m < 0.0 for m in margins] and flags[0] and not flags[-1]
 
 
 def test_imu_tilt_equals_the_platform_tilt():
     """The specific force a pelvis IMU reads on a platform tilted (alpha, beta) gives the
-    same apparent up, polygon and margins as the platform source (eq. 45-51 generalised)."""
+    same apparent up, polygon and margins as the platform source (eq. 45-51 generalised),
+    the pelvis turned (yaw, roll) with respect to the stance sole."""
     tilt = (0.07, -0.05)
+    q = Q0.copy()
+    for name, x in (("l_hip_yaw", 0.3), ("l_hip_roll", 0.2), ("l_ankle_lateral", -0.1)):
+        q[ROBOT.model.joint_names.index(name)] = x
     a = make()
-    a.reset(Q0)
-    assert a.step(Q0, DOUBLE, tilt) == wb.OK
-    ROBOT.set_root("left_sole")                # the stabilizer's root in double support
-    T = ROBOT.frame(Q0, "pelvis")
-    f = T[:3, :3].T @ a.up * 9.81
+    a.reset(q)
+    assert a.step(q, LEFT, tilt) == wb.OK
+    ROBOT.set_root("left_sole")                # the stabilizer's root in left support
+    R = ROBOT.frame(q, "pelvis")[:3, :3]
+    assert abs(R[0, 1]) > 0.2 and abs(R[1, 2]) > 0.05           # not symmetric: R != R^T
+    f = R.T @ a.up * 9.81
     b = make(tilt={"source": "imu"})
-    b.reset(Q0)
-    assert b.step(Q0, DOUBLE, f) == wb.OK
+    b.reset(q)
+    assert b.step(q, LEFT, f) == wb.OK
     np.testing.assert_allclose(b.up, a.up, atol=1e-12)
     np.testing.assert_allclose(b.margins, a.margins, atol=1e-12)
     ca, sa, cb, sb = np.cos(tilt[0]), np.sin(tilt[0]), np.cos(tilt[1]), np.sin(tilt[1])
-    R = np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]]) @ np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
-    np.testing.assert_allclose(a.up, R.T @ [0, 0, 1], atol=1e-12)
+    Rs = np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]]) @ np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
+    np.testing.assert_allclose(a.up, Rs.T @ [0, 0, 1], atol=1e-12)
 
 
 def test_config_errors_name_the_key():
