@@ -226,6 +226,7 @@ def test_cog_outside_is_pushed_back_inside():
         if k == 300:
             assert st.cog_velocity[1:] @ w[:2] > 0.0                 # towards the inner normal
         q = st.q_ref.copy()
+    assert max(st.closure_error) < 1e-4          # the lifted right foot held its pose (second task)
     assert margins[0] == pytest.approx(-0.04, abs=2e-3)
     assert np.all(np.diff(margins) >= -1e-12)
     assert margins[-1] > 0.04 and not st.flag_dict()["cog_outside"]
@@ -363,6 +364,19 @@ def test_imu_tilt_equals_the_platform_tilt():
     ca, sa, cb, sb = np.cos(tilt[0]), np.sin(tilt[0]), np.cos(tilt[1]), np.sin(tilt[1])
     Rs = np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]]) @ np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
     np.testing.assert_allclose(a.up, Rs.T @ [0, 0, 1], atol=1e-12)
+
+
+def test_horizontal_acceleration_is_a_tilt():
+    """Equivalence principle (thesis §2.5.4): a level platform accelerating sideways by
+    g0 tan(0.1) gives the apparent up of a platform rolled by 0.1 rad."""
+    a = make()
+    a.reset(Q0)
+    assert a.step(Q0, DOUBLE, (0.1, 0.0)) == wb.OK
+    b = make(tilt={"use_acceleration": True})
+    b.reset(Q0)
+    assert b.step(Q0, DOUBLE, (0.0, 0.0), (0.0, 9.81 * np.tan(0.1))) == wb.OK
+    np.testing.assert_allclose(b.up, a.up, atol=1e-12)
+    np.testing.assert_allclose(b.margins, a.margins, atol=1e-12)
 
 
 def test_config_errors_name_the_key():
