@@ -232,6 +232,24 @@ def test_cog_outside_is_pushed_back_inside():
     assert margins[-1] > 0.04 and not st.flag_dict()["cog_outside"]
 
 
+def test_support_changes_hold_the_other_sole_where_it_is():
+    """Double -> right -> double -> left -> double: the root moves to the stance sole, the
+    other sole's pose is captured at each change and held (closure below 1 mm, and the
+    double-support chain velocity is the closure correction to 1e-12)."""
+    st = make()
+    st.reset(Q0)
+    q = Q0.copy()
+    for support, cycles in ((DOUBLE, 200), (RIGHT, 400), (DOUBLE, 200), (LEFT, 400), (DOUBLE, 200)):
+        for _ in range(cycles):
+            assert st.step(q, support) == wb.OK
+            assert max(st.closure_error) < 1e-3 and not st.flag_dict()["constraint_violated"]
+            q = st.q_ref.copy()
+        assert int(st.out[wb.O_SUPPORT]) == support
+        if support == DOUBLE:
+            Jc = st.data.Jf[ROBOT.model.index("frame", "right_sole")]
+            np.testing.assert_allclose(Jc @ st.qd_ref, state(st)["xd"][:6], atol=1e-12)
+
+
 # ---------------------------------------------------------------- Jacobians
 
 @pytest.mark.parametrize("stance", [LEFT, RIGHT])

@@ -3,6 +3,7 @@ cycle benchmark in `bipd bench models`."""
 from __future__ import annotations
 
 import itertools
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -92,6 +93,14 @@ def test_whole_body_benchmark_figures_are_the_statistics_of_the_timed_calls(monk
     assert res["step"]["p99_us"] == pytest.approx(np.percentile(us, 99), rel=1e-12)
     assert res["ratio_step_vs_thesis"] == pytest.approx(np.median(us) / 273.0, rel=1e-12)
     assert res["not_ok"] == 0
+
+
+def test_bench_models_on_the_tree_times_the_whole_body_stabilizer(capsys):
+    robot = bench.WHOLE_BODY_CONFIG.parent / "bip2000.yaml"
+    assert main(["bench", "models", "--robot", str(robot), "--json", "--samples", "40"]) == 0
+    res = json.loads(capsys.readouterr().out)["whole_body_stabilizer"]
+    assert res["samples"] == 40 and res["not_ok"] == 0 and res["robot"] == "bip2000"
+    assert 0.0 < res["step"]["min_us"] <= res["step"]["median_us"] <= res["step"]["p99_us"]
 
 
 @pytest.mark.parametrize("argv, message", [
