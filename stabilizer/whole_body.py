@@ -28,9 +28,11 @@ Every status that is not OK is a flag with a reaction for the loop (FLAG_REACTIO
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 from numba import carray, njit
+from numpy.typing import ArrayLike
 
 from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
 from models.model import _at, python_views
@@ -45,6 +47,7 @@ from .support_polygon import convex_hull, polygon_centroid
 from .task_hierarchy import posture_level, solve_level, start_basis
 from .virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
 from .walls import compute_walls, signed_distances
+from .whole_body_config import VirtualRobotConfig, WholeBodyConfig, load_config, robot_error
 
 # step() status
 OK = 0
@@ -326,7 +329,6 @@ def pose_error(T, H, gain, xd):
     that brings pose T to the held pose H (positions and axes in base coordinates).
     Returns (|position error|, |rotation error|)."""
     ep = 0.0
-    eo = 0.0
     for r in range(3):
         d = H[r, 3] - T[r, 3]
         xd[r] = gain * d
@@ -549,7 +551,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     return OK
 
 
-def _field_block(p: np.ndarray, b: int, vr) -> None:
+def _field_block(p: np.ndarray, b: int, vr: VirtualRobotConfig) -> None:
     w, a = vr.walls, vr.attractor
     p[b + B_WLAW], p[b + B_WR], p[b + B_WSHAPE], p[b + B_WC] = w.law, w.radius, w.shape, w.damping
     if a is not None:
@@ -558,15 +560,12 @@ def _field_block(p: np.ndarray, b: int, vr) -> None:
     p[b + B_ADM_M], p[b + B_ADM_D], p[b + B_ADM_VMAX] = vr.mass, vr.damping, vr.max_speed
 
 
-def pack_params(robot: TreeRobot, cfg) -> np.ndarray:
-    """The flat params array of :func:`step` for a tree robot and a
-    :class:`stabilizer.whole_body_config.WholeBodyConfig` (setup only)."""
-    from .whole_body_config import robot_error
-
+def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
+    """The flat params array of :func:`step` for a tree robot and a configuration (setup only)."""
     model, desc = robot.model, robot.description
     n = robot.n
     feet = {f.frame: f for f in desc.feet}
-    for code, sole in SOLES.items():
+    for sole in SOLES.values():
         if sole not in feet or sole not in model.root_names:
             raise robot_error(cfg, "robot", f"{desc.source} needs a foot and a root {sole!r} (feet:, roots:)")
         if len(feet[sole].outline) > MAX_OUTLINE or len(feet[sole].sensors) != MAX_SENSORS:
@@ -630,7 +629,7 @@ class WholeBodyStabilizer:
     ``up``; scalars through the properties.
     """
 
-    def __init__(self, robot: TreeRobot, cfg) -> None:
+    def __init__(self, robot: TreeRobot, cfg: WholeBodyConfig) -> None:
         self.robot, self.config = robot, cfg
         self.params = pack_params(robot, cfg)
         self.n = n = robot.n
@@ -647,9 +646,7 @@ class WholeBodyStabilizer:
          self.up) = python_views(self.out, out_layout(self.params, self.out)[0])
 
     @classmethod
-    def from_yaml(cls, path) -> "WholeBodyStabilizer":
-        from .whole_body_config import load_config
-
+    def from_yaml(cls, path: str | Path) -> WholeBodyStabilizer:
         cfg = load_config(path)
         return cls(TreeRobot.from_yaml(cfg.robot_path), cfg)
 
@@ -682,13 +679,14 @@ class WholeBodyStabilizer:
     def flag_dict(self) -> dict[str, bool]:
         return {name: bool(self.flags[i]) for i, name in enumerate(FLAG_NAMES)}
 
-    def reset(self, q_measured) -> None:
+    def reset(self, q_measured: ArrayLike) -> None:
         q = np.ascontiguousarray(q_measured, dtype=np.float64)
         if q.shape != (self.n,) or not np.all(np.isfinite(q)):
             raise ValueError(f"q_measured must be {self.n} finite joint angles, got shape {q.shape}")
         reset(self.params, self.state, q, self.out)
 
-    def step(self, q_measured, support: int, tilt=(0.0, 0.0), acceleration=(0.0, 0.0), loads=None) -> int:
+    def step(self, q_measured: ArrayLike, support: int, tilt: ArrayLike = (0.0, 0.0),
+             acceleration: ArrayLike = (0.0, 0.0), loads: ArrayLike | None = None) -> int:
         """Copy the inputs and run one cycle; returns the kernel status. ``support``:
         LEFT, RIGHT or DOUBLE (ignored with support source sensors); ``tilt``: the
         platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
