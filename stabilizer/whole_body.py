@@ -411,7 +411,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     dv = data_layout(mbuf, dbuf)[0]
     Tf, Jf, com, Jcom = dv[3], dv[6], dv[7], dv[8]
     if s[S_RESET] == 0.0:
-        return NOT_RESET
+        return _reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
     for i in range(inp.shape[0]):
         if not np.isfinite(inp[i]):
             return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)

@@ -279,14 +279,16 @@ def _cycles(mbuf, dbuf, p, s, inp, out, count):
         wb.step(mbuf, dbuf, p, s, inp, out)
 
 
-def test_cycle_is_allocation_free():
+@pytest.mark.parametrize("loads", [[100.0] * 8, [100.0] * 4 + [0.0] * 4])
+def test_cycle_is_allocation_free(loads):
     """NRT allocations of 1 and of 1001 cycles inside one njit call are equal (tests/nrt.py),
-    in double support with the sensors as contact source, a tilt and every task active."""
+    in double and in single support with the sensors as contact source, a tilt and every
+    task active."""
     st = make(support={"source": "sensors"})
     st.reset(Q0)
     st.in_q[:] = Q0
     st.in_tilt[:2] = (0.05, 0.08)
-    st.in_loads[:] = 100.0
+    st.in_loads[:] = loads
     assert_allocation_free(_cycles, st.mbuf, st.dbuf, st.params, st.state, st.inputs, st.out)
     assert wb.step(st.mbuf, st.dbuf, st.params, st.state, st.inputs, st.out) == wb.OK
 
@@ -295,7 +297,7 @@ def test_cycle_is_allocation_free():
 
 def test_not_reset_and_rejected_inputs_raise_flags():
     st = make()
-    assert st.step(Q0, DOUBLE) == wb.NOT_RESET
+    assert st.step(Q0, DOUBLE) == wb.NOT_RESET and st.flag_dict()["input_rejected"]
     st.reset(Q0)
     assert st.step(Q0, DOUBLE) == wb.OK
     q_ref = st.q_ref.copy()
@@ -332,10 +334,18 @@ def test_cog_outside_near_singular_limit_and_constraint_flags():
     st.reset(Q0)                                # the closed chain's sigma (0.27) below the threshold
     assert st.step(Q0, DOUBLE) == wb.OK and st.flag_dict()["near_singular"]
     assert st.sigmas["feet"] < st.config.sigma_threshold
-    st = make(tasks={"limit_margin": 0.3})     # knees inside the margin of their limit 0
+    st = make(tasks={"limit_margin": 0.3})     # ankles inside the margin of their limit -0.6
     st.reset(Q0)
-    _run(st, Q0, LEFT, steps=300)
+    qmin, qmax = ROBOT.model.qmin, ROBOT.model.qmax
+    room0 = np.minimum(Q0 - qmin, qmax - Q0)
+    q, room = Q0.copy(), room0.copy()
+    for _ in range(300):
+        assert st.step(q, LEFT) == wb.OK
+        q = st.q_ref.copy()
+        room = np.minimum(room, np.minimum(q - qmin, qmax - q))
     assert st.flag_dict()["at_joint_limit"]
+    inside = room0 < 0.3                        # no joint moved further into its margin
+    assert inside.any() and np.all(room[inside] >= room0[inside] - 1e-12)
     st = make()
     st.reset(Q0)
     assert st.step(Q0, DOUBLE) == wb.OK and not st.flag_dict()["constraint_violated"]
