@@ -2,7 +2,7 @@
 
 Built from the same YAML as the controller's tree models (:func:`drivers.hil.mjcf.spec_from_description`:
 bodies, inertias, joint frames, limits, joint armature and friction), so the two cannot drift. World
-axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is level, above the origin.
+axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is level.
 
 - ``hung``: the pelvis is fixed in the world :data:`GANTRY_HEIGHT` above the floor, the feet free in
   the air (the thesis' gantry experiment, Gastebois 2017 §2.6.2);
@@ -15,8 +15,8 @@ axes) with an accelerometer ``imu`` and an orientation sensor ``imu_quat``, and 
 sensor (:data:`SOLE_DATA` per floor/sole contact, as the bench leg's ``sole``; its name is the foot's).
 
 Transmission (thesis eq. 30-32, any number of joints): one fixed tendon per motor (named after its
-joint; motor i drives joint i) spanning the joints of its block (those its row of J_p reaches), whose coefficients are
-that row, so the tendon velocity is q̇_m = J_p q̇; the rotor inertia J_m, viscous and Coulomb friction
+joint; motor i drives joint i) spanning the joints of its block (those its row of J_p reaches),
+whose coefficients are that row, so the tendon velocity is q̇_m = J_p q̇; the rotor inertia J_m, viscous and Coulomb friction
 of the motor are the tendon's armature, damping and frictionloss. MuJoCo then adds J_pᵀ J_m J_p to the
 mass matrix (exact, ankle coupling included) and J_pᵀ (F_v q̇_m + F_c sign q̇_m) implicitly, and a
 motor actuator on each tendon applies J_pᵀ τ_m. Tendons rather than a per-step joint armature: a

@@ -15,7 +15,8 @@ held at ``q0`` by a joint PD (:data:`SETTLE_GAINS`); the clock then restarts at 
 pelvis is fixed at the gantry, the joints start at ``q0`` at rest.
 
 Outputs, updated in place after every step: motor positions q_m (zero at q = 0) and velocities J_p q̇
-in bus order; ``sensors`` (world axes: z up, x forward, origin on the floor below the pelvis at reset):
+in bus order; ``sensors`` (world axes: z up, x forward; origin on the floor, at reset midway between
+the soles on the ground, below the pelvis when hung):
 
 - ``joint_position`` (n, rad, description order): the encoders;
 - ``imu_gravity`` (3, m/s²): accelerometer at the pelvis origin in pelvis axes (specific force,
