@@ -19,9 +19,10 @@ joint; motor i drives joint i) spanning the joints of its block (those its row o
 whose coefficients are that row, so the tendon velocity is q̇_m = J_p q̇; the rotor inertia J_m,
 viscous and Coulomb friction of the motor are the tendon's armature, damping and frictionloss.
 MuJoCo then adds J_pᵀ J_m J_p to the mass matrix (exact, ankle coupling included) and
-J_pᵀ (F_v q̇_m + F_c sign q̇_m) implicitly, and a motor actuator on each tendon applies J_pᵀ τ_m. Tendons rather than a per-step joint armature: a
-gear's J_p is constant (its tendon is then exactly ratio² J_m of armature), while an ankle's 2×2 block
-couples its two joints, which a diagonal armature cannot hold. The coefficients written here are
+J_pᵀ (F_v q̇_m + F_c sign q̇_m) implicitly, and a motor actuator on each tendon applies J_pᵀ τ_m.
+Tendons rather than a per-step joint armature: a gear's J_p is constant (its tendon is then exactly
+ratio² J_m of armature), while an ankle's 2×2 block couples its two joints, which a diagonal armature
+cannot hold. The coefficients written here are
 J_p(q0); the plant rewrites them from J_p(q) before every MuJoCo step (:mod:`drivers.hil.plant_biped`).
 """
 from __future__ import annotations
