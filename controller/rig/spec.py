@@ -1,0 +1,97 @@
+"""Rig motions by name or file: ``KIND`` or ``KIND:key=value,key=value`` (e.g.
+``sinusoid:axis=x,amplitude=0.05,frequency=1``), a YAML file ``{kind: KIND, key: value, ...}`` or an
+earthquake CSV (``.csv``, :mod:`controller.rig.earthquake`). Kinds and their keys (defaults):
+
+- ``tilt``: ``alpha_deg`` (10), ``beta_deg`` (20), ``duration`` (7 s each way): the thesis' tilt,
+  level → (α, β) → level (Gastebois 2017, §2.6.3), or ``points`` [[α, β, duration], ...] (rad, s);
+- ``sinusoid``: ``axis`` (x), ``amplitude`` (0.05 m), ``frequency`` (1 Hz), ``cycles`` (5),
+  ``ramp_cycles`` (1); ``heave``: the same along z;
+- ``step``: ``axis`` (x), ``accel`` (2 m/s²), ``hold`` (0.2 s), ``edge`` (0.02 s), ``brake_ratio``
+  (0.5), ``rest`` (1 s);
+- ``ship_deck``: ``hs`` (0.4 m), ``tp`` (4 s), ``duration`` (60 s), ``seed`` (0), ``components``
+  (24), ``roll_gain`` (1), ``pitch_gain`` (0.5), ``ramp`` (5 s);
+- ``earthquake``: ``file`` (a CSV), ``highpass`` (0.1 Hz), ``fade`` (1 s).
+
+A bad name, key or value is a :class:`~controller.rig.motions.MotionError` naming it.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+
+import yaml
+
+from .earthquake import load_earthquake
+from .motions import Motion, MotionError, TiltSequence, acceleration_step, heave, ship_deck, sinusoid
+
+
+def tilt(alpha_deg: float = 10.0, beta_deg: float = 20.0, duration: float = 7.0,
+         points: list | None = None) -> TiltSequence:
+    """The thesis' tilt there and back, or the given points."""
+    if points is None:
+        points = [(math.radians(alpha_deg), math.radians(beta_deg), duration), (0.0, 0.0, duration)]
+    return TiltSequence(points)
+
+
+def earthquake(file: str, highpass: float = 0.1, fade: float = 1.0) -> Motion:
+    return load_earthquake(file, highpass=highpass, fade=fade)
+
+
+KINDS = {"tilt": tilt, "sinusoid": sinusoid, "heave": heave, "step": acceleration_step,
+         "ship_deck": ship_deck, "earthquake": earthquake}
+STEP_DEFAULTS = {"axis": "x", "accel": 2.0}
+SINE_DEFAULTS = {"axis": "x", "amplitude": 0.05, "frequency": 1.0}
+HEAVE_DEFAULTS = {"amplitude": 0.05, "frequency": 0.5}
+
+
+def build_motion(kind: str, params: dict, where: str) -> Motion:
+    """The motion of ``kind`` with ``params`` (defaults as in this module's docstring)."""
+    if kind not in KINDS:
+        raise MotionError(f"{where}: unknown motion kind {kind!r} (known: {', '.join(KINDS)})")
+    make = KINDS[kind]
+    defaults = {"step": STEP_DEFAULTS, "sinusoid": SINE_DEFAULTS, "heave": HEAVE_DEFAULTS}.get(kind, {})
+    known = inspect.signature(make).parameters
+    for key in params:
+        if key not in known:
+            raise MotionError(f"{where}: {kind} has no key {key!r} (keys: {', '.join(known)})")
+    try:
+        return make(**{**defaults, **params})
+    except MotionError as exc:
+        raise MotionError(f"{where}: {exc}") from None
+    except TypeError as exc:
+        raise MotionError(f"{where}: {kind}: {exc}") from None
+
+
+def _value(text: str):
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def motion_from_spec(spec: str) -> Motion:
+    """A motion from ``KIND[:k=v,...]``, a YAML file or an earthquake CSV (see the module)."""
+    path = Path(spec)
+    if path.suffix.lower() == ".csv":
+        return load_earthquake(path)
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise MotionError(f"{path}: cannot read the motion file ({exc.__class__.__name__})") from None
+        if not isinstance(raw, dict) or "kind" not in raw:
+            raise MotionError(f"{path}: a motion file is a mapping with a kind: key")
+        raw = dict(raw)
+        kind = raw.pop("kind")
+        if kind == "earthquake" and "file" in raw:
+            raw["file"] = str(path.parent / str(raw["file"]))
+        return build_motion(kind, raw, str(path))
+    kind, _, rest = spec.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise MotionError(f"motion {spec!r}: {item!r} is not key=value")
+        params[key.strip()] = _value(value.strip())
+    return build_motion(kind.strip(), params, f"motion {spec!r}")
