@@ -84,7 +84,7 @@ def euler_to_hinge(a1: float, a2: float, a3: float) -> tuple[float, float]:
 
 class TiltSequence(Motion):
     """Quintic moves of the hinge angles (α, β) through ``points`` [(α, β, duration s), ...] from
-    level, as the two-hinge platform's ``platform`` command (Gastebois 2017, §2.6.3: α 0→10°,
+    level and back to it, as the two-hinge platform's ``platform`` command (Gastebois 2017, §2.6.3: α 0→10°,
     β 0→20°, 7 s each way). The Euler rates come from a central difference of :func:`hinge_to_euler`
     over ``H`` s (the quintic is smooth: the error is O(H²), below 1e-6 of the rates)."""
 
@@ -97,6 +97,9 @@ class TiltSequence(Motion):
             raise MotionError(f"tilt: points must be finite [alpha, beta, duration] triples, got {points!r}")
         if np.any(pts[:, 2] <= 0.0):
             raise MotionError(f"tilt: every duration must be > 0 s, got {pts[:, 2].tolist()}")
+        if pts[-1, 0] != 0.0 or pts[-1, 1] != 0.0:
+            raise MotionError(f"tilt: the last point must be level (0, 0): every rig motion starts and ends at "
+                              f"home, got {pts[-1, :2].tolist()}")
         self.targets = np.vstack([np.zeros(2), pts[:, :2]])
         self.ends = np.cumsum(pts[:, 2])
         self.lengths = pts[:, 2].copy()
@@ -318,23 +321,28 @@ def _edge(tau: float, width: float) -> float:
 
 
 def acceleration_step(axis: str, accel: float, hold: float = 0.2, edge: float = 0.02,
-                      brake_ratio: float = 0.5, rest: float = 1.0, dt: float = 1.0e-3) -> SplineMotion:
+                      brake_ratio: float = 0.5, rest: float = 1.0, back: float = 4.0,
+                      dt: float = 1.0e-3) -> SplineMotion:
     """A step of horizontal acceleration ``accel`` (m/s², signed) along ``axis`` held ``hold`` s
     (its impulse accel × hold), with raised-cosine edges of ``edge`` s (jerk ≤ π |accel| / (2 edge)),
     then braked back to rest at ``brake_ratio`` × accel (the same impulse, opposite sign, a longer
-    and gentler step), then ``rest`` s at rest: the leg meets the sharp step first. The platform
-    ends displaced; the stroke check tells whether the rig can make it."""
-    _positive("acceleration_step", hold=hold, edge=edge, brake_ratio=brake_ratio, dt=dt)
+    and gentler step), ``rest`` s at rest, and a quintic back home in ``back`` s: the leg meets the
+    sharp step first. The stroke check tells whether the rig can make it."""
+    _positive("acceleration_step", hold=hold, edge=edge, brake_ratio=brake_ratio, back=back, dt=dt)
     if not (math.isfinite(accel) and accel != 0.0):
         raise MotionError(f"acceleration_step: accel must be a finite non-zero number, got {accel!r}")
     if not (math.isfinite(rest) and rest >= 0):
         raise MotionError(f"acceleration_step: rest must be a finite number >= 0, got {rest!r}")
     d = _dof(axis)
     brake_at, brake_len = hold + edge + 0.1, hold / brake_ratio
-    total = brake_at + brake_len + edge + rest
-    t = np.arange(int(math.ceil(total / dt)) + 1) * dt
-    a = np.zeros((len(t), 6))
+    n_back = int(math.ceil(back / dt))
+    t = np.arange(int(math.ceil((brake_at + brake_len + edge + rest) / dt)) + 1) * dt
+    a = np.zeros((len(t) + n_back, 6))
     for k, tk in enumerate(t):
         a[k, d] = accel * (_edge(tk, edge) - _edge(tk - hold, edge)) \
             - accel * brake_ratio * (_edge(tk - brake_at, edge) - _edge(tk - brake_at - brake_len, edge))
+    out = SplineMotion.from_acceleration(dt, a[:len(t)]).x[-1, d]      # where the step leaves the platform
+    b = n_back * dt
+    for k in range(n_back + 1):
+        a[len(t) - 1 + k, d] = -out * quintic_scalar(k / n_back)[2] / b ** 2
     return SplineMotion.from_acceleration(dt, a, name=f"acceleration step {axis} {accel:g} m/s2")

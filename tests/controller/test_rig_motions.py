@@ -53,7 +53,7 @@ def test_generators_stay_within_the_stroke_and_are_consistent(rig, name):
     motion.at(0.0, x, xd, xdd)
     assert np.abs(x).max() < 1e-12 and np.abs(xd).max() < 1e-7
     motion.at(motion.duration, x, xd, xdd)
-    assert np.abs(xd).max() < 1e-6 and np.abs(xdd).max() < 1e-4
+    assert np.abs(x).max() < 1e-6 and np.abs(xd).max() < 1e-6 and np.abs(xdd).max() < 1e-4   # back home
     h = 1e-4
     for tau in np.linspace(0.1, motion.duration - 0.1, 7):
         motion.at(tau, x, xd, xdd)
@@ -83,8 +83,13 @@ def test_hinge_tilt_is_eq46_in_rig_axes(alpha, beta):
     assert np.allclose(euler_to_hinge(*e), (alpha, beta), atol=1e-12)
 
 
+def test_a_tilt_that_does_not_end_level_is_refused():
+    with pytest.raises(MotionError, match="the last point must be level"):
+        TiltSequence([(0.1, 0.1, 2.0)])
+
+
 def test_tilt_sequence_reaches_its_points(rig):
-    m = TiltSequence([(0.1, 0.2, 2.0), (-0.1, 0.0, 3.0)])
+    m = TiltSequence([(0.1, 0.2, 2.0), (-0.1, 0.0, 3.0), (0.0, 0.0, 2.0)])
     x, xd, xdd = np.zeros(6), np.zeros(6), np.zeros(6)
     m.at(2.0, x, xd, xdd)
     assert np.allclose(euler_to_hinge(*x[3:]), (0.1, 0.2), atol=1e-12)
