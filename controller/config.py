@@ -15,6 +15,7 @@ from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.hal import BACKENDS
 from models import ConfigError, Robot
 from models.errors import quote
+from models.stewart_config import load_stewart
 from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
 from stabilizer.ground import TILT_IMU
@@ -37,6 +38,16 @@ class LoopConfig:
 
 
 @dataclass(frozen=True)
+class RigConfig:
+    """``control.platform: {kind: stewart, ...}``: the bench leg on the Stewart–Gough rig, whose six
+    actuators (``axes``, legs A-F) the loop drives in CSP (controller.rig.player, docs/rig.md)."""
+    rig_path: Path
+    axes: tuple[str, ...]
+    screw_lead: float              # m per motor turn: motor angle = 2π/lead × actuator displacement
+    accel_filter: float            # s, first-order low-pass of the platform's measured acceleration
+
+
+@dataclass(frozen=True)
 class ControlConfig:
     mode: str
     leg_axes: tuple[str, ...]
@@ -52,6 +63,7 @@ class ControlConfig:
     enable_timeout: float          # s for every drive to reach Operation Enabled
     stop_duration: float           # s of the quintic soft stop
     stabilizer_failure_cycles: int = 5   # non-OK stabilizer cycles in a row -> HOLD
+    rig: RigConfig | None = None   # the Stewart–Gough rig instead of the two hinges (platform_axes: its six)
 
 
 @dataclass(frozen=True)
@@ -156,12 +168,35 @@ def _loop(sec: Section) -> LoopConfig:
     return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep, stepped)
 
 
-def _control(sec: Section, n: int) -> ControlConfig:
+def _rig(sec: Section, base: Path) -> RigConfig | None:
+    """``control.platform``: absent or ``kind: hinges`` (the two-hinge tilting platform on
+    ``control.platform_axes``), or ``kind: stewart`` with ``rig`` (its YAML), ``axes`` (six),
+    ``screw_lead_m`` and ``accel_filter_s``."""
+    kind = sec.raw("kind", "hinges")
+    if kind not in ("hinges", "stewart"):
+        raise ConfigError(sec.where, sec.path("kind"), f"expected hinges or stewart, got {quote(kind)}")
+    if kind == "hinges":
+        sec.done()
+        return None
+    path = _path(sec, "rig", base)
+    load_stewart(path)                           # a bad rig YAML names its own file and key
+    rig = RigConfig(path, _names(sec, "axes", 6),
+                    sec.number("screw_lead_m", 0.02, positive=True),
+                    sec.number("accel_filter_s", 0.01, nonnegative=True))
+    sec.done()
+    return rig
+
+
+def _control(sec: Section, n: int, base: Path) -> ControlConfig:
     mode = sec.raw("mode", "csp")
     if mode not in MODES:
         raise ConfigError(sec.where, sec.path("mode"), f"expected one of {MODES}, got {quote(mode)}")
     leg = _names(sec, "leg_axes", n)
-    platform = _names(sec, "platform_axes", 2)
+    rig = _rig(sec.sub("platform", {}), base)
+    if rig is not None and "platform_axes" in sec.value:
+        raise ConfigError(sec.where, sec.path("platform_axes"), "the Stewart-Gough rig's axes are "
+                          "control.platform.axes: remove platform_axes")
+    platform = rig.axes if rig is not None else _names(sec, "platform_axes", 2)
     g = sec.sub("gains")
     kp, ki, kd = (_per_joint(g, k, n, d) for k, d in (("kp", 400.0), ("ki", 50.0), ("kd", 20.0)))
     filt = g.number("derivative_filter_s", 0.004, positive=True)
@@ -175,7 +210,7 @@ def _control(sec: Section, n: int) -> ControlConfig:
         watchdog=sec.number("watchdog_s", 1.0, positive=True),
         enable_timeout=sec.number("enable_timeout_s", 2.0, positive=True),
         stop_duration=sec.number("stop_duration_s", 0.5, positive=True),
-        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5))
+        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5), rig=rig)
     sec.done()
     return cfg
 
@@ -316,7 +351,7 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         raise ConfigError(where, "bus.backend", f"unknown backend {quote(bus.backend)} (known: "
                           f"{', '.join(sorted(BACKENDS))})")
     loop = _loop(top.sub("loop", {}))
-    control = _control(top.sub("control"), robot.n)
+    control = _control(top.sub("control"), robot.n, base)
     for axis in control.leg_axes + control.platform_axes:
         if axis not in {a.name for a in bus.axes}:
             raise ConfigError(where, "control", f"axis {quote(axis)} is not on the bus (bus axes: "

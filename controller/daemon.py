@@ -52,6 +52,15 @@ def open_plant_bus(cfg: DaemonConfig, robot):
         m = robot.model                       # the simulated leg rests slightly off its stops
         margin = 2.0 * cfg.control.soft_limit_margin
         q0 = np.clip(np.zeros(robot.n), m.qmin + margin, m.qmax - margin)
+        rig = cfg.control.rig
+        if rig is not None:                   # the leg on the Stewart-Gough rig (drivers.plant_rig)
+            import math
+
+            from drivers.plant_rig import RigLegPlant
+            from models.stewart import StewartModel
+            plant = RigLegPlant.from_config(cfg.bus, robot, StewartModel.from_yaml(rig.rig_path),
+                                            2.0 * math.pi / rig.screw_lead, rig.axes, q0=q0)
+            return open_bus(cfg.bus_section, plant=plant)
         plant = LegPlant.from_config(cfg.bus, robot, platform_ratio=cfg.control.platform_ratio, q0=q0)
         return open_bus(cfg.bus_section, plant=plant)
     if cfg.bus.backend == "udp":

@@ -85,6 +85,7 @@ from .references.stabilize import Stabilize, stab_flag_mask
 from .references.stop import Stop, decelerate
 from .states import AFTER, ALLOWED, POWERED, Outcome
 from .trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
+from ..rig.loop_side import rig_player
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
@@ -228,6 +229,7 @@ class ControlLoop:
         self.plat, self.plat_ref, self.plat_cmd = z(2), z(2), z(2)
         self.plat_from, self.plat_to, self.plat_v, self.plat_a = z(2), z(2), z(2), z(2)
         self.plat_t, self.plat_T = 0.0, 0.0
+        self.rig = rig_player(ctl.rig, self.period)   # the Stewart-Gough rig instead of the hinges (docs/rig.md)
         self.args = np.zeros(32)
         self.marks = np.zeros(7, np.int64)
         self.layout = RecordLayout(n)
@@ -342,8 +344,11 @@ class ControlLoop:
         b = self.bus
         gather(b.position, self.leg_idx, self.qm)
         gather(b.velocity, self.leg_idx, self.qmd)
-        gather(b.position, self.plat_idx, self.plat)
-        self.plat /= self.plat_div
+        if self.rig is None:
+            gather(b.position, self.plat_idx, self.plat)
+            self.plat /= self.plat_div
+        else:                                      # NaN tilt if its forward kinematics fails (TILT_INPUT)
+            self.rig.measure_bus(b.position, b.velocity, self.plat_idx, self.plat)
         st = motor_to_joint(self.P, self.qm, self.q)        # self.q: last q as the guess
         if st != TR_OK:
             return st
@@ -362,7 +367,9 @@ class ControlLoop:
                 self.tilt_unconfirmed += self.period
         else:
             self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
-            if self.imu is not None:               # use_acceleration: the support's, from the IMU
+            if self.rig is not None:               # use_acceleration: the rig's, by its forward kinematics
+                self.acc_in[:] = self.rig.support_acc
+            elif self.imu is not None:             # use_acceleration: the support's, from the IMU
                 support_acceleration(self.plat[0], self.plat[1], self.imu, self.R3, self.acc_in)
         return motor_bias(self.P, self.q, self.qd, self.Jp2, self.bias_q, self.bias, self.bias_b)
 
@@ -509,7 +516,10 @@ class ControlLoop:
         elif cmd == Cmd.STABILIZER:
             return self._stabilizer(a, nargs, t)
         elif cmd == Cmd.PLATFORM:
-            self._platform(a[0], a[1], a[2])
+            if self.rig is None:
+                self._platform(a[0], a[1], a[2])
+            elif not self.rig.tilt(a[0], a[1], a[2], t):
+                return False, Error.OUT_OF_RANGE
         elif cmd == Cmd.SET_GAINS:
             names = ("kp", "ki", "kd")
             gains = {names[k]: a[1 + k] for k in range(min(nargs - 1, 3))}
@@ -675,7 +685,9 @@ class ControlLoop:
         outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
         if outcome != Outcome.RUNNING:
             self._finished(outcome, t)
-        if self.state in POWERED:
+        if self.rig is not None:
+            self.rig.reference(t, self.state in POWERED)
+        elif self.state in POWERED:
             if self.plat_T > 0.0:
                 self.plat_t += self.period
                 sample_move(QUINTIC, 0.5, self.plat_T, self.plat_from, self.plat_to,
@@ -738,6 +750,10 @@ class ControlLoop:
             scatter(self.qm_cmd, self.leg_idx, b.target_position, 1.0)
             scatter(self.qmd_cmd, self.leg_idx, b.target_velocity, 1.0)
         scatter(self.tau_m, self.leg_idx, b.torque_offset, 1.0)
+        if self.rig is not None:
+            scatter(self.rig.position, self.plat_idx, b.target_position, 1.0)
+            scatter(self.rig.velocity, self.plat_idx, b.target_velocity, 1.0)
+            return
         scatter(self.plat_ref, self.plat_idx, b.target_position, self.ratio)
         scatter(self.plat_v, self.plat_idx, b.target_velocity, self.ratio)
 

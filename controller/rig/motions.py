@@ -10,7 +10,7 @@ runs the rig's inverse kinematics over all of it and refuses what the actuators 
 The bench leg stands on the plate with its thesis world axes (x_g up, Gastebois 2017, eq. 45–47)
 on the rig's as y_g → x, z_g → y, x_g → z (as the hinge bench's MuJoCo scene,
 ``drivers.hil.mjcf.WORLD_FROM_G``); the hinge platform's R_M→O0 = Rz_g(α) Ry_g(−β) is then
-Ry(α) Rx(−β) in rig axes (:func:`hinge_to_euler`, :func:`euler_to_hinge`).
+Ry(α) Rx(−β) in rig axes (:mod:`models.stewart_tilt`).
 
 Motions: :class:`TiltSequence` (quintic moves of the hinge angles, as the two-hinge platform),
 :class:`SineSum` (:func:`sinusoid`, :func:`heave`, :func:`ship_deck`: sums of sinusoids under a
@@ -23,6 +23,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
+from models.stewart_tilt import hinge_to_euler
 
 from ..loop.trajectories import quintic_scalar
 
@@ -61,46 +63,28 @@ class Motion:
         raise NotImplementedError
 
 
-# --- the hinge platform's tilt on the rig ------------------------------------------------------
-
-def hinge_to_euler(alpha: float, beta: float, out: np.ndarray) -> None:
-    """(α1, α2, α3) of Ry(α) Rx(−β) = Rx(α1) Ry(α2) Rz(α3): the rig orientation of the hinge
-    platform's tilt (α, β) (Gastebois 2017, eq. 46, in rig axes)."""
-    ca, sa, cg, sg = math.cos(alpha), math.sin(alpha), math.cos(-beta), math.sin(-beta)
-    out[0] = math.atan2(sg, ca * cg)
-    out[1] = math.asin(max(-1.0, min(1.0, sa * cg)))
-    out[2] = math.atan2(-sa * sg, ca)
-
-
-def euler_to_hinge(a1: float, a2: float, a3: float) -> tuple[float, float]:
-    """(α, β) of the rig orientation Rx(α1) Ry(α2) Rz(α3) read as Ry(α) Rx(−β) (the inverse of
-    :func:`hinge_to_euler`; exact where the orientation has that form, the hinge angles of the
-    plate's normal otherwise): α = atan2(−R20, R00), β = atan2(R12, R11)."""
-    c1, s1, c2, s2, c3, s3 = math.cos(a1), math.sin(a1), math.cos(a2), math.sin(a2), math.cos(a3), math.sin(a3)
-    r00, r11 = c2 * c3, c1 * c3 - s1 * s2 * s3
-    r12, r20 = -s1 * c2, s1 * s3 - c1 * s2 * c3
-    return math.atan2(-r20, r00), math.atan2(r12, r11)
-
-
 class TiltSequence(Motion):
     """Quintic moves of the hinge angles (α, β) through ``points`` [(α, β, duration s), ...] from
-    level and back to it, as the two-hinge platform's ``platform`` command (Gastebois 2017, §2.6.3: α 0→10°,
-    β 0→20°, 7 s each way). The Euler rates come from a central difference of :func:`hinge_to_euler`
-    over ``H`` s (the quintic is smooth: the error is O(H²), below 1e-6 of the rates)."""
+    ``start`` (level), as the two-hinge platform's ``platform`` command (Gastebois 2017, §2.6.3:
+    α 0→10°, β 0→20°, 7 s each way). A motion ends level (``end_level``, every rig motion starts
+    and ends at home) unless it is the ``platform`` command's tilt, which stays. The Euler rates
+    come from a central difference of :func:`hinge_to_euler` over ``H`` s (the quintic is smooth:
+    the error is O(H²), below 1e-6 of the rates)."""
 
     name = "tilt"
     H = 1.0e-3
 
-    def __init__(self, points: Sequence[Sequence[float]]) -> None:
+    def __init__(self, points: Sequence[Sequence[float]], start: Sequence[float] = (0.0, 0.0),
+                 end_level: bool = True) -> None:
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) == 0 or not np.all(np.isfinite(pts)):
             raise MotionError(f"tilt: points must be finite [alpha, beta, duration] triples, got {points!r}")
         if np.any(pts[:, 2] <= 0.0):
             raise MotionError(f"tilt: every duration must be > 0 s, got {pts[:, 2].tolist()}")
-        if pts[-1, 0] != 0.0 or pts[-1, 1] != 0.0:
+        if end_level and (pts[-1, 0] != 0.0 or pts[-1, 1] != 0.0):
             raise MotionError(f"tilt: the last point must be level (0, 0): every rig motion starts and ends at "
                               f"home, got {pts[-1, :2].tolist()}")
-        self.targets = np.vstack([np.zeros(2), pts[:, :2]])
+        self.targets = np.vstack([np.asarray(start, dtype=np.float64), pts[:, :2]])
         self.ends = np.cumsum(pts[:, 2])
         self.lengths = pts[:, 2].copy()
         self._e = np.zeros((3, 3))

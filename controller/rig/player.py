@@ -9,7 +9,7 @@ kinematics (Newton on eq. 10, from the last pose) → pose; the twist V = (v_G, 
 the twist's derivative over one period, low-passed (first order, ``accel_tau``). The bench leg
 stands on the plate at G, so G's horizontal acceleration is the support's (thesis axes: a_y = a_x
 of the rig, a_z = a_y, see :mod:`controller.rig.motions`) and the plate's orientation gives the
-hinge-equivalent tilt (α, β) (:func:`hinge_angles`): the stabilizer's ``tilt.source: platform`` and
+hinge-equivalent tilt (α, β) (:func:`models.stewart_tilt.hinge_angles`): the stabilizer's ``tilt.source: platform`` and
 ``use_acceleration`` inputs (Gastebois 2017, §2.5.4). Kernels are ``@njit(cache=True)`` and
 allocate nothing; :class:`RigPlayer` holds their preallocated buffers.
 """
@@ -23,18 +23,9 @@ from numba import njit
 from models.stewart import (OK, SINGULAR, StewartData, StewartModel, data_views, forward_kinematics,
                             inverse_kinematics, solve6)
 
+from models.stewart_tilt import hinge_angles
+
 from .motions import Motion, MotionError
-
-
-@njit(cache=True)
-def hinge_angles(pose, out):
-    """(α, β) of the plate, Rx(α1) Ry(α2) Rz(α3) read as Ry(α) Rx(−β) (Gastebois 2017, eq. 46 in
-    rig axes; :func:`controller.rig.motions.euler_to_hinge`)."""
-    c1, s1 = math.cos(pose[3]), math.sin(pose[3])
-    c2, s2 = math.cos(pose[4]), math.sin(pose[4])
-    c3, s3 = math.cos(pose[5]), math.sin(pose[5])
-    out[0] = math.atan2(-(s1 * s3 - c1 * s2 * c3), c2 * c3)
-    out[1] = math.atan2(-s1 * c2, c1 * c3 - s1 * s2 * s3)
 
 
 @njit(cache=True)

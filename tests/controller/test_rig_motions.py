@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from controller.rig.earthquake import earthquake_motion, load_earthquake, read_csv
-from controller.rig.motions import (MotionError, SplineMotion, TiltSequence, acceleration_step, euler_to_hinge,
-                                    heave, hinge_to_euler, pierson_moskowitz, ship_deck, sinusoid)
+from controller.rig.motions import (MotionError, SplineMotion, TiltSequence, acceleration_step, heave,
+                                    pierson_moskowitz, ship_deck, sinusoid)
 from controller.rig.spec import motion_from_spec
 from controller.rig.stroke import check_motion
 from models.stewart import StewartModel, leg_lengths
+from models.stewart_tilt import euler_to_hinge, hinge_to_euler
 
 RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 
