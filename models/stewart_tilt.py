@@ -35,6 +35,13 @@ def hinge_angles(pose, out):
     out[1] = math.atan2(-s1 * c2, c1 * c3 - s1 * s2 * s3)
 
 
+@njit(cache=True)
+def matrix_hinge_angles(R, out):
+    """(α, β) of a plate orientation matrix R (rig axes) read as Ry(α) Rx(−β) (:func:`hinge_angles`)."""
+    out[0] = math.atan2(-R[2, 0], R[0, 0])
+    out[1] = math.atan2(R[1, 2], R[1, 1])
+
+
 def euler_to_hinge(a1: float, a2: float, a3: float) -> tuple[float, float]:
     """(α, β) of the orientation Rx(α1) Ry(α2) Rz(α3) (:func:`hinge_angles`)."""
     out = np.zeros(2)

@@ -18,7 +18,8 @@ chain from its base point B_j (frame Rb_j, leg along z at the home pose) of
   soft constraints scale with the bodies they join: a light cap would leave the welds too soft
   to hold the loops (with 1e-3 kg m² caps the platform's orientation leaked within 0.1 s).
 
-The platform (mass and inertia of the YAML, frame at its centre of mass G) is a free body; the six
+The platform (body ``platform``, as the hinge bench's plate; mass and inertia of the YAML, frame at
+its centre of mass G) is a free body (joint ``rig_platform``); the six
 welds close the loops (36 equations on 36 leg + 6 platform coordinates: six degrees of freedom, the
 actuators). Its top plate (geom ``platform``, no mass of its own) has its upper face through G. The
 scene's origin is G at the home pose when ``origin: plate`` (under the bench leg: M, the centre of
@@ -102,10 +103,11 @@ def _platform_less_caps(model: StewartModel) -> np.ndarray:
     return I
 
 
-def rig_xml(model: StewartModel, p: Mapping[str, float], origin: str = "plate",
-            timestep: float = 4.0e-4) -> tuple[str, str, str]:
+def rig_xml(model: StewartModel, p: Mapping[str, float], origin: str = "plate", timestep: float = 4.0e-4,
+            contact: tuple[float, float] = (0.8, 0.005)) -> tuple[str, str, str]:
     """(bodies, equalities, actuators) of the rig; ``origin`` ``plate`` puts G at the home pose at
-    the scene's origin (the plate's top face through it), ``base`` the base's centre."""
+    the scene's origin (the plate's top face through it), ``base`` the base's centre; ``contact``:
+    the plate's sliding friction and contact time constant (s)."""
     d = model.desc
     base_z = -d.h if origin == "plate" else 0.0
     k, ratio = model.geo, gear(p)
@@ -140,14 +142,15 @@ def rig_xml(model: StewartModel, p: Mapping[str, float], origin: str = "plate",
             + "</body>\n" * 6)
     hs, t = p["plate_half_size"], p["plate_thickness"]
     body = (f'<body name="rig_base" pos="0 0 {_v(base_z)}">\n' + "".join(legs) + '</body>\n'
-            f'<body name="rig_platform" pos="0 0 {_v(base_z + d.h)}">\n<freejoint name="rig_platform"/>\n'
+            f'<body name="{PLATFORM}" pos="0 0 {_v(base_z + d.h)}">\n<freejoint name="rig_platform"/>\n'
             + _inertial((0, 0, 0), m[5] - 6 * CAP_MASS, _platform_less_caps(model)) + "\n"
             f'<geom name="{PLATFORM}" type="box" pos="0 0 {_v(-t / 2.0)}" size="{_v(hs, hs, t / 2.0)}" '
-            'mass="0" contype="0" conaffinity="3" condim="3" rgba="0.6 0.65 0.7 1"/>\n'
+            f'mass="0" contype="0" conaffinity="3" condim="3" friction="{_v(contact[0], 0.005, 1e-4)}" '
+            f'solref="{_v(contact[1], 1.0)}" rgba="0.6 0.65 0.7 1"/>\n'
             '</body>')
     tc = max(p["weld_timeconst"], 2.0 * timestep)
     welds = "".join(f'<weld name="rig_close_{LEG_NAMES[j]}" body1="rig_cap_{LEG_NAMES[j]}" '
-                    f'body2="rig_platform" solref="{_v(tc, 1.0)}" solimp="{_v(*WELD_SOLIMP)}"/>\n'
+                    f'body2="{PLATFORM}" solref="{_v(tc, 1.0)}" solimp="{_v(*WELD_SOLIMP)}"/>\n'
                     for j in range(6))
     motors = "".join(f'<motor name="{a}" joint="{a}" gear="{_v(ratio)}"/>\n' for a in ACTUATORS)
     return body, welds, motors

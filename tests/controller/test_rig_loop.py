@@ -25,7 +25,7 @@ from .loop_harness import Harness
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RIG_CONFIG = DEPLOY / "bipd_rig.yaml"
-GEAR = 2 * math.pi / 0.02
+GEAR = 2 * math.pi / 0.01
 STANCE_TILT = (math.radians(10.0), math.radians(20.0))      # the thesis' tilt (§2.6.3)
 
 
