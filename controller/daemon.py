@@ -68,6 +68,14 @@ def open_plant_bus(cfg: DaemonConfig, robot):
     return open_bus(cfg.bus_section)
 
 
+def _rig_model(cfg: DaemonConfig):
+    """The Stewart-Gough rig's model of ``control.platform`` (None for the hinges)."""
+    if cfg.control.rig is None:
+        return None
+    from models.stewart import StewartModel
+    return StewartModel.from_yaml(cfg.control.rig.rig_path)
+
+
 def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str,
               stepped: bool | None = None) -> None:
     """Entry point of the loop process."""
@@ -155,6 +163,7 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
                                    bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                                    bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                                    soft_limit_margin=cfg.control.soft_limit_margin,
+                                   rig=_rig_model(cfg),
                                    summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                                             "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
                                             "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})

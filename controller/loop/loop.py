@@ -520,6 +520,11 @@ class ControlLoop:
                 self._platform(a[0], a[1], a[2])
             elif not self.rig.tilt(a[0], a[1], a[2], t):
                 return False, Error.OUT_OF_RANGE
+        elif cmd == Cmd.RIG_MOTION:
+            if self.rig is None:
+                return False, Error.NOT_SUPPORTED
+            if not self.rig.play(a[:nargs], t):
+                return False, Error.NOT_ALLOWED
         elif cmd == Cmd.SET_GAINS:
             names = ("kp", "ki", "kd")
             gains = {names[k]: a[1 + k] for k in range(min(nargs - 1, 3))}

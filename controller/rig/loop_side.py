@@ -13,6 +13,7 @@ from models.stewart_tilt import euler_to_hinge
 
 from .motions import MotionError, TiltSequence
 from .player import RigPlayer
+from .spec import motion_from_args
 
 TILT_PATH_POINTS = 21          # poses of a `platform` tilt checked against the stroke before it starts
 
@@ -68,6 +69,17 @@ class RigLoop:
             p.start(motion, t)
         except MotionError:
             return False
+        return True
+
+
+    def play(self, args: np.ndarray, t: float) -> bool:
+        """Start the ``rig_motion`` command's motion (:func:`controller.rig.spec.motion_from_args`,
+        checked against the stroke on the I/O side) from home; False if the rig is moving or away
+        from home (a ``platform`` tilt left it tilted)."""
+        p = self.player
+        if p.motion is not None or np.any(np.abs(p.pose_ref - p.home) > 1e-9):
+            return False
+        p.start(motion_from_args(args), t)
         return True
 
 

@@ -295,13 +295,9 @@ class SplineMotion(Motion):
             x[i] = X[k, i] + V[k, i] * s + a0 * s * s / 2.0 + j * s * s * s / 6.0
 
 
-def _edge(tau: float, width: float) -> float:
+def _edge(tau: np.ndarray, width: float) -> np.ndarray:
     """Raised-cosine edge 0 → 1 over ``width`` s from τ = 0."""
-    if tau <= 0.0:
-        return 0.0
-    if tau >= width:
-        return 1.0
-    return 0.5 * (1.0 - math.cos(math.pi * tau / width))
+    return 0.5 * (1.0 - np.cos(math.pi * np.clip(tau / width, 0.0, 1.0)))
 
 
 def acceleration_step(axis: str, accel: float, hold: float = 0.2, edge: float = 0.02,
@@ -322,11 +318,9 @@ def acceleration_step(axis: str, accel: float, hold: float = 0.2, edge: float = 
     n_back = int(math.ceil(back / dt))
     t = np.arange(int(math.ceil((brake_at + brake_len + edge + rest) / dt)) + 1) * dt
     a = np.zeros((len(t) + n_back, 6))
-    for k, tk in enumerate(t):
-        a[k, d] = accel * (_edge(tk, edge) - _edge(tk - hold, edge)) \
-            - accel * brake_ratio * (_edge(tk - brake_at, edge) - _edge(tk - brake_at - brake_len, edge))
+    a[:len(t), d] = accel * (_edge(t, edge) - _edge(t - hold, edge)) \
+        - accel * brake_ratio * (_edge(t - brake_at, edge) - _edge(t - brake_at - brake_len, edge))
     out = SplineMotion.from_acceleration(dt, a[:len(t)]).x[-1, d]      # where the step leaves the platform
-    b = n_back * dt
-    for k in range(n_back + 1):
-        a[len(t) - 1 + k, d] = -out * quintic_scalar(k / n_back)[2] / b ** 2
+    b, s = n_back * dt, np.arange(n_back + 1) / n_back
+    a[len(t) - 1:, d] = -out * (60.0 * s - 180.0 * s ** 2 + 120.0 * s ** 3) / b ** 2    # the quintic's r''(s)
     return SplineMotion.from_acceleration(dt, a, name=f"acceleration step {axis} {accel:g} m/s2")

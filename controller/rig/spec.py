@@ -12,7 +12,9 @@ earthquake CSV (``.csv``, :mod:`controller.rig.earthquake`). Kinds and their key
   (24), ``roll_gain`` (1), ``pitch_gain`` (0.5), ``ramp`` (5 s);
 - ``earthquake``: ``file`` (a CSV), ``highpass`` (0.1 Hz), ``fade`` (1 s).
 
-A bad name, key or value is a :class:`~controller.rig.motions.MotionError` naming it.
+A bad name, key or value is a :class:`~controller.rig.motions.MotionError` naming it. The daemon's
+``rig_motion`` command takes the built-in kinds (:data:`COMMAND_KINDS`) as mailbox numbers
+(:func:`motion_args`, :func:`motion_from_args`).
 """
 from __future__ import annotations
 
@@ -20,10 +22,11 @@ import inspect
 import math
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from .earthquake import load_earthquake
-from .motions import Motion, MotionError, TiltSequence, acceleration_step, heave, ship_deck, sinusoid
+from .motions import DOFS, Motion, MotionError, TiltSequence, acceleration_step, heave, ship_deck, sinusoid
 
 
 def tilt(alpha_deg: float = 10.0, beta_deg: float = 20.0, duration: float = 7.0,
@@ -95,3 +98,40 @@ def motion_from_spec(spec: str) -> Motion:
             raise MotionError(f"motion {spec!r}: {item!r} is not key=value")
         params[key.strip()] = _value(value.strip())
     return build_motion(kind.strip(), params, f"motion {spec!r}")
+
+
+COMMAND_KINDS = ("tilt", "sinusoid", "heave", "step", "ship_deck")   # the `rig_motion` command's (no files)
+
+
+def _arguments(kind: str) -> list[str]:
+    return [k for k in inspect.signature(KINDS[kind]).parameters if k != "points"]
+
+
+def motion_args(spec: str) -> np.ndarray:
+    """The mailbox arguments of ``KIND[:k=v,...]`` (a kind of :data:`COMMAND_KINDS`): its kind's
+    index, then every parameter in its constructor's order, defaults filled, an axis as its index
+    in :data:`~controller.rig.motions.DOFS`. The motion is built once here, so a bad one is refused."""
+    kind = spec.partition(":")[0].strip()
+    if kind not in COMMAND_KINDS:
+        raise MotionError(f"motion {spec!r}: the rig_motion command plays {', '.join(COMMAND_KINDS)} "
+                          f"(KIND or KIND:key=value,...), got {kind!r}")
+    motion_from_spec(spec)
+    _, _, rest = spec.partition(":")
+    given = dict(item.partition("=")[::2] for item in filter(None, rest.split(",")))
+    values = {**{k: v.default for k, v in inspect.signature(KINDS[kind]).parameters.items()},
+              **{"step": STEP_DEFAULTS, "sinusoid": SINE_DEFAULTS, "heave": HEAVE_DEFAULTS}.get(kind, {}),
+              **{k.strip(): _value(v.strip()) for k, v in given.items()}}
+    out = [float(COMMAND_KINDS.index(kind))]
+    for key in _arguments(kind):
+        v = values[key]
+        out.append(float(DOFS.index(v)) if key == "axis" else float(v))
+    return np.array(out)
+
+
+def motion_from_args(args: np.ndarray) -> Motion:
+    """The motion :func:`motion_args` encoded."""
+    kind = COMMAND_KINDS[int(args[0])]
+    params = {}
+    for key, v in zip(_arguments(kind), args[1:]):
+        params[key] = DOFS[int(v)] if key == "axis" else (int(v) if key in ("seed", "components") else float(v))
+    return KINDS[kind](**params)
