@@ -16,6 +16,7 @@ from .player import RigPlayer
 from .spec import motion_from_args
 
 TILT_PATH_POINTS = 21          # poses of a `platform` tilt checked against the stroke before it starts
+HOME_TOLERANCE = 1e-3          # m, rad: a rig_motion starts within this of home (the drives' hold under load)
 
 
 class RigLoop:
@@ -74,10 +75,10 @@ class RigLoop:
 
     def play(self, args: np.ndarray, t: float) -> bool:
         """Start the ``rig_motion`` command's motion (:func:`controller.rig.spec.motion_from_args`,
-        checked against the stroke on the I/O side) from home; False if the rig is moving or away
-        from home (a ``platform`` tilt left it tilted)."""
+        checked against the stroke on the I/O side from home) where the plate is held; False if the
+        rig is moving or more than ``HOME_TOLERANCE`` from home (a ``platform`` tilt left it tilted)."""
         p = self.player
-        if p.motion is not None or np.any(np.abs(p.pose_ref - p.home) > 1e-9):
+        if p.motion is not None or np.any(np.abs(p.pose_ref - p.home) > HOME_TOLERANCE):
             return False
         p.start(motion_from_args(args), t)
         return True

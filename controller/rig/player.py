@@ -72,8 +72,9 @@ def measure_platform(mbuf, dbuf, motor_position, motor_velocity, gear, period, t
 
 
 class RigPlayer:
-    """The rig's side of the loop: plays one motion at a time from home (every motion starts and
-    ends there) and measures the platform. ``reference(t)`` fills ``position``/``velocity`` (motor
+    """The rig's side of the loop: plays one motion at a time, its offsets added to the reference it
+    starts from (home, or where the drives held the plate when they were enabled), and measures the
+    platform. ``reference(t)`` fills ``position``/``velocity`` (motor
     side, the six actuators in leg order A-F); ``measure(position, velocity)`` fills ``pose``,
     ``twist``, ``acc`` (G, frame 0), ``tilt`` (α, β) and ``support_acc`` (a_y, a_z in thesis axes)."""
 
@@ -89,6 +90,7 @@ class RigPlayer:
         z = lambda k=6: np.zeros(k)  # noqa: E731
         self.off, self.off_d, self.off_dd = z(), z(), z()
         self.pose_ref, self.pose_ref_d, self.pose_ref_dd = self.home.copy(), z(), z()
+        self.origin = self.home.copy()             # the reference a motion's offsets start from
         self.position, self.velocity = z(), z()
         self.pose, self.twist, self.acc, self.tilt, self.support_acc = self.home.copy(), z(), z(3), z(2), z(2)
         self.lam, self.A = z(), np.zeros((7, 6))
@@ -108,6 +110,7 @@ class RigPlayer:
         if self.motion is not None:
             raise MotionError(f"{motion.name}: the rig is still playing {self.motion.name}")
         motion.start(t)
+        self.origin[:] = self.pose_ref
         self.motion = motion
 
     def stop(self) -> None:
@@ -121,7 +124,7 @@ class RigPlayer:
         m = self.motion
         if m is not None:
             done = m.sample(t, self.off, self.off_d, self.off_dd)
-            np.add(self.home, self.off, out=self.pose_ref)
+            np.add(self.origin, self.off, out=self.pose_ref)
             self.pose_ref_d[:] = self.off_d
             self.pose_ref_dd[:] = self.off_dd
             if done:

@@ -37,6 +37,7 @@ from ..extras import missing
 from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
+from .rig import RIG_CONFIG, RigMotion, motion_spec
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
 
 
@@ -87,13 +88,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--axis", choices=tuple(TILT_AXES), required=True)
     s.add_argument("--runs", type=int, default=5, help="runs at most (default 5)")
     d = sub.add_parser("tilt-directions", help="the thesis-magnitude tilt (20°) in eight directions, stabilizer on")
+    rg = sub.add_parser("rig", help="a ground motion of the Stewart-Gough rig under the leg (deploy/bipd_rig.yaml)")
+    rg.add_argument("--motion", required=True, metavar="FILE|NAME",
+                    help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck) or a YAML file of one")
+    rr = sub.add_parser("rig-results", help="regenerate the README's rig table (many runs)")
+    rr.add_argument("--runs", type=int, default=4, help="runs per bisection (default 4)")
+    rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
     r = sub.add_parser("results", help="regenerate the README results table (many runs)")
     r.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     r.add_argument("--readme", type=Path, help="rewrite the table between the markers of this file")
-    for q in (t, sub.choices["squat"], pu, w, f):
+    for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
-    for q in (s, d, r):
+    for q in (s, d, r, rr):
         _common(q, plot=False)
+    for q in (rg, rr):
+        q.set_defaults(config=RIG_CONFIG)
     return p
 
 
@@ -111,6 +120,8 @@ def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
         if args.force < 0 or args.duration <= 0:
             p.error("--force must be >= 0 N and --duration > 0 s")
         return Push(args.force, args.duration, args.direction)
+    if args.scenario == "rig":
+        return RigMotion(motion_spec(args.motion))
     if args.scenario == "walk-file":
         if not args.path.is_file():
             p.error(f"walk-file: {args.path} is not a file")
@@ -179,6 +190,16 @@ def main(argv: list[str] | None = None) -> int:
             table = markdown(res)
             if args.readme:
                 update_readme(args.readme, table)
+            print(json.dumps(res) if args.json else table)
+            return 0
+        if args.scenario == "rig-results":
+            from .results import update_readme
+            from .rig import MARKERS, collect as rig_collect, markdown as rig_markdown
+
+            res = rig_collect(options, args.runs, _say)
+            table = rig_markdown(res)
+            if args.readme:
+                update_readme(args.readme, table, MARKERS)
             print(json.dumps(res) if args.json else table)
             return 0
         if args.scenario == "largest-tilt":

@@ -131,10 +131,11 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n" + note + "\n"
 
 
-def update_readme(path: Path, table: str) -> None:
+def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
     """Replace the text between the result markers of ``path``."""
+    begin, end = markers
     text = path.read_text()
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
-        raise ScenarioError(f"{path} has no {BEGIN} ... {END} block to rewrite")
-    path.write_text(pattern.sub(lambda _m: f"{BEGIN}\n{table}{END}", text))
+        raise ScenarioError(f"{path} has no {begin} ... {end} block to rewrite")
+    path.write_text(pattern.sub(lambda _m: f"{begin}\n{table}{end}", text))
