@@ -62,6 +62,14 @@ class Motion:
     def at(self, tau: float, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> None:
         raise NotImplementedError
 
+    def sample_many(self, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(x, ẋ, ẍ) at every τ of ``taus`` (each (N, 6)), for checks off the loop; the motions
+        that are sums or tables override it with array arithmetic."""
+        out = np.zeros((3, len(taus), 6))
+        for k, tau in enumerate(taus):
+            self.at(float(tau), out[0, k], out[1, k], out[2, k])
+        return out[0], out[1], out[2]
+
 
 class TiltSequence(Motion):
     """Quintic moves of the hinge angles (α, β) through ``points`` [(α, β, duration s), ...] from
@@ -149,6 +157,19 @@ class SineSum(Motion):
             raise MotionError(f"{name}: the ramp must be between 0 and half the duration "
                               f"({self.duration / 2.0:g} s), got {ramp!r}")
         self.ramp = float(ramp)
+
+    def sample_many(self, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        env = np.array([_envelope(float(t), self.duration, self.ramp) for t in taus])
+        arg = np.outer(taus, self.omega) + self.phase
+        f, fd = self.amp * np.sin(arg), self.amp * self.omega * np.cos(arg)
+        fdd = -self.omega ** 2 * f
+        out = np.zeros((3, len(taus), 6))
+        w, dw, ddw = env[:, :1], env[:, 1:2], env[:, 2:3]
+        for k, d in enumerate(self.dof):
+            out[0, :, d] += (w * f[:, k:k + 1])[:, 0]
+            out[1, :, d] += (dw * f[:, k:k + 1] + w * fd[:, k:k + 1])[:, 0]
+            out[2, :, d] += (ddw * f[:, k:k + 1] + 2.0 * dw * fd[:, k:k + 1] + w * fdd[:, k:k + 1])[:, 0]
+        return out[0], out[1], out[2]
 
     def at(self, tau: float, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> None:
         x.fill(0.0)
@@ -281,6 +302,14 @@ class SplineMotion(Motion):
         v[:-1] = (x[1:] - x[:-1]) / dt - dt * (2.0 * a[:-1] + a[1:]) / 6.0
         v[-1] = v[-2] + dt * (a[-2] + a[-1]) / 2.0
         return cls(dt, x, v, a, name)
+
+    def sample_many(self, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        dt = self.dt
+        k = np.minimum((taus / dt).astype(np.int64), self.x.shape[0] - 2)
+        s = (taus - k * dt)[:, None]
+        a0, j = self.a[k], (self.a[k + 1] - self.a[k]) / dt
+        return (self.x[k] + self.v[k] * s + a0 * s * s / 2.0 + j * s ** 3 / 6.0,
+                self.v[k] + a0 * s + j * s * s / 2.0, a0 + j * s)
 
     def at(self, tau: float, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> None:
         dt = self.dt

@@ -34,14 +34,15 @@ def check_motion(model: StewartModel, motion: Motion, step: float = 0.005) -> St
         raise MotionError(f"stroke check: step must be a finite number > 0 s, got {step!r}")
     data = StewartData()
     home = np.array([0.0, 0.0, model.desc.h, 0.0, 0.0, 0.0])
-    x, xd, xdd, pose = np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(6)
+    pose = np.zeros(6)
     lam, S = np.zeros(6), np.zeros((6, 6))
     lo, hi = model.desc.stroke
     lam_min, lam_max, speed, margin, where = math.inf, -math.inf, 0.0, math.inf, (0, 0.0)
     n = int(math.ceil(motion.duration / step))
-    for k in range(n + 1):
-        t = min(k * step, motion.duration)
-        motion.at(t, x, xd, xdd)
+    taus = np.minimum(np.arange(n + 1) * step, motion.duration)
+    X, XD, XDD = motion.sample_many(taus)
+    for k, t in enumerate(taus):
+        x, xd, xdd = X[k], XD[k], XDD[k]
         np.add(home, x, out=pose)
         if not (np.all(np.isfinite(pose)) and np.all(np.isfinite(xd)) and np.all(np.isfinite(xdd))):
             raise MotionError(f"{motion.name}: the pose is not finite at t = {t:.3f} s")
@@ -61,5 +62,5 @@ def check_motion(model: StewartModel, motion: Motion, step: float = 0.005) -> St
         room = np.minimum(lam - lo, hi - lam)
         j = int(np.argmin(room))
         if room[j] < margin:
-            margin, where = float(room[j]), (j, t)
+            margin, where = float(room[j]), (j, float(t))
     return StrokeReport(float(lam_min), float(lam_max), speed, margin, LEG_NAMES[where[0]], where[1])

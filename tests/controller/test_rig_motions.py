@@ -215,3 +215,15 @@ def test_spline_from_displacement_interpolates_its_nodes():
 def test_bad_motion_specs_are_refused(spec, problem):
     with pytest.raises(MotionError, match=problem):
         motion_from_spec(spec)
+
+
+@pytest.mark.parametrize("name", sorted(MOTIONS))
+def test_sample_many_is_at_at_every_instant(name):
+    motion = MOTIONS[name]()
+    taus = np.linspace(0.0, motion.duration, 37)
+    X, XD, XDD = motion.sample_many(taus)
+    x, xd, xdd = np.zeros(6), np.zeros(6), np.zeros(6)
+    for k, tau in enumerate(taus):
+        motion.at(float(tau), x, xd, xdd)
+        assert np.allclose(X[k], x, atol=1e-12) and np.allclose(XD[k], xd, atol=1e-10)
+        assert np.allclose(XDD[k], xdd, atol=1e-8)
