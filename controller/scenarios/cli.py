@@ -8,6 +8,8 @@
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
     bipd scenario tilt-directions                                20° tilt in eight directions
     bipd scenario results [--runs N] [--readme PATH]             the README table (markdown)
+    bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig
+    bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table (default config: bipd_rig.yaml)
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
           [--throttle-s S] [--operator-sleep X], and [--plot DIR] [--record FILE.mcap] for one scenario
 

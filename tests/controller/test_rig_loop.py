@@ -29,14 +29,16 @@ GEAR = 2 * math.pi / 0.01
 STANCE_TILT = (math.radians(10.0), math.radians(20.0))      # the thesis' tilt (§2.6.3)
 
 
-def _config(tmp_path: Path, use_acceleration: bool = False):
-    """bipd_rig.yaml with absolute paths; ``use_acceleration`` in a copy of its stabilizer YAML."""
+def _config(tmp_path: Path, use_acceleration: bool = False, source: str = "platform"):
+    """bipd_rig.yaml with absolute paths; ``use_acceleration`` and the tilt ``source`` in a copy of
+    its stabilizer YAML."""
     doc = yaml.safe_load(RIG_CONFIG.read_text())
     doc["robot"] = str(DEPLOY / doc["robot"])
     doc["control"]["platform"]["rig"] = str(DEPLOY / doc["control"]["platform"]["rig"])
     stab = yaml.safe_load((DEPLOY / doc["stabilizer"]).read_text())
     stab["robot"] = doc["robot"]
     stab["tilt"]["use_acceleration"] = use_acceleration
+    stab["tilt"]["source"] = source
     (tmp_path / "stab.yaml").write_text(yaml.safe_dump(stab))
     doc["stabilizer"] = str(tmp_path / "stab.yaml")
     (tmp_path / "bipd.yaml").write_text(yaml.safe_dump(doc))
@@ -158,5 +160,21 @@ def test_use_acceleration_takes_the_rigs_measured_acceleration(tmp_path):
                 assert abs(loop.acc_in[1]) < 0.02
         assert peak == pytest.approx(0.02 * w * w, rel=0.1)
         assert err < 0.25 * 0.02 * w * w
+    finally:
+        h.close()
+
+
+def test_the_foot_imu_reads_the_rigs_tilt(tmp_path):
+    """``tilt.source: imu`` on the rig: the tilt the models' gravity follows is the foot IMU's (the
+    tilt observer's), and it is the plate's, measured independently by forward kinematics."""
+    h = _enabled(_config(tmp_path, source="imu"))
+    try:
+        loop = h.loop
+        assert loop.imu is not None
+        assert h.command(Cmd.PLATFORM, 0.1, 0.2, 2.0) == (True, Error.OK)
+        h.run(1500, heartbeat_every=50)
+        assert np.allclose(loop.rig.player.tilt, (0.1, 0.2), atol=1e-3)
+        assert np.allclose(loop.tilt, loop.rig.player.tilt, atol=5e-3)
+        assert abs(np.linalg.norm(loop.tilt_in) - 9.81) < 0.1          # the IMU's specific force, not angles
     finally:
         h.close()
