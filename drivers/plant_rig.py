@@ -37,6 +37,7 @@ class RigLegPlant(Plant):
             raise BusConfigError(f"bus axes {list(axes)} do not match the leg on the rig's motors "
                                  f"{list(leg_axes) + list(rig_axes)}")
         self.rig, self.gear = rig, float(gear)
+        self._gear = np.array(self.gear)      # 0-d: a Python float divisor makes a temporary array each step
         self.leg = LegPlant(robot, q0=q0)
         self.leg_idx = np.array([list(axes).index(a) for a in leg_axes], np.int64)
         self.rig_idx = np.array([list(axes).index(a) for a in rig_axes], np.int64)
@@ -70,9 +71,9 @@ class RigLegPlant(Plant):
         self._publish()
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
-        np.take(motor_torque, self.rig_idx, out=self._rig_tau)
+        np.take(motor_torque, self.rig_idx, out=self._rig_tau, mode="clip")   # mode raise would buffer (allocate)
         self.motors.step(dt, self._rig_tau)
-        np.divide(self.motors.motor_position, self.gear, out=self._lam)
+        np.divide(self.motors.motor_position, self._gear, out=self._lam)
         status = forward_kinematics(self.rig.buf, self._data.buf, self._lam, self._pose)
         if status != OK:
             raise RigPlantError(f"rig plant: actuator lengths {np.round(self._lam, 4).tolist()} m: "
@@ -81,7 +82,7 @@ class RigLegPlant(Plant):
         hinge_angles(self._pose, self._tilt)
         self.leg.set_platform(self._tilt[0], self._tilt[1], (self._tilt[0] - self._last[0]) / dt,
                               (self._tilt[1] - self._last[1]) / dt)
-        np.take(motor_torque, self.leg_idx, out=self._leg_tau[:N_LEG])
+        np.take(motor_torque, self.leg_idx, out=self._leg_tau[:N_LEG], mode="clip")   # mode raise would buffer (allocate)
         self.leg.step(dt, self._leg_tau)
         self._publish()
 

@@ -11,7 +11,7 @@ from models.stewart import OK, StewartModel, leg_lengths
 
 from models.stewart_tilt import euler_to_hinge
 
-from .motions import MotionError, TiltSequence
+from .motions import TiltSequence
 from .player import RigPlayer
 from .spec import motion_from_args
 
@@ -33,8 +33,8 @@ class RigLoop:
         self._lam, self._S, self._x, self._xd = np.zeros(6), np.zeros((6, 6)), np.zeros(6), np.zeros(6)
 
     def measure_bus(self, position: np.ndarray, velocity: np.ndarray, idx: np.ndarray, plat: np.ndarray) -> int:
-        np.take(position, idx, out=self.motor_pos)
-        np.take(velocity, idx, out=self.motor_vel)
+        np.take(position, idx, out=self.motor_pos, mode="clip")   # mode raise would buffer (allocate)
+        np.take(velocity, idx, out=self.motor_vel, mode="clip")   # mode raise would buffer (allocate)
         status = self.player.measure(self.motor_pos, self.motor_vel)
         if status == OK:
             plat[0], plat[1] = self.player.tilt[0], self.player.tilt[1]
@@ -66,10 +66,8 @@ class RigLoop:
             if np.any(self._lam < lo) or np.any(self._lam > hi):
                 return False
         p.stop()
-        try:
-            p.start(motion, t)
-        except MotionError:
-            return False
+        self._x[:3], self._x[3:] = p.pose_ref[:3], 0.0     # the held position; the tilt's angles are absolute
+        p.start(motion, t, self._x)
         return True
 
 

@@ -105,12 +105,13 @@ class RigPlayer:
         self.acc.fill(0.0)
         self.support_acc.fill(0.0)
 
-    def start(self, motion: Motion, t: float) -> None:
-        """Play ``motion`` (already checked by :func:`controller.rig.stroke.check_motion`) from ``t``."""
+    def start(self, motion: Motion, t: float, origin: np.ndarray | None = None) -> None:
+        """Play ``motion`` (already checked by :func:`controller.rig.stroke.check_motion`) from ``t``,
+        its offsets added to ``origin`` (default: the current reference)."""
         if self.motion is not None:
             raise MotionError(f"{motion.name}: the rig is still playing {self.motion.name}")
         motion.start(t)
-        self.origin[:] = self.pose_ref
+        self.origin[:] = self.pose_ref if origin is None else origin
         self.motion = motion
 
     def stop(self) -> None:

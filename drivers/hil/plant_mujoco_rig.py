@@ -90,8 +90,8 @@ class MujocoRigPlant(MujocoPlant):
             self._publish()
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
-        np.take(motor_torque, self._internal, out=self._tau)
-        np.take(motor_torque, self._rig_bus[2:], out=self._rest_ctrl)
+        np.take(motor_torque, self._internal, out=self._tau, mode="clip")   # mode raise would buffer (allocate)
+        np.take(motor_torque, self._rig_bus[2:], out=self._rest_ctrl, mode="clip")   # mode raise would buffer (allocate)
         super().step(dt, self._tau)
         self._publish()
 

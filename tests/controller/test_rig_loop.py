@@ -178,3 +178,24 @@ def test_the_foot_imu_reads_the_rigs_tilt(tmp_path):
         assert abs(np.linalg.norm(loop.tilt_in) - 9.81) < 0.1          # the IMU's specific force, not angles
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("motion", ["sinusoid:axis=y,amplitude=0.02,frequency=1", "step:axis=x,accel=1",
+                                    "ship_deck:duration=20"])
+def test_a_rig_cycle_allocates_no_array(tmp_path, motion):
+    """Stabilizing while the rig plays a motion: the loop's cycles (and the sim plant's) allocate
+    no array buffer."""
+    from controller.rig.spec import motion_args
+
+    from ..numpy_allocs import CountingHandler
+    h = _enabled(_config(tmp_path, use_acceleration=True))
+    try:
+        assert h.command(Cmd.STABILIZER, 1.0) == (True, Error.OK)
+        assert h.command(Cmd.RIG_MOTION, *motion_args(motion)) == (True, Error.OK)
+        h.run(10, heartbeat_every=1)
+        with CountingHandler() as counter:
+            h.run(200, heartbeat_every=1)
+        assert h.state == State.STABILIZING and h.loop.rig.player.motion is not None
+        assert counter.count == 0
+    finally:
+        h.close()
