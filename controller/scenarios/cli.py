@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--motion", required=True, metavar="FILE|NAME",
                     help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck) or a YAML file of one")
     rr = sub.add_parser("rig-results", help="regenerate the README's rig table (many runs)")
-    rr.add_argument("--runs", type=int, default=4, help="runs per bisection (default 4)")
+    rr.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
     r = sub.add_parser("results", help="regenerate the README results table (many runs)")
     r.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")

@@ -31,8 +31,8 @@ RIG_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd_rig.yaml"
 FREQUENCIES = (0.2, 0.5, 1.0, 2.0)          # Hz, the sinusoid rows
 SINE_CYCLES = 3                              # per search run (plus one-cycle fades, inside them)
 STEP_AXIS = SINE_AXIS = "y"                  # the rig's y: the thesis' z_g, towards the toe (fore-aft)
-MAX_STEP = 12.0                              # m/s², the step search's upper bound (the stroke may lower it)
-MAX_SINE_ACCEL = 12.0                        # m/s², A ω² at most in the sinusoid searches
+MAX_STEP = 4.0                               # m/s², the step search's upper bound (3x the tipping acceleration g d / h)
+MAX_SINE_ACCEL = 4.0                         # m/s², A ω² at most in the sinusoid searches (the stroke may lower it)
 MARKERS = ("<!-- rig-results -->", "<!-- /rig-results -->")   # the README block rig-results rewrites
 CONFIGS = (("without the stabilizer (posture held)", False, False), ("stabilizer", True, False),
            ("stabilizer + support acceleration", True, True))
@@ -131,7 +131,7 @@ def largest_sine(frequency: float, options: Options, runs: int, say: Say = lambd
             "trials": out["trials"]}
 
 
-def collect(options: Options, runs: int = 4, say: Say = lambda _m: None) -> dict[str, Any]:
+def collect(options: Options, runs: int = 5, say: Say = lambda _m: None) -> dict[str, Any]:
     """Every rig row, for the three configurations of :data:`CONFIGS`."""
     rows = []
     for label, stab, acc in CONFIGS:
