@@ -142,8 +142,12 @@ def collect(options: Options, runs: int = 5, say: Say = lambda _m: None) -> dict
     return {"date": date.today().isoformat(), "runs_per_search": runs, "configs": rows}
 
 
-def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2) -> str:
-    held = f"{scale * r['held']:.{digits}f} {unit}"
+def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0) -> str:
+    """held (falls at), with the peak acceleration ``accel`` × held when given."""
+    peak = f", {accel * r['held']:.2f} m/s²" if accel and r["held"] else ""
+    if r["held"] == 0.0:
+        return f"< {scale * r['fell']:.{digits}f} {unit} (falls there)"
+    held = f"{scale * r['held']:.{digits}f} {unit}{peak}"
     if r["fell"] is None:
         return f"≥ {held} (the rig's limit)" if r["held"] >= r["limit"] else f"≥ {held}"
     return f"{held} (falls at {scale * r['fell']:.{digits}f})"
@@ -156,10 +160,11 @@ def markdown(res: dict[str, Any]) -> str:
     rows.append(f"| largest acceleration step survived, fore-aft ({STEP_AXIS} of the rig) | "
                 + " | ".join(_cell(c["step"], "m/s²") for c in res["configs"]) + " |")
     for k, f in enumerate(FREQUENCIES):
-        cells = [_cell(c["sines"][k], "mm", 1e3, 0) for c in res["configs"]]
+        cells = [_cell(c["sines"][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2) for c in res["configs"]]
         rows.append(f"| largest sinusoid amplitude survived, fore-aft, {f:g} Hz | " + " | ".join(cells) + " |")
     note = (f"\nMeasured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per bisection; "
             f"steps held 0.2 s with 20 ms raised-cosine edges, then braked at half; sinusoids {SINE_CYCLES} cycles "
-            f"with one-cycle fades; every amplitude bounded by the rig's stroke; fell as in the table above).")
+            f"with one-cycle fades, their peak acceleration A ω² after the amplitude; every amplitude bounded by the "
+            f"rig's stroke; fell as in the table above).")
     return "\n".join(rows) + "\n" + note + "\n"
 
