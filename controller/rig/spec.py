@@ -43,9 +43,9 @@ def earthquake(file: str, highpass: float = 0.1, fade: float = 1.0) -> Motion:
 
 KINDS = {"tilt": tilt, "sinusoid": sinusoid, "heave": heave, "step": acceleration_step,
          "ship_deck": ship_deck, "earthquake": earthquake}
-STEP_DEFAULTS = {"axis": "x", "accel": 2.0}
-SINE_DEFAULTS = {"axis": "x", "amplitude": 0.05, "frequency": 1.0}
-HEAVE_DEFAULTS = {"amplitude": 0.05, "frequency": 0.5}
+DEFAULTS = {"step": {"axis": "x", "accel": 2.0}, "sinusoid": {"axis": "x", "amplitude": 0.05, "frequency": 1.0},
+            "heave": {"amplitude": 0.05, "frequency": 0.5}}
+"""Defaults of the keys a kind's constructor requires."""
 
 
 def build_motion(kind: str, params: dict, where: str) -> Motion:
@@ -53,7 +53,7 @@ def build_motion(kind: str, params: dict, where: str) -> Motion:
     if kind not in KINDS:
         raise MotionError(f"{where}: unknown motion kind {kind!r} (known: {', '.join(KINDS)})")
     make = KINDS[kind]
-    defaults = {"step": STEP_DEFAULTS, "sinusoid": SINE_DEFAULTS, "heave": HEAVE_DEFAULTS}.get(kind, {})
+    defaults = DEFAULTS.get(kind, {})
     known = inspect.signature(make).parameters
     for key in params:
         if key not in known:
@@ -119,7 +119,7 @@ def motion_args(spec: str) -> np.ndarray:
     _, _, rest = spec.partition(":")
     given = dict(item.partition("=")[::2] for item in filter(None, rest.split(",")))
     values = {**{k: v.default for k, v in inspect.signature(KINDS[kind]).parameters.items()},
-              **{"step": STEP_DEFAULTS, "sinusoid": SINE_DEFAULTS, "heave": HEAVE_DEFAULTS}.get(kind, {}),
+              **DEFAULTS.get(kind, {}),
               **{k.strip(): _value(v.strip()) for k, v in given.items()}}
     out = [float(COMMAND_KINDS.index(kind))]
     for key in _arguments(kind):
