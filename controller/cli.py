@@ -9,7 +9,7 @@
     bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]   chain or tree
-    bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
+    bipd bench loop [--config PATH] [--seconds S] [--rate R] [--period S] [--json]   vs cyclictest
     bipd gait --speed M_H --steps N --out FILE.csv [--robot PATH] [--plot DIR]   offline walk
     bipd gait --check FILE.csv [--robot PATH]              re-check a gait file
     bipd check-robot PATH                                 validate a robot YAML
@@ -333,12 +333,16 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_bench_loop(args: argparse.Namespace) -> int:
     from .bench import print_report, run
 
-    res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json))
+    if args.period is not None and not 2e-4 <= args.period <= 0.1:
+        print(f"bipd bench loop: error: --period must be in [0.0002, 0.1] s (got {args.period})", file=sys.stderr)
+        return 2
+    res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json),
+              period=args.period)
     if args.json:
         print(json.dumps(res))
     else:
         print_report(res)
-    return 0 if res["final_state"] == "STABILIZING" else 1
+    return 0 if res["expected_state"] else 1
 
 
 def cmd_check_robot(args: argparse.Namespace) -> int:
@@ -465,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--config", default=str(DEFAULT_CONFIG))
     bl.add_argument("--seconds", type=float, default=60.0, help="measurement length (default 60)")
     bl.add_argument("--rate", type=float, default=200.0, help="client requests per second (default 200)")
+    bl.add_argument("--period", type=float, default=None, metavar="S",
+                    help="control period in s for loop and bus (default: the config's; 0.0004: one bus cycle "
+                         "per control cycle)")
     bl.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bl.set_defaults(func=cmd_bench_loop)
 
