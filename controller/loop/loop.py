@@ -526,7 +526,7 @@ class ControlLoop:
             Cmd.RUN_SQUAT: self._run_squat,
             Cmd.RUN_BUFFER: self._run_buffer,
             Cmd.STABILIZER: self._stabilizer,
-            Cmd.PLATFORM: lambda a, k, t: self._platform(a[0], a[1], a[2]),
+            Cmd.PLATFORM: self._platform_cmd,
             Cmd.SET_GAINS: self._set_gains,
             Cmd.SHUTDOWN: lambda a, k, t: self._ask_shutdown(),
             Cmd.INJECT_FAULT: lambda a, k, t: self._inject(a),
@@ -689,6 +689,12 @@ class ControlLoop:
             slot = STAB_PARAM_SLOTS.get(int(a[k]))
             if slot is not None:
                 p[slot] = a[k + 1]
+
+    def _platform_cmd(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
+        if self.plat_idx.size == 0:                # no tilting platform on this robot's bus
+            return False, Error.NOT_SUPPORTED
+        self._platform(a[0], a[1], a[2])
+        return None
 
     def _platform(self, alpha: float, beta: float, duration: float) -> None:
         self.plat_from[:] = self.plat_ref
