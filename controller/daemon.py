@@ -141,16 +141,16 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     from .io.protocol import Context
     from .io.server import BindError, Endpoints, IoServer
 
-    m = robot.model
+    m, tr = robot.model, robot.description.transmission
     ctx = Context(joint_names=tuple(m.joint_names), qmin=m.qmin, qmax=m.qmax, vmax=m.vmax,
-                                   axis_names=tuple(m.joint_names), period=cfg.loop.period,
-                                   platform_limit=cfg.control.platform_limit,
-                                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
-                                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
-                                   soft_limit_margin=cfg.control.soft_limit_margin,
-                                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
-                                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
-                                            "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
+                  axis_names=tuple(m.joint_names), transmission_labels=tr.labels, period=cfg.loop.period,
+                  platform_limit=cfg.control.platform_limit,
+                  bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
+                  bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
+                  soft_limit_margin=cfg.control.soft_limit_margin,
+                  summary={"robot": robot.model.name, "backend": cfg.bus.backend,
+                           "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
+                           "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
     io = cfg.io
     try:
         server = IoServer(block, ctx, Endpoints(io.command, io.telemetry), io.decimation, curve=io.curve,
