@@ -63,7 +63,7 @@ class TreeModels:
         self.level = robot.model.gravity
         self.gravity = self.level.copy()
         self.joint_names = robot.model.joint_names
-        self.transmission = getattr(robot.description, "transmission", None)
+        self.transmission = robot.description.transmission
         self.roots = robot.model.root_names
         self.foot = None
 
