@@ -31,6 +31,7 @@ from typing import Callable
 
 import yaml
 
+from models import ConfigError
 from models.validation import read_yaml
 
 THESIS_STABILIZER_AVG_US = 273.0
@@ -174,9 +175,12 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
     doc.setdefault("io", {}).update(command=cmd_ep, telemetry=tel_ep, log_dir=None)
     doc.setdefault("loop", {})["lockstep"] = False
     doc["bus"]["backend"] = "sim"
+    stabilize = bool(doc.get("stabilizer"))
+    if period is not None and stabilize and period != float(doc["loop"].get("period_s", 0.002)):
+        raise ConfigError(str(config), "stabilizer", f"--period {period:g} s: the stabilizer YAML fixes its own "
+                          "period (the loop's); bench another period on a config without a stabilizer")
     if period is not None:
         doc["loop"]["period_s"] = doc["bus"]["control_period_s"] = period
-    stabilize = bool(doc.get("stabilizer"))
     loop_cfg = doc["loop"]
     period = float(loop_cfg.get("period_s", 0.002))
     priority = int(loop_cfg.get("priority", 80))

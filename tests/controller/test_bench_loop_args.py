@@ -40,3 +40,12 @@ def test_a_period_the_loop_cannot_run_is_refused(monkeypatch, capsys):
     assert main(["bench", "loop", "--config", str(DEPLOY / "bip2000.yaml"), "--period", "0.0001"]) == 2
     err = capsys.readouterr().err
     assert err == "bipd bench loop: error: --period must be in [0.0002, 0.1] s (got 0.0001)\n"
+
+
+def test_a_stabilizer_config_keeps_its_period(monkeypatch, capsys):
+    """The bench leg's stabilizer YAML runs at the loop's 2 ms only: another period is refused, named."""
+    monkeypatch.setattr(bench.subprocess, "Popen", lambda *_a, **_k: pytest.fail("a daemon would start"))
+    config = DEPLOY / "bipd.yaml"
+    assert main(["bench", "loop", "--config", str(config), "--period", "0.0004"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bipd: error: {config}: stabilizer: --period 0.0004 s: the stabilizer YAML") and "\n" == err[-1]
