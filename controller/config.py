@@ -369,7 +369,10 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     if tree and bus.backend == "sim" and bus.plant == "leg":
         raise ConfigError(where, "bus.plant", f"the leg plant simulates the 4-joint bench leg, not the tree "
                           f"{robot.model.name}: set bus.plant: inertia")
-    soles = set(SOLES.values())
+    soles, pelvis = set(SOLES.values()), robot.description.base if tree else None
+    if tree and control.support == "hung" and pelvis not in robot.model.root_names:
+        raise ConfigError(where, "control.support", f"hung roots the model at the base {pelvis!r}, but {robot_path} "
+                          f"roots: {list(robot.model.root_names)} lack it")
     if tree and control.support == "ground" and not soles <= set(robot.model.root_names):
         raise ConfigError(where, "control.support", f"ground roots the model at the stance sole, but "
                           f"{robot_path} roots: {list(robot.model.root_names)} lack {sorted(soles)}")

@@ -175,12 +175,12 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[18]] = support
 
 
-def support_roots(roots: tuple[str, ...], support: str) -> np.ndarray:
+def support_roots(roots: tuple[str, ...], base: str, support: str) -> np.ndarray:
     """The root index for each support phase (models.gait.plan: left, right, double). ``hung``: the
-    description's first root (the pelvis, held by the gantry) whatever the phase; ``ground``: the
-    stance sole (SOLES), and -1 for double support (keep the last stance foot)."""
+    base (the pelvis, held by the gantry) whatever the phase; ``ground``: the stance sole (SOLES),
+    and -1 for double support (keep the last stance foot)."""
     if support == "hung":
-        return np.zeros(3, np.int64)
+        return np.full(3, roots.index(base), np.int64)
     return np.array([roots.index(SOLES[LEFT]), roots.index(SOLES[RIGHT]), -1], np.int64)
 
 
@@ -268,7 +268,7 @@ class ControlLoop:
             self.squat = None                      # run squat: not_supported (as the I/O side says)
         self.playback = Playback(block.traj, self.period, block.support)
         # the model's root per support phase (left, right, double: -1 keeps the last single support)
-        self.phase_root = support_roots(md.roots, ctl.support)
+        self.phase_root = support_roots(md.roots, md.base, ctl.support)
         self.phase = -1.0                          # support phase of the played file (-1: none)
         self.root = int(self.phase_root[LEFT])     # before any file: on the ground, the left sole
         md.set_root(self.root)

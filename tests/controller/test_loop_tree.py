@@ -193,3 +193,21 @@ def test_bad_variants_are_refused_naming_the_key(tmp_path, change, key, fragment
 def test_joint_axes_must_name_every_joint(tmp_path):
     with pytest.raises(ConfigError, match="control.joint_axes: expected a list of 15 axis names"):
         load_daemon_config(config_file(tmp_path, joint_axes=["l_hip_yaw"]))
+
+
+@pytest.mark.parametrize("roots, support, fragment", [
+    ("[left_sole, right_sole]", "hung", "hung roots the model at the base 'pelvis'"),
+    ("[pelvis]", "ground", "ground roots the model at the stance sole"),
+])
+def test_the_support_needs_its_roots(tmp_path, roots, support, fragment):
+    text = (DEPLOY / "robots" / "bip2000.yaml").read_text()
+    assert text.count("roots: [pelvis, left_sole, right_sole]") == 1
+    robot = tmp_path / "robot.yaml"
+    robot.write_text(text.replace("roots: [pelvis, left_sole, right_sole]", f"roots: {roots}"))
+    path = config_file(tmp_path, support=support)
+    doc = yaml.safe_load(path.read_text())
+    doc["robot"] = str(robot)
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError) as e:
+        load_daemon_config(path)
+    assert e.value.key == "control.support" and fragment in str(e.value), str(e.value)
