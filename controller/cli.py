@@ -28,7 +28,7 @@ from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
 from models.tree import TreeModel
-from models.tree_config import tree_from_dict
+from models.tree_config import is_tree, tree_from_dict
 from models.validation import read_yaml
 
 from .extras import missing
@@ -131,10 +131,6 @@ def _print_tree_bench(res: dict) -> None:
             print(line + f"  / thesis {res['thesis_bnr_fgm_dyn_avg_us']:.0f} us: {c['ratio_vs_thesis'][name]:.3f}")
 
 
-def _is_tree(doc) -> bool:
-    return isinstance(doc, dict) and "base" in doc
-
-
 def cmd_bench_models(args: argparse.Namespace) -> int:
     from models.bench import run
     from stabilizer.bench import run_benchmark
@@ -143,7 +139,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
         print(f"bipd bench models: error: --samples must be at least 1 (got {args.samples})", file=sys.stderr)
         return 2
     say = _progress(not args.json)
-    if _is_tree(read_yaml(args.robot)):
+    if is_tree(read_yaml(args.robot)):
         from models.tree_bench import run as run_tree
 
         res = run_tree(args.robot, samples=args.samples, progress=say)
@@ -347,7 +343,7 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
 
 def cmd_check_robot(args: argparse.Namespace) -> int:
     doc = read_yaml(args.path)
-    if _is_tree(doc):                                     # a kinematic tree
+    if is_tree(doc):                                     # a kinematic tree
         tree = TreeModel(tree_from_dict(doc, str(args.path)))
         print(f"{args.path}: ok: {tree.name}, tree of {tree.n} joints {list(tree.joint_names)}, "
               f"total mass {tree.total_mass:.2f} kg, roots {list(tree.root_names)}")

@@ -16,6 +16,7 @@ from drivers.hal import BACKENDS
 from models import ConfigError, Robot
 from models.errors import quote
 from models.gait.plan import SOLES
+from models.tree_config import is_tree
 from models.tree_robot import TreeRobot
 from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
@@ -94,11 +95,6 @@ class DaemonConfig:
 
     def robot(self) -> Robot | TreeRobot:
         return load_robot(self.robot_path)
-
-
-def is_tree(doc: Any) -> bool:
-    """A robot YAML describing a kinematic tree (it names its ``base`` body)."""
-    return isinstance(doc, dict) and "base" in doc
 
 
 def load_robot(path: Path) -> Robot | TreeRobot:
@@ -358,7 +354,7 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         if axis not in {a.name for a in bus.axes}:
             raise ConfigError(where, "control", f"axis {quote(axis)} is not on the bus (bus axes: "
                               f"{', '.join(a.name for a in bus.axes)})")
-    if getattr(robot.description, "transmission", None) is None:
+    if robot.description.transmission is None:
         raise ConfigError(where, "robot", f"{robot_path} has no transmission section: the daemon maps "
                           "joints to motors through it")
     if abs(bus.control_period_s - loop.period) > 1e-12:
