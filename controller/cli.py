@@ -1,6 +1,6 @@
 """`bipd` command line.
 
-    bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat]   the daemon
+    bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat|walk]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
     bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S] [--hung]   MuJoCo HIL
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
@@ -25,11 +25,14 @@ import argparse
 import json
 import os
 import sys
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
 from models.tree import TreeModel
 from models.tree_config import is_tree, tree_from_dict
+from models.tree_robot import TreeRobot
 from models.validation import read_yaml
 
 from .extras import missing
@@ -215,40 +218,91 @@ def cmd_stabilize_offline(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMOS = {"squat": "the bench leg (a chain robot: deploy/bipd.yaml)",
+         "walk": "the whole BIP 2000 (a tree robot rooted at both soles: deploy/bip2000.yaml)"}
+"""``bipd run --demo``: what each demo runs on."""
+
+
+def demos_for(robot) -> tuple[str, ...]:
+    """The demos a daemon config's robot can run (DEMOS)."""
+    if isinstance(robot, TreeRobot):
+        return ("walk",) if {"left_sole", "right_sole"} <= set(robot.model.root_names) else ()
+    return ("squat",)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .daemon import run_daemon
-
-    result: dict = {}
-    operator = None
-    if args.demo and args.stepped:
-        print("bipd: error: --demo paces its operator by the wall clock; it cannot drive a --stepped loop",
-              file=sys.stderr)
-        return 2
-    if args.demo == "squat":
-        from .demo import operator_squat
-
-        def operator(command: str, telemetry: str) -> None:
-            result.update(operator_squat(command, telemetry, sys.stdout))
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator,
-                      stepped=True if args.stepped else None)
+    result: dict = {}
+    operator = None
+    with ExitStack() as stack:
+        folder = None
+        if args.demo:
+            from .config import load_daemon_config
+
+            cfg = load_daemon_config(args.config, args.backend, True if args.lockstep else None,
+                                     True if args.stepped else None)
+            robot = cfg.robot()
+            valid = demos_for(robot)
+            if args.demo not in valid:
+                print(f"bipd: error: --demo {args.demo} runs on {DEMOS[args.demo]}; {args.config} drives "
+                      f"{robot.model.name}: its demo is {' or '.join(valid) or 'none'}", file=sys.stderr)
+                return 2
+
+        def attempt(play) -> None:
+            try:
+                result.update(play())
+            except Exception as e:                       # reported in one sentence; the daemon shuts down
+                result["error"] = f"{type(e).__name__}: {e}"
+
+        if args.demo == "squat":
+            from .demo import operator_squat
+
+            def operator(command: str, telemetry: str) -> None:
+                attempt(lambda: operator_squat(command, telemetry, sys.stdout))
+        elif args.demo == "walk":
+            from models.gait.wholebody import GaitError
+
+            from .walk_demo import GAIT_NAME, operator_walk, prepare_gait
+
+            if cfg.io.trajectory_dir is None:            # a temporary run folder, the daemon's only one
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bipd-walk-")))
+            else:                                        # a run folder kept in io.trajectory_dir
+                folder = Path(tempfile.mkdtemp(prefix="walk-demo-", dir=cfg.io.trajectory_dir))
+            say(f"bipd: generating the walk into {folder} (the first run compiles the gait's kernels)")
+            try:
+                prepare_gait(robot, folder, _progress(True))
+            except GaitError as e:
+                print(f"bipd: error: {e}", file=sys.stderr)
+                return 1
+
+            def operator(command: str, telemetry: str) -> None:
+                attempt(lambda: operator_walk(command, telemetry, GAIT_NAME, sys.stdout))
+
+        code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator,
+                          stepped=True if args.stepped else None, trajectory_dir=folder)
     if args.demo:
-        if not result:
-            print("bipd: error: the squat demo did not finish (see the messages above)", file=sys.stderr)
+        if "stats" not in result:
+            print(f"bipd: error: the {args.demo} demo did not finish ({result.get('error', 'see the messages above')})",
+                  file=sys.stderr)
             return 1
-        stats = result["stats"]["loop"]
+        if args.demo == "walk":
+            from .walk_demo import print_summary
+
+            print_summary(result)
+            if not result["completed"]:
+                print(f"bipd: error: the walk ended in {result['states'][-1]} (the events above say why)",
+                      file=sys.stderr)
+                return 1
+            return code
+        from .operator import print_loop_stats
+
         print(f"\nsquat done: states {' -> '.join(result['states'])}, max tracking error "
               f"{result['max_tracking_error_deg']:.3f} deg (thesis walking playback: <= 1.3 deg)")
-        lat = stats.get("wake_latency") or {}
-        print(f"loop: {stats['cycles']} cycles, {stats['overruns']} overruns ({stats['missed_cycles']} missed), "
-              f"wake latency p50 {lat.get('p50_us')} us, p99 {lat.get('p99_us')} us, p99.9 {lat.get('p999_us')} us, "
-              f"max {lat.get('max_us'):.0f} us")
-        for name, t in (stats.get("tasks") or {}).items():
-            if t.get("avg_us") is not None:
-                print(f"  {name:10s} min {t['min_us']:8.1f}  avg {t['avg_us']:8.1f}  max {t['max_us']:8.1f} us")
+        print_loop_stats(result["stats"]["loop"], sys.stdout)
     return code
 
 
@@ -461,7 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lockstep", action="store_true", help="simulated time, cycles back to back")
     r.add_argument("--stepped", action="store_true",
                    help="stepped lock-step: the loop runs only the cycles a client grants with `step`")
-    r.add_argument("--demo", choices=("squat",), help="also act as an operator: enable, squat, disable, exit")
+    r.add_argument("--demo", choices=tuple(DEMOS), help="also act as an operator: enable, play, disable, exit; "
+                   "squat on the bench leg (deploy/bipd.yaml), walk on BIP 2000 (deploy/bip2000.yaml: the thesis' "
+                   "2 steps at 360 m/h, generated first)")
     r.set_defaults(func=cmd_run)
 
     k = sub.add_parser("ctl", help="send one command to a running daemon (bipd ctl --help)", add_help=False)

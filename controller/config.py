@@ -23,7 +23,8 @@ from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
 from stabilizer.ground import TILT_IMU
 
-from .plants import PLANTS
+from .extras import missing
+from .plants import NEEDS, PLANTS
 from .io.curve import CurveConfigError, ServerCurve, is_loopback
 from .io.protocol import MAX_REQUEST_BYTES
 
@@ -402,7 +403,13 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         raise ConfigError(where, "bus.plant", f"unknown plant {quote(bus.plant)} (known: {', '.join(PLANTS)})")
     if tree and bus.backend == "sim" and bus.plant == "leg":
         raise ConfigError(where, "bus.plant", f"the leg plant simulates the 4-joint bench leg, not the tree "
-                          f"{robot.model.name}: set bus.plant: inertia")
+                          f"{robot.model.name}: set bus.plant: biped")
+    if not tree and bus.backend == "sim" and bus.plant == "biped":
+        raise ConfigError(where, "bus.plant", f"the biped plant simulates a whole-robot tree, not the chain "
+                          f"{robot.model.name}: set bus.plant: leg")
+    problem = missing(*NEEDS[bus.plant]) if bus.backend == "sim" and bus.plant in NEEDS else None
+    if problem:
+        raise ConfigError(where, "bus.plant", f"{bus.plant} {problem}")
     soles, pelvis = set(SOLES.values()), robot.description.base if tree else None
     if tree and control.support == "hung" and pelvis not in robot.model.root_names:
         raise ConfigError(where, "control.support", f"hung roots the model at the base {pelvis!r}, but {robot_path} "

@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 from models import ConfigError
@@ -123,10 +124,13 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
 
 
 def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bool | None = None,
-               say=print, operator=None, stepped: bool | None = None) -> int:
+               say=print, operator=None, stepped: bool | None = None,
+               trajectory_dir: Path | None = None) -> int:
     """Start both processes and serve until shutdown; returns the exit code.
     ``operator(command_endpoint, telemetry_endpoint)``, if given, runs in a thread
     once the loop cycles (a scripted client, e.g. the squat demo), then shuts down.
+    ``trajectory_dir``, if given, is this run's only trajectory folder in place of
+    ``io.trajectory_dir`` (the walk demo's run folder).
 
     Everything that can refuse to start (the instance lock, the ZMQ binds, the cycle log's
     run folder, the live view's port) is done before the loop process exists: a refusal is a :class:`ConfigError`
@@ -134,6 +138,8 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
     say("bipd: loading the configuration and the models (the first run compiles the Numba "
         "kernels: about a minute; later runs load them from the cache)")
     cfg = load_daemon_config(config_path, backend, lockstep, stepped)
+    if trajectory_dir is not None:
+        cfg = replace(cfg, io=replace(cfg.io, trajectory_dir=Path(trajectory_dir)))
     robot = cfg.robot()
     with ExitStack() as stack:
         try:

@@ -142,47 +142,19 @@ def operator_squat(command: str, telemetry: str, out: TextIO, timeout_s: float =
     """What an operator does, over the daemon's ZMQ interface: enable, run the thesis
     squat, print the leg's state from the telemetry twice a second, disable, shut
     down. Returns a summary (max tracking error, states seen, profiler figures)."""
-    import json
+    from .operator import Operator, print_event
 
-    import zmq
-
-    from .io.client import Client
-
-    client = Client(command, timeout_s=2.0, retries=3)
-    ctx = zmq.Context.instance()
-    sub = ctx.socket(zmq.SUB)
-    sub.setsockopt(zmq.SUBSCRIBE, b"telemetry")
-    sub.setsockopt(zmq.SUBSCRIBE, b"event")
-    sub.connect(telemetry)
-    end = time.monotonic() + timeout_s
     err = 0.0
     states: list[str] = []
-    try:
-        while client.call("status")["state"] != "DISABLED":
-            if time.monotonic() > end:
-                raise TimeoutError("the daemon did not reach DISABLED")
-            time.sleep(0.05)
-        client.call("enable")
-        while client.call("status")["state"] != "HOLD":
-            time.sleep(0.02)
-        client.call("run", trajectory="squat")
+    with Operator(command, telemetry, timeout_s) as op:
+        op.enable()
+        op.run("squat")
         print(f"{'t [s]':>7} {'state':>8} | q [deg] ankle_lat ankle_sag   knee    hip | "
               f"err [deg] | CoG z [m]", file=out, flush=True)
         last_print = 0.0
-        last_ping = time.monotonic()
-        while True:
-            if time.monotonic() - last_ping > 0.2:             # heartbeat for the motion watchdog
-                client.call("ping")
-                last_ping = time.monotonic()
-            if not sub.poll(200):
-                continue
-            topic, data = sub.recv_multipart()
-            msg = json.loads(data)
-            if topic == b"event":
-                if msg["kind"] in ("TRANSITION", "FAULT", "WARNING"):
-                    what = (f"{msg['from_state']} -> {msg.get('to_state')}" if msg["kind"] == "TRANSITION"
-                            else msg["kind"].lower())
-                    print(f"{'':7s} {'event':>8} | {what} ({msg['reason']})", file=out, flush=True)
+        for topic, msg in op.frames():
+            if topic == "event":
+                print_event(msg, out)
                 continue
             state = msg["state_name"]
             if not states or states[-1] != state:
@@ -196,13 +168,7 @@ def operator_squat(command: str, telemetry: str, out: TextIO, timeout_s: float =
                 qs = " ".join(f"{x:8.2f}" for x in np.degrees(q))
                 print(f"{msg['t']:7.2f} {state:>8} | {qs}       | {e:9.3f} | {msg['com'][0]:8.3f}",
                       file=out, flush=True)
-            if len(states) >= 2 and states[-2] == "MOVING" and state == "HOLD":
+            if len(states) >= 2 and states[-2] == "MOVING" and state == "HOLD" or state in ("FAULT", "ESTOP"):
                 break
-            if state in ("FAULT", "ESTOP") or time.monotonic() > end:
-                break
-        stats = client.call("stats")
-        client.call("disable")
-        return {"states": states, "max_tracking_error_deg": round(err, 4), "stats": stats}
-    finally:
-        sub.close(0)
-        client.close()
+        stats = op.finish()
+    return {"states": states, "max_tracking_error_deg": round(err, 4), "stats": stats}

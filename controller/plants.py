@@ -26,5 +26,16 @@ def _inertia_plant(cfg, robot, q0):
     return plant
 
 
-PLANTS = {"leg": _leg_plant, "inertia": _inertia_plant}
+def _biped_plant(cfg, robot, q0):
+    """The whole biped on MuJoCo (drivers.hil.plant_biped), in its flexed stance (Gastebois 2017
+    §2.6.2) as the HIL serves it: hung from the gantry by the pelvis (``control.support: hung``) or
+    standing on the floor (``ground``, where q0 off the stops would not put the soles flat)."""
+    from drivers.hil.plant_biped import BipedPlant
+    return BipedPlant.from_config(cfg.bus, robot.description, hung=cfg.control.support == "hung")
+
+
+PLANTS = {"leg": _leg_plant, "inertia": _inertia_plant, "biped": _biped_plant}
 """The sim backend's plants by name (``bus.plant``; controller.config checks the name)."""
+
+NEEDS = {"biped": ("mujoco", "sim")}
+"""The optional module (and the pyproject extra that installs it) a plant needs."""
