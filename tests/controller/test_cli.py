@@ -112,11 +112,8 @@ def test_bench_models_refuses_bad_input_with_exit_2(tmp_path, capsys):
     assert f"{bad}: joints[0].parent: cycle" in out.err and "Traceback" not in out.err and out.out == ""
 
 
-def test_run_refuses_a_stepped_loop_it_cannot_pace(tmp_path, capsys):
-    """--demo paces by the wall clock: refused with --stepped; loop.stepped without lock-step is a
-    config error naming the key. Neither starts a daemon."""
-    assert main(["run", "--stepped", "--demo", "squat"]) == 2
-    assert "cannot drive a --stepped loop" in capsys.readouterr().err
+def test_run_refuses_a_stepped_loop_without_lockstep(tmp_path, capsys):
+    """loop.stepped without lock-step is a config error naming the key; no daemon starts."""
     import yaml
 
     from controller.cli import DEFAULT_CONFIG

@@ -161,7 +161,7 @@ def test_bip2000_config_loads():
     cfg = load_daemon_config(CONFIG)
     assert cfg.robot().n == 15 and len(cfg.control.joint_axes) == 15 and len(cfg.bus.axes) == 15
     assert cfg.control.joint_axes == cfg.robot().model.joint_names and cfg.control.platform_axes == ()
-    assert len(cfg.bus.nodes) == 8 and cfg.control.support == "hung" and cfg.bus.plant == "inertia"
+    assert len(cfg.bus.nodes) == 8 and cfg.control.support == "hung" and cfg.bus.plant == "biped"
 
 
 @pytest.mark.parametrize("change, key, fragment", [
@@ -169,7 +169,7 @@ def test_bip2000_config_loads():
     ({"control": {"joint_axes": ["l_hip_yaw"] * 15}}, "control.joint_axes", "'l_hip_yaw' is listed twice"),
     ({"control": {"leg_axes": ["a"]}}, "control.leg_axes", "not both"),
     ({"control": {"platform_axes": ["x", "y"]}}, "control", "axis 'x' is not on the bus"),
-    ({"bus": {"plant": "leg"}}, "bus.plant", "set bus.plant: inertia"),
+    ({"bus": {"plant": "leg"}}, "bus.plant", "set bus.plant: biped"),
     ({"bus": {"plant": "mujocoo"}}, "bus.plant", "unknown plant 'mujocoo'"),
     ({"stabilizer": "robots/bip_leg_stabilizer.yaml"}, "stabilizer", "is a kinematic tree"),
     ({"io": {"live_view": {"enabled": True}}}, "io.live_view.enabled", "is a kinematic tree"),
