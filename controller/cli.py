@@ -25,8 +25,8 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
@@ -237,7 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     result: dict = {}
-    operator = None
+    play = None                                          # the demo's operator: (command, telemetry) -> result
     with ExitStack() as stack:
         folder = None
         if args.demo:
@@ -251,27 +251,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"bipd: error: --demo {args.demo} runs on {DEMOS[args.demo]}; {args.config} drives "
                       f"{robot.model.name}: its demo is {' or '.join(valid) or 'none'}", file=sys.stderr)
                 return 2
-
-        def attempt(play) -> None:
-            try:
-                result.update(play())
-            except Exception as e:                       # reported in one sentence; the daemon shuts down
-                result["error"] = f"{type(e).__name__}: {e}"
-
         if args.demo == "squat":
             from .demo import operator_squat
 
-            def operator(command: str, telemetry: str) -> None:
-                attempt(lambda: operator_squat(command, telemetry, sys.stdout))
+            play = partial(operator_squat, out=sys.stdout)
         elif args.demo == "walk":
             from models.gait.wholebody import GaitError
 
-            from .walk_demo import GAIT_NAME, operator_walk, prepare_gait
+            from .walk_demo import GAIT_NAME, operator_walk, prepare_gait, run_folder
 
-            if cfg.io.trajectory_dir is None:            # a temporary run folder, the daemon's only one
-                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bipd-walk-")))
-            else:                                        # a run folder kept in io.trajectory_dir
-                folder = Path(tempfile.mkdtemp(prefix="walk-demo-", dir=cfg.io.trajectory_dir))
+            folder = run_folder(cfg.io.trajectory_dir, stack)
             say(f"bipd: generating the walk into {folder} (the first run compiles the gait's kernels)")
             try:
                 prepare_gait(robot, folder, _progress(True))
@@ -279,11 +268,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"bipd: error: {e}", file=sys.stderr)
                 return 1
 
-            def operator(command: str, telemetry: str) -> None:
-                attempt(lambda: operator_walk(command, telemetry, GAIT_NAME, sys.stdout))
+            play = partial(operator_walk, trajectory=GAIT_NAME, out=sys.stdout)
 
-        code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say, operator=operator,
-                          stepped=True if args.stepped else None, trajectory_dir=folder)
+        def operator(command: str, telemetry: str) -> None:
+            try:
+                result.update(play(command, telemetry))
+            except Exception as e:                       # reported in one sentence; the daemon shuts down
+                result["error"] = f"{type(e).__name__}: {e}"
+
+        code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say,
+                          operator=operator if play else None, stepped=True if args.stepped else None,
+                          trajectory_dir=folder)
     if args.demo:
         if "stats" not in result:
             print(f"bipd: error: the {args.demo} demo did not finish ({result.get('error', 'see the messages above')})",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import sys
+import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -32,6 +34,14 @@ def joint_group(name: str) -> str:
     """The group of a BIP 2000 joint: its name without the side prefix, up to the first ``_``
     (``l_hip_roll`` -> hip, ``r_knee`` -> knee, ``trunk_yaw`` -> trunk)."""
     return name.removeprefix("l_").removeprefix("r_").split("_")[0]
+
+
+def run_folder(trajectory_dir: Path | None, stack: ExitStack) -> Path:
+    """The demo's run folder, the daemon's only trajectory folder for the run: a new folder kept in
+    ``io.trajectory_dir`` when the config sets one, else a temporary one removed when ``stack`` closes."""
+    if trajectory_dir is None:
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bipd-walk-")))
+    return Path(tempfile.mkdtemp(prefix="walk-demo-", dir=trajectory_dir))
 
 
 def prepare_gait(robot: TreeRobot, folder: Path, say: Callable[[str], None], steps: int = STEPS,
