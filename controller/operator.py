@@ -15,6 +15,7 @@ from .io.client import Client
 
 HEARTBEAT_S = 0.2      # s of wall clock between pings in a real-time loop (control.watchdog_s is 1 s)
 STEP_S = 0.1           # s of loop time granted per `step` in a stepped loop
+REQUEST_TIMEOUT_S = 120.0  # wall s a request may take (a step runs at the host's speed): an error bound only
 EVENT_KINDS = ("TRANSITION", "FAULT", "WARNING")
 
 
@@ -32,7 +33,7 @@ class Operator:
     """One operator session; leave it with :meth:`close` (or as a context manager)."""
 
     def __init__(self, command: str, telemetry: str, timeout_s: float) -> None:
-        self.client = Client(command, timeout_s=2.0, retries=3)
+        self.client = Client(command, timeout_s=REQUEST_TIMEOUT_S, retries=1)   # a resent step would land twice
         self.sub = zmq.Context.instance().socket(zmq.SUB)
         for topic in (b"telemetry", b"event"):
             self.sub.setsockopt(zmq.SUBSCRIBE, topic)
