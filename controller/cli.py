@@ -287,7 +287,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.demo == "walk":
             from .walk_demo import print_summary
 
-            print_summary(result)
+            print_summary(result, sys.stdout)
             if not result["completed"]:
                 print(f"bipd: error: the walk ended in {result['states'][-1]} (the events above say why)",
                       file=sys.stderr)

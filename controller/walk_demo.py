@@ -10,7 +10,6 @@ table from the telemetry and returns figures computed from the same telemetry fr
 from __future__ import annotations
 
 import math
-import sys
 import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -141,7 +140,7 @@ def operator_walk(command: str, telemetry: str, trajectory: str, out: TextIO,
     return dict(log.summary(), stats=stats)
 
 
-def print_summary(result: dict[str, Any], out: TextIO = sys.stdout) -> None:
+def print_summary(result: dict[str, Any], out: TextIO) -> None:
     """The walk's figures, the knee's next to the thesis' bound, and the loop's timing."""
     print(f"\nwalk {'done' if result['completed'] else 'NOT COMPLETED'}: states {' -> '.join(result['states'])}; {result['duration_s']:.2f} s of loop time "
           f"({result['positioning_s']:.2f} s to the first sample, {result['walk_s']:.2f} s of gait, "

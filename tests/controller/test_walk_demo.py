@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -134,3 +135,23 @@ def test_a_demo_the_robot_cannot_run_is_refused(monkeypatch, capsys, config, dem
     err = capsys.readouterr().err
     assert err.startswith(f"bipd: error: --demo {demo} runs on ") and fragment in err, err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_bipd_run_demo_walk_end_to_end(tmp_path, capsys, keep):
+    """The front door, stepped: the gait generated into a run folder (kept in io.trajectory_dir when
+    the config sets one, else temporary) that the daemon reads it from, played, summarised, exit 0."""
+    from .test_daemon import free_port
+
+    doc = yaml.safe_load(config_file(tmp_path).read_text())
+    trajectories = tmp_path / "trajectories"
+    trajectories.mkdir()
+    doc["io"].update(command=f"tcp://127.0.0.1:{free_port()}", telemetry=f"tcp://127.0.0.1:{free_port()}",
+                     trajectory_dir=str(trajectories) if keep else None)
+    (tmp_path / "bip2000.yaml").write_text(yaml.safe_dump(doc))
+    assert main(["run", "--config", str(tmp_path / "bip2000.yaml"), "--demo", "walk", "--stepped"]) == 0
+    out = capsys.readouterr()
+    assert "walk done: states HOLD -> MOVING -> HOLD" in out.out and "knee " in out.out, out.out
+    folder = Path(out.err.split("bipd: generating the walk into ")[1].split(" ")[0])
+    assert folder.parent == (trajectories if keep else Path(tempfile.gettempdir()))
+    assert (folder / "walk.csv").is_file() == keep and folder.exists() == keep
