@@ -32,7 +32,7 @@ def daemon(tmp_path):
     doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
     doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
     cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
-    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"))
+    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"), trajectory_dir=str(tmp_path))
     cfg = tmp_path / "bipd.yaml"
     cfg.write_text(yaml.safe_dump(doc))
     proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--lockstep"],
@@ -174,3 +174,46 @@ def test_killed_loop_process_is_named_status_says_fault_and_exit_is_non_zero(dae
     assert proc.returncode == 128 + signal.SIGKILL, out
     assert f"bipd: error: the loop process (pid {loops[0]}) was killed by SIGKILL; drives are no longer commanded" in out
     assert f"stopped (exit {128 + signal.SIGKILL})" in out
+
+
+LEG_HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip,support\n"
+
+
+@pytest.mark.parametrize("name,text,where", [
+    ("names.csv", "t,ankle_lateral,ankle_sagittal,knee,elbow\n0,0,0.1,-0.3,0.2\n1,0,0.1,-0.3,0.2\n",
+     "line 1: header column(s) [5] are not joints of this robot and joint column(s) ['hip'] are missing"),
+    ("short.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,double\n",
+     "line 3: expected 6 fields like the header, got 5 (no value for column 'support')"),
+    ("nan.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,nan,-0.3,0.2,double\n",
+     "line 3, column 'ankle_sagittal': expected a finite number"),
+    ("jump.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n0.002,0,0.1,-0.31,0.2,left\n",
+     "line 3: joint 'knee' jumps 0.01 rad in 0.002 s from line 2 (5 rad/s)"),
+    ("limit.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n2,0,0.1,0.1,0.2,left\n",
+     "line 3: joint 'knee' at 0.1 rad is beyond its limit 0.0 rad"),
+    ("support.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,0.2,hopping\n",
+     "line 3, column 'support': expected one of ['left', 'right', 'double']"),
+])
+def test_bad_trajectory_file_is_refused_before_any_motion(daemon, name, text, where):
+    """The daemon answers ``run`` with bad_file naming the file, line and joint; the loop never
+    leaves HOLD and its reference stays where it was (a good file then moves it: the path is live)."""
+    from controller.io.client import CommandError
+
+    _, client, tmp = daemon
+    client.call("enable")
+    assert wait_state(client, "HOLD") == "HOLD"
+    before = client.call("status")["q_ref"]
+    (tmp / name).write_text(text)
+    with pytest.raises(CommandError) as err:
+        client.call("run", trajectory=name)
+    assert err.value.code == "bad_file"
+    assert str(tmp / name) in err.value.message and where in err.value.message, err.value.message
+    assert "\n" not in err.value.message
+    time.sleep(0.3)                       # lock-step: hundreds of cycles in which a motion would show
+    status = client.call("status")
+    assert status["state"] == "HOLD" and status["q_ref"] == before
+    (tmp / "good.csv").write_text(LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.15,-0.4,0.25,left\n")
+    assert client.call("run", trajectory="good.csv")["accepted"]
+    end = time.monotonic() + 20.0
+    while client.call("status")["q_ref"] == before and time.monotonic() < end:
+        time.sleep(0.05)
+    assert client.call("status")["q_ref"] != before
