@@ -27,6 +27,7 @@ class Event(IntEnum):
     COMMAND = 4          # a = Cmd, b = 1 accepted / 0 refused
     OVERRUN = 5          # a = missed cycles, b = cycle time in us
     STABILIZER = 6       # a = stabilizer status, b = stab_flags bits that rose (telemetry.STAB_FLAGS)
+    SUPPORT = 7          # a = new support phase (models.gait.plan: 0 left, 1 right, 2 double), b = model root index
 
 
 class Reason(IntEnum):

@@ -15,14 +15,18 @@ from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.hal import BACKENDS
 from models import ConfigError, Robot
 from models.errors import quote
+from models.gait.plan import SOLES
+from models.tree_robot import TreeRobot
 from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
 from stabilizer.ground import TILT_IMU
 
+from .plants import PLANTS
 from .io.curve import CurveConfigError, ServerCurve, is_loopback
 from .io.protocol import MAX_REQUEST_BYTES
 
 MODES = ("csp", "cst")
+SUPPORTS = ("hung", "ground")
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,8 @@ class LoopConfig:
 @dataclass(frozen=True)
 class ControlConfig:
     mode: str
-    leg_axes: tuple[str, ...]
-    platform_axes: tuple[str, ...]
+    joint_axes: tuple[str, ...]    # one bus axis per joint, in the transmission's motor order
+    platform_axes: tuple[str, ...]  # () or (alpha, beta)
     platform_ratio: float
     platform_limit: float          # rad, |alpha|, |beta|
     kp: tuple[float, ...]
@@ -52,6 +56,8 @@ class ControlConfig:
     enable_timeout: float          # s for every drive to reach Operation Enabled
     stop_duration: float           # s of the quintic soft stop
     stabilizer_failure_cycles: int = 5   # non-OK stabilizer cycles in a row -> HOLD
+    support: str = "hung"          # tree robot: the root follows the playback's support (ground) or stays
+                                   # at the pelvis held by a gantry (hung)
 
 
 @dataclass(frozen=True)
@@ -86,8 +92,18 @@ class DaemonConfig:
     control: ControlConfig
     io: IoConfig
 
-    def robot(self) -> Robot:
-        return Robot.from_yaml(self.robot_path)
+    def robot(self) -> Robot | TreeRobot:
+        return load_robot(self.robot_path)
+
+
+def is_tree(doc: Any) -> bool:
+    """A robot YAML describing a kinematic tree (it names its ``base`` body)."""
+    return isinstance(doc, dict) and "base" in doc
+
+
+def load_robot(path: Path) -> Robot | TreeRobot:
+    """The robot of a YAML file: a serial chain (the bench leg) or a kinematic tree (BIP 2000)."""
+    return TreeRobot.from_yaml(path) if is_tree(read_yaml(path)) else Robot.from_yaml(path)
 
 
 def _path(sec: Section, name: str, base: Path, required: bool = True) -> Path | None:
@@ -156,18 +172,38 @@ def _loop(sec: Section) -> LoopConfig:
     return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep, stepped)
 
 
-def _control(sec: Section, n: int) -> ControlConfig:
+def _joint_axes(sec: Section, n: int) -> tuple[str, ...]:
+    """``joint_axes`` (``leg_axes``, its older name, is accepted; not both)."""
+    given = [k for k in ("joint_axes", "leg_axes") if k in sec.value]
+    if len(given) == 2:
+        raise ConfigError(sec.where, sec.path("leg_axes"), "give joint_axes or its older name leg_axes, not both")
+    if not given:
+        raise ConfigError(sec.where, sec.path("joint_axes"), f"missing required key: the {n} joint axes in motor order")
+    names = _names(sec, given[0], n)
+    twice = sorted({a for a in names if names.count(a) > 1})
+    if twice:
+        raise ConfigError(sec.where, sec.path(given[0]), f"axis {quote(twice[0])} is listed twice")
+    return names
+
+
+def _control(sec: Section, n: int, tree: bool) -> ControlConfig:
     mode = sec.raw("mode", "csp")
     if mode not in MODES:
         raise ConfigError(sec.where, sec.path("mode"), f"expected one of {MODES}, got {quote(mode)}")
-    leg = _names(sec, "leg_axes", n)
-    platform = _names(sec, "platform_axes", 2)
+    leg = _joint_axes(sec, n)
+    platform = _names(sec, "platform_axes", 2) if "platform_axes" in sec.value else ()
+    support = sec.raw("support", "hung")
+    if support not in SUPPORTS:
+        raise ConfigError(sec.where, sec.path("support"), f"expected one of {SUPPORTS}, got {quote(support)}")
+    if not tree and "support" in sec.value:
+        raise ConfigError(sec.where, sec.path("support"), "only a kinematic tree robot changes its root with "
+                          "the support: a serial chain has its base only")
     g = sec.sub("gains")
     kp, ki, kd = (_per_joint(g, k, n, d) for k, d in (("kp", 400.0), ("ki", 50.0), ("kd", 20.0)))
     filt = g.number("derivative_filter_s", 0.004, positive=True)
     g.done()
     cfg = ControlConfig(
-        mode=mode, leg_axes=leg, platform_axes=platform,
+        mode=mode, joint_axes=leg, platform_axes=platform, support=support,
         platform_ratio=sec.number("platform_ratio", 50.0, positive=True),
         platform_limit=math.radians(sec.number("platform_limit_deg", 25.0, positive=True)),
         kp=kp, ki=ki, kd=kd, derivative_filter=filt,
@@ -306,7 +342,8 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     top = Section(where, "", data)
     robot_path = _path(top, "robot", base)
     stabilizer_path = _path(top, "stabilizer", base, required=False)
-    robot = Robot.from_yaml(robot_path)
+    robot = load_robot(robot_path)
+    tree = isinstance(robot, TreeRobot)
     bus_section = top.raw("bus")
     try:
         bus = parse_bus_config(bus_section)
@@ -316,20 +353,35 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         raise ConfigError(where, "bus.backend", f"unknown backend {quote(bus.backend)} (known: "
                           f"{', '.join(sorted(BACKENDS))})")
     loop = _loop(top.sub("loop", {}))
-    control = _control(top.sub("control"), robot.n)
-    for axis in control.leg_axes + control.platform_axes:
+    control = _control(top.sub("control"), robot.n, tree)
+    for axis in control.joint_axes + control.platform_axes:
         if axis not in {a.name for a in bus.axes}:
             raise ConfigError(where, "control", f"axis {quote(axis)} is not on the bus (bus axes: "
                               f"{', '.join(a.name for a in bus.axes)})")
-    if robot.transmission is None:
+    if getattr(robot.description, "transmission", None) is None:
         raise ConfigError(where, "robot", f"{robot_path} has no transmission section: the daemon maps "
                           "joints to motors through it")
     if abs(bus.control_period_s - loop.period) > 1e-12:
         raise ConfigError(where, "loop.period_s", f"{loop.period} s differs from bus.control_period_s "
                           f"{bus.control_period_s} s")
+    if bus.plant not in PLANTS:
+        raise ConfigError(where, "bus.plant", f"unknown plant {quote(bus.plant)} (known: {', '.join(PLANTS)})")
+    if tree and bus.backend == "sim" and bus.plant == "leg":
+        raise ConfigError(where, "bus.plant", f"the leg plant simulates the 4-joint bench leg, not the tree "
+                          f"{robot.model.name}: set bus.plant: inertia")
+    soles = set(SOLES.values())
+    if tree and control.support == "ground" and not soles <= set(robot.model.root_names):
+        raise ConfigError(where, "control.support", f"ground roots the model at the stance sole, but "
+                          f"{robot_path} roots: {list(robot.model.root_names)} lack {sorted(soles)}")
+    if tree and stabilizer_path is not None:
+        raise ConfigError(where, "stabilizer", f"{robot.model.name} is a kinematic tree: the stabilizer "
+                          "drives the bench leg only (the whole-robot stabilizer is not there yet); remove the key")
     if stabilizer_path is not None:
         _check_stabilizer(stabilizer_path, robot_path, loop.period, bus, where)
     io = _io(top.sub("io", {}), base)
+    if tree and io.live_view.enabled:
+        raise ConfigError(where, "io.live_view.enabled", f"the live view draws the bench leg; {robot.model.name} "
+                          "is a kinematic tree: set it false")
     top.done()
     return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io)
 

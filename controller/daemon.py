@@ -27,6 +27,7 @@ from models import ConfigError
 from .codes import State
 from .config import DaemonConfig, load_daemon_config
 from .instance import InstanceLocked, instance_lock
+from .plants import PLANTS
 from .sdnotify import Notifier
 from .shm import H, Layout, SharedBlock
 from .telemetry import RecordLayout
@@ -41,19 +42,18 @@ def _layout(cfg: DaemonConfig) -> Layout:
 
 
 def open_plant_bus(cfg: DaemonConfig, robot):
-    """The bus of the config; on the ``sim`` backend it drives the leg plant; the ``udp`` backend
-    in lock-step waits for every answer of its server (no wall-clock deadline decides a loss)."""
+    """The bus of the config; on the ``sim`` backend it drives the plant ``bus.plant`` names (the
+    leg by default); the ``udp`` backend in lock-step waits for every answer of its server (no
+    wall-clock deadline decides a loss)."""
     from drivers.hal import open_bus
 
     if cfg.bus.backend == "sim":
         import numpy as np
 
-        from drivers.plant_leg import LegPlant
-        m = robot.model                       # the simulated leg rests slightly off its stops
+        m = robot.model                       # the simulated robot rests slightly off its stops
         margin = 2.0 * cfg.control.soft_limit_margin
         q0 = np.clip(np.zeros(robot.n), m.qmin + margin, m.qmax - margin)
-        plant = LegPlant.from_config(cfg.bus, robot, platform_ratio=cfg.control.platform_ratio, q0=q0)
-        return open_bus(cfg.bus_section, plant=plant)
+        return open_bus(cfg.bus_section, plant=PLANTS[cfg.bus.plant](cfg, robot, q0))
     if cfg.bus.backend == "udp":
         return open_bus(cfg.bus_section, lockstep=cfg.loop.lockstep)
     return open_bus(cfg.bus_section)
@@ -141,7 +141,9 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     from .io.protocol import Context
     from .io.server import BindError, Endpoints, IoServer
 
-    ctx = Context.from_description(robot.description, period=cfg.loop.period,
+    m = robot.model
+    ctx = Context(joint_names=tuple(m.joint_names), qmin=m.qmin, qmax=m.qmax, vmax=m.vmax,
+                                   axis_names=tuple(m.joint_names), period=cfg.loop.period,
                                    platform_limit=cfg.control.platform_limit,
                                    bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                                    bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
@@ -159,7 +161,7 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     if io.log_dir:
         try:
             run = new_run_dir(io.log_dir)
-            server.log = CycleLogWriter(run / LOG_NAME, RecordLayout(robot.n), robot.joint_names,
+            server.log = CycleLogWriter(run / LOG_NAME, RecordLayout(robot.n), robot.model.joint_names,
                                         period=cfg.loop.period, meta={"config": str(cfg.source)})
         except (OSError, LogError) as e:
             server.close()

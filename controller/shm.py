@@ -19,7 +19,9 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
 * ``stats``    the profiler statistics (layout in :mod:`controller.telemetry`), written by
   the loop; the I/O side reads them for ``stats`` (a figure may be one cycle stale);
 * ``traj``     a joint-trajectory buffer the I/O side fills (validated, resampled to the
-  period) before it sends ``RUN_BUFFER``.
+  period) before it sends ``RUN_BUFFER``;
+* ``support``  the support phase of each ``traj`` sample (models.gait.plan: 0 left, 1 right,
+  2 double; -1 throughout when the file has no support column).
 
 Stores are plain numpy stores: on x86-64 (TSO) stores are not reordered with other stores
 nor loads with loads, which is all the protocol needs.
@@ -102,7 +104,8 @@ class Layout:
                 ("ring", np.float64, (self.ring_slots, 1 + self.record_size)),
                 ("events", np.float64, (self.event_slots, 5)),
                 ("stats", np.float64, (STATS_SIZE,)),
-                ("traj", np.float64, (self.traj_samples, self.n_joints))]
+                ("traj", np.float64, (self.traj_samples, self.n_joints)),
+                ("support", np.float64, (self.traj_samples,))]
 
     def nbytes(self) -> int:
         return sum(int(np.prod(shape)) * 8 for _, _, shape in self.regions())
@@ -127,12 +130,14 @@ class SharedBlock:
         self.events: np.ndarray
         self.stats: np.ndarray
         self.traj: np.ndarray
+        self.support: np.ndarray
         if create:
             self.header[:] = 0
             self.header[H.MAGIC] = MAGIC
             self.header[H.N_JOINTS] = layout.n_joints
             self.header[H.N_AXES] = layout.n_axes
             reset_stats(self.stats)
+            self.support[:] = -1.0
         elif self.header[H.MAGIC] != MAGIC:
             raise ValueError(f"shared memory {name!r} is not a bipd block")
         self._owner = create

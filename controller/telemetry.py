@@ -4,7 +4,8 @@ Fields in order: t, cycle, state, fault, q[n], qd[n], q_ref[n], tau[n], com[3],
 margins[W] (signed CoG margins to the support-polygon walls, NaN when unused),
 force[3] (stabilizer field force), stab_flags (bit k: STAB_FLAGS[k]), wake_us,
 task_us[len(TASKS)], overruns, missed, platform[2] (alpha, beta), fault_info
-(controller.codes.pack_detail; ``fault`` is the Reason, 0 when none).
+(controller.codes.pack_detail; ``fault`` is the Reason, 0 when none), support (the played
+file's support phase, models.gait.plan: 0 left, 1 right, 2 double; -1 none).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ class RecordLayout:
         spec = [("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", self.n), ("qd", self.n),
                 ("q_ref", self.n), ("tau", self.n), ("com", 3), ("margins", MAX_WALLS), ("force", 3),
                 ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)), ("overruns", 1),
-                ("missed", 1), ("platform", 2), ("fault_info", 1)]
+                ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1)]
         slices, o = {}, 0
         for name, size in spec:
             slices[name] = slice(o, o + size)

@@ -90,6 +90,7 @@ class BusConfig:
     threshold: int = 15
     events_max: int = 256
     udp: UdpConfig = UdpConfig()
+    plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.PLANTS)
 
     @property
     def cycle_us(self) -> int:
@@ -163,7 +164,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     where = "bus"
     section = _mapping(section, where)
     _known(section, {"backend", "cycle_time_s", "control_period_s", "boot_timeout_s", "pres_timeout_s",
-                     "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp"}, where)
+                     "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant"}, where)
     if "backend" not in section:
         raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
     backend = section["backend"]
@@ -252,6 +253,9 @@ def parse_bus_config(section: Mapping) -> BusConfig:
         udp = UdpConfig(host, _integer(raw.get("port", udp.port), "bus.udp.port", 1, 65535),
                         _number(raw.get("timeout_s", udp.timeout_s), "bus.udp.timeout_s"), spin)
 
+    plant = section.get("plant", "leg")
+    if not isinstance(plant, str) or not plant:
+        raise BusConfigError(f"bus.plant must be a plant name such as 'leg' or 'inertia', got {quote(plant)}")
     return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
                      control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,
-                     threshold=threshold, events_max=events_max, udp=udp)
+                     threshold=threshold, events_max=events_max, udp=udp, plant=plant)

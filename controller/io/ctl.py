@@ -1,7 +1,9 @@
 """`bipd ctl <cmd> [key=value ...]`: one command to the daemon.
 
 Values are JSON when they parse as JSON (``q=[0,0.1,-0.3,0.2]``, ``enable=true``) and
-plain strings otherwise (``trajectory=squat``). Exit status: 0 ok, 1 the daemon refused
+plain strings otherwise (``trajectory=squat``). ``move_joints`` takes every joint
+(``q=[...]``, the order of ``get_config``'s joints) or some by name
+(``q='{"l_knee": -0.4}'``: the others keep their current reference). Exit status: 0 ok, 1 the daemon refused
 the command, 2 bad usage, 3 no reply (after the lazy-pirate retries).
 """
 from __future__ import annotations
@@ -39,7 +41,11 @@ def _parse_args(pairs: list[str]) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bipd ctl", description="Send one command to the bipd daemon.")
+    p = argparse.ArgumentParser(
+        prog="bipd ctl", description="Send one command to the bipd daemon.",
+        epilog="examples: bipd ctl move_joints q=[0,0.1,-0.15,0.1] duration=2;  "
+               "bipd ctl move_joints q='{\"l_knee\": -0.4}' duration=2 (joints by name, the others "
+               "keep their reference; bipd ctl get_config lists the joints)")
     p.add_argument("cmd", help="command name, e.g. status, enable, move_joints")
     p.add_argument("args", nargs="*", metavar="key=value", help="command arguments; values parsed as JSON")
     p.add_argument("--endpoint", default="tcp://127.0.0.1:5555", help="command socket (default %(default)s)")

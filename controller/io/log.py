@@ -79,7 +79,7 @@ CHANNELS = (
     Channel("/joint_reference", (("position", "q_ref"),), joints=True),
     Channel("/joint_torque", (("effort", "tau"),), joints=True),
     Channel("/loop", (("cycle", "cycle"), ("state", "state"), ("fault", "fault"), ("fault_info", "fault_info"),
-                      ("overruns", "overruns"), ("missed", "missed")), labels=_loop_labels),
+                      ("overruns", "overruns"), ("missed", "missed"), ("support", "support")), labels=_loop_labels),
     Channel("/cog", (("com", "com"), ("margins", "margins"))),
     Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform")),
             labels=_stab_labels),
@@ -327,7 +327,8 @@ def _read_mcap(path: Path) -> CycleLog:
         records[:, 0] = [m["t"] for m in msgs]
         for key, name in ch.fields:
             s = layout.slices[name]
-            col = np.array([m[key] if isinstance(m[key], list) else [m[key]] for m in msgs], dtype=float)
+            col = np.array([m.get(key) if isinstance(m.get(key), list) else [m.get(key)] for m in msgs],
+                           dtype=float)             # a field a file predates (support) reads NaN
             records[:, s] = col.reshape(count, s.stop - s.start)
     header = {k: json.loads(v) if k in ("joint_names", "tasks", "stab_flags", "meta") else v
               for k, v in meta.items()}

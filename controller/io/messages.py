@@ -18,6 +18,7 @@ from controller.shm import Cmd
 from controller.telemetry import TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
+from models.gait.plan import SUPPORT_NAMES
 from models.transmission import status_message
 from stabilizer.stabilizer import STATUS_NAMES
 
@@ -107,6 +108,7 @@ def telemetry_message(layout: RecordLayout, rec: np.ndarray, names: Names | None
     out["stab_flag_names"] = stab_flag_names(rec[layout.slices["stab_flags"]][0])
     fault = rec[layout.slices["fault"]][0]
     out["fault_name"] = name_of(Reason, fault) if fault else None
+    out["support_name"] = _support_name(rec[layout.slices["support"]][0])
     if fault and names is not None:
         out.update(fault_fields(fault, rec[layout.slices["fault_info"]][0], names))
     return out
@@ -136,11 +138,18 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
         out.update(status=_stab_status(a), rose=stab_flag_names(b))
     elif code == Event.COMMAND:
         out.update(cmd=name_of(Cmd, a), accepted=bool(b))
+    elif code == Event.SUPPORT:
+        out.update(support=_support_name(a), root=int(b) if math.isfinite(b) else None)
     elif code == Event.OVERRUN:
         out.update(missed=int(a) if math.isfinite(a) else None, cycle_us=finite_or_none(b))
     else:
         out.update(a=finite_or_none(a), b=finite_or_none(b))
     return out
+
+
+def _support_name(x: float) -> str | None:
+    i = int(x) if math.isfinite(x) else -1
+    return SUPPORT_NAMES[i] if 0 <= i < len(SUPPORT_NAMES) else None
 
 
 def _stab_status(x: float) -> str | int:

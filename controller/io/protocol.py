@@ -237,24 +237,37 @@ def _check_keys(cmd: str, args: dict[str, Any]) -> None:
 
 
 def _move_joints(args: dict[str, Any], ctx: Context) -> np.ndarray:
+    """``q``: every joint's angle (a list in the robot's joint order) or some joints by name (an
+    object); a joint not named keeps its current reference (NaN in the mailbox: the loop fills it)."""
     names, n = ctx.joint_names, len(ctx.joint_names)
     q = args["q"]
-    if not isinstance(q, list) or len(q) != n:
+    out = np.full(n + 1, np.nan)
+    if isinstance(q, dict):
+        if not q:
+            raise _Reject(Error.BAD_ARGS, f"args.q names no joint (joints: {', '.join(names)}).")
+        for name in q:
+            if name not in names:
+                raise _Reject(Error.BAD_ARGS, f"args.q.{name[:40]} is not a joint of this robot "
+                                              f"(joints: {', '.join(names)}).")
+        given = [(names.index(name), f"args.q.{name}", v) for name, v in q.items()]
+    elif isinstance(q, list) and len(q) == n:
+        given = [(i, f"args.q[{i}]", v) for i, v in enumerate(q)]
+    else:
         raise _Reject(Error.BAD_ARGS, f"args.q must be a list of {n} joint angles in rad "
-                                      f"({', '.join(names)}), got {_kind(q)}.")
-    out = np.empty(n + 1)
-    for i, v in enumerate(q):
-        x = _number(f"args.q[{i}]", v, "rad")
+                                      f"({', '.join(names)}) or an object of some of them by name, got {_kind(q)}.")
+    for i, where, v in given:
+        x = _number(where, v, "rad")
         if x < ctx.qmin[i]:
-            raise _Reject(Error.OUT_OF_RANGE, f"args.q[{i}] = {x:g} rad is below the {names[i]} limit {ctx.qmin[i]:g} rad.")
+            raise _Reject(Error.OUT_OF_RANGE, f"{where} = {x:g} rad is below the {names[i]} limit {ctx.qmin[i]:g} rad.")
         if x > ctx.qmax[i]:
-            raise _Reject(Error.OUT_OF_RANGE, f"args.q[{i}] = {x:g} rad is above the {names[i]} limit {ctx.qmax[i]:g} rad.")
+            raise _Reject(Error.OUT_OF_RANGE, f"{where} = {x:g} rad is above the {names[i]} limit {ctx.qmax[i]:g} rad.")
         out[i] = x
     out[n] = -1.0
     if "duration" in args:
         t = _duration("args.duration", args["duration"], ctx)
         if ctx.q is not None:
-            speed = QUINTIC_PEAK * np.abs(out[:n] - ctx.q) / t
+            target = np.where(np.isnan(out[:n]), ctx.q, out[:n])        # a joint not named stays
+            speed = QUINTIC_PEAK * np.abs(target - ctx.q) / t
             i = int(np.argmax(speed / ctx.vmax))
             if speed[i] > ctx.vmax[i]:
                 raise _Reject(Error.OUT_OF_RANGE, f"args.duration = {t:g} s is too short: {names[i]} would peak at "

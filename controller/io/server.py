@@ -415,9 +415,10 @@ class IoServer:
         """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
         c = self.ctx
         try:
-            traj = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period)
+            traj, support = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
+                                            with_support=True)
             cap = self.block.traj.shape[0]
-            loading.result = traj if len(traj) <= cap else (
+            loading.result = (traj, support) if len(traj) <= cap else (
                 f"{loading.path.name} resamples to {len(traj)} samples, more than the trajectory buffer's "
                 f"{cap} ({cap * c.period:g} s).")
         except TrajectoryFileError as e:
@@ -441,8 +442,9 @@ class IoServer:
             self._reject(envelope, req.id, Error.NOT_ALLOWED, f"run is no longer allowed: the loop went to "
                          f"{self.ctx.state.name} while the trajectory file was loading.")
         else:
-            traj = loading.result
+            traj, support = loading.result
             self.block.traj[:len(traj)] = traj
+            self.block.support[:len(traj)] = -1.0 if support is None else support
             self.block.header[H.TRAJ_LEN] = len(traj)
             self._post(envelope, req, now)
 

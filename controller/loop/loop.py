@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -35,8 +36,9 @@ from drivers.cia402 import Mode
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
 from drivers.hal import Bus
-from models.dynamics import update
+from models.gait.plan import LEFT, RIGHT, SOLES
 from models.robot import Robot
+from models.tree_robot import TreeRobot
 from models.transmission import OK as TR_OK
 from models.tilt import rotation_world_foot, tilted_gravity
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
@@ -77,13 +79,14 @@ from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoint
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
 from .safety import MARGIN, QMAX, QMIN, Limits, Watchdog, first_nonfinite, reason
+from .robot_models import robot_models
 from .references.hold import Follow, Hold
 from .references.move import Move
-from .references.playback import Playback, playback_sample
+from .references.playback import Playback, first_stance, playback_sample
 from .references.squat import Squat
 from .references.stabilize import Stabilize, stab_flag_mask
 from .references.stop import Stop, decelerate
-from .states import AFTER, ALLOWED, POWERED, Outcome
+from .states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
 from .trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
@@ -92,6 +95,7 @@ BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.I
 STAB_PARAM_SLOTS = {StabParam.SATURATION_DISTANCE: sm.P_WR, StabParam.ADMITTANCE_DAMPING: sm.P_ADM_D,
                     StabParam.ADMITTANCE_MASS: sm.P_ADM_M, StabParam.MAX_SPEED: sm.P_ADM_VMAX,
                     StabParam.POSTURE_GAIN: sm.P_POST_K, StabParam.ATTRACTOR_GAIN: sm.P_AK}
+Handler = Callable[[np.ndarray, int, float], "tuple[bool, int] | None"]
 PAUSE_S = 2e-4          # stepped lock-step: sleep between looks at the horizon (never a hot spin)
 
 
@@ -121,6 +125,14 @@ def first_faulted(state, idx):
 
 
 @njit(cache=True)
+def keep_nan(q, q_ref):
+    """Every NaN entry of q takes q_ref's value (a joint the request did not name)."""
+    for j in range(q.shape[0]):
+        if np.isnan(q[j]):
+            q[j] = q_ref[j]
+
+
+@njit(cache=True)
 def all_finite(x):
     for v in x.flat:
         if not np.isfinite(v):
@@ -130,7 +142,7 @@ def all_finite(x):
 
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
-                 force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat):
+                 force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support):
     """One telemetry record (layout: controller.telemetry.RecordLayout; ``offs`` holds
     the start of each field in its order). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
@@ -160,6 +172,16 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[16]] = plat[0]
     rec[offs[16] + 1] = plat[1]
     rec[offs[17]] = fault_info
+    rec[offs[18]] = support
+
+
+def support_roots(roots: tuple[str, ...], support: str) -> np.ndarray:
+    """The root index for each support phase (models.gait.plan: left, right, double). ``hung``: the
+    description's first root (the pelvis, held by the gantry) whatever the phase; ``ground``: the
+    stance sole (SOLES), and -1 for double support (keep the last stance foot)."""
+    if support == "hung":
+        return np.zeros(3, np.int64)
+    return np.array([roots.index(SOLES[LEFT]), roots.index(SOLES[RIGHT]), -1], np.int64)
 
 
 @njit(cache=True)
@@ -175,15 +197,16 @@ def support_acceleration(alpha, beta, f, R, out):
 class ControlLoop:
     """The loop process' whole state. ``run()`` cycles until asked to stop."""
 
-    def __init__(self, cfg: DaemonConfig, block: SharedBlock, bus: Bus, robot: Robot,
+    def __init__(self, cfg: DaemonConfig, block: SharedBlock, bus: Bus, robot: Robot | TreeRobot,
                  stabilizer: Stabilizer | None, clock, parent_pid: int | None = None) -> None:
         self.cfg, self.block, self.bus, self.robot, self.stab, self.clock = cfg, block, bus, robot, stabilizer, clock
         n = self.n = robot.n
         ctl = cfg.control
         self.period = cfg.loop.period
-        self.mbuf, self.dbuf, self.data = robot.model.buf, robot.data.buf, robot.data
-        self.P = robot.transmission.params
-        self.leg_idx = np.array([bus.axis_names.index(a) for a in ctl.leg_axes], np.int64)
+        self.models = md = robot_models(robot)     # the chain's or the tree's update, A, h, G, CoG, root
+        self.data = robot.data
+        self.P = md.transmission.params
+        self.leg_idx = np.array([bus.axis_names.index(a) for a in ctl.joint_axes], np.int64)
         self.plat_idx = np.array([bus.axis_names.index(a) for a in ctl.platform_axes], np.int64)
         self.all_idx = np.concatenate([self.leg_idx, self.plat_idx])
         self.ratio = ctl.platform_ratio
@@ -207,20 +230,20 @@ class ControlLoop:
         sp = stabilizer.params if stabilizer is not None else None
         self.tilt_source = int(sp[sm.P_SOURCE]) if sp is not None else TILT_PLATFORM
         self.tilt_use_acc = bool(sp[sm.P_USE_ACC]) if sp is not None else False
-        self.g0 = float(np.linalg.norm(robot.model.gravity))
+        self.g0 = float(np.linalg.norm(md.level))
         self.tilt_in, self.acc_in, self.tilt, self.R3 = z(3), z(2), z(2), np.zeros((3, 3))
         imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
         self.imu = bus.aux[imu] if imu is not None and (self.tilt_source == TILT_IMU or self.tilt_use_acc) else None
         sole = bus.config.sensor_axis("sole")      # the sole's load cells (config-checked with tilt.source imu)
         self.sole = bus.aux[sole] if sole is not None else None
-        foot = robot.description.foot
+        foot = md.foot
         self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
         self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
         obs = stabilizer.config.tilt_observer if stabilizer is not None else ObserverSettings()
         self.tilt_settings, self.tilt_unconfirmed_s = obs.array(), obs.unconfirmed_s
         self.tilt_unconfirmed = 0.0                # s since the observer last accepted a sample
         self.tilt_held = False                     # a valid tilt held unconfirmed for tilt_unconfirmed_s
-        self.g_level = robot.model.gravity
+        self.g_level = md.level
         self.tilt_ok = True
         self.q_ref, self.qd_ref, self.qdd_ref = z(), z(), z()
         self.tau_ff, self.qm_cmd, self.qmd_cmd, self.tau_m = z(), z(), z(), z()
@@ -239,8 +262,16 @@ class ControlLoop:
         # the reference generators; ``gen`` is the active one (controller.loop.references)
         self.follow, self.hold = Follow(self.q), Hold()
         self.move = Move(m.vmax * 0.5, m.vmax * 2.0)
-        self.squat = Squat(squat_excursion(robot.joint_names), self.soft_lo, self.soft_hi)
-        self.playback = Playback(block.traj, self.period)
+        try:
+            self.squat = Squat(squat_excursion(md.joint_names), self.soft_lo, self.soft_hi)
+        except ValueError:                         # the thesis squat names the bench leg's joints
+            self.squat = None                      # run squat: not_supported (as the I/O side says)
+        self.playback = Playback(block.traj, self.period, block.support)
+        # the model's root per support phase (left, right, double: -1 keeps the last single support)
+        self.phase_root = support_roots(md.roots, ctl.support)
+        self.phase = -1.0                          # support phase of the played file (-1: none)
+        self.root = int(self.phase_root[LEFT])     # before any file: on the ground, the left sole
+        md.set_root(self.root)
         self.stopping = Stop(n, ctl.stop_duration)
         self.stabilize = None if stabilizer is None else Stabilize(
             stabilizer, self.q, self.tilt_in, self.acc_in, ctl.stabilizer_failure_cycles, self._event)
@@ -260,6 +291,7 @@ class ControlLoop:
         self.shutdown_deadline = math.inf
         self.parent_pid = parent_pid      # the I/O process: if it dies, stop softly and leave
         self.warnings: list[str] = []
+        self.commands = self._command_table()
 
     # ------------------------------------------------------------------ events
     def _event(self, kind: Event, a: float = 0.0, b: float = 0.0) -> None:
@@ -301,7 +333,7 @@ class ControlLoop:
     def _warmup(self) -> None:
         """Call every kernel the cycle can reach once, on scratch copies, so that all
         are compiled (or loaded from the cache) before the first cycle."""
-        n, d = self.n, self.data
+        n, d = self.n, self.models
         q, z = self.q.copy(), np.zeros(n)
         o1, o2, o3 = np.zeros(n), np.zeros(n), np.zeros(n)
         p1, p2, p3 = np.zeros(2), np.zeros(2), np.zeros(2)
@@ -312,8 +344,8 @@ class ControlLoop:
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
         support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
         observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, self.tilt_settings, new_observer(), o3)
-        squat_bottom(q, self.squat.step, self.soft_lo, self.soft_hi, o1)
-        squat_sample(0.1, q, self.squat.q_bottom, o1, o2, o3)
+        squat_bottom(q, z if self.squat is None else self.squat.step, self.soft_lo, self.soft_hi, o1)
+        squat_sample(0.1, q, q if self.squat is None else self.squat.q_bottom, o1, o2, o3)
         self.move.start(0.0, q, q, QUINTIC, 1.0)
         self.move.sample(0.1, o1, o2, o3)
         sample_move(QUINTIC, 0.5, 1.0, p1, p2, 0.1, p3, self.plat_v.copy(), self.plat_a.copy())
@@ -334,7 +366,10 @@ class ControlLoop:
         profile_cycle(self.block.stats.copy(), self.marks, 0, 0, False)
         all_finite(o1)
         first_nonfinite(o1)
+        keep_nan(o1, q)
         playback_sample(self.block.traj, 0, 1, self.period, o1, o2)
+        first_stance(self.block.support, 0)
+        self.models.set_root(self.root)
         self._telemetry(0.0, 0)
 
     # ------------------------------------------------------------------ the cycle
@@ -374,14 +409,14 @@ class ControlLoop:
         ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
                            self.R3, self.tilt) == TILT_OK
         if ok:
-            tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.data.gravity)
+            tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.models.gravity)
         held = self.tilt_held = ok and self.tilt_unconfirmed >= self.tilt_unconfirmed_s   # held that long
         ok = ok and not held
         if ok != self.tilt_ok:
             self.tilt_ok = ok
             if not ok:
                 self._event(Event.WARNING, float(Reason.TILT_INPUT), 1.0 if held else 0.0)
-        update(self.mbuf, self.dbuf, self.q, self.qd)
+        self.models.update(self.q, self.qd)
 
     def run_cycle(self) -> None:
         clock, marks, b = self.clock, self.marks, self.bus
@@ -476,53 +511,76 @@ class ControlLoop:
             self._event(Event.WARNING, float(Reason.WATCHDOG), 0.0)
             self._stop(t, Reason.WATCHDOG)
 
+    def _command_table(self) -> dict[Cmd, tuple[Handler, frozenset[State]]]:
+        """Command -> (handler, the states it is allowed in: states.ALLOWED_IN). A handler takes
+        (args, nargs, t) and returns None when accepted (a COMMAND event follows) or its own
+        (ok, error code) reply."""
+        handlers: dict[Cmd, Handler] = {
+            Cmd.ENABLE: lambda a, k, t: self._enable(t),
+            Cmd.DISABLE: lambda a, k, t: self._disable(Reason.COMMAND),
+            Cmd.RESET: lambda a, k, t: self._reset(),
+            Cmd.ESTOP: lambda a, k, t: self._estop(),
+            Cmd.STOP: lambda a, k, t: self._stop(t),
+            Cmd.HOLD: lambda a, k, t: self._hold(Reason.COMMAND),
+            Cmd.MOVE_JOINTS: self._move_joints,
+            Cmd.RUN_SQUAT: self._run_squat,
+            Cmd.RUN_BUFFER: self._run_buffer,
+            Cmd.STABILIZER: self._stabilizer,
+            Cmd.PLATFORM: lambda a, k, t: self._platform(a[0], a[1], a[2]),
+            Cmd.SET_GAINS: self._set_gains,
+            Cmd.SHUTDOWN: lambda a, k, t: self._ask_shutdown(),
+            Cmd.INJECT_FAULT: lambda a, k, t: self._inject(a),
+        }
+        return {cmd: (handlers[cmd], ALLOWED_IN[cmd]) for cmd in Cmd}
+
     def _apply(self, cmd: Cmd, nargs: int, t: float) -> tuple[bool, int]:
-        if cmd not in ALLOWED[self.state] or (self.enabling and cmd not in (Cmd.ESTOP, Cmd.DISABLE, Cmd.SHUTDOWN)):
+        handler, states = self.commands[cmd]
+        if self.state not in states or (self.enabling and cmd not in WHILE_ENABLING):
             return False, Error.NOT_ALLOWED
         self.watchdog.feed(t)
-        a = self.args
-        if cmd == Cmd.ENABLE:
-            self._enable(t)
-        elif cmd == Cmd.DISABLE:
-            self._disable(Reason.COMMAND)
-        elif cmd == Cmd.RESET:
-            self._reset()
-        elif cmd == Cmd.ESTOP:
-            self._estop()
-        elif cmd == Cmd.STOP:
-            self._stop(t)
-        elif cmd == Cmd.HOLD:
-            self._hold(Reason.COMMAND)
-        elif cmd == Cmd.MOVE_JOINTS:
-            self.move.start(t, self.q_ref, a[:self.n], QUINTIC, max(a[self.n], 0.0))
-            self._start_motion(self.move, t)
-        elif cmd == Cmd.RUN_SQUAT:                 # the thesis' excursions from here, within the soft limits
-            if self.squat.start(t, self.q_ref) >= 0:
-                return False, Error.OUT_OF_RANGE
-            self._start_motion(self.squat, t)
-        elif cmd == Cmd.RUN_BUFFER:
-            code = self.playback.load(int(self.block.header[H.TRAJ_LEN]))
-            if code != Error.OK:
-                return False, code
-            self.move.start(t, self.q_ref, self.block.traj[0], QUINTIC, 0.0, Outcome.APPROACHED)   # to the first sample
-            self._start_motion(self.move, t)
-        elif cmd == Cmd.STABILIZER:
-            return self._stabilizer(a, nargs, t)
-        elif cmd == Cmd.PLATFORM:
-            self._platform(a[0], a[1], a[2])
-        elif cmd == Cmd.SET_GAINS:
-            names = ("kp", "ki", "kd")
-            gains = {names[k]: a[1 + k] for k in range(min(nargs - 1, 3))}
-            try:                                   # validated on the I/O side; never trust it here
-                self.axes.set_gains(int(a[0]), **gains)
-            except ValueError:
-                return False, Error.BAD_ARGS
-        elif cmd == Cmd.SHUTDOWN:
-            self.block.header[H.SHUTDOWN] = 1
-        elif cmd == Cmd.INJECT_FAULT:
-            return self._inject(a)
+        reply = handler(self.args, nargs, t)
+        if reply is not None:
+            return reply
         self._event(Event.COMMAND, float(cmd), 1.0)
         return True, Error.OK
+
+    def _move_joints(self, a: np.ndarray, nargs: int, t: float) -> None:
+        """To q (NaN: keep that joint's current reference) in ``a[n]`` s (<= 0: minimum time)."""
+        keep_nan(a[:self.n], self.q_ref)
+        self.move.start(t, self.q_ref, a[:self.n], QUINTIC, max(a[self.n], 0.0))
+        self._start_motion(self.move, t)
+
+    def _run_squat(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
+        """The thesis' excursions from here, within the soft limits."""
+        if self.squat is None:
+            return False, Error.NOT_SUPPORTED
+        if self.squat.start(t, self.q_ref) >= 0:
+            return False, Error.OUT_OF_RANGE
+        self._start_motion(self.squat, t)
+        return None
+
+    def _run_buffer(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
+        code = self.playback.load(int(self.block.header[H.TRAJ_LEN]))
+        if code != Error.OK:
+            return False, code
+        self.move.start(t, self.q_ref, self.block.traj[0], QUINTIC, 0.0, Outcome.APPROACHED)   # to the first sample
+        self._start_motion(self.move, t)
+        stance = first_stance(self.block.support, self.playback.length)
+        if stance >= 0 and self.phase_root[2] < 0:  # on the ground: the foot the first step does not lift
+            self._set_root(int(self.phase_root[stance]))
+        return None
+
+    def _set_gains(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
+        names = ("kp", "ki", "kd")
+        gains = {names[k]: a[1 + k] for k in range(min(nargs - 1, 3))}
+        try:                                   # validated on the I/O side; never trust it here
+            self.axes.set_gains(int(a[0]), **gains)
+        except ValueError:
+            return False, Error.BAD_ARGS
+        return None
+
+    def _ask_shutdown(self) -> None:
+        self.block.header[H.SHUTDOWN] = 1
 
     def _enable(self, t: float) -> None:
         b = self.bus
@@ -673,6 +731,8 @@ class ControlLoop:
         The platform follows its ramp while the drives are powered, its measured angles
         otherwise."""
         outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
+        if self.gen is self.playback and self.playback.phase != self.phase:
+            self._support(self.playback.phase)
         if outcome != Outcome.RUNNING:
             self._finished(outcome, t)
         if self.state in POWERED:
@@ -694,9 +754,26 @@ class ControlLoop:
         state, why = AFTER[self.state, outcome]
         if state == State.MOVING:
             self.playback.start(t)
+            self.phase = -1.0                      # the file's first phase is announced
             self.gen = self.playback
         else:
             self._hold(self.gen.why if why is None else why)
+
+    def _support(self, phase: float) -> None:
+        """A new support phase of the played file: the model's root follows it (``phase_root``;
+        double support keeps the last stance foot), used from the next cycle's models; a
+        SUPPORT event and the telemetry's ``support`` say so."""
+        self.phase = phase
+        if phase >= 0.0:
+            r = self.phase_root[int(phase)]
+            if r >= 0:
+                self._set_root(int(r))
+        self._event(Event.SUPPORT, phase, float(self.root))
+
+    def _set_root(self, r: int) -> None:
+        if r != self.root:
+            self.root = r
+            self.models.set_root(r)
 
     def _shutdown_progress(self, t: float) -> None:
         if self.state == State.HOLD or t > self.shutdown_deadline:
@@ -708,7 +785,7 @@ class ControlLoop:
     def _feedforward(self) -> None:
         """τ_ff = (A + J_pᵀ J_m J_p) q̈_ref + C q̇ + G_tilt + J_pᵀ J_m J̇_p q̇ + friction at q̇_ref:
         the plants' equation of motion (drivers.plant_leg) solved for the torque."""
-        d = self.data
+        d = self.models
         feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
         drive_feedforward(self.P, self.Jp, self.bias, self.fv, self.fs, self.qdd_ref, self.qd_ref,
                           self.ff_scratch, self.tau_ff)
@@ -751,13 +828,13 @@ class ControlLoop:
         rec = begin_record(self.block)
         stab = self.stab
         write_record(rec, self.rec_offsets, t, float(self.cycle_count), float(self.state), float(self.fault_reason),
-                     self.fault_detail, self.q, self.qd, self.q_ref, self.axes.tau, self.data.com,
+                     self.fault_detail, self.q, self.qd, self.q_ref, self.axes.tau, self.models.com,
                      stab.margins if stab is not None else self.no_margins,
                      stab.total_force if stab is not None else self.no_force,
                      float((self.stabilize.flags if self.state == State.STABILIZING else 0)
                            | (TILT_HELD_MASK if self.tilt_held else 0)),
                      latency_ns / 1e3, self.marks, self.telemetry_us,
-                     self.block.stats[ST_OVERRUNS], float(self.missed), self.plat)
+                     self.block.stats[ST_OVERRUNS], float(self.missed), self.plat, self.phase)
         end_record(self.block)
 
     # ------------------------------------------------------------------ run

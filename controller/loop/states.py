@@ -34,6 +34,12 @@ ALLOWED: dict[State, frozenset[Cmd]] = {
     S.ESTOP: frozenset({Cmd.RESET, Cmd.SHUTDOWN}),
 }
 
+#: the states each command is allowed in (the loop's dispatch table reads this side of ALLOWED)
+ALLOWED_IN: dict[Cmd, frozenset[State]] = {c: frozenset(s for s in S if c in ALLOWED[s]) for c in Cmd}
+
+#: commands accepted while the drives are being enabled (any other waits for HOLD: not_allowed)
+WHILE_ENABLING = frozenset({Cmd.ESTOP, Cmd.DISABLE, Cmd.SHUTDOWN})
+
 #: states in which the drives are (or are being) powered
 POWERED = frozenset({S.HOLD, S.MOVING, S.STABILIZING})
 

@@ -17,14 +17,25 @@ def playback_sample(traj, k, last, dt, q, qd):
         qd[j] = (traj[k + 1, j] - traj[k - 1, j]) / (2.0 * dt) if 0 < k < last else 0.0
 
 
+@njit(cache=True)
+def first_stance(support, length):
+    """The first single-support phase (0 left, 1 right) of ``support[:length]``, -1 if none."""
+    for k in range(length):
+        if support[k] == 0.0 or support[k] == 1.0:
+            return int(support[k])
+    return -1
+
+
 class Playback:
     """Sample k = ⌊(t - t0) / period⌋ of ``traj[:length]``, then the last one; the loop reaches
-    the first sample with a :class:`~controller.loop.references.move.Move` before it starts."""
+    the first sample with a :class:`~controller.loop.references.move.Move` before it starts.
+    ``phase`` is the support phase of the last sample (``support[k]``, -1: none)."""
 
-    def __init__(self, traj: np.ndarray, period: float) -> None:
-        self.traj, self.period = traj, period
+    def __init__(self, traj: np.ndarray, period: float, support: np.ndarray) -> None:
+        self.traj, self.period, self.support = traj, period, support
         self.length = 0
         self.t0 = 0.0
+        self.phase = -1.0
 
     def load(self, length: int) -> Error:
         """Take the buffer's first ``length`` samples: BAD_ARGS unless 1 <= length <= its
@@ -43,5 +54,6 @@ class Playback:
         last = self.length - 1
         k = min(int((t - self.t0) / self.period), last)
         playback_sample(self.traj, k, last, self.period, q_ref, qd_ref)
+        self.phase = self.support[k]
         qdd_ref.fill(0.0)
         return Outcome.TRAJECTORY_DONE if k >= last else Outcome.RUNNING

@@ -1,0 +1,79 @@
+"""What the loop needs from a robot's models, for either kind of robot: one adapter each.
+
+The loop (controller.loop.loop) is written once against this interface:
+
+* ``update(q, qd)``  the cycle's models under ``gravity`` (base axes, written by the loop from
+  the measured tilt): A, h = C q̇ + G, G and the CoG, allocation-free, one Numba call;
+* ``A``, ``h``, ``G``, ``com``  views of the results (the Data arrays, never rebound);
+* ``gravity``        the gravity input (3,), ``level`` the robot's level-floor vector;
+* ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
+* ``joint_names``, ``limits`` (the Model arrays qmin, qmax, vmax, taumax, viscous, coulomb),
+  ``transmission`` (:class:`models.transmission.Transmission`), ``roots``, ``foot``.
+
+:class:`ChainModels` wraps the bench leg's :class:`models.robot.Robot` (MDH chain, closed-form
+dynamics of models.dynamics); :class:`TreeModels` a :class:`models.tree_robot.TreeRobot` (the
+whole BIP 2000, rooted at the pelvis or a sole: Khalil & Dombre, tree structures), whose cycle
+variant computes h by Newton-Euler (models.tree_dynamics.update_cycle).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models.dynamics import update as chain_update
+from models.robot import Robot
+from models.tree_dynamics import set_root as tree_set_root
+from models.tree_dynamics import update_cycle as tree_update
+from models.tree_robot import TreeRobot
+
+
+class ChainModels:
+    """A serial chain: :func:`models.dynamics.update` on the robot's Model / Data."""
+
+    kind = "chain"
+
+    def __init__(self, robot: Robot) -> None:
+        self.robot, self.model = robot, robot.model
+        d = robot.data
+        self.mbuf, self.dbuf = robot.model.buf, d.buf
+        self.A, self.h, self.G, self.com = d.A, d.h, d.G, d.com
+        self.gravity, self.level = d.gravity, robot.model.gravity
+        self.joint_names = robot.joint_names
+        self.transmission = robot.transmission
+        self.roots: tuple[str, ...] = ("base",)
+        self.foot = robot.description.foot
+
+    def update(self, q: np.ndarray, qd: np.ndarray) -> None:
+        chain_update(self.mbuf, self.dbuf, q, qd)
+
+    def set_root(self, r: int) -> None:
+        """A chain has its base only."""
+
+
+class TreeModels:
+    """A kinematic tree: :func:`models.tree_dynamics.update_cycle` (A, h by Newton-Euler, G,
+    the CoGs, the root frames) in the rooting ``set_root`` selected; the robot's CoG is group 0."""
+
+    kind = "tree"
+
+    def __init__(self, robot: TreeRobot) -> None:
+        self.robot, self.model = robot, robot.model
+        d = robot.data
+        self.mbuf, self.dbuf = robot.model.buf, d.buf
+        self.A, self.h, self.G, self.com = d.A, d.h, d.G, d.com[0]
+        self.level = robot.model.gravity
+        self.gravity = self.level.copy()
+        self.joint_names = robot.model.joint_names
+        self.transmission = getattr(robot.description, "transmission", None)
+        self.roots = robot.model.root_names
+        self.foot = None
+
+    def update(self, q: np.ndarray, qd: np.ndarray) -> None:
+        tree_update(self.mbuf, self.dbuf, q, qd, self.gravity)
+
+    def set_root(self, r: int) -> None:
+        tree_set_root(self.mbuf, self.dbuf, r)
+
+
+def robot_models(robot: Robot | TreeRobot) -> ChainModels | TreeModels:
+    """The adapter of ``robot``'s kind."""
+    return TreeModels(robot) if isinstance(robot, TreeRobot) else ChainModels(robot)
