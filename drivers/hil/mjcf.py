@@ -248,12 +248,18 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
 
 
 def mjcf_from_description(desc: TreeDescription) -> str:
-    """MJCF of a robot description (chain or tree), fixed at its base: MuJoCo's own URDF
-    compiler reads :func:`models.urdf.to_urdf` (operational frames kept as bodies, inertias
-    as given), then each joint gets its armature and the model the description's gravity.
+    """MJCF of a robot description (chain or tree), fixed at its base (:func:`spec_from_description`).
     MuJoCo writes numbers to 6 significant digits. The HIL bench's scene (free foot on the
-    platform, transmissions as tendons) is :func:`build_mjcf`. A body MuJoCo cannot hold (a
-    line or point mass: a principal moment of 0) is a :class:`ConfigError` naming its key."""
+    platform, transmissions as tendons) is :func:`build_mjcf`."""
+    return spec_from_description(desc).to_xml()
+
+
+def spec_from_description(desc: TreeDescription) -> mujoco.MjSpec:
+    """MuJoCo model spec of a robot description (chain or tree), fixed at its base: MuJoCo's own
+    URDF compiler reads :func:`models.urdf.to_urdf` (operational frames kept as bodies, inertias
+    as given), then each joint gets its armature and the model the description's gravity. A
+    body MuJoCo cannot hold (a line or point mass: a principal moment of 0) is a
+    :class:`ConfigError` naming its key."""
     bodies = [(f"joints[{i}].body.inertia", t.joint.body) for i, t in enumerate(desc.joints)]
     for key, body in [("base.inertia", desc.bodies[desc.base])] + bodies:
         if body.mass > 0.0 and np.linalg.eigvalsh(np.array(body.inertia))[0] <= 0.0:
@@ -268,4 +274,4 @@ def mjcf_from_description(desc: TreeDescription) -> str:
     for joint in spec.joints:
         joint.armature = armature[joint.name]
     spec.option.gravity = desc.gravity
-    return spec.to_xml()
+    return spec

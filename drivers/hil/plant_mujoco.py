@@ -80,6 +80,7 @@ from .mjcf import (
     WORLD_FROM_G,
     build_mjcf,
 )
+from .push import Push
 
 TILT_LIMIT = math.radians(5.0)   # rad, foot tilt relative to the plate beyond which it has fallen
 DROP_LIMIT = 0.10                # m, hip drop since reset beyond which it has fallen
@@ -396,10 +397,8 @@ class MujocoPlant(Plant):
         self._dt = math.nan                              # the last step's dt, its substeps and their length
         self._substeps = 1
         self._h = timestep
-        self._push_bodies = {"hip", model.joint_names[-1]}
-        self._push = d.xfrc_applied[self._hip_body, :3]
-        self._push_left = 0.0
-        self._pushing = False
+        self._push = Push(d.xfrc_applied, {"hip": self._hip_body, model.joint_names[-1]: self._hip_body}, "hip",
+                          WORLD_FROM_G)
 
         out = buf[:_N_OUT]
         self.motor_position = out[_POS:_POS + 6]
@@ -434,8 +433,7 @@ class MujocoPlant(Plant):
         self._foot_q[:3] = R @ self._sole_origin
         mujoco.mju_mat2Quat(self._foot_q[3:], R.ravel())
         self._q[:] = self._q0
-        self._push_left = 0.0
-        self._pushing = False
+        self._push.stop()
         self._buf[_FALLEN] = 0.0
         self.time = 0.0
         self._check(_prepare(*self._prepare_args))
@@ -450,8 +448,7 @@ class MujocoPlant(Plant):
             raise TransmissionFault(f"MuJoCo plant: a motor torque is not finite: {self._ctrl.tolist()} N m")
         m, d = self.mj_model, self.mj_data
         for k in range(self._substeps):
-            if self._pushing:
-                self._count_push()
+            self._push.count(self._h)
             if k:                                       # J_p and the rotor bias at the substep's posture
                 self._check(_prepare(*self._prepare_args))
             self._mj_step(m, d)
@@ -476,37 +473,10 @@ class MujocoPlant(Plant):
         self._h = self.mj_model.opt.timestep = dt / n
         self._dt, self._substeps = dt, n
 
-    def _count_push(self) -> None:
-        """Before a MuJoCo step: the push lasts while more than half a step of it is left."""
-        h = self._h
-        if self._push_left > 0.5 * h:
-            self._push_left -= h
-        else:
-            self._pushing = False
-            self._push[:] = 0.0
-
     def control(self, request: Mapping) -> dict:
         """Plant-specific control ops (the HIL's UDP control channel): ``push`` (module docstring);
-        the answer is ``{"ok": True}`` or ``{"error": ...}``."""
-        op = request.get("op")
-        if op != "push":
-            return {"error": f"unknown control op {op!r} (known: fault, reset, shutdown, push)"}
-        body = request.get("body", "hip")
-        if body not in self._push_bodies:
-            return {"error": f"push: unknown body {body!r} (known: {', '.join(sorted(self._push_bodies))})"}
-        try:
-            force = np.array(request["force"], dtype=np.float64)
-            duration = float(request["duration"])
-        except (KeyError, TypeError, ValueError) as exc:
-            return {"error": f"push: needs force [fx, fy, fz] (N) and duration (s): {exc}"}
-        if force.shape != (3,) or not np.all(np.isfinite(force)):
-            return {"error": f"push: force must be 3 finite numbers (N), got {request['force']!r}"}
-        if not (math.isfinite(duration) and duration >= 0.0):
-            return {"error": f"push: duration must be a finite number >= 0 (s), got {request['duration']!r}"}
-        self._push[:] = WORLD_FROM_G @ force
-        self._push_left = duration
-        self._pushing = True
-        return {"ok": True}
+        the answer is ``{"ok": True}`` or ``{"error": ...}`` (:class:`~drivers.hil.push.Push`)."""
+        return self._push.request(request)
 
     def _check(self, status: int) -> None:
         if status == _STATUS_DIVERGED:

@@ -15,6 +15,13 @@ The plant advances one bus cycle per SoA, so the managing node sets the pace:
 ``--throttle-s S`` sleeps S s of wall time at the start of every control period: a slow host, for
 tests that verdicts do not depend on the host's speed.
 
+A config whose robot is a kinematic tree (its YAML has ``base:``, e.g. deploy/robots/bip2000.yaml)
+is served by the whole biped, :class:`~drivers.hil.plant_biped.BipedPlant`, one motor per joint
+named after it, standing in its flexed posture on the floor, or with ``--hung`` hung by the pelvis
+from a gantry (Gastebois 2017 §2.6.2); its pushes name a body of the robot (default ``pelvis``),
+in world axes (z up, x forward), and its truth frames carry the sensors listed in
+:mod:`drivers.hil.plant_biped`.
+
 ``--bolt-foot`` welds the foot to the platform plate (the thesis bolts it for the squat, §2.6.1), so
 the leg cannot fall by tipping. The UDP control channel also takes the plant op ``push``
 (:meth:`~drivers.hil.plant_mujoco.MujocoPlant.control`): ``{"op": "push", "body": "hip", "force":
@@ -56,6 +63,7 @@ from ..config import BusConfig, BusConfigError, parse_bus_config
 from ..drive import DriveBank
 from ..plant import Plant
 from .mjcf import MjcfError
+from .plant_biped import BipedPlant
 from .plant_mujoco import MujocoPlant, MujocoPlantError, SimulationError
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
@@ -222,14 +230,34 @@ class ServedPlant(Plant):
         return json.dumps(frame).encode()
 
 
+def is_tree(robot_path: Path) -> bool:
+    """Whether a robot YAML describes a kinematic tree (it has a ``base:`` body, models.tree_config)."""
+    document = read_yaml(robot_path)
+    return isinstance(document, dict) and "base" in document
+
+
+def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = False) -> Plant:
+    """The MuJoCo plant of ``config``: the whole biped for a tree robot (``hung`` from the gantry),
+    else the leg on its platform (``bolt_foot``: the foot welded to the plate)."""
+    if is_tree(config.robot_path):
+        if bolt_foot:
+            raise HilConfigError(f"--bolt-foot is for the leg on its platform; {config.robot_path.name} is a tree "
+                                 f"robot (use --hung to hang it from the gantry)")
+        return BipedPlant.from_config(config.bus, config.robot_path, hung=hung)
+    if hung:
+        raise HilConfigError(f"--hung needs a tree robot (a YAML with base:), {config.robot_path.name} is the "
+                             f"leg on its platform")
+    robot = Robot.from_yaml(config.robot_path)
+    return MujocoPlant.from_config(config.bus, robot, config.platform_ratio,
+                                   initial_posture(robot, config.soft_limit_margin), bolt_foot=bolt_foot)
+
+
 def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, truth_every: int = 25,
           realtime: bool = False, idle_timeout_s: float | None = None, bolt_foot: bool = False,
-          throttle_s: float = 0.0) -> None:
-    """Build the MuJoCo plant of ``config`` (``bolt_foot``: the foot welded to the plate) and serve
-    the bus until a shutdown request (or idle); ``throttle_s``: wall seconds slept per period."""
-    robot = Robot.from_yaml(config.robot_path)
-    plant = MujocoPlant.from_config(config.bus, robot, config.platform_ratio,
-                                    initial_posture(robot, config.soft_limit_margin), bolt_foot=bolt_foot)
+          throttle_s: float = 0.0, hung: bool = False) -> None:
+    """Build the MuJoCo plant of ``config`` (:func:`build_plant`) and serve the bus until a shutdown
+    request (or idle); ``throttle_s``: wall seconds slept per period."""
+    plant = build_plant(config, bolt_foot=bolt_foot, hung=hung)
     context = zmq.Context.instance()
     pub = None
     if truth_endpoint:
@@ -253,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``bipd hil``: exit 0 after a shutdown request or idle timeout, 1 on a simulation fault,
     2 on a bad configuration."""
     parser = argparse.ArgumentParser(prog="bipd hil", description="Serve the POWERLINK controlled nodes and "
-                                     "the MuJoCo leg plant to a daemon run with --backend udp.")
+                                     "the MuJoCo plant (the leg, or the whole biped of a tree robot) to a daemon "
+                                     "run with --backend udp.")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="daemon YAML (robot:, bus:, control:)")
     parser.add_argument("--udp-port", type=int, default=None, help="override bus.udp.port")
     parser.add_argument("--truth", default=DEFAULT_TRUTH, help="ZMQ PUB endpoint of the ground truth ('' for none)")
@@ -264,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="sleep S s of wall time per control period: a slow host (tests of speed independence)")
     parser.add_argument("--bolt-foot", action="store_true",
                         help="weld the foot to the platform plate (the thesis' squat bench, §2.6.1)")
+    parser.add_argument("--hung", action="store_true",
+                        help="a tree robot hangs by the pelvis from a gantry, feet in the air (thesis §2.6.2)")
     args = parser.parse_args(argv)
     try:
         config = load_hil_config(args.config, args.udp_port)
@@ -275,10 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[bipd hil] {config.robot_path.name} on MuJoCo, {len(config.bus.axes)} axes at udp "
               f"{udp.host}:{udp.port}, truth {args.truth or 'off'}, "
               f"{'real time' if args.realtime else 'lock-step'}{', foot bolted' if args.bolt_foot else ''}"
+              f"{', hung' if args.hung else ''}"
               f"{f', throttled {args.throttle_s:g} s per period' if args.throttle_s else ''}",
               file=sys.stderr, flush=True)
         serve(config, truth_endpoint=args.truth, truth_every=args.truth_every, realtime=args.realtime,
-              idle_timeout_s=args.idle_timeout, bolt_foot=args.bolt_foot, throttle_s=args.throttle_s)
+              idle_timeout_s=args.idle_timeout, bolt_foot=args.bolt_foot, throttle_s=args.throttle_s,
+              hung=args.hung)
     except (HilConfigError, ConfigError, BusConfigError, MjcfError, MujocoPlantError) as exc:
         print(f"bipd hil: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,168 @@
+"""MuJoCo model of a whole biped (a tree description with two feet), hung from a gantry or on the floor.
+
+Built from the same YAML as the controller's tree models (:func:`drivers.hil.mjcf.spec_from_description`:
+bodies, inertias, joint frames, limits, joint armature and friction), so the two cannot drift. World
+axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is level, above the origin.
+
+- ``hung``: the pelvis is fixed in the world :data:`GANTRY_HEIGHT` above the floor, the feet free in
+  the air (the thesis' gantry experiment, Gastebois 2017 §2.6.2);
+- ``ground``: the pelvis carries a free joint; each foot is a box (:data:`SOLE_THICKNESS` thick, the
+  bounding box of the YAML's sole outline, sole face on the sole frame's z = 0) in contact with the
+  floor plane z = 0.
+
+Every scene has the floor (the hung feet never reach it), an IMU site at the pelvis origin (pelvis
+axes) with an accelerometer ``imu`` and an orientation sensor ``imu_quat``, and per foot a contact
+sensor (:data:`SOLE_DATA` per floor/sole contact, as the bench leg's ``sole``; its name is the foot's).
+
+Transmission (thesis eq. 30-32, any number of joints): one fixed tendon per motor (named after its
+joint; motor i drives joint i) spanning the joints its row of J_p reaches, whose coefficients are
+that row, so the tendon velocity is q̇_m = J_p q̇; the rotor inertia J_m, viscous and Coulomb friction
+of the motor are the tendon's armature, damping and frictionloss. MuJoCo then adds J_pᵀ J_m J_p to the
+mass matrix (exact, ankle coupling included) and J_pᵀ (F_v q̇_m + F_c sign q̇_m) implicitly, and a
+motor actuator on each tendon applies J_pᵀ τ_m. Tendons rather than a per-step joint armature: a
+gear's J_p is constant (its tendon is then exactly ratio² J_m of armature), while an ankle's 2×2 block
+couples its two joints, which a diagonal armature cannot hold. The coefficients written here are
+J_p(q0); the plant rewrites them from J_p(q) before every MuJoCo step (:mod:`drivers.hil.plant_biped`).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from models.tree_config import TreeDescription
+from models.transmission import Transmission, reflected_friction, reflected_inertia, transmission_jacobian
+
+from .mjcf import SOLE_DATA, SOLE_SLOTS, MjcfError, spec_from_description
+
+GANTRY_HEIGHT = 1.25     # m, pelvis origin above the floor when hung (legs 0.92 m at full stretch)
+SOLE_THICKNESS = 0.02    # m, the foot contact box above the sole face
+FRICTION = 1.0           # sole/floor sliding friction coefficient
+CONTACT_TIMECONST = 0.005  # s, contact stiffness (MuJoCo solref time constant, >= 2 steps)
+FLOOR, PELVIS, IMU, IMU_QUAT = "floor", "pelvis", "imu", "imu_quat"
+SPAN_SAMPLES = 5         # joint-box postures sampled for the joints each motor's row of J_p reaches
+_CONTACT_DATA = sum(1 << int(getattr(mujoco.mjtConDataField, f"mjCONDATA_{f.upper()}")) for f in SOLE_DATA.split())
+
+
+@dataclass(frozen=True)
+class FootGeometry:
+    """A foot as the plant sees it: its body, the sole frame's pose in it (4×4), the contact box's
+    (x, y) extent in the sole frame, and its four load cells' (x, y) in the sole frame with their
+    corner of the cell rectangle (front, left: 1 or 0)."""
+
+    name: str
+    body: str
+    sole: np.ndarray
+    box_min: tuple[float, float]
+    box_max: tuple[float, float]
+    cells: np.ndarray        # (4, 2) cell positions (m, sole frame)
+    corner: np.ndarray       # (4, 2) 1.0 at the front (max x) / left (max y) side of the rectangle
+
+
+def foot_geometry(desc: TreeDescription) -> tuple[FootGeometry, FootGeometry]:
+    """The two feet of ``desc`` (``feet:``), each with four load cells on an axis-aligned rectangle of
+    its sole frame; anything else is an :class:`MjcfError` naming the key."""
+    if len(desc.feet) != 2:
+        raise MjcfError(f"{desc.source}: feet: a biped needs exactly two feet, got {len(desc.feet)}")
+    frames = {f.name: f for f in desc.frames}
+    out = []
+    for foot in desc.feet:
+        sole = np.array(frames[foot.frame].pose)
+        inv = np.linalg.inv(sole)
+        cells = np.array([(inv @ np.array(frames[s].pose))[:2, 3] for s in foot.sensors])
+        xs, ys = np.unique(np.round(cells[:, 0], 9)), np.unique(np.round(cells[:, 1], 9))
+        if cells.shape[0] != 4 or xs.size != 2 or ys.size != 2 or np.unique(np.round(cells, 9), axis=0).shape[0] != 4:
+            raise MjcfError(f"{desc.source}: feet.{foot.name}.sensors: the plant needs four load cells at the "
+                            f"corners of a rectangle aligned with the sole frame, got {np.round(cells, 4).tolist()}")
+        outline = np.array(foot.outline)
+        out.append(FootGeometry(foot.name, frames[foot.frame].body, sole, tuple(outline.min(axis=0)),
+                                tuple(outline.max(axis=0)), cells,
+                                (cells > [[xs.mean(), ys.mean()]]).astype(np.float64)))
+    return out[0], out[1]
+
+
+def motor_constants(tr: Transmission) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per motor: rotor inertia J_m, viscous and Coulomb friction, read through the transmission
+    kernels at J_p = I (so the parameter layout stays declared once, in models.transmission)."""
+    n = tr.n
+    eye, out = np.eye(n), np.empty((n, n))
+    reflected_inertia(tr.params, eye, out)
+    f1, f2 = np.empty(n), np.empty(n)
+    reflected_friction(tr.params, eye, np.ones(n), f1)
+    reflected_friction(tr.params, eye, np.full(n, 2.0), f2)
+    return np.diag(out).copy(), f2 - f1, 2.0 * f1 - f2
+
+
+def transmission_spans(tr: Transmission, qmin: np.ndarray, qmax: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """The joints each motor's row of J_p reaches: its nonzero entries at the middle of the joint box
+    and at :data:`SPAN_SAMPLES` seeded postures in it (a coupling is nonzero almost everywhere)."""
+    n = tr.n
+    rng = np.random.default_rng(0)
+    reach = np.zeros((n, n), dtype=bool)
+    jp = np.empty((n, n))
+    for q in [0.5 * (qmin + qmax)] + [rng.uniform(qmin, qmax) for _ in range(SPAN_SAMPLES)]:
+        if transmission_jacobian(tr.params, q, jp) == 0:
+            reach |= jp != 0.0
+    if not reach.diagonal().all():
+        raise MjcfError(f"transmission: motor i must drive joint i; J_p has a zero diagonal entry "
+                        f"at joints {np.flatnonzero(~reach.diagonal()).tolist()}")
+    return tuple(tuple(int(j) for j in np.flatnonzero(row)) for row in reach)
+
+
+def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *, hung: bool,
+                timestep: float = 4.0e-4) -> mujoco.MjSpec:
+    """The scene (module docstring) as a MuJoCo spec; ``q0`` (joint angles, description order) sets
+    the tendons' initial J_p. ``spec.compile()`` is the model, ``spec.to_xml()`` its MJCF."""
+    if not (math.isfinite(timestep) and timestep > 0):
+        raise MjcfError(f"timestep must be a finite number > 0, got {timestep!r}")
+    if tr.n != desc.n:
+        raise MjcfError(f"{desc.source}: transmission: {tr.n} motors for {desc.n} joints")
+    feet = foot_geometry(desc)
+    spec = spec_from_description(desc)
+    spec.modelname = f"{desc.name}_{'hung' if hung else 'ground'}"
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE   # the YAML's inertias only
+    spec.option.timestep = timestep
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
+    solref = [max(CONTACT_TIMECONST, 2.0 * timestep), 1.0]
+    spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
+                            contype=0, conaffinity=1, condim=3, friction=[FRICTION, 0.005, 1e-4], solref=solref)
+    pelvis = spec.body(desc.base)
+    pelvis.pos = [0.0, 0.0, GANTRY_HEIGHT]
+    if not hung:
+        pelvis.add_freejoint(name=PELVIS)
+    pelvis.add_site(name=IMU, size=[0.01, 0.0, 0.0])
+    for foot in feet:
+        (x0, y0), (x1, y1) = foot.box_min, foot.box_max
+        half = [0.5 * (x1 - x0), 0.5 * (y1 - y0), 0.5 * SOLE_THICKNESS]
+        centre = foot.sole @ np.array([0.5 * (x0 + x1), 0.5 * (y0 + y1), 0.5 * SOLE_THICKNESS, 1.0])
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, np.ascontiguousarray(foot.sole[:3, :3]).ravel())
+        spec.body(foot.body).add_geom(name=foot.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=half,
+                                      pos=centre[:3], quat=quat, contype=1, conaffinity=0, condim=3,
+                                      friction=[FRICTION, 0.005, 1e-4], solref=solref)
+        spec.add_sensor(name=foot.name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_GEOM,
+                        objname=FLOOR, reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=foot.name,
+                        intprm=[_CONTACT_DATA, 0, SOLE_SLOTS])
+    spec.add_sensor(name=IMU, type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE,
+                    objname=IMU)
+    spec.add_sensor(name=IMU_QUAT, type=mujoco.mjtSensor.mjSENS_FRAMEQUAT, objtype=mujoco.mjtObj.mjOBJ_SITE,
+                    objname=IMU)
+    names = [t.joint.name for t in desc.joints]
+    lo = np.array([t.joint.position_limits[0] for t in desc.joints])
+    hi = np.array([t.joint.position_limits[1] for t in desc.joints])
+    jp = np.empty((desc.n, desc.n))
+    status = transmission_jacobian(tr.params, np.asarray(q0, dtype=np.float64), jp)
+    if status != 0:
+        raise MjcfError(f"transmission: J_p cannot be evaluated at the initial posture (status {status})")
+    rotor, viscous, coulomb = motor_constants(tr)
+    for i, joints in enumerate(transmission_spans(tr, lo, hi)):
+        tendon = spec.add_tendon(name=names[i], armature=rotor[i], damping=[viscous[i]], frictionloss=coulomb[i])
+        for j in joints:
+            tendon.wrap_joint(names[j], jp[i, j])
+        spec.add_actuator(name=names[i], target=names[i], trntype=mujoco.mjtTrn.mjTRN_TENDON)
+    return spec
