@@ -65,12 +65,11 @@ from models.linalg import spd_inverse4
 from models.model import data_size, data_views, model_views
 from models.tilt import tilted_gravity
 from models.transmission import (
-    COULOMB,
-    N_PARAMS,
+    LEG_N_PARAMS as N_PARAMS,
     ROTOR,
-    VISCOUS,
     joint_to_motor,
     joint_torque,
+    motor_friction,
     motor_velocity,
     reflected_inertia,
     status_message,
@@ -86,7 +85,7 @@ N_LEG = 4
 STICTION_VELOCITY = 1e-5        # rad/s under which Coulomb friction is linear in v (motors and joints)
 HOLD = 4e-4                      # s, longest interval over which the configuration-dependent terms are held
 
-# status codes beyond the transmission's (models.transmission: reason + 4 * block, > 0)
+# status codes beyond the transmission's (models.transmission: reason + 4 * joint, > 0)
 BAD_TORQUE = -1                  # a non-finite motor torque
 NOT_SPD = -2                     # the effective mass matrix is not SPD (non-finite state)
 
@@ -218,7 +217,8 @@ def _substeps(mbuf, P, par, work, torque, n, h):
     for _ in range(n):
         motor_velocity(jp, qd, fm)                      # q̇_m = J_p q̇ (eq. 31)
         for i in range(4):
-            fm[i], dm[i] = _friction(P[VISCOUS + i], P[COULOMB + i], fm[i])
+            fv, fc = motor_friction(P, i)
+            fm[i], dm[i] = _friction(fv, fc, fm[i])
         for a in range(4):
             s = f0[a]
             for i in range(4):

@@ -24,13 +24,14 @@ Every error names the file and the key, in one sentence.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .config import Body, Joint, _inertia, _joint, description_from_dict
 from .errors import ConfigError
 from .model import mdh_matrix
+from .transmission import Transmission, parse_blocks
 from .validation import Section, read_yaml, vector
 
 
@@ -75,6 +76,7 @@ class TreeDescription:
     roots: tuple[str, ...]
     subtrees: dict[str, tuple[str, ...]]
     feet: tuple[Foot, ...]
+    transmission: Transmission | None = field(default=None, compare=False)   # motor i drives joint i
 
     @property
     def n(self) -> int:
@@ -261,15 +263,22 @@ def tree_from_dict(data: Any, where: str = "<dict>") -> TreeDescription:
             subtrees[sname] = _carried(joints, names.index(jname))
         st.done()
     feet = _feet(where, top, by_frame)
+    transmission = None
+    if tree and top.has("transmission"):
+        lo = [j.joint.position_limits[0] for j in joints]
+        hi = [j.joint.position_limits[1] for j in joints]
+        transmission = parse_blocks(top.raw("transmission"), where, tuple(names), lo, hi)
     if not tree:   # a chain: validated as such, its tool becomes the frame 'tool'
         chain = description_from_dict(data, where)
+        transmission = chain.transmission
         for k in ("tool", "foot", "transmission"):
             top.raw(k, None)
         t = chain.tool
         pose = tuple(tuple(float(x) for x in row) for row in mdh_matrix(t.alpha, t.a, t.theta, t.d))
         frames += (Frame("tool", joints[-1].child, pose),)
     top.done()
-    return TreeDescription(name, where, gravity, base, bodies, tuple(joints), frames, roots, subtrees, feet)
+    return TreeDescription(name, where, gravity, base, bodies, tuple(joints), frames, roots, subtrees, feet,
+                           transmission)
 
 
 def _carried(joints: list[TreeJoint], j: int) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from controller.telemetry import TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
 from models.gait.plan import SUPPORT_NAMES
-from models.transmission import status_message
+from models.transmission import LEG_LABELS, status_message
 from stabilizer.stabilizer import STATUS_NAMES
 
 
@@ -43,6 +43,7 @@ class Names:
     joints: tuple[str, ...]
     axes: tuple[str, ...] = ()
     nodes: tuple[int, ...] = ()
+    transmission: tuple[str, ...] = ()     # each joint's transmission block; empty: the bench leg's
 
     def axis(self, index: int) -> tuple[str | None, int | None]:
         """(name, node id) of bus axis ``index``; None for what is not known."""
@@ -84,7 +85,7 @@ def fault_fields(reason: float, detail: float, names: Names) -> dict[str, Any]:
         text = f"{where or 'an axis'} still {code_text} after control.enable_timeout_s (never Operation Enabled)"
     elif r == Reason.TRANSMISSION:
         if code:
-            code_text = status_message(code)
+            code_text = status_message(code, names.transmission or LEG_LABELS)
             text = f"transmission {code_text}" + (f"; the reading of {where} is not finite" if where else "")
         else:
             code_text = "non-finite motor setpoint"

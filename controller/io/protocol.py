@@ -97,6 +97,7 @@ class Context:
     stepped: bool = False               # the loop runs in stepped lock-step (``step`` is served)
     max_step_cycles: int = 1_000_000    # one ``step`` advances at most this many cycles
     soft_limit_margin: float = 0.0      # rad inside qmin, qmax a trajectory must stay (the loop's soft limits)
+    transmission_labels: tuple[str, ...] = ()   # each joint's transmission block (faults); empty: the bench leg's
     state: State = State.BOOT
     q: np.ndarray | None = None
 
@@ -118,6 +119,8 @@ class Context:
     def from_description(cls, desc: Any, axis_names: tuple[str, ...] | None = None, **kw: Any) -> Context:
         """From a :class:`models.RobotDescription`; the axes default to the joint names."""
         names = tuple(j.name for j in desc.joints)
+        tr = getattr(desc, "transmission", None)
+        kw.setdefault("transmission_labels", tr.labels if tr is not None else ())
         return cls(joint_names=names,
                    qmin=np.array([j.position_limits[0] for j in desc.joints]),
                    qmax=np.array([j.position_limits[1] for j in desc.joints]),

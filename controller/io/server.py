@@ -156,7 +156,7 @@ class IoServer:
         if decimation < 1:
             raise ValueError(f"decimation must be at least 1, got {decimation}")
         self.layout = RecordLayout(len(ctx.joint_names))
-        self.names = Names(ctx.joint_names, ctx.bus_axes, ctx.bus_nodes)
+        self.names = Names(ctx.joint_names, ctx.bus_axes, ctx.bus_nodes, ctx.transmission_labels)
         if block.layout.record_size != self.layout.size or block.layout.n_joints != len(ctx.joint_names):
             raise ValueError(f"the shared block holds {block.layout.n_joints} joints and records of "
                              f"{block.layout.record_size} floats; the context needs {len(ctx.joint_names)} "

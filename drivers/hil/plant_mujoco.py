@@ -56,7 +56,7 @@ from numba import njit
 from models import Robot, TransmissionFault
 from models.tilt import rotation_world_foot
 from models.transmission import (
-    N_PARAMS,
+    LEG_N_PARAMS as N_PARAMS,
     ROTOR,
     joint_to_motor,
     motor_bias,

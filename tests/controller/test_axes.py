@@ -162,7 +162,7 @@ def test_motor_setpoints_through_the_transmission():
     assert np.allclose(qm, tr.to_motor(q), rtol=1e-12)
     assert np.allclose(qmd, tr.velocity_to_motor(q, qd), rtol=1e-12)
     bad = np.array([0.0, 0.0, np.nan, 0.0])       # the knee linkage cannot close: a status, no exception
-    assert motor_setpoints(CSP, tr.params, Jp, bad, qd, tau, qm, qmd, tau_m) == CANNOT_CLOSE + 4 * 1
+    assert motor_setpoints(CSP, tr.params, Jp, bad, qd, tau, qm, qmd, tau_m) == CANNOT_CLOSE + 4 * 2
 
 
 @njit
