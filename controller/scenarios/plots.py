@@ -8,6 +8,7 @@ import numpy as np
 
 from .metrics import cop_margin
 from .series import Series
+from .walk_metrics import OUTSIDE_M
 
 
 def _figure(rows: int, cols: int = 1, size: tuple[float, float] = (10.0, 7.0)):
@@ -143,7 +144,7 @@ def plot_zmp_path(tru: dict, margins: np.ndarray, title: str, path: Path) -> str
         a.plot(tru["pelvis_position"][:, 0], tru["pelvis_position"][:, 1], "-", color="tab:blue", lw=1.2,
                label="pelvis")
         zmp = tru["zmp"]
-        outside = np.isfinite(margins) & (margins < 0.0)
+        outside = np.isfinite(margins) & (margins < -OUTSIDE_M)
         a.plot(zmp[:, 0], zmp[:, 1], "-", color="tab:green", lw=0.8, label="ZMP / CoP")
         a.plot(zmp[outside, 0], zmp[outside, 1], ".", color="tab:red", ms=3, label="ZMP outside the polygon")
     a.plot([], [], "-", color="tab:gray", lw=0.6, label="support polygon (feet in contact)")

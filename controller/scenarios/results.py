@@ -186,7 +186,7 @@ def walk_markdown(res: dict[str, Any]) -> str:
         travel = "n/a" if w["distance_m"] is None else f"{w['distance_m']:.2f} m"
         fell = (f"fell at t = {w['fell_at_s']:.2f} s / {travel}" if w["fell"] else
                 f"no / {travel}" if w["completed"] else f"ended early: {w['aborted']} / {travel}")
-        zmp = "n/a" if w["min_zmp_margin_m"] is None else f"{1e3 * w['min_zmp_margin_m']:.1f} mm"
+        zmp = "n/a" if w["min_zmp_margin_m"] is None else f"{round(1e3 * w['min_zmp_margin_m'], 1) + 0.0:.1f} mm"
         axis = f" ({w['following_error_axis']})" if w["following_error_axis"] else ""
         rows.append(f"| {w['mount']}, {w['steps']} steps | {fell} | {_deg(w['knee_error_deg'], w['knee_pass'])} | "
                     f"{_deg(w['following_error_max_deg'], w['following_pass'])}{axis} | {zmp} | "

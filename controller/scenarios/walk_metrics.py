@@ -9,7 +9,8 @@ view of it. The robot *fell* when the HIL's ``fallen`` latch is set (pelvis 0.2 
 reset, or tilted more than 30°); how far it got is the pelvis' forward (x) travel from the start of
 the walk to the fall, or to the end. The ZMP margin is the signed distance (> 0 inside) of the
 whole robot's ZMP/CoP to the edges of the support polygon of the feet in contact
-(:func:`models.gait.checks.margin`, the gait generator's own check), NaN in the air.
+(:func:`models.gait.checks.margin`, the gait generator's own check), NaN in the air; it is outside
+beyond :data:`OUTSIDE_M`.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from .metrics import POWERED, state_sequence
 
 KNEE_BOUND_DEG = 1.3
 FOLLOWING_BOUND_DEG = 0.3
+OUTSIDE_M = 1e-6         # a ZMP counts as outside its polygon beyond this (the load cells' CoP on an edge
+                         # comes out within rounding of it)
 KNEES = ("l_knee", "r_knee")
 TRUTH_KEYS = ("t", "pelvis_position", "zmp", "support_polygon", "support_count", "fallen", "following_error")
 """The HIL truth fields a walk records."""
@@ -138,7 +141,7 @@ def evaluate_walk(gait: str, mount: str, steps: int | None, tel: dict[str, np.nd
         following_error_deg=following, following_error_max_deg=worst, following_error_axis=axis,
         following_pass=None if worst is None else worst <= FOLLOWING_BOUND_DEG,
         min_zmp_margin_m=float(finite.min()) if finite.size else None,
-        zmp_outside_s=round(float((finite < 0.0).sum()) * dt, 3),
+        zmp_outside_s=round(float((finite < -OUTSIDE_M).sum()) * dt, 3),
         overruns=int(stats["overruns"]), missed_cycles=int(stats["missed_cycles"]),
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3),
         speed_x_realtime=round(sim_s / wall_s, 2) if wall_s > 0 else None,

@@ -86,6 +86,7 @@ def _walk_series(knee_deg: float, following_deg: float, fall_at: int | None = No
     zmp = np.tile([0.1, 0.05], (n, 1))
     zmp[7:9, 0] = 0.22                                   # 20 mm outside, two frames
     zmp[3, 0] = 0.195                                    # 5 mm inside: not outside
+    zmp[4, 0] = 0.2 + 1e-9                               # on the edge within rounding: not outside
     truth = {"t": np.arange(n) * 0.1, "pelvis_position": np.column_stack([0.05 * np.arange(n), np.zeros(n), np.ones(n)]),
              "zmp": zmp, "support_polygon": np.tile(SQUARE, (n, 1)), "support_count": np.full(n, 4.0),
              "fallen": np.zeros(n), "following_error": following}
