@@ -572,7 +572,7 @@ class Session:
             self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}
             if o.record is not None:
                 self.op.recorder = _recorder(o.record, self.daemon_config, o)
-            self.say("daemon up: enable, stance")
+            self.say(f"daemon up: enable{', stance' if o.stance is not None else ''}")
             self.op.prepare(o.stance)
         except BaseException:
             self.__exit__()
