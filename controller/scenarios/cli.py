@@ -198,18 +198,19 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(dirs) if args.json else "\n".join(direction_rows(dirs) + [direction_speed(dirs)]))
             return 1 if any(d["fell"] or d["aborted"] for d in dirs) else 0
         if args.scenario == "results":
-            from .results import WALK_BEGIN, WALK_END, collect, collect_walks, markdown, update_readme, walk_markdown
+            from .results import (BEGIN, END, WALK_MARKERS, collect, collect_walks, markdown, update_readme,
+                                  walk_markdown)
 
             res, tables = {}, []
             if args.part in ("all", "leg"):
                 res["leg"] = collect(options, args.runs, _say)
-                tables.append((markdown(res["leg"]), {}))
+                tables.append((markdown(res["leg"]), (BEGIN, END)))
             if args.part in ("all", "walk"):
                 res["walk"] = collect_walks(options, _say)
-                tables.append((walk_markdown(res["walk"]), {"begin": WALK_BEGIN, "end": WALK_END}))
+                tables.append((walk_markdown(res["walk"]), WALK_MARKERS))
             if args.readme:
                 for table, markers in tables:
-                    update_readme(args.readme, table, **markers)
+                    update_readme(args.readme, table, markers)
             print(json.dumps(res if args.part == "all" else res[args.part]) if args.json
                   else "\n".join(table for table, _ in tables))
             return 0

@@ -136,8 +136,9 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n" + note + "\n"
 
 
-def update_readme(path: Path, table: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace the text between the result markers ``begin`` and ``end`` of ``path``."""
+def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """Replace the text between the result markers of ``path``."""
+    begin, end = markers
     text = path.read_text()
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
@@ -145,7 +146,7 @@ def update_readme(path: Path, table: str, begin: str = BEGIN, end: str = END) ->
     path.write_text(pattern.sub(lambda _m: f"{begin}\n{table}{end}", text))
 
 
-WALK_BEGIN, WALK_END = "<!-- walk-results -->", "<!-- /walk-results -->"
+WALK_MARKERS = ("<!-- walk-results -->", "<!-- /walk-results -->")   # the README block --part walk rewrites
 WALK_RUNS = ((True, 2), (False, 2), (False, 10))
 """(hung, steps) of the walk rows: the thesis' hung experiment, then on the floor, 2 and 10 steps."""
 
@@ -180,8 +181,9 @@ def walk_markdown(res: dict[str, Any]) -> str:
     from .walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
 
     rows = [f"| BIP 2000 walk, {res['speed_m_h']:g} m/h | fell? / pelvis travel | knee tracking error "
-            f"(thesis ≤ {KNEE_BOUND_DEG:g}°) | drive following error, motor turn (thesis ≤ {FOLLOWING_BOUND_DEG:g}°) "
-            "| min ZMP margin | lock-step speed |", "| --- | --- | --- | --- | --- | --- |"]
+            f"(thesis ≤ {KNEE_BOUND_DEG:g}°) | drive following error, motor turn "
+            f"(thesis ≤ {FOLLOWING_BOUND_DEG:g}°) | min ZMP margin | lock-step speed |",
+            "| --- | --- | --- | --- | --- | --- |"]
     for w in res["walks"]:
         travel = "n/a" if w["distance_m"] is None else f"{w['distance_m']:.2f} m"
         fell = (f"fell at t = {w['fell_at_s']:.2f} s / {travel}" if w["fell"] else

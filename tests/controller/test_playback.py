@@ -69,8 +69,9 @@ def test_resampling_accuracy_on_a_smooth_trajectory(tmp_path):
     ("t,knee,elbow,hip\n", r"line 1: header column\(s\) \[3\] are not joints of this robot and joint column\(s\) "
                             r"\['ankle_lateral', 'ankle_sagittal'\] are missing; the header names 3 joint columns, "
                             r"this robot has 4 joints \['ankle_lateral', 'ankle_sagittal', 'knee', 'hip'\]"),
-    ("t,ankle_lateral,ankle_sagittal,knee,hip,elbow\n", r"line 1: header column\(s\) \[6\] are not joints of this robot; "
-                                                        r"the header names 5 joint columns, this robot has 4 joints"),
+    ("t,ankle_lateral,ankle_sagittal,knee,hip,elbow\n",
+     r"line 1: header column\(s\) \[6\] are not joints of this robot; the header names 5 joint columns, this robot "
+     r"has 4 joints"),
     ("t,ankle_lateral,ankle_sagittal,knee,hip,elbow,elbow\n", r"line 1: header column\(s\) \[6, 7\] are not joints"),
     ("t,knee,hip,knee\n", r"line 1: column 'knee' appears twice"),
     ("#c\nt,knee,hip\n0,0,0\n1,0,0\n",
@@ -207,7 +208,8 @@ def test_bip2000_jump_names_line_joint_and_the_period(tmp_path):
     message = bip_error(tmp_path, gait_text(rows, ["double"] * 5))
     allowed = B_VMAX[j] * 0.002
     assert re.search(rf"line 6: joint 'l_hip_pitch' jumps {1.005 * allowed:.6g} rad in 0.002 s from line 5 "
-                     rf"\(2.5125 rad/s\), more than its velocity limit 2.5 rad/s allows \({allowed:.6g} rad\)$", message)
+                     rf"\(2.5125 rad/s\), more than its velocity limit 2.5 rad/s allows \({allowed:.6g} rad\)$",
+                     message)
     rows = gait_rows()
     rows[3:, j] += 0.49 * B_VMAX[j] * 0.002                # 0.99 vmax: played
     path = tmp_path / "ok.csv"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from controller.scenarios import plots
-from controller.scenarios.results import walk_markdown
+from controller.scenarios.results import BEGIN, END, WALK_MARKERS, update_readme, walk_markdown
 from controller.scenarios.walk_metrics import (
     evaluate_walk,
     following_errors_deg,
@@ -87,7 +87,8 @@ def _walk_series(knee_deg: float, following_deg: float, fall_at: int | None = No
     zmp[7:9, 0] = 0.22                                   # 20 mm outside, two frames
     zmp[3, 0] = 0.195                                    # 5 mm inside: not outside
     zmp[4, 0] = 0.2 + 1e-9                               # on the edge within rounding: not outside
-    truth = {"t": np.arange(n) * 0.1, "pelvis_position": np.column_stack([0.05 * np.arange(n), np.zeros(n), np.ones(n)]),
+    pelvis = np.column_stack([0.05 * np.arange(n), np.zeros(n), np.ones(n)])
+    truth = {"t": np.arange(n) * 0.1, "pelvis_position": pelvis,
              "zmp": zmp, "support_polygon": np.tile(SQUARE, (n, 1)), "support_count": np.full(n, 4.0),
              "fallen": np.zeros(n), "following_error": following}
     if fall_at is not None:
@@ -117,8 +118,8 @@ def test_evaluate_walk_reports_the_fall_and_how_far():
     assert r.fell and r.fell_at_s == pytest.approx(0.6) and r.distance_m == pytest.approx(0.3)
     assert not r.completed and r.faults == ["DRIVE_FAULT"]
     table = walk_markdown({"date": "2026-11-26", "machine": "x86_64", "speed_m_h": 360.0, "walks": [r.to_dict()]})
-    assert "| ground, 10 steps | fell at t = 0.60 s / 0.30 m | 0.500° (pass) | 0.100° (pass) (r_knee) | -20.0 mm | 1.0× |" \
-        in table
+    assert ("| ground, 10 steps | fell at t = 0.60 s / 0.30 m | 0.500° (pass) | 0.100° (pass) (r_knee) | -20.0 mm "
+            "| 1.0× |") in table
 
 
 def test_walk_table_marks_a_failed_bound():
@@ -169,3 +170,10 @@ def test_walk_tracking_plot_draws_each_joint_error_and_each_drive(tmp_path, figu
     drive = next(ln for ln in bottom.get_lines() if ln.get_label() == "r_knee")
     assert drive.get_ydata().max() == pytest.approx(0.29)
     assert (tmp_path / "tracking.png").stat().st_size > 10_000
+
+
+def test_the_walk_table_has_its_own_readme_block(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{BEGIN}\nleg table\n{END}\ntext\n{WALK_MARKERS[0]}\nold walks\n{WALK_MARKERS[1]}\n")
+    update_readme(readme, "new walks\n", WALK_MARKERS)
+    assert readme.read_text() == f"{BEGIN}\nleg table\n{END}\ntext\n{WALK_MARKERS[0]}\nnew walks\n{WALK_MARKERS[1]}\n"
