@@ -2,7 +2,7 @@
 
     bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
-    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S]   MuJoCo HIL
+    bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S] [--hung]   MuJoCo HIL
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
     bipd campaign SPEC.yaml [--address ray://...] [--json] [--plot DIR]   tuning trials on Ray
     bipd plot LOG [--out DIR]                                                  cycle-log PNGs
@@ -12,6 +12,7 @@
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
     bipd gait --speed M_H --steps N --out FILE.csv [--robot PATH] [--plot DIR]   offline walk
     bipd gait --check FILE.csv [--robot PATH]              re-check a gait file
+    bipd stabilize-offline [--config PATH] [--amplitudes DEG,...] [--ramp-s S] [--json]   whole robot, tilt
     bipd check-robot PATH                                 validate a robot YAML
     bipd export urdf|mjcf PATH                            the robot YAML as URDF / MJCF, on stdout
     bipd keys DIR [--name NAME]                           a CURVE certificate pair for io.curve / ctl
@@ -131,6 +132,29 @@ def _print_tree_bench(res: dict) -> None:
             print(line + f"  / thesis {res['thesis_bnr_fgm_dyn_avg_us']:.0f} us: {c['ratio_vs_thesis'][name]:.3f}")
 
 
+def _whole_body_bench(robot: str, samples: int, say) -> dict:
+    """The whole-robot stabilizer cycle, when the tree is the one its configuration names."""
+    from stabilizer.bench import WHOLE_BODY_CONFIG, run_whole_body_benchmark
+    from stabilizer.whole_body_config import load_config
+
+    cfg = load_config(WHOLE_BODY_CONFIG)
+    if Path(robot).resolve() != cfg.robot_path.resolve():
+        return {"not_measured": f"{WHOLE_BODY_CONFIG.name} stabilizes {cfg.robot_path.name}, not {Path(robot).name}"}
+    say("whole-robot stabilizer cycle")
+    return run_whole_body_benchmark(samples=samples)
+
+
+def _print_whole_body_bench(res: dict) -> None:
+    if "not_measured" in res:
+        print(f"whole-robot stabilizer: not measured ({res['not_measured']})")
+        return
+    s = res["step"]
+    print(f"whole-robot stabilizer cycle ({res['robot']}, two virtual robots + closed chain, task hierarchy): "
+          f"median {s['median_us']:6.2f} us  p99 {s['p99_us']:6.2f} us  / thesis leg stabilizer "
+          f"{res['thesis_bnr_stabilizer_avg_us']:.0f} us: {res['ratio_step_vs_thesis']:.3f}"
+          + (f"  ({res['not_ok']} cycles not OK)" if res["not_ok"] else ""))
+
+
 def _is_tree(doc) -> bool:
     return isinstance(doc, dict) and "base" in doc
 
@@ -147,10 +171,12 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
         from models.tree_bench import run as run_tree
 
         res = run_tree(args.robot, samples=args.samples, progress=say)
+        res["whole_body_stabilizer"] = _whole_body_bench(args.robot, args.samples, say)
         if args.json:
             print(json.dumps(res))
         else:
             _print_tree_bench(res)
+            _print_whole_body_bench(res["whole_body_stabilizer"])
         return 0
     res = run(args.robot, samples=args.samples, first_call=not args.no_first_call, progress=say)
     say("stabilizer step and stabilizing cycle")
@@ -165,6 +191,31 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
         _print_models_bench(res)
         _print_stabilizer_bench(res["stabilizer"])
         _print_stewart_bench(res["stewart"])
+    return 0
+
+
+def cmd_stabilize_offline(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from stabilizer.offline import evaluate, format_table
+
+    try:
+        amps = tuple(float(x) for x in args.amplitudes.split(","))
+    except ValueError:
+        amps = ()
+    if not amps or any(not 0.0 < a <= 60.0 for a in amps) or list(amps) != sorted(amps):
+        print(f"bipd stabilize-offline: error: --amplitudes must be increasing degrees in (0, 60], "
+              f"got {args.amplitudes!r}", file=sys.stderr)
+        return 2
+    if not 0.1 <= args.ramp_s <= 120.0:
+        print(f"bipd stabilize-offline: error: --ramp-s must be in [0.1, 120] s, got {args.ramp_s}", file=sys.stderr)
+        return 2
+    try:
+        rows = evaluate(args.config, amplitudes_deg=amps, ramp_s=args.ramp_s)
+    except RuntimeError as e:
+        print(f"bipd stabilize-offline: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps([asdict(r) for r in rows]) if args.json else format_table(rows))
     return 0
 
 
@@ -206,6 +257,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_hil(args: argparse.Namespace) -> int:
+    problem = missing("mujoco", "sim")
+    if problem:
+        print(f"bipd hil: error: {problem}", file=sys.stderr)
+        return 2
     from drivers.hil.server import main as hil_main
 
     return hil_main(args.rest)
@@ -413,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("rest", nargs=argparse.REMAINDER)
     k.set_defaults(func=cmd_ctl)
 
-    hl = sub.add_parser("hil", help="the HIL process: controlled nodes + MuJoCo leg behind the udp backend "
+    hl = sub.add_parser("hil", help="the HIL process: controlled nodes + MuJoCo leg or biped behind the udp backend "
                                      "(bipd hil --help)", add_help=False)
     hl.add_argument("rest", nargs=argparse.REMAINDER)
     hl.set_defaults(func=cmd_hil)
@@ -478,6 +533,15 @@ def build_parser() -> argparse.ArgumentParser:
     ga.add_argument("--plot", metavar="DIR", help="also write PNGs of the CoG/ZMP paths and the joint angles")
     ga.add_argument("--check", metavar="FILE", help="re-check a gait file instead of generating one")
     ga.set_defaults(func=cmd_gait)
+
+    so = sub.add_parser("stabilize-offline", help="the whole-robot stabilizer on a quasi-statically tilted "
+                                                  "platform, kinematics only: CoG margins held vs stabilized")
+    so.add_argument("--config", default=str(DEFAULT_TREE.parent / "bip2000_stabilizer.yaml"),
+                    help="whole-robot stabilizer YAML (default: deploy/robots/bip2000_stabilizer.yaml)")
+    so.add_argument("--amplitudes", default="2,4,6,8,10", help="tilt amplitudes, degrees (default 2,4,6,8,10)")
+    so.add_argument("--ramp-s", type=float, default=7.0, help="quintic ramp 0 -> largest amplitude, s (default 7)")
+    so.add_argument("--json", action="store_true", help="print the rows as one JSON list")
+    so.set_defaults(func=cmd_stabilize_offline)
 
     c = sub.add_parser("check-robot", help="validate a robot YAML and print a summary")
     c.add_argument("path")

@@ -36,6 +36,8 @@ from .stabilizer import O_SCALARS, P_DT, Stabilizer, step
 THESIS_STABILIZER_AVG_US = 273.0     # thesis §2.6.3 / docs/conventions.md, B&R X20CP1586 (Atom 1.6 GHz)
 TARGET_CYCLE_US = 10.0
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "robots" / "bip_leg_stabilizer.yaml"
+WHOLE_BODY_CONFIG = DEFAULT_CONFIG.parent / "bip2000_stabilizer.yaml"
+WHOLE_BODY_TILT_SCALE = 0.4          # the thesis' (10, 20) deg scenario scaled to what two feet can hold
 
 
 @njit(cache=True)
@@ -110,6 +112,43 @@ def run_benchmark(samples: int = 20000, config: str | Path = DEFAULT_CONFIG) -> 
     res["ratio_step_vs_thesis"] = res["step"]["median_us"] / THESIS_STABILIZER_AVG_US
     res["ratio_cycle_vs_thesis"] = res["cycle"]["median_us"] / THESIS_STABILIZER_AVG_US
     res["cycle_under_target"] = res["cycle"]["median_us"] < TARGET_CYCLE_US
+    return res
+
+
+def run_whole_body_benchmark(samples: int = 20000, config: str | Path = WHOLE_BODY_CONFIG) -> dict:
+    """Median and p99 of one whole-robot stabilizer cycle (:func:`stabilizer.whole_body.step`:
+    two tree kinematics, support polygon, two virtual robots, the task hierarchy over the
+    15 joints), in double support, then left single support for the second half, on the
+    thesis' tilt scenario scaled by WHOLE_BODY_TILT_SCALE, perfect tracking; next to the
+    thesis' 273 us for the leg's stabilizer. ``not_ok`` counts the cycles whose status
+    was not OK."""
+    from models.gait.plan import DOUBLE, LEFT, GaitParams
+    from models.gait.wholebody import flexed_posture
+
+    from . import whole_body as wb
+
+    st = wb.WholeBodyStabilizer.from_yaml(config)
+    n = st.n
+    args = (st.mbuf, st.dbuf, st.params, st.state, st.inputs, st.out)
+    q0 = flexed_posture(st.robot, GaitParams(flex=0.06))
+    tilts = WHOLE_BODY_TILT_SCALE * _tilts(samples, st.config.period)
+    clock = time.perf_counter_ns
+    st.reset(q0)
+    st.step(q0, DOUBLE)                             # compiled / loaded before timing
+    st.reset(q0)
+    ns = np.empty(samples)
+    not_ok = 0
+    for k in range(samples):
+        st.in_q[:] = st.q_ref                       # perfect tracking
+        st.inputs[n] = DOUBLE if 2 * k < samples else LEFT
+        st.in_tilt[:2] = tilts[k]
+        t0 = clock()
+        status = wb.step(*args)
+        ns[k] = clock() - t0
+        not_ok += status != wb.OK
+    res = {"robot": st.robot.model.name, "samples": samples, "step": _stats(ns), "not_ok": not_ok,
+           "thesis_bnr_stabilizer_avg_us": THESIS_STABILIZER_AVG_US}
+    res["ratio_step_vs_thesis"] = res["step"]["median_us"] / THESIS_STABILIZER_AVG_US
     return res
 
 

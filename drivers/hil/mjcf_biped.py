@@ -2,7 +2,7 @@
 
 Built from the same YAML as the controller's tree models (:func:`drivers.hil.mjcf.spec_from_description`:
 bodies, inertias, joint frames, limits, joint armature and friction), so the two cannot drift. World
-axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is level, above the origin.
+axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is level.
 
 - ``hung``: the pelvis is fixed in the world :data:`GANTRY_HEIGHT` above the floor, the feet free in
   the air (the thesis' gantry experiment, Gastebois 2017 §2.6.2);
@@ -15,13 +15,14 @@ axes) with an accelerometer ``imu`` and an orientation sensor ``imu_quat``, and 
 sensor (:data:`SOLE_DATA` per floor/sole contact, as the bench leg's ``sole``; its name is the foot's).
 
 Transmission (thesis eq. 30-32, any number of joints): one fixed tendon per motor (named after its
-joint; motor i drives joint i) spanning the joints its row of J_p reaches, whose coefficients are
-that row, so the tendon velocity is q̇_m = J_p q̇; the rotor inertia J_m, viscous and Coulomb friction
-of the motor are the tendon's armature, damping and frictionloss. MuJoCo then adds J_pᵀ J_m J_p to the
-mass matrix (exact, ankle coupling included) and J_pᵀ (F_v q̇_m + F_c sign q̇_m) implicitly, and a
-motor actuator on each tendon applies J_pᵀ τ_m. Tendons rather than a per-step joint armature: a
-gear's J_p is constant (its tendon is then exactly ratio² J_m of armature), while an ankle's 2×2 block
-couples its two joints, which a diagonal armature cannot hold. The coefficients written here are
+joint; motor i drives joint i) spanning the joints of its block (those its row of J_p reaches),
+whose coefficients are that row, so the tendon velocity is q̇_m = J_p q̇; the rotor inertia J_m,
+viscous and Coulomb friction of the motor are the tendon's armature, damping and frictionloss.
+MuJoCo then adds J_pᵀ J_m J_p to the mass matrix (exact, ankle coupling included) and
+J_pᵀ (F_v q̇_m + F_c sign q̇_m) implicitly, and a motor actuator on each tendon applies J_pᵀ τ_m.
+Tendons rather than a per-step joint armature: a gear's J_p is constant (its tendon is then exactly
+ratio² J_m of armature), while an ankle's 2×2 block couples its two joints, which a diagonal armature
+cannot hold. The coefficients written here are
 J_p(q0); the plant rewrites them from J_p(q) before every MuJoCo step (:mod:`drivers.hil.plant_biped`).
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ import mujoco
 import numpy as np
 
 from models.tree_config import TreeDescription
-from models.transmission import Transmission, reflected_friction, reflected_inertia, transmission_jacobian
+from models.transmission import Transmission, status_message, transmission_jacobian
 
 from .mjcf import SOLE_DATA, SOLE_SLOTS, MjcfError, spec_from_description
 
@@ -43,7 +44,6 @@ SOLE_THICKNESS = 0.02    # m, the foot contact box above the sole face
 FRICTION = 1.0           # sole/floor sliding friction coefficient
 CONTACT_TIMECONST = 0.005  # s, contact stiffness (MuJoCo solref time constant, >= 2 steps)
 FLOOR, PELVIS, IMU, IMU_QUAT = "floor", "pelvis", "imu", "imu_quat"
-SPAN_SAMPLES = 5         # joint-box postures sampled for the joints each motor's row of J_p reaches
 _CONTACT_DATA = sum(1 << int(getattr(mujoco.mjtConDataField, f"mjCONDATA_{f.upper()}")) for f in SOLE_DATA.split())
 
 
@@ -84,32 +84,13 @@ def foot_geometry(desc: TreeDescription) -> tuple[FootGeometry, FootGeometry]:
     return out[0], out[1]
 
 
-def motor_constants(tr: Transmission) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per motor: rotor inertia J_m, viscous and Coulomb friction, read through the transmission
-    kernels at J_p = I (so the parameter layout stays declared once, in models.transmission)."""
-    n = tr.n
-    eye, out = np.eye(n), np.empty((n, n))
-    reflected_inertia(tr.params, eye, out)
-    f1, f2 = np.empty(n), np.empty(n)
-    reflected_friction(tr.params, eye, np.ones(n), f1)
-    reflected_friction(tr.params, eye, np.full(n, 2.0), f2)
-    return np.diag(out).copy(), f2 - f1, 2.0 * f1 - f2
-
-
-def transmission_spans(tr: Transmission, qmin: np.ndarray, qmax: np.ndarray) -> tuple[tuple[int, ...], ...]:
-    """The joints each motor's row of J_p reaches: its nonzero entries at the middle of the joint box
-    and at :data:`SPAN_SAMPLES` seeded postures in it (a coupling is nonzero almost everywhere)."""
-    n = tr.n
-    rng = np.random.default_rng(0)
-    reach = np.zeros((n, n), dtype=bool)
-    jp = np.empty((n, n))
-    for q in [0.5 * (qmin + qmax)] + [rng.uniform(qmin, qmax) for _ in range(SPAN_SAMPLES)]:
-        if transmission_jacobian(tr.params, q, jp) == 0:
-            reach |= jp != 0.0
-    if not reach.diagonal().all():
-        raise MjcfError(f"transmission: motor i must drive joint i; J_p has a zero diagonal entry "
-                        f"at joints {np.flatnonzero(~reach.diagonal()).tolist()}")
-    return tuple(tuple(int(j) for j in np.flatnonzero(row)) for row in reach)
+def transmission_spans(tr: Transmission) -> tuple[tuple[int, ...], ...]:
+    """The joints each motor's row of J_p reaches: those of its block (motor i drives joint i)."""
+    span: list[tuple[int, ...]] = [()] * tr.n
+    for block in tr.blocks:
+        for j in block.joints:
+            span[j] = tuple(sorted(block.joints))
+    return tuple(span)
 
 
 def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *, hung: bool,
@@ -123,7 +104,6 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
     feet = foot_geometry(desc)
     spec = spec_from_description(desc)
     spec.modelname = f"{desc.name}_{'hung' if hung else 'ground'}"
-    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE   # the YAML's inertias only
     spec.option.timestep = timestep
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
@@ -153,14 +133,14 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
     spec.add_sensor(name=IMU_QUAT, type=mujoco.mjtSensor.mjSENS_FRAMEQUAT, objtype=mujoco.mjtObj.mjOBJ_SITE,
                     objname=IMU)
     names = [t.joint.name for t in desc.joints]
-    lo = np.array([t.joint.position_limits[0] for t in desc.joints])
-    hi = np.array([t.joint.position_limits[1] for t in desc.joints])
     jp = np.empty((desc.n, desc.n))
     status = transmission_jacobian(tr.params, np.asarray(q0, dtype=np.float64), jp)
     if status != 0:
-        raise MjcfError(f"transmission: J_p cannot be evaluated at the initial posture (status {status})")
-    rotor, viscous, coulomb = motor_constants(tr)
-    for i, joints in enumerate(transmission_spans(tr, lo, hi)):
+        raise MjcfError(f"transmission: J_p at the initial posture {np.round(q0, 4).tolist()}: "
+                        f"{status_message(status, tr.labels)}")
+    motors = tr.motors
+    rotor, viscous, coulomb = motors.rotor_inertia, motors.viscous, motors.coulomb
+    for i, joints in enumerate(transmission_spans(tr)):
         tendon = spec.add_tendon(name=names[i], armature=rotor[i], damping=[viscous[i]], frictionloss=coulomb[i])
         for j in joints:
             tendon.wrap_joint(names[j], jp[i, j])

@@ -15,7 +15,8 @@ held at ``q0`` by a joint PD (:data:`SETTLE_GAINS`); the clock then restarts at 
 pelvis is fixed at the gantry, the joints start at ``q0`` at rest.
 
 Outputs, updated in place after every step: motor positions q_m (zero at q = 0) and velocities J_p q̇
-in bus order; ``sensors`` (world axes: z up, x forward, origin on the floor below the pelvis at reset):
+in bus order; ``sensors`` (world axes: z up, x forward; origin on the floor, at reset midway between
+the soles on the ground, below the pelvis when hung):
 
 - ``joint_position`` (n, rad, description order): the encoders;
 - ``imu_gravity`` (3, m/s²): accelerometer at the pelvis origin in pelvis axes (specific force,
@@ -66,6 +67,7 @@ from models.transmission import (
     transmission_jacobian,
 )
 from models.tree_config import TreeDescription, load_tree
+from models.urdf import frame_link
 
 from ..config import BusConfig, BusConfigError
 from ..plant import Plant
@@ -80,6 +82,7 @@ MIN_LOAD = 1.0                   # N, a foot load under which the foot is not in
 FLEXED_KNEE = 0.6                # rad, knee flexion of :func:`flexed_posture`
 SETTLE_S = 0.2                   # s of simulated time the ground scene settles at reset
 SETTLE_GAINS = (3000.0, 150.0)   # joint PD holding q0 while settling (N m/rad, N m s/rad)
+HULL_EPS = 1e-9                  # m², a corner this close to collinear with its neighbours is no hull vertex
 LEVEL_TOL = 1e-3                 # rad / m, how flat and level q0 must put the soles (ground scene)
 
 # Layout of the truth buffer, declared once: (name, size); size 0 is a scalar.
@@ -178,7 +181,7 @@ def _hull(points, m, out):
         for s in range(m):
             i = m - 1 - s if rev else s
             while h >= start + 2 and ((out[h - 1, 0] - out[h - 2, 0]) * (points[i, 1] - out[h - 2, 1])
-                                      - (out[h - 1, 1] - out[h - 2, 1]) * (points[i, 0] - out[h - 2, 0])) <= 0.0:
+                                      - (out[h - 1, 1] - out[h - 2, 1]) * (points[i, 0] - out[h - 2, 0])) <= HULL_EPS:
                 h -= 1
             out[h, 0], out[h, 1] = points[i, 0], points[i, 1]
             h += 1
@@ -343,7 +346,8 @@ class BipedPlant(Plant):
         idx = self._idx = np.zeros(_N_IDX, dtype=np.int64)
         idx[_PELVIS_BODY] = m.body(desc.base).id
         frames = {fr.name: fr for fr in desc.frames}
-        idx[_SOLE_BODY:_SOLE_BODY + 2] = [m.body(frames[ft.frame].name).id for ft in desc.feet]
+        soles = [frames[ft.frame] for ft in desc.feet]          # a sole frame is a MuJoCo body (models.urdf)
+        idx[_SOLE_BODY:_SOLE_BODY + 2] = [m.body(frame_link(desc, f) or f.body).id for f in soles]
         idx[_ACC_ADR], idx[_QUAT_ADR] = m.sensor(IMU).adr[0], m.sensor(IMU_QUAT).adr[0]
         idx[_CONTACT_ADR:_CONTACT_ADR + 2] = [m.sensor(ft.name).adr[0] for ft in desc.feet]
         idx[_SLOTS] = m.sensor(desc.feet[0].name).dim[0] // SOLE_SLOT
@@ -429,7 +433,8 @@ class BipedPlant(Plant):
         if dt != self._dt:
             self._set_step(dt)
         if _command(motor_torque, self._ctrl, self._order):
-            raise TransmissionFault(f"biped plant: a motor torque is not finite: {np.asarray(motor_torque).tolist()} N m")
+            raise TransmissionFault(f"biped plant: a motor torque is not finite: "
+                                    f"{np.asarray(motor_torque).tolist()} N m")
         m, d = self.mj_model, self.mj_data
         for k in range(self._substeps):
             self._push.count(self._h)
@@ -456,5 +461,5 @@ class BipedPlant(Plant):
             raise SimulationError(f"biped plant diverged at t = {self.time:.4f} s (non-finite state); "
                                   f"q = {np.round(self._q, 6).tolist()} rad")
         if status != 0:
-            raise TransmissionFault(f"biped plant: {status_message(status)} at q = "
+            raise TransmissionFault(f"biped plant: {status_message(status, self.transmission.labels)} at q = "
                                     f"{np.round(self._q, 6).tolist()} rad")

@@ -16,7 +16,7 @@ from drivers.backends.udp import shutdown_server
 from drivers.config import parse_bus_config
 from drivers.hal import open_bus
 from drivers.hil.mjcf_biped import GANTRY_HEIGHT
-from drivers.hil.plant_biped import TRUTH
+from drivers.hil.plant_biped import TRUTH, BipedPlant
 from drivers.hil.server import main
 from models.tree_config import load_tree
 
@@ -96,3 +96,31 @@ def test_hung_needs_a_tree_robot_and_bolt_foot_the_leg(tmp_path, capsys):
     assert "--hung needs a tree robot" in capsys.readouterr().err
     assert main(["--config", str(CONFIG), "--bolt-foot", "--truth", ""]) == 2
     assert "--bolt-foot is for the leg on its platform" in capsys.readouterr().err
+
+
+def test_the_sim_backend_drives_the_biped_in_process():
+    """The ``sim`` backend with the biped plant in-process (``BipedPlant.from_config``): the encoders
+    the bus reads are the plant's joints through the transmission."""
+    document = yaml.safe_load(CONFIG.read_text())
+    section = dict(document["bus"], backend="sim")
+    plant = BipedPlant.from_config(parse_bus_config(section), CONFIG.parent / document["robot"], hung=True)
+    bus = open_bus(section, plant=plant)
+    bus.boot()
+    for _ in range(50):
+        bus.read()
+        bus.write()
+        bus.exchange()
+    bus.read()
+    np.testing.assert_allclose(bus.position, plant.transmission.to_motor(plant.sensors["joint_position"]),
+                               atol=1e-4)
+    assert plant.time >= 50 * 2e-3                       # the bus stepped it: 50 control periods at least
+    bus.close()
+
+
+def test_bipd_hil_without_mujoco_names_the_extra(monkeypatch, capsys):
+    from controller.cli import main as bipd
+
+    monkeypatch.setitem(sys.modules, "mujoco", None)     # import mujoco now raises ImportError
+    port = str(_free_port(socket.SOCK_DGRAM))           # were it served: idle for 1 s, then exit 0
+    assert bipd(["hil", "--config", str(CONFIG), "--udp-port", port, "--truth", "", "--idle-timeout", "1"]) == 2
+    assert "needs mujoco, which is not installed: pip install 'bipd[sim]'" in capsys.readouterr().err

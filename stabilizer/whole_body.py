@@ -1,0 +1,699 @@
+"""The electrostatic-field stabilizer of the whole robot: several CoGs, one coherent
+joint motion (the step beyond Gastebois 2017 §2.7; formulation in docs/multi_cog.md).
+
+Like the bench stabilizer (:mod:`stabilizer.stabilizer`) a cycle is one Numba call over
+flat float64 arrays, ``step(mbuf, dbuf, params, state, inputs, out)``, where mbuf/dbuf
+are a kinematic tree's model and a Data of its own (:mod:`models.tree`), holding the
+virtual robot's kinematics after the call. Nothing is allocated. One cycle:
+
+1. support: LEFT / RIGHT / DOUBLE from the input phase or from the feet's force sensors;
+   the model is rooted at the stance sole (the left or right one, configurable, in
+   double support);
+2. apparent up u in the stance sole's axes: platform (alpha, beta) with an optional
+   horizontal acceleration, or a specific force measured in the pelvis IMU's frame
+   (eq. 45-51 generalised: the world frame is the apparent gravity's, x_g up);
+3. support polygon: convex hull of the outlines (or of the loaded force-sensor corners)
+   of the feet in contact, projected along u; walls on its edges (eq. 69-71);
+4. virtual robot 1, the whole robot's CoG: wall and attractor fields (eq. 72-78,
+   :mod:`stabilizer.fields`), admittance -> horizontal CoG velocity;
+   virtual robot 2, the trunk's CoG over the pelvis: its own walls (a box around the
+   pelvis) and attractor, its own admittance -> horizontal velocity relative to the pelvis;
+5. task hierarchy (:mod:`stabilizer.task_hierarchy`): double support: the other sole
+   fixed (closed chain) > CoG > trunk > posture; single support: CoG > the lifted
+   foot's pose > trunk > posture; joints leaving their limits are locked and the
+   hierarchy re-solved; rates scaled into the velocity limits and integrated.
+
+Every status that is not OK is a flag with a reaction for the loop (FLAG_REACTIONS).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from numba import carray, njit
+from numpy.typing import ArrayLike
+
+from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
+from models.model import _at, python_views
+from models.tree import TreeData, data_layout
+from models.tree_dynamics import kinematics, set_root
+from models.tree_robot import TreeRobot
+
+from .fields import attractor_force, wall_forces
+from .ground import MAX_TILT, TILT_IMU
+from .stabilizer import engage_ramp
+from .support_polygon import convex_hull, polygon_centroid
+from .task_hierarchy import posture_level, solve_level, start_basis
+from .virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
+from .walls import compute_walls, signed_distances
+from .whole_body_config import VirtualRobotConfig, WholeBodyConfig, load_config, robot_error
+
+# step() status
+OK = 0
+NOT_RESET = 1          # reset(q_measured) was never called
+REJECTED_INPUT = 2     # non-finite input, unknown support phase, impossible tilt
+NUMERIC_FAILURE = 3    # an SPD solve failed (q_ref held)
+NO_SUPPORT = 4         # no foot in contact, or the contact points span no polygon
+STATUS_NAMES = ("ok", "not_reset", "rejected_input", "numeric_failure", "no_support")
+
+FLAG_NAMES = ("input_rejected", "no_support", "force_saturated", "speed_saturated",
+              "joint_speed_saturated", "near_singular", "at_joint_limit", "cog_outside",
+              "measured_cog_outside", "trunk_outside", "constraint_violated")
+(F_REJECTED, F_NO_SUPPORT, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT,
+ F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT) = range(len(FLAG_NAMES))
+NFLAGS = len(FLAG_NAMES)
+# the loop's reaction to each flag (docs/multi_cog.md, "Statuses"): "hold" = keep q_ref,
+# event + FAULT after the configured count; "warn" = event and telemetry, keep stabilizing
+FLAG_REACTIONS = {"input_rejected": "hold", "no_support": "hold", "force_saturated": "warn",
+                  "speed_saturated": "warn", "joint_speed_saturated": "warn", "near_singular": "warn",
+                  "at_joint_limit": "warn", "cog_outside": "warn", "measured_cog_outside": "warn",
+                  "trunk_outside": "warn", "constraint_violated": "hold"}
+
+CONTACT_PHASE = 0      # the support phase comes with the inputs (the gait's)
+CONTACT_SENSORS = 1    # from the feet's force sensors
+MAX_OUTLINE = 8        # vertices per sole outline
+MAX_SENSORS = 4        # force sensors per foot
+MAX_POINTS = 2 * MAX_OUTLINE
+TASK_ROWS = 10         # rows 0-5 the other sole, 6-7 the CoG, 8-9 the trunk's CoG
+SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
+
+# params scalars
+(P_N, P_DT, P_G0, P_TILT_SOURCE, P_USE_ACC, P_CONTACT, P_MIN_LOAD, P_CORNER_LOAD,
+ P_ROOT_L, P_ROOT_R, P_DOUBLE_STANCE, P_FRAME_L, P_FRAME_R, P_FRAME_PELVIS, P_FRAME_IMU,
+ P_GROUP_TRUNK, P_NV_L, P_NV_R, P_FEET_K, P_CLOSE_TOL, P_CLOSE_TOL_ROT, P_LMIN, P_LMAX,
+ P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY) = range(28)
+# a field block (one virtual robot's fields and admittance) at P_COG and at P_TRUNK
+(B_WLAW, B_WR, B_WSHAPE, B_WC, B_AON, B_ALAW, B_AK, B_AR, B_ASHAPE, B_AC,
+ B_ADM_M, B_ADM_D, B_ADM_VMAX) = range(13)
+BLOCK = 13
+P_COG = P_TRUNK_HY + 1
+P_TRUNK = P_COG + BLOCK
+P_SCALARS = P_TRUNK + BLOCK
+# state scalars
+S_RESET, S_ENGAGED, S_SUPPORT = range(3)
+S_SCALARS = 3
+# out scalars
+(O_MIN_MARGIN, O_MEASURED_MARGIN, O_TRUNK_MARGIN, O_TILT, O_SUPPORT, O_NHULL,
+ O_CLOSE_POS, O_CLOSE_ROT, O_SIGMA) = range(9)
+O_SCALARS = O_SIGMA + 3
+
+
+@njit(cache=True)
+def param_layout(p):
+    """Views of a params buffer and its size: qmin, qmax, vmax, W (joint weights) [n];
+    outline[foot, MAX_OUTLINE, 2] (sole frame x, y; foot 0 left, 1 right); sensors[foot,
+    MAX_SENSORS] (frame indices); gains_cog[MAX_POINTS], gains_trunk[4] (wall gains)."""
+    n = int(p[P_N])
+    o = P_SCALARS
+    qmin = carray(_at(p, o), (n,)); o += n
+    qmax = carray(_at(p, o), (n,)); o += n
+    vmax = carray(_at(p, o), (n,)); o += n
+    W = carray(_at(p, o), (n,)); o += n
+    outline = carray(_at(p, o), (2, MAX_OUTLINE, 2)); o += 4 * MAX_OUTLINE
+    sensors = carray(_at(p, o), (2, MAX_SENSORS)); o += 2 * MAX_SENSORS
+    gains_cog = carray(_at(p, o), (MAX_POINTS,)); o += MAX_POINTS
+    gains_trunk = carray(_at(p, o), (4,)); o += 4
+    return (qmin, qmax, vmax, W, outline, sensors, gains_cog, gains_trunk), o
+
+
+@njit(cache=True)
+def state_layout(p, s):
+    """Views of a state buffer and its size: the virtual robot q, the two admittance
+    velocities, the posture target, the other sole's held pose, the apparent-gravity
+    axes Rws (rows u, e1, e2 in the stance sole's axes) and the cycle's scratch."""
+    n = int(p[P_N])
+    o = S_SCALARS
+    q = carray(_at(s, o), (n,)); o += n
+    v_cog = carray(_at(s, o), (3,)); o += 3
+    v_trunk = carray(_at(s, o), (3,)); o += 3
+    qpost = carray(_at(s, o), (n,)); o += n
+    hold = carray(_at(s, o), (4, 4)); o += 16
+    Rws = carray(_at(s, o), (3, 3)); o += 9
+    locked = carray(_at(s, o), (n,)); o += n
+    qd0 = carray(_at(s, o), (n,)); o += n
+    Z = carray(_at(s, o), (n, n)); o += n * n
+    Jt = carray(_at(s, o), (TASK_ROWS, n)); o += TASK_ROWS * n
+    xd = carray(_at(s, o), (TASK_ROWS,)); o += TASK_ROWS
+    Jz = carray(_at(s, o), (6, n)); o += 6 * n
+    M = carray(_at(s, o), (6, 6)); o += 36
+    work = carray(_at(s, o), (6, 6)); o += 36
+    e = carray(_at(s, o), (6,)); o += 6
+    hv = carray(_at(s, o), (n,)); o += n
+    pts = carray(_at(s, o), (MAX_POINTS, 2)); o += 2 * MAX_POINTS
+    srt = carray(_at(s, o), (MAX_POINTS, 2)); o += 2 * MAX_POINTS
+    hull = carray(_at(s, o), (2 * MAX_POINTS + 1, 2)); o += 2 * (2 * MAX_POINTS + 1)
+    K = carray(_at(s, o), (3, 3)); o += 9
+    C = carray(_at(s, o), (3, 3)); o += 9
+    A3 = carray(_at(s, o), (3, 3)); o += 9
+    vec = carray(_at(s, o), (4, 3)); o += 12
+    tpoly = carray(_at(s, o), (4, 2)); o += 8
+    twalls = carray(_at(s, o), (4, 3)); o += 12
+    tmarg = carray(_at(s, o), (4,)); o += 4
+    tforces = carray(_at(s, o), (5, 3)); o += 15
+    dm = carray(_at(s, o), (MAX_POINTS,)); o += MAX_POINTS
+    return (q, v_cog, v_trunk, qpost, hold, Rws, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv,
+            pts, srt, hull, K, C, A3, vec, tpoly, twalls, tmarg, tforces, dm), o
+
+
+@njit(cache=True)
+def out_layout(p, out):
+    """Views of an out buffer and its size (scalars O_* first): q_ref, qd_ref [n];
+    cog (world: x_g up, then the horizontal e1 forward, e2 left), cog_velocity,
+    forces[MAX_POINTS + 1, 3] (walls in hull-edge order, then the attractor),
+    total_force, trunk_force [3]; margins[MAX_POINTS]; flags[NFLAGS];
+    polygon[MAX_POINTS, 2] (e1, e2) and walls[MAX_POINTS, 3] (the first O_NHULL
+    entries are valid); up[3] (apparent up in the stance sole's axes)."""
+    n = int(p[P_N])
+    o = O_SCALARS
+    q_ref = carray(_at(out, o), (n,)); o += n
+    qd_ref = carray(_at(out, o), (n,)); o += n
+    cog = carray(_at(out, o), (3,)); o += 3
+    vel = carray(_at(out, o), (3,)); o += 3
+    forces = carray(_at(out, o), (MAX_POINTS + 1, 3)); o += 3 * (MAX_POINTS + 1)
+    total = carray(_at(out, o), (3,)); o += 3
+    trunk_total = carray(_at(out, o), (3,)); o += 3
+    margins = carray(_at(out, o), (MAX_POINTS,)); o += MAX_POINTS
+    flags = carray(_at(out, o), (NFLAGS,)); o += NFLAGS
+    poly = carray(_at(out, o), (MAX_POINTS, 2)); o += 2 * MAX_POINTS
+    walls = carray(_at(out, o), (MAX_POINTS, 3)); o += 3 * MAX_POINTS
+    up = carray(_at(out, o), (3,)); o += 3
+    return (q_ref, qd_ref, cog, vel, forces, total, trunk_total, margins, flags, poly, walls, up), o
+
+
+def inputs_size(n: int) -> int:
+    """q_measured[n], support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS]."""
+    return n + 6 + 2 * MAX_SENSORS
+
+
+@njit(cache=True)
+def reset(p, s, q_measured, out):
+    """Bumpless start: the virtual robot at the measured posture, at rest; posture
+    target = that posture; the other sole's pose is captured at the first step."""
+    n = int(p[P_N])
+    q, v_cog, v_trunk, qpost = state_layout(p, s)[0][0:4]
+    q_ref, qd_ref, _, vel, _, _, _, _, flags, _, _, _ = out_layout(p, out)[0]
+    for i in range(n):
+        q[i] = q_measured[i]
+        qpost[i] = q_measured[i]
+        q_ref[i] = q_measured[i]
+        qd_ref[i] = 0.0
+    for a in range(3):
+        v_cog[a] = v_trunk[a] = vel[a] = 0.0
+    for f in range(NFLAGS):
+        flags[f] = 0.0
+    s[S_ENGAGED] = 0.0
+    s[S_SUPPORT] = -1.0
+    s[S_RESET] = 1.0
+
+
+@njit(cache=True)
+def _reject(qd_ref, vel, flags, flag, status):
+    for i in range(qd_ref.shape[0]):
+        qd_ref[i] = 0.0
+    for a in range(3):
+        vel[a] = 0.0
+    for f in range(NFLAGS):
+        flags[f] = 0.0
+    flags[flag] = 1.0
+    return status
+
+
+@njit(cache=True)
+def support_phase(p, phase, loads):
+    """LEFT, RIGHT or DOUBLE from the input phase (CONTACT_PHASE) or from the feet's
+    loads (a foot is in contact when its sensors carry >= min_load); -1: no support."""
+    if p[P_CONTACT] == CONTACT_PHASE:
+        k = int(phase)
+        return k if (k == phase and (k == LEFT or k == RIGHT or k == DOUBLE)) else -1
+    left = right = 0.0
+    for c in range(MAX_SENSORS):
+        left += loads[c]
+        right += loads[MAX_SENSORS + c]
+    lc, rc = left >= p[P_MIN_LOAD], right >= p[P_MIN_LOAD]
+    if lc and rc:
+        return DOUBLE
+    if lc:
+        return LEFT
+    if rc:
+        return RIGHT
+    return -1
+
+
+@njit(cache=True)
+def apparent_up(p, tilt, acc, Tf, u):
+    """Apparent up (unit) in the stance sole's axes, into u. Platform: the sole's axes
+    in the world are R = RotX(alpha) RotY(beta) (roll about the sole's x, then pitch
+    about its y) and u = R^T (a_x, a_y, g0) / |.| (a = 0 without use_acceleration: the
+    equivalence principle of thesis §2.5.4). IMU: u = R_sole->imu f / |f|, f the
+    specific force in the IMU frame's axes. Returns False for a non-finite or zero
+    vector or a tilt beyond MAX_TILT (the foot is not standing on the ground)."""
+    if p[P_TILT_SOURCE] == TILT_IMU:
+        f = int(p[P_FRAME_IMU])
+        for r in range(3):
+            u[r] = Tf[f, r, 0] * tilt[0] + Tf[f, r, 1] * tilt[1] + Tf[f, r, 2] * tilt[2]
+    else:
+        al, be = tilt[0], tilt[1]
+        if not (math.isfinite(al) and math.isfinite(be)) or abs(al) > MAX_TILT or abs(be) > MAX_TILT:
+            return False
+        ca, sa, cb, sb = math.cos(al), math.sin(al), math.cos(be), math.sin(be)
+        ax, ay = (acc[0], acc[1]) if p[P_USE_ACC] != 0.0 else (0.0, 0.0)
+        w0, w1, w2 = ax, ay, p[P_G0]
+        u[0] = cb * w0 + sa * sb * w1 - ca * sb * w2        # R^T w, R = RotX(alpha) RotY(beta)
+        u[1] = ca * w1 + sa * w2
+        u[2] = sb * w0 - sa * cb * w1 + ca * cb * w2
+    n2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2]
+    if not (math.isfinite(n2) and n2 > 1e-12):
+        return False
+    inv = 1.0 / math.sqrt(n2)
+    for r in range(3):
+        u[r] *= inv
+    return u[2] > math.cos(MAX_TILT)
+
+
+@njit(cache=True)
+def gravity_axes(u, Rws):
+    """Rows of Rws: u (x_g, up), e1 = the sole's x made horizontal (forward), e2 = u x e1
+    (left): world coordinates of a vector v are Rws v (thesis eq. 45-47, x_g up)."""
+    d = u[0]
+    e0, e1, e2 = 1.0 - d * u[0], -d * u[1], -d * u[2]
+    inv = 1.0 / math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    e0, e1, e2 = e0 * inv, e1 * inv, e2 * inv
+    Rws[0, 0], Rws[0, 1], Rws[0, 2] = u[0], u[1], u[2]
+    Rws[1, 0], Rws[1, 1], Rws[1, 2] = e0, e1, e2
+    Rws[2, 0] = u[1] * e2 - u[2] * e1
+    Rws[2, 1] = u[2] * e0 - u[0] * e2
+    Rws[2, 2] = u[0] * e1 - u[1] * e0
+
+
+@njit(cache=True, inline="always")
+def _rot(Rws, x0, x1, x2, out):
+    for r in range(3):
+        out[r] = Rws[r, 0] * x0 + Rws[r, 1] * x1 + Rws[r, 2] * x2
+
+
+@njit(cache=True)
+def contact_points(p, support, loads, Tf, Rws, pts):
+    """Contact points of the feet in contact, projected along u: their (e1, e2)
+    coordinates into pts. CONTACT_PHASE: the sole outlines; CONTACT_SENSORS: the
+    force sensors carrying >= corner_load. Returns their number."""
+    outline, sensors = param_layout(p)[0][4:6]
+    m = 0
+    for foot in range(2):
+        if support != DOUBLE and support != foot:       # LEFT == 0, RIGHT == 1: the foot indices
+            continue
+        if p[P_CONTACT] == CONTACT_SENSORS:
+            for c in range(MAX_SENSORS):
+                if loads[MAX_SENSORS * foot + c] >= p[P_CORNER_LOAD]:
+                    f = int(sensors[foot, c])
+                    x0, x1, x2 = Tf[f, 0, 3], Tf[f, 1, 3], Tf[f, 2, 3]
+                    pts[m, 0] = Rws[1, 0] * x0 + Rws[1, 1] * x1 + Rws[1, 2] * x2
+                    pts[m, 1] = Rws[2, 0] * x0 + Rws[2, 1] * x1 + Rws[2, 2] * x2
+                    m += 1
+        else:
+            f = int(p[P_FRAME_L] if foot == 0 else p[P_FRAME_R])
+            for k in range(int(p[P_NV_L] if foot == 0 else p[P_NV_R])):
+                ox, oy = outline[foot, k, 0], outline[foot, k, 1]
+                x0 = Tf[f, 0, 3] + Tf[f, 0, 0] * ox + Tf[f, 0, 1] * oy
+                x1 = Tf[f, 1, 3] + Tf[f, 1, 0] * ox + Tf[f, 1, 1] * oy
+                x2 = Tf[f, 2, 3] + Tf[f, 2, 0] * ox + Tf[f, 2, 1] * oy
+                pts[m, 0] = Rws[1, 0] * x0 + Rws[1, 1] * x1 + Rws[1, 2] * x2
+                pts[m, 1] = Rws[2, 0] * x0 + Rws[2, 1] * x1 + Rws[2, 2] * x2
+                m += 1
+    return m
+
+
+@njit(cache=True)
+def pose_error(T, H, gain, xd):
+    """xd = gain (H_p - T_p, 1/2 sum_i t_i x h_i): the velocity (frame origin, angular)
+    that brings pose T to the held pose H (positions and axes in base coordinates).
+    Returns (|position error|, |rotation error|)."""
+    ep = 0.0
+    for r in range(3):
+        d = H[r, 3] - T[r, 3]
+        xd[r] = gain * d
+        ep += d * d
+    w0 = w1 = w2 = 0.0
+    for i in range(3):
+        w0 += 0.5 * (T[1, i] * H[2, i] - T[2, i] * H[1, i])
+        w1 += 0.5 * (T[2, i] * H[0, i] - T[0, i] * H[2, i])
+        w2 += 0.5 * (T[0, i] * H[1, i] - T[1, i] * H[0, i])
+    xd[3], xd[4], xd[5] = gain * w0, gain * w1, gain * w2
+    eo = w0 * w0 + w1 * w1 + w2 * w2
+    return math.sqrt(ep), math.sqrt(eo)
+
+
+@njit(cache=True)
+def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, total, K, C, A3):
+    """One virtual robot's fields (eq. 72-78) and admittance: the velocity v (world) of
+    its point G. b: the params offset of its field block. Returns (status, saturated
+    walls, clipped)."""
+    for a in range(3):
+        for c in range(3):
+            K[a, c] = 0.0
+            C[a, c] = 0.0
+    sat = wall_forces(walls, d, nw, int(p[b + B_WLAW]), gains, p[b + B_WR], p[b + B_WSHAPE],
+                      p[b + B_WC], forces, K, C)
+    fa = forces[nw]
+    if p[b + B_AON] != 0.0:
+        attractor_force(G, target, int(p[b + B_ALAW]), p[b + B_AK], p[b + B_AR], p[b + B_ASHAPE],
+                        p[b + B_AC], fa, K, C)
+    else:
+        fa[0], fa[1], fa[2] = 0.0, 0.0, 0.0
+    ramp = engage_ramp(engaged)
+    for a in range(3):
+        acc = 0.0
+        for i in range(nw + 1):
+            acc += forces[i, a]
+        total[a] = acc * ramp
+    status, clipped = admittance_velocity(p[b + B_ADM_M], p[b + B_ADM_D], p[P_DT], p[b + B_ADM_VMAX],
+                                          v, total, K, C, A3)
+    return status, sat, clipped
+
+
+@njit(cache=True)
+def solve_tasks(p, support, W, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv, qd, sig):
+    """The hierarchy for this support (module docstring, step 5) with the joints in
+    ``locked`` held still; sig[SIG_*] receives each task's smallest singular value.
+    Returns models.linalg's status (0 ok)."""
+    lmin, lmax, thr = p[P_LMIN], p[P_LMAX], p[P_SIGMA]
+    for i in range(qd.shape[0]):
+        qd[i] = 0.0
+    r = start_basis(W, locked, Z)
+    for k in range(3):
+        if support == DOUBLE:
+            t = SIG_FEET if k == 0 else (SIG_COG if k == 1 else SIG_TRUNK)
+        else:
+            t = SIG_COG if k == 0 else (SIG_FEET if k == 1 else SIG_TRUNK)
+        lo = 0 if t == SIG_FEET else (6 if t == SIG_COG else 8)
+        m = 6 if t == SIG_FEET else 2
+        status, r, sigma = solve_level(Jt[lo:lo + m], m, xd[lo:lo + m], Z, r, lmin, lmax, thr,
+                                        qd, Jz, M, e, hv, work)
+        sig[t] = sigma
+        if status != 0:
+            return status
+    posture_level(W, qd0, Z, r, qd)
+    return 0
+
+
+@njit(cache=True)
+def step(mbuf, dbuf, p, s, inp, out):
+    """One whole-robot stabilizer cycle (module docstring). Returns OK, or NOT_RESET /
+    REJECTED_INPUT / NUMERIC_FAILURE / NO_SUPPORT with q_ref held, qd_ref zeroed and
+    the virtual robot's state untouched."""
+    n = int(p[P_N])
+    dt = p[P_DT]
+    qmin, qmax, vmax, W, outline, sensors, gains_cog, gains_trunk = param_layout(p)[0]
+    (q, v_cog, v_trunk, qpost, hold, Rws, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv,
+     pts, srt, hull, K, C, A3, vec, tpoly, twalls, tmarg, tforces, dm) = state_layout(p, s)[0]
+    (q_ref, qd_ref, cog, vel, forces, total, trunk_total, margins, flags, poly, walls,
+     up) = out_layout(p, out)[0]
+    dv = data_layout(mbuf, dbuf)[0]
+    Tf, Jf, com, Jcom = dv[3], dv[6], dv[7], dv[8]
+    if s[S_RESET] == 0.0:
+        return _reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
+    for i in range(inp.shape[0]):
+        if not np.isfinite(inp[i]):
+            return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
+    q_meas = inp[0:n]
+    tilt, acc, loads = inp[n + 1:n + 4], inp[n + 4:n + 6], inp[n + 6:n + 6 + 2 * MAX_SENSORS]
+    support = support_phase(p, inp[n], loads)
+    if support < 0:
+        if p[P_CONTACT] == CONTACT_PHASE:
+            return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
+        return _reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
+    stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
+    other = 1 - stance
+    set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
+    fo = int(p[P_FRAME_L] if other == LEFT else p[P_FRAME_R])
+
+    # the measured posture: apparent up (the IMU's frame) and the measured CoG
+    kinematics(mbuf, dbuf, q_meas)
+    if not apparent_up(p, tilt, acc, Tf, up):
+        return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
+    gravity_axes(up, Rws)
+    _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
+
+    # the virtual robot: support polygon and walls (eq. 50-51, 69, generalised)
+    kinematics(mbuf, dbuf, q)
+    m = contact_points(p, support, loads, Tf, Rws, pts)
+    h = convex_hull(pts, m, srt, hull) if m >= 3 else 0
+    if h < 3:
+        return _reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
+    for f in range(NFLAGS):
+        flags[f] = 0.0
+    if s[S_SUPPORT] != support:                      # a new support: the other sole stays where it is
+        for a in range(4):
+            for c in range(4):
+                hold[a, c] = Tf[fo, a, c]
+        s[S_SUPPORT] = support
+    for i in range(h):
+        poly[i, 0], poly[i, 1] = hull[i, 0], hull[i, 1]
+    compute_walls(poly, h, 1.0, walls)
+    out[O_NHULL], out[O_SUPPORT] = h, support
+    out[O_TILT] = math.acos(min(1.0, up[2]))
+
+    # virtual robot 1: the whole robot's CoG against the support polygon
+    _rot(Rws, com[0, 0], com[0, 1], com[0, 2], cog)
+    dmin = signed_distances(walls, h, cog[1], cog[2], margins)
+    out[O_MIN_MARGIN] = dmin
+    if dmin < 0.0:
+        flags[F_OUTSIDE] = 1.0
+    out[O_MEASURED_MARGIN] = signed_distances(walls, h, vec[0, 1], vec[0, 2], dm)
+    if out[O_MEASURED_MARGIN] < 0.0:
+        flags[F_MEASURED_OUTSIDE] = 1.0
+    cy, cz = polygon_centroid(poly, h)
+    vec[1, 0], vec[1, 1], vec[1, 2] = cog[0], cy, cz              # G+: over the polygon's centroid
+    for a in range(3):
+        vel[a] = v_cog[a]
+    status, sat, clipped = field_velocity(p, P_COG, walls, margins, h, gains_cog, cog, vec[1],
+                                          s[S_ENGAGED], vel, forces, total, K, C, A3)
+    if status != 0:
+        return _reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
+    if sat > 0:
+        flags[F_FORCE_SAT] = 1.0
+    if clipped:
+        flags[F_SPEED_SAT] = 1.0
+
+    # virtual robot 2: the trunk's CoG over the pelvis (relative, world axes)
+    g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
+    _rot(Rws, com[g, 0] - Tf[fp, 0, 3], com[g, 1] - Tf[fp, 1, 3], com[g, 2] - Tf[fp, 2, 3], vec[2])
+    hx, hy = p[P_TRUNK_HX], p[P_TRUNK_HY]
+    tpoly[0, 0], tpoly[0, 1], tpoly[1, 0], tpoly[1, 1] = hx, -hy, hx, hy
+    tpoly[2, 0], tpoly[2, 1], tpoly[3, 0], tpoly[3, 1] = -hx, hy, -hx, -hy
+    compute_walls(tpoly, 4, 1.0, twalls)
+    tm = signed_distances(twalls, 4, vec[2, 1], vec[2, 2], tmarg)
+    out[O_TRUNK_MARGIN] = tm
+    if tm < 0.0:
+        flags[F_TRUNK_OUTSIDE] = 1.0
+    vec[3, 0], vec[3, 1], vec[3, 2] = vec[2, 0], 0.0, 0.0
+    for a in range(3):
+        vec[1, a] = v_trunk[a]
+    status, sat, clipped = field_velocity(p, P_TRUNK, twalls, tmarg, 4, gains_trunk, vec[2], vec[3],
+                                          s[S_ENGAGED], vec[1], tforces, trunk_total, K, C, A3)
+    if status != 0:
+        return _reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
+    if sat > 0:
+        flags[F_FORCE_SAT] = 1.0
+    if clipped:
+        flags[F_SPEED_SAT] = 1.0
+
+    # the tasks' rows: the other sole (base axes), the CoGs' horizontal rows (e1, e2)
+    ep, eo = pose_error(Tf[fo], hold, p[P_FEET_K], xd)
+    out[O_CLOSE_POS], out[O_CLOSE_ROT] = ep, eo
+    if support == DOUBLE and (ep > p[P_CLOSE_TOL] or eo > p[P_CLOSE_TOL_ROT]):
+        flags[F_CONSTRAINT] = 1.0
+    for j in range(n):
+        for r in range(6):
+            Jt[r, j] = Jf[fo, r, j]
+        for a in range(2):
+            Rr = Rws[1 + a]
+            Jt[6 + a, j] = Rr[0] * Jcom[0, 0, j] + Rr[1] * Jcom[0, 1, j] + Rr[2] * Jcom[0, 2, j]
+            Jt[8 + a, j] = (Rr[0] * (Jcom[g, 0, j] - Jf[fp, 0, j]) + Rr[1] * (Jcom[g, 1, j] - Jf[fp, 1, j])
+                            + Rr[2] * (Jcom[g, 2, j] - Jf[fp, 2, j]))
+        qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
+        locked[j] = 0.0
+    xd[6], xd[7], xd[8], xd[9] = vel[1], vel[2], vec[1, 1], vec[1, 2]
+
+    # the hierarchy, joints locked at their limits (as the bench stabilizer)
+    sig = out[O_SIGMA:O_SIGMA + 3]
+    nlocked = 0
+    for _ in range(n + 1):
+        if solve_tasks(p, support, W, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv, qd_ref, sig) != 0:
+            return _reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
+        new = False
+        for i in range(n):
+            nxt = q[i] + qd_ref[i] * dt
+            if locked[i] == 0.0 and ((qd_ref[i] < 0.0 and nxt < qmin[i] + p[P_MARGIN])
+                                     or (qd_ref[i] > 0.0 and nxt > qmax[i] - p[P_MARGIN])):
+                locked[i] = 1.0
+                nlocked += 1
+                new = True
+        if not new:
+            break
+    for t in range(3):
+        if sig[t] < p[P_SIGMA]:
+            flags[F_SINGULAR] = 1.0
+    if scale_to_velocity_limits(qd_ref, vmax):
+        flags[F_JOINT_SPEED_SAT] = 1.0
+
+    # commit: integrate the virtual robot; its posture is the reference
+    s[S_ENGAGED] += dt
+    for a in range(3):
+        v_cog[a] = vel[a]
+        v_trunk[a] = vec[1, a]
+    for i in range(n):
+        q_ref[i] = q[i]
+    if integrate(q_ref, qd_ref, dt, qmin, qmax) or nlocked > 0:
+        flags[F_LIMIT] = 1.0
+    for i in range(n):
+        q[i] = q_ref[i]
+    return OK
+
+
+def _field_block(p: np.ndarray, b: int, vr: VirtualRobotConfig) -> None:
+    w, a = vr.walls, vr.attractor
+    p[b + B_WLAW], p[b + B_WR], p[b + B_WSHAPE], p[b + B_WC] = w.law, w.radius, w.shape, w.damping
+    if a is not None:
+        p[b + B_AON], p[b + B_ALAW], p[b + B_AK] = 1.0, a.law, a.gains[0]
+        p[b + B_AR], p[b + B_ASHAPE], p[b + B_AC] = a.radius, a.shape, a.damping
+    p[b + B_ADM_M], p[b + B_ADM_D], p[b + B_ADM_VMAX] = vr.mass, vr.damping, vr.max_speed
+
+
+def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
+    """The flat params array of :func:`step` for a tree robot and a configuration (setup only)."""
+    model, desc = robot.model, robot.description
+    n = robot.n
+    feet = {f.frame: f for f in desc.feet}
+    for sole in SOLES.values():
+        if sole not in feet or sole not in model.root_names:
+            raise robot_error(cfg, "robot", f"{desc.source} needs a foot and a root {sole!r} (feet:, roots:)")
+        if len(feet[sole].outline) > MAX_OUTLINE or len(feet[sole].sensors) != MAX_SENSORS:
+            raise robot_error(cfg, "robot", f"{desc.source}: feet: the {sole} foot needs at most "
+                                            f"{MAX_OUTLINE} outline vertices and {MAX_SENSORS} sensors")
+    if cfg.trunk_subtree not in model.group_names[1:]:
+        raise robot_error(cfg, "trunk.subtree", f"{cfg.trunk_subtree!r} is not a subtree of {desc.source} "
+                                                f"(subtrees: {list(model.group_names[1:])})")
+    for frame, key in ((cfg.imu_frame, "tilt.imu_frame"), ("pelvis", "robot")):
+        if frame not in model.frame_names:
+            raise robot_error(cfg, key, f"{desc.source} has no frame {frame!r}")
+    if len(cfg.joint_weights) not in (1, n):
+        raise robot_error(cfg, "tasks.joint_weights", f"expected one number or {n}, got {len(cfg.joint_weights)}")
+    p = np.zeros(param_layout(np.array([float(n)] + [0.0] * (P_SCALARS - 1)))[1])
+    p[P_N], p[P_DT], p[P_G0] = n, cfg.period, float(np.linalg.norm(desc.gravity))
+    p[P_TILT_SOURCE] = TILT_IMU if cfg.tilt_source == "imu" else 0.0
+    p[P_USE_ACC] = float(cfg.use_acceleration)
+    p[P_CONTACT] = CONTACT_SENSORS if cfg.support_source == "sensors" else CONTACT_PHASE
+    p[P_MIN_LOAD], p[P_CORNER_LOAD] = cfg.min_load, cfg.corner_load
+    p[P_ROOT_L] = model.root_names.index(SOLES[LEFT])
+    p[P_ROOT_R] = model.root_names.index(SOLES[RIGHT])
+    p[P_DOUBLE_STANCE] = LEFT if cfg.double_support_root == SOLES[LEFT] else RIGHT
+    p[P_FRAME_L] = model.index("frame", SOLES[LEFT])
+    p[P_FRAME_R] = model.index("frame", SOLES[RIGHT])
+    p[P_FRAME_PELVIS] = model.index("frame", "pelvis")
+    p[P_FRAME_IMU] = model.index("frame", cfg.imu_frame)
+    p[P_GROUP_TRUNK] = model.index("group", cfg.trunk_subtree)
+    p[P_NV_L], p[P_NV_R] = len(feet[SOLES[LEFT]].outline), len(feet[SOLES[RIGHT]].outline)
+    p[P_FEET_K] = cfg.feet_gain
+    p[P_CLOSE_TOL], p[P_CLOSE_TOL_ROT] = cfg.closure_tolerance
+    p[P_LMIN], p[P_LMAX], p[P_SIGMA] = cfg.lambda_min, cfg.lambda_max, cfg.sigma_threshold
+    p[P_MARGIN], p[P_POST_K] = cfg.limit_margin, cfg.posture_gain
+    p[P_TRUNK_HX], p[P_TRUNK_HY] = cfg.trunk_box
+    _field_block(p, P_COG, cfg.cog)
+    _field_block(p, P_TRUNK, cfg.trunk)
+    qmin, qmax, vmax, W, outline, sensors, gains_cog, gains_trunk = python_views(p, param_layout(p)[0])
+    qmin[:], qmax[:] = model.qmin, model.qmax
+    vmax[:] = cfg.velocity_scale * model.vmax
+    W[:] = cfg.joint_weights
+    for code, sole in SOLES.items():
+        ol = np.array(feet[sole].outline)
+        outline[code, :len(ol)] = ol
+        sensors[code] = [model.index("frame", f) for f in feet[sole].sensors]
+    gains_cog[:] = cfg.cog.walls.gains[0]
+    gains_trunk[:] = cfg.trunk.walls.gains[0]
+    p.flags.writeable = False
+    return p
+
+
+class WholeBodyStabilizer:
+    """Python shell over :func:`step`: owns the params/state/inputs/out arrays, a tree
+    Data of its own (the virtual robot's kinematics) and named views.
+
+    ``WholeBodyStabilizer(robot, cfg)`` or ``.from_yaml(path)``; ``reset(q)`` once when
+    engaged, then ``step(q, support, tilt, acc, loads)`` every cycle. A real-time loop
+    calls the kernel ``step(st.mbuf, st.dbuf, st.params, st.state, st.inputs, st.out)``
+    after writing the input views ``in_q``, ``in_support``, ``in_tilt``, ``in_acc``,
+    ``in_loads``. Output views: ``q_ref``, ``qd_ref``, ``cog`` (world, x_g up),
+    ``cog_velocity``, ``forces``, ``total_force``, ``trunk_force``, ``margins``,
+    ``flags`` (FLAG_NAMES order), ``polygon`` / ``walls`` (first ``n_hull`` rows),
+    ``up``; scalars through the properties.
+    """
+
+    def __init__(self, robot: TreeRobot, cfg: WholeBodyConfig) -> None:
+        self.robot, self.config = robot, cfg
+        self.params = pack_params(robot, cfg)
+        self.n = n = robot.n
+        self.mbuf = robot.model.buf
+        self.data = TreeData(robot.model)
+        self.dbuf = self.data.buf
+        self.state = np.zeros(state_layout(self.params, np.zeros(1))[1])
+        self.inputs = np.zeros(inputs_size(n))
+        self.out = np.zeros(out_layout(self.params, np.zeros(1))[1])
+        self.in_q, self.in_tilt = self.inputs[:n], self.inputs[n + 1:n + 4]
+        self.in_acc, self.in_loads = self.inputs[n + 4:n + 6], self.inputs[n + 6:]
+        (self.q_ref, self.qd_ref, self.cog, self.cog_velocity, self.forces, self.total_force,
+         self.trunk_force, self.margins, self.flags, self.polygon, self.walls,
+         self.up) = python_views(self.out, out_layout(self.params, self.out)[0])
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> WholeBodyStabilizer:
+        cfg = load_config(path)
+        return cls(TreeRobot.from_yaml(cfg.robot_path), cfg)
+
+    @property
+    def min_margin(self) -> float:
+        return float(self.out[O_MIN_MARGIN])
+
+    @property
+    def measured_margin(self) -> float:
+        return float(self.out[O_MEASURED_MARGIN])
+
+    @property
+    def trunk_margin(self) -> float:
+        return float(self.out[O_TRUNK_MARGIN])
+
+    @property
+    def n_hull(self) -> int:
+        return int(self.out[O_NHULL])
+
+    @property
+    def sigmas(self) -> dict[str, float]:
+        """Smallest singular value of each task within the null space of those above it."""
+        return dict(zip(("feet", "cog", "trunk"), self.out[O_SIGMA:O_SIGMA + 3].tolist()))
+
+    @property
+    def closure_error(self) -> tuple[float, float]:
+        """The other sole's distance (m) and rotation (rad) from its held pose."""
+        return float(self.out[O_CLOSE_POS]), float(self.out[O_CLOSE_ROT])
+
+    def flag_dict(self) -> dict[str, bool]:
+        return {name: bool(self.flags[i]) for i, name in enumerate(FLAG_NAMES)}
+
+    def reset(self, q_measured: ArrayLike) -> None:
+        q = np.ascontiguousarray(q_measured, dtype=np.float64)
+        if q.shape != (self.n,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"q_measured must be {self.n} finite joint angles, got shape {q.shape}")
+        reset(self.params, self.state, q, self.out)
+
+    def step(self, q_measured: ArrayLike, support: int, tilt: ArrayLike = (0.0, 0.0),
+             acceleration: ArrayLike = (0.0, 0.0), loads: ArrayLike | None = None) -> int:
+        """Copy the inputs and run one cycle; returns the kernel status. ``support``:
+        LEFT, RIGHT or DOUBLE (ignored with support source sensors); ``tilt``: the
+        platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
+        force sensors (N), left foot first, in the robot file's sensor order."""
+        self.in_q[:] = q_measured
+        self.inputs[self.n] = support
+        self.in_tilt[:len(tilt)] = tilt
+        self.in_acc[:] = acceleration
+        self.in_loads[:] = 0.0 if loads is None else loads
+        return step(self.mbuf, self.dbuf, self.params, self.state, self.inputs, self.out)

@@ -1,0 +1,174 @@
+"""Whole-robot stabilizer configuration: YAML -> validated :class:`WholeBodyConfig`.
+
+The file (deploy/robots/bip2000_stabilizer.yaml) names its tree robot file and holds
+the unnumbered choices (gains, laws, weights); every error is one
+:class:`models.errors.ConfigError` naming the file and the key. Schema (SI units, rad):
+
+.. code-block:: yaml
+
+    robot: bip2000.yaml              # kinematic tree with feet, roots left_sole / right_sole, subtrees
+    period: 0.002                    # s
+    tilt:
+      source: platform               # platform (alpha, beta of the stance sole) | imu
+      imu_frame: pelvis              # imu only: the frame whose axes the specific force is in
+      use_acceleration: false        # platform only: fold a horizontal acceleration in
+    support:
+      source: phase                  # phase (given with the inputs) | sensors (the feet's loads)
+      min_load: 50.0                 # sensors: N on a foot's sensors to call it in contact
+      corner_load: 10.0              # sensors: N on one sensor to count its corner
+      double_support_root: left_sole # the sole the model is rooted at in double support
+    cog:                             # virtual robot 1: the whole robot's CoG
+      walls: {law: coulomb, gain: 2.0e-3, saturation_distance: 0.01}
+      attractor: {law: spring_damper, gain: 40.0, softening_radius: 0.01}   # optional
+      admittance: {damping: 400.0, mass: 0.0, max_speed: 0.1}
+    trunk:                           # virtual robot 2: the trunk's CoG over the pelvis
+      subtree: trunk                 # a subtrees group of the robot file
+      box: [0.06, 0.05]              # half-sizes (m) forward, lateral of its walls around the pelvis
+      walls: {...}  attractor: {...}  admittance: {...}     # as for cog
+    tasks:
+      joint_weights: 1.0             # W, one number or one per joint (> 0)
+      damping: {min: 1.0e-4, max: 0.05, threshold: 0.02}   # lambda, sigma threshold
+      feet_gain: 10.0                # 1/s, the other sole's pose held (closure / lifted foot)
+      closure_tolerance: [0.002, 0.01]   # m, rad: beyond, the flag constraint_violated
+      limit_margin: 0.02             # rad
+      velocity_scale: 1.0            # fraction of the joint velocity limits, (0, 1]
+      posture_gain: 1.0              # 1/s, towards the posture at reset, in the null space
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from models.errors import ConfigError, quote
+from models.validation import read_yaml
+
+from .config import FieldConfig, _field, _Map
+
+TILT_SOURCES = ("platform", "imu")
+SUPPORT_SOURCES = ("phase", "sensors")
+
+
+@dataclass(frozen=True)
+class VirtualRobotConfig:
+    """One governed CoG: its wall field (one gain for every wall), optional attractor,
+    and admittance (damping N s/m, mass kg, max speed m/s)."""
+
+    walls: FieldConfig
+    attractor: FieldConfig | None
+    damping: float
+    mass: float
+    max_speed: float
+
+
+@dataclass(frozen=True)
+class WholeBodyConfig:
+    source: str
+    robot_path: Path
+    period: float
+    tilt_source: str
+    imu_frame: str
+    use_acceleration: bool
+    support_source: str
+    min_load: float
+    corner_load: float
+    double_support_root: str
+    cog: VirtualRobotConfig
+    trunk: VirtualRobotConfig
+    trunk_subtree: str
+    trunk_box: tuple[float, float]
+    joint_weights: tuple[float, ...]           # one number: every joint
+    lambda_min: float
+    lambda_max: float
+    sigma_threshold: float
+    feet_gain: float
+    closure_tolerance: tuple[float, float]
+    limit_margin: float
+    velocity_scale: float
+    posture_gain: float
+
+
+def _virtual_robot(sec: _Map) -> VirtualRobotConfig:
+    walls = sec.sub("walls")
+    w = _field(walls, 1, "saturation_distance")
+    walls.done()
+    attractor = None
+    if sec.has("attractor"):
+        a = sec.sub("attractor")
+        attractor = _field(a, None, "softening_radius")
+        a.done()
+    adm = sec.sub("admittance")
+    out = VirtualRobotConfig(w, attractor, adm.number("damping", low=0.0, low_open=True),
+                             adm.number("mass", 0.0, low=0.0), adm.number("max_speed", low=0.0, low_open=True))
+    adm.done()
+    return out
+
+
+def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
+    """Validate a parsed whole-robot stabilizer YAML document (``robot`` relative to it)."""
+    top = _Map(where, "", data)
+    robot = top.raw("robot")
+    if not isinstance(robot, str) or not robot:
+        raise top.fail("robot", "expected the path of the robot YAML file")
+    robot_path = Path(robot) if Path(robot).is_absolute() else Path(where).parent / robot
+    period = top.number("period", low=0.0, low_open=True, high=0.1)
+
+    tilt = top.sub("tilt")
+    tsource = tilt.choice("source", TILT_SOURCES)
+    imu_frame = tilt.raw("imu_frame", "pelvis")
+    if not isinstance(imu_frame, str):
+        raise tilt.fail("imu_frame", f"expected a frame name, got {quote(imu_frame)}")
+    use_acc = tilt.raw("use_acceleration", False)
+    if not isinstance(use_acc, bool):
+        raise tilt.fail("use_acceleration", f"expected true or false, got {quote(use_acc)}")
+    if use_acc and tsource == "imu":
+        raise tilt.fail("use_acceleration", "the imu source already measures the acceleration (specific force)")
+    tilt.done()
+
+    sup = top.sub("support")
+    ssource = sup.choice("source", SUPPORT_SOURCES)
+    min_load = sup.number("min_load", 50.0, low=0.0, low_open=True)
+    corner_load = sup.number("corner_load", 10.0, low=0.0, low_open=True)
+    droot = sup.choice("double_support_root", ("left_sole", "right_sole"), "left_sole")
+    sup.done()
+
+    cog = _virtual_robot(top.sub("cog"))
+    tr = top.sub("trunk")
+    subtree = tr.raw("subtree", "trunk")
+    if not isinstance(subtree, str):
+        raise tr.fail("subtree", f"expected a subtree name, got {quote(subtree)}")
+    box = tr.numbers("box", 2, low=0.0, low_open=True)
+    trunk = _virtual_robot(tr)
+    tr.done()
+
+    tasks = top.sub("tasks")
+    jw = tasks.raw("joint_weights", 1.0)
+    weights = tasks.numbers("joint_weights", None, low=0.0, low_open=True) if isinstance(jw, list) \
+        else (tasks.number("joint_weights", low=0.0, low_open=True),)
+    damp = tasks.sub("damping")
+    lam_min = damp.number("min", low=0.0)
+    lam_max = damp.number("max", low=0.0)
+    threshold = damp.number("threshold", low=0.0, low_open=True)
+    damp.done()
+    if lam_min == 0.0 and lam_max == 0.0:
+        raise tasks.fail("damping", "min and max cannot both be 0 (no damping at a singularity)")
+    feet_gain = tasks.number("feet_gain", low=0.0)
+    tol = tasks.numbers("closure_tolerance", 2, low=0.0, low_open=True)
+    margin = tasks.number("limit_margin", 0.0, low=0.0)
+    vscale = tasks.number("velocity_scale", 1.0, low=0.0, low_open=True, high=1.0)
+    post = tasks.number("posture_gain", 0.0, low=0.0)
+    tasks.done()
+    top.done()
+    return WholeBodyConfig(where, robot_path, period, tsource, imu_frame, use_acc, ssource, min_load,
+                           corner_load, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
+                           lam_max, threshold, feet_gain, (tol[0], tol[1]), margin, vscale, post)
+
+
+def load_config(path: str | Path) -> WholeBodyConfig:
+    """Read and validate a whole-robot stabilizer YAML file."""
+    return config_from_dict(read_yaml(path), str(Path(path)))
+
+
+def robot_error(cfg: WholeBodyConfig, key: str, message: str) -> ConfigError:
+    """A configuration that does not fit its robot file: names the stabilizer file and key."""
+    return ConfigError(cfg.source, key, message)
