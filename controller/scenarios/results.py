@@ -190,9 +190,9 @@ def walk_markdown(res: dict[str, Any]) -> str:
                 f"no / {travel}" if w["completed"] else f"ended early: {w['aborted']} / {travel}")
         zmp = "n/a" if w["min_zmp_margin_m"] is None else f"{round(1e3 * w['min_zmp_margin_m'], 1) + 0.0:.1f} mm"
         axis = f" ({w['following_error_axis']})" if w["following_error_axis"] else ""
+        speed = "n/a" if w["speed_x_realtime"] is None else f"{w['speed_x_realtime']:.1f}×"
         rows.append(f"| {w['mount']}, {w['steps']} steps | {fell} | {_deg(w['knee_error_deg'], w['knee_pass'])} | "
-                    f"{_deg(w['following_error_max_deg'], w['following_pass'])}{axis} | {zmp} | "
-                    f"{w['speed_x_realtime']}× |")
+                    f"{_deg(w['following_error_max_deg'], w['following_pass'])}{axis} | {zmp} | {speed} |")
     note = (f"\nMeasured {res['date']} on {res['machine']} by `bipd scenario results --part walk` (gaits of "
             "`bipd gait`, played through the daemon on `deploy/bip2000.yaml` against the HIL's MuJoCo biped; "
             "fell = the HIL's latch: pelvis 0.2 m below its start or tilted 30°; pelvis travel forward to the "
