@@ -2,13 +2,17 @@
 
 The daemon (``bipd run``, the sim backend, its own processes and priorities) runs the
 thesis' stabilizer experiment: enable, stance, stabilizer on, the platform tilting
-0 -> (10°, 20°) -> 0 by 7 s quintics, over and over. Meanwhile a client sends
+0 -> (10°, 20°) -> 0 by 7 s quintics, over and over; a robot without a stabilizer (BIP 2000)
+moves every joint back and forth instead (±10 % of its range about the middle, 2 s quintics).
+``period`` (e.g. 0.0004: one bus cycle per control cycle) overrides the loop's and the bus'
+control period. Meanwhile a client sends
 ``rate`` requests per second (status and ping, lazy-pirate) and a subscriber reads the
 telemetry. cyclictest (Debian rt-tests) runs at the same time, period and priority.
 Reported: the loop's wake-up latency p50 / p99 / p99.9 / max (whole run, 1 µs bins),
 overruns and missed cycles, per-task net times, cyclictest's same percentiles, the
 ratios (targets: p99 <= 1, p99.9 <= 2), and the per-cycle compute against the thesis'
-273 µs (B&R X20CP1586, stabilizer on the tilt bench).
+273 µs (B&R X20CP1586, stabilizer on the tilt bench), the models task against its 161 µs
+(FGM + IDM of the whole robot, walking playback).
 """
 from __future__ import annotations
 
@@ -27,9 +31,12 @@ from typing import Callable
 
 import yaml
 
+from models import ConfigError
 from models.validation import read_yaml
 
 THESIS_STABILIZER_AVG_US = 273.0
+THESIS_WALK_MODELS_AVG_US = 161.0      # thesis §2.6.2: FGM + IDM, walking playback, per 2 ms task
+MOVE_S = 2.0                           # the joint moves' duration (no stabilizer)
 COMPUTE_TASKS = ("bus_read", "models", "reference", "axes", "telemetry")
 
 
@@ -146,8 +153,18 @@ def _wait_state(load: _Load, state: str, timeout: float) -> None:
         time.sleep(0.02)
 
 
+def _postures(load: _Load) -> list[list[float]]:
+    """Two postures ±10 % of every joint's range about its middle (get_config's limits)."""
+    c = load.call("get_config")
+    mid = [(lo + hi) / 2 for lo, hi in zip(c["qmin"], c["qmax"])]
+    half = [0.1 * (hi - lo) for lo, hi in zip(c["qmin"], c["qmax"])]
+    return [[m + s * h for m, h in zip(mid, half)] for s in (1.0, -1.0)]
+
+
 def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
-        progress: Callable[[str], None] | None = None) -> dict:
+        progress: Callable[[str], None] | None = None, period: float | None = None) -> dict:
+    from .io.client import CommandError
+
     say = progress or (lambda _m: None)
     doc = read_yaml(config)
     base = Path(config).resolve().parent
@@ -158,6 +175,12 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
     doc.setdefault("io", {}).update(command=cmd_ep, telemetry=tel_ep, log_dir=None)
     doc.setdefault("loop", {})["lockstep"] = False
     doc["bus"]["backend"] = "sim"
+    stabilize = bool(doc.get("stabilizer"))
+    if period is not None and stabilize and period != float(doc["loop"].get("period_s", 0.002)):
+        raise ConfigError(str(config), "stabilizer", f"--period {period:g} s: the stabilizer YAML fixes its own "
+                          "period (the loop's); bench another period on a config without a stabilizer")
+    if period is not None:
+        doc["loop"]["period_s"] = doc["bus"]["control_period_s"] = period
     loop_cfg = doc["loop"]
     period = float(loop_cfg.get("period_s", 0.002))
     priority = int(loop_cfg.get("priority", 80))
@@ -175,27 +198,38 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
             _wait_state(load, "DISABLED", 120.0)
             load.call("enable")
             _wait_state(load, "HOLD", 10.0)
-            load.call("move_joints", q=[0.0, 0.25, -0.5, 0.25], duration=1.0)
+            postures = [[0.0, 0.25, -0.5, 0.25]] if stabilize else _postures(load)
+            load.call("move_joints", q=postures[0], duration=MOVE_S)
             _wait_state(load, "HOLD", 10.0)
-            load.call("stabilizer", enable=True)
+            if stabilize:
+                load.call("stabilizer", enable=True)
             load.start()
             ct_json = Path(tmp) / "cyclictest.json"
             if shutil.which("cyclictest"):
                 cyclic = subprocess.Popen(cyclictest_command(seconds, period, priority, cpus, ct_json),
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            say(f"measuring for {seconds:g} s: stabilizer on, platform tilting (10°, 20°) and back, "
-                f"{rate:g} requests/s, a telemetry subscriber" + (", cyclictest beside" if cyclic else ""))
+            work = ("stabilizer on, platform tilting (10°, 20°) and back" if stabilize else
+                    f"every joint moving ±10 % of its range, {MOVE_S:g} s quintics")
+            say(f"measuring for {seconds:g} s at {period * 1e3:g} ms: {work}, {rate:g} requests/s, a telemetry "
+                "subscriber" + (", cyclictest beside" if cyclic else ""))
             t0 = time.monotonic()
             up = True
             next_tilt = t0
             next_say = t0 + 5.0
             while time.monotonic() - t0 < seconds:
                 now = time.monotonic()
-                if now >= next_tilt:
+                if now >= next_tilt and stabilize:
                     a, b = (math.radians(10.0), math.radians(20.0)) if up else (0.0, 0.0)
                     load.call("platform", alpha=a, beta=b, duration=7.0)
                     up = not up
                     next_tilt = now + 7.5
+                elif now >= next_tilt:
+                    try:                        # refused (not_allowed) while the last move runs late
+                        load.call("move_joints", q=postures[1 if up else 0], duration=MOVE_S)
+                        up = not up
+                    except CommandError:
+                        pass
+                    next_tilt = now + MOVE_S + 0.5
                 if now >= next_say:
                     say(f"{now - t0:5.0f} / {seconds:g} s, {load.answered} requests answered, "
                         f"{load.frames} telemetry frames")
@@ -225,7 +259,9 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
     lat = loop["wake_latency"]
     compute = sum(loop["tasks"][k]["avg_us"] or 0.0 for k in COMPUTE_TASKS)
     res = {"seconds": seconds, "period_s": period, "priority": priority,
-           "final_state": state, "loop": loop,
+           "workload": "stabilizer" if stabilize else "moves",
+           "final_state": state, "expected_state": state in (("STABILIZING",) if stabilize else ("HOLD", "MOVING")),
+           "loop": loop,
            "requests": {"sent": load.sent, "answered": load.answered, "errors": load.errors,
                         "rate_per_s": load.answered / seconds},
            "telemetry_frames": load.frames,
@@ -234,6 +270,8 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
            "sim_bus_avg_us": loop["tasks"]["bus_write"]["avg_us"],
            "thesis_bnr_stabilizer_avg_us": THESIS_STABILIZER_AVG_US,
            "ratio_compute_vs_thesis": compute / THESIS_STABILIZER_AVG_US,
+           "models_avg_us": loop["tasks"]["models"]["avg_us"],
+           "thesis_bnr_walk_models_avg_us": THESIS_WALK_MODELS_AVG_US,
            "daemon_warnings": [l for l in out.splitlines() if "warning" in l]}
     if ct and ct.get("p99_us") and lat.get("p99_us") is not None:
         res["ratio_p99_vs_cyclictest"] = lat["p99_us"] / max(ct["p99_us"], 1.0)
@@ -271,4 +309,7 @@ def print_report(res: dict) -> None:
           f"telemetry): {res['compute_avg_us']:.0f} us avg vs the thesis' {res['thesis_bnr_stabilizer_avg_us']:.0f} us "
           f"-> ratio {res['ratio_compute_vs_thesis']:.2f}; the simulated bus + plant add "
           f"{res['sim_bus_avg_us']:.0f} us (the drives' side, not controller work)")
+    if res["models_avg_us"] is not None:
+        print(f"  models task (transmission excluded: bus_read): {res['models_avg_us']:.1f} us avg vs the "
+              f"thesis' {res['thesis_bnr_walk_models_avg_us']:.0f} us (FGM + IDM, BIP 2000 walking playback)")
 

@@ -9,7 +9,7 @@
     bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]   chain or tree
-    bipd bench loop [--config PATH] [--seconds S] [--rate R] [--json]   vs cyclictest
+    bipd bench loop [--config PATH] [--seconds S] [--rate R] [--period S] [--json]   vs cyclictest
     bipd gait --speed M_H --steps N --out FILE.csv [--robot PATH] [--plot DIR]   offline walk
     bipd gait --check FILE.csv [--robot PATH]              re-check a gait file
     bipd stabilize-offline [--config PATH] [--amplitudes DEG,...] [--ramp-s S] [--json]   whole robot, tilt
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
 from models.tree import TreeModel
-from models.tree_config import tree_from_dict
+from models.tree_config import is_tree, tree_from_dict
 from models.validation import read_yaml
 
 from .extras import missing
@@ -155,10 +155,6 @@ def _print_whole_body_bench(res: dict) -> None:
           + (f"  ({res['not_ok']} cycles not OK)" if res["not_ok"] else ""))
 
 
-def _is_tree(doc) -> bool:
-    return isinstance(doc, dict) and "base" in doc
-
-
 def cmd_bench_models(args: argparse.Namespace) -> int:
     from models.bench import run
     from stabilizer.bench import run_benchmark
@@ -167,7 +163,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
         print(f"bipd bench models: error: --samples must be at least 1 (got {args.samples})", file=sys.stderr)
         return 2
     say = _progress(not args.json)
-    if _is_tree(read_yaml(args.robot)):
+    if is_tree(read_yaml(args.robot)):
         from models.tree_bench import run as run_tree
 
         res = run_tree(args.robot, samples=args.samples, progress=say)
@@ -388,17 +384,21 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_bench_loop(args: argparse.Namespace) -> int:
     from .bench import print_report, run
 
-    res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json))
+    if args.period is not None and not 2e-4 <= args.period <= 0.1:
+        print(f"bipd bench loop: error: --period must be in [0.0002, 0.1] s (got {args.period})", file=sys.stderr)
+        return 2
+    res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json),
+              period=args.period)
     if args.json:
         print(json.dumps(res))
     else:
         print_report(res)
-    return 0 if res["final_state"] == "STABILIZING" else 1
+    return 0 if res["expected_state"] else 1
 
 
 def cmd_check_robot(args: argparse.Namespace) -> int:
     doc = read_yaml(args.path)
-    if _is_tree(doc):                                     # a kinematic tree
+    if is_tree(doc):                                     # a kinematic tree
         tree = TreeModel(tree_from_dict(doc, str(args.path)))
         print(f"{args.path}: ok: {tree.name}, tree of {tree.n} joints {list(tree.joint_names)}, "
               f"total mass {tree.total_mass:.2f} kg, roots {list(tree.root_names)}")
@@ -520,6 +520,9 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--config", default=str(DEFAULT_CONFIG))
     bl.add_argument("--seconds", type=float, default=60.0, help="measurement length (default 60)")
     bl.add_argument("--rate", type=float, default=200.0, help="client requests per second (default 200)")
+    bl.add_argument("--period", type=float, default=None, metavar="S",
+                    help="control period in s for loop and bus (default: the config's; 0.0004: one bus cycle "
+                         "per control cycle)")
     bl.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bl.set_defaults(func=cmd_bench_loop)
 

@@ -15,7 +15,9 @@ from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.hal import BACKENDS
 from models import ConfigError, Robot
 from models.errors import quote
+from models.stewart_config import load_stewart
 from models.gait.plan import SOLES
+from models.tree_config import is_tree
 from models.tree_robot import TreeRobot
 from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
@@ -41,6 +43,16 @@ class LoopConfig:
 
 
 @dataclass(frozen=True)
+class RigConfig:
+    """``control.platform: {kind: stewart, ...}``: the bench leg on the Stewart–Gough rig, whose six
+    actuators (``axes``, legs A-F) the loop drives in CSP (controller.rig.player, docs/rig.md)."""
+    rig_path: Path
+    axes: tuple[str, ...]
+    screw_lead: float              # m per motor turn: motor angle = 2π/lead × actuator displacement
+    accel_filter: float            # s, first-order low-pass of the platform's measured acceleration
+
+
+@dataclass(frozen=True)
 class ControlConfig:
     mode: str
     joint_axes: tuple[str, ...]    # one bus axis per joint, in the transmission's motor order
@@ -56,6 +68,7 @@ class ControlConfig:
     enable_timeout: float          # s for every drive to reach Operation Enabled
     stop_duration: float           # s of the quintic soft stop
     stabilizer_failure_cycles: int = 5   # non-OK stabilizer cycles in a row -> HOLD
+    rig: RigConfig | None = None   # the Stewart–Gough rig instead of the two hinges (platform_axes: its six)
     support: str = "hung"          # tree robot: the root follows the playback's support (ground) or stays
                                    # at the pelvis held by a gantry (hung)
 
@@ -94,11 +107,6 @@ class DaemonConfig:
 
     def robot(self) -> Robot | TreeRobot:
         return load_robot(self.robot_path)
-
-
-def is_tree(doc: Any) -> bool:
-    """A robot YAML describing a kinematic tree (it names its ``base`` body)."""
-    return isinstance(doc, dict) and "base" in doc
 
 
 def load_robot(path: Path) -> Robot | TreeRobot:
@@ -172,6 +180,25 @@ def _loop(sec: Section) -> LoopConfig:
     return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep, stepped)
 
 
+def _rig(sec: Section, base: Path) -> RigConfig | None:
+    """``control.platform``: absent or ``kind: hinges`` (the two-hinge tilting platform on
+    ``control.platform_axes``), or ``kind: stewart`` with ``rig`` (its YAML), ``axes`` (six),
+    ``screw_lead_m`` and ``accel_filter_s``."""
+    kind = sec.raw("kind", "hinges")
+    if kind not in ("hinges", "stewart"):
+        raise ConfigError(sec.where, sec.path("kind"), f"expected hinges or stewart, got {quote(kind)}")
+    if kind == "hinges":
+        sec.done()
+        return None
+    path = _path(sec, "rig", base)
+    load_stewart(path)                           # a bad rig YAML names its own file and key
+    rig = RigConfig(path, _names(sec, "axes", 6),
+                    sec.number("screw_lead_m", 0.02, positive=True),
+                    sec.number("accel_filter_s", 0.01, nonnegative=True))
+    sec.done()
+    return rig
+
+
 def _joint_axes(sec: Section, n: int) -> tuple[str, ...]:
     """``joint_axes`` (``leg_axes``, its older name, is accepted; not both)."""
     given = [k for k in ("joint_axes", "leg_axes") if k in sec.value]
@@ -186,12 +213,19 @@ def _joint_axes(sec: Section, n: int) -> tuple[str, ...]:
     return names
 
 
-def _control(sec: Section, n: int, tree: bool) -> ControlConfig:
+def _control(sec: Section, n: int, base: Path, tree: bool) -> ControlConfig:
     mode = sec.raw("mode", "csp")
     if mode not in MODES:
         raise ConfigError(sec.where, sec.path("mode"), f"expected one of {MODES}, got {quote(mode)}")
     leg = _joint_axes(sec, n)
-    platform = _names(sec, "platform_axes", 2) if "platform_axes" in sec.value else ()
+    rig = _rig(sec.sub("platform", {}), base)
+    if rig is not None and "platform_axes" in sec.value:
+        raise ConfigError(sec.where, sec.path("platform_axes"), "the Stewart-Gough rig's axes are "
+                          "control.platform.axes: remove platform_axes")
+    if rig is not None:
+        platform = rig.axes
+    else:
+        platform = _names(sec, "platform_axes", 2) if "platform_axes" in sec.value else ()
     support = sec.raw("support", "hung")
     if support not in SUPPORTS:
         raise ConfigError(sec.where, sec.path("support"), f"expected one of {SUPPORTS}, got {quote(support)}")
@@ -211,7 +245,7 @@ def _control(sec: Section, n: int, tree: bool) -> ControlConfig:
         watchdog=sec.number("watchdog_s", 1.0, positive=True),
         enable_timeout=sec.number("enable_timeout_s", 2.0, positive=True),
         stop_duration=sec.number("stop_duration_s", 0.5, positive=True),
-        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5))
+        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5), rig=rig)
     sec.done()
     return cfg
 
@@ -353,12 +387,12 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         raise ConfigError(where, "bus.backend", f"unknown backend {quote(bus.backend)} (known: "
                           f"{', '.join(sorted(BACKENDS))})")
     loop = _loop(top.sub("loop", {}))
-    control = _control(top.sub("control"), robot.n, tree)
+    control = _control(top.sub("control"), robot.n, base, tree)
     for axis in control.joint_axes + control.platform_axes:
         if axis not in {a.name for a in bus.axes}:
             raise ConfigError(where, "control", f"axis {quote(axis)} is not on the bus (bus axes: "
                               f"{', '.join(a.name for a in bus.axes)})")
-    if getattr(robot.description, "transmission", None) is None:
+    if robot.description.transmission is None:
         raise ConfigError(where, "robot", f"{robot_path} has no transmission section: the daemon maps "
                           "joints to motors through it")
     if abs(bus.control_period_s - loop.period) > 1e-12:
@@ -369,7 +403,10 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     if tree and bus.backend == "sim" and bus.plant == "leg":
         raise ConfigError(where, "bus.plant", f"the leg plant simulates the 4-joint bench leg, not the tree "
                           f"{robot.model.name}: set bus.plant: inertia")
-    soles = set(SOLES.values())
+    soles, pelvis = set(SOLES.values()), robot.description.base if tree else None
+    if tree and control.support == "hung" and pelvis not in robot.model.root_names:
+        raise ConfigError(where, "control.support", f"hung roots the model at the base {pelvis!r}, but {robot_path} "
+                          f"roots: {list(robot.model.root_names)} lack it")
     if tree and control.support == "ground" and not soles <= set(robot.model.root_names):
         raise ConfigError(where, "control.support", f"ground roots the model at the stance sole, but "
                           f"{robot_path} roots: {list(robot.model.root_names)} lack {sorted(soles)}")

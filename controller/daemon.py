@@ -53,10 +53,27 @@ def open_plant_bus(cfg: DaemonConfig, robot):
         m = robot.model                       # the simulated robot rests slightly off its stops
         margin = 2.0 * cfg.control.soft_limit_margin
         q0 = np.clip(np.zeros(robot.n), m.qmin + margin, m.qmax - margin)
+        rig = cfg.control.rig
+        if rig is not None:                   # the leg on the Stewart-Gough rig (drivers.plant_rig)
+            import math
+
+            from drivers.plant_rig import RigLegPlant
+            from models.stewart import StewartModel
+            plant = RigLegPlant.from_config(cfg.bus, robot, StewartModel.from_yaml(rig.rig_path),
+                                            2.0 * math.pi / rig.screw_lead, rig.axes, q0=q0)
+            return open_bus(cfg.bus_section, plant=plant)
         return open_bus(cfg.bus_section, plant=PLANTS[cfg.bus.plant](cfg, robot, q0))
     if cfg.bus.backend == "udp":
         return open_bus(cfg.bus_section, lockstep=cfg.loop.lockstep)
     return open_bus(cfg.bus_section)
+
+
+def _rig_model(cfg: DaemonConfig):
+    """The Stewart-Gough rig's model of ``control.platform`` (None for the hinges)."""
+    if cfg.control.rig is None:
+        return None
+    from models.stewart import StewartModel
+    return StewartModel.from_yaml(cfg.control.rig.rig_path)
 
 
 def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str,
@@ -141,16 +158,16 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     from .io.protocol import Context
     from .io.server import BindError, Endpoints, IoServer
 
-    m = robot.model
+    m, tr = robot.model, robot.description.transmission
     ctx = Context(joint_names=tuple(m.joint_names), qmin=m.qmin, qmax=m.qmax, vmax=m.vmax,
-                                   axis_names=tuple(m.joint_names), period=cfg.loop.period,
-                                   platform_limit=cfg.control.platform_limit,
-                                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
-                                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
-                                   soft_limit_margin=cfg.control.soft_limit_margin,
-                                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
-                                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
-                                            "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
+                  axis_names=tuple(m.joint_names), transmission_labels=tr.labels, period=cfg.loop.period,
+                  platform_limit=cfg.control.platform_limit,
+                  bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
+                  bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
+                  soft_limit_margin=cfg.control.soft_limit_margin, rig=_rig_model(cfg),
+                  summary={"robot": robot.model.name, "backend": cfg.bus.backend,
+                           "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
+                           "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
     io = cfg.io
     try:
         server = IoServer(block, ctx, Endpoints(io.command, io.telemetry), io.decimation, curve=io.curve,

@@ -79,6 +79,7 @@ class Cmd(IntEnum):
     SET_GAINS = 13       # args: axis index, kp, ki, kd, ...
     SHUTDOWN = 14
     INJECT_FAULT = 15    # simulation only; args: fault kind, node/axis, value
+    RIG_MOTION = 16      # the Stewart-Gough rig; args: controller.rig.spec.motion_args
 
 
 @dataclass(frozen=True)

@@ -424,6 +424,12 @@ class LegPlant(Plant):
         self._work[_Q:_PLAT + 1] = self._state0
         self._raise(_outputs(self._P, self._par, self._work, self._out))
 
+    def set_platform(self, alpha: float, beta: float, alpha_rate: float, beta_rate: float) -> None:
+        """Impose the platform's angles and rates (rad, rad/s) before a step, for a platform moved
+        by something else than its two motors (the Stewart-Gough rig of :mod:`drivers.plant_rig`)."""
+        r, plat = self._par[_RATIO], self._work[_PLAT]
+        plat[0], plat[1], plat[2], plat[3] = r * alpha, r * beta, r * alpha_rate, r * beta_rate
+
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
         status = _step(self._const, self._buf, motor_torque, dt)
         if status != 0:

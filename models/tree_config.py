@@ -289,6 +289,11 @@ def _carried(joints: list[TreeJoint], j: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+def is_tree(doc: Any) -> bool:
+    """A robot YAML document describing a kinematic tree (it names its ``base`` body)."""
+    return isinstance(doc, dict) and "base" in doc
+
+
 def load_tree(path: str | Path) -> TreeDescription:
     """Read and validate a robot YAML file as a kinematic tree."""
     return tree_from_dict(read_yaml(path), str(Path(path)))

@@ -39,6 +39,7 @@ MAILBOX: Mapping[str, tuple[Cmd, ...]] = {
     "stop": (Cmd.STOP,), "hold": (Cmd.HOLD,), "shutdown": (Cmd.SHUTDOWN,),
     "move_joints": (Cmd.MOVE_JOINTS,), "run": (Cmd.RUN_SQUAT, Cmd.RUN_BUFFER), "stabilizer": (Cmd.STABILIZER,),
     "platform": (Cmd.PLATFORM,), "set_gains": (Cmd.SET_GAINS,), "inject_fault": (Cmd.INJECT_FAULT,),
+    "rig_motion": (Cmd.RIG_MOTION,),
 }
 """The mailbox command(s) each protocol command becomes."""
 
@@ -67,6 +68,7 @@ ARGUMENTS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "run": (("trajectory",), ()),
     "stabilizer": (("enable",), ("params",)),
     "platform": (("alpha", "beta", "duration"), ()),
+    "rig_motion": (("motion",), ()),
     "set_gains": (("axis", "kp", "ki", "kd"), ()),
     "inject_fault": (("fault",), ("node", "axis", "count", "kind", "value", "delay_s")),
     "step": ((), ("cycles", "seconds")),
@@ -88,6 +90,7 @@ class Context:
     axis_names: tuple[str, ...]
     period: float = 0.002
     platform_limit: float = math.radians(25.0)
+    rig: Any = None                     # the Stewart-Gough rig's StewartModel (rig_motion), None: the hinges
     max_duration: float = 600.0
     max_gain: float = 1e6
     allowed: Mapping[str, frozenset[State]] = field(default_factory=lambda: dict(ALLOWED))
@@ -298,6 +301,28 @@ def _stabilizer(args: dict[str, Any], ctx: Context) -> np.ndarray:
     return np.array(out)
 
 
+def _rig_motion(args: dict[str, Any], ctx: Context) -> np.ndarray:
+    """A built-in rig motion (controller.rig.spec), refused unless the rig's stroke holds all of it."""
+    from controller.rig.motions import MotionError
+    from controller.rig.spec import motion_args, motion_from_args
+    from controller.rig.stroke import check_motion
+
+    if ctx.rig is None:
+        raise _Reject(Error.NOT_SUPPORTED, "rig_motion needs the Stewart-Gough rig (control.platform.kind: stewart).")
+    spec = args["motion"]
+    if not isinstance(spec, str) or len(spec) > 400:
+        raise _Reject(Error.BAD_ARGS, f"args.motion must be a string KIND or KIND:key=value,... , got {_kind(spec)}.")
+    try:
+        out = motion_args(spec)
+    except MotionError as exc:
+        raise _Reject(Error.BAD_ARGS, f"args.motion: {exc}.") from None
+    try:
+        check_motion(ctx.rig, motion_from_args(out))
+    except MotionError as exc:
+        raise _Reject(Error.OUT_OF_RANGE, f"args.motion: {exc}.") from None
+    return out
+
+
 def _platform(args: dict[str, Any], ctx: Context) -> np.ndarray:
     lim = ctx.platform_limit
     out = np.empty(3)
@@ -423,6 +448,8 @@ def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, 
         return Cmd.PLATFORM, _platform(args, ctx)
     if cmd == "inject_fault":
         return Cmd.INJECT_FAULT, _inject_fault(args, ctx)
+    if cmd == "rig_motion":
+        return Cmd.RIG_MOTION, _rig_motion(args, ctx)
     return Cmd.SET_GAINS, _set_gains(args, ctx)
 
 

@@ -88,6 +88,7 @@ from .references.stabilize import Stabilize, stab_flag_mask
 from .references.stop import Stop, decelerate
 from .states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
 from .trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
+from ..rig.loop_side import rig_player
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
@@ -175,12 +176,12 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[18]] = support
 
 
-def support_roots(roots: tuple[str, ...], support: str) -> np.ndarray:
+def support_roots(roots: tuple[str, ...], base: str, support: str) -> np.ndarray:
     """The root index for each support phase (models.gait.plan: left, right, double). ``hung``: the
-    description's first root (the pelvis, held by the gantry) whatever the phase; ``ground``: the
-    stance sole (SOLES), and -1 for double support (keep the last stance foot)."""
+    base (the pelvis, held by the gantry) whatever the phase; ``ground``: the stance sole (SOLES),
+    and -1 for double support (keep the last stance foot)."""
     if support == "hung":
-        return np.zeros(3, np.int64)
+        return np.full(3, roots.index(base), np.int64)
     return np.array([roots.index(SOLES[LEFT]), roots.index(SOLES[RIGHT]), -1], np.int64)
 
 
@@ -251,6 +252,7 @@ class ControlLoop:
         self.plat, self.plat_ref, self.plat_cmd = z(2), z(2), z(2)
         self.plat_from, self.plat_to, self.plat_v, self.plat_a = z(2), z(2), z(2), z(2)
         self.plat_t, self.plat_T = 0.0, 0.0
+        self.rig = rig_player(ctl.rig, self.period)   # the Stewart-Gough rig instead of the hinges (docs/rig.md)
         self.args = np.zeros(32)
         self.marks = np.zeros(7, np.int64)
         self.layout = RecordLayout(n)
@@ -268,7 +270,7 @@ class ControlLoop:
             self.squat = None                      # run squat: not_supported (as the I/O side says)
         self.playback = Playback(block.traj, self.period, block.support)
         # the model's root per support phase (left, right, double: -1 keeps the last single support)
-        self.phase_root = support_roots(md.roots, ctl.support)
+        self.phase_root = support_roots(md.roots, md.base, ctl.support)
         self.phase = -1.0                          # support phase of the played file (-1: none)
         self.root = int(self.phase_root[LEFT])     # before any file: on the ground, the left sole
         md.set_root(self.root)
@@ -377,8 +379,11 @@ class ControlLoop:
         b = self.bus
         gather(b.position, self.leg_idx, self.qm)
         gather(b.velocity, self.leg_idx, self.qmd)
-        gather(b.position, self.plat_idx, self.plat)
-        self.plat /= self.plat_div
+        if self.rig is None:
+            gather(b.position, self.plat_idx, self.plat)
+            self.plat /= self.plat_div
+        else:                                      # NaN tilt if its forward kinematics fails (TILT_INPUT)
+            self.rig.measure_bus(b.position, b.velocity, self.plat_idx, self.plat)
         st = motor_to_joint(self.P, self.qm, self.q)        # self.q: last q as the guess
         if st != TR_OK:
             return st
@@ -397,7 +402,9 @@ class ControlLoop:
                 self.tilt_unconfirmed += self.period
         else:
             self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
-            if self.imu is not None:               # use_acceleration: the support's, from the IMU
+            if self.rig is not None:               # use_acceleration: the rig's, by its forward kinematics
+                self.acc_in[:] = self.rig.support_acc
+            elif self.imu is not None:             # use_acceleration: the support's, from the IMU
                 support_acceleration(self.plat[0], self.plat[1], self.imu, self.R3, self.acc_in)
         return motor_bias(self.P, self.q, self.qd, self.Jp2, self.bias_q, self.bias, self.bias_b)
 
@@ -526,7 +533,8 @@ class ControlLoop:
             Cmd.RUN_SQUAT: self._run_squat,
             Cmd.RUN_BUFFER: self._run_buffer,
             Cmd.STABILIZER: self._stabilizer,
-            Cmd.PLATFORM: lambda a, k, t: self._platform(a[0], a[1], a[2]),
+            Cmd.PLATFORM: self._platform_cmd,
+            Cmd.RIG_MOTION: self._rig_motion,
             Cmd.SET_GAINS: self._set_gains,
             Cmd.SHUTDOWN: lambda a, k, t: self._ask_shutdown(),
             Cmd.INJECT_FAULT: lambda a, k, t: self._inject(a),
@@ -690,6 +698,22 @@ class ControlLoop:
             if slot is not None:
                 p[slot] = a[k + 1]
 
+    def _platform_cmd(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
+        if self.plat_idx.size == 0:                # no tilting platform on this robot's bus
+            return False, Error.NOT_SUPPORTED
+        if self.rig is None:
+            self._platform(a[0], a[1], a[2])
+        elif not self.rig.tilt(a[0], a[1], a[2], t):
+            return False, Error.OUT_OF_RANGE
+        return None
+
+    def _rig_motion(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
+        if self.rig is None:
+            return False, Error.NOT_SUPPORTED
+        if not self.rig.play(a[:nargs], t):
+            return False, Error.NOT_ALLOWED
+        return None
+
     def _platform(self, alpha: float, beta: float, duration: float) -> None:
         self.plat_from[:] = self.plat_ref
         self.plat_to[0], self.plat_to[1] = alpha, beta
@@ -735,7 +759,9 @@ class ControlLoop:
             self._support(self.playback.phase)
         if outcome != Outcome.RUNNING:
             self._finished(outcome, t)
-        if self.state in POWERED:
+        if self.rig is not None:
+            self.rig.reference(t, self.state in POWERED)
+        elif self.state in POWERED:
             if self.plat_T > 0.0:
                 self.plat_t += self.period
                 sample_move(QUINTIC, 0.5, self.plat_T, self.plat_from, self.plat_to,
@@ -815,6 +841,10 @@ class ControlLoop:
             scatter(self.qm_cmd, self.leg_idx, b.target_position, 1.0)
             scatter(self.qmd_cmd, self.leg_idx, b.target_velocity, 1.0)
         scatter(self.tau_m, self.leg_idx, b.torque_offset, 1.0)
+        if self.rig is not None:
+            scatter(self.rig.position, self.plat_idx, b.target_position, 1.0)
+            scatter(self.rig.velocity, self.plat_idx, b.target_velocity, 1.0)
+            return
         scatter(self.plat_ref, self.plat_idx, b.target_position, self.ratio)
         scatter(self.plat_v, self.plat_idx, b.target_velocity, self.ratio)
 

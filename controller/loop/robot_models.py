@@ -7,8 +7,9 @@ The loop (controller.loop.loop) is written once against this interface:
 * ``A``, ``h``, ``G``, ``com``  views of the results (the Data arrays, never rebound);
 * ``gravity``        the gravity input (3,), ``level`` the robot's level-floor vector;
 * ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
-* ``joint_names``, ``limits`` (the Model arrays qmin, qmax, vmax, taumax, viscous, coulomb),
-  ``transmission`` (:class:`models.transmission.Transmission`), ``roots``, ``foot``.
+* ``joint_names``, ``model`` (its arrays qmin, qmax, vmax, taumax, viscous, coulomb),
+  ``transmission`` (:class:`models.transmission.Transmission`), ``roots`` (the rootings' names),
+  ``base`` (the root of a robot hung by its base: the pelvis on the gantry), ``foot``.
 
 :class:`ChainModels` wraps the bench leg's :class:`models.robot.Robot` (MDH chain, closed-form
 dynamics of models.dynamics); :class:`TreeModels` a :class:`models.tree_robot.TreeRobot` (the
@@ -40,6 +41,7 @@ class ChainModels:
         self.joint_names = robot.joint_names
         self.transmission = robot.transmission
         self.roots: tuple[str, ...] = ("base",)
+        self.base = "base"
         self.foot = robot.description.foot
 
     def update(self, q: np.ndarray, qd: np.ndarray) -> None:
@@ -63,8 +65,9 @@ class TreeModels:
         self.level = robot.model.gravity
         self.gravity = self.level.copy()
         self.joint_names = robot.model.joint_names
-        self.transmission = getattr(robot.description, "transmission", None)
+        self.transmission = robot.description.transmission
         self.roots = robot.model.root_names
+        self.base = robot.description.base
         self.foot = None
 
     def update(self, q: np.ndarray, qd: np.ndarray) -> None:

@@ -10,6 +10,8 @@
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
     bipd scenario tilt-directions                                20° tilt in eight directions
     bipd scenario results [--runs N] [--readme PATH] [--part all|leg|walk]   the README tables (markdown)
+    bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig
+    bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table (default config: bipd_rig.yaml)
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
           [--throttle-s S] [--operator-sleep X], and [--plot DIR] [--record FILE.mcap] for one scenario
           (walk: only --realtime, --json, --throttle-s, --operator-sleep, --plot, --record)
@@ -40,6 +42,7 @@ from ..extras import missing
 from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
+from .rig import RIG_CONFIG, RigMotion, motion_spec
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
 from .walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
 
@@ -107,16 +110,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--axis", choices=tuple(TILT_AXES), required=True)
     s.add_argument("--runs", type=int, default=5, help="runs at most (default 5)")
     d = sub.add_parser("tilt-directions", help="the thesis-magnitude tilt (20°) in eight directions, stabilizer on")
+    rg = sub.add_parser("rig", help="a ground motion of the Stewart-Gough rig under the leg (deploy/bipd_rig.yaml)")
+    rg.add_argument("--motion", required=True, metavar="FILE|NAME",
+                    help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck) or a YAML file of one")
+    rr = sub.add_parser("rig-results", help="regenerate the README's rig table (many runs)")
+    rr.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
+    rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
     r = sub.add_parser("results", help="regenerate the README results table (many runs)")
     r.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     r.add_argument("--readme", type=Path, help="rewrite the table between the markers of this file")
     r.add_argument("--part", choices=("all", "leg", "walk"), default="all",
                    help="leg: the bench leg's table; walk: the BIP 2000 walks' (--config: deploy/bip2000.yaml "
                         "unless given); all: both (default)")
-    for q in (t, sub.choices["squat"], pu, w, f):
+    for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
-    for q in (s, d, r):
+    for q in (s, d, r, rr):
         _common(q, plot=False)
+    for q in (rg, rr):
+        q.set_defaults(config=RIG_CONFIG)
     return p
 
 
@@ -134,6 +145,8 @@ def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
         if args.force < 0 or args.duration <= 0:
             p.error("--force must be >= 0 N and --duration > 0 s")
         return Push(args.force, args.duration, args.direction)
+    if args.scenario == "rig":
+        return RigMotion(motion_spec(args.motion))
     if args.scenario == "walk-file":
         if not args.path.is_file():
             p.error(f"walk-file: {args.path} is not a file")
@@ -213,6 +226,16 @@ def main(argv: list[str] | None = None) -> int:
                     update_readme(args.readme, table, markers)
             print(json.dumps(res if args.part == "all" else res[args.part]) if args.json
                   else "\n".join(table for table, _ in tables))
+            return 0
+        if args.scenario == "rig-results":
+            from .results import update_readme
+            from .rig import MARKERS, collect as rig_collect, markdown as rig_markdown
+
+            res = rig_collect(options, args.runs, _say)
+            table = rig_markdown(res)
+            if args.readme:
+                update_readme(args.readme, table, MARKERS)
+            print(json.dumps(res) if args.json else table)
             return 0
         if args.scenario == "largest-tilt":
             res = largest_tilt(args.axis, options, args.runs, say=_say)

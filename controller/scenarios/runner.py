@@ -142,6 +142,9 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
     for key in ("robot", "stabilizer"):
         if doc.get(key):
             doc[key] = str((base / doc[key]).resolve())
+    rig = (doc.get("control") or {}).get("platform") or {}
+    if rig.get("rig"):                         # the Stewart-Gough rig's YAML (control.platform.kind stewart)
+        rig["rig"] = str((base / rig["rig"]).resolve())
     if doc.get("stabilizer"):
         stab = read_yaml(doc["stabilizer"])
         if stab["tilt"]["source"] != tilt_source or stabilizer_set:

@@ -51,6 +51,7 @@ import numpy as np
 
 from models import ConfigError, Robot
 from models.model import PRISMATIC, mdh_matrix
+from models.stewart import StewartModel
 from models.tree_config import TreeDescription
 from models.urdf import to_urdf
 
@@ -201,11 +202,13 @@ def _tendon_xml(robot: Robot) -> tuple[str, str]:
 
 
 def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping | None = None, *,
-               clamped: bool = False, bolted: bool = False, timestep: float = 4.0e-4) -> str:
+               clamped: bool = False, bolted: bool = False, timestep: float = 4.0e-4,
+               rig: StewartModel | None = None, rig_params: Mapping | None = None) -> str:
     """MJCF (XML string) of ``robot`` with its ``foot`` (keys a, b, c, Z, Delta) standing free on the
     two-hinge platform (``bolted``: welded to the plate), or welded to the world when ``clamped``
     (then ``foot`` may be None and the robot needs no transmission). ``platform`` overrides
-    :data:`PLATFORM_DEFAULTS`."""
+    :data:`PLATFORM_DEFAULTS`; ``rig``: the Stewart-Gough rig's plate instead of the hinges
+    (:mod:`drivers.hil.stewart_mjcf`, ``rig_params`` overriding its defaults)."""
     if not (math.isfinite(timestep) and timestep > 0):
         raise MjcfError(f"timestep must be a finite number > 0, got {timestep!r}")
     if clamped and bolted:
@@ -229,22 +232,31 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
     body = (f'<body name="{FOOT}" pos="{_v(*pos)}" quat="{_quat(WORLD_FROM_G)}">\n{base}\n'
             f'{opening}\n{closing}</body>')
     tendons, motors = _tendon_xml(robot) if leg else ("", "")
-    sensors = equality = ""
+    sensors = equality = welds = ""
     if bolted:
-        equality = (f'<equality>\n<weld name="{BOLT}" body1="{PLATFORM}" body2="{FOOT}" '
-                    f'solref="{_v(max(BOLT_TIMECONST, 2.0 * timestep), 1.0)}"/>\n</equality>\n')
-    if not clamped:
+        equality = (f'<weld name="{BOLT}" body1="{PLATFORM}" body2="{FOOT}" '
+                    f'solref="{_v(max(BOLT_TIMECONST, 2.0 * timestep), 1.0)}"/>\n')
+    if not clamped and rig is not None:
+        from .stewart_mjcf import rig_params as checked_rig_params
+        from .stewart_mjcf import rig_xml
+        bodies, welds, rig_motors = rig_xml(rig, checked_rig_params(rig_params), "plate", timestep,
+                                            (p["friction"], p["contact_timeconst"]))
+        body = f"{bodies}\n{body}"
+        motors += "\n" + rig_motors
+    elif not clamped:
         body = _platform_xml(p, body)
         motors += "".join(f'\n<motor name="{j}" joint="{j}" gear="{_v(p["ratio"])}"/>' for j in PLATFORM_JOINTS)
+    if not clamped:
         sensors = (f'<sensor><accelerometer name="{IMU}" site="{IMU}"/>'
                    f'<contact name="{SOLE}" geom1="{PLATFORM}" geom2="{FOOT}" num="{SOLE_SLOTS}" '
                    f'data="{SOLE_DATA}"/></sensor>')
+    closures = f"<equality>\n{equality}{welds}</equality>\n" if equality or welds else ""
     return (f'<mujoco model="{robot.model.name}_hil">\n'
             '<compiler angle="radian" autolimits="true"/>\n'
             f'<option timestep="{_v(timestep)}" gravity="{_v(*(WORLD_FROM_G @ g))}" '
             'integrator="implicitfast" cone="elliptic">\n<flag island="disable"/>\n</option>\n'
             f'<worldbody>\n{body}\n</worldbody>\n'
-            f'{equality}<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')
+            f'{closures}<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')
 
 
 def mjcf_from_description(desc: TreeDescription) -> str:

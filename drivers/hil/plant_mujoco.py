@@ -352,10 +352,10 @@ class MujocoPlant(Plant):
         self.axes = tuple(axes)
         self.n_motors = len(AXES)
         self.bolt_foot = bool(bolt_foot)
-        self.mjcf = build_mjcf(robot, foot, platform, bolted=self.bolt_foot, timestep=timestep)
+        self.mjcf = self._scene(robot, foot, platform, timestep)
         self.mj_model = m = mujoco.MjModel.from_xml_string(self.mjcf)
         self.mj_data = d = mujoco.MjData(m)
-        self.ratio = m.actuator_gear[m.actuator(PLATFORM_JOINTS[0]).id, 0]
+        self.ratio, plat_qadr, plat_dofadr = self._platform_coordinates(m)
         self._timestep = timestep
         self._q0 = q0
         self._platform0 = _pair(platform0, "platform0")
@@ -376,8 +376,7 @@ class MujocoPlant(Plant):
         idx = self._idx = np.zeros(_N_IDX, dtype=np.int64)
         idx[_ORDER:_ORDER + 6] = [self.axes.index(name) for name in AXES]
         idx[_QADR], idx[_DOFADR] = m.jnt_qposadr[m.joint(first).id], m.jnt_dofadr[m.joint(first).id]
-        plat = m.joint(PLATFORM_JOINTS[0]).id
-        idx[_PLAT_QADR], idx[_PLAT_DOFADR] = m.jnt_qposadr[plat], m.jnt_dofadr[plat]
+        idx[_PLAT_QADR], idx[_PLAT_DOFADR] = plat_qadr, plat_dofadr
         idx[_FOOT_BODY], idx[_PLATE_BODY], idx[_HIP_BODY] = foot_body, m.body(PLATFORM).id, self._hip_body
         sole = m.sensor(SOLE)
         idx[_IMU_ADR], idx[_SOLE_ADR] = m.sensor(IMU).adr[0], sole.adr[0]
@@ -407,6 +406,15 @@ class MujocoPlant(Plant):
         self.sensors.update({name: out[i:i + 1].reshape(()) for name, i in _SCALARS.items()})
         self.time = 0.0
         self.reset()
+
+    def _scene(self, robot: Robot, foot: Mapping[str, float], platform: Mapping | None, timestep: float) -> str:
+        """The MJCF this plant simulates (:func:`~drivers.hil.mjcf.build_mjcf`)."""
+        return build_mjcf(robot, foot, platform, bolted=self.bolt_foot, timestep=timestep)
+
+    def _platform_coordinates(self, m: mujoco.MjModel) -> tuple[float, int, int]:
+        """The platform motors' gear and the qpos and qvel addresses of the first of their two joints."""
+        plat = m.joint(PLATFORM_JOINTS[0]).id
+        return m.actuator_gear[m.actuator(PLATFORM_JOINTS[0]).id, 0], m.jnt_qposadr[plat], m.jnt_dofadr[plat]
 
     @classmethod
     def from_config(cls, config: BusConfig, robot: str | Path | Robot, platform_ratio: float = 50.0,

@@ -36,9 +36,10 @@ when the foot is unloaded), ``t``, the plant time in s, and (served on the bus) 
 0x60F4, motor rad) over the bus cycles since the previous frame.
 
 Only the YAML keys this side needs are read (drivers never import the controller): ``robot``
-(relative to the file), ``bus``, ``control.platform_ratio`` (default 50) and
+(relative to the file), ``bus``, ``control.platform_ratio`` (default 50),
 ``control.soft_limit_margin_rad`` (default 0.02; the leg starts at q = 0 clipped 2 margins inside
-its limits, as the daemon's ``sim`` plant).
+its limits, as the daemon's ``sim`` plant) and ``control.platform`` (kind ``stewart``: the leg on the
+Stewart-Gough rig's plate, :mod:`drivers.hil.plant_mujoco_rig`, its ``rig``, ``axes`` and ``screw_lead_m``).
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ import numpy as np
 import zmq
 
 from models import ConfigError, ModelError, Robot
+from models.stewart import StewartModel
 from models.validation import read_yaml
 
 from ..backends.udp import serve_udp
@@ -65,6 +67,7 @@ from ..plant import Plant
 from .mjcf import MjcfError
 from .plant_biped import BipedPlant
 from .plant_mujoco import MujocoPlant, MujocoPlantError, SimulationError
+from .plant_mujoco_rig import MujocoRigPlant
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 DEFAULT_TRUTH = "tcp://127.0.0.1:5557"
@@ -76,11 +79,20 @@ class HilConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class RigHil:
+    """``control.platform: {kind: stewart}``: the leg on the Stewart-Gough rig (drivers.hil.plant_mujoco_rig)."""
+    rig_path: Path
+    axes: tuple[str, ...]
+    screw_lead: float
+
+
+@dataclass(frozen=True)
 class HilConfig:
     robot_path: Path
     bus: BusConfig
     platform_ratio: float
     soft_limit_margin: float
+    rig: RigHil | None = None
 
 
 def _number(section: dict, key: str, default: float, where: str) -> float:
@@ -117,7 +129,18 @@ def load_hil_config(path: str | Path, udp_port: int | None = None) -> HilConfig:
     if ratio == 0:
         raise HilConfigError(f"{p}: control.platform_ratio must be > 0")
     return HilConfig((p.parent / document["robot"]).resolve(), bus_config, ratio,
-                     _number(control, "soft_limit_margin_rad", 0.02, str(p)))
+                     _number(control, "soft_limit_margin_rad", 0.02, str(p)), _rig(control, p))
+
+
+def _rig(control: dict, p: Path) -> RigHil | None:
+    """``control.platform`` of kind stewart (the daemon validates the rest of the section)."""
+    section = control.get("platform") or {}
+    if not isinstance(section, dict) or section.get("kind", "hinges") != "stewart":
+        return None
+    rig, axes = section.get("rig"), section.get("axes")
+    if not isinstance(rig, str) or not (isinstance(axes, list) and len(axes) == 6):
+        raise HilConfigError(f"{p}: control.platform: a stewart rig needs rig: (its YAML) and axes: (six names)")
+    return RigHil((p.parent / rig).resolve(), tuple(axes), _number(section, "screw_lead_m", 0.02, f"{p}: platform"))
 
 
 def initial_posture(robot: Robot, margin: float) -> np.ndarray:
@@ -248,8 +271,11 @@ def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = Fals
         raise HilConfigError(f"--hung needs a tree robot (a YAML with base:), {config.robot_path.name} is the "
                              f"leg on its platform")
     robot = Robot.from_yaml(config.robot_path)
-    return MujocoPlant.from_config(config.bus, robot, config.platform_ratio,
-                                   initial_posture(robot, config.soft_limit_margin), bolt_foot=bolt_foot)
+    q0 = initial_posture(robot, config.soft_limit_margin)
+    if config.rig is not None:                 # the leg on the Stewart-Gough rig (control.platform kind stewart)
+        return MujocoRigPlant.from_config(config.bus, robot, StewartModel.from_yaml(config.rig.rig_path),
+                                          config.rig.axes, config.rig.screw_lead, q0, bolt_foot=bolt_foot)
+    return MujocoPlant.from_config(config.bus, robot, config.platform_ratio, q0, bolt_foot=bolt_foot)
 
 
 def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, truth_every: int = 25,

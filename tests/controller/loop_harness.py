@@ -25,7 +25,7 @@ class Harness:
         self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),
                                  create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
-                                Stabilizer.from_yaml(self.cfg.stabilizer_path),
+                                Stabilizer.from_yaml(self.cfg.stabilizer_path) if self.cfg.stabilizer_path else None,
                                 clock or LockstepClock(self.cfg.loop.period))
         self.loop.start()
         self.loop.clock.start()

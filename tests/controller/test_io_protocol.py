@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +11,11 @@ import pytest
 from controller.codes import Error, StabParam, State
 from controller.io.protocol import ALLOWED, LOCAL, ErrorReply, Request, validate
 from controller.shm import Cmd
+from models.stewart import StewartModel
 
 from .conftest import make_context
+
+RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 
 
 @pytest.fixture
@@ -141,9 +145,11 @@ def test_state_table_is_the_loops():
 def test_state_table(ctx, state):
     ctx.state = state
     ctx.stepped = True
+    ctx.rig = StewartModel.from_yaml(RIG)
     good = {"step": {"cycles": 5}, "move_joints": {"q": [0, 0, 0, 0]}, "run": {"trajectory": "squat"}, "stabilizer": {"enable": False},
             "platform": {"alpha": 0, "beta": 0, "duration": 1}, "set_gains": {"axis": "motor1", "kp": 1, "ki": 0, "kd": 0},
-            "inject_fault": {"fault": "drop_pres", "node": 1}}
+            "inject_fault": {"fault": "drop_pres", "node": 1},
+            "rig_motion": {"motion": "heave:amplitude=0.01,frequency=2,cycles=2"}}
     for cmd, states in ALLOWED.items():
         r = validate(req(cmd, good.get(cmd)), ctx)
         if state in states:

@@ -1,0 +1,137 @@
+"""Rig motions by name or file: ``KIND`` or ``KIND:key=value,key=value`` (e.g.
+``sinusoid:axis=x,amplitude=0.05,frequency=1``), a YAML file ``{kind: KIND, key: value, ...}`` or an
+earthquake CSV (``.csv``, :mod:`controller.rig.earthquake`). Kinds and their keys (defaults):
+
+- ``tilt``: ``alpha_deg`` (10), ``beta_deg`` (20), ``duration`` (7 s each way): the thesis' tilt,
+  level → (α, β) → level (Gastebois 2017, §2.6.3), or ``points`` [[α, β, duration], ...] (rad, s);
+- ``sinusoid``: ``axis`` (x), ``amplitude`` (0.05 m), ``frequency`` (1 Hz), ``cycles`` (5),
+  ``ramp_cycles`` (1); ``heave``: the same along z;
+- ``step``: ``axis`` (x), ``accel`` (2 m/s²), ``hold`` (0.2 s), ``edge`` (0.02 s), ``brake_ratio``
+  (0.5), ``rest`` (1 s);
+- ``ship_deck``: ``hs`` (0.4 m), ``tp`` (4 s), ``duration`` (60 s), ``seed`` (0), ``components``
+  (24), ``roll_gain`` (1), ``pitch_gain`` (0.5), ``ramp`` (5 s);
+- ``earthquake``: ``file`` (a CSV), ``highpass`` (0.1 Hz), ``fade`` (1 s).
+
+A bad name, key or value is a :class:`~controller.rig.motions.MotionError` naming it. The daemon's
+``rig_motion`` command takes the built-in kinds (:data:`COMMAND_KINDS`) as mailbox numbers
+(:func:`motion_args`, :func:`motion_from_args`).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .earthquake import load_earthquake
+from .motions import DOFS, Motion, MotionError, TiltSequence, acceleration_step, heave, ship_deck, sinusoid
+
+
+def tilt(alpha_deg: float = 10.0, beta_deg: float = 20.0, duration: float = 7.0,
+         points: list | None = None) -> TiltSequence:
+    """The thesis' tilt there and back, or the given points."""
+    if points is None:
+        points = [(math.radians(alpha_deg), math.radians(beta_deg), duration), (0.0, 0.0, duration)]
+    return TiltSequence(points)
+
+
+def earthquake(file: str, highpass: float = 0.1, fade: float = 1.0) -> Motion:
+    return load_earthquake(file, highpass=highpass, fade=fade)
+
+
+KINDS = {"tilt": tilt, "sinusoid": sinusoid, "heave": heave, "step": acceleration_step,
+         "ship_deck": ship_deck, "earthquake": earthquake}
+DEFAULTS = {"step": {"axis": "x", "accel": 2.0}, "sinusoid": {"axis": "x", "amplitude": 0.05, "frequency": 1.0},
+            "heave": {"amplitude": 0.05, "frequency": 0.5}}
+"""Defaults of the keys a kind's constructor requires."""
+
+
+def build_motion(kind: str, params: dict, where: str) -> Motion:
+    """The motion of ``kind`` with ``params`` (defaults as in this module's docstring)."""
+    if kind not in KINDS:
+        raise MotionError(f"{where}: unknown motion kind {kind!r} (known: {', '.join(KINDS)})")
+    make = KINDS[kind]
+    defaults = DEFAULTS.get(kind, {})
+    known = inspect.signature(make).parameters
+    for key in params:
+        if key not in known:
+            raise MotionError(f"{where}: {kind} has no key {key!r} (keys: {', '.join(known)})")
+    try:
+        return make(**{**defaults, **params})
+    except MotionError as exc:
+        raise MotionError(f"{where}: {exc}") from None
+    except TypeError as exc:
+        raise MotionError(f"{where}: {kind}: {exc}") from None
+
+
+def _value(text: str):
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def motion_from_spec(spec: str) -> Motion:
+    """A motion from ``KIND[:k=v,...]``, a YAML file or an earthquake CSV (see the module)."""
+    path = Path(spec)
+    if path.suffix.lower() == ".csv":
+        return load_earthquake(path)
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise MotionError(f"{path}: cannot read the motion file ({exc.__class__.__name__})") from None
+        if not isinstance(raw, dict) or "kind" not in raw:
+            raise MotionError(f"{path}: a motion file is a mapping with a kind: key")
+        raw = dict(raw)
+        kind = raw.pop("kind")
+        if kind == "earthquake" and "file" in raw:
+            raw["file"] = str(path.parent / str(raw["file"]))
+        return build_motion(kind, raw, str(path))
+    kind, _, rest = spec.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise MotionError(f"motion {spec!r}: {item!r} is not key=value")
+        params[key.strip()] = _value(value.strip())
+    return build_motion(kind.strip(), params, f"motion {spec!r}")
+
+
+COMMAND_KINDS = ("tilt", "sinusoid", "heave", "step", "ship_deck")   # the `rig_motion` command's (no files)
+
+
+def _arguments(kind: str) -> list[str]:
+    return [k for k in inspect.signature(KINDS[kind]).parameters if k != "points"]
+
+
+def motion_args(spec: str) -> np.ndarray:
+    """The mailbox arguments of ``KIND[:k=v,...]`` (a kind of :data:`COMMAND_KINDS`): its kind's
+    index, then every parameter in its constructor's order, defaults filled, an axis as its index
+    in :data:`~controller.rig.motions.DOFS`. The motion is built once here, so a bad one is refused."""
+    kind = spec.partition(":")[0].strip()
+    if kind not in COMMAND_KINDS:
+        raise MotionError(f"motion {spec!r}: the rig_motion command plays {', '.join(COMMAND_KINDS)} "
+                          f"(KIND or KIND:key=value,...), got {kind!r}")
+    motion_from_spec(spec)
+    _, _, rest = spec.partition(":")
+    given = dict(item.partition("=")[::2] for item in filter(None, rest.split(",")))
+    values = {**{k: v.default for k, v in inspect.signature(KINDS[kind]).parameters.items()},
+              **DEFAULTS.get(kind, {}),
+              **{k.strip(): _value(v.strip()) for k, v in given.items()}}
+    out = [float(COMMAND_KINDS.index(kind))]
+    for key in _arguments(kind):
+        v = values[key]
+        out.append(float(DOFS.index(v)) if key == "axis" else float(v))
+    return np.array(out)
+
+
+def motion_from_args(args: np.ndarray) -> Motion:
+    """The motion :func:`motion_args` encoded."""
+    kind = COMMAND_KINDS[int(args[0])]
+    params = {}
+    for key, v in zip(_arguments(kind), args[1:]):
+        params[key] = DOFS[int(v)] if key == "axis" else (int(v) if key in ("seed", "components") else float(v))
+    return KINDS[kind](**params)
