@@ -56,7 +56,7 @@ def test_bipd_hil_serves_the_whole_biped(hung):
         sub.connect(truth)
         sub.setsockopt(zmq.SUBSCRIBE, b"truth")
         _wait_for_server(parse_bus_config(section).udp, proc)
-        bus = open_bus(section)
+        bus = open_bus(section, lockstep=True)      # waits for every answer: no wall-clock loss on a busy host
         bus.boot()
         frames = _truth_frames(sub, bus, 250)
         for _ in range(20):                                # ZMQ slow joiner: lock-step, more cycles until one comes
