@@ -6,7 +6,9 @@ Per axis and per bus cycle (400 µs) the drive
     demand is old + (new - old)·k/N, N = control period / cycle time;
   * runs the position -> speed -> current cascade (CSP 8; CSV 9 enters at the speed loop;
     CST 10 commands current = torque/kt), with speed and current limits;
-  * in CSP, trips a following-error fault (0x8611) when |demand − actual| exceeds the limit;
+  * in CSP, trips a following-error fault (0x8611) when |demand − actual| exceeds the limit; the
+    following error demand − actual (motor rad) is object 0x60F4 and its peak since it was last
+    taken (:meth:`DriveBank.take_following_peak`) what a test bench reads (0 outside CSP);
   * reports an encoder fault (0x7305) when the encoder reads NaN;
   * applies the motor's holding brake (``holding_brake_torque`` > 0) while the axis is not
     Operation Enabled and not braking (kernel mode OFF; a quick stop or fault reaction hands over
@@ -54,7 +56,9 @@ HOLD_TORQUE, BRAKE_POS = range(25, 27)
 # auxiliary sensor input (TPDO 0x2400:1..3; NaN: nothing wired): a plant sensor on its axis.
 AUX = 27
 PLANT_SENSORS = {"imu": "imu_gravity", "sole": "sole"}   # bus sensor (drivers.config.SENSORS) -> plant sensor
-N_COLUMNS = 30
+# following error of this bus cycle (CSP demand − actual, motor rad) and its peak |value| since taken.
+FE_ACTUAL, FE_PEAK = range(30, 32)
+N_COLUMNS = 32
 # Columns of DriveBank.flags (one integer row per axis): kernel state, then the TPDO mapping
 # (row of DriveBank.pres, channel), the TPDO fields the CiA 402 state machine sets, and the
 # controlword whose RPDO would only change the setpoints (-1: none; drivers.isochronous).
@@ -128,6 +132,7 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
             x[a, T_NEW] = x[a, CMD_TORQUE]
         bits = 0
         current = 0.0
+        x[a, FE_ACTUAL] = 0.0
         if np.isnan(pos):
             flags[a, NEW_FAULT] = _ENCODER_FAULT
             n_new += 1
@@ -148,6 +153,8 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
                     p_dem = x[a, P_OLD] + (x[a, P_NEW] - x[a, P_OLD]) * frac
                     x[a, P_DEM] = p_dem
                     error = p_dem - pos
+                    x[a, FE_ACTUAL] = error
+                    x[a, FE_PEAK] = max(x[a, FE_PEAK], abs(error))
                     if abs(error) > x[a, FE_LIMIT]:
                         flags[a, NEW_FAULT] = _FOLLOWING_ERROR
                         n_new += 1
@@ -265,6 +272,11 @@ class DriveBank:
             self._count_down_jumps()
         self.plant.step(self.dt, self.torque)
         self.time += self.dt
+
+    def take_following_peak(self, out: np.ndarray) -> None:
+        """Each axis' peak |following error| (motor rad) since the last call into ``out``, then reset."""
+        out[:] = self.x[:, FE_PEAK]
+        self.x[:, FE_PEAK] = 0.0
 
     def read_aux(self) -> None:
         """The wired plant sensors into :attr:`aux_src`, for the :func:`step_axes` that follows (the
@@ -452,6 +464,7 @@ class Drive:
             od.add(0x603F + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.fault_code[ch]))
             od.add(0x6041 + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.statusword(ch)))
             od.add(0x60FC + off, 0, ObjectEntry(pdo.REAL64, lambda r=row: x[r, P_DEM]))
+            od.add(0x60F4 + off, 0, ObjectEntry(pdo.REAL64, lambda r=row: x[r, FE_ACTUAL]))
             for index, sub, col in ((0x6065, 0, FE_LIMIT), (0x6073, 0, I_MAX), (0x6080, 0, V_MAX),
                                     (0x2010, 1, KP), (0x2010, 2, KV), (0x2010, 3, KI), (0x2010, 4, KT)):
                 od.add(index + off, sub, ObjectEntry(

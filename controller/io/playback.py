@@ -11,9 +11,12 @@ the joints ignore it; ``load_trajectory(..., with_support=True)`` carries it, re
 the phase of the last row at or before each sample.
 
 Validation (no message quotes the file's text, so that an error says nothing about a file
-it should not have read): readable UTF-8 file; known, unique, complete joint columns; at least two
-rows; every value a finite number; strictly increasing time; positions within
-[qmin, qmax]; the velocity between consecutive rows within vmax. The knots are then
+it should not have read; it names the line and the joint, or the column by number when the
+header names no joint of the robot): readable UTF-8 file; known, unique, complete joint columns
+(an unknown name or a wrong count is refused with the robot's joints); at least two rows, each
+with as many fields as the header; every value a finite number; strictly increasing time;
+positions within [qmin, qmax]; the jump of each joint between consecutive rows at most vmax times
+their time step; a support value, when the column is there, one of the phases. The knots are then
 resampled to the cycle period by linear interpolation from the first time to the last
 (the last sample is the last row): a linear interpolant stays between its knots, so
 the position and velocity checks above hold for every resampled sample too (a cubic
@@ -54,17 +57,18 @@ def _columns(path: Path, line: int, header: list[str], joint_names: tuple[str, .
     if not header or header[0] != "t":
         raise TrajectoryFileError(f"{path}, line {line}: the header must start with 't' (time, s)")
     names = header[1:]
-    for i, name in enumerate(names):
-        if name not in joint_names and name != SUPPORT_COLUMN:
-            raise TrajectoryFileError(f"{path}, line {line}: header column {i + 2} is not a joint of this "
-                                      f"robot (its joints are {list(joint_names)})")
-        if names.count(name) > 1:
+    for name in names:
+        if names.count(name) > 1 and (name in joint_names or name == SUPPORT_COLUMN):
             raise TrajectoryFileError(f"{path}, line {line}: column {name!r} appears twice")
-    names = [name for name in names if name != SUPPORT_COLUMN]
+    unknown = [i + 2 for i, name in enumerate(names) if name not in joint_names and name != SUPPORT_COLUMN]
     missing = [j for j in joint_names if j not in names]
-    if missing:
-        raise TrajectoryFileError(f"{path}, line {line}: missing joint column(s) {missing}; "
-                                  "every joint must be given")
+    if unknown or missing:
+        found = len(names) - names.count(SUPPORT_COLUMN)
+        problems = ([f"header column(s) {unknown} are not joints of this robot"] if unknown else []) + (
+            [f"joint column(s) {missing} are missing"] if missing else [])
+        raise TrajectoryFileError(f"{path}, line {line}: {' and '.join(problems)}; the header names {found} "
+                                  f"joint columns, this robot has {len(joint_names)} joints {list(joint_names)} "
+                                  "and every one must be given")
     return [header.index(j) for j in joint_names]
 
 
@@ -104,8 +108,10 @@ def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.nda
     q = np.empty((len(lines), n))
     for i, (line, fields) in enumerate(rows[1:]):
         if len(fields) != len(header):
+            where = (f"no value for column {header[len(fields)]!r}" if len(fields) < len(header)
+                     else f"a value after the last column {header[-1]!r}")
             raise TrajectoryFileError(f"{path}, line {line}: expected {len(header)} fields like the header, "
-                                      f"got {len(fields)}")
+                                      f"got {len(fields)} ({where})")
         t[i] = _number(path, line, "t", fields[0])
         for j, c in enumerate(cols):
             q[i, j] = _number(path, line, joint_names[j], fields[c])
@@ -123,12 +129,14 @@ def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.nda
                 raise TrajectoryFileError(f"{path}, line {line}: joint {joint_names[j]!r} at {q[i, j]} rad "
                                           f"is beyond its limit {limit} rad")
         if i:
+            dt = t[i] - t[i - 1]
             for j in range(n):
-                v = (q[i, j] - q[i - 1, j]) / (t[i] - t[i - 1])
-                if abs(v) > vmax[j]:
+                jump = abs(q[i, j] - q[i - 1, j])
+                if jump / dt > vmax[j]:
                     raise TrajectoryFileError(
-                        f"{path}, line {line}: joint {joint_names[j]!r} moves at {abs(v):.6g} rad/s from "
-                        f"line {lines[i - 1]}, above its velocity limit {vmax[j]} rad/s")
+                        f"{path}, line {line}: joint {joint_names[j]!r} jumps {jump:.6g} rad in {dt:.6g} s from "
+                        f"line {lines[i - 1]} ({jump / dt:.6g} rad/s), more than its velocity limit {vmax[j]} "
+                        f"rad/s allows ({vmax[j] * dt:.6g} rad)")
     steps = math.ceil((t[-1] - t[0]) / period - 1e-9)
     ts = np.minimum(t[0] + period * np.arange(steps + 1), t[-1])
     qs = np.column_stack([np.interp(ts, t, q[:, j]) for j in range(n)])

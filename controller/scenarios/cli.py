@@ -4,14 +4,17 @@
     bipd scenario squat
     bipd scenario push [--force N] [--duration S] [--direction forward|backward|left|right]
     bipd scenario walk-file PATH
+    bipd scenario walk [--gait FILE.csv] [--hung] [--steps N] [--speed M_H] [--config deploy/bip2000.yaml]
+                                                                 a gait on the whole BIP 2000 (thesis §2.6.2)
     bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
     bipd scenario tilt-directions                                20° tilt in eight directions
-    bipd scenario results [--runs N] [--readme PATH]             the README table (markdown)
+    bipd scenario results [--runs N] [--readme PATH] [--part all|leg|walk]   the README tables (markdown)
     bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig
     bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table (default config: bipd_rig.yaml)
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
           [--throttle-s S] [--operator-sleep X], and [--plot DIR] [--record FILE.mcap] for one scenario
+          (walk: only --realtime, --json, --throttle-s, --operator-sleep, --plot, --record)
 
 Lock-step benches run the daemon stepped: the operator owns the simulated clock, so verdicts and
 figures do not depend on the host's speed. Two hooks check that: ``--throttle-s S`` makes the HIL
@@ -41,6 +44,7 @@ from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
 from .rig import RIG_CONFIG, RigMotion, motion_spec
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
+from .walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
 
 
 def _say(msg: str) -> None:
@@ -50,11 +54,15 @@ def _say(msg: str) -> None:
 def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="daemon YAML (default: deploy/bipd.yaml)")
     p.add_argument("--no-stabilizer", action="store_true", help="hold the stance in position instead")
-    p.add_argument("--realtime", action="store_true", help="run the daemon in real time (default: lock-step)")
     p.add_argument("--bolt-foot", action="store_true",
                    help="the HIL bolts the foot to the platform (the thesis' squat bench, §2.6.1)")
     p.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
                    help="the stabilizer's tilt: platform angles (default) or the foot IMU over the bus")
+    _bench(p, plot)
+
+
+def _bench(p: argparse.ArgumentParser, plot: bool = True) -> None:
+    p.add_argument("--realtime", action="store_true", help="run the daemon in real time (default: lock-step)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--throttle-s", type=float, default=0.0, metavar="S",
                    help="the HIL sleeps S s per control period: a slow host (verdicts must not change)")
@@ -82,6 +90,18 @@ def build_parser() -> argparse.ArgumentParser:
     pu.add_argument("--direction", choices=tuple(PUSH_DIRECTIONS), default="forward")
     w = sub.add_parser("walk-file", help="playback of a joint-trajectory CSV")
     w.add_argument("path", type=Path)
+    wk = sub.add_parser("walk", help="a gait on the whole BIP 2000, hung from the gantry or on the floor "
+                                     "(thesis §2.6.2)")
+    wk.add_argument("--gait", type=Path, metavar="FILE.csv",
+                    help="a gait file (bipd gait); default: generate --steps at --speed into --plot DIR, "
+                         "else into a temporary folder")
+    wk.add_argument("--hung", action="store_true", help="the robot hung from the gantry by the pelvis "
+                                                        "(the thesis' experiment); default: on the floor")
+    wk.add_argument("--steps", type=int, default=THESIS_STEPS, help=f"generated gait: steps (default {THESIS_STEPS})")
+    wk.add_argument("--speed", type=float, default=THESIS_SPEED_M_H,
+                    help=f"generated gait: m/h (default {THESIS_SPEED_M_H:g})")
+    wk.add_argument("--config", type=Path, default=WALK_CONFIG, help="daemon YAML (default: deploy/bip2000.yaml)")
+    _bench(wk)
     f = sub.add_parser("fault", help="consecutive lost PRes of one node during the thesis tilt")
     f.add_argument("--count", type=int, default=1, help="PRes lost in a row (1 is forgiven, >= 2 trips)")
     f.add_argument("--node", type=int, default=1, help="POWERLINK node id (default 1, the ankles)")
@@ -99,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("results", help="regenerate the README results table (many runs)")
     r.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     r.add_argument("--readme", type=Path, help="rewrite the table between the markers of this file")
+    r.add_argument("--part", choices=("all", "leg", "walk"), default="all",
+                   help="leg: the bench leg's table; walk: the BIP 2000 walks' (--config: deploy/bip2000.yaml "
+                        "unless given); all: both (default)")
     for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
     for q in (s, d, r, rr):
@@ -173,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'exists; a log is never overwritten' if record.exists() else 'its folder does not exist'}",
               file=sys.stderr)
         return 2
+    if args.scenario == "walk":
+        return _walk(args, p, record)
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
@@ -186,13 +211,21 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(dirs) if args.json else "\n".join(direction_rows(dirs) + [direction_speed(dirs)]))
             return 1 if any(d["fell"] or d["aborted"] for d in dirs) else 0
         if args.scenario == "results":
-            from .results import collect, markdown, update_readme
+            from .results import (BEGIN, END, WALK_MARKERS, collect, collect_walks, markdown, update_readme,
+                                  walk_markdown)
 
-            res = collect(options, args.runs, _say)
-            table = markdown(res)
+            res, tables = {}, []
+            if args.part in ("all", "leg"):
+                res["leg"] = collect(options, args.runs, _say)
+                tables.append((markdown(res["leg"]), (BEGIN, END)))
+            if args.part in ("all", "walk"):
+                res["walk"] = collect_walks(options, _say)
+                tables.append((walk_markdown(res["walk"]), WALK_MARKERS))
             if args.readme:
-                update_readme(args.readme, table)
-            print(json.dumps(res) if args.json else table)
+                for table, markers in tables:
+                    update_readme(args.readme, table, markers)
+            print(json.dumps(res if args.part == "all" else res[args.part]) if args.json
+                  else "\n".join(table for table, _ in tables))
             return 0
         if args.scenario == "rig-results":
             from .results import update_readme
@@ -218,6 +251,67 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bipd scenario: error: {e}", file=sys.stderr)
         return 1
     return 1 if res["fell"] else 0
+
+
+def _verdict(passed: bool | None) -> str:
+    return "n/a" if passed is None else "PASS" if passed else "FAIL"
+
+
+def _print_walk(res: dict[str, Any]) -> None:
+    steps = f"{res['steps']} steps, " if res["steps"] is not None else ""
+    travel = "n/a" if res["distance_m"] is None else f"{res['distance_m']:.3f} m"
+    outcome = (f"FELL at t = {res['fell_at_s']:.2f} s, pelvis {travel} forward" if res["fell"] else
+               f"completed, pelvis {travel} forward" if res["completed"] else f"did not complete ({res['aborted']})")
+    print(f"walk ({res['mount']}, {steps}{res['gait']}): {outcome}")
+    b = res["bounds"]
+    knee = res["knee_error_deg"]
+    print(f"  knee tracking error {'n/a' if knee is None else f'{knee:.3f} deg'} "
+          f"(thesis: <= {b['knee_error_deg']:g} deg): {_verdict(res['knee_pass'])}")
+    fe = res["following_error_max_deg"]
+    print(f"  drive following error {'n/a' if fe is None else f'{fe:.3f} deg of motor turn'} "
+          f"({res['following_error_axis']}; thesis: <= {b['following_error_deg']:g} deg): "
+          f"{_verdict(res['following_pass'])}")
+    print("  max tracking error per joint (deg): " + ", ".join(
+        f"{j} {'n/a' if e is None else f'{e:.3f}'}" for j, e in res["joint_error_deg"].items()))
+    zmp = res["min_zmp_margin_m"]
+    print(f"  ZMP/CoP: min margin to the support polygon {'n/a' if zmp is None else f'{1e3 * zmp:.1f} mm'}, "
+          f"outside it for {res['zmp_outside_s']:.2f} s")
+    print(f"  states {' -> '.join(res['states'])}; faults {res['faults'] or 'none'}; "
+          f"{res['overruns']} overruns, {res['missed_cycles']} missed cycles")
+    print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s: {res['speed_x_realtime']}x real time")
+    for path in res["plots"]:
+        print(f"  plot {path}")
+
+
+def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | None) -> int:
+    """``bipd scenario walk``: exit 0 when the walk completed without a fall and within the thesis'
+    bounds, 1 otherwise (or when the bench failed), 2 on bad usage."""
+    from .walk import walk
+
+    if args.gait is not None and not args.gait.is_file():
+        p.error(f"walk: --gait {args.gait} is not a file")
+    if args.gait is None and not (args.steps >= 1 and args.speed > 0):
+        p.error("walk: --steps must be at least 1 and --speed > 0 m/h")
+    options = Options(config=args.config, lockstep=not args.realtime, plot_dir=args.plot,
+                      throttle_s=args.throttle_s, operator_sleep=args.operator_sleep, record=record)
+
+    def report(result) -> None:
+        res = result.to_dict()
+        if args.json:
+            print(json.dumps(res), flush=True)
+        else:
+            _print_walk(res)
+            sys.stdout.flush()
+
+    try:
+        res = walk(options, args.hung, args.gait, args.steps, args.speed, _say, report).to_dict()
+    except ConfigError as e:
+        print(f"bipd scenario: error: {e}", file=sys.stderr)
+        return 2
+    except ScenarioError as e:
+        print(f"bipd scenario: error: {e}", file=sys.stderr)
+        return 1
+    return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1
 
 
 def _report(result: ScenarioResult, as_json: bool) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 
 from .metrics import cop_margin
 from .series import Series
+from .walk_metrics import OUTSIDE_M
 
 
 def _figure(rows: int, cols: int = 1, size: tuple[float, float] = (10.0, 7.0)):
@@ -123,3 +124,72 @@ def write_plots(series: Series, foot: dict, joints: list[str], name: str, out: P
     return [plot_support(tel, tru, foot, f"{name}: CoG and CoP in the support polygon", support),
             plot_tracking(tel, joints, f"{name}: joint tracking", tracking),
             plot_platform(tel, tru, f"{name}: platform angles", platform)]
+
+
+def plot_zmp_path(tru: dict, margins: np.ndarray, title: str, path: Path) -> str:
+    """A walk on the floor plane (HIL truth, world x forward, y left): the support polygon of the
+    feet in contact each time it changes, the whole robot's ZMP/CoP and the pelvis; and the ZMP's
+    signed margin to the polygon over time."""
+    plt, fig, ax = _figure(1, 2, (14.0, 5.0))
+    a = ax[0, 0]
+    last = None
+    for k in range(tru["t"].size):
+        n = int(tru["support_count"][k]) if np.isfinite(tru["support_count"][k]) else 0
+        poly = tru["support_polygon"][k, :2 * n].reshape(n, 2)
+        if n >= 3 and (last is None or last.shape != poly.shape or not np.allclose(last, poly, atol=2e-3)):
+            closed = np.vstack([poly, poly[:1]])
+            a.plot(closed[:, 0], closed[:, 1], "-", color="tab:gray", lw=0.6, alpha=0.6)
+            last = poly
+    if tru["t"].size:
+        a.plot(tru["pelvis_position"][:, 0], tru["pelvis_position"][:, 1], "-", color="tab:blue", lw=1.2,
+               label="pelvis")
+        zmp = tru["zmp"]
+        outside = np.isfinite(margins) & (margins < -OUTSIDE_M)
+        a.plot(zmp[:, 0], zmp[:, 1], "-", color="tab:green", lw=0.8, label="ZMP / CoP")
+        a.plot(zmp[outside, 0], zmp[outside, 1], ".", color="tab:red", ms=3, label="ZMP outside the polygon")
+    a.plot([], [], "-", color="tab:gray", lw=0.6, label="support polygon (feet in contact)")
+    a.set_aspect("equal")
+    a.set_xlabel("x [m] (forward)")
+    a.set_ylabel("y [m] (left)")
+    a.legend(loc="upper left", fontsize=8)
+    a.set_title(title)
+    b = ax[0, 1]
+    if tru["t"].size:
+        b.plot(tru["t"], 1e3 * margins, label="ZMP margin (NaN in the air)")
+    b.axhline(0.0, color="k", lw=0.8)
+    b.set_xlabel("t [s]")
+    b.set_ylabel("signed ZMP margin to the support polygon [mm]")
+    b.legend(loc="lower left", fontsize=8)
+    for x in (a, b):
+        x.grid(True, alpha=0.3)
+    return _save(plt, fig, path)
+
+
+def plot_walk_tracking(tel: dict, tru: dict, joints: list[str], axes: list[str], knee_bound_deg: float,
+                       following_bound_deg: float, title: str, path: Path) -> str:
+    """Joint tracking error q − q_ref of every joint (deg, knees bold, the knee bound dashed), and
+    each drive's peak following error per truth frame (degrees of motor turn, its bound dashed)."""
+    plt, fig, ax = _figure(2, 1, (12.0, 8.0))
+    a = ax[0, 0]
+    if tel["t"].size:
+        err = np.degrees(tel["q"] - tel["q_ref"])
+        for i, name in enumerate(joints):
+            knee = name.endswith("knee")
+            a.plot(tel["t"], err[:, i], lw=1.6 if knee else 0.7, alpha=1.0 if knee else 0.6, label=name)
+    for sign in (1.0, -1.0):
+        a.axhline(sign * knee_bound_deg, color="k", ls="--", lw=0.8)
+    a.set_ylabel("q − q_ref [deg]")
+    a.set_title(f"{title}; dashed: knee bound ±{knee_bound_deg:g}°")
+    a.legend(loc="upper right", fontsize=6, ncol=5)
+    b = ax[1, 0]
+    if tru["t"].size:
+        fe = np.degrees(tru["following_error"])
+        for i, name in enumerate(axes):
+            b.plot(tru["t"], fe[:, i], lw=0.8, label=name)
+    b.axhline(following_bound_deg, color="k", ls="--", lw=0.8)
+    b.set_ylabel("drive following error [deg of motor turn]")
+    b.set_xlabel("t [s]")
+    b.legend(loc="upper right", fontsize=6, ncol=5)
+    for x in (a, b):
+        x.grid(True, alpha=0.3)
+    return _save(plt, fig, path)

@@ -9,6 +9,11 @@ tilt (10°, 20°, 7 s), run :data:`SPEED_RUNS` times alone at the end: lock-step
 deterministic, so only the speed differs, and the table gives its median and range (a shared
 machine's speed drifts by tens of percent within minutes). ``--readme PATH`` rewrites the table
 between the markers ``<!-- scenario-results -->`` and ``<!-- /scenario-results -->``.
+
+The walk rows (``--part walk``, :func:`collect_walks`): BIP 2000 hung from the gantry (the thesis'
+walking experiment, 2 steps) and on the floor (2 and 10 steps), at 360 m/h, with the thesis'
+bounds on the knee tracking and the drives' following errors; their own table between
+``<!-- walk-results -->`` and ``<!-- /walk-results -->``.
 """
 from __future__ import annotations
 
@@ -139,3 +144,57 @@ def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END
     if not pattern.search(text):
         raise ScenarioError(f"{path} has no {begin} ... {end} block to rewrite")
     path.write_text(pattern.sub(lambda _m: f"{begin}\n{table}{end}", text))
+
+
+WALK_MARKERS = ("<!-- walk-results -->", "<!-- /walk-results -->")   # the README block --part walk rewrites
+WALK_RUNS = ((True, 2), (False, 2), (False, 10))
+"""(hung, steps) of the walk rows: the thesis' hung experiment, then on the floor, 2 and 10 steps."""
+
+
+def collect_walks(options: Options, say: Say = lambda _m: None) -> dict[str, Any]:
+    """Each walk of :data:`WALK_RUNS` at the thesis' 360 m/h on a fresh BIP 2000 bench (stepped
+    lock-step), its gait generated once per number of steps."""
+    import tempfile
+
+    from .walk import THESIS_SPEED_M_H, WALK_CONFIG, generate_gait, run_walk
+
+    o = replace(options, config=WALK_CONFIG if options.config == Options().config else options.config,
+                plot_dir=None)
+    walks = []
+    with tempfile.TemporaryDirectory(prefix="bipd-walks-") as folder:
+        gaits = {steps: generate_gait(Path(folder), o.config, steps, THESIS_SPEED_M_H, say)
+                 for steps in sorted({s for _, s in WALK_RUNS})}
+        for hung, steps in WALK_RUNS:
+            r = run_walk(gaits[steps], o, hung, lambda m, h=hung, s=steps: say(f"walk ({'hung' if h else 'ground'}, "
+                                                                                f"{s} steps): {m}"))
+            walks.append(r.to_dict())
+    return {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
+            "speed_m_h": THESIS_SPEED_M_H, "walks": walks}
+
+
+def _deg(value: float | None, passed: bool | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}° ({'pass' if passed else 'FAIL'})"
+
+
+def walk_markdown(res: dict[str, Any]) -> str:
+    """The README's walk table: one row per walk, the thesis' bounds as pass/fail beside the figures."""
+    from .walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
+
+    rows = [f"| BIP 2000 walk, {res['speed_m_h']:g} m/h | fell? / pelvis travel | knee tracking error "
+            f"(thesis ≤ {KNEE_BOUND_DEG:g}°) | drive following error, motor turn "
+            f"(thesis ≤ {FOLLOWING_BOUND_DEG:g}°) | min ZMP margin | lock-step speed |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for w in res["walks"]:
+        travel = "n/a" if w["distance_m"] is None else f"{w['distance_m']:.2f} m"
+        fell = (f"fell at t = {w['fell_at_s']:.2f} s / {travel}" if w["fell"] else
+                f"no / {travel}" if w["completed"] else f"ended early: {w['aborted']} / {travel}")
+        zmp = "n/a" if w["min_zmp_margin_m"] is None else f"{round(1e3 * w['min_zmp_margin_m'], 1) + 0.0:.1f} mm"
+        axis = f" ({w['following_error_axis']})" if w["following_error_axis"] else ""
+        speed = "n/a" if w["speed_x_realtime"] is None else f"{w['speed_x_realtime']:.1f}×"
+        rows.append(f"| {w['mount']}, {w['steps']} steps | {fell} | {_deg(w['knee_error_deg'], w['knee_pass'])} | "
+                    f"{_deg(w['following_error_max_deg'], w['following_pass'])}{axis} | {zmp} | {speed} |")
+    note = (f"\nMeasured {res['date']} on {res['machine']} by `bipd scenario results --part walk` (gaits of "
+            "`bipd gait`, played through the daemon on `deploy/bip2000.yaml` against the HIL's MuJoCo biped; "
+            "fell = the HIL's latch: pelvis 0.2 m below its start or tilted 30°; pelvis travel forward to the "
+            "fall or the end; hung from the gantry the pelvis does not travel).")
+    return "\n".join(rows) + "\n" + note + "\n"

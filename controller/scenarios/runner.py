@@ -49,7 +49,7 @@ from controller.telemetry import RecordLayout
 from models.validation import read_yaml
 
 from .metrics import FOOT_LIFT_M, FOOT_TILT_DEG, HIP_HEIGHT_MIN_M, ScenarioResult, evaluate
-from .series import Series
+from .series import TRUTH_KEYS, Series
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 STANCE = (0.0, 0.25, -0.5, 0.25)          # rad: ankle_lateral, ankle_sagittal, knee, hip
@@ -101,6 +101,10 @@ class Options:
     trajectory_dir: Path | None = None    # the daemon's io.trajectory_dir (walk-file: the file's folder)
     record: Path | None = None            # an MCAP file: telemetry, events and HIL truth as received
     stabilizer_set: tuple[tuple[str, Any], ...] = ()   # (dotted key, value) set in the stabilizer YAML copy
+    daemon_set: tuple[tuple[str, Any], ...] = ()       # (dotted key, value) set in the daemon YAML copy
+    hil_args: tuple[str, ...] = ()        # more ``bipd hil`` arguments (e.g. the biped's mount)
+    truth_keys: tuple[str, ...] = TRUTH_KEYS           # the HIL truth fields recorded (the leg bench's)
+    fell: Callable[[dict], bool] | None = None         # fall test of one truth frame; None: :func:`truth_fell`
 
 
 @dataclass(frozen=True)
@@ -127,10 +131,12 @@ def set_dotted(doc: dict[str, Any], key: str, value: Any) -> None:
 
 def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = "platform",
                  trajectory_dir: Path | None = None,
-                 stabilizer_set: tuple[tuple[str, Any], ...] = ()) -> tuple[Path, Endpoints]:
-    """The bench's daemon YAML in ``folder`` and the endpoints it names; with ``tilt_source`` other
-    than the stabilizer YAML's, or keys to set (``stabilizer_set``: dotted key, value), a copy of
-    the stabilizer YAML in ``folder`` with that ``tilt.source`` and those values."""
+                 stabilizer_set: tuple[tuple[str, Any], ...] = (),
+                 daemon_set: tuple[tuple[str, Any], ...] = ()) -> tuple[Path, Endpoints]:
+    """The bench's daemon YAML in ``folder`` (with the keys of ``daemon_set`` set: dotted key,
+    value) and the endpoints it names; with ``tilt_source`` other than the stabilizer YAML's, or
+    keys to set (``stabilizer_set``), a copy of the stabilizer YAML in ``folder`` with that
+    ``tilt.source`` and those values."""
     doc = read_yaml(config)
     base = Path(config).resolve().parent
     for key in ("robot", "stabilizer"):
@@ -156,23 +162,28 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
     doc.setdefault("loop", {}).update(lockstep=lockstep, stepped=lockstep)
     doc["bus"]["backend"] = "udp"
     doc["bus"].setdefault("udp", {}).update(host="127.0.0.1", port=ep.udp_port)
+    for key, value in daemon_set:
+        set_dotted(doc, key, value)
     path = folder / "bipd.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path, ep
 
 
-def robot_foot(config: Path) -> dict[str, float]:
-    """The foot rectangle (thesis Figure 20: a, b, c, ...) of the robot a daemon YAML names."""
+def robot_foot(config: Path) -> dict[str, float] | None:
+    """The foot rectangle (thesis Figure 20: a, b, c, ...) of the robot a daemon YAML names (None
+    for a whole-robot tree, whose feet are in its ``feet:``)."""
     doc = read_yaml(config)
     robot = Path(config).resolve().parent / doc["robot"]
-    return dict(read_yaml(robot)["foot"])
+    foot = read_yaml(robot).get("foot")
+    return None if foot is None else dict(foot)
 
 
-def hil_command(config: Path, ep: Endpoints, realtime: bool, bolt_foot: bool, throttle_s: float = 0.0) -> list[str]:
+def hil_command(config: Path, ep: Endpoints, realtime: bool, bolt_foot: bool, throttle_s: float = 0.0,
+                extra: tuple[str, ...] = ()) -> list[str]:
     return ([sys.executable, "-m", "drivers.hil.server", "--config", str(config),
              "--udp-port", str(ep.udp_port), "--truth", ep.truth]
             + (["--realtime"] if realtime else []) + (["--bolt-foot"] if bolt_foot else [])
-            + (["--throttle-s", repr(throttle_s)] if throttle_s else []))
+            + (["--throttle-s", repr(throttle_s)] if throttle_s else []) + list(extra))
 
 
 def daemon_command(config: Path, lockstep: bool) -> list[str]:
@@ -201,12 +212,12 @@ class Processes:
     """The HIL process and the daemon, their output in log files under ``folder``."""
 
     def __init__(self, config: Path, ep: Endpoints, lockstep: bool, bolt_foot: bool, folder: Path,
-                 throttle_s: float = 0.0) -> None:
+                 throttle_s: float = 0.0, hil_args: tuple[str, ...] = ()) -> None:
         self.ep, self.folder = ep, folder
         self.procs: dict[str, subprocess.Popen] = {}
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         try:
-            self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot, throttle_s), env)
+            self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot, throttle_s, hil_args), env)
             self._wait_udp()
             self._spawn("daemon", daemon_command(config, lockstep), env)
         except BaseException:
@@ -263,10 +274,12 @@ class Operator:
     advances the daemon itself (module docstring), else a thread pings it in wall time."""
 
     def __init__(self, ep: Endpoints, procs: Processes, say: Say, stepped: bool = False,
-                 operator_sleep: float = 0.0) -> None:
+                 operator_sleep: float = 0.0, truth_keys: tuple[str, ...] = TRUTH_KEYS,
+                 fell: Callable[[dict], bool] | None = None) -> None:
         self.ep, self.procs, self.say = ep, procs, say
         self.stepped, self.operator_sleep = stepped, operator_sleep
-        self.series = Series()
+        self.series = Series(truth_keys=truth_keys)
+        self._fell = fell or truth_fell
         # stepped: one attempt (a resent step or command would land twice), a generous timeout
         self.client = (Client(ep.command, timeout_s=STEP_TIMEOUT_S, retries=1) if stepped
                        else Client(ep.command, timeout_s=2.0, retries=3))
@@ -328,7 +341,7 @@ class Operator:
                     elif topic == b"event":
                         self.series.add_event(msg)
                     else:
-                        self.fell = self.fell or truth_fell(msg)      # before the frame counts as received
+                        self.fell = self.fell or self._fell(msg)      # before the frame counts as received
                         self.series.add_truth(msg)
         finally:
             tel.close()
@@ -489,18 +502,24 @@ class Operator:
         self._last_say = now
         sim, wall = self.elapsed()
         plat = ", ".join(f"{math.degrees(x or 0.0):5.1f}" for x in tel["platform"])
-        margin = f"CoG margin {1e3 * tru['support_margin']:6.1f} mm" if tru else "no truth yet"
-        self.say(f"t {tel['t']:6.2f} s  {tel['state_name']:<11} platform ({plat}) deg  {margin}  "
+        if tru is None:
+            where = "no truth yet"
+        elif "support_margin" in tru:
+            where = f"CoG margin {1e3 * tru['support_margin']:6.1f} mm"
+        else:
+            where = f"pelvis x {tru['pelvis_position'][0]:+.3f} m"
+        self.say(f"t {tel['t']:6.2f} s  {tel['state_name']:<11} platform ({plat}) deg  {where}  "
                  f"{sim / wall if wall > 0 else 0.0:4.1f}x real time")
 
     # ------------------------------------------------------------------ steps
-    def prepare(self, stance: tuple[float, ...]) -> None:
-        """enable -> stance (held in position), then a short settle."""
+    def prepare(self, stance: tuple[float, ...] | None) -> None:
+        """enable -> stance (held in position; None: where it stands), then a short settle."""
         self.command("enable")
         self.wait_state("HOLD")
-        self.command("move_joints", q=list(stance), duration=STANCE_MOVE_S)
-        self.wait_state("MOVING", "HOLD")
-        self.wait_state("HOLD")
+        if stance is not None:
+            self.command("move_joints", q=list(stance), duration=STANCE_MOVE_S)
+            self.wait_state("MOVING", "HOLD")
+            self.wait_state("HOLD")
         self.wait(SETTLE_S)
 
 
@@ -513,6 +532,18 @@ def _recorder(path: Path, daemon_config: dict[str, Any], o: Options) -> CycleLog
                                     "stabilizer": o.stabilizer, "lockstep": o.lockstep})
     except (LogError, OSError) as e:
         raise ScenarioError(f"--record {path}: {getattr(e, 'strerror', None) or e}") from None
+
+
+@dataclass(frozen=True)
+class Played:
+    """A scenario as run by :meth:`Session.play`: stabilized or not, the loop's statistics over it
+    (overruns and missed cycles counted from its start), simulated and wall seconds, why it ended
+    early (None: it ran to its end)."""
+    stabilized: bool
+    stats: dict[str, Any]
+    sim_s: float
+    wall_s: float
+    aborted: str | None
 
 
 class Session:
@@ -534,16 +565,17 @@ class Session:
             folder = Path(self._tmp.name)
             o = self.options
             config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source, o.trajectory_dir,
-                                      o.stabilizer_set)
+                                      o.stabilizer_set, o.daemon_set)
             self.say(f"starting the HIL process and the daemon ({'stepped lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
-            self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s)
-            self.op = Operator(ep, self.procs, self.say, o.lockstep, o.operator_sleep).__enter__()
+            self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s, o.hil_args)
+            self.op = Operator(ep, self.procs, self.say, o.lockstep, o.operator_sleep, o.truth_keys,
+                               o.fell).__enter__()
             self.op.wait_ready()
             self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}
             if o.record is not None:
                 self.op.recorder = _recorder(o.record, self.daemon_config, o)
-            self.say("daemon up: enable, stance")
+            self.say(f"daemon up: enable{', stance' if o.stance is not None else ''}")
             self.op.prepare(o.stance)
         except BaseException:
             self.__exit__()
@@ -560,6 +592,13 @@ class Session:
         self._tmp.cleanup()
 
     def run(self, scenario: Scenario, label: str | None = None) -> ScenarioResult:
+        played = self.play(scenario, label)
+        return evaluate(scenario.name, scenario.params(), played.stabilized, self.options.lockstep, self.op.series,
+                        self.daemon_config, played.stats, played.sim_s, played.wall_s, played.aborted)
+
+    def play(self, scenario: Scenario, label: str | None = None) -> Played:
+        """Run ``scenario`` (stabilizer on or off as it asks); what :meth:`run` evaluates, the frames
+        being the operator's series from the start of the scenario on."""
         op, label = self.op, label or scenario.name
         stabilize = self.options.stabilizer and scenario.stabilizes
         op.expect_fault = False
@@ -584,8 +623,7 @@ class Session:
         stats = op.call("stats")["loop"]
         for key in ("overruns", "missed_cycles"):
             stats[key] -= before[key]
-        return evaluate(scenario.name, scenario.params(), stabilize, self.options.lockstep, op.series,
-                        self.daemon_config, stats, sim_s, wall_s, aborted)
+        return Played(stabilize, stats, sim_s, wall_s, aborted)
 
     def plot(self, name: str, out: Path) -> list[str]:
         """The PNGs of the runs so far in ``out`` (matplotlib); any failure is a :class:`PlotError`."""

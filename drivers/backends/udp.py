@@ -60,7 +60,7 @@ import os
 import select
 import socket
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from time import perf_counter
 
 import numpy as np
@@ -482,10 +482,12 @@ def open_udp(config: BusConfig, spin_s: float | None = None, lockstep: bool = Fa
 
 
 def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
-              idle_timeout_s: float | None = None, spin_s: float | None = None) -> None:
+              idle_timeout_s: float | None = None, spin_s: float | None = None,
+              on_network: Callable[[SimulatedNodes], None] | None = None) -> None:
     """Play the controlled nodes of ``config`` (a BusConfig or ``bus:`` mapping; a mapping may hold
     ``udp.spin_s``) on ``bus.udp.host:port`` until a shutdown request, or ``idle_timeout_s`` without
-    traffic; ``spin_s``: the busy-poll bound of the waits (module docstring)."""
+    traffic; ``spin_s``: the busy-poll bound of the waits (module docstring); ``on_network`` gets
+    the simulated nodes (their drives) before the first frame."""
     if not isinstance(config, BusConfig):
         udp = config.get("udp") if isinstance(config, Mapping) else None
         if isinstance(udp, Mapping) and "spin_s" in udp:
@@ -499,6 +501,8 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
     deferred = _DeferredPlant(plant if plant is not None else InertiaPlant.from_config(config))
     flush, idle = deferred.flush, deferred.idle
     network = SimulatedNodes(config, deferred)
+    if on_network is not None:
+        on_network(network)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind((config.udp.host, config.udp.port))
     sock.setblocking(False)

@@ -31,7 +31,9 @@ last truth frame sent}`` (a client of a paused lock-step bench waits for that fr
 
 Ground truth for the scenario runner: every ``--truth-every`` bus cycles, a ZMQ PUB message
 [b"truth", JSON] with the plant's ``sensors`` (vectors as lists, scalars as numbers, ``cop`` NaN
-when the foot is unloaded) and ``t``, the plant time in s.
+when the foot is unloaded), ``t``, the plant time in s, and (served on the bus) ``following_error``: per bus axis (in
+``bus.axes`` order) the drive's peak |following error| (CSP position demand − actual, object
+0x60F4, motor rad) over the bus cycles since the previous frame.
 
 Only the YAML keys this side needs are read (drivers never import the controller): ``robot``
 (relative to the file), ``bus``, ``control.platform_ratio`` (default 50),
@@ -60,6 +62,7 @@ from models.validation import read_yaml
 
 from ..backends.udp import serve_udp
 from ..config import BusConfig, BusConfigError, parse_bus_config
+from ..drive import DriveBank
 from ..plant import Plant
 from .mjcf import MjcfError
 from .plant_biped import BipedPlant
@@ -182,6 +185,13 @@ class ServedPlant(Plant):
         self._snapshot = {name: np.array(value) for name, value in self.sensors.items()}
         self._snapshot_t: float | None = None
         self.truth_t: float | None = None          # plant time of the last truth frame sent
+        self._drives: DriveBank | None = None
+        self._following = np.zeros(0)
+
+    def watch_drives(self, bank: DriveBank) -> None:
+        """Take the drives' peak following errors into every truth frame from now on."""
+        self._drives = bank
+        self._following = np.zeros(bank.x.shape[0])
 
     def control(self, request: dict) -> dict:
         """``truth`` (module docstring), else plant-specific control ops, forwarded to the plant's
@@ -213,6 +223,8 @@ class ServedPlant(Plant):
                 self.idle()
             for name, value in self.sensors.items():
                 np.copyto(self._snapshot[name], value)
+            if self._drives is not None:
+                self._drives.take_following_peak(self._following)
             self._snapshot_t = self.time
 
     def idle(self) -> None:
@@ -236,6 +248,8 @@ class ServedPlant(Plant):
         """The last truth frame taken (sensors and the plant time ``t`` at its step) as JSON."""
         frame = {name: value.tolist() for name, value in self._snapshot.items()}
         frame["t"] = self._snapshot_t
+        if self._drives is not None:
+            frame["following_error"] = self._following.tolist()
         return json.dumps(frame).encode()
 
 
@@ -282,7 +296,8 @@ def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, trut
         served = ServedPlant(plant, realtime=realtime, truth_every=truth_every, throttle_s=throttle_s,
                              lead_s=config.bus.control_period_s, period_cycles=config.bus.cycles_per_control,
                              publish=None if pub is None else lambda data: pub.send_multipart([TOPIC, data]))
-        serve_udp(config.bus, served, idle_timeout_s=idle_timeout_s)
+        serve_udp(config.bus, served, idle_timeout_s=idle_timeout_s,
+                  on_network=lambda network: served.watch_drives(network.bank))
     finally:
         if pub is not None:
             pub.close()

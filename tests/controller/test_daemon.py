@@ -26,20 +26,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def daemon(tmp_path):
-    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
-    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+def _run_daemon(tmp_path: Path, doc: dict, boot_s: float = 60.0):
+    """``bipd run --lockstep`` of ``doc`` (its own ports, cycle log and trajectory folder in
+    ``tmp_path``), booted to DISABLED: yields (process, client, tmp_path), killed after."""
     cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
-    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"))
+    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"), trajectory_dir=str(tmp_path))
     cfg = tmp_path / "bipd.yaml"
     cfg.write_text(yaml.safe_dump(doc))
     proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--lockstep"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     client = Client(cmd_ep, timeout_s=2.0, retries=3)
-    end = time.monotonic() + 60
+    end = time.monotonic() + boot_s
     while True:
         try:
             if client.call("status")["state"] == "DISABLED":
@@ -47,13 +45,29 @@ def daemon(tmp_path):
         except Exception:
             pass
         assert proc.poll() is None, proc.stdout.read()
-        assert time.monotonic() < end, "the daemon did not boot within 60 s"
+        assert time.monotonic() < end, f"the daemon did not boot within {boot_s:g} s"
         time.sleep(0.2)
     yield proc, client, tmp_path
     client.close()
     if proc.poll() is None:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    yield from _run_daemon(tmp_path, doc)
+
+
+@pytest.fixture
+def bip2000_daemon(tmp_path):
+    """The whole BIP 2000 (deploy/bip2000.yaml: 15 axes on the simulated bus)."""
+    doc = yaml.safe_load((DEPLOY / "bip2000.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip2000.yaml")
+    yield from _run_daemon(tmp_path, doc, boot_s=300.0)     # a cold Numba cache compiles the tree kernels
 
 
 def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
@@ -174,3 +188,97 @@ def test_killed_loop_process_is_named_status_says_fault_and_exit_is_non_zero(dae
     assert proc.returncode == 128 + signal.SIGKILL, out
     assert f"bipd: error: the loop process (pid {loops[0]}) was killed by SIGKILL; drives are no longer commanded" in out
     assert f"stopped (exit {128 + signal.SIGKILL})" in out
+
+
+LEG_HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip,support\n"
+
+
+@pytest.mark.parametrize("name,text,where", [
+    ("names.csv", "t,ankle_lateral,ankle_sagittal,knee,elbow\n0,0,0.1,-0.3,0.2\n1,0,0.1,-0.3,0.2\n",
+     "line 1: header column(s) [5] are not joints of this robot and joint column(s) ['hip'] are missing"),
+    ("short.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,double\n",
+     "line 3: expected 6 fields like the header, got 5 (no value for column 'support')"),
+    ("nan.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,nan,-0.3,0.2,double\n",
+     "line 3, column 'ankle_sagittal': expected a finite number"),
+    ("jump.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n0.002,0,0.1,-0.31,0.2,left\n",
+     "line 3: joint 'knee' jumps 0.01 rad in 0.002 s from line 2 (5 rad/s)"),
+    ("limit.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n2,0,0.1,0.1,0.2,left\n",
+     "line 3: joint 'knee' at 0.1 rad is beyond its limit 0.0 rad"),
+    ("support.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,0.2,hopping\n",
+     "line 3, column 'support': expected one of ['left', 'right', 'double']"),
+])
+def test_bad_trajectory_file_is_refused_before_any_motion(daemon, name, text, where):
+    """The daemon answers ``run`` with bad_file naming the file, line and joint; the loop never
+    leaves HOLD and its reference stays where it was (a good file then moves it: the path is live)."""
+    from controller.io.client import CommandError
+
+    _, client, tmp = daemon
+    client.call("enable")
+    assert wait_state(client, "HOLD") == "HOLD"
+    before = client.call("status")["q_ref"]
+    (tmp / name).write_text(text)
+    with pytest.raises(CommandError) as err:
+        client.call("run", trajectory=name)
+    assert err.value.code == "bad_file"
+    assert str(tmp / name) in err.value.message and where in err.value.message, err.value.message
+    assert "\n" not in err.value.message
+    time.sleep(0.3)                       # lock-step: hundreds of cycles in which a motion would show
+    status = client.call("status")
+    assert status["state"] == "HOLD" and status["q_ref"] == before
+    (tmp / "good.csv").write_text(LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.15,-0.4,0.25,left\n")
+    assert client.call("run", trajectory="good.csv")["accepted"]
+    end = time.monotonic() + 20.0
+    while client.call("status")["q_ref"] == before and time.monotonic() < end:
+        time.sleep(0.05)
+    assert client.call("status")["q_ref"] != before
+
+
+def test_bad_15_joint_gait_files_are_refused_by_the_bip2000_daemon(bip2000_daemon):
+    """The whole BIP 2000 daemon answers ``run`` of each bad 15-joint gait file with bad_file naming
+    the line and the joint (the bench leg's file names the robot's joints it lacks), never leaves
+    HOLD nor moves its reference; a good file then moves it."""
+    from controller.io.client import CommandError
+    from models.tree_config import load_tree
+
+    _, client, tmp = bip2000_daemon
+    names = [j.joint.name for j in load_tree(DEPLOY / "robots" / "bip2000.yaml").joints]
+    client.call("enable")
+    assert wait_state(client, "HOLD") == "HOLD"
+    q0 = client.call("status")["q_ref"]
+    header = ",".join(["t", *names, "support"]) + "\n"
+
+    def row(t: float, support: str = "double", **q: float) -> str:
+        values = [q.get(n, q0[i]) for i, n in enumerate(names)]
+        return f"{t:g}," + ",".join(f"{v!r}" if isinstance(v, float) else str(v) for v in values) + f",{support}\n"
+
+    knee = names.index("l_knee")
+    cases = {
+        "leg.csv": ("t,ankle_lateral,ankle_sagittal,knee,hip\n0,0,0.1,-0.3,0.2\n1,0,0.1,-0.3,0.2\n",
+                    "line 1: header column(s) [2, 3, 4, 5] are not joints of this robot and joint column(s) "
+                    "['l_hip_yaw',"),
+        "nan.csv": (header + row(0) + row(0.002) + row(0.004, r_knee="nan"), "line 4, column 'r_knee': expected a "
+                    "finite number"),
+        "jump.csv": (header + row(0) + row(0.002, l_hip_pitch=q0[names.index("l_hip_pitch")] - 0.006),
+                     "line 3: joint 'l_hip_pitch' jumps 0.006 rad in 0.002 s from line 2 (3 rad/s), more than "
+                     "its velocity limit 2.5 rad/s allows (0.005 rad)"),
+        "limit.csv": (header + row(0) + row(2.0, l_knee=-0.1), "line 3: joint 'l_knee' at -0.1 rad is beyond its "
+                      "limit 0.0 rad"),
+        "support.csv": (header + row(0) + row(1.0, "Left"), "line 3, column 'support': expected one of "
+                        "['left', 'right', 'double']"),
+    }
+    for name, (text, where) in cases.items():
+        (tmp / name).write_text(text)
+        with pytest.raises(CommandError) as err:
+            client.call("run", trajectory=name)
+        assert err.value.code == "bad_file" and str(tmp / name) in err.value.message, name
+        assert where in err.value.message, err.value.message
+    time.sleep(0.3)
+    status = client.call("status")
+    assert status["state"] == "HOLD" and status["q_ref"] == q0
+    bent = min(q0[knee] + 0.2, 1.0)
+    (tmp / "good.csv").write_text(header + row(0) + row(1.0, "left", l_knee=bent))
+    assert client.call("run", trajectory="good.csv")["accepted"]
+    end = time.monotonic() + 30.0
+    while client.call("status")["q_ref"] == q0 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert client.call("status")["q_ref"] != q0

@@ -3,11 +3,13 @@ linear resampling to the period is exact on knots and accurate between them."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from controller.io.playback import TrajectoryFileError, load_trajectory
+from models.tree_config import load_tree
 
 NAMES = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
 QMIN = np.array([-0.35, -0.5, -1.7, -0.5])
@@ -64,12 +66,21 @@ def test_resampling_accuracy_on_a_smooth_trajectory(tmp_path):
 @pytest.mark.parametrize("text,pattern", [
     ("", r"traj.csv: the trajectory file is empty"),
     ("x,knee\n", r"line 1: the header must start with 't'"),
-    ("t,knee,elbow,hip\n", r"line 1: header column 3 is not a joint of this robot \(its joints are"),
+    ("t,knee,elbow,hip\n", r"line 1: header column\(s\) \[3\] are not joints of this robot and joint column\(s\) "
+                            r"\['ankle_lateral', 'ankle_sagittal'\] are missing; the header names 3 joint columns, "
+                            r"this robot has 4 joints \['ankle_lateral', 'ankle_sagittal', 'knee', 'hip'\]"),
+    ("t,ankle_lateral,ankle_sagittal,knee,hip,elbow\n",
+     r"line 1: header column\(s\) \[6\] are not joints of this robot; the header names 5 joint columns, this robot "
+     r"has 4 joints"),
+    ("t,ankle_lateral,ankle_sagittal,knee,hip,elbow,elbow\n", r"line 1: header column\(s\) \[6, 7\] are not joints"),
     ("t,knee,hip,knee\n", r"line 1: column 'knee' appears twice"),
     ("#c\nt,knee,hip\n0,0,0\n1,0,0\n",
-     r"line 2: missing joint column\(s\) \['ankle_lateral', 'ankle_sagittal'\]"),
+     r"line 2: joint column\(s\) \['ankle_lateral', 'ankle_sagittal'\] are missing; the header names 2 joint columns"),
     (ROW0, r"line 2: a trajectory needs at least 2 rows after the header, got 1"),
-    (ROW0 + "0.1,0,0,-0.1\n", r"line 3: expected 5 fields like the header, got 4"),
+    (ROW0 + "0.1,0,0,-0.1\n", r"line 3: expected 5 fields like the header, got 4 \(no value for column 'hip'\)"),
+    (ROW0 + "0.1,0,0\n", r"line 3: expected 5 fields like the header, got 3 \(no value for column 'knee'\)"),
+    (ROW0 + "0.1,0,0,-0.1,0,\n", r"line 3: expected 5 fields like the header, got 6 \(a value after the last column "
+                                 r"'hip'\)"),
     (ROW0 + "0.1,0,0,abc,0\n", r"line 3, column 'knee': expected a finite number$"),
     (ROW0 + "0.1,0,nan,-0.1,0\n", r"line 3, column 'ankle_sagittal': expected a finite number$"),
     (ROW0 + "inf,0,0,-0.1,0\n", r"line 3, column 't': expected a finite number$"),
@@ -78,7 +89,11 @@ def test_resampling_accuracy_on_a_smooth_trajectory(tmp_path):
     (HEADER + "\n0,-0.4,0,-0.1,0\n1,0,0,-0.1,0\n",
      r"line 2: joint 'ankle_lateral' at -0.4 rad is beyond its limit -0.35 rad"),
     (ROW0 + "# pause\n0.1,0,0,-0.1,0.3\n",
-     r"line 4: joint 'hip' moves at 3 rad/s from line 2, above its velocity limit 2.5 rad/s"),
+     r"line 4: joint 'hip' jumps 0.3 rad in 0.1 s from line 2 \(3 rad/s\), more than its velocity limit 2.5 rad/s "
+     r"allows \(0.25 rad\)$"),
+    (ROW0 + "0.002,0,0,-0.1,0\n0.004,0,0,-0.106,0\n",
+     r"line 4: joint 'knee' jumps 0.006 rad in 0.002 s from line 3 \(3 rad/s\), more than its velocity limit 2.5 "
+     r"rad/s allows \(0.005 rad\)$"),
 ])
 def test_validation_messages(tmp_path, text, pattern):
     message = error(tmp_path, text)
@@ -123,3 +138,95 @@ def test_support_column_is_carried_and_held(tmp_path):
 ])
 def test_support_column_errors(tmp_path, text, pattern):
     assert re.search(pattern, error(tmp_path, text))
+
+
+# ------------------------------------------------------------------ a 15-joint BIP 2000 gait file
+
+BIP2000 = load_tree(Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip2000.yaml")
+B_NAMES = tuple(j.joint.name for j in BIP2000.joints)
+B_QMIN, B_QMAX = (np.array([j.joint.position_limits[k] for j in BIP2000.joints]) for k in (0, 1))
+B_VMAX = np.array([j.joint.velocity_limit for j in BIP2000.joints])
+B_MID = 0.5 * (B_QMIN + B_QMAX)
+
+
+def gait_text(rows: np.ndarray, support: list[str], names: tuple[str, ...] = B_NAMES) -> str:
+    """A gait file as ``bipd gait`` writes it: comment, header with ``support`` last, 2 ms rows."""
+    lines = ["# bipd gait", ",".join(("t",) + names + ("support",))]
+    lines += [f"{0.002 * k:.6f}," + ",".join(f"{v:.9f}" for v in row) + f",{s}" for k, (row, s) in
+              enumerate(zip(rows, support))]
+    return "\n".join(lines) + "\n"
+
+
+def gait_rows(n: int = 5) -> np.ndarray:
+    """Every joint at mid-range, moving at half its velocity limit."""
+    return B_MID + 0.5 * B_VMAX * 0.002 * np.arange(n)[:, None]
+
+
+def bip_error(tmp_path, text: str) -> str:
+    path = tmp_path / "walk.csv"
+    path.write_text(text)
+    with pytest.raises(TrajectoryFileError) as e:
+        load_trajectory(path, B_NAMES, B_QMIN, B_QMAX, B_VMAX, 0.002)
+    assert str(e.value).startswith(f"{path}, line ") and "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_bip2000_gait_file_is_read_with_its_support(tmp_path):
+    rows = gait_rows()
+    path = tmp_path / "walk.csv"
+    path.write_text(gait_text(rows, ["double", "double", "left", "left", "right"]))
+    q, support = load_trajectory(path, B_NAMES, B_QMIN, B_QMAX, B_VMAX, 0.002, with_support=True)
+    assert len(B_NAMES) == 15 and np.allclose(q, rows, atol=1e-9)
+    assert support.tolist() == [2, 2, 0, 0, 1]
+
+
+def _mutated(joint: str, row: int, value) -> str:
+    """The 5-row gait with ``joint`` of data row ``row`` (file line row + 3) set to ``value``."""
+    text = gait_text(gait_rows(), ["double"] * 5).splitlines()
+    fields = text[2 + row].split(",")
+    fields[1 + B_NAMES.index(joint)] = value if isinstance(value, str) else f"{value:.9f}"
+    text[2 + row] = ",".join(fields)
+    return "\n".join(text) + "\n"
+
+
+@pytest.mark.parametrize("joint,row,value,pattern", [
+    ("r_knee", 2, "nan", r"line 5, column 'r_knee': expected a finite number$"),
+    ("trunk_roll", 3, "inf", r"line 6, column 'trunk_roll': expected a finite number$"),
+    ("l_ankle_lateral", 1, "", r"line 4, column 'l_ankle_lateral': expected a finite number$"),
+    ("l_knee", 4, -0.01, r"line 7: joint 'l_knee' at -0.01 rad is beyond its limit 0.0 rad$"),
+    ("r_hip_roll", 0, 0.51, r"line 3: joint 'r_hip_roll' at 0.51 rad is beyond its limit 0.5 rad$"),
+])
+def test_bip2000_bad_value_names_line_and_joint(tmp_path, joint, row, value, pattern):
+    assert re.search(pattern, bip_error(tmp_path, _mutated(joint, row, value)))
+
+
+def test_bip2000_jump_names_line_joint_and_the_period(tmp_path):
+    """A jump of 1.01 times what vmax allows in one 2 ms row step is refused; exactly vmax is not."""
+    j = B_NAMES.index("l_hip_pitch")
+    rows = gait_rows()
+    rows[3:, j] += 0.505 * B_VMAX[j] * 0.002              # rows 2 -> 3: 1.005 vmax
+    message = bip_error(tmp_path, gait_text(rows, ["double"] * 5))
+    allowed = B_VMAX[j] * 0.002
+    assert re.search(rf"line 6: joint 'l_hip_pitch' jumps {1.005 * allowed:.6g} rad in 0.002 s from line 5 "
+                     rf"\(2.5125 rad/s\), more than its velocity limit 2.5 rad/s allows \({allowed:.6g} rad\)$",
+                     message)
+    rows = gait_rows()
+    rows[3:, j] += 0.49 * B_VMAX[j] * 0.002                # 0.99 vmax: played
+    path = tmp_path / "ok.csv"
+    path.write_text(gait_text(rows, ["double"] * 5))
+    assert load_trajectory(path, B_NAMES, B_QMIN, B_QMAX, B_VMAX, 0.002).shape == (5, 15)
+
+
+def test_bip2000_header_and_support_errors(tmp_path):
+    rows = gait_rows()
+    text = gait_text(rows[:, :14], ["left"] * 5, B_NAMES[:14])
+    assert re.search(r"line 2: joint column\(s\) \['trunk_pitch'\] are missing; the header names 14 joint columns, "
+                     r"this robot has 15 joints", bip_error(tmp_path, text))
+    leg = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
+    text = gait_text(rows[:, :4], ["left"] * 5, leg)
+    assert re.search(r"line 2: header column\(s\) \[2, 3, 4, 5\] are not joints of this robot and joint column\(s\) "
+                     r"\['l_hip_yaw', .*'trunk_pitch'\] are missing; the header names 4 joint columns, this robot "
+                     r"has 15 joints", bip_error(tmp_path, text))
+    text = gait_text(rows, ["double", "left", "Left", "right", "double"])
+    assert re.search(r"line 5, column 'support': expected one of \['left', 'right', 'double'\]$",
+                     bip_error(tmp_path, text))

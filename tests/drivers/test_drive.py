@@ -1,13 +1,14 @@
 """Two-axis drive: set-value interpolation (thesis Figure 13), cascade limits, faults, SDO channel."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from drivers import cia402
 from drivers.cia402 import State
 from drivers.codes import FaultCode
 from drivers.config import parse_bus_config
-from drivers.drive import ACT_CUR, CMD_POS, CMD_TORQUE, CSP, CST, FE_LIMIT, P_DEM
+from drivers.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, CSP, CST, FE_ACTUAL, FE_LIMIT, P_DEM
 from drivers.events import EventKind
 from drivers.faults import FaultError
 from drivers.powerlink.sdo import SdoAbort
@@ -136,3 +137,39 @@ def test_fault_injection_rejects_unknown_names_and_arguments(bus):
         bus.faults.drive_fault("knee", "smoke")
     with pytest.raises(FaultError, match="bad arguments for fault 'drop_soc'"):
         bus.faults.apply("drop_soc", node=1)
+
+
+def test_following_error_object_and_its_peak_follow_the_csp_demand(bench):
+    """Object 0x60F4 is this bus cycle's CSP demand − actual (motor rad); the peak taken by the
+    test bench is the largest |0x60F4| since it was last taken, then starts again from 0."""
+    config = parse_bus_config(bench)
+    bank = SimulatedNodes(config).bank
+    row = config.axis("knee").index
+    bank.mode[row] = CSP
+    errors = []
+    for target in (0.05, 0.1, 0.1, 0.1):          # a ramp the plant lags, then a hold it catches up with
+        bank.x[row, CMD_POS] = target
+        for phase in range(5):
+            bank.step(phase)
+            errors.append(bank.x[row, P_DEM] - bank.x[row, ACT_POS])
+            assert bank.x[row, FE_ACTUAL] == errors[-1]
+    peak = np.zeros(len(config.axes))
+    bank.take_following_peak(peak)
+    assert peak[row] == max(abs(e) for e in errors) > 0.01
+    assert np.count_nonzero(peak) == 1                     # the other axes are not in CSP
+    bank.step(0)
+    bank.take_following_peak(peak)
+    assert peak[row] == abs(bank.x[row, P_DEM] - bank.x[row, ACT_POS]) < max(abs(e) for e in errors)
+
+
+def test_following_error_object_in_the_object_dictionary(bus):
+    """0x60F4 (channel 0, knee) and 0x68F4 (channel 1, hip) of node 2 are the drive's own demand −
+    actual of the last bus cycle."""
+    bus.axis("knee").target_position = bus.axis("knee").position + 0.2     # a visible lag, under the limit
+    bus.axis("hip").target_position = bus.axis("hip").position - 0.1
+    cycle(bus, 1)
+    x, objects = bus.network.bank.x, bus.network.nodes[2].drive.objects
+    for name, index in (("knee", 0x60F4), ("hip", 0x68F4)):
+        row = bus.axis(name).index
+        abort, _, value = objects.read(index, 0)
+        assert abort == 0 and value == x[row, P_DEM] - x[row, ACT_POS] and abs(value) > 1e-3

@@ -15,9 +15,11 @@ import zmq
 from drivers.backends.udp import UdpLink, shutdown_server
 from drivers.cia402 import State
 from drivers.config import UdpConfig, parse_bus_config
+from drivers.drive import CMD_POS, CSP, FE_ACTUAL
 from drivers.hal import LinkError, open_bus
 from drivers.hil.server import ServedPlant, initial_posture, main
 from drivers.plant import InertiaPlant
+from drivers.sim_nodes import SimulatedNodes
 
 from .conftest import LEG_YAML, ROOT
 
@@ -77,7 +79,7 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
         sub.connect(truth)
         sub.setsockopt(zmq.SUBSCRIBE, b"truth")
         _wait_for_server(parse_bus_config(section).udp, proc)
-        bus = open_bus(section)
+        bus = open_bus(section, lockstep=True)      # waits for every answer: no wall-clock loss on a busy host
         bus.boot()
         q0 = initial_posture(robot, document["control"]["soft_limit_margin_rad"])
         np.testing.assert_allclose(bus.position[:4], robot.transmission.to_motor(q0), atol=0.01)  # settling
@@ -113,7 +115,9 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
     assert ("foot bolted" in proc.stderr.read().decode()) == bolt_foot
     topic, data = frames[-1]
     truth_frame = json.loads(data)
-    assert topic == b"truth" and set(truth_frame) == SENSORS | {"t"}
+    assert topic == b"truth" and set(truth_frame) == SENSORS | {"t", "following_error"}
+    following = np.array(truth_frame["following_error"])      # rad of motor turn, one per bus axis
+    assert following.shape == (6,) and np.all(np.isfinite(following)) and np.all(following >= 0.0)
     tilts = [json.loads(d)["foot_tilt"] for _, d in frames]
     assert truth_frame["fallen"] == 0.0
     if bolt_foot:                                      # the weld's compliance only (deterministic ~1.8e-4 rad)
@@ -182,6 +186,32 @@ def test_truth_is_taken_at_its_step_and_sent_when_the_server_idles():
     assert [json.loads(p)["t"] for p in published] == pytest.approx([8e-4, 1.6e-3])
     served.idle()
     assert [json.loads(p)["t"] for p in published] == pytest.approx([8e-4, 1.6e-3, 2.4e-3])
+
+
+def test_truth_carries_each_drives_peak_following_error_since_the_last_frame():
+    """Served on the bus, every truth frame carries per bus axis the largest |CSP demand − actual|
+    (object 0x60F4, motor rad) over the bus cycles since the previous frame, read independently
+    here after each cycle."""
+    bench_config = parse_bus_config(yaml.safe_load((ROOT / "tests" / "drivers" / "bench.yaml").read_text())["bus"])
+    published: list[bytes] = []
+    inner = InertiaPlant.from_config(bench_config)
+    served = ServedPlant(inner, publish=published.append, truth_every=5)
+    network = SimulatedNodes(bench_config, served)
+    served.watch_drives(network.bank)
+    bank, row = network.bank, bench_config.axis("knee").index
+    bank.mode[row] = CSP
+    seen = []
+    for target in (0.05, 0.1, 0.1):                  # a ramp the inertia lags, then a hold
+        bank.x[row, CMD_POS] = target
+        for phase in range(5):
+            bank.step(phase)
+            seen.append(abs(bank.x[row, FE_ACTUAL]))
+            served.idle()
+    frames = [json.loads(p)["following_error"] for p in published]
+    assert len(frames) == 3 and all(len(f) == len(bench_config.axes) for f in frames)
+    assert [f[row] for f in frames] == [max(seen[0:5]), max(seen[5:10]), max(seen[10:15])]
+    assert frames[0][row] > 0.01 and frames[2][row] < frames[1][row]
+    assert all(v == 0.0 for f in frames for k, v in enumerate(f) if k != row)     # not in CSP
 
 
 def test_throttle_sleeps_once_per_period_and_truth_op_names_the_last_frame_sent():

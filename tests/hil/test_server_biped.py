@@ -56,7 +56,7 @@ def test_bipd_hil_serves_the_whole_biped(hung):
         sub.connect(truth)
         sub.setsockopt(zmq.SUBSCRIBE, b"truth")
         _wait_for_server(parse_bus_config(section).udp, proc)
-        bus = open_bus(section)
+        bus = open_bus(section, lockstep=True)      # waits for every answer: no wall-clock loss on a busy host
         bus.boot()
         frames = _truth_frames(sub, bus, 250)
         for _ in range(20):                                # ZMQ slow joiner: lock-step, more cycles until one comes
@@ -76,7 +76,8 @@ def test_bipd_hil_serves_the_whole_biped(hung):
         assert proc.wait(timeout=10) == 0
     assert ("hung" in proc.stderr.read().decode()) == hung
     frame = json.loads(frames[-1][1])
-    assert set(frame) == {"joint_position", "t"} | {name for name, _ in TRUTH}
+    assert set(frame) == {"joint_position", "t", "following_error"} | {name for name, _ in TRUTH}
+    assert len(frame["following_error"]) == 15 and min(frame["following_error"]) >= 0.0   # motor rad, per bus axis
     np.testing.assert_allclose(desc.transmission.to_motor(frame["joint_position"]), position, atol=1e-3)
     assert frame["fallen"] == 0.0
     if hung:

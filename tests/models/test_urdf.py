@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pinocchio as pin
 import pytest
+import yaml
 
 from models import Robot
 from models.tree_config import load_tree
@@ -42,8 +43,15 @@ def from_urdf(path, gravity):
     return desc, model, perm
 
 
-def test_limits_and_friction_read_back():
-    desc, model, perm = from_urdf(BIP2000, (0, 0, -9.81))
+def test_limits_and_friction_read_back(tmp_path):
+    """BIP 2000 with a joint-side armature on every joint (its own file keeps the rotor
+    inertias in the transmission, so its armature is 0)."""
+    doc = yaml.safe_load(BIP2000.read_text())
+    for k, j in enumerate(doc["joints"]):
+        j["armature"] = 0.3 + 0.05 * k
+    path = tmp_path / "bip2000_armature.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    desc, model, perm = from_urdf(path, (0, 0, -9.81))
     joints = [desc.joints[k].joint for k in perm]
     close(model.lowerPositionLimit, [j.position_limits[0] for j in joints])
     close(model.upperPositionLimit, [j.position_limits[1] for j in joints])
