@@ -256,19 +256,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             play = partial(operator_squat, out=sys.stdout)
         elif args.demo == "walk":
-            from models.gait.wholebody import GaitError
-
-            from .walk_demo import GAIT_NAME, operator_walk, prepare_gait, run_folder
+            from .scenarios.runner import ScenarioError
+            from .scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
+            from .walk_demo import operator_walk, run_folder
 
             folder = run_folder(cfg.io.trajectory_dir, stack)
             say(f"bipd: generating the walk into {folder} (the first run compiles the gait's kernels)")
             try:
-                prepare_gait(robot, folder, _progress(True))
-            except GaitError as e:
+                gait = generate_gait(folder, Path(args.config), THESIS_STEPS, THESIS_SPEED_M_H, _progress(True))
+            except ScenarioError as e:
                 print(f"bipd: error: {e}", file=sys.stderr)
                 return 1
 
-            play = partial(operator_walk, trajectory=GAIT_NAME, out=sys.stdout)
+            play = partial(operator_walk, trajectory=gait.name, out=sys.stdout)
 
         def operator(command: str, telemetry: str) -> None:
             try:

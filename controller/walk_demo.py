@@ -2,8 +2,8 @@
 2017 §2.6.2: two steps at 360 m/h from an offline gait, the robot hung from a gantry) played by the
 daemon in real time on the sim backend's biped plant.
 
-The gait is generated into the demo's run folder (:func:`prepare_gait`), which the daemon reads
-file trajectories from for that run; the operator (:func:`operator_walk`) enables the drives,
+The gait is generated (``bipd scenario walk``'s generator) into the demo's run folder
+(:func:`run_folder`), which the daemon reads file trajectories from for that run; the operator (:func:`operator_walk`) enables the drives,
 plays it (``run trajectory=FILE``: the loop moves to the first sample, then plays), prints a live
 table from the telemetry and returns figures computed from the same telemetry frames.
 """
@@ -11,20 +11,14 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from models.tree_robot import TreeRobot
-
 from .operator import Operator, print_event, print_loop_stats
+from .scenarios.walk_metrics import KNEE_BOUND_DEG
 
-GAIT_NAME = "walk.csv"
-SPEED_M_H = 360.0                # the thesis walk (§2.6.2)
-STEPS = 2
-THESIS_KNEE_ERROR_DEG = 1.3      # Gastebois 2017 §2.6.2: knee tracking error during the walk
 TABLE_JOINTS = ("l_hip_pitch", "l_knee", "r_hip_pitch", "r_knee")
 ROW_EVERY_S = 0.5                # s of loop time between table rows
 
@@ -41,20 +35,6 @@ def run_folder(trajectory_dir: Path | None, stack: ExitStack) -> Path:
     if trajectory_dir is None:
         return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bipd-walk-")))
     return Path(tempfile.mkdtemp(prefix="walk-demo-", dir=trajectory_dir))
-
-
-def prepare_gait(robot: TreeRobot, folder: Path, say: Callable[[str], None], steps: int = STEPS,
-                 speed_m_h: float = SPEED_M_H) -> Path:
-    """The checked gait (``bipd gait``'s generator) written as ``folder/walk.csv``."""
-    from models.gait.plan import GaitParams
-
-    from .gait import make_gait, write_gait
-
-    gait, report, seconds = make_gait(robot, GaitParams(speed=speed_m_h / 3600.0, steps=steps), say)
-    path = folder / GAIT_NAME
-    write_gait(path, robot, gait, report, seconds)
-    say(f"gait: {steps} steps at {speed_m_h:.0f} m/h, {gait.t[-1]:.2f} s, generated in {seconds:.2f} s: {path}")
-    return path
 
 
 @dataclass
@@ -147,6 +127,6 @@ def print_summary(result: dict[str, Any], out: TextIO) -> None:
           f"{result['walk_frames']} telemetry frames)", file=out)
     groups = ", ".join(f"{g} {e:.3f}" for g, e in result["max_error_group_deg"].items())
     print(f"max tracking error during the gait [deg]: {groups}", file=out)
-    print(f"knee {result['knee_max_error_deg']:.3f} deg (thesis, BIP 2000 hung: <= {THESIS_KNEE_ERROR_DEG} deg)",
+    print(f"knee {result['knee_max_error_deg']:.3f} deg (thesis, BIP 2000 hung: <= {KNEE_BOUND_DEG} deg)",
           file=out)
     print_loop_stats(result["stats"]["loop"], out)

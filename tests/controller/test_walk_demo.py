@@ -20,9 +20,10 @@ import zmq
 from controller.cli import main
 from controller.config import load_daemon_config
 from controller.plants import PLANTS
-from controller.walk_demo import THESIS_KNEE_ERROR_DEG, operator_walk, prepare_gait
+from controller.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
+from controller.scenarios.walk_metrics import KNEE_BOUND_DEG
+from controller.walk_demo import operator_walk
 from models import ConfigError
-from models.tree_robot import TreeRobot
 
 from .test_daemon import DEPLOY
 from .test_daemon_tree import daemon  # noqa: F401  (the fixture: bip2000.yaml, --stepped, trajectory_dir=tmp_path)
@@ -48,8 +49,7 @@ def record(endpoint: str, frames: list, subscribed: threading.Event, stop: threa
 
 def test_the_walk_demo_reports_what_the_telemetry_shows(daemon):  # noqa: F811
     _, client, tel_ep, folder = daemon
-    robot = TreeRobot.from_yaml(DEPLOY / "robots" / "bip2000.yaml")
-    gait = prepare_gait(robot, folder, lambda _msg: None)          # the thesis walk: 2 steps at 360 m/h
+    gait = generate_gait(folder, CONFIG, THESIS_STEPS, THESIS_SPEED_M_H, lambda _msg: None)
     gait_s = float(np.loadtxt(gait, delimiter=",", skiprows=2, usecols=0)[-1])
     frames: list = []
     subscribed, stop = threading.Event(), threading.Event()
@@ -72,7 +72,7 @@ def test_the_walk_demo_reports_what_the_telemetry_shows(daemon):  # noqa: F811
     knees = [joints.index("l_knee"), joints.index("r_knee")]
     assert result["knee_max_error_deg"] == pytest.approx(err[knees].max(), abs=1e-12)
     assert set(result["max_error_group_deg"]) == {"hip", "knee", "ankle", "trunk"}
-    assert result["knee_max_error_deg"] < THESIS_KNEE_ERROR_DEG     # the drives track the gait, hung
+    assert result["knee_max_error_deg"] < KNEE_BOUND_DEG     # the drives track the gait, hung
     period = client.call("get_config")["period"] * client.call("get_config")["decimation"]
     assert abs(result["walk_s"] - gait_s) <= 2 * period             # the whole file was played
     assert math.isfinite(result["positioning_s"]) and result["positioning_s"] > 0
@@ -154,4 +154,4 @@ def test_bipd_run_demo_walk_end_to_end(tmp_path, capsys, keep):
     assert "walk done: states HOLD -> MOVING -> HOLD" in out.out and "knee " in out.out, out.out
     folder = Path(out.err.split("bipd: generating the walk into ")[1].split(" ")[0])
     assert folder.parent == (trajectories if keep else Path(tempfile.gettempdir()))
-    assert (folder / "walk.csv").is_file() == keep and folder.exists() == keep
+    assert len(list(folder.glob("walk-*.csv"))) == keep and folder.exists() == keep
