@@ -39,7 +39,7 @@ from ..extras import missing
 from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
-from .rig import RIG_CONFIG, RigMotion, motion_spec
+from .rig import RIG_CONFIG, RigMotion, motion_folder, motion_spec
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
 
 
@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("tilt-directions", help="the thesis-magnitude tilt (20°) in eight directions, stabilizer on")
     rg = sub.add_parser("rig", help="a ground motion of the Stewart-Gough rig under the leg (deploy/bipd_rig.yaml)")
     rg.add_argument("--motion", required=True, metavar="FILE|NAME",
-                    help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck) or a YAML file of one")
+                    help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck), a YAML file of one "
+                         "or an earthquake CSV (t,ax,ay,az)")
     rr = sub.add_parser("rig-results", help="regenerate the README's rig table (many runs)")
     rr.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
@@ -177,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
                       tilt_source=args.tilt_source, record=record,
-                      trajectory_dir=args.path.parent if args.scenario == "walk-file" else None)
+                      trajectory_dir=(args.path.parent if args.scenario == "walk-file" else
+                                      motion_folder(args.motion) if args.scenario == "rig" else None))
     try:
         if args.scenario == "tilt-directions":
             from .results import direction_rows, direction_speed, tilt_directions

@@ -5,7 +5,8 @@ stabilizer (posture held), with it, and with it and the support's measured accel
 its tilt (``tilt.use_acceleration``: Gastebois 2017, §2.5.4's equivalence principle).
 
 Motions are the daemon's built-in kinds (controller.rig.spec: ``KIND:key=value,...`` or a YAML
-file of one); every search bounds its amplitudes by what the rig's stroke allows
+file of one) or a recorded earthquake CSV (the daemon's ``io.trajectory_dir`` is then the file's
+folder: :func:`motion_folder`); every search bounds its amplitudes by what the rig's stroke allows
 (:func:`stroke_limit`), so no run is refused by the daemon.
 """
 from __future__ import annotations
@@ -39,8 +40,8 @@ CONFIGS = (("without the stabilizer (posture held)", False, False), ("stabilizer
 
 
 def motion_spec(text: str) -> str:
-    """``KIND[:k=v,...]`` as given, or a YAML file's ``{kind: KIND, ...}`` as one; refused
-    (:class:`ScenarioError`) unless the daemon plays that kind."""
+    """``KIND[:k=v,...]`` as given, a YAML file's ``{kind: KIND, ...}`` as one, or an earthquake
+    CSV's absolute path; refused (:class:`ScenarioError`) unless the daemon plays it."""
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml"):
         doc = read_yaml(path)
@@ -50,8 +51,11 @@ def motion_spec(text: str) -> str:
         kind = doc.pop("kind")
         text = kind + (":" + ",".join(f"{k}={v}" for k, v in doc.items()) if doc else "")
     elif path.suffix.lower() == ".csv":
-        raise ScenarioError(f"{path}: recorded earthquakes are checked and made drift-free by controller.rig "
-                            "but the daemon's rig_motion command does not take files yet")
+        try:
+            motion_from_spec(text)            # read and made drift-free here; the daemon checks it again
+        except MotionError as exc:
+            raise ScenarioError(str(exc)) from None
+        return str(path.resolve())
     if text.partition(":")[0] not in COMMAND_KINDS:
         raise ScenarioError(f"--motion {text!r}: expected one of {', '.join(COMMAND_KINDS)} (KIND or KIND:key=value,...) "
                             "or a YAML file of one")
@@ -60,6 +64,12 @@ def motion_spec(text: str) -> str:
     except MotionError as exc:
         raise ScenarioError(str(exc)) from None
     return text
+
+
+def motion_folder(spec: str) -> Path | None:
+    """The folder of an earthquake CSV ``spec`` (the daemon's ``io.trajectory_dir``), None otherwise."""
+    path = Path(spec)
+    return path.resolve().parent if path.suffix.lower() == ".csv" else None
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,7 @@ class RigMotion:
         return {"motion": self.motion, "duration_s": motion_from_spec(self.motion).duration}
 
     def run(self, op: Operator) -> None:
-        op.command("rig_motion", motion=self.motion)
+        op.command("rig_motion", motion=Path(self.motion).name if motion_folder(self.motion) else self.motion)
         op.wait(motion_from_spec(self.motion).duration + SETTLE_S)
 
 
