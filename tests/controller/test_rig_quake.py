@@ -48,7 +48,8 @@ def live(tmp_path):
                   axis_names=tuple(m.joint_names), transmission_labels=robot.description.transmission.labels,
                   period=cfg.loop.period, platform_limit=cfg.control.platform_limit,
                   bus_axes=tuple(a.name for a in cfg.bus.axes), rig=StewartModel.from_yaml(cfg.control.rig.rig_path))
-    server = IoServer(h.block, ctx, LOCAL, reply_timeout=5.0, trajectory_dir=tmp_path)
+    (tmp_path / "motions").mkdir()
+    server = IoServer(h.block, ctx, LOCAL, reply_timeout=5.0, trajectory_dir=tmp_path / "motions")
     stop, moved = threading.Event(), []
 
     def cycle() -> None:
@@ -87,7 +88,8 @@ def _wait_hold(h: Harness) -> None:
 ])
 def test_a_bad_earthquake_file_is_refused_naming_where_and_nothing_moves(live, tmp_path, text, words):
     h, c, moved = live
-    (tmp_path / "bad.csv").write_text(text)
+    (tmp_path / "motions" / "bad.csv").write_text(text)
+    _short_quake(tmp_path / "outside.csv")                # a good file, outside io.trajectory_dir
     assert c.call("enable")["accepted"]
     _wait_hold(h)
     with pytest.raises(CommandError) as e:
@@ -96,7 +98,7 @@ def test_a_bad_earthquake_file_is_refused_naming_where_and_nothing_moves(live, t
     assert re.search(words, e.value.message), e.value.message
     with pytest.raises(CommandError) as e:
         c.call("rig_motion", motion="earthquake:file=../outside.csv,fade=0.5")
-    assert e.value.code == "bad_file" and f"is not a file in {tmp_path.resolve()}" in e.value.message
+    assert e.value.code == "bad_file" and f"is not a file in {(tmp_path / 'motions').resolve()}" in e.value.message
     assert not any(moved) and int(h.block.header[H.RIG_LEN]) == 0
     player = h.loop.rig.player
     assert np.allclose(player.pose, player.home, atol=1e-4)
@@ -104,7 +106,7 @@ def test_a_bad_earthquake_file_is_refused_naming_where_and_nothing_moves(live, t
 
 def test_a_good_earthquake_file_reaches_the_loop_through_shared_memory(live, tmp_path):
     h, c, moved = live
-    path = _short_quake(tmp_path / "quake.csv")
+    path = _short_quake(tmp_path / "motions" / "quake.csv")
     assert c.call("enable")["accepted"]
     _wait_hold(h)
     assert c.call("rig_motion", motion="quake.csv")["accepted"]
