@@ -12,6 +12,7 @@ folder: :func:`motion_folder`); every search bounds its amplitudes by what the r
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from models.stewart import StewartModel
 from models.validation import read_yaml
 
+from controller.rig.earthquake import read_csv, write_csv
 from controller.rig.motions import MotionError
 from controller.rig.spec import COMMAND_KINDS, motion_from_spec
 from controller.rig.stroke import check_motion
@@ -29,6 +31,7 @@ from .scenarios import SETTLE_S
 from .search import bisect
 
 RIG_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd_rig.yaml"
+QUAKE = RIG_CONFIG.parent / "motions" / "quake_kanai_tajimi.csv"   # synthetic (controller.rig.earthquake.kanai_tajimi)
 FREQUENCIES = (0.2, 0.5, 1.0, 2.0)          # Hz, the sinusoid rows
 SINE_CYCLES = 3                              # per search run (plus one-cycle fades, inside them)
 STEP_AXIS = SINE_AXIS = "y"                  # the rig's y: the thesis' z_g, towards the toe (fore-aft)
@@ -141,15 +144,40 @@ def largest_sine(frequency: float, options: Options, runs: int, say: Say = lambd
             "trials": out["trials"]}
 
 
-def collect(options: Options, runs: int = 5, say: Say = lambda _m: None) -> dict[str, Any]:
-    """Every rig row, for the three configurations of :data:`CONFIGS`."""
+def largest_quake(options: Options, runs: int, say: Say = lambda _m: None, quake: Path = QUAKE) -> dict[str, Any]:
+    """Bisection of the earthquake's peak fore-aft acceleration (m/s²) the leg survives: the record
+    scaled (all three axes alike) into a folder of scaled copies, the daemon's io.trajectory_dir."""
+    t, acc = read_csv(quake)
+    peak = float(abs(acc[:, 1]).max())
+    with tempfile.TemporaryDirectory(prefix="bipd-quake-") as folder:
+        def make(a: float) -> str:
+            path = Path(folder) / f"{quake.stem}_{a:.6g}.csv"
+            if not path.exists():
+                write_csv(path, t, acc * (a / peak), f"{quake.name} scaled to a fore-aft peak of {a:.6g} m/s^2")
+            return str(path)
+        hi = stroke_limit(rig_model(options), make, MAX_STEP)
+        out = bisect(lambda a: RigMotion(make(a)), hi, runs, replace(options, trajectory_dir=Path(folder)), say)
+    return {"file": quake.name, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"], "trials": out["trials"]}
+
+
+def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, quake_only: bool = False) -> dict[str, Any]:
+    """Every rig row (``quake_only``: the earthquake's), for the three configurations of :data:`CONFIGS`."""
     rows = []
     for label, stab, acc in CONFIGS:
         o = _options(options, stab, acc)
         tag = lambda m, what: say(f"{label}, {what}: {m}")             # noqa: E731
-        rows.append({"config": label, "step": largest_step(o, runs, lambda m: tag(m, "step")),
-                     "sines": [largest_sine(f, o, runs, lambda m, f=f: tag(m, f"{f:g} Hz")) for f in FREQUENCIES]})
+        row = {"config": label, "quake": largest_quake(o, runs, lambda m: tag(m, "earthquake"))}
+        if not quake_only:
+            row.update(step=largest_step(o, runs, lambda m: tag(m, "step")),
+                       sines=[largest_sine(f, o, runs, lambda m, f=f: tag(m, f"{f:g} Hz")) for f in FREQUENCIES])
+        rows.append(row)
     return {"date": date.today().isoformat(), "runs_per_search": runs, "configs": rows}
+
+
+def quake_row(res: dict[str, Any]) -> str:
+    """The README rig table's earthquake row."""
+    return (f"| largest peak fore-aft acceleration survived, synthetic earthquake ({res['configs'][0]['quake']['file']}, "
+            f"all axes scaled alike) | " + " | ".join(_cell(c["quake"], "m/s²") for c in res["configs"]) + " |")
 
 
 def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0) -> str:
@@ -172,9 +200,11 @@ def markdown(res: dict[str, Any]) -> str:
     for k, f in enumerate(FREQUENCIES):
         cells = [_cell(c["sines"][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2) for c in res["configs"]]
         rows.append(f"| largest sinusoid amplitude survived, fore-aft, {f:g} Hz | " + " | ".join(cells) + " |")
+    rows.append(quake_row(res))
     note = (f"\nMeasured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per bisection; "
             f"steps held 0.2 s with 20 ms raised-cosine edges, then braked at half; sinusoids {SINE_CYCLES} cycles "
-            f"with one-cycle fades, their peak acceleration A ω² after the amplitude; every amplitude bounded by the "
+            f"with one-cycle fades, their peak acceleration A ω² after the amplitude; the earthquake the shipped "
+            f"synthetic record scaled to the peak shown; every amplitude bounded by the "
             f"rig's stroke; fell as in the table above).")
     return "\n".join(rows) + "\n" + note + "\n"
 
