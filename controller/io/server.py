@@ -4,8 +4,9 @@ One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a hig
 mark). Each request is validated here (:mod:`controller.io.protocol`); a valid command is
 posted to the bounded mailbox with a token and answered when the loop's reply for that
 token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
-``trajectory_dir``), as a recorded rig motion (an earthquake CSV, same folder: read, made drift-free and
-checked against the rig's stroke, :mod:`controller.rig.earthquake`), is parsed in a worker thread, so that ``estop``, ``stop``, ``hold`` and
+``trajectory_dir``), as a recorded rig motion (an earthquake CSV, same folder: read, made
+drift-free and checked against the rig's stroke, :mod:`controller.rig.earthquake`), is parsed
+in a worker thread, so that ``estop``, ``stop``, ``hold`` and
 ``disable`` are answered while it loads (and cancel it); messages above
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
 ``status``, ``stats`` and ``get_config`` are answered from shared memory. Every valid request

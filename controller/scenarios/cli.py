@@ -146,8 +146,9 @@ def _print_result(res: dict[str, Any]) -> None:
     print(f"  min CoG margin {mm(res['min_cog_margin_m'])}, min CoP margin {mm(res['min_cop_margin_m'])}, "
           f"max tracking error {'n/a' if err is None else f'{err:.3f} deg'} ({res['max_tracking_error_joint']})")
     if res.get("max_rig_following_error_mm"):
-        print("  rig actuators' max following error " + ", ".join(
-            f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in res["max_rig_following_error_mm"].items()) + " mm")
+        legs = res["max_rig_following_error_mm"].items()
+        print("  rig actuators' max following error "
+              + ", ".join(f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in legs) + " mm")
     print(f"  states {' -> '.join(res['states'])}; faults {res['faults'] or 'none'}; "
           f"{res['overruns']} overruns, {res['missed_cycles']} missed cycles")
     print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s: {res['speed_x_realtime']}x real time")

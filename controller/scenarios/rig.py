@@ -157,7 +157,8 @@ def largest_quake(options: Options, runs: int, say: Say = lambda _m: None, quake
             return str(path)
         hi = stroke_limit(rig_model(options), make, MAX_STEP)
         out = bisect(lambda a: RigMotion(make(a)), hi, runs, replace(options, trajectory_dir=Path(folder)), say)
-    return {"file": quake.name, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"], "trials": out["trials"]}
+    return {"file": quake.name, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"],
+            "trials": out["trials"]}
 
 
 def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, quake_only: bool = False) -> dict[str, Any]:
@@ -176,8 +177,9 @@ def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, quake_o
 
 def quake_row(res: dict[str, Any]) -> str:
     """The README rig table's earthquake row."""
-    return (f"| largest peak fore-aft acceleration survived, synthetic earthquake ({res['configs'][0]['quake']['file']}, "
-            f"all axes scaled alike) | " + " | ".join(_cell(c["quake"], "m/s²") for c in res["configs"]) + " |")
+    file = res["configs"][0]["quake"]["file"]
+    return (f"| largest peak fore-aft acceleration survived, synthetic earthquake ({file}, all axes scaled alike) | "
+            + " | ".join(_cell(c["quake"], "m/s²") for c in res["configs"]) + " |")
 
 
 def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0) -> str:

@@ -57,7 +57,7 @@ def test_the_leg_stands_on_the_plate_as_the_rig_tilts(robot, rig):
     rig_bus = [BUS.index(a) for a in RIG_AXES]
     assert plant.n_motors == 10
     assert np.allclose(plant.motor_position[rig_bus], GEAR * _lengths(rig, 0.0, 0.0), atol=1e-9)
-    _stand_while_the_rig_moves(robot, plant, GEAR * _lengths(rig, 0.05, 0.1))   # within what the posture-held leg stands
+    _stand_while_the_rig_moves(robot, plant, GEAR * _lengths(rig, 0.05, 0.1))   # the posture-held leg stands it
     assert np.allclose(plant.sensors["platform"], (0.05, 0.1), atol=3e-3)
     assert float(plant.sensors["fallen"]) == 0.0
     weight = robot.model.mass.sum() * 9.81
