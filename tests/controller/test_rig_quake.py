@@ -179,3 +179,14 @@ def test_the_following_error_in_telemetry_is_setpoint_minus_position_from_the_bu
         assert largest > 0.05                       # the drives lag a moving plate: not a zero field
     finally:
         h.close()
+
+
+def test_the_scenario_reports_each_actuators_largest_following_error():
+    """max_rig_following_error_mm: the largest |rig_ferr| per leg over the frames, unpowered (NaN)
+    frames left out; None without the rig."""
+    from controller.scenarios.metrics import rig_following_errors
+
+    ferr = np.full((4, 6), np.nan)
+    ferr[1:] = [[0.1, -0.3, 0, 0, 0, 0.2], [-0.2, 0.1, 0, 0, 0, 0.1], [0.05, 0.0, 0, 0, 0.4, -0.5]]
+    assert rig_following_errors(ferr) == {"A": 0.2, "B": 0.3, "C": 0.0, "D": 0.0, "E": 0.4, "F": 0.5}
+    assert rig_following_errors(np.full((3, 6), np.nan)) is None
