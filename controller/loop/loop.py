@@ -726,7 +726,7 @@ class ControlLoop:
         if self.rig is None:
             return False, Error.NOT_SUPPORTED
         n, rig = int(self.block.header[H.RIG_LEN]), self.block.rig
-        if not 2 <= n <= rig.shape[1]:
+        if not (2 <= n <= rig.shape[1] and math.isfinite(a[0]) and a[0] > 0.0):
             return False, Error.BAD_ARGS
         motion = SplineMotion(a[0], rig[0, :n], rig[1, :n], rig[2, :n], name="recorded rig motion")
         if not self.rig.play(motion, t):

@@ -190,3 +190,15 @@ def test_the_scenario_reports_each_actuators_largest_following_error():
     ferr[1:] = [[0.1, -0.3, 0, 0, 0, 0.2], [-0.2, 0.1, 0, 0, 0, 0.1], [0.05, 0.0, 0, 0, 0.4, -0.5]]
     assert rig_following_errors(ferr) == {"A": 0.2, "B": 0.3, "C": 0.0, "D": 0.0, "E": 0.4, "F": 0.5}
     assert rig_following_errors(np.full((3, 6), np.nan)) is None
+
+
+@pytest.mark.parametrize("nodes, dt", [(0, 0.002), (1, 0.002), (10, 0.0), (10, math.nan)])
+def test_the_loop_refuses_an_empty_buffer_or_a_bad_spacing(nodes, dt):
+    h = Harness(config=load_daemon_config(RIG_CONFIG, backend="sim", lockstep=True))
+    try:
+        assert h.command(Cmd.ENABLE, cycles=200)[0] and h.state == State.HOLD
+        h.block.header[H.RIG_LEN] = nodes
+        assert h.command(Cmd.RIG_BUFFER, dt) == (False, Error.BAD_ARGS)
+        assert h.loop.rig.player.motion is None and h.block.header[H.RIG_BUSY] == 0
+    finally:
+        h.close()
