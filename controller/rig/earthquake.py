@@ -37,6 +37,14 @@ class EarthquakeMotion(SplineMotion):
     rms_error = 0.0
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def read_csv(path: str | Path, max_bytes: int = MAX_BYTES) -> tuple[np.ndarray, np.ndarray]:
     """(t (N,), a (N, 3)) of an earthquake CSV; :class:`MotionError` names the file, line and problem."""
     path = Path(path)
@@ -59,8 +67,9 @@ def read_csv(path: str | Path, max_bytes: int = MAX_BYTES) -> tuple[np.ndarray, 
             raise MotionError(f"{path}: line {n}: expected 4 columns (t, ax, ay, az), got {len(cells)}")
         try:
             row = tuple(float(c) for c in cells)
-        except ValueError:
-            raise MotionError(f"{path}: line {n}: not a number in {line[:60]!r}") from None
+        except ValueError:      # the column is named, the file's text never quoted
+            bad = next(k for k, c in enumerate(cells) if not _is_number(c))
+            raise MotionError(f"{path}: line {n}: column {HEADER[bad]!r} is not a number") from None
         if not all(math.isfinite(v) for v in row):
             raise MotionError(f"{path}: line {n}: a value is not finite")
         if rows and row[0] <= rows[-1][0]:

@@ -80,7 +80,7 @@ def _wait_hold(h: Harness) -> None:
 
 
 @pytest.mark.parametrize("text, words", [
-    ("t,ax,ay,az\n0,0,0,0\n0.01,0,0.1,0\n0.02,0,x,0\n", r"bad\.csv: line 4: not a number"),
+    ("t,ax,ay,az\n0,0,0,0\n0.01,0,0.1,0\n0.02,0,x,0\n", r"bad\.csv: line 4: column 'ay' is not a number"),
     ("# a comment\nt,ax,ay,az\n0,0,0,0\n0.01,0,0,0\n0.01,0,0,0\n", r"bad\.csv: line 5: time 0\.01 s does not increase"),
     ("t,ax,ay,az\n0,0,0,0\n0.01,0,0\n", r"bad\.csv: line 3: expected 4 columns"),
     ("t,ax,ay,az\n" + "\n".join(f"{k * 0.01:.2f},0,{30 * math.sin(k * 0.01):.4f},0" for k in range(1000)) + "\n",

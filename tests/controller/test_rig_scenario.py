@@ -40,7 +40,7 @@ def test_motion_files(tmp_path):
     (tmp_path / "m.yaml").write_text("kind: sinusoid\naxis: x\namplitude: 0.02\nfrequency: 1\n")
     assert motion_spec(str(tmp_path / "m.yaml")) == "sinusoid:axis=x,amplitude=0.02,frequency=1"
     (tmp_path / "quake.csv").write_text("t,ax,ay,az\n0,0,0,0\n0.5,0,x,0\n")
-    with pytest.raises(ScenarioError, match=r"quake.csv: line 3: not a number"):
+    with pytest.raises(ScenarioError, match=r"quake.csv: line 3: column 'ay' is not a number"):
         motion_spec(str(tmp_path / "quake.csv"))
     assert motion_spec(str(QUAKE)) == str(QUAKE.resolve()) and motion_folder(str(QUAKE)) == QUAKE.parent.resolve()
     assert motion_folder("sinusoid") is None
