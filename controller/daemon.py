@@ -30,7 +30,7 @@ from .config import DaemonConfig, load_daemon_config
 from .instance import InstanceLocked, instance_lock
 from .plants import PLANTS
 from .sdnotify import Notifier
-from .shm import H, Layout, SharedBlock
+from .shm import RIG_NODES, H, Layout, SharedBlock
 from .telemetry import RecordLayout
 
 LINGER_S = 2.0      # s the I/O side keeps answering after the loop process died
@@ -38,8 +38,10 @@ LINGER_S = 2.0      # s the I/O side keeps answering after the loop process died
 
 
 def _layout(cfg: DaemonConfig) -> Layout:
+    """The shared block's layout for ``cfg`` (the rig buffer only with the Stewart-Gough rig)."""
     robot = cfg.robot()
-    return Layout(robot.n, len(cfg.bus.axes), RecordLayout(robot.n).size)
+    return Layout(robot.n, len(cfg.bus.axes), RecordLayout(robot.n).size,
+                  rig_nodes=RIG_NODES if cfg.control.rig is not None else 0)
 
 
 def open_plant_bus(cfg: DaemonConfig, robot):

@@ -21,7 +21,10 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
 * ``traj``     a joint-trajectory buffer the I/O side fills (validated, resampled to the
   period) before it sends ``RUN_BUFFER``;
 * ``support``  the support phase of each ``traj`` sample (models.gait.plan: 0 left, 1 right,
-  2 double; -1 throughout when the file has no support column).
+  2 double; -1 throughout when the file has no support column);
+* ``rig``      a recorded rig motion (an earthquake, :mod:`controller.rig.earthquake`) the I/O side
+  fills (checked against the rig's stroke) before it sends ``RIG_BUFFER``: the spline's nodes
+  x, ẋ, ẍ (``rig[0..2, :RIG_LEN]``, (nodes, 6) each); empty unless the daemon drives the rig.
 
 Stores are plain numpy stores: on x86-64 (TSO) stores are not reordered with other stores
 nor loads with loads, which is all the protocol needs.
@@ -38,6 +41,7 @@ from .telemetry import STATS_SIZE, reset_stats
 
 MAGIC = 0x42495044  # "BIPD"
 MAX_ARGS = 24
+RIG_NODES = 150_001     # the rig buffer's nodes with the rig: 5 min at the earthquakes' 2 ms
 
 
 class H(IntEnum):
@@ -60,7 +64,9 @@ class H(IntEnum):
     READY = 15           # 1: booted and cycling (loop)
     HEARTBEATS = 16      # valid client requests so far (I/O side): feeds the motion watchdog
     HORIZON = 17         # stepped lock-step: the last cycle the loop may run (I/O side)
-    SIZE = 18
+    RIG_LEN = 18         # nodes in rig (I/O side, before RIG_BUFFER)
+    RIG_BUSY = 19        # 1 while the rig plays the rig buffer (loop): the I/O side leaves it alone
+    SIZE = 20
 
 
 class Cmd(IntEnum):
@@ -80,6 +86,7 @@ class Cmd(IntEnum):
     SHUTDOWN = 14
     INJECT_FAULT = 15    # simulation only; args: fault kind, node/axis, value
     RIG_MOTION = 16      # the Stewart-Gough rig; args: controller.rig.spec.motion_args
+    RIG_BUFFER = 17      # the rig buffer, RIG_LEN nodes; args: the nodes' spacing (s)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class Layout:
     ring_slots: int = 4096
     event_slots: int = 1024
     traj_samples: int = 150_000      # 5 min at 2 ms
+    rig_nodes: int = 0               # the rig buffer (0 without the rig; RIG_NODES with it)
 
     @property
     def slot_size(self) -> int:
@@ -106,7 +114,8 @@ class Layout:
                 ("events", np.float64, (self.event_slots, 5)),
                 ("stats", np.float64, (STATS_SIZE,)),
                 ("traj", np.float64, (self.traj_samples, self.n_joints)),
-                ("support", np.float64, (self.traj_samples,))]
+                ("support", np.float64, (self.traj_samples,)),
+                ("rig", np.float64, (3, self.rig_nodes, 6))]
 
     def nbytes(self) -> int:
         return sum(int(np.prod(shape)) * 8 for _, _, shape in self.regions())
@@ -132,6 +141,7 @@ class SharedBlock:
         self.stats: np.ndarray
         self.traj: np.ndarray
         self.support: np.ndarray
+        self.rig: np.ndarray
         if create:
             self.header[:] = 0
             self.header[H.MAGIC] = MAGIC

@@ -5,7 +5,9 @@ margins[W] (signed CoG margins to the support-polygon walls, NaN when unused),
 force[3] (stabilizer field force), stab_flags (bit k: STAB_FLAGS[k]), wake_us,
 task_us[len(TASKS)], overruns, missed, platform[2] (alpha, beta), fault_info
 (controller.codes.pack_detail; ``fault`` is the Reason, 0 when none), support (the played
-file's support phase, models.gait.plan: 0 left, 1 right, 2 double; -1 none).
+file's support phase, models.gait.plan: 0 left, 1 right, 2 double; -1 none), rig_ferr[6] (the
+Stewart–Gough rig's actuators' following errors, legs A-F, mm of stroke: setpoint − position;
+NaN without the rig or while the drives are not powered).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from stabilizer.stabilizer import FLAG_NAMES, STATUS_NAMES
 
 TASKS = ("bus_read", "models", "reference", "axes", "bus_write", "telemetry")
 MAX_WALLS = 8
+RIG_ACTUATORS = 6          # the Stewart-Gough rig's legs A-F (rig_ferr)
 # stab_flags bits: the stabilizer's flags (while STABILIZING), then its non-OK statuses, then the
 # loop's: tilt_held, the tilt observer holding an IMU tilt unconfirmed for tilt.unconfirmed_s
 STAB_FLAGS = FLAG_NAMES + STATUS_NAMES[1:] + ("tilt_held",)
@@ -51,7 +54,8 @@ class RecordLayout:
         spec = [("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", self.n), ("qd", self.n),
                 ("q_ref", self.n), ("tau", self.n), ("com", 3), ("margins", MAX_WALLS), ("force", 3),
                 ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)), ("overruns", 1),
-                ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1)]
+                ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
+                ("rig_ferr", RIG_ACTUATORS)]
         slices, o = {}, 0
         for name, size in spec:
             slices[name] = slice(o, o + size)

@@ -38,6 +38,7 @@ from mcap.writer import CompressionType, Writer
 
 from controller.codes import Reason, State
 from controller.telemetry import STAB_FLAGS, TASKS, RecordLayout, stab_flag_names
+from models.stewart_config import LEG_NAMES
 
 from .messages import finite_or_none, name_of
 
@@ -84,6 +85,7 @@ CHANNELS = (
     Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform")),
             labels=_stab_labels),
     Channel("/task_times", (("wake_us", "wake_us"), ("task_us", "task_us")), static=(("tasks", TASKS),)),
+    Channel("/rig", (("following_error_mm", "rig_ferr"),), static=(("legs", LEG_NAMES),)),
 )
 
 

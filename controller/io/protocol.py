@@ -39,7 +39,7 @@ MAILBOX: Mapping[str, tuple[Cmd, ...]] = {
     "stop": (Cmd.STOP,), "hold": (Cmd.HOLD,), "shutdown": (Cmd.SHUTDOWN,),
     "move_joints": (Cmd.MOVE_JOINTS,), "run": (Cmd.RUN_SQUAT, Cmd.RUN_BUFFER), "stabilizer": (Cmd.STABILIZER,),
     "platform": (Cmd.PLATFORM,), "set_gains": (Cmd.SET_GAINS,), "inject_fault": (Cmd.INJECT_FAULT,),
-    "rig_motion": (Cmd.RIG_MOTION,),
+    "rig_motion": (Cmd.RIG_MOTION, Cmd.RIG_BUFFER),
 }
 """The mailbox command(s) each protocol command becomes."""
 
@@ -144,7 +144,8 @@ class Context:
 @dataclass(frozen=True)
 class Request:
     """A valid request. ``mailbox`` is None for commands the I/O process answers itself;
-    ``values`` are the mailbox float arguments (for ``RUN_BUFFER`` the file is in ``args``)."""
+    ``values`` are the mailbox float arguments (for ``RUN_BUFFER`` and ``RIG_BUFFER`` the file is in
+    ``args``)."""
     id: Any
     cmd: str
     args: dict[str, Any]
@@ -301,10 +302,11 @@ def _stabilizer(args: dict[str, Any], ctx: Context) -> np.ndarray:
     return np.array(out)
 
 
-def _rig_motion(args: dict[str, Any], ctx: Context) -> np.ndarray:
-    """A built-in rig motion (controller.rig.spec), refused unless the rig's stroke holds all of it."""
+def _rig_motion(args: dict[str, Any], ctx: Context) -> tuple[Cmd, np.ndarray]:
+    """A built-in rig motion (controller.rig.spec), refused unless the rig's stroke holds all of it;
+    an earthquake file is RIG_BUFFER, loaded and checked by the server (the file is in ``args``)."""
     from controller.rig.motions import MotionError
-    from controller.rig.spec import motion_args, motion_from_args
+    from controller.rig.spec import file_motion, motion_args, motion_from_args
     from controller.rig.stroke import check_motion
 
     if ctx.rig is None:
@@ -313,6 +315,8 @@ def _rig_motion(args: dict[str, Any], ctx: Context) -> np.ndarray:
     if not isinstance(spec, str) or len(spec) > 400:
         raise _Reject(Error.BAD_ARGS, f"args.motion must be a string KIND or KIND:key=value,... , got {_kind(spec)}.")
     try:
+        if file_motion(spec) is not None:
+            return Cmd.RIG_BUFFER, _EMPTY
         out = motion_args(spec)
     except MotionError as exc:
         raise _Reject(Error.BAD_ARGS, f"args.motion: {exc}.") from None
@@ -320,7 +324,7 @@ def _rig_motion(args: dict[str, Any], ctx: Context) -> np.ndarray:
         check_motion(ctx.rig, motion_from_args(out))
     except MotionError as exc:
         raise _Reject(Error.OUT_OF_RANGE, f"args.motion: {exc}.") from None
-    return out
+    return Cmd.RIG_MOTION, out
 
 
 def _platform(args: dict[str, Any], ctx: Context) -> np.ndarray:
@@ -449,7 +453,7 @@ def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, 
     if cmd == "inject_fault":
         return Cmd.INJECT_FAULT, _inject_fault(args, ctx)
     if cmd == "rig_motion":
-        return Cmd.RIG_MOTION, _rig_motion(args, ctx)
+        return _rig_motion(args, ctx)
     return Cmd.SET_GAINS, _set_gains(args, ctx)
 
 

@@ -4,7 +4,9 @@ One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a hig
 mark). Each request is validated here (:mod:`controller.io.protocol`); a valid command is
 posted to the bounded mailbox with a token and answered when the loop's reply for that
 token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
-``trajectory_dir``) is parsed in a worker thread, so that ``estop``, ``stop``, ``hold`` and
+``trajectory_dir``), as a recorded rig motion (an earthquake CSV, same folder: read, made
+drift-free and checked against the rig's stroke, :mod:`controller.rig.earthquake`), is parsed
+in a worker thread, so that ``estop``, ``stop``, ``hold`` and
 ``disable`` are answered while it loads (and cancel it); messages above
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
 ``status``, ``stats`` and ``get_config`` are answered from shared memory. Every valid request
@@ -25,7 +27,7 @@ import json
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -33,6 +35,10 @@ import numpy as np
 import zmq
 
 from controller.codes import Error, Event, State
+from controller.rig.earthquake import load_earthquake
+from controller.rig.motions import MotionError
+from controller.rig.spec import file_motion
+from controller.rig.stroke import check_motion
 from controller.shm import (
     Cmd,
     H,
@@ -62,6 +68,8 @@ TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
 CANCELS_LOADING = frozenset({"estop", "stop", "hold", "disable", "shutdown"})
 """Commands that cancel a trajectory file still being loaded (it never reaches the loop)."""
+FILE_COMMANDS = frozenset({Cmd.RUN_BUFFER, Cmd.RIG_BUFFER})
+"""Mailbox commands whose file the worker thread loads into shared memory first."""
 
 
 class BindError(OSError):
@@ -117,12 +125,13 @@ class _Step:
 
 @dataclass
 class _Loading:
-    """A trajectory file being parsed by the worker thread for a ``run`` request."""
+    """A file being parsed by the worker thread for a ``run`` (trajectory) or ``rig_motion``
+    (earthquake) request."""
     envelope: list[bytes]
     req: Request
     path: Path
     done: threading.Event
-    result: np.ndarray | str | None = None        # the samples, or a one-sentence problem
+    result: Any = None        # the samples (a motion for the rig), or a one-sentence problem
     cancelled_by: str | None = None
 
 
@@ -353,13 +362,14 @@ class IoServer:
                          f"the control loop has exited (code {int(h[H.LOOP_EXIT_CODE])}): only ping, status, "
                          "stats, get_config and shutdown are answered.")
             return
-        if req.mailbox == Cmd.RUN_BUFFER:
-            if self._loading is not None or any(p.mailbox == Cmd.RUN_BUFFER for p in self._pending.values()):
+        if req.mailbox in FILE_COMMANDS:
+            if self._loading is not None or any(p.mailbox in FILE_COMMANDS for p in self._pending.values()):
                 self.counters.busy += 1
                 self._reject(envelope, req.id, Error.BUSY,
-                             "a trajectory file is already being handed to the loop; wait for its reply.")
+                             "a file is already being handed to the loop; wait for its reply.")
                 return
-            path = self._trajectory_path(req.args["trajectory"])
+            path = (self._trajectory_path(req.args["trajectory"]) if req.mailbox == Cmd.RUN_BUFFER else
+                    self._trajectory_path(file_motion(req.args["motion"])[0], "motion", "not"))
             if isinstance(path, str):
                 self._reject(envelope, req.id, Error.BAD_FILE, path)
                 return
@@ -385,14 +395,15 @@ class IoServer:
         self._send(envelope, ok_reply(id_, {"acknowledged": acknowledged}))
         self._done = True
 
-    def _trajectory_path(self, text: str) -> Path | str:
-        """The file ``args.trajectory`` names inside ``trajectory_dir`` (symlinks resolved),
+    def _trajectory_path(self, text: str, key: str = "trajectory", other: str = 'neither "squat" nor') -> Path | str:
+        """The file ``args.<key>`` names inside ``trajectory_dir`` (symlinks resolved),
         or a one-sentence problem that quotes nothing read from the file system."""
         shown = text if len(text) <= 80 else text[:77] + "..."
         if self.trajectory_dir is None:
-            return (f"args.trajectory = {shown!r}: file trajectories are disabled on this daemon "
+            noun = "trajectories" if key == "trajectory" else "motions"
+            return (f"args.{key} = {shown!r}: file {noun} are disabled on this daemon "
                     "(set io.trajectory_dir in its configuration).")
-        outside = f"args.trajectory = {shown!r} is neither \"squat\" nor a file in {self.trajectory_dir}."
+        outside = f"args.{key} = {shown!r} is {other} a file in {self.trajectory_dir}."
         try:
             path = (self.trajectory_dir / text).resolve()
             if not path.is_relative_to(self.trajectory_dir) or not path.is_file():
@@ -401,15 +412,15 @@ class IoServer:
         except (OSError, ValueError):             # e.g. a NUL byte, a name too long
             return outside
         if size > self.trajectory_max_bytes:
-            return (f"args.trajectory = {shown!r} is {size} bytes, above the {self.trajectory_max_bytes}-byte "
+            return (f"args.{key} = {shown!r} is {size} bytes, above the {self.trajectory_max_bytes}-byte "
                     "limit (io.trajectory_max_bytes).")
         return path
 
     def _start_loading(self, envelope: list[bytes], req: Request, path: Path) -> None:
         loading = _Loading(envelope, req, path, threading.Event())
         self._loading = loading
-        threading.Thread(target=self._parse_trajectory, args=(loading,), name="bipd-trajectory",
-                         daemon=True).start()
+        parse = self._parse_trajectory if req.mailbox == Cmd.RUN_BUFFER else self._parse_rig_motion
+        threading.Thread(target=parse, args=(loading,), name="bipd-trajectory", daemon=True).start()
 
     def _parse_trajectory(self, loading: _Loading) -> None:
         """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
@@ -428,6 +439,26 @@ class IoServer:
         finally:
             loading.done.set()
 
+    def _parse_rig_motion(self, loading: _Loading) -> None:
+        """Worker thread: read the earthquake file, make it drift-free and check it against the rig's
+        stroke (controller.rig.earthquake, controller.rig.stroke), then hand it back to :meth:`_pump`."""
+        try:
+            _, options = file_motion(loading.req.args["motion"])
+            motion = load_earthquake(loading.path, **options)
+            cap = self.block.rig.shape[1]
+            if len(motion.x) > cap:
+                loading.result = (f"{loading.path.name} makes {len(motion.x)} spline nodes, more than the rig "
+                                  f"buffer's {cap} ({(cap - 1) * motion.dt:g} s).")
+            else:
+                check_motion(self.ctx.rig, motion)
+                loading.result = motion
+        except MotionError as e:
+            loading.result = str(e)
+        except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
+            loading.result = f"{loading.path.name} could not be loaded: {type(e).__name__}."
+        finally:
+            loading.done.set()
+
     def _finish_loading(self, now: float) -> None:
         """On the I/O thread: hand a parsed trajectory to the loop, or report why not."""
         loading, self._loading = self._loading, None
@@ -438,15 +469,29 @@ class IoServer:
                          f"when {loading.cancelled_by} arrived: it was cancelled and never reached the loop.")
         elif isinstance(loading.result, str):
             self._reject(envelope, req.id, Error.BAD_FILE, loading.result)
-        elif self.block.header[H.LOOP_EXIT] or self.ctx.state not in self.ctx.allowed["run"]:
-            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"run is no longer allowed: the loop went to "
-                         f"{self.ctx.state.name} while the trajectory file was loading.")
+        elif self.block.header[H.LOOP_EXIT] or self.ctx.state not in self.ctx.allowed[req.cmd]:
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{req.cmd} is no longer allowed: the loop went to "
+                         f"{self.ctx.state.name} while the file was loading.")
+        elif req.mailbox == Cmd.RIG_BUFFER:
+            self._hand_rig_motion(envelope, req, loading.result, now)
         else:
             traj, support = loading.result
             self.block.traj[:len(traj)] = traj
             self.block.support[:len(traj)] = -1.0 if support is None else support
             self.block.header[H.TRAJ_LEN] = len(traj)
             self._post(envelope, req, now)
+
+    def _hand_rig_motion(self, envelope: list[bytes], req: Request, motion, now: float) -> None:
+        """The earthquake's spline nodes into the rig buffer, unless the rig still plays the last one."""
+        h = self.block.header
+        if h[H.RIG_BUSY]:
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, "the rig is still playing a recorded motion; "
+                         "wait until it ends.")
+            return
+        n = len(motion.x)
+        self.block.rig[0, :n], self.block.rig[1, :n], self.block.rig[2, :n] = motion.x, motion.v, motion.a
+        h[H.RIG_LEN] = n
+        self._post(envelope, replace(req, values=np.array([motion.dt])), now)
 
     def _local(self, cmd: str) -> dict[str, Any]:
         h = self.block.header

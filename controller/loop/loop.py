@@ -74,7 +74,7 @@ from ..shm import (
     post_event,
     post_reply,
 )
-from ..telemetry import ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
+from ..telemetry import RIG_ACTUATORS, ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
 from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
@@ -89,6 +89,8 @@ from .references.stop import Stop, decelerate
 from .states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
 from .trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
 from ..rig.loop_side import rig_player
+from ..rig.motions import SplineMotion
+from ..rig.spec import motion_from_args
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
@@ -143,7 +145,7 @@ def all_finite(x):
 
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
-                 force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support):
+                 force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr):
     """One telemetry record (layout: controller.telemetry.RecordLayout; ``offs`` holds
     the start of each field in its order). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
@@ -174,6 +176,8 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[16] + 1] = plat[1]
     rec[offs[17]] = fault_info
     rec[offs[18]] = support
+    for k in range(rig_ferr.shape[0]):
+        rec[offs[19] + k] = rig_ferr[k]
 
 
 def support_roots(roots: tuple[str, ...], base: str, support: str) -> np.ndarray:
@@ -259,6 +263,7 @@ class ControlLoop:
         self.rec_offsets = np.array([s.start for s in self.layout.slices.values()], np.int64)
         self.no_margins = np.full(0, np.nan)
         self.no_force = np.zeros(3)
+        self.no_ferr = np.full(RIG_ACTUATORS, np.nan)
         self.telemetry_us = 0.0
         self.state = State.BOOT
         # the reference generators; ``gen`` is the active one (controller.loop.references)
@@ -383,7 +388,7 @@ class ControlLoop:
             gather(b.position, self.plat_idx, self.plat)
             self.plat /= self.plat_div
         else:                                      # NaN tilt if its forward kinematics fails (TILT_INPUT)
-            self.rig.measure_bus(b.position, b.velocity, self.plat_idx, self.plat)
+            self.rig.measure_bus(b.position, b.velocity, b.target_position, self.plat_idx, self.plat)
         st = motor_to_joint(self.P, self.qm, self.q)        # self.q: last q as the guess
         if st != TR_OK:
             return st
@@ -535,6 +540,7 @@ class ControlLoop:
             Cmd.STABILIZER: self._stabilizer,
             Cmd.PLATFORM: self._platform_cmd,
             Cmd.RIG_MOTION: self._rig_motion,
+            Cmd.RIG_BUFFER: self._rig_buffer,
             Cmd.SET_GAINS: self._set_gains,
             Cmd.SHUTDOWN: lambda a, k, t: self._ask_shutdown(),
             Cmd.INJECT_FAULT: lambda a, k, t: self._inject(a),
@@ -710,8 +716,22 @@ class ControlLoop:
     def _rig_motion(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
         if self.rig is None:
             return False, Error.NOT_SUPPORTED
-        if not self.rig.play(a[:nargs], t):
+        if not self.rig.play(motion_from_args(a[:nargs]), t):
             return False, Error.NOT_ALLOWED
+        return None
+
+    def _rig_buffer(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
+        """Play the recorded motion the I/O side checked into the rig buffer (``a[0]``: its nodes'
+        spacing); the buffer is the motion's (H.RIG_BUSY) until it ends."""
+        if self.rig is None:
+            return False, Error.NOT_SUPPORTED
+        n, rig = int(self.block.header[H.RIG_LEN]), self.block.rig
+        if not (2 <= n <= rig.shape[1] and math.isfinite(a[0]) and a[0] > 0.0):
+            return False, Error.BAD_ARGS
+        motion = SplineMotion(a[0], rig[0, :n], rig[1, :n], rig[2, :n], name="recorded rig motion")
+        if not self.rig.play(motion, t):
+            return False, Error.NOT_ALLOWED
+        self.block.header[H.RIG_BUSY] = 1
         return None
 
     def _platform(self, alpha: float, beta: float, duration: float) -> None:
@@ -761,6 +781,8 @@ class ControlLoop:
             self._finished(outcome, t)
         if self.rig is not None:
             self.rig.reference(t, self.state in POWERED)
+            if self.block.header[H.RIG_BUSY] and self.rig.player.motion is None:
+                self.block.header[H.RIG_BUSY] = 0        # the recorded motion is over: the I/O side may refill
         elif self.state in POWERED:
             if self.plat_T > 0.0:
                 self.plat_t += self.period
@@ -864,7 +886,8 @@ class ControlLoop:
                      float((self.stabilize.flags if self.state == State.STABILIZING else 0)
                            | (TILT_HELD_MASK if self.tilt_held else 0)),
                      latency_ns / 1e3, self.marks, self.telemetry_us,
-                     self.block.stats[ST_OVERRUNS], float(self.missed), self.plat, self.phase)
+                     self.block.stats[ST_OVERRUNS], float(self.missed), self.plat, self.phase,
+                     self.rig.following_error if self.rig is not None and self.state in POWERED else self.no_ferr)
         end_record(self.block)
 
     # ------------------------------------------------------------------ run

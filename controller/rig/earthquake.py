@@ -37,6 +37,14 @@ class EarthquakeMotion(SplineMotion):
     rms_error = 0.0
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def read_csv(path: str | Path, max_bytes: int = MAX_BYTES) -> tuple[np.ndarray, np.ndarray]:
     """(t (N,), a (N, 3)) of an earthquake CSV; :class:`MotionError` names the file, line and problem."""
     path = Path(path)
@@ -59,8 +67,9 @@ def read_csv(path: str | Path, max_bytes: int = MAX_BYTES) -> tuple[np.ndarray, 
             raise MotionError(f"{path}: line {n}: expected 4 columns (t, ax, ay, az), got {len(cells)}")
         try:
             row = tuple(float(c) for c in cells)
-        except ValueError:
-            raise MotionError(f"{path}: line {n}: not a number in {line[:60]!r}") from None
+        except ValueError:      # the column is named, the file's text never quoted
+            bad = next(k for k, c in enumerate(cells) if not _is_number(c))
+            raise MotionError(f"{path}: line {n}: column {HEADER[bad]!r} is not a number") from None
         if not all(math.isfinite(v) for v in row):
             raise MotionError(f"{path}: line {n}: a value is not finite")
         if rows and row[0] <= rows[-1][0]:
@@ -110,3 +119,28 @@ def load_earthquake(path: str | Path, **options) -> EarthquakeMotion:
     """:func:`read_csv` then :func:`earthquake_motion` (keyword options as there)."""
     t, acc = read_csv(path)
     return earthquake_motion(t, acc, name=f"earthquake {Path(path).name}", **options)
+
+
+def kanai_tajimi(duration: float = 12.0, dt: float = 0.01, *, pga: tuple[float, float, float] = (0.8, 1.0, 0.5),
+                 omega_g: float = 15.6, zeta_g: float = 0.6, rise: float = 2.0, strong: float = 6.0,
+                 decay: float = 0.8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A synthetic ground record (t (N,), a (N, 3) m/s²): seeded white noise through the
+    Kanai–Tajimi filter H(ω) = (ωg² + 2iζg ωg ω) / (ωg² − ω² + 2iζg ωg ω) (Kanai 1957, Tajimi 1960;
+    firm soil ωg = 15.6 rad/s, ζg = 0.6), times the Jennings–Housner–Tsai envelope ((t/rise)² to
+    ``rise`` s, 1 for ``strong`` s more, then exp(−decay (t − rise − strong))), each axis scaled to
+    its peak ``pga``. Not a recorded earthquake: a representative one for the rig's checks."""
+    n = int(round(duration / dt)) + 1
+    t = np.arange(n) * dt
+    rng = np.random.default_rng(seed)
+    w = 2.0 * math.pi * np.fft.rfftfreq(n, dt)
+    h = (omega_g ** 2 + 2j * zeta_g * omega_g * w) / (omega_g ** 2 - w ** 2 + 2j * zeta_g * omega_g * w)
+    env = np.where(t < rise, (t / rise) ** 2, np.where(t < rise + strong, 1.0, np.exp(-decay * (t - rise - strong))))
+    a = np.fft.irfft(np.fft.rfft(rng.standard_normal((n, 3)), axis=0) * h[:, None], n=n, axis=0) * env[:, None]
+    return t, a * (np.asarray(pga) / np.abs(a).max(axis=0))
+
+
+def write_csv(path: str | Path, t: np.ndarray, acc: np.ndarray, comment: str = "") -> None:
+    """An earthquake CSV :func:`read_csv` reads (``#`` comment lines, header, ``t,ax,ay,az`` rows)."""
+    lines = [f"# {c}" for c in comment.splitlines()] + [",".join(HEADER)]
+    lines += [f"{ti:.4f},{a[0]:.6f},{a[1]:.6f},{a[2]:.6f}" for ti, a in zip(t, acc)]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")

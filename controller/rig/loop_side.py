@@ -11,9 +11,8 @@ from models.stewart import OK, StewartModel, leg_lengths
 
 from models.stewart_tilt import euler_to_hinge
 
-from .motions import TiltSequence
-from .player import RigPlayer
-from .spec import motion_from_args
+from .motions import Motion, TiltSequence
+from .player import RigPlayer, following_errors
 
 TILT_PATH_POINTS = 21          # poses of a `platform` tilt checked against the stroke before it starts
 HOME_TOLERANCE = 1e-3          # m, rad: a rig_motion starts within this of home (the drives' hold under load)
@@ -23,18 +22,22 @@ class RigLoop:
     """The loop's rig: ``measure_bus`` fills the platform's tilt (α, β) from the drives (NaN when
     forward kinematics fails: the loop's tilt input then warns and keeps its last gravity),
     ``reference`` the actuators' setpoints (following the measured pose while unpowered), ``tilt``
-    starts a ``platform`` command's tilt from the current one."""
+    starts a ``platform`` command's tilt from the current one. ``following_error`` (mm of stroke,
+    legs A-F): each drive's setpoint on the bus (the one it follows) minus its measured position."""
 
     def __init__(self, model: StewartModel, gear: float, period: float, accel_filter: float) -> None:
         self.player = p = RigPlayer(model, gear, period, accel_filter)
         self.model = model
         self.position, self.velocity, self.support_acc = p.position, p.velocity, p.support_acc
-        self.motor_pos, self.motor_vel = np.zeros(6), np.zeros(6)
+        self.motor_pos, self.motor_vel, self.following_error = np.zeros(6), np.zeros(6), np.zeros(6)
+        following_errors(self.motor_pos, self.motor_vel, np.arange(6), p.gear, self.following_error)   # compiled
         self._lam, self._S, self._x, self._xd = np.zeros(6), np.zeros((6, 6)), np.zeros(6), np.zeros(6)
 
-    def measure_bus(self, position: np.ndarray, velocity: np.ndarray, idx: np.ndarray, plat: np.ndarray) -> int:
+    def measure_bus(self, position: np.ndarray, velocity: np.ndarray, target: np.ndarray, idx: np.ndarray,
+                    plat: np.ndarray) -> int:
         np.take(position, idx, out=self.motor_pos, mode="clip")   # mode raise would buffer (allocate)
         np.take(velocity, idx, out=self.motor_vel, mode="clip")   # mode raise would buffer (allocate)
+        following_errors(target, position, idx, self.player.gear, self.following_error)
         status = self.player.measure(self.motor_pos, self.motor_vel)
         if status == OK:
             plat[0], plat[1] = self.player.tilt[0], self.player.tilt[1]
@@ -71,14 +74,14 @@ class RigLoop:
         return True
 
 
-    def play(self, args: np.ndarray, t: float) -> bool:
-        """Start the ``rig_motion`` command's motion (:func:`controller.rig.spec.motion_from_args`,
-        checked against the stroke on the I/O side from home) where the plate is held; False if the
-        rig is moving or more than ``HOME_TOLERANCE`` from home (a ``platform`` tilt left it tilted)."""
+    def play(self, motion: Motion, t: float) -> bool:
+        """Start the ``rig_motion`` command's motion (checked against the stroke on the I/O side
+        from home) where the plate is held; False if the rig is moving or more than
+        ``HOME_TOLERANCE`` from home (a ``platform`` tilt left it tilted)."""
         p = self.player
         if p.motion is not None or np.any(np.abs(p.pose_ref - p.home) > HOME_TOLERANCE):
             return False
-        p.start(motion_from_args(args), t)
+        p.start(motion, t)
         return True
 
 

@@ -71,6 +71,14 @@ def measure_platform(mbuf, dbuf, motor_position, motor_velocity, gear, period, t
     return OK
 
 
+@njit(cache=True)
+def following_errors(target, position, idx, gear, out):
+    """Each actuator's following error in mm of stroke: (setpoint − position) / gear of its bus axis
+    ``idx[j]`` (motor rad → m of the screw)."""
+    for j in range(out.shape[0]):
+        out[j] = 1e3 * (target[idx[j]] - position[idx[j]]) / gear
+
+
 class RigPlayer:
     """The rig's side of the loop: plays one motion at a time, its offsets added to the reference it
     starts from (home, or where the drives held the plate when they were enabled), and measures the

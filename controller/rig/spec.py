@@ -14,7 +14,9 @@ earthquake CSV (``.csv``, :mod:`controller.rig.earthquake`). Kinds and their key
 
 A bad name, key or value is a :class:`~controller.rig.motions.MotionError` naming it. The daemon's
 ``rig_motion`` command takes the built-in kinds (:data:`COMMAND_KINDS`) as mailbox numbers
-(:func:`motion_args`, :func:`motion_from_args`).
+(:func:`motion_args`, :func:`motion_from_args`), and an earthquake file (:func:`file_motion`: ``FILE.csv``
+or ``earthquake:file=FILE.csv,...``) loaded and checked by its I/O side, whose nodes reach the loop
+through shared memory (controller.shm, ``rig``).
 """
 from __future__ import annotations
 
@@ -91,13 +93,40 @@ def motion_from_spec(spec: str) -> Motion:
             raw["file"] = str(path.parent / str(raw["file"]))
         return build_motion(kind, raw, str(path))
     kind, _, rest = spec.partition(":")
+    return build_motion(kind.strip(), _params(spec, rest), f"motion {spec!r}")
+
+
+def _params(spec: str, rest: str) -> dict:
     params = {}
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq:
             raise MotionError(f"motion {spec!r}: {item!r} is not key=value")
         params[key.strip()] = _value(value.strip())
-    return build_motion(kind.strip(), params, f"motion {spec!r}")
+    return params
+
+
+def file_motion(spec: str) -> tuple[str, dict[str, float]] | None:
+    """(file, {highpass, fade}) of a ``rig_motion`` that names an earthquake file, ``FILE.csv`` or
+    ``earthquake:file=FILE.csv[,highpass=Hz][,fade=s]`` (defaults as :func:`earthquake`); None for
+    the built-in kinds. A bad key or value is a :class:`MotionError`."""
+    kind, _, rest = spec.partition(":")
+    options = {k: p.default for k, p in inspect.signature(earthquake).parameters.items() if k != "file"}
+    if not rest and Path(spec.strip()).suffix.lower() == ".csv":
+        return spec.strip(), options
+    if kind.strip() != "earthquake":
+        return None
+    params = _params(spec, rest)
+    file = params.pop("file", None)
+    if not isinstance(file, str) or not file:
+        raise MotionError(f"motion {spec!r}: earthquake needs file=NAME.csv")
+    for key, v in params.items():
+        if key not in options:
+            raise MotionError(f"motion {spec!r}: earthquake has no key {key!r} (keys: file, {', '.join(options)})")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+            raise MotionError(f"motion {spec!r}: {key} must be a finite number > 0, got {v!r}")
+        options[key] = float(v)
+    return file, options
 
 
 COMMAND_KINDS = ("tilt", "sinusoid", "heave", "step", "ship_deck")   # the `rig_motion` command's (no files)

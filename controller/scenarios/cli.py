@@ -42,7 +42,7 @@ from ..extras import missing
 from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
-from .rig import RIG_CONFIG, RigMotion, motion_spec
+from .rig import RIG_CONFIG, RigMotion, motion_folder, motion_spec
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
 from .walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
 
@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("tilt-directions", help="the thesis-magnitude tilt (20°) in eight directions, stabilizer on")
     rg = sub.add_parser("rig", help="a ground motion of the Stewart-Gough rig under the leg (deploy/bipd_rig.yaml)")
     rg.add_argument("--motion", required=True, metavar="FILE|NAME",
-                    help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck) or a YAML file of one")
+                    help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck), a YAML file of one "
+                         "or an earthquake CSV (t,ax,ay,az)")
     rr = sub.add_parser("rig-results", help="regenerate the README's rig table (many runs)")
     rr.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
@@ -167,6 +168,10 @@ def _print_result(res: dict[str, Any]) -> None:
     err = res["max_tracking_error_deg"]
     print(f"  min CoG margin {mm(res['min_cog_margin_m'])}, min CoP margin {mm(res['min_cop_margin_m'])}, "
           f"max tracking error {'n/a' if err is None else f'{err:.3f} deg'} ({res['max_tracking_error_joint']})")
+    if res.get("max_rig_following_error_mm"):
+        legs = res["max_rig_following_error_mm"].items()
+        print("  rig actuators' max following error "
+              + ", ".join(f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in legs) + " mm")
     print(f"  states {' -> '.join(res['states'])}; faults {res['faults'] or 'none'}; "
           f"{res['overruns']} overruns, {res['missed_cycles']} missed cycles")
     print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s: {res['speed_x_realtime']}x real time")
@@ -202,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
                       tilt_source=args.tilt_source, record=record,
-                      trajectory_dir=args.path.parent if args.scenario == "walk-file" else None)
+                      trajectory_dir=(args.path.parent if args.scenario == "walk-file" else
+                                      motion_folder(args.motion) if args.scenario == "rig" else None))
     try:
         if args.scenario == "tilt-directions":
             from .results import direction_rows, direction_speed, tilt_directions

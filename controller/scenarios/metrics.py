@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from models.stewart_config import LEG_NAMES
+
 from .series import Series
 
 FOOT_LIFT_M = 0.01
@@ -47,6 +49,7 @@ class ScenarioResult:
     faults: list[str]
     aborted: str | None = None
     safe_stop: dict[str, Any] | None = None
+    max_rig_following_error_mm: dict[str, float] | None = None    # per rig actuator A-F (telemetry frames)
     plots: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,6 +143,15 @@ def safe_stop(tel: dict[str, np.ndarray], tru: dict[str, np.ndarray], qmin: np.n
             "foot_tilt_deg": tilt, **checks, "safe": all(checks.values())}
 
 
+def rig_following_errors(ferr: np.ndarray) -> dict[str, float] | None:
+    """The largest |following error| (mm) of each rig actuator over the telemetry frames (``rig_ferr``,
+    NaN while unpowered), None without the rig."""
+    if ferr.ndim != 2 or not np.isfinite(ferr).any():
+        return None
+    return {leg: round(float(np.nanmax(np.abs(ferr[:, j]))), 3) if np.isfinite(ferr[:, j]).any() else None
+            for j, leg in enumerate(LEG_NAMES)}
+
+
 def evaluate(name: str, params: dict[str, Any], stabilizer: bool, lockstep: bool, series: Series,
              daemon_config: dict[str, Any], stats: dict[str, Any], sim_s: float, wall_s: float,
              aborted: str | None) -> ScenarioResult:
@@ -166,4 +178,5 @@ def evaluate(name: str, params: dict[str, Any], stabilizer: bool, lockstep: bool
         states=state_sequence(tel["state"]),
         faults=[str(e.get("reason")) for e in series.events if e.get("kind") == "FAULT"],
         aborted=aborted,
-        safe_stop=safe_stop(tel, tru, np.array(daemon_config["qmin"]), np.array(daemon_config["qmax"])))
+        safe_stop=safe_stop(tel, tru, np.array(daemon_config["qmin"]), np.array(daemon_config["qmax"])),
+        max_rig_following_error_mm=rig_following_errors(tel["rig_ferr"]))

@@ -1,10 +1,12 @@
 """PNGs of one scenario run (matplotlib, Agg): CoG and CoP in the support polygon, joint
-tracking, platform angles. Time axes are each process' simulated time."""
+tracking, platform angles (and the rig actuators' following errors). Time axes are each process' simulated time."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+
+from models.stewart_config import LEG_NAMES
 
 from .metrics import cop_margin
 from .series import Series
@@ -95,8 +97,19 @@ def plot_tracking(tel: dict, joints: list[str], title: str, path: Path) -> str:
 
 
 def plot_platform(tel: dict, tru: dict, title: str, path: Path) -> str:
-    """Platform angles: the controller's measurement and the HIL's truth."""
-    plt, fig, ax = _figure(1, 1, (10.0, 4.0))
+    """Platform angles: the controller's measurement and the HIL's truth; on the rig, below them,
+    its six actuators' following errors (telemetry ``rig_ferr``)."""
+    ferr = tel["rig_ferr"]
+    rig = ferr.ndim == 2 and bool(np.isfinite(ferr).any())
+    plt, fig, ax = _figure(2 if rig else 1, 1, (10.0, 7.0 if rig else 4.0))
+    if rig:
+        f = ax[1, 0]
+        for j, leg in enumerate(LEG_NAMES):
+            f.plot(tel["t"], ferr[:, j], label=f"leg {leg}")
+        f.set_xlabel("t [s]")
+        f.set_ylabel("following error [mm]")
+        f.legend(loc="upper right", fontsize=8, ncol=6)
+        f.grid(True, alpha=0.3)
     a = ax[0, 0]
     for i, label in enumerate(("alpha (roll)", "beta (pitch)")):
         if tel["t"].size:

@@ -5,12 +5,14 @@ stabilizer (posture held), with it, and with it and the support's measured accel
 its tilt (``tilt.use_acceleration``: Gastebois 2017, §2.5.4's equivalence principle).
 
 Motions are the daemon's built-in kinds (controller.rig.spec: ``KIND:key=value,...`` or a YAML
-file of one); every search bounds its amplitudes by what the rig's stroke allows
+file of one) or a recorded earthquake CSV (the daemon's ``io.trajectory_dir`` is then the file's
+folder: :func:`motion_folder`); every search bounds its amplitudes by what the rig's stroke allows
 (:func:`stroke_limit`), so no run is refused by the daemon.
 """
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any
 from models.stewart import StewartModel
 from models.validation import read_yaml
 
+from controller.rig.earthquake import read_csv, write_csv
 from controller.rig.motions import MotionError
 from controller.rig.spec import COMMAND_KINDS, motion_from_spec
 from controller.rig.stroke import check_motion
@@ -28,6 +31,7 @@ from .scenarios import SETTLE_S
 from .search import bisect
 
 RIG_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd_rig.yaml"
+QUAKE = RIG_CONFIG.parent / "motions" / "quake_kanai_tajimi.csv"   # synthetic (controller.rig.earthquake.kanai_tajimi)
 FREQUENCIES = (0.2, 0.5, 1.0, 2.0)          # Hz, the sinusoid rows
 SINE_CYCLES = 3                              # per search run (plus one-cycle fades, inside them)
 STEP_AXIS = SINE_AXIS = "y"                  # the rig's y: the thesis' z_g, towards the toe (fore-aft)
@@ -39,8 +43,8 @@ CONFIGS = (("without the stabilizer (posture held)", False, False), ("stabilizer
 
 
 def motion_spec(text: str) -> str:
-    """``KIND[:k=v,...]`` as given, or a YAML file's ``{kind: KIND, ...}`` as one; refused
-    (:class:`ScenarioError`) unless the daemon plays that kind."""
+    """``KIND[:k=v,...]`` as given, a YAML file's ``{kind: KIND, ...}`` as one, or an earthquake
+    CSV's absolute path; refused (:class:`ScenarioError`) unless the daemon plays it."""
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml"):
         doc = read_yaml(path)
@@ -50,8 +54,11 @@ def motion_spec(text: str) -> str:
         kind = doc.pop("kind")
         text = kind + (":" + ",".join(f"{k}={v}" for k, v in doc.items()) if doc else "")
     elif path.suffix.lower() == ".csv":
-        raise ScenarioError(f"{path}: recorded earthquakes are checked and made drift-free by controller.rig "
-                            "but the daemon's rig_motion command does not take files yet")
+        try:
+            motion_from_spec(text)            # read and made drift-free here; the daemon checks it again
+        except MotionError as exc:
+            raise ScenarioError(str(exc)) from None
+        return str(path.resolve())
     if text.partition(":")[0] not in COMMAND_KINDS:
         raise ScenarioError(f"--motion {text!r}: expected one of {', '.join(COMMAND_KINDS)} (KIND or KIND:key=value,...) "
                             "or a YAML file of one")
@@ -60,6 +67,12 @@ def motion_spec(text: str) -> str:
     except MotionError as exc:
         raise ScenarioError(str(exc)) from None
     return text
+
+
+def motion_folder(spec: str) -> Path | None:
+    """The folder of an earthquake CSV ``spec`` (the daemon's ``io.trajectory_dir``), None otherwise."""
+    path = Path(spec)
+    return path.resolve().parent if path.suffix.lower() == ".csv" else None
 
 
 @dataclass(frozen=True)
@@ -73,7 +86,7 @@ class RigMotion:
         return {"motion": self.motion, "duration_s": motion_from_spec(self.motion).duration}
 
     def run(self, op: Operator) -> None:
-        op.command("rig_motion", motion=self.motion)
+        op.command("rig_motion", motion=Path(self.motion).name if motion_folder(self.motion) else self.motion)
         op.wait(motion_from_spec(self.motion).duration + SETTLE_S)
 
 
@@ -131,15 +144,42 @@ def largest_sine(frequency: float, options: Options, runs: int, say: Say = lambd
             "trials": out["trials"]}
 
 
-def collect(options: Options, runs: int = 5, say: Say = lambda _m: None) -> dict[str, Any]:
-    """Every rig row, for the three configurations of :data:`CONFIGS`."""
+def largest_quake(options: Options, runs: int, say: Say = lambda _m: None, quake: Path = QUAKE) -> dict[str, Any]:
+    """Bisection of the earthquake's peak fore-aft acceleration (m/s²) the leg survives: the record
+    scaled (all three axes alike) into a folder of scaled copies, the daemon's io.trajectory_dir."""
+    t, acc = read_csv(quake)
+    peak = float(abs(acc[:, 1]).max())
+    with tempfile.TemporaryDirectory(prefix="bipd-quake-") as folder:
+        def make(a: float) -> str:
+            path = Path(folder) / f"{quake.stem}_{a:.6g}.csv"
+            if not path.exists():
+                write_csv(path, t, acc * (a / peak), f"{quake.name} scaled to a fore-aft peak of {a:.6g} m/s^2")
+            return str(path)
+        hi = stroke_limit(rig_model(options), make, MAX_STEP)
+        out = bisect(lambda a: RigMotion(make(a)), hi, runs, replace(options, trajectory_dir=Path(folder)), say)
+    return {"file": quake.name, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"],
+            "trials": out["trials"]}
+
+
+def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, quake_only: bool = False) -> dict[str, Any]:
+    """Every rig row (``quake_only``: the earthquake's), for the three configurations of :data:`CONFIGS`."""
     rows = []
     for label, stab, acc in CONFIGS:
         o = _options(options, stab, acc)
         tag = lambda m, what: say(f"{label}, {what}: {m}")             # noqa: E731
-        rows.append({"config": label, "step": largest_step(o, runs, lambda m: tag(m, "step")),
-                     "sines": [largest_sine(f, o, runs, lambda m, f=f: tag(m, f"{f:g} Hz")) for f in FREQUENCIES]})
+        row = {"config": label, "quake": largest_quake(o, runs, lambda m: tag(m, "earthquake"))}
+        if not quake_only:
+            row.update(step=largest_step(o, runs, lambda m: tag(m, "step")),
+                       sines=[largest_sine(f, o, runs, lambda m, f=f: tag(m, f"{f:g} Hz")) for f in FREQUENCIES])
+        rows.append(row)
     return {"date": date.today().isoformat(), "runs_per_search": runs, "configs": rows}
+
+
+def quake_row(res: dict[str, Any]) -> str:
+    """The README rig table's earthquake row."""
+    file = res["configs"][0]["quake"]["file"]
+    return (f"| largest peak fore-aft acceleration survived, synthetic earthquake ({file}, all axes scaled alike) | "
+            + " | ".join(_cell(c["quake"], "m/s²") for c in res["configs"]) + " |")
 
 
 def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0) -> str:
@@ -162,9 +202,11 @@ def markdown(res: dict[str, Any]) -> str:
     for k, f in enumerate(FREQUENCIES):
         cells = [_cell(c["sines"][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2) for c in res["configs"]]
         rows.append(f"| largest sinusoid amplitude survived, fore-aft, {f:g} Hz | " + " | ".join(cells) + " |")
+    rows.append(quake_row(res))
     note = (f"\nMeasured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per bisection; "
             f"steps held 0.2 s with 20 ms raised-cosine edges, then braked at half; sinusoids {SINE_CYCLES} cycles "
-            f"with one-cycle fades, their peak acceleration A ω² after the amplitude; every amplitude bounded by the "
+            f"with one-cycle fades, their peak acceleration A ω² after the amplitude; the earthquake the shipped "
+            f"synthetic record scaled to the peak shown; every amplitude bounded by the "
             f"rig's stroke; fell as in the table above).")
     return "\n".join(rows) + "\n" + note + "\n"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-TELEMETRY_KEYS = ("t", "q", "q_ref", "qd", "tau", "com", "margins", "platform", "overruns")
+TELEMETRY_KEYS = ("t", "q", "q_ref", "qd", "tau", "com", "margins", "platform", "overruns", "rig_ferr")
 TRUTH_KEYS = ("t", "platform", "cop", "foot_tilt", "foot_lift", "hip_height", "com_world", "support_margin")
 
 

@@ -202,9 +202,10 @@ def _quaternion(R, out):
 
 
 @njit(cache=True)
-def _sensors(foot_pos, R, n, hip_pos, com, sole, corners, hip0, work, out):
+def _sensors(foot_pos, R, n, plate_pos, hip_pos, com, sole, corners, hip0, work, out):
     """Foot sensors and ground truth (module docstring) into ``out``; MuJoCo world axes in, thesis
-    world axes out (x_g = z, y_g = x, z_g = y). R: the foot's rotation, n: the plate normal, sole: the
+    world axes out (x_g = z, y_g = x, z_g = y). R: the foot's rotation, n: the plate normal,
+    plate_pos: a point of the plate's top face (its body's origin: M, moving with the rig), sole: the
     contact sensor (slots of found, force in the contact frame, point, normal from the plate to the
     foot, first tangent); corners: the sole corners A, B, C, D in R0; work: 4×3."""
     g_from_world = (2, 0, 1)
@@ -218,7 +219,8 @@ def _sensors(foot_pos, R, n, hip_pos, com, sole, corners, hip0, work, out):
     for k in range(4):
         for r in range(3):
             work[k, r] = foot_pos[r] + R[r, 0] * corners[k, 0] + R[r, 1] * corners[k, 1] + R[r, 2] * corners[k, 2]
-        lift = max(lift, work[k, 0] * n[0] + work[k, 1] * n[1] + work[k, 2] * n[2])
+        lift = max(lift, (work[k, 0] - plate_pos[0]) * n[0] + (work[k, 1] - plate_pos[1]) * n[1]
+                   + (work[k, 2] - plate_pos[2]) * n[2])
     out[_LIFT] = lift
     out[_HIP] = hip_pos[2]
     for r in range(3):
@@ -305,7 +307,7 @@ def _observe(qpos, qvel, xpos, xmat, subtree_com, sensordata, warning, wrap, app
     foot, plate = idx[_FOOT_BODY], idx[_PLATE_BODY]
     R = xmat[foot].reshape((3, 3))
     n = xmat[plate].reshape((3, 3))[:, 2]                 # plate normal
-    _sensors(xpos[foot], R, n, xpos[idx[_HIP_BODY]], subtree_com[foot],
+    _sensors(xpos[foot], R, n, xpos[plate], xpos[idx[_HIP_BODY]], subtree_com[foot],
              sensordata[idx[_SOLE_ADR]:idx[_SOLE_ADR] + idx[_SOLE_SLOTS] * SOLE_SLOT],
              buf[_CORNERS:_CORNERS + 12].reshape((4, 3)), buf[_HIP0], buf[_WORK:_WORK + 12].reshape((4, 3)), out)
     return _transmission(qpos, qvel, wrap, applied, buf, idx, True)

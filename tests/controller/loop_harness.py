@@ -8,10 +8,9 @@ import numpy as np
 from controller.config import load_daemon_config
 from controller.loop.loop import ControlLoop
 from controller.loop.timing import LockstepClock
-from controller.shm import H, Cmd, Layout, SharedBlock, post_command, read_events, take_replies
-from controller.telemetry import RecordLayout
+from controller.shm import H, Cmd, SharedBlock, post_command, read_events, take_replies
 from drivers.hal import open_bus
-from controller.daemon import open_plant_bus
+from controller.daemon import _layout, open_plant_bus
 from stabilizer.stabilizer import Stabilizer
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
@@ -22,8 +21,7 @@ class Harness:
         self.cfg = config or load_daemon_config(CONFIG, backend="sim", lockstep=True)
         robot = self.cfg.robot()
         self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
-        self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),
-                                 create=True)
+        self.block = SharedBlock(_layout(self.cfg), create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
                                 Stabilizer.from_yaml(self.cfg.stabilizer_path) if self.cfg.stabilizer_path else None,
                                 clock or LockstepClock(self.cfg.loop.period))

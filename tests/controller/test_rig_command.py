@@ -42,7 +42,9 @@ def test_a_valid_motion_becomes_its_mailbox_arguments(leg_desc, rig):
 
 @pytest.mark.parametrize("motion, code, words", [
     ("step:accel=15", Error.OUT_OF_RANGE, r"the rig cannot make this motion: leg [A-F] would need .* at t = \d"),
-    ("earthquake:file=q.csv", Error.BAD_ARGS, "the rig_motion command plays tilt, sinusoid"),
+    ("quake", Error.BAD_ARGS, "the rig_motion command plays tilt, sinusoid"),
+    ("earthquake:file=q.csv,wobble=1", Error.BAD_ARGS, "earthquake has no key 'wobble'"),
+    ("earthquake:file=q.csv,fade=-1", Error.BAD_ARGS, "fade must be a finite number > 0"),
     ("sinusoid:amplitude=-1", Error.BAD_ARGS, "amplitude must be a finite number > 0"),
     (3, Error.BAD_ARGS, "args.motion must be a string"),
 ])

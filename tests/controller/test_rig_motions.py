@@ -138,7 +138,7 @@ def _csv(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("text, problem", [
     ("t,ax,ay,az\n0,0,0,0\n0.01,0,0\n", "line 3: expected 4 columns"),
-    ("0,0,0,0\n0.01,0,x,0\n", "line 2: not a number"),
+    ("0,0,0,0\n0.01,0,x,0\n", "line 2: column 'ay' is not a number"),
     ("0,0,0,0\n0.01,0,nan,0\n", "line 2: a value is not finite"),
     ("0,0,0,0\n0.01,0,0,0\n0.01,0,0,0\n", "line 3: time 0.01 s does not increase"),
     ("# only\n0,0,0,0\n", "needs at least 2 samples"),

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from controller.scenarios.rig import RIG_CONFIG, RigMotion, motion_spec
+from controller.scenarios.rig import RIG_CONFIG, RigMotion, motion_folder, motion_spec
 from controller.scenarios.runner import Options, ScenarioError, Session
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
 GENTLE = "sinusoid:axis=y,amplitude=0.01,frequency=0.5,cycles=2"        # 0.1 m/s² peak
 HARD = "step:axis=y,accel=6"                                             # about 4x the tipping acceleration
+QUAKE = Path(RIG_CONFIG).parent / "motions" / "quake_kanai_tajimi.csv"
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,11 @@ def test_a_step_far_beyond_tipping_fells_the_leg(results):
 def test_motion_files(tmp_path):
     (tmp_path / "m.yaml").write_text("kind: sinusoid\naxis: x\namplitude: 0.02\nfrequency: 1\n")
     assert motion_spec(str(tmp_path / "m.yaml")) == "sinusoid:axis=x,amplitude=0.02,frequency=1"
-    with pytest.raises(ScenarioError, match="does not take files yet"):
+    (tmp_path / "quake.csv").write_text("t,ax,ay,az\n0,0,0,0\n0.5,0,x,0\n")
+    with pytest.raises(ScenarioError, match=r"quake.csv: line 3: column 'ay' is not a number"):
         motion_spec(str(tmp_path / "quake.csv"))
+    assert motion_spec(str(QUAKE)) == str(QUAKE.resolve()) and motion_folder(str(QUAKE)) == QUAKE.parent.resolve()
+    assert motion_folder("sinusoid") is None
     with pytest.raises(ScenarioError, match="expected one of tilt, sinusoid"):
         motion_spec("wobble")
     assert Path(RIG_CONFIG).is_file()
