@@ -369,7 +369,7 @@ class ControlLoop:
         all_finite(o1)
         first_nonfinite(o1)
         keep_nan(o1, q)
-        playback_sample(self.block.traj, 0, 1, self.period, o1, o2)
+        playback_sample(self.block.traj, 0, 1, self.period, o1, o2, o3)
         first_stance(self.block.support, 0)
         self.models.set_root(self.root)
         self._telemetry(0.0, 0)
