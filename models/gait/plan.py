@@ -34,7 +34,7 @@ class GaitParams:
     t_shift: float = 0.7         # first double support (ZMP onto the first stance foot)
     t_single: float = 1.0        # single support of each step
     t_double: float = 0.3        # double support between steps
-    t_end: float = 1.0           # final double support (the CoG settles)
+    t_end: float = 1.0           # final double support: the ZMP to the middle in t_double, then held (the CoG settles)
     step_height: float = 0.04    # swing-foot clearance
     flex: float = 0.05           # pelvis lowered from the zero posture (slightly flexed legs)
     start_flex: float = 5e-4     # pelvis lowered at the first sample: knees ~0.07 rad off their stretched
@@ -112,8 +112,10 @@ def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: 
         footprints.append((swing_foot, goal[0], goal[1]))
         last = k == params.steps - 1
         zmp_to = (pos[LEFT] + pos[RIGHT]) / 2.0 + centre if last else pos[swing_foot] + centre
-        phases.append((params.t_end if last else params.t_double, DOUBLE, swing_foot,
-                       None, None, None, zs, zmp_to))
+        move = min(params.t_double, params.t_end) if last else params.t_double
+        phases.append((move, DOUBLE, swing_foot, None, None, None, zs, zmp_to))
+        if last and params.t_end > move:    # the ZMP held midway for the rest of t_end: the CoG settles
+            phases.append((params.t_end - move, DOUBLE, swing_foot, None, None, None, zmp_to, zmp_to))
         swing_foot = stance
     n_init = int(round(params.t_init / T))
     counts = [int(round(p[0] / T)) for p in phases]
