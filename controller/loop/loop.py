@@ -374,7 +374,7 @@ class ControlLoop:
         all_finite(o1)
         first_nonfinite(o1)
         keep_nan(o1, q)
-        playback_sample(self.block.traj, 0, 1, self.period, o1, o2)
+        playback_sample(self.block.traj, 0, 1, self.period, o1, o2, o3)
         first_stance(self.block.support, 0)
         self.models.set_root(self.root)
         self._telemetry(0.0, 0)
@@ -577,7 +577,11 @@ class ControlLoop:
         code = self.playback.load(int(self.block.header[H.TRAJ_LEN]))
         if code != Error.OK:
             return False, code
-        self.move.start(t, self.q_ref, self.block.traj[0], QUINTIC, 0.0, Outcome.APPROACHED)   # to the first sample
+        # to the first sample, within the soft limits: the loop clamps the setpoints there anyway, and
+        # a move aimed past them (a gait starting with its knees on their limit) would be cut short
+        # at full speed, a velocity step the drives take as following error
+        self.move.start(t, self.q_ref, np.clip(self.block.traj[0], self.soft_lo, self.soft_hi), QUINTIC, 0.0,
+                        Outcome.APPROACHED)
         self._start_motion(self.move, t)
         stance = first_stance(self.block.support, self.playback.length)
         if stance >= 0 and self.phase_root[2] < 0:  # on the ground: the foot the first step does not lift

@@ -1,8 +1,8 @@
 """Footstep plan, timeline, ZMP reference and swing-foot curve of an N-step walk.
 
 World frame: on the floor midway between the soles of the initial posture, x forward,
-y left, z up. Phases: the initial move (zero posture → flexed posture, a quintic in joint
-space), a hold in the flexed posture (the preview control starts there, ahead of the
+y left, z up. Phases: the initial move (from the legs just off their stretched stop, pelvis
+``start_flex`` below the zero posture, to the flexed posture, a quintic in joint space), a hold in the flexed posture (the preview control starts there, ahead of the
 first ZMP move), a double support shifting the ZMP onto the first stance foot, then per step a
 single support (the swing foot on its curve) and a double support (the ZMP moving
 linearly to the next stance foot); the last double support brings the ZMP midway between
@@ -29,14 +29,17 @@ class GaitParams:
     speed: float = 0.1
     steps: int = 2
     period: float = 0.002
-    t_init: float = 3.0          # zero posture -> flexed posture
+    t_init: float = 3.0          # start posture -> flexed posture
     t_hold: float = 1.0          # standing flexed: the preview control's lead-in
     t_shift: float = 0.7         # first double support (ZMP onto the first stance foot)
     t_single: float = 1.0        # single support of each step
     t_double: float = 0.3        # double support between steps
-    t_end: float = 1.0           # final double support (the CoG settles)
+    t_end: float = 1.0           # final double support: the ZMP to the middle in t_double, then held (the CoG settles)
     step_height: float = 0.04    # swing-foot clearance
     flex: float = 0.05           # pelvis lowered from the zero posture (slightly flexed legs)
+    start_flex: float = 5e-4     # pelvis lowered at the first sample: knees ~0.07 rad off their stretched
+                                 # stop (q = 0 is the knees' limit, which a controller keeps a margin from:
+                                 # a file starting there is clamped, then released with a velocity step)
     foot_spacing: float = 0.2    # lateral distance between the soles (the model's at q = 0)
 
     def as_dict(self) -> dict:
@@ -109,8 +112,10 @@ def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: 
         footprints.append((swing_foot, goal[0], goal[1]))
         last = k == params.steps - 1
         zmp_to = (pos[LEFT] + pos[RIGHT]) / 2.0 + centre if last else pos[swing_foot] + centre
-        phases.append((params.t_end if last else params.t_double, DOUBLE, swing_foot,
-                       None, None, None, zs, zmp_to))
+        move = min(params.t_double, params.t_end) if last else params.t_double
+        phases.append((move, DOUBLE, swing_foot, None, None, None, zs, zmp_to))
+        if last and params.t_end > move:    # the ZMP held midway for the rest of t_end: the CoG settles
+            phases.append((params.t_end - move, DOUBLE, swing_foot, None, None, None, zmp_to, zmp_to))
         swing_foot = stance
     n_init = int(round(params.t_init / T))
     counts = [int(round(p[0] / T)) for p in phases]

@@ -5,14 +5,14 @@ tasks are the other sole's pose, the CoG (x, y from the preview control, z the L
 constant height) and the pelvis and trunk upright (their orientation at the zero
 posture): 6 + 3 + 3 + 3 rows for the 15 joints. The flexed initial posture is found the
 same way with the pelvis lowered by ``flex`` above the midpoint of the soles, which makes
-both legs bend alike, so that the joint-space quintic from the zero posture keeps both
-soles flat on the floor. Any IK status other than OK is a :class:`GaitError` naming the
+both legs bend alike, so that the joint-space quintic from the start posture (the same, lowered
+by ``start_flex``: no joint on its limit) keeps both soles flat on the floor. Any IK status other than OK is a :class:`GaitError` naming the
 sample, the phase and the task.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -146,7 +146,8 @@ def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, z_c: float, 
     n = robot.n
     q = np.empty((len(plan.t), n))
     s_init = quintic(plan.t[:w + 1] / params.t_init)
-    q[:w + 1] = np.outer(s_init, q_flex)
+    q_start = flexed_posture(robot, replace(params, flex=params.start_flex))
+    q[:w + 1] = q_start + np.outer(s_init, q_flex - q_start)
     robot.set_root("left_sole")
     solvers = {}
     for st in (LEFT, RIGHT):

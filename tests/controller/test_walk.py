@@ -44,9 +44,6 @@ def test_hung_thesis_walk_plays_to_its_end_within_the_knee_bound(hung_walk):
     assert r.sim_s > 8.0                                   # the 8 s gait and its approach were played
 
 
-@pytest.mark.xfail(strict=True, reason="measured 28.4° of motor turn (the knees, during the gait's 3 s flexion from "
-                                       "straight legs; up to 1.0° in the steps) with the representative drive "
-                                       "gains of deploy/bip2000.yaml: the drives do not meet the thesis' 0.3°")
 def test_hung_thesis_walk_keeps_the_drive_following_error_bound(hung_walk):
     """Every drive's own following error (CSP demand − actual, motor side) stays within the thesis'
     0.3° of motor turn."""

@@ -10,11 +10,16 @@ from ..states import Outcome
 
 
 @njit(cache=True)
-def playback_sample(traj, k, last, dt, q, qd):
-    """Sample k of the trajectory buffer and its central-difference velocity."""
+def playback_sample(traj, k, last, dt, q, qd, qdd):
+    """Sample k of the trajectory buffer and its central-difference velocity and acceleration
+    (zero at the ends, where the playback starts from and comes back to rest). The acceleration
+    feeds the drives' torque feed-forward (A q̈ and the rotors' J_pᵀ J_m J_p q̈): without it the
+    drives' speed loop alone carries the gait's inertial torque, as following error."""
+    inner = 0 < k < last
     for j in range(q.shape[0]):
         q[j] = traj[k, j]
-        qd[j] = (traj[k + 1, j] - traj[k - 1, j]) / (2.0 * dt) if 0 < k < last else 0.0
+        qd[j] = (traj[k + 1, j] - traj[k - 1, j]) / (2.0 * dt) if inner else 0.0
+        qdd[j] = (traj[k + 1, j] - 2.0 * traj[k, j] + traj[k - 1, j]) / (dt * dt) if inner else 0.0
 
 
 @njit(cache=True)
@@ -27,7 +32,7 @@ def first_stance(support, length):
 
 
 class Playback:
-    """Sample k = ⌊(t - t0) / period⌋ of ``traj[:length]``, then the last one; the loop reaches
+    """Sample k = (t - t0) / period of ``traj[:length]``, then the last one; the loop reaches
     the first sample with a :class:`~controller.loop.references.move.Move` before it starts.
     ``phase`` is the support phase of the last sample (``support[k]``, -1: none)."""
 
@@ -52,8 +57,10 @@ class Playback:
 
     def sample(self, t: float, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray) -> Outcome:
         last = self.length - 1
-        k = min(int((t - self.t0) / self.period), last)
-        playback_sample(self.traj, k, last, self.period, q_ref, qd_ref)
+        # t - t0 is a whole number of cycles: rounded, not truncated, so that the clock's float
+        # error (k·period·1e-9 in lock-step, the release jitter in real time) can neither repeat a
+        # sample nor skip one (the drives would see a period without motion, then a double step).
+        k = min(int(round((t - self.t0) / self.period)), last)
+        playback_sample(self.traj, k, last, self.period, q_ref, qd_ref, qdd_ref)
         self.phase = self.support[k]
-        qdd_ref.fill(0.0)
         return Outcome.TRAJECTORY_DONE if k >= last else Outcome.RUNNING
