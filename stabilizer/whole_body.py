@@ -43,7 +43,7 @@ from models.tree_robot import TreeRobot
 from .fields import attractor_force, wall_forces
 from .ground import MAX_TILT, TILT_IMU
 from .stabilizer import engage_ramp
-from .support_polygon import convex_hull, polygon_centroid
+from models.polygon import convex_hull, polygon_centroid
 from .task_hierarchy import posture_level, solve_level, start_basis
 from .virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
 from .walls import compute_walls, signed_distances

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..polygon import hull
 from ..tree_robot import TreeRobot
 from .plan import DOUBLE, LEFT, RIGHT, SOLES, SUPPORT_NAMES
 
@@ -39,20 +40,6 @@ class GaitReport:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def hull(points: np.ndarray) -> np.ndarray:
-    """Convex hull (counter-clockwise) of 2-D points, Andrew's monotone chain."""
-    pts = sorted(map(tuple, points))
-    def half(seq):
-        out = []
-        for p in seq:
-            while len(out) >= 2 and ((out[-1][0] - out[-2][0]) * (p[1] - out[-2][1])
-                                     - (out[-1][1] - out[-2][1]) * (p[0] - out[-2][0])) <= 0.0:
-                out.pop()
-            out.append(p)
-        return out[:-1]
-    return np.array(half(pts) + half(pts[::-1]))
 
 
 def margin(polygon: np.ndarray, p: np.ndarray) -> float:

@@ -13,7 +13,8 @@ import pytest
 
 from controller.cli import main
 from controller.gait import check_file, make_gait, write_gait
-from models.gait.checks import check_gait, hull, margin, zmp_multibody
+from models.gait.checks import check_gait, margin, zmp_multibody
+from models.polygon import hull
 from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams, bell, quintic
 from models.gait.preview import PreviewController
 from models.gait.wholebody import GaitError, generate

@@ -19,7 +19,7 @@ from models.gait.wholebody import flexed_posture
 from models.model import python_views
 from models.tree_robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.support_polygon import convex_hull, polygon_centroid
+from models.polygon import convex_hull, polygon_centroid
 from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
 from stabilizer.whole_body_config import config_from_dict
 
