@@ -12,7 +12,6 @@ from controller.shm import H, Cmd, Layout, SharedBlock, post_command, read_event
 from controller.telemetry import RecordLayout
 from drivers.hal import open_bus
 from controller.daemon import open_plant_bus
-from stabilizer.stabilizer import Stabilizer
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 
@@ -25,7 +24,7 @@ class Harness:
         self.block = SharedBlock(Layout(robot.n, len(self.cfg.bus.axes), RecordLayout(robot.n).size),
                                  create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
-                                Stabilizer.from_yaml(self.cfg.stabilizer_path) if self.cfg.stabilizer_path else None,
+                                self.cfg.stabilizer(),
                                 clock or LockstepClock(self.cfg.loop.period))
         self.loop.start()
         self.loop.clock.start()
