@@ -263,10 +263,12 @@ class Operator:
     advances the daemon itself (module docstring), else a thread pings it in wall time."""
 
     def __init__(self, ep: Endpoints, procs: Processes, say: Say, stepped: bool = False,
-                 operator_sleep: float = 0.0) -> None:
+                 operator_sleep: float = 0.0, series: Series | None = None,
+                 fell: Callable[[dict], bool] = truth_fell) -> None:
         self.ep, self.procs, self.say = ep, procs, say
         self.stepped, self.operator_sleep = stepped, operator_sleep
-        self.series = Series()
+        self.series = Series() if series is None else series     # the truth fields its robot's HIL sends
+        self.truth_fell = fell                                     # the fall criteria on one truth frame
         # stepped: one attempt (a resent step or command would land twice), a generous timeout
         self.client = (Client(ep.command, timeout_s=STEP_TIMEOUT_S, retries=1) if stepped
                        else Client(ep.command, timeout_s=2.0, retries=3))
@@ -328,7 +330,7 @@ class Operator:
                     elif topic == b"event":
                         self.series.add_event(msg)
                     else:
-                        self.fell = self.fell or truth_fell(msg)      # before the frame counts as received
+                        self.fell = self.fell or self.truth_fell(msg)   # before the frame counts as received
                         self.series.add_truth(msg)
         finally:
             tel.close()
@@ -489,7 +491,7 @@ class Operator:
         self._last_say = now
         sim, wall = self.elapsed()
         plat = ", ".join(f"{math.degrees(x or 0.0):5.1f}" for x in tel["platform"])
-        margin = f"CoG margin {1e3 * tru['support_margin']:6.1f} mm" if tru else "no truth yet"
+        margin = f"CoG margin {1e3 * tru['support_margin']:6.1f} mm" if tru and "support_margin" in tru else ""
         self.say(f"t {tel['t']:6.2f} s  {tel['state_name']:<11} platform ({plat}) deg  {margin}  "
                  f"{sim / wall if wall > 0 else 0.0:4.1f}x real time")
 

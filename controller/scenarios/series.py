@@ -19,15 +19,20 @@ def _array(rows: list[Any]) -> np.ndarray:
 
 @dataclass
 class Series:
-    """Frames as they arrive (thread-safe appends); :meth:`arrays` turns them into numpy columns."""
+    """Frames as they arrive (thread-safe appends); :meth:`arrays` turns them into numpy columns.
+    ``truth_keys``: the truth fields kept (the leg bench's TRUTH_KEYS by default)."""
+    truth_keys: tuple[str, ...] = TRUTH_KEYS
     telemetry: dict[str, list] = field(default_factory=lambda: {k: [] for k in TELEMETRY_KEYS})
     states: list[str] = field(default_factory=list)
-    truth: dict[str, list] = field(default_factory=lambda: {k: [] for k in TRUTH_KEYS})
+    truth: dict[str, list] = field(default_factory=dict)
     events: list[dict] = field(default_factory=list)
     last_telemetry: dict | None = None
     last_truth: dict | None = None
     start: tuple[int, int] = (0, 0)          # (telemetry, truth) frames before the measured part
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.truth = {k: [] for k in self.truth_keys}
 
     def add_telemetry(self, msg: dict) -> None:
         with self.lock:
@@ -38,7 +43,7 @@ class Series:
 
     def add_truth(self, msg: dict) -> None:
         with self.lock:
-            for k in TRUTH_KEYS:
+            for k in self.truth_keys:
                 self.truth[k].append(msg[k])
             self.last_truth = msg
 
