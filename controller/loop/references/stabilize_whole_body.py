@@ -23,7 +23,7 @@ from .stabilize import StabilizerReference, flag_mask
 
 
 BITS = stab_bit_map(FLAG_NAMES, STATUS_NAMES)
-HOLD_MASK = sum(1 << int(BITS[k]) for k, f in enumerate(FLAG_NAMES) if FLAG_REACTIONS[f] == "hold")
+HOLD_MASK = int(np.bitwise_or.reduce([1 << int(BITS[k]) for k, f in enumerate(FLAG_NAMES) if FLAG_REACTIONS[f] == "hold"]))
 
 
 @njit(cache=True)
@@ -39,7 +39,7 @@ class StabilizeWholeBody(StabilizerReference):
     :meth:`start`; it owns a writable copy of the params (the command's run-time parameters)."""
 
     bits = BITS
-    event_mask = sum(1 << int(b) for b in BITS)
+    event_mask = int(np.bitwise_or.reduce(1 << BITS))       # a status and a flag may share a bit
     hold_mask = HOLD_MASK
     param_slots = {StabParam.SATURATION_DISTANCE: P_COG + B_WR, StabParam.ADMITTANCE_DAMPING: P_COG + B_ADM_D,
                    StabParam.ADMITTANCE_MASS: P_COG + B_ADM_M, StabParam.MAX_SPEED: P_COG + B_ADM_VMAX,
