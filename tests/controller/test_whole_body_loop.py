@@ -65,6 +65,8 @@ def test_stabilizing_allocates_nothing(h):
 
 @pytest.mark.parametrize("support, sole", [(LEFT, SOLES[LEFT]), (RIGHT, SOLES[RIGHT]), (DOUBLE, "left_sole")])
 def test_the_commanded_support_roots_the_models_and_is_announced(h, support, sole):
+    stabilize(h, RIGHT if support != RIGHT else LEFT)         # from the other stance
+    assert h.command(Cmd.HOLD)[0]
     stabilize(h, support)
     assert h.loop.models.roots[h.loop.root] == sole           # double: the YAML's double_support_root
     assert h.loop.stabilize.support == support
@@ -94,6 +96,8 @@ def test_a_hold_flag_holds_the_reference_then_leaves_for_hold(h):
     assert FLAG_REACTIONS["constraint_violated"] == "hold"
     n = h.cfg.control.stabilizer_failure_cycles
     stabilize(h)
+    h.run(50, heartbeat_every=10)
+    assert h.loop.qd_ref.any()                                 # moving before the flag
     q_ref = h.loop.q_ref.copy()
     h.loop.stabilize.params[P_CLOSE_TOL] = -1.0               # every double-support cycle violates the closure
     h.run(n - 1)
