@@ -394,7 +394,11 @@ def _check_whole_body(path: Path, robot_path: Path, period: float, control: Cont
     for the daemon's robot and period, with the inputs the loop has: the platform's tilt (no pelvis
     IMU, no acceleration on the bus yet), the support phase of the ``stabilizer`` command (the feet's
     load cells do not reach the loop), the robot standing (control.support: ground)."""
-    stab = load_whole_body_config(path)
+    try:
+        stab = load_whole_body_config(path)
+    except ConfigError as e:
+        raise ConfigError(where, "stabilizer", f"{robot_path.name} is a kinematic tree: its stabilizer is the "
+                          f"whole robot's (stabilizer.whole_body_config), and {e}") from None
     _same_robot(path, Path(stab.robot_path).resolve(), robot_path, period, stab.period, where)
     if stab.tilt_source != "platform" or stab.use_acceleration:
         key = "tilt.source: imu" if stab.tilt_source != "platform" else "tilt.use_acceleration: true"
