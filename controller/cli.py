@@ -3,7 +3,7 @@
     bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat|walk]   the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
     bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S] [--hung]   MuJoCo HIL
-    bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results [...]
+    bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results|whole-body [...]
     bipd campaign SPEC.yaml [--address ray://...] [--json] [--plot DIR]   tuning trials on Ray
     bipd plot LOG [--out DIR]                                                  cycle-log PNGs
     bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools

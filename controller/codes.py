@@ -99,6 +99,7 @@ class StabParam(IntEnum):
     MAX_SPEED = 5              # m/s: cap on G's speed
     POSTURE_GAIN = 8           # pull towards the posture target
     ATTRACTOR_GAIN = 9         # k of the attractive field (eq. 77-78), N m^2
+    SUPPORT = 10               # the whole-robot stabilizer's support phase (models.gait.plan: 0 left, 1 right, 2 double)
 
 
 class FaultKind(IntEnum):

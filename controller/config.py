@@ -22,6 +22,9 @@ from models.tree_robot import TreeRobot
 from models.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
 from stabilizer.ground import TILT_IMU
+from stabilizer.stabilizer import Stabilizer
+from stabilizer.whole_body import WholeBodyStabilizer
+from stabilizer.whole_body_config import load_config as load_whole_body_config
 
 from .extras import missing
 from .plants import NEEDS, PLANTS
@@ -108,6 +111,15 @@ class DaemonConfig:
 
     def robot(self) -> Robot | TreeRobot:
         return load_robot(self.robot_path)
+
+    def stabilizer(self) -> Stabilizer | WholeBodyStabilizer | None:
+        """The stabilizer of the ``stabilizer:`` file: the bench leg's for a chain, the whole robot's
+        (stabilizer.whole_body) for a tree; None without the key."""
+        if self.stabilizer_path is None:
+            return None
+        if is_tree(read_yaml(self.robot_path)):
+            return WholeBodyStabilizer.from_yaml(self.stabilizer_path)
+        return Stabilizer.from_yaml(self.stabilizer_path)
 
 
 def load_robot(path: Path) -> Robot | TreeRobot:
@@ -365,12 +377,41 @@ def _check_stabilizer(path: Path, robot_path: Path, period: float, bus: BusConfi
         raise ConfigError(where, "stabilizer", f"{path}: tilt.source: imu needs the sole's load cells (the IMU's "
                           f"tilt is believed only while the foot is flat), but no axis of {where} bus.nodes "
                           f"declares sensor: sole")
-    ours = Path(stab.robot_path).resolve()
+    _same_robot(path, Path(stab.robot_path).resolve(), robot_path, period, stab.period, where)
+
+
+def _same_robot(path: Path, ours: Path, robot_path: Path, period: float, theirs: float, where: str) -> None:
+    """A stabilizer YAML's robot must be the daemon's (the same file, or a copy of it) and its period the
+    loop's; else a ConfigError naming both files and both values."""
     if ours != robot_path and not (ours.is_file() and ours.read_bytes() == robot_path.read_bytes()):
         raise ConfigError(where, "stabilizer", f"{path}: robot: {ours} is not the daemon's robot {robot_path}")
-    if abs(stab.period - period) > 1e-12:
-        raise ConfigError(where, "stabilizer", f"{path}: period: {stab.period} s differs from the daemon's "
+    if abs(theirs - period) > 1e-12:
+        raise ConfigError(where, "stabilizer", f"{path}: period: {theirs} s differs from the daemon's "
                           f"loop.period_s {period} s")
+
+
+def _check_whole_body(path: Path, robot_path: Path, period: float, control: ControlConfig, where: str) -> None:
+    """A tree robot's ``stabilizer:`` is the whole-robot stabilizer's YAML (stabilizer.whole_body_config)
+    for the daemon's robot and period, with the inputs the loop has: the platform's tilt (no pelvis
+    IMU, no acceleration on the bus yet), the support phase of the ``stabilizer`` command (the feet's
+    load cells do not reach the loop), the robot standing (control.support: ground)."""
+    try:
+        stab = load_whole_body_config(path)
+    except ConfigError as e:
+        raise ConfigError(where, "stabilizer", f"{robot_path.name} is a kinematic tree: its stabilizer is the "
+                          f"whole robot's (stabilizer.whole_body_config), and {e}") from None
+    _same_robot(path, Path(stab.robot_path).resolve(), robot_path, period, stab.period, where)
+    if stab.tilt_source != "platform" or stab.use_acceleration:
+        key = "tilt.source: imu" if stab.tilt_source != "platform" else "tilt.use_acceleration: true"
+        raise ConfigError(where, "stabilizer", f"{path}: {key} needs the pelvis IMU over the bus, which the "
+                          f"daemon does not carry for a tree robot; use tilt.source: platform")
+    if stab.support_source != "phase":
+        raise ConfigError(where, "stabilizer", f"{path}: support.source: {stab.support_source} needs the feet's "
+                          f"load cells in the loop, which the bus does not carry for a tree robot; use phase "
+                          f"(the stabilizer command's support)")
+    if control.support != "ground":
+        raise ConfigError(where, "control.support", f"{control.support}: the whole-robot stabilizer stands the "
+                          f"robot on its soles; set ground (or remove the stabilizer key)")
 
 
 def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
@@ -418,9 +459,8 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         raise ConfigError(where, "control.support", f"ground roots the model at the stance sole, but "
                           f"{robot_path} roots: {list(robot.model.root_names)} lack {sorted(soles)}")
     if tree and stabilizer_path is not None:
-        raise ConfigError(where, "stabilizer", f"{robot.model.name} is a kinematic tree: the stabilizer "
-                          "drives the bench leg only (the whole-robot stabilizer is not there yet); remove the key")
-    if stabilizer_path is not None:
+        _check_whole_body(stabilizer_path, robot_path, loop.period, control, where)
+    elif stabilizer_path is not None:
         _check_stabilizer(stabilizer_path, robot_path, loop.period, bus, where)
     io = _io(top.sub("io", {}), base)
     if tree and io.live_view.enabled:

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from models import ConfigError
+from models.tree_robot import TreeRobot
 
 from .codes import State
 from .config import DaemonConfig, load_daemon_config
@@ -90,13 +91,11 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
     bus = None
     from drivers.hal import LinkError
     try:
-        from stabilizer.stabilizer import Stabilizer
-
         from .loop.loop import ControlLoop
         from .loop.timing import DeadlineClock, LockstepClock, setup_realtime
 
         robot = cfg.robot()
-        stab = Stabilizer.from_yaml(cfg.stabilizer_path) if cfg.stabilizer_path else None
+        stab = cfg.stabilizer()
         bus = open_plant_bus(cfg, robot)
         if cfg.loop.lockstep:
             clock = LockstepClock(cfg.loop.period)
@@ -173,6 +172,7 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                   soft_limit_margin=cfg.control.soft_limit_margin, rig=_rig_model(cfg),
+                  whole_body=cfg.stabilizer_path is not None and isinstance(robot, TreeRobot),
                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
                            "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})

@@ -15,15 +15,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stabilizer import whole_body as wb
 from stabilizer.stabilizer import FLAG_NAMES, STATUS_NAMES
 
 TASKS = ("bus_read", "models", "reference", "axes", "bus_write", "telemetry")
 MAX_WALLS = 8
 RIG_ACTUATORS = 6          # the Stewart-Gough rig's legs A-F (rig_ferr)
-# stab_flags bits: the stabilizer's flags (while STABILIZING), then its non-OK statuses, then the
-# loop's: tilt_held, the tilt observer holding an IMU tilt unconfirmed for tilt.unconfirmed_s
+# stab_flags bits: the bench stabilizer's flags (while STABILIZING), then its non-OK statuses, then the
+# loop's: tilt_held, the tilt observer holding an IMU tilt unconfirmed for tilt.unconfirmed_s; then the
+# whole-robot stabilizer's (stabilizer.whole_body) flags the bench's lack. A status and the flag of the
+# same name share a bit (no_support).
 STAB_FLAGS = FLAG_NAMES + STATUS_NAMES[1:] + ("tilt_held",)
-STAB_STATUS_BIT0 = len(FLAG_NAMES)       # bit of status s (> 0): STAB_STATUS_BIT0 + s - 1
+STAB_FLAGS += tuple(f for f in wb.FLAG_NAMES if f not in STAB_FLAGS)
+# a stabilizer's status names (the whole robot's extend the bench's)
+STAB_STATUS_NAMES = wb.STATUS_NAMES
 
 
 def stab_bits(names: tuple[str, ...]) -> int:
@@ -35,6 +40,12 @@ def stab_flag_names(mask: float) -> list[str]:
     """The STAB_FLAGS names of the bits set in ``mask`` (I/O side; allocates)."""
     m = int(mask) if np.isfinite(mask) else 0
     return [name for k, name in enumerate(STAB_FLAGS) if m >> k & 1]
+
+
+def stab_bit_map(flag_names: tuple[str, ...], status_names: tuple[str, ...]) -> np.ndarray:
+    """A stabilizer's telemetry bits (setup only): the STAB_FLAGS index of each of its flags, then
+    of each non-OK status (flag_mask in controller.loop.references.stabilize reads it)."""
+    return np.array([STAB_FLAGS.index(f) for f in flag_names + status_names[1:]], np.int64)
 
 
 TILT_HELD_MASK = stab_bits(("tilt_held",))

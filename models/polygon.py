@@ -11,11 +11,12 @@ from numba import njit
 
 
 @njit(cache=True)
-def convex_hull(pts, m, work, hull):
+def convex_hull(pts, m, work, hull, area_tol=0.0):
     """Counter-clockwise convex hull of the 2-D points pts[:m] (Andrew's monotone
     chain), without allocating: ``work`` (>= m x 2) receives the points sorted by
     (y, z), ``hull`` (>= 2 m x 2) the hull vertices. Collinear and repeated points
-    are dropped. Returns the number of hull vertices h; h < 3 means the points span no
+    are dropped, and so is a vertex whose turn spans less than ``area_tol`` (twice the
+    triangle's area, in the points' units squared; default: 1e-12 of the set's extent squared). Returns the number of hull vertices h; h < 3 means the points span no
     polygon (fewer than 3, or all on one line)."""
     for i in range(m):                                  # insertion sort by (y, z)
         y, z = pts[i, 0], pts[i, 1]
@@ -27,7 +28,7 @@ def convex_hull(pts, m, work, hull):
     scale = 0.0
     for i in range(m):
         scale = max(scale, abs(work[i, 0] - work[0, 0]), abs(work[i, 1] - work[0, 1]))
-    tol = 1e-12 * scale * scale
+    tol = max(1e-12 * scale * scale, area_tol)
     h = 0
     for sweep in range(2):                             # lower chain, then upper chain
         start = h

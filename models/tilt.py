@@ -40,3 +40,19 @@ def tilted_gravity(alpha, beta, g, out):
     r = _rows(alpha, beta)
     for j in range(3):
         out[j] = r[j] * g[0] + r[3 + j] * g[1] + r[6 + j] * g[2]
+
+
+@njit(cache=True)
+def sole_gravity(alpha, beta, g, out):
+    """out = R^T g with R = RotX(alpha) RotY(beta): the level-floor gravity ``g`` in the axes of a
+    sole (z up) standing on a platform rolled by alpha about the world's x (forward), then pitched
+    by beta about the rolled y, as the whole-robot stabilizer tilts it (stabilizer.whole_body,
+    apparent_up; docs/multi_cog.md). ``out`` must not alias ``g``."""
+    ca, sa = math.cos(alpha), math.sin(alpha)
+    cb, sb = math.cos(beta), math.sin(beta)
+    # rows of R = RotX(alpha) RotY(beta)
+    r = (cb, 0.0, sb,
+         sa * sb, ca, -sa * cb,
+         -ca * sb, sa, ca * cb)
+    for j in range(3):
+        out[j] = r[j] * g[0] + r[3 + j] * g[1] + r[6 + j] * g[2]

@@ -63,8 +63,8 @@ FLAG_NAMES = ("input_rejected", "no_support", "force_saturated", "speed_saturate
 (F_REJECTED, F_NO_SUPPORT, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT,
  F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT) = range(len(FLAG_NAMES))
 NFLAGS = len(FLAG_NAMES)
-# the loop's reaction to each flag (docs/multi_cog.md, "Statuses"): "hold" = keep q_ref,
-# event + FAULT after the configured count; "warn" = event and telemetry, keep stabilizing
+# the loop's reaction to each flag (docs/multi_cog.md, "Statuses"): "hold" = keep q_ref at rest,
+# event, HOLD (STABILIZER_FAILED) after the configured count; "warn" = event and telemetry, keep stabilizing
 FLAG_REACTIONS = {"input_rejected": "hold", "no_support": "hold", "force_saturated": "warn",
                   "speed_saturated": "warn", "joint_speed_saturated": "warn", "near_singular": "warn",
                   "at_joint_limit": "warn", "cog_outside": "warn", "measured_cog_outside": "warn",

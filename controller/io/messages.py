@@ -15,12 +15,11 @@ import numpy as np
 from controller.codes import Event, Reason, State, unpack_detail
 from controller.loop.safety import check_name, describe
 from controller.shm import Cmd
-from controller.telemetry import TASKS, RecordLayout, stab_flag_names
+from controller.telemetry import STAB_STATUS_NAMES, TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
 from models.gait.plan import SUPPORT_NAMES
 from models.transmission import LEG_LABELS, status_message
-from stabilizer.stabilizer import STATUS_NAMES
 
 
 def name_of(enum: type[IntEnum], value: float) -> str | int:
@@ -155,7 +154,7 @@ def _support_name(x: float) -> str | None:
 
 def _stab_status(x: float) -> str | int:
     i = int(x) if math.isfinite(x) else -1
-    return STATUS_NAMES[i] if 0 <= i < len(STATUS_NAMES) else i
+    return STAB_STATUS_NAMES[i] if 0 <= i < len(STAB_STATUS_NAMES) else i
 
 
 def distribution(x: np.ndarray) -> dict[str, float | None] | None:

@@ -21,6 +21,7 @@ from controller.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, Fault
 from controller.loop.states import ALLOWED as LOOP_ALLOWED
 from controller.loop.trajectories import SQUAT_DEG, squat_excursion
 from controller.shm import MAX_ARGS, Cmd
+from models.gait.plan import SUPPORT_NAMES
 
 MAX_REQUEST_BYTES = 65536
 MAX_ID_CHARS = 256
@@ -66,7 +67,7 @@ STABILIZER_PARAMS: Mapping[str, tuple[StabParam, float, float, str]] = {
 ARGUMENTS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "move_joints": (("q",), ("duration",)),
     "run": (("trajectory",), ()),
-    "stabilizer": (("enable",), ("params",)),
+    "stabilizer": (("enable",), ("params", "support")),
     "platform": (("alpha", "beta", "duration"), ()),
     "rig_motion": (("motion",), ()),
     "set_gains": (("axis", "kp", "ki", "kd"), ()),
@@ -101,6 +102,7 @@ class Context:
     max_step_cycles: int = 1_000_000    # one ``step`` advances at most this many cycles
     soft_limit_margin: float = 0.0      # rad inside qmin, qmax a trajectory must stay (the loop's soft limits)
     transmission_labels: tuple[str, ...] = ()   # each joint's transmission block (faults); empty: the bench leg's
+    whole_body: bool = False            # the stabilizer is the whole robot's (``stabilizer`` takes ``support``)
     state: State = State.BOOT
     q: np.ndarray | None = None
 
@@ -293,6 +295,17 @@ def _stabilizer(args: dict[str, Any], ctx: Context) -> np.ndarray:
     if ctx.state == State.STABILIZING and enable:
         raise _Reject(Error.NOT_ALLOWED, "the stabilizer is already running: only enable: false is accepted in STABILIZING.")
     out = [1.0 if enable else 0.0]
+    support = args.get("support")
+    if support is not None:
+        if not ctx.whole_body:
+            raise _Reject(Error.BAD_ARGS, "args.support is for the whole-robot stabilizer (a tree robot); "
+                                          "the bench leg stands on its one foot.")
+        if not enable:
+            raise _Reject(Error.BAD_ARGS, "args.support is only accepted with enable: true.")
+        if support not in SUPPORT_NAMES:
+            raise _Reject(Error.BAD_ARGS, f"args.support must be one of {', '.join(SUPPORT_NAMES)}, "
+                                          f"got {_kind(support)}.")
+        out += [float(StabParam.SUPPORT), float(SUPPORT_NAMES.index(support))]
     for key, v in params.items():
         if key not in STABILIZER_PARAMS:
             raise _Reject(Error.BAD_ARGS, f"args.params.{key} is not a stabilizer parameter "

@@ -36,18 +36,16 @@ from drivers.cia402 import Mode
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
 from drivers.hal import Bus
-from models.gait.plan import LEFT, RIGHT, SOLES
+from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
 from models.robot import Robot
 from models.tree_robot import TreeRobot
 from models.transmission import OK as TR_OK
-from models.tilt import rotation_world_foot, tilted_gravity
+from models.tilt import rotation_world_foot
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
-from stabilizer import stabilizer as sm
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
 from stabilizer.stabilizer import Stabilizer
-from stabilizer.stabilizer import reset as stab_reset
-from stabilizer.stabilizer import step as stab_step
 from stabilizer.tilt_observer import ObserverSettings, observe_tilt
+from stabilizer.whole_body import WholeBodyStabilizer
 from stabilizer.tilt_observer import new_state as new_observer
 
 from ..codes import (
@@ -84,7 +82,8 @@ from .references.hold import Follow, Hold
 from .references.move import Move
 from .references.playback import Playback, first_stance, playback_sample
 from .references.squat import Squat
-from .references.stabilize import Stabilize, stab_flag_mask
+from .references.stabilize import Stabilize
+from .references.stabilize_whole_body import StabilizeWholeBody
 from .references.stop import Stop, decelerate
 from .states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
 from .trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
@@ -94,10 +93,6 @@ from ..rig.spec import motion_from_args
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
-# stabilizer parameters a STABILIZER command may set -> slot in the params array
-STAB_PARAM_SLOTS = {StabParam.SATURATION_DISTANCE: sm.P_WR, StabParam.ADMITTANCE_DAMPING: sm.P_ADM_D,
-                    StabParam.ADMITTANCE_MASS: sm.P_ADM_M, StabParam.MAX_SPEED: sm.P_ADM_VMAX,
-                    StabParam.POSTURE_GAIN: sm.P_POST_K, StabParam.ATTRACTOR_GAIN: sm.P_AK}
 Handler = Callable[[np.ndarray, int, float], "tuple[bool, int] | None"]
 PAUSE_S = 2e-4          # stepped lock-step: sleep between looks at the horizon (never a hot spin)
 
@@ -180,6 +175,15 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
         rec[offs[19] + k] = rig_ferr[k]
 
 
+def stab_support(a: np.ndarray, nargs: int) -> float:
+    """The support phase a STABILIZER command names ((StabParam.SUPPORT, phase) among its pairs;
+    validated on the I/O side), DOUBLE when it names none."""
+    for k in range(1, nargs - 1, 2):
+        if int(a[k]) == StabParam.SUPPORT:
+            return float(a[k + 1])
+    return float(DOUBLE)
+
+
 def support_roots(roots: tuple[str, ...], base: str, support: str) -> np.ndarray:
     """The root index for each support phase (models.gait.plan: left, right, double). ``hung``: the
     base (the pelvis, held by the gantry) whatever the phase; ``ground``: the stance sole (SOLES),
@@ -203,7 +207,7 @@ class ControlLoop:
     """The loop process' whole state. ``run()`` cycles until asked to stop."""
 
     def __init__(self, cfg: DaemonConfig, block: SharedBlock, bus: Bus, robot: Robot | TreeRobot,
-                 stabilizer: Stabilizer | None, clock, parent_pid: int | None = None) -> None:
+                 stabilizer: Stabilizer | WholeBodyStabilizer | None, clock, parent_pid: int | None = None) -> None:
         self.cfg, self.block, self.bus, self.robot, self.stab, self.clock = cfg, block, bus, robot, stabilizer, clock
         n = self.n = robot.n
         ctl = cfg.control
@@ -232,11 +236,14 @@ class ControlLoop:
         self.bias, self.bias_q, self.bias_b, self.Jp2 = z(), z(), z(), np.zeros((n, n))   # J̇_p q̇ (motor_bias)
         # the tilt the feed-forward's gravity follows: the stabilizer's source (platform angles or
         # foot IMU, models.tilt / stabilizer.ground), the platform angles without a stabilizer
-        sp = stabilizer.params if stabilizer is not None else None
-        self.tilt_source = int(sp[sm.P_SOURCE]) if sp is not None else TILT_PLATFORM
-        self.tilt_use_acc = bool(sp[sm.P_USE_ACC]) if sp is not None else False
         self.g0 = float(np.linalg.norm(md.level))
         self.tilt_in, self.acc_in, self.tilt, self.R3 = z(3), z(2), z(2), np.zeros((3, 3))
+        kind = StabilizeWholeBody if isinstance(stabilizer, WholeBodyStabilizer) else Stabilize
+        self.stabilize = None if stabilizer is None else kind(
+            stabilizer, self.q, self.tilt_in, self.acc_in, ctl.stabilizer_failure_cycles, self._event)
+        st = self.stabilize
+        self.tilt_source = st.tilt_source if st is not None else TILT_PLATFORM
+        self.tilt_use_acc = st.use_acc if st is not None else False
         imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
         self.imu = bus.aux[imu] if imu is not None and (self.tilt_source == TILT_IMU or self.tilt_use_acc) else None
         sole = bus.config.sensor_axis("sole")      # the sole's load cells (config-checked with tilt.source imu)
@@ -244,7 +251,7 @@ class ControlLoop:
         foot = md.foot
         self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
         self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
-        obs = stabilizer.config.tilt_observer if stabilizer is not None else ObserverSettings()
+        obs = st.observer if st is not None else ObserverSettings()
         self.tilt_settings, self.tilt_unconfirmed_s = obs.array(), obs.unconfirmed_s
         self.tilt_unconfirmed = 0.0                # s since the observer last accepted a sample
         self.tilt_held = False                     # a valid tilt held unconfirmed for tilt_unconfirmed_s
@@ -280,8 +287,6 @@ class ControlLoop:
         self.root = int(self.phase_root[LEFT])     # before any file: on the ground, the left sole
         md.set_root(self.root)
         self.stopping = Stop(n, ctl.stop_duration)
-        self.stabilize = None if stabilizer is None else Stabilize(
-            stabilizer, self.q, self.tilt_in, self.acc_in, ctl.stabilizer_failure_cycles, self._event)
         self.gen = self.follow
         self.enable_deadline = 0.0
         self.enabling = False
@@ -365,11 +370,8 @@ class ControlLoop:
         spare.step(q, z, q, z)
         self.axes.step(q, z, q, z)
         motor_setpoints(self.mode, self.P, self.Jp, q, z, z, o1, o2, o3)
-        if self.stab is not None:
-            s = self.stab
-            state, out = s.state.copy(), s.out.copy()
-            stab_reset(s.params, state, q, out)
-            stab_flag_mask(s.flags, stab_step(s.params, state, s.inputs, out))
+        if self.stabilize is not None:
+            self.stabilize.warmup()
         profile_cycle(self.block.stats.copy(), self.marks, 0, 0, False)
         all_finite(o1)
         first_nonfinite(o1)
@@ -421,7 +423,7 @@ class ControlLoop:
         ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
                            self.R3, self.tilt) == TILT_OK
         if ok:
-            tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.models.gravity)
+            self.models.tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.models.gravity)
         held = self.tilt_held = ok and self.tilt_unconfirmed >= self.tilt_unconfirmed_s   # held that long
         ok = ok and not held
         if ok != self.tilt_ok:
@@ -683,7 +685,7 @@ class ControlLoop:
         self.watchdog.disarm()
 
     def _stabilizer(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int]:
-        if self.stab is None:
+        if self.stabilize is None:
             return False, Error.NOT_SUPPORTED
         enable = a[0] > 0.5
         if not enable:
@@ -693,20 +695,18 @@ class ControlLoop:
             return True, Error.OK
         if self.state != State.HOLD:
             return False, Error.NOT_ALLOWED
-        self._set_stab_params(a, nargs)
-        self.stabilize.start(self.q_ref)
-        self.gen = self.stabilize
+        st = self.stabilize
+        st.set_params(a, nargs)
+        if isinstance(st, StabilizeWholeBody):     # on the soles of the commanded support phase
+            st.start(self.q_ref, stab_support(a, nargs))
+            self._support(st.support)
+            self._set_root(int(self.phase_root[st.stance()]))
+        else:
+            st.start(self.q_ref)
+        self.gen = st
         self.watchdog.arm(t)
         self._goto(State.STABILIZING, Reason.COMMAND)
         return True, Error.OK
-
-    def _set_stab_params(self, a: np.ndarray, nargs: int) -> None:
-        """(StabParam, value) pairs after ``enable``; validated on the I/O side."""
-        p = self.stab.params
-        for k in range(1, nargs - 1, 2):
-            slot = STAB_PARAM_SLOTS.get(int(a[k]))
-            if slot is not None:
-                p[slot] = a[k + 1]
 
     def _platform_cmd(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
         if self.plat_idx.size == 0:                # no tilting platform on this robot's bus
@@ -882,11 +882,11 @@ class ControlLoop:
     # ------------------------------------------------------------------ telemetry
     def _telemetry(self, t: float, latency_ns: int) -> None:
         rec = begin_record(self.block)
-        stab = self.stab
+        stab = self.stabilize
         write_record(rec, self.rec_offsets, t, float(self.cycle_count), float(self.state), float(self.fault_reason),
                      self.fault_detail, self.q, self.qd, self.q_ref, self.axes.tau, self.models.com,
                      stab.margins if stab is not None else self.no_margins,
-                     stab.total_force if stab is not None else self.no_force,
+                     stab.force if stab is not None else self.no_force,
                      float((self.stabilize.flags if self.state == State.STABILIZING else 0)
                            | (TILT_HELD_MASK if self.tilt_held else 0)),
                      latency_ns / 1e3, self.marks, self.telemetry_us,

@@ -6,6 +6,9 @@ The loop (controller.loop.loop) is written once against this interface:
   the measured tilt): A, h = C q̇ + G, G and the CoG, allocation-free, one Numba call;
 * ``A``, ``h``, ``G``, ``com``  views of the results (the Data arrays, never rebound);
 * ``gravity``        the gravity input (3,), ``level`` the robot's level-floor vector;
+* ``tilted_gravity(alpha, beta, level, gravity)`` the kernel turning ``level`` into the base axes of
+  a robot on a platform tilted by (alpha, beta): the thesis' eq. 46 for the leg (x up), the whole-robot
+  stabilizer's RotX(alpha) RotY(beta) for a tree standing on its soles (z up);
 * ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
 * ``joint_names``, ``model`` (its arrays qmin, qmax, vmax, taumax, viscous, coulomb),
   ``transmission`` (:class:`models.transmission.Transmission`), ``roots`` (the rootings' names),
@@ -22,6 +25,7 @@ import numpy as np
 
 from models.dynamics import update as chain_update
 from models.robot import Robot
+from models.tilt import sole_gravity, tilted_gravity
 from models.tree_dynamics import set_root as tree_set_root
 from models.tree_dynamics import update_cycle as tree_update
 from models.tree_robot import TreeRobot
@@ -38,6 +42,7 @@ class ChainModels:
         self.mbuf, self.dbuf = robot.model.buf, d.buf
         self.A, self.h, self.G, self.com = d.A, d.h, d.G, d.com
         self.gravity, self.level = d.gravity, robot.model.gravity
+        self.tilted_gravity = tilted_gravity
         self.joint_names = robot.joint_names
         self.transmission = robot.transmission
         self.roots: tuple[str, ...] = ("base",)
@@ -64,6 +69,7 @@ class TreeModels:
         self.A, self.h, self.G, self.com = d.A, d.h, d.G, d.com[0]
         self.level = robot.model.gravity
         self.gravity = self.level.copy()
+        self.tilted_gravity = sole_gravity
         self.joint_names = robot.model.joint_names
         self.transmission = robot.description.transmission
         self.roots = robot.model.root_names

@@ -9,7 +9,10 @@
     bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
     bipd scenario tilt-directions                                20° tilt in eight directions
-    bipd scenario results [--runs N] [--readme PATH] [--part all|leg|walk]   the README tables (markdown)
+    bipd scenario results [--runs N] [--readme PATH] [--part all|leg|walk|whole-body]   README tables (markdown)
+    bipd scenario whole-body [--alpha DEG] [--beta DEG] [--duration S] [--support double|left] [--push N]
+                             [--direction forward|backward|left|right] [--no-stabilizer] [--json]
+                                                                 BIP 2000 on the platform (deploy/bip2000_platform.yaml)
     bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig
     bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table (default config: bipd_rig.yaml)
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
@@ -118,11 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
     r = sub.add_parser("results", help="regenerate the README results table (many runs)")
-    r.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
+    r.add_argument("--runs", type=int, help="runs per bisection (default 5, whole-body 4)")
     r.add_argument("--readme", type=Path, help="rewrite the table between the markers of this file")
-    r.add_argument("--part", choices=("all", "leg", "walk"), default="all",
+    r.add_argument("--part", choices=("all", "leg", "walk", "whole-body"), default="all",
                    help="leg: the bench leg's table; walk: the BIP 2000 walks' (--config: deploy/bip2000.yaml "
-                        "unless given); all: both (default)")
+                        "unless given); all: both (default); whole-body: BIP 2000 on the platform "
+                        "(deploy/bip2000_platform.yaml)")
+    wb = sub.add_parser("whole-body", help="BIP 2000 on the tilting platform: a tilt, or a push on the pelvis")
+    wb.add_argument("--alpha", type=float, default=math.degrees(THESIS_TILT[0]), help="roll about x, deg")
+    wb.add_argument("--beta", type=float, default=math.degrees(THESIS_TILT[1]), help="pitch about y, deg")
+    wb.add_argument("--duration", type=float, default=THESIS_TILT_S, help="quintic each way, s")
+    wb.add_argument("--support", choices=("double", "left"), default="double",
+                    help="both feet, or the left one (the right lifted by two posture moves first)")
+    wb.add_argument("--push", type=float, help="instead of the tilt: a push of this force (N) for 0.1 s")
+    wb.add_argument("--direction", choices=tuple(PUSH_DIRECTIONS), default="forward")
+    wb.add_argument("--no-stabilizer", action="store_true", help="hold the posture in position instead")
+    wb.add_argument("--json", action="store_true")
     for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
     for q in (s, d, r, rr):
@@ -187,6 +201,8 @@ def _print_result(res: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = build_parser()
     args = p.parse_args(argv)
+    if args.scenario == "whole-body":
+        return _whole_body(args, p)
     if not 0.0 <= args.throttle_s <= 1.0 or not 0.0 <= args.operator_sleep <= 100.0:
         p.error("--throttle-s must be in [0, 1] s and --operator-sleep in [0, 100]")
     if args.realtime and args.operator_sleep:
@@ -216,13 +232,25 @@ def main(argv: list[str] | None = None) -> int:
             dirs = tilt_directions(options, _say)
             print(json.dumps(dirs) if args.json else "\n".join(direction_rows(dirs) + [direction_speed(dirs)]))
             return 1 if any(d["fell"] or d["aborted"] for d in dirs) else 0
+        if args.scenario == "results" and args.part == "whole-body":
+            from . import whole_body_results as wr
+            from .results import update_readme
+            from .whole_body import CONFIG, WholeBodyOptions
+
+            config = CONFIG if args.config == DEFAULT_CONFIG else args.config
+            res = wr.collect(WholeBodyOptions(config=config), args.runs or 4, _say)
+            table = wr.markdown(res)
+            if args.readme:
+                update_readme(args.readme, table, wr.MARKERS)
+            print(json.dumps(res) if args.json else table)
+            return 0
         if args.scenario == "results":
             from .results import (BEGIN, END, WALK_MARKERS, collect, collect_walks, markdown, update_readme,
                                   walk_markdown)
 
             res, tables = {}, []
             if args.part in ("all", "leg"):
-                res["leg"] = collect(options, args.runs, _say)
+                res["leg"] = collect(options, args.runs or 5, _say)
                 tables.append((markdown(res["leg"]), (BEGIN, END)))
             if args.part in ("all", "walk"):
                 res["walk"] = collect_walks(options, _say)
@@ -318,6 +346,34 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
         print(f"bipd scenario: error: {e}", file=sys.stderr)
         return 1
     return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1
+def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
+    """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
+    from .whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
+
+    o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support)
+    if args.push is not None:
+        if args.push < 0:
+            p.error("--push must be >= 0 N")
+        scenario = PelvisPush(args.push, args.direction)
+    else:
+        limit = platform_limit_deg(o)
+        if max(abs(args.alpha), abs(args.beta)) > limit or args.duration <= 0:
+            p.error(f"--alpha / --beta within the platform's {limit:g} deg and --duration > 0 s")
+        scenario = PlatformTilt(math.radians(args.alpha), math.radians(args.beta), args.duration)
+    try:
+        res = run_whole_body(scenario, o, _say).to_dict()
+    except (ConfigError, ScenarioError) as e:
+        print(f"bipd scenario: error: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(res))
+    else:
+        margin = "n/a" if res["min_cog_margin_m"] is None else f"{1e3 * res['min_cog_margin_m']:.1f} mm"
+        verdict = f"FELL ({res['fall_reason']})" if res["fell"] else "stood"
+        print(f"{res['scenario']} {res['params']} on {res['support']} support "
+              f"({'stabilizer' if res['stabilizer'] else 'posture held'}): {verdict}; min CoG margin {margin}; "
+              f"stabilizer flags raised: {', '.join(res['stab_flags']) or 'none'}")
+    return 1 if res["fell"] else 0
 
 
 def _report(result: ScenarioResult, as_json: bool) -> None:

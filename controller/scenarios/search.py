@@ -26,13 +26,16 @@ def platform_limit_deg(options: Options) -> float:
     return float(doc.get("control", {}).get("platform_limit_deg", 25.0))
 
 
-def bisect(make: Callable[[float], Scenario], hi: float, runs: int, options: Options, say: Say) -> dict[str, Any]:
-    """Largest amplitude in (0, hi] whose scenario neither falls nor faults, within ``runs`` runs."""
+def bisect(make: Callable[[float], Scenario], hi: float, runs: int, options: Any, say: Say,
+           run: Callable[..., Any] = run_scenario) -> dict[str, Any]:
+    """Largest amplitude in (0, hi] whose scenario neither falls nor faults, within ``runs`` runs of
+    ``run(scenario, options, say)`` (a result with ``fell``, ``aborted``, ``min_cog_margin_m``:
+    the leg bench's :func:`run_scenario` by default)."""
     held, fell = 0.0, None
     trials = []
     x = hi
     for _ in range(runs):
-        res = run_scenario(make(x), options, say)
+        res = run(make(x), options, say)
         trials.append({"amplitude": round(x, 4), "fell": res.fell, "min_cog_margin_m": res.min_cog_margin_m,
                        "aborted": res.aborted})
         lost = res.fell or res.aborted is not None          # a FAULT holds nothing either

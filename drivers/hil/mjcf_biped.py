@@ -8,11 +8,19 @@ axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is le
   the air (the thesis' gantry experiment, Gastebois 2017 §2.6.2);
 - ``ground``: the pelvis carries a free joint; each foot is a box (:data:`SOLE_THICKNESS` thick, the
   bounding box of the YAML's sole outline, sole face on the sole frame's z = 0) in contact with the
-  floor plane z = 0.
+  floor plane z = 0;
+- ``ground`` with ``platform``: the feet stand on the leg bench's two-axis tilting plate instead
+  (:data:`drivers.hil.mjcf.PLATFORM_DEFAULTS`: size, masses, motors, ratio), its top face at z = 0: a
+  hinge ``platform_alpha`` about the world x (forward: roll) carries a hinge ``platform_beta`` about
+  its own y (pitch), so the plate's axes are RotX(alpha) RotY(beta), the whole-robot stabilizer's
+  platform tilt (stabilizer.whole_body, apparent_up); each hinge is a motor actuator through a gear
+  of ``ratio`` (its rotor inertia and viscous friction appear as ratio² J and ratio² b at the hinge).
+  The floor plane lies :data:`PLATFORM_DEPTH` below.
 
-Every scene has the floor (the hung feet never reach it), an IMU site at the pelvis origin (pelvis
+Every scene has the floor (the hung feet never reach it; the feet's support is :data:`FLOOR` or the
+plate :data:`PLATFORM`), an IMU site at the pelvis origin (pelvis
 axes) with an accelerometer ``imu`` and an orientation sensor ``imu_quat``, and per foot a contact
-sensor (:data:`SOLE_DATA` per floor/sole contact, as the bench leg's ``sole``; its name is the foot's).
+sensor (:data:`SOLE_DATA` per support/sole contact, as the bench leg's ``sole``; its name is the foot's).
 
 Transmission (thesis eq. 30-32, any number of joints): one fixed tendon per motor (named after its
 joint; motor i drives joint i) spanning the joints of its block (those its row of J_p reaches),
@@ -37,12 +45,13 @@ import numpy as np
 from models.tree_config import TreeDescription
 from models.transmission import Transmission, status_message, transmission_jacobian
 
-from .mjcf import SOLE_DATA, SOLE_SLOTS, MjcfError, spec_from_description
+from .mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_DATA, SOLE_SLOTS, MjcfError, platform_params, spec_from_description
 
 GANTRY_HEIGHT = 1.25     # m, pelvis origin above the floor when hung (legs 0.92 m at full stretch)
 SOLE_THICKNESS = 0.02    # m, the foot contact box above the sole face
 FRICTION = 1.0           # sole/floor sliding friction coefficient
 CONTACT_TIMECONST = 0.005  # s, contact stiffness (MuJoCo solref time constant, >= 2 steps)
+PLATFORM_DEPTH = 0.5     # m, the floor below the plate's top face (a 25° tilt of the plate sinks 0.17 m)
 FLOOR, PELVIS, IMU, IMU_QUAT = "floor", "pelvis", "imu", "imu_quat"
 _CONTACT_DATA = sum(1 << int(getattr(mujoco.mjtConDataField, f"mjCONDATA_{f.upper()}")) for f in SOLE_DATA.split())
 
@@ -93,14 +102,37 @@ def transmission_spans(tr: Transmission) -> tuple[tuple[int, ...], ...]:
     return tuple(span)
 
 
+def _add_platform(spec: mujoco.MjSpec, p: dict, solref: list[float]) -> None:
+    """The α frame and the β plate (module docstring), top face at z = 0, hinges through the origin."""
+    hs, t, r2 = p["half_size"], p["thickness"], p["ratio"] ** 2
+    frame = spec.worldbody.add_body(name=PLATFORM_JOINTS[0], mass=p["frame_mass"], pos=[0.0, 0.0, 0.0],
+                                    ipos=[0.0, 0.0, -1.5 * t],
+                                    inertia=[p["frame_mass"] * hs * hs / 3.0] * 2 + [2 * p["frame_mass"] * hs * hs / 3.0])
+    plate = frame.add_body(name=PLATFORM)
+    for body, joint, axis, k in ((frame, PLATFORM_JOINTS[0], [1.0, 0.0, 0.0], 0),
+                                 (plate, PLATFORM_JOINTS[1], [0.0, 1.0, 0.0], 1)):
+        body.add_joint(name=joint, type=mujoco.mjtJoint.mjJNT_HINGE, axis=axis,
+                       armature=r2 * p["motor_inertia"][k], damping=r2 * p["motor_friction"][k])
+        spec.add_actuator(name=joint, target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT,
+                          gear=[p["ratio"], 0.0, 0.0, 0.0, 0.0, 0.0])
+    plate.add_geom(name=PLATFORM, type=mujoco.mjtGeom.mjGEOM_BOX, size=[hs, hs, 0.5 * t], pos=[0.0, 0.0, -0.5 * t],
+                   mass=p["mass"], contype=0, conaffinity=1, condim=3, friction=[FRICTION, 0.005, 1e-4],
+                   solref=solref)
+
+
 def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *, hung: bool,
-                timestep: float = 4.0e-4) -> mujoco.MjSpec:
+                timestep: float = 4.0e-4, platform: dict | None = None) -> mujoco.MjSpec:
     """The scene (module docstring) as a MuJoCo spec; ``q0`` (joint angles, description order) sets
-    the tendons' initial J_p. ``spec.compile()`` is the model, ``spec.to_xml()`` its MJCF."""
+    the tendons' initial J_p; ``platform`` (on the ground only: overrides of the leg bench's
+    PLATFORM_DEFAULTS, ``{}`` for none) puts the feet on the tilting plate. ``spec.compile()`` is the
+    model, ``spec.to_xml()`` its MJCF; the platform's two actuators come after the joints' motors."""
     if not (math.isfinite(timestep) and timestep > 0):
         raise MjcfError(f"timestep must be a finite number > 0, got {timestep!r}")
     if tr.n != desc.n:
         raise MjcfError(f"{desc.source}: transmission: {tr.n} motors for {desc.n} joints")
+    if platform is not None and hung:
+        raise MjcfError("the tilting platform carries a standing robot, not one hung from the gantry")
+    plat = None if platform is None else platform_params(platform)
     feet = foot_geometry(desc)
     spec = spec_from_description(desc)
     spec.modelname = f"{desc.name}_{'hung' if hung else 'ground'}"
@@ -110,7 +142,9 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
     solref = [max(CONTACT_TIMECONST, 2.0 * timestep), 1.0]
     spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
+                            pos=[0.0, 0.0, 0.0 if plat is None else -PLATFORM_DEPTH],
                             contype=0, conaffinity=1, condim=3, friction=[FRICTION, 0.005, 1e-4], solref=solref)
+    support = FLOOR if plat is None else PLATFORM
     pelvis = spec.body(desc.base)
     pelvis.pos = [0.0, 0.0, GANTRY_HEIGHT]
     if not hung:
@@ -126,7 +160,7 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
                                       pos=centre[:3], quat=quat, contype=1, conaffinity=0, condim=3,
                                       friction=[FRICTION, 0.005, 1e-4], solref=solref)
         spec.add_sensor(name=foot.name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_GEOM,
-                        objname=FLOOR, reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=foot.name,
+                        objname=support, reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=foot.name,
                         intprm=[_CONTACT_DATA, 0, SOLE_SLOTS])
     spec.add_sensor(name=IMU, type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE,
                     objname=IMU)
@@ -145,4 +179,6 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
         for j in joints:
             tendon.wrap_joint(names[j], jp[i, j])
         spec.add_actuator(name=names[i], target=names[i], trntype=mujoco.mjtTrn.mjTRN_TENDON)
+    if plat is not None:
+        _add_platform(spec, plat, solref)
     return spec

@@ -37,7 +37,9 @@ and the ground truth for scenarios:
 - ``zmp`` (2, m): the whole robot's CoP/ZMP (x, y) from all eight cells, NaN when nothing is loaded;
 - ``support_polygon`` (16, m): convex hull (x, y pairs, counter-clockwise, NaN-padded) of the sole
   box corners of the feet in contact; ``support_count``: its number of vertices (0 in the air);
-- ``foot_lift`` (2, m): lowest sole corner of each foot above the floor (≈ 0 on the floor);
+- ``foot_lift`` (2, m): lowest sole corner of each foot above the floor, or the plate's top face on
+  the platform (≈ 0 standing on it);
+- ``platform`` (2, rad): the plate's hinge angles (alpha, beta), 0 without the platform;
 - ``fallen`` (0/1, latched until :meth:`BipedPlant.reset`): the pelvis more than :data:`DROP_LIMIT`
   below its height at reset, or ``tilt`` beyond :data:`TILT_LIMIT`. A fallen robot's links pass
   through the floor (only the soles collide).
@@ -45,6 +47,11 @@ and the ground truth for scenarios:
 The IMU and the ground truth come from MuJoCo's last forward pass (the state one MuJoCo step before
 the encoders). Pushes: :meth:`BipedPlant.control` ``{"op": "push", "body": "pelvis", "force": [fx, fy,
 fz], "duration": s}`` (N, world axes), at the body's centre of mass, for ``duration`` s of plant time.
+
+``platform`` (a mapping, possibly empty: overrides of drivers.hil.mjcf.PLATFORM_DEFAULTS) stands the
+robot on the tilting plate (:func:`drivers.hil.mjcf_biped.build_biped`); its two motors, named
+``platform_alpha`` and ``platform_beta`` like the leg bench's, are bus axes too: motor = ratio × hinge
+angle, held at 0 with the joints while the scene settles.
 """
 from __future__ import annotations
 
@@ -57,6 +64,7 @@ import numpy as np
 from numba import njit
 
 from models import TransmissionFault
+from models.polygon import convex_hull
 from models.transmission import (
     Transmission,
     joint_to_motor,
@@ -71,7 +79,7 @@ from models.urdf import frame_link
 
 from ..config import BusConfig, BusConfigError
 from ..plant import Plant
-from .mjcf import SOLE_SLOT
+from .mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_SLOT
 from .mjcf_biped import IMU, IMU_QUAT, PELVIS, build_biped, foot_geometry
 from .plant_mujoco import MujocoPlantError, SimulationError
 from .push import Push
@@ -82,13 +90,15 @@ MIN_LOAD = 1.0                   # N, a foot load under which the foot is not in
 FLEXED_KNEE = 0.6                # rad, knee flexion of :func:`flexed_posture`
 SETTLE_S = 0.2                   # s of simulated time the ground scene settles at reset
 SETTLE_GAINS = (3000.0, 150.0)   # joint PD holding q0 while settling (N m/rad, N m s/rad)
+PLATE_SETTLE_GAINS = (2.0e4, 800.0)  # hinge PD holding the plate level meanwhile (N m/rad, N m s/rad)
 HULL_EPS = 1e-9                  # m², a corner this close to collinear with its neighbours is no hull vertex
 LEVEL_TOL = 1e-3                 # rad / m, how flat and level q0 must put the soles (ground scene)
 
 # Layout of the truth buffer, declared once: (name, size); size 0 is a scalar.
 TRUTH = (("imu_gravity", 3), ("imu_orientation", 4), ("foot_forces", 8), ("pelvis_position", 3),
          ("pelvis_height", 0), ("tilt", 0), ("com_world", 3), ("foot_load", 2), ("contact", 2), ("cop", 4),
-         ("zmp", 2), ("support_polygon", 16), ("support_count", 0), ("foot_lift", 2), ("fallen", 0))
+         ("zmp", 2), ("support_polygon", 16), ("support_count", 0), ("foot_lift", 2), ("fallen", 0),
+         ("platform", 2))
 _OFFSET = {}
 _N_TRUTH = 0
 for _name, _size in TRUTH:
@@ -98,16 +108,17 @@ _ACC, _QUAT, _FORCES, _PELVIS = _OFFSET["imu_gravity"], _OFFSET["imu_orientation
     _OFFSET["pelvis_position"]
 _HEIGHT, _TILT, _COM, _LOAD = _OFFSET["pelvis_height"], _OFFSET["tilt"], _OFFSET["com_world"], _OFFSET["foot_load"]
 _CONTACT, _COP, _ZMP, _POLY = _OFFSET["contact"], _OFFSET["cop"], _OFFSET["zmp"], _OFFSET["support_polygon"]
-_COUNT, _LIFT, _FALLEN = _OFFSET["support_count"], _OFFSET["foot_lift"], _OFFSET["fallen"]
+_COUNT, _LIFT, _FALLEN, _PLAT = _OFFSET["support_count"], _OFFSET["foot_lift"], _OFFSET["fallen"], _OFFSET["platform"]
 # Per-foot constants (sole frame): cell (x, y), cell corner flags, box corners (x, y); then the height at reset.
 _CELLS, _CORNER, _BOX = _N_TRUTH, _N_TRUTH + 16, _N_TRUTH + 32
 _HEIGHT0 = _BOX + 16
-_WORK = _HEIGHT0 + 1             # scratch: 8 hull candidates (x, y), then the hull's chains (16 x 2)
-_N_FLOAT = _WORK + 48
+_WORK = _HEIGHT0 + 1             # scratch: 8 hull candidates (x, y), sorted (8 x 2), the hull's chains (16 x 2)
+_N_FLOAT = _WORK + 64
 # Layout of the index buffer.
 _PELVIS_BODY, _SOLE_BODY, _ACC_ADR, _QUAT_ADR, _CONTACT_ADR, _SLOTS = 0, 1, 3, 4, 5, 7
 _DIVERGED = 8                    # MuJoCo warnings of a non-finite state (3)
-_N_IDX = 11
+_PLATE_BODY = 11                 # the feet's support: the world (the floor) or the plate
+_N_IDX = 12
 _DIVERGED_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
                       mujoco.mjtWarning.mjWARN_BADQACC)
 _STATUS_DIVERGED = -1
@@ -165,37 +176,12 @@ def _transmission(P, qpos, qvel, qadr, dadr, q, qd, jp, jp2, v, wrap, wrap_idx, 
 
 
 @njit(cache=True)
-def _hull(points, m, out):
-    """Convex hull (counter-clockwise, Andrew's monotone chain) of the first m rows of ``points``
-    (sorted in place) into ``out``; returns its number of vertices."""
-    for i in range(1, m):                                 # insertion sort by (x, y)
-        x, y = points[i, 0], points[i, 1]
-        k = i - 1
-        while k >= 0 and (points[k, 0] > x or (points[k, 0] == x and points[k, 1] > y)):
-            points[k + 1, 0], points[k + 1, 1] = points[k, 0], points[k, 1]
-            k -= 1
-        points[k + 1, 0], points[k + 1, 1] = x, y
-    h = 0
-    for rev in range(2):
-        start = h
-        for s in range(m):
-            i = m - 1 - s if rev else s
-            while h >= start + 2 and ((out[h - 1, 0] - out[h - 2, 0]) * (points[i, 1] - out[h - 2, 1])
-                                      - (out[h - 1, 1] - out[h - 2, 1]) * (points[i, 0] - out[h - 2, 0])) <= HULL_EPS:
-                h -= 1
-            out[h, 0], out[h, 1] = points[i, 0], points[i, 1]
-            h += 1
-        h -= 1                                            # the last point starts the other chain
-    return max(h, min(m, 1))
-
-
-@njit(cache=True)
 def _feet(xpos, xmat, sensordata, buf, idx):
     """Load cells, foot loads, contact flags, CoPs, ZMP, foot lift and support polygon (module
     docstring) into the truth buffer."""
     zx = zy = total = 0.0
     m = 0
-    work = buf[_WORK:_WORK + 48].reshape((24, 2))
+    work = buf[_WORK:_WORK + 64].reshape((32, 2))
     for f in range(2):
         body = idx[_SOLE_BODY + f]
         p = xpos[body]
@@ -231,8 +217,12 @@ def _feet(xpos, xmat, sensordata, buf, idx):
             cy += cell[c] * sy
         buf[_LOAD + f] = load
         lift = math.inf
+        o, Rp = xpos[idx[_PLATE_BODY]], xmat[idx[_PLATE_BODY]]       # the support's top face: z = 0 of its body
         for c in range(4):
-            lift = min(lift, p[2] + R[2, 0] * box[c, 0] + R[2, 1] * box[c, 1])
+            h = 0.0
+            for r in range(3):
+                h += Rp[3 * r + 2] * (p[r] + R[r, 0] * box[c, 0] + R[r, 1] * box[c, 1] - o[r])
+            lift = min(lift, h)
         buf[_LIFT + f] = lift
         if load > MIN_LOAD:
             buf[_CONTACT + f] = 1.0
@@ -254,8 +244,8 @@ def _feet(xpos, xmat, sensordata, buf, idx):
         buf[_ZMP] = buf[_ZMP + 1] = math.nan
     poly = buf[_POLY:_POLY + 16].reshape((8, 2))
     poly[:, :] = math.nan
-    h = _hull(work[:8], m, work[8:]) if m else 0
-    poly[:h, :] = work[8:8 + h]
+    h = convex_hull(work[:8], m, work[8:16], work[16:], HULL_EPS) if m else 0
+    poly[:h, :] = work[16:16 + h]
     buf[_COUNT] = h
 
 
@@ -298,26 +288,37 @@ def _observe(P, qpos, qvel, qadr, dadr, q, qd, jp, jp2, v, wrap, wrap_idx, appli
     return _transmission(P, qpos, qvel, qadr, dadr, q, qd, jp, jp2, v, wrap, wrap_idx, applied, True)
 
 
+@njit(cache=True)
+def _platform_motors(qpos, qvel, padr, dadr, ratio, order, motor_pos, motor_vel, buf):
+    """The platform's hinge angles into the truth and its motors (ratio × hinge, bus order ``order``)."""
+    for k in range(2):
+        buf[_PLAT + k] = qpos[padr[k]]
+        motor_pos[order[k]] = ratio * qpos[padr[k]]
+        motor_vel[order[k]] = ratio * qvel[dadr[k]]
+
+
 class BipedPlant(Plant):
     """The whole biped on MuJoCo (module docstring): ``hung`` from the gantry or on the floor.
 
     ``transmission`` defaults to the description's; ``q0`` (joint angles, description order) to
-    :func:`flexed_posture`; ``axes`` are the motor (joint) names in bus order; ``timestep`` is the
-    longest MuJoCo step (s)."""
+    :func:`flexed_posture`; ``axes`` are the motor (joint, then platform) names in bus order;
+    ``timestep`` is the longest MuJoCo step (s); ``platform`` (module docstring) the tilting plate."""
 
     def __init__(self, desc: TreeDescription, *, hung: bool = False, transmission: Transmission | None = None,
                  q0: Sequence[float] | None = None, axes: Sequence[str] | None = None,
-                 timestep: float = 4.0e-4) -> None:
+                 timestep: float = 4.0e-4, platform: Mapping | None = None) -> None:
         tr = transmission if transmission is not None else getattr(desc, "transmission", None)
         if tr is None:
             raise BipedPlantError(f"{desc.source}: transmission: missing (the biped plant drives every joint "
                                   f"through it)")
         names = tuple(t.joint.name for t in desc.joints)
-        axes = names if axes is None else tuple(axes)
-        if sorted(axes) != sorted(names):
-            raise BusConfigError(f"bus axes {list(axes)} do not match the biped plant's motors (its joints) "
-                                 f"{list(names)}: missing {[a for a in names if a not in axes]}, "
-                                 f"unexpected {[a for a in axes if a not in names]}")
+        motors = names + (PLATFORM_JOINTS if platform is not None else ())
+        axes = motors if axes is None else tuple(axes)
+        if sorted(axes) != sorted(motors):
+            raise BusConfigError(f"bus axes {list(axes)} do not match the biped plant's motors (its joints"
+                                 f"{', then the platform' if platform is not None else ''}) {list(motors)}: "
+                                 f"missing {[a for a in motors if a not in axes]}, "
+                                 f"unexpected {[a for a in axes if a not in motors]}")
         lo = np.array([t.joint.position_limits[0] for t in desc.joints])
         hi = np.array([t.joint.position_limits[1] for t in desc.joints])
         q0 = flexed_posture(desc) if q0 is None else np.array(q0, dtype=np.float64)
@@ -328,8 +329,10 @@ class BipedPlant(Plant):
         self.transmission = tr
         self.hung = bool(hung)
         self.axes = axes
-        self.n_motors = n = desc.n
-        self.spec = build_biped(desc, tr, q0, hung=self.hung, timestep=timestep)
+        n = desc.n
+        self.n_motors = len(motors)
+        self.spec = build_biped(desc, tr, q0, hung=self.hung, timestep=timestep,
+                                platform=None if platform is None else dict(platform))
         self.mj_model = m = self.spec.compile()
         self.mj_data = d = mujoco.MjData(m)
         self._q0 = q0
@@ -352,6 +355,13 @@ class BipedPlant(Plant):
         idx[_CONTACT_ADR:_CONTACT_ADR + 2] = [m.sensor(ft.name).adr[0] for ft in desc.feet]
         idx[_SLOTS] = m.sensor(desc.feet[0].name).dim[0] // SOLE_SLOT
         idx[_DIVERGED:_DIVERGED + 3] = [int(w) for w in _DIVERGED_WARNINGS]
+        idx[_PLATE_BODY] = m.body(PLATFORM).id if platform is not None else 0
+        self.platform = platform is not None
+        hinges = [m.joint(j).id for j in PLATFORM_JOINTS] if self.platform else []
+        self._plat_qadr = m.jnt_qposadr[hinges].astype(np.int64)
+        self._plat_dadr = m.jnt_dofadr[hinges].astype(np.int64)
+        self._plat_order = np.array([axes.index(j) for j in PLATFORM_JOINTS] if self.platform else [], np.int64)
+        self.ratio = float(m.actuator_gear[m.actuator(PLATFORM_JOINTS[0]).id, 0]) if self.platform else 1.0
         joints = [m.joint(name).id for name in names]
         self._qadr = m.jnt_qposadr[joints].astype(np.int64)
         self._dadr = m.jnt_dofadr[joints].astype(np.int64)
@@ -361,15 +371,17 @@ class BipedPlant(Plant):
             for k in range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t]):
                 wraps.append((k, i, names.index(m.joint(m.wrap_objid[k]).name)))
         self._wrap_idx = np.array(wraps, dtype=np.int64).T.copy()
-        self._order = np.array([axes.index(name) for name in names], dtype=np.int64)
+        self._order = np.array([axes.index(name) for name in motors], dtype=np.int64)
         self._q, self._qd, self._v = np.zeros(n), np.zeros(n), np.zeros((4, n))
         self._jp, self._jp2 = np.zeros((n, n)), np.zeros((n, n))
-        self.motor_position, self.motor_velocity = np.zeros(n), np.zeros(n)
+        self.motor_position, self.motor_velocity = np.zeros(self.n_motors), np.zeros(self.n_motors)
         self._transmission_args = (self._P, d.qpos, d.qvel, self._qadr, self._dadr, self._q, self._qd, self._jp,
                                    self._jp2, self._v, m.wrap_prm, self._wrap_idx, d.qfrc_applied)
         self._observe_args = self._transmission_args + (self._order, self.motor_position, self.motor_velocity,
                                                         d.xpos, d.xmat, d.subtree_com, d.sensordata,
                                                         d.warning.number, buf, idx)
+        self._platform_args = (d.qpos, d.qvel, self._plat_qadr, self._plat_dadr, self.ratio, self._plat_order,
+                               self.motor_position, self.motor_velocity, buf)
         self._ctrl = d.ctrl
         self._dt = math.nan
         self._substeps = 1
@@ -385,11 +397,15 @@ class BipedPlant(Plant):
 
     @classmethod
     def from_config(cls, config: BusConfig, robot: str | Path | TreeDescription, hung: bool = False,
-                    **options) -> BipedPlant:
+                    platform_ratio: float | None = None, **options) -> BipedPlant:
         """The biped plant of the robot YAML ``robot`` on the bus axes of ``config`` (matched to the
-        joints by name, any bus order)."""
+        joints by name, any bus order); bus axes named after the platform's hinges stand it on the
+        tilting plate, with ``platform_ratio`` motor rad per hinge rad."""
         desc = robot if isinstance(robot, TreeDescription) else load_tree(robot)
-        return cls(desc, hung=hung, axes=[a.name for a in config.axes], **options)
+        axes = [a.name for a in config.axes]
+        if any(a in PLATFORM_JOINTS for a in axes):
+            options["platform"] = {} if platform_ratio is None else {"ratio": platform_ratio}
+        return cls(desc, hung=hung, axes=axes, **options)
 
     def reset(self) -> None:
         """Back to q0 at rest: hung at the gantry, or on the floor, settled (module docstring)."""
@@ -404,6 +420,8 @@ class BipedPlant(Plant):
         self._check(_transmission(*self._transmission_args, False))
         mujoco.mj_forward(m, d)
         self._check(_observe(*self._observe_args))
+        if self.platform:
+            _platform_motors(*self._platform_args)
         self._buf[_HEIGHT0] = self._buf[_HEIGHT]
         self.time = 0.0
 
@@ -425,8 +443,11 @@ class BipedPlant(Plant):
         for _ in range(max(1, round(SETTLE_S / m.opt.timestep))):
             self._check(_transmission(*self._transmission_args, False))
             d.qfrc_applied[self._dadr] += kp * (self._q0 - self._q) - kd * self._qd
+            pa, pd = self._plat_qadr, self._plat_dadr                # the plate held level (no-op without)
+            d.qfrc_applied[pd] = -PLATE_SETTLE_GAINS[0] * d.qpos[pa] - PLATE_SETTLE_GAINS[1] * d.qvel[pd]
             mujoco.mj_step(m, d)
             self._check(_STATUS_DIVERGED if d.warning.number[self._idx[_DIVERGED:_DIVERGED + 3]].any() else 0)
+        d.qfrc_applied[self._plat_dadr] = 0.0
         d.time = 0.0
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
@@ -444,6 +465,8 @@ class BipedPlant(Plant):
         status = _observe(*self._observe_args)
         if status:
             self._check(status)
+        if self.platform:
+            _platform_motors(*self._platform_args)
         self.time += dt
 
     def _set_step(self, dt: float) -> None:

@@ -11,7 +11,6 @@ from controller.loop.timing import LockstepClock
 from controller.shm import H, Cmd, SharedBlock, post_command, read_events, take_replies
 from drivers.hal import open_bus
 from controller.daemon import _layout, open_plant_bus
-from stabilizer.stabilizer import Stabilizer
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 
@@ -23,7 +22,7 @@ class Harness:
         self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
         self.block = SharedBlock(_layout(self.cfg), create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
-                                Stabilizer.from_yaml(self.cfg.stabilizer_path) if self.cfg.stabilizer_path else None,
+                                self.cfg.stabilizer(),
                                 clock or LockstepClock(self.cfg.loop.period))
         self.loop.start()
         self.loop.clock.start()

@@ -201,3 +201,22 @@ def test_event_and_telemetry_messages_are_named():
     msg = telemetry_message(layout, rec)
     assert (msg["state_name"], msg["fault_name"], msg["q"]) == ("FAULT", "HARD_LIMIT", [None] * 4)
     json.dumps(msg, allow_nan=False)
+
+
+def test_the_whole_body_stabilizer_takes_a_support_phase(ctx):
+    """``support`` names the phase the whole-robot stabilizer stands in (models.gait.plan's codes)."""
+    ctx.whole_body = True
+    r = validate(req("stabilizer", {"enable": True, "support": "left", "params": {"max_speed": 0.3}}), ctx)
+    np.testing.assert_array_equal(r.values, [1.0, StabParam.SUPPORT, 0.0, StabParam.MAX_SPEED, 0.3])
+    r = validate(req("stabilizer", {"enable": True, "support": "double"}), ctx)
+    np.testing.assert_array_equal(r.values, [1.0, StabParam.SUPPORT, 2.0])
+    for args, fragment in (({"enable": True, "support": "middle"}, "one of left, right, double, got the string 'middle'"),
+                           ({"enable": True, "support": 1}, "one of left, right, double, got 1"),
+                           ({"enable": False, "support": "left"}, "only accepted with enable: true")):
+        r = rejected(req("stabilizer", args), ctx)
+        assert r.code == Error.BAD_ARGS and fragment in r.message, r.message
+
+
+def test_the_bench_stabilizer_refuses_a_support_phase(ctx):
+    r = rejected(req("stabilizer", {"enable": True, "support": "left"}), ctx)
+    assert r.code == Error.BAD_ARGS and "for the whole-robot stabilizer" in r.message

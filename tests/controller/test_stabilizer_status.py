@@ -11,7 +11,7 @@ import yaml
 from controller.codes import Event, Reason, State
 from controller.config import load_daemon_config
 from controller.io.messages import event_message, telemetry_message
-from controller.loop.loop import stab_flag_mask
+from controller.loop.references.stabilize import Stabilize, flag_mask
 from controller.shm import H, Cmd, read_record
 from controller.telemetry import STAB_FLAGS, RecordLayout, stab_flag_names
 from models.errors import ConfigError
@@ -58,8 +58,8 @@ def nan_platform(h: Harness, monkeypatch, pattern: list[bool]) -> None:
 def test_mask_bit_order_is_flag_names_then_statuses():
     flags = np.zeros(NFLAGS)
     flags[F_OUTSIDE] = 1.0
-    assert stab_flag_names(stab_flag_mask(flags, REJECTED_INPUT)) == ["cog_outside", "rejected_input"]
-    assert stab_flag_names(stab_flag_mask(np.zeros(NFLAGS), 0)) == []
+    assert stab_flag_names(flag_mask(flags, REJECTED_INPUT, Stabilize.bits)) == ["cog_outside", "rejected_input"]
+    assert stab_flag_names(flag_mask(np.zeros(NFLAGS), 0, Stabilize.bits)) == []
     assert STAB_FLAGS[:NFLAGS][F_OUTSIDE] == "cog_outside"
 
 
