@@ -65,26 +65,37 @@ def leg_demand(robot: TreeRobot, plan: Plan, cog: np.ndarray, q_flex: np.ndarray
         foot = np.where((plan.stance == leg)[:, None], plan.stance_pos, plan.swing)
         d = foot[:, 0] - hip_xy[:, 0]
         h = np.hypot(hip[2] - (foot[:, 2] + ankle_up), foot[:, 1] - hip_xy[:, 1])
-        r2 = d * d + h * h
-        with np.errstate(invalid="ignore"):
-            knee = np.arccos((r2 - l_t * l_t - l_s * l_s) / (2.0 * l_t * l_s))
-            phi_t = np.arctan2(d, h) + np.arccos((l_t * l_t + r2 - l_s * l_s) / (2.0 * l_t * np.sqrt(r2)))
-        q[leg] = np.column_stack([-phi_t, knee, phi_t - knee])
+        q[leg] = two_link(d, h, l_t, l_s)
         ahead[leg], height[leg] = d, h
     return LegDemand(q, ahead, height, l_t, l_s)
 
 
-def reach(demand: LegDemand, h: float, forward: bool, hip_pitch: tuple, ankle: tuple) -> float:
-    """The farthest the ankle can be ahead of (forward) or behind the hip at height h, sole
-    flat, knee not past its stretched stop: the leg stretched, or, below the height where the
-    ankle (forward) or the hip pitch (backward) meets its limit, bent at that limit."""
+def two_link(d: np.ndarray, h: np.ndarray, l_t: float, l_s: float) -> np.ndarray:
+    """(k, 3) hip pitch, knee, ankle sagittal that put the ankle d ahead of and h below the
+    hip, knee bent forward, sole flat (module docstring); nan out of reach."""
+    r2 = d * d + h * h
+    with np.errstate(invalid="ignore"):
+        knee = np.arccos((r2 - l_t * l_t - l_s * l_s) / (2.0 * l_t * l_s))
+        phi_t = np.arctan2(d, h) + np.arccos((l_t * l_t + r2 - l_s * l_s) / (2.0 * l_t * np.sqrt(r2)))
+    return np.column_stack([-phi_t, knee, phi_t - knee])
+
+
+def reach(demand: LegDemand, h: float, forward: bool, lo: np.ndarray, hi: np.ndarray) -> float:
+    """The farthest the ankle can be ahead of (forward) or behind the hip at height h with the
+    sole flat and the sagittal joints within [lo, hi] (SAGITTAL order): over the thigh's lean
+    (sampled every 0.5 mrad), the shank's from H, the largest distance whose angles all fit."""
     l_t, l_s = demand.l_t, demand.l_s
-    lean = ankle[1] if forward else -hip_pitch[1]                     # the limiting lean (rad)
-    if h >= (l_t + l_s) * math.cos(lean):
-        return math.sqrt(max((l_t + l_s) ** 2 - h * h, 0.0))
-    if forward:                                                       # shank at the ankle's limit
-        return l_s * math.sin(lean) + l_t * math.sin(math.acos(min(1.0, (h - l_s * math.cos(lean)) / l_t)))
-    return l_t * math.sin(lean) + l_s * math.sin(math.acos(min(1.0, (h - l_t * math.cos(lean)) / l_s)))
+    phi_t = np.linspace(-hi[0], -lo[0], int((hi[0] - lo[0]) / 5e-4) + 1)
+    with np.errstate(invalid="ignore"):
+        c = np.arccos((h - l_t * np.cos(phi_t)) / l_s)
+    best = 0.0
+    for phi_s in (c, -c):
+        q = np.column_stack([-phi_t, phi_t - phi_s, phi_s])
+        ok = ~np.isnan(phi_s) & (q >= lo).all(axis=1) & (q <= hi).all(axis=1)
+        d = l_t * np.sin(phi_t) + l_s * np.sin(phi_s)
+        if ok.any():
+            best = max(best, float((d if forward else -d)[ok].max()))
+    return best
 
 
 def infeasibility(robot: TreeRobot, plan: Plan, demand: LegDemand, period: float) -> str | None:
@@ -100,15 +111,15 @@ def infeasibility(robot: TreeRobot, plan: Plan, demand: LegDemand, period: float
         bad = np.nonzero(np.isnan(q).any(axis=1) | (q < lo).any(axis=1) | (q > hi).any(axis=1))[0]
         if len(bad):
             ahead, height = demand.ahead[leg][w + bad], demand.height[leg][w + bad]
-            limits = np.array([reach(demand, h, d > 0.0, (lo[0], hi[0]), (lo[2], hi[2]))
+            limits = np.array([reach(demand, h, d > 0.0, lo, hi)
                                for d, h in zip(ahead, height)])
             worst = int(np.argmax(np.abs(ahead) - limits))              # the sample farthest out of reach
             k, d, h, limit = w + int(bad[worst]), float(ahead[worst]), float(height[worst]), float(limits[worst])
             side = "left" if leg == LEFT else "right"
             if not abs(d) <= limit:
+                where = f"beyond the legs' reach of {limit:.3f} m" if limit > 0.0 else "where the legs cannot put it"
                 return (f"the {side} ankle {abs(d):.3f} m {'ahead of' if d > 0 else 'behind'} its hip at "
-                        f"t = {plan.t[k]:.2f} s, beyond the legs' reach of {limit:.3f} m at this CoG height "
-                        f"(hip {h:.3f} m above the ankle)")
+                        f"t = {plan.t[k]:.2f} s, {where} at this CoG height (hip {h:.3f} m above the ankle)")
             i = int(np.argmax(np.maximum(lo - q[k - w], q[k - w] - hi)))
             return (f"the {side} leg needs {prefix + SAGITTAL[i]} at {q[k - w, i]:.3f} rad at t = {plan.t[k]:.2f} s, "
                     f"beyond its limits [{m.qmin[idx[i]]}, {m.qmax[idx[i]]}] rad less {LIMIT_MARGIN} rad")
