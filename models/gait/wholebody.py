@@ -111,7 +111,9 @@ def generate(robot: TreeRobot, params: GaitParams, progress=None) -> Gait:
     """Plan, preview control and whole-body IK of the walk (module docstring). The step
     length from :func:`~models.gait.plan.step_length` moves the CoG at the requested speed;
     the pelvis, whose offset to the CoG changes with the legs' stance, is brought to it by
-    correcting the step length by the remaining distance / (N − ½) (at most 5 times, to 0.2 %)."""
+    correcting the step length by the remaining distance / (N − ½) (at most 5 times, to 0.2 %).
+    Each plan is first held against the legs (:mod:`models.gait.reach`): a walk they cannot
+    follow is a :class:`GaitInfeasible`, before any IK."""
     if not (math.isfinite(params.speed) and params.speed > 0.0):
         raise GaitError(f"the speed must be a positive number of m/h, got {params.speed * 3600}")
     if params.steps < 1:
