@@ -356,6 +356,7 @@ def _print_gait(check: dict) -> None:
 
 def cmd_gait(args: argparse.Namespace) -> int:
     from models.gait.plan import GaitParams
+    from models.gait.wholebody import GaitInfeasible
     from models.tree_robot import TreeRobot
 
     from .gait import check_file, make_gait, plot_gait, summary, write_gait
@@ -386,7 +387,11 @@ def cmd_gait(args: argparse.Namespace) -> int:
         print("bipd gait: error: --speed and --period must be > 0 and --steps at least 1", file=sys.stderr)
         return 2
     params = GaitParams(speed=args.speed / 3600.0, steps=args.steps, period=args.period)
-    gait, report, seconds = make_gait(robot, params, _progress(True))
+    try:
+        gait, report, seconds = make_gait(robot, params, _progress(True))
+    except GaitInfeasible as e:                    # refused before solving: a request, not a failure
+        print(f"bipd gait: error: --speed {args.speed:g} (--steps {args.steps}): {e.reason}", file=sys.stderr)
+        return 2
     out = Path(args.out)
     try:
         write_gait(out, robot, gait, report, seconds)

@@ -21,13 +21,21 @@ from ..ik import IkSolver, Task
 from ..tree_robot import TreeRobot
 from .plan import LEFT, RIGHT, SOLES, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
 from .preview import PreviewController
+from .reach import infeasibility, leg_demand
 
-LEG_BODIES = ("l_thigh", "l_ankle_cardan")      # hip pitch and ankle centres: the leg's reach
 IK_OPTIONS = dict(tol_pos=1e-9, tol_rot=1e-9, max_iter=100)
 
 
 class GaitError(ModelError):
     """A gait that cannot be generated or that fails its checks; the message says why."""
+
+
+class GaitInfeasible(GaitError):
+    """A request the legs cannot walk, found before solving: ``reason`` says which limit."""
+
+    def __init__(self, params: GaitParams, reason: str) -> None:
+        self.speed_m_h, self.steps, self.reason = params.speed * 3600.0, params.steps, reason
+        super().__init__(f"speed {self.speed_m_h:g} m/h with {self.steps} steps: {reason}")
 
 
 @dataclass
@@ -81,22 +89,17 @@ def flexed_posture(robot: TreeRobot, params: GaitParams) -> np.ndarray:
     return res.q
 
 
-def _check_reach(robot: TreeRobot, q_flex: np.ndarray, params: GaitParams, s: float) -> None:
-    """Refuse a step the legs cannot make: at touch-down the hip is about s/2 behind or ahead
-    of each ankle; the leg (hip–ankle length l) at hip height h reaches √(l² − h²)."""
+def _refuse_infeasible(robot: TreeRobot, params: GaitParams, plan: Plan, cog: np.ndarray,
+                       q_flex: np.ndarray) -> None:
+    """A :class:`GaitInfeasible` when the legs cannot follow the plan (:mod:`models.gait.reach`),
+    before any IK."""
+    s = plan.step_length
     if not s > 0.0:
-        raise GaitError(f"speed {params.speed * 3600:.0f} m/h is too low for {params.steps} steps in "
-                        f"{params.t_walk:.2f} s (step length {s:.3f} m)")
-    idx = [robot.model.index("body", b) for b in LEG_BODIES]
-    Tb = robot.kinematics(np.zeros(robot.n)).Tb
-    leg = float(np.linalg.norm(Tb[idx[0], :3, 3] - Tb[idx[1], :3, 3]))
-    Tb = robot.kinematics(q_flex).Tb
-    h = float(Tb[idx[0], 2, 3] - Tb[idx[1], 2, 3])
-    reach = 2.0 * math.sqrt(max(leg * leg - h * h, 0.0))
-    if s > reach:
-        raise GaitError(f"speed {params.speed * 3600:.0f} m/h needs {params.steps} steps of {s:.3f} m in "
-                        f"{params.t_walk:.2f} s, beyond the legs' reach of {reach:.3f} m "
-                        f"(hip–ankle {leg:.3f} m at hip height {h:.3f} m above the ankle)")
+        raise GaitInfeasible(params, f"too slow for {params.steps} steps in {params.t_walk:.2f} s "
+                                     f"(step length {s:.3f} m)")
+    why = infeasibility(robot, plan, leg_demand(robot, plan, cog, q_flex, params.foot_spacing), params.period)
+    if why:
+        raise GaitInfeasible(params, f"step length {s:.3f} m: {why}")
 
 
 def _pelvis_x(robot: TreeRobot, plan: Plan, q: np.ndarray, k: int) -> float:
@@ -108,7 +111,9 @@ def generate(robot: TreeRobot, params: GaitParams, progress=None) -> Gait:
     """Plan, preview control and whole-body IK of the walk (module docstring). The step
     length from :func:`~models.gait.plan.step_length` moves the CoG at the requested speed;
     the pelvis, whose offset to the CoG changes with the legs' stance, is brought to it by
-    correcting the step length by the remaining distance / (N − ½) (at most 5 times, to 0.2 %)."""
+    correcting the step length by the remaining distance / (N − ½) (at most 5 times, to 0.2 %).
+    Each plan is first held against the legs (:mod:`models.gait.reach`): a walk they cannot
+    follow is a :class:`GaitInfeasible`, before any IK."""
     if not (math.isfinite(params.speed) and params.speed > 0.0):
         raise GaitError(f"the speed must be a positive number of m/h, got {params.speed * 3600}")
     if params.steps < 1:
@@ -121,10 +126,12 @@ def generate(robot: TreeRobot, params: GaitParams, progress=None) -> Gait:
     centre = sole_centre(robot)
     s = step_length(params, cog_start[0], centre[0])
     goal = params.speed * params.t_walk
+    preview = PreviewController(params.period, float(com[2]), -float(robot.model.gravity[2]))
     for attempt in range(5):
-        _check_reach(robot, q_flex, params, s)
+        plan, cog, zmp = _pattern(params, preview, cog_start, centre, s)
+        _refuse_infeasible(robot, params, plan, cog, q_flex)
         say(f"plan: {params.steps} steps of {s:.4f} m, CoG height {com[2]:.3f} m")
-        gait = _walk(robot, params, q_flex, float(com[2]), cog_start, centre, s, say)
+        gait = _walk(robot, params, q_flex, preview, plan, cog, zmp, say)
         moved = _pelvis_x(robot, gait.plan, gait.q, -1) - _pelvis_x(robot, gait.plan, gait.q, gait.plan.speed_start)
         if abs(moved - goal) <= 2e-3 * goal:
             break
@@ -132,10 +139,10 @@ def generate(robot: TreeRobot, params: GaitParams, progress=None) -> Gait:
     return gait
 
 
-def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, z_c: float, cog_start: np.ndarray,
-          centre: np.ndarray, s: float, say) -> Gait:
+def _pattern(params: GaitParams, preview: PreviewController, cog_start: np.ndarray, centre: np.ndarray,
+             s: float) -> tuple[Plan, np.ndarray, np.ndarray]:
+    """The plan for step length s, and the CoG (k, 2) and ZMP (k, 2) of its preview control."""
     plan = make_plan(params, cog_start, centre, s)
-    preview = PreviewController(params.period, z_c, -float(robot.model.gravity[2]))
     w = plan.walk_start
     cog = np.empty((len(plan.t), 2))
     zmp = np.empty((len(plan.t), 2))
@@ -143,6 +150,13 @@ def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, z_c: float, 
     for a in range(2):
         states, p = preview.run(plan.zmp_ref[w:, a])
         cog[w:, a], zmp[w:, a] = states[:, 0], p
+    return plan, cog, zmp
+
+
+def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, preview: PreviewController, plan: Plan,
+          cog: np.ndarray, zmp: np.ndarray, say) -> Gait:
+    z_c = preview.z_c
+    w = plan.walk_start
     n = robot.n
     q = np.empty((len(plan.t), n))
     s_init = quintic(plan.t[:w + 1] / params.t_init)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,10 @@ from models.gait.checks import check_gait, margin, zmp_multibody
 from models.polygon import hull
 from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams, bell, quintic
 from models.gait.preview import PreviewController
-from models.gait.wholebody import GaitError, generate
+from models.gait.plan import make_plan
+from models.gait.reach import LEGS, SAGITTAL, LegDemand, leg_demand, reach, two_link
+from models.gait.sweep import SPEEDS_M_H, STEPS
+from models.gait.wholebody import GaitError, GaitInfeasible, flexed_posture, generate, sole_centre
 from models.tree_robot import TreeRobot
 
 ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip2000.yaml"
@@ -141,14 +145,94 @@ def test_the_check_catches_a_zmp_outside_the_feet(robot, coarse):
 
 
 def test_too_fast_is_refused(robot):
-    with pytest.raises(GaitError, match=r"speed 5000 m/h needs 2 steps of .* m .* beyond the legs' reach"):
+    with pytest.raises(GaitInfeasible, match=r"speed 5000 m/h with 2 steps: step length [\d.]+ m: the (left|right) "
+                                             r"ankle [\d.]+ m (ahead of|behind) its hip .* beyond the legs' reach"):
         generate(robot, GaitParams(speed=5000 / 3600, steps=2, period=0.01))
 
 
-def test_ik_failure_names_sample_and_task(robot):
-    """A step height the legs cannot lift to: IK fails, named by sample, phase and task."""
+def test_the_two_link_legs_match_the_tree_at_the_flexed_posture(robot):
+    """Before the walk the plan holds the CoG and the soles still: the two-link estimate of
+    each leg (hip pitch, knee, ankle) equals the flexed posture of the whole-body IK, an
+    independent computation on the tree's forward kinematics."""
+    params = GaitParams(speed=0.1, steps=2, period=0.01)
+    q_flex = flexed_posture(robot, params)
+    robot.set_root("left_sole")
+    cog_start = robot.com(q_flex)[:2] + (0.0, params.foot_spacing / 2.0)
+    plan = make_plan(params, cog_start, sole_centre(robot), 0.2)
+    cog = np.tile(cog_start, (len(plan.t), 1))
+    demand = leg_demand(robot, plan, cog, q_flex, params.foot_spacing)
+    for leg, prefix in LEGS.items():
+        idx = [robot.model.joint_names.index(prefix + name) for name in SAGITTAL]
+        assert np.abs(demand.q[leg][plan.walk_start] - q_flex[idx]).max() < 1e-3, prefix
+        assert q_flex[idx[1]] > 0.3                          # a bent knee: not a trivial match
+
+
+def test_reach_is_where_a_joint_meets_its_limit():
+    """reach(h) puts the knee on its stretched stop (a high hip), or the ankle (forward) or
+    the hip pitch (backward) on its limit (a low hip): the two-link inverse there, and out of
+    reach or past a limit 1 mm farther."""
+    demand = LegDemand({}, {}, {}, 0.42, 0.42)
+    lo, hi = np.array([-1.5, 0.0, -0.6]), np.array([0.5, 1.7, 0.5])
+    for h, forward, joint, value in ((0.80, True, 1, 0.0), (0.80, False, 1, 0.0),
+                                     (0.70, True, 2, hi[2]), (0.72, False, 0, hi[0])):
+        d = reach(demand, h, forward, lo, hi) * (1.0 if forward else -1.0)
+        at, past = two_link(np.array([d, d + math.copysign(1e-3, d)]), np.full(2, h), 0.42, 0.42)
+        assert at[joint] == pytest.approx(value, abs=2e-3), (h, forward, at)
+        assert (at >= lo - 2e-3).all() and (at <= hi + 2e-3).all(), (h, forward, at)
+        assert np.isnan(past).any() or (past < lo).any() or (past > hi).any(), (h, forward, past)
+
+
+# The feasible range the README states: at 180-360 m/h from 2 steps on (180 m/h from 1), at 540 m/h
+# from 4 steps on, never at 720 m/h.
+def feasible(steps: int, speed_m_h: float) -> bool:
+    return speed_m_h <= 180 or (speed_m_h <= 360 and steps >= 2) or (speed_m_h <= 540 and steps >= 4)
+
+
+REFUSAL = (r"^step length [\d.]+ m: (the (left|right) ankle [\d.]+ m (ahead of|behind) its hip at t = [\d.]+ s, "
+           r"(beyond the legs' reach of [\d.]+ m|where the legs cannot put it) at this CoG height|the (left|right) leg needs \w+ at -?[\d.]+ rad|"
+           r"the legs would move \w+ at about [\d.]+ rad/s, above 90% of its velocity limit)")
+
+
+@pytest.mark.parametrize("speed_m_h", SPEEDS_M_H)
+@pytest.mark.parametrize("steps", STEPS)
+def test_sweep_cell_is_a_checked_file_or_a_refusal(robot, tmp_path, steps, speed_m_h):
+    """Every cell of the sweep is either a file that passes its checks, re-read through the
+    playback parser, or refused before solving with the limit named: never an IK stall nor a
+    failed check. Which cells are which is the README's feasible range."""
+    params = GaitParams(speed=speed_m_h / 3600.0, steps=steps, period=0.01)
+    try:
+        gait, report, seconds = make_gait(robot, params, lambda msg: None)
+    except GaitInfeasible as e:
+        assert not feasible(steps, speed_m_h), str(e)
+        assert re.match(REFUSAL, e.reason), e.reason
+        return
+    assert feasible(steps, speed_m_h)
+    path = tmp_path / "walk.csv"
+    write_gait(path, robot, gait, report, seconds)
+    again = check_file(path, robot)
+    assert again.ok, again.problems
+    assert abs(again.pelvis_speed * 3600.0 - speed_m_h) <= 0.02 * speed_m_h
+    assert len(gait.plan.footprints) == steps + 2
+
+
+def test_one_step_at_360_m_h_is_refused_for_the_legs_reach(robot):
+    """One step moves the CoG half a step: 360 m/h over the walking phase needs a 0.51 m
+    step, the swing ankle beyond the stretched leg's reach ahead of the hip (the IK used to
+    stall there); 180 m/h walks (the sweep)."""
+    with pytest.raises(GaitInfeasible, match=r"speed 360 m/h with 1 steps: step length 0\.5\d+ m: the right ankle "
+                                             r"[\d.]+ m ahead of its hip .* beyond the legs' reach"):
+        generate(robot, GaitParams(speed=0.1, steps=1, period=0.01))
+
+
+def test_ik_failure_names_sample_and_task(robot, monkeypatch):
+    """A step height the legs cannot lift to is refused before solving; with that refusal
+    off, the IK fails, named by sample, phase and task."""
+    params = GaitParams(speed=0.1, steps=2, period=0.01, step_height=0.6)
+    with pytest.raises(GaitInfeasible, match=r"step length [\d.]+ m: the (left|right) (ankle|leg)"):
+        generate(robot, params)
+    monkeypatch.setattr("models.gait.wholebody.infeasibility", lambda *args: None)
     with pytest.raises(GaitError, match=r"sample \d+ \(t = [\d.]+ s, left support\): IK target of .*"):
-        generate(robot, GaitParams(speed=0.1, steps=2, period=0.01, step_height=0.6))
+        generate(robot, params)
 
 
 def test_csv_round_trips_through_the_playback_parser(robot, coarse, tmp_path):
@@ -174,10 +258,14 @@ def test_cli_writes_and_checks_a_gait(tmp_path, capsys):
     header = next(line for line in out.read_text().splitlines() if not line.startswith("#"))
     assert header.split(",")[0] == "t" and header.split(",")[-1] == "support"
     assert main(["gait", "--check", str(out)]) == 0
-    assert main(["gait", "--speed", "5000", "--out", str(tmp_path / "fast.csv")]) == 1
-    err = capsys.readouterr().err
-    assert "beyond the legs' reach" in err and "Traceback" not in err
-    assert not (tmp_path / "fast.csv").exists()
+    for argv in (["--speed", "5000"], ["--speed", "360", "--steps", "1"]):    # refused before solving: exit 2
+        assert main(["gait", *argv, "--out", str(tmp_path / "fast.csv")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert re.match(rf"bipd gait: error: --speed {argv[1]} \(--steps {argv[-1] if len(argv) > 2 else 2}\): "
+                        r"step length [\d.]+ m: the \w+ ankle [\d.]+ m .* beyond the legs' reach of [\d.]+ m at this "
+                        r"CoG height", err[-1]), err
+        assert not any("Traceback" in line for line in err)
+        assert not (tmp_path / "fast.csv").exists()
 
 
 def test_cli_refuses_bad_input_without_traceback(tmp_path, capsys, coarse, robot):
