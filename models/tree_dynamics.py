@@ -569,3 +569,44 @@ def update_cycle(mbuf, dbuf, q, qd, g):
     root frames only (the supports and the pelvis); C and the other frames in
     the Data are left as they were."""
     _update(mbuf, dbuf, q, qd, g, False)
+
+
+@njit(cache=True)
+def contact_share(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau):
+    """Subtracts from ``tau`` the joint torques that a share ``w`` of the ground wrench carried at
+    operational frame f saves, tau -= w J_fᵀ W: the closed-chain inverse dynamics
+    tau = A qdd + h - J_cᵀ f_c of a robot on two feet (Khalil & Dombre, closed loops; Featherstone
+    2008 §8.1) with the contact wrench f_c = w W at the sole that is not the root. W is the whole
+    ground wrench the motion (qd, qdd) takes in this rooting, the wrench the Newton-Euler pass
+    sums at the root body plus the root body's own weight (docs/equations.md, double support).
+    Over the poses and Jacobians of the last :func:`update_cycle` (frame f must be a root frame
+    or :func:`update` must have run); tau is left unchanged for w = 0. ``scratch`` (n,) takes the
+    pass' joint torques. Allocation-free."""
+    check_inputs(qd, qdd, g)
+    if tau.shape[0] != qd.shape[0] or scratch.shape[0] != qd.shape[0]:
+        raise ValueError("tau and scratch must match qd")
+    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
+     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
+        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
+         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
+    if f < 0 or f >= fbody.shape[0]:
+        raise ValueError("contact frame index out of range")
+    if w == 0.0:
+        return
+    r = int(root[0])
+    b0 = int(rootb[r])
+    W, n_p = f6[0], f6[1]
+    _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, True, g, V, Ac, F, w6, scratch)
+    _apply(mass[b0], bh[b0], bI[b0], Ac[b0], W)          # the root body's weight (it does not move)
+    for u in range(6):
+        W[u] += F[b0, u]
+    p = Tf[f]
+    c0, c1, c2 = _cross(p[0, 3], p[1, 3], p[2, 3], W[0], W[1], W[2])
+    n_p[0], n_p[1], n_p[2] = W[0], W[1], W[2]             # the wrench at the frame's origin
+    n_p[3], n_p[4], n_p[5] = W[3] - c0, W[4] - c1, W[5] - c2
+    J = Jf[f]
+    for j in range(tau.shape[0]):
+        s = 0.0
+        for i in range(6):
+            s += J[i, j] * n_p[i]
+        tau[j] -= w * s

@@ -80,7 +80,7 @@ from .safety import MARGIN, QMAX, QMIN, Limits, Watchdog, first_nonfinite, reaso
 from .robot_models import robot_models
 from .references.hold import Follow, Hold
 from .references.move import Move
-from .references.playback import Playback, first_stance, playback_sample
+from .references.playback import Playback, first_stance, playback_sample, right_shares
 from .references.squat import Squat
 from .references.stabilize import Stabilize
 from .references.stabilize_whole_body import StabilizeWholeBody
@@ -285,7 +285,11 @@ class ControlLoop:
         self.phase_root = support_roots(md.roots, md.base, ctl.support)
         self.phase = -1.0                          # support phase of the played file (-1: none)
         self.root = int(self.phase_root[LEFT])     # before any file: on the ground, the left sole
+        self.model_root = self.root                # the rooting of this cycle's models
         md.set_root(self.root)
+        # on the ground, the soles' rootings (left, right) that share the load in double support
+        self.soles = (int(self.phase_root[LEFT]), int(self.phase_root[RIGHT])) if self.phase_root[2] < 0 else None
+        self.right_share = np.nan                  # the right sole's load share (NaN: no phase, no split)
         self.stopping = Stop(n, ctl.stop_duration)
         self.gen = self.follow
         self.enable_deadline = 0.0
@@ -378,6 +382,9 @@ class ControlLoop:
         keep_nan(o1, q)
         playback_sample(self.block.traj, 0, 1, self.period, o1, o2, o3)
         first_stance(self.block.support, 0)
+        right_shares(self.block.support, 0, self.playback.shares)
+        if self.soles is not None:
+            self.models.contact(self.soles[RIGHT], 0.5, z, z, o1)
         self.models.set_root(self.root)
         self._telemetry(0.0, 0)
 
@@ -430,6 +437,9 @@ class ControlLoop:
             self.tilt_ok = ok
             if not ok:
                 self._event(Event.WARNING, float(Reason.TILT_INPUT), 1.0 if held else 0.0)
+        if self.model_root != self.root:
+            self.model_root = self.root
+            self.models.set_root(self.root)
         self.models.update(self.q, self.qd)
 
     def run_cycle(self) -> None:
@@ -588,6 +598,7 @@ class ControlLoop:
         stance = first_stance(self.block.support, self.playback.length)
         if stance >= 0 and self.phase_root[2] < 0:  # on the ground: the foot the first step does not lift
             self._set_root(int(self.phase_root[stance]))
+        self.right_share = self.playback.shares[0]  # the approach ends on the file's first load split
         return None
 
     def _set_gains(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
@@ -779,8 +790,10 @@ class ControlLoop:
         The platform follows its ramp while the drives are powered, its measured angles
         otherwise."""
         outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
-        if self.gen is self.playback and self.playback.phase != self.phase:
-            self._support(self.playback.phase)
+        if self.gen is self.playback:
+            self.right_share = self.playback.share  # held after the file, where it ends
+            if self.playback.phase != self.phase:
+                self._support(self.playback.phase)
         if outcome != Outcome.RUNNING:
             self._finished(outcome, t)
         if self.rig is not None:
@@ -813,7 +826,8 @@ class ControlLoop:
 
     def _support(self, phase: float) -> None:
         """A new support phase of the played file: the model's root follows it (``phase_root``;
-        double support keeps the last stance foot), used from the next cycle's models; a
+        double support keeps the last stance foot, the feed-forward shares the load with the
+        other sole), used from the next cycle's models; a
         SUPPORT event and the telemetry's ``support`` say so."""
         self.phase = phase
         if phase >= 0.0:
@@ -823,9 +837,7 @@ class ControlLoop:
         self._event(Event.SUPPORT, phase, float(self.root))
 
     def _set_root(self, r: int) -> None:
-        if r != self.root:
-            self.root = r
-            self.models.set_root(r)
+        self.root = r                              # the models take it at the next update
 
     def _shutdown_progress(self, t: float) -> None:
         if self.state == State.HOLD or t > self.shutdown_deadline:
@@ -835,10 +847,19 @@ class ControlLoop:
 
     # ------------------------------------------------------------------ axes
     def _feedforward(self) -> None:
-        """τ_ff = (A + J_pᵀ J_m J_p) q̈_ref + C q̇ + G_tilt + J_pᵀ J_m J̇_p q̇ + friction at q̇_ref:
-        the plants' equation of motion (drivers.plant_leg) solved for the torque."""
+        """τ_ff = (A + J_pᵀ J_m J_p) q̈_ref + C q̇ + G_tilt − J_cᵀ f_c + J_pᵀ J_m J̇_p q̇ + friction at
+        q̇_ref: the plants' equation of motion (drivers.plant_leg) solved for the torque; on the
+        ground, f_c is the share of the ground wrench the sole that does not root the model
+        carries (``right_share``, models.tree_dynamics.contact_share): 0 in its swing, all of it
+        once it stands alone (until the root switches to it), a ramp in double support."""
         d = self.models
         feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
+        if self.soles is not None and self.right_share == self.right_share:   # not NaN
+            left, right = self.soles[0], self.soles[1]
+            if self.model_root == left:
+                d.contact(right, self.right_share, self.qd, self.qdd_ref, self.tau_ff)
+            elif self.model_root == right:
+                d.contact(left, 1.0 - self.right_share, self.qd, self.qdd_ref, self.tau_ff)
         drive_feedforward(self.P, self.Jp, self.bias, self.fv, self.fs, self.qdd_ref, self.qd_ref,
                           self.ff_scratch, self.tau_ff)
 

@@ -10,6 +10,9 @@ The loop (controller.loop.loop) is written once against this interface:
   a robot on a platform tilted by (alpha, beta): the thesis' eq. 46 for the leg (x up), the whole-robot
   stabilizer's RotX(alpha) RotY(beta) for a tree standing on its soles (z up);
 * ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
+* ``contact(other, w, qd, qdd, tau)``  subtracts from the feed-forward ``tau`` the share ``w`` of
+  the ground wrench that rooting ``other``'s frame (the other sole) carries in double support
+  (models.tree_dynamics.contact_share; a chain has no second foot);
 * ``joint_names``, ``model`` (its arrays qmin, qmax, vmax, taumax, viscous, coulomb),
   ``transmission`` (:class:`models.transmission.Transmission`), ``roots`` (the rootings' names),
   ``base`` (the root of a robot hung by its base: the pelvis on the gantry), ``foot``.
@@ -26,6 +29,7 @@ import numpy as np
 from models.dynamics import update as chain_update
 from models.robot import Robot
 from models.tilt import sole_gravity, tilted_gravity
+from models.tree_dynamics import contact_share
 from models.tree_dynamics import set_root as tree_set_root
 from models.tree_dynamics import update_cycle as tree_update
 from models.tree_robot import TreeRobot
@@ -55,6 +59,9 @@ class ChainModels:
     def set_root(self, r: int) -> None:
         """A chain has its base only."""
 
+    def contact(self, other: int, w: float, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray) -> None:
+        """A chain has one foot: nothing to share."""
+
 
 class TreeModels:
     """A kinematic tree: :func:`models.tree_dynamics.update_cycle` (A, h by Newton-Euler, G,
@@ -75,12 +82,18 @@ class TreeModels:
         self.roots = robot.model.root_names
         self.base = robot.description.base
         self.foot = None
+        self.rootf = robot.model.rootf
+        self.scratch = np.zeros(robot.n)
 
     def update(self, q: np.ndarray, qd: np.ndarray) -> None:
         tree_update(self.mbuf, self.dbuf, q, qd, self.gravity)
 
     def set_root(self, r: int) -> None:
         tree_set_root(self.mbuf, self.dbuf, r)
+
+    def contact(self, other: int, w: float, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray) -> None:
+        """tau -= w J_cᵀ W at rooting ``other``'s frame, over the last update (its rooting)."""
+        contact_share(self.mbuf, self.dbuf, qd, qdd, self.gravity, int(self.rootf[other]), w, self.scratch, tau)
 
 
 def robot_models(robot: Robot | TreeRobot) -> ChainModels | TreeModels:
