@@ -211,3 +211,44 @@ def test_the_support_needs_its_roots(tmp_path, roots, support, fragment):
     with pytest.raises(ConfigError) as e:
         load_daemon_config(path)
     assert e.value.key == "control.support" and fragment in str(e.value), str(e.value)
+
+
+def test_on_the_ground_the_feedforward_hands_the_load_over_without_a_jump(ground):
+    """A constant posture played with WALK's support column: the two single supports'
+    feed-forwards differ by the robot's weight moved from one leg to the other; in double support
+    the feed-forward moves it over in even steps (the split of docs/equations.md) and the root
+    switches add no step of their own; the cycles allocate nothing."""
+    enabled(ground)
+    h, loop = ground, ground.loop
+    support = np.concatenate([np.full(k, float(p)) for p, k in WALK])
+    n = support.size
+    h.block.traj[:n] = loop.q_ref
+    h.block.support[:n] = support
+    h.block.header[H.TRAJ_LEN] = n
+    assert h.command(Cmd.RUN_BUFFER) == (True, 0)
+    h.run(2000, heartbeat_every=50, until=lambda: loop.gen is loop.playback)
+    tau, phase, root = [], [], []
+
+    def record() -> bool:
+        tau.append(loop.tau_ff.copy())
+        phase.append(float(loop.playback.phase))
+        root.append(loop.model_root)
+        return loop.state == State.HOLD
+    h.run(n + 100, heartbeat_every=50, until=record)
+    tau, phase, root = np.array(tau), np.array(phase), np.array(root)
+    soles = loop.models.roots.index("left_sole"), loop.models.roots.index("right_sole")
+    assert set(root[phase == LEFT]) | set(root[phase == RIGHT]) <= set(soles)
+    switches = np.flatnonzero(np.diff(root)) + 1
+    assert len(switches) == 2                               # left -> right -> left
+    on = {p: tau[np.flatnonzero(phase == p)[len(np.flatnonzero(phase == p)) // 2]] for p in (LEFT, RIGHT)}
+    moved = np.abs(on[LEFT] - on[RIGHT]).max()
+    assert moved > 50.0                                     # N·m: the weight changed legs
+    step = np.abs(np.diff(tau, axis=0)).max(axis=1)
+    ramp = moved / WALK[2][1]                               # the double support's share per cycle
+    assert step.max() < 1.1 * ramp and step[switches - 1].max() < 0.1 * ramp
+    h.block.header[H.TRAJ_LEN] = n                          # again, counting the allocations
+    assert h.command(Cmd.RUN_BUFFER) == (True, 0)
+    h.run(2000, heartbeat_every=50, until=lambda: loop.gen is loop.playback)
+    with CountingHandler() as counter:
+        h.run(n - 20, heartbeat_every=1)
+    assert counter.count == 0 and loop.gen is loop.playback
