@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.loop.references.playback import Playback
+from controller.loop.references.playback import Playback, right_shares
 from controller.loop.states import Outcome
 from controller.loop.timing import LockstepClock
 
@@ -52,3 +52,17 @@ def test_velocity_and_acceleration_are_the_central_differences_and_zero_at_the_e
     np.testing.assert_allclose(qdd[1:-1], np.broadcast_to(2 * a, qdd[1:-1].shape), rtol=1e-6)
     for end in (0, -1):
         assert not qd[end].any() and not qdd[end].any()
+
+
+def test_the_right_soles_share_ramps_over_each_double_support():
+    """0 on the left foot, 1 on the right; in double support a ramp from the foot before to the foot
+    after, reached on its last sample; ½ at the ends (standing on both feet); NaN without a phase."""
+    L, R, D = 0.0, 1.0, 2.0
+    support = np.array([D, D, L, L, D, D, D, D, R, D, D, L, D, D, -1.0, -1.0])
+    out = np.full(support.size, 7.0)
+    right_shares(support, support.size - 2, out)            # the last two samples are not the file's
+    np.testing.assert_allclose(out[:14], [0.25, 0.0, 0.0, 0.0, 0.25, 0.5, 0.75, 1.0, 1.0, 0.5, 0.0, 0.0,
+                                          0.25, 0.5])
+    assert out[14] == 7.0 and out[15] == 7.0                # beyond the length: untouched
+    right_shares(np.array([L, -1.0, D]), 3, out)
+    assert out[0] == 0.0 and np.isnan(out[1]) and out[2] == 0.5
