@@ -289,7 +289,8 @@ class ControlLoop:
         md.set_root(self.root)
         # on the ground, the soles' rootings (left, right) that share the load in double support
         self.soles = (int(self.phase_root[LEFT]), int(self.phase_root[RIGHT])) if self.phase_root[2] < 0 else None
-        self.right_share = np.nan                  # the right sole's load share (NaN: no phase, no split)
+        # the right sole's load share (NaN: no phase, no split); before any file the robot stands on both feet
+        self.right_share = 0.5 if self.soles is not None else np.nan
         self.stopping = Stop(n, ctl.stop_duration)
         self.gen = self.follow
         self.enable_deadline = 0.0
