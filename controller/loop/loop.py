@@ -713,6 +713,7 @@ class ControlLoop:
             st.start(self.q_ref, stab_support(a, nargs))
             self._support(st.support)
             self._set_root(int(self.phase_root[st.stance()]))
+            self.right_share = np.nan              # its stance sole carries the load (no double-support split)
         else:
             st.start(self.q_ref)
         self.gen = st
