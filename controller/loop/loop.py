@@ -599,7 +599,7 @@ class ControlLoop:
         stance = first_stance(self.block.support, self.playback.length)
         if stance >= 0 and self.phase_root[2] < 0:  # on the ground: the foot the first step does not lift
             self._set_root(int(self.phase_root[stance]))
-        self.right_share = self.playback.shares[0]  # the approach ends on the file's first load split
+        self._share(self.playback.shares[0])       # the approach ends on the file's first load split
         return None
 
     def _set_gains(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
@@ -793,7 +793,7 @@ class ControlLoop:
         otherwise."""
         outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
         if self.gen is self.playback:
-            self.right_share = self.playback.share  # held after the file, where it ends
+            self._share(self.playback.share)       # held after the file, where it ends
             if self.playback.phase != self.phase:
                 self._support(self.playback.phase)
         if outcome != Outcome.RUNNING:
@@ -837,6 +837,11 @@ class ControlLoop:
             if r >= 0:
                 self._set_root(int(r))
         self._event(Event.SUPPORT, phase, float(self.root))
+
+    def _share(self, share: float) -> None:
+        """The right sole's load share of a played sample; one without a phase (NaN) keeps the last."""
+        if share == share:
+            self.right_share = share
 
     def _set_root(self, r: int) -> None:
         self.root = r                              # the models take it at the next update

@@ -253,3 +253,19 @@ def test_on_the_ground_the_feedforward_hands_the_load_over_without_a_jump(ground
     with CountingHandler() as counter:
         h.run(n - 20, heartbeat_every=1)
     assert counter.count == 0 and loop.gen is loop.playback
+
+
+def test_a_file_without_phases_keeps_the_split_it_finds(ground):
+    """No support column (-1): the robot stood on both feet and the feed-forward keeps that split,
+    at the file's start too."""
+    enabled(ground)
+    h, loop = ground, ground.loop
+    n = 300
+    h.block.traj[:n] = loop.q_ref
+    h.block.support[:n] = -1.0
+    h.block.header[H.TRAJ_LEN] = n
+    before = loop.tau_ff.copy()
+    assert h.command(Cmd.RUN_BUFFER) == (True, 0)
+    h.run(n + 2100, heartbeat_every=50, until=lambda: loop.state == State.HOLD)
+    assert loop.right_share == 0.5
+    np.testing.assert_allclose(loop.tau_ff, before, atol=0.05)
