@@ -576,7 +576,7 @@ def contact_share(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau):
     """Subtracts from ``tau`` the joint torques that a share ``w`` of the ground wrench carried at
     operational frame f saves, tau -= w J_fᵀ W: the closed-chain inverse dynamics
     tau = A qdd + h - J_cᵀ f_c of a robot on two feet (Khalil & Dombre, closed loops; Featherstone
-    2008 §8.1) with the contact wrench f_c = w W at the sole that is not the root. W is the whole
+    2008, ch. 8) with the contact wrench f_c = w W at the sole that is not the root. W is the whole
     ground wrench the motion (qd, qdd) takes in this rooting, the wrench the Newton-Euler pass
     sums at the root body plus the root body's own weight (docs/equations.md, double support).
     Over the poses and Jacobians of the last :func:`update_cycle` (frame f must be a root frame
