@@ -545,6 +545,10 @@ class IoServer:
         if self._loading is not None and self._loading.done.is_set():
             self._finish_loading(now)
         self._replies()
+        if self.block.header[H.LOOP_EXIT]:       # a loop that left on the header flag never replies:
+            for token in [t for t, p in self._pending.items() if p.cmd == "shutdown"]:
+                p = self._pending.pop(token)      # answer now, before the daemon stops serving
+                self._finish_shutdown(p.envelope, p.id, acknowledged=True)
         for token in [t for t, p in self._pending.items() if now >= p.deadline]:
             p = self._pending.pop(token)
             if p.cmd == "shutdown":

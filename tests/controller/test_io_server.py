@@ -307,6 +307,17 @@ def test_shutdown_stops_server_and_loop(rig):
     assert rig.loop.commands()[-1][1] == Cmd.SHUTDOWN
 
 
+def test_shutdown_is_answered_as_soon_as_the_loop_has_left(rig_factory):
+    """A loop that sees the header's SHUTDOWN flag may leave before it reads the mailbox command:
+    the reply must not wait for reply_timeout (the daemon stops serving ~50 ms after the loop has
+    left, so a late answer would never be sent)."""
+    rig = rig_factory(server_kw={"reply_timeout": 30.0}, loop_kw={"respond": False})
+    rig.block.header[H.LOOP_EXIT] = 1
+    t0 = time.monotonic()
+    assert rig.client.call("shutdown") == {"acknowledged": True}
+    assert time.monotonic() - t0 < 2.0 and rig.server.done
+
+
 # ------------------------------------------------------------------ telemetry PUB
 
 def test_telemetry_events_and_stats_frames(rig_factory):
