@@ -33,7 +33,7 @@ from .runner import Operator, Processes, Say, ScenarioAbort, ScenarioError, udp_
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000_platform.yaml"
 TRUTH_KEYS = ("t", "platform", "foot_lift", "contact", "com_world", "support_polygon", "support_count", "fallen",
-              "pelvis_height")
+              "pelvis_height", "plate_position")
 LIFT_M = 0.04                 # m, the lifted sole above its place on one foot
 POSTURE_S = 2.0               # s, each posture move
 SETTLE_S = 0.5
@@ -147,6 +147,7 @@ class WholeBodyResult:
     min_cog_margin_m: float | None
     max_stance_lift_m: float | None
     min_pelvis_height_m: float | None
+    plate_travel_m: list[float] | None   # the plate's (x, y, z) range over the measured part (the rig moves it)
     states: list[str]
     stab_flags: list[str]
     aborted: str | None
@@ -194,6 +195,7 @@ def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) 
         min_cog_margin_m=float(fin.min()) if fin.size else None,
         max_stance_lift_m=float(np.nanmax(lift)) if lift.size else None,
         min_pelvis_height_m=float(np.nanmin(tru["pelvis_height"])) if tru["t"].size else None,
+        plate_travel_m=np.ptp(tru["plate_position"], axis=0).tolist() if tru["t"].size else None,
         states=state_sequence(tel["state"]), stab_flags=flags, aborted=aborted,
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3))
 

@@ -16,6 +16,9 @@ axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is le
   platform tilt (stabilizer.whole_body, apparent_up); each hinge is a motor actuator through a gear
   of ``ratio`` (its rotor inertia and viscous friction appear as ratio² J and ratio² b at the hinge).
   The floor plane lies :data:`PLATFORM_DEPTH` below.
+- ``ground`` with ``rig``: the feet stand on the Stewart–Gough rig's plate instead (body and geom
+  ``platform``, :func:`drivers.hil.stewart_mjcf.rig_xml` with ``origin: plate``: its top face at z = 0
+  at the home pose), the six actuators' motors after the joints'; the floor lies at the rig's base.
 
 Every scene has the floor (the hung feet never reach it; the feet's support is :data:`FLOOR` or the
 plate :data:`PLATFORM`), an IMU site at the pelvis origin (pelvis
@@ -36,16 +39,19 @@ J_p(q0); the plant rewrites them from J_p(q) before every MuJoCo step (:mod:`dri
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
+from models.stewart import StewartModel
 from models.tree_config import TreeDescription
 from models.transmission import Transmission, status_message, transmission_jacobian
 
 from .mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_DATA, SOLE_SLOTS, MjcfError, platform_params, spec_from_description
+from .stewart_mjcf import rig_params as checked_rig_params
+from .stewart_mjcf import rig_xml
 
 GANTRY_HEIGHT = 1.25     # m, pelvis origin above the floor when hung (legs 0.92 m at full stretch)
 SOLE_THICKNESS = 0.02    # m, the foot contact box above the sole face
@@ -120,18 +126,35 @@ def _add_platform(spec: mujoco.MjSpec, p: dict, solref: list[float]) -> None:
                    solref=solref)
 
 
+def _with_rig(spec: mujoco.MjSpec, rig: StewartModel, params: Mapping | None, timestep: float,
+              solref: list[float]) -> mujoco.MjSpec:
+    """``spec`` with the Stewart–Gough rig (:func:`drivers.hil.stewart_mjcf.rig_xml`, plate top face at
+    z = 0): its bodies, loop-closing welds and six motors, after the scene's own, under their names."""
+    bodies, welds, motors = rig_xml(rig, checked_rig_params(params), "plate", timestep, (FRICTION, solref[0]))
+    xml = spec.to_xml()
+    head, tail = xml.rsplit("</worldbody>", 1)
+    body, end = tail.rsplit("</mujoco>", 1)
+    return mujoco.MjSpec.from_string(f"{head}{bodies}\n</worldbody>{body}<equality>\n{welds}</equality>\n"
+                                     f"<actuator>\n{motors}</actuator>\n</mujoco>{end}")
+
+
 def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *, hung: bool,
-                timestep: float = 4.0e-4, platform: dict | None = None) -> mujoco.MjSpec:
+                timestep: float = 4.0e-4, platform: dict | None = None, rig: StewartModel | None = None,
+                rig_params: Mapping | None = None) -> mujoco.MjSpec:
     """The scene (module docstring) as a MuJoCo spec; ``q0`` (joint angles, description order) sets
     the tendons' initial J_p; ``platform`` (on the ground only: overrides of the leg bench's
-    PLATFORM_DEFAULTS, ``{}`` for none) puts the feet on the tilting plate. ``spec.compile()`` is the
-    model, ``spec.to_xml()`` its MJCF; the platform's two actuators come after the joints' motors."""
+    PLATFORM_DEFAULTS, ``{}`` for none) puts the feet on the tilting plate, ``rig`` (``rig_params``:
+    overrides of stewart_mjcf.RIG_DEFAULTS) on the Stewart–Gough rig's plate. ``spec.compile()`` is the
+    model, ``spec.to_xml()`` its MJCF; the platform's two (the rig's six) actuators come after the
+    joints' motors."""
     if not (math.isfinite(timestep) and timestep > 0):
         raise MjcfError(f"timestep must be a finite number > 0, got {timestep!r}")
     if tr.n != desc.n:
         raise MjcfError(f"{desc.source}: transmission: {tr.n} motors for {desc.n} joints")
-    if platform is not None and hung:
+    if (platform is not None or rig is not None) and hung:
         raise MjcfError("the tilting platform carries a standing robot, not one hung from the gantry")
+    if platform is not None and rig is not None:
+        raise MjcfError("the feet stand on the two-hinge platform or on the Stewart-Gough rig, not both")
     plat = None if platform is None else platform_params(platform)
     feet = foot_geometry(desc)
     spec = spec_from_description(desc)
@@ -142,9 +165,10 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
     solref = [max(CONTACT_TIMECONST, 2.0 * timestep), 1.0]
     spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
-                            pos=[0.0, 0.0, 0.0 if plat is None else -PLATFORM_DEPTH],
+                            pos=[0.0, 0.0, -rig.desc.h if rig is not None else
+                                 0.0 if plat is None else -PLATFORM_DEPTH],
                             contype=0, conaffinity=1, condim=3, friction=[FRICTION, 0.005, 1e-4], solref=solref)
-    support = FLOOR if plat is None else PLATFORM
+    support = FLOOR if plat is None and rig is None else PLATFORM
     pelvis = spec.body(desc.base)
     pelvis.pos = [0.0, 0.0, GANTRY_HEIGHT]
     if not hung:
@@ -159,9 +183,6 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
         spec.body(foot.body).add_geom(name=foot.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=half,
                                       pos=centre[:3], quat=quat, contype=1, conaffinity=0, condim=3,
                                       friction=[FRICTION, 0.005, 1e-4], solref=solref)
-        spec.add_sensor(name=foot.name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_GEOM,
-                        objname=support, reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=foot.name,
-                        intprm=[_CONTACT_DATA, 0, SOLE_SLOTS])
     spec.add_sensor(name=IMU, type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE,
                     objname=IMU)
     spec.add_sensor(name=IMU_QUAT, type=mujoco.mjtSensor.mjSENS_FRAMEQUAT, objtype=mujoco.mjtObj.mjOBJ_SITE,
@@ -181,4 +202,10 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
         spec.add_actuator(name=names[i], target=names[i], trntype=mujoco.mjtTrn.mjTRN_TENDON)
     if plat is not None:
         _add_platform(spec, plat, solref)
+    if rig is not None:                        # (its plate is the contact sensors' support)
+        spec = _with_rig(spec, rig, rig_params, timestep, solref)
+    for foot in feet:
+        spec.add_sensor(name=foot.name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_GEOM,
+                        objname=support, reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=foot.name,
+                        intprm=[_CONTACT_DATA, 0, SOLE_SLOTS])
     return spec

@@ -40,6 +40,8 @@ and the ground truth for scenarios:
 - ``foot_lift`` (2, m): lowest sole corner of each foot above the floor, or the plate's top face on
   the platform (≈ 0 standing on it);
 - ``platform`` (2, rad): the plate's hinge angles (alpha, beta), 0 without the platform;
+- ``plate_position`` (3, m): the origin of the support's top face in the world: the Stewart–Gough
+  rig's plate moves, the hinge plate's (on its axes) and the floor's stay at 0;
 - ``fallen`` (0/1, latched until :meth:`BipedPlant.reset`): the pelvis more than :data:`DROP_LIMIT`
   below its height at reset, or ``tilt`` beyond :data:`TILT_LIMIT`. A fallen robot's links pass
   through the floor (only the soles collide).
@@ -51,7 +53,12 @@ fz], "duration": s}`` (N, world axes), at the body's centre of mass, for ``durat
 ``platform`` (a mapping, possibly empty: overrides of drivers.hil.mjcf.PLATFORM_DEFAULTS) stands the
 robot on the tilting plate (:func:`drivers.hil.mjcf_biped.build_biped`); its two motors, named
 ``platform_alpha`` and ``platform_beta`` like the leg bench's, are bus axes too: motor = ratio × hinge
-angle, held at 0 with the joints while the scene settles.
+angle, held at 0 with the joints while the scene settles. ``rig`` (a
+:class:`~models.stewart.StewartModel`) stands it on the Stewart–Gough rig's plate instead; its six
+actuators' motors (``rig_axes``, legs A-F) are bus axes: each motor torque drives its slide through
+the screw, motor angle = 2π/lead × actuator displacement (:mod:`drivers.hil.stewart_mjcf`), held at
+the home pose while the scene settles; ``platform`` in the truth is then the plate's hinge-equivalent
+tilt (:mod:`models.stewart_tilt`).
 """
 from __future__ import annotations
 
@@ -65,6 +72,8 @@ from numba import njit
 
 from models import TransmissionFault
 from models.polygon import convex_hull
+from models.stewart import StewartModel
+from models.stewart_tilt import matrix_hinge_angles
 from models.transmission import (
     Transmission,
     joint_to_motor,
@@ -83,6 +92,7 @@ from .mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_SLOT
 from .mjcf_biped import IMU, IMU_QUAT, PELVIS, build_biped, foot_geometry
 from .plant_mujoco import MujocoPlantError, SimulationError
 from .push import Push
+from .stewart_mjcf import ACTUATORS, gear, rig_params
 
 TILT_LIMIT = math.radians(30.0)  # rad, pelvis tilt beyond which the robot has fallen
 DROP_LIMIT = 0.20                # m, pelvis drop since reset beyond which it has fallen (a walk's bob is < 5 cm)
@@ -91,6 +101,7 @@ FLEXED_KNEE = 0.6                # rad, knee flexion of :func:`flexed_posture`
 SETTLE_S = 0.2                   # s of simulated time the ground scene settles at reset
 SETTLE_GAINS = (3000.0, 150.0)   # joint PD holding q0 while settling (N m/rad, N m s/rad)
 PLATE_SETTLE_GAINS = (2.0e4, 800.0)  # hinge PD holding the plate level meanwhile (N m/rad, N m s/rad)
+RIG_SETTLE_GAINS = (2.0e7, 4.0e4)    # slide PD holding the rig at home meanwhile (N/m, N s/m): ~0.1 mm under the robot
 HULL_EPS = 1e-9                  # m², a corner this close to collinear with its neighbours is no hull vertex
 LEVEL_TOL = 1e-3                 # rad / m, how flat and level q0 must put the soles (ground scene)
 
@@ -98,7 +109,7 @@ LEVEL_TOL = 1e-3                 # rad / m, how flat and level q0 must put the s
 TRUTH = (("imu_gravity", 3), ("imu_orientation", 4), ("foot_forces", 8), ("pelvis_position", 3),
          ("pelvis_height", 0), ("tilt", 0), ("com_world", 3), ("foot_load", 2), ("contact", 2), ("cop", 4),
          ("zmp", 2), ("support_polygon", 16), ("support_count", 0), ("foot_lift", 2), ("fallen", 0),
-         ("platform", 2))
+         ("platform", 2), ("plate_position", 3))
 _OFFSET = {}
 _N_TRUTH = 0
 for _name, _size in TRUTH:
@@ -109,6 +120,7 @@ _ACC, _QUAT, _FORCES, _PELVIS = _OFFSET["imu_gravity"], _OFFSET["imu_orientation
 _HEIGHT, _TILT, _COM, _LOAD = _OFFSET["pelvis_height"], _OFFSET["tilt"], _OFFSET["com_world"], _OFFSET["foot_load"]
 _CONTACT, _COP, _ZMP, _POLY = _OFFSET["contact"], _OFFSET["cop"], _OFFSET["zmp"], _OFFSET["support_polygon"]
 _COUNT, _LIFT, _FALLEN, _PLAT = _OFFSET["support_count"], _OFFSET["foot_lift"], _OFFSET["fallen"], _OFFSET["platform"]
+_PLATE_POS = _OFFSET["plate_position"]
 # Per-foot constants (sole frame): cell (x, y), cell corner flags, box corners (x, y); then the height at reset.
 _CELLS, _CORNER, _BOX = _N_TRUTH, _N_TRUTH + 16, _N_TRUTH + 32
 _HEIGHT0 = _BOX + 16
@@ -306,17 +318,20 @@ class BipedPlant(Plant):
 
     def __init__(self, desc: TreeDescription, *, hung: bool = False, transmission: Transmission | None = None,
                  q0: Sequence[float] | None = None, axes: Sequence[str] | None = None,
-                 timestep: float = 4.0e-4, platform: Mapping | None = None) -> None:
+                 timestep: float = 4.0e-4, platform: Mapping | None = None, rig: StewartModel | None = None,
+                 rig_axes: Sequence[str] = tuple(ACTUATORS), rig_options: Mapping | None = None) -> None:
         tr = transmission if transmission is not None else getattr(desc, "transmission", None)
         if tr is None:
             raise BipedPlantError(f"{desc.source}: transmission: missing (the biped plant drives every joint "
                                   f"through it)")
         names = tuple(t.joint.name for t in desc.joints)
-        motors = names + (PLATFORM_JOINTS if platform is not None else ())
+        if rig is not None and len(rig_axes) != 6:
+            raise BusConfigError(f"the Stewart-Gough rig has six actuators (legs A-F), got axes {list(rig_axes)}")
+        motors = names + (PLATFORM_JOINTS if platform is not None else ()) + (tuple(rig_axes) if rig else ())
         axes = motors if axes is None else tuple(axes)
         if sorted(axes) != sorted(motors):
             raise BusConfigError(f"bus axes {list(axes)} do not match the biped plant's motors (its joints"
-                                 f"{', then the platform' if platform is not None else ''}) {list(motors)}: "
+                                 f"{', then the platform' if platform is not None or rig else ''}) {list(motors)}: "
                                  f"missing {[a for a in motors if a not in axes]}, "
                                  f"unexpected {[a for a in axes if a not in motors]}")
         lo = np.array([t.joint.position_limits[0] for t in desc.joints])
@@ -331,8 +346,9 @@ class BipedPlant(Plant):
         self.axes = axes
         n = desc.n
         self.n_motors = len(motors)
+        rig_p = rig_params(rig_options) if rig is not None else None
         self.spec = build_biped(desc, tr, q0, hung=self.hung, timestep=timestep,
-                                platform=None if platform is None else dict(platform))
+                                platform=None if platform is None else dict(platform), rig=rig, rig_params=rig_p)
         self.mj_model = m = self.spec.compile()
         self.mj_data = d = mujoco.MjData(m)
         self._q0 = q0
@@ -355,11 +371,17 @@ class BipedPlant(Plant):
         idx[_CONTACT_ADR:_CONTACT_ADR + 2] = [m.sensor(ft.name).adr[0] for ft in desc.feet]
         idx[_SLOTS] = m.sensor(desc.feet[0].name).dim[0] // SOLE_SLOT
         idx[_DIVERGED:_DIVERGED + 3] = [int(w) for w in _DIVERGED_WARNINGS]
-        idx[_PLATE_BODY] = m.body(PLATFORM).id if platform is not None else 0
+        idx[_PLATE_BODY] = m.body(PLATFORM).id if platform is not None or rig is not None else 0
         self.platform = platform is not None
-        hinges = [m.joint(j).id for j in PLATFORM_JOINTS] if self.platform else []
-        self._plat_qadr = m.jnt_qposadr[hinges].astype(np.int64)
-        self._plat_dadr = m.jnt_dofadr[hinges].astype(np.int64)
+        self.rig = rig
+        # the platform's held coordinates while settling: its hinges, or the rig's six slides
+        held = [m.joint(j).id for j in (PLATFORM_JOINTS if self.platform else ACTUATORS if rig else ())]
+        self._plat_qadr = m.jnt_qposadr[held].astype(np.int64)
+        self._plat_dadr = m.jnt_dofadr[held].astype(np.int64)
+        self._settle_gains = RIG_SETTLE_GAINS if rig is not None else PLATE_SETTLE_GAINS
+        self._rig_bus = np.array([axes.index(a) for a in rig_axes] if rig else [], np.int64)
+        self.gear = gear(rig_p) if rig is not None else 1.0
+        self._plate = d.xmat[idx[_PLATE_BODY]].reshape((3, 3))
         self._plat_order = np.array([axes.index(j) for j in PLATFORM_JOINTS] if self.platform else [], np.int64)
         self.ratio = float(m.actuator_gear[m.actuator(PLATFORM_JOINTS[0]).id, 0]) if self.platform else 1.0
         joints = [m.joint(name).id for name in names]
@@ -397,14 +419,23 @@ class BipedPlant(Plant):
 
     @classmethod
     def from_config(cls, config: BusConfig, robot: str | Path | TreeDescription, hung: bool = False,
-                    platform_ratio: float | None = None, **options) -> BipedPlant:
+                    platform_ratio: float | None = None, rig: StewartModel | None = None,
+                    rig_axes: Sequence[str] = tuple(ACTUATORS), screw_lead: float | None = None,
+                    **options) -> BipedPlant:
         """The biped plant of the robot YAML ``robot`` on the bus axes of ``config`` (matched to the
         joints by name, any bus order); bus axes named after the platform's hinges stand it on the
-        tilting plate, with ``platform_ratio`` motor rad per hinge rad."""
+        tilting plate, with ``platform_ratio`` motor rad per hinge rad; ``rig`` stands it on the
+        Stewart–Gough rig (its motors the bus axes ``rig_axes``, screws of lead ``screw_lead`` m, rotors
+        with their axes' ``plant:`` inertia and friction)."""
         desc = robot if isinstance(robot, TreeDescription) else load_tree(robot)
         axes = [a.name for a in config.axes]
         if any(a in PLATFORM_JOINTS for a in axes):
             options["platform"] = {} if platform_ratio is None else {"ratio": platform_ratio}
+        if rig is not None:
+            rotor = config.axis(rig_axes[0]).plant
+            options.update(rig=rig, rig_axes=tuple(rig_axes), rig_options={
+                "motor_inertia": rotor.inertia, "motor_friction": rotor.friction,
+                **({} if screw_lead is None else {"screw_lead": screw_lead})})
         return cls(desc, hung=hung, axes=axes, **options)
 
     def reset(self) -> None:
@@ -420,10 +451,21 @@ class BipedPlant(Plant):
         self._check(_transmission(*self._transmission_args, False))
         mujoco.mj_forward(m, d)
         self._check(_observe(*self._observe_args))
-        if self.platform:
-            _platform_motors(*self._platform_args)
+        self._publish_platform()
         self._buf[_HEIGHT0] = self._buf[_HEIGHT]
         self.time = 0.0
+
+    def _publish_platform(self) -> None:
+        """The platform's motors and its tilt in the truth: the hinges', or the rig's slides (× gear)
+        and its plate's hinge-equivalent angles."""
+        if self.platform:
+            _platform_motors(*self._platform_args)
+        elif self.rig is not None:
+            d = self.mj_data
+            self.motor_position[self._rig_bus] = self.gear * d.qpos[self._plat_qadr]
+            self.motor_velocity[self._rig_bus] = self.gear * d.qvel[self._plat_dadr]
+            matrix_hinge_angles(self._plate, self._buf[_PLAT:_PLAT + 2])
+            self._buf[_PLATE_POS:_PLATE_POS + 3] = d.xpos[self._idx[_PLATE_BODY]]
 
     def _stand(self) -> None:
         """Both soles flat on the floor at q0, then :data:`SETTLE_S` of settling under the joint PD."""
@@ -444,7 +486,8 @@ class BipedPlant(Plant):
             self._check(_transmission(*self._transmission_args, False))
             d.qfrc_applied[self._dadr] += kp * (self._q0 - self._q) - kd * self._qd
             pa, pd = self._plat_qadr, self._plat_dadr                # the plate held level (no-op without)
-            d.qfrc_applied[pd] = -PLATE_SETTLE_GAINS[0] * d.qpos[pa] - PLATE_SETTLE_GAINS[1] * d.qvel[pd]
+            kp_p, kd_p = self._settle_gains
+            d.qfrc_applied[pd] = -kp_p * (d.qpos[pa] - m.qpos0[pa]) - kd_p * d.qvel[pd]
             mujoco.mj_step(m, d)
             self._check(_STATUS_DIVERGED if d.warning.number[self._idx[_DIVERGED:_DIVERGED + 3]].any() else 0)
         d.qfrc_applied[self._plat_dadr] = 0.0
@@ -465,8 +508,7 @@ class BipedPlant(Plant):
         status = _observe(*self._observe_args)
         if status:
             self._check(status)
-        if self.platform:
-            _platform_motors(*self._platform_args)
+        self._publish_platform()
         self.time += dt
 
     def _set_step(self, dt: float) -> None:

@@ -266,7 +266,11 @@ def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = Fals
         if bolt_foot:
             raise HilConfigError(f"--bolt-foot is for the leg on its platform; {config.robot_path.name} is a tree "
                                  f"robot (use --hung to hang it from the gantry)")
-        return BipedPlant.from_config(config.bus, config.robot_path, hung=hung, platform_ratio=config.platform_ratio)
+        rig = {} if config.rig is None else {      # on the Stewart-Gough rig (control.platform kind stewart)
+            "rig": StewartModel.from_yaml(config.rig.rig_path), "rig_axes": config.rig.axes,
+            "screw_lead": config.rig.screw_lead}
+        return BipedPlant.from_config(config.bus, config.robot_path, hung=hung, platform_ratio=config.platform_ratio,
+                                      **rig)
     if hung:
         raise HilConfigError(f"--hung needs a tree robot (a YAML with base:), {config.robot_path.name} is the "
                              f"leg on its platform")
