@@ -11,6 +11,7 @@
     bipd scenario tilt-directions                                20° tilt in eight directions
     bipd scenario results [--runs N] [--readme PATH] [--part all|leg|walk|whole-body]   README tables (markdown)
     bipd scenario whole-body [--alpha DEG] [--beta DEG] [--duration S] [--support double|left] [--push N]
+                             [--rig-motion SPEC --config deploy/bip2000_rig.yaml]
                              [--direction forward|backward|left|right] [--no-stabilizer] [--json]
                                                                  BIP 2000 on the platform (deploy/bip2000_platform.yaml)
     bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig
@@ -135,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="both feet, or the left one (the right lifted by two posture moves first)")
     wb.add_argument("--push", type=float, help="instead of the tilt: a push of this force (N) for 0.1 s")
     wb.add_argument("--direction", choices=tuple(PUSH_DIRECTIONS), default="forward")
+    wb.add_argument("--rig-motion", metavar="SPEC", help="instead of the tilt: this Stewart-Gough rig motion "
+                    "(bipd ctl rig_motion's KIND:key=value,...; needs a rig config, e.g. deploy/bip2000_rig.yaml)")
+    wb.add_argument("--config", type=Path, help="the daemon YAML (default deploy/bip2000_platform.yaml)")
     wb.add_argument("--no-stabilizer", action="store_true", help="hold the posture in position instead")
     wb.add_argument("--json", action="store_true")
     for q in (t, sub.choices["squat"], pu, w, f, rg):
@@ -348,10 +352,23 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
     return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
+    from controller.rig.motions import MotionError
+    from controller.rig.spec import motion_args
+
     from .whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support)
-    if args.push is not None:
+    if args.config is not None:
+        o = WholeBodyOptions(args.config, o.stabilizer, o.support)
+    if args.rig_motion is not None:
+        if args.push is not None:
+            p.error("give --push or --rig-motion, not both")
+        try:
+            motion_args(args.rig_motion)           # a bad motion is refused before anything starts
+        except MotionError as e:
+            p.error(f"--rig-motion: {e}")
+        scenario = RigMotion(args.rig_motion)
+    elif args.push is not None:
         if args.push < 0:
             p.error("--push must be >= 0 N")
         scenario = PelvisPush(args.push, args.direction)

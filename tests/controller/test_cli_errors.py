@@ -219,3 +219,16 @@ def test_quote_looks_at_a_bounded_part_of_a_value():
     text = quote([Item() for _ in range(1000)])
     assert text == "[item, item, item, item, ...]" and len(seen) == 4
     assert len(quote("x" * 10 ** 6)) <= QUOTE_CHARS and len(quote(list(range(10 ** 5)))) <= QUOTE_CHARS
+
+
+def test_whole_body_refuses_a_bad_rig_motion_before_anything_starts(capsys, monkeypatch):
+    from controller.scenarios import runner
+
+    monkeypatch.setattr(runner, "Processes", lambda *_a, **_kw: pytest.fail("a process would start"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["scenario", "whole-body", "--config", str(DEPLOY / "bip2000_rig.yaml"),
+              "--rig-motion", "sinusoid:axis=q,amplitude=0.02"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "bipd scenario: error: --rig-motion: motion 'sinusoid:axis=q,amplitude=0.02': axis must be one of "
+        "x, y, z, roll, pitch, yaw, got 'q'")
