@@ -2,7 +2,7 @@
 (drivers.hil.plant_biped with ``rig``) and the daemon with the whole-robot stabilizer driving the
 rig's six CSP axes (deploy/bip2000_rig.yaml) over the udp backend, stepped lock-step, operated
 through ZMQ (controller.scenarios.whole_body with the rig scenario's RigMotion). A gentle ground
-motion: 20 mm fore-aft (the rig's y) at 0.5 Hz, two cycles."""
+motion: 20 mm lateral (the rig's y: the robot's left) at 0.5 Hz, two cycles."""
 from __future__ import annotations
 
 from pathlib import Path
