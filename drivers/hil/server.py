@@ -17,7 +17,8 @@ tests that verdicts do not depend on the host's speed.
 
 A config whose robot is a kinematic tree (its YAML has ``base:``, e.g. deploy/robots/bip2000.yaml)
 is served by the whole biped, :class:`~drivers.hil.plant_biped.BipedPlant`, one motor per joint
-named after it, standing in its flexed posture on the floor, or with ``--hung`` hung by the pelvis
+named after it, standing in its flexed posture on the floor (on the Stewart-Gough rig's plate with
+``control.platform: {kind: stewart}``, the rig's six motors on its axes), or with ``--hung`` hung by the pelvis
 from a gantry (Gastebois 2017 §2.6.2); its pushes name a body of the robot (default ``pelvis``),
 in world axes (z up, x forward), and its truth frames carry the sensors listed in
 :mod:`drivers.hil.plant_biped`.
