@@ -15,7 +15,7 @@ from .motions import Motion, TiltSequence
 from .player import RigPlayer, following_errors
 
 TILT_PATH_POINTS = 21          # poses of a `platform` tilt checked against the stroke before it starts
-HOME_TOLERANCE = 2e-3          # m, rad: a rig_motion starts within this of home (the drives' hold under load: 1.3 mm under BIP 2000)
+HOME_TOLERANCE = 2e-3          # m, rad: a rig_motion starts within this of home (the drives' hold: BIP 2000 sags 1.3 mm)
 
 
 class RigLoop:
