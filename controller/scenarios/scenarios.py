@@ -43,6 +43,22 @@ def _until_hold(op: Operator, limit_s: float) -> None:
         waited += 0.25
 
 
+def push_params(force: float, duration: float, direction: str) -> dict[str, Any]:
+    """A push's parameters as the results report them."""
+    return {"force_N": force, "duration_s": duration, "direction": direction,
+            "impulse_Ns": round(force * duration, 4)}
+
+
+def push(op: Operator, body: str, force: float, unit: tuple[float, float, float], duration: float) -> None:
+    """A force (N) along ``unit`` (the plant's world axes) on ``body`` of the HIL plant for
+    ``duration`` s of plant time, through the HIL's UDP control op ``push``."""
+    vector = [force * c for c in unit]
+    answer = udp_control(op.ep.udp_port, {"op": "push", "body": body, "force": vector, "duration": duration})
+    if answer is None or "error" in answer:
+        raise ScenarioError(f"the HIL process did not apply the push: "
+                            f"{answer['error'] if answer else 'no answer on its UDP control port'}")
+
+
 @dataclass(frozen=True)
 class Tilt:
     """Platform 0 -> (α, β) by a quintic in ``duration``, hold, back to level (thesis §2.6)."""
@@ -96,17 +112,11 @@ class Push:
     stabilizes: bool = field(default=True, init=False)
 
     def params(self) -> dict[str, Any]:
-        return {"force_N": self.force, "duration_s": self.duration, "direction": self.direction,
-                "impulse_Ns": round(self.force * self.duration, 4)}
+        return push_params(self.force, self.duration, self.direction)
 
     def run(self, op: Operator) -> None:
         op.wait(self.before)
-        force = [self.force * c for c in PUSH_DIRECTIONS[self.direction]]
-        answer = udp_control(op.ep.udp_port, {"op": "push", "body": "hip", "force": force,
-                                              "duration": self.duration})
-        if answer is None or "error" in answer:
-            raise ScenarioError(f"the HIL process did not apply the push: "
-                                f"{answer['error'] if answer else 'no answer on its UDP control port'}")
+        push(op, "hip", self.force, PUSH_DIRECTIONS[self.direction], self.duration)
         op.wait(self.duration + self.after)
 
 

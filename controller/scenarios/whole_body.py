@@ -29,7 +29,8 @@ from models.tree_robot import TreeRobot
 from models.validation import read_yaml
 
 from .metrics import FOOT_LIFT_M, state_sequence
-from .runner import Operator, Processes, Say, ScenarioAbort, ScenarioError, udp_control, write_config
+from .runner import Operator, Processes, Say, ScenarioAbort, ScenarioError, write_config
+from .scenarios import push, push_params
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000_platform.yaml"
 TRUTH_KEYS = ("t", "platform", "foot_lift", "contact", "com_world", "support_polygon", "support_count", "fallen",
@@ -85,17 +86,11 @@ class PelvisPush:
     name: str = field(default="whole-body-push", init=False)
 
     def params(self) -> dict[str, Any]:
-        return {"force_N": self.force, "duration_s": self.duration, "direction": self.direction,
-                "impulse_Ns": round(self.force * self.duration, 4)}
+        return push_params(self.force, self.duration, self.direction)
 
     def run(self, op: Operator) -> None:
         op.wait(self.before)
-        force = [self.force * c for c in PUSH_DIRECTIONS[self.direction]]
-        answer = udp_control(op.ep.udp_port, {"op": "push", "body": "pelvis", "force": force,
-                                              "duration": self.duration})
-        if answer is None or "error" in answer:
-            raise ScenarioError(f"the HIL process did not apply the push: "
-                                f"{answer['error'] if answer else 'no answer on its UDP control port'}")
+        push(op, "pelvis", self.force, PUSH_DIRECTIONS[self.direction], self.duration)
         op.wait(self.duration + self.after)
 
 
