@@ -5,8 +5,8 @@ Local by default: ``ray.init(num_cpus=...)`` starts a cluster on this machine, o
 ``address`` (``ray://host:10001`` or ``auto``) joins a running cluster whose nodes have bipd
 installed. At most one task per CPU is in flight, so a task's wall time counts from its
 submission; a task over ``spec.timeout_s`` (an error bound, never a verdict) is cancelled with
-``force=True`` (Ray kills its worker; on a local cluster the raylet, made a subreaper, kills the
-processes it started too: the HIL, the daemon and its loop process) and recorded as failed.
+``force=True`` (Ray kills its worker; the trial's HIL, daemon and loop process die with it, see
+:mod:`.reaper`) and recorded as failed.
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .reaper import processes_die_with_worker
 from .spec import Range, Spec
 from .store import Store
 from .trials import grid, random_trials, run_trial, trial_key
 
-SUBREAPER_ENV = "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper"
 Trial = Callable[[Spec, dict[str, Any]], dict[str, Any]]
 Say = Callable[[str], None]
 
@@ -33,7 +33,9 @@ def _task(trial: Trial, spec: Spec, params: dict[str, Any]) -> dict[str, Any]:
     """Runs in the Ray worker: the trial's metrics, or its error as one line."""
     t0 = time.monotonic()
     try:
-        return {"status": "ok", "metrics": trial(spec, params), "wall_s": round(time.monotonic() - t0, 3)}
+        with processes_die_with_worker():
+            metrics = trial(spec, params)
+        return {"status": "ok", "metrics": metrics, "wall_s": round(time.monotonic() - t0, 3)}
     except Exception as e:                     # recorded: one failed trial never stops the campaign
         return {"status": "failed", "error": f"{type(e).__name__}: {e}".strip(),
                 "wall_s": round(time.monotonic() - t0, 3)}
@@ -44,7 +46,6 @@ def start_ray(address: str | None, num_cpus: int | None) -> int:
     import ray
 
     if address is None:
-        os.environ.setdefault(SUBREAPER_ENV, "true")     # the raylet kills a killed worker's descendants
         ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
     else:

@@ -100,9 +100,8 @@ def test_report_ranks_and_marks_the_front():
 
 # ---------------------------------------------------------------- on Ray, in a process of its own
 def test_campaigns_on_a_local_ray_cluster_in_their_own_process():
-    """The Ray cases (ray_campaign_cases.py) run in a separate pytest: a local cluster's raylet
-    subreaper setting makes the driver reap its process' children, which would turn every later
-    exit code in this test process into 0."""
+    """The Ray cases (ray_campaign_cases.py) run in a separate pytest, so the local clusters they
+    start never share a process with the daemon tests' children and exit codes."""
     import subprocess
     import sys
 
