@@ -38,7 +38,7 @@ LINGER_S = 2.0      # s the I/O side keeps answering after the loop process died
 
 
 
-def _layout(cfg: DaemonConfig) -> Layout:
+def shared_layout(cfg: DaemonConfig) -> Layout:
     """The shared block's layout for ``cfg`` (the rig buffer only with the Stewart-Gough rig)."""
     robot = cfg.robot()
     return Layout(robot.n, len(cfg.bus.axes), RecordLayout(robot.n).size,
@@ -86,7 +86,7 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
     signal.signal(signal.SIGINT, signal.SIG_IGN)              # the parent handles the signals
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     cfg = load_daemon_config(config_path, backend, lockstep, stepped)
-    block = SharedBlock(_layout(cfg), name=shm_name)
+    block = SharedBlock(shared_layout(cfg), name=shm_name)
     code = 1
     bus = None
     from drivers.hal import LinkError
@@ -147,7 +147,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
             stack.enter_context(instance_lock(cfg.io.command))
         except InstanceLocked as e:
             raise ConfigError(str(cfg.source), "io.command", str(e)) from None
-        block = SharedBlock(_layout(cfg), create=True)
+        block = SharedBlock(shared_layout(cfg), create=True)
         stack.callback(block.close)
         server = _open_server(cfg, robot, block)
         stack.callback(server.close)                          # closed first on the way out: flushes the log

@@ -131,7 +131,7 @@ def _pinocchio(with_c: bool):
         def results(k: int) -> dict[str, np.ndarray]:
             """Pinocchio's figures in our joint order; its CoG leaves out the fixed
             root body (mass m_root), so J_cog = (M - m_root) / M J_pin."""
-            ref, (pm, pd, _, _) = refs[k % nr], models[k % nr]
+            ref, (_, pd, _, _) = refs[k % nr], models[k % nr]
             p, n = ref.perm, robot.n
             moving = robot.model.total_mass - robot.description.bodies[ref.root_body].mass
             A, h, Jcom, S = np.empty((n, n)), np.empty(n), np.empty((3, n)), np.empty((6, n))

@@ -102,7 +102,7 @@ class StabilizerConfig:
     tilt_observer: ObserverSettings = ObserverSettings()     # tilt: thresholds of the IMU's observer
 
 
-class _Map(Section):
+class MapSection(Section):
     """A YAML mapping being validated (models.validation.Section) with bounded numbers,
     number lists and choices."""
 
@@ -128,8 +128,8 @@ class _Map(Section):
             raise self.fail(name, f"expected one of {list(options)}, got {quote(v)}")
         return v
 
-    def sub(self, name: str, default: Any = ...) -> _Map:
-        return _Map(self.where, self.path(name), self.raw(name, default))
+    def sub(self, name: str, default: Any = ...) -> MapSection:
+        return MapSection(self.where, self.path(name), self.raw(name, default))
 
 
 def _number(where: str, key: str, v: Any, low: float, high: float, low_open: bool) -> float:
@@ -144,7 +144,7 @@ def _number(where: str, key: str, v: Any, low: float, high: float, low_open: boo
     return v
 
 
-def _field(sec: _Map, nwalls: int | None, radius_key: str) -> FieldConfig:
+def field_config(sec: MapSection, nwalls: int | None, radius_key: str) -> FieldConfig:
     """A field section; ``nwalls`` is None for the attractor (one gain)."""
     law = LAW_NAMES.index(sec.choice("law", LAW_NAMES))
     g = sec.raw("gain")
@@ -177,7 +177,7 @@ def _field(sec: _Map, nwalls: int | None, radius_key: str) -> FieldConfig:
 def config_from_dict(data: Any, where: str) -> StabilizerConfig:
     """Validate a parsed stabilizer YAML document (``where`` names its file;
     ``robot`` is resolved relative to that file's folder)."""
-    top = _Map(where, "", data)
+    top = MapSection(where, "", data)
     robot = top.raw("robot")
     if not isinstance(robot, str) or not robot:
         raise top.fail("robot", "expected the path of the robot YAML file")
@@ -206,13 +206,13 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
     nwalls = len(outline) if outline is not None else 4          # the default rectangle
 
     walls_sec = top.sub("walls")
-    walls = _field(walls_sec, nwalls, "saturation_distance")
+    walls = field_config(walls_sec, nwalls, "saturation_distance")
     walls_sec.done()
 
     attractor = target = None
     if top.has("attractor"):
         a = top.sub("attractor")
-        attractor = _field(a, None, "softening_radius")
+        attractor = field_config(a, None, "softening_radius")
         t = a.raw("target")
         if t != "initial":
             target = a.numbers("target", 3)
@@ -247,7 +247,7 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
                             post_target, observer)
 
 
-def _observer(tilt: _Map, period: float) -> ObserverSettings:
+def _observer(tilt: MapSection, period: float) -> ObserverSettings:
     """The tilt observer's keys of ``tilt:`` (stabilizer.tilt_observer), today's values by default."""
     d = ObserverSettings()
     return ObserverSettings(

@@ -195,14 +195,16 @@ def engage_ramp(t):
 
 
 @njit(cache=True)
-def _reject(qd_ref, vel, flags, status):
+def reject(qd_ref, vel, flags, flag, status):
+    """A refused step: the references' velocity and the admittance velocity zeroed, only ``flag``
+    raised; returns ``status``."""
     for i in range(qd_ref.shape[0]):
         qd_ref[i] = 0.0
     for a in range(3):
         vel[a] = 0.0
-    for f in range(NFLAGS):
+    for f in range(flags.shape[0]):
         flags[f] = 0.0
-    flags[F_REJECTED] = 1.0
+    flags[flag] = 1.0
     return status
 
 
@@ -222,10 +224,10 @@ def step(p, s, inp, out):
     q_meas = inp[0:n]
     for i in range(n):
         if not np.isfinite(q_meas[i]):
-            return _reject(qd_ref, vel, flags, REJECTED_INPUT)
+            return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     if apparent_tilt(int(p[P_SOURCE]), p[P_USE_ACC] != 0.0, p[P_G0], inp[n:n + 3], inp[n + 3:n + 5],
                      R, tilt) != TILT_OK:
-        return _reject(qd_ref, vel, flags, REJECTED_INPUT)
+        return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     for f in range(NFLAGS):
         flags[f] = 0.0
     out[O_ALPHA], out[O_BETA] = tilt[0], tilt[1]
@@ -274,7 +276,7 @@ def step(p, s, inp, out):
         vel[a] = v[a]
     status, clipped = admittance_velocity(p[P_ADM_M], p[P_ADM_D], dt, p[P_ADM_VMAX], vel, total, K, C, A3)
     if status != 0:
-        return _reject(qd_ref, vel, flags, NUMERIC_FAILURE)
+        return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
     if clipped:
         flags[F_SPEED_SAT] = 1.0
 
@@ -294,11 +296,11 @@ def step(p, s, inp, out):
         qd0[i] = p[P_POST_K] * (qpost[i] - q[i])
         locked[i] = 0.0
     if resolve_rates(Jw, S, W, lam2, vel, qd0, locked, H, Hinv, qd_ref) != 0:
-        return _reject(qd_ref, vel, flags, NUMERIC_FAILURE)
+        return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
     status, nlocked = lock_joint_limits(Jw, S, W, lam2, vel, qd0, q, qmin, qmax, p[P_MARGIN], dt,
                                         locked, H, Hinv, qd_ref)
     if status != 0:
-        return _reject(qd_ref, vel, flags, NUMERIC_FAILURE)
+        return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
     if scale_to_velocity_limits(qd_ref, vmax):
         flags[F_JOINT_SPEED_SAT] = 1.0
 

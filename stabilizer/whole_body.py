@@ -42,7 +42,7 @@ from models.tree_robot import TreeRobot
 
 from .fields import attractor_force, wall_forces
 from .ground import MAX_TILT, TILT_IMU
-from .stabilizer import engage_ramp
+from .stabilizer import engage_ramp, reject
 from models.polygon import convex_hull, polygon_centroid
 from .task_hierarchy import posture_level, solve_level, start_basis
 from .virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
@@ -205,18 +205,6 @@ def reset(p, s, q_measured, out):
     s[S_ENGAGED] = 0.0
     s[S_SUPPORT] = -1.0
     s[S_RESET] = 1.0
-
-
-@njit(cache=True)
-def _reject(qd_ref, vel, flags, flag, status):
-    for i in range(qd_ref.shape[0]):
-        qd_ref[i] = 0.0
-    for a in range(3):
-        vel[a] = 0.0
-    for f in range(NFLAGS):
-        flags[f] = 0.0
-    flags[flag] = 1.0
-    return status
 
 
 @njit(cache=True)
@@ -411,17 +399,17 @@ def step(mbuf, dbuf, p, s, inp, out):
     dv = data_layout(mbuf, dbuf)[0]
     Tf, Jf, com, Jcom = dv[3], dv[6], dv[7], dv[8]
     if s[S_RESET] == 0.0:
-        return _reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
+        return reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
     for i in range(inp.shape[0]):
         if not np.isfinite(inp[i]):
-            return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
+            return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     q_meas = inp[0:n]
     tilt, acc, loads = inp[n + 1:n + 4], inp[n + 4:n + 6], inp[n + 6:n + 6 + 2 * MAX_SENSORS]
     support = support_phase(p, inp[n], loads)
     if support < 0:
         if p[P_CONTACT] == CONTACT_PHASE:
-            return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
-        return _reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
+            return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
+        return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
     other = 1 - stance
     set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
@@ -430,7 +418,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     # the measured posture: apparent up (the IMU's frame) and the measured CoG
     kinematics(mbuf, dbuf, q_meas)
     if not apparent_up(p, tilt, acc, Tf, up):
-        return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
+        return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
 
@@ -439,7 +427,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     m = contact_points(p, support, loads, Tf, Rws, pts)
     h = convex_hull(pts, m, srt, hull) if m >= 3 else 0
     if h < 3:
-        return _reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
+        return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
     for f in range(NFLAGS):
         flags[f] = 0.0
     if s[S_SUPPORT] != support:                      # a new support: the other sole stays where it is
@@ -469,7 +457,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     status, sat, clipped = field_velocity(p, P_COG, walls, margins, h, gains_cog, cog, vec[1],
                                           s[S_ENGAGED], vel, forces, total, K, C, A3)
     if status != 0:
-        return _reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
+        return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
     if sat > 0:
         flags[F_FORCE_SAT] = 1.0
     if clipped:
@@ -492,7 +480,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     status, sat, clipped = field_velocity(p, P_TRUNK, twalls, tmarg, 4, gains_trunk, vec[2], vec[3],
                                           s[S_ENGAGED], vec[1], tforces, trunk_total, K, C, A3)
     if status != 0:
-        return _reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
+        return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
     if sat > 0:
         flags[F_FORCE_SAT] = 1.0
     if clipped:
@@ -520,7 +508,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     nlocked = 0
     for _ in range(n + 1):
         if solve_tasks(p, support, W, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv, qd_ref, sig) != 0:
-            return _reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
+            return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
         new = False
         for i in range(n):
             nxt = q[i] + qd_ref[i] * dt

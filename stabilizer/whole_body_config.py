@@ -43,7 +43,7 @@ from typing import Any
 from models.errors import ConfigError, quote
 from models.validation import read_yaml
 
-from .config import FieldConfig, _field, _Map
+from .config import FieldConfig, MapSection, field_config
 
 TILT_SOURCES = ("platform", "imu")
 SUPPORT_SOURCES = ("phase", "sensors")
@@ -88,14 +88,14 @@ class WholeBodyConfig:
     posture_gain: float
 
 
-def _virtual_robot(sec: _Map) -> VirtualRobotConfig:
+def _virtual_robot(sec: MapSection) -> VirtualRobotConfig:
     walls = sec.sub("walls")
-    w = _field(walls, 1, "saturation_distance")
+    w = field_config(walls, 1, "saturation_distance")
     walls.done()
     attractor = None
     if sec.has("attractor"):
         a = sec.sub("attractor")
-        attractor = _field(a, None, "softening_radius")
+        attractor = field_config(a, None, "softening_radius")
         a.done()
     adm = sec.sub("admittance")
     out = VirtualRobotConfig(w, attractor, adm.number("damping", low=0.0, low_open=True),
@@ -106,7 +106,7 @@ def _virtual_robot(sec: _Map) -> VirtualRobotConfig:
 
 def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
     """Validate a parsed whole-robot stabilizer YAML document (``robot`` relative to it)."""
-    top = _Map(where, "", data)
+    top = MapSection(where, "", data)
     robot = top.raw("robot")
     if not isinstance(robot, str) or not robot:
         raise top.fail("robot", "expected the path of the robot YAML file")

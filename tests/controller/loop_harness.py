@@ -10,7 +10,7 @@ from controller.loop.loop import ControlLoop
 from controller.loop.timing import LockstepClock
 from controller.shm import H, Cmd, SharedBlock, post_command, read_events, take_replies
 from drivers.hal import open_bus
-from controller.daemon import _layout, open_plant_bus
+from controller.daemon import open_plant_bus, shared_layout
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 
@@ -20,7 +20,7 @@ class Harness:
         self.cfg = config or load_daemon_config(CONFIG, backend="sim", lockstep=True)
         robot = self.cfg.robot()
         self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
-        self.block = SharedBlock(_layout(self.cfg), create=True)
+        self.block = SharedBlock(shared_layout(self.cfg), create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
                                 self.cfg.stabilizer(),
                                 clock or LockstepClock(self.cfg.loop.period))
