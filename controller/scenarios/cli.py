@@ -179,6 +179,13 @@ def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
     return Fault(count=args.count, node=args.node, at=args.at)
 
 
+def _print_rig_following(res: dict[str, Any]) -> None:
+    if res.get("max_rig_following_error_mm"):
+        legs = res["max_rig_following_error_mm"].items()
+        print("  rig actuators' max following error "
+              + ", ".join(f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in legs) + " mm")
+
+
 def _print_result(res: dict[str, Any]) -> None:
     mm = lambda x: "n/a" if x is None else f"{1e3 * x:.1f} mm"          # noqa: E731
     print(f"{res['scenario']} {res['params']}: {'FELL' if res['fell'] else 'stood'} "
@@ -190,10 +197,7 @@ def _print_result(res: dict[str, Any]) -> None:
     err = res["max_tracking_error_deg"]
     print(f"  min CoG margin {mm(res['min_cog_margin_m'])}, min CoP margin {mm(res['min_cop_margin_m'])}, "
           f"max tracking error {'n/a' if err is None else f'{err:.3f} deg'} ({res['max_tracking_error_joint']})")
-    if res.get("max_rig_following_error_mm"):
-        legs = res["max_rig_following_error_mm"].items()
-        print("  rig actuators' max following error "
-              + ", ".join(f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in legs) + " mm")
+    _print_rig_following(res)
     print(f"  states {' -> '.join(res['states'])}; faults {res['faults'] or 'none'}; "
           f"{res['overruns']} overruns, {res['missed_cycles']} missed cycles")
     print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s: {res['speed_x_realtime']}x real time")
@@ -413,9 +417,7 @@ def _report_whole_body(res: dict[str, Any], as_json: bool) -> None:
               + f" mm; largest error to the commanded translation {mm(res['plate_tracking_error_m'])}"
               + ("" if res["plate_lag_s"] is None else f" ({mm(res['plate_error_at_lag_m'])} against the command "
                                                         f"delayed {1e3 * res['plate_lag_s']:.0f} ms)"))
-    if res["max_rig_following_error_mm"]:
-        print("  rig actuators' max following error " + ", ".join(
-            f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in res["max_rig_following_error_mm"].items()) + " mm")
+    _print_rig_following(res)
     if res["aborted"]:
         print(f"  ended early: {res['aborted']}")
     print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s")

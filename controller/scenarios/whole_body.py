@@ -31,9 +31,9 @@ from models.ik import IkSolver, Task
 from models.tree_robot import TreeRobot
 from models.validation import read_yaml
 
-from .plots import plot_paths, write_whole_body_plots
 from .metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
-from .runner import Operator, PlotError, Processes, Say, ScenarioAbort, ScenarioError, write_config
+from .plots import plot_paths, write_whole_body_plots
+from .runner import Operator, Processes, Say, ScenarioAbort, ScenarioError, plot_errors, write_config
 from .scenarios import push, push_params
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000_platform.yaml"
@@ -150,7 +150,7 @@ class WholeBodyResult:
     max_stance_lift_m: float | None
     min_pelvis_height_m: float | None
     plate_travel_m: list[float] | None   # the plate's (x, y, z) range over the measured part (the rig moves it)
-    plate_tracking_error_m: float | None    # largest |plate - home - commanded translation| (rig motions without rotation)
+    plate_tracking_error_m: float | None    # largest |plate - home - commanded translation| (rig, no rotation)
     plate_lag_s: float | None               # the delay of the command that fits the plate best, and the largest
     plate_error_at_lag_m: float | None      # error against the command so delayed (metrics.plate_tracking)
     max_tracking_error_deg: float | None    # largest |q - q_ref| with the drives powered, and its joint
@@ -257,13 +257,11 @@ def _plot(scenario, op: Operator, result: WholeBodyResult, out: Path) -> None:
     """The run's PNGs (:func:`.plots.write_whole_body_plots`); any failure is a PlotError."""
     tel, tru = op.series.arrays()
     commanded = _commanded_plate(scenario, op)
-    try:
-        write_whole_body_plots(tel, tru, cog_margin(tru["com_world"], tru["support_polygon"], tru["support_count"]),
-                               commanded(tru["t"]) if commanded and tru["t"].size else None, list(op.call("get_config")["joints"]),
-                               _stance(result.support), result.scenario, Path(out))
-    except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid
-        raise PlotError(f"the plots in {out} could not be drawn ({type(e).__name__}: {e}); "
-                        "the result above is complete") from e
+    margin = cog_margin(tru["com_world"], tru["support_polygon"], tru["support_count"])
+    joints = list(op.call("get_config")["joints"])
+    with plot_errors(out):
+        write_whole_body_plots(tel, tru, margin, commanded(tru["t"]) if commanded and tru["t"].size else None,
+                               joints, _stance(result.support), result.scenario, Path(out))
 
 
 def _run(scenario, o: WholeBodyOptions, op: Operator, config: Path, say: Say) -> WholeBodyResult:
