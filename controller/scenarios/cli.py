@@ -31,7 +31,9 @@ sleep S s per 2 ms control period (a slow host: 0.004 runs about 3x slower than 
 Progress lines go to stderr; ``--json`` prints one object on stdout, before any plot is drawn
 (a plotting failure is an error after it). Exit status: 0 the leg stood, 1 it fell (or the bench
 or the plots failed), 2 bad usage (``--plot`` without matplotlib, ``--record`` onto an existing file
-or into a missing folder: checked before anything runs).
+or into a missing folder, a rig motion the daemon would not play or the rig's stroke cannot hold:
+checked before anything runs). ``rig`` and ``rig-results`` run the bench of the config's robot: the
+leg's, or the whole robot's (:mod:`.whole_body`) when it is a tree (BIP 2000).
 """
 from __future__ import annotations
 

@@ -181,11 +181,16 @@ def largest_step(options: Options | WholeBodyOptions, runs: int, say: Say = lamb
     return {"axis": axis, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"], "trials": out["trials"]}
 
 
+def _sine_bound(frequency: float) -> float:
+    """The sinusoid search's upper bound (m): A ω² = MAX_SINE_ACCEL."""
+    return MAX_SINE_ACCEL / (2 * math.pi * frequency) ** 2
+
+
 def largest_sine(frequency: float, options: Options | WholeBodyOptions, runs: int, say: Say = lambda _m: None,
                  axis: str = SINE_AXIS, run=run_scenario) -> dict[str, Any]:
     """Bisection of the sinusoid's amplitude (m) along ``axis`` the robot survives at ``frequency``."""
     make = _sine(frequency, axis)
-    hi = stroke_limit(rig_model(options), make, MAX_SINE_ACCEL / (2 * math.pi * frequency) ** 2)
+    hi = stroke_limit(rig_model(options), make, _sine_bound(frequency))
     out = bisect(lambda a: RigMotion(make(a)), hi, runs, options, say, run=run)
     return {"axis": axis, "frequency": frequency, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"],
             "trials": out["trials"]}
@@ -229,14 +234,18 @@ def quake_row(res: dict[str, Any]) -> str:
             + " | ".join(_cell(c["quake"], "m/s²") for c in res["configs"]) + " |")
 
 
-def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0) -> str:
-    """held (falls at), with the peak acceleration ``accel`` × held when given."""
+def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0,
+          bound: float = MAX_STEP) -> str:
+    """held (falls at), with the peak acceleration ``accel`` × held when given; held at the first run's
+    amplitude (``limit``), that is the rig's stroke, or the search's own upper bound ``bound``."""
     peak = f", {accel * r['held']:.2f} m/s²" if accel and r["held"] else ""
     if r["held"] == 0.0:
         return f"< {scale * r['fell']:.{digits}f} {unit} (falls there)"
     held = f"{scale * r['held']:.{digits}f} {unit}{peak}"
     if r["fell"] is None:
-        return f"≥ {held} (the rig's limit)" if r["held"] >= r["limit"] else f"≥ {held}"
+        if r["held"] < r["limit"]:
+            return f"≥ {held}"
+        return f"≥ {held} ({'the search' if r['limit'] >= 0.99 * bound else 'the rig'}'s limit)"
     return f"{held} (falls at {scale * r['fell']:.{digits}f})"
 
 
@@ -247,7 +256,7 @@ def markdown(res: dict[str, Any]) -> str:
     rows.append(f"| largest acceleration step survived, fore-aft ({STEP_AXIS} of the rig) | "
                 + " | ".join(_cell(c["step"], "m/s²") for c in res["configs"]) + " |")
     for k, f in enumerate(FREQUENCIES):
-        cells = [_cell(c["sines"][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2) for c in res["configs"]]
+        cells = [_cell(c["sines"][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2, _sine_bound(f)) for c in res["configs"]]
         rows.append(f"| largest sinusoid amplitude survived, fore-aft, {f:g} Hz | " + " | ".join(cells) + " |")
     rows.append(quake_row(res))
     note = (f"\nMeasured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per bisection; "
@@ -288,10 +297,12 @@ def markdown_tree(res: dict[str, Any]) -> str:
         rows.append(f"| largest acceleration step survived, {name} ({axis} of the rig) | "
                     + " | ".join(_cell(c["steps"][axis], "m/s²") for c in res["configs"]) + " |")
         for k, f in enumerate(TREE_FREQUENCIES):
-            cells = [_cell(c["sines"][axis][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2) for c in res["configs"]]
+            cells = [_cell(c["sines"][axis][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2, _sine_bound(f))
+                     for c in res["configs"]]
             rows.append(f"| largest sinusoid amplitude survived, {name}, {f:g} Hz | " + " | ".join(cells) + " |")
     note = (f"\nMeasured {res['date']} by `bipd scenario rig-results --config deploy/bip2000_rig.yaml` "
             f"({res['runs_per_search']} runs per bisection, {res['wall_s'] / 60:.0f} min in all; stepped lock-step; "
-            f"motions as in the table above; fell = the HIL's latch (pelvis 0.2 m down or tilted 30°) or a sole "
-            f"lifted > 10 mm off the plate).")
+            f"motions as in the table above, from {MAX_STEP:g} m/s² (step) or A ω² = {MAX_SINE_ACCEL:g} m/s² "
+            f"(sinusoid); fell = the HIL's latch (pelvis 0.2 m down or tilted 30°) or a sole lifted > 10 mm off "
+            f"the plate; a run that faults holds nothing).")
     return "\n".join(rows) + "\n" + note + "\n"
