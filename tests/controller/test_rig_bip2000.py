@@ -23,6 +23,7 @@ from controller.scenarios import runner, whole_body
 from controller.scenarios.cli import main
 from controller.scenarios.metrics import plate_tracking
 from controller.scenarios.rig import RIG_CONFIG, TREE_AXES, TREE_FREQUENCIES, TREE_RIG_CONFIG, markdown_tree
+from controller.scenarios.runner import PlotError, plot_errors
 from controller.scenarios.search import bisect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,3 +155,9 @@ def test_the_bip2000_rig_table_has_a_row_per_axis_and_search():
            "< 0.25 m/s² (falls there) |" in rows
     # the sinusoid cells give the peak acceleration A ω² of the amplitude held
     assert f"10.0 mm, {0.01 * (2 * math.pi) ** 2:.2f} m/s² (falls at 12.5)" in table
+
+
+def test_a_plotting_failure_is_a_plot_error_naming_the_folder(tmp_path):
+    with pytest.raises(PlotError, match=f"the plots in {tmp_path} could not be drawn \\(RuntimeError: boom\\)"):
+        with plot_errors(tmp_path):
+            raise RuntimeError("boom")
