@@ -285,15 +285,10 @@ def main(argv: list[str] | None = None) -> int:
                   else "\n".join(table for table, _ in tables))
             return 0
         if args.scenario == "rig-results":
-            from .results import update_readme
             from .rig import MARKERS, collect as rig_collect, markdown as rig_markdown
 
             res = rig_collect(options, args.runs, _say)
-            table = rig_markdown(res)
-            if args.readme:
-                update_readme(args.readme, table, MARKERS)
-            print(json.dumps(res) if args.json else table)
-            return 0
+            return _table(args, res, rig_markdown(res), MARKERS)
         if args.scenario == "largest-tilt":
             res = largest_tilt(args.axis, options, args.runs, say=_say)
             print(json.dumps(res) if args.json else
@@ -428,6 +423,16 @@ def _report_whole_body(res: dict[str, Any], as_json: bool) -> None:
     sys.stdout.flush()
 
 
+def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: tuple[str, str]) -> int:
+    """A results table: into ``--readme`` between ``markers`` when given; printed (``--json``: ``res``)."""
+    from .results import update_readme
+
+    if args.readme:
+        update_readme(args.readme, table, markers)
+    print(json.dumps(res) if args.json else table)
+    return 0
+
+
 def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario rig`` / ``rig-results`` when the config's robot is a tree (BIP 2000 on the rig):
     :mod:`.whole_body`'s bench, stepped lock-step, both feet; exit 1 if the robot fell."""
@@ -445,14 +450,8 @@ def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
                          plot_dir=getattr(args, "plot", None))
     try:
         if args.scenario == "rig-results":
-            from .results import update_readme
-
             res = collect_tree(o, args.runs, _say)
-            table = markdown_tree(res)
-            if args.readme:
-                update_readme(args.readme, table, TREE_MARKERS)
-            print(json.dumps(res) if args.json else table)
-            return 0
+            return _table(args, res, markdown_tree(res), TREE_MARKERS)
         res = run_whole_body(RigMotion(args.motion), o, _say,
                              lambda r: _report_whole_body(r.to_dict(), args.json)).to_dict()
     except (ConfigError, ScenarioError) as e:

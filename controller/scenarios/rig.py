@@ -249,23 +249,36 @@ def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, acc
     return f"{held} (falls at {scale * r['fell']:.{digits}f})"
 
 
+def _step_row(what: str, searches: list[dict[str, Any]]) -> str:
+    """A table row of step searches (one per column)."""
+    return (f"| largest acceleration step survived, {what} | "
+            + " | ".join(_cell(r, "m/s²") for r in searches) + " |")
+
+
+def _sine_row(what: str, f: float, searches: list[dict[str, Any]]) -> str:
+    """A table row of sinusoid searches at ``f`` Hz (one per column): amplitude and peak A ω²."""
+    cells = [_cell(r, "mm", 1e3, 1, (2 * math.pi * f) ** 2, _sine_bound(f)) for r in searches]
+    return f"| largest sinusoid amplitude survived, {what}, {f:g} Hz | " + " | ".join(cells) + " |"
+
+
 def markdown(res: dict[str, Any]) -> str:
     """The README's rig table."""
-    labels = [c["config"] for c in res["configs"]]
-    rows = ["| figure | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
-    rows.append(f"| largest acceleration step survived, fore-aft ({STEP_AXIS} of the rig) | "
-                + " | ".join(_cell(c["step"], "m/s²") for c in res["configs"]) + " |")
-    for k, f in enumerate(FREQUENCIES):
-        cells = [_cell(c["sines"][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2, _sine_bound(f)) for c in res["configs"]]
-        rows.append(f"| largest sinusoid amplitude survived, fore-aft, {f:g} Hz | " + " | ".join(cells) + " |")
+    rows = [_step_row(f"fore-aft ({STEP_AXIS} of the rig)", [c["step"] for c in res["configs"]])]
+    rows += [_sine_row("fore-aft", f, [c["sines"][k] for c in res["configs"]]) for k, f in enumerate(FREQUENCIES)]
     rows.append(quake_row(res))
-    note = (f"\nMeasured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per bisection; "
-            f"steps held 0.2 s with 20 ms raised-cosine edges, then braked at half; sinusoids {SINE_CYCLES} cycles "
-            f"with one-cycle fades, their peak acceleration A ω² after the amplitude; the earthquake the shipped "
-            f"synthetic record scaled to the peak shown; every amplitude bounded by the "
-            f"rig's stroke; fell as in the table above).")
-    return "\n".join(rows) + "\n" + note + "\n"
+    return _table("figure", res, rows,
+                  f"Measured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per "
+                  f"bisection; steps held 0.2 s with 20 ms raised-cosine edges, then braked at half; sinusoids "
+                  f"{SINE_CYCLES} cycles with one-cycle fades, their peak acceleration A ω² after the amplitude; the "
+                  f"earthquake the shipped synthetic record scaled to the peak shown; every amplitude bounded by the "
+                  f"rig's stroke; fell as in the table above).")
 
+
+def _table(corner: str, res: dict[str, Any], rows: list[str], note: str) -> str:
+    """A markdown table, a column per configuration of ``res``, and its note below."""
+    labels = [c["config"] for c in res["configs"]]
+    head = [f"| {corner} | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
+    return "\n".join(head + rows) + "\n\n" + note + "\n"
 
 
 def collect_tree(options: WholeBodyOptions, runs: int = 4, say: Say = lambda _m: None) -> dict[str, Any]:
@@ -291,18 +304,14 @@ def collect_tree(options: WholeBodyOptions, runs: int = 4, say: Say = lambda _m:
 
 def markdown_tree(res: dict[str, Any]) -> str:
     """The README's BIP 2000 rig table."""
-    labels = [c["config"] for c in res["configs"]]
-    rows = ["| BIP 2000, both feet | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
+    rows = []
     for axis, name in TREE_AXES:
-        rows.append(f"| largest acceleration step survived, {name} ({axis} of the rig) | "
-                    + " | ".join(_cell(c["steps"][axis], "m/s²") for c in res["configs"]) + " |")
-        for k, f in enumerate(TREE_FREQUENCIES):
-            cells = [_cell(c["sines"][axis][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2, _sine_bound(f))
-                     for c in res["configs"]]
-            rows.append(f"| largest sinusoid amplitude survived, {name}, {f:g} Hz | " + " | ".join(cells) + " |")
-    note = (f"\nMeasured {res['date']} by `bipd scenario rig-results --config deploy/bip2000_rig.yaml` "
-            f"({res['runs_per_search']} runs per bisection, {res['wall_s'] / 60:.0f} min in all; stepped lock-step; "
-            f"motions as in the table above, from {MAX_STEP:g} m/s² (step) or A ω² = {MAX_SINE_ACCEL:g} m/s² "
-            f"(sinusoid); fell = the HIL's latch (pelvis 0.2 m down or tilted 30°) or a sole lifted > 10 mm off "
-            f"the plate; a run that faults holds nothing).")
-    return "\n".join(rows) + "\n" + note + "\n"
+        rows.append(_step_row(f"{name} ({axis} of the rig)", [c["steps"][axis] for c in res["configs"]]))
+        rows += [_sine_row(name, f, [c["sines"][axis][k] for c in res["configs"]])
+                 for k, f in enumerate(TREE_FREQUENCIES)]
+    return _table("BIP 2000, both feet", res, rows,
+                  f"Measured {res['date']} by `bipd scenario rig-results --config deploy/bip2000_rig.yaml` "
+                  f"({res['runs_per_search']} runs per bisection, {res['wall_s'] / 60:.0f} min in all; stepped "
+                  f"lock-step; motions as in the table above, from {MAX_STEP:g} m/s² (step) or A ω² = "
+                  f"{MAX_SINE_ACCEL:g} m/s² (sinusoid); fell = the HIL's latch (pelvis 0.2 m down or tilted 30°) or "
+                  f"a sole lifted > 10 mm off the plate; a run that faults holds nothing).")
