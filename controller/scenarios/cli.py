@@ -375,9 +375,9 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
         if args.push is not None:
             p.error("give --push or --rig-motion, not both")
         try:
-            spec = checked_motion(args.rig_motion, o.config)   # a bad motion is refused before anything starts
+            spec = checked_motion(args.rig_motion, o.config, "--rig-motion")   # refused before anything starts
         except (ConfigError, ScenarioError) as e:
-            p.error(f"--rig-motion: {e}")
+            p.error(str(e))
         o = replace(o, trajectory_dir=motion_folder(spec))
         scenario = RigMotion(spec)
     elif args.push is not None:

@@ -65,7 +65,7 @@ def is_tree_config(config: Path) -> bool:
     return is_tree(read_yaml(Path(config).resolve().parent / robot))
 
 
-def motion_spec(text: str) -> str:
+def motion_spec(text: str, flag: str = "--motion") -> str:
     """``KIND[:k=v,...]`` as given, a YAML file's ``{kind: KIND, ...}`` as one, or an earthquake
     CSV's absolute path; refused (:class:`ScenarioError`) unless the daemon plays it."""
     path = Path(text)
@@ -80,27 +80,27 @@ def motion_spec(text: str) -> str:
         try:
             motion_from_spec(text)            # read and made drift-free here; the daemon checks it again
         except MotionError as exc:
-            raise ScenarioError(str(exc)) from None
+            raise ScenarioError(f"{flag}: {exc}") from None
         return str(path.resolve())
     if text.partition(":")[0] not in COMMAND_KINDS:
-        raise ScenarioError(f"--motion {text!r}: expected one of {', '.join(COMMAND_KINDS)} (KIND or KIND:key=value,...) "
+        raise ScenarioError(f"{flag} {text!r}: expected one of {', '.join(COMMAND_KINDS)} (KIND or KIND:key=value,...) "
                             "or a YAML file of one")
     try:
         motion_from_spec(text)
     except MotionError as exc:
-        raise ScenarioError(str(exc)) from None
+        raise ScenarioError(f"{flag}: {exc}") from None
     return text
 
 
-def checked_motion(text: str, config: Path) -> str:
+def checked_motion(text: str, config: Path, flag: str = "--motion") -> str:
     """:func:`motion_spec` of ``text``, also refused (:class:`ScenarioError`) when the rig of the
     daemon YAML ``config`` cannot make it (controller.rig.stroke: the leg, time and stroke named):
     checked before any process starts, so a bad motion moves nothing."""
-    spec = motion_spec(text)
+    spec = motion_spec(text, flag)
     try:
         check_motion(rig_model(Options(config=config)), motion_from_spec(spec))
     except MotionError as exc:
-        raise ScenarioError(f"--motion {text}: {exc}") from None
+        raise ScenarioError(f"{flag}: {exc}") from None
     return spec
 
 
