@@ -14,8 +14,10 @@
                              [--rig-motion SPEC --config deploy/bip2000_rig.yaml]
                              [--direction forward|backward|left|right] [--no-stabilizer] [--json]
                                                                  BIP 2000 on the platform (deploy/bip2000_platform.yaml)
-    bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig
-    bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table (default config: bipd_rig.yaml)
+    bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig under the
+                                                                 config's robot: the leg (default deploy/bipd_rig.yaml)
+                                                                 or BIP 2000 (--config deploy/bip2000_rig.yaml)
+    bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table of the config's robot
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
           [--throttle-s S] [--operator-sleep X], and [--plot DIR] [--record FILE.mcap] for one scenario
           (walk: only --realtime, --json, --throttle-s, --operator-sleep, --plot, --record)
@@ -29,7 +31,9 @@ sleep S s per 2 ms control period (a slow host: 0.004 runs about 3x slower than 
 Progress lines go to stderr; ``--json`` prints one object on stdout, before any plot is drawn
 (a plotting failure is an error after it). Exit status: 0 the leg stood, 1 it fell (or the bench
 or the plots failed), 2 bad usage (``--plot`` without matplotlib, ``--record`` onto an existing file
-or into a missing folder: checked before anything runs).
+or into a missing folder, a rig motion the daemon would not play or the rig's stroke cannot hold:
+checked before anything runs). ``rig`` and ``rig-results`` run the bench of the config's robot: the
+leg's, or the whole robot's (:mod:`.whole_body`) when it is a tree (BIP 2000).
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +51,7 @@ from ..extras import missing
 from .metrics import ScenarioResult
 from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
 from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
-from .rig import RIG_CONFIG, RigMotion, motion_folder, motion_spec
+from .rig import RIG_CONFIG, RigMotion, checked_motion, is_tree_config, motion_folder
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
 from .walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
 
@@ -114,11 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--axis", choices=tuple(TILT_AXES), required=True)
     s.add_argument("--runs", type=int, default=5, help="runs at most (default 5)")
     d = sub.add_parser("tilt-directions", help="the thesis-magnitude tilt (20°) in eight directions, stabilizer on")
-    rg = sub.add_parser("rig", help="a ground motion of the Stewart-Gough rig under the leg (deploy/bipd_rig.yaml)")
+    rg = sub.add_parser("rig", help="a ground motion of the Stewart-Gough rig under the config's robot: the leg "
+                                    "(deploy/bipd_rig.yaml, the default) or BIP 2000 (deploy/bip2000_rig.yaml)")
     rg.add_argument("--motion", required=True, metavar="FILE|NAME",
                     help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck), a YAML file of one "
                          "or an earthquake CSV (t,ax,ay,az)")
-    rr = sub.add_parser("rig-results", help="regenerate the README's rig table (many runs)")
+    rr = sub.add_parser("rig-results", help="regenerate the README's rig table of the config's robot (many runs)")
     rr.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
     rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
     r = sub.add_parser("results", help="regenerate the README results table (many runs)")
@@ -165,7 +171,7 @@ def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
             p.error("--force must be >= 0 N and --duration > 0 s")
         return Push(args.force, args.duration, args.direction)
     if args.scenario == "rig":
-        return RigMotion(motion_spec(args.motion))
+        return RigMotion(args.motion)
     if args.scenario == "walk-file":
         if not args.path.is_file():
             p.error(f"walk-file: {args.path} is not a file")
@@ -173,6 +179,13 @@ def _scenario(args: argparse.Namespace, p: argparse.ArgumentParser):
     if args.count < 1:
         p.error("--count must be at least 1")
     return Fault(count=args.count, node=args.node, at=args.at)
+
+
+def _print_rig_following(res: dict[str, Any]) -> None:
+    if res.get("max_rig_following_error_mm"):
+        legs = res["max_rig_following_error_mm"].items()
+        print("  rig actuators' max following error "
+              + ", ".join(f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in legs) + " mm")
 
 
 def _print_result(res: dict[str, Any]) -> None:
@@ -186,10 +199,7 @@ def _print_result(res: dict[str, Any]) -> None:
     err = res["max_tracking_error_deg"]
     print(f"  min CoG margin {mm(res['min_cog_margin_m'])}, min CoP margin {mm(res['min_cop_margin_m'])}, "
           f"max tracking error {'n/a' if err is None else f'{err:.3f} deg'} ({res['max_tracking_error_joint']})")
-    if res.get("max_rig_following_error_mm"):
-        legs = res["max_rig_following_error_mm"].items()
-        print("  rig actuators' max following error "
-              + ", ".join(f"{leg} {'n/a' if v is None else f'{v:.3f}'}" for leg, v in legs) + " mm")
+    _print_rig_following(res)
     print(f"  states {' -> '.join(res['states'])}; faults {res['faults'] or 'none'}; "
           f"{res['overruns']} overruns, {res['missed_cycles']} missed cycles")
     print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s: {res['speed_x_realtime']}x real time")
@@ -223,6 +233,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.scenario == "walk":
         return _walk(args, p, record)
+    if args.scenario in ("rig", "rig-results"):
+        try:                                   # a bad motion is refused before anything starts
+            tree = is_tree_config(args.config)
+            if args.scenario == "rig":
+                args.motion = checked_motion(args.motion, args.config)
+        except (ConfigError, ScenarioError) as e:
+            p.error(str(e))
+        if tree:
+            return _rig_tree(args, p)
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
@@ -266,15 +285,10 @@ def main(argv: list[str] | None = None) -> int:
                   else "\n".join(table for table, _ in tables))
             return 0
         if args.scenario == "rig-results":
-            from .results import update_readme
             from .rig import MARKERS, collect as rig_collect, markdown as rig_markdown
 
             res = rig_collect(options, args.runs, _say)
-            table = rig_markdown(res)
-            if args.readme:
-                update_readme(args.readme, table, MARKERS)
-            print(json.dumps(res) if args.json else table)
-            return 0
+            return _table(args, res, rig_markdown(res), MARKERS)
         if args.scenario == "largest-tilt":
             res = largest_tilt(args.axis, options, args.runs, say=_say)
             print(json.dumps(res) if args.json else
@@ -352,9 +366,6 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
     return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
-    from controller.rig.motions import MotionError
-    from controller.rig.spec import motion_args
-
     from .whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support)
@@ -364,10 +375,11 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
         if args.push is not None:
             p.error("give --push or --rig-motion, not both")
         try:
-            motion_args(args.rig_motion)           # a bad motion is refused before anything starts
-        except MotionError as e:
-            p.error(f"--rig-motion: {e}")
-        scenario = RigMotion(args.rig_motion)
+            spec = checked_motion(args.rig_motion, o.config, "--rig-motion")   # refused before anything starts
+        except (ConfigError, ScenarioError) as e:
+            p.error(str(e))
+        o = replace(o, trajectory_dir=motion_folder(spec))
+        scenario = RigMotion(spec)
     elif args.push is not None:
         if args.push < 0:
             p.error("--push must be >= 0 N")
@@ -378,18 +390,73 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
             p.error(f"--alpha / --beta within the platform's {limit:g} deg and --duration > 0 s")
         scenario = PlatformTilt(math.radians(args.alpha), math.radians(args.beta), args.duration)
     try:
-        res = run_whole_body(scenario, o, _say).to_dict()
+        res = run_whole_body(scenario, o, _say, lambda r: _report_whole_body(r.to_dict(), args.json)).to_dict()
     except (ConfigError, ScenarioError) as e:
         print(f"bipd scenario: error: {e}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(res))
-    else:
-        margin = "n/a" if res["min_cog_margin_m"] is None else f"{1e3 * res['min_cog_margin_m']:.1f} mm"
-        verdict = f"FELL ({res['fall_reason']})" if res["fell"] else "stood"
-        print(f"{res['scenario']} {res['params']} on {res['support']} support "
-              f"({'stabilizer' if res['stabilizer'] else 'posture held'}): {verdict}; min CoG margin {margin}; "
-              f"stabilizer flags raised: {', '.join(res['stab_flags']) or 'none'}")
+    return 1 if res["fell"] else 0
+
+
+def _report_whole_body(res: dict[str, Any], as_json: bool) -> None:
+    """A whole-robot run's figures: one JSON object, or lines."""
+    if as_json:
+        print(json.dumps(res), flush=True)
+        return
+    mm = lambda x: "n/a" if x is None else f"{1e3 * x:.1f} mm"          # noqa: E731
+    verdict = f"FELL ({res['fall_reason']})" if res["fell"] else "stood"
+    print(f"{res['scenario']} {res['params']} on {res['support']} support "
+          f"({'stabilizer' if res['stabilizer'] else 'posture held'}): {verdict}; min CoG margin "
+          f"{mm(res['min_cog_margin_m'])}; stabilizer flags raised: {', '.join(res['stab_flags']) or 'none'}")
+    err = res["max_tracking_error_deg"]
+    print(f"  max tracking error {'n/a' if err is None else f'{err:.3f} deg'} ({res['max_tracking_error_joint']})")
+    if res["plate_travel_m"] is not None:
+        print("  plate travel (x, y, z) " + ", ".join(f"{1e3 * v:.1f}" for v in res["plate_travel_m"])
+              + f" mm; largest error to the commanded translation {mm(res['plate_tracking_error_m'])}"
+              + ("" if res["plate_lag_s"] is None else f" ({mm(res['plate_error_at_lag_m'])} against the command "
+                                                        f"delayed {1e3 * res['plate_lag_s']:.0f} ms)"))
+    _print_rig_following(res)
+    if res["aborted"]:
+        print(f"  ended early: {res['aborted']}")
+    print(f"  {res['sim_s']:.1f} s simulated in {res['wall_s']:.1f} s")
+    for path in res["plots"]:
+        print(f"  plot {path}")
+    sys.stdout.flush()
+
+
+def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: tuple[str, str]) -> int:
+    """A results table: into ``--readme`` between ``markers`` when given; printed (``--json``: ``res``)."""
+    from .results import update_readme
+
+    if args.readme:
+        update_readme(args.readme, table, markers)
+    print(json.dumps(res) if args.json else table)
+    return 0
+
+
+def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
+    """``bipd scenario rig`` / ``rig-results`` when the config's robot is a tree (BIP 2000 on the rig):
+    :mod:`.whole_body`'s bench, stepped lock-step, both feet; exit 1 if the robot fell."""
+    from .rig import TREE_MARKERS, collect_tree, markdown_tree
+    from .whole_body import WholeBodyOptions, run_whole_body
+
+    bench = (("--realtime", args.realtime), ("--bolt-foot", args.bolt_foot),
+             ("--tilt-source imu", args.tilt_source != "platform"), ("--throttle-s", args.throttle_s),
+             ("--operator-sleep", args.operator_sleep), ("--record", getattr(args, "record", None)))
+    if any(on for _, on in bench):
+        p.error(f"{', '.join(flag for flag, on in bench if on)}: not available for a whole robot on the rig "
+                f"({args.config} names a tree robot; its bench runs stepped lock-step)")
+    o = WholeBodyOptions(config=args.config, stabilizer=not args.no_stabilizer,
+                         trajectory_dir=motion_folder(args.motion) if args.scenario == "rig" else None,
+                         plot_dir=getattr(args, "plot", None))
+    try:
+        if args.scenario == "rig-results":
+            res = collect_tree(o, args.runs, _say)
+            return _table(args, res, markdown_tree(res), TREE_MARKERS)
+        res = run_whole_body(RigMotion(args.motion), o, _say,
+                             lambda r: _report_whole_body(r.to_dict(), args.json)).to_dict()
+    except (ConfigError, ScenarioError) as e:
+        print(f"bipd scenario: error: {e}", file=sys.stderr)
+        return 1
     return 1 if res["fell"] else 0
 
 

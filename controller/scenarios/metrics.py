@@ -152,6 +152,24 @@ def rig_following_errors(ferr: np.ndarray) -> dict[str, float] | None:
             for j, leg in enumerate(LEG_NAMES)}
 
 
+PLATE_LAG_MAX_S = 0.05       # s, the longest delay of the command :func:`plate_tracking` tries
+PLATE_LAG_STEP_S = 0.002     # s, its resolution (one control period)
+
+
+def plate_tracking(t: np.ndarray, plate: np.ndarray, commanded) -> tuple[float | None, float | None, float | None]:
+    """The plate's truth position (N, 3) against the commanded translation ``commanded(t)`` ((N, 3),
+    None for a motion that turns the plate), both from home (the first frame): the largest error at the
+    same time; the delay d in [0, PLATE_LAG_MAX_S] of the command that fits best, and the largest error
+    against ``commanded(t - d)`` (what is left once the bus's and drives' delay is taken out)."""
+    if commanded is None or t.size == 0 or commanded(t) is None:
+        return None, None, None
+    moved = plate - plate[0]
+    errs = [float(np.max(np.linalg.norm(moved - commanded(t - d), axis=1)))
+            for d in np.arange(0.0, PLATE_LAG_MAX_S + 1e-9, PLATE_LAG_STEP_S)]
+    k = int(np.argmin(errs))
+    return errs[0], round(k * PLATE_LAG_STEP_S, 4), errs[k]
+
+
 def evaluate(name: str, params: dict[str, Any], stabilizer: bool, lockstep: bool, series: Series,
              daemon_config: dict[str, Any], stats: dict[str, Any], sim_s: float, wall_s: float,
              aborted: str | None) -> ScenarioResult:

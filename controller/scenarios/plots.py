@@ -125,7 +125,7 @@ def plot_platform(tel: dict, tru: dict, title: str, path: Path) -> str:
 
 
 def plot_paths(name: str, out: Path) -> list[Path]:
-    """Where :func:`write_plots` draws a run's PNGs: support, tracking, platform."""
+    """Where :func:`write_plots` (:func:`write_whole_body_plots`) draws a run's PNGs: support, tracking, platform."""
     return [out / f"{name}_{kind}.png" for kind in ("support", "tracking", "platform")]
 
 
@@ -206,3 +206,46 @@ def plot_walk_tracking(tel: dict, tru: dict, joints: list[str], axes: list[str],
     for x in (a, b):
         x.grid(True, alpha=0.3)
     return _save(plt, fig, path)
+
+
+def write_whole_body_plots(tel: dict, tru: dict, margin: np.ndarray, commanded: np.ndarray | None,
+                           joints: list[str], feet: list[int], name: str, out: Path) -> list[str]:
+    """A whole-robot run's PNGs in ``out`` (HIL truth, world x forward, y left): the CoG's margin to the
+    support polygon and the stance soles' lift; the plate's travel against the commanded motion; every
+    joint's tracking error; the platform angles (and the rig actuators' following errors)."""
+    out.mkdir(parents=True, exist_ok=True)
+    support, tracking, platform = plot_paths(name, out)
+    plt, fig, ax = _figure(2, 1, (10.0, 7.0))
+    a, b = ax[0, 0], ax[1, 0]
+    if tru["t"].size:
+        a.plot(tru["t"], 1e3 * margin, label="CoG margin to the support polygon")
+        for f in feet:
+            a.plot(tru["t"], 1e3 * tru["foot_lift"][:, f], label=f"{('left', 'right')[f]} sole lift")
+        travel = tru["plate_position"] - tru["plate_position"][0]
+        for i, axis in enumerate("xyz"):
+            b.plot(tru["t"], 1e3 * travel[:, i], label=f"plate {axis} (HIL truth)")
+            if commanded is not None:
+                b.plot(tru["t"], 1e3 * commanded[:, i], "--", label=f"plate {axis} commanded")
+    a.axhline(0.0, color="k", lw=0.8)
+    a.set_ylabel("[mm]")
+    a.set_title(f"{name}: CoG margin and stance soles' lift (HIL truth)")
+    b.set_ylabel("plate travel from home [mm]")
+    b.set_xlabel("t [s]")
+    for x in (a, b):
+        x.legend(loc="lower left", fontsize=8)
+        x.grid(True, alpha=0.3)
+    paths = [_save(plt, fig, support)]
+    plt, fig, ax = _figure(1, 1, (10.0, 5.0))
+    e = ax[0, 0]
+    if tel["t"].size:
+        err = np.degrees(tel["q"] - tel["q_ref"])
+        for i, joint in enumerate(joints):
+            e.plot(tel["t"], err[:, i], lw=0.8, label=joint)
+    e.set_ylabel("q − q_ref [deg]")
+    e.set_xlabel("t [s]")
+    e.set_title(f"{name}: joint tracking")
+    e.legend(loc="upper right", fontsize=6, ncol=5)
+    e.grid(True, alpha=0.3)
+    paths.append(_save(plt, fig, tracking))
+    paths.append(plot_platform(tel, tru, f"{name}: platform angles", platform))
+    return paths

@@ -1,8 +1,11 @@
-"""Scenarios on the Stewart–Gough rig (deploy/bipd_rig.yaml): a ground motion played under the
-stabilizing leg (``rig_motion``), and the searches of the README's rig rows: the largest horizontal
-acceleration step and the largest sinusoid amplitude per frequency the leg survives, without the
-stabilizer (posture held), with it, and with it and the support's measured acceleration folded into
-its tilt (``tilt.use_acceleration``: Gastebois 2017, §2.5.4's equivalence principle).
+"""Scenarios on the Stewart–Gough rig: a ground motion played under the stabilizing robot
+(``rig_motion``), and the searches of the README's rig rows: the largest horizontal acceleration step
+and the largest sinusoid amplitude per frequency the robot survives. The bench leg
+(deploy/bipd_rig.yaml, :mod:`.runner`): fore-aft, without the stabilizer (posture held), with it, and
+with it and the support's measured acceleration folded into its tilt (``tilt.use_acceleration``:
+Gastebois 2017, §2.5.4's equivalence principle). BIP 2000 (deploy/bip2000_rig.yaml, :mod:`.whole_body`):
+lateral and fore-aft, with the whole-robot stabilizer and without (posture held). The daemon YAML's
+robot (a chain or a tree: :func:`is_tree_config`) chooses the bench.
 
 Motions are the daemon's built-in kinds (controller.rig.spec: ``KIND:key=value,...`` or a YAML
 file of one) or a recorded earthquake CSV (the daemon's ``io.trajectory_dir`` is then the file's
@@ -13,12 +16,17 @@ from __future__ import annotations
 
 import math
 import tempfile
+import time
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from models import ConfigError
 from models.stewart import StewartModel
+from models.tree_config import is_tree
 from models.validation import read_yaml
 
 from controller.rig.earthquake import read_csv, write_csv
@@ -26,11 +34,13 @@ from controller.rig.motions import MotionError
 from controller.rig.spec import COMMAND_KINDS, motion_from_spec
 from controller.rig.stroke import check_motion
 
-from .runner import Options, Operator, Say, ScenarioError
+from .runner import Options, Operator, Say, ScenarioError, run_scenario
 from .scenarios import SETTLE_S
 from .search import bisect
+from .whole_body import WholeBodyOptions, run_whole_body
 
 RIG_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd_rig.yaml"
+TREE_RIG_CONFIG = RIG_CONFIG.parent / "bip2000_rig.yaml"
 QUAKE = RIG_CONFIG.parent / "motions" / "quake_kanai_tajimi.csv"   # synthetic (controller.rig.earthquake.kanai_tajimi)
 FREQUENCIES = (0.2, 0.5, 1.0, 2.0)          # Hz, the sinusoid rows
 SINE_CYCLES = 3                              # per search run (plus one-cycle fades, inside them)
@@ -40,9 +50,22 @@ MAX_SINE_ACCEL = 4.0                         # m/s², A ω² at most in the sinu
 MARKERS = ("<!-- rig-results -->", "<!-- /rig-results -->")   # the README block rig-results rewrites
 CONFIGS = (("without the stabilizer (posture held)", False, False), ("stabilizer", True, False),
            ("stabilizer + support acceleration", True, True))
+TREE_MARKERS = ("<!-- rig-results-bip2000 -->", "<!-- /rig-results-bip2000 -->")
+TREE_FREQUENCIES = (0.5, 1.0, 2.0)           # Hz, BIP 2000's sinusoid rows
+TREE_AXES = (("y", "lateral"), ("x", "fore-aft"))   # the rig's axes under BIP 2000 (world y left, x forward)
+TREE_CONFIGS = (("whole-robot stabilizer", True), ("without (posture held)", False))
 
 
-def motion_spec(text: str) -> str:
+def is_tree_config(config: Path) -> bool:
+    """Whether the daemon YAML ``config`` names a tree robot (BIP 2000) rather than the bench leg."""
+    doc = read_yaml(config)
+    robot = doc.get("robot") if isinstance(doc, dict) else None
+    if not robot:
+        raise ConfigError(str(config), "robot", "missing required key")
+    return is_tree(read_yaml(Path(config).resolve().parent / robot))
+
+
+def motion_spec(text: str, flag: str = "--motion") -> str:
     """``KIND[:k=v,...]`` as given, a YAML file's ``{kind: KIND, ...}`` as one, or an earthquake
     CSV's absolute path; refused (:class:`ScenarioError`) unless the daemon plays it."""
     path = Path(text)
@@ -57,16 +80,28 @@ def motion_spec(text: str) -> str:
         try:
             motion_from_spec(text)            # read and made drift-free here; the daemon checks it again
         except MotionError as exc:
-            raise ScenarioError(str(exc)) from None
+            raise ScenarioError(f"{flag}: {exc}") from None
         return str(path.resolve())
     if text.partition(":")[0] not in COMMAND_KINDS:
-        raise ScenarioError(f"--motion {text!r}: expected one of {', '.join(COMMAND_KINDS)} (KIND or KIND:key=value,...) "
+        raise ScenarioError(f"{flag} {text!r}: expected one of {', '.join(COMMAND_KINDS)} (KIND or KIND:key=value,...) "
                             "or a YAML file of one")
     try:
         motion_from_spec(text)
     except MotionError as exc:
-        raise ScenarioError(str(exc)) from None
+        raise ScenarioError(f"{flag}: {exc}") from None
     return text
+
+
+def checked_motion(text: str, config: Path, flag: str = "--motion") -> str:
+    """:func:`motion_spec` of ``text``, also refused (:class:`ScenarioError`) when the rig of the
+    daemon YAML ``config`` cannot make it (controller.rig.stroke: the leg, time and stroke named):
+    checked before any process starts, so a bad motion moves nothing."""
+    spec = motion_spec(text, flag)
+    try:
+        check_motion(rig_model(Options(config=config)), motion_from_spec(spec))
+    except MotionError as exc:
+        raise ScenarioError(f"{flag}: {exc}") from None
+    return spec
 
 
 def motion_folder(spec: str) -> Path | None:
@@ -88,6 +123,14 @@ class RigMotion:
     def run(self, op: Operator) -> None:
         op.command("rig_motion", motion=Path(self.motion).name if motion_folder(self.motion) else self.motion)
         op.wait(motion_from_spec(self.motion).duration + SETTLE_S)
+
+    def plate_path(self, tau: np.ndarray) -> np.ndarray | None:
+        """The commanded plate translation (N, 3) at ``tau`` s from the motion's start (at rest at home
+        before it and after its end); None when the motion also turns the plate (its top face's
+        origin then moves with the rotation, not with G alone)."""
+        motion = motion_from_spec(self.motion)
+        x = motion.sample_many(np.clip(tau, 0.0, motion.duration))[0]
+        return None if np.abs(x[:, 3:]).max(initial=0.0) > 0.0 else x[:, :3]
 
 
 def rig_model(options: Options) -> StewartModel:
@@ -115,12 +158,12 @@ def stroke_limit(model: StewartModel, make, hi: float, iterations: int = 12) -> 
     return lo
 
 
-def _step(a: float) -> str:
-    return f"step:axis={STEP_AXIS},accel={a:.6g}"
+def _step(axis: str):
+    return lambda a: f"step:axis={axis},accel={a:.6g}"
 
 
-def _sine(f: float):
-    return lambda a: f"sinusoid:axis={SINE_AXIS},amplitude={a:.6g},frequency={f:g},cycles={SINE_CYCLES}"
+def _sine(f: float, axis: str):
+    return lambda a: f"sinusoid:axis={axis},amplitude={a:.6g},frequency={f:g},cycles={SINE_CYCLES}"
 
 
 def _options(options: Options, stabilizer: bool, acceleration: bool) -> Options:
@@ -128,19 +171,28 @@ def _options(options: Options, stabilizer: bool, acceleration: bool) -> Options:
                    stabilizer_set=(("tilt.use_acceleration", acceleration),) if stabilizer else ())
 
 
-def largest_step(options: Options, runs: int, say: Say = lambda _m: None) -> dict[str, Any]:
-    """Bisection of the acceleration step (m/s²) the leg survives."""
-    hi = stroke_limit(rig_model(options), _step, MAX_STEP)
-    out = bisect(lambda a: RigMotion(_step(a)), hi, runs, options, say)
-    return {"limit": round(hi, 4), "held": out["held"], "fell": out["fell"], "trials": out["trials"]}
+def largest_step(options: Options | WholeBodyOptions, runs: int, say: Say = lambda _m: None,
+                 axis: str = STEP_AXIS, run=run_scenario) -> dict[str, Any]:
+    """Bisection of the acceleration step (m/s²) along the rig's ``axis`` the robot survives, each
+    run ``run(RigMotion, options, say)`` (the leg's bench by default, :func:`run_whole_body` for BIP 2000)."""
+    make = _step(axis)
+    hi = stroke_limit(rig_model(options), make, MAX_STEP)
+    out = bisect(lambda a: RigMotion(make(a)), hi, runs, options, say, run=run)
+    return {"axis": axis, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"], "trials": out["trials"]}
 
 
-def largest_sine(frequency: float, options: Options, runs: int, say: Say = lambda _m: None) -> dict[str, Any]:
-    """Bisection of the sinusoid's amplitude (m) the leg survives at ``frequency``."""
-    make = _sine(frequency)
-    hi = stroke_limit(rig_model(options), make, MAX_SINE_ACCEL / (2 * math.pi * frequency) ** 2)
-    out = bisect(lambda a: RigMotion(make(a)), hi, runs, options, say)
-    return {"frequency": frequency, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"],
+def _sine_bound(frequency: float) -> float:
+    """The sinusoid search's upper bound (m): A ω² = MAX_SINE_ACCEL."""
+    return MAX_SINE_ACCEL / (2 * math.pi * frequency) ** 2
+
+
+def largest_sine(frequency: float, options: Options | WholeBodyOptions, runs: int, say: Say = lambda _m: None,
+                 axis: str = SINE_AXIS, run=run_scenario) -> dict[str, Any]:
+    """Bisection of the sinusoid's amplitude (m) along ``axis`` the robot survives at ``frequency``."""
+    make = _sine(frequency, axis)
+    hi = stroke_limit(rig_model(options), make, _sine_bound(frequency))
+    out = bisect(lambda a: RigMotion(make(a)), hi, runs, options, say, run=run)
+    return {"axis": axis, "frequency": frequency, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"],
             "trials": out["trials"]}
 
 
@@ -182,31 +234,84 @@ def quake_row(res: dict[str, Any]) -> str:
             + " | ".join(_cell(c["quake"], "m/s²") for c in res["configs"]) + " |")
 
 
-def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0) -> str:
-    """held (falls at), with the peak acceleration ``accel`` × held when given."""
+def _cell(r: dict[str, Any], unit: str, scale: float = 1.0, digits: int = 2, accel: float = 0.0,
+          bound: float = MAX_STEP) -> str:
+    """held (falls at), with the peak acceleration ``accel`` × held when given; held at the first run's
+    amplitude (``limit``), that is the rig's stroke, or the search's own upper bound ``bound``."""
     peak = f", {accel * r['held']:.2f} m/s²" if accel and r["held"] else ""
     if r["held"] == 0.0:
         return f"< {scale * r['fell']:.{digits}f} {unit} (falls there)"
     held = f"{scale * r['held']:.{digits}f} {unit}{peak}"
     if r["fell"] is None:
-        return f"≥ {held} (the rig's limit)" if r["held"] >= r["limit"] else f"≥ {held}"
+        if r["held"] < r["limit"]:
+            return f"≥ {held}"
+        return f"≥ {held} ({'the search' if r['limit'] >= 0.99 * bound else 'the rig'}'s limit)"
     return f"{held} (falls at {scale * r['fell']:.{digits}f})"
+
+
+def _step_row(what: str, searches: list[dict[str, Any]]) -> str:
+    """A table row of step searches (one per column)."""
+    return (f"| largest acceleration step survived, {what} | "
+            + " | ".join(_cell(r, "m/s²") for r in searches) + " |")
+
+
+def _sine_row(what: str, f: float, searches: list[dict[str, Any]]) -> str:
+    """A table row of sinusoid searches at ``f`` Hz (one per column): amplitude and peak A ω²."""
+    cells = [_cell(r, "mm", 1e3, 1, (2 * math.pi * f) ** 2, _sine_bound(f)) for r in searches]
+    return f"| largest sinusoid amplitude survived, {what}, {f:g} Hz | " + " | ".join(cells) + " |"
 
 
 def markdown(res: dict[str, Any]) -> str:
     """The README's rig table."""
-    labels = [c["config"] for c in res["configs"]]
-    rows = ["| figure | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
-    rows.append(f"| largest acceleration step survived, fore-aft ({STEP_AXIS} of the rig) | "
-                + " | ".join(_cell(c["step"], "m/s²") for c in res["configs"]) + " |")
-    for k, f in enumerate(FREQUENCIES):
-        cells = [_cell(c["sines"][k], "mm", 1e3, 1, (2 * math.pi * f) ** 2) for c in res["configs"]]
-        rows.append(f"| largest sinusoid amplitude survived, fore-aft, {f:g} Hz | " + " | ".join(cells) + " |")
+    rows = [_step_row(f"fore-aft ({STEP_AXIS} of the rig)", [c["step"] for c in res["configs"]])]
+    rows += [_sine_row("fore-aft", f, [c["sines"][k] for c in res["configs"]]) for k, f in enumerate(FREQUENCIES)]
     rows.append(quake_row(res))
-    note = (f"\nMeasured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per bisection; "
-            f"steps held 0.2 s with 20 ms raised-cosine edges, then braked at half; sinusoids {SINE_CYCLES} cycles "
-            f"with one-cycle fades, their peak acceleration A ω² after the amplitude; the earthquake the shipped "
-            f"synthetic record scaled to the peak shown; every amplitude bounded by the "
-            f"rig's stroke; fell as in the table above).")
-    return "\n".join(rows) + "\n" + note + "\n"
+    return _table("figure", res, rows,
+                  f"Measured {res['date']} by `bipd scenario rig-results` ({res['runs_per_search']} runs per "
+                  f"bisection; steps held 0.2 s with 20 ms raised-cosine edges, then braked at half; sinusoids "
+                  f"{SINE_CYCLES} cycles with one-cycle fades, their peak acceleration A ω² after the amplitude; the "
+                  f"earthquake the shipped synthetic record scaled to the peak shown; every amplitude bounded by the "
+                  f"rig's stroke; fell as in the table above).")
 
+
+def _table(corner: str, res: dict[str, Any], rows: list[str], note: str) -> str:
+    """A markdown table, a column per configuration of ``res``, and its note below."""
+    labels = [c["config"] for c in res["configs"]]
+    head = [f"| {corner} | " + " | ".join(labels) + " |", "| --- |" + " --- |" * len(labels)]
+    return "\n".join(head + rows) + "\n\n" + note + "\n"
+
+
+def collect_tree(options: WholeBodyOptions, runs: int = 4, say: Say = lambda _m: None) -> dict[str, Any]:
+    """BIP 2000's rig rows: per configuration of :data:`TREE_CONFIGS` and axis of :data:`TREE_AXES`, the
+    largest step and the largest sinusoid amplitude at each of :data:`TREE_FREQUENCIES` (both feet;
+    one bench per run, stepped lock-step), with a progress line per search and the wall time."""
+    start = time.monotonic()
+    searches = [(label, stab, axis, f) for label, stab in TREE_CONFIGS for axis, _ in TREE_AXES
+                for f in (None,) + TREE_FREQUENCIES]
+    rows = {label: {"config": label, "stabilizer": stab, "steps": {}, "sines": {}} for label, stab in TREE_CONFIGS}
+    for k, (label, stab, axis, f) in enumerate(searches, 1):
+        what = f"{axis} {'step' if f is None else f'{f:g} Hz sinusoid'}"
+        say(f"search {k}/{len(searches)} ({time.monotonic() - start:.0f} s so far): {label}, {what}")
+        o = replace(options, stabilizer=stab, support="double")
+        tag = lambda m, what=what: say(f"{label}, {what}: {m}")             # noqa: E731
+        if f is None:
+            rows[label]["steps"][axis] = largest_step(o, runs, tag, axis, run_whole_body)
+        else:
+            rows[label]["sines"].setdefault(axis, []).append(largest_sine(f, o, runs, tag, axis, run_whole_body))
+    return {"date": date.today().isoformat(), "runs_per_search": runs, "wall_s": round(time.monotonic() - start, 1),
+            "configs": list(rows.values())}
+
+
+def markdown_tree(res: dict[str, Any]) -> str:
+    """The README's BIP 2000 rig table."""
+    rows = []
+    for axis, name in TREE_AXES:
+        rows.append(_step_row(f"{name} ({axis} of the rig)", [c["steps"][axis] for c in res["configs"]]))
+        rows += [_sine_row(name, f, [c["sines"][axis][k] for c in res["configs"]])
+                 for k, f in enumerate(TREE_FREQUENCIES)]
+    return _table("BIP 2000, both feet", res, rows,
+                  f"Measured {res['date']} by `bipd scenario rig-results --config deploy/bip2000_rig.yaml` "
+                  f"({res['runs_per_search']} runs per bisection, {res['wall_s'] / 60:.0f} min in all; stepped "
+                  f"lock-step; motions as in the table above, from {MAX_STEP:g} m/s² (step) or A ω² = "
+                  f"{MAX_SINE_ACCEL:g} m/s² (sinusoid); fell = the HIL's latch (pelvis 0.2 m down or tilted 30°) or "
+                  f"a sole lifted > 10 mm off the plate; a run that faults holds nothing).")

@@ -35,7 +35,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -629,12 +630,19 @@ class Session:
         """The PNGs of the runs so far in ``out`` (matplotlib); any failure is a :class:`PlotError`."""
         from .plots import write_plots
 
-        try:
+        with plot_errors(out):
             return write_plots(self.op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
                                name, out)
-        except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid
-            raise PlotError(f"the plots in {out} could not be drawn ({type(e).__name__}: {e}); "
-                            "the result above is complete") from e
+
+
+@contextmanager
+def plot_errors(out: Path) -> Iterator[None]:
+    """Any failure while drawing a finished run's PNGs in ``out`` as a :class:`PlotError`."""
+    try:
+        yield
+    except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid
+        raise PlotError(f"the plots in {out} could not be drawn ({type(e).__name__}: {e}); "
+                        "the result above is complete") from e
 
 
 def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | None = None,

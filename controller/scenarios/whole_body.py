@@ -11,12 +11,15 @@ plate's axes RotX(α) RotY(β)) or a push on the pelvis. Every wait is in simula
 The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°) or a
 sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate. Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
-of the soles in contact (the HIL's ground truth).
+of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
+a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
+commanded motion.
 """
 from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +31,9 @@ from models.ik import IkSolver, Task
 from models.tree_robot import TreeRobot
 from models.validation import read_yaml
 
-from .metrics import FOOT_LIFT_M, state_sequence
-from .runner import Operator, Processes, Say, ScenarioAbort, ScenarioError, write_config
+from .metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
+from .plots import plot_paths, write_whole_body_plots
+from .runner import Operator, Processes, Say, ScenarioAbort, ScenarioError, plot_errors, write_config
 from .scenarios import push, push_params
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000_platform.yaml"
@@ -53,6 +57,8 @@ class WholeBodyOptions:
     config: Path = CONFIG
     stabilizer: bool = True
     support: str = "double"           # double | left (the right foot lifted by the posture moves)
+    trajectory_dir: Path | None = None   # the daemon's io.trajectory_dir (a rig motion's earthquake CSV)
+    plot_dir: Path | None = None      # PNGs of the run (:func:`.plots.write_whole_body_plots`)
 
 
 @dataclass(frozen=True)
@@ -139,15 +145,23 @@ class WholeBodyResult:
     support: str
     fell: bool
     fall_reason: str | None
+    fell_at_s: float | None              # simulated time of the first frame that met a fall criterion
     min_cog_margin_m: float | None
     max_stance_lift_m: float | None
     min_pelvis_height_m: float | None
     plate_travel_m: list[float] | None   # the plate's (x, y, z) range over the measured part (the rig moves it)
+    plate_tracking_error_m: float | None    # largest |plate - home - commanded translation| (rig, no rotation)
+    plate_lag_s: float | None               # the delay of the command that fits the plate best, and the largest
+    plate_error_at_lag_m: float | None      # error against the command so delayed (metrics.plate_tracking)
+    max_tracking_error_deg: float | None    # largest |q - q_ref| with the drives powered, and its joint
+    max_tracking_error_joint: str | None
+    max_rig_following_error_mm: dict[str, float] | None   # per rig actuator A-F (telemetry frames)
     states: list[str]
     stab_flags: list[str]
     aborted: str | None
     sim_s: float
     wall_s: float
+    plots: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,11 +185,12 @@ def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) 
     lift = tru["foot_lift"][:, feet] if tru["t"].size else np.empty((0, len(feet)))
     margin = cog_margin(tru["com_world"], tru["support_polygon"], tru["support_count"]) if tru["t"].size \
         else np.empty(0)
-    reason = None
+    reason, fell_at = None, None
     if tru["t"].size:
         hit = (tru["fallen"] > 0.5) | (lift > FOOT_LIFT_M).any(axis=1)
         if hit.any():
             k = int(np.argmax(hit))
+            fell_at = float(tru["t"][k])
             reason = (f"fallen (pelvis down or tilted) at t = {tru['t'][k]:.2f} s" if tru["fallen"][k] > 0.5
                       else f"stance sole lifted {lift[k].max() * 1e3:.1f} mm > {FOOT_LIFT_M * 1e3:g} mm at "
                            f"t = {tru['t'][k]:.2f} s")
@@ -184,34 +199,69 @@ def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) 
     flags = sorted({n for e in op.series.events if e.get("kind") == "STABILIZER" for n in e.get("rose") or []})
     fin = margin[np.isfinite(margin)]
     sim_s, wall_s = op.elapsed()
+    err, joint = tracking_error(tel, list(op.call("get_config")["joints"]))
+    plate = plate_tracking(tru["t"], tru["plate_position"], _commanded_plate(scenario, op))
     return WholeBodyResult(
         scenario=scenario.name, params=scenario.params(), stabilizer=o.stabilizer, support=o.support,
-        fell=reason is not None, fall_reason=reason,
+        fell=reason is not None, fall_reason=reason, fell_at_s=fell_at,
         min_cog_margin_m=float(fin.min()) if fin.size else None,
         max_stance_lift_m=float(np.nanmax(lift)) if lift.size else None,
         min_pelvis_height_m=float(np.nanmin(tru["pelvis_height"])) if tru["t"].size else None,
         plate_travel_m=np.ptp(tru["plate_position"], axis=0).tolist() if tru["t"].size else None,
+        plate_tracking_error_m=plate[0], plate_lag_s=plate[1], plate_error_at_lag_m=plate[2],
+        max_tracking_error_deg=err, max_tracking_error_joint=joint,
+        max_rig_following_error_mm=rig_following_errors(tel["rig_ferr"]),
         states=state_sequence(tel["state"]), stab_flags=flags, aborted=aborted,
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3))
 
 
-def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say: Say | None = None) -> WholeBodyResult:
-    """One scenario on a fresh bench (module docstring); the figures of its measured part."""
+def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say: Say | None = None,
+                   report: Callable[[WholeBodyResult], None] | None = None) -> WholeBodyResult:
+    """One scenario on a fresh bench (module docstring); the figures of its measured part.
+    ``report(result)`` gets them before any plot is drawn (``options.plot_dir``), so a plotting
+    failure (:class:`.runner.PlotError`) never loses a finished result."""
     say = say or (lambda _m: None)
     if options.support not in ("double", "left"):
         raise ScenarioError(f"support must be double or left, got {options.support!r}")
     with tempfile.TemporaryDirectory(prefix="bipd-whole-body-") as tmp:
         folder = Path(tmp)
-        config, ep = write_config(options.config, True, folder)
+        config, ep = write_config(options.config, True, folder, trajectory_dir=options.trajectory_dir)
         say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, UDP port {ep.udp_port})")
         procs = Processes(config, ep, True, False, folder)
         try:
             with Operator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
                           fell=_fell(options.support)) as op:
                 op.wait_ready()
-                return _run(scenario, options, op, config, say)
+                result = _run(scenario, options, op, config, say)
+                if options.plot_dir is not None:
+                    result.plots = [str(p) for p in plot_paths(scenario.name, options.plot_dir)]
+                if report is not None:
+                    report(result)
+                if options.plot_dir is not None:
+                    _plot(scenario, op, result, options.plot_dir)
+                return result
         finally:
             procs.stop()
+
+
+def _commanded_plate(scenario, op: Operator) -> Callable[[np.ndarray], np.ndarray | None] | None:
+    """A rig motion's commanded plate translation at simulated times t ((N, 3), or None when the motion
+    turns the plate), timed from the start of the measured part, where its ``rig_motion`` command
+    lands; None for other scenarios."""
+    plate_path = getattr(scenario, "plate_path", None)
+    t0 = op.sim_time() - op.elapsed()[0]
+    return None if plate_path is None else (lambda t: plate_path(t - t0))
+
+
+def _plot(scenario, op: Operator, result: WholeBodyResult, out: Path) -> None:
+    """The run's PNGs (:func:`.plots.write_whole_body_plots`); any failure is a PlotError."""
+    tel, tru = op.series.arrays()
+    commanded = _commanded_plate(scenario, op)
+    margin = cog_margin(tru["com_world"], tru["support_polygon"], tru["support_count"])
+    joints = list(op.call("get_config")["joints"])
+    with plot_errors(out):
+        write_whole_body_plots(tel, tru, margin, commanded(tru["t"]) if commanded and tru["t"].size else None,
+                               joints, _stance(result.support), result.scenario, Path(out))
 
 
 def _run(scenario, o: WholeBodyOptions, op: Operator, config: Path, say: Say) -> WholeBodyResult:
