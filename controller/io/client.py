@@ -57,8 +57,7 @@ class Client:
         id_ = f"{self._prefix}-{next(self._ids)}"
         payload = json.dumps({"id": id_, "cmd": cmd, "args": args or {}}).encode()
         for _ in range(self.retries):
-            self._sock.send(payload)
-            if self._sock.poll(int(self.timeout_s * 1000), zmq.POLLIN):
+            if self._send(payload) and self._sock.poll(int(self.timeout_s * 1000), zmq.POLLIN):
                 raw = self._sock.recv()
                 try:
                     reply = json.loads(raw)
@@ -71,6 +70,17 @@ class Client:
             self._sock = self._open()
         raise ClientTimeout(f"no reply from {self.endpoint} to {cmd} after {self.retries} attempts "
                             f"of {self.timeout_s:g} s")
+
+    def _send(self, payload: bytes) -> bool:
+        """Queue the request; False if no connection takes it within the timeout (a REQ socket's
+        send waits for a peer, and one whose handshake failed, e.g. a wrong CURVE key, never comes)."""
+        if not self._sock.poll(int(self.timeout_s * 1000), zmq.POLLOUT):
+            return False
+        try:
+            self._sock.send(payload, zmq.NOBLOCK)
+        except zmq.Again:                     # the connection went between the poll and the send
+            return False
+        return True
 
     def call(self, cmd: str, /, **args: Any) -> dict[str, Any]:
         """The command's result; raises :class:`CommandError` or :class:`ClientTimeout`."""

@@ -169,3 +169,41 @@ def test_curve_keys_from_certificate_files(tmp_path):
         ServerCurve.from_files(server_pub_file, [])
     with pytest.raises(CurveConfigError, match="cannot load"):
         ServerCurve.from_files(tmp_path / "missing.key_secret", [])
+
+
+CURVE_GREETING = b"\xff" + bytes(8) + b"\x7f" + bytes([3, 0]) + b"CURVE".ljust(20, b"\0") + b"\x01" + bytes(31)
+
+
+def test_a_client_whose_handshake_fails_times_out():
+    """A plain client meets a CURVE server (a ZMTP 3.0 greeting naming CURVE): the client finds
+    the mechanisms differ and ZMQ closes that session for good, so a REQ send would wait forever
+    for a peer; it is a timed-out attempt instead."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    refused = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(CURVE_GREETING)
+            while conn.recv(256):                        # the client's greeting, then its close
+                pass
+        refused.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        with Client(f"tcp://127.0.0.1:{listener.getsockname()[1]}", timeout_s=0.2, retries=2) as c:
+            if refused.wait(30.0):
+                try:
+                    c.call("ping")
+                except ClientTimeout as e:
+                    outcome.append(e)
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(60.0)                                         # a bound on a hang, not a timing verdict
+    listener.close()
+    assert refused.is_set(), "the client did not drop the mismatched connection"
+    assert not t.is_alive(), "the client's send waited for a peer that never comes"
+    assert len(outcome) == 1 and "after 2 attempts" in str(outcome[0])
