@@ -15,6 +15,8 @@ the unnumbered choices (gains, laws, weights); every error is one
     support:
       source: phase                  # phase (given with the inputs) | sensors (the feet's loads)
       min_load: 50.0                 # sensors: N on a foot's sensors to call it in contact
+      release_load: 30.0             # sensors: N under which a foot in contact leaves it (< min_load)
+      max_load: 3000.0               # sensors: N on both feet beyond which the loads are implausible
       corner_load: 10.0              # sensors: N on one sensor to count its corner
       double_support_root: left_sole # the sole the model is rooted at in double support
     cog:                             # virtual robot 1: the whole robot's CoG
@@ -44,6 +46,7 @@ from models.errors import ConfigError, quote
 from models.validation import read_yaml
 
 from .config import FieldConfig, _field, _Map
+from .contact import MAX_LOAD, MIN_LOAD, RELEASE_LOAD
 
 TILT_SOURCES = ("platform", "imu")
 SUPPORT_SOURCES = ("phase", "sensors")
@@ -71,6 +74,8 @@ class WholeBodyConfig:
     use_acceleration: bool
     support_source: str
     min_load: float
+    release_load: float
+    max_load: float
     corner_load: float
     double_support_root: str
     cog: VirtualRobotConfig
@@ -127,7 +132,9 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
 
     sup = top.sub("support")
     ssource = sup.choice("source", SUPPORT_SOURCES)
-    min_load = sup.number("min_load", 50.0, low=0.0, low_open=True)
+    min_load = sup.number("min_load", MIN_LOAD, low=0.0, low_open=True)
+    release_load = sup.number("release_load", min(RELEASE_LOAD, min_load), low=0.0, high=min_load)
+    max_load = sup.number("max_load", MAX_LOAD, low=2.0 * min_load)
     corner_load = sup.number("corner_load", 10.0, low=0.0, low_open=True)
     droot = sup.choice("double_support_root", ("left_sole", "right_sole"), "left_sole")
     sup.done()
@@ -160,7 +167,7 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
     tasks.done()
     top.done()
     return WholeBodyConfig(where, robot_path, period, tsource, imu_frame, use_acc, ssource, min_load,
-                           corner_load, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
+                           release_load, max_load, corner_load, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
                            lam_max, threshold, feet_gain, (tol[0], tol[1]), margin, vscale, post)
 
 

@@ -10,6 +10,8 @@ The loop (controller.loop.loop) is written once against this interface:
   a robot on a platform tilted by (alpha, beta): the thesis' eq. 46 for the leg (x up), the whole-robot
   stabilizer's RotX(alpha) RotY(beta) for a tree standing on its soles (z up);
 * ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
+* ``imu_gravity(frame, f, g0)``  (a tree) the gravity input from the specific force ``f`` an IMU
+  at operational frame ``frame`` measures in its axes, over the last update's frames;
 * ``contact(other, w, qd, qdd, tau)``  subtracts from the feed-forward ``tau`` the share ``w`` of
   the ground wrench that rooting ``other``'s frame (the other sole) carries in double support
   (models.tree_dynamics.contact_share; a chain has no second foot);
@@ -24,7 +26,10 @@ variant computes h by Newton-Euler (models.tree_dynamics.update_cycle).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import njit
 
 from models.dynamics import update as chain_update
 from models.robot import Robot
@@ -32,7 +37,23 @@ from models.tilt import sole_gravity, tilted_gravity
 from models.tree_dynamics import contact_share
 from models.tree_dynamics import set_root as tree_set_root
 from models.tree_dynamics import update_cycle as tree_update
+from models.tree import data_layout
 from models.tree_robot import TreeRobot
+
+
+@njit(cache=True)
+def imu_gravity(Tf, frame, f, g0, gravity):
+    """gravity = −g0 R f / |f|, R the rotation of operational frame ``frame`` in the root's axes (Tf, the
+    last update's frames): at rest an accelerometer reads the specific force −g in its axes (the
+    equivalence principle of Gastebois 2017 §2.5.4 folds a slow acceleration in). False, gravity
+    untouched, for a non-finite or zero f."""
+    n2 = f[0] * f[0] + f[1] * f[1] + f[2] * f[2]
+    if not (math.isfinite(n2) and n2 > 1e-12):
+        return False
+    k = -g0 / math.sqrt(n2)
+    for r in range(3):
+        gravity[r] = k * (Tf[frame, r, 0] * f[0] + Tf[frame, r, 1] * f[1] + Tf[frame, r, 2] * f[2])
+    return True
 
 
 class ChainModels:
@@ -84,12 +105,17 @@ class TreeModels:
         self.foot = None
         self.rootf = robot.model.rootf
         self.scratch = np.zeros(robot.n)
+        self.frames = data_layout(self.mbuf, self.dbuf)[0][3]     # Tf: the operational frames in root axes
 
     def update(self, q: np.ndarray, qd: np.ndarray) -> None:
         tree_update(self.mbuf, self.dbuf, q, qd, self.gravity)
 
     def set_root(self, r: int) -> None:
         tree_set_root(self.mbuf, self.dbuf, r)
+
+    def imu_gravity(self, frame: int, f: np.ndarray, g0: float) -> bool:
+        """The gravity input from an IMU's specific force (module docstring; :func:`imu_gravity`)."""
+        return imu_gravity(self.frames, frame, f, g0, self.gravity)
 
     def contact(self, other: int, w: float, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray) -> None:
         """tau -= w J_cᵀ W at rooting ``other``'s frame, over the last update (its rooting)."""
