@@ -415,9 +415,11 @@ def _check_whole_body(path: Path, robot_path: Path, period: float, control: Cont
         raise ConfigError(where, "stabilizer", f"{path}: tilt.imu_frame: {stab.imu_frame} is not the frame of the "
                           f"bus's pelvis_imu ({pelvis_frame})")
     lacking = [s for s in ("left_loads", "right_loads") if not bus.sensor_axes(s)]
-    if stab.support_source == "sensors" and lacking:
-        raise ConfigError(where, "stabilizer", f"{path}: support.source: sensors needs the feet's load cells, but "
-                          f"no axis of {where} bus.nodes declares sensor: {', '.join(lacking)}")
+    for key, needs in (("support.source: sensors", stab.support_source == "sensors"),
+                       ("tilt.source: imu", stab.tilt_source == "imu")):   # the IMU believed while the feet are loaded
+        if needs and lacking:
+            raise ConfigError(where, "stabilizer", f"{path}: {key} needs the feet's load cells, but no axis of "
+                              f"{where} bus.nodes declares sensor: {', '.join(lacking)}")
     if control.support != "ground":
         raise ConfigError(where, "control.support", f"{control.support}: the whole-robot stabilizer stands the "
                           f"robot on its soles; set ground (or remove the stabilizer key)")

@@ -9,7 +9,8 @@ file's support phase, models.gait.plan: 0 left, 1 right, 2 double; -1 none), rig
 Stewart–Gough rig's actuators' following errors, legs A-F, mm of stroke: setpoint − position;
 NaN without the rig or while the drives are not powered), feet_load[2] (the load each foot's cells
 carry, N, left then right; NaN without them on the bus), contact (the support phase they show:
-0 left, 1 right, 2 double, -1 none; NaN without them).
+0 left, 1 right, 2 double, -1 none; NaN without them), tilt[2] (the (alpha, beta) the models' gravity
+follows: the platform's, or the one the IMU measures; rad).
 """
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ class RecordLayout:
                 ("q_ref", self.n), ("tau", self.n), ("com", 3), ("margins", MAX_WALLS), ("force", 3),
                 ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)), ("overruns", 1),
                 ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
-                ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1)]
+                ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2)]
         slices, o = {}, 0
         for name, size in spec:
             slices[name] = slice(o, o + size)

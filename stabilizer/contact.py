@@ -3,8 +3,9 @@ normal; Gastebois 2017 §2.6.2 names the robot's foot force sensors), shared by 
 stabilizer (support.source: sensors) and the loop (docs/multi_cog.md, "Feet sensors").
 
 A foot is in contact once its cells carry ``min_load`` and stays so down to ``release_load``
-(< min_load): the hysteresis keeps a foot that lands or lifts, its load crossing the threshold with
-the contact's chatter, from switching the support phase back and forth. The loads are plausible when
+(< min_load), and a new support phase is taken once it has held for ``dwell`` cycles: the hysteresis
+and the dwell keep a foot that lands, lifts or bounces, its load crossing the thresholds with the
+contact's chatter, from switching the support phase back and forth. The loads are plausible when
 every cell is finite, no foot pulls the ground by more than ``min_load`` (the cells of a rigid sole
 may read a little negative under an off-centre load) and both together carry at most ``max_load``.
 """
@@ -20,6 +21,10 @@ CELLS = 4              # load cells per foot: loads[0:4] the left foot's, loads[
 MIN_LOAD = 50.0        # N on a foot's cells: it is in contact (the stabilizer YAML's support.min_load)
 RELEASE_LOAD = 30.0    # N: a foot in contact stays so down to this load (support.release_load)
 MAX_LOAD = 3000.0      # N on both feet beyond which the loads are implausible (support.max_load)
+DWELL_S = 0.01         # s a new support phase must hold before it is taken (support.dwell_s)
+FLAT_MARGIN = 0.02      # the CoP this fraction of the cells' span inside every edge: the foot is flat
+# the cells of a foot in the robot file's feet.*.sensors order: front left, front right, rear left, rear right
+FRONT, LEFT_SIDE = (0, 1), (0, 2)
 
 # loads_status codes
 LOADS_OK = 0
@@ -62,6 +67,26 @@ def feet_contact(loads, min_load, release_load, last):
     return phase
 
 
+CONTACT_STATE = 3      # debounced_contact's state: phase (NaN: none yet), candidate, cycles it has held
+
+
+@njit(cache=True)
+def debounced_contact(loads, min_load, release_load, dwell, cs):
+    """:func:`feet_contact` once its result has held for ``dwell`` cycles in a row (``cs``: CONTACT_STATE
+    floats, the phase NaN before the first call, which takes its result at once)."""
+    known = cs[0] == cs[0]
+    raw = feet_contact(loads, min_load, release_load, int(cs[0]) if known else -1)
+    if not known or raw == cs[0]:
+        cs[0], cs[2] = raw, 0.0
+    elif raw == cs[1]:
+        cs[2] += 1.0
+    else:
+        cs[1], cs[2] = raw, 1.0
+    if cs[2] >= dwell:
+        cs[0], cs[2] = raw, 0.0
+    return int(cs[0])
+
+
 @njit(cache=True)
 def foot_loads(loads, out):
     """out[f] = the load foot f's cells carry (N): LEFT (0), then RIGHT (1)."""
@@ -69,6 +94,26 @@ def foot_loads(loads, out):
         out[f] = 0.0
         for c in range(CELLS):
             out[f] += loads[CELLS * f + c]
+
+
+@njit(cache=True)
+def feet_flat(loads, phase, margin):
+    """True when each foot in contact in ``phase`` (LEFT, RIGHT, DOUBLE) has its centre of pressure at
+    least ``margin`` (a fraction of the cells' span) inside every edge of its cells' rectangle: no foot
+    rocks on an edge of its sole. On a rigid sole the cells share a load by bilinear weights, so the
+    CoP's fraction of the span is the front cells' share of the load (the left cells' across)."""
+    if phase < 0:
+        return False
+    for f in range(2):
+        if phase == DOUBLE or phase == f:
+            c = loads[CELLS * f:CELLS * f + CELLS]
+            total = c[0] + c[1] + c[2] + c[3]
+            if not total > 0.0:
+                return False
+            front, left = (c[FRONT[0]] + c[FRONT[1]]) / total, (c[LEFT_SIDE[0]] + c[LEFT_SIDE[1]]) / total
+            if min(front, 1.0 - front, left, 1.0 - left) < margin:
+                return False
+    return True
 
 
 @njit(cache=True)

@@ -42,7 +42,7 @@ from models.tree_dynamics import kinematics, set_root
 from models.tree_robot import TreeRobot
 
 from .fields import attractor_force, wall_forces
-from .contact import LOADS_OK, feet_contact, loads_status
+from .contact import CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from .ground import MAX_TILT, TILT_IMU
 from .stabilizer import engage_ramp
 from models.polygon import convex_hull, polygon_centroid
@@ -86,17 +86,17 @@ SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
 (P_N, P_DT, P_G0, P_TILT_SOURCE, P_USE_ACC, P_CONTACT, P_MIN_LOAD, P_CORNER_LOAD,
  P_ROOT_L, P_ROOT_R, P_DOUBLE_STANCE, P_FRAME_L, P_FRAME_R, P_FRAME_PELVIS, P_FRAME_IMU,
  P_GROUP_TRUNK, P_NV_L, P_NV_R, P_FEET_K, P_CLOSE_TOL, P_CLOSE_TOL_ROT, P_LMIN, P_LMAX,
- P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD) = range(30)
+ P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD, P_DWELL) = range(31)
 # a field block (one virtual robot's fields and admittance) at P_COG and at P_TRUNK
 (B_WLAW, B_WR, B_WSHAPE, B_WC, B_AON, B_ALAW, B_AK, B_AR, B_ASHAPE, B_AC,
  B_ADM_M, B_ADM_D, B_ADM_VMAX) = range(13)
 BLOCK = 13
-P_COG = P_MAX_LOAD + 1
+P_COG = P_DWELL + 1
 P_TRUNK = P_COG + BLOCK
 P_SCALARS = P_TRUNK + BLOCK
 # state scalars
-S_RESET, S_ENGAGED, S_SUPPORT = range(3)
-S_SCALARS = 3
+S_RESET, S_ENGAGED, S_SUPPORT, S_CONTACT = range(4)     # S_CONTACT: stabilizer.contact's CONTACT_STATE
+S_SCALARS = S_CONTACT + CONTACT_STATE
 # out scalars
 (O_MIN_MARGIN, O_MEASURED_MARGIN, O_TRUNK_MARGIN, O_TILT, O_SUPPORT, O_NHULL,
  O_CLOSE_POS, O_CLOSE_ROT, O_SIGMA) = range(9)
@@ -208,6 +208,7 @@ def reset(p, s, q_measured, out):
         flags[f] = 0.0
     s[S_ENGAGED] = 0.0
     s[S_SUPPORT] = -1.0
+    s[S_CONTACT] = math.nan
     s[S_RESET] = 1.0
 
 
@@ -231,13 +232,13 @@ def input_phase(phase):
 
 
 @njit(cache=True)
-def support_phase(p, phase, loads, last):
+def support_phase(p, phase, loads, cs):
     """LEFT, RIGHT or DOUBLE from the input phase (CONTACT_PHASE) or from the feet's
-    loads (CONTACT_SENSORS: :func:`stabilizer.contact.feet_contact`, min_load with
-    hysteresis down to release_load from ``last``, the previous support); -1: no support."""
+    loads (CONTACT_SENSORS: :func:`stabilizer.contact.debounced_contact`, min_load with
+    hysteresis down to release_load, held for the dwell; ``cs`` its state); -1: no support."""
     if p[P_CONTACT] == CONTACT_PHASE:
         return input_phase(phase)
-    return feet_contact(loads, p[P_MIN_LOAD], p[P_RELEASE_LOAD], last)
+    return debounced_contact(loads, p[P_MIN_LOAD], p[P_RELEASE_LOAD], p[P_DWELL], cs)
 
 
 @njit(cache=True)
@@ -420,7 +421,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     for i in range(inp.shape[0]):
         if not np.isfinite(inp[i]):
             return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
-    support = support_phase(p, inp[n], loads, s[S_SUPPORT])
+    support = support_phase(p, inp[n], loads, s[S_CONTACT:S_CONTACT + CONTACT_STATE])
     if support < 0:
         if not sensed:
             return _reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
@@ -592,6 +593,7 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     p[P_CONTACT] = CONTACT_SENSORS if cfg.support_source == "sensors" else CONTACT_PHASE
     p[P_MIN_LOAD], p[P_CORNER_LOAD] = cfg.min_load, cfg.corner_load
     p[P_RELEASE_LOAD], p[P_MAX_LOAD] = cfg.release_load, cfg.max_load
+    p[P_DWELL] = max(1, round(cfg.dwell_s / cfg.period))
     p[P_ROOT_L] = model.root_names.index(SOLES[LEFT])
     p[P_ROOT_R] = model.root_names.index(SOLES[RIGHT])
     p[P_DOUBLE_STANCE] = LEFT if cfg.double_support_root == SOLES[LEFT] else RIGHT

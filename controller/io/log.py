@@ -83,7 +83,7 @@ CHANNELS = (
                       ("overruns", "overruns"), ("missed", "missed"), ("support", "support"),
                       ("feet_load", "feet_load"), ("contact", "contact")), labels=_loop_labels),
     Channel("/cog", (("com", "com"), ("margins", "margins"))),
-    Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform")),
+    Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform"), ("tilt", "tilt")),
             labels=_stab_labels),
     Channel("/task_times", (("wake_us", "wake_us"), ("task_us", "task_us")), static=(("tasks", TASKS),)),
     Channel("/rig", (("following_error_mm", "rig_ferr"),), static=(("legs", LEG_NAMES),)),

@@ -42,12 +42,13 @@ from models.tree_robot import TreeRobot
 from models.transmission import OK as TR_OK
 from models.tilt import rotation_world_foot
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
-from stabilizer.contact import CELLS, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD, feet_contact, foot_loads, loads_status
+from stabilizer.contact import (CELLS, CONTACT_STATE, DWELL_S, FLAT_MARGIN, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD,
+                                debounced_contact, feet_flat, foot_loads, loads_status)
 from stabilizer.contact import right_share as measured_share
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.tilt_observer import ObserverSettings, observe_tilt
-from stabilizer.whole_body import P_MAX_LOAD, P_MIN_LOAD, P_RELEASE_LOAD, WholeBodyStabilizer
+from stabilizer.whole_body import P_DWELL, P_MAX_LOAD, P_MIN_LOAD, P_RELEASE_LOAD, WholeBodyStabilizer
 from stabilizer.tilt_observer import new_state as new_observer
 
 from ..codes import (
@@ -151,7 +152,7 @@ def all_finite(x):
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact):
+                 feet_load, contact, tilt):
     """One telemetry record (layout: controller.telemetry.RecordLayout; ``offs`` holds
     the start of each field in its order). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
@@ -187,6 +188,8 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[20]] = feet_load[0]
     rec[offs[20] + 1] = feet_load[1]
     rec[offs[21]] = contact
+    rec[offs[22]] = tilt[0]
+    rec[offs[22] + 1] = tilt[1]
 
 
 def stab_support(a: np.ndarray, nargs: int) -> float:
@@ -267,9 +270,10 @@ class ControlLoop:
         st = self.stabilize
         wb = isinstance(st, StabilizeWholeBody)
         # the feet's contact: the whole-robot stabilizer's thresholds (stabilizer.contact), else their defaults
-        self.min_load, self.release_load, self.max_load = (
-            (st.params[P_MIN_LOAD], st.params[P_RELEASE_LOAD], st.params[P_MAX_LOAD]) if wb
-            else (MIN_LOAD, RELEASE_LOAD, MAX_LOAD))
+        self.min_load, self.release_load, self.max_load, self.dwell = (
+            (st.params[P_MIN_LOAD], st.params[P_RELEASE_LOAD], st.params[P_MAX_LOAD], st.params[P_DWELL]) if wb
+            else (MIN_LOAD, RELEASE_LOAD, MAX_LOAD, float(max(1, round(DWELL_S / self.period)))))
+        self.contact_state = np.full(CONTACT_STATE, np.nan)   # stabilizer.contact.debounced_contact
         self.feet_load = np.full(2, np.nan)        # each foot's load (telemetry)
         self.contact = -1                          # the support phase the loads show (-1: none)
         self.load_share = math.nan                 # the right foot's share of the feet's load
@@ -281,13 +285,18 @@ class ControlLoop:
         self.imu = bus.aux[imu] if imu is not None and (self.tilt_source == TILT_IMU or self.tilt_use_acc) else None
         sole = bus.config.sensor_axis("sole")      # the sole's load cells (config-checked with tilt.source imu)
         self.sole = bus.aux[sole] if sole is not None else None
-        # a tree's pelvis IMU (tilt.source: imu; config-checked): its specific force is tilt_in, the
-        # feed-forward's gravity follows it (TreeModels.imu_gravity)
+        foot = md.foot
+        self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
+        # a tree's pelvis IMU (tilt.source: imu; config-checked with the feet's loads): through the tilt
+        # observer as the foot IMU, believed while the feet are flat (stabilizer.contact.feet_flat: its "sole"
+        # is the feet's total load then, 0 else; no centre of pressure: a unit rectangle that never binds)
+        # and |f| is g0, low-passed; the stabilizer and the feed-forward's gravity (TreeModels.imu_gravity)
+        # follow that specific force
         self.imu_rows = np.array(bus.config.sensor_axes("pelvis_imu"), np.int64)
         self.pelvis_imu = wb and self.tilt_source == TILT_IMU
         self.imu_frame = md.robot.model.index("frame", "pelvis") if self.pelvis_imu else -1
-        foot = md.foot
-        self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
+        if self.pelvis_imu:
+            self.imu, self.sole, self.foot_abc = z(3), np.array([np.nan, 0.0, 0.0]), (1.0, 1.0, 1.0)
         self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
         obs = st.observer if st is not None else ObserverSettings()
         self.tilt_settings, self.tilt_unconfirmed_s = obs.array(), obs.unconfirmed_s
@@ -400,11 +409,12 @@ class ControlLoop:
         support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
         sensor_values(self.bus.aux, np.zeros(1, np.int64), p1)
         loads_status(self.loads, 1.0, 2.0)
-        feet_contact(self.loads, 1.0, 0.5, -1)
+        debounced_contact(self.loads, 1.0, 0.5, 1.0, self.contact_state.copy())
         foot_loads(self.loads, p1)
+        feet_flat(self.loads, 2, 0.1)
         measured_share(self.loads)
         if self.pelvis_imu:
-            self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0)
+            self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0, p1)
         observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, self.tilt_settings, new_observer(), o3)
         squat_bottom(q, z if self.squat is None else self.squat.step, self.soft_lo, self.soft_hi, o1)
         squat_sample(0.1, q, q if self.squat is None else self.squat.q_bottom, o1, o2, o3)
@@ -458,8 +468,10 @@ class ControlLoop:
             sensor_values(b.aux, self.load_rows[1], self.loads_r)
             self._feet()
         if self.pelvis_imu:                        # specific force in pelvis axes
-            sensor_values(b.aux, self.imu_rows, self.tilt_in)
-        elif self.imu is not None and self.tilt_source == TILT_IMU:   # specific force in R0 (stabilizer.ground)
+            sensor_values(b.aux, self.imu_rows, self.imu)
+            flat = feet_flat(self.loads, self.contact, FLAT_MARGIN)
+            self.sole[0] = self.feet_load[0] + self.feet_load[1] if flat else 0.0
+        if self.imu is not None and self.tilt_source == TILT_IMU:     # specific force in R0 (stabilizer.ground)
             a, b, c = self.foot_abc
             if observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_settings, self.tilt_obs,
                             self.tilt_in):
@@ -480,7 +492,7 @@ class ControlLoop:
         (detail 0), as does an IMU tilt the foot has not confirmed flat for ``tilt.unconfirmed_s`` (detail 1:
         held by the tilt observer, still used; the telemetry's ``tilt_held`` while it lasts)."""
         if self.pelvis_imu:
-            ok = self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0)
+            ok = self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0, self.tilt)
         else:
             ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
                                self.R3, self.tilt) == TILT_OK
@@ -904,8 +916,8 @@ class ControlLoop:
     def _feet(self) -> None:
         """The feet's loads (stabilizer.contact): each foot's, their plausibility (failing: a WARNING
         FEET_LOADS event as it starts, the telemetry's loads_implausible while it lasts, no sensed
-        support), the support phase they show with hysteresis (a CONTACT event per change) and the
-        right foot's share."""
+        support), the support phase they show with hysteresis and dwell (a CONTACT event per change)
+        and the right foot's share."""
         foot_loads(self.loads, self.feet_load)
         st = loads_status(self.loads, self.min_load, self.max_load)
         if st != self.loads_state:
@@ -913,7 +925,10 @@ class ControlLoop:
             if st != LOADS_OK:
                 self._event(Event.WARNING, float(Reason.FEET_LOADS), float(st))
         ok = st == LOADS_OK
-        contact = feet_contact(self.loads, self.min_load, self.release_load, self.contact) if ok else -1
+        if not ok:
+            self.contact_state[0] = math.nan      # the loads back: their support taken at once
+        contact = debounced_contact(self.loads, self.min_load, self.release_load, self.dwell,
+                                    self.contact_state) if ok else -1
         self.load_share = measured_share(self.loads) if ok else math.nan
         if contact != self.contact:
             self.contact = contact
@@ -1002,7 +1017,7 @@ class ControlLoop:
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.plat, self.phase,
                      self.rig.following_error if self.rig is not None and self.state in POWERED else self.no_ferr,
-                     self.feet_load, float(self.contact) if self.has_loads else math.nan)
+                     self.feet_load, float(self.contact) if self.has_loads else math.nan, self.tilt)
         end_record(self.block)
 
     # ------------------------------------------------------------------ run

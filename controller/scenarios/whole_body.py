@@ -53,6 +53,8 @@ class WholeBodyOptions:
     config: Path = CONFIG
     stabilizer: bool = True
     support: str = "double"           # double | left (the right foot lifted by the posture moves)
+    tilt_source: str = "platform"     # the stabilizer's tilt: the platform's angles or the pelvis IMU (imu)
+    support_source: str = "phase"     # its support: the command's (phase) or the feet's load cells (sensors)
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,9 @@ class WholeBodyResult:
     max_stance_lift_m: float | None
     min_pelvis_height_m: float | None
     plate_travel_m: list[float] | None   # the plate's (x, y, z) range over the measured part (the rig moves it)
+    max_tilt_error_deg: float | None     # the loop's tilt (telemetry ``tilt``) against the plate's hinges, max
+    contacts: list[str]                  # the support phases the feet's loads showed (CONTACT events), in order
+    supports: list[str]                  # the stabilizer's support phases (SUPPORT events), in order
     states: list[str]
     stab_flags: list[str]
     aborted: str | None
@@ -182,6 +187,8 @@ def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) 
     else:
         reason = "no ground truth received from the HIL process"
     flags = sorted({n for e in op.series.events if e.get("kind") == "STABILIZER" for n in e.get("rose") or []})
+    # the plate's hinge angles in the same frame as the tilt: its encoders through rigid gears, the truth's
+    err = float(np.degrees(np.nanmax(np.abs(tel["tilt"] - tel["platform"])))) if tel["t"].size else None
     fin = margin[np.isfinite(margin)]
     sim_s, wall_s = op.elapsed()
     return WholeBodyResult(
@@ -191,6 +198,9 @@ def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) 
         max_stance_lift_m=float(np.nanmax(lift)) if lift.size else None,
         min_pelvis_height_m=float(np.nanmin(tru["pelvis_height"])) if tru["t"].size else None,
         plate_travel_m=np.ptp(tru["plate_position"], axis=0).tolist() if tru["t"].size else None,
+        max_tilt_error_deg=err,
+        contacts=[e.get("support") or "none" for e in op.series.events if e.get("kind") == "CONTACT"],
+        supports=[e.get("support") for e in op.series.events if e.get("kind") == "SUPPORT"],
         states=state_sequence(tel["state"]), stab_flags=flags, aborted=aborted,
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3))
 
@@ -202,7 +212,8 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         raise ScenarioError(f"support must be double or left, got {options.support!r}")
     with tempfile.TemporaryDirectory(prefix="bipd-whole-body-") as tmp:
         folder = Path(tmp)
-        config, ep = write_config(options.config, True, folder)
+        config, ep = write_config(options.config, True, folder, options.tilt_source,
+                                  stabilizer_set=(("support.source", options.support_source),))
         say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, UDP port {ep.udp_port})")
         procs = Processes(config, ep, True, False, folder)
         try:

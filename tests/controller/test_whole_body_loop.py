@@ -163,6 +163,8 @@ def test_the_sensor_sources_load_when_the_bus_carries_their_sensors(tmp_path):
 @pytest.mark.parametrize("stab_set, control_set, unwired, match", [
     ({("tilt", "source"): "imu"}, None, ("pelvis_imu",),
      r"stabilizer: .*tilt.source: imu needs the pelvis IMU, but no axis of .* declares sensor: pelvis_imu"),
+    ({("tilt", "source"): "imu"}, None, ("left_loads",),
+     r"stabilizer: .*tilt.source: imu needs the feet's load cells, but .* declares sensor: left_loads"),
     ({("tilt", "source"): "imu", ("tilt", "imu_frame"): "trunk"}, None, (),
      r"stabilizer: .*tilt.imu_frame: trunk is not the frame of the bus's pelvis_imu \(pelvis\)"),
     ({("tilt", "use_acceleration"): True}, None, (), r"stabilizer: .*tilt.use_acceleration: true needs"),

@@ -11,8 +11,8 @@ import pytest
 
 from models.gait.plan import DOUBLE, LEFT, RIGHT
 from stabilizer import whole_body as wb
-from stabilizer.contact import (LOADS_MISSING, LOADS_OK, LOADS_OVER, LOADS_PULLING, feet_contact, foot_loads,
-                                loads_status, right_share)
+from stabilizer.contact import (CONTACT_STATE, LOADS_MISSING, LOADS_OK, LOADS_OVER, LOADS_PULLING, debounced_contact,
+                                feet_contact, feet_flat, foot_loads, loads_status, right_share)
 
 from .test_whole_body import Q0, make
 
@@ -40,6 +40,26 @@ def test_a_foot_enters_contact_at_min_load_and_leaves_below_release_load():
     assert feet_contact(feet(0.0, 60.0), MIN, RELEASE, -1) == RIGHT
 
 
+def test_a_new_support_is_taken_once_it_has_held_for_the_dwell():
+    """dwell 3 cycles: the first reading is taken at once; the right foot bouncing off for 2 cycles
+    changes nothing, off for 3 it is LEFT from the third."""
+    cs = np.full(CONTACT_STATE, np.nan)
+    on, off = feet(500.0, 500.0), feet(980.0, 0.0)
+    assert debounced_contact(on, MIN, RELEASE, 3, cs) == DOUBLE
+    seen = [debounced_contact(x, MIN, RELEASE, 3, cs) for x in (off, off, on, off, off, off, off)]
+    assert seen == [DOUBLE, DOUBLE, DOUBLE, DOUBLE, DOUBLE, LEFT, LEFT], seen
+
+
+def test_a_foot_rocking_on_an_edge_is_not_flat():
+    """Cells front left, front right, rear left, rear right: the CoP's fraction of the span is the
+    front (left) cells' share; 2 % of the span inside every edge is flat."""
+    even = feet(400.0, 400.0)
+    assert feet_flat(even, DOUBLE, 0.02)
+    heel = np.array([0.0, 0.0, 200.0, 200.0] + [100.0] * 4)           # the left foot on its heel edge
+    assert not feet_flat(heel, DOUBLE, 0.02) and feet_flat(heel, RIGHT, 0.02)
+    assert not feet_flat(even, -1, 0.02)
+
+
 def test_loads_status_names_the_implausible_loads():
     assert loads_status(feet(500.0, 500.0), MIN, MAX) == LOADS_OK
     assert loads_status(np.array([-10.0, 30.0, 0.0, 0.0] + [100.0] * 4), MIN, MAX) == LOADS_OK   # a cell may pull
@@ -60,7 +80,7 @@ def test_foot_loads_and_the_right_share():
 
 
 def test_the_stabilizer_follows_the_loads_with_hysteresis_and_flags_a_disagreement():
-    st = make(support={"source": "sensors", "min_load": MIN, "release_load": RELEASE})
+    st = make(support={"source": "sensors", "min_load": MIN, "release_load": RELEASE, "dwell_s": 0.002})
     st.reset(Q0)
     assert st.step(Q0, DOUBLE, loads=feet(500.0, 500.0)) == wb.OK and int(st.out[wb.O_SUPPORT]) == DOUBLE
     assert not st.flag_dict()["support_disagrees"]
