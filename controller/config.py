@@ -33,6 +33,7 @@ from .io.protocol import MAX_REQUEST_BYTES
 
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")
+LOAD_SPLITS = ("planned", "measured")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class ControlConfig:
     rig: RigConfig | None = None   # the Stewart–Gough rig instead of the two hinges (platform_axes: its six)
     support: str = "hung"          # tree robot: the root follows the playback's support (ground) or stays
                                    # at the pelvis held by a gantry (hung)
+    load_split: str = "planned"    # ground, double support: the feet's load shares in the feed-forward from the
+                                   # played file's ramp (planned) or the feet's load cells (measured)
 
 
 @dataclass(frozen=True)
@@ -245,12 +248,15 @@ def _control(sec: Section, n: int, base: Path, tree: bool) -> ControlConfig:
     if not tree and "support" in sec.value:
         raise ConfigError(sec.where, sec.path("support"), "only a kinematic tree robot changes its root with "
                           "the support: a serial chain has its base only")
+    split = sec.raw("load_split", "planned")
+    if split not in LOAD_SPLITS:
+        raise ConfigError(sec.where, sec.path("load_split"), f"expected one of {LOAD_SPLITS}, got {quote(split)}")
     g = sec.sub("gains")
     kp, ki, kd = (_per_joint(g, k, n, d) for k, d in (("kp", 400.0), ("ki", 50.0), ("kd", 20.0)))
     filt = g.number("derivative_filter_s", 0.004, positive=True)
     g.done()
     cfg = ControlConfig(
-        mode=mode, joint_axes=leg, platform_axes=platform, support=support,
+        mode=mode, joint_axes=leg, platform_axes=platform, support=support, load_split=split,
         platform_ratio=sec.number("platform_ratio", 50.0, positive=True),
         platform_limit=math.radians(sec.number("platform_limit_deg", 25.0, positive=True)),
         kp=kp, ki=ki, kd=kd, derivative_filter=filt,

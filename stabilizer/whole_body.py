@@ -7,9 +7,9 @@ are a kinematic tree's model and a Data of its own (:mod:`models.tree`), holding
 virtual robot's kinematics after the call. Nothing is allocated. One cycle:
 
 1. support: LEFT / RIGHT / DOUBLE from the input phase or from the feet's force sensors
-   (:mod:`stabilizer.contact`: thresholds with hysteresis, implausible loads refused, a sensed
-   support other than the input phase flagged); the model is rooted at the stance sole (the left or right one, configurable, in
-   double support);
+   (:mod:`stabilizer.contact`: thresholds with hysteresis and a dwell, implausible loads
+   refused, a sensed support other than the input phase flagged); the model is rooted at the
+   stance sole (the left or right one, configurable, in double support);
 2. apparent up u in the stance sole's axes: platform (alpha, beta) with an optional
    horizontal acceleration, or a specific force measured in the pelvis IMU's frame
    (eq. 45-51 generalised: the world frame is the apparent gravity's, x_g up);

@@ -98,6 +98,7 @@ BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.I
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
 Handler = Callable[[np.ndarray, int, float], "tuple[bool, int] | None"]
 PAUSE_S = 2e-4          # stepped lock-step: sleep between looks at the horizon (never a hot spin)
+LOAD_SPLIT_FILTER_S = 0.02   # s, the first-order low-pass of the measured load split (control.load_split)
 
 
 @njit(cache=True)
@@ -279,6 +280,11 @@ class ControlLoop:
         self.load_share = math.nan                 # the right foot's share of the feet's load
         self.loads_state = LOADS_OK                # stabilizer.contact.loads_status of the last cycle
         self.stab_sensed = wb and st.sensed        # support.source: sensors
+        # control.load_split: measured: in double support on the ground the feed-forward shares the ground
+        # wrench by the feet's measured loads, low-passed (LOAD_SPLIT_FILTER_S); the plan's ramp without them
+        self.measured_split = ctl.load_split == "measured" and self.has_loads
+        self.split_gain = self.period / (self.period + LOAD_SPLIT_FILTER_S)
+        self.share_f = math.nan                    # the filtered measured share (NaN: none)
         self.tilt_source = st.tilt_source if st is not None else TILT_PLATFORM
         self.tilt_use_acc = st.use_acc if st is not None else False
         imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
@@ -858,7 +864,7 @@ class ControlLoop:
         otherwise."""
         outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
         if self.gen is self.playback:
-            self._share(self.playback.share)       # held after the file, where it ends
+            self._share(self._split(self.playback.share, self.playback.phase))   # held after the file
             if self.playback.phase != self.phase:
                 self._support(self.playback.phase)
         elif self.stab_sensed and self.gen is self.stabilize and self.stabilize.support != self.phase:
@@ -906,6 +912,14 @@ class ControlLoop:
                 self._set_root(int(r))
         self._event(Event.SUPPORT, phase, float(self.root))
 
+    def _split(self, planned: float, phase: float) -> float:
+        """The right sole's load share the feed-forward takes: the played file's, or in double support with
+        ``control.load_split: measured`` the feet's measured share, low-passed, while their loads are
+        plausible (else the file's again: the FEET_LOADS warning said why)."""
+        if self.measured_split and phase == DOUBLE and self.share_f == self.share_f:
+            return self.share_f
+        return planned
+
     def _stab_support(self, st: StabilizeWholeBody) -> None:
         """The whole-robot stabilizer's support phase (the command's, or the one the feet's loads show):
         the models rooted at its stance sole from the next cycle, a SUPPORT event."""
@@ -929,7 +943,11 @@ class ControlLoop:
             self.contact_state[0] = math.nan      # the loads back: their support taken at once
         contact = debounced_contact(self.loads, self.min_load, self.release_load, self.dwell,
                                     self.contact_state) if ok else -1
-        self.load_share = measured_share(self.loads) if ok else math.nan
+        share = self.load_share = measured_share(self.loads) if ok else math.nan
+        if share != share or self.share_f != self.share_f:
+            self.share_f = share
+        else:
+            self.share_f += self.split_gain * (share - self.share_f)
         if contact != self.contact:
             self.contact = contact
             self._event(Event.CONTACT, float(contact), self.load_share)

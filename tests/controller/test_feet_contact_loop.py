@@ -16,6 +16,7 @@ from controller.codes import Event, Reason, State
 from controller.config import load_daemon_config
 from controller.shm import Cmd
 from controller.telemetry import LOADS_MASK
+from models.errors import ConfigError
 from models.gait.plan import DOUBLE, LEFT
 from models.tree_robot import TreeRobot
 from stabilizer.contact import DWELL_S, LOADS_MISSING, RELEASE_LOAD
@@ -89,3 +90,38 @@ def test_loads_lost_from_the_bus_are_a_warning_and_no_support(lifted):
     assert h.loop.contact == -1 and np.isnan(h.loop.load_share)
     h.loop._telemetry(0.0, 0)
     assert int(last_record(h)["stab_flags"]) & LOADS_MASK
+
+
+@pytest.mark.parametrize("split", ["measured", "planned"])
+def test_the_measured_load_split_replaces_the_plan_in_double_support_while_the_loads_are_plausible(tmp_path, split):
+    doc = yaml.safe_load(CONFIG.read_text())
+    doc["robot"] = str(CONFIG.parent / doc["robot"])
+    doc["control"].update(support="ground", load_split=split)
+    path = tmp_path / "bipd.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    h = Harness(config=load_daemon_config(path, backend="sim", lockstep=True))
+    try:
+        h.run(100)                                            # standing on both feet, drives off
+        loop, planned = h.loop, 0.9
+        measured = loop.feet_load[1] / loop.feet_load.sum()
+        assert 0.3 < measured < 0.7
+        assert loop.share_f == pytest.approx(measured, abs=0.01)    # the low-pass has settled
+        expect = loop.share_f if split == "measured" else planned
+        assert loop._split(planned, float(DOUBLE)) == expect
+        assert loop._split(planned, float(LEFT)) == planned         # single support: the file's
+        h.bus.aux[list(h.bus.config.sensor_axes("left_loads"))] = np.nan
+        loop._measure()
+        assert loop._split(planned, float(DOUBLE)) == planned       # no plausible loads: the file's
+    finally:
+        h.close()
+
+
+def test_an_unknown_load_split_is_refused_naming_the_key(tmp_path):
+    doc = yaml.safe_load(CONFIG.read_text())
+    doc["robot"] = str(CONFIG.parent / doc["robot"])
+    doc["control"]["load_split"] = "sensed"
+    path = tmp_path / "bipd.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"bipd.yaml: control.load_split: expected one of \('planned', 'measured'\), "
+                                          r"got 'sensed'"):
+        load_daemon_config(path)

@@ -85,13 +85,15 @@ def test_a_four_value_sensor_on_one_axis_only_is_refused():
     with pytest.raises(BusConfigError, match=r"sensor 'left_loads' carries 4 values, 3 per auxiliary input: "
                                              r"declare it on 2 axes, not only on l_ankle_sagittal"):
         parse_bus_config(_declared(SECTION, ("l_ankle_lateral", None)))
-    with pytest.raises(BusConfigError, match=r"bus.nodes\[2\].axes\[1\].sensor 'left_loads' is already wired to 2 axes"):
+    with pytest.raises(BusConfigError,
+                       match=r"bus.nodes\[2\].axes\[1\].sensor 'left_loads' is already wired to 2 axes"):
         parse_bus_config(_declared(SECTION, ("l_hip_yaw", "left_loads")))
 
 
 def test_the_daemons_inertia_plant_measures_nothing_on_declared_sensors():
     config = parse_bus_config(SECTION)
-    bus = open_bus(dict(SECTION, backend="sim", plant="inertia"), plant=InertiaPlant.from_config(config, nan_sensors=True))
+    bus = open_bus(dict(SECTION, backend="sim", plant="inertia"),
+                   plant=InertiaPlant.from_config(config, nan_sensors=True))
     try:
         bus.boot()
         cycle(bus, 2)

@@ -14,9 +14,9 @@ from numba import njit
 
 from models.gait.plan import DOUBLE, LEFT
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
-from stabilizer.whole_body import (CONTACT_SENSORS, O_SUPPORT, B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, FLAG_NAMES, FLAG_REACTIONS, O_NHULL,
-                                   P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES,
-                                   WholeBodyStabilizer, reset, step)
+from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
+                                   FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
+                                   P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
 
 from ...codes import StabParam
 from ...telemetry import MAX_WALLS, stab_bit_map
