@@ -22,9 +22,6 @@ MIN_LOAD = 50.0        # N on a foot's cells: it is in contact (the stabilizer Y
 RELEASE_LOAD = 30.0    # N: a foot in contact stays so down to this load (support.release_load)
 MAX_LOAD = 3000.0      # N on both feet beyond which the loads are implausible (support.max_load)
 DWELL_S = 0.01         # s a new support phase must hold before it is taken (support.dwell_s)
-FLAT_MARGIN = 0.02      # the CoP this fraction of the cells' span inside every edge: the foot is flat
-# the cells of a foot in the robot file's feet.*.sensors order: front left, front right, rear left, rear right
-FRONT, LEFT_SIDE = (0, 1), (0, 2)
 
 # loads_status codes
 LOADS_OK = 0
@@ -94,26 +91,6 @@ def foot_loads(loads, out):
         out[f] = 0.0
         for c in range(CELLS):
             out[f] += loads[CELLS * f + c]
-
-
-@njit(cache=True)
-def feet_flat(loads, phase, margin):
-    """True when each foot in contact in ``phase`` (LEFT, RIGHT, DOUBLE) has its centre of pressure at
-    least ``margin`` (a fraction of the cells' span) inside every edge of its cells' rectangle: no foot
-    rocks on an edge of its sole. On a rigid sole the cells share a load by bilinear weights, so the
-    CoP's fraction of the span is the front cells' share of the load (the left cells' across)."""
-    if phase < 0:
-        return False
-    for f in range(2):
-        if phase == DOUBLE or phase == f:
-            c = loads[CELLS * f:CELLS * f + CELLS]
-            total = c[0] + c[1] + c[2] + c[3]
-            if not total > 0.0:
-                return False
-            front, left = (c[FRONT[0]] + c[FRONT[1]]) / total, (c[LEFT_SIDE[0]] + c[LEFT_SIDE[1]]) / total
-            if min(front, 1.0 - front, left, 1.0 - left) < margin:
-                return False
-    return True
 
 
 @njit(cache=True)

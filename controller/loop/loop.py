@@ -42,8 +42,8 @@ from models.tree_robot import TreeRobot
 from models.transmission import OK as TR_OK
 from models.tilt import rotation_world_foot
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
-from stabilizer.contact import (CELLS, CONTACT_STATE, DWELL_S, FLAT_MARGIN, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD,
-                                debounced_contact, feet_flat, foot_loads, loads_status)
+from stabilizer.contact import (CELLS, CONTACT_STATE, DWELL_S, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD,
+                                debounced_contact, foot_loads, loads_status)
 from stabilizer.contact import right_share as measured_share
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
 from stabilizer.stabilizer import Stabilizer
@@ -294,10 +294,9 @@ class ControlLoop:
         foot = md.foot
         self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
         # a tree's pelvis IMU (tilt.source: imu; config-checked with the feet's loads): through the tilt
-        # observer as the foot IMU, believed while the feet are flat (stabilizer.contact.feet_flat: its "sole"
-        # is the feet's total load then, 0 else; no centre of pressure: a unit rectangle that never binds)
-        # and |f| is g0, low-passed; the stabilizer and the feed-forward's gravity (TreeModels.imu_gravity)
-        # follow that specific force
+        # observer as the foot IMU, believed while the feet carry its min_load and |f| is g0 (its "sole" is
+        # the feet's total load, no centre of pressure: a unit rectangle that never binds), low-passed; the
+        # stabilizer and the feed-forward's gravity (TreeModels.imu_gravity) follow that specific force
         self.imu_rows = np.array(bus.config.sensor_axes("pelvis_imu"), np.int64)
         self.pelvis_imu = wb and self.tilt_source == TILT_IMU
         self.imu_frame = md.robot.model.index("frame", "pelvis") if self.pelvis_imu else -1
@@ -417,7 +416,6 @@ class ControlLoop:
         loads_status(self.loads, 1.0, 2.0)
         debounced_contact(self.loads, 1.0, 0.5, 1.0, self.contact_state.copy())
         foot_loads(self.loads, p1)
-        feet_flat(self.loads, 2, 0.1)
         measured_share(self.loads)
         if self.pelvis_imu:
             self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0, p1)
@@ -475,8 +473,7 @@ class ControlLoop:
             self._feet()
         if self.pelvis_imu:                        # specific force in pelvis axes
             sensor_values(b.aux, self.imu_rows, self.imu)
-            flat = feet_flat(self.loads, self.contact, FLAT_MARGIN)
-            self.sole[0] = self.feet_load[0] + self.feet_load[1] if flat else 0.0
+            self.sole[0] = self.feet_load[0] + self.feet_load[1]
         if self.imu is not None and self.tilt_source == TILT_IMU:     # specific force in R0 (stabilizer.ground)
             a, b, c = self.foot_abc
             if observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_settings, self.tilt_obs,

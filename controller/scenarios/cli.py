@@ -13,6 +13,7 @@
     bipd scenario whole-body [--alpha DEG] [--beta DEG] [--duration S] [--support double|left] [--push N]
                              [--rig-motion SPEC --config deploy/bip2000_rig.yaml]
                              [--direction forward|backward|left|right] [--no-stabilizer] [--json]
+                             [--tilt-source platform|imu] [--support-source phase|sensors]
                                                                  BIP 2000 on the platform (deploy/bip2000_platform.yaml)
     bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig
     bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table (default config: bipd_rig.yaml)
@@ -34,6 +35,7 @@ or into a missing folder: checked before anything runs).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -140,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "(bipd ctl rig_motion's KIND:key=value,...; needs a rig config, e.g. deploy/bip2000_rig.yaml)")
     wb.add_argument("--config", type=Path, help="the daemon YAML (default deploy/bip2000_platform.yaml)")
     wb.add_argument("--no-stabilizer", action="store_true", help="hold the posture in position instead")
+    wb.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
+                    help="the stabilizer's tilt: the platform's angles or the pelvis IMU over the bus")
+    wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
+                    help="the stabilizer's support: the command's or the feet's load cells over the bus")
     wb.add_argument("--json", action="store_true")
     for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
@@ -357,9 +363,10 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
 
     from .whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
-    o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support)
+    o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
+                         support_source=args.support_source)
     if args.config is not None:
-        o = WholeBodyOptions(args.config, o.stabilizer, o.support)
+        o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:
         if args.push is not None:
             p.error("give --push or --rig-motion, not both")
@@ -386,10 +393,11 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
         print(json.dumps(res))
     else:
         margin = "n/a" if res["min_cog_margin_m"] is None else f"{1e3 * res['min_cog_margin_m']:.1f} mm"
+        tilt = "n/a" if res["max_tilt_error_deg"] is None else f"{res['max_tilt_error_deg']:.2f} deg"
         verdict = f"FELL ({res['fall_reason']})" if res["fell"] else "stood"
         print(f"{res['scenario']} {res['params']} on {res['support']} support "
               f"({'stabilizer' if res['stabilizer'] else 'posture held'}): {verdict}; min CoG margin {margin}; "
-              f"stabilizer flags raised: {', '.join(res['stab_flags']) or 'none'}")
+              f"stabilizer flags raised: {', '.join(res['stab_flags']) or 'none'}; tilt error {tilt}")
     return 1 if res["fell"] else 0
 
 

@@ -12,7 +12,7 @@ import pytest
 from models.gait.plan import DOUBLE, LEFT, RIGHT
 from stabilizer import whole_body as wb
 from stabilizer.contact import (CONTACT_STATE, LOADS_MISSING, LOADS_OK, LOADS_OVER, LOADS_PULLING, debounced_contact,
-                                feet_contact, feet_flat, foot_loads, loads_status, right_share)
+                                feet_contact, foot_loads, loads_status, right_share)
 
 from .test_whole_body import Q0, make
 
@@ -48,16 +48,6 @@ def test_a_new_support_is_taken_once_it_has_held_for_the_dwell():
     assert debounced_contact(on, MIN, RELEASE, 3, cs) == DOUBLE
     seen = [debounced_contact(x, MIN, RELEASE, 3, cs) for x in (off, off, on, off, off, off, off)]
     assert seen == [DOUBLE, DOUBLE, DOUBLE, DOUBLE, DOUBLE, LEFT, LEFT], seen
-
-
-def test_a_foot_rocking_on_an_edge_is_not_flat():
-    """Cells front left, front right, rear left, rear right: the CoP's fraction of the span is the
-    front (left) cells' share; 2 % of the span inside every edge is flat."""
-    even = feet(400.0, 400.0)
-    assert feet_flat(even, DOUBLE, 0.02)
-    heel = np.array([0.0, 0.0, 200.0, 200.0] + [100.0] * 4)           # the left foot on its heel edge
-    assert not feet_flat(heel, DOUBLE, 0.02) and feet_flat(heel, RIGHT, 0.02)
-    assert not feet_flat(even, -1, 0.02)
 
 
 def test_loads_status_names_the_implausible_loads():
