@@ -28,6 +28,7 @@ class Event(IntEnum):
     OVERRUN = 5          # a = missed cycles, b = cycle time in us
     STABILIZER = 6       # a = stabilizer status, b = stab_flags bits that rose (telemetry.STAB_FLAGS)
     SUPPORT = 7          # a = new support phase (models.gait.plan: 0 left, 1 right, 2 double), b = model root index
+    CONTACT = 8          # a = the support phase the feet's loads show (-1: none), b = the right foot's load share
 
 
 class Reason(IntEnum):
@@ -48,6 +49,8 @@ class Reason(IntEnum):
     ENABLE_TIMEOUT = 15      # a drive did not reach Operation Enabled within control.enable_timeout_s
     TILT_INPUT = 16          # the tilt (platform angles or foot IMU) is unusable: the last valid gravity is kept
     #                          (detail 0), or the foot IMU's tilt has not been confirmed flat for a while (detail 1)
+    FEET_LOADS = 17          # the feet's load cells are implausible (detail: stabilizer.contact.loads_status code):
+    #                          no sensed support, the walk's load split falls back to its plan
 
 
 # A fault's detail (FAULT event b, telemetry fault_info): its code in the low 16 bits

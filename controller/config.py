@@ -33,6 +33,7 @@ from .io.protocol import MAX_REQUEST_BYTES
 
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")
+LOAD_SPLITS = ("planned", "measured")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class ControlConfig:
     rig: RigConfig | None = None   # the Stewart–Gough rig instead of the two hinges (platform_axes: its six)
     support: str = "hung"          # tree robot: the root follows the playback's support (ground) or stays
                                    # at the pelvis held by a gantry (hung)
+    load_split: str = "planned"    # ground, double support: the feet's load shares in the feed-forward from the
+                                   # played file's ramp (planned) or the feet's load cells (measured)
 
 
 @dataclass(frozen=True)
@@ -245,12 +248,15 @@ def _control(sec: Section, n: int, base: Path, tree: bool) -> ControlConfig:
     if not tree and "support" in sec.value:
         raise ConfigError(sec.where, sec.path("support"), "only a kinematic tree robot changes its root with "
                           "the support: a serial chain has its base only")
+    split = sec.raw("load_split", "planned")
+    if split not in LOAD_SPLITS:
+        raise ConfigError(sec.where, sec.path("load_split"), f"expected one of {LOAD_SPLITS}, got {quote(split)}")
     g = sec.sub("gains")
     kp, ki, kd = (_per_joint(g, k, n, d) for k, d in (("kp", 400.0), ("ki", 50.0), ("kd", 20.0)))
     filt = g.number("derivative_filter_s", 0.004, positive=True)
     g.done()
     cfg = ControlConfig(
-        mode=mode, joint_axes=leg, platform_axes=platform, support=support,
+        mode=mode, joint_axes=leg, platform_axes=platform, support=support, load_split=split,
         platform_ratio=sec.number("platform_ratio", 50.0, positive=True),
         platform_limit=math.radians(sec.number("platform_limit_deg", 25.0, positive=True)),
         kp=kp, ki=ki, kd=kd, derivative_filter=filt,
@@ -390,25 +396,36 @@ def _same_robot(path: Path, ours: Path, robot_path: Path, period: float, theirs:
                           f"loop.period_s {period} s")
 
 
-def _check_whole_body(path: Path, robot_path: Path, period: float, control: ControlConfig, where: str) -> None:
+def _check_whole_body(path: Path, robot_path: Path, period: float, control: ControlConfig, bus: BusConfig,
+                      where: str) -> None:
     """A tree robot's ``stabilizer:`` is the whole-robot stabilizer's YAML (stabilizer.whole_body_config)
-    for the daemon's robot and period, with the inputs the loop has: the platform's tilt (no pelvis
-    IMU, no acceleration on the bus yet), the support phase of the ``stabilizer`` command (the feet's
-    load cells do not reach the loop), the robot standing (control.support: ground)."""
+    for the daemon's robot and period, with the inputs the loop has: the platform's tilt or the pelvis
+    IMU (bus sensor pelvis_imu; no acceleration input), the support phase of the ``stabilizer`` command
+    or the feet's load cells (bus sensors left_loads and right_loads), the robot standing
+    (control.support: ground)."""
     try:
         stab = load_whole_body_config(path)
     except ConfigError as e:
         raise ConfigError(where, "stabilizer", f"{robot_path.name} is a kinematic tree: its stabilizer is the "
                           f"whole robot's (stabilizer.whole_body_config), and {e}") from None
     _same_robot(path, Path(stab.robot_path).resolve(), robot_path, period, stab.period, where)
-    if stab.tilt_source != "platform" or stab.use_acceleration:
-        key = "tilt.source: imu" if stab.tilt_source != "platform" else "tilt.use_acceleration: true"
-        raise ConfigError(where, "stabilizer", f"{path}: {key} needs the pelvis IMU over the bus, which the "
-                          f"daemon does not carry for a tree robot; use tilt.source: platform")
-    if stab.support_source != "phase":
-        raise ConfigError(where, "stabilizer", f"{path}: support.source: {stab.support_source} needs the feet's "
-                          f"load cells in the loop, which the bus does not carry for a tree robot; use phase "
-                          f"(the stabilizer command's support)")
+    if stab.use_acceleration:
+        raise ConfigError(where, "stabilizer", f"{path}: tilt.use_acceleration: true needs the support's "
+                          f"acceleration, which the daemon does not carry for a tree robot; use tilt.source: imu "
+                          f"(the pelvis IMU measures it) or platform")
+    pelvis_frame = "pelvis"        # where the bus's pelvis_imu sits (drivers.config.SENSORS), in its axes
+    if stab.tilt_source == "imu" and not bus.sensor_axes("pelvis_imu"):
+        raise ConfigError(where, "stabilizer", f"{path}: tilt.source: imu needs the pelvis IMU, but no axis of "
+                          f"{where} bus.nodes declares sensor: pelvis_imu")
+    if stab.tilt_source == "imu" and stab.imu_frame != pelvis_frame:
+        raise ConfigError(where, "stabilizer", f"{path}: tilt.imu_frame: {stab.imu_frame} is not the frame of the "
+                          f"bus's pelvis_imu ({pelvis_frame})")
+    lacking = [s for s in ("left_loads", "right_loads") if not bus.sensor_axes(s)]
+    for key, needs in (("support.source: sensors", stab.support_source == "sensors"),
+                       ("tilt.source: imu", stab.tilt_source == "imu")):   # the IMU believed while the feet are loaded
+        if needs and lacking:
+            raise ConfigError(where, "stabilizer", f"{path}: {key} needs the feet's load cells, but no axis of "
+                              f"{where} bus.nodes declares sensor: {', '.join(lacking)}")
     if control.support != "ground":
         raise ConfigError(where, "control.support", f"{control.support}: the whole-robot stabilizer stands the "
                           f"robot on its soles; set ground (or remove the stabilizer key)")
@@ -459,7 +476,7 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
         raise ConfigError(where, "control.support", f"ground roots the model at the stance sole, but "
                           f"{robot_path} roots: {list(robot.model.root_names)} lack {sorted(soles)}")
     if tree and stabilizer_path is not None:
-        _check_whole_body(stabilizer_path, robot_path, loop.period, control, where)
+        _check_whole_body(stabilizer_path, robot_path, loop.period, control, bus, where)
     elif stabilizer_path is not None:
         _check_stabilizer(stabilizer_path, robot_path, loop.period, bus, where)
     io = _io(top.sub("io", {}), base)

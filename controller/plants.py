@@ -14,11 +14,12 @@ def _leg_plant(cfg, robot, q0):
 
 def _inertia_plant(cfg, robot, q0):
     """Independent motor inertias (drivers.plant.InertiaPlant, the axes' ``plant:`` values), no
-    gravity, no coupling: any robot end to end on the bus; the joint motors start at q0."""
+    gravity, no coupling: any robot end to end on the bus; the joint motors start at q0; the sensors
+    its bus declares read NaN (it measures nothing)."""
     import numpy as np
 
     from drivers.plant import InertiaPlant
-    plant = InertiaPlant.from_config(cfg.bus)
+    plant = InertiaPlant.from_config(cfg.bus, nan_sensors=True)
     names = [a.name for a in cfg.bus.axes]
     idx = [names.index(a) for a in cfg.control.joint_axes]
     plant.position0[idx] = robot.description.transmission.to_motor(np.asarray(q0))

@@ -7,7 +7,10 @@ task_us[len(TASKS)], overruns, missed, platform[2] (alpha, beta), fault_info
 (controller.codes.pack_detail; ``fault`` is the Reason, 0 when none), support (the played
 file's support phase, models.gait.plan: 0 left, 1 right, 2 double; -1 none), rig_ferr[6] (the
 Stewart–Gough rig's actuators' following errors, legs A-F, mm of stroke: setpoint − position;
-NaN without the rig or while the drives are not powered).
+NaN without the rig or while the drives are not powered), feet_load[2] (the load each foot's cells
+carry, N, left then right; NaN without them on the bus), contact (the support phase they show:
+0 left, 1 right, 2 double, -1 none; NaN without them), tilt[2] (the (alpha, beta) the models' gravity
+follows: the platform's, or the one the IMU measures; rad).
 """
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ def stab_bit_map(flag_names: tuple[str, ...], status_names: tuple[str, ...]) -> 
 
 
 TILT_HELD_MASK = stab_bits(("tilt_held",))
+LOADS_MASK = stab_bits(("loads_implausible",))    # the feet's load cells fail stabilizer.contact.loads_status
 
 # rising bits an operator hears of (events): a failing stabilizer and the flags that
 # say it is at the end of its means
@@ -66,7 +70,7 @@ class RecordLayout:
                 ("q_ref", self.n), ("tau", self.n), ("com", 3), ("margins", MAX_WALLS), ("force", 3),
                 ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)), ("overruns", 1),
                 ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
-                ("rig_ferr", RIG_ACTUATORS)]
+                ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2)]
         slices, o = {}, 0
         for name, size in spec:
             slices[name] = slice(o, o + size)

@@ -58,10 +58,35 @@ class AxisConfig:
     sensor: str | None = None    # what is wired to the drive's auxiliary input (TPDO 0x2400): a SENSORS name or None
 
 
-# what a drive's auxiliary input (three REAL32) can carry, each from the plant sensor of the same
-# name: "imu" the foot accelerometer's specific force in R0 (m/s²); "sole" the sole's load cells
-# as (total load along x0 (N), centre of pressure y0, z0 (m), NaN when unloaded)
-SENSORS = ("imu", "sole")
+AUX_VALUES = 3                   # REAL32 values of a drive channel's auxiliary input (TPDO 0x2400:1..3)
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """What a drive's auxiliary inputs can carry: ``size`` values of the plant sensor ``plant`` from
+    its value ``first``. A sensor of more than AUX_VALUES values takes the inputs of as many axes
+    (``sensor: NAME`` on each): values 0-2 on the first in bus order, 3-5 on the next, NaN-padded."""
+
+    plant: str
+    first: int
+    size: int
+
+    @property
+    def inputs(self) -> int:
+        """The axes' auxiliary inputs it takes."""
+        return -(-self.size // AUX_VALUES)
+
+
+# The sensors a bus can carry, declared once (drivers.drive wires them, the loop reads them):
+# "imu" the bench foot accelerometer's specific force in R0 (m/s²); "sole" the bench sole's load
+# cells as (total load along x0 (N), centre of pressure y0, z0 (m), NaN when unloaded);
+# "pelvis_imu" BIP 2000's pelvis accelerometer, specific force in pelvis axes (m/s²: the biped
+# plant's imu_gravity, drivers.hil.plant_biped);
+# "left_loads", "right_loads" each foot's four uniaxial load cells (N, along the sole normal, in the
+# robot file's feet.*.sensors order)
+SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
+           "pelvis_imu": Sensor("imu_gravity", 0, 3),
+           "left_loads": Sensor("foot_forces", 0, 4), "right_loads": Sensor("foot_forces", 4, 4)}
 
 
 @dataclass(frozen=True)
@@ -106,14 +131,22 @@ class BusConfig:
         return self.sensor_axis("imu")
 
     def sensor_axis(self, sensor: str) -> int | None:
-        """Index of the axis whose TPDO carries ``sensor`` (one of SENSORS), None if none does."""
+        """Index of the (first) axis whose TPDO carries ``sensor`` (one of SENSORS), None if none does."""
         return next((a.index for a in self.axes if a.sensor == sensor), None)
+
+    def sensor_axes(self, sensor: str) -> tuple[int, ...]:
+        """Indices of the axes whose TPDOs carry ``sensor``, in bus order (empty if none)."""
+        return tuple(a.index for a in self.axes if a.sensor == sensor)
 
     def axis(self, name: str) -> AxisConfig:
         for a in self.axes:
             if a.name == name:
                 return a
         raise KeyError(f"no axis named {name!r} (axes: {', '.join(a.name for a in self.axes)})")
+
+
+def _axes_count(n: int) -> str:
+    return "another axis" if n == 1 else f"{n} axes"
 
 
 def _mapping(value, where: str) -> Mapping:
@@ -230,8 +263,9 @@ def parse_bus_config(section: Mapping) -> BusConfig:
             sensor = raw_axis.get("sensor")
             if sensor is not None and sensor not in SENSORS:
                 raise BusConfigError(f"{wa}.sensor must be one of {', '.join(SENSORS)}, got {sensor!r}")
-            if sensor is not None and any(a.sensor == sensor for a in axes):
-                raise BusConfigError(f"{wa}.sensor {sensor!r} is already wired to another axis")
+            if sensor is not None and sum(a.sensor == sensor for a in axes) >= SENSORS[sensor].inputs:
+                raise BusConfigError(f"{wa}.sensor {sensor!r} is already wired to "
+                                     f"{_axes_count(SENSORS[sensor].inputs)}")
             axis = AxisConfig(name, len(axes), node_id, channel,
                               _params(DriveParams, drive_defaults, raw_axis.get("drive"), f"{wa}.drive"),
                               _params(PlantParams, plant_defaults, raw_axis.get("plant"), f"{wa}.plant"),
@@ -239,6 +273,11 @@ def parse_bus_config(section: Mapping) -> BusConfig:
             node_axes.append(axis)
             axes.append(axis)
         nodes.append(NodeConfig(node_id, tuple(node_axes)))
+    for name, spec in SENSORS.items():
+        wired = [a.name for a in axes if a.sensor == name]
+        if wired and len(wired) != spec.inputs:
+            raise BusConfigError(f"bus.nodes: sensor {name!r} carries {spec.size} values, {AUX_VALUES} per "
+                                 f"auxiliary input: declare it on {_axes_count(spec.inputs)}, not only on {wired[0]}")
 
     udp = UdpConfig()
     if "udp" in section:

@@ -35,7 +35,7 @@ from numba import njit
 from . import cia402
 from .cia402 import Command, State
 from .codes import FaultCode, error_register_bits
-from .config import SENSORS, AxisConfig, BusConfig
+from .config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
 from .plant import Plant
 from .powerlink import frames, pdo
 from .powerlink.checks import put_le
@@ -53,9 +53,8 @@ CMD_POS, CMD_VEL, CMD_TORQUE = range(19, 22)
 ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
 # holding brake: torque capacity [N·m] (0 = no brake), motor position it holds [rad].
 HOLD_TORQUE, BRAKE_POS = range(25, 27)
-# auxiliary sensor input (TPDO 0x2400:1..3; NaN: nothing wired): a plant sensor on its axis.
+# auxiliary sensor input (TPDO 0x2400:1..3; NaN: nothing wired): a plant sensor (drivers.config.SENSORS) on its axis.
 AUX = 27
-PLANT_SENSORS = {"imu": "imu_gravity", "sole": "sole"}   # bus sensor (drivers.config.SENSORS) -> plant sensor
 # following error of this bus cycle (CSP demand − actual, motor rad) and its peak |value| since taken.
 FE_ACTUAL, FE_PEAK = range(30, 32)
 N_COLUMNS = 32
@@ -221,16 +220,19 @@ class DriveBank:
                                        a.drive.following_error_limit] for a in config.axes]
         self.x[:, HOLD_TORQUE] = [a.drive.holding_brake_torque for a in config.axes]
         self.x[:, AUX:AUX + 3] = np.nan                       # nothing wired to the auxiliary inputs
-        wired = [(s, config.sensor_axis(s)) for s in SENSORS if config.sensor_axis(s) is not None]
-        self._aux_views = []                                  # the plant's sensors on those axes' inputs
-        for sensor, row in wired:
-            view = plant.sensors.get(PLANT_SENSORS[sensor])
-            if view is None:
-                raise ValueError(f"bus axis {config.axes[row].name!r} declares sensor: {sensor} but the "
-                                 f"plant {type(plant).__name__} has no {PLANT_SENSORS[sensor]} sensor")
-            self._aux_views.append(view)
-        self.aux_rows = np.array([row for _, row in wired], np.int64)
-        self.aux_src = np.zeros((len(wired), 3))
+        wired = []                                            # (bus axis, the plant sensor's values on its input)
+        for name, spec in SENSORS.items():
+            for part, row in enumerate(config.sensor_axes(name)):
+                values = plant.sensors.get(spec.plant)
+                if values is None or values.size < spec.first + spec.size:
+                    raise ValueError(f"bus axis {config.axes[row].name!r} declares sensor: {name} but the plant "
+                                     f"{type(plant).__name__} has no {spec.plant} sensor"
+                                     + ("" if values is None else f" of {spec.first + spec.size} values"))
+                first = spec.first + AUX_VALUES * part
+                wired.append((row, values[first:min(first + AUX_VALUES, spec.first + spec.size)]))
+        self._aux_views = [view for _, view in wired]         # the plant's sensors on those axes' inputs
+        self.aux_rows = np.array([row for row, _ in wired], np.int64)
+        self.aux_src = np.full((len(wired), AUX_VALUES), np.nan)
         self.read_aux()
         self.x[self.aux_rows, AUX:AUX + 3] = self.aux_src
         self.flags = np.zeros((n, N_FLAGS), np.int64)
@@ -282,7 +284,7 @@ class DriveBank:
         """The wired plant sensors into :attr:`aux_src`, for the :func:`step_axes` that follows (the
         plant's state of the encoders it reads)."""
         for s, view in enumerate(self._aux_views):
-            self.aux_src[s] = view
+            self.aux_src[s, :view.size] = view
 
     def pres_row(self) -> int:
         """A free row of :attr:`pres` for a new drive."""

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from numba import njit
 
-from .config import BusConfig
+from .config import SENSORS, BusConfig
 
 
 class Plant(ABC):
@@ -59,10 +59,17 @@ class InertiaPlant(Plant):
         self.sensors = {}
 
     @classmethod
-    def from_config(cls, config: BusConfig) -> InertiaPlant:
-        """One motor per configured axis, with the axis' ``plant:`` values."""
-        return cls([a.plant.inertia for a in config.axes], [a.plant.friction for a in config.axes],
-                   [a.plant.load_torque for a in config.axes])
+    def from_config(cls, config: BusConfig, nan_sensors: bool = False) -> InertiaPlant:
+        """One motor per configured axis, with the axis' ``plant:`` values. It simulates no sensor: a
+        bus declaring one (drivers.config.SENSORS) is refused, or with ``nan_sensors`` reads NaN there,
+        nothing measured, as an unwired input."""
+        plant = cls([a.plant.inertia for a in config.axes], [a.plant.friction for a in config.axes],
+                    [a.plant.load_torque for a in config.axes])
+        for name, spec in SENSORS.items():
+            if nan_sensors and config.sensor_axes(name):
+                size = max(spec.first + spec.size, plant.sensors.get(spec.plant, np.empty(0)).size)
+                plant.sensors[spec.plant] = np.full(size, np.nan)
+        return plant
 
     def reset(self) -> None:
         self.motor_position[:] = self.position0

@@ -6,9 +6,10 @@ flat float64 arrays, ``step(mbuf, dbuf, params, state, inputs, out)``, where mbu
 are a kinematic tree's model and a Data of its own (:mod:`models.tree`), holding the
 virtual robot's kinematics after the call. Nothing is allocated. One cycle:
 
-1. support: LEFT / RIGHT / DOUBLE from the input phase or from the feet's force sensors;
-   the model is rooted at the stance sole (the left or right one, configurable, in
-   double support);
+1. support: LEFT / RIGHT / DOUBLE from the input phase or from the feet's force sensors
+   (:mod:`stabilizer.contact`: thresholds with hysteresis and a dwell, implausible loads
+   refused, a sensed support other than the input phase flagged); the model is rooted at the
+   stance sole (the left or right one, configurable, in double support);
 2. apparent up u in the stance sole's axes: platform (alpha, beta) with an optional
    horizontal acceleration, or a specific force measured in the pelvis IMU's frame
    (eq. 45-51 generalised: the world frame is the apparent gravity's, x_g up);
@@ -41,6 +42,7 @@ from models.tree_dynamics import kinematics, set_root
 from models.tree_robot import TreeRobot
 
 from .fields import attractor_force, wall_forces
+from .contact import CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from .ground import MAX_TILT, TILT_IMU
 from .stabilizer import engage_ramp, reject
 from models.polygon import convex_hull, polygon_centroid
@@ -59,16 +61,18 @@ STATUS_NAMES = ("ok", "not_reset", "rejected_input", "numeric_failure", "no_supp
 
 FLAG_NAMES = ("input_rejected", "no_support", "force_saturated", "speed_saturated",
               "joint_speed_saturated", "near_singular", "at_joint_limit", "cog_outside",
-              "measured_cog_outside", "trunk_outside", "constraint_violated")
+              "measured_cog_outside", "trunk_outside", "constraint_violated", "loads_implausible",
+              "support_disagrees")
 (F_REJECTED, F_NO_SUPPORT, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT,
- F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT) = range(len(FLAG_NAMES))
+ F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT, F_LOADS, F_DISAGREE) = range(len(FLAG_NAMES))
 NFLAGS = len(FLAG_NAMES)
 # the loop's reaction to each flag (docs/multi_cog.md, "Statuses"): "hold" = keep q_ref at rest,
 # event, HOLD (STABILIZER_FAILED) after the configured count; "warn" = event and telemetry, keep stabilizing
 FLAG_REACTIONS = {"input_rejected": "hold", "no_support": "hold", "force_saturated": "warn",
                   "speed_saturated": "warn", "joint_speed_saturated": "warn", "near_singular": "warn",
                   "at_joint_limit": "warn", "cog_outside": "warn", "measured_cog_outside": "warn",
-                  "trunk_outside": "warn", "constraint_violated": "hold"}
+                  "trunk_outside": "warn", "constraint_violated": "hold", "loads_implausible": "hold",
+                  "support_disagrees": "warn"}
 
 CONTACT_PHASE = 0      # the support phase comes with the inputs (the gait's)
 CONTACT_SENSORS = 1    # from the feet's force sensors
@@ -82,17 +86,17 @@ SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
 (P_N, P_DT, P_G0, P_TILT_SOURCE, P_USE_ACC, P_CONTACT, P_MIN_LOAD, P_CORNER_LOAD,
  P_ROOT_L, P_ROOT_R, P_DOUBLE_STANCE, P_FRAME_L, P_FRAME_R, P_FRAME_PELVIS, P_FRAME_IMU,
  P_GROUP_TRUNK, P_NV_L, P_NV_R, P_FEET_K, P_CLOSE_TOL, P_CLOSE_TOL_ROT, P_LMIN, P_LMAX,
- P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY) = range(28)
+ P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD, P_DWELL) = range(31)
 # a field block (one virtual robot's fields and admittance) at P_COG and at P_TRUNK
 (B_WLAW, B_WR, B_WSHAPE, B_WC, B_AON, B_ALAW, B_AK, B_AR, B_ASHAPE, B_AC,
  B_ADM_M, B_ADM_D, B_ADM_VMAX) = range(13)
 BLOCK = 13
-P_COG = P_TRUNK_HY + 1
+P_COG = P_DWELL + 1
 P_TRUNK = P_COG + BLOCK
 P_SCALARS = P_TRUNK + BLOCK
 # state scalars
-S_RESET, S_ENGAGED, S_SUPPORT = range(3)
-S_SCALARS = 3
+S_RESET, S_ENGAGED, S_SUPPORT, S_CONTACT = range(4)     # S_CONTACT: stabilizer.contact's CONTACT_STATE
+S_SCALARS = S_CONTACT + CONTACT_STATE
 # out scalars
 (O_MIN_MARGIN, O_MEASURED_MARGIN, O_TRUNK_MARGIN, O_TILT, O_SUPPORT, O_NHULL,
  O_CLOSE_POS, O_CLOSE_ROT, O_SIGMA) = range(9)
@@ -204,28 +208,25 @@ def reset(p, s, q_measured, out):
         flags[f] = 0.0
     s[S_ENGAGED] = 0.0
     s[S_SUPPORT] = -1.0
+    s[S_CONTACT] = math.nan
     s[S_RESET] = 1.0
 
 
 @njit(cache=True)
-def support_phase(p, phase, loads):
+def input_phase(phase):
+    """The input support phase if it is LEFT, RIGHT or DOUBLE, else -1."""
+    k = int(phase)
+    return k if (k == phase and (k == LEFT or k == RIGHT or k == DOUBLE)) else -1
+
+
+@njit(cache=True)
+def support_phase(p, phase, loads, cs):
     """LEFT, RIGHT or DOUBLE from the input phase (CONTACT_PHASE) or from the feet's
-    loads (a foot is in contact when its sensors carry >= min_load); -1: no support."""
+    loads (CONTACT_SENSORS: :func:`stabilizer.contact.debounced_contact`, min_load with
+    hysteresis down to release_load, held for the dwell; ``cs`` its state); -1: no support."""
     if p[P_CONTACT] == CONTACT_PHASE:
-        k = int(phase)
-        return k if (k == phase and (k == LEFT or k == RIGHT or k == DOUBLE)) else -1
-    left = right = 0.0
-    for c in range(MAX_SENSORS):
-        left += loads[c]
-        right += loads[MAX_SENSORS + c]
-    lc, rc = left >= p[P_MIN_LOAD], right >= p[P_MIN_LOAD]
-    if lc and rc:
-        return DOUBLE
-    if lc:
-        return LEFT
-    if rc:
-        return RIGHT
-    return -1
+        return input_phase(phase)
+    return debounced_contact(loads, p[P_MIN_LOAD], p[P_RELEASE_LOAD], p[P_DWELL], cs)
 
 
 @njit(cache=True)
@@ -400,14 +401,17 @@ def step(mbuf, dbuf, p, s, inp, out):
     Tf, Jf, com, Jcom = dv[3], dv[6], dv[7], dv[8]
     if s[S_RESET] == 0.0:
         return reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
+    q_meas = inp[0:n]
+    tilt, acc, loads = inp[n + 1:n + 4], inp[n + 4:n + 6], inp[n + 6:n + 6 + 2 * MAX_SENSORS]
+    sensed = p[P_CONTACT] == CONTACT_SENSORS
+    if sensed and loads_status(loads, p[P_MIN_LOAD], p[P_MAX_LOAD]) != LOADS_OK:
+        return reject(qd_ref, vel, flags, F_LOADS, REJECTED_INPUT)
     for i in range(inp.shape[0]):
         if not np.isfinite(inp[i]):
             return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
-    q_meas = inp[0:n]
-    tilt, acc, loads = inp[n + 1:n + 4], inp[n + 4:n + 6], inp[n + 6:n + 6 + 2 * MAX_SENSORS]
-    support = support_phase(p, inp[n], loads)
+    support = support_phase(p, inp[n], loads, s[S_CONTACT:S_CONTACT + CONTACT_STATE])
     if support < 0:
-        if p[P_CONTACT] == CONTACT_PHASE:
+        if not sensed:
             return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
         return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
@@ -430,6 +434,9 @@ def step(mbuf, dbuf, p, s, inp, out):
         return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
     for f in range(NFLAGS):
         flags[f] = 0.0
+    commanded = input_phase(inp[n])
+    if sensed and commanded >= 0 and commanded != support:
+        flags[F_DISAGREE] = 1.0
     if s[S_SUPPORT] != support:                      # a new support: the other sole stays where it is
         for a in range(4):
             for c in range(4):
@@ -573,6 +580,8 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     p[P_USE_ACC] = float(cfg.use_acceleration)
     p[P_CONTACT] = CONTACT_SENSORS if cfg.support_source == "sensors" else CONTACT_PHASE
     p[P_MIN_LOAD], p[P_CORNER_LOAD] = cfg.min_load, cfg.corner_load
+    p[P_RELEASE_LOAD], p[P_MAX_LOAD] = cfg.release_load, cfg.max_load
+    p[P_DWELL] = max(1, round(cfg.dwell_s / cfg.period))
     p[P_ROOT_L] = model.root_names.index(SOLES[LEFT])
     p[P_ROOT_R] = model.root_names.index(SOLES[RIGHT])
     p[P_DOUBLE_STANCE] = LEFT if cfg.double_support_root == SOLES[LEFT] else RIGHT

@@ -15,6 +15,9 @@ the unnumbered choices (gains, laws, weights); every error is one
     support:
       source: phase                  # phase (given with the inputs) | sensors (the feet's loads)
       min_load: 50.0                 # sensors: N on a foot's sensors to call it in contact
+      release_load: 30.0             # sensors: N under which a foot in contact leaves it (< min_load)
+      max_load: 3000.0               # sensors: N on both feet beyond which the loads are implausible
+      dwell_s: 0.01                  # sensors: s a new support phase must hold before it is taken
       corner_load: 10.0              # sensors: N on one sensor to count its corner
       double_support_root: left_sole # the sole the model is rooted at in double support
     cog:                             # virtual robot 1: the whole robot's CoG
@@ -44,6 +47,7 @@ from models.errors import ConfigError, quote
 from models.validation import read_yaml
 
 from .config import FieldConfig, MapSection, field_config
+from .contact import DWELL_S, MAX_LOAD, MIN_LOAD, RELEASE_LOAD
 
 TILT_SOURCES = ("platform", "imu")
 SUPPORT_SOURCES = ("phase", "sensors")
@@ -71,6 +75,9 @@ class WholeBodyConfig:
     use_acceleration: bool
     support_source: str
     min_load: float
+    release_load: float
+    max_load: float
+    dwell_s: float
     corner_load: float
     double_support_root: str
     cog: VirtualRobotConfig
@@ -127,7 +134,10 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
 
     sup = top.sub("support")
     ssource = sup.choice("source", SUPPORT_SOURCES)
-    min_load = sup.number("min_load", 50.0, low=0.0, low_open=True)
+    min_load = sup.number("min_load", MIN_LOAD, low=0.0, low_open=True)
+    release_load = sup.number("release_load", min(RELEASE_LOAD, min_load), low=0.0, high=min_load)
+    max_load = sup.number("max_load", MAX_LOAD, low=2.0 * min_load)
+    dwell_s = sup.number("dwell_s", DWELL_S, low=0.0, high=1.0)
     corner_load = sup.number("corner_load", 10.0, low=0.0, low_open=True)
     droot = sup.choice("double_support_root", ("left_sole", "right_sole"), "left_sole")
     sup.done()
@@ -160,7 +170,7 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
     tasks.done()
     top.done()
     return WholeBodyConfig(where, robot_path, period, tsource, imu_frame, use_acc, ssource, min_load,
-                           corner_load, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
+                           release_load, max_load, dwell_s, corner_load, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
                            lam_max, threshold, feet_gain, (tol[0], tol[1]), margin, vscale, post)
 
 

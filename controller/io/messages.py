@@ -19,6 +19,7 @@ from controller.telemetry import STAB_STATUS_NAMES, TASKS, RecordLayout, stab_fl
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
 from models.gait.plan import SUPPORT_NAMES
+from stabilizer.contact import LOADS_STATUS_NAMES
 from models.transmission import LEG_LABELS, status_message
 
 
@@ -132,6 +133,9 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
                    joint=names.joint(int(b)) if math.isfinite(b) else None)
     elif code == Event.WARNING and a == Reason.STABILIZER_FAILED:
         out.update(reason=name_of(Reason, a), status=_stab_status(b))
+    elif code == Event.WARNING and a == Reason.FEET_LOADS:
+        i = int(b) if math.isfinite(b) else -1
+        out.update(reason=name_of(Reason, a), status=LOADS_STATUS_NAMES[i] if 0 <= i < len(LOADS_STATUS_NAMES) else i)
     elif code in (Event.FAULT, Event.WARNING):
         out.update(reason=name_of(Reason, a), detail=finite_or_none(b))
     elif code == Event.STABILIZER:
@@ -140,6 +144,8 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
         out.update(cmd=name_of(Cmd, a), accepted=bool(b))
     elif code == Event.SUPPORT:
         out.update(support=_support_name(a), root=int(b) if math.isfinite(b) else None)
+    elif code == Event.CONTACT:
+        out.update(support=_support_name(a), right_share=finite_or_none(b))
     elif code == Event.OVERRUN:
         out.update(missed=int(a) if math.isfinite(a) else None, cycle_us=finite_or_none(b))
     else:

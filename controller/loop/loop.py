@@ -42,10 +42,13 @@ from models.tree_robot import TreeRobot
 from models.transmission import OK as TR_OK
 from models.tilt import rotation_world_foot
 from models.transmission import joint_velocity, motor_bias, motor_to_joint, transmission_jacobian
+from stabilizer.contact import (CELLS, CONTACT_STATE, DWELL_S, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD,
+                                debounced_contact, foot_loads, loads_status)
+from stabilizer.contact import right_share as measured_share
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.tilt_observer import ObserverSettings, observe_tilt
-from stabilizer.whole_body import WholeBodyStabilizer
+from stabilizer.whole_body import P_DWELL, P_MAX_LOAD, P_MIN_LOAD, P_RELEASE_LOAD, WholeBodyStabilizer
 from stabilizer.tilt_observer import new_state as new_observer
 
 from ..codes import (
@@ -72,7 +75,7 @@ from ..shm import (
     post_event,
     post_reply,
 )
-from ..telemetry import RIG_ACTUATORS, ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
+from ..telemetry import LOADS_MASK, RIG_ACTUATORS, ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
 from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
 from .profiler import profile_cycle
 from .safety import OK as SAFE_OK
@@ -95,6 +98,7 @@ BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.I
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
 Handler = Callable[[np.ndarray, int, float], "tuple[bool, int] | None"]
 PAUSE_S = 2e-4          # stepped lock-step: sleep between looks at the horizon (never a hot spin)
+LOAD_SPLIT_FILTER_S = 0.02   # s, the first-order low-pass of the measured load split (control.load_split)
 
 
 @njit(cache=True)
@@ -123,6 +127,14 @@ def first_faulted(state, idx):
 
 
 @njit(cache=True)
+def sensor_values(aux, rows, out):
+    """A bus sensor's values from the auxiliary inputs of its axes ``rows`` (drivers.config.Sensor: three
+    per input, in bus order) into ``out``, as many as it holds."""
+    for k in range(out.shape[0]):
+        out[k] = aux[rows[k // 3], k % 3]
+
+
+@njit(cache=True)
 def keep_nan(q, q_ref):
     """Every NaN entry of q takes q_ref's value (a joint the request did not name)."""
     for j in range(q.shape[0]):
@@ -140,7 +152,8 @@ def all_finite(x):
 
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
-                 force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr):
+                 force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
+                 feet_load, contact, tilt):
     """One telemetry record (layout: controller.telemetry.RecordLayout; ``offs`` holds
     the start of each field in its order). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
@@ -173,6 +186,11 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[18]] = support
     for k in range(rig_ferr.shape[0]):
         rec[offs[19] + k] = rig_ferr[k]
+    rec[offs[20]] = feet_load[0]
+    rec[offs[20] + 1] = feet_load[1]
+    rec[offs[21]] = contact
+    rec[offs[22]] = tilt[0]
+    rec[offs[22] + 1] = tilt[1]
 
 
 def stab_support(a: np.ndarray, nargs: int) -> float:
@@ -238,10 +256,35 @@ class ControlLoop:
         # foot IMU, models.tilt / stabilizer.ground), the platform angles without a stabilizer
         self.g0 = float(np.linalg.norm(md.level))
         self.tilt_in, self.acc_in, self.tilt, self.R3 = z(3), z(2), z(2), np.zeros((3, 3))
-        kind = StabilizeWholeBody if isinstance(stabilizer, WholeBodyStabilizer) else Stabilize
-        self.stabilize = None if stabilizer is None else kind(
-            stabilizer, self.q, self.tilt_in, self.acc_in, ctl.stabilizer_failure_cycles, self._event)
+        # BIP 2000's feet load cells on the bus (drivers.config.SENSORS): left foot's cells, then right's (N)
+        self.load_rows = (np.array(bus.config.sensor_axes("left_loads"), np.int64),
+                          np.array(bus.config.sensor_axes("right_loads"), np.int64))
+        self.has_loads = self.load_rows[0].size > 0 and self.load_rows[1].size > 0
+        self.loads = z(2 * CELLS)
+        self.loads_l, self.loads_r = self.loads[:CELLS], self.loads[CELLS:]
+        if isinstance(stabilizer, WholeBodyStabilizer):
+            self.stabilize = StabilizeWholeBody(stabilizer, self.q, self.tilt_in, self.acc_in,
+                                                ctl.stabilizer_failure_cycles, self._event, self.loads)
+        else:
+            self.stabilize = None if stabilizer is None else Stabilize(
+                stabilizer, self.q, self.tilt_in, self.acc_in, ctl.stabilizer_failure_cycles, self._event)
         st = self.stabilize
+        wb = isinstance(st, StabilizeWholeBody)
+        # the feet's contact: the whole-robot stabilizer's thresholds (stabilizer.contact), else their defaults
+        self.min_load, self.release_load, self.max_load, self.dwell = (
+            (st.params[P_MIN_LOAD], st.params[P_RELEASE_LOAD], st.params[P_MAX_LOAD], st.params[P_DWELL]) if wb
+            else (MIN_LOAD, RELEASE_LOAD, MAX_LOAD, float(max(1, round(DWELL_S / self.period)))))
+        self.contact_state = np.full(CONTACT_STATE, np.nan)   # stabilizer.contact.debounced_contact
+        self.feet_load = np.full(2, np.nan)        # each foot's load (telemetry)
+        self.contact = -1                          # the support phase the loads show (-1: none)
+        self.load_share = math.nan                 # the right foot's share of the feet's load
+        self.loads_state = LOADS_OK                # stabilizer.contact.loads_status of the last cycle
+        self.stab_sensed = wb and st.sensed        # support.source: sensors
+        # control.load_split: measured: in double support on the ground the feed-forward shares the ground
+        # wrench by the feet's measured loads, low-passed (LOAD_SPLIT_FILTER_S); the plan's ramp without them
+        self.measured_split = ctl.load_split == "measured" and self.has_loads
+        self.split_gain = self.period / (self.period + LOAD_SPLIT_FILTER_S)
+        self.share_f = math.nan                    # the filtered measured share (NaN: none)
         self.tilt_source = st.tilt_source if st is not None else TILT_PLATFORM
         self.tilt_use_acc = st.use_acc if st is not None else False
         imu = bus.config.imu_axis                  # the foot IMU on a drive's auxiliary input (config-checked)
@@ -250,6 +293,15 @@ class ControlLoop:
         self.sole = bus.aux[sole] if sole is not None else None
         foot = md.foot
         self.foot_abc = (foot["a"], foot["b"], foot["c"]) if foot else (0.0, 0.0, 0.0)
+        # a tree's pelvis IMU (tilt.source: imu; config-checked with the feet's loads): through the tilt
+        # observer as the foot IMU, believed while the feet carry its min_load and |f| is g0 (its "sole" is
+        # the feet's total load, no centre of pressure: a unit rectangle that never binds), low-passed; the
+        # stabilizer and the feed-forward's gravity (TreeModels.imu_gravity) follow that specific force
+        self.imu_rows = np.array(bus.config.sensor_axes("pelvis_imu"), np.int64)
+        self.pelvis_imu = wb and self.tilt_source == TILT_IMU
+        self.imu_frame = md.robot.model.index("frame", "pelvis") if self.pelvis_imu else -1
+        if self.pelvis_imu:
+            self.imu, self.sole, self.foot_abc = z(3), np.array([np.nan, 0.0, 0.0]), (1.0, 1.0, 1.0)
         self.tilt_obs = new_observer()             # the IMU's tilt, believed while the foot is flat
         obs = st.observer if st is not None else ObserverSettings()
         self.tilt_settings, self.tilt_unconfirmed_s = obs.array(), obs.unconfirmed_s
@@ -360,6 +412,13 @@ class ControlLoop:
         first_faulted(self.bus.state, self.all_idx)
         decelerate(q, z, 1.0, 0.5, o1, o2, o3)
         support_acceleration(0.0, 0.0, o1, self.R3.copy(), p1)
+        sensor_values(self.bus.aux, np.zeros(1, np.int64), p1)
+        loads_status(self.loads, 1.0, 2.0)
+        debounced_contact(self.loads, 1.0, 0.5, 1.0, self.contact_state.copy())
+        foot_loads(self.loads, p1)
+        measured_share(self.loads)
+        if self.pelvis_imu:
+            self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0, p1)
         observe_tilt(o1, o2, 0.1, 0.2, 0.1, self.g0, self.period, self.tilt_settings, new_observer(), o3)
         squat_bottom(q, z if self.squat is None else self.squat.step, self.soft_lo, self.soft_hi, o1)
         squat_sample(0.1, q, q if self.squat is None else self.squat.q_bottom, o1, o2, o3)
@@ -408,7 +467,14 @@ class ControlLoop:
         st = joint_velocity(self.Jp, self.qmd, self.qd)
         if st != TR_OK:
             return st
-        if self.imu is not None and self.tilt_source == TILT_IMU:   # specific force in R0 (stabilizer.ground)
+        if self.has_loads:
+            sensor_values(b.aux, self.load_rows[0], self.loads_l)
+            sensor_values(b.aux, self.load_rows[1], self.loads_r)
+            self._feet()
+        if self.pelvis_imu:                        # specific force in pelvis axes
+            sensor_values(b.aux, self.imu_rows, self.imu)
+            self.sole[0] = self.feet_load[0] + self.feet_load[1]
+        if self.imu is not None and self.tilt_source == TILT_IMU:     # specific force in R0 (stabilizer.ground)
             a, b, c = self.foot_abc
             if observe_tilt(self.imu, self.sole, a, b, c, self.g0, self.period, self.tilt_settings, self.tilt_obs,
                             self.tilt_in):
@@ -428,10 +494,13 @@ class ControlLoop:
         unusable tilt keeps the last valid gravity and posts a warning when it becomes unusable
         (detail 0), as does an IMU tilt the foot has not confirmed flat for ``tilt.unconfirmed_s`` (detail 1:
         held by the tilt observer, still used; the telemetry's ``tilt_held`` while it lasts)."""
-        ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
-                           self.R3, self.tilt) == TILT_OK
-        if ok:
-            self.models.tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.models.gravity)
+        if self.pelvis_imu:
+            ok = self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0, self.tilt)
+        else:
+            ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
+                               self.R3, self.tilt) == TILT_OK
+            if ok:
+                self.models.tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.models.gravity)
         held = self.tilt_held = ok and self.tilt_unconfirmed >= self.tilt_unconfirmed_s   # held that long
         ok = ok and not held
         if ok != self.tilt_ok:
@@ -711,8 +780,7 @@ class ControlLoop:
         st.set_params(a, nargs)
         if isinstance(st, StabilizeWholeBody):     # on the soles of the commanded support phase
             st.start(self.q_ref, stab_support(a, nargs))
-            self._support(st.support)
-            self._set_root(int(self.phase_root[st.stance()]))
+            self._stab_support(st)
             self.right_share = np.nan              # its stance sole carries the load (no double-support split)
         else:
             st.start(self.q_ref)
@@ -793,9 +861,12 @@ class ControlLoop:
         otherwise."""
         outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
         if self.gen is self.playback:
-            self._share(self.playback.share)       # held after the file, where it ends
+            self._share(self._split(self.playback.share, self.playback.phase))   # held after the file
             if self.playback.phase != self.phase:
                 self._support(self.playback.phase)
+        elif self.stab_sensed and self.gen is self.stabilize and self.stabilize.support != self.phase:
+            # the feet's loads show another support
+            self._stab_support(self.stabilize)
         if outcome != Outcome.RUNNING:
             self._finished(outcome, t)
         if self.rig is not None:
@@ -837,6 +908,46 @@ class ControlLoop:
             if r >= 0:
                 self._set_root(int(r))
         self._event(Event.SUPPORT, phase, float(self.root))
+
+    def _split(self, planned: float, phase: float) -> float:
+        """The right sole's load share the feed-forward takes: the played file's, or in double support with
+        ``control.load_split: measured`` the feet's measured share, low-passed, while their loads are
+        plausible (else the file's again: the FEET_LOADS warning said why)."""
+        if self.measured_split and phase == DOUBLE and self.share_f == self.share_f:
+            return self.share_f
+        return planned
+
+    def _stab_support(self, st: StabilizeWholeBody) -> None:
+        """The whole-robot stabilizer's support phase (the command's, or the one the feet's loads show):
+        the models rooted at its stance sole from the next cycle, a SUPPORT event."""
+        self.phase = st.support
+        self._set_root(int(self.phase_root[st.stance()]))
+        self._event(Event.SUPPORT, self.phase, float(self.root))
+
+    def _feet(self) -> None:
+        """The feet's loads (stabilizer.contact): each foot's, their plausibility (failing: a WARNING
+        FEET_LOADS event as it starts, the telemetry's loads_implausible while it lasts, no sensed
+        support), the support phase they show with hysteresis and dwell (a CONTACT event per change)
+        and the right foot's share."""
+        foot_loads(self.loads, self.feet_load)
+        st = loads_status(self.loads, self.min_load, self.max_load)
+        if st != self.loads_state:
+            self.loads_state = st
+            if st != LOADS_OK:
+                self._event(Event.WARNING, float(Reason.FEET_LOADS), float(st))
+        ok = st == LOADS_OK
+        if not ok:
+            self.contact_state[0] = math.nan      # the loads back: their support taken at once
+        contact = debounced_contact(self.loads, self.min_load, self.release_load, self.dwell,
+                                    self.contact_state) if ok else -1
+        share = self.load_share = measured_share(self.loads) if ok else math.nan
+        if share != share or self.share_f != self.share_f:
+            self.share_f = share
+        else:
+            self.share_f += self.split_gain * (share - self.share_f)
+        if contact != self.contact:
+            self.contact = contact
+            self._event(Event.CONTACT, float(contact), self.load_share)
 
     def _share(self, share: float) -> None:
         """The right sole's load share of a played sample; one without a phase (NaN) keeps the last."""
@@ -916,10 +1027,12 @@ class ControlLoop:
                      stab.margins if stab is not None else self.no_margins,
                      stab.force if stab is not None else self.no_force,
                      float((self.stabilize.flags if self.state == State.STABILIZING else 0)
-                           | (TILT_HELD_MASK if self.tilt_held else 0)),
+                           | (TILT_HELD_MASK if self.tilt_held else 0)
+                           | (LOADS_MASK if self.loads_state != LOADS_OK else 0)),
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.plat, self.phase,
-                     self.rig.following_error if self.rig is not None and self.state in POWERED else self.no_ferr)
+                     self.rig.following_error if self.rig is not None and self.state in POWERED else self.no_ferr,
+                     self.feet_load, float(self.contact) if self.has_loads else math.nan, self.tilt)
         end_record(self.block)
 
     # ------------------------------------------------------------------ run

@@ -10,6 +10,8 @@ The loop (controller.loop.loop) is written once against this interface:
   a robot on a platform tilted by (alpha, beta): the thesis' eq. 46 for the leg (x up), the whole-robot
   stabilizer's RotX(alpha) RotY(beta) for a tree standing on its soles (z up);
 * ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
+* ``imu_gravity(frame, f, g0, tilt)``  (a tree) the gravity input from the specific force ``f`` an IMU
+  at operational frame ``frame`` measures in its axes, over the last update's frames;
 * ``contact(other, w, qd, qdd, tau)``  subtracts from the feed-forward ``tau`` the share ``w`` of
   the ground wrench that rooting ``other``'s frame (the other sole) carries in double support
   (models.tree_dynamics.contact_share; a chain has no second foot);
@@ -24,7 +26,10 @@ variant computes h by Newton-Euler (models.tree_dynamics.update_cycle).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import njit
 
 from models.dynamics import update as chain_update
 from models.robot import Robot
@@ -32,7 +37,28 @@ from models.tilt import sole_gravity, tilted_gravity
 from models.tree_dynamics import contact_share
 from models.tree_dynamics import set_root as tree_set_root
 from models.tree_dynamics import update_cycle as tree_update
+from models.tree import data_layout
 from models.tree_robot import TreeRobot
+
+
+@njit(cache=True)
+def imu_gravity(Tf, frame, f, g0, gravity, tilt):
+    """gravity = −g0 u, u = R f / |f| the apparent up, R the rotation of operational frame ``frame`` in
+    the root's axes (Tf, the last update's frames): at rest an accelerometer reads the specific force −g
+    in its axes (the equivalence principle of Gastebois 2017 §2.5.4 folds a slow acceleration in); tilt
+    = the root's (alpha, beta) under it, u = RotY(beta)ᵀ RotX(alpha)ᵀ z (models.tilt.sole_gravity's
+    convention). False, both untouched, for a non-finite or zero f."""
+    n2 = f[0] * f[0] + f[1] * f[1] + f[2] * f[2]
+    if not (math.isfinite(n2) and n2 > 1e-12):
+        return False
+    k = 1.0 / math.sqrt(n2)
+    u0 = k * (Tf[frame, 0, 0] * f[0] + Tf[frame, 0, 1] * f[1] + Tf[frame, 0, 2] * f[2])
+    u1 = k * (Tf[frame, 1, 0] * f[0] + Tf[frame, 1, 1] * f[1] + Tf[frame, 1, 2] * f[2])
+    u2 = k * (Tf[frame, 2, 0] * f[0] + Tf[frame, 2, 1] * f[1] + Tf[frame, 2, 2] * f[2])
+    gravity[0], gravity[1], gravity[2] = -g0 * u0, -g0 * u1, -g0 * u2
+    tilt[0] = math.atan2(u1, math.sqrt(u0 * u0 + u2 * u2))     # u = (-ca sb, sa, ca cb)
+    tilt[1] = math.atan2(-u0, u2)
+    return True
 
 
 class ChainModels:
@@ -84,12 +110,18 @@ class TreeModels:
         self.foot = None
         self.rootf = robot.model.rootf
         self.scratch = np.zeros(robot.n)
+        self.frames = data_layout(self.mbuf, self.dbuf)[0][3]     # Tf: the operational frames in root axes
 
     def update(self, q: np.ndarray, qd: np.ndarray) -> None:
         tree_update(self.mbuf, self.dbuf, q, qd, self.gravity)
 
     def set_root(self, r: int) -> None:
         tree_set_root(self.mbuf, self.dbuf, r)
+
+    def imu_gravity(self, frame: int, f: np.ndarray, g0: float, tilt: np.ndarray) -> bool:
+        """The gravity input, and the root's tilt into ``tilt``, from an IMU's specific force (module
+        docstring; :func:`imu_gravity`)."""
+        return imu_gravity(self.frames, frame, f, g0, self.gravity, tilt)
 
     def contact(self, other: int, w: float, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray) -> None:
         """tau -= w J_cᵀ W at rooting ``other``'s frame, over the last update (its rooting)."""

@@ -13,6 +13,7 @@
     bipd scenario whole-body [--alpha DEG] [--beta DEG] [--duration S] [--support double|left] [--push N]
                              [--rig-motion SPEC --config deploy/bip2000_rig.yaml]
                              [--direction forward|backward|left|right] [--no-stabilizer] [--json]
+                             [--tilt-source platform|imu] [--support-source phase|sensors]
                                                                  BIP 2000 on the platform (deploy/bip2000_platform.yaml)
     bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig under the
                                                                  config's robot: the leg (default deploy/bipd_rig.yaml)
@@ -38,6 +39,7 @@ leg's, or the whole robot's (:mod:`.whole_body`) when it is a tree (BIP 2000).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -146,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "(bipd ctl rig_motion's KIND:key=value,...; needs a rig config, e.g. deploy/bip2000_rig.yaml)")
     wb.add_argument("--config", type=Path, help="the daemon YAML (default deploy/bip2000_platform.yaml)")
     wb.add_argument("--no-stabilizer", action="store_true", help="hold the posture in position instead")
+    wb.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
+                    help="the stabilizer's tilt: the platform's angles or the pelvis IMU over the bus")
+    wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
+                    help="the stabilizer's support: the command's or the feet's load cells over the bus")
     wb.add_argument("--json", action="store_true")
     for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
@@ -368,9 +374,10 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
     from .whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
-    o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support)
+    o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
+                         support_source=args.support_source)
     if args.config is not None:
-        o = WholeBodyOptions(args.config, o.stabilizer, o.support)
+        o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:
         if args.push is not None:
             p.error("give --push or --rig-motion, not both")
@@ -407,6 +414,8 @@ def _report_whole_body(res: dict[str, Any], as_json: bool) -> None:
     print(f"{res['scenario']} {res['params']} on {res['support']} support "
           f"({'stabilizer' if res['stabilizer'] else 'posture held'}): {verdict}; min CoG margin "
           f"{mm(res['min_cog_margin_m'])}; stabilizer flags raised: {', '.join(res['stab_flags']) or 'none'}")
+    if res["max_tilt_error_deg"] is not None:
+        print(f"  the loop's tilt against the plate's hinges: largest error {res['max_tilt_error_deg']:.2f} deg")
     err = res["max_tracking_error_deg"]
     print(f"  max tracking error {'n/a' if err is None else f'{err:.3f} deg'} ({res['max_tracking_error_joint']})")
     if res["plate_travel_m"] is not None:

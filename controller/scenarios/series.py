@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-TELEMETRY_KEYS = ("t", "q", "q_ref", "qd", "tau", "com", "margins", "platform", "overruns", "rig_ferr")
+TELEMETRY_KEYS = ("t", "q", "q_ref", "qd", "tau", "com", "margins", "platform", "overruns", "rig_ferr", "tilt",
+                  "feet_load", "contact")
 TRUTH_KEYS = ("t", "platform", "cop", "foot_tilt", "foot_lift", "hip_height", "com_world", "support_margin")
 
 

@@ -59,6 +59,8 @@ class WholeBodyOptions:
     support: str = "double"           # double | left (the right foot lifted by the posture moves)
     trajectory_dir: Path | None = None   # the daemon's io.trajectory_dir (a rig motion's earthquake CSV)
     plot_dir: Path | None = None      # PNGs of the run (:func:`.plots.write_whole_body_plots`)
+    tilt_source: str = "platform"     # the stabilizer's tilt: the platform's angles or the pelvis IMU (imu)
+    support_source: str = "phase"     # its support: the command's (phase) or the feet's load cells (sensors)
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,9 @@ class WholeBodyResult:
     max_tracking_error_deg: float | None    # largest |q - q_ref| with the drives powered, and its joint
     max_tracking_error_joint: str | None
     max_rig_following_error_mm: dict[str, float] | None   # per rig actuator A-F (telemetry frames)
+    max_tilt_error_deg: float | None     # the loop's tilt (telemetry ``tilt``) against the plate's hinges, max
+    contacts: list[str]                  # the support phases the feet's loads showed (CONTACT events), in order
+    supports: list[str]                  # the stabilizer's support phases (SUPPORT events), in order
     states: list[str]
     stab_flags: list[str]
     aborted: str | None
@@ -197,6 +202,8 @@ def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) 
     else:
         reason = "no ground truth received from the HIL process"
     flags = sorted({n for e in op.series.events if e.get("kind") == "STABILIZER" for n in e.get("rose") or []})
+    # the plate's hinge angles in the same frame as the tilt: its encoders through rigid gears, the truth's
+    tilt_err = float(np.degrees(np.nanmax(np.abs(tel["tilt"] - tel["platform"])))) if tel["t"].size else None
     fin = margin[np.isfinite(margin)]
     sim_s, wall_s = op.elapsed()
     err, joint = tracking_error(tel, list(op.call("get_config")["joints"]))
@@ -211,6 +218,9 @@ def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) 
         plate_tracking_error_m=plate[0], plate_lag_s=plate[1], plate_error_at_lag_m=plate[2],
         max_tracking_error_deg=err, max_tracking_error_joint=joint,
         max_rig_following_error_mm=rig_following_errors(tel["rig_ferr"]),
+        max_tilt_error_deg=tilt_err,
+        contacts=[e.get("support") or "none" for e in op.series.events if e.get("kind") == "CONTACT"],
+        supports=[e.get("support") for e in op.series.events if e.get("kind") == "SUPPORT"],
         states=state_sequence(tel["state"]), stab_flags=flags, aborted=aborted,
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3))
 
@@ -225,7 +235,9 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         raise ScenarioError(f"support must be double or left, got {options.support!r}")
     with tempfile.TemporaryDirectory(prefix="bipd-whole-body-") as tmp:
         folder = Path(tmp)
-        config, ep = write_config(options.config, True, folder, trajectory_dir=options.trajectory_dir)
+        config, ep = write_config(options.config, True, folder, options.tilt_source,
+                                  stabilizer_set=(("support.source", options.support_source),),
+                                  trajectory_dir=options.trajectory_dir)
         say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, UDP port {ep.udp_port})")
         procs = Processes(config, ep, True, False, folder)
         try:

@@ -28,6 +28,9 @@ the soles on the ground, below the pelvis when hung):
   when the point lies outside the rectangle), which keeps the total and the moment: the CoP from the
   cells is the contact forces' CoP;
 
+the IMU's specific force and the eight cells travel over the bus where its axes declare them
+(``sensor: pelvis_imu``, ``left_loads``, ``right_loads``: drivers.config.SENSORS);
+
 and the ground truth for scenarios:
 
 - ``pelvis_position`` (3, m); ``pelvis_height`` (m); ``tilt`` (rad, pelvis z axis from the vertical);

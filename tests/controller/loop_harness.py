@@ -10,6 +10,7 @@ from controller.loop.loop import ControlLoop
 from controller.loop.timing import LockstepClock
 from controller.shm import H, Cmd, SharedBlock, post_command, read_events, take_replies
 from drivers.hal import open_bus
+from drivers.plant import InertiaPlant
 from controller.daemon import open_plant_bus, shared_layout
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
@@ -19,7 +20,8 @@ class Harness:
     def __init__(self, leg_plant: bool = True, config=None, clock=None) -> None:
         self.cfg = config or load_daemon_config(CONFIG, backend="sim", lockstep=True)
         robot = self.cfg.robot()
-        self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(self.cfg.bus_section)
+        self.bus = open_plant_bus(self.cfg, robot) if leg_plant else open_bus(    # the daemon's inertia plant
+            self.cfg.bus_section, plant=InertiaPlant.from_config(self.cfg.bus, nan_sensors=True))
         self.block = SharedBlock(shared_layout(self.cfg), create=True)
         self.loop = ControlLoop(self.cfg, self.block, self.bus, robot,
                                 self.cfg.stabilizer(),

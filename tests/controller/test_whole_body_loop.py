@@ -129,8 +129,14 @@ def test_no_support_status_shares_its_flags_bit():
     assert stab_flag_names(float(1 << int(StabilizeWholeBody.bits[len(FLAG_NAMES) + 4 - 1]))) == ["no_support"]
 
 
-def _config(tmp_path, stab_set=None, control_set=None) -> Path:
+def _config(tmp_path, stab_set=None, control_set=None, unwired=()) -> Path:
+    """The platform config with the stabilizer YAML's keys ``stab_set``, control keys ``control_set`` and
+    the bus sensors ``unwired`` taken off their axes."""
     doc = yaml.safe_load(CONFIG.read_text())
+    for node in doc["bus"]["nodes"]:
+        for axis in node["axes"]:
+            if axis.get("sensor") in unwired:
+                del axis["sensor"]
     doc["robot"] = str(CONFIG.parent / doc["robot"])
     stab = yaml.safe_load((CONFIG.parent / doc["stabilizer"]).read_text())
     stab["robot"] = doc["robot"]
@@ -149,16 +155,27 @@ def test_the_platform_config_loads_with_the_whole_body_stabilizer(tmp_path):
     assert type(cfg.stabilizer()).__name__ == "WholeBodyStabilizer"
 
 
-@pytest.mark.parametrize("stab_set, control_set, match", [
-    ({("tilt", "source"): "imu"}, None, r"stabilizer: .*tilt.source: imu needs the pelvis IMU"),
-    ({("tilt", "use_acceleration"): True}, None, r"stabilizer: .*tilt.use_acceleration: true needs"),
-    ({("support", "source"): "sensors"}, None, r"stabilizer: .*support.source: sensors needs the feet's load cells"),
-    (None, {"support": "hung"}, r"control.support: hung: the whole-robot stabilizer stands the robot on its soles"),
-    ({("cog", "walls"): "x"}, None, r"cog.walls"),
+def test_the_sensor_sources_load_when_the_bus_carries_their_sensors(tmp_path):
+    cfg = load_daemon_config(_config(tmp_path, {("tilt", "source"): "imu", ("support", "source"): "sensors"}))
+    assert cfg.bus.sensor_axes("pelvis_imu") and len(cfg.bus.sensor_axes("left_loads")) == 2
+
+
+@pytest.mark.parametrize("stab_set, control_set, unwired, match", [
+    ({("tilt", "source"): "imu"}, None, ("pelvis_imu",),
+     r"stabilizer: .*tilt.source: imu needs the pelvis IMU, but no axis of .* declares sensor: pelvis_imu"),
+    ({("tilt", "source"): "imu"}, None, ("left_loads",),
+     r"stabilizer: .*tilt.source: imu needs the feet's load cells, but .* declares sensor: left_loads"),
+    ({("tilt", "source"): "imu", ("tilt", "imu_frame"): "trunk"}, None, (),
+     r"stabilizer: .*tilt.imu_frame: trunk is not the frame of the bus's pelvis_imu \(pelvis\)"),
+    ({("tilt", "use_acceleration"): True}, None, (), r"stabilizer: .*tilt.use_acceleration: true needs"),
+    ({("support", "source"): "sensors"}, None, ("right_loads",),
+     r"stabilizer: .*support.source: sensors needs the feet's load cells, but .* declares sensor: right_loads"),
+    (None, {"support": "hung"}, (), r"control.support: hung: the whole-robot stabilizer stands the robot on its soles"),
+    ({("cog", "walls"): "x"}, None, (), r"cog.walls"),
 ])
-def test_a_whole_body_config_the_loop_cannot_feed_is_refused(tmp_path, stab_set, control_set, match):
+def test_a_whole_body_config_the_loop_cannot_feed_is_refused(tmp_path, stab_set, control_set, unwired, match):
     with pytest.raises(ConfigError, match=match):
-        load_daemon_config(_config(tmp_path, stab_set, control_set))
+        load_daemon_config(_config(tmp_path, stab_set, control_set, unwired))
 
 
 def test_a_whole_body_stabilizer_for_another_robot_is_refused(tmp_path):

@@ -311,8 +311,8 @@ def test_not_reset_and_rejected_inputs_raise_flags():
 def test_no_support_from_the_sensors_raises_a_flag():
     """Sensors as contact source: no load -> NO_SUPPORT; two loaded corners of one foot
     span no polygon -> NO_SUPPORT; the loaded left foot -> LEFT, its polygon the hull of
-    the four sensors."""
-    st = make(support={"source": "sensors"})
+    the four sensors (a new support taken at once: a dwell of one cycle)."""
+    st = make(support={"source": "sensors", "dwell_s": 0.002})
     st.reset(Q0)
     assert st.step(Q0, DOUBLE, loads=np.zeros(8)) == wb.NO_SUPPORT
     assert st.flag_dict()["no_support"]

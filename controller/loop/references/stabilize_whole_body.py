@@ -1,7 +1,8 @@
 """STABILIZING for a tree robot: the whole-robot stabilizer (:mod:`stabilizer.whole_body`, several CoGs
 under coherent fields, docs/multi_cog.md) as the reference, one step a cycle from the measured q, the
-platform's tilt and the support phase the ``stabilizer`` command named (the stabilizer YAML's
-``support.source: phase``: the feet's load cells do not reach the loop). Its statuses and flags take
+platform's tilt or the pelvis IMU's specific force (the stabilizer YAML's ``tilt.source``) and the
+support phase the ``stabilizer`` command named or the feet's load cells (``support.source``), both
+over the bus (drivers.config.SENSORS). Its statuses and flags take
 the shared path of :class:`.stabilize.StabilizerReference` with the reactions of the library's
 FLAG_REACTIONS: every flag rising is an event, a "hold" flag holds the reference like a failed step."""
 from __future__ import annotations
@@ -13,9 +14,9 @@ from numba import njit
 
 from models.gait.plan import DOUBLE, LEFT
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
-from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, FLAG_NAMES, FLAG_REACTIONS, O_NHULL,
-                                   P_COG, P_DOUBLE_STANCE, P_POST_K, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES,
-                                   WholeBodyStabilizer, reset, step)
+from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
+                                   FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
+                                   P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
 
 from ...codes import StabParam
 from ...telemetry import MAX_WALLS, stab_bit_map
@@ -34,9 +35,12 @@ def copy_margins(margins, n, out):
 
 
 class StabilizeWholeBody(StabilizerReference):
-    """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta)
-    and ``acc``, in the support phase ``support`` (models.gait.plan LEFT, RIGHT, DOUBLE) set by
-    :meth:`start`; it owns a writable copy of the params (the command's run-time parameters)."""
+    """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta, or
+    the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.gait.plan
+    LEFT, RIGHT, DOUBLE) set by :meth:`start`, or the one the feet's ``loads`` (left cells, then right)
+    show; it owns a writable copy of the params (the command's run-time parameters). An input its
+    sources do not use is not copied (a sensor the bus declares but a plant does not measure reads NaN,
+    which the step would reject)."""
 
     bits = BITS
     event_mask = int(np.bitwise_or.reduce(1 << BITS))       # a status and a flag may share a bit
@@ -46,15 +50,16 @@ class StabilizeWholeBody(StabilizerReference):
                    StabParam.POSTURE_GAIN: P_POST_K, StabParam.ATTRACTOR_GAIN: P_COG + B_AK}
 
     def __init__(self, stab: WholeBodyStabilizer, q: np.ndarray, tilt: np.ndarray, acc: np.ndarray,
-                 failure_cycles: int, event: Callable[..., None]) -> None:
+                 failure_cycles: int, event: Callable[..., None], loads: np.ndarray) -> None:
         super().__init__(stab.params.copy(), failure_cycles, event)
-        self.stab, self.q, self.tilt, self.acc = stab, q, tilt, acc
+        self.stab, self.q, self.tilt, self.acc, self.loads = stab, q, tilt, acc, loads
+        self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
         self.out_q_ref, self.out_qd_ref, self.out_flags = stab.q_ref, stab.qd_ref, stab.flags
         self.margins, self.force = np.full(MAX_WALLS, np.nan), stab.total_force
         self.tilt_source = TILT_IMU if self.params[P_TILT_SOURCE] == TILT_IMU else TILT_PLATFORM
         self.use_acc = bool(self.params[P_USE_ACC])
         self.n = stab.n
-        self.support = float(DOUBLE)
+        self.support = self.commanded = float(DOUBLE)   # the support in use; the command's
         self.double_stance = int(self.params[P_DOUBLE_STANCE])
 
     def stance(self) -> int:
@@ -62,18 +67,23 @@ class StabilizeWholeBody(StabilizerReference):
         return self.double_stance if self.support == DOUBLE else int(self.support)
 
     def start(self, q_from: np.ndarray, support: float = DOUBLE) -> None:
+        """From ``q_from`` in the commanded ``support`` (the one in use until the feet's loads show theirs)."""
         s = self.stab
-        self.support = support
+        self.support = self.commanded = support
         reset(self.params, s.state, q_from, s.out)
         self.flags = self.failed = 0
 
     def _step(self) -> int:
         s, n = self.stab, self.n
         s.in_q[:] = self.q
-        s.inputs[n] = self.support
+        s.inputs[n] = self.commanded
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
+        if self.sensed:
+            s.in_loads[:] = self.loads
         status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
+        if status == 0 and self.sensed:
+            self.support = s.out[O_SUPPORT]
         copy_margins(s.margins, int(s.out[O_NHULL]) if status == 0 else 0, self.margins)
         return status
 
