@@ -32,6 +32,7 @@ HARD = "step:axis=y,accel=4"                                          # lateral,
 KEYS = {"scenario", "params", "stabilizer", "support", "fell", "fall_reason", "fell_at_s", "min_cog_margin_m",
         "max_stance_lift_m", "min_pelvis_height_m", "plate_travel_m", "plate_tracking_error_m", "plate_lag_s",
         "plate_error_at_lag_m", "max_tracking_error_deg", "max_tracking_error_joint", "max_rig_following_error_mm",
+        "max_tilt_error_deg", "contacts", "supports",
         "states", "stab_flags", "aborted", "sim_s", "wall_s", "plots"}
 
 
