@@ -20,7 +20,6 @@ import json
 import math
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from typing import Callable
 
 import yaml
 
+from controller.ports import free_port
 from models import ConfigError
 from models.validation import read_yaml
 
@@ -38,12 +38,6 @@ THESIS_STABILIZER_AVG_US = 273.0
 THESIS_WALK_MODELS_AVG_US = 161.0      # thesis §2.6.2: FGM + IDM, walking playback, per 2 ms task
 MOVE_S = 2.0                           # the joint moves' duration (no stabilizer)
 COMPUTE_TASKS = ("bus_read", "models", "reference", "axes", "telemetry")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _percentiles(hist: dict[int, int]) -> dict[str, float | None]:
@@ -171,7 +165,7 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
     for key in ("robot", "stabilizer"):
         if doc.get(key):
             doc[key] = str((base / doc[key]).resolve())
-    cmd_ep, tel_ep = f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}"
+    cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     doc.setdefault("io", {}).update(command=cmd_ep, telemetry=tel_ep, log_dir=None)
     doc.setdefault("loop", {})["lockstep"] = False
     doc["bus"]["backend"] = "sim"

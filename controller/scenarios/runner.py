@@ -46,6 +46,7 @@ import zmq
 
 from controller.io.client import Client, ClientTimeout
 from controller.io.log import CycleLogWriter, LogError
+from controller.ports import free_port
 from controller.telemetry import RecordLayout
 from models.validation import read_yaml
 
@@ -114,12 +115,6 @@ class Endpoints:
     telemetry: str
     truth: str
     udp_port: int
-
-
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def set_dotted(doc: dict[str, Any], key: str, value: Any) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from controller.ports import free_port
 from controller import daemon
 from controller.cli import main
 from models.errors import QUOTE_CHARS, quote
@@ -28,12 +29,6 @@ def private_runtime_dir(tmp_path, monkeypatch):
         raise AssertionError("the configuration was accepted: the loop process would start")
 
     monkeypatch.setattr(daemon, "_run", started)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def config(tmp_path: Path, *, io: dict | None = None, bus: dict | None = None, text: str | None = None) -> Path:
@@ -156,7 +151,7 @@ def test_every_entry_point_refuses_an_alias_bomb(tmp_path, capsys, monkeypatch, 
         raise AssertionError("the configuration was accepted: a process would start")
 
     monkeypatch.setattr(runner, "Processes", started)
-    monkeypatch.setattr(bench, "_free_port", started)
+    monkeypatch.setattr(bench, "free_port", started)
     path = alias_bomb(tmp_path / "bomb.yaml")
     code = main(argv + [str(path)])
     out, err = capsys.readouterr()

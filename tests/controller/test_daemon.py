@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,16 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from controller.ports import free_port
 from controller.io.client import Client
 from controller.io.log import log_info
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run_daemon(tmp_path: Path, doc: dict, boot_s: float = 60.0):

@@ -9,18 +9,13 @@ import time
 import pytest
 import zmq
 
+from controller.ports import free_port
 from controller.io.client import Client, ClientTimeout, CommandError
 from controller.io.ctl import main as ctl
 from controller.io.curve import ClientCurve, CurveConfigError, ServerCurve, is_loopback
 from controller.io.server import Endpoints, IoServer
 
 from .conftest import FakeLoop, make_context, small_block
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_client_times_out_without_server():

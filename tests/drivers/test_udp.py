@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from controller.ports import free_port
 from drivers.backends.udp import DEFAULT_SPIN_S, SILENCE, SPIN_ENV, UdpLink, serve_udp, shutdown_server, spin_seconds
 from drivers.cia402 import State
 from drivers.codes import FaultCode
@@ -18,12 +19,6 @@ from drivers.hal import BackendError, LinkError, open_bus
 from drivers.plant import InertiaPlant
 
 from .helpers import cycle
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def drive(bus) -> np.ndarray:
@@ -58,7 +53,7 @@ def _wait_for_server(udp: UdpConfig, timeout_s: float = 60.0) -> None:
 
 @pytest.fixture
 def udp_bench(bench):
-    bench["udp"]["port"] = free_udp_port()
+    bench["udp"]["port"] = free_port(socket.SOCK_DGRAM)
     server = multiprocessing.get_context("fork").Process(
         target=serve_udp, args=(bench,), kwargs={"idle_timeout_s": 20.0}, daemon=True)
     server.start()
@@ -90,7 +85,7 @@ def test_udp_matches_sim_and_carries_fault_injection(bench, udp_bench):
 
 def test_missing_server_is_a_link_error(bench):
     bench["backend"] = "udp"
-    bench["udp"]["port"] = free_udp_port()
+    bench["udp"]["port"] = free_port(socket.SOCK_DGRAM)
     bus = open_bus(bench)
     with pytest.raises(LinkError, match="no UDP controlled-node server at 127.0.0.1"):
         bus.boot()
@@ -113,7 +108,7 @@ def _serve(bench, plant_class, **kwargs):
 @pytest.mark.parametrize("pushable", [False, True])
 def test_unknown_control_ops_go_to_the_plant(bench, pushable):
     """fault/reset/shutdown unchanged; other ops reach the plant's control() when it has one."""
-    bench["udp"]["port"] = free_udp_port()
+    bench["udp"]["port"] = free_port(socket.SOCK_DGRAM)
     bench["udp"]["spin_s"] = 0.0                          # a raw bus: mapping may carry it
     server = multiprocessing.get_context("fork").Process(
         target=_serve, args=(bench, _PushablePlant if pushable else None), daemon=True)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 import zmq
 
+from controller.ports import free_port
 from drivers.backends.udp import UdpLink, shutdown_server
 from drivers.cia402 import State
 from drivers.config import UdpConfig, parse_bus_config
@@ -25,12 +26,6 @@ from .conftest import LEG_YAML, ROOT
 
 SENSORS = {"joint_position", "platform", "imu_gravity", "imu_orientation", "foot_forces", "cop", "foot_tilt",
            "foot_lift", "hip_height", "com_world", "support_margin", "fallen", "sole"}
-
-
-def _free_port(kind: int) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for_server(udp: UdpConfig, proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
@@ -67,7 +62,7 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
     runner's request); with ``--bolt-foot`` the foot is welded to the plate and a push that tips the
     free foot leaves it flat."""
     path, document = daemon_yaml
-    udp_port, truth = _free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{_free_port(socket.SOCK_STREAM)}"
+    udp_port, truth = free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{free_port()}"
     section = dict(document["bus"], backend="udp", udp=dict(document["bus"]["udp"], port=udp_port))
     proc = subprocess.Popen([sys.executable, "-m", "drivers.hil.server", "--config", str(path), "--udp-port",
                              str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"]

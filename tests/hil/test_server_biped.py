@@ -21,7 +21,9 @@ from drivers.hil.server import main
 from models.tree_config import load_tree
 
 from .conftest import ROOT
-from .test_server import _free_port, _wait_for_server
+from controller.ports import free_port
+
+from .test_server import _wait_for_server
 
 CONFIG = Path(__file__).with_name("bip2000_hil.yaml")
 
@@ -45,7 +47,7 @@ def test_bipd_hil_serves_the_whole_biped(hung):
     the gantry; on the floor the robot stands on its brakes on both feet."""
     document = yaml.safe_load(CONFIG.read_text())
     desc = load_tree(CONFIG.parent / document["robot"])
-    udp_port, truth = _free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{_free_port(socket.SOCK_STREAM)}"
+    udp_port, truth = free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{free_port()}"
     section = dict(document["bus"], udp=dict(document["bus"]["udp"], port=udp_port))
     proc = subprocess.Popen([sys.executable, "-m", "drivers.hil.server", "--config", str(CONFIG), "--udp-port",
                              str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"]
@@ -121,6 +123,6 @@ def test_bipd_hil_without_mujoco_names_the_extra(monkeypatch, capsys):
     from controller.cli import main as bipd
 
     monkeypatch.setitem(sys.modules, "mujoco", None)     # import mujoco now raises ImportError
-    port = str(_free_port(socket.SOCK_DGRAM))           # were it served: idle for 1 s, then exit 0
+    port = str(free_port(socket.SOCK_DGRAM))           # were it served: idle for 1 s, then exit 0
     assert bipd(["hil", "--config", str(CONFIG), "--udp-port", port, "--truth", "", "--idle-timeout", "1"]) == 2
     assert "needs mujoco, which is not installed: pip install 'bipd[sim]'" in capsys.readouterr().err
