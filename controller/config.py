@@ -400,8 +400,9 @@ def _check_whole_body(path: Path, robot_path: Path, period: float, control: Cont
                       where: str) -> None:
     """A tree robot's ``stabilizer:`` is the whole-robot stabilizer's YAML (stabilizer.whole_body_config)
     for the daemon's robot and period, with the inputs the loop has: the platform's tilt or the pelvis
-    IMU (bus sensor pelvis_imu; no acceleration input), the support phase of the ``stabilizer`` command
-    or the feet's load cells (bus sensors left_loads and right_loads), the robot standing
+    IMU (bus sensor pelvis_imu) and, with ``tilt.use_acceleration``, the support's acceleration, which
+    only the Stewart–Gough rig measures (its forward kinematics, docs/rig.md); the support phase of the
+    ``stabilizer`` command or the feet's load cells (bus sensors left_loads and right_loads), the robot standing
     (control.support: ground)."""
     try:
         stab = load_whole_body_config(path)
@@ -409,10 +410,11 @@ def _check_whole_body(path: Path, robot_path: Path, period: float, control: Cont
         raise ConfigError(where, "stabilizer", f"{robot_path.name} is a kinematic tree: its stabilizer is the "
                           f"whole robot's (stabilizer.whole_body_config), and {e}") from None
     _same_robot(path, Path(stab.robot_path).resolve(), robot_path, period, stab.period, where)
-    if stab.use_acceleration:
+    if stab.use_acceleration and control.rig is None:
         raise ConfigError(where, "stabilizer", f"{path}: tilt.use_acceleration: true needs the support's "
-                          f"acceleration, which the daemon does not carry for a tree robot; use tilt.source: imu "
-                          f"(the pelvis IMU measures it) or platform")
+                          f"acceleration, which only the Stewart-Gough rig measures for a tree robot "
+                          f"(control.platform kind: stewart); use tilt.source: imu (the pelvis IMU measures it) "
+                          f"or set it false")
     pelvis_frame = "pelvis"        # where the bus's pelvis_imu sits (drivers.config.SENSORS), in its axes
     if stab.tilt_source == "imu" and not bus.sensor_axes("pelvis_imu"):
         raise ConfigError(where, "stabilizer", f"{path}: tilt.source: imu needs the pelvis IMU, but no axis of "

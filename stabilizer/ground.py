@@ -102,3 +102,42 @@ def apparent_tilt(source, use_acceleration, g0, tilt, acc, R, out):
     uy = R[0, 1] * g0 + R[1, 1] * ay + R[2, 1] * az
     uz = R[0, 2] * g0 + R[1, 2] * ay + R[2, 2] * az
     return tilt_from_up(ux, uy, uz, out)
+
+
+@njit(cache=True)
+def sole_apparent_tilt(source, use_acceleration, g0, tilt, acc, R, out):
+    """:func:`apparent_tilt` for a robot standing on its soles (z up; a tree robot, docs/multi_cog.md):
+    (alpha, beta) of R = RotX(alpha) RotY(beta), the tilt models.tilt.sole_gravity turns into the soles'
+    gravity, into out[0:2]. tilt = the platform's (alpha, beta); with ``use_acceleration`` the support's
+    horizontal acceleration acc = (a_x, a_y) in world axes (x forward, y left) is folded in by the
+    equivalence principle (Gastebois 2017, §2.5.4): the apparent up u = R_p^T (a_x, a_y, g0) / |.| in the
+    platform's axes (R_p its RotX RotY, into R), so alpha = asin(u_y), beta = atan2(-u_x, u_z), as
+    stabilizer.whole_body.apparent_up. A sole has no IMU tilt here (``source`` TILT_IMU): TILT_INVALID."""
+    if source == TILT_IMU:
+        return TILT_INVALID
+    alpha, beta = tilt[0], tilt[1]
+    if not (math.isfinite(alpha) and math.isfinite(beta)) or abs(alpha) > MAX_TILT or abs(beta) > MAX_TILT:
+        return TILT_INVALID
+    if not use_acceleration:
+        out[0] = alpha
+        out[1] = beta
+        return TILT_OK
+    ax, ay = acc[0], acc[1]
+    if not (math.isfinite(ax) and math.isfinite(ay)):
+        return TILT_INVALID
+    ca, sa, cb, sb = math.cos(alpha), math.sin(alpha), math.cos(beta), math.sin(beta)
+    R[0, 0], R[0, 1], R[0, 2] = cb, 0.0, sb                  # rows of RotX(alpha) RotY(beta)
+    R[1, 0], R[1, 1], R[1, 2] = sa * sb, ca, -sa * cb
+    R[2, 0], R[2, 1], R[2, 2] = -ca * sb, sa, ca * cb
+    ux = R[0, 0] * ax + R[1, 0] * ay + R[2, 0] * g0
+    uy = R[0, 1] * ax + R[1, 1] * ay + R[2, 1] * g0
+    uz = R[0, 2] * ax + R[1, 2] * ay + R[2, 2] * g0
+    n = math.sqrt(ux * ux + uy * uy + uz * uz)
+    if not n > 1e-6:
+        return TILT_INVALID
+    a2, b2 = math.asin(max(-1.0, min(1.0, uy / n))), math.atan2(-ux, uz)
+    if abs(a2) > MAX_TILT or abs(b2) > MAX_TILT:
+        return TILT_INVALID
+    out[0] = a2
+    out[1] = b2
+    return TILT_OK

@@ -45,7 +45,7 @@ from models.transmission import joint_velocity, motor_bias, motor_to_joint, tran
 from stabilizer.contact import (CELLS, CONTACT_STATE, DWELL_S, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD,
                                 debounced_contact, foot_loads, loads_status)
 from stabilizer.contact import right_share as measured_share
-from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM, apparent_tilt
+from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.tilt_observer import ObserverSettings, observe_tilt
 from stabilizer.whole_body import P_DWELL, P_MAX_LOAD, P_MIN_LOAD, P_RELEASE_LOAD, WholeBodyStabilizer
@@ -497,8 +497,8 @@ class ControlLoop:
         if self.pelvis_imu:
             ok = self.models.imu_gravity(self.imu_frame, self.tilt_in, self.g0, self.tilt)
         else:
-            ok = apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
-                               self.R3, self.tilt) == TILT_OK
+            ok = self.models.apparent_tilt(self.tilt_source, self.tilt_use_acc, self.g0, self.tilt_in, self.acc_in,
+                                           self.R3, self.tilt) == TILT_OK
             if ok:
                 self.models.tilted_gravity(self.tilt[0], self.tilt[1], self.g_level, self.models.gravity)
         held = self.tilt_held = ok and self.tilt_unconfirmed >= self.tilt_unconfirmed_s   # held that long

@@ -9,6 +9,9 @@ The loop (controller.loop.loop) is written once against this interface:
 * ``tilted_gravity(alpha, beta, level, gravity)`` the kernel turning ``level`` into the base axes of
   a robot on a platform tilted by (alpha, beta): the thesis' eq. 46 for the leg (x up), the whole-robot
   stabilizer's RotX(alpha) RotY(beta) for a tree standing on its soles (z up);
+* ``apparent_tilt(source, use_acceleration, g0, tilt, acc, R, out)`` the kernel folding the support's
+  acceleration into that (alpha, beta) (Gastebois 2017, §2.5.4): stabilizer.ground's apparent_tilt
+  for the leg (thesis axes), its sole_apparent_tilt for a tree (world x forward, y left);
 * ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
 * ``imu_gravity(frame, f, g0, tilt)``  (a tree) the gravity input from the specific force ``f`` an IMU
   at operational frame ``frame`` measures in its axes, over the last update's frames;
@@ -39,6 +42,7 @@ from models.tree_dynamics import set_root as tree_set_root
 from models.tree_dynamics import update_cycle as tree_update
 from models.tree import data_layout
 from models.tree_robot import TreeRobot
+from stabilizer.ground import apparent_tilt, sole_apparent_tilt
 
 
 @njit(cache=True)
@@ -73,6 +77,7 @@ class ChainModels:
         self.A, self.h, self.G, self.com = d.A, d.h, d.G, d.com
         self.gravity, self.level = d.gravity, robot.model.gravity
         self.tilted_gravity = tilted_gravity
+        self.apparent_tilt = apparent_tilt
         self.joint_names = robot.joint_names
         self.transmission = robot.transmission
         self.roots: tuple[str, ...] = ("base",)
@@ -103,6 +108,7 @@ class TreeModels:
         self.level = robot.model.gravity
         self.gravity = self.level.copy()
         self.tilted_gravity = sole_gravity
+        self.apparent_tilt = sole_apparent_tilt
         self.joint_names = robot.model.joint_names
         self.transmission = robot.description.transmission
         self.roots = robot.model.root_names

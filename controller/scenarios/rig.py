@@ -4,8 +4,9 @@ and the largest sinusoid amplitude per frequency the robot survives. The bench l
 (deploy/bipd_rig.yaml, :mod:`.runner`): fore-aft, without the stabilizer (posture held), with it, and
 with it and the support's measured acceleration folded into its tilt (``tilt.use_acceleration``:
 Gastebois 2017, §2.5.4's equivalence principle). BIP 2000 (deploy/bip2000_rig.yaml, :mod:`.whole_body`):
-lateral and fore-aft, with the whole-robot stabilizer and without (posture held). The daemon YAML's
-robot (a chain or a tree: :func:`is_tree_config`) chooses the bench.
+lateral and fore-aft, with the whole-robot stabilizer, without (posture held), and with it and the
+support's acceleration; the earthquake row for both. The daemon YAML's robot (a chain or a tree:
+:func:`is_tree_config`) chooses the bench.
 
 Motions are the daemon's built-in kinds (controller.rig.spec: ``KIND:key=value,...`` or a YAML
 file of one) or a recorded earthquake CSV (the daemon's ``io.trajectory_dir`` is then the file's
@@ -53,7 +54,8 @@ CONFIGS = (("without the stabilizer (posture held)", False, False), ("stabilizer
 TREE_MARKERS = ("<!-- rig-results-bip2000 -->", "<!-- /rig-results-bip2000 -->")
 TREE_FREQUENCIES = (0.5, 1.0, 2.0)           # Hz, BIP 2000's sinusoid rows
 TREE_AXES = (("y", "lateral"), ("x", "fore-aft"))   # the rig's axes under BIP 2000 (world y left, x forward)
-TREE_CONFIGS = (("whole-robot stabilizer", True), ("without (posture held)", False))
+TREE_CONFIGS = (("whole-robot stabilizer", True, False), ("without (posture held)", False, False),
+                ("whole-robot stabilizer + support acceleration", True, True))
 
 
 def is_tree_config(config: Path) -> bool:
@@ -166,7 +168,9 @@ def _sine(f: float, axis: str):
     return lambda a: f"sinusoid:axis={axis},amplitude={a:.6g},frequency={f:g},cycles={SINE_CYCLES}"
 
 
-def _options(options: Options, stabilizer: bool, acceleration: bool) -> Options:
+def _options(options: Options | WholeBodyOptions, stabilizer: bool, acceleration: bool) -> Options | WholeBodyOptions:
+    """``options`` for one column: the stabilizer on or off, and with it ``tilt.use_acceleration`` set
+    in the bench's copy of the stabilizer YAML (either bench: :func:`.runner.write_config`)."""
     return replace(options, stabilizer=stabilizer, plot_dir=None,
                    stabilizer_set=(("tilt.use_acceleration", acceleration),) if stabilizer else ())
 
@@ -196,9 +200,11 @@ def largest_sine(frequency: float, options: Options | WholeBodyOptions, runs: in
             "trials": out["trials"]}
 
 
-def largest_quake(options: Options, runs: int, say: Say = lambda _m: None, quake: Path = QUAKE) -> dict[str, Any]:
-    """Bisection of the earthquake's peak fore-aft acceleration (m/s²) the leg survives: the record
-    scaled (all three axes alike) into a folder of scaled copies, the daemon's io.trajectory_dir."""
+def largest_quake(options: Options | WholeBodyOptions, runs: int, say: Say = lambda _m: None, quake: Path = QUAKE,
+                  run=run_scenario) -> dict[str, Any]:
+    """Bisection of the earthquake's peak acceleration (m/s²) along the rig's y (the leg's fore-aft,
+    BIP 2000's lateral) the robot survives: the record scaled (all three axes alike) into a folder of
+    scaled copies, the daemon's io.trajectory_dir."""
     t, acc = read_csv(quake)
     peak = float(abs(acc[:, 1]).max())
     with tempfile.TemporaryDirectory(prefix="bipd-quake-") as folder:
@@ -208,7 +214,8 @@ def largest_quake(options: Options, runs: int, say: Say = lambda _m: None, quake
                 write_csv(path, t, acc * (a / peak), f"{quake.name} scaled to a fore-aft peak of {a:.6g} m/s^2")
             return str(path)
         hi = stroke_limit(rig_model(options), make, MAX_STEP)
-        out = bisect(lambda a: RigMotion(make(a)), hi, runs, replace(options, trajectory_dir=Path(folder)), say)
+        out = bisect(lambda a: RigMotion(make(a)), hi, runs, replace(options, trajectory_dir=Path(folder)), say,
+                     run=run)
     return {"file": quake.name, "limit": round(hi, 4), "held": out["held"], "fell": out["fell"],
             "trials": out["trials"]}
 
@@ -227,10 +234,10 @@ def collect(options: Options, runs: int = 5, say: Say = lambda _m: None, quake_o
     return {"date": date.today().isoformat(), "runs_per_search": runs, "configs": rows}
 
 
-def quake_row(res: dict[str, Any]) -> str:
-    """The README rig table's earthquake row."""
+def quake_row(res: dict[str, Any], what: str = "fore-aft") -> str:
+    """A rig table's earthquake row: ``what`` names the rig's y for the robot (the peak scaled)."""
     file = res["configs"][0]["quake"]["file"]
-    return (f"| largest peak fore-aft acceleration survived, synthetic earthquake ({file}, all axes scaled alike) | "
+    return (f"| largest peak {what} acceleration survived, synthetic earthquake ({file}, all axes scaled alike) | "
             + " | ".join(_cell(c["quake"], "m/s²") for c in res["configs"]) + " |")
 
 
@@ -283,18 +290,22 @@ def _table(corner: str, res: dict[str, Any], rows: list[str], note: str) -> str:
 
 def collect_tree(options: WholeBodyOptions, runs: int = 4, say: Say = lambda _m: None) -> dict[str, Any]:
     """BIP 2000's rig rows: per configuration of :data:`TREE_CONFIGS` and axis of :data:`TREE_AXES`, the
-    largest step and the largest sinusoid amplitude at each of :data:`TREE_FREQUENCIES` (both feet;
-    one bench per run, stepped lock-step), with a progress line per search and the wall time."""
+    largest step and the largest sinusoid amplitude at each of :data:`TREE_FREQUENCIES`, and the
+    earthquake's largest peak (:func:`largest_quake`; both feet; one bench per run, stepped lock-step),
+    with a progress line per search and the wall time."""
     start = time.monotonic()
-    searches = [(label, stab, axis, f) for label, stab in TREE_CONFIGS for axis, _ in TREE_AXES
-                for f in (None,) + TREE_FREQUENCIES]
-    rows = {label: {"config": label, "stabilizer": stab, "steps": {}, "sines": {}} for label, stab in TREE_CONFIGS}
-    for k, (label, stab, axis, f) in enumerate(searches, 1):
-        what = f"{axis} {'step' if f is None else f'{f:g} Hz sinusoid'}"
+    kinds = [(a, f) for a, _ in TREE_AXES for f in (None,) + TREE_FREQUENCIES] + [(None, None)]   # the earthquake
+    searches = [(label, stab, acc, axis, f) for label, stab, acc in TREE_CONFIGS for axis, f in kinds]
+    rows = {label: {"config": label, "stabilizer": stab, "use_acceleration": acc, "steps": {}, "sines": {}}
+            for label, stab, acc in TREE_CONFIGS}
+    for k, (label, stab, acc, axis, f) in enumerate(searches, 1):
+        what = "earthquake" if axis is None else f"{axis} {'step' if f is None else f'{f:g} Hz sinusoid'}"
         say(f"search {k}/{len(searches)} ({time.monotonic() - start:.0f} s so far): {label}, {what}")
-        o = replace(options, stabilizer=stab, support="double")
+        o = replace(_options(options, stab, acc), support="double")
         tag = lambda m, what=what: say(f"{label}, {what}: {m}")             # noqa: E731
-        if f is None:
+        if axis is None:
+            rows[label]["quake"] = largest_quake(o, runs, tag, run=run_whole_body)
+        elif f is None:
             rows[label]["steps"][axis] = largest_step(o, runs, tag, axis, run_whole_body)
         else:
             rows[label]["sines"].setdefault(axis, []).append(largest_sine(f, o, runs, tag, axis, run_whole_body))
@@ -309,9 +320,12 @@ def markdown_tree(res: dict[str, Any]) -> str:
         rows.append(_step_row(f"{name} ({axis} of the rig)", [c["steps"][axis] for c in res["configs"]]))
         rows += [_sine_row(name, f, [c["sines"][axis][k] for c in res["configs"]])
                  for k, f in enumerate(TREE_FREQUENCIES)]
+    rows.append(quake_row(res, f"{dict(TREE_AXES)['y']} (y of the rig)"))
     return _table("BIP 2000, both feet", res, rows,
                   f"Measured {res['date']} by `bipd scenario rig-results --config deploy/bip2000_rig.yaml` "
                   f"({res['runs_per_search']} runs per bisection, {res['wall_s'] / 60:.0f} min in all; stepped "
                   f"lock-step; motions as in the table above, from {MAX_STEP:g} m/s² (step) or A ω² = "
-                  f"{MAX_SINE_ACCEL:g} m/s² (sinusoid); fell = the HIL's latch (pelvis 0.2 m down or tilted 30°) or "
+                  f"{MAX_SINE_ACCEL:g} m/s² (sinusoid); the earthquake the leg's, the peak along the rig's y, from "
+                  f"{MAX_STEP:g} m/s² or the rig's stroke; with the support acceleration the stabilizer's "
+                  f"`tilt.use_acceleration`; fell = the HIL's latch (pelvis 0.2 m down or tilted 30°) or "
                   f"a sole lifted > 10 mm off the plate; a run that faults holds nothing).")

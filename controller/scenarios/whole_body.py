@@ -61,6 +61,7 @@ class WholeBodyOptions:
     plot_dir: Path | None = None      # PNGs of the run (:func:`.plots.write_whole_body_plots`)
     tilt_source: str = "platform"     # the stabilizer's tilt: the platform's angles or the pelvis IMU (imu)
     support_source: str = "phase"     # its support: the command's (phase) or the feet's load cells (sensors)
+    stabilizer_set: tuple[tuple[str, Any], ...] = ()   # more (dotted key, value) set in the stabilizer YAML copy
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
     with tempfile.TemporaryDirectory(prefix="bipd-whole-body-") as tmp:
         folder = Path(tmp)
         config, ep = write_config(options.config, True, folder, options.tilt_source,
-                                  stabilizer_set=(("support.source", options.support_source),),
+                                  stabilizer_set=(("support.source", options.support_source),) + options.stabilizer_set,
                                   trajectory_dir=options.trajectory_dir)
         say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, UDP port {ep.udp_port})")
         procs = Processes(config, ep, True, False, folder)

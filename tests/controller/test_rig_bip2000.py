@@ -12,6 +12,7 @@ import re
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +24,7 @@ from controller.scenarios import runner, whole_body
 from controller.scenarios.cli import main
 from controller.scenarios.metrics import plate_tracking
 from controller.scenarios.rig import RIG_CONFIG, TREE_AXES, TREE_FREQUENCIES, TREE_RIG_CONFIG, markdown_tree
-from controller.scenarios.runner import PlotError, plot_errors
+from controller.scenarios.runner import PlotError, ScenarioError, plot_errors
 from controller.scenarios.search import bisect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,13 +148,21 @@ def test_the_bip2000_rig_table_has_a_row_per_axis_and_search():
     def search(held, fell, limit=4.0):
         return {"held": held, "fell": fell, "limit": limit}
     cfg = {"config": "whole-robot stabilizer", "steps": {a: search(1.5, 1.75) for a, _ in TREE_AXES},
-           "sines": {a: [search(0.01, 0.0125, 0.4)] * len(TREE_FREQUENCIES) for a, _ in TREE_AXES}}
+           "sines": {a: [search(0.01, 0.0125, 0.4)] * len(TREE_FREQUENCIES) for a, _ in TREE_AXES},
+           "quake": dict(search(1.0, 1.25), file="quake.csv")}
     held = dict(cfg, config="without (posture held)", steps={a: search(0.0, 0.25) for a, _ in TREE_AXES})
-    table = markdown_tree({"date": "2026-11-26", "runs_per_search": 5, "wall_s": 600.0, "configs": [cfg, held]})
+    acc = dict(cfg, config="whole-robot stabilizer + support acceleration", quake=dict(search(0.5, 0.75), file="q"))
+    table = markdown_tree({"date": "2026-11-26", "runs_per_search": 5, "wall_s": 600.0, "configs": [cfg, held, acc]})
+    assert table.splitlines()[0] == ("| BIP 2000, both feet | whole-robot stabilizer | without (posture held) | "
+                                     "whole-robot stabilizer + support acceleration |")
     rows = [r for r in table.splitlines() if r.startswith("| largest")]
-    assert len(rows) == len(TREE_AXES) * (1 + len(TREE_FREQUENCIES))
+    assert len(rows) == len(TREE_AXES) * (1 + len(TREE_FREQUENCIES)) + 1
     assert "| largest acceleration step survived, lateral (y of the rig) | 1.50 m/s² (falls at 1.75) | " \
-           "< 0.25 m/s² (falls there) |" in rows
+           "< 0.25 m/s² (falls there) | 1.50 m/s² (falls at 1.75) |" in rows
+    # the earthquake's peak is along the rig's y, BIP 2000's lateral
+    assert rows[-1] == ("| largest peak lateral (y of the rig) acceleration survived, synthetic earthquake (quake.csv, "
+                        "all axes scaled alike) | 1.00 m/s² (falls at 1.25) | 1.00 m/s² (falls at 1.25) | "
+                        "0.50 m/s² (falls at 0.75) |")
     # the sinusoid cells give the peak acceleration A ω² of the amplitude held
     assert f"10.0 mm, {0.01 * (2 * math.pi) ** 2:.2f} m/s² (falls at 12.5)" in table
 
@@ -162,3 +171,39 @@ def test_a_plotting_failure_is_a_plot_error_naming_the_folder(tmp_path):
     with pytest.raises(PlotError, match=f"the plots in {tmp_path} could not be drawn \\(RuntimeError: boom\\)"):
         with plot_errors(tmp_path):
             raise RuntimeError("boom")
+
+
+def test_bip2000s_columns_reach_the_daemons_stabilizer(monkeypatch):
+    """rig-results on BIP 2000: every search of each column runs its bench with the stabilizer as the
+    column says and, in the third, ``tilt.use_acceleration`` set in the stabilizer YAML the daemon
+    loads (runner.write_config, as the leg's column); the earthquake's runs read the scaled copies."""
+    from controller.config import load_daemon_config
+    from controller.scenarios import rig
+    from stabilizer.whole_body import P_USE_ACC
+
+    seen = []
+
+    def fake(scenario, options, _say):
+        seen.append((options, scenario.motion))
+        return SimpleNamespace(fell=True, aborted=None, min_cog_margin_m=0.0)
+    monkeypatch.setattr(rig, "run_whole_body", fake)
+    res = rig.collect_tree(whole_body.WholeBodyOptions(config=TREE_RIG_CONFIG), runs=1)
+    assert [c["config"] for c in res["configs"]] == [label for label, _, _ in rig.TREE_CONFIGS]
+    per_column = len(seen) // len(rig.TREE_CONFIGS)
+    assert per_column == len(TREE_AXES) * (1 + len(TREE_FREQUENCIES)) + 1
+    for k, (_, stab, acc) in enumerate(rig.TREE_CONFIGS):
+        column = seen[k * per_column:(k + 1) * per_column]
+        assert all(o.stabilizer == stab and o.support == "double" for o, _ in column)
+        assert {o.stabilizer_set for o, _ in column} == ({(("tilt.use_acceleration", acc),)} if stab else {()})
+        options, quake = column[-1]
+        assert quake.endswith(".csv") and options.trajectory_dir == Path(quake).parent
+        # the daemon YAML the bench would start from (caught where its processes would start)
+        loaded = []
+
+        def no_bench(config, *_a, **_k):
+            loaded.append(load_daemon_config(config).stabilizer().params[P_USE_ACC])
+            raise ScenarioError("caught")
+        monkeypatch.setattr(whole_body, "Processes", no_bench)
+        with pytest.raises(ScenarioError, match="caught"):
+            whole_body.run_whole_body(rig.RigMotion(GENTLE), replace(options, trajectory_dir=None))   # folder gone
+        assert loaded == [float(stab and acc)]

@@ -2,7 +2,9 @@
 CSP axes on three POWERLINK nodes play the platform by the rig's inverse kinematics (Staicu 2008,
 eq. 8-18); the loop measures the plate back (forward kinematics) as the hinge-equivalent tilt
 (Gastebois 2017, eq. 46) and, with ``use_acceleration``, the support's horizontal acceleration
-(§2.5.4); the stabilizer holds the leg through the thesis' tilt on the rig."""
+(§2.5.4); the stabilizer holds the leg through the thesis' tilt on the rig. BIP 2000 on the rig
+(deploy/bip2000_rig.yaml, the inertia plant): the whole-robot stabilizer's apparent up follows the
+plate's acceleration with ``use_acceleration``, and only then."""
 from __future__ import annotations
 
 import math
@@ -12,11 +14,12 @@ import numpy as np
 import pytest
 import yaml
 
-from controller.codes import Error, State
+from controller.codes import Error, StabParam, State
 from controller.config import load_daemon_config
 from controller.rig.motions import sinusoid
 from controller.shm import Cmd
 from models import ConfigError
+from models.gait.plan import DOUBLE
 from models.stewart import StewartModel, leg_lengths
 from models.stewart_tilt import hinge_to_euler
 from models.tilt import tilted_gravity
@@ -25,14 +28,15 @@ from .loop_harness import Harness
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RIG_CONFIG = DEPLOY / "bipd_rig.yaml"
+TREE_RIG_CONFIG = DEPLOY / "bip2000_rig.yaml"
 GEAR = 2 * math.pi / 0.01
 STANCE_TILT = (math.radians(10.0), math.radians(20.0))      # the thesis' tilt (§2.6.3)
 
 
-def _config(tmp_path: Path, use_acceleration: bool = False, source: str = "platform"):
-    """bipd_rig.yaml with absolute paths; ``use_acceleration`` and the tilt ``source`` in a copy of
-    its stabilizer YAML."""
-    doc = yaml.safe_load(RIG_CONFIG.read_text())
+def _config(tmp_path: Path, use_acceleration: bool = False, source: str = "platform", config: Path = RIG_CONFIG):
+    """``config`` (bipd_rig.yaml) with absolute paths; ``use_acceleration`` and the tilt ``source`` in a
+    copy of its stabilizer YAML."""
+    doc = yaml.safe_load(config.read_text())
     doc["robot"] = str(DEPLOY / doc["robot"])
     doc["control"]["platform"]["rig"] = str(DEPLOY / doc["control"]["platform"]["rig"])
     stab = yaml.safe_load((DEPLOY / doc["stabilizer"]).read_text())
@@ -197,5 +201,47 @@ def test_a_rig_cycle_allocates_no_array(tmp_path, motion):
             h.run(200, heartbeat_every=1)
         assert h.state == State.STABILIZING and h.loop.rig.player.motion is not None
         assert counter.count == 0
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("use_acceleration", [True, False], ids=["use_acceleration", "without"])
+def test_bip2000s_stabilizer_leans_into_the_rigs_acceleration_only_with_use_acceleration(tmp_path, use_acceleration):
+    """BIP 2000 stabilizing on both feet while the rig plays a 1 Hz, 2 cm lateral sinusoid (the rig's y:
+    the robot's left): with ``use_acceleration`` the whole-robot stabilizer's apparent up (in the stance
+    sole's axes, level here) is (a_x, a_y, g0) / |.| for the plate's commanded acceleration a (within the
+    drives' lag and the 10 ms filter; Gastebois 2017, §2.5.4) and the models' gravity, the feed-forward's,
+    is −g0 times it; without, both stay level while the loop still measures the acceleration."""
+    h = Harness(leg_plant=False, config=_config(tmp_path, use_acceleration, config=TREE_RIG_CONFIG))
+    try:
+        assert h.command(Cmd.ENABLE)[0]
+        h.run(400, until=lambda: h.state == State.HOLD)
+        assert h.command(Cmd.STABILIZER, 1.0, float(StabParam.SUPPORT), float(DOUBLE))[0]
+        loop, up = h.loop, h.loop.stabilize.stab.up
+        assert h.state == State.STABILIZING and loop.tilt_use_acc == use_acceleration
+        motion, ref = sinusoid("y", 0.02, 1.0, cycles=4), sinusoid("y", 0.02, 1.0, cycles=4)
+        peak_acc = 0.02 * (2 * math.pi) ** 2
+        t0 = loop.clock.now_s()
+        loop.rig.player.start(motion, t0)
+        ref.start(t0)
+        x, xd, xdd = np.zeros(6), np.zeros(6), np.zeros(6)
+        lean, err, measured = 0.0, 0.0, 0.0
+        for _ in range(1500):
+            h.run(1, heartbeat_every=1)
+            t = loop.clock.now_s()
+            if 1.2 < t - t0 < 2.8:                 # between the fades
+                assert h.state == State.STABILIZING
+                ref.sample(t, x, xd, xdd)
+                lean = max(lean, abs(math.asin(up[1])))
+                measured = max(measured, abs(loop.acc_in[1]))
+                np.testing.assert_allclose(loop.models.gravity, -9.81 * up, atol=1e-9)
+                a = (xdd[0], xdd[1]) if use_acceleration else (0.0, 0.0)
+                err = max(err, float(np.abs(up - np.array([*a, 9.81]) / math.hypot(*a, 9.81)).max()))
+        assert measured == pytest.approx(peak_acc, rel=0.1)          # the rig's acceleration reaches the loop
+        if use_acceleration:
+            assert lean == pytest.approx(math.atan(peak_acc / 9.81), rel=0.1)
+            assert err < 0.25 * peak_acc / 9.81
+        else:
+            assert lean < 1e-9 and err < 1e-9                       # level (the plate's tilt: round-off)
     finally:
         h.close()

@@ -13,6 +13,7 @@ from stabilizer.ground import (
     apparent_tilt,
     foot_origin,
     rotation_world_foot,
+    sole_apparent_tilt,
     tilt_from_up,
 )
 from stabilizer.support_polygon import project_outline, rectangle_outline
@@ -136,6 +137,36 @@ def test_acceleration_is_an_equivalent_tilt_for_the_stabilizer():
     assert accel.step(Q0, (0.0, 0.0, 0.0), 9.81 * u[1:] / u[0]) == 0
     for name in ("polygon", "margins", "forces", "q_ref", "cog"):
         np.testing.assert_allclose(getattr(accel, name), getattr(tilted, name), atol=1e-12, err_msg=name)
+
+
+def rx(t):
+    return np.array([[1.0, 0, 0], [0, np.cos(t), -np.sin(t)], [0, np.sin(t), np.cos(t)]])
+
+
+def ry(t):
+    return np.array([[np.cos(t), 0, np.sin(t)], [0, 1.0, 0], [-np.sin(t), 0, np.cos(t)]])
+
+
+@pytest.mark.parametrize("alpha,beta", TILTS)
+@pytest.mark.parametrize("acc", [(0.0, 0.0), (1.5, 0.0), (0.0, -2.0), (-0.8, 1.2)])
+def test_a_soles_apparent_tilt_gives_the_apparent_gravity(alpha, beta, acc):
+    """A robot on its soles (a tree): the tilt sole_apparent_tilt returns turns the level gravity into
+    g − a in the soles' axes (models.tilt.sole_gravity, platform RotX(alpha) RotY(beta), world x forward,
+    y left), its size kept g0 (§2.5.4); without use_acceleration it is the platform's."""
+    from models.tilt import sole_gravity
+
+    R, out, g = np.empty((3, 3)), np.empty(2), np.empty(3)
+    assert sole_apparent_tilt(TILT_PLATFORM, True, 9.81, np.array([alpha, beta, 0.0]), np.array(acc), R, out) \
+        == TILT_OK
+    sole_gravity(out[0], out[1], np.array([0.0, 0.0, -9.81]), g)
+    apparent = (rx(alpha) @ ry(beta)).T @ np.array([-acc[0], -acc[1], -9.81])
+    np.testing.assert_allclose(g, 9.81 * apparent / np.linalg.norm(apparent), atol=1e-12)
+    assert sole_apparent_tilt(TILT_PLATFORM, False, 9.81, np.array([alpha, beta, 0.0]), np.array(acc), R, out) \
+        == TILT_OK
+    assert tuple(out) == (alpha, beta)
+    assert sole_apparent_tilt(TILT_IMU, False, 9.81, np.array([0.0, 0.0, 9.81]), np.zeros(2), R, out) == TILT_INVALID
+    assert sole_apparent_tilt(TILT_PLATFORM, True, 9.81, np.zeros(3), np.array([np.nan, 0.0]), R, out) \
+        == TILT_INVALID
 
 
 def test_invalid_tilts():
