@@ -475,7 +475,7 @@ class Operator:
         self.procs.check()
         self._progress()
         if self.fell:
-            raise ScenarioAbort(f"the leg fell at t = {self.sim_time():.2f} s")
+            raise ScenarioAbort(f"the robot fell at t = {self.sim_time():.2f} s")
         last = self.series.last_telemetry
         if last and last["state_name"] in ("FAULT", "ESTOP") and not self.expect_fault:
             raise ScenarioAbort(f"the controller went to {last['state_name']} ({last.get('fault_detail') or last['fault_name']}) "

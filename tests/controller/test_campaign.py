@@ -89,13 +89,13 @@ def test_report_ranks_and_marks_the_front():
             for k, m, e in (("a", 0.05, 0.02), ("b", 0.06, 0.03), ("c", 0.04, 0.03), ("d", 0.06, 0.01))]
     recs.append({"key": "f", "params": {}, "status": "failed", "error": "boom"})
     recs.append({"key": "x", "params": {}, "status": "ok", "metrics": {         # best figures, but it fell
-        "min_cog_margin_m": 0.07, "max_tracking_error_deg": 0.0, "fell": True, "aborted": "the leg fell at t = 3 s"}})
+        "min_cog_margin_m": 0.07, "max_tracking_error_deg": 0.0, "fell": True, "aborted": "the robot fell at t = 3 s"}})
     rows = ranked(spec, recs)
     assert [r["key"] for r in rows][:4] == ["d", "b", "a", "c"]       # margin maximized, then error minimized
     assert {r["key"] for r in rows[4:]} == {"f", "x"}                 # failed and fallen: last
     assert [r["key"] for r in rows if r["pareto"]] == ["d"]           # d dominates a, b and c
     assert {line.split("  ")[-1].strip() for line in table(spec, rows).splitlines()[-2:]} == {
-        "failed: boom", "the leg fell at t = 3 s"}
+        "failed: boom", "the robot fell at t = 3 s"}
 
 
 # ---------------------------------------------------------------- on Ray, in a process of its own

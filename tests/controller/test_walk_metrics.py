@@ -114,7 +114,7 @@ def test_evaluate_walk_checks_the_thesis_bounds(knee, following, knee_pass, foll
 def test_evaluate_walk_reports_the_fall_and_how_far():
     tel, truth = _walk_series(0.5, 0.1, fall_at=6)
     r = evaluate_walk("walk.csv", "ground", 10, tel, truth, [{"kind": "FAULT", "reason": "DRIVE_FAULT"}], JOINTS,
-                      AXES, {"overruns": 0, "missed_cycles": 0}, 1.0, 1.0, "the leg fell at t = 0.60 s")
+                      AXES, {"overruns": 0, "missed_cycles": 0}, 1.0, 1.0, "the robot fell at t = 0.60 s")
     assert r.fell and r.fell_at_s == pytest.approx(0.6) and r.distance_m == pytest.approx(0.3)
     assert not r.completed and r.faults == ["DRIVE_FAULT"]
     table = walk_markdown({"date": "2026-11-26", "machine": "x86_64", "speed_m_h": 360.0, "walks": [r.to_dict()]})
