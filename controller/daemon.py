@@ -162,6 +162,8 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
 def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     """Bind the I/O process's sockets and open this run's cycle log folder."""
     from .io.log import LOG_NAME, CycleLogWriter, LogError, new_run_dir
+    from models.stewart_tilt import THESIS
+
     from .io.protocol import Context
     from .io.server import BindError, Endpoints, IoServer
 
@@ -172,6 +174,7 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                   soft_limit_margin=cfg.control.soft_limit_margin, rig=_rig_model(cfg),
+                  rig_convention=cfg.control.rig.convention if cfg.control.rig is not None else THESIS,
                   whole_body=cfg.stabilizer_path is not None and isinstance(robot, TreeRobot),
                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
