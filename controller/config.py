@@ -17,6 +17,7 @@ from models import ConfigError, Robot
 from models.errors import quote
 from models.stewart_config import load_stewart
 from models.gait.plan import SOLES
+from models.stewart_tilt import CONVENTIONS, THESIS
 from models.tree_config import is_tree
 from models.tree_robot import TreeRobot
 from models.validation import Section, read_yaml
@@ -55,6 +56,7 @@ class RigConfig:
     axes: tuple[str, ...]
     screw_lead: float              # m per motor turn: motor angle = 2π/lead × actuator displacement
     accel_filter: float            # s, first-order low-pass of the platform's measured acceleration
+    convention: int = THESIS       # what the robot's platform tilt (α, β) means on the plate (models.stewart_tilt)
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def _loop(sec: Section) -> LoopConfig:
     return LoopConfig(period, spin, prio, tuple(cpus), lock, lockstep, stepped)
 
 
-def _rig(sec: Section, base: Path) -> RigConfig | None:
+def _rig(sec: Section, base: Path, tree: bool) -> RigConfig | None:
     """``control.platform``: absent or ``kind: hinges`` (the two-hinge tilting platform on
     ``control.platform_axes``), or ``kind: stewart`` with ``rig`` (its YAML), ``axes`` (six),
     ``screw_lead_m`` and ``accel_filter_s``."""
@@ -210,7 +212,7 @@ def _rig(sec: Section, base: Path) -> RigConfig | None:
     load_stewart(path)                           # a bad rig YAML names its own file and key
     rig = RigConfig(path, _names(sec, "axes", 6),
                     sec.number("screw_lead_m", 0.02, positive=True),
-                    sec.number("accel_filter_s", 0.01, nonnegative=True))
+                    sec.number("accel_filter_s", 0.01, nonnegative=True), CONVENTIONS["tree" if tree else "chain"])
     sec.done()
     return rig
 
@@ -234,7 +236,7 @@ def _control(sec: Section, n: int, base: Path, tree: bool) -> ControlConfig:
     if mode not in MODES:
         raise ConfigError(sec.where, sec.path("mode"), f"expected one of {MODES}, got {quote(mode)}")
     leg = _joint_axes(sec, n)
-    rig = _rig(sec.sub("platform", {}), base)
+    rig = _rig(sec.sub("platform", {}), base, tree)
     if rig is not None and "platform_axes" in sec.value:
         raise ConfigError(sec.where, sec.path("platform_axes"), "the Stewart-Gough rig's axes are "
                           "control.platform.axes: remove platform_axes")

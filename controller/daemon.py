@@ -159,11 +159,12 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
     return code
 
 
-def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
-    """Bind the I/O process's sockets and open this run's cycle log folder."""
-    from .io.log import LOG_NAME, CycleLogWriter, LogError, new_run_dir
+def io_context(cfg: DaemonConfig, robot):
+    """What the I/O process validates commands against (controller.io.protocol.Context): the robot's
+    limits, the bus, the rig and what its tilts mean (models.stewart_tilt)."""
+    from models.stewart_tilt import THESIS
+
     from .io.protocol import Context
-    from .io.server import BindError, Endpoints, IoServer
 
     m, tr = robot.model, robot.description.transmission
     ctx = Context(joint_names=tuple(m.joint_names), qmin=m.qmin, qmax=m.qmax, vmax=m.vmax,
@@ -172,10 +173,20 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                   soft_limit_margin=cfg.control.soft_limit_margin, rig=_rig_model(cfg),
+                  rig_convention=cfg.control.rig.convention if cfg.control.rig is not None else THESIS,
                   whole_body=cfg.stabilizer_path is not None and isinstance(robot, TreeRobot),
                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
                            "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
+    return ctx
+
+
+def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
+    """Bind the I/O process's sockets and open this run's cycle log folder."""
+    from .io.log import LOG_NAME, CycleLogWriter, LogError, new_run_dir
+    from .io.server import BindError, Endpoints, IoServer
+
+    ctx = io_context(cfg, robot)
     io = cfg.io
     try:
         server = IoServer(block, ctx, Endpoints(io.command, io.telemetry), io.decimation, curve=io.curve,

@@ -22,6 +22,7 @@ from controller.loop.states import ALLOWED as LOOP_ALLOWED
 from controller.loop.trajectories import SQUAT_DEG, squat_excursion
 from controller.shm import MAX_ARGS, Cmd
 from models.gait.plan import SUPPORT_NAMES
+from models.stewart_tilt import THESIS
 
 MAX_REQUEST_BYTES = 65536
 MAX_ID_CHARS = 256
@@ -92,6 +93,7 @@ class Context:
     period: float = 0.002
     platform_limit: float = math.radians(25.0)
     rig: Any = None                     # the Stewart-Gough rig's StewartModel (rig_motion), None: the hinges
+    rig_convention: int = THESIS        # what a rig tilt's (α, β) mean on the plate (models.stewart_tilt)
     max_duration: float = 600.0
     max_gain: float = 1e6
     allowed: Mapping[str, frozenset[State]] = field(default_factory=lambda: dict(ALLOWED))
@@ -334,7 +336,7 @@ def _rig_motion(args: dict[str, Any], ctx: Context) -> tuple[Cmd, np.ndarray]:
     except MotionError as exc:
         raise _Reject(Error.BAD_ARGS, f"args.motion: {exc}.") from None
     try:
-        check_motion(ctx.rig, motion_from_args(out))
+        check_motion(ctx.rig, motion_from_args(out, ctx.rig_convention))
     except MotionError as exc:
         raise _Reject(Error.OUT_OF_RANGE, f"args.motion: {exc}.") from None
     return Cmd.RIG_MOTION, out

@@ -801,7 +801,7 @@ class ControlLoop:
     def _rig_motion(self, a: np.ndarray, nargs: int, t: float) -> tuple[bool, int] | None:
         if self.rig is None:
             return False, Error.NOT_SUPPORTED
-        if not self.rig.play(motion_from_args(a[:nargs]), t):
+        if not self.rig.play(motion_from_args(a[:nargs], self.rig.player.convention), t):
             return False, Error.NOT_ALLOWED
         return None
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from models.stewart import OK, StewartModel, leg_lengths
 
-from models.stewart_tilt import euler_to_hinge
+from models.stewart_tilt import THESIS, euler_to_hinge
 
 from .motions import Motion, TiltSequence
 from .player import RigPlayer, following_errors
@@ -25,8 +25,9 @@ class RigLoop:
     starts a ``platform`` command's tilt from the current one. ``following_error`` (mm of stroke,
     legs A-F): each drive's setpoint on the bus (the one it follows) minus its measured position."""
 
-    def __init__(self, model: StewartModel, gear: float, period: float, accel_filter: float) -> None:
-        self.player = p = RigPlayer(model, gear, period, accel_filter)
+    def __init__(self, model: StewartModel, gear: float, period: float, accel_filter: float,
+                 convention: int = THESIS) -> None:
+        self.player = p = RigPlayer(model, gear, period, accel_filter, convention)
         self.model = model
         self.position, self.velocity, self.support_acc = p.position, p.velocity, p.support_acc
         self.motor_pos, self.motor_vel, self.following_error = np.zeros(6), np.zeros(6), np.zeros(6)
@@ -59,8 +60,9 @@ class RigLoop:
         p = self.player
         if p.motion is not None and not isinstance(p.motion, TiltSequence):
             return False
-        start = euler_to_hinge(*p.pose_ref[3:])
-        motion = TiltSequence([(alpha, beta, max(duration, p.period))], start=start, end_level=False)
+        start = euler_to_hinge(*p.pose_ref[3:], p.convention)
+        motion = TiltSequence([(alpha, beta, max(duration, p.period))], start=start, end_level=False,
+                              convention=p.convention)
         lo, hi = self.model.desc.stroke
         for k in range(TILT_PATH_POINTS):
             motion.at(motion.duration * k / (TILT_PATH_POINTS - 1), self._x, self._xd, self._xd)
@@ -89,4 +91,5 @@ def rig_player(cfg, period: float) -> RigLoop | None:
     """The loop's rig of ``control.platform`` (a :class:`controller.config.RigConfig`), None for the hinges."""
     if cfg is None:
         return None
-    return RigLoop(StewartModel.from_yaml(cfg.rig_path), 2.0 * math.pi / cfg.screw_lead, period, cfg.accel_filter)
+    return RigLoop(StewartModel.from_yaml(cfg.rig_path), 2.0 * math.pi / cfg.screw_lead, period, cfg.accel_filter,
+                   cfg.convention)

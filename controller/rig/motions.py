@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from models.stewart_tilt import hinge_to_euler
+from models.stewart_tilt import THESIS, hinge_to_euler
 
 from ..loop.trajectories import quintic_scalar
 
@@ -77,13 +77,14 @@ class TiltSequence(Motion):
     α 0→10°, β 0→20°, 7 s each way). A motion ends level (``end_level``, every rig motion starts
     and ends at home) unless it is the ``platform`` command's tilt, which stays. The Euler rates
     come from a central difference of :func:`hinge_to_euler` over ``H`` s (the quintic is smooth:
-    the error is O(H²), below 1e-6 of the rates)."""
+    the error is O(H²), below 1e-6 of the rates). (α, β) are the robot's (``convention``,
+    :mod:`models.stewart_tilt`): the bench leg's hinges, or a tree's roll then pitch."""
 
     name = "tilt"
     H = 1.0e-3
 
     def __init__(self, points: Sequence[Sequence[float]], start: Sequence[float] = (0.0, 0.0),
-                 end_level: bool = True) -> None:
+                 end_level: bool = True, convention: int = THESIS) -> None:
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) == 0 or not np.all(np.isfinite(pts)):
             raise MotionError(f"tilt: points must be finite [alpha, beta, duration] triples, got {points!r}")
@@ -96,6 +97,7 @@ class TiltSequence(Motion):
         self.ends = np.cumsum(pts[:, 2])
         self.lengths = pts[:, 2].copy()
         self._e = np.zeros((3, 3))
+        self.convention = convention
         super().__init__(float(self.ends[-1]))
 
     def _angles(self, tau: float, out: np.ndarray) -> None:
@@ -104,7 +106,7 @@ class TiltSequence(Motion):
             k += 1
         r = quintic_scalar((tau - (self.ends[k] - self.lengths[k])) / self.lengths[k])[0]
         a0, a1 = self.targets[k], self.targets[k + 1]
-        hinge_to_euler(a0[0] + r * (a1[0] - a0[0]), a0[1] + r * (a1[1] - a0[1]), out)
+        hinge_to_euler(a0[0] + r * (a1[0] - a0[0]), a0[1] + r * (a1[1] - a0[1]), out, self.convention)
 
     def at(self, tau: float, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> None:
         h, e = self.H, self._e

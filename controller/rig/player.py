@@ -9,7 +9,7 @@ kinematics (Newton on eq. 10, from the last pose) → pose; the twist V = (v_G, 
 the twist's derivative over one period, low-passed (first order, ``accel_tau``). The bench leg
 stands on the plate at G, so G's horizontal acceleration is the support's (thesis axes: a_y = a_x
 of the rig, a_z = a_y, see :mod:`controller.rig.motions`) and the plate's orientation gives the
-hinge-equivalent tilt (α, β) (:func:`models.stewart_tilt.hinge_angles`): the stabilizer's ``tilt.source: platform`` and
+hinge-equivalent tilt (α, β) in the robot's convention (:func:`models.stewart_tilt.hinge_angles`): the stabilizer's ``tilt.source: platform`` and
 ``use_acceleration`` inputs (Gastebois 2017, §2.5.4). Kernels are ``@njit(cache=True)`` and
 allocate nothing; :class:`RigPlayer` holds their preallocated buffers.
 """
@@ -23,7 +23,7 @@ from numba import njit
 from models.stewart import (OK, SINGULAR, StewartData, StewartModel, data_views, forward_kinematics,
                             inverse_kinematics, solve6)
 
-from models.stewart_tilt import hinge_angles
+from models.stewart_tilt import THESIS, hinge_angles
 
 from .motions import Motion, MotionError
 
@@ -84,15 +84,18 @@ class RigPlayer:
     starts from (home, or where the drives held the plate when they were enabled), and measures the
     platform. ``reference(t)`` fills ``position``/``velocity`` (motor
     side, the six actuators in leg order A-F); ``measure(position, velocity)`` fills ``pose``,
-    ``twist``, ``acc`` (G, frame 0), ``tilt`` (α, β) and ``support_acc`` (a_y, a_z in thesis axes)."""
+    ``twist``, ``acc`` (G, frame 0), ``tilt`` (α, β in ``convention``, models.stewart_tilt) and
+    ``support_acc`` (a_y, a_z in thesis axes)."""
 
-    def __init__(self, model: StewartModel, gear: float, period: float, accel_tau: float = 0.01) -> None:
+    def __init__(self, model: StewartModel, gear: float, period: float, accel_tau: float = 0.01,
+                 convention: int = THESIS) -> None:
         if not (math.isfinite(gear) and gear > 0 and math.isfinite(period) and period > 0
                 and math.isfinite(accel_tau) and accel_tau >= 0):
             raise ValueError(f"gear, period > 0 and accel_tau >= 0 must be finite, got {gear!r}, {period!r}, "
                              f"{accel_tau!r}")
         self.model, self.gear, self.period, self.tau = model, float(gear), float(period), float(accel_tau)
         self.tol = model.desc.singular_tol
+        self.convention = convention
         self.ref_data, self.meas_data = StewartData(), StewartData()
         self.home = np.array([0.0, 0.0, model.desc.h, 0.0, 0.0, 0.0])
         z = lambda k=6: np.zeros(k)  # noqa: E731
@@ -146,6 +149,6 @@ class RigPlayer:
         status = measure_platform(self.model.buf, self.meas_data.buf, position, velocity, self.gear, self.period,
                                   self.tau, self.lam, self.pose, self.twist, self.acc, self.A, self.tol)
         if status == OK:
-            hinge_angles(self.pose, self.tilt)
+            hinge_angles(self.pose, self.tilt, self.convention)
             self.support_acc[0], self.support_acc[1] = self.acc[0], self.acc[1]
         return status

@@ -27,16 +27,19 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from models.stewart_tilt import THESIS
+
 from .earthquake import load_earthquake
 from .motions import DOFS, Motion, MotionError, TiltSequence, acceleration_step, heave, ship_deck, sinusoid
 
 
 def tilt(alpha_deg: float = 10.0, beta_deg: float = 20.0, duration: float = 7.0,
-         points: list | None = None) -> TiltSequence:
-    """The thesis' tilt there and back, or the given points."""
+         points: list | None = None, convention: int = THESIS) -> TiltSequence:
+    """The thesis' tilt there and back, or the given points; (α, β) in the robot's ``convention``
+    (models.stewart_tilt: the rig's, never a key of the spec)."""
     if points is None:
         points = [(math.radians(alpha_deg), math.radians(beta_deg), duration), (0.0, 0.0, duration)]
-    return TiltSequence(points)
+    return TiltSequence(points, convention=convention)
 
 
 def earthquake(file: str, highpass: float = 0.1, fade: float = 1.0) -> Motion:
@@ -50,18 +53,24 @@ DEFAULTS = {"step": {"axis": "x", "accel": 2.0}, "sinusoid": {"axis": "x", "ampl
 """Defaults of the keys a kind's constructor requires."""
 
 
-def build_motion(kind: str, params: dict, where: str) -> Motion:
-    """The motion of ``kind`` with ``params`` (defaults as in this module's docstring)."""
+def _conventional(kind: str, convention: int) -> dict:
+    """The ``convention`` argument of a kind that takes one (the tilt's), else none."""
+    return {"convention": convention} if "convention" in inspect.signature(KINDS[kind]).parameters else {}
+
+
+def build_motion(kind: str, params: dict, where: str, convention: int = THESIS) -> Motion:
+    """The motion of ``kind`` with ``params`` (defaults as in this module's docstring); a tilt's (α, β)
+    in the robot's ``convention`` (models.stewart_tilt)."""
     if kind not in KINDS:
         raise MotionError(f"{where}: unknown motion kind {kind!r} (known: {', '.join(KINDS)})")
     make = KINDS[kind]
     defaults = DEFAULTS.get(kind, {})
-    known = inspect.signature(make).parameters
+    known = [k for k in inspect.signature(make).parameters if k != "convention"]
     for key in params:
         if key not in known:
             raise MotionError(f"{where}: {kind} has no key {key!r} (keys: {', '.join(known)})")
     try:
-        return make(**{**defaults, **params})
+        return make(**{**defaults, **params}, **_conventional(kind, convention))
     except MotionError as exc:
         raise MotionError(f"{where}: {exc}") from None
     except TypeError as exc:
@@ -75,8 +84,9 @@ def _value(text: str):
         return text
 
 
-def motion_from_spec(spec: str) -> Motion:
-    """A motion from ``KIND[:k=v,...]``, a YAML file or an earthquake CSV (see the module)."""
+def motion_from_spec(spec: str, convention: int = THESIS) -> Motion:
+    """A motion from ``KIND[:k=v,...]``, a YAML file or an earthquake CSV (see the module); a tilt's
+    (α, β) in the robot's ``convention`` (models.stewart_tilt)."""
     path = Path(spec)
     if path.suffix.lower() == ".csv":
         return load_earthquake(path)
@@ -91,9 +101,9 @@ def motion_from_spec(spec: str) -> Motion:
         kind = raw.pop("kind")
         if kind == "earthquake" and "file" in raw:
             raw["file"] = str(path.parent / str(raw["file"]))
-        return build_motion(kind, raw, str(path))
+        return build_motion(kind, raw, str(path), convention)
     kind, _, rest = spec.partition(":")
-    return build_motion(kind.strip(), _params(spec, rest), f"motion {spec!r}")
+    return build_motion(kind.strip(), _params(spec, rest), f"motion {spec!r}", convention)
 
 
 def _params(spec: str, rest: str) -> dict:
@@ -133,7 +143,7 @@ COMMAND_KINDS = ("tilt", "sinusoid", "heave", "step", "ship_deck")   # the `rig_
 
 
 def _arguments(kind: str) -> list[str]:
-    return [k for k in inspect.signature(KINDS[kind]).parameters if k != "points"]
+    return [k for k in inspect.signature(KINDS[kind]).parameters if k not in ("points", "convention")]
 
 
 def motion_args(spec: str) -> np.ndarray:
@@ -157,10 +167,10 @@ def motion_args(spec: str) -> np.ndarray:
     return np.array(out)
 
 
-def motion_from_args(args: np.ndarray) -> Motion:
-    """The motion :func:`motion_args` encoded."""
+def motion_from_args(args: np.ndarray, convention: int = THESIS) -> Motion:
+    """The motion :func:`motion_args` encoded; a tilt's (α, β) in the robot's ``convention``."""
     kind = COMMAND_KINDS[int(args[0])]
     params = {}
     for key, v in zip(_arguments(kind), args[1:]):
         params[key] = DOFS[int(v)] if key == "axis" else (int(v) if key in ("seed", "components") else float(v))
-    return KINDS[kind](**params)
+    return KINDS[kind](**params, **_conventional(kind, convention))

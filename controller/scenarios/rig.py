@@ -27,6 +27,7 @@ import numpy as np
 
 from models import ConfigError
 from models.stewart import StewartModel
+from models.stewart_tilt import CONVENTIONS
 from models.tree_config import is_tree
 from models.validation import read_yaml
 
@@ -97,10 +98,11 @@ def motion_spec(text: str, flag: str = "--motion") -> str:
 def checked_motion(text: str, config: Path, flag: str = "--motion") -> str:
     """:func:`motion_spec` of ``text``, also refused (:class:`ScenarioError`) when the rig of the
     daemon YAML ``config`` cannot make it (controller.rig.stroke: the leg, time and stroke named):
-    checked before any process starts, so a bad motion moves nothing."""
+    checked before any process starts, so a bad motion moves nothing; a tilt in its robot's convention."""
     spec = motion_spec(text, flag)
+    convention = CONVENTIONS["tree" if is_tree_config(config) else "chain"]
     try:
-        check_motion(rig_model(Options(config=config)), motion_from_spec(spec))
+        check_motion(rig_model(Options(config=config)), motion_from_spec(spec, convention))
     except MotionError as exc:
         raise ScenarioError(f"{flag}: {exc}") from None
     return spec

@@ -61,7 +61,7 @@ angle, held at 0 with the joints while the scene settles. ``rig`` (a
 actuators' motors (``rig_axes``, legs A-F) are bus axes: each motor torque drives its slide through
 the screw, motor angle = 2π/lead × actuator displacement (:mod:`drivers.hil.stewart_mjcf`), held at
 the home pose while the scene settles; ``platform`` in the truth is then the plate's hinge-equivalent
-tilt (:mod:`models.stewart_tilt`).
+tilt, RotX(alpha) RotY(beta) as the hinges' (:mod:`models.stewart_tilt`, SOLES).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ from numba import njit
 from models import TransmissionFault
 from models.polygon import convex_hull
 from models.stewart import StewartModel
-from models.stewart_tilt import matrix_hinge_angles
+from models.stewart_tilt import SOLES, matrix_hinge_angles
 from models.transmission import (
     Transmission,
     joint_to_motor,
@@ -467,7 +467,7 @@ class BipedPlant(Plant):
             d = self.mj_data
             self.motor_position[self._rig_bus] = self.gear * d.qpos[self._plat_qadr]
             self.motor_velocity[self._rig_bus] = self.gear * d.qvel[self._plat_dadr]
-            matrix_hinge_angles(self._plate, self._buf[_PLAT:_PLAT + 2])
+            matrix_hinge_angles(self._plate, self._buf[_PLAT:_PLAT + 2], SOLES)
             self._buf[_PLATE_POS:_PLATE_POS + 3] = d.xpos[self._idx[_PLATE_BODY]]
 
     def _stand(self) -> None:

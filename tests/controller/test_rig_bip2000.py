@@ -23,7 +23,8 @@ from controller.rig.spec import motion_from_spec
 from controller.scenarios import runner, whole_body
 from controller.scenarios.cli import main
 from controller.scenarios.metrics import plate_tracking
-from controller.scenarios.rig import RIG_CONFIG, TREE_AXES, TREE_FREQUENCIES, TREE_RIG_CONFIG, markdown_tree
+from controller.scenarios.rig import (RIG_CONFIG, TREE_AXES, TREE_FREQUENCIES, TREE_RIG_CONFIG, checked_motion,
+                                     markdown_tree)
 from controller.scenarios.runner import PlotError, ScenarioError, plot_errors
 from controller.scenarios.search import bisect
 
@@ -54,6 +55,15 @@ def test_a_bad_motion_is_refused_before_anything_starts(config, motion, message,
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert len(re.findall(message, err)) == 1, err
+
+
+def test_the_stroke_check_before_a_run_takes_the_robots_tilt_convention():
+    """37.5° of α: about the rig's y for the leg (stroke up to 38.4°), a roll about its x for BIP 2000 (up to
+    36.6°, docs/conventions.md "Platform tilt")."""
+    spec = "tilt:alpha_deg=37.5,beta_deg=0,duration=2"
+    assert checked_motion(spec, RIG_CONFIG) == spec
+    with pytest.raises(ScenarioError, match="beyond its stroke"):
+        checked_motion(spec, TREE_RIG_CONFIG)
 
 
 def test_options_the_whole_robot_bench_lacks_are_refused(capsys):

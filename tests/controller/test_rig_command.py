@@ -11,10 +11,12 @@ import pytest
 
 from controller.codes import Error, State
 from controller.config import load_daemon_config
+from controller.daemon import io_context
 from controller.io.protocol import ErrorReply, Request, validate
 from controller.rig.spec import motion_args
 from controller.shm import Cmd
 from models.stewart import StewartModel
+from models.stewart_tilt import SOLES, THESIS
 
 from .conftest import make_context
 from .loop_harness import Harness
@@ -55,6 +57,23 @@ def test_bad_motions_are_refused_naming_why(leg_desc, rig, motion, code, words):
     assert isinstance(r, ErrorReply) and r.code == code
     assert r.message.endswith(".")
     assert re.search(words, r.message), r.message
+
+
+@pytest.mark.parametrize("config, convention, ok", [("bipd_rig.yaml", THESIS, True), ("bip2000_rig.yaml", SOLES, False)],
+                         ids=["leg", "bip2000"])
+def test_a_tilts_stroke_check_follows_the_robots_convention(config, convention, ok):
+    """The daemon's I/O context carries the robot's tilt convention: a 37.5° α is about the rig's y for
+    the leg (Ry(α) Rx(−β), stroke up to 38.4°), a roll about its x for BIP 2000 (RotX(α) RotY(β), up to
+    36.6°), so the I/O side checks the motion the loop will play."""
+    cfg = load_daemon_config(DEPLOY / config, backend="sim", lockstep=True)
+    ctx = io_context(cfg, cfg.robot())
+    assert ctx.rig_convention == convention
+    ctx.state = State.HOLD
+    r = validate(_req("tilt:alpha_deg=37.5,beta_deg=0,duration=2"), ctx)
+    if ok:
+        assert isinstance(r, Request) and r.mailbox == Cmd.RIG_MOTION
+    else:
+        assert isinstance(r, ErrorReply) and r.code == Error.OUT_OF_RANGE and "beyond its stroke" in r.message
 
 
 def test_the_hinge_bench_has_no_rig_motion(leg_desc):

@@ -15,7 +15,7 @@ from controller.rig.motions import (MotionError, SplineMotion, TiltSequence, acc
 from controller.rig.spec import motion_from_spec
 from controller.rig.stroke import check_motion
 from models.stewart import StewartModel, leg_lengths
-from models.stewart_tilt import euler_to_hinge, hinge_to_euler
+from models.stewart_tilt import SOLES, euler_to_hinge, hinge_to_euler, matrix_hinge_angles
 
 RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 
@@ -82,6 +82,22 @@ def test_hinge_tilt_is_eq46_in_rig_axes(alpha, beta):
     R = _rot(0, e[0]) @ _rot(1, e[1]) @ _rot(2, e[2])           # Staicu 2008, eq. 7
     assert np.allclose(R, _rot(1, alpha) @ _rot(0, -beta), atol=1e-12)   # Rz_g(α) Ry_g(−β), y_g -> x, z_g -> y
     assert np.allclose(euler_to_hinge(*e), (alpha, beta), atol=1e-12)
+
+
+@pytest.mark.parametrize("alpha, beta", [(0.17, 0.35), (-0.3, 0.1), (0.0, -0.4), (0.25, 0.0)])
+def test_a_tree_robots_tilt_is_roll_then_pitch_in_rig_axes(alpha, beta):
+    """SOLES: BIP 2000's (α, β) on the rig are its hinge platform's, RotX(α) RotY(β) (models.tilt.sole_gravity),
+    read back from the pose, from the plate's matrix (whatever its yaw) and through a TiltSequence."""
+    e, out = np.zeros(3), np.zeros(2)
+    hinge_to_euler(alpha, beta, e, SOLES)
+    R = _rot(0, e[0]) @ _rot(1, e[1]) @ _rot(2, e[2])
+    assert np.allclose(R, _rot(0, alpha) @ _rot(1, beta), atol=1e-12)
+    assert np.allclose(euler_to_hinge(*e, SOLES), (alpha, beta), atol=1e-12)
+    matrix_hinge_angles(R @ _rot(2, 0.3), out, SOLES)
+    assert np.allclose(out, (alpha, beta), atol=1e-12)
+    x = np.zeros(6)
+    TiltSequence([(alpha, beta, 2.0), (0.0, 0.0, 2.0)], convention=SOLES).at(2.0, x, np.zeros(6), np.zeros(6))
+    assert np.allclose(x[3:], e, atol=1e-12)
 
 
 def test_a_tilt_that_does_not_end_level_is_refused():
