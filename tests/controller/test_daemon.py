@@ -74,6 +74,20 @@ def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
     return s
 
 
+def hold_reference(client: Client, timeout: float = 20.0) -> list[float]:
+    """q_ref as HOLD set it, once the state is HOLD: ``status`` takes q_ref from the last (decimated)
+    telemetry record, which may predate the transition its state reports; a record published after
+    that status does not."""
+    t0 = client.call("status")["t"]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        s = client.call("status")
+        if s["t"] is not None and (t0 is None or s["t"] > t0):
+            return s["q_ref"]
+        time.sleep(0.01)
+    raise AssertionError(f"no telemetry record after t = {t0} within {timeout} s")
+
+
 def test_daemon_moves_and_stops_on_sigterm(daemon):
     proc, client, tmp = daemon
     client.call("enable")
@@ -209,7 +223,7 @@ def test_bad_trajectory_file_is_refused_before_any_motion(daemon, name, text, wh
     _, client, tmp = daemon
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
-    before = client.call("status")["q_ref"]
+    before = hold_reference(client)
     (tmp / name).write_text(text)
     with pytest.raises(CommandError) as err:
         client.call("run", trajectory=name)
@@ -238,7 +252,7 @@ def test_bad_15_joint_gait_files_are_refused_by_the_bip2000_daemon(bip2000_daemo
     names = [j.joint.name for j in load_tree(DEPLOY / "robots" / "bip2000.yaml").joints]
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
-    q0 = client.call("status")["q_ref"]
+    q0 = hold_reference(client)
     header = ",".join(["t", *names, "support"]) + "\n"
 
     def row(t: float, support: str = "double", **q: float) -> str:
