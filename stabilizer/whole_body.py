@@ -13,8 +13,8 @@ virtual robot's kinematics after the call. Nothing is allocated. One cycle:
 2. apparent up u in the stance sole's axes: platform (alpha, beta) with an optional
    horizontal acceleration, or a specific force measured in the pelvis IMU's frame
    (eq. 45-51 generalised: the world frame is the apparent gravity's, x_g up);
-3. support polygon: convex hull of the outlines (or of the loaded force-sensor corners)
-   of the feet in contact, projected along u; walls on its edges (eq. 69-71);
+3. support polygon: convex hull of the sole outlines of the feet in contact (phase or
+   debounced sensed contact alike), projected along u; walls on its edges (eq. 69-71);
 4. virtual robot 1, the whole robot's CoG: wall and attractor fields (eq. 72-78,
    :mod:`stabilizer.fields`), admittance -> horizontal CoG velocity;
    virtual robot 2, the trunk's CoG over the pelvis: its own walls (a box around the
@@ -42,7 +42,7 @@ from models.tree_dynamics import kinematics, set_root
 from models.tree_robot import TreeRobot
 
 from .fields import attractor_force, wall_forces
-from .contact import CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
+from .contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from .ground import MAX_TILT, TILT_IMU
 from .stabilizer import engage_ramp, reject
 from models.polygon import convex_hull, polygon_centroid
@@ -77,16 +77,16 @@ FLAG_REACTIONS = {"input_rejected": "hold", "no_support": "hold", "force_saturat
 CONTACT_PHASE = 0      # the support phase comes with the inputs (the gait's)
 CONTACT_SENSORS = 1    # from the feet's force sensors
 MAX_OUTLINE = 8        # vertices per sole outline
-MAX_SENSORS = 4        # force sensors per foot
+MAX_SENSORS = CELLS    # force sensors per foot (the loads' layout: stabilizer.contact)
 MAX_POINTS = 2 * MAX_OUTLINE
 TASK_ROWS = 10         # rows 0-5 the other sole, 6-7 the CoG, 8-9 the trunk's CoG
 SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
 
 # params scalars
-(P_N, P_DT, P_G0, P_TILT_SOURCE, P_USE_ACC, P_CONTACT, P_MIN_LOAD, P_CORNER_LOAD,
+(P_N, P_DT, P_G0, P_TILT_SOURCE, P_USE_ACC, P_CONTACT, P_MIN_LOAD,
  P_ROOT_L, P_ROOT_R, P_DOUBLE_STANCE, P_FRAME_L, P_FRAME_R, P_FRAME_PELVIS, P_FRAME_IMU,
  P_GROUP_TRUNK, P_NV_L, P_NV_R, P_FEET_K, P_CLOSE_TOL, P_CLOSE_TOL_ROT, P_LMIN, P_LMAX,
- P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD, P_DWELL) = range(31)
+ P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD, P_DWELL) = range(30)
 # a field block (one virtual robot's fields and admittance) at P_COG and at P_TRUNK
 (B_WLAW, B_WR, B_WSHAPE, B_WC, B_AON, B_ALAW, B_AK, B_AR, B_ASHAPE, B_AC,
  B_ADM_M, B_ADM_D, B_ADM_VMAX) = range(13)
@@ -106,8 +106,8 @@ O_SCALARS = O_SIGMA + 3
 @njit(cache=True)
 def param_layout(p):
     """Views of a params buffer and its size: qmin, qmax, vmax, W (joint weights) [n];
-    outline[foot, MAX_OUTLINE, 2] (sole frame x, y; foot 0 left, 1 right); sensors[foot,
-    MAX_SENSORS] (frame indices); gains_cog[MAX_POINTS], gains_trunk[4] (wall gains)."""
+    outline[foot, MAX_OUTLINE, 2] (sole frame x, y; foot 0 left, 1 right);
+    gains_cog[MAX_POINTS], gains_trunk[4] (wall gains)."""
     n = int(p[P_N])
     o = P_SCALARS
     qmin = carray(_at(p, o), (n,)); o += n
@@ -115,10 +115,9 @@ def param_layout(p):
     vmax = carray(_at(p, o), (n,)); o += n
     W = carray(_at(p, o), (n,)); o += n
     outline = carray(_at(p, o), (2, MAX_OUTLINE, 2)); o += 4 * MAX_OUTLINE
-    sensors = carray(_at(p, o), (2, MAX_SENSORS)); o += 2 * MAX_SENSORS
     gains_cog = carray(_at(p, o), (MAX_POINTS,)); o += MAX_POINTS
     gains_trunk = carray(_at(p, o), (4,)); o += 4
-    return (qmin, qmax, vmax, W, outline, sensors, gains_cog, gains_trunk), o
+    return (qmin, qmax, vmax, W, outline, gains_cog, gains_trunk), o
 
 
 @njit(cache=True)
@@ -282,33 +281,26 @@ def _rot(Rws, x0, x1, x2, out):
 
 
 @njit(cache=True)
-def contact_points(p, support, loads, Tf, Rws, pts):
-    """Contact points of the feet in contact, projected along u: their (e1, e2)
-    coordinates into pts. CONTACT_PHASE: the sole outlines; CONTACT_SENSORS: the
-    force sensors carrying >= corner_load. Returns their number."""
-    outline, sensors = param_layout(p)[0][4:6]
+def contact_points(p, support, Tf, Rws, pts):
+    """Contact points of the feet in contact (``support``, from the inputs or the debounced
+    loads), projected along u: the (e1, e2) coordinates of their sole outlines into pts.
+    A flat sole's cells measure its centre of pressure, not its contact area: a cell reads
+    ~0 or pulls while its corner still touches, whenever the load moves away from it
+    (docs/multi_cog.md, section 2). Returns their number."""
+    outline = param_layout(p)[0][4]
     m = 0
     for foot in range(2):
         if support != DOUBLE and support != foot:       # LEFT == 0, RIGHT == 1: the foot indices
             continue
-        if p[P_CONTACT] == CONTACT_SENSORS:
-            for c in range(MAX_SENSORS):
-                if loads[MAX_SENSORS * foot + c] >= p[P_CORNER_LOAD]:
-                    f = int(sensors[foot, c])
-                    x0, x1, x2 = Tf[f, 0, 3], Tf[f, 1, 3], Tf[f, 2, 3]
-                    pts[m, 0] = Rws[1, 0] * x0 + Rws[1, 1] * x1 + Rws[1, 2] * x2
-                    pts[m, 1] = Rws[2, 0] * x0 + Rws[2, 1] * x1 + Rws[2, 2] * x2
-                    m += 1
-        else:
-            f = int(p[P_FRAME_L] if foot == 0 else p[P_FRAME_R])
-            for k in range(int(p[P_NV_L] if foot == 0 else p[P_NV_R])):
-                ox, oy = outline[foot, k, 0], outline[foot, k, 1]
-                x0 = Tf[f, 0, 3] + Tf[f, 0, 0] * ox + Tf[f, 0, 1] * oy
-                x1 = Tf[f, 1, 3] + Tf[f, 1, 0] * ox + Tf[f, 1, 1] * oy
-                x2 = Tf[f, 2, 3] + Tf[f, 2, 0] * ox + Tf[f, 2, 1] * oy
-                pts[m, 0] = Rws[1, 0] * x0 + Rws[1, 1] * x1 + Rws[1, 2] * x2
-                pts[m, 1] = Rws[2, 0] * x0 + Rws[2, 1] * x1 + Rws[2, 2] * x2
-                m += 1
+        f = int(p[P_FRAME_L] if foot == 0 else p[P_FRAME_R])
+        for k in range(int(p[P_NV_L] if foot == 0 else p[P_NV_R])):
+            ox, oy = outline[foot, k, 0], outline[foot, k, 1]
+            x0 = Tf[f, 0, 3] + Tf[f, 0, 0] * ox + Tf[f, 0, 1] * oy
+            x1 = Tf[f, 1, 3] + Tf[f, 1, 0] * ox + Tf[f, 1, 1] * oy
+            x2 = Tf[f, 2, 3] + Tf[f, 2, 0] * ox + Tf[f, 2, 1] * oy
+            pts[m, 0] = Rws[1, 0] * x0 + Rws[1, 1] * x1 + Rws[1, 2] * x2
+            pts[m, 1] = Rws[2, 0] * x0 + Rws[2, 1] * x1 + Rws[2, 2] * x2
+            m += 1
     return m
 
 
@@ -392,7 +384,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     the virtual robot's state untouched."""
     n = int(p[P_N])
     dt = p[P_DT]
-    qmin, qmax, vmax, W, outline, sensors, gains_cog, gains_trunk = param_layout(p)[0]
+    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = param_layout(p)[0]
     (q, v_cog, v_trunk, qpost, hold, Rws, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv,
      pts, srt, hull, K, C, A3, vec, tpoly, twalls, tmarg, tforces, dm) = state_layout(p, s)[0]
     (q_ref, qd_ref, cog, vel, forces, total, trunk_total, margins, flags, poly, walls,
@@ -428,7 +420,7 @@ def step(mbuf, dbuf, p, s, inp, out):
 
     # the virtual robot: support polygon and walls (eq. 50-51, 69, generalised)
     kinematics(mbuf, dbuf, q)
-    m = contact_points(p, support, loads, Tf, Rws, pts)
+    m = contact_points(p, support, Tf, Rws, pts)
     h = convex_hull(pts, m, srt, hull) if m >= 3 else 0
     if h < 3:
         return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
@@ -579,7 +571,7 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     p[P_TILT_SOURCE] = TILT_IMU if cfg.tilt_source == "imu" else 0.0
     p[P_USE_ACC] = float(cfg.use_acceleration)
     p[P_CONTACT] = CONTACT_SENSORS if cfg.support_source == "sensors" else CONTACT_PHASE
-    p[P_MIN_LOAD], p[P_CORNER_LOAD] = cfg.min_load, cfg.corner_load
+    p[P_MIN_LOAD] = cfg.min_load
     p[P_RELEASE_LOAD], p[P_MAX_LOAD] = cfg.release_load, cfg.max_load
     p[P_DWELL] = max(1, round(cfg.dwell_s / cfg.period))
     p[P_ROOT_L] = model.root_names.index(SOLES[LEFT])
@@ -598,14 +590,13 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     p[P_TRUNK_HX], p[P_TRUNK_HY] = cfg.trunk_box
     _field_block(p, P_COG, cfg.cog)
     _field_block(p, P_TRUNK, cfg.trunk)
-    qmin, qmax, vmax, W, outline, sensors, gains_cog, gains_trunk = python_views(p, param_layout(p)[0])
+    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = python_views(p, param_layout(p)[0])
     qmin[:], qmax[:] = model.qmin, model.qmax
     vmax[:] = cfg.velocity_scale * model.vmax
     W[:] = cfg.joint_weights
     for code, sole in SOLES.items():
         ol = np.array(feet[sole].outline)
         outline[code, :len(ol)] = ol
-        sensors[code] = [model.index("frame", f) for f in feet[sole].sensors]
     gains_cog[:] = cfg.cog.walls.gains[0]
     gains_trunk[:] = cfg.trunk.walls.gains[0]
     p.flags.writeable = False

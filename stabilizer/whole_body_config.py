@@ -18,7 +18,6 @@ the unnumbered choices (gains, laws, weights); every error is one
       release_load: 30.0             # sensors: N under which a foot in contact leaves it (< min_load)
       max_load: 3000.0               # sensors: N on both feet beyond which the loads are implausible
       dwell_s: 0.01                  # sensors: s a new support phase must hold before it is taken
-      corner_load: 10.0              # sensors: N on one sensor to count its corner
       double_support_root: left_sole # the sole the model is rooted at in double support
     cog:                             # virtual robot 1: the whole robot's CoG
       walls: {law: coulomb, gain: 2.0e-3, saturation_distance: 0.01}
@@ -78,7 +77,6 @@ class WholeBodyConfig:
     release_load: float
     max_load: float
     dwell_s: float
-    corner_load: float
     double_support_root: str
     cog: VirtualRobotConfig
     trunk: VirtualRobotConfig
@@ -138,7 +136,6 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
     release_load = sup.number("release_load", min(RELEASE_LOAD, min_load), low=0.0, high=min_load)
     max_load = sup.number("max_load", MAX_LOAD, low=2.0 * min_load)
     dwell_s = sup.number("dwell_s", DWELL_S, low=0.0, high=1.0)
-    corner_load = sup.number("corner_load", 10.0, low=0.0, low_open=True)
     droot = sup.choice("double_support_root", ("left_sole", "right_sole"), "left_sole")
     sup.done()
 
@@ -170,7 +167,7 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
     tasks.done()
     top.done()
     return WholeBodyConfig(where, robot_path, period, tsource, imu_frame, use_acc, ssource, min_load,
-                           release_load, max_load, dwell_s, corner_load, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
+                           release_load, max_load, dwell_s, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
                            lam_max, threshold, feet_gain, (tol[0], tol[1]), margin, vscale, post)
 
 

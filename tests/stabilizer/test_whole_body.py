@@ -308,18 +308,74 @@ def test_not_reset_and_rejected_inputs_raise_flags():
         np.testing.assert_array_equal(st.q_ref, q_ref)
 
 
+def _area(st: wb.WholeBodyStabilizer) -> float:
+    """Shoelace area (m^2) of the stabilizer's support polygon."""
+    p = st.polygon[:st.n_hull]
+    return 0.5 * float(np.sum(p[:, 0] * np.roll(p[:, 1], -1) - np.roll(p[:, 0], -1) * p[:, 1]))
+
+
 def test_no_support_from_the_sensors_raises_a_flag():
-    """Sensors as contact source: no load -> NO_SUPPORT; two loaded corners of one foot
-    span no polygon -> NO_SUPPORT; the loaded left foot -> LEFT, its polygon the hull of
-    the four sensors (a new support taken at once: a dwell of one cycle)."""
+    """Sensors as contact source: no load -> NO_SUPPORT; the left foot loaded on two cells
+    only -> LEFT, its polygon the whole sole outline (as the phase source's: the cells
+    measure the centre of pressure, not the contact area); lifted again -> NO_SUPPORT
+    (a new support taken at once: a dwell of one cycle)."""
     st = make(support={"source": "sensors", "dwell_s": 0.002})
+    ref = make()
     st.reset(Q0)
+    ref.reset(Q0)
     assert st.step(Q0, DOUBLE, loads=np.zeros(8)) == wb.NO_SUPPORT
     assert st.flag_dict()["no_support"]
-    assert st.step(Q0, DOUBLE, loads=[60.0, 60.0, 0.0, 0.0, 0, 0, 0, 0]) == wb.NO_SUPPORT
-    assert st.step(Q0, DOUBLE, loads=[20.0] * 4 + [0.0] * 4) == wb.OK
-    assert int(st.out[wb.O_SUPPORT]) == LEFT and st.n_hull == 4
-    assert sorted(np.round(st.polygon[:4, 0], 6)) == [-0.06, -0.06, 0.14, 0.14]
+    assert st.step(Q0, DOUBLE, loads=[60.0, 60.0, 0.0, 0.0, 0, 0, 0, 0]) == wb.OK
+    assert ref.step(Q0, LEFT) == wb.OK
+    assert int(st.out[wb.O_SUPPORT]) == LEFT and not st.flag_dict()["no_support"]
+    assert st.n_hull == ref.n_hull == 8                    # the outline's octagon
+    np.testing.assert_allclose(st.polygon[:8], ref.polygon[:8], atol=1e-12)
+    assert st.step(Q0, DOUBLE, loads=[10.0, 5.0, 0.0, 0.0, 0, 0, 0, 0]) == wb.NO_SUPPORT
+    assert st.flag_dict()["no_support"]
+
+
+def test_flickering_corners_keep_the_polygon_while_the_feet_are_in_debounced_contact():
+    """Sensors as contact source, the deployed hysteresis and dwell (5 cycles): each cycle every
+    cell jumps anywhere in [-40, 300] N (a corner away from the centre of pressure reads ~0 or
+    pulls), a foot sits between release_load and min_load for a while, and dips to nothing for
+    fewer cycles than the dwell. The support stays DOUBLE and the polygon is, every cycle, the
+    phase source's on the same inputs (both sole outlines): no_support never rises. Then the
+    right foot lifts for good: LEFT after the dwell, its outline; then the left too: NO_SUPPORT."""
+    st, ref = make(support={"source": "sensors"}), make()
+    dwell = int(st.params[wb.P_DWELL])
+    assert dwell == 5
+    st.reset(Q0)
+    ref.reset(Q0)
+    rng = np.random.default_rng(7)
+    area = None
+    for k in range(400):
+        loads = rng.uniform(-40.0, 300.0, 8)
+        for f in range(2):                      # each foot's total at least release_load (30 N)
+            foot = loads[4 * f:4 * f + 4]
+            if foot.sum() < 35.0:
+                foot += (35.0 - foot.sum()) / 4.0
+        if 100 <= k < 200:                      # the right foot between release_load and min_load
+            loads[4:] = rng.uniform(-10.0, 30.0, 4)
+            loads[4:] += (rng.uniform(31.0, 49.0) - loads[4:].sum()) / 4.0
+        if k % 50 in range(10, 10 + (k // 50) % dwell):   # dips of 0..dwell-1 cycles
+            loads[4 * (k // 50 % 2):4 * (k // 50 % 2) + 4] = 0.0
+        assert st.step(Q0, DOUBLE, loads=loads) == wb.OK, k
+        assert ref.step(Q0, DOUBLE) == wb.OK
+        assert int(st.out[wb.O_SUPPORT]) == DOUBLE and not st.flag_dict()["no_support"], k
+        assert st.n_hull == ref.n_hull
+        np.testing.assert_allclose(st.polygon[:st.n_hull], ref.polygon[:ref.n_hull], atol=1e-12)
+        area = area or _area(st)
+        assert _area(st) == pytest.approx(area, rel=1e-9), k
+    left_only = [100.0] * 4 + [0.0] * 4
+    for _ in range(dwell - 1):
+        assert st.step(Q0, DOUBLE, loads=left_only) == wb.OK and int(st.out[wb.O_SUPPORT]) == DOUBLE
+    assert st.step(Q0, DOUBLE, loads=left_only) == wb.OK and int(st.out[wb.O_SUPPORT]) == LEFT
+    assert ref.step(Q0, LEFT) == wb.OK
+    np.testing.assert_allclose(_area(st), _area(ref), rtol=1e-9)
+    assert _area(st) < 0.6 * area                       # one sole of the two
+    for _ in range(dwell - 1):
+        assert st.step(Q0, DOUBLE, loads=np.zeros(8)) == wb.OK
+    assert st.step(Q0, DOUBLE, loads=np.zeros(8)) == wb.NO_SUPPORT and st.flag_dict()["no_support"]
 
 
 def test_cog_outside_near_singular_limit_and_constraint_flags():
