@@ -33,7 +33,7 @@ Progress lines go to stderr; ``--json`` prints one object on stdout, before any 
 (a plotting failure is an error after it). Exit status: 0 the leg stood, 1 it fell (or the bench
 or the plots failed), 2 bad usage (``--plot`` without matplotlib, ``--record`` onto an existing file
 or into a missing folder, a rig motion the daemon would not play or the rig's stroke cannot hold:
-checked before anything runs). ``rig`` and ``rig-results`` run the bench of the config's robot: the
+checked before anything runs; a config file or key the bench refuses). ``rig`` and ``rig-results`` run the bench of the config's robot: the
 leg's, or the whole robot's (:mod:`.whole_body`) when it is a tree (BIP 2000).
 """
 from __future__ import annotations
@@ -56,6 +56,13 @@ from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Faul
 from .rig import RIG_CONFIG, RigMotion, checked_motion, is_tree_config, motion_folder
 from .search import TILT_AXES, largest_tilt, platform_limit_deg
 from .walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
+
+
+def _failed(e: ConfigError | ScenarioError) -> int:
+    """A bench that could not run: its error in one line; exit 2 for a bad file or key (usage), 1 for a
+    bench that failed."""
+    print(f"bipd scenario: error: {e}", file=sys.stderr)
+    return 2 if isinstance(e, ConfigError) else 1
 
 
 def _say(msg: str) -> None:
@@ -302,12 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{res['held_deg']:.2f} deg (falls at {res['fell_deg']} deg)")
             return 0
         res = run_scenario(_scenario(args, p), options, _say, report=lambda r: _report(r, args.json)).to_dict()
-    except ConfigError as e:
-        print(f"bipd scenario: error: {e}", file=sys.stderr)
-        return 2
-    except ScenarioError as e:
-        print(f"bipd scenario: error: {e}", file=sys.stderr)
-        return 1
+    except (ConfigError, ScenarioError) as e:
+        return _failed(e)
     return 1 if res["fell"] else 0
 
 
@@ -363,12 +366,8 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
 
     try:
         res = walk(options, args.hung, args.gait, args.steps, args.speed, _say, report).to_dict()
-    except ConfigError as e:
-        print(f"bipd scenario: error: {e}", file=sys.stderr)
-        return 2
-    except ScenarioError as e:
-        print(f"bipd scenario: error: {e}", file=sys.stderr)
-        return 1
+    except (ConfigError, ScenarioError) as e:
+        return _failed(e)
     return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
@@ -399,8 +398,7 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     try:
         res = run_whole_body(scenario, o, _say, lambda r: _report_whole_body(r.to_dict(), args.json)).to_dict()
     except (ConfigError, ScenarioError) as e:
-        print(f"bipd scenario: error: {e}", file=sys.stderr)
-        return 1
+        return _failed(e)
     return 1 if res["fell"] else 0
 
 
@@ -464,8 +462,7 @@ def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
         res = run_whole_body(RigMotion(args.motion), o, _say,
                              lambda r: _report_whole_body(r.to_dict(), args.json)).to_dict()
     except (ConfigError, ScenarioError) as e:
-        print(f"bipd scenario: error: {e}", file=sys.stderr)
-        return 1
+        return _failed(e)
     return 1 if res["fell"] else 0
 
 
