@@ -33,8 +33,8 @@ Progress lines go to stderr; ``--json`` prints one object on stdout, before any 
 (a plotting failure is an error after it). Exit status: 0 the leg stood, 1 it fell (or the bench
 or the plots failed), 2 bad usage (``--plot`` without matplotlib, ``--record`` onto an existing file
 or into a missing folder, a rig motion the daemon would not play or the rig's stroke cannot hold:
-checked before anything runs; a config file or key the bench refuses). ``rig`` and ``rig-results`` run the bench of the config's robot: the
-leg's, or the whole robot's (:mod:`.whole_body`) when it is a tree (BIP 2000).
+checked before anything runs; a config file or key the bench refuses). ``rig`` and ``rig-results``
+run the bench of the config's robot: the leg's, or the whole robot's (:mod:`.whole_body`) when it is a tree (BIP 2000).
 """
 from __future__ import annotations
 
