@@ -542,6 +542,18 @@ class Played:
     aborted: str | None
 
 
+def play_measured(scenario, op: Operator, say: Say, label: str) -> str | None:
+    """Mark the start of the measured part and run ``scenario``; the reason it was aborted (a fall,
+    an unexpected state), also said, or None."""
+    op.mark_start()
+    try:
+        scenario.run(op)
+    except ScenarioAbort as e:
+        say(f"{label}: {e}")
+        return str(e)
+    return None
+
+
 class Session:
     """One bench (HIL process + daemon + operator) running one or more scenarios in a row.
 
@@ -608,13 +620,7 @@ class Session:
             op.wait_state("HOLD")
         self.say(f"{label}: {scenario.params()}, {'stabilizer on' if stabilize else 'posture held in position'}")
         before = op.call("stats")["loop"]
-        op.mark_start()
-        aborted = None
-        try:
-            scenario.run(op)
-        except ScenarioAbort as e:
-            aborted = str(e)
-            self.say(f"{label}: {aborted}")
+        aborted = play_measured(scenario, op, self.say, label)
         sim_s, wall_s = op.elapsed()
         stats = op.call("stats")["loop"]
         for key in ("overruns", "missed_cycles"):

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runner import Operator, ScenarioError, udp_control
+from .runner import SETTLE_S, Operator, ScenarioError, udp_control
 
 THESIS_TILT = (math.radians(10.0), math.radians(20.0))
 THESIS_TILT_S = 7.0
@@ -22,7 +22,6 @@ and the thesis' diagonal (10°, 20°) with both signs of each angle."""
 HOLD_S = 1.0
 SQUAT_START = (0.0, 0.0, -0.1, 0.0)        # rad: near-straight leg; the thesis' excursions fit the limits from it
 SQUAT_START_S = 1.5
-SETTLE_S = 0.5
 PUSH_DIRECTIONS = {"forward": (0.0, 0.0, 1.0), "backward": (0.0, 0.0, -1.0),
                    "left": (0.0, 1.0, 0.0), "right": (0.0, -1.0, 0.0)}
 """Unit vectors in the thesis world axes (eq. 45-47: x_g up, y_g lateral, +y_g called left,
@@ -59,6 +58,14 @@ def push(op: Operator, body: str, force: float, unit: tuple[float, float, float]
                             f"{answer['error'] if answer else 'no answer on its UDP control port'}")
 
 
+def tilt_and_back(op: Operator, alpha: float, beta: float, duration: float, hold: float) -> None:
+    """The platform to (alpha, beta) in ``duration`` s, held ``hold`` s, back level, then settled."""
+    op.command("platform", alpha=alpha, beta=beta, duration=duration)
+    op.wait(duration + hold)
+    op.command("platform", alpha=0.0, beta=0.0, duration=duration)
+    op.wait(duration + SETTLE_S)
+
+
 @dataclass(frozen=True)
 class Tilt:
     """Platform 0 -> (α, β) by a quintic in ``duration``, hold, back to level (thesis §2.6)."""
@@ -74,10 +81,7 @@ class Tilt:
             "angles": "deg"}
 
     def run(self, op: Operator) -> None:
-        op.command("platform", alpha=self.alpha, beta=self.beta, duration=self.duration)
-        op.wait(self.duration + self.hold)
-        op.command("platform", alpha=0.0, beta=0.0, duration=self.duration)
-        op.wait(self.duration + SETTLE_S)
+        tilt_and_back(op, self.alpha, self.beta, self.duration, self.hold)
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,15 @@ from models.validation import read_yaml
 
 from .metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
 from .plots import plot_paths, write_whole_body_plots
-from .runner import Operator, Processes, Say, ScenarioAbort, ScenarioError, plot_errors, write_config
-from .scenarios import push, push_params
+from .runner import (SETTLE_S, Operator, Processes, Say, ScenarioError, play_measured, plot_errors,
+                     write_config)
+from .scenarios import push, push_params, tilt_and_back
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000_platform.yaml"
 TRUTH_KEYS = ("t", "platform", "foot_lift", "contact", "com_world", "support_polygon", "support_count", "fallen",
               "pelvis_height", "plate_position")
 LIFT_M = 0.04                 # m, the lifted sole above its place on one foot
 POSTURE_S = 2.0               # s, each posture move
-SETTLE_S = 0.5
 HOLD_S = 1.0
 PUSH_DIRECTIONS = {"forward": (1.0, 0.0, 0.0), "backward": (-1.0, 0.0, 0.0),
                    "left": (0.0, 1.0, 0.0), "right": (0.0, -1.0, 0.0)}
@@ -78,10 +78,7 @@ class PlatformTilt:
                 "duration_s": self.duration, "hold_s": self.hold}
 
     def run(self, op: Operator) -> None:
-        op.command("platform", alpha=self.alpha, beta=self.beta, duration=self.duration)
-        op.wait(self.duration + self.hold)
-        op.command("platform", alpha=0.0, beta=0.0, duration=self.duration)
-        op.wait(self.duration + SETTLE_S)
+        tilt_and_back(op, self.alpha, self.beta, self.duration, self.hold)
 
 
 @dataclass(frozen=True)
@@ -295,11 +292,4 @@ def _run(scenario, o: WholeBodyOptions, op: Operator, config: Path, say: Say) ->
         op.wait(SETTLE_S)
     say(f"{scenario.name}: {scenario.params()}, {o.support} support, "
         f"{'stabilizer on' if o.stabilizer else 'posture held in position'}")
-    op.mark_start()
-    aborted = None
-    try:
-        scenario.run(op)
-    except ScenarioAbort as e:
-        aborted = str(e)
-        say(f"{scenario.name}: {aborted}")
-    return _evaluate(scenario, o, op, aborted)
+    return _evaluate(scenario, o, op, play_measured(scenario, op, say, scenario.name))
