@@ -78,7 +78,7 @@ class _Load:
     def __init__(self, command: str, telemetry: str, rate: float) -> None:
         import zmq
 
-        from .io.client import Client
+        from controller.io.client import Client
 
         self.client = Client(command, timeout_s=1.0, retries=3)
         self.sub = zmq.Context.instance().socket(zmq.SUB)
@@ -133,7 +133,7 @@ class _Load:
 
 def _wait_state(load: _Load, state: str, timeout: float) -> None:
     """Poll status until ``state`` (the daemon may still be starting: no reply yet)."""
-    from .io.client import ClientTimeout
+    from controller.io.client import ClientTimeout
 
     end = time.monotonic() + timeout
     while True:
@@ -157,7 +157,7 @@ def _postures(load: _Load) -> list[list[float]]:
 
 def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
         progress: Callable[[str], None] | None = None, period: float | None = None) -> dict:
-    from .io.client import CommandError
+    from controller.io.client import CommandError
 
     say = progress or (lambda _m: None)
     doc = read_yaml(config)

@@ -35,7 +35,7 @@ from models.tree_config import is_tree, tree_from_dict
 from models.tree_robot import TreeRobot
 from models.validation import read_yaml
 
-from .extras import missing
+from controller.extras import missing
 
 DEFAULT_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg.yaml"
 DEFAULT_TREE = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip2000.yaml"
@@ -50,7 +50,7 @@ def _progress(enabled: bool):
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import plot_squat, run_squat, summary
+    from controller.demo import plot_squat, run_squat, summary
 
     problem = missing("matplotlib", "plot") if args.plot else None
     if problem:
@@ -231,7 +231,7 @@ def demos_for(robot) -> tuple[str, ...]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .daemon import run_daemon
+    from controller.daemon import run_daemon
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -241,7 +241,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         folder = None
         if args.demo:
-            from .config import load_daemon_config
+            from controller.config import load_daemon_config
 
             cfg = load_daemon_config(args.config, args.backend, True if args.lockstep else None,
                                      True if args.stepped else None)
@@ -252,13 +252,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                       f"{robot.model.name}: its demo is {' or '.join(valid) or 'none'}", file=sys.stderr)
                 return 2
         if args.demo == "squat":
-            from .demo import operator_squat
+            from controller.demo import operator_squat
 
             play = partial(operator_squat, out=sys.stdout)
         elif args.demo == "walk":
-            from .scenarios.runner import ScenarioError
-            from .scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
-            from .walk_demo import operator_walk, run_folder
+            from controller.scenarios.runner import ScenarioError
+            from controller.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
+            from controller.walk_demo import operator_walk, run_folder
 
             folder = run_folder(cfg.io.trajectory_dir, stack)
             say(f"bipd: generating the walk into {folder} (the first run compiles the gait's kernels)")
@@ -285,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 1
         if args.demo == "walk":
-            from .walk_demo import print_summary
+            from controller.walk_demo import print_summary
 
             print_summary(result, sys.stdout)
             if not result["completed"]:
@@ -293,7 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return 1
             return code
-        from .operator import print_loop_stats
+        from controller.operator import print_loop_stats
 
         print(f"\nsquat done: states {' -> '.join(result['states'])}, max tracking error "
               f"{result['max_tracking_error_deg']:.3f} deg (thesis walking playback: <= 1.3 deg)")
@@ -312,19 +312,19 @@ def cmd_hil(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from .scenarios.cli import main as scenario_main
+    from controller.scenarios.cli import main as scenario_main
 
     return scenario_main(args.rest)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from .campaign.cli import main as campaign_main
+    from controller.campaign.cli import main as campaign_main
 
     return campaign_main(args.rest)
 
 
 def cmd_ctl(args: argparse.Namespace) -> int:
-    from .io.ctl import main as ctl_main
+    from controller.io.ctl import main as ctl_main
 
     return ctl_main(args.rest)
 
@@ -334,8 +334,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if problem:
         print(f"bipd plot: error: {problem}", file=sys.stderr)
         return 2
-    from .io.log import LogError, find_log
-    from .io.plot import plot_log
+    from controller.io.log import LogError, find_log
+    from controller.io.plot import plot_log
 
     try:
         log = find_log(args.log_dir)
@@ -359,8 +359,8 @@ def cmd_gait(args: argparse.Namespace) -> int:
     from models.gait.wholebody import GaitInfeasible
     from models.tree_robot import TreeRobot
 
-    from .gait import check_file, make_gait, plot_gait, summary, write_gait
-    from .io.playback import TrajectoryFileError
+    from controller.gait import check_file, make_gait, plot_gait, summary, write_gait
+    from controller.io.playback import TrajectoryFileError
 
     if args.plot and missing("matplotlib", "plot"):
         print(f"bipd gait: error: --plot {missing('matplotlib', 'plot')}", file=sys.stderr)
@@ -408,7 +408,7 @@ def cmd_gait(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from .io.log import LogError, convert, log_info
+    from controller.io.log import LogError, convert, log_info
 
     try:
         if args.action == "convert":
@@ -436,7 +436,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_loop(args: argparse.Namespace) -> int:
-    from .bench import print_report, run
+    from controller.bench import print_report, run
 
     if args.period is not None and not 2e-4 <= args.period <= 0.1:
         print(f"bipd bench loop: error: --period must be in [0.0002, 0.1] s (got {args.period})", file=sys.stderr)

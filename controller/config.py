@@ -27,10 +27,10 @@ from stabilizer.stabilizer import Stabilizer
 from stabilizer.whole_body import WholeBodyStabilizer
 from stabilizer.whole_body_config import load_config as load_whole_body_config
 
-from .extras import missing
-from .plants import NEEDS, PLANTS
-from .io.curve import CurveConfigError, ServerCurve, is_loopback
-from .io.protocol import MAX_REQUEST_BYTES
+from controller.extras import missing
+from controller.plants import NEEDS, PLANTS
+from controller.io.curve import CurveConfigError, ServerCurve, is_loopback
+from controller.io.protocol import MAX_REQUEST_BYTES
 
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")

@@ -26,13 +26,13 @@ from pathlib import Path
 from models import ConfigError
 from models.tree_robot import TreeRobot
 
-from .codes import State
-from .config import DaemonConfig, load_daemon_config
-from .instance import InstanceLocked, instance_lock
-from .plants import PLANTS
-from .sdnotify import Notifier
-from .shm import RIG_NODES, H, Layout, SharedBlock
-from .telemetry import RecordLayout
+from controller.codes import State
+from controller.config import DaemonConfig, load_daemon_config
+from controller.instance import InstanceLocked, instance_lock
+from controller.plants import PLANTS
+from controller.sdnotify import Notifier
+from controller.shm import RIG_NODES, H, Layout, SharedBlock
+from controller.telemetry import RecordLayout
 
 LINGER_S = 2.0      # s the I/O side keeps answering after the loop process died
 
@@ -91,8 +91,8 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
     bus = None
     from drivers.hal import LinkError
     try:
-        from .loop.loop import ControlLoop
-        from .loop.timing import DeadlineClock, LockstepClock, setup_realtime
+        from controller.loop.loop import ControlLoop
+        from controller.loop.timing import DeadlineClock, LockstepClock, setup_realtime
 
         robot = cfg.robot()
         stab = cfg.stabilizer()
@@ -164,7 +164,7 @@ def io_context(cfg: DaemonConfig, robot):
     limits, the bus, the rig and what its tilts mean (models.stewart_tilt)."""
     from models.stewart_tilt import THESIS
 
-    from .io.protocol import Context
+    from controller.io.protocol import Context
 
     m, tr = robot.model, robot.description.transmission
     ctx = Context(joint_names=tuple(m.joint_names), qmin=m.qmin, qmax=m.qmax, vmax=m.vmax,
@@ -183,8 +183,8 @@ def io_context(cfg: DaemonConfig, robot):
 
 def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     """Bind the I/O process's sockets and open this run's cycle log folder."""
-    from .io.log import LOG_NAME, CycleLogWriter, LogError, new_run_dir
-    from .io.server import BindError, Endpoints, IoServer
+    from controller.io.log import LOG_NAME, CycleLogWriter, LogError, new_run_dir
+    from controller.io.server import BindError, Endpoints, IoServer
 
     ctx = io_context(cfg, robot)
     io = cfg.io
@@ -208,7 +208,7 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
 
 def _open_live_view(cfg: DaemonConfig, robot):
     """Start the Foxglove WebSocket server of ``io.live_view``; a refusal names the key."""
-    from .io.live import Ground, LiveView, LiveViewError
+    from controller.io.live import Ground, LiveView, LiveViewError
 
     live = cfg.io.live_view
     try:

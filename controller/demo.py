@@ -17,7 +17,7 @@ import numpy as np
 from models import Robot
 from models.dynamics import update
 
-from .loop.trajectories import SQUAT_DURATION_S, quintic, squat_excursion
+from controller.loop.trajectories import SQUAT_DURATION_S, quintic, squat_excursion
 
 
 @dataclass
@@ -142,7 +142,7 @@ def operator_squat(command: str, telemetry: str, out: TextIO, timeout_s: float =
     """What an operator does, over the daemon's ZMQ interface: enable, run the thesis
     squat, print the leg's state from the telemetry twice a second, disable, shut
     down. Returns a summary (max tracking error, states seen, profiler figures)."""
-    from .operator import Operator, print_event
+    from controller.operator import Operator, print_event
 
     err = 0.0
     states: list[str] = []

@@ -19,7 +19,7 @@ from models.gait.plan import SUPPORT_NAMES, GaitParams
 from models.gait.wholebody import Gait, GaitError, generate
 from models.tree_robot import TreeRobot
 
-from .io.playback import TrajectoryFileError, load_trajectory
+from controller.io.playback import TrajectoryFileError, load_trajectory
 
 
 def sidecar(path: Path) -> Path:

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 import zmq
 
-from .io.client import Client
+from controller.io.client import Client
 
 HEARTBEAT_S = 0.2      # s of wall clock between pings in a real-time loop (control.watchdog_s is 1 s)
 STEP_S = 0.1           # s of loop time granted per `step` in a stepped loop

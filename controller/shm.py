@@ -37,7 +37,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from .telemetry import STATS_SIZE, reset_stats
+from controller.telemetry import STATS_SIZE, reset_stats
 
 MAGIC = 0x42495044  # "BIPD"
 MAX_ARGS = 24

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .operator import Operator, print_event, print_loop_stats
-from .scenarios.walk_metrics import KNEE_BOUND_DEG
+from controller.operator import Operator, print_event, print_loop_stats
+from controller.scenarios.walk_metrics import KNEE_BOUND_DEG
 
 TABLE_JOINTS = ("l_hip_pitch", "l_knee", "r_hip_pitch", "r_knee")
 ROW_EVERY_S = 0.5                # s of loop time between table rows

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .backends.sim import open_sim
-from .backends.udp import open_in_process
-from .config import parse_bus_config
-from .powerlink import frames
-from .powerlink.pdo import TPDO
+from drivers.backends.sim import open_sim
+from drivers.backends.udp import open_in_process
+from drivers.config import parse_bus_config
+from drivers.powerlink import frames
+from drivers.powerlink.pdo import TPDO
 
 BENCH_BUS = {
     "backend": "sim",
@@ -66,7 +66,7 @@ LEG_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg
 def _leg_plant(config):
     from models import Robot
 
-    from .plant_leg import LegPlant
+    from drivers.plant_leg import LegPlant
     robot = Robot.from_yaml(LEG_ROBOT)
     m = robot.model
     q0 = np.clip(np.zeros(robot.n), m.qmin + 0.04, m.qmax - 0.04)      # off the joint stops

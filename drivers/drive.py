@@ -32,15 +32,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import cia402
-from .cia402 import Command, State
-from .codes import FaultCode, error_register_bits
-from .config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
-from .plant import Plant
-from .powerlink import frames, pdo
-from .powerlink.checks import put_le
-from .powerlink.sdo import ObjectDictionary, ObjectEntry
-from .powerlink.services import DEVICE_TYPE_SERVO_402
+from drivers import cia402
+from drivers.cia402 import Command, State
+from drivers.codes import FaultCode, error_register_bits
+from drivers.config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
+from drivers.plant import Plant
+from drivers.powerlink import frames, pdo
+from drivers.powerlink.checks import put_le
+from drivers.powerlink.sdo import ObjectDictionary, ObjectEntry
+from drivers.powerlink.services import DEVICE_TYPE_SERVO_402
 
 # Columns of DriveBank.x (one float row per axis):
 # parameters,

@@ -18,12 +18,12 @@ import math
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
-from .codes import FaultCode
-from .powerlink import frames
-from .powerlink.nmt import NmtCommand
+from drivers.codes import FaultCode
+from drivers.powerlink import frames
+from drivers.powerlink.nmt import NmtCommand
 
 if TYPE_CHECKING:
-    from .sim_nodes import SimulatedNodes
+    from drivers.sim_nodes import SimulatedNodes
 
 DRIVE_FAULTS = {"over_temperature": FaultCode.OVER_TEMPERATURE, "following_error": FaultCode.FOLLOWING_ERROR}
 GLITCHES = ("jump", "nan")

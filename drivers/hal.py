@@ -28,12 +28,12 @@ from typing import Self
 
 import numpy as np
 
-from . import cia402
-from .cia402 import State
-from .config import AxisConfig, BusConfig, parse_bus_config
-from .events import BusEvent, EventKind
-from .faults import FaultApi
-from .powerlink.sdo import SdoRequest
+from drivers import cia402
+from drivers.cia402 import State
+from drivers.config import AxisConfig, BusConfig, parse_bus_config
+from drivers.events import BusEvent, EventKind
+from drivers.faults import FaultApi
+from drivers.powerlink.sdo import SdoRequest
 
 BACKENDS: dict[str, str] = {
     "sim": "drivers.backends.sim:open_sim",

@@ -35,11 +35,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import drive
-from .powerlink import frames
-from .powerlink.checks import crc32, framed, le, put_le
-from .powerlink.nmt import NMT_STATE_CODES, NmtState
-from .powerlink.pdo import RPDO
+from drivers import drive
+from drivers.powerlink import frames
+from drivers.powerlink.checks import crc32, framed, le, put_le
+from drivers.powerlink.nmt import NMT_STATE_CODES, NmtState
+from drivers.powerlink.pdo import RPDO
 
 # Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
 # row in DriveBank.pres, the axis row of each RPDO channel (-1: channel unused).

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from numba import njit
 
-from .config import SENSORS, BusConfig
+from drivers.config import SENSORS, BusConfig
 
 
 class Plant(ABC):

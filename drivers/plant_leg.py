@@ -76,8 +76,8 @@ from models.transmission import (
     transmission_jacobian,
 )
 
-from .config import BusConfig, BusConfigError
-from .plant import Plant
+from drivers.config import BusConfig, BusConfigError
+from drivers.plant import Plant
 
 AXES = ("ankle_1", "ankle_2", "knee", "hip", "platform_alpha", "platform_beta")
 N_LEG = 4

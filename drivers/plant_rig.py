@@ -17,9 +17,9 @@ from models import Robot
 from models.stewart import OK, STATUS_NAMES, StewartData, StewartModel, forward_kinematics, leg_lengths
 from models.stewart_tilt import hinge_angles
 
-from .config import BusConfig, BusConfigError
-from .plant import InertiaPlant, Plant
-from .plant_leg import AXES, N_LEG, LegPlant
+from drivers.config import BusConfig, BusConfigError
+from drivers.plant import InertiaPlant, Plant
+from drivers.plant_leg import AXES, N_LEG, LegPlant
 
 
 class RigPlantError(RuntimeError):

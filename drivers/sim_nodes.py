@@ -11,15 +11,15 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from . import isochronous
-from .config import BusConfig
-from .drive import Drive, DriveBank
-from .faults import FaultInjector
-from .plant import InertiaPlant, Plant
-from .powerlink import frames
-from .powerlink.controlled_node import ControlledNode
-from .powerlink.frames import FrameError, MessageType
-from .powerlink.nmt import NmtCommand, NmtState
+from drivers import isochronous
+from drivers.config import BusConfig
+from drivers.drive import Drive, DriveBank
+from drivers.faults import FaultInjector
+from drivers.plant import InertiaPlant, Plant
+from drivers.powerlink import frames
+from drivers.powerlink.controlled_node import ControlledNode
+from drivers.powerlink.frames import FrameError, MessageType
+from drivers.powerlink.nmt import NmtCommand, NmtState
 
 _OPERATIONAL = NmtState.OPERATIONAL
 _PREQ, _SOC, _SOA, _ASND = (int(t) for t in (MessageType.PREQ, MessageType.SOC, MessageType.SOA, MessageType.ASND))

@@ -1,8 +1,8 @@
 """Robot models: MDH chains compiled to Numba kernels (Model/Data split)."""
-from .config import RobotDescription, description_from_dict, load_description
-from .errors import ConfigError, GeometryError, ModelError, TransmissionFault, WorkspaceError
-from .model import Data, Model
-from .robot import Robot
+from models.config import RobotDescription, description_from_dict, load_description
+from models.errors import ConfigError, GeometryError, ModelError, TransmissionFault, WorkspaceError
+from models.model import Data, Model
+from models.robot import Robot
 
 __all__ = ["Robot", "Model", "Data", "RobotDescription", "load_description",
            "description_from_dict", "ConfigError", "GeometryError", "ModelError",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .errors import GeometryError
+from models.errors import GeometryError
 
 HALF_PI = 0.5 * math.pi
 

@@ -20,8 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from .dynamics import update
-from .robot import Robot
+from models.dynamics import update
+from models.robot import Robot
 
 THESIS_FGM_DYN_AVG_US = 161.6   # thesis §2.6.2, Figure 35: walking playback, FGM + inverse dynamics (text: 161)
 
@@ -89,7 +89,7 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10,
     try:
         import pinocchio as pin
 
-        from .reference import build
+        from models.reference import build
     except ImportError:
         pin = None
     if pin is not None:

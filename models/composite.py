@@ -39,11 +39,11 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from .errors import GeometryError
-from .model import PRISMATIC, _at, python_views
-from .tree import TreeModel, model_layout, rooting
-from .tree_config import TreeDescription
-from .tree_dynamics import _cross, _joint_step, _mul
+from models.errors import GeometryError
+from models.model import PRISMATIC, _at, python_views
+from models.tree import TreeModel, model_layout, rooting
+from models.tree_config import TreeDescription
+from models.tree_dynamics import _cross, _joint_step, _mul
 
 PLAN_HEADER = 5   # n joints, nb bodies, chains, longest chain, stance options
 

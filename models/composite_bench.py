@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import _percentiles, _time_calls
-from .composite import composite_setup, composite_update, set_stance
-from .tree_dynamics import set_root, update
-from .tree_robot import TreeRobot
+from models.bench import _percentiles, _time_calls
+from models.composite import composite_setup, composite_update, set_stance
+from models.tree_dynamics import set_root, update
+from models.tree_robot import TreeRobot
 
 ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip2000.yaml"
 

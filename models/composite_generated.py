@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from .composite import (CompositeData, CompositePlan, cdata_layout, chain_kinematics, composite_coriolis,
+from models.composite import (CompositeData, CompositePlan, cdata_layout, chain_kinematics, composite_coriolis,
                         composite_inertia, composite_kinematics, composite_setup, plan_layout)
-from .errors import ConfigError, GeometryError
-from .tree import TreeModel, model_layout
-from .tree_config import TreeDescription
+from models.errors import ConfigError, GeometryError
+from models.tree import TreeModel, model_layout
+from models.tree_config import TreeDescription
 
 
 @njit(cache=True)
@@ -106,7 +106,7 @@ class GeneratedChains:
     ConfigError when a module is stale for the YAML."""
 
     def __init__(self, desc: TreeDescription, plan: CompositePlan) -> None:
-        from .codegen.chain import chain_base
+        from models.codegen.chain import chain_base
 
         source = Path(desc.source)
         firsts = [desc.joints[c[0]].joint.name for c in plan.chains]

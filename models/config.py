@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, quote
-from .transmission import Transmission, parse_transmission
-from .validation import Section, read_yaml, vector
+from models.errors import ConfigError, quote
+from models.transmission import Transmission, parse_transmission
+from models.validation import Section, read_yaml, vector
 
 JOINT_TYPES = ("revolute", "prismatic")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from .kinematics import body_inertias, forward_kinematics, kinematics
-from .model import PRISMATIC, _at, data_views, model_views
+from models.kinematics import body_inertias, forward_kinematics, kinematics
+from models.model import PRISMATIC, _at, data_views, model_views
 
 
 @njit(cache=True)

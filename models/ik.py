@@ -50,15 +50,15 @@ from enum import IntEnum
 import numpy as np
 from numba import carray, njit
 
-from .errors import GeometryError, ModelError
-from .kinematics import body_coms, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
-from .linalg import cholesky_rtol, spd_solve
-from .model import _at, check_buffers, data_views, model_views, python_views
-from .tree import data_layout as tree_data_layout
-from .tree import model_layout as tree_model_layout
-from .tree_dynamics import kinematics as tree_kinematics
-from .tree_dynamics import point_jacobian as tree_point_jacobian
-from .tree_robot import TreeRobot
+from models.errors import GeometryError, ModelError
+from models.kinematics import body_coms, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
+from models.linalg import cholesky_rtol, spd_solve
+from models.model import _at, check_buffers, data_views, model_views, python_views
+from models.tree import data_layout as tree_data_layout
+from models.tree import model_layout as tree_model_layout
+from models.tree_dynamics import kinematics as tree_kinematics
+from models.tree_dynamics import point_jacobian as tree_point_jacobian
+from models.tree_robot import TreeRobot
 
 # task kinds and the rows each stacks (declared once; everything else derives from it)
 POSITION, ORIENTATION, POSE, AXIS = 0, 1, 2, 3

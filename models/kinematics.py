@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .model import PRISMATIC, check_buffers, data_views, model_views
+from models.model import PRISMATIC, check_buffers, data_views, model_views
 
 
 @njit(cache=True, inline="always")

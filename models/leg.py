@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .errors import GeometryError
-from .model import REVOLUTE, Model
+from models.errors import GeometryError
+from models.model import REVOLUTE, Model
 
 # indices in the packed parameter array
 L2, L3, L4, L2C, L3C, L4C, L2G, L3G, L4G, MASS = range(10)

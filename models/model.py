@@ -18,7 +18,7 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
-from .config import RobotDescription
+from models.config import RobotDescription
 
 REVOLUTE = 0.0
 PRISMATIC = 1.0

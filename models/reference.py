@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from .config import RobotDescription
+from models.config import RobotDescription
 
 
 def _rot(axis: str, angle: float) -> pin.SE3:

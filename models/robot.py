@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import RobotDescription, load_description
-from .dynamics import rnea, rnea_work_size, update
-from .errors import GeometryError
-from .kinematics import kinematics, point_jacobian
-from .model import Data, Model
+from models.config import RobotDescription, load_description
+from models.dynamics import rnea, rnea_work_size, update
+from models.errors import GeometryError
+from models.kinematics import kinematics, point_jacobian
+from models.model import Data, Model
 
 
 class Robot:

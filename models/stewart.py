@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from numba import carray, njit
 
-from .model import _at, python_views
-from .stewart_config import StewartDescription, load_stewart
+from models.model import _at, python_views
+from models.stewart_config import StewartDescription, load_stewart
 
 OK = 0
 OUT_OF_STROKE = 1

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from .bench import _percentiles, _time_calls
-from .errors import ModelError, WorkspaceError
-from .stewart import STATUS_NAMES, StewartData, StewartModel, staicu_motion
-from .stewart_dynamics import inverse_dynamics
+from models.bench import _percentiles, _time_calls
+from models.errors import ModelError, WorkspaceError
+from models.stewart import STATUS_NAMES, StewartData, StewartModel, staicu_motion
+from models.stewart_dynamics import inverse_dynamics
 
 DEFAULT_RIG = Path(__file__).resolve().parents[1] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 BUS_CYCLE_US = 400.0

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, quote
-from .validation import Section, read_yaml
+from models.errors import ConfigError, quote
+from models.validation import Section, read_yaml
 
 LEG_NAMES = ("A", "B", "C", "D", "E", "F")
 BODY_NAMES = ("cross1", "cylinder", "rod", "cross4", "piece5", "platform")

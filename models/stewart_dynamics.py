@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from .stewart import (OK, SINGULAR, _cross, _dot, _solve3, data_views, inverse_kinematics,
+from models.stewart import (OK, SINGULAR, _cross, _dot, _solve3, data_views, inverse_kinematics,
                       model_views, solve6)
 
 

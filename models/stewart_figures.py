@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelError
-from .stewart import staicu_motion
-from .stewart_config import LEG_NAMES
-from .stewart_rig import StewartRig
+from models.errors import ModelError
+from models.stewart import staicu_motion
+from models.stewart_config import LEG_NAMES
+from models.stewart_rig import StewartRig
 
 DEFAULT_RIG = Path(__file__).resolve().parents[1] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 

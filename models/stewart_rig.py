@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import GeometryError, WorkspaceError
-from .stewart import (OK, STATUS_NAMES, StewartData, StewartModel, forward_kinematics,
+from models.errors import GeometryError, WorkspaceError
+from models.stewart import (OK, STATUS_NAMES, StewartData, StewartModel, forward_kinematics,
                       inverse_kinematics)
-from .stewart_dynamics import inverse_dynamics
+from models.stewart_dynamics import inverse_dynamics
 
 
 class StewartRig:

@@ -27,8 +27,8 @@ from collections import deque
 import numpy as np
 from numba import carray, njit
 
-from .model import PRISMATIC, REVOLUTE, _at, python_views
-from .tree_config import TreeDescription
+from models.model import PRISMATIC, REVOLUTE, _at, python_views
+from models.tree_config import TreeDescription
 
 HEADER = 5   # n joints, nb bodies, nf frames, ng CoG groups, nr rootings
 

@@ -24,10 +24,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .bench import THESIS_FGM_DYN_AVG_US, _percentiles, _time_calls
-from .tree import TreeData
-from .tree_dynamics import set_root, update, update_cycle
-from .tree_robot import TreeRobot
+from models.bench import THESIS_FGM_DYN_AVG_US, _percentiles, _time_calls
+from models.tree import TreeData
+from models.tree_dynamics import set_root, update, update_cycle
+from models.tree_robot import TreeRobot
 
 TARGET_RATIO = 0.5            # the recursive engine against Pinocchio's equal work
 
@@ -98,7 +98,7 @@ def _pinocchio(with_c: bool):
     def setup(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath:
         import pinocchio as pin
 
-        from .tree_reference import build_tree
+        from models.tree_reference import build_tree
 
         refs = [build_tree(robot.description, robot.model.root_names[r]) for r in roots]
         models = []
@@ -158,8 +158,8 @@ def _stances(plan, robot: TreeRobot, roots: tuple[int, ...]) -> list[int] | None
 def _composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -> BenchPath | None:
     """The composite models on a sole, or swapping soles (``set_stance`` +
     update); they have no pelvis stance."""
-    from .composite import composite_setup, composite_update, set_stance
-    from .errors import GeometryError
+    from models.composite import composite_setup, composite_update, set_stance
+    from models.errors import GeometryError
 
     try:
         model, plan, data = composite_setup(robot.description, robot.model.root_names[roots[0]])
@@ -186,9 +186,9 @@ def _generated_composite(robot: TreeRobot, roots: tuple[int, ...], st: States) -
     """The composite models with the hanging chains' A_c and G rows from their
     generated closed forms, on a sole or swapping soles (a tree without generated
     chains: None)."""
-    from .composite import set_stance
-    from .composite_generated import generated_setup
-    from .errors import GeometryError
+    from models.composite import set_stance
+    from models.composite_generated import generated_setup
+    from models.errors import GeometryError
 
     try:
         model, plan, data, gen = generated_setup(robot.description, robot.model.root_names[roots[0]])

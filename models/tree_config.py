@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Body, Joint, _inertia, _joint, description_from_dict
-from .errors import ConfigError
-from .model import mdh_matrix
-from .transmission import Transmission, parse_blocks
-from .validation import Section, read_yaml, vector
+from models.config import Body, Joint, _inertia, _joint, description_from_dict
+from models.errors import ConfigError
+from models.model import mdh_matrix
+from models.transmission import Transmission, parse_blocks
+from models.validation import Section, read_yaml, vector
 
 
 @dataclass(frozen=True)

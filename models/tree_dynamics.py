@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .model import PRISMATIC
-from .tree import data_layout, model_layout
+from models.model import PRISMATIC
+from models.tree import data_layout, model_layout
 
 
 @njit(cache=True, inline="always")

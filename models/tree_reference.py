@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from .reference import _rot, _trans
-from .tree_config import TreeDescription
+from models.reference import _rot, _trans
+from models.tree_config import TreeDescription
 
 
 @dataclass

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import tree_dynamics as td
-from .errors import GeometryError
-from .tree import TreeData, TreeModel
-from .tree_config import TreeDescription, load_tree
+from models import tree_dynamics as td
+from models.errors import GeometryError
+from models.tree import TreeData, TreeModel
+from models.tree_config import TreeDescription, load_tree
 
 
 class TreeRobot:

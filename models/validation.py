@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError, quote
+from models.errors import ConfigError, quote
 
 MAX_YAML_BYTES = 1 << 20
 """Largest configuration or robot file read (1 MiB: the deploy files are a few KiB)."""

@@ -31,7 +31,7 @@ from numba import njit
 from models.dynamics import update
 from models.model import data_views
 
-from .stabilizer import O_SCALARS, P_DT, Stabilizer, step
+from stabilizer.stabilizer import O_SCALARS, P_DT, Stabilizer, step
 
 THESIS_STABILIZER_AVG_US = 273.0     # thesis §2.6.3 / docs/conventions.md, B&R X20CP1586 (Atom 1.6 GHz)
 TARGET_CYCLE_US = 10.0
@@ -125,7 +125,7 @@ def run_whole_body_benchmark(samples: int = 20000, config: str | Path = WHOLE_BO
     from models.gait.plan import DOUBLE, LEFT, GaitParams
     from models.gait.wholebody import flexed_posture
 
-    from . import whole_body as wb
+    from stabilizer import whole_body as wb
 
     st = wb.WholeBodyStabilizer.from_yaml(config)
     n = st.n

@@ -55,9 +55,9 @@ from typing import Any
 from models.errors import ConfigError, quote
 from models.validation import Section, read_yaml
 
-from .fields import LAW_NAMES, SPRING_DAMPER
-from .ground import TILT_IMU, TILT_PLATFORM
-from .tilt_observer import ObserverSettings
+from stabilizer.fields import LAW_NAMES, SPRING_DAMPER
+from stabilizer.ground import TILT_IMU, TILT_PLATFORM
+from stabilizer.tilt_observer import ObserverSettings
 
 TILT_SOURCES = {"platform": TILT_PLATFORM, "imu": TILT_IMU}
 

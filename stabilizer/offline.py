@@ -24,7 +24,7 @@ import numpy as np
 from models.gait.plan import DOUBLE, LEFT, GaitParams
 from models.gait.wholebody import flexed_posture
 
-from .whole_body import OK, STATUS_NAMES, WholeBodyStabilizer
+from stabilizer.whole_body import OK, STATUS_NAMES, WholeBodyStabilizer
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "robots" / "bip2000_stabilizer.yaml"
 DIRECTIONS_DEG = (0, 45, 90, 135, 180, 225, 270, 315)   # 0: +alpha (roll), 90: +beta (pitch)

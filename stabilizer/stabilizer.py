@@ -31,11 +31,11 @@ from models.errors import ConfigError
 from models.leg import LegGeometry, leg_com, virtual_com_jacobian
 from models.robot import Robot
 
-from .config import StabilizerConfig, load_config
-from .fields import attractor_force, wall_forces
-from .ground import TILT_OK, apparent_tilt, base_to_world, foot_origin, rotation_world_foot
-from .support_polygon import outline_orientation, project_outline, rectangle_outline
-from .virtual_robot import (
+from stabilizer.config import StabilizerConfig, load_config
+from stabilizer.fields import attractor_force, wall_forces
+from stabilizer.ground import TILT_OK, apparent_tilt, base_to_world, foot_origin, rotation_world_foot
+from stabilizer.support_polygon import outline_orientation, project_outline, rectangle_outline
+from stabilizer.virtual_robot import (
     admittance_velocity,
     damping_factor,
     integrate,
@@ -44,7 +44,7 @@ from .virtual_robot import (
     scale_to_velocity_limits,
     smallest_task_singular_value,
 )
-from .walls import compute_walls, signed_distances
+from stabilizer.walls import compute_walls, signed_distances
 
 # step() status
 OK = 0

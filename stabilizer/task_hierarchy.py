@@ -28,7 +28,7 @@ from numba import njit
 
 from models.linalg import spd_solve
 
-from .virtual_robot import damping_factor
+from stabilizer.virtual_robot import damping_factor
 
 JACOBI_SWEEPS = 8
 

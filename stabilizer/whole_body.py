@@ -41,15 +41,15 @@ from models.tree import TreeData, data_layout
 from models.tree_dynamics import kinematics, set_root
 from models.tree_robot import TreeRobot
 
-from .fields import attractor_force, wall_forces
-from .contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
-from .ground import MAX_TILT, TILT_IMU
-from .stabilizer import engage_ramp, reject
+from stabilizer.fields import attractor_force, wall_forces
+from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
+from stabilizer.ground import MAX_TILT, TILT_IMU
+from stabilizer.stabilizer import engage_ramp, reject
 from models.polygon import convex_hull, polygon_centroid
-from .task_hierarchy import posture_level, solve_level, start_basis
-from .virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
-from .walls import compute_walls, signed_distances
-from .whole_body_config import VirtualRobotConfig, WholeBodyConfig, load_config, robot_error
+from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
+from stabilizer.virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
+from stabilizer.walls import compute_walls, signed_distances
+from stabilizer.whole_body_config import VirtualRobotConfig, WholeBodyConfig, load_config, robot_error
 
 # step() status
 OK = 0

@@ -45,8 +45,8 @@ from typing import Any
 from models.errors import ConfigError, quote
 from models.validation import read_yaml
 
-from .config import FieldConfig, MapSection, field_config
-from .contact import DWELL_S, MAX_LOAD, MIN_LOAD, RELEASE_LOAD
+from stabilizer.config import FieldConfig, MapSection, field_config
+from stabilizer.contact import DWELL_S, MAX_LOAD, MIN_LOAD, RELEASE_LOAD
 
 TILT_SOURCES = ("platform", "imu")
 SUPPORT_SOURCES = ("phase", "sensors")

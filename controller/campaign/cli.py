@@ -16,8 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..extras import missing
-from .spec import SpecError, load_spec
+from controller.extras import missing
+from controller.campaign.spec import SpecError, load_spec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
                                   ("matplotlib", "plot", args.plot is not None)):
         if wanted and (problem := missing(module, extra)):
             return usage(problem)
-    from .execute import run_campaign
-    from .report import pareto_plot, ranked, table
+    from controller.campaign.execute import run_campaign
+    from controller.campaign.report import pareto_plot, ranked, table
 
     store = run_campaign(spec, args.address, args.num_cpus, retry_failed=args.retry_failed)
     rows = ranked(spec, list(store.read().values()))

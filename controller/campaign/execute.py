@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .reaper import processes_die_with_worker
-from .spec import Range, Spec
-from .store import Store
-from .trials import grid, random_trials, run_trial, trial_key
+from controller.campaign.reaper import processes_die_with_worker
+from controller.campaign.spec import Range, Spec
+from controller.campaign.store import Store
+from controller.campaign.trials import grid, random_trials, run_trial, trial_key
 
 Trial = Callable[[Spec, dict[str, Any]], dict[str, Any]]
 Say = Callable[[str], None]

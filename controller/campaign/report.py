@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .execute import objective_values
-from .spec import Spec
+from controller.campaign.execute import objective_values
+from controller.campaign.spec import Spec
 
 
 def _signed(spec: Spec, values: list[float]) -> list[float]:

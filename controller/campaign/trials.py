@@ -13,7 +13,7 @@ import math
 import random
 from typing import Any
 
-from .spec import Range, Spec
+from controller.campaign.spec import Range, Spec
 
 
 def trial_key(spec: Spec, params: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Self
 
 import zmq
 
-from .curve import ClientCurve, is_ipv6, secure_client
+from controller.io.curve import ClientCurve, is_ipv6, secure_client
 
 
 class ClientTimeout(TimeoutError):

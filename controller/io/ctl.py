@@ -15,8 +15,8 @@ from typing import Any
 
 import zmq
 
-from .client import Client, ClientTimeout, CommandError
-from .curve import ClientCurve, CurveConfigError
+from controller.io.client import Client, ClientTimeout, CommandError
+from controller.io.curve import ClientCurve, CurveConfigError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
 

@@ -34,7 +34,7 @@ from models.tilt import rotation_world_foot
 from stabilizer.ground import base_to_world, foot_origin
 from stabilizer.support_polygon import project_outline, rectangle_outline
 
-from .log import CHANNELS, _schema
+from controller.io.log import CHANNELS, _schema
 
 RATE_HZ = 30.0
 FORCE_SCALE = 0.01            # m of arrow per N of field force

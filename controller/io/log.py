@@ -40,7 +40,7 @@ from controller.codes import Reason, State
 from controller.telemetry import STAB_FLAGS, TASKS, RecordLayout, stab_flag_names
 from models.stewart_config import LEG_NAMES
 
-from .messages import finite_or_none, name_of
+from controller.io.messages import finite_or_none, name_of
 
 LOG_NAME = "cycles.mcap"
 FORMAT = "bipd-cycle-log"

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from controller.telemetry import STAB_EVENT_MASK, STAB_FLAGS, TASKS
 
-from .log import CycleLog, LogError, read_log
+from controller.io.log import CycleLog, LogError, read_log
 
 
 def _save(fig: Figure, path: Path) -> Path:

@@ -50,11 +50,11 @@ from controller.shm import (
 )
 from controller.telemetry import RecordLayout, stats_summary
 
-from .curve import ServerCurve, check_endpoints, is_ipv6, secure_server, start_authenticator
-from .live import LiveView
-from .log import CycleLogWriter
-from .playback import TrajectoryFileError, load_trajectory
-from .messages import (
+from controller.io.curve import ServerCurve, check_endpoints, is_ipv6, secure_server, start_authenticator
+from controller.io.live import LiveView
+from controller.io.log import CycleLogWriter
+from controller.io.playback import TrajectoryFileError, load_trajectory
+from controller.io.messages import (
     Names,
     event_message,
     finite_or_none,
@@ -62,7 +62,7 @@ from .messages import (
     profiler_summary,
     telemetry_message,
 )
-from .protocol import MAX_REQUEST_BYTES, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from controller.io.protocol import MAX_REQUEST_BYTES, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")

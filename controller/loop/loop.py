@@ -51,7 +51,7 @@ from stabilizer.tilt_observer import ObserverSettings, observe_tilt
 from stabilizer.whole_body import P_DWELL, P_MAX_LOAD, P_MIN_LOAD, P_RELEASE_LOAD, WholeBodyStabilizer
 from stabilizer.tilt_observer import new_state as new_observer
 
-from ..codes import (
+from controller.codes import (
     DRIVE_FAULT_KINDS,
     GLITCH_KINDS,
     NODE_FAULTS,
@@ -63,8 +63,8 @@ from ..codes import (
     State,
     pack_detail,
 )
-from ..config import DaemonConfig
-from ..shm import (
+from controller.config import DaemonConfig
+from controller.shm import (
     Cmd,
     H,
     SharedBlock,
@@ -75,24 +75,24 @@ from ..shm import (
     post_event,
     post_reply,
 )
-from ..telemetry import LOADS_MASK, RIG_ACTUATORS, ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
-from .axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
-from .profiler import profile_cycle
-from .safety import OK as SAFE_OK
-from .safety import MARGIN, QMAX, QMIN, Limits, Watchdog, first_nonfinite, reason
-from .robot_models import robot_models
-from .references.hold import Follow, Hold
-from .references.move import Move
-from .references.playback import Playback, first_stance, playback_sample, right_shares
-from .references.squat import Squat
-from .references.stabilize import Stabilize
-from .references.stabilize_whole_body import StabilizeWholeBody
-from .references.stop import Stop, decelerate
-from .states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
-from .trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
-from ..rig.loop_side import rig_player
-from ..rig.motions import SplineMotion
-from ..rig.spec import motion_from_args
+from controller.telemetry import LOADS_MASK, RIG_ACTUATORS, ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
+from controller.loop.axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
+from controller.loop.profiler import profile_cycle
+from controller.loop.safety import OK as SAFE_OK
+from controller.loop.safety import MARGIN, QMAX, QMIN, Limits, Watchdog, first_nonfinite, reason
+from controller.loop.robot_models import robot_models
+from controller.loop.references.hold import Follow, Hold
+from controller.loop.references.move import Move
+from controller.loop.references.playback import Playback, first_stance, playback_sample, right_shares
+from controller.loop.references.squat import Squat
+from controller.loop.references.stabilize import Stabilize
+from controller.loop.references.stabilize_whole_body import StabilizeWholeBody
+from controller.loop.references.stop import Stop, decelerate
+from controller.loop.states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
+from controller.loop.trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
+from controller.rig.loop_side import rig_player
+from controller.rig.motions import SplineMotion
+from controller.rig.spec import motion_from_args
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})

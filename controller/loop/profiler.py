@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ..telemetry import HIST_BINS, ST_CYCLES, ST_HIST, ST_MAX_LATENCY, ST_MISSED, ST_OVERRUNS, TASK_FIELDS
+from controller.telemetry import HIST_BINS, ST_CYCLES, ST_HIST, ST_MAX_LATENCY, ST_MISSED, ST_OVERRUNS, TASK_FIELDS
 
 
 @njit(cache=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from ..codes import Reason, State
-from ..shm import Cmd
+from controller.codes import Reason, State
+from controller.shm import Cmd
 
 S = State
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..loop.trajectories import quintic_scalar
-from .motions import MotionError, SplineMotion
+from controller.loop.trajectories import quintic_scalar
+from controller.rig.motions import MotionError, SplineMotion
 
 HEADER = ("t", "ax", "ay", "az")
 MAX_BYTES = 16 * 1024 * 1024

@@ -11,8 +11,8 @@ from models.stewart import OK, StewartModel, leg_lengths
 
 from models.stewart_tilt import THESIS, euler_to_hinge
 
-from .motions import Motion, TiltSequence
-from .player import RigPlayer, following_errors
+from controller.rig.motions import Motion, TiltSequence
+from controller.rig.player import RigPlayer, following_errors
 
 TILT_PATH_POINTS = 21          # poses of a `platform` tilt checked against the stroke before it starts
 HOME_TOLERANCE = 2e-3          # m, rad: a rig_motion starts within this of home (the drives' hold: BIP 2000 sags 1.3 mm)

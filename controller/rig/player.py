@@ -25,7 +25,7 @@ from models.stewart import (OK, SINGULAR, StewartData, StewartModel, data_views,
 
 from models.stewart_tilt import THESIS, hinge_angles
 
-from .motions import Motion, MotionError
+from controller.rig.motions import Motion, MotionError
 
 
 @njit(cache=True)

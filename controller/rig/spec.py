@@ -29,8 +29,8 @@ import yaml
 
 from models.stewart_tilt import THESIS
 
-from .earthquake import load_earthquake
-from .motions import DOFS, Motion, MotionError, TiltSequence, acceleration_step, heave, ship_deck, sinusoid
+from controller.rig.earthquake import load_earthquake
+from controller.rig.motions import DOFS, Motion, MotionError, TiltSequence, acceleration_step, heave, ship_deck, sinusoid
 
 
 def tilt(alpha_deg: float = 10.0, beta_deg: float = 20.0, duration: float = 7.0,

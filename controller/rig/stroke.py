@@ -12,7 +12,7 @@ import numpy as np
 from models.stewart import OK, SINGULAR, STATUS_NAMES, StewartData, StewartModel, inverse_kinematics, leg_lengths
 from models.stewart_config import LEG_NAMES
 
-from .motions import Motion, MotionError
+from controller.rig.motions import Motion, MotionError
 
 
 @dataclass(frozen=True)

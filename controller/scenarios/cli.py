@@ -49,13 +49,13 @@ from typing import Any
 
 from models import ConfigError
 
-from ..extras import missing
-from .metrics import ScenarioResult
-from .runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
-from .scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
-from .rig import RIG_CONFIG, RigMotion, checked_motion, is_tree_config, motion_folder
-from .search import TILT_AXES, largest_tilt, platform_limit_deg
-from .walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
+from controller.extras import missing
+from controller.scenarios.metrics import ScenarioResult
+from controller.scenarios.runner import DEFAULT_CONFIG, Options, ScenarioError, run_scenario
+from controller.scenarios.scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
+from controller.scenarios.rig import RIG_CONFIG, RigMotion, checked_motion, is_tree_config, motion_folder
+from controller.scenarios.search import TILT_AXES, largest_tilt, platform_limit_deg
+from controller.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
 
 
 def _failed(e: ConfigError | ScenarioError) -> int:
@@ -263,15 +263,15 @@ def main(argv: list[str] | None = None) -> int:
                                       motion_folder(args.motion) if args.scenario == "rig" else None))
     try:
         if args.scenario == "tilt-directions":
-            from .results import direction_rows, direction_speed, tilt_directions
+            from controller.scenarios.results import direction_rows, direction_speed, tilt_directions
 
             dirs = tilt_directions(options, _say)
             print(json.dumps(dirs) if args.json else "\n".join(direction_rows(dirs) + [direction_speed(dirs)]))
             return 1 if any(d["fell"] or d["aborted"] for d in dirs) else 0
         if args.scenario == "results" and args.part == "whole-body":
-            from . import whole_body_results as wr
-            from .results import update_readme
-            from .whole_body import CONFIG, WholeBodyOptions
+            from controller.scenarios import whole_body_results as wr
+            from controller.scenarios.results import update_readme
+            from controller.scenarios.whole_body import CONFIG, WholeBodyOptions
 
             config = CONFIG if args.config == DEFAULT_CONFIG else args.config
             res = wr.collect(WholeBodyOptions(config=config), args.runs or 4, _say)
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(res) if args.json else table)
             return 0
         if args.scenario == "results":
-            from .results import (BEGIN, END, WALK_MARKERS, collect, collect_walks, markdown, update_readme,
+            from controller.scenarios.results import (BEGIN, END, WALK_MARKERS, collect, collect_walks, markdown, update_readme,
                                   walk_markdown)
 
             res, tables = {}, []
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                   else "\n".join(table for table, _ in tables))
             return 0
         if args.scenario == "rig-results":
-            from .rig import MARKERS, collect as rig_collect, markdown as rig_markdown
+            from controller.scenarios.rig import MARKERS, collect as rig_collect, markdown as rig_markdown
 
             res = rig_collect(options, args.runs, _say)
             return _table(args, res, rig_markdown(res), MARKERS)
@@ -347,7 +347,7 @@ def _print_walk(res: dict[str, Any]) -> None:
 def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | None) -> int:
     """``bipd scenario walk``: exit 0 when the walk completed without a fall and within the thesis'
     bounds, 1 otherwise (or when the bench failed), 2 on bad usage."""
-    from .walk import walk
+    from controller.scenarios.walk import walk
 
     if args.gait is not None and not args.gait.is_file():
         p.error(f"walk: --gait {args.gait} is not a file")
@@ -371,7 +371,7 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
     return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
-    from .whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
+    from controller.scenarios.whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
                          support_source=args.support_source)
@@ -432,7 +432,7 @@ def _report_whole_body(res: dict[str, Any], as_json: bool) -> None:
 
 def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: tuple[str, str]) -> int:
     """A results table: into ``--readme`` between ``markers`` when given; printed (``--json``: ``res``)."""
-    from .results import update_readme
+    from controller.scenarios.results import update_readme
 
     if args.readme:
         update_readme(args.readme, table, markers)
@@ -443,8 +443,8 @@ def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: t
 def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario rig`` / ``rig-results`` when the config's robot is a tree (BIP 2000 on the rig):
     :mod:`.whole_body`'s bench, stepped lock-step, both feet; exit 1 if the robot fell."""
-    from .rig import TREE_MARKERS, collect_tree, markdown_tree
-    from .whole_body import WholeBodyOptions, run_whole_body
+    from controller.scenarios.rig import TREE_MARKERS, collect_tree, markdown_tree
+    from controller.scenarios.whole_body import WholeBodyOptions, run_whole_body
 
     bench = (("--realtime", args.realtime), ("--bolt-foot", args.bolt_foot),
              ("--tilt-source imu", args.tilt_source != "platform"), ("--throttle-s", args.throttle_s),

@@ -16,7 +16,7 @@ import numpy as np
 
 from models.stewart_config import LEG_NAMES
 
-from .series import Series
+from controller.scenarios.series import Series
 
 FOOT_LIFT_M = 0.01
 FOOT_TILT_DEG = 5.0

@@ -8,9 +8,9 @@ import numpy as np
 
 from models.stewart_config import LEG_NAMES
 
-from .metrics import cop_margin
-from .series import Series
-from .walk_metrics import OUTSIDE_M
+from controller.scenarios.metrics import cop_margin
+from controller.scenarios.series import Series
+from controller.scenarios.walk_metrics import OUTSIDE_M
 
 
 def _figure(rows: int, cols: int = 1, size: tuple[float, float] = (10.0, 7.0)):

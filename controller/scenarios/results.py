@@ -27,9 +27,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from .runner import Options, Say, ScenarioError, run_scenario
-from .scenarios import HOLD_S, THESIS_TILT_S, TILT_DIRECTIONS_DEG, Squat, Tilt
-from .search import TILT_AXES, largest_push, largest_tilt
+from controller.scenarios.runner import Options, Say, ScenarioError, run_scenario
+from controller.scenarios.scenarios import HOLD_S, THESIS_TILT_S, TILT_DIRECTIONS_DEG, Squat, Tilt
+from controller.scenarios.search import TILT_AXES, largest_push, largest_tilt
 
 BEGIN, END = "<!-- scenario-results -->", "<!-- /scenario-results -->"
 SPEED_TARGET = 3.0
@@ -156,7 +156,7 @@ def collect_walks(options: Options, say: Say = lambda _m: None) -> dict[str, Any
     lock-step), its gait generated once per number of steps."""
     import tempfile
 
-    from .walk import THESIS_SPEED_M_H, WALK_CONFIG, generate_gait, run_walk
+    from controller.scenarios.walk import THESIS_SPEED_M_H, WALK_CONFIG, generate_gait, run_walk
 
     o = replace(options, config=WALK_CONFIG if options.config == Options().config else options.config,
                 plot_dir=None)
@@ -178,7 +178,7 @@ def _deg(value: float | None, passed: bool | None) -> str:
 
 def walk_markdown(res: dict[str, Any]) -> str:
     """The README's walk table: one row per walk, the thesis' bounds as pass/fail beside the figures."""
-    from .walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
+    from controller.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
 
     rows = [f"| BIP 2000 walk, {res['speed_m_h']:g} m/h | fell? / pelvis travel | knee tracking error "
             f"(thesis ≤ {KNEE_BOUND_DEG:g}°) | drive following error, motor turn "

@@ -36,10 +36,10 @@ from controller.rig.motions import MotionError
 from controller.rig.spec import COMMAND_KINDS, motion_from_spec
 from controller.rig.stroke import check_motion
 
-from .runner import Options, Operator, Say, ScenarioError, run_scenario
-from .scenarios import SETTLE_S
-from .search import bisect
-from .whole_body import WholeBodyOptions, run_whole_body
+from controller.scenarios.runner import Options, Operator, Say, ScenarioError, run_scenario
+from controller.scenarios.scenarios import SETTLE_S
+from controller.scenarios.search import bisect
+from controller.scenarios.whole_body import WholeBodyOptions, run_whole_body
 
 RIG_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd_rig.yaml"
 TREE_RIG_CONFIG = RIG_CONFIG.parent / "bip2000_rig.yaml"

@@ -50,8 +50,8 @@ from controller.ports import free_port
 from controller.telemetry import RecordLayout
 from models.validation import read_yaml
 
-from .metrics import FOOT_LIFT_M, FOOT_TILT_DEG, HIP_HEIGHT_MIN_M, ScenarioResult, evaluate
-from .series import TRUTH_KEYS, Series
+from controller.scenarios.metrics import FOOT_LIFT_M, FOOT_TILT_DEG, HIP_HEIGHT_MIN_M, ScenarioResult, evaluate
+from controller.scenarios.series import TRUTH_KEYS, Series
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 STANCE = (0.0, 0.25, -0.5, 0.25)          # rad: ankle_lateral, ankle_sagittal, knee, hip
@@ -629,7 +629,7 @@ class Session:
 
     def plot(self, name: str, out: Path) -> list[str]:
         """The PNGs of the runs so far in ``out`` (matplotlib); any failure is a :class:`PlotError`."""
-        from .plots import write_plots
+        from controller.scenarios.plots import write_plots
 
         with plot_errors(out):
             return write_plots(self.op.series, self.daemon_config["foot"], list(self.daemon_config["joints"]),
@@ -654,7 +654,7 @@ def run_scenario(scenario: Scenario, options: Options = Options(), say: Say | No
     with Session(options, say) as session:
         result = session.run(scenario)
         if options.plot_dir is not None:
-            from .plots import plot_paths
+            from controller.scenarios.plots import plot_paths
 
             result.plots = [str(p) for p in plot_paths(scenario.name, Path(options.plot_dir))]
         if report is not None:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runner import SETTLE_S, Operator, ScenarioError, udp_control
+from controller.scenarios.runner import SETTLE_S, Operator, ScenarioError, udp_control
 
 THESIS_TILT = (math.radians(10.0), math.radians(20.0))
 THESIS_TILT_S = 7.0

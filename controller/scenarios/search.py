@@ -14,8 +14,8 @@ from typing import Any
 
 from models.validation import read_yaml
 
-from .runner import Options, Say, Scenario, run_scenario
-from .scenarios import HOLD_S, Push, Tilt
+from controller.scenarios.runner import Options, Say, Scenario, run_scenario
+from controller.scenarios.scenarios import HOLD_S, Push, Tilt
 
 TILT_AXES = {"pitch": (0.0, 1.0), "roll": (1.0, 0.0), "combined": (0.5, 1.0)}
 SEARCH_TILT_S = 3.0           # quintic each way in a search run (the thesis uses 7 s)

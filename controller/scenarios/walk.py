@@ -20,9 +20,9 @@ from typing import Any
 from drivers.config import parse_bus_config
 from models.validation import read_yaml
 
-from .runner import Options, PlotError, Say, ScenarioError, Session
-from .scenarios import WalkFile
-from .walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell, evaluate_walk
+from controller.scenarios.runner import Options, PlotError, Say, ScenarioError, Session
+from controller.scenarios.scenarios import WalkFile
+from controller.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell, evaluate_walk
 
 WALK_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000.yaml"
 THESIS_SPEED_M_H = 360.0
@@ -78,7 +78,7 @@ def generate_gait(folder: Path, config: Path, steps: int, speed_m_h: float, say:
     from models.gait.wholebody import GaitError
     from models.tree_robot import TreeRobot
 
-    from ..gait import make_gait, write_gait
+    from controller.gait import make_gait, write_gait
 
     robot = TreeRobot.from_yaml(robot_path(config))
     say(f"generating the gait: {steps} steps at {speed_m_h:g} m/h for {robot.model.name}")
@@ -102,8 +102,8 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
     """One walk of ``gait`` on a fresh bench (:func:`walk_options`); ``report(result)`` gets the
     figures before any plot is drawn (``options.plot_dir``), so a plotting failure (:class:`PlotError`)
     never loses them."""
-    from .plots import plot_walk_tracking, plot_zmp_path
-    from .walk_metrics import support_margins
+    from controller.scenarios.plots import plot_walk_tracking, plot_zmp_path
+    from controller.scenarios.walk_metrics import support_margins
 
     o = walk_options(options, gait, hung)
     axes = bus_axes(o.config)

@@ -21,7 +21,7 @@ import numpy as np
 
 from models.gait.checks import margin
 
-from .metrics import POWERED, state_sequence
+from controller.scenarios.metrics import POWERED, state_sequence
 
 KNEE_BOUND_DEG = 1.3
 FOLLOWING_BOUND_DEG = 0.3

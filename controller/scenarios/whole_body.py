@@ -31,11 +31,11 @@ from models.ik import IkSolver, Task
 from models.tree_robot import TreeRobot
 from models.validation import read_yaml
 
-from .metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
-from .plots import plot_paths, write_whole_body_plots
-from .runner import (SETTLE_S, Operator, Processes, Say, ScenarioError, play_measured, plot_errors,
+from controller.scenarios.metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
+from controller.scenarios.plots import plot_paths, write_whole_body_plots
+from controller.scenarios.runner import (SETTLE_S, Operator, Processes, Say, ScenarioError, play_measured, plot_errors,
                      write_config)
-from .scenarios import push, push_params, tilt_and_back
+from controller.scenarios.scenarios import push, push_params, tilt_and_back
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000_platform.yaml"
 TRUTH_KEYS = ("t", "platform", "foot_lift", "contact", "com_world", "support_polygon", "support_count", "fallen",

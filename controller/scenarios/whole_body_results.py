@@ -17,10 +17,10 @@ from dataclasses import replace
 from datetime import date
 from typing import Any
 
-from .runner import Say
-from .scenarios import THESIS_TILT, THESIS_TILT_S
-from .search import bisect, platform_limit_deg
-from .whole_body import TILT_DIRECTIONS, PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
+from controller.scenarios.runner import Say
+from controller.scenarios.scenarios import THESIS_TILT, THESIS_TILT_S
+from controller.scenarios.search import bisect, platform_limit_deg
+from controller.scenarios.whole_body import TILT_DIRECTIONS, PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
 MARKERS = ("<!-- whole-body-results -->", "<!-- /whole-body-results -->")
 SEARCH_TILT_S = 3.0          # s, quintic each way in a search run (the thesis' 7 s in the thesis tilt row)

@@ -6,10 +6,10 @@ a :class:`RecordingLink` keeps every frame (MN and CN side, in wire order) in ``
 """
 from __future__ import annotations
 
-from ..config import BusConfig
-from ..plant import Plant
-from ..powerlink.bus import PowerlinkBus
-from ..sim_nodes import ImmediateLink, SimulatedNodes
+from drivers.config import BusConfig
+from drivers.plant import Plant
+from drivers.powerlink.bus import PowerlinkBus
+from drivers.sim_nodes import ImmediateLink, SimulatedNodes
 
 
 class RecordingLink(ImmediateLink):

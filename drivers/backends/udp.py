@@ -69,16 +69,16 @@ from numba import njit
 from models import ConfigError
 from models.validation import read_yaml
 
-from ..config import BusConfig, BusConfigError, UdpConfig, parse_bus_config
-from .. import isochronous
-from ..faults import FaultApi, FaultError
-from ..hal import BackendError, LinkError
-from ..plant import InertiaPlant, Plant
-from ..powerlink import frames
-from ..powerlink.bus import PowerlinkBus
-from ..powerlink.checks import crc32, le, put_le
-from ..powerlink.frames import MessageType
-from ..sim_nodes import SimulatedNodes
+from drivers.config import BusConfig, BusConfigError, UdpConfig, parse_bus_config
+from drivers import isochronous
+from drivers.faults import FaultApi, FaultError
+from drivers.hal import BackendError, LinkError
+from drivers.plant import InertiaPlant, Plant
+from drivers.powerlink import frames
+from drivers.powerlink.bus import PowerlinkBus
+from drivers.powerlink.checks import crc32, le, put_le
+from drivers.powerlink.frames import MessageType
+from drivers.sim_nodes import SimulatedNodes
 
 HEADER = struct.Struct("<2sBxII")
 ENTRY = struct.Struct("<HB")             # FRAMES entry: frame length, answer wanted

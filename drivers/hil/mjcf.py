@@ -237,8 +237,8 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
         equality = (f'<weld name="{BOLT}" body1="{PLATFORM}" body2="{FOOT}" '
                     f'solref="{_v(max(BOLT_TIMECONST, 2.0 * timestep), 1.0)}"/>\n')
     if not clamped and rig is not None:
-        from .stewart_mjcf import rig_params as checked_rig_params
-        from .stewart_mjcf import rig_xml
+        from drivers.hil.stewart_mjcf import rig_params as checked_rig_params
+        from drivers.hil.stewart_mjcf import rig_xml
         bodies, welds, rig_motors = rig_xml(rig, checked_rig_params(rig_params), "plate", timestep,
                                             (p["friction"], p["contact_timeconst"]))
         body = f"{bodies}\n{body}"

@@ -49,9 +49,9 @@ from models.stewart import StewartModel
 from models.tree_config import TreeDescription
 from models.transmission import Transmission, status_message, transmission_jacobian
 
-from .mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_DATA, SOLE_SLOTS, MjcfError, platform_params, spec_from_description
-from .stewart_mjcf import rig_params as checked_rig_params
-from .stewart_mjcf import rig_xml
+from drivers.hil.mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_DATA, SOLE_SLOTS, MjcfError, platform_params, spec_from_description
+from drivers.hil.stewart_mjcf import rig_params as checked_rig_params
+from drivers.hil.stewart_mjcf import rig_xml
 
 GANTRY_HEIGHT = 1.25     # m, pelvis origin above the floor when hung (legs 0.92 m at full stretch)
 SOLE_THICKNESS = 0.02    # m, the foot contact box above the sole face

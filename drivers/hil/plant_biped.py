@@ -89,13 +89,13 @@ from models.transmission import (
 from models.tree_config import TreeDescription, load_tree
 from models.urdf import frame_link
 
-from ..config import BusConfig, BusConfigError
-from ..plant import Plant
-from .mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_SLOT
-from .mjcf_biped import IMU, IMU_QUAT, PELVIS, build_biped, foot_geometry
-from .plant_mujoco import MujocoPlantError, SimulationError
-from .push import Push
-from .stewart_mjcf import ACTUATORS, gear, rig_params
+from drivers.config import BusConfig, BusConfigError
+from drivers.plant import Plant
+from drivers.hil.mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_SLOT
+from drivers.hil.mjcf_biped import IMU, IMU_QUAT, PELVIS, build_biped, foot_geometry
+from drivers.hil.plant_mujoco import MujocoPlantError, SimulationError
+from drivers.hil.push import Push
+from drivers.hil.stewart_mjcf import ACTUATORS, gear, rig_params
 
 TILT_LIMIT = math.radians(30.0)  # rad, pelvis tilt beyond which the robot has fallen
 DROP_LIMIT = 0.20                # m, pelvis drop since reset beyond which it has fallen (a walk's bob is < 5 cm)

@@ -65,10 +65,10 @@ from models.transmission import (
     transmission_jacobian,
 )
 
-from ..config import BusConfig
-from ..plant import Plant
-from ..plant_leg import AXES, N_LEG, bus_axes, finite_pair
-from .mjcf import (
+from drivers.config import BusConfig
+from drivers.plant import Plant
+from drivers.plant_leg import AXES, N_LEG, bus_axes, finite_pair
+from drivers.hil.mjcf import (
     FOOT,
     IMU,
     LEG_MOTORS,
@@ -80,7 +80,7 @@ from .mjcf import (
     WORLD_FROM_G,
     build_mjcf,
 )
-from .push import Push
+from drivers.hil.push import Push
 
 TILT_LIMIT = math.radians(5.0)   # rad, foot tilt relative to the plate beyond which it has fallen
 DROP_LIMIT = 0.10                # m, hip drop since reset beyond which it has fallen

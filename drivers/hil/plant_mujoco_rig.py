@@ -24,11 +24,11 @@ from models import Robot
 from models.stewart import StewartModel
 from models.stewart_tilt import matrix_hinge_angles
 
-from ..config import BusConfig, BusConfigError
-from ..plant_leg import AXES, N_LEG
-from .mjcf import PLATFORM, build_mjcf
-from .plant_mujoco import MujocoPlant
-from .stewart_mjcf import ACTUATORS, RigState, gear, rig_params
+from drivers.config import BusConfig, BusConfigError
+from drivers.plant_leg import AXES, N_LEG
+from drivers.hil.mjcf import PLATFORM, build_mjcf
+from drivers.hil.plant_mujoco import MujocoPlant
+from drivers.hil.stewart_mjcf import ACTUATORS, RigState, gear, rig_params
 
 
 class MujocoRigPlant(MujocoPlant):

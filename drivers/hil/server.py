@@ -61,14 +61,14 @@ from models import ConfigError, ModelError, Robot
 from models.stewart import StewartModel
 from models.validation import read_yaml
 
-from ..backends.udp import serve_udp
-from ..config import BusConfig, BusConfigError, parse_bus_config
-from ..drive import DriveBank
-from ..plant import Plant
-from .mjcf import MjcfError
-from .plant_biped import BipedPlant
-from .plant_mujoco import MujocoPlant, MujocoPlantError, SimulationError
-from .plant_mujoco_rig import MujocoRigPlant
+from drivers.backends.udp import serve_udp
+from drivers.config import BusConfig, BusConfigError, parse_bus_config
+from drivers.drive import DriveBank
+from drivers.plant import Plant
+from drivers.hil.mjcf import MjcfError
+from drivers.hil.plant_biped import BipedPlant
+from drivers.hil.plant_mujoco import MujocoPlant, MujocoPlantError, SimulationError
+from drivers.hil.plant_mujoco_rig import MujocoRigPlant
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 DEFAULT_TRUTH = "tcp://127.0.0.1:5557"

@@ -41,7 +41,7 @@ import numpy as np
 from models.stewart import StewartModel, leg_lengths
 from models.stewart_config import LEG_NAMES
 
-from .mjcf import PLATFORM, MjcfError, _quat, _v
+from drivers.hil.mjcf import PLATFORM, MjcfError, _quat, _v
 
 RIG_DEFAULTS: dict[str, float] = {      # REPRESENTATIVE values (not in Staicu 2008)
     "screw_lead": 0.02,                 # m per motor turn

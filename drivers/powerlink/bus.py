@@ -1,15 +1,15 @@
 """The HAL :class:`~drivers.hal.Bus` on a POWERLINK managing node; backends differ only by link."""
 from __future__ import annotations
 
-from ..config import BusConfig
-from ..faults import FaultApi
-from ..hal import Bus, BusStateError
-from . import frames
-from .managing_node import Link, ManagingNode
-from .nmt import NmtState
-from .pdo import RPDO, TPDO
-from .sdo import SdoRequest
-from .services import SDO_READ, SDO_WRITE
+from drivers.config import BusConfig
+from drivers.faults import FaultApi
+from drivers.hal import Bus, BusStateError
+from drivers.powerlink import frames
+from drivers.powerlink.managing_node import Link, ManagingNode
+from drivers.powerlink.nmt import NmtState
+from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.powerlink.sdo import SdoRequest
+from drivers.powerlink.services import SDO_READ, SDO_WRITE
 
 _OPERATIONAL = NmtState.OPERATIONAL        # an enum member lookup costs ~0.2 µs on Python 3.11
 _PACK_RPDO_CHANNEL = RPDO.channel_struct.pack_into

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import frames
-from .nmt import NmtState
-from .pdo import TPDO
+from drivers.powerlink import frames
+from drivers.powerlink.nmt import NmtState
+from drivers.powerlink.pdo import TPDO
 
 _OPERATIONAL = int(NmtState.OPERATIONAL)
 _PRES = int(frames.MessageType.PRES)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..codes import FaultCode
-from ..config import BusConfig
-from ..drive import Drive
-from . import frames, services
-from .frames import FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
-from .nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
-from .pdo import RPDO, TPDO
-from .threshold import ThresholdCounter
+from drivers.codes import FaultCode
+from drivers.config import BusConfig
+from drivers.drive import Drive
+from drivers.powerlink import frames, services
+from drivers.powerlink.frames import FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
+from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
+from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.powerlink.threshold import ThresholdCounter
 
 _CYCLIC = (NmtState.PRE_OPERATIONAL_2, NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.

@@ -31,7 +31,7 @@ import struct
 from enum import IntEnum
 from zlib import crc32
 
-from .nmt import NMT_STATE_CODES
+from drivers.powerlink.nmt import NMT_STATE_CODES
 
 ETHERTYPE = 0x88AB
 MN_NODE_ID = 240

@@ -26,16 +26,16 @@ from typing import Protocol
 
 import numpy as np
 
-from ..codes import FaultCode
-from ..config import BusConfig, NodeConfig
-from ..events import BusEvent, EventKind
-from . import frames, services
-from .checks import steady_pres
-from .frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
-from .nmt import NmtCommand, NmtState
-from .pdo import RPDO, TPDO
-from .sdo import ABORT_TIMEOUT, SdoRequest
-from .threshold import ThresholdCounter
+from drivers.codes import FaultCode
+from drivers.config import BusConfig, NodeConfig
+from drivers.events import BusEvent, EventKind
+from drivers.powerlink import frames, services
+from drivers.powerlink.checks import steady_pres
+from drivers.powerlink.frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
+from drivers.powerlink.nmt import NmtCommand, NmtState
+from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.powerlink.sdo import ABORT_TIMEOUT, SdoRequest
+from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
 SDO_TIMEOUT_CYCLES = 250

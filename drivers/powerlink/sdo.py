@@ -5,7 +5,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .pdo import INTEGER8, REAL32, REAL64, UNSIGNED8, UNSIGNED16, UNSIGNED32
+from drivers.powerlink.pdo import INTEGER8, REAL32, REAL64, UNSIGNED8, UNSIGNED16, UNSIGNED32
 
 ABORT_TIMEOUT = 0x0504_0000
 ABORT_READ_ONLY = 0x0601_0002

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import struct
 
-from . import frames
-from .frames import InconsistentFrame, TruncatedFrame
-from .nmt import NMT_COMMAND_CODES, NMT_STATE_CODES
+from drivers.powerlink import frames
+from drivers.powerlink.frames import InconsistentFrame, TruncatedFrame
+from drivers.powerlink.nmt import NMT_COMMAND_CODES, NMT_STATE_CODES
 
 IDENT = struct.Struct("<BBBBBxIHHHIxxIII")
 NMT_COMMAND = struct.Struct("<BB32x")

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import ConfigError
+from models.errors import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="print the operation counts, next to Liégeois & Aldon 1980's for their 6-DOF robot")
     a = p.parse_args(argv)
     try:
-        from .build import generate, generate_composite
-        from .published import published_counts
+        from models.codegen.build import generate, generate_composite
+        from models.codegen.published import published_counts
     except ImportError as e:
         print(f"error: the generator needs sympy ({e}); install it with pip install -e '.[gen]'",
               file=sys.stderr)

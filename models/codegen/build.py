@@ -7,12 +7,12 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..config import load_description
-from ..tree_config import load_tree
-from . import ROOT
-from .chain import chain_description, composite_source
-from .emit import Counts, Kernel, kernel, kernels, module_source, sha256
-from .symbolic import ClosedForms, closed_forms, number
+from models.config import load_description
+from models.tree_config import load_tree
+from models.codegen import ROOT
+from models.codegen.chain import chain_description, composite_source
+from models.codegen.emit import Counts, Kernel, kernel, kernels, module_source, sha256
+from models.codegen.symbolic import ClosedForms, closed_forms, number
 
 HERE = Path(__file__).resolve().parent
 GENERATOR_FILES = (HERE / "build.py", HERE / "symbolic.py", HERE / "emit.py", HERE / "chain.py")

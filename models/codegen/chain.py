@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 
-from ..config import MDH, Body, RobotDescription
-from ..errors import ConfigError
-from ..tree_config import TreeDescription
+from models.config import MDH, Body, RobotDescription
+from models.errors import ConfigError
+from models.tree_config import TreeDescription
 
 
 def _rot_z(angle: float) -> np.ndarray:

@@ -15,7 +15,7 @@ from pathlib import Path
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-from .symbolic import ClosedForms, Symbols
+from models.codegen.symbolic import ClosedForms, Symbols
 
 
 @dataclass(frozen=True)

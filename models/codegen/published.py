@@ -15,7 +15,7 @@ import re
 import sympy as sp
 from sympy.parsing.sympy_parser import parse_expr
 
-from .emit import Counts, count_ops
+from models.codegen.emit import Counts, count_ops
 
 Q_PRINTED = {
     "Q5": "+G*(+S234*S5*VZ6)",

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..config import RobotDescription
+from models.config import RobotDescription
 
 SNAP = 1e-12
 

@@ -23,11 +23,11 @@ import time
 import numpy as np
 from numba import njit
 
-from ..dynamics import christoffel_coriolis, gravity_vector, inertia_derivatives, inertia_matrix, update
-from ..kinematics import body_coms, body_inertias, com_jacobians, forward_kinematics
-from ..model import data_views, model_views
-from ..robot import Robot
-from . import ROOT
+from models.dynamics import christoffel_coriolis, gravity_vector, inertia_derivatives, inertia_matrix, update
+from models.kinematics import body_coms, body_inertias, com_jacobians, forward_kinematics
+from models.model import data_views, model_views
+from models.robot import Robot
+from models.codegen import ROOT
 
 INNER = 100   # short blocks (~0.2 ms at most): seldom preempted on a shared host
 

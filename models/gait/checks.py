@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..polygon import hull
-from ..tree_robot import TreeRobot
-from .plan import DOUBLE, LEFT, RIGHT, SOLES, SUPPORT_NAMES
+from models.polygon import hull
+from models.tree_robot import TreeRobot
+from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES, SUPPORT_NAMES
 
 SPEED_TOLERANCE = 0.02
 

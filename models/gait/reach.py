@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tree_robot import TreeRobot
-from .plan import LEFT, RIGHT, Plan
+from models.tree_robot import TreeRobot
+from models.gait.plan import LEFT, RIGHT, Plan
 
 LEGS = {LEFT: "l_", RIGHT: "r_"}
 SAGITTAL = ("hip_pitch", "knee", "ankle_sagittal")

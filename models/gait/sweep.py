@@ -10,10 +10,10 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..tree_robot import TreeRobot
-from .checks import check_gait
-from .plan import GaitParams
-from .wholebody import GaitError, GaitInfeasible, generate
+from models.tree_robot import TreeRobot
+from models.gait.checks import check_gait
+from models.gait.plan import GaitParams
+from models.gait.wholebody import GaitError, GaitInfeasible, generate
 
 STEPS = tuple(range(1, 11))
 SPEEDS_M_H = (180.0, 270.0, 360.0, 540.0, 720.0)

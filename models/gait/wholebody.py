@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ModelError
-from ..ik import IkSolver, Task
-from ..tree_robot import TreeRobot
-from .plan import LEFT, RIGHT, SOLES, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
-from .preview import PreviewController
-from .reach import infeasibility, leg_demand
+from models.errors import ModelError
+from models.ik import IkSolver, Task
+from models.tree_robot import TreeRobot
+from models.gait.plan import LEFT, RIGHT, SOLES, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
+from models.gait.preview import PreviewController
+from models.gait.reach import infeasibility, leg_demand
 
 IK_OPTIONS = dict(tol_pos=1e-9, tol_rot=1e-9, max_iter=100)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from controller.campaign.spec import load_spec
 from controller.campaign.store import Store
 
-from .campaign_fakes import CRASH, FAIL, HANG, fake_trial  # noqa: F401
-from .test_campaign import CONFIG, with_, write
+from tests.controller.campaign_fakes import CRASH, FAIL, HANG, fake_trial  # noqa: F401
+from tests.controller.test_campaign import CONFIG, with_, write
 
 # ---------------------------------------------------------------- on Ray (a local cluster, 2 CPUs)
 import ray  # noqa: E402  (the test extra installs it: these tests run in CI, never skip)

@@ -14,7 +14,7 @@ from controller.loop.axes import (CSP, CST, INTEGRAL, KAW, AxisTasks, feedforwar
                                   pid_step)
 from models.transmission import CANNOT_CLOSE, parse_transmission
 
-from ..nrt import assert_allocation_free
+from tests.nrt import assert_allocation_free
 
 H = 0.002
 YAML = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"

@@ -15,7 +15,7 @@ from controller.campaign.spec import SpecError, load_spec
 from controller.campaign.report import ranked, table
 from controller.campaign.store import Store
 
-from .campaign_fakes import CRASH, FAIL, HANG, fake_trial
+from tests.controller.campaign_fakes import CRASH, FAIL, HANG, fake_trial
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 GOOD = {"scenario": {"name": "tilt", "alpha_deg": 5.0, "duration_s": 2.0},

@@ -9,8 +9,8 @@ import pytest
 from controller.codes import State
 from controller.shm import H, Cmd
 
-from ..numpy_allocs import CountingHandler
-from .loop_harness import Harness
+from tests.numpy_allocs import CountingHandler
+from tests.controller.loop_harness import Harness
 
 CYCLES = 20
 

@@ -11,7 +11,7 @@ import pytest
 
 from controller.io.client import Client
 
-from .test_daemon import daemon, wait_state  # noqa: F401 -- the fixture
+from tests.controller.test_daemon import daemon, wait_state  # noqa: F401 -- the fixture
 
 BOOT_S = 60.0
 
@@ -88,7 +88,7 @@ def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
     from controller.io.client import ClientTimeout
     from controller.io.curve import ClientCurve
 
-    from .test_daemon import DEPLOY, free_port
+    from tests.controller.test_daemon import DEPLOY, free_port
 
     assert main(["keys", str(tmp_path / "curve"), "--name", "server"]) == 0
     assert main(["keys", str(tmp_path / "curve" / "clients"), "--name", "operator"]) == 0

@@ -17,7 +17,7 @@ import zmq
 
 from controller.io.client import Client, CommandError
 
-from .test_daemon import DEPLOY, free_port
+from tests.controller.test_daemon import DEPLOY, free_port
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from controller.codes import Error, Event, State
 from controller.loop.states import ALLOWED
 from controller.shm import Cmd
 
-from .loop_harness import Harness
+from tests.controller.loop_harness import Harness
 
 # arguments that would be valid where the command is allowed (so only the state refuses it)
 ARGS = {Cmd.MOVE_JOINTS: (0.0, 0.1, -0.3, 0.2, 1.0), Cmd.STABILIZER: (1.0,), Cmd.PLATFORM: (0.0, 0.0, 1.0),

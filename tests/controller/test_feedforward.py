@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .loop_harness import Harness
+from tests.controller.loop_harness import Harness
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def imu_harness(tmp_path, **tilt) -> Harness:
 
     from controller.config import load_daemon_config
 
-    from .loop_harness import CONFIG
+    from tests.controller.loop_harness import CONFIG
     doc = yaml.safe_load(CONFIG.read_text())
     doc["robot"] = str(CONFIG.parent / doc["robot"])
     stab = yaml.safe_load((CONFIG.parent / doc["stabilizer"]).read_text())
@@ -166,7 +166,7 @@ def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path)
     from controller.shm import Cmd
     from stabilizer.tilt_observer import UNCONFIRMED_S
 
-    from .test_stabilizer_status import last_record
+    from tests.controller.test_stabilizer_status import last_record
 
     unconfirmed_s = 0.4
     assert unconfirmed_s != UNCONFIRMED_S

@@ -22,9 +22,9 @@ from models.gait.plan import DOUBLE, LEFT
 from models.tree_robot import TreeRobot
 from stabilizer.contact import DWELL_S, LOADS_MISSING, RELEASE_LOAD
 
-from ..numpy_allocs import CountingHandler
-from .loop_harness import Harness
-from .test_stabilizer_status import last_record
+from tests.numpy_allocs import CountingHandler
+from tests.controller.loop_harness import Harness
+from tests.controller.test_stabilizer_status import last_record
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
 

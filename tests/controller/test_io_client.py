@@ -15,7 +15,7 @@ from controller.io.ctl import main as ctl
 from controller.io.curve import ClientCurve, CurveConfigError, ServerCurve, is_loopback
 from controller.io.server import Endpoints, IoServer
 
-from .conftest import FakeLoop, make_context, small_block
+from tests.controller.conftest import FakeLoop, make_context, small_block
 
 
 def test_client_times_out_without_server():

@@ -17,7 +17,7 @@ from controller.io.client import Client, CommandError
 from controller.io.protocol import ErrorReply, validate
 from controller.shm import Cmd, H
 
-from .conftest import make_context
+from tests.controller.conftest import make_context
 
 HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip\n"
 WALK = HEADER + "0,0,0.1,-0.3,0.2\n1,0,0.2,-0.6,0.4\n"

@@ -11,8 +11,8 @@ from controller.io.client import Client, CommandError
 from controller.io.protocol import Context
 from controller.io.server import IoServer
 
-from .conftest import LOCAL
-from .loop_harness import Harness
+from tests.controller.conftest import LOCAL
+from tests.controller.loop_harness import Harness
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from controller.io.protocol import ALLOWED, LOCAL, ErrorReply, Request, validate
 from controller.shm import Cmd
 from models.stewart import StewartModel
 
-from .conftest import make_context
+from tests.controller.conftest import make_context
 
 RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 

@@ -16,7 +16,7 @@ from controller.io.server import IoServer
 from controller.shm import Cmd, H
 from controller.telemetry import RecordLayout
 
-from .conftest import LOCAL, FakeLoop, make_context, small_block
+from tests.controller.conftest import LOCAL, FakeLoop, make_context, small_block
 
 
 def call_error(client: Client, cmd: str, **args) -> CommandError:

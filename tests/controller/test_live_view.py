@@ -23,7 +23,7 @@ from controller.io.client import Client  # noqa: E402
 from models import Robot  # noqa: E402
 from models.tilt import rotation_world_foot  # noqa: E402
 
-from .test_daemon import DEPLOY, free_port  # noqa: E402
+from tests.controller.test_daemon import DEPLOY, free_port  # noqa: E402
 
 BOOT_S = 60.0          # wall seconds before giving up on an event: an error, not a verdict
 

@@ -8,7 +8,7 @@ import pytest
 from controller.codes import Error, Event, Reason, State, unpack_detail
 from controller.shm import H, Cmd
 
-from .loop_harness import Harness
+from tests.controller.loop_harness import Harness
 
 
 @pytest.fixture
@@ -229,7 +229,7 @@ def test_one_millisecond_period_works(tmp_path):
 
     from controller.config import load_daemon_config
 
-    from .loop_harness import CONFIG
+    from tests.controller.loop_harness import CONFIG
     doc = yaml.safe_load(CONFIG.read_text())
     doc["robot"] = str(CONFIG.parent / doc["robot"])
     stab = yaml.safe_load((CONFIG.parent / doc["stabilizer"]).read_text())

@@ -19,8 +19,8 @@ from models import ConfigError
 from models.gait.plan import DOUBLE, LEFT, RIGHT
 from models.tree_robot import TreeRobot
 
-from ..numpy_allocs import CountingHandler
-from .loop_harness import Harness
+from tests.numpy_allocs import CountingHandler
+from tests.controller.loop_harness import Harness
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CONFIG = DEPLOY / "bip2000.yaml"

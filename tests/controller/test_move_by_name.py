@@ -12,8 +12,8 @@ from controller.codes import Error, State
 from controller.io.protocol import ErrorReply, Request, validate
 from controller.shm import Cmd
 
-from .conftest import make_context
-from .loop_harness import Harness
+from tests.controller.conftest import make_context
+from tests.controller.loop_harness import Harness
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from controller.shm import Cmd
 from models.stewart import StewartModel
 from models.stewart_tilt import SOLES, THESIS
 
-from .conftest import make_context
-from .loop_harness import Harness
+from tests.controller.conftest import make_context
+from tests.controller.loop_harness import Harness
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SINE = "sinusoid:axis=y,amplitude=0.05,frequency=1,cycles=4"

@@ -24,7 +24,7 @@ from models.stewart import StewartModel, leg_lengths
 from models.stewart_tilt import hinge_to_euler
 from models.tilt import tilted_gravity
 
-from .loop_harness import Harness
+from tests.controller.loop_harness import Harness
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RIG_CONFIG = DEPLOY / "bipd_rig.yaml"
@@ -191,7 +191,7 @@ def test_a_rig_cycle_allocates_no_array(tmp_path, motion):
     no array buffer."""
     from controller.rig.spec import motion_args
 
-    from ..numpy_allocs import CountingHandler
+    from tests.numpy_allocs import CountingHandler
     h = _enabled(_config(tmp_path, use_acceleration=True))
     try:
         assert h.command(Cmd.STABILIZER, 1.0) == (True, Error.OK)

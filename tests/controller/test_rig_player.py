@@ -13,7 +13,7 @@ from controller.rig.motions import MotionError, TiltSequence, sinusoid
 from controller.rig.player import RigPlayer
 from models.stewart import OK, OUT_OF_STROKE, StewartModel
 
-from ..numpy_allocs import CountingHandler
+from tests.numpy_allocs import CountingHandler
 
 RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 PERIOD, GEAR = 0.002, 2 * math.pi / 0.02

@@ -23,8 +23,8 @@ from controller.shm import Cmd, H, read_record
 from controller.telemetry import RecordLayout
 from models.stewart import StewartModel
 
-from .conftest import LOCAL
-from .loop_harness import Harness
+from tests.controller.conftest import LOCAL
+from tests.controller.loop_harness import Harness
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RIG_CONFIG = DEPLOY / "bipd_rig.yaml"
@@ -123,7 +123,7 @@ def test_a_good_earthquake_file_reaches_the_loop_through_shared_memory(live, tmp
 def test_a_short_earthquake_played_in_lockstep_moves_the_plate_as_processed(tmp_path):
     """The plate measured back by the loop (forward kinematics of the sim drives) follows the
     processed, drift-free displacement within 0.5 mm (measured 0.19 mm over a 35 mm peak), and the rig ends at home."""
-    from ..numpy_allocs import CountingHandler
+    from tests.numpy_allocs import CountingHandler
 
     motion = load_earthquake(_short_quake(tmp_path / "quake.csv"))
     h = Harness(config=load_daemon_config(RIG_CONFIG, backend="sim", lockstep=True))

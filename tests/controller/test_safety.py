@@ -13,7 +13,7 @@ from controller.codes import Reason
 from controller.loop import safety as sf
 from controller.loop.safety import Limits, Watchdog, check_hard, clamp_soft
 
-from ..nrt import assert_allocation_free
+from tests.nrt import assert_allocation_free
 
 QMIN = np.array([-0.35, -0.5, -1.7, -0.5])
 QMAX = np.array([0.35, 0.6, 0.0, 1.5])

@@ -14,8 +14,8 @@ from controller.io.protocol import ErrorReply, validate
 from controller.loop.trajectories import SQUAT_DURATION_S
 from controller.shm import Cmd, take_replies
 
-from .conftest import make_context
-from .loop_harness import Harness
+from tests.controller.conftest import make_context
+from tests.controller.loop_harness import Harness
 
 EXCURSION_DEG = np.array([0.0, 16.0, -85.0, 70.0])        # ankle_lateral, ankle_sagittal, knee, hip
 STARTS = [(0.0, 0.0, -0.1, 0.0), (0.1, -0.2, -0.15, 0.2)]

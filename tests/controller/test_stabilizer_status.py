@@ -17,7 +17,7 @@ from controller.telemetry import STAB_FLAGS, RecordLayout, stab_flag_names
 from models.errors import ConfigError
 from stabilizer.stabilizer import F_OUTSIDE, NFLAGS, NOT_RESET, REJECTED_INPUT, S_RESET
 
-from .loop_harness import CONFIG, Harness
+from tests.controller.loop_harness import CONFIG, Harness
 
 
 @pytest.fixture

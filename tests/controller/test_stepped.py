@@ -16,7 +16,7 @@ from controller.config import load_daemon_config
 from controller.loop.timing import DeadlineClock
 from controller.shm import Cmd, H, post_command, take_replies
 
-from .loop_harness import CONFIG, Harness
+from tests.controller.loop_harness import CONFIG, Harness
 
 WAIT_S = 60.0          # wall seconds before a test gives up waiting for the loop: an error, not a verdict
 

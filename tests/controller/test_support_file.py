@@ -8,7 +8,7 @@ import numpy as np
 from controller.shm import H, Cmd
 from models.gait.plan import DOUBLE, LEFT, RIGHT
 
-from .test_io_server import to_hold
+from tests.controller.test_io_server import to_hold
 
 HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip"
 

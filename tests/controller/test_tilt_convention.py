@@ -24,8 +24,8 @@ from drivers.hal import open_bus
 from models.gait.plan import DOUBLE
 from models.tilt import sole_gravity
 
-from . import loop_harness
-from .loop_harness import Harness
+from tests.controller import loop_harness
+from tests.controller.loop_harness import Harness
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
 

@@ -12,7 +12,7 @@ from controller.loop.trajectories import (BANG_BANG, CUBIC, LAWS, LINEAR, QUINTI
                                           TRAPEZOID, JointMove, law, min_time, quintic, sample_move,
                                           squat_excursion, squat_sample, sync_time)
 
-from ..nrt import assert_allocation_free
+from tests.nrt import assert_allocation_free
 
 S = np.linspace(0.0, 1.0, 20001)
 SHAPES = [(LINEAR, 0.5), (CUBIC, 0.5), (QUINTIC, 0.5), (BANG_BANG, 0.5),

@@ -25,8 +25,8 @@ from controller.scenarios.walk_metrics import KNEE_BOUND_DEG
 from controller.walk_demo import operator_walk
 from models import ConfigError
 
-from .test_daemon import DEPLOY
-from .test_daemon_tree import daemon  # noqa: F401  (the fixture: bip2000.yaml, --stepped, trajectory_dir=tmp_path)
+from tests.controller.test_daemon import DEPLOY
+from tests.controller.test_daemon_tree import daemon  # noqa: F401  (the fixture: bip2000.yaml, --stepped, trajectory_dir=tmp_path)
 
 CONFIG = DEPLOY / "bip2000.yaml"
 
@@ -141,7 +141,7 @@ def test_a_demo_the_robot_cannot_run_is_refused(monkeypatch, capsys, config, dem
 def test_bipd_run_demo_walk_end_to_end(tmp_path, capsys, keep):
     """The front door, stepped: the gait generated into a run folder (kept in io.trajectory_dir when
     the config sets one, else temporary) that the daemon reads it from, played, summarised, exit 0."""
-    from .test_daemon import free_port
+    from tests.controller.test_daemon import free_port
 
     doc = yaml.safe_load(config_file(tmp_path).read_text())
     trajectories = tmp_path / "trajectories"

@@ -21,9 +21,9 @@ from models.errors import ConfigError
 from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
 from stabilizer.whole_body import FLAG_NAMES, FLAG_REACTIONS, NOT_RESET, P_CLOSE_TOL, S_RESET, STATUS_NAMES
 
-from ..numpy_allocs import CountingHandler
-from .loop_harness import Harness
-from .test_stabilizer_status import last_record
+from tests.numpy_allocs import CountingHandler
+from tests.controller.loop_harness import Harness
+from tests.controller.test_stabilizer_status import last_record
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bip2000_platform.yaml"
 

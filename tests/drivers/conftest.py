@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .helpers import enabled_bus
+from tests.drivers.helpers import enabled_bus
 
 BENCH_YAML = Path(__file__).with_name("bench.yaml")
 _BENCH = yaml.safe_load(BENCH_YAML.read_text(encoding="utf-8"))["bus"]

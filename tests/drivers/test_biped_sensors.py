@@ -17,7 +17,7 @@ from drivers.hal import open_bus
 from drivers.plant import InertiaPlant
 from models.validation import read_yaml
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
 

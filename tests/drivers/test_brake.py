@@ -12,7 +12,7 @@ from drivers.drive import ACT_CUR, BRAKE_ON, BRAKE_POS, HOLD_TORQUE, OFF
 from drivers.hal import open_bus
 from drivers.plant import InertiaPlant
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 KNEE = 2                         # bench.yaml axis index of the knee
 K_B = 75.0 * 0.6 * 0.1           # kp_position · kp_speed · kt [N·m/rad] with the bench's gains

@@ -8,7 +8,7 @@ from drivers.codes import FaultCode
 from drivers.events import EventKind
 from drivers.powerlink.nmt import NmtState
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 
 def kinds(bus, node_id):

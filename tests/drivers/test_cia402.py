@@ -9,7 +9,7 @@ from drivers import cia402
 from drivers.cia402 import Command, State
 from drivers.hal import open_bus
 
-from .helpers import cycle, enabled_bus
+from tests.drivers.helpers import cycle, enabled_bus
 
 S = State
 # The standard's transitions by number (quick stop option code 2, so no transition 16).

@@ -14,7 +14,7 @@ from drivers.faults import FaultError
 from drivers.powerlink.sdo import SdoAbort
 from drivers.sim_nodes import SimulatedNodes
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 
 def test_position_set_values_interpolate_at_each_400us_sub_step(bench):
@@ -58,7 +58,7 @@ def test_current_limit_clamps_and_sets_internal_limit_bit(bus):
 
 def test_speed_limit_clamps_csv(bench):
     bench["nodes"][1]["axes"][0]["drive"] = {"speed_limit": 50.0}
-    from .helpers import enabled_bus
+    from tests.drivers.helpers import enabled_bus
     bus = enabled_bus(bench)
     knee = bus.axis("knee")
     knee.mode = cia402.Mode.CSV

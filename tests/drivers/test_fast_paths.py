@@ -18,7 +18,7 @@ from drivers.powerlink.frames import ChecksumError, InconsistentFrame
 from drivers.powerlink.checks import steady_pres
 from drivers.powerlink.pdo import RPDO, TPDO
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 
 @settings(max_examples=200, deadline=None)

@@ -8,7 +8,7 @@ from drivers.cia402 import State
 from drivers.config import BusConfigError, parse_bus_config
 from drivers.hal import BackendError, BusStateError, open_bus
 
-from .helpers import cycle, enabled_bus
+from tests.drivers.helpers import cycle, enabled_bus
 
 
 def test_bench_yaml_maps_axes_to_nodes_and_channels(bench):

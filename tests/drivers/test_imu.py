@@ -12,8 +12,8 @@ from drivers.hal import open_bus
 from drivers.plant_leg import LegPlant
 from models import Robot
 
-from .helpers import cycle
-from .test_plant_leg import LEG_YAML, POSTURES, base_gravity
+from tests.drivers.helpers import cycle
+from tests.drivers.test_plant_leg import LEG_YAML, POSTURES, base_gravity
 
 TILT = (np.radians(10.0), np.radians(20.0))
 

@@ -18,7 +18,7 @@ from drivers.powerlink.nmt import (
     cn_next_state,
 )
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 
 def test_every_node_boots_in_the_standard_order(bench):

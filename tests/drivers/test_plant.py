@@ -6,7 +6,7 @@ import pytest
 
 from drivers.plant import InertiaPlant
 
-from .helpers import cycle, enabled_bus
+from tests.drivers.helpers import cycle, enabled_bus
 
 
 def test_semi_implicit_euler_matches_closed_form():

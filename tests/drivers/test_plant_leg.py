@@ -15,7 +15,7 @@ from drivers.plant_leg import AXES, LegPlant, LegPlantError
 from models import Robot, TransmissionFault
 from models.config import description_from_dict
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 ROBOTS = Path(__file__).resolve().parents[2] / "deploy" / "robots"
 LEG_YAML = ROBOTS / "bip_leg.yaml"

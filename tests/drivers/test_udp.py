@@ -18,7 +18,7 @@ from drivers.faults import FaultError
 from drivers.hal import BackendError, LinkError, open_bus
 from drivers.plant import InertiaPlant
 
-from .helpers import cycle
+from tests.drivers.helpers import cycle
 
 
 def drive(bus) -> np.ndarray:

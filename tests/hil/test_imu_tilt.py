@@ -13,7 +13,7 @@ from controller.scenarios.scenarios import Tilt
 from models import Robot
 from models.tilt import tilted_gravity
 
-from .conftest import LEG_YAML
+from tests.hil.conftest import LEG_YAML
 
 ALPHA, BETA = math.radians(3.0), math.radians(6.0)          # held without the stabilizer (README: falls at 9.4)
 

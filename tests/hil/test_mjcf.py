@@ -8,7 +8,7 @@ import pytest
 from drivers.hil.mjcf import LEG_MOTORS, PLATFORM_DEFAULTS, TENDON_JOINTS, MjcfError, build_mjcf
 from models import Robot
 
-from .conftest import ROOT
+from tests.hil.conftest import ROOT
 
 
 def _model(robot, **kw) -> mujoco.MjModel:

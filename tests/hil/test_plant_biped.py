@@ -17,7 +17,7 @@ from models.tree_config import load_tree
 from models.tree_robot import TreeRobot
 from models.urdf import frame_link
 
-from .conftest import BUS_CYCLE, ROOT
+from tests.hil.conftest import BUS_CYCLE, ROOT
 
 BIP2000 = ROOT / "deploy" / "robots" / "bip2000.yaml"
 MASS = 105.0

@@ -16,7 +16,7 @@ from drivers.hil.plant_biped import BipedPlant, flexed_posture
 from models.tilt import sole_gravity
 from models.tree_config import load_tree
 
-from .conftest import BUS_CYCLE, ROOT
+from tests.hil.conftest import BUS_CYCLE, ROOT
 
 G = 9.81
 

@@ -13,7 +13,7 @@ from drivers.hil.plant_biped import BipedPlant
 from models.stewart import StewartModel, leg_lengths
 from models.tree_config import load_tree
 
-from .conftest import ROOT
+from tests.hil.conftest import ROOT
 
 LEAD = 0.01
 

@@ -18,7 +18,7 @@ from drivers.hil.plant_mujoco import (
 from models import TransmissionFault
 from stabilizer.ground import tilt_from_up
 
-from .conftest import BUS_CYCLE, ROOT, holder, run
+from tests.hil.conftest import BUS_CYCLE, ROOT, holder, run
 
 Q_STAND = np.array([0.0, 0.0, -0.04, 0.0])
 

@@ -14,7 +14,7 @@ from drivers.hil.plant_mujoco_rig import MujocoRigPlant
 from models.stewart import StewartModel, leg_lengths
 from models.stewart_tilt import hinge_to_euler
 
-from .conftest import BUS_CYCLE, ROOT
+from tests.hil.conftest import BUS_CYCLE, ROOT
 
 RIG_AXES = tuple(f"rig_{c}" for c in "ABCDEF")
 BUS = ("rig_D", "ankle_1", "rig_A", "ankle_2", "rig_F", "knee", "rig_B", "hip", "rig_E", "rig_C")   # any order

@@ -22,7 +22,7 @@ from drivers.hil.server import ServedPlant, initial_posture, main
 from drivers.plant import InertiaPlant
 from drivers.sim_nodes import SimulatedNodes
 
-from .conftest import LEG_YAML, ROOT
+from tests.hil.conftest import LEG_YAML, ROOT
 
 SENSORS = {"joint_position", "platform", "imu_gravity", "imu_orientation", "foot_forces", "cop", "foot_tilt",
            "foot_lift", "hip_height", "com_world", "support_margin", "fallen", "sole"}

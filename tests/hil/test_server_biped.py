@@ -20,10 +20,10 @@ from drivers.hil.plant_biped import TRUTH, BipedPlant
 from drivers.hil.server import main
 from models.tree_config import load_tree
 
-from .conftest import ROOT
+from tests.hil.conftest import ROOT
 from controller.ports import free_port
 
-from .test_server import _wait_for_server
+from tests.hil.test_server import _wait_for_server
 
 CONFIG = Path(__file__).with_name("bip2000_hil.yaml")
 

@@ -15,7 +15,7 @@ from models.stewart import StewartData, StewartModel, staicu_motion
 from models.stewart_config import stewart_from_dict
 from models.stewart_dynamics import inverse_dynamics
 
-from .conftest import ROOT
+from tests.hil.conftest import ROOT
 
 RIG = ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 FORCE_TOL = 1e-3        # N, on forces of 700-1250 N: both sides are exact up to rounding and the cap's 1e-6 kg

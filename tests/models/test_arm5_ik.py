@@ -23,9 +23,9 @@ from models.arm5_ik import arm5_ik, arm5_lengths, half_angle_roots, wrist_cosine
 from models.errors import GeometryError
 from models.ik import IkSolver, Task
 
-from .chains import random_robot
-from .test_ik import ARM
-from .test_lammari_arm import P_PRIME, PLANE, Q_DEG
+from tests.models.chains import random_robot
+from tests.models.test_ik import ARM
+from tests.models.test_lammari_arm import P_PRIME, PLANE, Q_DEG
 
 NORMAL = PLANE / np.linalg.norm(PLANE)
 TABLE_BRANCH = 1            # q1 = atan2(Py, Px), + root, s5 < 0

@@ -14,8 +14,8 @@ from models.composite import composite_setup, composite_update, set_stance
 from models.tree_config import tree_from_dict
 from models.tree_robot import TreeRobot
 
-from .test_tree_engine import _allocations
-from .trees import bip2000, random_states, random_tree_dict
+from tests.models.test_tree_engine import _allocations
+from tests.models.trees import bip2000, random_states, random_tree_dict
 
 TOL = 1e-9
 STANCES = ("left_sole", "right_sole")

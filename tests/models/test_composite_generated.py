@@ -15,8 +15,8 @@ from models.composite import composite_setup, composite_update
 from models.composite_generated import generated_setup
 from models.tree_config import load_tree, tree_from_dict
 
-from .test_tree_engine import _allocations
-from .trees import BIP2000, bip2000, random_states
+from tests.models.test_tree_engine import _allocations
+from tests.models.trees import BIP2000, bip2000, random_states
 
 TOL = 1e-9
 ROBOT = bip2000()

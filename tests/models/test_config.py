@@ -9,7 +9,7 @@ import yaml
 
 from models import ConfigError, Robot, load_description
 
-from .chains import BIP_LEG
+from tests.models.chains import BIP_LEG
 
 BASE = yaml.safe_load(BIP_LEG.read_text())
 

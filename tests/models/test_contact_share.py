@@ -14,8 +14,8 @@ from numba import njit
 from models import tree_dynamics as td
 from models.tree_reference import _se3, build_tree
 
-from ..nrt import assert_allocation_free
-from .trees import bip2000, random_states
+from tests.nrt import assert_allocation_free
+from tests.models.trees import bip2000, random_states
 
 SOLES = ("left_sole", "right_sole")
 _robot: list = []

@@ -19,8 +19,8 @@ from models import Robot, description_from_dict
 from models.errors import GeometryError
 from models.ik import CHAIN, IkError, IkSolver, IkStatus, Task, rotation_error, solve
 
-from ..nrt import assert_allocation_free
-from .chains import ROOT, bip_leg, random_robot
+from tests.nrt import assert_allocation_free
+from tests.models.chains import ROOT, bip_leg, random_robot
 
 LEG = bip_leg()
 ARM = Robot.from_yaml(ROOT / "deploy" / "robots" / "lammari_arm5.yaml")

@@ -16,8 +16,8 @@ from numba import njit
 from models.ik import TREE, IkSolver, IkStatus, Task, solve
 from models.tree_robot import TreeRobot
 
-from ..nrt import assert_allocation_free
-from .trees import BIP2000
+from tests.nrt import assert_allocation_free
+from tests.models.trees import BIP2000
 
 BIP = TreeRobot.from_yaml(BIP2000)
 

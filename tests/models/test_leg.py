@@ -8,7 +8,7 @@ import pytest
 from models import GeometryError
 from models.leg import LegGeometry, leg_com, leg_fk, leg_jacobian, virtual_com_jacobian
 
-from .chains import bip_leg, random_robot, random_states
+from tests.models.chains import bip_leg, random_robot, random_states
 
 LEG = bip_leg()
 GEO = LegGeometry(LEG.model)

@@ -9,7 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from .chains import bip_leg, random_robot, random_states
+from tests.models.chains import bip_leg, random_robot, random_states
 from models.dynamics import update
 from models.reference import build
 from models.tilt import tilted_gravity

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .chains import bip_leg, random_robot
+from tests.models.chains import bip_leg, random_robot
 
 LEG = bip_leg()
 CHAIN = random_robot(5, 7, prismatic=(1, 4))

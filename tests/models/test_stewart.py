@@ -17,7 +17,7 @@ from models.stewart import (NO_CONVERGENCE, NON_FINITE, OK, OUT_OF_STROKE, SINGU
                             staicu_motion)
 from models.stewart_rig import StewartRig
 
-from .chains import ROOT
+from tests.models.chains import ROOT
 
 RIG = StewartRig.from_yaml(ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml")
 DESC = RIG.model.desc

@@ -11,7 +11,7 @@ import yaml
 from models.errors import ConfigError
 from models.stewart_config import load_stewart, stewart_from_dict
 
-from .chains import ROOT
+from tests.models.chains import ROOT
 
 RIG = ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 BASE = yaml.safe_load(RIG.read_text())

@@ -23,8 +23,8 @@ from models.stewart import (OK, SINGULAR, StewartData, StewartModel, inverse_kin
 from models.stewart_config import LEG_NAMES, load_stewart
 from models.stewart_dynamics import inverse_dynamics
 
-from .chains import ROOT
-from .test_tree_engine import _allocations
+from tests.models.chains import ROOT
+from tests.models.test_tree_engine import _allocations
 
 RIG = ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 DESC = load_stewart(RIG)

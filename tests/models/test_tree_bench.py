@@ -10,7 +10,7 @@ import pytest
 from models import tree_bench
 from models.tree_bench import BenchPath, register, run, states
 
-from .trees import BIP2000, bip2000
+from tests.models.trees import BIP2000, bip2000
 
 RTOL = 1e-9
 REAL_PATHS = tuple(tree_bench.PATHS)

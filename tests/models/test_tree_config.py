@@ -11,8 +11,8 @@ import yaml
 from models import ConfigError
 from models.tree_config import load_tree
 
-from .chains import BIP_LEG
-from .trees import BIP2000
+from tests.models.chains import BIP_LEG
+from tests.models.trees import BIP2000
 
 BASE = yaml.safe_load(BIP2000.read_text())
 

@@ -12,9 +12,9 @@ from models import GeometryError, Robot
 from models.tree_dynamics import set_root, update, update_cycle
 from models.tree_robot import TreeRobot
 
-from .chains import BIP_LEG
-from .chains import random_states as chain_states
-from .trees import bip2000, random_states
+from tests.models.chains import BIP_LEG
+from tests.models.chains import random_states as chain_states
+from tests.models.trees import bip2000, random_states
 
 ROBOT = bip2000()
 

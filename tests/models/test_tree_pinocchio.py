@@ -15,7 +15,7 @@ import pytest
 
 from models.tree_reference import build_tree
 
-from .trees import bip2000, random_states, random_tree
+from tests.models.trees import bip2000, random_states, random_tree
 
 RTOL = 1e-9
 ROBOTS = {"bip2000": bip2000, "random_tree": random_tree}

@@ -15,8 +15,8 @@ from models import Robot
 from models.tree_config import load_tree
 from models.urdf import frame_link, rpy, to_urdf
 
-from .chains import BIP_LEG
-from .trees import BIP2000, bip2000, random_states
+from tests.models.chains import BIP_LEG
+from tests.models.trees import BIP2000, bip2000, random_states
 
 TOL = 1e-9
 

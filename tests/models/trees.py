@@ -6,7 +6,7 @@ import numpy as np
 from models.tree_config import tree_from_dict
 from models.tree_robot import TreeRobot
 
-from .chains import ROOT, random_inertia
+from tests.models.chains import ROOT, random_inertia
 
 BIP2000 = ROOT / "deploy" / "robots" / "bip2000.yaml"
 

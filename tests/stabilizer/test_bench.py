@@ -12,8 +12,8 @@ from numba import njit
 from stabilizer import bench
 from stabilizer.bench import stabilizing_cycle
 
-from ..nrt import assert_allocation_free
-from .helpers import Q0, ROBOT, make
+from tests.nrt import assert_allocation_free
+from tests.stabilizer.helpers import Q0, ROBOT, make
 
 
 @njit

@@ -11,7 +11,7 @@ from stabilizer.fields import COULOMB
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.tilt_observer import ObserverSettings
 
-from .helpers import CONFIG, Q0, make
+from tests.stabilizer.helpers import CONFIG, Q0, make
 
 
 def test_deployed_file_loads():

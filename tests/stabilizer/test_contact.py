@@ -14,7 +14,7 @@ from stabilizer import whole_body as wb
 from stabilizer.contact import (CONTACT_STATE, LOADS_MISSING, LOADS_OK, LOADS_OVER, LOADS_PULLING, debounced_contact,
                                 feet_contact, foot_loads, loads_status, right_share)
 
-from .test_whole_body import Q0, make
+from tests.stabilizer.test_whole_body import Q0, make
 
 MIN, RELEASE, MAX = 50.0, 30.0, 3000.0
 

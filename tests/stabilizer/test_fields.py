@@ -20,7 +20,7 @@ from stabilizer.support_polygon import project_outline, rectangle_outline
 from stabilizer.virtual_robot import admittance_velocity
 from stabilizer.walls import compute_walls, signed_distances
 
-from .helpers import FOOT
+from tests.stabilizer.helpers import FOOT
 
 a, b, c, Z = (FOOT[k] for k in ("a", "b", "c", "Z"))
 K_WALL, R_SAT = 0.5, 0.01

@@ -19,7 +19,7 @@ from stabilizer.ground import (
 from stabilizer.support_polygon import project_outline, rectangle_outline
 from stabilizer.walls import compute_walls, signed_distances
 
-from .helpers import FOOT, Q0, make
+from tests.stabilizer.helpers import FOOT, Q0, make
 
 a, b, c, Z, DELTA = (FOOT[k] for k in ("a", "b", "c", "Z", "Delta"))
 TILTS = [(0.0, 0.0), (0.1745, 0.0), (0.0, 0.349), (0.1745, 0.349), (-0.3, 0.2), (0.25, -0.4)]

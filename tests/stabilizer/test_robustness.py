@@ -16,7 +16,7 @@ from stabilizer.stabilizer import (
     StabilizerInputError,
 )
 
-from .helpers import ATTRACTOR, Q0, ROBOT, make
+from tests.stabilizer.helpers import ATTRACTOR, Q0, ROBOT, make
 
 DT = 0.002
 

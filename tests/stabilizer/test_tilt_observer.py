@@ -18,7 +18,7 @@ from stabilizer.tilt_observer import (
     observe_tilt,
 )
 
-from .helpers import FOOT
+from tests.stabilizer.helpers import FOOT
 
 A, B, C = FOOT["a"], FOOT["b"], FOOT["c"]
 G0, H = 9.81, 0.002

@@ -9,7 +9,7 @@ import pytest
 
 from stabilizer.stabilizer import F_FORCE_SAT, F_LIMIT, F_OUTSIDE, F_REJECTED
 
-from .helpers import ATTRACTOR, Q0, make, tilt_scenario
+from tests.stabilizer.helpers import ATTRACTOR, Q0, make, tilt_scenario
 
 DT = 0.002
 MIN_MARGIN_BOUND = 0.05     # m; the lateral half-width a cos(alpha) is 0.059 m at 10 deg

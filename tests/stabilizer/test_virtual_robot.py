@@ -17,7 +17,7 @@ from stabilizer.virtual_robot import (
     smallest_task_singular_value,
 )
 
-from .helpers import Q0, ROBOT, make
+from tests.stabilizer.helpers import Q0, ROBOT, make
 
 P = LegGeometry(ROBOT.model).params
 

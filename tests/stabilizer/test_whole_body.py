@@ -23,7 +23,7 @@ from models.polygon import convex_hull, polygon_centroid
 from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
 from stabilizer.whole_body_config import config_from_dict
 
-from ..nrt import assert_allocation_free
+from tests.nrt import assert_allocation_free
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "deploy" / "robots" / "bip2000_stabilizer.yaml"

@@ -15,7 +15,7 @@ from models.gait.wholebody import flexed_posture
 from stabilizer import bench
 from stabilizer.offline import evaluate
 
-from .test_whole_body import ROBOT
+from tests.stabilizer.test_whole_body import ROBOT
 
 
 def independent_margin(q: np.ndarray, support: int, alpha: float, beta: float) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..states import Outcome
+from controller.loop.states import Outcome
 
 
 class Hold:

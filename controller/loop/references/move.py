@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..states import Outcome
-from ..trajectories import JointMove
+from controller.loop.states import Outcome
+from controller.loop.trajectories import JointMove
 
 
 class Move:

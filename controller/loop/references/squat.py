@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..states import Outcome
-from ..trajectories import SQUAT_DURATION_S, squat_bottom, squat_sample
+from controller.loop.states import Outcome
+from controller.loop.trajectories import SQUAT_DURATION_S, squat_bottom, squat_sample
 
 
 class Squat:

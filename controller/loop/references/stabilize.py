@@ -17,9 +17,9 @@ from stabilizer.stabilizer import reset as stab_reset
 from stabilizer.stabilizer import step as stab_step
 from stabilizer.tilt_observer import ObserverSettings
 
-from ...codes import Event, Reason, StabParam
-from ...telemetry import STAB_EVENT_MASK, stab_bit_map
-from ..states import Outcome
+from controller.codes import Event, Reason, StabParam
+from controller.telemetry import STAB_EVENT_MASK, stab_bit_map
+from controller.loop.states import Outcome
 
 
 @njit(cache=True)

@@ -18,9 +18,9 @@ from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CON
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
                                    P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
 
-from ...codes import StabParam
-from ...telemetry import MAX_WALLS, stab_bit_map
-from .stabilize import StabilizerReference, flag_mask
+from controller.codes import StabParam
+from controller.telemetry import MAX_WALLS, stab_bit_map
+from controller.loop.references.stabilize import StabilizerReference, flag_mask
 
 
 BITS = stab_bit_map(FLAG_NAMES, STATUS_NAMES)

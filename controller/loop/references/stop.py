@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...codes import Reason
-from ..states import Outcome
+from controller.codes import Reason
+from controller.loop.states import Outcome
 
 
 @njit(cache=True)
