@@ -30,12 +30,12 @@ from functools import partial
 from pathlib import Path
 
 from models import ConfigError, ModelError, Robot
-from models.tree import TreeModel
-from models.tree_config import is_tree, tree_from_dict
-from models.tree_robot import TreeRobot
-from models.validation import read_yaml
+from models.tree.model import TreeModel
+from models.tree.config import is_tree, tree_from_dict
+from models.tree.robot import TreeRobot
+from models.common.validation import read_yaml
 
-from controller.extras import missing
+from controller.daemon.extras import missing
 
 DEFAULT_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg.yaml"
 DEFAULT_TREE = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip2000.yaml"
@@ -50,7 +50,7 @@ def _progress(enabled: bool):
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from controller.demo import plot_squat, run_squat, summary
+    from controller.tools.demo import plot_squat, run_squat, summary
 
     problem = missing("matplotlib", "plot") if args.plot else None
     if problem:
@@ -159,7 +159,7 @@ def _print_whole_body_bench(res: dict) -> None:
 
 
 def cmd_bench_models(args: argparse.Namespace) -> int:
-    from models.bench import run
+    from models.chain.bench import run
     from stabilizer.bench import run_benchmark
 
     if args.samples < 1:
@@ -167,7 +167,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
         return 2
     say = _progress(not args.json)
     if is_tree(read_yaml(args.robot)):
-        from models.tree_bench import run as run_tree
+        from models.tree.bench import run as run_tree
 
         res = run_tree(args.robot, samples=args.samples, progress=say)
         res["whole_body_stabilizer"] = _whole_body_bench(args.robot, args.samples, say)
@@ -181,7 +181,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
     say("stabilizer step and stabilizing cycle")
     res["stabilizer"] = run_benchmark(samples=args.samples)
     say("Stewart-Gough rig: inverse kinematics + inverse dynamics of the six legs")
-    from models.stewart_bench import run as run_stewart
+    from models.rig.bench import run as run_stewart
 
     res["stewart"] = run_stewart(samples=max(args.samples, 200))
     if args.json:
@@ -231,7 +231,7 @@ def demos_for(robot) -> tuple[str, ...]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from controller.daemon import run_daemon
+    from controller.daemon.run import run_daemon
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -241,7 +241,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         folder = None
         if args.demo:
-            from controller.config import load_daemon_config
+            from controller.daemon.config import load_daemon_config
 
             cfg = load_daemon_config(args.config, args.backend, True if args.lockstep else None,
                                      True if args.stepped else None)
@@ -252,13 +252,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                       f"{robot.model.name}: its demo is {' or '.join(valid) or 'none'}", file=sys.stderr)
                 return 2
         if args.demo == "squat":
-            from controller.demo import operator_squat
+            from controller.tools.demo import operator_squat
 
             play = partial(operator_squat, out=sys.stdout)
         elif args.demo == "walk":
-            from controller.scenarios.runner import ScenarioError
-            from controller.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
-            from controller.walk_demo import operator_walk, run_folder
+            from controller.tools.scenarios.runner import ScenarioError
+            from controller.tools.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
+            from controller.tools.walk_demo import operator_walk, run_folder
 
             folder = run_folder(cfg.io.trajectory_dir, stack)
             say(f"bipd: generating the walk into {folder} (the first run compiles the gait's kernels)")
@@ -285,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 1
         if args.demo == "walk":
-            from controller.walk_demo import print_summary
+            from controller.tools.walk_demo import print_summary
 
             print_summary(result, sys.stdout)
             if not result["completed"]:
@@ -293,7 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return 1
             return code
-        from controller.operator import print_loop_stats
+        from controller.tools.operator import print_loop_stats
 
         print(f"\nsquat done: states {' -> '.join(result['states'])}, max tracking error "
               f"{result['max_tracking_error_deg']:.3f} deg (thesis walking playback: <= 1.3 deg)")
@@ -306,25 +306,25 @@ def cmd_hil(args: argparse.Namespace) -> int:
     if problem:
         print(f"bipd hil: error: {problem}", file=sys.stderr)
         return 2
-    from drivers.hil.server import main as hil_main
+    from drivers.sim.hil.server import main as hil_main
 
     return hil_main(args.rest)
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from controller.scenarios.cli import main as scenario_main
+    from controller.tools.scenarios.cli import main as scenario_main
 
     return scenario_main(args.rest)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from controller.campaign.cli import main as campaign_main
+    from controller.tools.campaign.cli import main as campaign_main
 
     return campaign_main(args.rest)
 
 
 def cmd_ctl(args: argparse.Namespace) -> int:
-    from controller.io.ctl import main as ctl_main
+    from controller.tools.ctl import main as ctl_main
 
     return ctl_main(args.rest)
 
@@ -334,8 +334,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if problem:
         print(f"bipd plot: error: {problem}", file=sys.stderr)
         return 2
-    from controller.io.log import LogError, find_log
-    from controller.io.plot import plot_log
+    from controller.daemon.io.log import LogError, find_log
+    from controller.tools.plot import plot_log
 
     try:
         log = find_log(args.log_dir)
@@ -357,10 +357,10 @@ def _print_gait(check: dict) -> None:
 def cmd_gait(args: argparse.Namespace) -> int:
     from models.gait.plan import GaitParams
     from models.gait.wholebody import GaitInfeasible
-    from models.tree_robot import TreeRobot
+    from models.tree.robot import TreeRobot
 
-    from controller.gait import check_file, make_gait, plot_gait, summary, write_gait
-    from controller.io.playback import TrajectoryFileError
+    from controller.tools.gait import check_file, make_gait, plot_gait, summary, write_gait
+    from controller.daemon.io.playback import TrajectoryFileError
 
     if args.plot and missing("matplotlib", "plot"):
         print(f"bipd gait: error: --plot {missing('matplotlib', 'plot')}", file=sys.stderr)
@@ -408,7 +408,7 @@ def cmd_gait(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from controller.io.log import LogError, convert, log_info
+    from controller.daemon.io.log import LogError, convert, log_info
 
     try:
         if args.action == "convert":
@@ -436,7 +436,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_loop(args: argparse.Namespace) -> int:
-    from controller.bench import print_report, run
+    from controller.tools.bench import print_report, run
 
     if args.period is not None and not 2e-4 <= args.period <= 0.1:
         print(f"bipd bench loop: error: --period must be in [0.0002, 0.1] s (got {args.period})", file=sys.stderr)
@@ -464,7 +464,7 @@ def cmd_check_robot(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from models.tree_config import load_tree
+    from models.tree.config import load_tree
     from models.urdf import to_urdf
 
     desc = load_tree(args.path)
@@ -473,7 +473,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if problem:
             print(f"bipd export: error: mjcf {problem}", file=sys.stderr)
             return 2
-        from drivers.hil.mjcf import mjcf_from_description
+        from drivers.sim.hil.mjcf import mjcf_from_description
 
         sys.stdout.write(mjcf_from_description(desc))
     else:

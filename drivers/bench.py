@@ -66,7 +66,7 @@ LEG_ROBOT = Path(__file__).resolve().parents[1] / "deploy" / "robots" / "bip_leg
 def _leg_plant(config):
     from models import Robot
 
-    from drivers.plant_leg import LegPlant
+    from drivers.sim.plant_leg import LegPlant
     robot = Robot.from_yaml(LEG_ROBOT)
     m = robot.model
     q0 = np.clip(np.zeros(robot.n), m.qmin + 0.04, m.qmax - 0.04)      # off the joint stops

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from models.errors import quote
+from models.common.errors import quote
 
 MN_NODE_ID = 240
 
@@ -77,11 +77,11 @@ class Sensor:
         return -(-self.size // AUX_VALUES)
 
 
-# The sensors a bus can carry, declared once (drivers.drive wires them, the loop reads them):
+# The sensors a bus can carry, declared once (drivers.sim.drive wires them, the loop reads them):
 # "imu" the bench foot accelerometer's specific force in R0 (m/s²); "sole" the bench sole's load
 # cells as (total load along x0 (N), centre of pressure y0, z0 (m), NaN when unloaded);
 # "pelvis_imu" BIP 2000's pelvis accelerometer, specific force in pelvis axes (m/s²: the biped
-# plant's imu_gravity, drivers.hil.plant_biped);
+# plant's imu_gravity, drivers.sim.hil.plant_biped);
 # "left_loads", "right_loads" each foot's four uniaxial load cells (N, along the sole normal, in the
 # robot file's feet.*.sensors order)
 SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
@@ -115,7 +115,7 @@ class BusConfig:
     threshold: int = 15
     events_max: int = 256
     udp: UdpConfig = UdpConfig()
-    plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.PLANTS)
+    plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.run.PLANTS)
 
     @property
     def cycle_us(self) -> int:

@@ -32,7 +32,7 @@ from drivers import cia402
 from drivers.cia402 import State
 from drivers.config import AxisConfig, BusConfig, parse_bus_config
 from drivers.events import BusEvent, EventKind
-from drivers.faults import FaultApi
+from drivers.sim.faults import FaultApi
 from drivers.powerlink.sdo import SdoRequest
 
 BACKENDS: dict[str, str] = {

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from models.validation import Section
-from models.errors import ConfigError, TransmissionFault
+from models.common.validation import Section
+from models.common.errors import ConfigError, TransmissionFault
 
 # Layout of the flat parameter array ``Transmission.params`` for n joints and nb blocks:
 # [n, nb], then per joint (n each) ROTOR, VISCOUS, COULOMB, GAIN, ZERO, SIGN, then per block

@@ -21,9 +21,9 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from models.config import Body
-from models.model import mdh_matrix
-from models.tree_config import Frame, TreeDescription, TreeJoint
+from models.chain.config import Body
+from models.chain.model import mdh_matrix
+from models.tree.config import Frame, TreeDescription, TreeJoint
 
 
 def rpy(R: np.ndarray) -> tuple[float, float, float]:

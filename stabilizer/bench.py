@@ -6,7 +6,7 @@ Two timings, median and p99 over ``samples`` calls, each one Numba dispatch:
   fields, admittance, weighted damped pseudo-inverse with the 4 x 4 Schur
   inverse, limits) -- :func:`stabilizer.stabilizer.step`;
 * ``cycle``: the compute of one stabilizing cycle as the loop runs it --
-  the physical model (:func:`models.dynamics.update`: FK, Jacobians, A, C, G),
+  the physical model (:func:`models.chain.dynamics.update`: FK, Jacobians, A, C, G),
   the stabilizer step, and the axis control (PD on q_ref, qd_ref plus the G(q)
   feed-forward), fused in one njit call (:func:`stabilizing_cycle`).
 
@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from models.dynamics import update
-from models.model import data_views
+from models.chain.dynamics import update
+from models.chain.model import data_views
 
 from stabilizer.stabilizer import O_SCALARS, P_DT, Stabilizer, step
 

@@ -2,7 +2,7 @@
 
 The file (e.g. deploy/robots/bip_leg_stabilizer.yaml) names its robot file and
 holds the thesis' unnumbered choices (gains, laws, weights). Every error is one
-:class:`models.errors.ConfigError` naming the file and the key. Schema (SI
+:class:`models.common.errors.ConfigError` naming the file and the key. Schema (SI
 units; every angle in rad):
 
 .. code-block:: yaml
@@ -52,8 +52,8 @@ from pathlib import Path
 from typing import Any
 
 
-from models.errors import ConfigError, quote
-from models.validation import Section, read_yaml
+from models.common.errors import ConfigError, quote
+from models.common.validation import Section, read_yaml
 
 from stabilizer.fields import LAW_NAMES, SPRING_DAMPER
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
@@ -103,7 +103,7 @@ class StabilizerConfig:
 
 
 class MapSection(Section):
-    """A YAML mapping being validated (models.validation.Section) with bounded numbers,
+    """A YAML mapping being validated (models.common.validation.Section) with bounded numbers,
     number lists and choices."""
 
     def fail(self, name: str, message: str) -> ConfigError:

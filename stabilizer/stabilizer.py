@@ -27,9 +27,9 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike
 
-from models.errors import ConfigError
-from models.leg import LegGeometry, leg_com, virtual_com_jacobian
-from models.robot import Robot
+from models.common.errors import ConfigError
+from models.chain.leg import LegGeometry, leg_com, virtual_com_jacobian
+from models.chain.robot import Robot
 
 from stabilizer.config import StabilizerConfig, load_config
 from stabilizer.fields import attractor_force, wall_forces

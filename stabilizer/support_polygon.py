@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from models.errors import ConfigError
+from models.common.errors import ConfigError
 
 MAX_VERTICES = 32
 

@@ -1,7 +1,7 @@
 """The virtual CoG robot (thesis §2.5.3-2.5.4, §2.5.11, Figure 27).
 
 The leg's CoG G is the end-effector of a virtual robot with the leg's joints and
-the lengths l_iG of eq. 42 (models.leg). It does not resist the virtual forces:
+the lengths l_iG of eq. 42 (models.chain.leg). It does not resist the virtual forces:
 
 1. admittance: G moves with the velocity v of a virtual damper D (optionally a
    virtual mass M) pushed by the total field force F, integrated by a linearly

@@ -3,7 +3,7 @@ joint motion (the step beyond Gastebois 2017 §2.7; formulation in docs/multi_co
 
 Like the bench stabilizer (:mod:`stabilizer.stabilizer`) a cycle is one Numba call over
 flat float64 arrays, ``step(mbuf, dbuf, params, state, inputs, out)``, where mbuf/dbuf
-are a kinematic tree's model and a Data of its own (:mod:`models.tree`), holding the
+are a kinematic tree's model and a Data of its own (:mod:`models.tree.model`), holding the
 virtual robot's kinematics after the call. Nothing is allocated. One cycle:
 
 1. support: LEFT / RIGHT / DOUBLE from the input phase or from the feet's force sensors
@@ -36,10 +36,10 @@ from numba import carray, njit
 from numpy.typing import ArrayLike
 
 from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
-from models.model import _at, python_views
-from models.tree import TreeData, data_layout
-from models.tree_dynamics import kinematics, set_root
-from models.tree_robot import TreeRobot
+from models.chain.model import _at, python_views
+from models.tree.model import TreeData, data_layout
+from models.tree.dynamics import kinematics, set_root
+from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status

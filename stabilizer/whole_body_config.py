@@ -2,7 +2,7 @@
 
 The file (deploy/robots/bip2000_stabilizer.yaml) names its tree robot file and holds
 the unnumbered choices (gains, laws, weights); every error is one
-:class:`models.errors.ConfigError` naming the file and the key. Schema (SI units, rad):
+:class:`models.common.errors.ConfigError` naming the file and the key. Schema (SI units, rad):
 
 .. code-block:: yaml
 
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from models.errors import ConfigError, quote
-from models.validation import read_yaml
+from models.common.errors import ConfigError, quote
+from models.common.validation import read_yaml
 
 from stabilizer.config import FieldConfig, MapSection, field_config
 from stabilizer.contact import DWELL_S, MAX_LOAD, MIN_LOAD, RELEASE_LOAD

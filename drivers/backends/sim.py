@@ -1,15 +1,15 @@
 """``sim`` backend: the simulated POWERLINK network in-process, lock-step and deterministic.
 
-Every frame is real bytes: the MN encodes SoC/PReq/SoA/ASnd, :class:`~drivers.sim_nodes.SimulatedNodes`
+Every frame is real bytes: the MN encodes SoC/PReq/SoA/ASnd, :class:`~drivers.sim.nodes.SimulatedNodes`
 (the MN's link) decodes them and encodes PRes/ASnd, which the MN decodes. With ``record_frames=True``
 a :class:`RecordingLink` keeps every frame (MN and CN side, in wire order) in ``bus.link.frames``.
 """
 from __future__ import annotations
 
 from drivers.config import BusConfig
-from drivers.plant import Plant
+from drivers.sim.plant import Plant
 from drivers.powerlink.bus import PowerlinkBus
-from drivers.sim_nodes import ImmediateLink, SimulatedNodes
+from drivers.sim.nodes import ImmediateLink, SimulatedNodes
 
 
 class RecordingLink(ImmediateLink):

@@ -2,7 +2,7 @@
 
 The MN side (:func:`open_udp`) sends the frames to the server (:func:`serve_udp`, run in another
 process: the hardware-in-the-loop side), which plays the controlled nodes, their drives and the
-plant through :class:`~drivers.sim_nodes.SimulatedNodes`, frame by frame in the order sent.
+plant through :class:`~drivers.sim.nodes.SimulatedNodes`, frame by frame in the order sent.
 
 The link holds frames back until the managing node collects answers
 (:meth:`~drivers.powerlink.managing_node.ManagingNode.period`): in steady state a whole control
@@ -16,8 +16,8 @@ Steady state runs in Numba on both ends, with the Python path for everything els
 byte for byte against it, tests/drivers/test_fast_paths.py): the MN queues a period's frames
 with :meth:`UdpLink.queue_period` and checks its PRes with
 :func:`~drivers.powerlink.checks.steady_pres`; the server hands each datagram to
-:meth:`SimulatedNodes.serve_isochronous <drivers.sim_nodes.SimulatedNodes.serve_isochronous>`
-(SoC, PReq and idle SoA of Operational nodes, :mod:`drivers.isochronous`).
+:meth:`SimulatedNodes.serve_isochronous <drivers.sim.nodes.SimulatedNodes.serve_isochronous>`
+(SoC, PReq and idle SoA of Operational nodes, :mod:`drivers.sim.isochronous`).
 
 Datagram = 12-byte transport header + payload::
 
@@ -67,18 +67,18 @@ import numpy as np
 from numba import njit
 
 from models import ConfigError
-from models.validation import read_yaml
+from models.common.validation import read_yaml
 
 from drivers.config import BusConfig, BusConfigError, UdpConfig, parse_bus_config
-from drivers import isochronous
-from drivers.faults import FaultApi, FaultError
+from drivers.sim import isochronous
+from drivers.sim.faults import FaultApi, FaultError
 from drivers.hal import BackendError, LinkError
-from drivers.plant import InertiaPlant, Plant
+from drivers.sim.plant import InertiaPlant, Plant
 from drivers.powerlink import frames
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.checks import crc32, le, put_le
 from drivers.powerlink.frames import MessageType
-from drivers.sim_nodes import SimulatedNodes
+from drivers.sim.nodes import SimulatedNodes
 
 HEADER = struct.Struct("<2sBxII")
 ENTRY = struct.Struct("<HB")             # FRAMES entry: frame length, answer wanted
@@ -534,7 +534,7 @@ def serve_udp(config: BusConfig | Mapping, plant: Plant | None = None, *,
 
 class Datagrams:
     """The server's receive and transmit buffers, as bytes (memoryviews) and as numpy arrays for
-    the Numba fast path, with its ``io`` offsets (drivers.isochronous)."""
+    the Numba fast path, with its ``io`` offsets (drivers.sim.isochronous)."""
 
     def __init__(self) -> None:
         self.rx = bytearray(_DATAGRAM)

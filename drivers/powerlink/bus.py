@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from drivers.config import BusConfig
-from drivers.faults import FaultApi
+from drivers.sim.faults import FaultApi
 from drivers.hal import Bus, BusStateError
 from drivers.powerlink import frames
 from drivers.powerlink.managing_node import Link, ManagingNode

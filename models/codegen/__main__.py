@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from models.errors import ConfigError
+from models.common.errors import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:

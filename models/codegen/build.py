@@ -7,8 +7,8 @@ from pathlib import Path
 
 import sympy as sp
 
-from models.config import load_description
-from models.tree_config import load_tree
+from models.chain.config import load_description
+from models.tree.config import load_tree
 from models.codegen import ROOT
 from models.codegen.chain import chain_description, composite_source
 from models.codegen.emit import Counts, Kernel, kernel, kernels, module_source, sha256

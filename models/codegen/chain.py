@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 
-from models.config import MDH, Body, RobotDescription
-from models.errors import ConfigError
-from models.tree_config import TreeDescription
+from models.chain.config import MDH, Body, RobotDescription
+from models.common.errors import ConfigError
+from models.tree.config import TreeDescription
 
 
 def _rot_z(angle: float) -> np.ndarray:
@@ -80,13 +80,13 @@ def chain_description(tree: TreeDescription, first: str) -> RobotDescription:
 
 def base_chains(tree: TreeDescription) -> list[str]:
     """First joints of the chains on the base body, in the description's order (the
-    order of :class:`models.composite.CompositePlan`)."""
+    order of :class:`models.composite.models.CompositePlan`)."""
     return [j.joint.name for j in tree.joints if j.parent == tree.base]
 
 
 def composite_source(shown: str, tree: TreeDescription, stem: str) -> str:
     """The module coupling a tree's generated chain modules (``{stem}_{first joint}``)
-    compositely: models.composite_generated's steps with direct calls of each chain's
+    compositely: models.composite.generated's steps with direct calls of each chain's
     kernels (which Numba compiles once and caches)."""
     firsts = base_chains(tree)
     mods = [f"{stem}_{f}" for f in firsts]
@@ -108,7 +108,7 @@ def composite_source(shown: str, tree: TreeDescription, stem: str) -> str:
             "@njit(cache=True)\n"
             "def update(tbuf, pbuf, dbuf, base, qc, Ac, Gc, gc, q, qd, g):\n"
             '    """The composite models with A_c and G_c of each hanging chain from its\n'
-            '    generated kernels (models.composite_generated); allocation-free."""\n'
+            '    generated kernels (models.composite.generated); allocation-free."""\n'
             "    generated_begin(tbuf, pbuf, dbuf, q, qd, g)\n"
             f"{calls}"
             "    generated_end(tbuf, pbuf, dbuf, qd, g)\n")

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from models.config import RobotDescription
+from models.chain.config import RobotDescription
 
 SNAP = 1e-12
 

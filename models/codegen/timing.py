@@ -6,7 +6,7 @@ BIP 2000 leg). For each robot, the median cost of one evaluation of
 * ``generated``: the generated fused kernel ``dynamics`` (A, C, G);
 * ``recursive subset``: the recursive engine restricted to the same outputs (frames,
   body CoGs and their Jacobians, A, ∂A/∂q, C, G; :func:`recursive_acg`);
-* ``recursive update``: the engine's full cycle call :func:`models.dynamics.update`
+* ``recursive update``: the engine's full cycle call :func:`models.chain.dynamics.update`
   (also the tool Jacobian, the CoG and its Jacobian, h, friction);
 
 measured twice, in interleaved rounds: inside Numba (a compiled loop of ``INNER``
@@ -23,10 +23,10 @@ import time
 import numpy as np
 from numba import njit
 
-from models.dynamics import christoffel_coriolis, gravity_vector, inertia_derivatives, inertia_matrix, update
-from models.kinematics import body_coms, body_inertias, com_jacobians, forward_kinematics
-from models.model import data_views, model_views
-from models.robot import Robot
+from models.chain.dynamics import christoffel_coriolis, gravity_vector, inertia_derivatives, inertia_matrix, update
+from models.chain.kinematics import body_coms, body_inertias, com_jacobians, forward_kinematics
+from models.chain.model import data_views, model_views
+from models.chain.robot import Robot
 from models.codegen import ROOT
 
 INNER = 100   # short blocks (~0.2 ms at most): seldom preempted on a shared host

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.polygon import hull
-from models.tree_robot import TreeRobot
+from models.tree.robot import TreeRobot
 from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES, SUPPORT_NAMES
 
 SPEED_TOLERANCE = 0.02

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.tree_robot import TreeRobot
+from models.tree.robot import TreeRobot
 from models.gait.plan import LEFT, RIGHT, Plan
 
 LEGS = {LEFT: "l_", RIGHT: "r_"}

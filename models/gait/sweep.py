@@ -10,7 +10,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.tree_robot import TreeRobot
+from models.tree.robot import TreeRobot
 from models.gait.checks import check_gait
 from models.gait.plan import GaitParams
 from models.gait.wholebody import GaitError, GaitInfeasible, generate

@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from models.errors import ModelError
-from models.ik import IkSolver, Task
-from models.tree_robot import TreeRobot
+from models.common.errors import ModelError
+from models.ik.numerical import IkSolver, Task
+from models.tree.robot import TreeRobot
 from models.gait.plan import LEFT, RIGHT, SOLES, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
 from models.gait.preview import PreviewController
 from models.gait.reach import infeasibility, leg_demand

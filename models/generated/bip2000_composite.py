@@ -6,8 +6,8 @@ Rebuild with ``python -m models.codegen deploy/robots/bip2000.yaml --composite -
 """
 from numba import njit
 
-from models.composite_generated import chain_inputs, chain_results, generated_begin, generated_end
-from models.generated import bip2000_l_hip_yaw, bip2000_r_hip_yaw, bip2000_trunk_yaw
+from ..composite_generated import chain_inputs, chain_results, generated_begin, generated_end
+from . import bip2000_l_hip_yaw, bip2000_r_hip_yaw, bip2000_trunk_yaw
 
 SOURCE = 'deploy/robots/bip2000.yaml'
 CHAINS = ('l_hip_yaw', 'r_hip_yaw', 'trunk_yaw')
@@ -16,7 +16,7 @@ CHAINS = ('l_hip_yaw', 'r_hip_yaw', 'trunk_yaw')
 @njit(cache=True)
 def update(tbuf, pbuf, dbuf, base, qc, Ac, Gc, gc, q, qd, g):
     """The composite models with A_c and G_c of each hanging chain from its
-    generated kernels (models.composite_generated); allocation-free."""
+    generated kernels (models.composite.generated); allocation-free."""
     generated_begin(tbuf, pbuf, dbuf, q, qd, g)
     if chain_inputs(tbuf, pbuf, dbuf, 0, base, q, g, qc, gc):
         bip2000_l_hip_yaw.inertia(qc, Ac)

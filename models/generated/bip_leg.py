@@ -13,7 +13,7 @@ from numba import njit
 
 SOURCE = 'deploy/robots/bip_leg.yaml'
 SOURCE_SHA256 = 'da0c577b16f4a010c5e7f98f5e749b2e06b4785840dc1463f8b3edacf12aabeb'
-GENERATOR_SHA256 = '48a4ca2d6672559b1a0c9e28dc3b84419a207447671a2ff88034119cae377b8b'
+GENERATOR_SHA256 = 'fda3e7fd8c488f66bb86ac73242e45ae46edc2238875e573e01da77d13bc304a'
 SYMPY = '1.14.0'
 N = 4
 

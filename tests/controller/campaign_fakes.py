@@ -11,7 +11,7 @@ import subprocess
 import time
 from typing import Any
 
-from controller.campaign.trials import trial_key
+from controller.tools.campaign.trials import trial_key
 
 FAIL, HANG, CRASH = 99.0, 77.0, 55.0
 

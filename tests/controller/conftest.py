@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import zmq
 
-from controller.codes import Error, Event, Reason, State
-from controller.io.client import Client
-from controller.io.protocol import Context
-from controller.io.server import Endpoints, IoServer
-from controller.loop.states import ALLOWED
-from controller.shm import (
+from controller.daemon.codes import Error, Event, Reason, State
+from controller.tools.client import Client
+from controller.daemon.io.protocol import Context
+from controller.daemon.io.server import Endpoints, IoServer
+from controller.daemon.loop.states import ALLOWED
+from controller.daemon.shm import (
     Cmd,
     H,
     Layout,
@@ -28,8 +28,8 @@ from controller.shm import (
     post_event,
     post_reply,
 )
-from controller.telemetry import RecordLayout
-from models.config import load_description
+from controller.daemon.telemetry import RecordLayout
+from models.chain.config import load_description
 
 ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
 LOCAL = Endpoints("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
@@ -69,7 +69,7 @@ class FakeLoop:
             post_event(self.block, int(h[H.LOOP_CYCLE]), Event.TRANSITION, old, reason + 1000.0 * state)   # as the loop
 
     def _apply(self, token: int, cmd: Cmd, args: list[float]) -> None:
-        """The real loop's tables (controller.loop.states); transitions complete at once."""
+        """The real loop's tables (controller.daemon.loop.states); transitions complete at once."""
         state = State(int(self.block.header[H.LOOP_STATE]))
         if self.refuse is not None or cmd not in ALLOWED[state]:
             post_reply(self.block, token, False, int(self.refuse or Error.NOT_ALLOWED), float(state))

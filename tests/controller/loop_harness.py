@@ -5,13 +5,13 @@ from pathlib import Path
 
 import numpy as np
 
-from controller.config import load_daemon_config
-from controller.loop.loop import ControlLoop
-from controller.loop.timing import LockstepClock
-from controller.shm import H, Cmd, SharedBlock, post_command, read_events, take_replies
+from controller.daemon.config import load_daemon_config
+from controller.daemon.loop.loop import ControlLoop
+from controller.daemon.loop.timing import LockstepClock
+from controller.daemon.shm import H, Cmd, SharedBlock, post_command, read_events, take_replies
 from drivers.hal import open_bus
-from drivers.plant import InertiaPlant
-from controller.daemon import open_plant_bus, shared_layout
+from drivers.sim.plant import InertiaPlant
+from controller.daemon.run import open_plant_bus, shared_layout
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "bipd.yaml"
 

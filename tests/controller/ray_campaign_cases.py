@@ -12,8 +12,8 @@ import json
 import time
 from pathlib import Path
 
-from controller.campaign.spec import load_spec
-from controller.campaign.store import Store
+from controller.tools.campaign.spec import load_spec
+from controller.tools.campaign.store import Store
 
 from tests.controller.campaign_fakes import CRASH, FAIL, HANG, fake_trial  # noqa: F401
 from tests.controller.test_campaign import CONFIG, with_, write
@@ -27,7 +27,7 @@ RAY_OWN_CLEANUP = ("RAY_process_group_cleanup_enabled", "RAY_kill_child_processe
 
 
 def run(path: Path, **kw) -> dict[str, dict]:
-    from controller.campaign.execute import run_campaign
+    from controller.tools.campaign.execute import run_campaign
 
     spec = load_spec(path)
     return run_campaign(spec, num_cpus=2, trial=fake_trial, say=lambda _m: None, **kw).read()
@@ -102,7 +102,7 @@ def test_bench_config_carries_the_trial_values(tmp_path):
     which the stabilizer's own loader reads back (robot path made absolute)."""
     import yaml
 
-    from controller.scenarios.runner import write_config
+    from controller.tools.scenarios.runner import write_config
     from stabilizer.config import load_config
 
     path, _ = write_config(CONFIG, True, tmp_path, stabilizer_set=(("walls.gain", 2.5), ("admittance.damping", 40.0)))

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from numba import njit
 
-from controller.loop.axes import (CSP, CST, INTEGRAL, KAW, AxisTasks, feedforward, motor_setpoints,
+from controller.daemon.loop.axes import (CSP, CST, INTEGRAL, KAW, AxisTasks, feedforward, motor_setpoints,
                                   pid_step)
 from models.transmission import CANNOT_CLOSE, parse_transmission
 

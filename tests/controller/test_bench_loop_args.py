@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller import bench
+from controller.tools import bench
 from controller.cli import main
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

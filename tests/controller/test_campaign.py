@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.campaign.cli import main as campaign_main
-from controller.campaign.spec import SpecError, load_spec
-from controller.campaign.report import ranked, table
-from controller.campaign.store import Store
+from controller.tools.campaign.cli import main as campaign_main
+from controller.tools.campaign.spec import SpecError, load_spec
+from controller.tools.campaign.report import ranked, table
+from controller.tools.campaign.store import Store
 
 from tests.controller.campaign_fakes import CRASH, FAIL, HANG, fake_trial
 

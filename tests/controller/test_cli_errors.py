@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.ports import free_port
-from controller import daemon
+from controller.tools.ports import free_port
+from controller.daemon import run as daemon
 from controller.cli import main
-from models.errors import QUOTE_CHARS, quote
-from models.validation import MAX_YAML_BYTES
+from models.common.errors import QUOTE_CHARS, quote
+from models.common.validation import MAX_YAML_BYTES
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -98,7 +98,7 @@ def test_log_dir_that_cannot_be_created(tmp_path, capsys):
 
 
 def test_log_dir_is_relative_to_the_config_file(tmp_path, monkeypatch):
-    from controller.config import load_daemon_config
+    from controller.daemon.config import load_daemon_config
 
     (tmp_path / "etc").mkdir()
     (tmp_path / "elsewhere").mkdir()
@@ -144,8 +144,8 @@ def test_yaml_aliases_are_refused(tmp_path, capsys, command):
 def test_every_entry_point_refuses_an_alias_bomb(tmp_path, capsys, monkeypatch, argv, prefix):
     """The HIL server, the scenarios and the loop bench read the daemon YAML a user names through
     the one reader: one line, exit 2, nothing started."""
-    from controller import bench
-    from controller.scenarios import runner
+    from controller.tools import bench
+    from controller.tools.scenarios import runner
 
     def started(*_args, **_kw):
         raise AssertionError("the configuration was accepted: a process would start")
@@ -161,7 +161,7 @@ def test_every_entry_point_refuses_an_alias_bomb(tmp_path, capsys, monkeypatch, 
 
 def test_scenario_refuses_an_alias_bomb_in_the_stabilizer_yaml(tmp_path, capsys, monkeypatch):
     """The scenario bench also re-reads the stabilizer YAML the daemon YAML names."""
-    from controller.scenarios import runner
+    from controller.tools.scenarios import runner
 
     monkeypatch.setattr(runner, "Processes", lambda *_a, **_kw: pytest.fail("a process would start"))
     stab = alias_bomb(tmp_path / "stabilizer.yaml")
@@ -217,7 +217,7 @@ def test_quote_looks_at_a_bounded_part_of_a_value():
 
 
 def test_whole_body_refuses_a_bad_rig_motion_before_anything_starts(capsys, monkeypatch):
-    from controller.scenarios import runner
+    from controller.tools.scenarios import runner
 
     monkeypatch.setattr(runner, "Processes", lambda *_a, **_kw: pytest.fail("a process would start"))
     with pytest.raises(SystemExit) as exit_:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.config import load_daemon_config
+from controller.daemon.config import load_daemon_config
 from models import ConfigError
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from controller.cli import main
-from controller.config import load_daemon_config
-from controller.io.ctl import EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
-from controller.io.ctl import main as ctl_main
+from controller.daemon.config import load_daemon_config
+from controller.tools.ctl import EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from controller.tools.ctl import main as ctl_main
 from models import ConfigError
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

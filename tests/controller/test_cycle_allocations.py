@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.codes import State
-from controller.shm import H, Cmd
+from controller.daemon.codes import State
+from controller.daemon.shm import H, Cmd
 
 from tests.numpy_allocs import CountingHandler
 from tests.controller.loop_harness import Harness

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.ports import free_port
-from controller.io.client import Client
-from controller.io.log import log_info
+from controller.tools.ports import free_port
+from controller.tools.client import Client
+from controller.daemon.io.log import log_info
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -128,7 +128,7 @@ def test_two_concurrent_clients_are_both_answered(daemon):
 
 
 def test_inject_fault_over_zmq_faults_then_resets(daemon):
-    from controller.io.client import CommandError
+    from controller.tools.client import CommandError
 
     _, client, _ = daemon
     client.call("enable")
@@ -218,7 +218,7 @@ LEG_HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip,support\n"
 def test_bad_trajectory_file_is_refused_before_any_motion(daemon, name, text, where):
     """The daemon answers ``run`` with bad_file naming the file, line and joint; the loop never
     leaves HOLD and its reference stays where it was (a good file then moves it: the path is live)."""
-    from controller.io.client import CommandError
+    from controller.tools.client import CommandError
 
     _, client, tmp = daemon
     client.call("enable")
@@ -245,8 +245,8 @@ def test_bad_15_joint_gait_files_are_refused_by_the_bip2000_daemon(bip2000_daemo
     """The whole BIP 2000 daemon answers ``run`` of each bad 15-joint gait file with bad_file naming
     the line and the joint (the bench leg's file names the robot's joints it lacks), never leaves
     HOLD nor moves its reference; a good file then moves it."""
-    from controller.io.client import CommandError
-    from models.tree_config import load_tree
+    from controller.tools.client import CommandError
+    from models.tree.config import load_tree
 
     _, client, tmp = bip2000_daemon
     names = [j.joint.name for j in load_tree(DEPLOY / "robots" / "bip2000.yaml").joints]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from controller.io.client import Client
+from controller.tools.client import Client
 
 from tests.controller.test_daemon import daemon, wait_state  # noqa: F401 -- the fixture
 
@@ -62,7 +62,7 @@ def test_second_daemon_leaves_and_the_first_is_undisturbed(daemon):  # noqa: F81
 def test_instance_lock_is_exclusive_per_endpoint(tmp_path, monkeypatch):
     """The lock, not the bind, is what keeps a second daemon off an ipc:// endpoint (a second
     ipc bind silently takes the socket over)."""
-    from controller.instance import InstanceLocked, instance_lock
+    from controller.daemon.instance import InstanceLocked, instance_lock
 
     monkeypatch.setenv("RUNTIME_DIRECTORY", str(tmp_path))
     endpoint = f"ipc://{tmp_path}/bipd.sock"
@@ -85,8 +85,8 @@ def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
     import yaml
 
     from controller.cli import main
-    from controller.io.client import ClientTimeout
-    from controller.io.curve import ClientCurve
+    from controller.tools.client import ClientTimeout
+    from controller.daemon.io.curve import ClientCurve
 
     from tests.controller.test_daemon import DEPLOY, free_port
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 import zmq
 
-from controller.io.client import Client, CommandError
+from controller.tools.client import Client, CommandError
 
 from tests.controller.test_daemon import DEPLOY, free_port
 

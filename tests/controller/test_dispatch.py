@@ -1,13 +1,13 @@
 """The loop's command dispatch table: each command's states are the state machine's table
-(controller.loop.states.ALLOWED), and a command outside them is refused with not_allowed,
+(controller.daemon.loop.states.ALLOWED), and a command outside them is refused with not_allowed,
 changes nothing and posts no COMMAND event, in every state the simulated bench reaches."""
 from __future__ import annotations
 
 import pytest
 
-from controller.codes import Error, Event, State
-from controller.loop.states import ALLOWED
-from controller.shm import Cmd
+from controller.daemon.codes import Error, Event, State
+from controller.daemon.loop.states import ALLOWED
+from controller.daemon.shm import Cmd
 
 from tests.controller.loop_harness import Harness
 

@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from controller.codes import Reason, State, pack_detail, unpack_detail
-from controller.io.client import Client
-from controller.io.messages import Names, event_message, fault_fields
-from controller.io.protocol import Context
-from controller.io.server import IoServer
-from controller.shm import Cmd
+from controller.daemon.codes import Reason, State, pack_detail, unpack_detail
+from controller.tools.client import Client
+from controller.daemon.io.messages import Names, event_message, fault_fields
+from controller.daemon.io.protocol import Context
+from controller.daemon.io.server import IoServer
+from controller.daemon.shm import Cmd
 
 from tests.controller.conftest import LOCAL
 from tests.controller.loop_harness import Harness

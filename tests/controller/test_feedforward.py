@@ -1,4 +1,4 @@
-"""The loop's feed-forward is the plants' inverse dynamics (drivers.plant_leg's equation of
+"""The loop's feed-forward is the plants' inverse dynamics (drivers.sim.plant_leg's equation of
 motion solved for the torque): the rigid body under the gravity of the tilted floor (thesis
 eq. 46), the rotors' reflected inertia J_pᵀ J_m J_p q̈ and bias J_pᵀ J_m J̇_p q̇, the motor
 friction through the transmission and the joint friction. The loop's own path is exercised:
@@ -68,7 +68,7 @@ def imu_harness(tmp_path, **tilt) -> Harness:
     (and the other ``tilt:`` keys given)."""
     import yaml
 
-    from controller.config import load_daemon_config
+    from controller.daemon.config import load_daemon_config
 
     from tests.controller.loop_harness import CONFIG
     doc = yaml.safe_load(CONFIG.read_text())
@@ -88,8 +88,8 @@ def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
     its specific force is the IMU's, the apparent tilt and the feed-forward's gravity follow it while
     the platform turns and reach the platform's angles once it stops, and the stabilizer gets the
     same specific force."""
-    from controller.codes import State
-    from controller.shm import Cmd
+    from controller.daemon.codes import State
+    from controller.daemon.shm import Cmd
     from models.tilt import tilted_gravity
 
     h = imu_harness(tmp_path)
@@ -124,7 +124,7 @@ def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
 def test_support_acceleration_is_the_horizontal_part_of_the_rotated_specific_force():
     """An IMU on the foot tilted by (α, β) reads f = R_M→O0ᵀ (g0 x_g + a); the loop recovers the
     support's horizontal acceleration (a_y, a_z) in world axes (use_acceleration)."""
-    from controller.loop.loop import support_acceleration
+    from controller.daemon.loop.loop import support_acceleration
 
     rng = np.random.default_rng(3)
     out, R = np.zeros(2), np.zeros((3, 3))
@@ -139,7 +139,7 @@ def test_support_acceleration_is_the_horizontal_part_of_the_rotated_specific_for
 def test_an_unusable_tilt_keeps_the_last_gravity_and_warns_once(h):
     """A non-finite tilt (or one beyond the foot standing, stabilizer.ground.MAX_TILT) keeps the
     last valid gravity and posts one WARNING (TILT_INPUT) when it becomes unusable."""
-    from controller.codes import Event, Reason
+    from controller.daemon.codes import Event, Reason
 
     loop = h.loop
     h.events()
@@ -162,8 +162,8 @@ def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path)
     while the IMU reads another one (the platform turns), and after the YAML's tilt.unconfirmed_s
     (not the default) the loop posts one WARNING (TILT_INPUT, detail 1) and raises the telemetry's
     tilt_held; flat again, the IMU is believed again, without a new warning, and tilt_held falls."""
-    from controller.codes import Event, Reason, State
-    from controller.shm import Cmd
+    from controller.daemon.codes import Event, Reason, State
+    from controller.daemon.shm import Cmd
     from stabilizer.tilt_observer import UNCONFIRMED_S
 
     from tests.controller.test_stabilizer_status import last_record

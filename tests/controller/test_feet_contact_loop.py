@@ -1,6 +1,6 @@
-"""BIP 2000's feet load cells in the loop (stabilizer.contact through controller.loop): the whole robot on
+"""BIP 2000's feet load cells in the loop (stabilizer.contact through controller.daemon.loop): the whole robot on
 the in-process MuJoCo biped plant standing on the floor (deploy/bip2000.yaml, control.support: ground),
-lock-step. Lifting the right foot (the posture moves of controller.scenarios.whole_body: the CoG over the
+lock-step. Lifting the right foot (the posture moves of controller.tools.scenarios.whole_body: the CoG over the
 left sole, then the right sole 4 cm up) is sensed as single support on the left foot within the dwell of
 the cycle the right foot's true load (the plant's) falls below release_load, once, with a CONTACT event
 and the telemetry's ``contact``; the loads vanishing from the bus is a FEET_LOADS warning."""
@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import yaml
 
-from controller.codes import Event, Reason, State
-from controller.config import load_daemon_config
-from controller.shm import Cmd
-from controller.telemetry import LOADS_MASK
-from models.errors import ConfigError
+from controller.daemon.codes import Event, Reason, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.shm import Cmd
+from controller.daemon.telemetry import LOADS_MASK
+from models.common.errors import ConfigError
 from models.gait.plan import DOUBLE, LEFT
-from models.tree_robot import TreeRobot
+from models.tree.robot import TreeRobot
 from stabilizer.contact import DWELL_S, LOADS_MISSING, RELEASE_LOAD
 
 from tests.numpy_allocs import CountingHandler
@@ -36,7 +36,7 @@ MOVE_S = 2.0
 @pytest.fixture(scope="module")
 def lifted(tmp_path_factory):
     """The loop through both posture moves: per cycle, the right foot's true load and the sensed support."""
-    from controller.scenarios.whole_body import one_foot_postures
+    from controller.tools.scenarios.whole_body import one_foot_postures
 
     doc = yaml.safe_load(CONFIG.read_text())
     doc["robot"] = str(CONFIG.parent / doc["robot"])

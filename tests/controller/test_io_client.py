@@ -9,11 +9,11 @@ import time
 import pytest
 import zmq
 
-from controller.ports import free_port
-from controller.io.client import Client, ClientTimeout, CommandError
-from controller.io.ctl import main as ctl
-from controller.io.curve import ClientCurve, CurveConfigError, ServerCurve, is_loopback
-from controller.io.server import Endpoints, IoServer
+from controller.tools.ports import free_port
+from controller.tools.client import Client, ClientTimeout, CommandError
+from controller.tools.ctl import main as ctl
+from controller.daemon.io.curve import ClientCurve, CurveConfigError, ServerCurve, is_loopback
+from controller.daemon.io.server import Endpoints, IoServer
 
 from tests.controller.conftest import FakeLoop, make_context, small_block
 

@@ -11,8 +11,8 @@ import zmq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.codes import Error
-from controller.io.protocol import ALLOWED, ARGUMENTS, STABILIZER_PARAMS
+from controller.daemon.codes import Error
+from controller.daemon.io.protocol import ALLOWED, ARGUMENTS, STABILIZER_PARAMS
 
 CODES = {e.name.lower() for e in Error if e != Error.OK}
 COMMANDS = sorted(set(ALLOWED) - {"shutdown"})

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import zmq
 
-from controller.codes import Error, State
-from controller.io import server as server_module
-from controller.io.client import Client, CommandError
-from controller.io.protocol import ErrorReply, validate
-from controller.shm import Cmd, H
+from controller.daemon.codes import Error, State
+from controller.daemon.io import server as server_module
+from controller.tools.client import Client, CommandError
+from controller.daemon.io.protocol import ErrorReply, validate
+from controller.daemon.shm import Cmd, H
 
 from tests.controller.conftest import make_context
 

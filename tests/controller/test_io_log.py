@@ -15,10 +15,10 @@ import pytest
 from mcap.reader import make_reader
 
 from controller.cli import main
-from controller.io.log import (CHANNELS, EVENTS, TRUTH, CycleLogWriter, LogError, convert, find_log, log_info,
+from controller.daemon.io.log import (CHANNELS, EVENTS, TRUTH, CycleLogWriter, LogError, convert, find_log, log_info,
                                new_run_dir, read_log)
-from controller.io.plot import plot_log
-from controller.telemetry import RecordLayout
+from controller.tools.plot import plot_log
+from controller.daemon.telemetry import RecordLayout
 
 NAMES = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,8 +106,8 @@ def test_round_trip_and_mcap_reader(tmp_path):
 
 KILLED_WRITER = """
 import sys
-from controller.io.log import CycleLogWriter
-from controller.telemetry import RecordLayout
+from controller.daemon.io.log import CycleLogWriter
+from controller.daemon.telemetry import RecordLayout
 from tests.controller.test_io_log import NAMES, records
 recs = records(RecordLayout(4), 200_000)
 w = CycleLogWriter(sys.argv[1], RecordLayout(4), NAMES, chunk_bytes=20_000)
@@ -193,8 +193,8 @@ def test_plot_writes_pngs(tmp_path):
 
 
 def test_stabilizer_flags_reach_the_log_and_the_margins_plot(tmp_path):
-    from controller.io.plot import raised_flags
-    from controller.telemetry import STAB_FLAGS, stab_bits
+    from controller.tools.plot import raised_flags
+    from controller.daemon.telemetry import STAB_FLAGS, stab_bits
 
     layout = RecordLayout(4)
     rec = records(layout, 100)

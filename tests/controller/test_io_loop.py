@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from controller.io.client import Client, CommandError
-from controller.io.protocol import Context
-from controller.io.server import IoServer
+from controller.tools.client import Client, CommandError
+from controller.daemon.io.protocol import Context
+from controller.daemon.io.server import IoServer
 
 from tests.controller.conftest import LOCAL
 from tests.controller.loop_harness import Harness

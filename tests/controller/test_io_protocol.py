@@ -1,4 +1,4 @@
-"""Pure request validation (controller/io/protocol.py): codes, messages, mailbox arguments."""
+"""Pure request validation (controller/daemon/io/protocol.py): codes, messages, mailbox arguments."""
 from __future__ import annotations
 
 import json
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.codes import Error, StabParam, State
-from controller.io.protocol import ALLOWED, LOCAL, ErrorReply, Request, validate
-from controller.shm import Cmd
-from models.stewart import StewartModel
+from controller.daemon.codes import Error, StabParam, State
+from controller.daemon.io.protocol import ALLOWED, LOCAL, ErrorReply, Request, validate
+from controller.daemon.shm import Cmd
+from models.rig.stewart import StewartModel
 
 from tests.controller.conftest import make_context
 
@@ -132,7 +132,7 @@ def test_other_commands_convert(ctx):
 
 
 def test_state_table_is_the_loops():
-    # controller/loop/states.py: the loop refuses the same commands in the same states
+    # controller/daemon/loop/states.py: the loop refuses the same commands in the same states
     assert ALLOWED["enable"] == {State.DISABLED} and ALLOWED["reset"] == {State.FAULT, State.ESTOP}
     assert ALLOWED["move_joints"] == ALLOWED["run"] == {State.HOLD}
     assert ALLOWED["platform"] == ALLOWED["stabilizer"] == {State.HOLD, State.STABILIZING}
@@ -186,10 +186,10 @@ def test_stabilizer_can_only_be_disabled_while_stabilizing(ctx):
 
 
 def test_event_and_telemetry_messages_are_named():
-    from controller.codes import Event, Reason
-    from controller.io.messages import event_message, telemetry_message
-    from controller.telemetry import RecordLayout
-    # the loop's TRANSITION carries b = reason + 1000 * new state (controller/loop/loop.py _goto)
+    from controller.daemon.codes import Event, Reason
+    from controller.daemon.io.messages import event_message, telemetry_message
+    from controller.daemon.telemetry import RecordLayout
+    # the loop's TRANSITION carries b = reason + 1000 * new state (controller/daemon/loop/loop.py _goto)
     e = event_message(12, Event.TRANSITION, State.HOLD, Reason.COMMAND + 1000.0 * State.MOVING)
     assert e == {"cycle": 12, "kind": "TRANSITION", "from_state": "HOLD", "reason": "COMMAND", "to_state": "MOVING"}
     assert event_message(3, Event.FAULT, Reason.DRIVE_FAULT, 2.0)["reason"] == "DRIVE_FAULT"

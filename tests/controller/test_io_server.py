@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import zmq
 
-from controller.codes import Error, State
-from controller.io.client import Client, ClientTimeout, CommandError
-from controller.io.log import CycleLogWriter, read_log
-from controller.io.server import IoServer
-from controller.shm import Cmd, H
-from controller.telemetry import RecordLayout
+from controller.daemon.codes import Error, State
+from controller.tools.client import Client, ClientTimeout, CommandError
+from controller.daemon.io.log import CycleLogWriter, read_log
+from controller.daemon.io.server import IoServer
+from controller.daemon.shm import Cmd, H
+from controller.daemon.telemetry import RecordLayout
 
 from tests.controller.conftest import LOCAL, FakeLoop, make_context, small_block
 

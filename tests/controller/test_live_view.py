@@ -19,7 +19,7 @@ import yaml
 import foxglove  # noqa: E402,F401  (the test extra installs it: this file must run in CI, not skip)
 from websockets.sync.client import connect  # noqa: E402
 
-from controller.io.client import Client  # noqa: E402
+from controller.tools.client import Client  # noqa: E402
 from models import Robot  # noqa: E402
 from models.tilt import rotation_world_foot  # noqa: E402
 
@@ -118,7 +118,7 @@ def _nearest(times: dict[float, object], stamp: dict[str, int]) -> float:
 def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     port, client = live_daemon
     pin = pytest.importorskip("pinocchio")
-    from models.reference import build
+    from models.chain.reference import build
     robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
     ref, tool = build(robot.description)
     with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
@@ -172,7 +172,7 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
         q = np.array(seen[t])
         leg = next(e for e in scene["entities"] if e["id"] == "leg")
         points = np.array([[p["x"], p["y"], p["z"]] for p in leg["lines"][0]["points"]])
-        data = ref.createData()                       # Pinocchio, independent of models.kinematics
+        data = ref.createData()                       # Pinocchio, independent of models.chain.kinematics
         pin.framesForwardKinematics(ref, data, q)
         expected = [np.zeros(3)] + [data.oMi[i].translation for i in range(1, robot.n + 1)] + [data.oMf[tool].translation]
         np.testing.assert_allclose(points, np.array(expected), atol=1e-12)
@@ -222,7 +222,7 @@ def test_live_view_is_off_by_default(tmp_path):
 
 
 def test_non_loopback_host_is_a_config_error(tmp_path):
-    from controller.config import load_daemon_config
+    from controller.daemon.config import load_daemon_config
     from models import ConfigError
     cfg, _ = _config(tmp_path, {"enabled": True, "host": "0.0.0.0"})
     with pytest.raises(ConfigError, match=r"io\.live_view\.host.*loopback"):
@@ -230,7 +230,7 @@ def test_non_loopback_host_is_a_config_error(tmp_path):
 
 
 def _rotation(q: dict) -> np.ndarray:
-    """The rotation matrix of a unit quaternion (independent of controller.io.live)."""
+    """The rotation matrix of a unit quaternion (independent of controller.daemon.io.live)."""
     x, y, z, w = q["x"], q["y"], q["z"], q["w"]
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
@@ -238,7 +238,7 @@ def _rotation(q: dict) -> np.ndarray:
 
 
 def test_quaternions_of_the_tilt_and_of_the_force_arrow():
-    from controller.io.live import arrow_rotation, quaternion
+    from controller.daemon.io.live import arrow_rotation, quaternion
     from models.tilt import rotation_world_foot
     rng = np.random.default_rng(7)
     R = np.zeros((3, 3))
@@ -251,7 +251,7 @@ def test_quaternions_of_the_tilt_and_of_the_force_arrow():
 
 
 def test_missing_sdk_names_the_extra(monkeypatch):
-    from controller.io.live import LiveView, LiveViewError
+    from controller.daemon.io.live import LiveView, LiveViewError
     monkeypatch.setitem(sys.modules, "foxglove", None)          # import foxglove -> ImportError
     robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
     with pytest.raises(LiveViewError, match=r"pip install 'bipd\[live\]'"):
@@ -259,8 +259,8 @@ def test_missing_sdk_names_the_extra(monkeypatch):
 
 
 def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a_wall():
-    from controller.io.live import FORCE_SCALE, INSIDE_COLOR, OUTSIDE_COLOR, Ground, LiveView
-    from controller.telemetry import RecordLayout
+    from controller.daemon.io.live import FORCE_SCALE, INSIDE_COLOR, OUTSIDE_COLOR, Ground, LiveView
+    from controller.daemon.telemetry import RecordLayout
     robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
     foot = robot.description.foot
     live = LiveView(robot, 0, ground=Ground.of(robot, None))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.codes import Error, Event, Reason, State, unpack_detail
-from controller.shm import H, Cmd
+from controller.daemon.codes import Error, Event, Reason, State, unpack_detail
+from controller.daemon.shm import H, Cmd
 
 from tests.controller.loop_harness import Harness
 
@@ -203,8 +203,8 @@ def test_non_finite_trajectory_buffer_is_refused(h):
 
 
 def test_telemetry_record_carries_the_cycle(h):
-    from controller.shm import read_record
-    from controller.telemetry import RecordLayout
+    from controller.daemon.shm import read_record
+    from controller.daemon.telemetry import RecordLayout
 
     enabled(h)
     h.run(10)
@@ -227,7 +227,7 @@ def test_telemetry_record_carries_the_cycle(h):
 def test_one_millisecond_period_works(tmp_path):
     import yaml
 
-    from controller.config import load_daemon_config
+    from controller.daemon.config import load_daemon_config
 
     from tests.controller.loop_harness import CONFIG
     doc = yaml.safe_load(CONFIG.read_text())

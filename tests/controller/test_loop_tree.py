@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import yaml
 
-from controller.codes import Error, Event, State
-from controller.config import load_daemon_config
-from controller.loop.axes import feedforward
-from controller.shm import H, Cmd, read_record
-from controller.telemetry import RecordLayout
+from controller.daemon.codes import Error, Event, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.loop.axes import feedforward
+from controller.daemon.shm import H, Cmd, read_record
+from controller.daemon.telemetry import RecordLayout
 from models import ConfigError
 from models.gait.plan import DOUBLE, LEFT, RIGHT
-from models.tree_robot import TreeRobot
+from models.tree.robot import TreeRobot
 
 from tests.numpy_allocs import CountingHandler
 from tests.controller.loop_harness import Harness

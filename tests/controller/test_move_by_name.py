@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from controller.codes import Error, State
-from controller.io.protocol import ErrorReply, Request, validate
-from controller.shm import Cmd
+from controller.daemon.codes import Error, State
+from controller.daemon.io.protocol import ErrorReply, Request, validate
+from controller.daemon.shm import Cmd
 
 from tests.controller.conftest import make_context
 from tests.controller.loop_harness import Harness

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.io.playback import TrajectoryFileError, load_trajectory
-from models.tree_config import load_tree
+from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
+from models.tree.config import load_tree
 
 NAMES = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
 QMIN = np.array([-0.35, -0.5, -1.7, -0.5])

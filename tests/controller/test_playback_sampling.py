@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.loop.references.playback import Playback, right_shares
-from controller.loop.states import Outcome
-from controller.loop.timing import LockstepClock
+from controller.daemon.loop.references.playback import Playback, right_shares
+from controller.daemon.loop.states import Outcome
+from controller.daemon.loop.timing import LockstepClock
 
 PERIOD = 0.002
 

@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from controller import cli
-from controller.scenarios import cli as scenario_cli
-from controller.scenarios import runner
-from controller.scenarios.metrics import ScenarioResult
+from controller.tools.scenarios import cli as scenario_cli
+from controller.tools.scenarios import runner
+from controller.tools.scenarios.metrics import ScenarioResult
 
 
 @pytest.fixture

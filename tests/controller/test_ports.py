@@ -1,4 +1,4 @@
-"""controller.ports: the benches' ports are drawn below the kernel's ephemeral range, where no
+"""controller.tools.ports: the benches' ports are drawn below the kernel's ephemeral range, where no
 outgoing connection can take them between the pick and the bind."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from controller import ports
+from controller.tools import ports
 
 
 @pytest.mark.parametrize("kind", [socket.SOCK_STREAM, socket.SOCK_DGRAM], ids=["tcp", "udp"])

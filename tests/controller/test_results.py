@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.scenarios.results import BEGIN, END, markdown, update_readme
-from controller.scenarios.scenarios import TILT_DIRECTIONS_DEG
-from controller.scenarios.runner import ScenarioError
+from controller.tools.scenarios.results import BEGIN, END, markdown, update_readme
+from controller.tools.scenarios.scenarios import TILT_DIRECTIONS_DEG
+from controller.tools.scenarios.runner import ScenarioError
 
 
 def _results(speeds: list[float]) -> dict:

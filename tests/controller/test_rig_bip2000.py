@@ -19,14 +19,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from controller.rig.spec import motion_from_spec
-from controller.scenarios import runner, whole_body
-from controller.scenarios.cli import main
-from controller.scenarios.metrics import plate_tracking
-from controller.scenarios.rig import (RIG_CONFIG, TREE_AXES, TREE_FREQUENCIES, TREE_RIG_CONFIG, checked_motion,
+from controller.daemon.rig.spec import motion_from_spec
+from controller.tools.scenarios import runner, whole_body
+from controller.tools.scenarios.cli import main
+from controller.tools.scenarios.metrics import plate_tracking
+from controller.tools.scenarios.rig import (RIG_CONFIG, TREE_AXES, TREE_FREQUENCIES, TREE_RIG_CONFIG, checked_motion,
                                      markdown_tree)
-from controller.scenarios.runner import PlotError, ScenarioError, plot_errors
-from controller.scenarios.search import bisect
+from controller.tools.scenarios.runner import PlotError, ScenarioError, plot_errors
+from controller.tools.scenarios.search import bisect
 
 ROOT = Path(__file__).resolve().parents[2]
 GENTLE = "sinusoid:axis=x,amplitude=0.01,frequency=1,cycles=2"        # 0.4 m/s² peak, fore-aft
@@ -187,8 +187,8 @@ def test_bip2000s_columns_reach_the_daemons_stabilizer(monkeypatch):
     """rig-results on BIP 2000: every search of each column runs its bench with the stabilizer as the
     column says and, in the third, ``tilt.use_acceleration`` set in the stabilizer YAML the daemon
     loads (runner.write_config, as the leg's column); the earthquake's runs read the scaled copies."""
-    from controller.config import load_daemon_config
-    from controller.scenarios import rig
+    from controller.daemon.config import load_daemon_config
+    from controller.tools.scenarios import rig
     from stabilizer.whole_body import P_USE_ACC
 
     seen = []

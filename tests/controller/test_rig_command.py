@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.codes import Error, State
-from controller.config import load_daemon_config
-from controller.daemon import io_context
-from controller.io.protocol import ErrorReply, Request, validate
-from controller.rig.spec import motion_args
-from controller.shm import Cmd
-from models.stewart import StewartModel
-from models.stewart_tilt import SOLES, THESIS
+from controller.daemon.codes import Error, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.run import io_context
+from controller.daemon.io.protocol import ErrorReply, Request, validate
+from controller.daemon.rig.spec import motion_args
+from controller.daemon.shm import Cmd
+from models.rig.stewart import StewartModel
+from models.rig.tilt import SOLES, THESIS
 
 from tests.controller.conftest import make_context
 from tests.controller.loop_harness import Harness

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import yaml
 
-from controller.codes import Error, StabParam, State
-from controller.config import load_daemon_config
-from controller.rig.motions import sinusoid
-from controller.shm import Cmd
+from controller.daemon.codes import Error, StabParam, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.rig.motions import sinusoid
+from controller.daemon.shm import Cmd
 from models import ConfigError
 from models.gait.plan import DOUBLE
-from models.stewart import StewartModel, leg_lengths
-from models.stewart_tilt import hinge_to_euler
+from models.rig.stewart import StewartModel, leg_lengths
+from models.rig.tilt import hinge_to_euler
 from models.tilt import tilted_gravity
 
 from tests.controller.loop_harness import Harness
@@ -189,7 +189,7 @@ def test_the_foot_imu_reads_the_rigs_tilt(tmp_path):
 def test_a_rig_cycle_allocates_no_array(tmp_path, motion):
     """Stabilizing while the rig plays a motion: the loop's cycles (and the sim plant's) allocate
     no array buffer."""
-    from controller.rig.spec import motion_args
+    from controller.daemon.rig.spec import motion_args
 
     from tests.numpy_allocs import CountingHandler
     h = _enabled(_config(tmp_path, use_acceleration=True))

@@ -1,4 +1,4 @@
-"""Rig motions (controller.rig): within the Stewart–Gough rig's stroke by its inverse kinematics
+"""Rig motions (controller.daemon.rig): within the Stewart–Gough rig's stroke by its inverse kinematics
 (Staicu 2008, eq. 8–18), derivatives consistent, the hinge tilt as Gastebois 2017 eq. 46, and the
 earthquake CSV's refusals and drift-free displacement."""
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.rig.earthquake import earthquake_motion, load_earthquake, read_csv
-from controller.rig.motions import (MotionError, SplineMotion, TiltSequence, acceleration_step, heave,
+from controller.daemon.rig.earthquake import earthquake_motion, load_earthquake, read_csv
+from controller.daemon.rig.motions import (MotionError, SplineMotion, TiltSequence, acceleration_step, heave,
                                     pierson_moskowitz, ship_deck, sinusoid)
-from controller.rig.spec import motion_from_spec
-from controller.rig.stroke import check_motion
-from models.stewart import StewartModel, leg_lengths
-from models.stewart_tilt import SOLES, euler_to_hinge, hinge_to_euler, matrix_hinge_angles
+from controller.daemon.rig.spec import motion_from_spec
+from controller.daemon.rig.stroke import check_motion
+from models.rig.stewart import StewartModel, leg_lengths
+from models.rig.tilt import SOLES, euler_to_hinge, hinge_to_euler, matrix_hinge_angles
 
 RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 

@@ -1,4 +1,4 @@
-"""The rig's loop side (controller.rig.player): setpoints by the inverse kinematics (Staicu 2008,
+"""The rig's loop side (controller.daemon.rig.player): setpoints by the inverse kinematics (Staicu 2008,
 eq. 8-18), the platform measured back by forward kinematics and S V = λ' (eq. 15), its tilt as the
 hinge angles (Gastebois 2017, eq. 46) and its acceleration, without allocating."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.rig.motions import MotionError, TiltSequence, sinusoid
-from controller.rig.player import RigPlayer
-from models.stewart import OK, OUT_OF_STROKE, StewartModel
+from controller.daemon.rig.motions import MotionError, TiltSequence, sinusoid
+from controller.daemon.rig.player import RigPlayer
+from models.rig.stewart import OK, OUT_OF_STROKE, StewartModel
 
 from tests.numpy_allocs import CountingHandler
 

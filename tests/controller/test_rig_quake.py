@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.codes import Error, State
-from controller.config import load_daemon_config
-from controller.io.client import Client, CommandError
-from controller.io.protocol import Context
-from controller.io.server import IoServer
-from controller.rig.earthquake import kanai_tajimi, load_earthquake, write_csv
-from controller.shm import Cmd, H, read_record
-from controller.telemetry import RecordLayout
-from models.stewart import StewartModel
+from controller.daemon.codes import Error, State
+from controller.daemon.config import load_daemon_config
+from controller.tools.client import Client, CommandError
+from controller.daemon.io.protocol import Context
+from controller.daemon.io.server import IoServer
+from controller.daemon.rig.earthquake import kanai_tajimi, load_earthquake, write_csv
+from controller.daemon.shm import Cmd, H, read_record
+from controller.daemon.telemetry import RecordLayout
+from models.rig.stewart import StewartModel
 
 from tests.controller.conftest import LOCAL
 from tests.controller.loop_harness import Harness
@@ -156,7 +156,7 @@ def test_a_short_earthquake_played_in_lockstep_moves_the_plate_as_processed(tmp_
 def test_the_following_error_in_telemetry_is_setpoint_minus_position_from_the_bus():
     """rig_ferr (mm of stroke) = the setpoint each drive follows (the last written) minus the
     position read from the bus, through the screws' gear; NaN while the drives are not powered."""
-    from controller.rig.spec import motion_args
+    from controller.daemon.rig.spec import motion_args
 
     h = Harness(config=load_daemon_config(RIG_CONFIG, backend="sim", lockstep=True))
     layout, idx = RecordLayout(h.loop.n), h.loop.plat_idx
@@ -184,7 +184,7 @@ def test_the_following_error_in_telemetry_is_setpoint_minus_position_from_the_bu
 def test_the_scenario_reports_each_actuators_largest_following_error():
     """max_rig_following_error_mm: the largest |rig_ferr| per leg over the frames, unpowered (NaN)
     frames left out; None without the rig."""
-    from controller.scenarios.metrics import rig_following_errors
+    from controller.tools.scenarios.metrics import rig_following_errors
 
     ferr = np.full((4, 6), np.nan)
     ferr[1:] = [[0.1, -0.3, 0, 0, 0, 0.2], [-0.2, 0.1, 0, 0, 0, 0.1], [0.05, 0.0, 0, 0, 0.4, -0.5]]

@@ -1,6 +1,6 @@
 """The leg on the Stewart–Gough rig end to end: the HIL process (MuJoCo leg standing free on the rig's
 plate, six screw-driven actuators) and the daemon (deploy/bipd_rig.yaml over udp, stepped lock-step),
-operated through ZMQ by controller.scenarios.rig: the stabilizer holds the leg through a gentle
+operated through ZMQ by controller.tools.scenarios.rig: the stabilizer holds the leg through a gentle
 fore-aft ground motion, and a step far beyond the tipping acceleration g·(foot half-length)/(CoG
 height) fells it. One bench, two runs (about 20 s of wall time)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.scenarios.rig import RIG_CONFIG, RigMotion, motion_folder, motion_spec
-from controller.scenarios.runner import Options, ScenarioError, Session
+from controller.tools.scenarios.rig import RIG_CONFIG, RigMotion, motion_folder, motion_spec
+from controller.tools.scenarios.runner import Options, ScenarioError, Session
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 

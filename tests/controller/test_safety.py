@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from numba import njit
 
-from controller.codes import Reason
-from controller.loop import safety as sf
-from controller.loop.safety import Limits, Watchdog, check_hard, clamp_soft
+from controller.daemon.codes import Reason
+from controller.daemon.loop import safety as sf
+from controller.daemon.loop.safety import Limits, Watchdog, check_hard, clamp_soft
 
 from tests.nrt import assert_allocation_free
 

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from controller.scenarios import runner
-from controller.scenarios.runner import Endpoints, Processes, ScenarioError
+from controller.tools.scenarios import runner
+from controller.tools.scenarios.runner import Endpoints, Processes, ScenarioError
 
 
 def test_a_hil_that_never_answers_is_an_error_and_is_stopped(tmp_path, monkeypatch):

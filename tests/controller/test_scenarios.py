@@ -1,10 +1,10 @@
 """HIL scenarios end to end: the real HIL process (MuJoCo leg on its tilting platform) and the
-real daemon over the udp backend, operated through ZMQ by controller.scenarios, as a user would.
+real daemon over the udp backend, operated through ZMQ by controller.tools.scenarios, as a user would.
 
 Lock-step unless stated. Shortened to keep the suite short: quintics of 3 s each way with 0.5 s
 holds (thesis: 7 s); a faster tilt is the harder case for the stabilizer. The four lock-step benches
 run concurrently (a lock-step bench mostly waits on its own UDP round trips), each test reads its
-runs' results. Fall criteria: controller.scenarios.metrics (foot lift > 10 mm, tilt > 5°, hip
+runs' results. Fall criteria: controller.tools.scenarios.metrics (foot lift > 10 mm, tilt > 5°, hip
 below 0.30 m).
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from controller.scenarios.metrics import ScenarioResult
-from controller.scenarios.runner import Options, Scenario, Session
-from controller.scenarios.scenarios import Fault, Squat, Tilt
+from controller.tools.scenarios.metrics import ScenarioResult
+from controller.tools.scenarios.runner import Options, Scenario, Session
+from controller.tools.scenarios.scenarios import Fault, Squat, Tilt
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
@@ -102,7 +102,7 @@ def test_one_lost_pres_is_tolerated(results):
 
 def test_pres_burst_faults_and_the_bench_stops_safely(results):
     """Three PRes lost in a row trip the threshold counter: FAULT (bus), every drive quick-stopped
-    then disabled; safe stop as defined by controller.scenarios.metrics.safe_stop."""
+    then disabled; safe stop as defined by controller.tools.scenarios.metrics.safe_stop."""
     r = results["pres_burst"]
     assert r.states == ["STABILIZING", "FAULT"] and r.faults == ["BUS_FAULT"], (r.states, r.faults)
     stop = r.safe_stop

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.shm import (H, Layout, SharedBlock, begin_record, command_done, end_record,
+from controller.daemon.shm import (H, Layout, SharedBlock, begin_record, command_done, end_record,
                             next_command, post_command, post_event, post_reply, read_events,
                             read_record, take_replies)
-from controller.telemetry import RecordLayout
+from controller.daemon.telemetry import RecordLayout
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from controller.codes import Error, State
-from controller.io.protocol import ErrorReply, validate
-from controller.loop.trajectories import SQUAT_DURATION_S
-from controller.shm import Cmd, take_replies
+from controller.daemon.codes import Error, State
+from controller.daemon.io.protocol import ErrorReply, validate
+from controller.daemon.loop.trajectories import SQUAT_DURATION_S
+from controller.daemon.shm import Cmd, take_replies
 
 from tests.controller.conftest import make_context
 from tests.controller.loop_harness import Harness

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import yaml
 
-from controller.codes import Event, Reason, State
-from controller.config import load_daemon_config
-from controller.io.messages import event_message, telemetry_message
-from controller.loop.references.stabilize import Stabilize, flag_mask
-from controller.shm import H, Cmd, read_record
-from controller.telemetry import STAB_FLAGS, RecordLayout, stab_flag_names
-from models.errors import ConfigError
+from controller.daemon.codes import Event, Reason, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.io.messages import event_message, telemetry_message
+from controller.daemon.loop.references.stabilize import Stabilize, flag_mask
+from controller.daemon.shm import H, Cmd, read_record
+from controller.daemon.telemetry import STAB_FLAGS, RecordLayout, stab_flag_names
+from models.common.errors import ConfigError
 from stabilizer.stabilizer import F_OUTSIDE, NFLAGS, NOT_RESET, REJECTED_INPUT, S_RESET
 
 from tests.controller.loop_harness import CONFIG, Harness
@@ -124,8 +124,8 @@ def test_the_status_path_is_compiled_before_the_first_cycle(monkeypatch):
     stabilizer adds no Numba signature (no compilation inside a cycle)."""
     from numba.core.registry import CPUDispatcher
 
-    from controller.loop import loop as loop_module
-    from controller.loop import safety
+    from controller.daemon.loop import loop as loop_module
+    from controller.daemon.loop import safety
 
     h = Harness()
     try:

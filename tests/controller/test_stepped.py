@@ -11,10 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from controller.codes import Event, Reason, State
-from controller.config import load_daemon_config
-from controller.loop.timing import DeadlineClock
-from controller.shm import Cmd, H, post_command, take_replies
+from controller.daemon.codes import Event, Reason, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.loop.timing import DeadlineClock
+from controller.daemon.shm import Cmd, H, post_command, take_replies
 
 from tests.controller.loop_harness import CONFIG, Harness
 
@@ -83,7 +83,7 @@ def stepped():
 
 
 def _t(cycle: int, period: float) -> float:
-    """The lock-step clock's time of a cycle (controller.loop.timing.LockstepClock)."""
+    """The lock-step clock's time of a cycle (controller.daemon.loop.timing.LockstepClock)."""
     return cycle * int(round(period * 1e9)) * 1e-9
 
 

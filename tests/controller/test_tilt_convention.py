@@ -1,8 +1,8 @@
 """BIP 2000's platform tilt (α, β) means the same on the Stewart–Gough rig (deploy/bip2000_rig.yaml) as on
 its two-hinge platform (deploy/bip2000_platform.yaml): RotX(α) RotY(β), roll about the soles' x
-(forward) then pitch about the rolled y (docs/conventions.md, "Platform tilt"; models.stewart_tilt).
+(forward) then pitch about the rolled y (docs/conventions.md, "Platform tilt"; models.rig.tilt).
 
-In process, lock-step: the loop on the MuJoCo biped plant standing on the plate (drivers.hil.plant_biped),
+In process, lock-step: the loop on the MuJoCo biped plant standing on the plate (drivers.sim.hil.plant_biped),
 the whole-robot stabilizer on. The ``platform`` command rolls, then pitches, the plate by 3°; MuJoCo's plate
 orientation (its truth, independent of the loop's kinematics) must then be RotX(α) RotY(β) of the command, and
 the loop's measured tilt (telemetry ``platform``), the truth stream's ``platform``, the models' gravity and the
@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.codes import Error, StabParam, State
-from controller.config import load_daemon_config
-from controller.rig.spec import motion_args
-from controller.shm import Cmd
+from controller.daemon.codes import Error, StabParam, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.rig.spec import motion_args
+from controller.daemon.shm import Cmd
 from drivers.hal import open_bus
 from models.gait.plan import DOUBLE
 from models.tilt import sole_gravity
@@ -29,9 +29,9 @@ from tests.controller.loop_harness import Harness
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
 
-from drivers.hil.mjcf import PLATFORM  # noqa: E402
-from drivers.hil.plant_biped import BipedPlant  # noqa: E402
-from models.stewart import StewartModel  # noqa: E402
+from drivers.sim.hil.mjcf import PLATFORM  # noqa: E402
+from drivers.sim.hil.plant_biped import BipedPlant  # noqa: E402
+from models.rig.stewart import StewartModel  # noqa: E402
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ANGLE = math.radians(3.0)

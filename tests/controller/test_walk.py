@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller.scenarios.cli import main
-from controller.scenarios.runner import Options
-from controller.scenarios.walk import WALK_CONFIG, generate_gait, run_walk
-from controller.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
+from controller.tools.scenarios.cli import main
+from controller.tools.scenarios.runner import Options
+from controller.tools.scenarios.walk import WALK_CONFIG, generate_gait, run_walk
+from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
 
 
 @pytest.mark.parametrize("argv,problem", [

@@ -18,11 +18,11 @@ import yaml
 import zmq
 
 from controller.cli import main
-from controller.config import load_daemon_config
-from controller.plants import PLANTS
-from controller.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
-from controller.scenarios.walk_metrics import KNEE_BOUND_DEG
-from controller.walk_demo import operator_walk
+from controller.daemon.config import load_daemon_config
+from controller.daemon.plants import PLANTS
+from controller.tools.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, generate_gait
+from controller.tools.scenarios.walk_metrics import KNEE_BOUND_DEG
+from controller.tools.walk_demo import operator_walk
 from models import ConfigError
 
 from tests.controller.test_daemon import DEPLOY
@@ -128,9 +128,9 @@ def test_the_biped_plant_refuses_a_chain_robot(tmp_path):
     (CONFIG, "squat", "drives bip2000: its demo is walk"),
 ])
 def test_a_demo_the_robot_cannot_run_is_refused(monkeypatch, capsys, config, demo, fragment):
-    import controller.daemon
+    import controller.daemon.run
 
-    monkeypatch.setattr(controller.daemon, "run_daemon", lambda *a, **k: pytest.fail("a daemon would start"))
+    monkeypatch.setattr(controller.daemon.run, "run_daemon", lambda *a, **k: pytest.fail("a daemon would start"))
     assert main(["run", "--config", str(config), "--demo", demo]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"bipd: error: --demo {demo} runs on ") and fragment in err, err

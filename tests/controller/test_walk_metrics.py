@@ -1,4 +1,4 @@
-"""Walk figures (controller.scenarios.walk_metrics), plots and README rows on synthetic series
+"""Walk figures (controller.tools.scenarios.walk_metrics), plots and README rows on synthetic series
 whose answers are worked out by hand here."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from controller.scenarios import plots
-from controller.scenarios.results import BEGIN, END, WALK_MARKERS, update_readme, walk_markdown
-from controller.scenarios.walk_metrics import (
+from controller.tools.scenarios import plots
+from controller.tools.scenarios.results import BEGIN, END, WALK_MARKERS, update_readme, walk_markdown
+from controller.tools.scenarios.walk_metrics import (
     evaluate_walk,
     following_errors_deg,
     joint_errors_deg,

@@ -1,4 +1,4 @@
-"""The whole-robot stabilizer in the loop (controller.loop.references.stabilize_whole_body): BIP 2000
+"""The whole-robot stabilizer in the loop (controller.daemon.loop.references.stabilize_whole_body): BIP 2000
 (deploy/bip2000_platform.yaml) in lock-step on the simulated bus's inertia plant. STABILIZING runs
 stabilizer.whole_body.step every cycle without allocating; each status and flag reaches the telemetry's
 stab_flags and the events with the reaction of the library's FLAG_REACTIONS ("hold": the reference
@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import yaml
 
-from controller.codes import Event, Reason, StabParam, State
-from controller.config import load_daemon_config
-from controller.io.messages import event_message
-from controller.loop.references.stabilize_whole_body import StabilizeWholeBody
-from controller.shm import Cmd
-from controller.telemetry import STAB_FLAGS, stab_flag_names
-from models.errors import ConfigError
+from controller.daemon.codes import Event, Reason, StabParam, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.io.messages import event_message
+from controller.daemon.loop.references.stabilize_whole_body import StabilizeWholeBody
+from controller.daemon.shm import Cmd
+from controller.daemon.telemetry import STAB_FLAGS, stab_flag_names
+from models.common.errors import ConfigError
 from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
 from stabilizer.whole_body import FLAG_NAMES, FLAG_REACTIONS, NOT_RESET, P_CLOSE_TOL, S_RESET, STATUS_NAMES
 
@@ -192,8 +192,8 @@ def test_a_whole_body_stabilizer_for_another_robot_is_refused(tmp_path):
 
 def test_the_whole_body_kernels_are_compiled_before_the_first_cycle(h):
     """_warmup compiled them: stabilizing (OK and failing steps) adds no Numba signature."""
-    from controller.loop.references import stabilize as generic
-    from controller.loop.references import stabilize_whole_body as wbr
+    from controller.daemon.loop.references import stabilize as generic
+    from controller.daemon.loop.references import stabilize_whole_body as wbr
     from stabilizer import whole_body
 
     kernels = [whole_body.step, whole_body.reset, wbr.copy_margins, generic.flag_mask]

@@ -1,11 +1,11 @@
-"""The whole-robot table (controller.scenarios.whole_body_results) from synthetic results, and the
+"""The whole-robot table (controller.tools.scenarios.whole_body_results) from synthetic results, and the
 CoG margin the whole-body scenarios compute from the HIL's support polygon."""
 from __future__ import annotations
 
 import numpy as np
 
-from controller.scenarios import whole_body_results as wr
-from controller.scenarios.whole_body import TILT_DIRECTIONS, cog_margin
+from controller.tools.scenarios import whole_body_results as wr
+from controller.tools.scenarios.whole_body import TILT_DIRECTIONS, cog_margin
 
 
 def _res() -> dict:

@@ -1,7 +1,7 @@
 """BIP 2000 on the Stewart–Gough rig in the HIL, end to end: the biped plant on the rig's plate
-(drivers.hil.plant_biped with ``rig``) and the daemon with the whole-robot stabilizer driving the
+(drivers.sim.hil.plant_biped with ``rig``) and the daemon with the whole-robot stabilizer driving the
 rig's six CSP axes (deploy/bip2000_rig.yaml) over the udp backend, stepped lock-step, operated
-through ZMQ (controller.scenarios.whole_body with the rig scenario's RigMotion). A gentle ground
+through ZMQ (controller.tools.scenarios.whole_body with the rig scenario's RigMotion). A gentle ground
 motion: 20 mm lateral (the rig's y: the robot's left) at 0.5 Hz, two cycles."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.rig.spec import motion_from_spec
-from controller.scenarios.rig import RigMotion
-from controller.scenarios.whole_body import WholeBodyOptions, run_whole_body
+from controller.daemon.rig.spec import motion_from_spec
+from controller.tools.scenarios.rig import RigMotion
+from controller.tools.scenarios.whole_body import WholeBodyOptions, run_whole_body
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 

@@ -1,5 +1,5 @@
-"""BIP 2000 on the tilting platform in the HIL, end to end (controller.scenarios.whole_body): the
-biped plant on the plate (drivers.hil.plant_biped) and the daemon with the whole-robot stabilizer
+"""BIP 2000 on the tilting platform in the HIL, end to end (controller.tools.scenarios.whole_body): the
+biped plant on the plate (drivers.sim.hil.plant_biped) and the daemon with the whole-robot stabilizer
 (deploy/bip2000_platform.yaml) over the udp backend, stepped lock-step, operated through ZMQ.
 Shortened: a 10° roll in a 3 s quintic, 0.5 s hold, back. The stabilized run and the posture-held
 run go concurrently; each is compared with the other, not with a constant."""
@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from controller.scenarios.whole_body import PlatformTilt, WholeBodyOptions, run_whole_body
+from controller.tools.scenarios.whole_body import PlatformTilt, WholeBodyOptions, run_whole_body
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 

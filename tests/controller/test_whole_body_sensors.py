@@ -1,5 +1,5 @@
 """BIP 2000's pelvis IMU and feet load cells feeding the whole-robot stabilizer in the HIL, end to end
-(controller.scenarios.whole_body: the biped plant on the tilting plate and the daemon of
+(controller.tools.scenarios.whole_body: the biped plant on the tilting plate and the daemon of
 deploy/bip2000_platform.yaml over the udp backend, stepped lock-step, operated through ZMQ).
 
 * ``tilt.source: imu``: a 10° roll in the thesis' 7 s quintic, 1 s hold, back. With the posture held the
@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from controller.scenarios.whole_body import PlatformTilt, WholeBodyOptions, run_whole_body
+from controller.tools.scenarios.whole_body import PlatformTilt, WholeBodyOptions, run_whole_body
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 

@@ -1,6 +1,6 @@
 """deploy/bip2000.yaml: every drive's speed loop is stable on the motor it drives.
 
-The drive kernel (drivers.drive.step_axes) runs its speed loop once a bus cycle dt on the measured
+The drive kernel (drivers.sim.drive.step_axes) runs its speed loop once a bus cycle dt on the measured
 motor speed: under its P gain alone a speed error decays as (1 − kp_speed · torque_constant · dt / J)
 per cycle, J the motor's inertia (rotor + the load reflected through the transmission). The pole
 must lie inside the unit circle for the smallest J the motor meets: the robot hung by the pelvis
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from drivers.config import parse_bus_config
-from drivers.hil.plant_biped import flexed_posture
+from drivers.sim.hil.plant_biped import flexed_posture
 from models.transmission import ROTOR, transmission_jacobian
-from models.tree_config import load_tree
-from models.tree_robot import TreeRobot
-from models.validation import read_yaml
+from models.tree.config import load_tree
+from models.tree.robot import TreeRobot
+from models.common.validation import read_yaml
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -14,8 +14,8 @@ import pytest
 from drivers.backends import udp
 from drivers.config import SENSORS, BusConfigError, parse_bus_config
 from drivers.hal import open_bus
-from drivers.plant import InertiaPlant
-from models.validation import read_yaml
+from drivers.sim.plant import InertiaPlant
+from models.common.validation import read_yaml
 
 from tests.drivers.helpers import cycle
 
@@ -33,8 +33,8 @@ def bus_values(bus, name: str) -> np.ndarray:
 
 @pytest.mark.parametrize("backend", ["sim", "udp"])
 def test_the_pelvis_imu_and_the_feet_loads_reach_the_managing_node(backend):
-    from drivers.hil.plant_biped import BipedPlant
-    from models.tree_config import load_tree
+    from drivers.sim.hil.plant_biped import BipedPlant
+    from models.tree.config import load_tree
 
     config = parse_bus_config(SECTION)
     plant = BipedPlant.from_config(config, load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml"))

@@ -8,9 +8,9 @@ import pytest
 from drivers import cia402
 from drivers.cia402 import State
 from drivers.config import BusConfigError, parse_bus_config
-from drivers.drive import ACT_CUR, BRAKE_ON, BRAKE_POS, HOLD_TORQUE, OFF
+from drivers.sim.drive import ACT_CUR, BRAKE_ON, BRAKE_POS, HOLD_TORQUE, OFF
 from drivers.hal import open_bus
-from drivers.plant import InertiaPlant
+from drivers.sim.plant import InertiaPlant
 
 from tests.drivers.helpers import cycle
 

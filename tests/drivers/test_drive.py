@@ -8,11 +8,11 @@ from drivers import cia402
 from drivers.cia402 import State
 from drivers.codes import FaultCode
 from drivers.config import parse_bus_config
-from drivers.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, CSP, CST, FE_ACTUAL, FE_LIMIT, P_DEM
+from drivers.sim.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, CSP, CST, FE_ACTUAL, FE_LIMIT, P_DEM
 from drivers.events import EventKind
-from drivers.faults import FaultError
+from drivers.sim.faults import FaultError
 from drivers.powerlink.sdo import SdoAbort
-from drivers.sim_nodes import SimulatedNodes
+from drivers.sim.nodes import SimulatedNodes
 
 from tests.drivers.helpers import cycle
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from drivers.backends import udp
 from drivers.cia402 import Mode, State
 from drivers.config import parse_bus_config
-from drivers.drive import ACT_CUR, ACT_POS, ACT_VEL, AUX, CMD_POS
+from drivers.sim.drive import ACT_CUR, ACT_POS, ACT_VEL, AUX, CMD_POS
 from drivers.powerlink import frames
 from drivers.powerlink.frames import ChecksumError, InconsistentFrame
 from drivers.powerlink.checks import steady_pres
@@ -175,7 +175,7 @@ def _scripted_run(bench, mn_numba: bool):
 
 
 def test_the_numba_isochronous_path_answers_as_the_python_path(bench):
-    """The same datagrams, served with and without drivers.isochronous: identical answers after
+    """The same datagrams, served with and without drivers.sim.isochronous: identical answers after
     every datagram and identical drive, PRes and node state at the end; the fast path took most
     frames."""
     twin, bus, _ = _scripted_run(bench, mn_numba=True)

@@ -9,7 +9,7 @@ import pytest
 from drivers.backends import udp
 from drivers.config import BusConfigError, parse_bus_config
 from drivers.hal import open_bus
-from drivers.plant_leg import LegPlant
+from drivers.sim.plant_leg import LegPlant
 from models import Robot
 
 from tests.drivers.helpers import cycle

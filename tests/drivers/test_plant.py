@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.plant import InertiaPlant
+from drivers.sim.plant import InertiaPlant
 
 from tests.drivers.helpers import cycle, enabled_bus
 

@@ -11,9 +11,9 @@ import yaml
 from drivers import cia402
 from drivers.config import BusConfigError, parse_bus_config
 from drivers.hal import open_bus
-from drivers.plant_leg import AXES, LegPlant, LegPlantError
+from drivers.sim.plant_leg import AXES, LegPlant, LegPlantError
 from models import Robot, TransmissionFault
-from models.config import description_from_dict
+from models.chain.config import description_from_dict
 
 from tests.drivers.helpers import cycle
 

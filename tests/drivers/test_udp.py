@@ -9,14 +9,14 @@ import time
 import numpy as np
 import pytest
 
-from controller.ports import free_port
+from controller.tools.ports import free_port
 from drivers.backends.udp import DEFAULT_SPIN_S, SILENCE, SPIN_ENV, UdpLink, serve_udp, shutdown_server, spin_seconds
 from drivers.cia402 import State
 from drivers.codes import FaultCode
 from drivers.config import BusConfigError, UdpConfig, parse_bus_config
-from drivers.faults import FaultError
+from drivers.sim.faults import FaultError
 from drivers.hal import BackendError, LinkError, open_bus
-from drivers.plant import InertiaPlant
+from drivers.sim.plant import InertiaPlant
 
 from tests.drivers.helpers import cycle
 

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from controller.scenarios.runner import Options, Session
-from controller.scenarios.scenarios import Tilt
+from controller.tools.scenarios.runner import Options, Session
+from controller.tools.scenarios.scenarios import Tilt
 from models import Robot
 from models.tilt import tilted_gravity
 

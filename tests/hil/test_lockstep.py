@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from controller.scenarios.runner import Options, Session
-from controller.scenarios.scenarios import Tilt
+from controller.tools.scenarios.runner import Options, Session
+from controller.tools.scenarios.scenarios import Tilt
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 

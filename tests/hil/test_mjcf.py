@@ -5,7 +5,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from drivers.hil.mjcf import LEG_MOTORS, PLATFORM_DEFAULTS, TENDON_JOINTS, MjcfError, build_mjcf
+from drivers.sim.hil.mjcf import LEG_MOTORS, PLATFORM_DEFAULTS, TENDON_JOINTS, MjcfError, build_mjcf
 from models import Robot
 
 from tests.hil.conftest import ROOT
@@ -124,9 +124,9 @@ def test_clamped_model_of_an_arm_without_foot():
 def test_exported_mjcf_of_bip2000_matches_the_tree_engine():
     """`bipd export mjcf`: MuJoCo's mass matrix (armature included) and gravity torques of the
     written MJCF equal the tree engine's at the pelvis, to its 6 written digits."""
-    from models.tree_config import load_tree
-    from models.tree_robot import TreeRobot
-    from drivers.hil.mjcf import mjcf_from_description
+    from models.tree.config import load_tree
+    from models.tree.robot import TreeRobot
+    from drivers.sim.hil.mjcf import mjcf_from_description
 
     desc = load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml")
     robot = TreeRobot(desc)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from drivers.config import BusConfigError
-from drivers.hil.mjcf_biped import GANTRY_HEIGHT, MjcfError, build_biped
-from drivers.hil.plant_biped import TRUTH, BipedPlant, BipedPlantError, flexed_posture
-from drivers.hil.plant_mujoco import SimulationError
+from drivers.sim.hil.mjcf_biped import GANTRY_HEIGHT, MjcfError, build_biped
+from drivers.sim.hil.plant_biped import TRUTH, BipedPlant, BipedPlantError, flexed_posture
+from drivers.sim.hil.plant_mujoco import SimulationError
 from models import TransmissionFault
-from models.tree_config import load_tree
-from models.tree_robot import TreeRobot
+from models.tree.config import load_tree
+from models.tree.robot import TreeRobot
 from models.urdf import frame_link
 
 from tests.hil.conftest import BUS_CYCLE, ROOT

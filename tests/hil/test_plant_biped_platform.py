@@ -1,4 +1,4 @@
-"""BIP 2000 standing on the leg bench's two-axis tilting plate (drivers.hil.plant_biped with ``platform``):
+"""BIP 2000 standing on the leg bench's two-axis tilting plate (drivers.sim.hil.plant_biped with ``platform``):
 the plate's axes are RotX(alpha) RotY(beta), the convention of the whole-robot stabilizer and of the
 loop's feed-forward gravity (models.tilt.sole_gravity); its two motors are bus axes at ratio × hinge;
 the feet stand on the tilted plate (their lift measured from it)."""
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from drivers.config import BusConfigError
-from drivers.hil.mjcf import PLATFORM, PLATFORM_JOINTS
-from drivers.hil.plant_biped import BipedPlant, flexed_posture
+from drivers.sim.hil.mjcf import PLATFORM, PLATFORM_JOINTS
+from drivers.sim.hil.plant_biped import BipedPlant, flexed_posture
 from models.tilt import sole_gravity
-from models.tree_config import load_tree
+from models.tree.config import load_tree
 
 from tests.hil.conftest import BUS_CYCLE, ROOT
 

@@ -1,6 +1,6 @@
-"""BIP 2000 standing on the Stewart–Gough rig's plate (drivers.hil.plant_biped with ``rig``): settled at
+"""BIP 2000 standing on the Stewart–Gough rig's plate (drivers.sim.hil.plant_biped with ``rig``): settled at
 the rig's home pose, its six motors at 2π/lead × the home leg lengths of the rig's model (Staicu 2008,
-eq. 10: models.stewart.leg_lengths), and a slide's torque moves the plate (the truth's plate_position)."""
+eq. 10: models.rig.stewart.leg_lengths), and a slide's torque moves the plate (the truth's plate_position)."""
 from __future__ import annotations
 
 import math
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from drivers.config import BusConfigError
-from drivers.hil.plant_biped import BipedPlant
-from models.stewart import StewartModel, leg_lengths
-from models.tree_config import load_tree
+from drivers.sim.hil.plant_biped import BipedPlant
+from models.rig.stewart import StewartModel, leg_lengths
+from models.tree.config import load_tree
 
 from tests.hil.conftest import ROOT
 

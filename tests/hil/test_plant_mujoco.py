@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from drivers.config import parse_bus_config
-from drivers.hil.plant_mujoco import (
+from drivers.sim.hil.plant_mujoco import (
     MujocoPlant,
     MujocoPlantError,
     SimulationError,

@@ -1,4 +1,4 @@
-"""The MuJoCo leg standing free on the Stewart–Gough rig (drivers.hil.plant_mujoco_rig): ten motors
+"""The MuJoCo leg standing free on the Stewart–Gough rig (drivers.sim.hil.plant_mujoco_rig): ten motors
 in bus order, the rig's through its screws, and the plate's hinge-equivalent tilt (Gastebois 2017,
 eq. 46) when the actuators reach the rig's inverse kinematics (Staicu 2008, eq. 8-10) of a tilt."""
 from __future__ import annotations
@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 
 from drivers.config import BusConfigError
-from drivers.hil.mjcf import PLATFORM
-from drivers.hil.plant_mujoco_rig import MujocoRigPlant
-from models.stewart import StewartModel, leg_lengths
-from models.stewart_tilt import hinge_to_euler
+from drivers.sim.hil.mjcf import PLATFORM
+from drivers.sim.hil.plant_mujoco_rig import MujocoRigPlant
+from models.rig.stewart import StewartModel, leg_lengths
+from models.rig.tilt import hinge_to_euler
 
 from tests.hil.conftest import BUS_CYCLE, ROOT
 
 RIG_AXES = tuple(f"rig_{c}" for c in "ABCDEF")
 BUS = ("rig_D", "ankle_1", "rig_A", "ankle_2", "rig_F", "knee", "rig_B", "hip", "rig_E", "rig_C")   # any order
 STANCE = (0.0, 0.25, -0.5, 0.25)
-GEAR = 2 * math.pi / 0.02            # drivers.hil.stewart_mjcf's default screw
+GEAR = 2 * math.pi / 0.02            # drivers.sim.hil.stewart_mjcf's default screw
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import math
 import numpy as np
 from mcap.reader import make_reader
 
-from controller.io.log import TRUTH, log_info, read_log
-from controller.scenarios.runner import Options, Session
-from controller.scenarios.scenarios import Tilt
+from controller.daemon.io.log import TRUTH, log_info, read_log
+from controller.tools.scenarios.runner import Options, Session
+from controller.tools.scenarios.scenarios import Tilt
 
 
 def test_scenario_records_telemetry_events_and_truth(tmp_path):
@@ -36,7 +36,7 @@ def test_scenario_records_telemetry_events_and_truth(tmp_path):
 
 
 def test_record_onto_an_existing_file_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
-    from controller.scenarios import cli
+    from controller.tools.scenarios import cli
 
     def never(*_a, **_k):
         raise AssertionError("the scenario ran")

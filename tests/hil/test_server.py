@@ -12,15 +12,15 @@ import pytest
 import yaml
 import zmq
 
-from controller.ports import free_port
+from controller.tools.ports import free_port
 from drivers.backends.udp import UdpLink, shutdown_server
 from drivers.cia402 import State
 from drivers.config import UdpConfig, parse_bus_config
-from drivers.drive import CMD_POS, CSP, FE_ACTUAL
+from drivers.sim.drive import CMD_POS, CSP, FE_ACTUAL
 from drivers.hal import LinkError, open_bus
-from drivers.hil.server import ServedPlant, initial_posture, main
-from drivers.plant import InertiaPlant
-from drivers.sim_nodes import SimulatedNodes
+from drivers.sim.hil.server import ServedPlant, initial_posture, main
+from drivers.sim.plant import InertiaPlant
+from drivers.sim.nodes import SimulatedNodes
 
 from tests.hil.conftest import LEG_YAML, ROOT
 
@@ -64,7 +64,7 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
     path, document = daemon_yaml
     udp_port, truth = free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{free_port()}"
     section = dict(document["bus"], backend="udp", udp=dict(document["bus"]["udp"], port=udp_port))
-    proc = subprocess.Popen([sys.executable, "-m", "drivers.hil.server", "--config", str(path), "--udp-port",
+    proc = subprocess.Popen([sys.executable, "-m", "drivers.sim.hil.server", "--config", str(path), "--udp-port",
                              str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"]
                             + (["--bolt-foot"] if bolt_foot else []),
                             cwd=ROOT, stderr=subprocess.PIPE)

@@ -15,13 +15,13 @@ import zmq
 from drivers.backends.udp import shutdown_server
 from drivers.config import parse_bus_config
 from drivers.hal import open_bus
-from drivers.hil.mjcf_biped import GANTRY_HEIGHT
-from drivers.hil.plant_biped import TRUTH, BipedPlant
-from drivers.hil.server import main
-from models.tree_config import load_tree
+from drivers.sim.hil.mjcf_biped import GANTRY_HEIGHT
+from drivers.sim.hil.plant_biped import TRUTH, BipedPlant
+from drivers.sim.hil.server import main
+from models.tree.config import load_tree
 
 from tests.hil.conftest import ROOT
-from controller.ports import free_port
+from controller.tools.ports import free_port
 
 from tests.hil.test_server import _wait_for_server
 
@@ -49,7 +49,7 @@ def test_bipd_hil_serves_the_whole_biped(hung):
     desc = load_tree(CONFIG.parent / document["robot"])
     udp_port, truth = free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{free_port()}"
     section = dict(document["bus"], udp=dict(document["bus"]["udp"], port=udp_port))
-    proc = subprocess.Popen([sys.executable, "-m", "drivers.hil.server", "--config", str(CONFIG), "--udp-port",
+    proc = subprocess.Popen([sys.executable, "-m", "drivers.sim.hil.server", "--config", str(CONFIG), "--udp-port",
                              str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"]
                             + (["--hung"] if hung else []), cwd=ROOT, stderr=subprocess.PIPE)
     sub = zmq.Context.instance().socket(zmq.SUB)

@@ -1,5 +1,5 @@
-"""The rig's MuJoCo model (drivers.hil.stewart_mjcf) against the virtual-work model of Staicu 2008
-(eq. 19-20, models.stewart_dynamics) over the text's test motion (§3, Δt = 3 s)."""
+"""The rig's MuJoCo model (drivers.sim.hil.stewart_mjcf) against the virtual-work model of Staicu 2008
+(eq. 19-20, models.rig.dynamics) over the text's test motion (§3, Δt = 3 s)."""
 from __future__ import annotations
 
 import math
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import yaml
 
-from drivers.hil.mjcf import MjcfError
-from drivers.hil.stewart_mjcf import ACTUATORS, RigState, gear, required_forces, rig_mjcf, rig_params
-from models.stewart import StewartData, StewartModel, staicu_motion
-from models.stewart_config import stewart_from_dict
-from models.stewart_dynamics import inverse_dynamics
+from drivers.sim.hil.mjcf import MjcfError
+from drivers.sim.hil.stewart_mjcf import ACTUATORS, RigState, gear, required_forces, rig_mjcf, rig_params
+from models.rig.stewart import StewartData, StewartModel, staicu_motion
+from models.rig.config import stewart_from_dict
+from models.rig.dynamics import inverse_dynamics
 
 from tests.hil.conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""Closed-form IGM of Lammari's 5-joint arm (models/arm5_ik.py, Lammari 2012 §VI.5.5).
+"""Closed-form IGM of Lammari's 5-joint arm (models/ik/arm5.py, Lammari 2012 §VI.5.5).
 
 * Annex A §I.2.1: from the points of Tableau 1 and the plane's unit normal, the branch
   (q1 = atan2(Py, Px), + root of eq. VI.5, s5 < 0) gives Tableau 2's joint angles within
@@ -8,7 +8,7 @@
   configuration that made the target is among them.
 * The printed half-angle root (−B + √…)/(A + C) and the printed c5 = E s23 + n3 miss the
   target; the corrected forms hit it (docs/errata.md).
-* The numerical IK (models/ik.py) lands on the closed-form branch it starts near.
+* The numerical IK (models/ik/numerical.py) lands on the closed-form branch it starts near.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.arm5_ik import arm5_ik, arm5_lengths, half_angle_roots, wrist_cosine
-from models.errors import GeometryError
-from models.ik import IkSolver, Task
+from models.ik.arm5 import arm5_ik, arm5_lengths, half_angle_roots, wrist_cosine
+from models.common.errors import GeometryError
+from models.ik.numerical import IkSolver, Task
 
 from tests.models.chains import random_robot
 from tests.models.test_ik import ARM

@@ -1,4 +1,4 @@
-"""The composite models of Gastebois 2017 ch. 3 (models/composite.py) against the
+"""The composite models of Gastebois 2017 ch. 3 (models/composite/models.py) against the
 recursive tree engine (itself checked against Pinocchio in test_tree_pinocchio.py),
 standing on either sole at random states under tilted gravity; and the printed
 forms of Theorems 4, 5, 8 and 13 (docs/composite_models.md) shown to disagree
@@ -10,9 +10,9 @@ import pytest
 from numba import njit
 
 from models import GeometryError
-from models.composite import composite_setup, composite_update, set_stance
-from models.tree_config import tree_from_dict
-from models.tree_robot import TreeRobot
+from models.composite.models import composite_setup, composite_update, set_stance
+from models.tree.config import tree_from_dict
+from models.tree.robot import TreeRobot
 
 from tests.models.test_tree_engine import _allocations
 from tests.models.trees import bip2000, random_states, random_tree_dict
@@ -80,7 +80,7 @@ def test_dynamics_match_pinocchio(standing):
     """Directly against Pinocchio rooted at the same sole: A (crba), C qd + G
     (nonLinearEffects), G (computeGeneralizedGravity)."""
     pin = pytest.importorskip("pinocchio")
-    from models.tree_reference import build_tree
+    from models.tree.reference import build_tree
 
     m, p, d = standing
     ref = build_tree(ROBOT.description, ROBOT.root)

@@ -1,4 +1,4 @@
-"""Generated chain models coupled compositely (models/composite_generated.py): the
+"""Generated chain models coupled compositely (models/composite/generated.py): the
 whole robot's models equal the recursive engine's on either sole, allocation-free; a
 stale generated chain is refused with one sentence naming the file."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import yaml
 
 from models import ConfigError, Robot
 from models.codegen.chain import chain_description
-from models.composite import composite_setup, composite_update
-from models.composite_generated import generated_setup
-from models.tree_config import load_tree, tree_from_dict
+from models.composite.models import composite_setup, composite_update
+from models.composite.generated import generated_setup
+from models.tree.config import load_tree, tree_from_dict
 
 from tests.models.test_tree_engine import _allocations
 from tests.models.trees import BIP2000, bip2000, random_states

@@ -1,4 +1,4 @@
-"""The double-support feed-forward of the tree engine (models.tree_dynamics.contact_share):
+"""The double-support feed-forward of the tree engine (models.tree.dynamics.contact_share):
 tau = A qdd + h - J_cᵀ f_c with f_c a share w of the whole ground wrench at the other sole
 (docs/equations.md, double support), against Pinocchio's RNEA with that wrench applied as an
 external force and the ground wrench summed from Pinocchio's own joint forces; its endpoints
@@ -11,8 +11,8 @@ import pinocchio as pin
 import pytest
 from numba import njit
 
-from models import tree_dynamics as td
-from models.tree_reference import _se3, build_tree
+from models.tree import dynamics as td
+from models.tree.reference import _se3, build_tree
 
 from tests.nrt import assert_allocation_free
 from tests.models.trees import bip2000, random_states

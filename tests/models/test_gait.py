@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from controller.cli import main
-from controller.gait import check_file, make_gait, write_gait
+from controller.tools.gait import check_file, make_gait, write_gait
 from models.gait.checks import check_gait, margin, zmp_multibody
 from models.polygon import hull
 from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams, bell, quintic
@@ -22,7 +22,7 @@ from models.gait.plan import make_plan
 from models.gait.reach import LEGS, SAGITTAL, LegDemand, leg_demand, reach, two_link
 from models.gait.sweep import SPEEDS_M_H, STEPS
 from models.gait.wholebody import GaitError, GaitInfeasible, flexed_posture, generate, sole_centre
-from models.tree_robot import TreeRobot
+from models.tree.robot import TreeRobot
 
 ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip2000.yaml"
 COARSE = GaitParams(speed=0.1, steps=2, period=0.01)
@@ -239,7 +239,7 @@ def test_csv_round_trips_through_the_playback_parser(robot, coarse, tmp_path):
     gait, report, seconds = coarse
     path = tmp_path / "walk.csv"
     write_gait(path, robot, gait, report, seconds)
-    from controller.io.playback import load_trajectory
+    from controller.daemon.io.playback import load_trajectory
     m = robot.model
     q, support = load_trajectory(path, m.joint_names, m.qmin, m.qmax, m.vmax, COARSE.period, with_support=True)
     assert np.abs(q - gait.q).max() < 1e-8

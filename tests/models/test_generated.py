@@ -1,5 +1,5 @@
 """Generated closed-form models (models/codegen, Liégeois & Aldon 1980) against the
-recursive engine (models/dynamics.py): A, C, G equal at 100 random states with level and
+recursive engine (models/chain/dynamics.py): A, C, G equal at 100 random states with level and
 tilted gravity, Ȧ - 2C is skew, A is SPD, and the committed files are what the
 generator gives for the current YAML files."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import sympy as sp
 
 from models import Robot
-from models.tree_config import load_tree
+from models.tree.config import load_tree
 from models.codegen import ROOT
 from models.codegen.build import generate, generator_sha256
 from models.codegen.chain import chain_description

@@ -1,4 +1,4 @@
-"""Numerical inverse geometry (models/ik.py): FK ∘ IK = identity at random reachable
+"""Numerical inverse geometry (models/ik/numerical.py): FK ∘ IK = identity at random reachable
 targets (targets made by FK of random q within the limits, guesses 0.1 rad away) for the
 bench leg's tool, Lammari's arm (probe tip + Y5 direction, Lammari 2012 §VI.5.5) and a
 random 6R chain, by Newton–Raphson and by damped least squares; every status that is not
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from numba import njit
 
 from models import Robot, description_from_dict
-from models.errors import GeometryError
-from models.ik import CHAIN, IkError, IkSolver, IkStatus, Task, rotation_error, solve
+from models.common.errors import GeometryError
+from models.ik.numerical import CHAIN, IkError, IkSolver, IkStatus, Task, rotation_error, solve
 
 from tests.nrt import assert_allocation_free
 from tests.models.chains import ROOT, bip_leg, random_robot

@@ -1,5 +1,5 @@
-"""Numerical inverse geometry on the 15-joint tree of BIP 2000 (models/ik.py with the tree
-engine of models/tree_dynamics.py): the stacked tasks a gait generator asks for, rooted
+"""Numerical inverse geometry on the 15-joint tree of BIP 2000 (models/ik/numerical.py with the tree
+engine of models/tree/dynamics.py): the stacked tasks a gait generator asks for, rooted
 at the stance sole — the swing sole and the pelvis, or the swing sole, the pelvis'
 orientation and the CoG — reached from 0.1 rad away at random postures (FK ∘ IK =
 identity), by damped least squares and, for a square stack (6 + 6 + 3 = 15 rows), by
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from models.ik import TREE, IkSolver, IkStatus, Task, solve
-from models.tree_robot import TreeRobot
+from models.ik.numerical import TREE, IkSolver, IkStatus, Task, solve
+from models.tree.robot import TreeRobot
 
 from tests.nrt import assert_allocation_free
 from tests.models.trees import BIP2000
@@ -104,7 +104,7 @@ def test_tree_task_jacobian_is_the_derivative_of_the_residual():
 
 
 def test_tree_frame_names_are_checked():
-    from models.errors import GeometryError
+    from models.common.errors import GeometryError
     with pytest.raises(GeometryError, match="frame 'tool' is not one of"):
         IkSolver(BIP, [Task("tool", "position", np.zeros(3))])
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from models import GeometryError
-from models.leg import LegGeometry, leg_com, leg_fk, leg_jacobian, virtual_com_jacobian
+from models.chain.leg import LegGeometry, leg_com, leg_fk, leg_jacobian, virtual_com_jacobian
 
 from tests.models.chains import bip_leg, random_robot, random_states
 

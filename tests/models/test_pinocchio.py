@@ -10,8 +10,8 @@ import pinocchio as pin
 import pytest
 
 from tests.models.chains import bip_leg, random_robot, random_states
-from models.dynamics import update
-from models.reference import build
+from models.chain.dynamics import update
+from models.chain.reference import build
 from models.tilt import tilted_gravity
 
 ROBOTS = {

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.errors import WorkspaceError
-from models.stewart import (NO_CONVERGENCE, NON_FINITE, OK, OUT_OF_STROKE, SINGULAR,
+from models.common.errors import WorkspaceError
+from models.rig.stewart import (NO_CONVERGENCE, NON_FINITE, OK, OUT_OF_STROKE, SINGULAR,
                             forward_kinematics, inverse_kinematics, leg_lengths, platform_motion,
                             staicu_motion)
-from models.stewart_rig import StewartRig
+from models.rig.robot import StewartRig
 
 from tests.models.chains import ROOT
 

@@ -8,8 +8,8 @@ import math
 import pytest
 import yaml
 
-from models.errors import ConfigError
-from models.stewart_config import load_stewart, stewart_from_dict
+from models.common.errors import ConfigError
+from models.rig.config import load_stewart, stewart_from_dict
 
 from tests.models.chains import ROOT
 

@@ -18,10 +18,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models.stewart import (OK, SINGULAR, StewartData, StewartModel, inverse_kinematics,
+from models.rig.stewart import (OK, SINGULAR, StewartData, StewartModel, inverse_kinematics,
                             staicu_motion)
-from models.stewart_config import LEG_NAMES, load_stewart
-from models.stewart_dynamics import inverse_dynamics
+from models.rig.config import LEG_NAMES, load_stewart
+from models.rig.dynamics import inverse_dynamics
 
 from tests.models.chains import ROOT
 from tests.models.test_tree_engine import _allocations

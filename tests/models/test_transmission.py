@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.errors import ConfigError, TransmissionFault
+from models.common.errors import ConfigError, TransmissionFault
 from models.transmission import (CANNOT_CLOSE, NO_CONVERGENCE, SINGULAR, Transmission,
                                  joint_velocity, motor_to_joint, parse_transmission,
                                  status_message, transmission_jacobian)

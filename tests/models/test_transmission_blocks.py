@@ -11,10 +11,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.errors import ConfigError, TransmissionFault
+from models.common.errors import ConfigError, TransmissionFault
 from models.transmission import (CANNOT_CLOSE, LEG_LABELS, parse_blocks, parse_transmission,
                                  status_message, transmission_jacobian)
-from models.tree_config import load_tree
+from models.tree.config import load_tree
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "robots"
 LEG = yaml.safe_load((DEPLOY / "bip_leg.yaml").read_text())

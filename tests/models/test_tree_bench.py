@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import tree_bench
-from models.tree_bench import BenchPath, register, run, states
+from models.tree import bench as tree_bench
+from models.tree.bench import BenchPath, register, run, states
 
 from tests.models.trees import BIP2000, bip2000
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from models import ConfigError
-from models.tree_config import load_tree
+from models.tree.config import load_tree
 
 from tests.models.chains import BIP_LEG
 from tests.models.trees import BIP2000

@@ -9,8 +9,8 @@ from numba import njit
 from numba.core.runtime import _nrt_python, rtsys
 
 from models import GeometryError, Robot
-from models.tree_dynamics import set_root, update, update_cycle
-from models.tree_robot import TreeRobot
+from models.tree.dynamics import set_root, update, update_cycle
+from models.tree.robot import TreeRobot
 
 from tests.models.chains import BIP_LEG
 from tests.models.chains import random_states as chain_states

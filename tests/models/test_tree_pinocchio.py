@@ -4,7 +4,7 @@ operational frames and their Jacobians, the CoG of the robot and of each
 sub-tree with their Jacobians, A (crba), C qd + G (nonLinearEffects), G
 (computeGeneralizedGravity), RNEA, C(q, qd) against the Christoffel symbols of
 dA/dq from Pinocchio's RNEA derivatives (and its computeCoriolisMatrix). Pinocchio is built from the same description
-re-rooted by :mod:`models.tree_reference` with its own SE3 algebra. Friction,
+re-rooted by :mod:`models.tree.reference` with its own SE3 algebra. Friction,
 which Pinocchio's RNEA does not model, is removed from ours by its explicit
 formula (Lammari 2012 eq. IV.10)."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from models.tree_reference import build_tree
+from models.tree.reference import build_tree
 
 from tests.models.trees import bip2000, random_states, random_tree
 

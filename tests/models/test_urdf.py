@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from models import Robot
-from models.tree_config import load_tree
+from models.tree.config import load_tree
 from models.urdf import frame_link, rpy, to_urdf
 
 from tests.models.chains import BIP_LEG

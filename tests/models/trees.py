@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.tree_config import tree_from_dict
-from models.tree_robot import TreeRobot
+from models.tree.config import tree_from_dict
+from models.tree.robot import TreeRobot
 
 from tests.models.chains import ROOT, random_inertia
 

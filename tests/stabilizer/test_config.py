@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.errors import ConfigError
+from models.common.errors import ConfigError
 from stabilizer.config import load_config
 from stabilizer.fields import COULOMB
 from stabilizer.stabilizer import Stabilizer

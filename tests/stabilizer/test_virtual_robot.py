@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.leg import LegGeometry, virtual_com_jacobian
+from models.chain.leg import LegGeometry, virtual_com_jacobian
 from stabilizer.virtual_robot import (
     admittance_velocity,
     damping_factor,

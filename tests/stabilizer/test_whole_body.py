@@ -13,11 +13,11 @@ import pytest
 import yaml
 from numba import njit
 
-from models.composite import composite_setup, composite_update
+from models.composite.models import composite_setup, composite_update
 from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams
 from models.gait.wholebody import flexed_posture
-from models.model import python_views
-from models.tree_robot import TreeRobot
+from models.chain.model import python_views
+from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
 from models.polygon import convex_hull, polygon_centroid
 from stabilizer.task_hierarchy import posture_level, solve_level, start_basis

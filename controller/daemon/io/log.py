@@ -1,0 +1,413 @@
+"""Cycle log: every telemetry record the I/O process reads, as an MCAP file.
+
+A run's log is ``cycles.mcap`` in a new ``run-<start time>-<pid>`` folder under ``io.log_dir``
+(:func:`new_run_dir`, so a restart never meets the previous run's log). Each record is split
+into one JSON message per kind of data, on the channels of :data:`CHANNELS` (derived from
+:class:`~controller.daemon.telemetry.RecordLayout`, every field on exactly one channel), plus
+``/events`` (the loop's events, stamped at cycle × period) and ``/hil_truth`` (HIL ground truth,
+when a scenario records it). Schemas are ``jsonschema``, messages ``json``, timestamps the loop's
+time ``t`` in ns: Foxglove and PlotJuggler open the file as it is. Non-finite numbers are
+``null``. Run metadata (joint names, layout, period) is the MCAP metadata record ``bipd``.
+
+Crash safety: records are gathered into compressed chunks of about ``chunk_bytes`` of JSON
+(256 KiB, about 0.4 s of records at 500 Hz), each written, flushed and fsynced whole at a record
+boundary, so a crash loses at most the chunk being filled; :func:`read_log` reads a file without
+its summary and footer (a killed writer) up to its last complete chunk.
+
+The earlier format, a folder of ``header.json`` and ``chunk_NNNNNN.npy`` float64 arrays
+``(records, size)``, is still read (:func:`read_log`) and converted (:func:`convert`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mcap.exceptions import McapError
+from mcap.records import Channel as McapChannel, Message, Metadata
+from mcap.stream_reader import StreamReader
+from mcap.writer import CompressionType, Writer
+
+from controller.daemon.codes import Reason, State
+from controller.daemon.telemetry import STAB_FLAGS, TASKS, RecordLayout, stab_flag_names
+from models.rig.config import LEG_NAMES
+
+from controller.daemon.io.messages import finite_or_none, name_of
+
+LOG_NAME = "cycles.mcap"
+FORMAT = "bipd-cycle-log"
+VERSION = 2
+NPY_FORMAT_VERSION = 1
+EVENTS, TRUTH = "/events", "/hil_truth"
+NS = 1_000_000_000
+
+
+class LogError(ValueError):
+    """A file or folder that is not a readable cycle log."""
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One MCAP channel of the record: ``fields`` maps message keys to RecordLayout fields;
+    ``joints`` adds the joint names as ``name``; ``labels`` adds decoded names (writer only)."""
+    topic: str
+    fields: tuple[tuple[str, str], ...]
+    joints: bool = False
+    labels: Callable[[np.ndarray, RecordLayout], dict[str, Any]] | None = None
+    static: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def _loop_labels(rec: np.ndarray, layout: RecordLayout) -> dict[str, Any]:
+    fault = rec[layout.slices["fault"]][0]
+    return {"state_name": name_of(State, rec[layout.slices["state"]][0]),
+            "fault_name": name_of(Reason, fault) if fault else None}
+
+
+def _stab_labels(rec: np.ndarray, layout: RecordLayout) -> dict[str, Any]:
+    return {"flag_names": stab_flag_names(rec[layout.slices["stab_flags"]][0])}
+
+
+CHANNELS = (
+    Channel("/joint_state", (("position", "q"), ("velocity", "qd")), joints=True),
+    Channel("/joint_reference", (("position", "q_ref"),), joints=True),
+    Channel("/joint_torque", (("effort", "tau"),), joints=True),
+    Channel("/loop", (("cycle", "cycle"), ("state", "state"), ("fault", "fault"), ("fault_info", "fault_info"),
+                      ("overruns", "overruns"), ("missed", "missed"), ("support", "support"),
+                      ("feet_load", "feet_load"), ("contact", "contact")), labels=_loop_labels),
+    Channel("/cog", (("com", "com"), ("margins", "margins"))),
+    Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform"), ("tilt", "tilt")),
+            labels=_stab_labels),
+    Channel("/task_times", (("wake_us", "wake_us"), ("task_us", "task_us")), static=(("tasks", TASKS),)),
+    Channel("/rig", (("following_error_mm", "rig_ferr"),), static=(("legs", LEG_NAMES),)),
+)
+
+
+def _number(nullable: bool = True) -> dict[str, Any]:
+    return {"type": ["number", "null"] if nullable else "number"}
+
+
+def _strings() -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}}
+
+
+def _schema(ch: Channel, layout: RecordLayout) -> dict[str, Any]:
+    """JSON schema of a channel's messages (jsonschema draft 2020-12)."""
+    props: dict[str, Any] = {"t": _number(False)}
+    if ch.joints:
+        props["name"] = _strings()
+    for key, name in ch.fields:
+        s = layout.slices[name]
+        props[key] = _number() if s.stop - s.start == 1 else {"type": "array", "items": _number()}
+    for key, _ in ch.static:
+        props[key] = _strings()
+    if ch.labels is _loop_labels:
+        props.update(state_name={"type": ["string", "integer"]}, fault_name={"type": ["string", "integer", "null"]})
+    elif ch.labels is _stab_labels:
+        props["flag_names"] = _strings()
+    return {"type": "object", "title": ch.topic.strip("/"), "properties": props, "required": list(props)}
+
+
+OPEN_SCHEMA = {"type": "object", "properties": {"t": {"type": "number"}}, "additionalProperties": True}
+
+
+def new_run_dir(log_dir: str | Path) -> Path:
+    """Create and return a new, empty run folder ``run-<local time to the µs>-<pid>`` under
+    ``log_dir``; the names sort in start order."""
+    parent = Path(log_dir)
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S.%f")
+    for attempt in range(100):
+        d = parent / f"run-{stamp}-{os.getpid()}{f'-{attempt}' if attempt else ''}"
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        return d
+    raise LogError(f"{parent}: could not create a new run folder (100 names taken)")
+
+
+def _log_in(d: Path) -> Path | None:
+    """The log a run folder holds: its ``cycles.mcap``, or itself in the ``.npy`` format."""
+    if (d / LOG_NAME).is_file():
+        return d / LOG_NAME
+    return d if (d / "header.json").is_file() else None
+
+
+def find_log(path: str | Path) -> Path:
+    """An ``.mcap`` file as given; else the log of the run folder ``path``, or of its latest
+    ``run-*`` folder (an ``.npy``-format log is its folder)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    found = _log_in(p) if p.is_dir() else None
+    if found:
+        return found
+    runs = [f for r in sorted(p.glob("run-*")) if (f := _log_in(r))] if p.is_dir() else []
+    if not runs:
+        raise LogError(f"{p} is not a cycle log: no file, {LOG_NAME} or header.json there "
+                       f"(and no run-* folder holds one)")
+    return runs[-1]
+
+
+class CycleLogWriter:
+    """Writes records (and events, HIL truth) to a new MCAP file, in whole fsynced chunks."""
+
+    def __init__(self, path: str | Path, layout: RecordLayout, joint_names: tuple[str, ...],
+                 chunk_bytes: int = 256 * 1024, period: float = 0.002, meta: dict[str, Any] | None = None) -> None:
+        if chunk_bytes < 1:
+            raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
+        self.path = Path(path)
+        self.layout = layout
+        self.period = period
+        self.chunk_bytes = chunk_bytes
+        self.chunks = 0
+        self.records = 0
+        self._pending = 0
+        self._seq = 0
+        try:
+            self._file = open(self.path, "xb")
+        except FileExistsError:
+            raise LogError(f"{self.path} already exists; a cycle log is never overwritten") from None
+        # chunks are cut here, at record boundaries (flush), never inside the mcap writer
+        self._mcap = Writer(self._file, chunk_size=1 << 62, compression=CompressionType.ZSTD)
+        self._mcap.start(profile="", library="bipd")
+        names = list(joint_names)
+        self._channels = []
+        for ch in CHANNELS:
+            sid = self._mcap.register_schema(ch.topic.strip("/"), "jsonschema",
+                                             json.dumps(_schema(ch, layout)).encode())
+            cid = self._mcap.register_channel(ch.topic, "json", sid)
+            slices = tuple((key, layout.slices[name], layout.slices[name].stop - layout.slices[name].start == 1)
+                           for key, name in ch.fields)
+            fixed = ({"name": names} if ch.joints else {}) | {k: list(v) for k, v in ch.static}
+            self._channels.append((cid, slices, fixed, ch.labels))
+        self._extra = {}
+        for topic in (EVENTS, TRUTH):
+            sid = self._mcap.register_schema(topic.strip("/"), "jsonschema", json.dumps(OPEN_SCHEMA).encode())
+            self._extra[topic] = self._mcap.register_channel(topic, "json", sid)
+        self._mcap.add_metadata("bipd", {
+            "format": FORMAT, "version": str(VERSION), "n": str(layout.n), "joint_names": json.dumps(names),
+            "tasks": json.dumps(list(TASKS)), "stab_flags": json.dumps(list(STAB_FLAGS)), "period": repr(period),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": json.dumps(meta or {})})
+        self._sync()
+
+    def _add(self, cid: int, t: float, msg: dict[str, Any]) -> None:
+        data = json.dumps(msg, separators=(",", ":")).encode()
+        ns = round(t * NS) if math.isfinite(t) else 0
+        self._mcap.add_message(cid, ns, data, ns, self._seq)
+        self._seq += 1
+        self._pending += len(data)
+
+    def append(self, rec: np.ndarray) -> None:
+        """One record, one message per channel; writes a chunk when ``chunk_bytes`` are gathered."""
+        t = float(rec[0])
+        finite = bool(np.isfinite(rec).all())
+        for cid, slices, fixed, labels in self._channels:
+            msg: dict[str, Any] = {"t": t}
+            msg.update(fixed)
+            for key, s, scalar in slices:
+                v = rec[s].tolist()
+                if not finite:
+                    v = [finite_or_none(x) for x in v]
+                msg[key] = v[0] if scalar else v
+            if labels is not None:
+                msg.update(labels(rec, self.layout))
+            self._add(cid, t, msg)
+        self.records += 1
+        if self._pending >= self.chunk_bytes:
+            self.flush()
+
+    def append_telemetry(self, msg: dict[str, Any]) -> None:
+        """A ``telemetry`` frame of the I/O process (its layout fields, nulls for NaN)."""
+        rec = np.full(self.layout.size, np.nan)
+        for name, s in self.layout.slices.items():
+            v = msg[name]
+            rec[s] = np.array(v if isinstance(v, list) else [v], dtype=float)
+        self.append(rec)
+
+    def event(self, msg: dict[str, Any]) -> None:
+        """A loop event (:func:`controller.daemon.io.messages.event_message`), stamped at cycle × period."""
+        t = msg["cycle"] * self.period
+        self._add(self._extra[EVENTS], t, {"t": t} | msg)
+
+    def truth(self, msg: dict[str, Any]) -> None:
+        """A HIL ground-truth frame (its own ``t``)."""
+        self._add(self._extra[TRUTH], float(msg["t"]), msg)
+
+    def _sync(self) -> None:
+        self._mcap.flush()
+        os.fsync(self._file.fileno())
+
+    def flush(self) -> None:
+        """Write what was gathered as a chunk, flushed and fsynced (nothing when empty)."""
+        if self._pending:
+            self._sync()
+            self.chunks += 1
+            self._pending = 0
+
+    def close(self) -> None:
+        """Write the last chunk, the summary and the footer."""
+        if self._file.closed:
+            return
+        if self._pending:
+            self.chunks += 1
+        self._mcap.finish()
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+
+
+@dataclass
+class CycleLog:
+    """A log read back: ``records`` is ``(N, size)``; :meth:`field` slices one field;
+    ``events`` and ``truth`` are the messages of those channels."""
+    layout: RecordLayout
+    joint_names: tuple[str, ...]
+    records: np.ndarray
+    header: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    truth: list[dict[str, Any]] = field(default_factory=list)
+
+    def field(self, name: str) -> np.ndarray:
+        """``(N,)`` for a scalar field, ``(N, k)`` for a vector one."""
+        s = self.layout.slices[name]
+        col = self.records[:, s]
+        return col[:, 0] if s.stop - s.start == 1 else col
+
+
+@dataclass
+class McapScan:
+    """Every complete record of an MCAP file, read in order without its summary."""
+    metadata: dict[str, dict[str, str]]
+    topics: dict[int, str]
+    messages: list[Message]
+    complete: bool                  # the footer was reached (not a torn file)
+
+
+def scan_mcap(path: Path) -> McapScan:
+    """Read an MCAP file front to back; a torn tail (a killed writer) ends the scan."""
+    metadata, topics, messages, complete = {}, {}, [], False
+    with open(path, "rb") as f:
+        records = StreamReader(f, validate_crcs=True).records
+        try:
+            for r in records:
+                if isinstance(r, Message):
+                    messages.append(r)
+                elif isinstance(r, McapChannel):
+                    topics[r.id] = r.topic
+                elif isinstance(r, Metadata):
+                    metadata[r.name] = r.metadata
+            complete = True
+        except McapError as e:
+            if not messages and not metadata:
+                raise LogError(f"{path} is not an MCAP file ({type(e).__name__})") from None
+        except struct.error:
+            pass                    # a record cut inside its fields: it is lost, the earlier ones stand
+    return McapScan(metadata, topics, messages, complete)
+
+
+def _read_mcap(path: Path) -> CycleLog:
+    scan = scan_mcap(path)
+    meta = scan.metadata.get("bipd")
+    if meta is None or meta.get("format") != FORMAT:
+        raise LogError(f"{path} is not a {FORMAT} file (no bipd metadata record)")
+    layout = RecordLayout(int(meta["n"]))
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for m in scan.messages:
+        by_topic.setdefault(scan.topics[m.channel_id], []).append(json.loads(m.data))
+    count = min(len(by_topic.get(ch.topic, ())) for ch in CHANNELS)
+    records = np.full((count, layout.size), np.nan)
+    for ch in CHANNELS:
+        msgs = by_topic.get(ch.topic, [])[:count]
+        records[:, 0] = [m["t"] for m in msgs]
+        for key, name in ch.fields:
+            s = layout.slices[name]
+            col = np.array([m.get(key) if isinstance(m.get(key), list) else [m.get(key)] for m in msgs],
+                           dtype=float)             # a field a file predates (support) reads NaN
+            records[:, s] = col.reshape(count, s.stop - s.start)
+    header = {k: json.loads(v) if k in ("joint_names", "tasks", "stab_flags", "meta") else v
+              for k, v in meta.items()}
+    header["complete"] = scan.complete
+    return CycleLog(layout, tuple(header["joint_names"]), records, header,
+                    by_topic.get(EVENTS, []), by_topic.get(TRUTH, []))
+
+
+def _read_npy(d: Path) -> CycleLog:
+    """A log folder of the earlier format: every complete ``.npy`` chunk (``.tmp`` ignored)."""
+    try:
+        header = json.loads((d / "header.json").read_text())
+    except json.JSONDecodeError as e:
+        raise LogError(f"{d / 'header.json'} is not valid JSON: {e.msg} at line {e.lineno}") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != NPY_FORMAT_VERSION:
+        raise LogError(f"{d / 'header.json'} is not a {FORMAT} header")
+    layout = RecordLayout(int(header["n"]))
+    fields = {k: [s.start, s.stop] for k, s in layout.slices.items()}
+    if layout.size != header["record_size"] or fields != header["fields"]:
+        raise LogError(f"{d} was written with a different record layout than this version reads")
+    chunks = []
+    for path in sorted(d.glob("chunk_*.npy")):
+        try:
+            a = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise LogError(f"{path} is not a readable chunk: {e}") from None
+        if a.ndim != 2 or a.shape[1] != layout.size:
+            raise LogError(f"{path} holds shape {a.shape}, expected (records, {layout.size})")
+        chunks.append(a)
+    records = np.concatenate(chunks) if chunks else np.empty((0, layout.size))
+    return CycleLog(layout, tuple(header["joint_names"]), records, header)
+
+
+def read_log(path: str | Path) -> CycleLog:
+    """Read a cycle log: an ``.mcap`` file, a run folder or the latest run under ``path``
+    (:func:`find_log`), in either format."""
+    p = find_log(path)
+    return _read_npy(p) if p.is_dir() else _read_mcap(p)
+
+
+def log_info(path: str | Path) -> dict[str, Any]:
+    """Channels with their message counts and time span, the record count, and whether the
+    file ended cleanly (an ``.npy`` log: its records and span)."""
+    p = find_log(path)
+    if p.is_dir():
+        log = _read_npy(p)
+        t = log.field("t")
+        return {"path": str(p), "format": "npy", "records": len(t), "complete": True,
+                "t": [float(t[0]), float(t[-1])] if len(t) else None, "channels": {}}
+    scan = scan_mcap(p)
+    if "bipd" not in scan.metadata:
+        raise LogError(f"{p} is not a {FORMAT} file (no bipd metadata record)")
+    channels: dict[str, dict[str, Any]] = {topic: {"messages": 0, "t": None} for topic in scan.topics.values()}
+    for m in scan.messages:
+        c = channels[scan.topics[m.channel_id]]
+        c["messages"] += 1
+        t = m.log_time / NS
+        c["t"] = [t, t] if c["t"] is None else [min(c["t"][0], t), max(c["t"][1], t)]
+    spans = [c["t"] for c in channels.values() if c["t"]]
+    return {"path": str(p), "format": "mcap", "bytes": p.stat().st_size, "complete": scan.complete,
+            "records": min(channels.get(ch.topic, {"messages": 0})["messages"] for ch in CHANNELS),
+            "t": [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None,
+            "channels": channels}
+
+
+def convert(old: str | Path, new: str | Path) -> int:
+    """Write the records of an ``.npy``-format log folder as a new MCAP file; returns their count."""
+    src = find_log(old)
+    if not src.is_dir():
+        raise LogError(f"{old} is already an MCAP log")
+    log = _read_npy(src)
+    w = CycleLogWriter(new, log.layout, log.joint_names, period=float(log.header.get("period", 0.002)),
+                       meta=log.header.get("meta") or {})
+    try:
+        for rec in log.records:
+            w.append(rec)
+    finally:
+        w.close()
+    return len(log.records)

@@ -1,0 +1,97 @@
+"""STABILIZING for a tree robot: the whole-robot stabilizer (:mod:`stabilizer.whole_body`, several CoGs
+under coherent fields, docs/multi_cog.md) as the reference, one step a cycle from the measured q, the
+platform's tilt or the pelvis IMU's specific force (the stabilizer YAML's ``tilt.source``) and the
+support phase the ``stabilizer`` command named or the feet's load cells (``support.source``), both
+over the bus (drivers.config.SENSORS). Its statuses and flags take
+the shared path of :class:`.stabilize.StabilizerReference` with the reactions of the library's
+FLAG_REACTIONS: every flag rising is an event, a "hold" flag holds the reference like a failed step."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numba import njit
+
+from models.gait.plan import DOUBLE, LEFT
+from stabilizer.ground import TILT_IMU, TILT_PLATFORM
+from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
+                                   FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
+                                   P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
+
+from controller.daemon.codes import StabParam
+from controller.daemon.telemetry import MAX_WALLS, stab_bit_map
+from controller.daemon.loop.references.stabilize import StabilizerReference, flag_mask
+
+
+BITS = stab_bit_map(FLAG_NAMES, STATUS_NAMES)
+HOLD_MASK = int(np.bitwise_or.reduce([1 << int(BITS[k]) for k, f in enumerate(FLAG_NAMES) if FLAG_REACTIONS[f] == "hold"]))
+
+
+@njit(cache=True)
+def copy_margins(margins, n, out):
+    """The first ``n`` wall margins into ``out``, NaN after them (the telemetry's walls)."""
+    for w in range(out.shape[0]):
+        out[w] = margins[w] if w < n else np.nan
+
+
+class StabilizeWholeBody(StabilizerReference):
+    """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta, or
+    the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.gait.plan
+    LEFT, RIGHT, DOUBLE) set by :meth:`start`, or the one the feet's ``loads`` (left cells, then right)
+    show; it owns a writable copy of the params (the command's run-time parameters). An input its
+    sources do not use is not copied (a sensor the bus declares but a plant does not measure reads NaN,
+    which the step would reject)."""
+
+    bits = BITS
+    event_mask = int(np.bitwise_or.reduce(1 << BITS))       # a status and a flag may share a bit
+    hold_mask = HOLD_MASK
+    param_slots = {StabParam.SATURATION_DISTANCE: P_COG + B_WR, StabParam.ADMITTANCE_DAMPING: P_COG + B_ADM_D,
+                   StabParam.ADMITTANCE_MASS: P_COG + B_ADM_M, StabParam.MAX_SPEED: P_COG + B_ADM_VMAX,
+                   StabParam.POSTURE_GAIN: P_POST_K, StabParam.ATTRACTOR_GAIN: P_COG + B_AK}
+
+    def __init__(self, stab: WholeBodyStabilizer, q: np.ndarray, tilt: np.ndarray, acc: np.ndarray,
+                 failure_cycles: int, event: Callable[..., None], loads: np.ndarray) -> None:
+        super().__init__(stab.params.copy(), failure_cycles, event)
+        self.stab, self.q, self.tilt, self.acc, self.loads = stab, q, tilt, acc, loads
+        self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
+        self.out_q_ref, self.out_qd_ref, self.out_flags = stab.q_ref, stab.qd_ref, stab.flags
+        self.margins, self.force = np.full(MAX_WALLS, np.nan), stab.total_force
+        self.tilt_source = TILT_IMU if self.params[P_TILT_SOURCE] == TILT_IMU else TILT_PLATFORM
+        self.use_acc = bool(self.params[P_USE_ACC])
+        self.n = stab.n
+        self.support = self.commanded = float(DOUBLE)   # the support in use; the command's
+        self.double_stance = int(self.params[P_DOUBLE_STANCE])
+
+    def stance(self) -> int:
+        """The sole that roots the virtual robot in this support (LEFT or RIGHT)."""
+        return self.double_stance if self.support == DOUBLE else int(self.support)
+
+    def start(self, q_from: np.ndarray, support: float = DOUBLE) -> None:
+        """From ``q_from`` in the commanded ``support`` (the one in use until the feet's loads show theirs)."""
+        s = self.stab
+        self.support = self.commanded = support
+        reset(self.params, s.state, q_from, s.out)
+        self.flags = self.failed = 0
+
+    def _step(self) -> int:
+        s, n = self.stab, self.n
+        s.in_q[:] = self.q
+        s.inputs[n] = self.commanded
+        s.in_tilt[:] = self.tilt
+        s.in_acc[:] = self.acc
+        if self.sensed:
+            s.in_loads[:] = self.loads
+        status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
+        if status == 0 and self.sensed:
+            self.support = s.out[O_SUPPORT]
+        copy_margins(s.margins, int(s.out[O_NHULL]) if status == 0 else 0, self.margins)
+        return status
+
+    def warmup(self) -> None:
+        """Compile its kernels on scratch copies (ControlLoop._warmup)."""
+        s = self.stab
+        state, out = s.state.copy(), s.out.copy()
+        reset(self.params, state, self.q, out)
+        s.inputs[self.n] = float(LEFT)
+        flag_mask(s.flags, step(s.mbuf, s.dbuf, self.params, state, s.inputs, out), self.bits)
+        copy_margins(s.margins, 0, self.margins.copy())

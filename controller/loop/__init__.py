@@ -1,1 +1,0 @@
-"""Loop process: the fixed-rate cycle and everything it calls. Never imports controller.io."""

@@ -1,0 +1,1 @@
+"""Tools around the daemon: the operator client, demos, scenarios, campaigns, benchmarks, plots."""

@@ -1,0 +1,219 @@
+"""The simulated CNs' steady-state isochronous phase in one Numba pass over a UDP datagram.
+
+:func:`serve_isochronous` walks the frame entries of a FRAMES datagram (``drivers.backends.udp``
+layout: ``<HB`` length and answer-wanted before each frame, answers as ``<HI`` length and delay
+before each) and handles the SoC, PReq and SoA frames exactly as
+:class:`~drivers.sim.nodes.SimulatedNodes` would in steady state (EPSG DS 301 §4.2.4.1: SoC, then
+PReq → PRes per CN, then SoA):
+
+- SoC: validated as :func:`~drivers.powerlink.frames.read_soc` does; every CN sees it; the phase
+  within the control period follows from its RelativeTime;
+- PReq: validated as :func:`~drivers.powerlink.frames.read_preq` plus the PDO mapping check of
+  :meth:`~drivers.sim.controlled_node.ControlledNode.on_preq`; its RPDO is applied when
+  applying it can only change the setpoints: per channel, the controlword is the one the drive last
+  applied and leaves its CiA 402 state where it is (``IDEM_CW``, kept by
+  :meth:`~drivers.sim.drive.Drive._publish`) and the mode is the mode in use; the answer is the node's
+  PRes (the drive kernel maps the TPDO into it) with NMTStatus Operational, RD and RS = 0, and a
+  fresh FCS;
+- SoA inviting nobody (RequestedServiceID NO_SERVICE), validated as
+  :func:`~drivers.powerlink.frames.read_soa` does, after a SoC every CN saw and with no lost SoC
+  being counted down (``io[SOA_OK]``, ``io[SOC_SEEN]``): the drives' bus cycle
+  (:func:`~drivers.sim.drive.step_axes`), then it returns (``io[STEPPED]``) so that the Python half of
+  the bus cycle (:meth:`~drivers.sim.drive.DriveBank.after_step`: new faults, braking, the plant) runs
+  before any further frame. ``io[MORE_SOA]`` tells whether another SoA follows in the datagram.
+
+It stops, leaving the rest to the Python path, at the first frame that is anything else or
+anything less usual: an ASnd, a SoA while a plant step is pending (``io[PENDING]``: it must run
+first) or inviting a node, a frame that fails a check, a PReq to a node that is not eligible
+(``nodes[:, ELIGIBLE]``: Operational, nothing pending, the drive not dirty), a controlword or mode
+that could change a drive's state, a truncated entry.
+Every frame is handled whole by one side, so the answers are byte for byte those of the Python
+path (tests/drivers/test_fast_paths.py runs both on the same datagrams).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from drivers.sim import drive
+from drivers.powerlink import frames
+from drivers.powerlink.checks import crc32, framed, le, put_le
+from drivers.powerlink.nmt import NMT_STATE_CODES, NmtState
+from drivers.powerlink.pdo import RPDO
+
+# Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
+# row in DriveBank.pres, the axis row of each RPDO channel (-1: channel unused).
+NODE_ID, ELIGIBLE, PRES_ROW = range(3)
+CHANNEL_ROWS = 3
+N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
+# Entries of the ``io`` array. In: datagram size, SoA allowed, a plant step pending. In/out: read
+# and write offsets, the phase, every CN saw the last SoC. Out: an answer was wanted, SoC frames
+# handled, the drives stepped at a SoA (then: axes with a new fault, another SoA follows).
+SIZE, SOA_OK, PENDING, AT, OUT, PHASE, SOC_SEEN, WANTED, SOCS, STEPPED, NEW_FAULTS, MORE_SOA = range(12)
+N_IO = 12
+
+if RPDO.channel_struct.format != "<Hbdff":
+    raise ImportError("serve_isochronous reads the RPDO channel as <Hbdff; update _apply with the mapping")
+_CHANNEL_SIZE = RPDO.channel_struct.size
+_RPDO_SIZE = RPDO.size
+_OPERATIONAL = int(NmtState.OPERATIONAL)
+_SOC, _PREQ, _SOA = int(frames.MessageType.SOC), int(frames.MessageType.PREQ), int(frames.MessageType.SOA)
+_SOC_MAC = np.frombuffer(frames.SOC_MAC, np.uint8).copy()
+_SOA_MAC = np.frombuffer(frames.SOA_MAC, np.uint8).copy()
+_NMT_CODES = np.array(sorted(NMT_STATE_CODES), np.int64)
+_NO_SERVICE = int(frames.RequestedService.NO_SERVICE)
+_ENTRY_SIZE, _ANSWER_SIZE = 3, 6        # udp.ENTRY <HB, udp.ANSWER <HI
+
+
+@njit(cache=True)
+def _f64(buf, at):
+    return np.uint64(np.uint64(le(buf, at, 4)) | (np.uint64(le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
+
+
+@njit(cache=True)
+def _f32(buf, at):
+    return np.float64(np.uint32(le(buf, at, 4)).view(np.float32))
+
+
+@njit(cache=True)
+def _soc_phase(rx, at, n, cycle_us, ratio):
+    """The phase a valid SoC starts (read_soc's checks), or -1."""
+    if not framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
+        return -1
+    for i in range(6):
+        if rx[at + i] != _SOC_MAC[i]:
+            return -1
+    if le(rx, at + 24, 4) >= 1_000_000_000:
+        return -1
+    return (le(rx, at + 28, 8) // cycle_us) % ratio
+
+
+@njit(cache=True)
+def _idle_soa(rx, at, n):
+    """A valid SoA (read_soa's checks) that invites nobody."""
+    if not framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
+        return False
+    for i in range(6):
+        if rx[at + i] != _SOA_MAC[i]:
+            return False
+    known = False
+    for code in _NMT_CODES:
+        known = known or rx[at + 17] == code
+    target = rx[at + 21]
+    return (known and rx[at + 20] == _NO_SERVICE
+            and (target == frames.INVALID_NODE_ID or 1 <= target <= frames.MN_NODE_ID
+                 or target == frames.BROADCAST_NODE_ID))
+
+
+@njit(cache=True)
+def _apply(rx, at, n, node, x, flags):
+    """Validate a PReq to ``node`` (read_preq, on_preq) and write its setpoints if that is all
+    applying it does; False (nothing written) otherwise."""
+    dst = rx[at + 15]
+    if not framed(rx, at, n) or rx[at + 16] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
+        return False
+    if rx[at] != 0x02 or rx[at + 1] or rx[at + 2] or rx[at + 3] or rx[at + 4] or rx[at + 5] != dst:
+        return False
+    size = le(rx, at + 22, 2)
+    if (size != _RPDO_SIZE or size > n - frames.PDO_OFFSET - frames.FCS_SIZE
+            or rx[at + 20] != frames.PDO_VERSION or not rx[at + 18] & frames.FLAG1_RD):
+        return False
+    base = at + frames.PDO_OFFSET
+    for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
+        row = node[CHANNEL_ROWS + ch]
+        if row < 0:
+            continue
+        c = base + ch * _CHANNEL_SIZE
+        mode = np.int64(np.int8(rx[c + 2]))
+        if le(rx, c, 2) != flags[row, drive.IDEM_CW] or mode != flags[row, drive.MODE_DISPLAY]:
+            return False
+    for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
+        row = node[CHANNEL_ROWS + ch]
+        if row >= 0:
+            c = base + ch * _CHANNEL_SIZE
+            x[row, drive.CMD_POS] = _f64(rx, c + 3)
+            x[row, drive.CMD_VEL] = _f32(rx, c + 11)
+            x[row, drive.CMD_TORQUE] = _f32(rx, c + 15)
+    return True
+
+
+@njit(cache=True)
+def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque,
+                      dt, cycle_us, ratio, control_period):
+    """Handle the datagram's frames from ``io[AT]`` up to the first one left to Python or the first
+    SoA stepped (module docstring); answers written into ``tx`` from ``io[OUT]``; ``node_of``: row
+    of ``nodes`` per node id (-1: none); the drive arrays as :func:`~drivers.sim.drive.step_axes` takes them."""
+    size = io[SIZE]
+    at = io[AT]
+    out = io[OUT]
+    while at + _ENTRY_SIZE <= size:
+        n = le(rx, at, 2)
+        answer = rx[at + 2]
+        frame = at + _ENTRY_SIZE
+        if frame + n > size or n < frames.MIN_FRAME:
+            break
+        kind = rx[frame + 14]
+        reply = pres[0]
+        replied = stepped = False
+        if kind == _SOC:
+            for k in range(nodes.shape[0]):
+                if not nodes[k, ELIGIBLE]:
+                    return
+            phase = _soc_phase(rx, frame, n, cycle_us, ratio)
+            if phase < 0:
+                break
+            io[PHASE] = phase
+            io[SOC_SEEN] = 1
+            io[SOCS] += 1
+        elif kind == _PREQ:
+            k = node_of[rx[frame + 15]]
+            if k < 0 or not nodes[k, ELIGIBLE] or not _apply(rx, frame, n, nodes[k], x, flags):
+                break
+            reply = pres[nodes[k, PRES_ROW]]           # on_preq: status, then seal
+            m = reply.shape[0]
+            reply[17] = _OPERATIONAL
+            reply[18] = frames.FLAG1_RD
+            reply[19] = 0
+            put_le(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
+            replied = True
+        elif kind == _SOA:
+            if io[PENDING] or not io[SOA_OK] or not io[SOC_SEEN] or not _idle_soa(rx, frame, n):
+                break
+            io[NEW_FAULTS] = drive.step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt,
+                                             io[PHASE], ratio, control_period, pres)
+            io[PHASE] = (io[PHASE] + 1) % ratio
+            io[SOC_SEEN] = 0
+            io[STEPPED] = stepped = True
+        else:
+            break
+        if answer:
+            io[WANTED] = 1
+            if replied:
+                m = reply.shape[0]
+                put_le(tx, out, m, 2)
+                put_le(tx, out + 2, 0, 4)
+                out += _ANSWER_SIZE
+                tx[out:out + m] = reply
+                out += m
+            else:
+                put_le(tx, out, 0, _ANSWER_SIZE)
+                out += _ANSWER_SIZE
+        at = frame + n
+        io[AT] = at
+        io[OUT] = out
+        if stepped:
+            io[MORE_SOA] = _soa_follows(rx, at, size)
+            return
+
+
+@njit(cache=True)
+def _soa_follows(rx, at, size):
+    """Whether an entry from ``rx[at]`` on holds a SoA."""
+    while at + _ENTRY_SIZE <= size:
+        n = le(rx, at, 2)
+        if at + _ENTRY_SIZE + n > size:
+            return False
+        if n > 14 and rx[at + _ENTRY_SIZE + 14] == _SOA:
+            return True
+        at += _ENTRY_SIZE + n
+    return False

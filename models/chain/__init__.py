@@ -1,0 +1,1 @@
+"""Serial MDH chains (Khalil-Kleinfinger): Model/Data, kinematics, dynamics, the BIP leg's closed forms."""

@@ -1,0 +1,1 @@
+"""Shared vocabulary every package may import: errors, YAML reading and validation, support phases."""

@@ -1,0 +1,1 @@
+"""Inverse geometric models: numerical (stacked frame tasks) and closed form."""

@@ -1,0 +1,1 @@
+"""The Stewart-Gough ground-motion rig (Staicu 2008): geometry, kinematics, dynamics."""

@@ -1,0 +1,1 @@
+"""Kinematic trees rooted at any body: Model/Data, recursive kernels, the whole BIP 2000."""
