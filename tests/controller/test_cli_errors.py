@@ -135,6 +135,36 @@ def test_yaml_aliases_are_refused(tmp_path, capsys, command):
     assert line == f"bipd: error: {path}: {ALIASES_REFUSED}"
 
 
+@pytest.mark.parametrize("command", ["run", "check-robot"])
+def test_deeply_nested_yaml_is_one_line(tmp_path, capsys, command):
+    """100 KB of nested ``[`` used to end in a RecursionError traceback."""
+    path = tmp_path / "deep.yaml"
+    path.write_text("robot: " + "[" * 100_000)
+    argv = ["run", "--config", str(path)] if command == "run" else ["check-robot", str(path)]
+    assert run_error(capsys, argv) == f"bipd: error: {path}: line 1: invalid YAML (nested deeper than 64 levels)"
+
+
+@pytest.mark.parametrize("command", ["run", "check-robot"])
+def test_a_key_given_twice_is_refused(tmp_path, capsys, command):
+    """PyYAML keeps the last of two equal keys; a JSON request with one is refused, so is a file."""
+    path = tmp_path / "twice.yaml"
+    path.write_text("robot: a.yaml\nloop:\n  period: 0.002\n  period: 0.004\n")
+    argv = ["run", "--config", str(path)] if command == "run" else ["check-robot", str(path)]
+    assert run_error(capsys, argv) == (f"bipd: error: {path}: line 4: invalid YAML "
+                                       "(key 'period' given twice (first on line 3))")
+
+
+def test_exponent_numbers_are_numbers(tmp_path):
+    """``1e7`` and ``2e-05`` are numbers (YAML 1.2, JSON), not the strings PyYAML's 1.1 resolver makes."""
+    from controller.daemon.config import load_daemon_config
+
+    path = config(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["control"]["enable_timeout_s"] = "TIMEOUT"
+    path.write_text(yaml.safe_dump(doc).replace("TIMEOUT", "5e-1"))
+    assert load_daemon_config(path).control.enable_timeout == 0.5
+
+
 @pytest.mark.parametrize("argv,prefix", [
     (["hil", "--config"], "bipd hil: "),
     (["scenario", "tilt", "--config"], "bipd scenario: error: "),
