@@ -9,12 +9,12 @@ tilt (10°, 20°, 7 s), run :data:`SPEED_RUNS` times alone at the end: lock-step
 deterministic, so only the speed differs, and the table gives its median and range (a shared
 machine's speed drifts by tens of percent within minutes). ``--write`` rewrites the table between
 the markers ``<!-- scenario-results -->`` and ``<!-- /scenario-results -->`` of
-``docs/results/leg_platform.md``.
+``docs/results/leg.md``.
 
 The walk rows (``--part walk``, :func:`collect_walks`): BIP 2000 hung from the gantry (the thesis'
 walking experiment, 2 steps) and on the floor (2 and 10 steps), at 360 m/h, with the thesis'
 bounds on the knee tracking and the drives' following errors; their own table between
-``<!-- walk-results -->`` and ``<!-- /walk-results -->`` of ``docs/results/walk.md``.
+``<!-- walk-results -->`` and ``<!-- /walk-results -->`` of ``docs/results/bip2000.md``.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from controller.tools.scenarios.search import TILT_AXES, largest_push, largest_t
 
 RESULTS_DIR = Path(__file__).resolve().parents[3] / "docs" / "results"   # the pages ``--write`` rewrites
 BEGIN, END = "<!-- scenario-results -->", "<!-- /scenario-results -->"
-LEG_PAGE = "leg_platform.md"                 # the results page of BEGIN ... END
+LEG_PAGE = "leg.md"                         # the results page of BEGIN ... END
 SPEED_TARGET = 3.0
 SPEED_RUNS = 3
 PUSH_DIRECTIONS = ("forward", "left")
@@ -109,7 +109,7 @@ def _bracket(held: float, fell: float | None, unit: str) -> str:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The leg's table (docs/results/leg_platform.md)."""
+    """The leg's table (docs/results/leg.md)."""
     rows = ["| figure | with stabilizer | without (posture held) |", "| --- | --- | --- |"]
     by = {(t["axis"], t["stabilizer"]): t for t in res["tilts"]}
     for axis, label in (("pitch", "pitch β"), ("roll", "roll α"), ("combined", "combined, α = β/2 (β shown)")):
@@ -152,7 +152,7 @@ def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END
 
 
 WALK_MARKERS = ("<!-- walk-results -->", "<!-- /walk-results -->")   # the block --part walk rewrites
-WALK_PAGE = "walk.md"                        # the results page of WALK_MARKERS
+WALK_PAGE = "bip2000.md"                   # the results page of WALK_MARKERS
 WALK_RUNS = ((True, 2), (False, 2), (False, 10))
 """(hung, steps) of the walk rows: the thesis' hung experiment, then on the floor, 2 and 10 steps."""
 
@@ -183,7 +183,7 @@ def _deg(value: float | None, passed: bool | None) -> str:
 
 
 def walk_markdown(res: dict[str, Any]) -> str:
-    """The walk table (docs/results/walk.md): one row per walk, the thesis' bounds as pass/fail beside the figures."""
+    """The walk table (docs/results/bip2000.md): one row per walk, the thesis' bounds as pass/fail beside the figures."""
     from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
 
     rows = [f"| BIP 2000 walk, {res['speed_m_h']:g} m/h | fell? / pelvis travel | knee tracking error "

@@ -6,7 +6,7 @@ posture held: the largest tilt held in eight directions (:data:`.whole_body.TILT
 feet and on the left one (bisection, :func:`.search.bisect`, the amplitude being both angles'
 magnitude), the largest push on the pelvis survived (forward, left; both feet), and the thesis' bench
 tilt (10°, 20°, 7 s each way) on both feet. ``--write`` rewrites the table between the markers
-``<!-- whole-body-results -->`` and ``<!-- /whole-body-results -->`` of ``docs/results/whole_body_platform.md``.
+``<!-- whole-body-results -->`` and ``<!-- /whole-body-results -->`` of ``docs/results/bip2000.md``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from controller.tools.scenarios.search import bisect, platform_limit_deg
 from controller.tools.scenarios.whole_body import TILT_DIRECTIONS, PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
 MARKERS = ("<!-- whole-body-results -->", "<!-- /whole-body-results -->")
-PAGE = "whole_body_platform.md"              # its results page (docs/results/)
+PAGE = "bip2000.md"                  # its results page (docs/results/)
 SEARCH_TILT_S = 3.0          # s, quintic each way in a search run (the thesis' 7 s in the thesis tilt row)
 PUSH_S = 0.1                 # s, the push's duration
 MAX_PUSH_N = 1000.0          # N, the push search's upper bound
@@ -85,7 +85,7 @@ def _mm(x: float | None) -> str:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The whole robot's table (docs/results/whole_body_platform.md)."""
+    """The whole robot's table (docs/results/bip2000.md)."""
     rows = ["| figure | with the whole-robot stabilizer | without (posture held) |", "| --- | --- | --- |"]
     by = {(t["direction"], t["support"], t["stabilizer"]): t for t in res["tilts"]}
     for support, label in (("double", "both feet"), ("left", "left foot, right lifted")):
