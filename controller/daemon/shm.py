@@ -210,11 +210,11 @@ def posted_priority(block: SharedBlock, lane: int) -> int:
 
 def take_priority(block: SharedBlock, lane: int) -> int:
     """Loop side: the token of lane ``lane``'s untaken command (now taken), or 0."""
-    row = block.lanes[lane]
-    token = int(row[0])
-    if token == row[1]:
+    lanes = block.lanes
+    token = int(lanes[lane, 0])
+    if token == lanes[lane, 1]:
         return 0
-    row[1] = token
+    lanes[lane, 1] = token
     return token
 
 
