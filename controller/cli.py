@@ -508,12 +508,16 @@ def cmd_keys(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     public, secret = folder / f"{args.name}.key", folder / f"{args.name}.key_secret"
     for path in (public, secret):
-        if path.exists():
+        if os.path.lexists(path):                # a dangling link too: writing would follow it
             print(f"bipd: error: {path} exists; keys are never overwritten", file=sys.stderr)
             return 2
     umask = os.umask(0o077)                      # the secret file is never readable by others
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        if folder.stat().st_mode & 0o022:        # anyone could swap the files for links once written
+            print(f"bipd: error: {folder} is writable by others (mode {folder.stat().st_mode & 0o777:o}); "
+                  "keys go in a folder only you can write (chmod go-w it)", file=sys.stderr)
+            return 2
         zmq.auth.create_certificates(folder, args.name)
         public.chmod(0o644)
     except OSError as e:

@@ -304,3 +304,26 @@ def test_output_cut_short_by_its_reader_ends_quietly():
     done = subprocess.run([sys.executable, "-c", script], cwd=DEPLOY.parent, capture_output=True, text=True,
                           timeout=300)
     assert "Traceback" not in done.stderr and done.returncode == 141, done.stderr
+
+
+def test_keys_never_write_through_a_dangling_link(tmp_path, capsys):
+    folder = tmp_path / "curve"
+    folder.mkdir(mode=0o700)
+    target = tmp_path / "elsewhere"
+    (folder / "server.key_secret").symlink_to(target)          # dangling: exists() says False
+    line = run_error(capsys, ["keys", str(folder), "--name", "server"])
+    assert line == f"bipd: error: {folder / 'server.key_secret'} exists; keys are never overwritten"
+    assert not target.exists() and not (folder / "server.key").exists()
+
+
+def test_keys_refuse_a_folder_others_can_write(tmp_path, capsys):
+    folder = tmp_path / "curve"
+    folder.mkdir()
+    folder.chmod(0o777)
+    line = run_error(capsys, ["keys", str(folder), "--name", "server"])
+    assert line == (f"bipd: error: {folder} is writable by others (mode 777); keys go in a folder only you "
+                    "can write (chmod go-w it)")
+    assert list(folder.iterdir()) == []
+    assert main(["keys", str(tmp_path / "new" / "curve"), "--name", "server"]) == 0     # made private
+    assert (tmp_path / "new" / "curve").stat().st_mode & 0o077 == 0
+    assert (tmp_path / "new" / "curve" / "server.key_secret").stat().st_mode & 0o077 == 0
