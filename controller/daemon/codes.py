@@ -90,6 +90,11 @@ class Error(IntEnum):
     INTERNAL = 12
 
 
+MAX_REQUEST_BYTES = 65536
+"""The largest command request the I/O side reads (a longer one is a BAD_REQUEST); ``io.max_request_bytes``
+may lower it."""
+
+
 class StabParam(IntEnum):
     """Stabilizer parameters a ``STABILIZER`` command may change (thesis §2.5).
 

@@ -29,8 +29,8 @@ from stabilizer.whole_body_config import load_config as load_whole_body_config
 
 from controller.daemon.extras import missing
 from controller.daemon.plants import NEEDS, PLANTS
-from controller.daemon.io.curve import CurveConfigError, ServerCurve, is_loopback
-from controller.daemon.io.protocol import MAX_REQUEST_BYTES
+from controller.daemon.codes import MAX_REQUEST_BYTES
+from controller.daemon.endpoints import CurveConfigError, ServerCurve, is_loopback
 
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")

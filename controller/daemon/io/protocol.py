@@ -16,15 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from controller.daemon.codes import Error, StabParam, State
+from controller.daemon.codes import MAX_REQUEST_BYTES, Error, StabParam, State
 from controller.daemon.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, FaultKind
 from controller.daemon.loop.states import ALLOWED as LOOP_ALLOWED
-from controller.daemon.loop.trajectories import SQUAT_DEG, squat_excursion
+from controller.daemon.trajectories import SQUAT_DEG, squat_excursion
 from controller.daemon.shm import MAX_ARGS, Cmd
 from models.gait.plan import SUPPORT_NAMES
 from models.rig.tilt import THESIS
 
-MAX_REQUEST_BYTES = 65536
 MAX_ID_CHARS = 256
 MAX_PATH_CHARS = 4096
 QUINTIC_PEAK = 1.875          # peak speed of a quintic move = 15/8 * |dq| / T

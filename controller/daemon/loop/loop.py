@@ -89,7 +89,7 @@ from controller.daemon.loop.references.stabilize import Stabilize
 from controller.daemon.loop.references.stabilize_whole_body import StabilizeWholeBody
 from controller.daemon.loop.references.stop import Stop, decelerate
 from controller.daemon.loop.states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
-from controller.daemon.loop.trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
+from controller.daemon.trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
 from controller.daemon.rig.loop_side import rig_player
 from controller.daemon.rig.motions import SplineMotion
 from controller.daemon.rig.spec import motion_from_args
