@@ -16,7 +16,7 @@ from drivers.hal import BACKENDS
 from models import ConfigError, Robot
 from models.common.errors import quote
 from models.rig.config import load_stewart
-from models.gait.plan import SOLES
+from models.common.support import SOLES
 from models.rig.tilt import CONVENTIONS, THESIS
 from models.tree.config import is_tree
 from models.tree.robot import TreeRobot

@@ -16,7 +16,7 @@ from controller.daemon.loop.axes import feedforward
 from controller.daemon.shm import H, Cmd, read_record
 from controller.daemon.telemetry import RecordLayout
 from models import ConfigError
-from models.gait.plan import DOUBLE, LEFT, RIGHT
+from models.common.support import DOUBLE, LEFT, RIGHT
 from models.tree.robot import TreeRobot
 
 from tests.numpy_allocs import CountingHandler

@@ -21,7 +21,7 @@ from controller.daemon.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS
 from controller.daemon.loop.states import ALLOWED as LOOP_ALLOWED
 from controller.daemon.trajectories import SQUAT_DEG, squat_excursion
 from controller.daemon.shm import MAX_ARGS, Cmd
-from models.gait.plan import SUPPORT_NAMES
+from models.common.support import SUPPORT_NAMES
 from models.rig.tilt import THESIS
 
 MAX_ID_CHARS = 256

@@ -36,7 +36,7 @@ from drivers.cia402 import Mode
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
 from drivers.hal import Bus
-from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from models.chain.robot import Robot
 from models.tree.robot import TreeRobot
 from models.transmission import OK as TR_OK
