@@ -27,7 +27,7 @@ class Event(IntEnum):
     COMMAND = 4          # a = Cmd, b = 1 accepted / 0 refused
     OVERRUN = 5          # a = missed cycles, b = cycle time in us
     STABILIZER = 6       # a = stabilizer status, b = stab_flags bits that rose (telemetry.STAB_FLAGS)
-    SUPPORT = 7          # a = new support phase (models.gait.plan: 0 left, 1 right, 2 double), b = model root index
+    SUPPORT = 7          # a = new support phase (models.common.support: 0 left, 1 right, 2 double), b = model root index
     CONTACT = 8          # a = the support phase the feet's loads show (-1: none), b = the right foot's load share
 
 
@@ -90,6 +90,11 @@ class Error(IntEnum):
     INTERNAL = 12
 
 
+MAX_REQUEST_BYTES = 65536
+"""The largest command request the I/O side reads (a longer one is a BAD_REQUEST); ``io.max_request_bytes``
+may lower it."""
+
+
 class StabParam(IntEnum):
     """Stabilizer parameters a ``STABILIZER`` command may change (thesis §2.5).
 
@@ -102,7 +107,7 @@ class StabParam(IntEnum):
     MAX_SPEED = 5              # m/s: cap on G's speed
     POSTURE_GAIN = 8           # pull towards the posture target
     ATTRACTOR_GAIN = 9         # k of the attractive field (eq. 77-78), N m^2
-    SUPPORT = 10               # the whole-robot stabilizer's support phase (models.gait.plan: 0 left, 1 right, 2 double)
+    SUPPORT = 10               # the whole-robot stabilizer's support phase (models.common.support: 0 left, 1 right, 2 double)
 
 
 class FaultKind(IntEnum):

@@ -35,7 +35,7 @@ from typing import Any, Self
 import numpy as np
 import zmq
 
-from controller.daemon.codes import Error, Event, State
+from controller.daemon.codes import MAX_REQUEST_BYTES, Error, Event, State
 from controller.daemon.commands import CODES, COMMANDS
 from controller.daemon.rig.earthquake import load_earthquake
 from controller.daemon.rig.motions import MotionError
@@ -55,7 +55,8 @@ from controller.daemon.shm import (
 )
 from controller.daemon.telemetry import RecordLayout, stats_summary
 
-from controller.daemon.io.curve import ServerCurve, check_endpoints, is_ipv6, secure_server, start_authenticator
+from controller.daemon.endpoints import ServerCurve, is_ipv6
+from controller.daemon.io.curve import check_endpoints, secure_server, start_authenticator
 from controller.daemon.io.live import LiveView
 from controller.daemon.io.log import CycleLogWriter
 from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
@@ -67,7 +68,7 @@ from controller.daemon.io.messages import (
     profiler_summary,
     telemetry_message,
 )
-from controller.daemon.io.protocol import MAX_REQUEST_BYTES, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from controller.daemon.io.protocol import STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
