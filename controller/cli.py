@@ -160,7 +160,7 @@ def _print_whole_body_bench(res: dict) -> None:
 
 
 def cmd_bench_models(args: argparse.Namespace) -> int:
-    from models.chain.bench import run
+    from models.bench.chain import run
     from stabilizer.bench import run_benchmark
 
     if args.samples < 1:
@@ -168,7 +168,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
         return 2
     say = _progress(not args.json)
     if is_tree(read_yaml(args.robot)):
-        from models.tree.bench import run as run_tree
+        from models.bench.tree import run as run_tree
 
         res = run_tree(args.robot, samples=args.samples, progress=say)
         res["whole_body_stabilizer"] = _whole_body_bench(args.robot, args.samples, say)
@@ -182,7 +182,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
     say("stabilizer step and stabilizing cycle")
     res["stabilizer"] = run_benchmark(samples=args.samples)
     say("Stewart-Gough rig: inverse kinematics + inverse dynamics of the six legs")
-    from models.rig.bench import run as run_stewart
+    from models.bench.rig import run as run_stewart
 
     res["stewart"] = run_stewart(samples=max(args.samples, 200))
     if args.json:

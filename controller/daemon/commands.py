@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,9 +34,9 @@ from controller.daemon.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS
 from controller.daemon.trajectories import SQUAT_DEG, squat_excursion
 from models.common.support import SUPPORT_NAMES
 
-if TYPE_CHECKING:
-    from controller.daemon.io.protocol import Context
-
+Context = Any
+"""The protocol's validation context (:class:`controller.daemon.io.protocol.Context`: the robot's limits
+and the loop's live state), named here without importing the I/O side the registry sits below."""
 S = State
 QUINTIC_PEAK = 1.875          # peak speed of a quintic move = 15/8 * |dq| / T
 MAX_PATH_CHARS = 4096
