@@ -32,8 +32,8 @@ from drivers import cia402
 from drivers.cia402 import State
 from drivers.config import AxisConfig, BusConfig, parse_bus_config
 from drivers.events import BusEvent, EventKind
-from drivers.sim.faults import FaultApi
-from drivers.powerlink.sdo import SdoRequest
+from drivers.fault_api import FaultApi
+from drivers.service_channel import SdoRequest
 
 BACKENDS: dict[str, str] = {
     "sim": "drivers.backends.sim:open_sim",

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from drivers.config import BusConfig
-from drivers.sim.faults import FaultApi
+from drivers.fault_api import FaultApi
 from drivers.hal import Bus, BusStateError
 from drivers.powerlink import frames
 from drivers.powerlink.managing_node import Link, ManagingNode
 from drivers.powerlink.nmt import NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.sdo import SdoRequest
+from drivers.service_channel import SdoRequest
 from drivers.powerlink.services import SDO_READ, SDO_WRITE
 
 _OPERATIONAL = NmtState.OPERATIONAL        # an enum member lookup costs ~0.2 µs on Python 3.11

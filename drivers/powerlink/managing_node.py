@@ -34,7 +34,7 @@ from drivers.powerlink.checks import steady_pres
 from drivers.powerlink.frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.sdo import ABORT_TIMEOUT, SdoRequest
+from drivers.service_channel import ABORT_TIMEOUT, SdoRequest
 from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
