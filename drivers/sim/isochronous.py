@@ -38,7 +38,7 @@ from numba import njit
 from drivers.backends.udp_protocol import ANSWER, ENTRY
 from drivers.sim import drive
 from drivers.powerlink import frames
-from drivers.powerlink.checks import crc32, framed, le, put_le
+from drivers.powerlink.checks import crc32, framed, get_f32, get_f64, le, put_le
 from drivers.powerlink.nmt import NMT_STATE_CODES, NmtState
 from drivers.powerlink import pdo
 from drivers.powerlink.pdo import RPDO
@@ -65,16 +65,6 @@ _SOA_MAC = np.frombuffer(frames.SOA_MAC, np.uint8).copy()
 _NMT_CODES = np.array(sorted(NMT_STATE_CODES), np.int64)
 _NO_SERVICE = int(frames.RequestedService.NO_SERVICE)
 _ENTRY_SIZE, _ANSWER_SIZE = ENTRY.size, ANSWER.size
-
-
-@njit(cache=True)
-def _f64(buf, at):
-    return np.uint64(np.uint64(le(buf, at, 4)) | (np.uint64(le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
-
-
-@njit(cache=True)
-def _f32(buf, at):
-    return np.float64(np.uint32(le(buf, at, 4)).view(np.float32))
 
 
 @njit(cache=True)
@@ -133,9 +123,9 @@ def _apply(rx, at, n, node, x, flags):
         row = node[CHANNEL_ROWS + ch]
         if row >= 0:
             c = base + ch * _CHANNEL_SIZE
-            x[row, drive.CMD_POS] = _f64(rx, c + pdo.RPDO_TARGET_POSITION)
-            x[row, drive.CMD_VEL] = _f32(rx, c + pdo.RPDO_TARGET_VELOCITY)
-            x[row, drive.CMD_TORQUE] = _f32(rx, c + pdo.RPDO_TORQUE_OFFSET)
+            x[row, drive.CMD_POS] = get_f64(rx, c + pdo.RPDO_TARGET_POSITION)
+            x[row, drive.CMD_VEL] = get_f32(rx, c + pdo.RPDO_TARGET_VELOCITY)
+            x[row, drive.CMD_TORQUE] = get_f32(rx, c + pdo.RPDO_TORQUE_OFFSET)
     return True
 
 
