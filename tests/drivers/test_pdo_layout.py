@@ -8,6 +8,7 @@ import pytest
 from drivers.cia402 import State
 from drivers.hal import Intent
 from drivers.powerlink import frames, pdo
+from drivers.powerlink.managing_node import PREQ_LENGTH
 from drivers.powerlink.pdo import RPDO, TPDO, PdoLayoutError
 from drivers.powerlink.process_image import read_tpdo, write_rpdo
 from drivers.sim import drive, isochronous
@@ -66,7 +67,7 @@ def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():
     """process_image.write_rpdo packs what RPDO.struct unpacks, and the CN's Numba path
     (isochronous._apply) reads those setpoints back."""
     n = RPDO.channels
-    preq = np.zeros((1, 64), np.uint8)
+    preq = np.zeros((1, PREQ_LENGTH), np.uint8)
     cw = np.array([v[0] for v in RPDO_VALUES], np.int64)
     columns = [np.array([v[k] for v in RPDO_VALUES]) for k in range(1, 5)]
     write_rpdo(np.full(n, int(Intent.FAULT_RESET), np.int64), np.zeros(n, np.int64), cw, columns[0].astype(np.int64),
