@@ -30,6 +30,7 @@ import numpy as np
 
 from drivers import cia402
 from drivers.cia402 import State
+from drivers.codes import FaultCode
 from drivers.config import AxisConfig, BusConfig, parse_bus_config
 from drivers.events import BusEvent, EventKind
 from drivers.fault_api import FaultApi
@@ -250,8 +251,11 @@ class Bus(ABC):
             raise BusStateError("the bus is closed")
 
     def _axis_faulted(self, i: int) -> None:
-        """Axis ``i`` has just entered FAULT (or its reaction): the AXIS_FAULT event."""
+        """Axis ``i`` has just entered FAULT (or its reaction): the AXIS_FAULT event (the code a
+        node-level error latched is the managing node's :class:`~drivers.codes.FaultCode`)."""
         name, code = self.axis_names[i], int(self.fault_code[i])
+        if self._latched[i]:
+            code = FaultCode(code)
         self.events.append(BusEvent(self.control_cycle, EventKind.AXIS_FAULT, self._node_of[i], code, name,
                                     f"axis {name} fault 0x{code:04X}"))
 
