@@ -26,6 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
+from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
@@ -38,6 +39,9 @@ from drivers.service_channel import ABORT_TIMEOUT, SdoRequest
 from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
+# A PReq's RPDO channel before the controller writes one (and on a channel no axis uses).
+_RPDO_DEFAULTS = {"controlword": 0, "modes_of_operation": int(Mode.CSP), "target_position": 0.0,
+                  "target_velocity": 0.0, "torque_offset": 0.0}
 SDO_TIMEOUT_CYCLES = 250
 _TPDO_SIZE = TPDO.size
 _PDO_OFFSET = frames.PDO_OFFSET
@@ -100,7 +104,8 @@ class CnRecord:
         self.device_type = 0
         self.stopped = False
         self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
-        RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *([0, 8, 0.0, 0.0, 0.0] * RPDO.channels))
+        RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *[_RPDO_DEFAULTS[e.name] for e in RPDO.entries]
+                              * RPDO.channels)
         self.preq.seal()
         self.tpdo = np.zeros(TPDO.size, np.uint8) if tpdo is None else tpdo
         self.loss = ThresholdCounter(threshold)
