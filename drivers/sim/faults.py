@@ -1,6 +1,6 @@
 """Fault injection for tests and the HIL bench.
 
-Every fault is one named call on a :class:`FaultApi`; each call forwards to
+Every fault is one named call on a :class:`~drivers.fault_api.FaultApi`; each call forwards to
 ``apply(name, **args)``, so the daemon's command interface can inject a fault by name with
 validated arguments. :class:`FaultInjector` applies them on the controlled-node side of the
 simulated network; the UDP backend forwards them to its server process.
