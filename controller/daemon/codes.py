@@ -111,7 +111,7 @@ class StabParam(IntEnum):
 
 
 class FaultKind(IntEnum):
-    """Simulated faults the ``inject_fault`` command can raise (drivers.sim.faults.FaultApi).
+    """Simulated faults the ``inject_fault`` command can raise (drivers.fault_api.FaultApi).
     Mailbox args: kind, target (node id, or bus axis index), count or sub-kind, value."""
     DROP_PRES = 1         # node, count
     DELAY_PRES = 2        # node, count, delay_s

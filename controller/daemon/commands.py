@@ -315,7 +315,7 @@ FAULT_ACTIONS: Mapping[FaultKind, FaultAction] = {
     FaultKind.ENCODER_GLITCH: lambda f, axes, axis, sub, value: f.encoder_glitch(axes[axis], GLITCH_KINDS[sub], value),
 }
 """``inject_fault`` on the loop side: each kind's call on the bus' fault API
-(drivers.sim.faults.FaultApi) from the mailbox's (target, count or sub-kind, value); the bus'
+(drivers.fault_api.FaultApi) from the mailbox's (target, count or sub-kind, value); the bus'
 axis names turn an axis index into its name."""
 
 

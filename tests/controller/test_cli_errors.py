@@ -205,11 +205,11 @@ def test_scenario_refuses_an_alias_bomb_in_the_stabilizer_yaml(tmp_path, capsys,
 
 
 def test_udp_server_cli_refuses_an_alias_bomb(tmp_path, capsys):
-    from drivers.backends import udp
+    from drivers.sim import udp_server
 
     path = alias_bomb(tmp_path / "bomb.yaml")
     with pytest.raises(SystemExit) as exit_:
-        udp.main([str(path)])
+        udp_server.main([str(path)])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {path}: {ALIASES_REFUSED}")
 
