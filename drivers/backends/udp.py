@@ -66,7 +66,7 @@ class UdpLink:
 
     def __init__(self, config: UdpConfig, spin_s: float | None = None, lockstep: bool = False,
                  server: Peer | None = None) -> None:
-        """``server``: answer in this process (:func:`drivers.sim.udp_server.open_in_process`) instead of over a socket."""
+        """``server``: answer in this process (:func:`drivers.backends.sim.open_in_process`) instead of over a socket."""
         self.address = (config.host, config.port)
         self.timeout_s = config.timeout_s
         self.lockstep = lockstep

@@ -21,13 +21,11 @@ import numpy as np
 from models import ConfigError
 from models.common.validation import read_yaml
 
-from drivers.backends.udp import RemoteFaults, UdpLink
 from drivers.backends.udp_protocol import (ANSWER, ANSWERS, CONTROL, CONTROL_REPLY, DATAGRAM, ENTRY, FRAMES, HEADER,
                                            MAGIC, Waiter, spin_seconds)
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.fault_api import FaultError
 from drivers.hal import LinkError
-from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.frames import MessageType
 from drivers.sim import isochronous
 from drivers.sim.nodes import SimulatedNodes
@@ -290,18 +288,6 @@ class InProcessServer:
     def close(self) -> None:
         """Nothing to release; later waits raise ``LinkError("link closed")``."""
         self.closed = True
-
-
-def open_in_process(config: BusConfig, plant: Plant | None = None, fast: bool = True,
-                    server: InProcessServer | None = None) -> PowerlinkBus:
-    """A ``udp`` bus (MN side as :func:`open_udp`) whose server runs in this process
-    (:class:`InProcessServer`, or ``server``); without ``fast``, both ends take their Python paths
-    only (the reference the Numba paths are measured and tested against)."""
-    link = UdpLink(config.udp, server=server if server is not None else InProcessServer(config, plant, fast))
-    if not fast:
-        link.answers = link.queue_period = None          # the MN looks for them at construction
-    return PowerlinkBus(config, link, RemoteFaults(link))
-
 
 
 def main(argv: list[str] | None = None) -> None:

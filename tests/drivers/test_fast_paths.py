@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drivers.backends.sim import open_in_process
 from drivers.sim import udp_server
 from drivers.cia402 import Mode, State
 from drivers.config import parse_bus_config
@@ -143,7 +144,7 @@ def _scripted_run(bench, mn_numba: bool):
     every period."""
     config = parse_bus_config(dict(bench, backend="udp"))
     twin = _TwinSocket(config)
-    bus = udp_server.open_in_process(config, fast=mn_numba, server=twin)
+    bus = open_in_process(config, fast=mn_numba, server=twin)
     absorbed = [0]
     absorb = bus.mn._absorb
     bus.mn._absorb = lambda *a: (absorbed.__setitem__(0, absorbed[0] + 1), absorb(*a))[1]

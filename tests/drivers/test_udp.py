@@ -193,7 +193,7 @@ def test_in_process_link_without_an_answer_is_silence_not_a_spin(bench):
     pending returns SILENCE within the link's timeout (it used to poll a closed socket forever)."""
     import threading
 
-    from drivers.sim.udp_server import open_in_process
+    from drivers.backends.sim import open_in_process
 
     bus = open_in_process(parse_bus_config(dict(bench, backend="udp")))
     link = bus.link
