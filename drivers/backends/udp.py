@@ -1,7 +1,7 @@
 """``udp`` backend, managing-node side: the POWERLINK frames over UDP on loopback to a
 controlled-node process (:func:`drivers.sim.udp_server.serve_udp`, the hardware-in-the-loop side),
 which plays the controlled nodes, their drives and the plant frame by frame in the order sent.
-The datagrams are :mod:`drivers.backends.udp_protocol`'s.
+The datagrams are :mod:`drivers.udp_protocol`'s.
 
 The link holds frames back until the managing node collects answers
 (:meth:`~drivers.powerlink.managing_node.ManagingNode.period`): in steady state a whole control
@@ -39,7 +39,7 @@ from drivers.hal import LinkError
 from drivers.powerlink import frames
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.checks import crc32, le, put_le
-from drivers.backends.udp_protocol import (ANSWER, ANSWERS, CONTROL, CONTROL_REPLY, DATAGRAM, ENTRY, FRAMES, HEADER,
+from drivers.udp_protocol import (ANSWER, ANSWERS, CONTROL, CONTROL_REPLY, DATAGRAM, ENTRY, FRAMES, HEADER,
                                            MAGIC, SILENCE, Waiter, answered, spin_seconds)
 
 _HEADER_SIZE, _ENTRY_SIZE, _ANSWER_SIZE = HEADER.size, ENTRY.size, ANSWER.size

@@ -1,6 +1,6 @@
 """The simulated CNs' steady-state isochronous phase in one Numba pass over a UDP datagram.
 
-:func:`serve_isochronous` walks the frame entries of a FRAMES datagram (``drivers.backends.udp_protocol``
+:func:`serve_isochronous` walks the frame entries of a FRAMES datagram (``drivers.udp_protocol``
 layout: ``<HB`` length and answer-wanted before each frame, answers as ``<HI`` length and delay
 before each) and handles the SoC, PReq and SoA frames exactly as
 :class:`~drivers.sim.nodes.SimulatedNodes` would in steady state (EPSG DS 301 §4.2.4.1: SoC, then
@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from drivers.backends.udp_protocol import ANSWER, ENTRY
+from drivers.udp_protocol import ANSWER, ENTRY
 from drivers.sim import drive
 from drivers.powerlink import frames
 from drivers.powerlink.checks import crc32, framed, get_f32, get_f64, le, put_le

@@ -1,6 +1,6 @@
 """The ``udp`` backend's controlled-node server: the simulated nodes, drives and plant
 (:class:`~drivers.sim.nodes.SimulatedNodes`) answering the managing node's datagrams
-(:mod:`drivers.backends.udp_protocol`), in another process (:func:`serve_udp`) or in this one
+(:mod:`drivers.udp_protocol`), in another process (:func:`serve_udp`) or in this one
 (:class:`InProcessServer`, for benchmarks and tests).
 
 Each datagram goes to :meth:`SimulatedNodes.serve_isochronous
@@ -21,7 +21,7 @@ import numpy as np
 from models import ConfigError
 from models.common.validation import read_yaml
 
-from drivers.backends.udp_protocol import (ANSWER, ANSWERS, CONTROL, CONTROL_REPLY, DATAGRAM, ENTRY, FRAMES, HEADER,
+from drivers.udp_protocol import (ANSWER, ANSWERS, CONTROL, CONTROL_REPLY, DATAGRAM, ENTRY, FRAMES, HEADER,
                                            MAGIC, Waiter, spin_seconds)
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.fault_api import FaultError

@@ -11,7 +11,7 @@ import pytest
 
 from controller.tools.ports import free_port
 from drivers.backends.udp import UdpLink, shutdown_server
-from drivers.backends.udp_protocol import DEFAULT_SPIN_S, SILENCE, spin_seconds
+from drivers.udp_protocol import DEFAULT_SPIN_S, SILENCE, spin_seconds
 from drivers.sim.udp_server import serve_udp
 from drivers.cia402 import State
 from drivers.codes import FaultCode
@@ -169,7 +169,7 @@ def test_spin_option_and_timeout(bench):
 def test_a_closed_link_never_spins_on_its_socket():
     """A receive on a closed link raises LinkError("link closed") at once, and a waiter whose
     socket was closed under it (POLLNVAL) does too, within the link's timeout."""
-    from drivers.backends.udp_protocol import Waiter
+    from drivers.udp_protocol import Waiter
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind(("127.0.0.1", 0))

@@ -189,8 +189,8 @@ def daemon_command(config: Path, lockstep: bool) -> list[str]:
 
 
 def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None:
-    """One control request to the HIL's UDP server (drivers.backends.udp_protocol); None without an answer."""
-    from drivers.backends.udp_protocol import CONTROL, CONTROL_REPLY, HEADER, MAGIC
+    """One control request to the HIL's UDP server (drivers.udp_protocol); None without an answer."""
+    from drivers.udp_protocol import CONTROL, CONTROL_REPLY, HEADER, MAGIC
 
     payload = json.dumps(request).encode()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
