@@ -57,7 +57,7 @@ def stabilizing_cycle(mbuf, dbuf, p, s, inp, out, gains, tau):
     kp, kd, qd = gains[0:n], gains[n:2 * n], gains[2 * n:3 * n]
     update(mbuf, dbuf, q, qd)
     status = step(p, s, inp, out)
-    G = data_views(dbuf, n)[10]
+    G = data_views(dbuf, n).G
     axis_control(kp, kd, out[O_SCALARS:O_SCALARS + n], out[O_SCALARS + n:O_SCALARS + 2 * n],
                  q, qd, G, tau)   # q_ref, qd_ref (stabilizer.out_views)
     return status

@@ -36,7 +36,8 @@ from numba import carray, njit
 from numpy.typing import ArrayLike
 
 from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
-from models.chain.model import _at, python_views
+from models.chain.model import python_views
+from models.common.layout import at as _at
 from models.tree.model import TreeData, data_layout
 from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
