@@ -89,7 +89,8 @@ class Layout:
                 lines.append("    o += 1")
                 continue
             dims = ", ".join(_dim_text(d) for d in f.shape)
-            lines.append(f"    {f.name} = carray(at(buf, o), ({dims},)); o += {' * '.join(_dim_text(d) for d in f.shape)}")
+            count = " * ".join(_dim_text(d) for d in f.shape)
+            lines.append(f"    {f.name} = carray(at(buf, o), ({dims},)); o += {count}")
         lines.append(f"    return Views({', '.join(self.array_names)}), o")
         scope = {"carray": carray, "at": at, "Views": self.Views}
         exec(compile("\n".join(lines), f"<layout {self.name}>", "exec"), scope)
@@ -130,6 +131,10 @@ class Layout:
                 raise ValueError(f"field {name!r} of layout {self.name!r} moves with the sizes")
             o += int(np.prod(f.shape, dtype=np.int64))
         raise AssertionError("unreachable")
+
+    def slots(self, *names: str) -> tuple[int, ...]:
+        """Offsets of header fields, by name (:meth:`offset` of each)."""
+        return tuple(self.offset(k) for k in names)
 
     def views(self, buf: np.ndarray, **sizes: int):
         """Numpy views of ``buf``'s array fields (a :attr:`Views` named tuple), after
