@@ -31,7 +31,7 @@ from numba import njit
 from models.chain.dynamics import update
 from models.chain.model import data_views
 
-from stabilizer.stabilizer import O_SCALARS, P_DT, Stabilizer, step
+from stabilizer.stabilizer import P_DT, P_NV, Stabilizer, out_views, step
 
 THESIS_STABILIZER_AVG_US = 273.0     # thesis §2.6.3 / docs/conventions.md, B&R X20CP1586 (Atom 1.6 GHz)
 TARGET_CYCLE_US = 10.0
@@ -57,9 +57,9 @@ def stabilizing_cycle(mbuf, dbuf, p, s, inp, out, gains, tau):
     kp, kd, qd = gains[0:n], gains[n:2 * n], gains[2 * n:3 * n]
     update(mbuf, dbuf, q, qd)
     status = step(p, s, inp, out)
-    G = data_views(dbuf, n)[10]
-    axis_control(kp, kd, out[O_SCALARS:O_SCALARS + n], out[O_SCALARS + n:O_SCALARS + 2 * n],
-                 q, qd, G, tau)   # q_ref, qd_ref (stabilizer.out_views)
+    G = data_views(dbuf, n).G
+    ov = out_views(out, n, int(p[P_NV]))
+    axis_control(kp, kd, ov.q_ref, ov.qd_ref, q, qd, G, tau)
     return status
 
 
