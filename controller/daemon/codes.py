@@ -51,6 +51,7 @@ class Reason(IntEnum):
     #                          (detail 0), or the foot IMU's tilt has not been confirmed flat for a while (detail 1)
     FEET_LOADS = 17          # the feet's load cells are implausible (detail: stabilizer.contact.loads_status code):
     #                          no sensed support, the walk's load split falls back to its plan
+    LOG_FAILED = 18          # the I/O process could not write the cycle log (its own WARNING event, never the loop's)
 
 
 # A fault's detail (FAULT event b, telemetry fault_info): its code in the low 16 bits
@@ -88,6 +89,7 @@ class Error(IntEnum):
     BAD_FILE = 10
     NOT_SUPPORTED = 11    # e.g. fault injection on a real bus
     INTERNAL = 12
+    LOG_FAILED = 13       # a motion refused: the cycle log failed (io.on_log_failure: refuse_motions)
 
 
 class StabParam(IntEnum):

@@ -31,6 +31,7 @@ from controller.daemon.extras import missing
 from controller.daemon.plants import NEEDS, PLANTS
 from controller.daemon.io.curve import CurveConfigError, ServerCurve, is_loopback
 from controller.daemon.io.protocol import MAX_REQUEST_BYTES
+from controller.daemon.io.server import ON_LOG_FAILURE
 
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")
@@ -101,6 +102,7 @@ class IoConfig:
     max_request_bytes: int = MAX_REQUEST_BYTES
     curve: ServerCurve | None = None
     live_view: LiveViewConfig = LiveViewConfig()
+    on_log_failure: str = "refuse_motions"   # controller.daemon.io.server.ON_LOG_FAILURE
 
 
 @dataclass(frozen=True)
@@ -352,8 +354,12 @@ def _io(sec: Section, base: Path) -> IoConfig:
     traj_max = _int_in(sec, "trajectory_max_bytes", IoConfig.trajectory_max_bytes, 1, 1 << 30)
     max_request = _int_in(sec, "max_request_bytes", IoConfig.max_request_bytes, 1024, MAX_REQUEST_BYTES)
     live = _live_view(sec.sub("live_view", {}))
+    on_failure = sec.raw("on_log_failure", IoConfig.on_log_failure)
+    if on_failure not in ON_LOG_FAILURE:
+        raise ConfigError(sec.where, sec.path("on_log_failure"), f"expected one of {ON_LOG_FAILURE}, "
+                          f"got {quote(on_failure)}")
     sec.done()
-    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve, live)
+    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve, live, on_failure)
 
 
 def _live_view(sec: Section) -> LiveViewConfig:
