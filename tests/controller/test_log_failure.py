@@ -142,8 +142,9 @@ def test_a_log_without_the_rig_has_no_rig_channel_and_no_empty_truth(tmp_path, c
 
 # ------------------------------------------------------------------ the I/O process (fake loop)
 
-def _failed_rig(rig_factory, tmp_path, full_disk, policy: str):
-    """A rig in HOLD whose cycle log's disk fills once a subscriber listens; returns (rig, events)."""
+def _failed_rig(rig_factory, tmp_path, full_disk, policy: str, stabilize: bool = False):
+    """A rig in HOLD (STABILIZING with ``stabilize``) whose cycle log's disk fills once a subscriber
+    listens; returns (rig, events)."""
     _, opened = full_disk
     log = CycleLogWriter(tmp_path / "cycles.mcap", RecordLayout(4), NAMES, chunk_bytes=4096)
     rig = rig_factory(server_kw={"log": log, "on_log_failure": policy})
@@ -155,6 +156,9 @@ def _failed_rig(rig_factory, tmp_path, full_disk, policy: str):
         time.sleep(0.2)                                 # slow joiner (zguide ch. 1)
         rig.client.call("enable")
         rig.loop.wait_state(State.HOLD)
+        if stabilize:
+            rig.client.call("stabilizer", enable=True)
+            rig.loop.wait_state(State.STABILIZING)
         assert rig.client.call("status")["log"]["ok"]
         opened[0].room = 0                              # the disk is full from now on
         events, end = [], time.monotonic() + 5.0
@@ -196,6 +200,30 @@ def test_continue_lets_motions_run_unlogged(rig_factory, tmp_path, full_disk):
     assert any(e.get("reason") == "LOG_FAILED" for e in events)
     assert not rig.client.call("status")["log"]["ok"]
     assert rig.client.call("move_joints", q=[0.0, 0.0, -0.5, 0.3], duration=1.0)["accepted"]
+
+
+def test_after_a_log_failure_the_stabilizer_can_still_be_switched_off(rig_factory, tmp_path, full_disk):
+    rig, _ = _failed_rig(rig_factory, tmp_path, full_disk, "refuse_motions", stabilize=True)
+    assert not rig.client.call("status")["log"]["ok"]
+    rig.client.call("stabilizer", enable=False)
+    rig.loop.wait_state(State.HOLD)
+    with pytest.raises(CommandError) as e:
+        rig.client.call("stabilizer", enable=True)
+    assert e.value.code == "log_failed"
+
+
+def test_a_log_failing_at_close_is_reported_not_raised(rig_factory, tmp_path, full_disk):
+    _, opened = full_disk
+    log = CycleLogWriter(tmp_path / "cycles.mcap", RecordLayout(4), NAMES, chunk_bytes=4096)
+    rig = rig_factory(server_kw={"log": log})
+    while log.chunks < 3:
+        time.sleep(0.01)
+    rig.stop.set()
+    rig.thread.join(5)
+    opened[0].room = 0                                  # the summary and footer no longer fit
+    rig.server.close()
+    assert "No space left on device" in rig.server.log_error
+    assert 0 < log.records == len(read_log(tmp_path / "cycles.mcap").records)
 
 
 def test_on_log_failure_is_validated_at_config_load(tmp_path, capsys):
