@@ -29,7 +29,7 @@ from controller.tools.client import Client, CommandError
 from controller.tools.plot import plot_log
 from controller.tools.ports import free_port
 from tests.controller.test_cli_errors import config, run_error
-from tests.controller.test_daemon import DEPLOY
+from tests.controller.test_daemon import DEPLOY, _run_daemon
 from tests.controller.test_io_log import NAMES, records, same
 
 
@@ -142,18 +142,24 @@ def test_a_log_without_the_rig_has_no_rig_channel_and_no_empty_truth(tmp_path, c
 
 # ------------------------------------------------------------------ the I/O process (fake loop)
 
+def event_subscriber(endpoint: str) -> zmq.Socket:
+    """A SUB socket on the ``event`` frames of ``endpoint``, past its slow-joiner delay (zguide ch. 1)."""
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    sub.subscribe(b"event")
+    sub.connect(endpoint)
+    time.sleep(0.2)
+    return sub
+
+
 def _failed_rig(rig_factory, tmp_path, full_disk, policy: str, stabilize: bool = False):
     """A rig in HOLD (STABILIZING with ``stabilize``) whose cycle log's disk fills once a subscriber
     listens; returns (rig, events)."""
     _, opened = full_disk
     log = CycleLogWriter(tmp_path / "cycles.mcap", RecordLayout(4), NAMES, chunk_bytes=4096)
     rig = rig_factory(server_kw={"log": log, "on_log_failure": policy})
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.linger = 0
-    sub.subscribe(b"event")
-    sub.connect(rig.server.telemetry_endpoint)
+    sub = event_subscriber(rig.server.telemetry_endpoint)
     try:
-        time.sleep(0.2)                                 # slow joiner (zguide ch. 1)
         rig.client.call("enable")
         rig.loop.wait_state(State.HOLD)
         if stabilize:
@@ -249,33 +255,19 @@ def tiny_disk(tmp_path):
         subprocess.run(["umount", "-l", str(disk)])
 
 
-def test_a_daemon_on_a_full_disk_refuses_motions_and_still_stops_with_exit_0(tmp_path, tiny_disk):
+@pytest.fixture
+def full_disk_daemon(tmp_path, tiny_disk):
+    """The leg daemon (stepped lock-step), its cycle log on the tiny disk."""
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
     doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
     doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
-    cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
-    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tiny_disk))
-    cfg = tmp_path / "bipd.yaml"
-    cfg.write_text(yaml.safe_dump(doc))
-    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--stepped"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    client = Client(cmd_ep, timeout_s=5.0, retries=3)
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.linger = 0
-    sub.subscribe(b"event")
-    sub.connect(tel_ep)
+    yield from _run_daemon(tmp_path, doc, boot_s=600.0, pacing="--stepped", log_dir=tiny_disk)
+
+
+def test_a_daemon_on_a_full_disk_refuses_motions_and_still_stops_with_exit_0(full_disk_daemon, tiny_disk):
+    proc, client, _ = full_disk_daemon
+    sub = event_subscriber(client.call("get_config")["telemetry_endpoint"])
     try:
-        end = time.monotonic() + 600                 # boot and (cold cache) kernel compilation
-        while True:
-            try:
-                if client.call("status")["state"] == "DISABLED":
-                    break
-            except Exception:
-                pass
-            assert proc.poll() is None, proc.stdout.read()
-            assert time.monotonic() < end, "the daemon did not boot within 600 s"
-            time.sleep(0.2)
         client.call("enable")
         for _ in range(120):                          # at most 60 s of cycles; 256 KiB fill in a few
             client.call("step", seconds=0.5)
@@ -305,7 +297,3 @@ def test_a_daemon_on_a_full_disk_refuses_motions_and_still_stops_with_exit_0(tmp
         assert RIG not in info["channels"] and TRUTH not in info["channels"]    # the leg has no rig
     finally:
         sub.close()
-        client.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
