@@ -297,3 +297,25 @@ def test_a_daemon_on_a_full_disk_refuses_motions_and_still_stops_with_exit_0(ful
         assert RIG not in info["channels"] and TRUTH not in info["channels"]    # the leg has no rig
     finally:
         sub.close()
+
+
+@pytest.mark.parametrize("config_name,with_rig", [("bipd.yaml", False), ("bipd_rig.yaml", True)])
+def test_the_daemons_log_declares_rig_only_with_the_rig(tmp_path, config_name, with_rig):
+    from dataclasses import replace
+
+    from controller.daemon.config import load_daemon_config
+    from controller.daemon.run import _open_server, shared_layout
+    from controller.daemon.shm import SharedBlock
+
+    cfg = load_daemon_config(DEPLOY / config_name, backend="sim")
+    cfg = replace(cfg, io=replace(cfg.io, command="tcp://127.0.0.1:*", telemetry="tcp://127.0.0.1:*",
+                                  log_dir=str(tmp_path)))
+    block = SharedBlock(shared_layout(cfg), create=True)
+    try:
+        server = _open_server(cfg, cfg.robot(), block)
+        assert server.ctx.summary["rig"] is with_rig          # get_config says so (scenario --record)
+        server.close()
+    finally:
+        block.close()
+    info = log_info(tmp_path)
+    assert (RIG in info["channels"]) is with_rig and TRUTH not in info["channels"]
