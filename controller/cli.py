@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from contextlib import ExitStack
@@ -354,6 +355,25 @@ def _print_gait(check: dict) -> None:
           f"{top['rad_s']:.3f} rad/s (limit {top['limit_rad_s']}); pelvis {check['pelvis_speed_m_h']:.1f} m/h")
 
 
+GAIT_MAX_STEPS = 100               # a 100-step walk is about 2 min of gait, 65 000 samples at 2 ms
+GAIT_PERIOD_S = (1e-4, 0.1)        # sampling period bounds, s: a 100 µs bus cycle to 10 Hz
+GAIT_MAX_SPEED_M_H = 3600.0        # 1 m/s: ten times the thesis walk (the reach check refuses far less)
+
+
+def gait_args_problem(speed: float, steps: int, period: float, out: Path) -> str | None:
+    """What is wrong with ``bipd gait``'s generation options, checked before any work; None if nothing."""
+    if not (math.isfinite(speed) and 0.0 < speed <= GAIT_MAX_SPEED_M_H):
+        return f"--speed must be in (0, {GAIT_MAX_SPEED_M_H:g}] m/h, got {speed:g}"
+    if not 1 <= steps <= GAIT_MAX_STEPS:
+        return f"--steps must be 1 to {GAIT_MAX_STEPS}, got {steps}"
+    lo, hi = GAIT_PERIOD_S
+    if not (math.isfinite(period) and lo <= period <= hi):
+        return f"--period must be {lo:g} to {hi:g} s, got {period:g}"
+    if not out.parent.is_dir():
+        return f"--out {out}: the folder {out.parent} does not exist"
+    return None
+
+
 def cmd_gait(args: argparse.Namespace) -> int:
     from models.gait.plan import GaitParams
     from models.gait.wholebody import GaitInfeasible
@@ -383,8 +403,9 @@ def cmd_gait(args: argparse.Namespace) -> int:
     if args.out is None or args.speed is None:
         print("bipd gait: error: give --speed and --out (or --check FILE)", file=sys.stderr)
         return 2
-    if not (args.speed > 0 and args.steps >= 1 and args.period > 0):
-        print("bipd gait: error: --speed and --period must be > 0 and --steps at least 1", file=sys.stderr)
+    problem = gait_args_problem(args.speed, args.steps, args.period, Path(args.out))
+    if problem:
+        print(f"bipd gait: error: {problem}", file=sys.stderr)
         return 2
     params = GaitParams(speed=args.speed / 3600.0, steps=args.steps, period=args.period)
     try:
@@ -487,12 +508,16 @@ def cmd_keys(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     public, secret = folder / f"{args.name}.key", folder / f"{args.name}.key_secret"
     for path in (public, secret):
-        if path.exists():
+        if os.path.lexists(path):                # a dangling link too: writing would follow it
             print(f"bipd: error: {path} exists; keys are never overwritten", file=sys.stderr)
             return 2
     umask = os.umask(0o077)                      # the secret file is never readable by others
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        if folder.stat().st_mode & 0o022:        # anyone could swap the files for links once written
+            print(f"bipd: error: {folder} is writable by others (mode {folder.stat().st_mode & 0o777:o}); "
+                  "keys go in a folder only you can write (chmod go-w it)", file=sys.stderr)
+            return 2
         zmq.auth.create_certificates(folder, args.name)
         public.chmod(0o644)
     except OSError as e:
@@ -621,7 +646,19 @@ def build_parser() -> argparse.ArgumentParser:
 PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario, "campaign": cmd_campaign}   # commands with their own argument parser
 
 
+SIGPIPE_EXIT = 128 + 13    # as a shell reports a program that SIGPIPE ended (``bipd log info … | head``)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``bipd``; output cut short by its reader (a pipe into ``head``) ends it quietly, as SIGPIPE would."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush at exit
+        return SIGPIPE_EXIT
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] and argv[0] in PASS_THROUGH:
         return PASS_THROUGH[argv[0]](argparse.Namespace(rest=argv[1:]))

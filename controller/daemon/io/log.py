@@ -37,6 +37,7 @@ from mcap.exceptions import McapError
 from mcap.records import Channel as McapChannel, Message, Metadata
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
+from zstandard import ZstdError
 
 from controller.daemon.codes import Reason, State
 from controller.daemon.telemetry import STAB_FLAGS, TASKS, RecordLayout, stab_flag_names
@@ -328,7 +329,8 @@ class McapScan:
 
 
 def scan_mcap(path: Path) -> McapScan:
-    """Read an MCAP file front to back; a torn tail (a killed writer) ends the scan."""
+    """Read an MCAP file front to back; a torn tail (a killed writer) or a damaged record (a failed CRC,
+    a chunk that does not decompress) ends the scan: the records before it stand."""
     metadata, topics, messages, complete = {}, {}, [], False
     with open(path, "rb") as f:
         records = StreamReader(f, validate_crcs=True).records
@@ -341,7 +343,7 @@ def scan_mcap(path: Path) -> McapScan:
                 elif isinstance(r, Metadata):
                     metadata[r.name] = r.metadata
             complete = True
-        except McapError as e:
+        except (McapError, ValueError, ZstdError) as e:     # not MCAP, or damaged: a bad CRC, a bad chunk
             if not messages and not metadata:
                 raise LogError(f"{path} is not an MCAP file ({type(e).__name__})") from None
         except struct.error:

@@ -2,8 +2,9 @@
 
 One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a high-water
 mark). Each request is validated here (:mod:`controller.daemon.io.protocol`); a valid command is
-posted to the bounded mailbox with a token and answered when the loop's reply for that
-token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
+posted with a token, to its priority lane (``estop``, ``disable``: never behind the bounded
+mailbox, :mod:`controller.daemon.shm`) or to the mailbox, and answered when the loop's reply for
+that token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
 ``trajectory_dir``), as a recorded rig motion (an earthquake CSV, same folder: read, made
 drift-free and checked against the rig's stroke, :mod:`controller.daemon.rig.earthquake`), is parsed
 in a worker thread, so that ``estop``, ``stop``, ``hold`` and
@@ -29,7 +30,7 @@ import json
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -37,15 +38,19 @@ import numpy as np
 import zmq
 
 from controller.daemon.codes import Error, Event, State
+from controller.daemon.commands import CODES, COMMANDS
 from controller.daemon.rig.earthquake import load_earthquake
 from controller.daemon.rig.motions import MotionError
 from controller.daemon.rig.spec import file_motion
 from controller.daemon.rig.stroke import check_motion
 from controller.daemon.shm import (
+    LANES,
     Cmd,
     H,
     SharedBlock,
     post_command,
+    post_priority,
+    posted_priority,
     read_events,
     read_record,
     take_replies,
@@ -69,15 +74,17 @@ from controller.daemon.io.protocol import MAX_REQUEST_BYTES, STEP, Context, Erro
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
-CANCELS_LOADING = frozenset({"estop", "stop", "hold", "disable", "shutdown"})
+CANCELS_LOADING = frozenset(c.name for c in COMMANDS if c.cancels_loading)
 """Commands that cancel a trajectory file still being loaded (it never reaches the loop)."""
-FILE_COMMANDS = frozenset({Cmd.RUN_BUFFER, Cmd.RIG_BUFFER})
+FILE_COMMANDS = frozenset(Cmd[k.name] for _, k in CODES if k.file)
 """Mailbox commands whose file the worker thread loads into shared memory first."""
 ON_LOG_FAILURE = ("refuse_motions", "continue")
 """What follows a cycle log failure (``io.on_log_failure``): new motions refused (the robot holds;
 estop, stop, hold, disable and every local command still answered), or motions go on unlogged."""
-MOTIONS = frozenset({"move_joints", "run", "platform", "rig_motion", "stabilizer"})
+MOTIONS = frozenset(c.name for c in COMMANDS if c.starts_motion)
 """Commands that start a motion (``stabilizer`` only with ``enable: true``)."""
+LANE_OF = {cmd: lane for lane, cmd in enumerate(LANES)}
+"""The priority lane of each command that has one (shm.LANES)."""
 
 
 class BindError(OSError):
@@ -122,6 +129,11 @@ class _Pending:
     cmd: str
     mailbox: Cmd
     deadline: float
+    riders: list[tuple[list[bytes], Any]] = field(default_factory=list)   # same priority request, same reply
+
+    def waiters(self) -> list[tuple[list[bytes], Any]]:
+        """(envelope, id) of every request this reply answers."""
+        return [(self.envelope, self.id), *self.riders]
 
 
 @dataclass
@@ -398,8 +410,12 @@ class IoServer:
         self._post(envelope, req, now)
 
     def _post(self, envelope: list[bytes], req: Request, now: float) -> None:
-        """Post a validated command to the mailbox; its reply comes back through :meth:`_replies`."""
+        """Post a validated command to its lane or the mailbox; its reply comes back through :meth:`_replies`."""
         token = self._token
+        lane = LANE_OF.get(req.mailbox)
+        if lane is not None:
+            self._post_priority(envelope, req, lane, now)
+            return
         if not post_command(self.block, token, req.mailbox, req.values):
             if req.cmd == "shutdown":
                 self._finish_shutdown(envelope, req.id, acknowledged=False)
@@ -409,6 +425,22 @@ class IoServer:
                          f"the command mailbox is full ({self.block.layout.mailbox_slots} commands pending); retry later.")
             return
         self._token += 1
+        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+
+    def _post_priority(self, envelope: list[bytes], req: Request, lane: int, now: float) -> None:
+        """A priority command never waits behind the mailbox: its lane takes it, or, while the loop
+        has not yet taken the last one, it rides on that one and gets the same reply."""
+        token = posted_priority(self.block, lane)
+        if token:
+            pending = self._pending.get(token)
+            if pending is not None:
+                pending.riders.append((envelope, req.id))
+            else:                                  # the last one timed out untaken: wait for it again
+                self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+            return
+        token = self._token
+        self._token += 1
+        post_priority(self.block, lane, token)
         self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
 
     def _finish_shutdown(self, envelope: list[bytes], id_: Any, acknowledged: bool) -> None:
@@ -580,10 +612,11 @@ class IoServer:
             if p.cmd == "shutdown":
                 self._finish_shutdown(p.envelope, p.id, acknowledged=False)
                 continue
-            self.counters.timeouts += 1
-            self._reject(p.envelope, p.id, Error.TIMEOUT,
-                         f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
-                         "check status before retrying.")
+            for envelope, id_ in p.waiters():
+                self.counters.timeouts += 1
+                self._reject(envelope, id_, Error.TIMEOUT,
+                             f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
+                             "check status before retrying.")
         self._read_events_then_ring()
         self._end_step()
         if now >= self._next_stats:
@@ -600,11 +633,12 @@ class IoServer:
                 self._finish_shutdown(p.envelope, p.id, acknowledged=True)
                 continue
             state = name_of(State, value)           # the loop replies with its state after the command
-            if ok:
-                self._send(p.envelope, ok_reply(p.id, {"accepted": True, "state": state}))
-            else:
-                err = _loop_error(code)
-                self._reject(p.envelope, p.id, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
+            for envelope, id_ in p.waiters():
+                if ok:
+                    self._send(envelope, ok_reply(id_, {"accepted": True, "state": state}))
+                else:
+                    err = _loop_error(code)
+                    self._reject(envelope, id_, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
 
     def _read_events_then_ring(self) -> None:
         """Events, then the records completed before them: the loop posts a cycle's events
