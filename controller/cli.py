@@ -6,7 +6,7 @@
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results|whole-body [...]
     bipd campaign SPEC.yaml [--address ray://...] [--json] [--plot DIR]   tuning trials on Ray
     bipd plot LOG [--out DIR]                                                  cycle-log PNGs
-    bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools
+    bipd log info LOG [--json]                                                 cycle-log tools
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]   chain or tree
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--period S] [--json]   vs cyclictest
@@ -429,13 +429,9 @@ def cmd_gait(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from controller.daemon.io.log import LogError, convert, log_info
+    from controller.daemon.io.log import LogError, log_info
 
     try:
-        if args.action == "convert":
-            count = convert(args.log, args.new)
-            print(f"{args.new}: {count} records")
-            return 0
         info = log_info(args.log)
     except LogError as e:
         print(f"bipd log: error: {e}", file=sys.stderr)
@@ -569,14 +565,11 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", help="directory for the PNGs (default: the log's folder)")
     pl.set_defaults(func=cmd_plot)
 
-    lg = sub.add_parser("log", help="cycle-log tools: info (channels, counts, span), convert (.npy folder -> MCAP)")
+    lg = sub.add_parser("log", help="cycle-log tools: info (channels, counts, span)")
     lsub = lg.add_subparsers(dest="action", required=True, metavar="ACTION")
     li = lsub.add_parser("info", help="channels, message counts and time span of a cycle log")
     li.add_argument("log", help="an .mcap file, a run folder, or io.log_dir (its latest run)")
     li.add_argument("--json", action="store_true", help="print one JSON object")
-    lc = lsub.add_parser("convert", help="write an .npy-folder cycle log (the earlier format) as MCAP")
-    lc.add_argument("log", help="the old log folder")
-    lc.add_argument("new", help="the new .mcap file (never overwritten)")
     lg.set_defaults(func=cmd_log)
 
     d = sub.add_parser("demo", help="run the thesis squat through the models and print the leg's state")

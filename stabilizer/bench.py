@@ -122,7 +122,8 @@ def run_whole_body_benchmark(samples: int = 20000, config: str | Path = WHOLE_BO
     thesis' tilt scenario scaled by WHOLE_BODY_TILT_SCALE, perfect tracking; next to the
     thesis' 273 us for the leg's stabilizer. ``not_ok`` counts the cycles whose status
     was not OK."""
-    from models.gait.plan import DOUBLE, LEFT, GaitParams
+    from models.common.support import DOUBLE, LEFT
+    from models.gait.plan import GaitParams
     from models.gait.wholebody import flexed_posture
 
     from stabilizer import whole_body as wb

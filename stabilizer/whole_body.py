@@ -35,7 +35,7 @@ import numpy as np
 from numba import carray, njit
 from numpy.typing import ArrayLike
 
-from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from models.chain.model import _at, python_views
 from models.tree.model import TreeData, data_layout
 from models.tree.dynamics import kinematics, set_root

@@ -27,7 +27,7 @@ class Event(IntEnum):
     COMMAND = 4          # a = Cmd, b = 1 accepted / 0 refused
     OVERRUN = 5          # a = missed cycles, b = cycle time in us
     STABILIZER = 6       # a = stabilizer status, b = stab_flags bits that rose (telemetry.STAB_FLAGS)
-    SUPPORT = 7          # a = new support phase (models.gait.plan: 0 left, 1 right, 2 double), b = model root index
+    SUPPORT = 7          # a = new support phase (models.common.support: 0 left, 1 right, 2 double), b = model root index
     CONTACT = 8          # a = the support phase the feet's loads show (-1: none), b = the right foot's load share
 
 
@@ -92,6 +92,14 @@ class Error(IntEnum):
     LOG_FAILED = 13       # a motion refused: the cycle log failed (io.on_log_failure: refuse_motions)
 
 
+MAX_REQUEST_BYTES = 65536
+"""The largest command request the I/O side reads (a longer one is a BAD_REQUEST); ``io.max_request_bytes``
+may lower it."""
+ON_LOG_FAILURE = ("refuse_motions", "continue")
+"""What follows a cycle log failure (``io.on_log_failure``): new motions refused (the robot holds;
+estop, stop, hold, disable and every local command still answered), or motions go on unlogged."""
+
+
 class StabParam(IntEnum):
     """Stabilizer parameters a ``STABILIZER`` command may change (thesis §2.5).
 
@@ -104,7 +112,7 @@ class StabParam(IntEnum):
     MAX_SPEED = 5              # m/s: cap on G's speed
     POSTURE_GAIN = 8           # pull towards the posture target
     ATTRACTOR_GAIN = 9         # k of the attractive field (eq. 77-78), N m^2
-    SUPPORT = 10               # the whole-robot stabilizer's support phase (models.gait.plan: 0 left, 1 right, 2 double)
+    SUPPORT = 10               # the whole-robot stabilizer's support phase (models.common.support: 0 left, 1 right, 2 double)
 
 
 class FaultKind(IntEnum):

@@ -31,8 +31,8 @@ import numpy as np
 
 from controller.daemon.arguments import Reject, boolean, duration, integer, kind_of, number, within
 from controller.daemon.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, Error, FaultKind, StabParam, State
-from controller.daemon.loop.trajectories import SQUAT_DEG, squat_excursion
-from models.gait.plan import SUPPORT_NAMES
+from controller.daemon.trajectories import SQUAT_DEG, squat_excursion
+from models.common.support import SUPPORT_NAMES
 
 if TYPE_CHECKING:
     from controller.daemon.io.protocol import Context

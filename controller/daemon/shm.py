@@ -24,7 +24,7 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
   the loop; the I/O side reads them for ``stats`` (a figure may be one cycle stale);
 * ``traj``     a joint-trajectory buffer the I/O side fills (validated, resampled to the
   period) before it sends ``RUN_BUFFER``;
-* ``support``  the support phase of each ``traj`` sample (models.gait.plan: 0 left, 1 right,
+* ``support``  the support phase of each ``traj`` sample (models.common.support: 0 left, 1 right,
   2 double; -1 throughout when the file has no support column);
 * ``rig``      a recorded rig motion (an earthquake, :mod:`controller.daemon.rig.earthquake`) the I/O side
   fills (checked against the rig's stroke) before it sends ``RIG_BUFFER``: the spline's nodes

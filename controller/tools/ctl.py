@@ -17,7 +17,7 @@ import zmq
 
 from controller.daemon.commands import COMMANDS
 from controller.tools.client import Client, ClientTimeout, CommandError
-from controller.daemon.io.curve import ClientCurve, CurveConfigError
+from controller.daemon.endpoints import ClientCurve, CurveConfigError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
 

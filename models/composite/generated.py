@@ -114,7 +114,9 @@ class GeneratedChains:
                    f"--out models/generated/{source.stem}_composite.py")
         try:
             glue = importlib.import_module(f"models.generated.{source.stem}_composite")
-        except ModuleNotFoundError:
+        except ModuleNotFoundError as e:
+            if e.name != f"models.generated.{source.stem}_composite":
+                raise                           # the module is there but broken: never "no generated chains"
             raise GeometryError(f"{desc.source}: joints: no generated chain models (generate each chain with "
                                 f"--chain, then {rebuild})") from None
         if list(glue.CHAINS) != firsts:

@@ -387,19 +387,6 @@ def _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V,
 
 
 @njit(cache=True)
-def rnea_pass(mbuf, dbuf, qd, qdd, with_qdd, g, tau):
-    """Recursive Newton-Euler over the body poses and inertias of the last
-    :func:`forward_kinematics` and :func:`composite_inertia`: tau = A qdd + C qd
-    + G without friction and rotor inertia (qdd is taken as 0 unless ``with_qdd``)."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
-    _rnea(int(root[0]), mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V, Ac, F,
-          w6, tau)
-
-
-@njit(cache=True)
 def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     """Inverse dynamics tau = A qdd + C qd + G + Fv qd + Fs sign(qd) for gravity g
     (base frame): RNEA plus the rotor inertia Ia qdd and friction (Lammari 2012
@@ -502,20 +489,6 @@ def _coriolis(r, mass, order, pred, succ, bjoint, S, V, bh, bI, cm, ch, cI, Sd, 
             C[i, j] = _dot6(S[i], f1)
             C[j, i] = _dot6(Sd[i], f2) + S[i, 3] * f3[3] + S[i, 4] * f3[4] + S[i, 5] * f3[5]
             i = int(bjoint[r, int(pred[r, i])])
-
-
-@njit(cache=True)
-def coriolis_matrix(mbuf, dbuf, qd):
-    """C(q, qd) in Christoffel form (c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j -
-    dA_jk/dq_i), so Adot - 2C is skew) over the poses of the last
-    :func:`forward_kinematics` and the composites of :func:`composite_inertia`."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
-    r = int(root[0])
-    _velocities(r, order, pred, succ, rootb, S, qd, V)
-    _coriolis(r, mass, order, pred, succ, bjoint, S, V, bh, bI, cm, ch, cI, Sd, Bf, B22, f6, C)
 
 
 @njit(cache=True, inline="always")

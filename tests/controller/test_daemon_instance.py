@@ -86,7 +86,7 @@ def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
 
     from controller.cli import main
     from controller.tools.client import ClientTimeout
-    from controller.daemon.io.curve import ClientCurve
+    from controller.daemon.endpoints import ClientCurve
 
     from tests.controller.test_daemon import DEPLOY, free_port
 

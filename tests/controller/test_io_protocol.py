@@ -204,7 +204,7 @@ def test_event_and_telemetry_messages_are_named():
 
 
 def test_the_whole_body_stabilizer_takes_a_support_phase(ctx):
-    """``support`` names the phase the whole-robot stabilizer stands in (models.gait.plan's codes)."""
+    """``support`` names the phase the whole-robot stabilizer stands in (models.common.support's codes)."""
     ctx.whole_body = True
     r = validate(req("stabilizer", {"enable": True, "support": "left", "params": {"max_speed": 0.3}}), ctx)
     np.testing.assert_array_equal(r.values, [1.0, StabParam.SUPPORT, 0.0, StabParam.MAX_SPEED, 0.3])

@@ -15,9 +15,6 @@ boundary, so a crash loses at most the chunk being filled; :func:`read_log` read
 its summary and footer (a killed writer) up to its last complete chunk. A write that fails (a full
 disk) cuts the file back to its last complete chunk and stops the writer; the records counted are
 those on disk.
-
-The earlier format, a folder of ``header.json`` and ``chunk_NNNNNN.npy`` float64 arrays
-``(records, size)``, is still read (:func:`read_log`) and converted (:func:`convert`).
 """
 from __future__ import annotations
 
@@ -48,7 +45,6 @@ from controller.daemon.io.messages import finite_or_none, name_of
 LOG_NAME = "cycles.mcap"
 FORMAT = "bipd-cycle-log"
 VERSION = 2
-NPY_FORMAT_VERSION = 1
 EVENTS, TRUTH, RIG = "/events", "/hil_truth", "/rig"
 NS = 1_000_000_000
 
@@ -138,15 +134,13 @@ def new_run_dir(log_dir: str | Path) -> Path:
 
 
 def _log_in(d: Path) -> Path | None:
-    """The log a run folder holds: its ``cycles.mcap``, or itself in the ``.npy`` format."""
-    if (d / LOG_NAME).is_file():
-        return d / LOG_NAME
-    return d if (d / "header.json").is_file() else None
+    """The log a run folder holds: its ``cycles.mcap``."""
+    return d / LOG_NAME if (d / LOG_NAME).is_file() else None
 
 
 def find_log(path: str | Path) -> Path:
     """An ``.mcap`` file as given; else the log of the run folder ``path``, or of its latest
-    ``run-*`` folder (an ``.npy``-format log is its folder)."""
+    ``run-*`` folder."""
     p = Path(path)
     if p.is_file():
         return p
@@ -155,7 +149,7 @@ def find_log(path: str | Path) -> Path:
         return found
     runs = [f for r in sorted(p.glob("run-*")) if (f := _log_in(r))] if p.is_dir() else []
     if not runs:
-        raise LogError(f"{p} is not a cycle log: no file, {LOG_NAME} or header.json there "
+        raise LogError(f"{p} is not a cycle log: no file or {LOG_NAME} there "
                        f"(and no run-* folder holds one)")
     return runs[-1]
 
@@ -384,47 +378,16 @@ def _read_mcap(path: Path) -> CycleLog:
                     by_topic.get(EVENTS, []), by_topic.get(TRUTH, []))
 
 
-def _read_npy(d: Path) -> CycleLog:
-    """A log folder of the earlier format: every complete ``.npy`` chunk (``.tmp`` ignored)."""
-    try:
-        header = json.loads((d / "header.json").read_text())
-    except json.JSONDecodeError as e:
-        raise LogError(f"{d / 'header.json'} is not valid JSON: {e.msg} at line {e.lineno}") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != NPY_FORMAT_VERSION:
-        raise LogError(f"{d / 'header.json'} is not a {FORMAT} header")
-    layout = RecordLayout(int(header["n"]))
-    fields = {k: [s.start, s.stop] for k, s in layout.slices.items()}
-    if layout.size != header["record_size"] or fields != header["fields"]:
-        raise LogError(f"{d} was written with a different record layout than this version reads")
-    chunks = []
-    for path in sorted(d.glob("chunk_*.npy")):
-        try:
-            a = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise LogError(f"{path} is not a readable chunk: {e}") from None
-        if a.ndim != 2 or a.shape[1] != layout.size:
-            raise LogError(f"{path} holds shape {a.shape}, expected (records, {layout.size})")
-        chunks.append(a)
-    records = np.concatenate(chunks) if chunks else np.empty((0, layout.size))
-    return CycleLog(layout, tuple(header["joint_names"]), records, header)
-
-
 def read_log(path: str | Path) -> CycleLog:
     """Read a cycle log: an ``.mcap`` file, a run folder or the latest run under ``path``
-    (:func:`find_log`), in either format."""
-    p = find_log(path)
-    return _read_npy(p) if p.is_dir() else _read_mcap(p)
+    (:func:`find_log`)."""
+    return _read_mcap(find_log(path))
 
 
 def log_info(path: str | Path) -> dict[str, Any]:
     """Channels with their message counts and time span, the record count, and whether the
-    file ended cleanly (an ``.npy`` log: its records and span)."""
+    file ended cleanly."""
     p = find_log(path)
-    if p.is_dir():
-        log = _read_npy(p)
-        t = log.field("t")
-        return {"path": str(p), "format": "npy", "records": len(t), "complete": True,
-                "t": [float(t[0]), float(t[-1])] if len(t) else None, "channels": {}}
     scan = scan_mcap(p)
     if "bipd" not in scan.metadata:
         raise LogError(f"{p} is not a {FORMAT} file (no bipd metadata record)")
@@ -439,19 +402,3 @@ def log_info(path: str | Path) -> dict[str, Any]:
             "records": min((channels[ch.topic]["messages"] for ch in _record_channels(scan)), default=0),
             "t": [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None,
             "channels": channels}
-
-
-def convert(old: str | Path, new: str | Path) -> int:
-    """Write the records of an ``.npy``-format log folder as a new MCAP file; returns their count."""
-    src = find_log(old)
-    if not src.is_dir():
-        raise LogError(f"{old} is already an MCAP log")
-    log = _read_npy(src)
-    w = CycleLogWriter(new, log.layout, log.joint_names, period=float(log.header.get("period", 0.002)),
-                       meta=log.header.get("meta") or {})
-    try:
-        for rec in log.records:
-            w.append(rec)
-    finally:
-        w.close()
-    return len(log.records)

@@ -19,7 +19,7 @@ from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import STAB_STATUS_NAMES, TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
-from models.gait.plan import SUPPORT_NAMES
+from models.common.support import SUPPORT_NAMES
 from stabilizer.contact import LOADS_STATUS_NAMES
 from models.transmission import LEG_LABELS, status_message
 

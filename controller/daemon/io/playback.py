@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.gait.plan import SUPPORT_NAMES as SUPPORT_PHASES
+from models.common.support import SUPPORT_NAMES as SUPPORT_PHASES
 
 SUPPORT_COLUMN = "support"
 

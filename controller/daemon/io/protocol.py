@@ -18,12 +18,11 @@ from typing import Any
 import numpy as np
 
 from controller.daemon.arguments import Reject, kind_of
-from controller.daemon.codes import Error, State
+from controller.daemon.codes import MAX_REQUEST_BYTES, Error, State
 from controller.daemon.commands import BY_NAME, COMMANDS, EMPTY, STABILIZER_PARAMS, Lane
 from controller.daemon.shm import MAX_ARGS, Cmd
 from models.rig.tilt import THESIS
 
-MAX_REQUEST_BYTES = 65536
 MAX_ID_CHARS = 256
 
 STEP = "step"

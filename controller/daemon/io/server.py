@@ -37,7 +37,7 @@ from typing import Any, Self
 import numpy as np
 import zmq
 
-from controller.daemon.codes import Error, Event, State
+from controller.daemon.codes import MAX_REQUEST_BYTES, ON_LOG_FAILURE, Error, Event, State
 from controller.daemon.commands import CODES, COMMANDS
 from controller.daemon.rig.earthquake import load_earthquake
 from controller.daemon.rig.motions import MotionError
@@ -57,7 +57,8 @@ from controller.daemon.shm import (
 )
 from controller.daemon.telemetry import RecordLayout, stats_summary
 
-from controller.daemon.io.curve import ServerCurve, check_endpoints, is_ipv6, secure_server, start_authenticator
+from controller.daemon.endpoints import ServerCurve, is_ipv6
+from controller.daemon.io.curve import check_endpoints, secure_server, start_authenticator
 from controller.daemon.io.live import LiveView
 from controller.daemon.io.log import CycleLogWriter
 from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
@@ -70,7 +71,7 @@ from controller.daemon.io.messages import (
     profiler_summary,
     telemetry_message,
 )
-from controller.daemon.io.protocol import MAX_REQUEST_BYTES, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from controller.daemon.io.protocol import STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
@@ -78,9 +79,6 @@ CANCELS_LOADING = frozenset(c.name for c in COMMANDS if c.cancels_loading)
 """Commands that cancel a trajectory file still being loaded (it never reaches the loop)."""
 FILE_COMMANDS = frozenset(Cmd[k.name] for _, k in CODES if k.file)
 """Mailbox commands whose file the worker thread loads into shared memory first."""
-ON_LOG_FAILURE = ("refuse_motions", "continue")
-"""What follows a cycle log failure (``io.on_log_failure``): new motions refused (the robot holds;
-estop, stop, hold, disable and every local command still answered), or motions go on unlogged."""
 MOTIONS = frozenset(c.name for c in COMMANDS if c.starts_motion)
 """Commands that start a motion (``stabilizer`` only with ``enable: true``)."""
 LANE_OF = {cmd: lane for lane, cmd in enumerate(LANES)}

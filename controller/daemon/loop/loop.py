@@ -36,7 +36,7 @@ from drivers.cia402 import Mode
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
 from drivers.hal import Bus
-from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from models.chain.robot import Robot
 from models.tree.robot import TreeRobot
 from models.transmission import OK as TR_OK
@@ -88,7 +88,7 @@ from controller.daemon.loop.references.stabilize import Stabilize
 from controller.daemon.loop.references.stabilize_whole_body import StabilizeWholeBody
 from controller.daemon.loop.references.stop import Stop, decelerate
 from controller.daemon.loop.states import AFTER, POWERED, WHILE_ENABLING, Outcome
-from controller.daemon.loop.trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
+from controller.daemon.trajectories import QUINTIC, sample_move, squat_bottom, squat_excursion, squat_sample
 from controller.daemon.rig.loop_side import rig_player
 from controller.daemon.rig.motions import SplineMotion
 from controller.daemon.rig.spec import motion_from_args
