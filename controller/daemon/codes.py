@@ -51,6 +51,7 @@ class Reason(IntEnum):
     #                          (detail 0), or the foot IMU's tilt has not been confirmed flat for a while (detail 1)
     FEET_LOADS = 17          # the feet's load cells are implausible (detail: stabilizer.contact.loads_status code):
     #                          no sensed support, the walk's load split falls back to its plan
+    LOG_FAILED = 18          # the I/O process could not write the cycle log (its own WARNING event, never the loop's)
 
 
 # A fault's detail (FAULT event b, telemetry fault_info): its code in the low 16 bits
@@ -88,11 +89,15 @@ class Error(IntEnum):
     BAD_FILE = 10
     NOT_SUPPORTED = 11    # e.g. fault injection on a real bus
     INTERNAL = 12
+    LOG_FAILED = 13       # a motion refused: the cycle log failed (io.on_log_failure: refuse_motions)
 
 
 MAX_REQUEST_BYTES = 65536
 """The largest command request the I/O side reads (a longer one is a BAD_REQUEST); ``io.max_request_bytes``
 may lower it."""
+ON_LOG_FAILURE = ("refuse_motions", "continue")
+"""What follows a cycle log failure (``io.on_log_failure``): new motions refused (the robot holds;
+estop, stop, hold, disable and every local command still answered), or motions go on unlogged."""
 
 
 class StabParam(IntEnum):

@@ -83,6 +83,7 @@ class Command:
     validate: Callable[[dict[str, Any], Context], Any] | None = None
     while_enabling: bool = False      # accepted while the drives are being enabled
     cancels_loading: bool = False     # cancels a file still loading for the loop
+    starts_motion: bool = False       # refused once the cycle log failed (io.on_log_failure: refuse_motions)
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -368,17 +369,17 @@ COMMANDS: tuple[Command, ...] = (
     Command("shutdown", "Stop the motion, then end the daemon.", Lane.MAILBOX, EVERY, (SHUTDOWN,),
             while_enabling=True, cancels_loading=True),
     Command("move_joints", "A quintic move of some or all joints.", Lane.MAILBOX, frozenset({S.HOLD}),
-            (MOVE_JOINTS,), validate=_move_joints, args=(
+            (MOVE_JOINTS,), validate=_move_joints, starts_motion=True, args=(
                 Arg("q", "list or object", "every joint's angle in joint order, or some joints by name "
                     "(the others keep their reference)", "rad", "within each joint's limits"),
                 Arg("duration", "number", "the move's time (absent: the minimum time); its peak speed "
                     "stays within each joint's vmax", "s", DURATION, required=False))),
     Command("run", "Play the thesis squat or a trajectory file.", Lane.MAILBOX, frozenset({S.HOLD}),
-            (RUN_SQUAT, RUN_BUFFER), validate=_run, args=(
+            (RUN_SQUAT, RUN_BUFFER), validate=_run, starts_motion=True, args=(
                 Arg("trajectory", "string", '"squat", or a file in io.trajectory_dir',
                     range=f"at most {MAX_PATH_CHARS} characters"),)),
     Command("stabilizer", "Start (enable: true) or stop the stabilizer.", Lane.MAILBOX,
-            frozenset({S.HOLD, S.STABILIZING}), (STABILIZER,), validate=_stabilizer, args=(
+            frozenset({S.HOLD, S.STABILIZING}), (STABILIZER,), validate=_stabilizer, starts_motion=True, args=(
                 Arg("enable", "boolean", "start or stop; in STABILIZING only false"),
                 Arg("params", "object", "stabilizer parameters by name (with enable: true)",
                     range=", ".join(f"{k} [{lo:g}, {hi:g}] {u}" for k, (_, lo, hi, u) in STABILIZER_PARAMS.items()),
@@ -386,7 +387,7 @@ COMMANDS: tuple[Command, ...] = (
                 Arg("support", "string", "the whole robot's support phase (with enable: true)",
                     range=", ".join(SUPPORT_NAMES), required=False))),
     Command("platform", "Tilt the platform in a quintic ramp.", Lane.MAILBOX, frozenset({S.HOLD, S.STABILIZING}),
-            (PLATFORM,), validate=_platform, args=(
+            (PLATFORM,), validate=_platform, starts_motion=True, args=(
                 Arg("alpha", "number", "tilt about x", "rad", "|alpha| <= control.platform_limit"),
                 Arg("beta", "number", "tilt about y", "rad", "|beta| <= control.platform_limit"),
                 Arg("duration", "number", "the ramp's time", "s", DURATION))),
@@ -407,7 +408,8 @@ COMMANDS: tuple[Command, ...] = (
                 Arg("value", "number", "encoder_glitch's jump (default 0)", "rad", required=False),
                 Arg("delay_s", "number", "delay_pres' delay (default 0)", "s", "[0, 0.01]", required=False))),
     Command("rig_motion", "Drive the Stewart-Gough rig: a built-in motion or an earthquake file.", Lane.MAILBOX,
-            frozenset({S.HOLD, S.STABILIZING}), (RIG_MOTION, RIG_BUFFER), validate=_rig_motion, args=(
+            frozenset({S.HOLD, S.STABILIZING}), (RIG_MOTION, RIG_BUFFER), validate=_rig_motion, starts_motion=True,
+            args=(
                 Arg("motion", "string", "KIND or KIND:key=value,... (docs/rig.md), held within the rig's stroke",
                     range="at most 400 characters"),)),
 )
@@ -447,6 +449,9 @@ def markdown() -> str:
         lines.append(f"| `{c.name}` | {c.lane} | {states} | {codes} | {c.doc} |")
     lines += ["", "While the drives are being enabled only "
               + ", ".join(f"`{c.name}`" for c in COMMANDS if c.while_enabling) + " are accepted.", "",
+              "Once the cycle log has failed (a full disk; `io.on_log_failure: refuse_motions`, the default) "
+              + ", ".join(f"`{c.name}`" for c in COMMANDS if c.starts_motion)
+              + " (`stabilizer` with `enable: true`) are refused with `log_failed`.", "",
               "## Arguments", "", "| command | argument | type | unit | range | required | meaning |",
               "|---|---|---|---|---|---|---|"]
     for c in COMMANDS:

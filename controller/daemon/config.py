@@ -29,7 +29,7 @@ from stabilizer.whole_body_config import load_config as load_whole_body_config
 
 from controller.daemon.extras import missing
 from controller.daemon.plants import NEEDS, PLANTS
-from controller.daemon.codes import MAX_REQUEST_BYTES
+from controller.daemon.codes import MAX_REQUEST_BYTES, ON_LOG_FAILURE
 from controller.daemon.endpoints import CurveConfigError, ServerCurve, is_loopback
 
 MODES = ("csp", "cst")
@@ -101,6 +101,7 @@ class IoConfig:
     max_request_bytes: int = MAX_REQUEST_BYTES
     curve: ServerCurve | None = None
     live_view: LiveViewConfig = LiveViewConfig()
+    on_log_failure: str = "refuse_motions"   # controller.daemon.io.server.ON_LOG_FAILURE
 
 
 @dataclass(frozen=True)
@@ -351,8 +352,12 @@ def _io(sec: Section, base: Path) -> IoConfig:
     traj_max = _int_in(sec, "trajectory_max_bytes", IoConfig.trajectory_max_bytes, 1, 1 << 30)
     max_request = _int_in(sec, "max_request_bytes", IoConfig.max_request_bytes, 1024, MAX_REQUEST_BYTES)
     live = _live_view(sec.sub("live_view", {}))
+    on_failure = sec.raw("on_log_failure", IoConfig.on_log_failure)
+    if on_failure not in ON_LOG_FAILURE:
+        raise ConfigError(sec.where, sec.path("on_log_failure"), f"expected one of {ON_LOG_FAILURE}, "
+                          f"got {quote(on_failure)}")
     sec.done()
-    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve, live)
+    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve, live, on_failure)
 
 
 def _live_view(sec: Section) -> LiveViewConfig:

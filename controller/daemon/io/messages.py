@@ -5,6 +5,7 @@ so every message is strict JSON.
 """
 from __future__ import annotations
 
+import errno
 import math
 from dataclasses import dataclass
 from enum import IntEnum
@@ -151,6 +152,14 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
     else:
         out.update(a=finite_or_none(a), b=finite_or_none(b))
     return out
+
+
+def log_failed_message(cycle: int, detail: str, error: OSError, records: int) -> dict[str, Any]:
+    """The I/O process's WARNING event when the cycle log fails: ``detail`` one sentence,
+    ``error`` the errno's name (``ENOSPC``), ``records`` the records on disk."""
+    return {"cycle": cycle, "kind": Event.WARNING.name, "reason": Reason.LOG_FAILED.name, "detail": detail,
+            "error": errno.errorcode.get(error.errno or -1, type(error).__name__),
+            "records": records}
 
 
 def _support_name(x: float) -> str | None:

@@ -19,7 +19,9 @@ once the loop has run up to it and its telemetry and events are published. Every
 telemetry ring (cycle log, ``telemetry`` frames every ``decimation`` records) up to the
 record count read first, so a cycle's events are published before its telemetry frame,
 and sends ``stats`` frames once per ``stats_period``. The loop process never waits for
-any of this (docs/cycle.md).
+any of this (docs/cycle.md). A cycle log write that fails (a full disk) is a WARNING event
+(reason LOG_FAILED) and ``status.log``; ``on_log_failure`` says whether new motions are then
+refused (docs/logs.md).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from typing import Any, Self
 import numpy as np
 import zmq
 
-from controller.daemon.codes import MAX_REQUEST_BYTES, Error, Event, State
+from controller.daemon.codes import MAX_REQUEST_BYTES, ON_LOG_FAILURE, Error, Event, State
 from controller.daemon.commands import CODES, COMMANDS
 from controller.daemon.rig.earthquake import load_earthquake
 from controller.daemon.rig.motions import MotionError
@@ -64,6 +66,7 @@ from controller.daemon.io.messages import (
     Names,
     event_message,
     finite_or_none,
+    log_failed_message,
     name_of,
     profiler_summary,
     telemetry_message,
@@ -76,6 +79,8 @@ CANCELS_LOADING = frozenset(c.name for c in COMMANDS if c.cancels_loading)
 """Commands that cancel a trajectory file still being loaded (it never reaches the loop)."""
 FILE_COMMANDS = frozenset(Cmd[k.name] for _, k in CODES if k.file)
 """Mailbox commands whose file the worker thread loads into shared memory first."""
+MOTIONS = frozenset(c.name for c in COMMANDS if c.starts_motion)
+"""Commands that start a motion (``stabilizer`` only with ``enable: true``)."""
 LANE_OF = {cmd: lane for lane, cmd in enumerate(LANES)}
 """The priority lane of each command that has one (shm.LANES)."""
 
@@ -174,9 +179,12 @@ class IoServer:
                  stats_period: float = 1.0, stats_window: int = 5000,
                  log: CycleLogWriter | None = None, curve: ServerCurve | None = None,
                  context: zmq.Context | None = None, trajectory_dir: Path | None = None,
-                 trajectory_max_bytes: int = 16 << 20, max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
+                 trajectory_max_bytes: int = 16 << 20, max_request_bytes: int = MAX_REQUEST_BYTES,
+                 on_log_failure: str = "refuse_motions") -> None:
         if decimation < 1:
             raise ValueError(f"decimation must be at least 1, got {decimation}")
+        if on_log_failure not in ON_LOG_FAILURE:
+            raise ValueError(f"on_log_failure must be one of {ON_LOG_FAILURE}, got {on_log_failure!r}")
         self.layout = RecordLayout(len(ctx.joint_names))
         self.names = Names(ctx.joint_names, ctx.bus_axes, ctx.bus_nodes, ctx.transmission_labels)
         if block.layout.record_size != self.layout.size or block.layout.n_joints != len(ctx.joint_names):
@@ -191,7 +199,8 @@ class IoServer:
         self.trajectory_max_bytes = trajectory_max_bytes
         self.log = log
         self.live: LiveView | None = None        # the Foxglove live view, if enabled (see controller.daemon.io.live)
-        self.log_error: str | None = None
+        self.log_error: str | None = None       # the cycle log's failure, once it failed
+        self.on_log_failure = on_log_failure
         self.loop_error: str | None = None     # set by the daemon when the loop process died
         self.counters = IoCounters()
 
@@ -268,12 +277,15 @@ class IoServer:
         return self._done
 
     def close(self) -> None:
-        """Close the sockets (and the log, flushing its last chunk)."""
+        """Close the log (writing its last chunk; a failure is published), then the sockets."""
+        if self.log is not None and self.log_error is None:
+            try:
+                self.log.close()
+            except OSError as e:
+                self._log_failed(e)
         self._close_sockets()
         if self.live is not None:
             self.live.close()
-        if self.log is not None:
-            self.log.close()
 
     def _close_sockets(self) -> None:
         self._router.close()
@@ -374,6 +386,11 @@ class IoServer:
             self._reject(envelope, req.id, Error.NOT_ALLOWED,
                          f"the control loop has exited (code {int(h[H.LOOP_EXIT_CODE])}): only ping, status, "
                          "stats, get_config and shutdown are answered.")
+            return
+        if self.log_error is not None and self.on_log_failure == "refuse_motions" and req.cmd in MOTIONS \
+                and req.args.get("enable", True):
+            self._reject(envelope, req.id, Error.LOG_FAILED, f"{req.cmd} refused: {self.log_error} "
+                         "(io.on_log_failure: refuse_motions; estop, stop, hold and disable are still accepted).")
             return
         if req.mailbox in FILE_COMMANDS:
             if self._loading is not None or any(p.mailbox in FILE_COMMANDS for p in self._pending.values()):
@@ -549,7 +566,7 @@ class IoServer:
         return {"state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE]),
                 "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
                 "loop_error": self.loop_error,
-                "shutdown_requested": bool(h[H.SHUTDOWN]),
+                "shutdown_requested": bool(h[H.SHUTDOWN]), "log": self._log_status(),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(self._faults),
                 "last_transition": self._last_transition, "stepped": self.ctx.stepped,
@@ -569,8 +586,14 @@ class IoServer:
                 "pending": len(self._pending),
                 "live_view": {"port": self.live.port, "frames": self.live.frames,
                               "subscriptions": self.live.subscriptions} if self.live else None,
-                "log": {"path": str(self.log.path), "records": self.log.records, "chunks": self.log.chunks,
-                        "error": self.log_error} if self.log else None}
+                "log": self._log_status()}
+
+    def _log_status(self) -> dict[str, Any] | None:
+        """The cycle log: ``records`` and ``chunks`` on disk, ``ok`` False once it failed (``error``)."""
+        if self.log is None:
+            return None
+        return {"ok": self.log_error is None, "path": str(self.log.path), "records": self.log.records,
+                "chunks": self.log.chunks, "error": self.log_error, "on_failure": self.on_log_failure}
 
     # ------------------------------------------------------------------ shared memory -> ZMQ
 
@@ -665,13 +688,20 @@ class IoServer:
             self._to_log("event", msg)
 
     def _to_log(self, kind: str, item: Any) -> None:
-        """A record (``append``) or an event into the cycle log; the first write that fails
-        stops the log and says why in ``stats``."""
+        """A record (``append``) or an event into the cycle log, until a write fails."""
         if self.log is not None and self.log_error is None:
             try:
                 getattr(self.log, kind)(item)
             except OSError as e:
-                self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
+                self._log_failed(e)
+
+    def _log_failed(self, e: OSError) -> None:
+        """The cycle log's first failure: said in ``status`` and ``stats`` and published as a WARNING
+        event (reason LOG_FAILED); under ``refuse_motions`` new motions are refused from now on."""
+        self.log_error = (f"the cycle log {self.log.path.name} failed after {self.log.records} records on disk "
+                          f"({e.strerror or e})")
+        self._publish(b"event", log_failed_message(int(self.block.header[H.LOOP_CYCLE]), self.log_error, e,
+                                                   self.log.records))
 
     def _publish(self, topic: bytes, msg: dict[str, Any]) -> None:
         data = json.dumps(msg, allow_nan=False, separators=(",", ":")).encode()

@@ -525,7 +525,8 @@ def _recorder(path: Path, daemon_config: dict[str, Any], o: Options) -> CycleLog
     try:
         return CycleLogWriter(path, RecordLayout(len(joints)), joints, period=daemon_config["period"],
                               meta={"config": str(o.config), "decimation": daemon_config["decimation"],
-                                    "stabilizer": o.stabilizer, "lockstep": o.lockstep})
+                                    "stabilizer": o.stabilizer, "lockstep": o.lockstep},
+                              rig=bool(daemon_config.get("rig")))
     except (LogError, OSError) as e:
         raise ScenarioError(f"--record {path}: {getattr(e, 'strerror', None) or e}") from None
 
