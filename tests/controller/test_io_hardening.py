@@ -87,6 +87,18 @@ def test_trajectory_file_size_is_bounded(rig_factory, tmp_path):
     assert f"is {len(WALK)} bytes, above the {len(WALK) - 1}-byte limit (io.trajectory_max_bytes)" in e.message
 
 
+def test_a_file_spanning_a_huge_time_is_refused_before_it_is_resampled(rig_factory, tmp_path):
+    """74 bytes with t = 0 and 1e6 s: 5e8 samples were resampled (GBs: MemoryError or the OOM
+    killer) before the buffer's size was checked; now refused by the sample count, nothing played."""
+    (tmp_path / "huge.csv").write_text(HEADER + "0,0,0.1,-0.3,0.2\n1e6,0,0.2,-0.6,0.4\n")
+    rig = in_hold(rig_factory, trajectory_dir=tmp_path)
+    e = error_of(rig.client, "run", trajectory="huge.csv")
+    assert e.code == "bad_file"
+    assert e.message.endswith("huge.csv: its 1e+06 s resample to more than 20000 samples of 0.002 s, "
+                              "the trajectory buffer's limit (39.998 s)")
+    assert Cmd.RUN_BUFFER not in [c for _, c, _ in rig.loop.commands()]
+
+
 def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, tmp_path, monkeypatch):
     """The parser waits on an event: the estop must be answered and executed meanwhile, and
     the trajectory, once parsed, must never reach the loop."""

@@ -458,12 +458,8 @@ class IoServer:
         """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
         c = self.ctx
         try:
-            traj, support = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                                            with_support=True)
-            cap = self.block.traj.shape[0]
-            loading.result = (traj, support) if len(traj) <= cap else (
-                f"{loading.path.name} resamples to {len(traj)} samples, more than the trajectory buffer's "
-                f"{cap} ({cap * c.period:g} s).")
+            loading.result = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
+                                             with_support=True, max_samples=self.block.traj.shape[0])
         except TrajectoryFileError as e:
             loading.result = str(e)
         except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
