@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +16,13 @@ from controller.daemon.codes import Error, State
 from controller.daemon.io import server as server_module
 from controller.tools.client import Client, CommandError
 from controller.daemon.io.protocol import ErrorReply, validate
+from controller.daemon.rig.motions import MotionError
 from controller.daemon.shm import Cmd, H
+from models.rig.stewart import StewartModel
 
 from tests.controller.conftest import make_context
 
+RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip\n"
 WALK = HEADER + "0,0,0.1,-0.3,0.2\n1,0,0.2,-0.6,0.4\n"
 TOKEN = "s3cr3t-4711"
@@ -132,6 +136,43 @@ def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, 
     assert reply["error"]["code"] == "not_allowed" and "cancelled" in reply["error"]["message"]
     sent = [c for _, c, _ in rig.loop.commands()]
     assert Cmd.ESTOP in sent and Cmd.RUN_BUFFER not in sent
+
+
+@pytest.mark.parametrize("command", ["estop", "stop", "hold", "disable"])
+def test_a_command_that_cancels_an_earthquake_still_loading_is_answered(rig_factory, tmp_path, monkeypatch, command):
+    """The cancel path named the file by ``run``'s argument (``trajectory``): for a ``rig_motion``
+    it raised KeyError and ended the I/O process. Both requests are answered, the server serves on."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow_loader(*args, **kw):
+        started.set()
+        assert release.wait(30)
+        raise MotionError("never read")
+
+    monkeypatch.setattr(server_module, "load_earthquake", slow_loader)
+    (tmp_path / "quake.csv").write_text("t,ax,ay,az\n0,0,0,0\n1,0,0,0\n")
+    rig = rig_factory(server_kw={"trajectory_dir": tmp_path}, ctx_kw={"rig": StewartModel.from_yaml(RIG)})
+    rig.client.call("enable")
+    rig.loop.wait_state(State.HOLD)
+    loader = zmq.Context.instance().socket(zmq.DEALER)
+    loader.linger = 0
+    loader.connect(rig.server.command_endpoint)
+    try:
+        loader.send_multipart([b"", json.dumps({"id": "quake", "cmd": "rig_motion",
+                                                "args": {"motion": "quake.csv"}}).encode()])
+        assert started.wait(10)
+        assert rig.client.call(command)["accepted"] is True
+        release.set()
+        assert loader.poll(10_000)
+        reply = json.loads(loader.recv_multipart()[-1])
+    finally:
+        release.set()
+        loader.close()
+    assert reply["error"] == {"code": "not_allowed", "message": f"quake.csv was still loading when {command} arrived: "
+                                                                "it was cancelled and never reached the loop."}
+    assert rig.client.call("ping")["pong"] is True
+    assert rig.server.counters.internal_errors == 0
+    assert Cmd.RIG_BUFFER not in [c for _, c, _ in rig.loop.commands()]
 
 
 def test_a_second_file_while_one_loads_is_busy(rig_factory, tmp_path, monkeypatch):
