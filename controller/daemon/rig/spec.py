@@ -116,25 +116,25 @@ def _finite(v: Any) -> bool:
         return False
 
 
-def _seconds(lo: float, hi: float, open_lo: bool = True) -> Param:
-    return Param("number", lo, hi, "s", open_lo)
+def _seconds(lo: float, hi: float) -> Param:
+    return Param("number", lo, hi, "s")
 
 
 _SINE = {"amplitude": Param("number", 0.0, 1.0, "m or rad", True), "frequency": Param("number", 1e-3, 50.0, "Hz"),
-         "cycles": Param("number", 0.0, 1e4, "", True), "ramp_cycles": Param("number", 0.0, 5e3)}
+         "cycles": Param("number", 0.0, 1e4, "", True), "ramp_cycles": Param("number", 0.1, 5e3)}
 PARAMS: dict[str, dict[str, Param]] = {
     "tilt": {"alpha_deg": Param("number", -90.0, 90.0, "deg"), "beta_deg": Param("number", -90.0, 90.0, "deg"),
-             "duration": _seconds(0.0, MAX_MOTION_S / 2.0), "points": Param("points", hi=100)},
+             "duration": _seconds(0.01, MAX_MOTION_S / 2.0), "points": Param("points", hi=100)},
     "sinusoid": {"axis": Param("axis"), **_SINE},
     "heave": _SINE,
-    "step": {"axis": Param("axis"), "accel": Param("number", -50.0, 50.0, "m/s2"), "hold": _seconds(0.0, 5.0),
-             "edge": _seconds(0.0, 1.0), "brake_ratio": Param("number", 0.05, 10.0), "rest": _seconds(0.0, 60.0, False),
-             "back": _seconds(0.0, 60.0), "dt": _seconds(5e-4, 0.01, False)},
-    "ship_deck": {"hs": Param("number", 0.0, 20.0, "m", True), "tp": _seconds(1.0, 30.0, False),
-                  "duration": _seconds(0.0, MAX_MOTION_S), "seed": Param("integer", 0, 2 ** 32 - 1),
+    "step": {"axis": Param("axis"), "accel": Param("number", -50.0, 50.0, "m/s2"), "hold": _seconds(1e-3, 5.0),
+             "edge": _seconds(1e-3, 1.0), "brake_ratio": Param("number", 0.05, 10.0), "rest": _seconds(0.0, 60.0),
+             "back": _seconds(0.01, 60.0), "dt": _seconds(5e-4, 0.01)},
+    "ship_deck": {"hs": Param("number", 0.0, 20.0, "m", True), "tp": _seconds(1.0, 30.0),
+                  "duration": _seconds(1.0, MAX_MOTION_S), "seed": Param("integer", 0, 2 ** 32 - 1),
                   "components": Param("integer", 1, 100), "roll_gain": Param("number", 0.0, 10.0),
-                  "pitch_gain": Param("number", 0.0, 10.0), "ramp": _seconds(0.0, MAX_MOTION_S / 2.0, False)},
-    "earthquake": {"file": Param("file"), "highpass": Param("number", 0.01, 10.0, "Hz"), "fade": _seconds(0.0, 60.0)},
+                  "pitch_gain": Param("number", 0.0, 10.0), "ramp": _seconds(0.1, MAX_MOTION_S / 2.0)},
+    "earthquake": {"file": Param("file"), "highpass": Param("number", 0.01, 10.0, "Hz"), "fade": _seconds(0.01, 60.0)},
 }
 """Every key of every kind: its type, range and unit (docs/rig.md). A whole motion also lasts at most
 :data:`MAX_MOTION_S` (``cycles / frequency`` of a sinusoid, the sum of a tilt's points)."""
