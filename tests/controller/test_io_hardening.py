@@ -103,6 +103,24 @@ def test_a_file_spanning_a_huge_time_is_refused_before_it_is_resampled(rig_facto
     assert Cmd.RUN_BUFFER not in [c for _, c, _ in rig.loop.commands()]
 
 
+def _while_loading(rig, request: dict, started: threading.Event, release: threading.Event, meanwhile) -> dict:
+    """Send ``request`` (a file to load), call ``meanwhile()`` once its parser has started, let the
+    parser go on, and return the request's reply."""
+    loader = zmq.Context.instance().socket(zmq.DEALER)
+    loader.linger = 0
+    loader.connect(rig.server.command_endpoint)
+    try:
+        loader.send_multipart([b"", json.dumps(request).encode()])
+        assert started.wait(10)
+        meanwhile()
+        release.set()
+        assert loader.poll(10_000)
+        return json.loads(loader.recv_multipart()[-1])
+    finally:
+        release.set()
+        loader.close()
+
+
 def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, tmp_path, monkeypatch):
     """The parser waits on an event: the estop must be answered and executed meanwhile, and
     the trajectory, once parsed, must never reach the loop."""
@@ -117,22 +135,14 @@ def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, 
     monkeypatch.setattr(server_module, "load_trajectory", slow_parser)
     (tmp_path / "walk.csv").write_text(WALK)
     rig = in_hold(rig_factory, trajectory_dir=tmp_path)
-    loader = zmq.Context.instance().socket(zmq.DEALER)
-    loader.linger = 0
-    loader.connect(rig.server.command_endpoint)
-    try:
-        loader.send_multipart([b"", json.dumps({"id": "run", "cmd": "run", "args": {"trajectory": "walk.csv"}}).encode()])
-        assert started.wait(10)
+    def meanwhile() -> None:
         with Client(rig.server.command_endpoint, timeout_s=5.0, retries=1) as operator:
             assert operator.call("estop")["state"] == "ESTOP"
             assert error_of(operator, "run", trajectory="walk.csv").code == "not_allowed"   # in ESTOP
         assert rig.state == State.ESTOP
-        release.set()
-        assert loader.poll(10_000)
-        reply = json.loads(loader.recv_multipart()[-1])
-    finally:
-        release.set()
-        loader.close()
+
+    reply = _while_loading(rig, {"id": "run", "cmd": "run", "args": {"trajectory": "walk.csv"}}, started, release,
+                           meanwhile)
     assert reply["error"]["code"] == "not_allowed" and "cancelled" in reply["error"]["message"]
     sent = [c for _, c, _ in rig.loop.commands()]
     assert Cmd.ESTOP in sent and Cmd.RUN_BUFFER not in sent
@@ -154,20 +164,11 @@ def test_a_command_that_cancels_an_earthquake_still_loading_is_answered(rig_fact
     rig = rig_factory(server_kw={"trajectory_dir": tmp_path}, ctx_kw={"rig": StewartModel.from_yaml(RIG)})
     rig.client.call("enable")
     rig.loop.wait_state(State.HOLD)
-    loader = zmq.Context.instance().socket(zmq.DEALER)
-    loader.linger = 0
-    loader.connect(rig.server.command_endpoint)
-    try:
-        loader.send_multipart([b"", json.dumps({"id": "quake", "cmd": "rig_motion",
-                                                "args": {"motion": "quake.csv"}}).encode()])
-        assert started.wait(10)
+    def meanwhile() -> None:
         assert rig.client.call(command)["accepted"] is True
-        release.set()
-        assert loader.poll(10_000)
-        reply = json.loads(loader.recv_multipart()[-1])
-    finally:
-        release.set()
-        loader.close()
+
+    reply = _while_loading(rig, {"id": "quake", "cmd": "rig_motion", "args": {"motion": "quake.csv"}}, started, release,
+                           meanwhile)
     assert reply["error"] == {"code": "not_allowed", "message": f"quake.csv was still loading when {command} arrived: "
                                                                 "it was cancelled and never reached the loop."}
     assert rig.client.call("ping")["pong"] is True
