@@ -284,7 +284,8 @@ def _inject_fault(args: dict[str, Any], ctx: Context) -> np.ndarray:
 
 
 def _step(args: dict[str, Any], ctx: Context) -> np.ndarray:
-    """Cycles to advance: ``cycles``, or ``seconds`` rounded to whole periods (exactly one)."""
+    """Cycles to advance: ``cycles``, or ``seconds`` rounded to whole periods (exactly one); ``seconds``
+    shorter than one period is refused, never rounded to no step at all."""
     if not ctx.stepped:
         raise Reject(Error.NOT_SUPPORTED, "step needs a stepped lock-step daemon (bipd run --stepped, "
                                           "loop.stepped: true); this one runs on its own clock.")
@@ -294,10 +295,11 @@ def _step(args: dict[str, Any], ctx: Context) -> np.ndarray:
         cycles = integer("args.cycles", args["cycles"], 1, ctx.max_step_cycles)
     else:
         seconds = number("args.seconds", args["seconds"], "s")
-        cycles = round(seconds / ctx.period)
-        if not 1 <= cycles <= ctx.max_step_cycles:
-            raise Reject(Error.OUT_OF_RANGE, f"args.seconds = {seconds:g} s is {cycles} cycles of {ctx.period:g} s, "
-                                             f"outside 1..{ctx.max_step_cycles}.")
+        longest = ctx.max_step_cycles * ctx.period
+        if not ctx.period <= seconds <= longest:         # checked before dividing: 1e308 s, 1e-300 s
+            raise Reject(Error.OUT_OF_RANGE, f"args.seconds = {seconds:g} s is outside [{ctx.period:g}, {longest:g}] s: "
+                                             f"a step runs 1 to {ctx.max_step_cycles} whole cycles of {ctx.period:g} s.")
+        cycles = min(max(round(seconds / ctx.period), 1), ctx.max_step_cycles)
     return np.array([float(cycles)])
 
 
@@ -352,8 +354,8 @@ COMMANDS: tuple[Command, ...] = (
             Lane.IO, EVERY, validate=_step, args=(
                 Arg("cycles", "integer", "cycles to run (exactly one of cycles, seconds)",
                     range="1..max_step_cycles (1000000)", required=False),
-                Arg("seconds", "number", "time to run, rounded to whole periods", "s",
-                    "1..max_step_cycles periods", required=False))),
+                Arg("seconds", "number", "time to run, rounded to whole periods (less than one period is refused)",
+                    "s", "[period, max_step_cycles periods]", required=False))),
     Command("enable", "Power the drives and hold the current posture.", Lane.MAILBOX, frozenset({S.DISABLED}),
             (ENABLE,)),
     Command("disable", "Switch the drives' voltage off.", Lane.PRIORITY, frozenset({S.DISABLED, S.HOLD}),

@@ -156,9 +156,17 @@ def read_yaml(path: str | Path) -> Any:
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise ConfigError(str(p), f"line {line}", f"the file is not UTF-8 text (byte {e.start})") from None
+    return parse_yaml(text, str(p))
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """Parse YAML ``text`` with the strict loader (:class:`_StrictLoader`: no aliases, no duplicate
+    keys, ``1e7`` a number, bounded nesting); bad YAML is a ConfigError naming ``where`` (and the line)."""
     try:
         return yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f"line {mark.line + 1}" if mark is not None else "<yaml>"
-        raise ConfigError(str(p), at, f"invalid YAML ({getattr(e, 'problem', e)})") from None
+        raise ConfigError(where, at, f"invalid YAML ({getattr(e, 'problem', e)})") from None
+    except ValueError as e:              # a constructor's: an integer of 5000 digits, a 13th month
+        raise ConfigError(where, "<yaml>", f"invalid YAML value ({str(e).partition(':')[0]})") from None

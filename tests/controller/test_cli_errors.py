@@ -257,7 +257,7 @@ def test_whole_body_refuses_a_bad_rig_motion_before_anything_starts(capsys, monk
               "--rig-motion", "sinusoid:axis=q,amplitude=0.02"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "bipd scenario: error: --rig-motion: motion 'sinusoid:axis=q,amplitude=0.02': axis must be one of "
+        "bipd scenario: error: --rig-motion: motion 'sinusoid:axis=q,amplitude=0.02': sinusoid: axis must be one of "
         "x, y, z, roll, pitch, yaw, got 'q'")
 
 

@@ -127,10 +127,12 @@ class Request:
 
 @dataclass(frozen=True)
 class ErrorReply:
-    """A rejected request: a stable code and a one-sentence message."""
+    """A rejected request: a stable code and a one-sentence message; ``exception`` is what a
+    command's validator raised instead of refusing (a bug the server logs with the request)."""
     id: Any
     code: Error
     message: str
+    exception: Exception | None = None
 
     @property
     def code_name(self) -> str:
@@ -163,10 +165,25 @@ def _check_keys(cmd: str, args: dict[str, Any]) -> None:
             raise Reject(Error.BAD_ARGS, f"args.{key} is missing: {cmd} needs {', '.join(required)}.")
 
 
+class Unchecked(Exception):
+    """A command's validator raised instead of refusing: its arguments are refused (``bad_args``)
+    and the exception it raised, ``cause``, is reported to be logged."""
+
+    def __init__(self, cmd: str, cause: Exception) -> None:
+        super().__init__(f"args of {cmd} could not be checked ({type(cause).__name__}): the request was "
+                         "refused and nothing was posted.")
+        self.cause = cause
+
+
 def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, np.ndarray]:
     """The command's registry record validates its arguments: the numeric command and its floats."""
     rec = BY_NAME[cmd]
-    out = EMPTY if rec.validate is None else rec.validate(args, ctx)
+    try:
+        out = EMPTY if rec.validate is None else rec.validate(args, ctx)
+    except Reject:
+        raise
+    except Exception as e:  # noqa: BLE001 -- a validator's bug refuses the request, never ends the process
+        raise Unchecked(cmd, e) from e
     code, values = out if isinstance(out, tuple) else (rec.codes[0] if rec.codes else None, out)
     return (None if code is None else Cmd[code.name]), values
 
@@ -210,7 +227,8 @@ def _request_id(msg: dict[str, Any]) -> Any:
 
 
 def validate(raw: bytes, ctx: Context) -> Request | ErrorReply:
-    """Parse and check one request against the robot limits and ``ctx.state``."""
+    """Parse and check one request against the robot limits and ``ctx.state``; a validator that
+    raises instead of refusing (a bug) refuses the request as ``bad_args`` (``ErrorReply.exception``)."""
     id_ = None
     try:
         msg = _parse(raw)
@@ -234,3 +252,5 @@ def validate(raw: bytes, ctx: Context) -> Request | ErrorReply:
         return Request(id_, cmd, args, mailbox, values)
     except Reject as r:
         return ErrorReply(id_, r.code, r.message)
+    except Unchecked as u:
+        return ErrorReply(id_, Error.BAD_ARGS, str(u), u.cause)

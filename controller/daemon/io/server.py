@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import errno
 import json
+import sys
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -151,6 +153,12 @@ class _Loading:
     done: threading.Event
     result: Any = None        # the samples (a motion for the rig), or a one-sentence problem
     cancelled_by: str | None = None
+
+
+def _short(exc: Exception) -> str:
+    """An exception in a reply: its type and the start of its first line."""
+    text = str(exc).strip().splitlines()[0][:80].replace(". ", "; ") if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _loop_error(code: int) -> Error:
@@ -311,16 +319,21 @@ class IoServer:
         self._send(envelope, error_reply(id_, code, message))
 
     def _handle(self, frames: list[bytes]) -> None:
+        """One request, answered whatever happens: a validator that raises refuses it (``bad_args``), a
+        failure anywhere else is ``internal``; either is logged on stderr with the request."""
         envelope, raw = frames[:-1], frames[-1]
         self.counters.requests += 1
         now = time.monotonic()
-        self._refresh_context()
-        req = validate(raw, self.ctx)
-        if isinstance(req, ErrorReply):
-            self._reject(envelope, req.id, req.code, req.message)
-            return
-        self._heartbeat()
+        req: Request | ErrorReply | None = None
         try:
+            self._refresh_context()
+            req = validate(raw, self.ctx)
+            if isinstance(req, ErrorReply):
+                if req.exception is not None:
+                    self._log_exception(raw, req.exception)
+                self._reject(envelope, req.id, req.code, req.message)
+                return
+            self._heartbeat()
             if req.cmd == STEP:
                 self._begin_step(envelope, req)
             elif req.mailbox is None:
@@ -328,9 +341,17 @@ class IoServer:
             else:
                 self._dispatch(envelope, req, now)
         except Exception as e:  # noqa: BLE001 -- one request must never stop the server
-            self.counters.internal_errors += 1
-            self._reject(envelope, req.id, Error.INTERNAL,
-                         f"{req.cmd} failed inside the I/O process: {type(e).__name__}: {e}.")
+            self._log_exception(raw, e)
+            what = req.cmd if isinstance(req, Request) else "the request"
+            self._reject(envelope, getattr(req, "id", None), Error.INTERNAL,
+                         f"{what} failed inside the I/O process ({_short(e)}); it was logged.")
+
+    def _log_exception(self, request: bytes | str, exc: Exception) -> None:
+        """An exception a request raised, on stderr (the daemon's log) with the request, counted."""
+        self.counters.internal_errors += 1
+        shown = request[:300].decode("utf-8", "replace") if isinstance(request, bytes) else request[:300]
+        print(f"bipd: I/O process: a request raised {type(exc).__name__}; request: {shown!r}\n"
+              + "".join(traceback.format_exception(exc)), file=sys.stderr, end="", flush=True)
 
     def _heartbeat(self) -> None:
         """A valid request feeds the loop's motion watchdog: one count in the header, which the
@@ -476,12 +497,8 @@ class IoServer:
         """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
         c = self.ctx
         try:
-            traj, support = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                                            with_support=True)
-            cap = self.block.traj.shape[0]
-            loading.result = (traj, support) if len(traj) <= cap else (
-                f"{loading.path.name} resamples to {len(traj)} samples, more than the trajectory buffer's "
-                f"{cap} ({cap * c.period:g} s).")
+            loading.result = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
+                                             with_support=True, max_samples=self.block.traj.shape[0])
         except TrajectoryFileError as e:
             loading.result = str(e)
         except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
@@ -510,12 +527,22 @@ class IoServer:
             loading.done.set()
 
     def _finish_loading(self, now: float) -> None:
-        """On the I/O thread: hand a parsed trajectory to the loop, or report why not."""
+        """On the I/O thread: hand a parsed trajectory to the loop, or report why not (``internal``,
+        logged, if that fails)."""
         loading, self._loading = self._loading, None
+        try:
+            self._hand_over(loading, now)
+        except Exception as e:  # noqa: BLE001 -- one request must never stop the server
+            req = loading.req
+            self._log_exception(json.dumps({"id": req.id, "cmd": req.cmd, "args": req.args}), e)
+            self._reject(loading.envelope, req.id, Error.INTERNAL,
+                         f"{req.cmd} failed inside the I/O process ({_short(e)}); it was logged.")
+
+    def _hand_over(self, loading: _Loading, now: float) -> None:
         envelope, req = loading.envelope, loading.req
         self._refresh_context()
         if loading.cancelled_by is not None:
-            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{req.args['trajectory']!s:.80} was still loading "
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{loading.path.name:.80} was still loading "
                          f"when {loading.cancelled_by} arrived: it was cancelled and never reached the loop.")
         elif isinstance(loading.result, str):
             self._reject(envelope, req.id, Error.BAD_FILE, loading.result)
