@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -79,47 +80,44 @@ def stewart() -> StewartModel:
     return StewartModel.from_yaml(RIG)
 
 
-def test_a_rig_motions_stroke_check_runs_off_the_command_thread_and_its_deadline_starts_when_posted(
-        rig_factory, stewart, gated_check, clock):
+@contextmanager
+def checking(rig, gated_check):
+    """A client's ``rig_motion`` whose stroke check is running (held): yields (the rig, its reply
+    list, filled once the check is released at the end of the block)."""
     go, started = gated_check
-    rig = rig_factory(server_kw={"reply_timeout": 0.5}, ctx_kw={"rig": stewart})
     rig.loop.set_state(State.HOLD)
     with Client(rig.server.command_endpoint, timeout_s=10.0, retries=1) as other:
         caller, out = _call_in_thread(other, "rig_motion", motion=SINE)
         assert started.wait(10)
+        try:
+            yield out
+        finally:
+            go.set()
+            caller.join(10)
+
+
+def test_a_rig_motions_stroke_check_runs_off_the_command_thread_and_its_deadline_starts_when_posted(
+        rig_factory, stewart, gated_check, clock):
+    rig = rig_factory(server_kw={"reply_timeout": 0.5}, ctx_kw={"rig": stewart})
+    with checking(rig, gated_check) as out:
         assert rig.client.call("ping")["pong"]           # answered while the check runs
         clock.t += 60.0                                  # the check takes a minute, far past reply_timeout
-        go.set()
-        caller.join(10)
     assert out == [{"accepted": True, "state": "HOLD"}]  # posted with a fresh deadline, taken at once
     assert [c[1] for c in rig.loop.commands()] == [Cmd.RIG_MOTION]
 
 
 def test_an_estop_is_answered_while_a_rig_motion_is_checked_and_cancels_it(rig_factory, stewart, gated_check):
-    go, started = gated_check
     rig = rig_factory(ctx_kw={"rig": stewart})
-    rig.loop.set_state(State.HOLD)
-    with Client(rig.server.command_endpoint, timeout_s=10.0, retries=1) as other:
-        caller, out = _call_in_thread(other, "rig_motion", motion=SINE)
-        assert started.wait(10)
+    with checking(rig, gated_check) as out:
         assert rig.client.call("estop") == {"accepted": True, "state": "ESTOP"}
-        go.set()
-        caller.join(10)
     assert out[0].code == "not_allowed" and "check was still running when estop arrived" in out[0].message
     assert [c[1] for c in rig.loop.commands()] == [Cmd.ESTOP]
 
 
 def test_a_second_slow_request_while_one_is_checked_is_busy(rig_factory, stewart, gated_check):
-    go, started = gated_check
     rig = rig_factory(ctx_kw={"rig": stewart})
-    rig.loop.set_state(State.HOLD)
-    with Client(rig.server.command_endpoint, timeout_s=10.0, retries=1) as other:
-        caller, out = _call_in_thread(other, "rig_motion", motion=SINE)
-        assert started.wait(10)
-        with pytest.raises(CommandError) as e:
-            rig.client.call("rig_motion", motion=SINE)
-        go.set()
-        caller.join(10)
+    with checking(rig, gated_check) as out, pytest.raises(CommandError) as e:
+        rig.client.call("rig_motion", motion=SINE)
     assert e.value.code == "busy" and "rig_motion request's check is still running" in e.value.message
     assert out == [{"accepted": True, "state": "HOLD"}]
 
