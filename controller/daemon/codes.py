@@ -85,7 +85,7 @@ class Error(IntEnum):
     NOT_FINITE = 6
     NOT_ALLOWED = 7       # not allowed in the current state
     BUSY = 8              # mailbox full
-    TIMEOUT = 9           # the loop did not acknowledge in time
+    TIMEOUT = 9           # the loop did not take the command in time: withdrawn, never applied
     BAD_FILE = 10
     NOT_SUPPORTED = 11    # e.g. fault injection on a real bus
     INTERNAL = 12

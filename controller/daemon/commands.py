@@ -69,6 +69,9 @@ class Code:
     handler: str
     doc: str = ""              # its float arguments in the slot
     file: bool = False         # the I/O side loads a file into shared memory before posting it
+    check: Callable[[np.ndarray, Context], None] | None = None
+    """A check of the code's arguments too slow for the command thread (over ~1 ms): the I/O
+    process runs it in its worker thread before posting; it raises ``Reject``."""
 
 
 @dataclass(frozen=True)
@@ -220,11 +223,11 @@ def _platform(args: dict[str, Any], ctx: Context) -> np.ndarray:
 
 
 def _rig_motion(args: dict[str, Any], ctx: Context) -> tuple[Code, np.ndarray]:
-    """A built-in rig motion (controller.daemon.rig.spec), refused unless the rig's stroke holds all of it;
-    an earthquake file is RIG_BUFFER, loaded and checked by the server (the file is in ``args``)."""
+    """A built-in rig motion (controller.daemon.rig.spec) as its mailbox arguments, its stroke checked
+    later off the command thread (:func:`_rig_stroke`); an earthquake file is RIG_BUFFER, loaded and
+    checked by the server (the file is in ``args``)."""
     from controller.daemon.rig.motions import MotionError
-    from controller.daemon.rig.spec import file_motion, motion_args, motion_from_args
-    from controller.daemon.rig.stroke import check_motion
+    from controller.daemon.rig.spec import file_motion, motion_args
 
     if ctx.rig is None:
         raise Reject(Error.NOT_SUPPORTED, "rig_motion needs the Stewart-Gough rig (control.platform.kind: stewart).")
@@ -237,11 +240,20 @@ def _rig_motion(args: dict[str, Any], ctx: Context) -> tuple[Code, np.ndarray]:
         out = motion_args(spec)
     except MotionError as exc:
         raise Reject(Error.BAD_ARGS, f"args.motion: {exc}.") from None
+    return RIG_MOTION, out
+
+
+def _rig_stroke(values: np.ndarray, ctx: Context) -> None:
+    """A built-in rig motion is refused unless the rig's stroke holds all of it (sampled over its whole
+    duration: seconds for a long ship deck, hence run off the command thread)."""
+    from controller.daemon.rig.motions import MotionError
+    from controller.daemon.rig.spec import motion_from_args
+    from controller.daemon.rig.stroke import check_motion
+
     try:
-        check_motion(ctx.rig, motion_from_args(out, ctx.rig_convention))
+        check_motion(ctx.rig, motion_from_args(values, ctx.rig_convention))
     except MotionError as exc:
         raise Reject(Error.OUT_OF_RANGE, f"args.motion: {exc}.") from None
-    return RIG_MOTION, out
 
 
 def _set_gains(args: dict[str, Any], ctx: Context) -> np.ndarray:
@@ -338,7 +350,7 @@ PLATFORM = Code("PLATFORM", 12, "platform", "alpha, beta, duration")
 SET_GAINS = Code("SET_GAINS", 13, "set_gains", "axis index, kp, ki, kd")
 SHUTDOWN = Code("SHUTDOWN", 14, "shutdown")
 INJECT_FAULT = Code("INJECT_FAULT", 15, "inject_fault", "fault kind, node or axis index, count or sub-kind, value")
-RIG_MOTION = Code("RIG_MOTION", 16, "rig_motion", "controller.daemon.rig.spec.motion_args")
+RIG_MOTION = Code("RIG_MOTION", 16, "rig_motion", "controller.daemon.rig.spec.motion_args", check=_rig_stroke)
 RIG_BUFFER = Code("RIG_BUFFER", 17, "rig_buffer", "the nodes' spacing (s); the rig buffer, RIG_LEN nodes", file=True)
 
 EVERY = frozenset(State)

@@ -7,7 +7,11 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
 * ``mailbox``  commands I/O -> loop: a single-producer single-consumer ring of fixed slots
   ``[token, cmd, nargs, args[MAX_ARGS]]``; the I/O side fills slot ``head % slots`` and then
   bumps ``head``; the loop reads while ``tail < head`` and bumps ``tail``. A full mailbox is
-  an error reply on the I/O side, never a wait in the loop;
+  an error reply on the I/O side, never a wait in the loop. The I/O side withdraws the commands
+  it has given up waiting for by raising ``H.MB_WITHDRAWN`` to the last one's token; the loop
+  replies ``TIMEOUT`` to a command it takes whose token is at most that, and does not apply it.
+  Only the loop decides (with loads and stores alone two processes cannot agree on who takes a
+  slot first), so the I/O side answers ``timeout`` only once the loop has said so;
 * ``lanes``    the priority lanes I/O -> loop (``estop``, ``disable``: :data:`LANES`), one row
   ``[posted token, taken token]`` each: the I/O side posts a token only when the last one was
   taken, the loop takes it first every cycle, before the mailbox; a request that finds its lane
@@ -71,7 +75,8 @@ class H(IntEnum):
     HORIZON = 17         # stepped lock-step: the last cycle the loop may run (I/O side)
     RIG_LEN = 18         # nodes in rig (I/O side, before RIG_BUFFER)
     RIG_BUSY = 19        # 1 while the rig plays the rig buffer (loop): the I/O side leaves it alone
-    SIZE = 20
+    MB_WITHDRAWN = 20    # mailbox tokens up to this one are withdrawn (I/O side): not applied when taken
+    SIZE = 21
 
 
 Cmd = IntEnum("Cmd", [(k.name, k.value) for _, k in CODES], module=__name__)
@@ -189,6 +194,19 @@ def next_command(block: SharedBlock) -> np.ndarray | None:
 
 def command_done(block: SharedBlock) -> None:
     block.header[H.MB_TAIL] += 1
+
+
+def withdraw_commands(block: SharedBlock, token: int) -> None:
+    """I/O side: withdraw every mailbox command up to ``token`` the loop has not taken yet (tokens
+    increase in mailbox order); the loop's reply says which ones it took first."""
+    h = block.header
+    if token > h[H.MB_WITHDRAWN]:
+        h[H.MB_WITHDRAWN] = token
+
+
+def withdrawn(block: SharedBlock, token: float) -> bool:
+    """Loop side: True if the command just taken was withdrawn (reply ``TIMEOUT``, do not apply it)."""
+    return token <= block.header[H.MB_WITHDRAWN]
 
 
 # ------------------------------------------------------------------ priority lanes (I/O -> loop)

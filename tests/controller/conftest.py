@@ -29,6 +29,7 @@ from controller.daemon.shm import (
     post_event,
     post_reply,
     take_priority,
+    withdrawn,
 )
 from controller.daemon.telemetry import RecordLayout
 from models.chain.config import load_description
@@ -48,7 +49,9 @@ class FakeLoop:
     block: SharedBlock
     period: float = 0.001
     respond: bool = True                 # False: consume commands but never reply
-    consume: bool = True                 # False: leave the mailbox alone (fills up)
+    consume: bool = True                 # False: leave the mailbox alone (fills up); read every pass
+    taken: threading.Event | None = None     # set once a mailbox command is taken; then wait for ``release``
+    release: threading.Event = field(default_factory=threading.Event)
     refuse: Error | None = None          # refuse every command with this code
     received: list[tuple[int, Cmd, list[float]]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -120,6 +123,12 @@ class FakeLoop:
                 token, cmd, nargs = int(slot[0]), Cmd(int(slot[1])), int(slot[2])
                 args = [float(x) for x in slot[3:3 + nargs]]
                 command_done(self.block)
+                if withdrawn(self.block, token):  # as the loop: answered, never applied
+                    post_reply(self.block, token, False, int(Error.TIMEOUT), float(self.block.header[H.LOOP_STATE]))
+                    continue
+                if self.taken is not None:       # took it (not withdrawn); the test decides when it goes on
+                    self.taken.set()
+                    self.release.wait()
                 self.received.append((token, cmd, args))
                 if self.respond:
                     self._apply(token, cmd, args)

@@ -19,7 +19,7 @@ import numpy as np
 
 from controller.daemon.arguments import Reject, kind_of
 from controller.daemon.codes import MAX_REQUEST_BYTES, Error, State
-from controller.daemon.commands import BY_NAME, COMMANDS, EMPTY, STABILIZER_PARAMS, Lane
+from controller.daemon.commands import BY_NAME, CODES, COMMANDS, EMPTY, STABILIZER_PARAMS, Lane
 from controller.daemon.shm import MAX_ARGS, Cmd
 from models.rig.tilt import THESIS
 
@@ -34,6 +34,9 @@ LOCAL = frozenset(c.name for c in COMMANDS if c.lane == Lane.IO) - {STEP}
 
 MAILBOX: Mapping[str, tuple[Cmd, ...]] = {c.name: tuple(Cmd[k.name] for k in c.codes) for c in COMMANDS if c.codes}
 """The numeric command(s) each protocol command becomes (controller.daemon.commands)."""
+
+SLOW_CHECKS: Mapping[Cmd, Any] = {Cmd[k.name]: k.check for _, k in CODES if k.check is not None}
+"""Numeric commands whose arguments take a check too slow for the command thread (:func:`slow_check`)."""
 
 ALLOWED: Mapping[str, frozenset[State]] = {c.name: c.states for c in COMMANDS}
 """States in which each command is accepted: its registry record (controller.daemon.commands),
@@ -254,3 +257,16 @@ def validate(raw: bytes, ctx: Context) -> Request | ErrorReply:
         return ErrorReply(id_, r.code, r.message)
     except Unchecked as u:
         return ErrorReply(id_, Error.BAD_ARGS, str(u), u.cause)
+
+
+def slow_check(req: Request, ctx: Context) -> ErrorReply | None:
+    """The check of a valid request too slow for the command thread (the registry's ``Code.check``,
+    e.g. a rig motion against the rig's stroke), which the I/O process runs in its worker thread
+    before posting: None when it passes or the command has none."""
+    check = SLOW_CHECKS.get(req.mailbox)
+    try:
+        if check is not None:
+            check(req.values, ctx)
+    except Reject as r:
+        return ErrorReply(req.id, r.code, r.message)
+    return None

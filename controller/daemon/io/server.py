@@ -3,12 +3,18 @@
 One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a high-water
 mark). Each request is validated here (:mod:`controller.daemon.io.protocol`); a valid command is
 posted with a token, to its priority lane (``estop``, ``disable``: never behind the bounded
-mailbox, :mod:`controller.daemon.shm`) or to the mailbox, and answered when the loop's reply for
-that token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
+mailbox, :mod:`controller.daemon.shm`) or to the mailbox, and answered with the loop's reply for
+that token. A mailbox command the loop has not taken ``reply_timeout`` after it was posted is
+withdrawn (real time only); the loop then answers it ``timeout`` when it reaches it, unless it took
+it first, and never applies a withdrawn command, so ``timeout`` always means "not applied". A
+priority command is never withdrawn; in stepped lock-step no command is (the paused loop takes
+commands between steps). Until the loop has left (``H.LOOP_EXIT``), every command gets the loop's
+own answer. A trajectory file (only from
 ``trajectory_dir``), as a recorded rig motion (an earthquake CSV, same folder: read, made
 drift-free and checked against the rig's stroke, :mod:`controller.daemon.rig.earthquake`), is parsed
-in a worker thread, so that ``estop``, ``stop``, ``hold`` and
-``disable`` are answered while it loads (and cancel it); messages above
+in a worker thread, as is a check too slow for the command thread (a built-in rig motion against
+the rig's stroke: ``Code.check`` in :mod:`controller.daemon.commands`), so that ``estop``, ``stop``,
+``hold`` and ``disable`` are answered while it runs (and cancel it); messages above
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
 ``status``, ``stats`` and ``get_config`` are answered from shared memory. Every valid request
 counts one client heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's
@@ -17,8 +23,10 @@ In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is 
 once the loop has run up to it and its telemetry and events are published. Every pass
 (about 1 ms) also drains the replies, the events ring (``event`` frames) and then the
 telemetry ring (cycle log, ``telemetry`` frames every ``decimation`` records) up to the
-record count read first, so a cycle's events are published before its telemetry frame,
-and sends ``stats`` frames once per ``stats_period``. The loop process never waits for
+record count read first, so a cycle's events are published before its telemetry frame, at
+most ``RING_SLICE`` records a pass: a backlog (a stepped loop running a long step) is worked
+off between looks at the command socket, never ahead of the requests; and it sends ``stats``
+frames once per ``stats_period``. The loop process never waits for
 any of this (docs/cycle.md). A cycle log write that fails (a full disk) is a WARNING event
 (reason LOG_FAILED) and ``status.log``; ``on_log_failure`` says whether new motions are then
 refused (docs/logs.md).
@@ -56,6 +64,7 @@ from controller.daemon.shm import (
     read_events,
     read_record,
     take_replies,
+    withdraw_commands,
 )
 from controller.daemon.telemetry import RecordLayout, stats_summary
 
@@ -73,7 +82,17 @@ from controller.daemon.io.messages import (
     profiler_summary,
     telemetry_message,
 )
-from controller.daemon.io.protocol import STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from controller.daemon.io.protocol import (
+    SLOW_CHECKS,
+    STEP,
+    Context,
+    ErrorReply,
+    Request,
+    error_reply,
+    ok_reply,
+    slow_check,
+    validate,
+)
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
@@ -85,6 +104,8 @@ MOTIONS = frozenset(c.name for c in COMMANDS if c.starts_motion)
 """Commands that start a motion (``stabilizer`` only with ``enable: true``)."""
 LANE_OF = {cmd: lane for lane, cmd in enumerate(LANES)}
 """The priority lane of each command that has one (shm.LANES)."""
+RING_SLICE = 256
+"""Telemetry records handled per pass, between two looks at the command socket."""
 
 
 class BindError(OSError):
@@ -128,8 +149,9 @@ class _Pending:
     id: Any
     cmd: str
     mailbox: Cmd
-    deadline: float
+    deadline: float                     # reply_timeout after it was posted
     riders: list[tuple[list[bytes], Any]] = field(default_factory=list)   # same priority request, same reply
+    withdrawn: bool = False             # given up on: the loop answers TIMEOUT unless it took it first
 
     def waiters(self) -> list[tuple[list[bytes], Any]]:
         """(envelope, id) of every request this reply answers."""
@@ -141,18 +163,24 @@ class _Step:
     envelope: list[bytes]
     id: Any
     horizon: int
+    records: int | None = None          # the ring's record count once the loop reached the horizon
 
 
 @dataclass
 class _Loading:
     """A file being parsed by the worker thread for a ``run`` (trajectory) or ``rig_motion``
-    (earthquake) request."""
+    (earthquake) request, or (``path`` None) a request's slow check (``protocol.slow_check``)."""
     envelope: list[bytes]
     req: Request
-    path: Path
+    path: Path | None
     done: threading.Event
-    result: Any = None        # the samples (a motion for the rig), or a one-sentence problem
+    result: Any = None        # the samples (a motion for the rig), a one-sentence problem, the check's ErrorReply
     cancelled_by: str | None = None
+
+    @property
+    def subject(self) -> str:
+        """What is being loaded or checked, as a reply names it."""
+        return f"{self.path.name:.80}" if self.path is not None else f"the {self.req.cmd} request's check"
 
 
 def _short(exc: Exception) -> str:
@@ -245,6 +273,7 @@ class IoServer:
                                - self.layout.slices["task_us"].start), np.nan)
         self._window_i = 0
         self._ring_next = max(0, int(block.header[H.RING_COUNT]) - block.layout.ring_slots)
+        self._backlog = False          # the last pass left records in the ring (RING_SLICE)
         self._ev_next = 0
         self._faults: deque[dict[str, Any]] = deque(maxlen=16)
         self._pending: dict[int, _Pending] = {}
@@ -269,8 +298,9 @@ class IoServer:
             self.step(1)
 
     def step(self, timeout_ms: int = 1) -> None:
-        """One pass: wait up to ``timeout_ms`` for requests, handle them, drain shared memory."""
-        if self._poller.poll(timeout_ms):
+        """One pass: wait up to ``timeout_ms`` for requests (not at all while the ring holds a
+        backlog), handle them, drain shared memory (at most ``RING_SLICE`` records)."""
+        if self._poller.poll(0 if self._backlog else timeout_ms):
             for _ in range(256):
                 try:
                     frames = self._router.recv_multipart(zmq.NOBLOCK)
@@ -323,7 +353,6 @@ class IoServer:
         failure anywhere else is ``internal``; either is logged on stderr with the request."""
         envelope, raw = frames[:-1], frames[-1]
         self.counters.requests += 1
-        now = time.monotonic()
         req: Request | ErrorReply | None = None
         try:
             self._refresh_context()
@@ -339,7 +368,7 @@ class IoServer:
             elif req.mailbox is None:
                 self._send(envelope, ok_reply(req.id, self._local(req.cmd)))
             else:
-                self._dispatch(envelope, req, now)
+                self._dispatch(envelope, req)
         except Exception as e:  # noqa: BLE001 -- one request must never stop the server
             self._log_exception(raw, e)
             what = req.cmd if isinstance(req, Request) else "the request"
@@ -375,13 +404,18 @@ class IoServer:
         self._step = _Step(envelope, req.id, horizon)
 
     def _end_step(self) -> None:
-        """Answer the running step once the loop has completed its horizon (or has exited), after
-        publishing every event and telemetry frame up to it."""
+        """Answer the running step once the loop has completed its horizon (or has exited) and
+        every event and telemetry frame up to it is published (by :meth:`_pump`, slice by slice)."""
         step, h = self._step, self.block.header
-        if step is None or (int(h[H.LOOP_CYCLE]) < step.horizon and not h[H.LOOP_EXIT]):
+        if step is None:
+            return
+        if step.records is None:
+            if int(h[H.LOOP_CYCLE]) < step.horizon and not h[H.LOOP_EXIT]:
+                return
+            step.records = int(h[H.RING_COUNT])
+        if self._ring_next < step.records:
             return
         self._step = None
-        self._read_events_then_ring()
         cycle = int(h[H.LOOP_CYCLE])
         if cycle < step.horizon:
             self._reject(step.envelope, step.id, Error.NOT_ALLOWED,
@@ -397,7 +431,7 @@ class IoServer:
         self.ctx.state = State[state] if isinstance(state, str) else State.FAULT
         self.ctx.q = self._last[self.layout.slices["q"]].copy() if self._have_last else None
 
-    def _dispatch(self, envelope: list[bytes], req: Request, now: float) -> None:
+    def _dispatch(self, envelope: list[bytes], req: Request) -> None:
         h = self.block.header
         if self._loading is not None and req.cmd in CANCELS_LOADING:
             self._loading.cancelled_by = req.cmd
@@ -413,23 +447,29 @@ class IoServer:
             self._reject(envelope, req.id, Error.LOG_FAILED, f"{req.cmd} refused: {self.log_error} "
                          "(io.on_log_failure: refuse_motions; estop, stop, hold and disable are still accepted).")
             return
-        if req.mailbox in FILE_COMMANDS:
-            if self._loading is not None or any(p.mailbox in FILE_COMMANDS for p in self._pending.values()):
+        if req.mailbox in FILE_COMMANDS or req.mailbox in SLOW_CHECKS:
+            file = req.mailbox in FILE_COMMANDS
+            if self._loading is not None or (file and any(p.mailbox in FILE_COMMANDS for p in self._pending.values())):
                 self.counters.busy += 1
-                self._reject(envelope, req.id, Error.BUSY,
-                             "a file is already being handed to the loop; wait for its reply.")
+                self._reject(envelope, req.id, Error.BUSY, "a file is already being handed to the loop; wait for "
+                             "its reply." if self._loading is None or self._loading.path is not None else
+                             f"{self._loading.subject} is still running; wait for its reply.")
                 return
-            path = (self._trajectory_path(req.args["trajectory"]) if req.mailbox == Cmd.RUN_BUFFER else
-                    self._trajectory_path(file_motion(req.args["motion"])[0], "motion", "not"))
-            if isinstance(path, str):
-                self._reject(envelope, req.id, Error.BAD_FILE, path)
-                return
+            path = None
+            if file:
+                path = (self._trajectory_path(req.args["trajectory"]) if req.mailbox == Cmd.RUN_BUFFER else
+                        self._trajectory_path(file_motion(req.args["motion"])[0], "motion", "not"))
+                if isinstance(path, str):
+                    self._reject(envelope, req.id, Error.BAD_FILE, path)
+                    return
             self._start_loading(envelope, req, path)
             return
-        self._post(envelope, req, now)
+        self._post(envelope, req)
 
-    def _post(self, envelope: list[bytes], req: Request, now: float) -> None:
-        """Post a validated command to its lane or the mailbox; its reply comes back through :meth:`_replies`."""
+    def _post(self, envelope: list[bytes], req: Request) -> None:
+        """Post a validated command to its lane or the mailbox; its reply comes back through
+        :meth:`_replies`. Its deadline starts now, when the loop can first see it."""
+        now = time.monotonic()
         token = self._token
         lane = LANE_OF.get(req.mailbox)
         if lane is not None:
@@ -454,7 +494,7 @@ class IoServer:
             pending = self._pending.get(token)
             if pending is not None:
                 pending.riders.append((envelope, req.id))
-            else:                                  # the last one timed out untaken: wait for it again
+            else:                                  # its waiters were answered when the loop left
                 self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
             return
         token = self._token
@@ -487,11 +527,24 @@ class IoServer:
                     "limit (io.trajectory_max_bytes).")
         return path
 
-    def _start_loading(self, envelope: list[bytes], req: Request, path: Path) -> None:
+    def _start_loading(self, envelope: list[bytes], req: Request, path: Path | None) -> None:
         loading = _Loading(envelope, req, path, threading.Event())
         self._loading = loading
-        parse = self._parse_trajectory if req.mailbox == Cmd.RUN_BUFFER else self._parse_rig_motion
-        threading.Thread(target=parse, args=(loading,), name="bipd-trajectory", daemon=True).start()
+        work = (self._check_slowly if path is None else
+                self._parse_trajectory if req.mailbox == Cmd.RUN_BUFFER else self._parse_rig_motion)
+        threading.Thread(target=work, args=(loading,), name="bipd-worker", daemon=True).start()
+
+    def _check_slowly(self, loading: _Loading) -> None:
+        """Worker thread: the request's slow check (it reads only the context's fixed limits), then
+        back to :meth:`_pump`."""
+        req = loading.req
+        try:
+            loading.result = slow_check(req, self.ctx)
+        except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
+            loading.result = ErrorReply(req.id, Error.INTERNAL, f"checking {req.cmd} failed inside the I/O "
+                                                                f"process: {type(e).__name__}.")
+        finally:
+            loading.done.set()
 
     def _parse_trajectory(self, loading: _Loading) -> None:
         """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
@@ -526,39 +579,43 @@ class IoServer:
         finally:
             loading.done.set()
 
-    def _finish_loading(self, now: float) -> None:
-        """On the I/O thread: hand a parsed trajectory to the loop, or report why not (``internal``,
-        logged, if that fails)."""
+    def _finish_loading(self) -> None:
+        """On the I/O thread: hand a parsed trajectory or a checked request to the loop, or report why not
+        (``internal``, logged, if that fails)."""
         loading, self._loading = self._loading, None
         try:
-            self._hand_over(loading, now)
+            self._hand_over(loading)
         except Exception as e:  # noqa: BLE001 -- one request must never stop the server
             req = loading.req
             self._log_exception(json.dumps({"id": req.id, "cmd": req.cmd, "args": req.args}), e)
             self._reject(loading.envelope, req.id, Error.INTERNAL,
                          f"{req.cmd} failed inside the I/O process ({_short(e)}); it was logged.")
 
-    def _hand_over(self, loading: _Loading, now: float) -> None:
+    def _hand_over(self, loading: _Loading) -> None:
         envelope, req = loading.envelope, loading.req
         self._refresh_context()
         if loading.cancelled_by is not None:
-            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{loading.path.name:.80} was still loading "
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{loading.subject} was still running "
                          f"when {loading.cancelled_by} arrived: it was cancelled and never reached the loop.")
         elif isinstance(loading.result, str):
             self._reject(envelope, req.id, Error.BAD_FILE, loading.result)
+        elif isinstance(loading.result, ErrorReply):
+            self._reject(envelope, req.id, loading.result.code, loading.result.message)
         elif self.block.header[H.LOOP_EXIT] or self.ctx.state not in self.ctx.allowed[req.cmd]:
             self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{req.cmd} is no longer allowed: the loop went to "
                          f"{self.ctx.state.name} while the file was loading.")
         elif req.mailbox == Cmd.RIG_BUFFER:
-            self._hand_rig_motion(envelope, req, loading.result, now)
-        else:
+            self._hand_rig_motion(envelope, req, loading.result)
+        elif req.mailbox == Cmd.RUN_BUFFER:
             traj, support = loading.result
             self.block.traj[:len(traj)] = traj
             self.block.support[:len(traj)] = -1.0 if support is None else support
             self.block.header[H.TRAJ_LEN] = len(traj)
-            self._post(envelope, req, now)
+            self._post(envelope, req)
+        else:
+            self._post(envelope, req)
 
-    def _hand_rig_motion(self, envelope: list[bytes], req: Request, motion, now: float) -> None:
+    def _hand_rig_motion(self, envelope: list[bytes], req: Request, motion) -> None:
         """The earthquake's spline nodes into the rig buffer, unless the rig still plays the last one."""
         h = self.block.header
         if h[H.RIG_BUSY]:
@@ -568,7 +625,7 @@ class IoServer:
         n = len(motion.x)
         self.block.rig[0, :n], self.block.rig[1, :n], self.block.rig[2, :n] = motion.x, motion.v, motion.a
         h[H.RIG_LEN] = n
-        self._post(envelope, replace(req, values=np.array([motion.dt])), now)
+        self._post(envelope, replace(req, values=np.array([motion.dt])))
 
     def _local(self, cmd: str) -> dict[str, Any]:
         h = self.block.header
@@ -626,27 +683,45 @@ class IoServer:
 
     def _pump(self, now: float) -> None:
         if self._loading is not None and self._loading.done.is_set():
-            self._finish_loading(now)
+            self._finish_loading()
+        exited = bool(self.block.header[H.LOOP_EXIT])   # read first: the replies posted before it are read next
         self._replies()
-        if self.block.header[H.LOOP_EXIT]:       # a loop that left on the header flag never replies:
-            for token in [t for t, p in self._pending.items() if p.cmd == "shutdown"]:
-                p = self._pending.pop(token)      # answer now, before the daemon stops serving
-                self._finish_shutdown(p.envelope, p.id, acknowledged=True)
-        for token in [t for t, p in self._pending.items() if now >= p.deadline]:
-            p = self._pending.pop(token)
-            if p.cmd == "shutdown":
-                self._finish_shutdown(p.envelope, p.id, acknowledged=False)
-                continue
-            for envelope, id_ in p.waiters():
-                self.counters.timeouts += 1
-                self._reject(envelope, id_, Error.TIMEOUT,
-                             f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
-                             "check status before retrying.")
+        if exited:
+            self._loop_left()
+        else:
+            self._withdraw_overdue(now)
         self._read_events_then_ring()
         self._end_step()
         if now >= self._next_stats:
             self._next_stats = now + self.stats_period
             self._publish(b"stats", self._stats())
+
+    def _loop_left(self) -> None:
+        """A loop that has left takes nothing more: answer every command still waiting (``shutdown``
+        as acknowledged), now, before the daemon stops serving."""
+        h = self.block.header
+        for p in self._pending.values():
+            if p.cmd == "shutdown":
+                self._finish_shutdown(p.envelope, p.id, acknowledged=True)
+                continue
+            for envelope, id_ in p.waiters():
+                self._reject(envelope, id_, Error.NOT_ALLOWED, f"the control loop exited (code "
+                             f"{int(h[H.LOOP_EXIT_CODE])}) before it acknowledged {p.cmd}.")
+        self._pending.clear()
+
+    def _withdraw_overdue(self, now: float) -> None:
+        """Past its deadline, a mailbox command is withdrawn (answered once the loop says whether it
+        took it first); a ``shutdown`` is answered unacknowledged (the header flag stops the loop anyway);
+        a priority command, and any in stepped lock-step, waits for the loop's reply."""
+        for token, p in list(self._pending.items()):
+            if p.withdrawn or now < p.deadline:
+                continue
+            if p.cmd == "shutdown":
+                del self._pending[token]
+                self._finish_shutdown(p.envelope, p.id, acknowledged=False)
+            elif p.mailbox not in LANE_OF and not self.ctx.stepped:
+                withdraw_commands(self.block, token)
+                p.withdrawn = True
 
     def _replies(self) -> None:
         for token, ok, code, value in take_replies(self.block):
@@ -659,7 +734,12 @@ class IoServer:
                 continue
             state = name_of(State, value)           # the loop replies with its state after the command
             for envelope, id_ in p.waiters():
-                if ok:
+                if p.withdrawn and not ok and code == Error.TIMEOUT:
+                    self.counters.timeouts += 1
+                    self._reject(envelope, id_, Error.TIMEOUT, f"the control loop did not take {p.cmd} within "
+                                 f"{self.reply_timeout * 1e3:.0f} ms of its posting: it was withdrawn and never "
+                                 "applied; check status before retrying.")
+                elif ok:
                     self._send(envelope, ok_reply(id_, {"accepted": True, "state": state}))
                 else:
                     err = _loop_error(code)
@@ -673,11 +753,14 @@ class IoServer:
         self._read_ring(count)
 
     def _read_ring(self, count: int) -> None:
+        """The records up to ``count``, at most ``RING_SLICE`` of them (``_backlog`` if more are left)."""
         slots = self.block.layout.ring_slots
         if count - self._ring_next > slots:
             self.counters.ring_drops += count - slots - self._ring_next
             self._ring_next = count - slots
-        while self._ring_next < count:
+        end = min(count, self._ring_next + RING_SLICE)
+        self._backlog = end < count
+        while self._ring_next < end:
             i = self._ring_next
             self._ring_next += 1
             if not read_record(self.block, i, self._rec):

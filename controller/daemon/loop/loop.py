@@ -73,6 +73,7 @@ from controller.daemon.shm import (
     post_event,
     post_reply,
     take_priority,
+    withdrawn,
 )
 from controller.daemon.telemetry import LOADS_MASK, RIG_ACTUATORS, ST_OVERRUNS, TILT_HELD_MASK, RecordLayout
 from controller.daemon.loop.axes import CSP, AxisTasks, drive_feedforward, feedforward, motor_setpoints
@@ -576,7 +577,8 @@ class ControlLoop:
     # ------------------------------------------------------------------ commands
     def _commands(self, t: float, limit: int = 4) -> None:
         """The priority lanes first (estop, disable: shm.LANES), then shutdown and parent checks,
-        the watchdog's heartbeats, up to ``limit`` mailbox commands."""
+        the watchdog's heartbeats, up to ``limit`` mailbox commands (one the I/O side withdrew is
+        answered TIMEOUT, not applied)."""
         block = self.block
         for lane, cmd in enumerate(LANES):
             token = take_priority(block, lane)
@@ -599,7 +601,10 @@ class ControlLoop:
             token, cmd, nargs = slot[0], int(slot[1]), int(slot[2])
             self.args[:nargs] = slot[3:3 + nargs]
             command_done(block)
-            ok, code = self._apply(Cmd(cmd), nargs, t) if cmd in Cmd._value2member_map_ else (False, Error.BAD_REQUEST)
+            if withdrawn(block, token):              # the I/O side gave up on it: never applied
+                ok, code = False, Error.TIMEOUT
+            else:
+                ok, code = self._apply(Cmd(cmd), nargs, t) if cmd in Cmd._value2member_map_ else (False, Error.BAD_REQUEST)
             post_reply(block, token, ok, int(code), float(self.state))
         if self.enabling:
             self._progress_enable(t)
