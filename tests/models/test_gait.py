@@ -259,7 +259,7 @@ def test_cli_writes_and_checks_a_gait(tmp_path, capsys):
     header = next(line for line in out.read_text().splitlines() if not line.startswith("#"))
     assert header.split(",")[0] == "t" and header.split(",")[-1] == "support"
     assert main(["gait", "--check", str(out)]) == 0
-    for argv in (["--speed", "5000"], ["--speed", "360", "--steps", "1"]):    # refused before solving: exit 2
+    for argv in (["--speed", "3000"], ["--speed", "360", "--steps", "1"]):    # refused before solving: exit 2
         assert main(["gait", *argv, "--out", str(tmp_path / "fast.csv")]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert re.match(rf"bipd gait: error: --speed {argv[1]} \(--steps {argv[-1] if len(argv) > 2 else 2}\): "
