@@ -86,14 +86,14 @@ def checking(rig, gated_check):
     list, filled once the check is released at the end of the block)."""
     go, started = gated_check
     rig.loop.set_state(State.HOLD)
-    with Client(rig.server.command_endpoint, timeout_s=10.0, retries=1) as other:
+    with Client(rig.server.command_endpoint, timeout_s=300.0, retries=1) as other:   # a cold Numba cache compiles the check
         caller, out = _call_in_thread(other, "rig_motion", motion=SINE)
         assert started.wait(10)
         try:
             yield out
         finally:
             go.set()
-            caller.join(10)
+            caller.join(300)
 
 
 def test_a_rig_motions_stroke_check_runs_off_the_command_thread_and_its_deadline_starts_when_posted(
@@ -127,7 +127,7 @@ def test_no_deadline_withdraws_a_stepped_or_a_priority_command(rig_factory, cloc
     """A stepped loop takes commands between steps, and an estop is never given up on: however
     late the loop takes them, they get its answer."""
     rig = rig_factory(server_kw={"reply_timeout": 0.1}, loop_kw={"consume": False}, ctx_kw={"stepped": stepped})
-    with Client(rig.server.command_endpoint, timeout_s=10.0, retries=1) as other:
+    with Client(rig.server.command_endpoint, timeout_s=300.0, retries=1) as other:   # a cold Numba cache compiles the check
         caller, out = _call_in_thread(other, cmd)
         until(lambda: rig.server.counters.requests >= 1, "the request")
         clock.t += 3600.0

@@ -212,7 +212,7 @@ def test_lockstep_waits_for_a_late_answer_and_a_silent_server_is_a_link_error(mo
     """Lock-step: an answer later than timeout_s is still the answer (no wall-clock loss); a server
     silent for LOCKSTEP_STALL_S is a LinkError naming it. Real time: the late answer is SILENCE."""
     from drivers.backends import udp as backend
-    from drivers.backends import udp_protocol as protocol
+    from drivers import udp_protocol as protocol
 
     monkeypatch.setattr(backend, "LOCKSTEP_STALL_S", 0.5)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:

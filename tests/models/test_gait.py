@@ -284,8 +284,8 @@ def test_cli_refuses_bad_input_without_traceback(tmp_path, capsys, coarse, robot
             (["gait", "--speed", "360", "--out", str(path), "--robot", leg],
              "bip_leg.yaml: roots: the gait needs a robot rooted at left_sole and right_sole"),
             (["gait", "--speed", "360", "--period", "0.01", "--out", str(tmp_path / "no" / "w.csv")],
-             "cannot write"),
-            (["gait", "--speed", "0", "--out", str(path)], "--speed and --period must be > 0")):
+             "the folder"),                                      # refused before the gait is computed
+            (["gait", "--speed", "0", "--out", str(path)], "--speed must be in (0, 3600] m/h, got 0")):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert problem in err and "Traceback" not in err, err

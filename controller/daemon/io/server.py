@@ -595,7 +595,8 @@ class IoServer:
         envelope, req = loading.envelope, loading.req
         self._refresh_context()
         if loading.cancelled_by is not None:
-            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{loading.subject} was still running "
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{loading.subject} was still "
+                         f"{'loading' if loading.path is not None else 'running'} "
                          f"when {loading.cancelled_by} arrived: it was cancelled and never reached the loop.")
         elif isinstance(loading.result, str):
             self._reject(envelope, req.id, Error.BAD_FILE, loading.result)
