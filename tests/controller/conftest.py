@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +29,9 @@ from controller.daemon.shm import (
 )
 from controller.daemon.telemetry import RecordLayout
 from models.chain.config import load_description
+from tests.paths import ROBOTS
 
-ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
+ROBOT = ROBOTS / "bip_leg.yaml"
 LOCAL = Endpoints("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
 # where the fake loop goes at once on an accepted command (the real loop gets there in time)
 FAKE_TARGET = {Cmd.ENABLE: State.HOLD, Cmd.DISABLE: State.DISABLED, Cmd.RESET: State.DISABLED,

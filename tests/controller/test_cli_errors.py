@@ -13,8 +13,8 @@ from controller.daemon import run as daemon
 from controller.cli import main
 from models.common.errors import QUOTE_CHARS, quote
 from models.common.validation import MAX_YAML_BYTES
+from tests.paths import DEPLOY
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 @pytest.fixture(autouse=True)

@@ -1,13 +1,11 @@
 """Robot descriptions for tests: the BIP leg and random MDH chains."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from models import Robot, description_from_dict
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 BIP_LEG = ROOT / "deploy" / "robots" / "bip_leg.yaml"
 
 

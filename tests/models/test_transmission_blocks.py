@@ -3,7 +3,6 @@ checked against the bench leg's kernels, finite differences and the YAML's numbe
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,9 @@ from models.common.errors import ConfigError, TransmissionFault
 from models.transmission import (CANNOT_CLOSE, LEG_LABELS, parse_blocks, parse_transmission,
                                  status_message, transmission_jacobian)
 from models.tree.config import load_tree
+from tests.paths import ROBOTS
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "robots"
+DEPLOY = ROBOTS
 LEG = yaml.safe_load((DEPLOY / "bip_leg.yaml").read_text())
 LEG_LO = np.array([j["limits"]["position"][0] for j in LEG["joints"]])
 LEG_HI = np.array([j["limits"]["position"][1] for j in LEG["joints"]])

@@ -3,7 +3,6 @@ overrides, and the thesis' tilt scenario (§2.5.12)."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import yaml
@@ -11,8 +10,8 @@ import yaml
 from models import Robot
 from stabilizer.config import config_from_dict
 from stabilizer.stabilizer import Stabilizer
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "deploy" / "robots" / "bip_leg_stabilizer.yaml"
 BASE = yaml.safe_load(CONFIG.read_text())
 ROBOT = Robot.from_yaml(ROOT / "deploy" / "robots" / "bip_leg.yaml")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +23,8 @@ from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
 from stabilizer.whole_body_config import config_from_dict
 
 from tests.nrt import assert_allocation_free
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "deploy" / "robots" / "bip2000_stabilizer.yaml"
 BASE = yaml.safe_load(CONFIG.read_text())
 ROBOT = TreeRobot.from_yaml(ROOT / "deploy" / "robots" / "bip2000.yaml")

@@ -1,0 +1,123 @@
+"""Two `bipd run` with one configuration: the second leaves with one line before it starts
+a loop process, the first keeps cycling undisturbed; a restart with io.log_dir set writes
+a new run folder next to the previous one. Real daemon processes on the sim bus."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from controller.tools.client import Client
+
+from tests.controller.daemon.test_daemon import daemon, wait_state  # noqa: F401 -- the fixture
+
+BOOT_S = 60.0
+
+
+def bipd_run(config) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--lockstep"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+
+def test_second_daemon_leaves_and_the_first_is_undisturbed(daemon):  # noqa: F811
+    first, client, tmp = daemon
+    config = tmp / "bipd.yaml"
+    endpoint = client.endpoint
+    client.call("enable")
+    assert wait_state(client, "HOLD") == "HOLD"          # drives powered, position held (no watchdog)
+    before = client.call("status")
+
+    second = bipd_run(config)
+    out, _ = second.communicate(timeout=BOOT_S)
+    assert second.returncode == 2, out
+    assert f"bipd: error: {config}: io.command: {endpoint} is in use (another bipd?" in out, out
+    assert "Traceback" not in out and "loop process" not in out, out
+
+    after = client.call("status")
+    assert after["state"] == "HOLD" and after["faults"] == [] and after["fault_name"] is None
+    assert after["cycle"] > before["cycle"]
+    assert first.poll() is None
+    client.call("shutdown")
+    out, _ = first.communicate(timeout=30)
+    assert first.returncode == 0, out
+
+    restarted = bipd_run(config)                    # the same io.log_dir: a new run folder
+    try:
+        with Client(endpoint, timeout_s=2.0, retries=3) as again:
+            assert wait_state(again, "DISABLED", timeout=BOOT_S) == "DISABLED"
+            again.call("shutdown")
+        out, _ = restarted.communicate(timeout=30)
+        assert restarted.returncode == 0, out
+    finally:
+        if restarted.poll() is None:
+            restarted.kill()
+            restarted.wait()
+    runs = sorted((tmp / "log").glob("run-*"))
+    assert len(runs) == 2 and all((r / "cycles.mcap").is_file() for r in runs)
+
+
+def test_instance_lock_is_exclusive_per_endpoint(tmp_path, monkeypatch):
+    """The lock, not the bind, is what keeps a second daemon off an ipc:// endpoint (a second
+    ipc bind silently takes the socket over)."""
+    from controller.daemon.instance import InstanceLocked, instance_lock
+
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(tmp_path))
+    endpoint = f"ipc://{tmp_path}/bipd.sock"
+    with instance_lock(endpoint) as path:
+        assert path.parent == tmp_path and path.read_text() == f"{os.getpid()}\n"
+        with pytest.raises(InstanceLocked, match=rf"^{endpoint} is in use \(another bipd\? it holds {path}\)$"):
+            with instance_lock(endpoint):
+                pass
+        with instance_lock(f"ipc://{tmp_path}/other.sock"):
+            pass
+        with instance_lock("tcp://127.0.0.1:*"), instance_lock("tcp://127.0.0.1:*"):
+            pass                                   # wildcard ports never collide
+    with instance_lock(endpoint):
+        pass                                       # released on exit
+
+
+def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
+    """`bipd run` wires io.curve into its sockets: the operator's certificate gets answers,
+    a stranger's none."""
+    import yaml
+
+    from controller.cli import main
+    from controller.tools.client import ClientTimeout
+    from controller.daemon.io.curve import ClientCurve
+
+    from tests.controller.daemon.test_daemon import DEPLOY, free_port
+
+    assert main(["keys", str(tmp_path / "curve"), "--name", "server"]) == 0
+    assert main(["keys", str(tmp_path / "curve" / "clients"), "--name", "operator"]) == 0
+    assert main(["keys", str(tmp_path / "stranger"), "--name", "stranger"]) == 0
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    doc["io"].update(command=endpoint, telemetry=f"tcp://127.0.0.1:{free_port()}",
+                     curve={"server_secret_key_file": "curve/server.key_secret",
+                            "authorized_clients_dir": "curve/clients"})
+    config = tmp_path / "bipd.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    proc = bipd_run(config)
+    server_key = tmp_path / "curve" / "server.key"
+    operator = ClientCurve.from_files(server_key, tmp_path / "curve" / "clients" / "operator.key_secret")
+    stranger = ClientCurve.from_files(server_key, tmp_path / "stranger" / "stranger.key_secret")
+    try:
+        with Client(endpoint, timeout_s=2.0, retries=3, curve=operator) as ok:
+            assert wait_state(ok, "DISABLED", timeout=BOOT_S) == "DISABLED"
+            with Client(endpoint, timeout_s=0.5, retries=1, curve=stranger) as other, pytest.raises(ClientTimeout):
+                other.call("ping")
+            with Client(endpoint, timeout_s=0.5, retries=1) as plain, pytest.raises(ClientTimeout):
+                plain.call("ping")
+            assert ok.call("stats")["io"]["requests"] >= 1
+            ok.call("shutdown")
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

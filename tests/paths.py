@@ -1,0 +1,9 @@
+"""Where the tests find the repository's files: one place, whatever a test module's depth."""
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+ROBOTS = DEPLOY / "robots"
+RIGS = DEPLOY / "rigs"
