@@ -98,7 +98,7 @@ def composite_source(shown: str, tree: TreeDescription, stem: str) -> str:
     return (f'"""Generated chain models of {tree.name} coupled compositely, GENERATED: do not edit.\n\n'
             f"Rebuild with ``{rebuild}``; each chain module with\n"
             f"``python -m models.codegen {shown} --chain FIRST_JOINT --out models/generated/{stem}_FIRST_JOINT.py``\n"
-            "(tests/models/codegen/test_generated.py fails when a file is stale).\n"
+            "(tests/models/test_generated.py fails when a file is stale).\n"
             '"""\n'
             "from numba import njit\n\n"
             "from ..composite_generated import chain_inputs, chain_results, generated_begin, generated_end\n"

@@ -153,7 +153,7 @@ def module_source(yaml_path: str, yaml_sha: str, generator_sha: str, name: str, 
     joint, for a chain of a tree), kernels."""
     head = (f'"""Closed-form dynamics of {name} ({n} DOF), GENERATED: do not edit.\n\n'
             f"Rebuild with ``{command}``\n"
-            f"(tests/models/codegen/test_generated.py fails when this file is stale).\n"
+            f"(tests/models/test_generated.py fails when this file is stale).\n"
             "A(q) qdd + C(q, qd) qd + G(q) = tau (docs/conventions.md), from the augmented-body\n"
             "recursion of models/codegen/symbolic.py (Liégeois & Aldon 1980, §3.1, eq. 3-17,\n"
             "3-18 corrected); operation counts per kernel in the docstrings\n"

@@ -2,7 +2,7 @@
 
 Rebuild with ``python -m models.codegen deploy/robots/bip2000.yaml --composite --out models/generated/bip2000_composite.py``; each chain module with
 ``python -m models.codegen deploy/robots/bip2000.yaml --chain FIRST_JOINT --out models/generated/bip2000_FIRST_JOINT.py``
-(tests/models/codegen/test_generated.py fails when a file is stale).
+(tests/models/test_generated.py fails when a file is stale).
 """
 from numba import njit
 

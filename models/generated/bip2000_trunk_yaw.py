@@ -1,7 +1,7 @@
 """Closed-form dynamics of bip2000_trunk_yaw (3 DOF), GENERATED: do not edit.
 
 Rebuild with ``python -m models.codegen deploy/robots/bip2000.yaml --chain trunk_yaw --out models/generated/bip2000_trunk_yaw.py``
-(tests/models/codegen/test_generated.py fails when this file is stale).
+(tests/models/test_generated.py fails when this file is stale).
 A(q) qdd + C(q, qd) qd + G(q) = tau (docs/conventions.md), from the augmented-body
 recursion of models/codegen/symbolic.py (Liégeois & Aldon 1980, §3.1, eq. 3-17,
 3-18 corrected); operation counts per kernel in the docstrings
