@@ -7,3 +7,4 @@ ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 ROBOTS = DEPLOY / "robots"
 RIGS = DEPLOY / "rigs"
+STEWART_RIG = RIGS / "stewart_staicu2008.yaml"     # Staicu 2008's Stewart–Gough rig, the one the rig tests use

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from models import Robot, description_from_dict
-from tests.paths import ROOT
+from tests.paths import ROBOTS
 
-BIP_LEG = ROOT / "deploy" / "robots" / "bip_leg.yaml"
+BIP_LEG = ROBOTS / "bip_leg.yaml"
 
 
 def random_inertia(rng: np.random.Generator) -> list[list[float]]:

@@ -6,9 +6,10 @@ import numpy as np
 from models.tree.config import tree_from_dict
 from models.tree.robot import TreeRobot
 
-from tests.models.chains import ROOT, random_inertia
+from tests.models.chains import random_inertia
+from tests.paths import ROBOTS
 
-BIP2000 = ROOT / "deploy" / "robots" / "bip2000.yaml"
+BIP2000 = ROBOTS / "bip2000.yaml"
 
 # parent body of each joint of the random tree: the base and bodies j1, j2, j5 and
 # j7 carry two children each

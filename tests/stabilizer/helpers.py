@@ -10,11 +10,11 @@ import yaml
 from models import Robot
 from stabilizer.config import config_from_dict
 from stabilizer.stabilizer import Stabilizer
-from tests.paths import ROOT
+from tests.paths import ROBOTS
 
-CONFIG = ROOT / "deploy" / "robots" / "bip_leg_stabilizer.yaml"
+CONFIG = ROBOTS / "bip_leg_stabilizer.yaml"
 BASE = yaml.safe_load(CONFIG.read_text())
-ROBOT = Robot.from_yaml(ROOT / "deploy" / "robots" / "bip_leg.yaml")
+ROBOT = Robot.from_yaml(ROBOTS / "bip_leg.yaml")
 FOOT = ROBOT.description.foot
 Q0 = np.array([0.0, 0.25, -0.5, 0.25])          # knee bent, pelvis upright
 ATTRACTOR = {"law": "coulomb", "gain": 0.5, "softening_radius": 0.03, "target": "initial"}

@@ -23,11 +23,11 @@ from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
 from stabilizer.whole_body_config import config_from_dict
 
 from tests.nrt import assert_allocation_free
-from tests.paths import ROOT
+from tests.paths import ROBOTS
 
-CONFIG = ROOT / "deploy" / "robots" / "bip2000_stabilizer.yaml"
+CONFIG = ROBOTS / "bip2000_stabilizer.yaml"
 BASE = yaml.safe_load(CONFIG.read_text())
-ROBOT = TreeRobot.from_yaml(ROOT / "deploy" / "robots" / "bip2000.yaml")
+ROBOT = TreeRobot.from_yaml(ROBOTS / "bip2000.yaml")
 Q0 = flexed_posture(ROBOT, GaitParams(flex=0.06))       # both soles flat, knees bent
 
 

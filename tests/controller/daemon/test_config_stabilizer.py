@@ -9,16 +9,16 @@ import yaml
 
 from controller.daemon.config import load_daemon_config
 from models import ConfigError
-from tests.paths import DEPLOY
+from tests.paths import DEPLOY, ROBOTS
 
 
 
 def write_pair(tmp_path: Path, edit_stabilizer=None, edit_daemon=None) -> Path:
     """Copies of deploy/bipd.yaml and its stabilizer YAML in tmp_path, edited."""
     daemon = yaml.safe_load((DEPLOY / "bipd.yaml").read_text(encoding="utf-8"))
-    stab = yaml.safe_load((DEPLOY / "robots" / "bip_leg_stabilizer.yaml").read_text(encoding="utf-8"))
-    stab["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
-    daemon["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    stab = yaml.safe_load((ROBOTS / "bip_leg_stabilizer.yaml").read_text(encoding="utf-8"))
+    stab["robot"] = str(ROBOTS / "bip_leg.yaml")
+    daemon["robot"] = str(ROBOTS / "bip_leg.yaml")
     daemon["stabilizer"] = "stab.yaml"
     for doc, edit in ((stab, edit_stabilizer), (daemon, edit_daemon)):
         if edit is not None:
@@ -30,18 +30,18 @@ def write_pair(tmp_path: Path, edit_stabilizer=None, edit_daemon=None) -> Path:
 
 def test_the_shipped_pair_and_a_copy_of_the_robot_are_accepted(tmp_path):
     assert load_daemon_config(DEPLOY / "bipd.yaml").stabilizer_path is not None
-    (tmp_path / "leg_copy.yaml").write_bytes((DEPLOY / "robots" / "bip_leg.yaml").read_bytes())
+    (tmp_path / "leg_copy.yaml").write_bytes((ROBOTS / "bip_leg.yaml").read_bytes())
     load_daemon_config(write_pair(tmp_path, lambda s: s.update(robot=str(tmp_path / "leg_copy.yaml"))))
 
 
 def test_a_stabilizer_for_another_robot_is_refused_naming_both_files(tmp_path):
-    other = DEPLOY / "robots" / "lammari_arm5.yaml"
+    other = ROBOTS / "lammari_arm5.yaml"
     path = write_pair(tmp_path, lambda s: s.update(robot=str(other)))
     with pytest.raises(ConfigError) as e:
         load_daemon_config(path)
     msg = str(e.value)
     assert msg.startswith(f"{path}: stabilizer: {tmp_path / 'stab.yaml'}: robot: ")
-    assert str(other) in msg and str(DEPLOY / "robots" / "bip_leg.yaml") in msg
+    assert str(other) in msg and str(ROBOTS / "bip_leg.yaml") in msg
 
 
 def test_a_stabilizer_period_other_than_the_loop_is_refused_naming_both_values(tmp_path):

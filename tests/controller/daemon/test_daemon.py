@@ -11,67 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from controller.tools.ports import free_port
 from controller.tools.client import Client
 from controller.daemon.io.log import log_info
-from tests.paths import DEPLOY
-
-
-
-def _run_daemon(tmp_path: Path, doc: dict, boot_s: float = 60.0):
-    """``bipd run --lockstep`` of ``doc`` (its own ports, cycle log and trajectory folder in
-    ``tmp_path``), booted to DISABLED: yields (process, client, tmp_path), killed after."""
-    cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
-    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"), trajectory_dir=str(tmp_path))
-    cfg = tmp_path / "bipd.yaml"
-    cfg.write_text(yaml.safe_dump(doc))
-    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--lockstep"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    client = Client(cmd_ep, timeout_s=2.0, retries=3)
-    end = time.monotonic() + boot_s
-    while True:
-        try:
-            if client.call("status")["state"] == "DISABLED":
-                break
-        except Exception:
-            pass
-        assert proc.poll() is None, proc.stdout.read()
-        assert time.monotonic() < end, f"the daemon did not boot within {boot_s:g} s"
-        time.sleep(0.2)
-    yield proc, client, tmp_path
-    client.close()
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-
-
-@pytest.fixture
-def daemon(tmp_path):
-    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
-    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
-    yield from _run_daemon(tmp_path, doc)
-
-
-@pytest.fixture
-def bip2000_daemon(tmp_path):
-    """The whole BIP 2000 (deploy/bip2000.yaml: 15 axes on the simulated bus)."""
-    doc = yaml.safe_load((DEPLOY / "bip2000.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip2000.yaml")
-    yield from _run_daemon(tmp_path, doc, boot_s=300.0)     # a cold Numba cache compiles the tree kernels
-
-
-def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        s = client.call("status")["state"]
-        if s == state:
-            return s
-        time.sleep(0.05)
-    return s
+from tests.controller.daemon_process import wait_state
+from tests.paths import ROBOTS
 
 
 def hold_reference(client: Client, timeout: float = 20.0) -> list[float]:
@@ -249,7 +193,7 @@ def test_bad_15_joint_gait_files_are_refused_by_the_bip2000_daemon(bip2000_daemo
     from models.tree.config import load_tree
 
     _, client, tmp = bip2000_daemon
-    names = [j.joint.name for j in load_tree(DEPLOY / "robots" / "bip2000.yaml").joints]
+    names = [j.joint.name for j in load_tree(ROBOTS / "bip2000.yaml").joints]
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
     q0 = hold_reference(client)

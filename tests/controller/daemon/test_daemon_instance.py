@@ -11,7 +11,8 @@ import pytest
 
 from controller.tools.client import Client
 
-from tests.controller.daemon.test_daemon import daemon, wait_state  # noqa: F401 -- the fixture
+from tests.controller.daemon_process import wait_state
+from tests.paths import DEPLOY, ROBOTS
 
 BOOT_S = 60.0
 
@@ -22,7 +23,7 @@ def bipd_run(config) -> subprocess.Popen:
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
 
 
-def test_second_daemon_leaves_and_the_first_is_undisturbed(daemon):  # noqa: F811
+def test_second_daemon_leaves_and_the_first_is_undisturbed(daemon):
     first, client, tmp = daemon
     config = tmp / "bipd.yaml"
     endpoint = client.endpoint
@@ -88,14 +89,14 @@ def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
     from controller.tools.client import ClientTimeout
     from controller.daemon.io.curve import ClientCurve
 
-    from tests.controller.daemon.test_daemon import DEPLOY, free_port
+    from controller.tools.ports import free_port
 
     assert main(["keys", str(tmp_path / "curve"), "--name", "server"]) == 0
     assert main(["keys", str(tmp_path / "curve" / "clients"), "--name", "operator"]) == 0
     assert main(["keys", str(tmp_path / "stranger"), "--name", "stranger"]) == 0
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
-    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    doc["robot"] = str(ROBOTS / "bip_leg.yaml")
+    doc["stabilizer"] = str(ROBOTS / "bip_leg_stabilizer.yaml")
     endpoint = f"tcp://127.0.0.1:{free_port()}"
     doc["io"].update(command=endpoint, telemetry=f"tcp://127.0.0.1:{free_port()}",
                      curve={"server_secret_key_file": "curve/server.key_secret",

@@ -4,57 +4,17 @@ follows a move given by joint name over real ZMQ sockets; the client owns the cl
 so nothing depends on the host's speed."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import json
 import time
 
-import json
-
 import pytest
-import yaml
 import zmq
 
-from controller.tools.client import Client, CommandError
-
-from tests.controller.daemon.test_daemon import DEPLOY, free_port
+from controller.tools.client import CommandError
 
 
-@pytest.fixture
-def daemon(tmp_path):
-    doc = yaml.safe_load((DEPLOY / "bip2000.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip2000.yaml")
-    cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
-    doc["io"].update(command=cmd_ep, telemetry=tel_ep, trajectory_dir=str(tmp_path))
-    cfg = tmp_path / "bip2000.yaml"
-    cfg.write_text(yaml.safe_dump(doc))
-    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--stepped"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    client = Client(cmd_ep, timeout_s=5.0, retries=3)
-    end = time.monotonic() + 120                 # boot and kernel compilation: an error, not a verdict
-    while True:
-        try:
-            if client.call("status")["state"] == "DISABLED":
-                break
-        except Exception:
-            pass
-        assert proc.poll() is None, proc.stdout.read()
-        assert time.monotonic() < end, "the daemon did not boot within 120 s"
-        time.sleep(0.2)
-    yield proc, client, tel_ep, tmp_path
-    try:
-        client.call("shutdown")
-        proc.communicate(timeout=30)
-    finally:
-        client.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def test_fifteen_axes_boot_and_follow_a_move_by_name(daemon):
-    proc, client, _, _ = daemon
+def test_fifteen_axes_boot_and_follow_a_move_by_name(stepped_bip2000_daemon):
+    proc, client, _, _ = stepped_bip2000_daemon
     config = client.call("get_config")
     joints = config["joints"]
     assert len(joints) == 15 and config["robot"] == "bip2000"
@@ -80,10 +40,10 @@ def test_fifteen_axes_boot_and_follow_a_move_by_name(daemon):
     assert max(abs(status["q"][j] - start[j]) for j in others) < 5e-3
 
 
-def test_a_played_file_reports_its_support_phases(daemon):
+def test_a_played_file_reports_its_support_phases(stepped_bip2000_daemon):
     """Hung from the gantry (deploy/bip2000.yaml): every phase change of the file's support column
     is a SUPPORT event with the pelvis as root, and the telemetry names the phase."""
-    proc, client, tel_ep, folder = daemon
+    proc, client, tel_ep, folder = stepped_bip2000_daemon
     joints = client.call("get_config")["joints"]
     client.call("enable")
     client.call("step", seconds=0.5)

@@ -25,8 +25,7 @@ from controller.tools.scenarios.walk_metrics import KNEE_BOUND_DEG
 from controller.tools.walk_demo import operator_walk
 from models import ConfigError
 
-from tests.controller.daemon.test_daemon import DEPLOY
-from tests.controller.daemon.test_daemon_tree import daemon  # noqa: F401  (the fixture: bip2000.yaml, --stepped, trajectory_dir=tmp_path)
+from tests.paths import DEPLOY
 
 CONFIG = DEPLOY / "bip2000.yaml"
 
@@ -47,8 +46,8 @@ def record(endpoint: str, frames: list, subscribed: threading.Event, stop: threa
         sub.close(0)
 
 
-def test_the_walk_demo_reports_what_the_telemetry_shows(daemon):  # noqa: F811
-    _, client, tel_ep, folder = daemon
+def test_the_walk_demo_reports_what_the_telemetry_shows(stepped_bip2000_daemon):
+    _, client, tel_ep, folder = stepped_bip2000_daemon
     gait = generate_gait(folder, CONFIG, THESIS_STEPS, THESIS_SPEED_M_H, lambda _msg: None)
     gait_s = float(np.loadtxt(gait, delimiter=",", skiprows=2, usecols=0)[-1])
     frames: list = []
@@ -141,7 +140,7 @@ def test_a_demo_the_robot_cannot_run_is_refused(monkeypatch, capsys, config, dem
 def test_bipd_run_demo_walk_end_to_end(tmp_path, capsys, keep):
     """The front door, stepped: the gait generated into a run folder (kept in io.trajectory_dir when
     the config sets one, else temporary) that the daemon reads it from, played, summarised, exit 0."""
-    from tests.controller.daemon.test_daemon import free_port
+    from controller.tools.ports import free_port
 
     doc = yaml.safe_load(config_file(tmp_path).read_text())
     trajectories = tmp_path / "trajectories"

@@ -9,6 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from tests.assertions import close_within
 from tests.models.chains import bip_leg, random_robot, random_states
 from models.chain.dynamics import update
 from models.chain.reference import build
@@ -23,10 +24,7 @@ ROBOTS = {
 RTOL = 1e-9
 
 
-def close(ours, ref, scale=1.0):
-    ref = np.asarray(ref)
-    atol = RTOL * max(scale, float(np.abs(ref).max()))
-    np.testing.assert_allclose(ours, ref, rtol=RTOL, atol=atol)
+close = close_within(RTOL)
 
 
 @pytest.fixture(scope="module", params=sorted(ROBOTS))

@@ -19,6 +19,8 @@ from models.codegen.build import generate, generator_sha256
 from models.codegen.chain import chain_description
 from models.codegen.emit import Counts, count_ops, sha256
 from models.codegen.published import A_PRINTED, Q_PRINTED, printed
+from tests.assertions import close_within
+from tests.paths import ROBOTS
 
 NAMES = ("bip_leg", "liegeois_aldon_6dof", "bip2000_leg6",
          "bip2000_l_hip_yaw", "bip2000_r_hip_yaw", "bip2000_trunk_yaw")   # the last three: the tree's chains
@@ -61,10 +63,7 @@ def states(robot: Robot, seed: int):
         yield rng.uniform(lo, hi), rng.uniform(-3, 3, robot.n)
 
 
-def close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
-    """Equal to 1e-9 relative to the largest entry (entries can be exactly zero)."""
-    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9 * max(np.abs(ref).max(), 1e-300),
-                               err_msg=what)
+close = close_within(1e-9, scale=1e-300)      # relative to the largest entry (entries can be exactly zero)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -186,7 +185,7 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and str(bad) in err and "joints" in err and err.count("\n") == 1
     out = tmp_path / "missing" / "x.py"
-    assert main([str(ROOT / "deploy" / "robots" / "bip_leg.yaml"), "--out", str(out)]) == 2
+    assert main([str(ROBOTS / "bip_leg.yaml"), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert str(out) in err and "cannot write" in err and err.count("\n") == 1
 
@@ -196,7 +195,7 @@ def test_cli_refuses_a_chain_not_on_the_base_body(capsys):
     naming the file and the key, exit 2."""
     from models.codegen.__main__ import main
 
-    robot = ROOT / "deploy" / "robots" / "bip2000.yaml"
+    robot = ROBOTS / "bip2000.yaml"
     assert main([str(robot), "--chain", "l_knee"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {robot}: joints: 'l_knee' is not a joint on the base body") and err.count("\n") == 1

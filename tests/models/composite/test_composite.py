@@ -14,6 +14,7 @@ from models.composite.models import composite_setup, composite_update, set_stanc
 from models.tree.config import tree_from_dict
 from models.tree.robot import TreeRobot
 
+from tests.assertions import close_within
 from tests.models.tree.test_tree_engine import _allocations
 from tests.models.trees import bip2000, random_states, random_tree_dict
 
@@ -22,9 +23,7 @@ STANCES = ("left_sole", "right_sole")
 ROBOT = bip2000()
 
 
-def close(ours, ref):
-    ref = np.asarray(ref)
-    np.testing.assert_allclose(ours, ref, rtol=TOL, atol=TOL * max(1.0, float(np.abs(ref).max())))
+close = close_within(TOL)
 
 
 @pytest.fixture(params=STANCES)

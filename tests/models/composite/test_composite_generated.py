@@ -15,6 +15,7 @@ from models.composite.models import composite_setup, composite_update
 from models.composite.generated import generated_setup
 from models.tree.config import load_tree, tree_from_dict
 
+from tests.assertions import close_within
 from tests.models.tree.test_tree_engine import _allocations
 from tests.models.trees import BIP2000, bip2000, random_states
 
@@ -22,8 +23,7 @@ TOL = 1e-9
 ROBOT = bip2000()
 
 
-def close(ours, ref):
-    np.testing.assert_allclose(ours, ref, rtol=TOL, atol=TOL * max(1.0, float(np.abs(ref).max())))
+close = close_within(TOL)
 
 
 @pytest.fixture(params=("left_sole", "right_sole"))

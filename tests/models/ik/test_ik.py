@@ -20,10 +20,11 @@ from models.common.errors import GeometryError
 from models.ik.numerical import CHAIN, IkError, IkSolver, IkStatus, Task, rotation_error, solve
 
 from tests.nrt import assert_allocation_free
-from tests.models.chains import ROOT, bip_leg, random_robot
+from tests.models.chains import bip_leg, random_robot
+from tests.paths import ROBOTS
 
 LEG = bip_leg()
-ARM = Robot.from_yaml(ROOT / "deploy" / "robots" / "lammari_arm5.yaml")
+ARM = Robot.from_yaml(ROBOTS / "lammari_arm5.yaml")
 R6 = random_robot(3, 6)
 TOL = 1e-10
 

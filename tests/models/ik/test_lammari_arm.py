@@ -26,9 +26,9 @@ import pytest
 import yaml
 
 from models import Robot, description_from_dict
-from tests.paths import ROOT
+from tests.paths import ROBOTS
 
-ARM = ROOT / "deploy" / "robots" / "lammari_arm5.yaml"
+ARM = ROBOTS / "lammari_arm5.yaml"
 
 # Tableau 1 (annex A §I.2.1): points P'i, robot frame, m
 P_PRIME = np.array([

@@ -16,10 +16,10 @@ from models.rig.stewart import (NO_CONVERGENCE, NON_FINITE, OK, OUT_OF_STROKE, S
                             forward_kinematics, inverse_kinematics, leg_lengths, platform_motion,
                             staicu_motion)
 from models.rig.robot import StewartRig
+from tests.paths import STEWART_RIG
 
-from tests.models.chains import ROOT
 
-RIG = StewartRig.from_yaml(ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml")
+RIG = StewartRig.from_yaml(STEWART_RIG)
 DESC = RIG.model.desc
 HOME = RIG.home
 # the box of poses the hypothesis draws from, around the pose at t = 0: wider than the

@@ -10,15 +10,14 @@ import yaml
 
 from models.common.errors import ConfigError
 from models.rig.config import load_stewart, stewart_from_dict
+from tests.paths import STEWART_RIG
 
-from tests.models.chains import ROOT
 
-RIG = ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml"
-BASE = yaml.safe_load(RIG.read_text())
+BASE = yaml.safe_load(STEWART_RIG.read_text())
 
 
 def test_the_shipped_rig_holds_the_papers_values():
-    d = load_stewart(RIG)
+    d = load_stewart(STEWART_RIG)
     assert (d.l0, d.l1, d.l2, d.l3, d.l4) == (2.80, 0.20, 2.70, 2.80, 2.80)
     assert [b.mass for b in d.bodies] == [2.5, 20.0, 10.0, 2.5, 5.0, 100.0]
     assert [b.inertia for b in d.bodies] == [(0.2, 0.1, 0.1), (5.0, 30.0, 30.0), (20.0, 20.0, 5.0),

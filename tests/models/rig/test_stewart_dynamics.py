@@ -23,11 +23,10 @@ from models.rig.stewart import (OK, SINGULAR, StewartData, StewartModel, inverse
 from models.rig.config import LEG_NAMES, load_stewart
 from models.rig.dynamics import inverse_dynamics
 
-from tests.models.chains import ROOT
 from tests.models.tree.test_tree_engine import _allocations
+from tests.paths import STEWART_RIG
 
-RIG = ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml"
-DESC = load_stewart(RIG)
+DESC = load_stewart(STEWART_RIG)
 MODEL = StewartModel(DESC)
 THETA1 = np.array([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
 

@@ -10,14 +10,14 @@ import pytest
 from models.tree import bench as tree_bench
 from models.tree.bench import BenchPath, register, run, states
 
+from tests.assertions import close_within
 from tests.models.trees import BIP2000, bip2000
 
 RTOL = 1e-9
 REAL_PATHS = tuple(tree_bench.PATHS)
 
 
-def close(ours, ref):
-    np.testing.assert_allclose(ours, ref, rtol=RTOL, atol=RTOL * max(1.0, float(np.abs(ref).max())))
+close = close_within(RTOL)
 
 
 @pytest.mark.parametrize("name", REAL_PATHS)

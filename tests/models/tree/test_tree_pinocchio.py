@@ -15,6 +15,7 @@ import pytest
 
 from models.tree.reference import build_tree
 
+from tests.assertions import close_within
 from tests.models.trees import bip2000, random_states, random_tree
 
 RTOL = 1e-9
@@ -24,9 +25,7 @@ CASES = [("bip2000", r) for r in ("pelvis", "left_sole", "right_sole")] + \
 _cache: dict = {}
 
 
-def close(ours, ref):
-    ref = np.asarray(ref)
-    np.testing.assert_allclose(ours, ref, rtol=RTOL, atol=RTOL * max(1.0, float(np.abs(ref).max())))
+close = close_within(RTOL)
 
 
 @pytest.fixture(params=CASES, ids=[f"{a}-{b}" for a, b in CASES])

@@ -13,7 +13,7 @@ from controller.daemon.config import load_daemon_config
 from controller.tools.ctl import EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
 from controller.tools.ctl import main as ctl_main
 from models import ConfigError
-from tests.paths import DEPLOY
+from tests.paths import DEPLOY, ROBOTS
 
 
 
@@ -31,8 +31,8 @@ def keys(tmp_path) -> Path:
 
 def config(tmp_path: Path, io: dict) -> Path:
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
-    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    doc["robot"] = str(ROBOTS / "bip_leg.yaml")
+    doc["stabilizer"] = str(ROBOTS / "bip_leg_stabilizer.yaml")
     doc["io"].update(io)
     path = tmp_path / "bipd.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -13,9 +13,8 @@ from controller.daemon.shm import Cmd
 from models.rig.stewart import StewartModel
 
 from tests.controller.conftest import make_context
-from tests.paths import RIGS
+from tests.paths import STEWART_RIG
 
-RIG = RIGS / "stewart_staicu2008.yaml"
 
 
 @pytest.fixture
@@ -145,7 +144,7 @@ def test_state_table_is_the_loops():
 def test_state_table(ctx, state):
     ctx.state = state
     ctx.stepped = True
-    ctx.rig = StewartModel.from_yaml(RIG)
+    ctx.rig = StewartModel.from_yaml(STEWART_RIG)
     good = {"step": {"cycles": 5}, "move_joints": {"q": [0, 0, 0, 0]}, "run": {"trajectory": "squat"}, "stabilizer": {"enable": False},
             "platform": {"alpha": 0, "beta": 0, "duration": 1}, "set_gains": {"axis": "motor1", "kp": 1, "ki": 0, "kd": 0},
             "inject_fault": {"fault": "drop_pres", "node": 1},

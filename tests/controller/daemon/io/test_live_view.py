@@ -23,15 +23,16 @@ from controller.tools.client import Client  # noqa: E402
 from models import Robot  # noqa: E402
 from models.tilt import rotation_world_foot  # noqa: E402
 
-from tests.controller.daemon.test_daemon import DEPLOY, free_port  # noqa: E402
+from controller.tools.ports import free_port  # noqa: E402
+from tests.paths import DEPLOY, ROBOTS
 
 BOOT_S = 60.0          # wall seconds before giving up on an event: an error, not a verdict
 
 
 def _config(tmp_path: Path, live: dict | None) -> tuple[Path, str]:
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
-    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    doc["robot"] = str(ROBOTS / "bip_leg.yaml")
+    doc["stabilizer"] = str(ROBOTS / "bip_leg_stabilizer.yaml")
     cmd_ep = f"tcp://127.0.0.1:{free_port()}"
     doc["io"].update(command=cmd_ep, telemetry=f"tcp://127.0.0.1:{free_port()}")
     if live is None:
@@ -119,7 +120,7 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     port, client = live_daemon
     pin = pytest.importorskip("pinocchio")
     from models.chain.reference import build
-    robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
+    robot = Robot.from_yaml(ROBOTS / "bip_leg.yaml")
     ref, tool = build(robot.description)
     with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
         subs = _subscribe(ws, TOPICS)
@@ -253,7 +254,7 @@ def test_quaternions_of_the_tilt_and_of_the_force_arrow():
 def test_missing_sdk_names_the_extra(monkeypatch):
     from controller.daemon.io.live import LiveView, LiveViewError
     monkeypatch.setitem(sys.modules, "foxglove", None)          # import foxglove -> ImportError
-    robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
+    robot = Robot.from_yaml(ROBOTS / "bip_leg.yaml")
     with pytest.raises(LiveViewError, match=r"pip install 'bipd\[live\]'"):
         LiveView(robot, 0)
 
@@ -261,7 +262,7 @@ def test_missing_sdk_names_the_extra(monkeypatch):
 def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a_wall():
     from controller.daemon.io.live import FORCE_SCALE, INSIDE_COLOR, OUTSIDE_COLOR, Ground, LiveView
     from controller.daemon.telemetry import RecordLayout
-    robot = Robot.from_yaml(DEPLOY / "robots" / "bip_leg.yaml")
+    robot = Robot.from_yaml(ROBOTS / "bip_leg.yaml")
     foot = robot.description.foot
     live = LiveView(robot, 0, ground=Ground.of(robot, None))
     try:

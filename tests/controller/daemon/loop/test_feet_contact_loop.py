@@ -24,11 +24,11 @@ from stabilizer.contact import DWELL_S, LOADS_MISSING, RELEASE_LOAD
 from tests.numpy_allocs import CountingHandler
 from tests.controller.daemon.loop_harness import Harness
 from tests.controller.daemon.loop.test_stabilizer_status import last_record
-from tests.paths import ROOT
+from tests.paths import DEPLOY
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
 
-CONFIG = ROOT / "deploy" / "bip2000.yaml"
+CONFIG = DEPLOY / "bip2000.yaml"
 MOVE_S = 2.0
 
 

@@ -21,7 +21,7 @@ from models.tree.robot import TreeRobot
 
 from tests.numpy_allocs import CountingHandler
 from tests.controller.daemon.loop_harness import Harness
-from tests.paths import DEPLOY
+from tests.paths import DEPLOY, ROBOTS
 
 CONFIG = DEPLOY / "bip2000.yaml"
 
@@ -29,7 +29,7 @@ CONFIG = DEPLOY / "bip2000.yaml"
 def config_file(tmp_path: Path, **control) -> Path:
     """deploy/bip2000.yaml with some control keys changed, written to tmp_path."""
     doc = yaml.safe_load(CONFIG.read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip2000.yaml")
+    doc["robot"] = str(ROBOTS / "bip2000.yaml")
     doc["control"].update(control)
     path = tmp_path / "bip2000.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -59,7 +59,7 @@ def enabled(h: Harness) -> None:
 @pytest.mark.parametrize("root", ["pelvis", "left_sole", "right_sole"])
 def test_feedforward_is_the_tree_models(hung, root):
     """G and A q̈ + h of the loop's cycle (Newton-Euler h) against TreeRobot.update (Christoffel C)."""
-    loop, ref = hung.loop, TreeRobot.from_yaml(DEPLOY / "robots" / "bip2000.yaml")
+    loop, ref = hung.loop, TreeRobot.from_yaml(ROBOTS / "bip2000.yaml")
     r = loop.models.roots.index(root)
     loop._set_root(r)
     ref.set_root(root)
@@ -176,7 +176,7 @@ def test_bip2000_config_loads():
 ])
 def test_bad_variants_are_refused_naming_the_key(tmp_path, change, key, fragment):
     doc = yaml.safe_load(CONFIG.read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip2000.yaml")
+    doc["robot"] = str(ROBOTS / "bip2000.yaml")
     for section, value in change.items():
         if isinstance(value, dict):
             doc[section].update(value)
@@ -200,7 +200,7 @@ def test_joint_axes_must_name_every_joint(tmp_path):
     ("[pelvis]", "ground", "ground roots the model at the stance sole"),
 ])
 def test_the_support_needs_its_roots(tmp_path, roots, support, fragment):
-    text = (DEPLOY / "robots" / "bip2000.yaml").read_text()
+    text = (ROBOTS / "bip2000.yaml").read_text()
     assert text.count("roots: [pelvis, left_sole, right_sole]") == 1
     robot = tmp_path / "robot.yaml"
     robot.write_text(text.replace("roots: [pelvis, left_sole, right_sole]", f"roots: {roots}"))

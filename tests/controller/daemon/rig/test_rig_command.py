@@ -14,7 +14,6 @@ from controller.daemon.run import io_context
 from controller.daemon.io.protocol import ErrorReply, Request, validate
 from controller.daemon.rig.spec import motion_args
 from controller.daemon.shm import Cmd
-from models.rig.stewart import StewartModel
 from models.rig.tilt import SOLES, THESIS
 
 from tests.controller.conftest import make_context
@@ -24,17 +23,12 @@ from tests.paths import DEPLOY
 SINE = "sinusoid:axis=y,amplitude=0.05,frequency=1,cycles=4"
 
 
-@pytest.fixture(scope="module")
-def rig() -> StewartModel:
-    return StewartModel.from_yaml(DEPLOY / "rigs" / "stewart_staicu2008.yaml")
-
-
 def _req(motion) -> bytes:
     return json.dumps({"id": 1, "cmd": "rig_motion", "args": {"motion": motion}}).encode()
 
 
-def test_a_valid_motion_becomes_its_mailbox_arguments(leg_desc, rig):
-    ctx = make_context(leg_desc, rig=rig)
+def test_a_valid_motion_becomes_its_mailbox_arguments(leg_desc, stewart):
+    ctx = make_context(leg_desc, rig=stewart)
     ctx.state = State.HOLD
     r = validate(_req(SINE), ctx)
     assert isinstance(r, Request) and r.mailbox == Cmd.RIG_MOTION
@@ -49,8 +43,8 @@ def test_a_valid_motion_becomes_its_mailbox_arguments(leg_desc, rig):
     ("sinusoid:amplitude=-1", Error.BAD_ARGS, "amplitude must be a finite number > 0"),
     (3, Error.BAD_ARGS, "args.motion must be a string"),
 ])
-def test_bad_motions_are_refused_naming_why(leg_desc, rig, motion, code, words):
-    ctx = make_context(leg_desc, rig=rig)
+def test_bad_motions_are_refused_naming_why(leg_desc, stewart, motion, code, words):
+    ctx = make_context(leg_desc, rig=stewart)
     ctx.state = State.HOLD
     r = validate(_req(motion), ctx)
     assert isinstance(r, ErrorReply) and r.code == code

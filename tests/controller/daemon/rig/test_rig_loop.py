@@ -20,7 +20,7 @@ from controller.daemon.rig.motions import sinusoid
 from controller.daemon.shm import Cmd
 from models import ConfigError
 from models.gait.plan import DOUBLE
-from models.rig.stewart import StewartModel, leg_lengths
+from models.rig.stewart import leg_lengths
 from models.rig.tilt import hinge_to_euler
 from models.tilt import tilted_gravity
 
@@ -47,11 +47,6 @@ def _config(tmp_path: Path, use_acceleration: bool = False, source: str = "platf
     doc["stabilizer"] = str(tmp_path / "stab.yaml")
     (tmp_path / "bipd.yaml").write_text(yaml.safe_dump(doc))
     return load_daemon_config(tmp_path / "bipd.yaml", backend="sim", lockstep=True)
-
-
-@pytest.fixture(scope="module")
-def rig() -> StewartModel:
-    return StewartModel.from_yaml(DEPLOY / "rigs" / "stewart_staicu2008.yaml")
 
 
 def _enabled(cfg) -> Harness:
@@ -84,7 +79,7 @@ def test_bad_rig_config_is_refused_naming_the_key(tmp_path, edit, problem):
         load_daemon_config(tmp_path / "bad.yaml")
 
 
-def test_the_platform_command_tilts_the_rig(tmp_path, rig):
+def test_the_platform_command_tilts_the_rig(tmp_path, stewart):
     """``platform`` α β T on the rig: after T the six drives' targets are the rig's actuator
     displacements at Ry(α) Rx(−β) times the screw gear, the loop measures (α, β) back, the leg plant
     stands at that tilt and the models' gravity is the tilted one (eq. 46)."""
@@ -94,10 +89,10 @@ def test_the_platform_command_tilts_the_rig(tmp_path, rig):
         assert h.command(Cmd.PLATFORM, alpha, beta, 2.0) == (True, Error.OK)
         h.run(1250, heartbeat_every=50)
         loop = h.loop
-        pose = np.array([0.0, 0.0, rig.desc.h, 0.0, 0.0, 0.0])
+        pose = np.array([0.0, 0.0, stewart.desc.h, 0.0, 0.0, 0.0])
         hinge_to_euler(alpha, beta, pose[3:])
         lam = np.zeros(6)
-        leg_lengths(rig.buf, pose, lam, np.zeros((6, 6)))
+        leg_lengths(stewart.buf, pose, lam, np.zeros((6, 6)))
         assert np.allclose(h.bus.target_position[loop.plat_idx], GEAR * lam, atol=1e-9)
         assert np.allclose(loop.plat, (alpha, beta), atol=2e-4)
         assert np.allclose(h.bus.network.plant.sensors["platform"], loop.plat, atol=1e-3)

@@ -14,16 +14,9 @@ from controller.daemon.rig.motions import (MotionError, SplineMotion, TiltSequen
                                     pierson_moskowitz, ship_deck, sinusoid)
 from controller.daemon.rig.spec import motion_from_spec
 from controller.daemon.rig.stroke import check_motion
-from models.rig.stewart import StewartModel, leg_lengths
+from models.rig.stewart import leg_lengths
 from models.rig.tilt import SOLES, euler_to_hinge, hinge_to_euler, matrix_hinge_angles
-from tests.paths import RIGS
 
-RIG = RIGS / "stewart_staicu2008.yaml"
-
-
-@pytest.fixture(scope="module")
-def rig() -> StewartModel:
-    return StewartModel.from_yaml(RIG)
 
 
 def _rot(axis: int, a: float) -> np.ndarray:
@@ -45,10 +38,10 @@ MOTIONS = {
 
 
 @pytest.mark.parametrize("name", sorted(MOTIONS))
-def test_generators_stay_within_the_stroke_and_are_consistent(rig, name):
+def test_generators_stay_within_the_stroke_and_are_consistent(stewart, name):
     motion = MOTIONS[name]()
-    report = check_motion(rig, motion)
-    lo, hi = rig.desc.stroke
+    report = check_motion(stewart, motion)
+    lo, hi = stewart.desc.stroke
     assert lo <= report.lam_min < report.lam_max <= hi and report.margin > 0.0
     # start and end at rest; velocity and acceleration are the pose's derivatives
     x, xd, xdd, xp, xm, j = (np.zeros(6) for _ in range(6))
@@ -106,7 +99,7 @@ def test_a_tilt_that_does_not_end_level_is_refused():
         TiltSequence([(0.1, 0.1, 2.0)])
 
 
-def test_tilt_sequence_reaches_its_points(rig):
+def test_tilt_sequence_reaches_its_points(stewart):
     m = TiltSequence([(0.1, 0.2, 2.0), (-0.1, 0.0, 3.0), (0.0, 0.0, 2.0)])
     x, xd, xdd = np.zeros(6), np.zeros(6), np.zeros(6)
     m.at(2.0, x, xd, xdd)
@@ -115,21 +108,21 @@ def test_tilt_sequence_reaches_its_points(rig):
     assert np.allclose(euler_to_hinge(*x[3:]), (-0.1, 0.0), atol=1e-12)
 
 
-def test_a_step_beyond_the_stroke_is_refused_naming_the_first_time_and_leg(rig):
+def test_a_step_beyond_the_stroke_is_refused_naming_the_first_time_and_leg(stewart):
     m = acceleration_step("x", 15.0)
     with pytest.raises(MotionError) as err:
-        check_motion(rig, m)
+        check_motion(stewart, m)
     msg = str(err.value)
     leg, t = msg.split("leg ")[1][0], float(msg.split("at t = ")[1].split(" s")[0])
     j = "ABCDEF".index(leg)
-    home = np.array([0.0, 0.0, rig.desc.h, 0.0, 0.0, 0.0])
+    home = np.array([0.0, 0.0, stewart.desc.h, 0.0, 0.0, 0.0])
     lam, S, x, v, a = np.zeros(6), np.zeros((6, 6)), np.zeros(6), np.zeros(6), np.zeros(6)
-    lo, hi = rig.desc.stroke
+    lo, hi = stewart.desc.stroke
     m.at(t, x, v, a)
-    leg_lengths(rig.buf, home + x, lam, S)
+    leg_lengths(stewart.buf, home + x, lam, S)
     assert lam[j] > hi or lam[j] < lo
     m.at(t - 0.005, x, v, a)
-    leg_lengths(rig.buf, home + x, lam, S)
+    leg_lengths(stewart.buf, home + x, lam, S)
     assert np.all((lam >= lo) & (lam <= hi))
 
 
@@ -192,13 +185,13 @@ def test_earthquake_is_drift_free_and_follows_the_record():
     assert m.rms_error < 0.01 * D * w * w
 
 
-def test_an_earthquake_beyond_the_stroke_is_refused_naming_time_and_leg(tmp_path, rig):
+def test_an_earthquake_beyond_the_stroke_is_refused_naming_time_and_leg(tmp_path, stewart):
     t = np.arange(0.0, 10.0, 0.01)
     rows = "\n".join(f"{ti:.2f},{3.0 * math.sin(2 * math.pi * 0.3 * ti):.6f},0,0" for ti in t)
     m = load_earthquake(_csv(tmp_path, "t,ax,ay,az\n" + rows + "\n"))
     with pytest.raises(MotionError, match=r"earthquake quake.csv: the rig cannot make this motion: leg [A-F] "
                                           r"would need a displacement of [+-]0\.8\d\d m at t = \d+\.\d{3} s"):
-        check_motion(rig, m)
+        check_motion(stewart, m)
 
 
 def test_spline_from_displacement_interpolates_its_nodes():

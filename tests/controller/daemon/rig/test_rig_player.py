@@ -10,18 +10,11 @@ import pytest
 
 from controller.daemon.rig.motions import MotionError, TiltSequence, sinusoid
 from controller.daemon.rig.player import RigPlayer
-from models.rig.stewart import OK, OUT_OF_STROKE, StewartModel
+from models.rig.stewart import OK, OUT_OF_STROKE
 
 from tests.numpy_allocs import CountingHandler
-from tests.paths import RIGS
 
-RIG = RIGS / "stewart_staicu2008.yaml"
 PERIOD, GEAR = 0.002, 2 * math.pi / 0.02
-
-
-@pytest.fixture(scope="module")
-def rig() -> StewartModel:
-    return StewartModel.from_yaml(RIG)
 
 
 def _play(player: RigPlayer, motion, t_end: float, each=None) -> None:
@@ -35,10 +28,10 @@ def _play(player: RigPlayer, motion, t_end: float, each=None) -> None:
             each(t)
 
 
-def test_the_measured_platform_is_the_played_one(rig):
+def test_the_measured_platform_is_the_played_one(stewart):
     """A 0.5 Hz, 0.1 m sinusoid along y: the measured pose and twist are the reference's, and G's
     acceleration (unfiltered: the twist's difference over a period) is −A ω² sin ωt at mid-period."""
-    p = RigPlayer(rig, GEAR, PERIOD, accel_tau=0.0)
+    p = RigPlayer(stewart, GEAR, PERIOD, accel_tau=0.0)
     m = sinusoid("y", 0.1, 0.5, cycles=3)
     w = math.pi
     worst = np.zeros(3)
@@ -57,16 +50,16 @@ def test_the_measured_platform_is_the_played_one(rig):
     assert p.motion is not None
 
 
-def test_the_measured_tilt_is_the_hinge_tilt(rig):
-    p = RigPlayer(rig, GEAR, PERIOD)
+def test_the_measured_tilt_is_the_hinge_tilt(stewart):
+    p = RigPlayer(stewart, GEAR, PERIOD)
     seen = []
     _play(p, TiltSequence([(0.17, 0.35, 2.0), (0.0, 0.0, 2.0)]), 2.0, lambda t: seen.append(p.tilt.copy()))
     assert np.allclose(seen[-1], (0.17, 0.35), atol=1e-9)
     assert np.allclose(seen[round(1.0 / PERIOD) - 1], (0.17 * 0.5, 0.35 * 0.5), atol=1e-9)   # the quintic's midpoint
 
 
-def test_lengths_beyond_the_stroke_keep_the_last_pose(rig):
-    p = RigPlayer(rig, GEAR, PERIOD)
+def test_lengths_beyond_the_stroke_keep_the_last_pose(stewart):
+    p = RigPlayer(stewart, GEAR, PERIOD)
     before = p.pose.copy()
     bad = p.position.copy()
     bad[2] = GEAR * 0.9
@@ -74,15 +67,15 @@ def test_lengths_beyond_the_stroke_keep_the_last_pose(rig):
     assert np.array_equal(p.pose, before)
 
 
-def test_one_motion_at_a_time(rig):
-    p = RigPlayer(rig, GEAR, PERIOD)
+def test_one_motion_at_a_time(stewart):
+    p = RigPlayer(stewart, GEAR, PERIOD)
     p.start(sinusoid("x", 0.01, 1.0), 0.0)
     with pytest.raises(MotionError, match="still playing"):
         p.start(sinusoid("y", 0.01, 1.0), 0.0)
 
 
-def test_a_cycle_allocates_no_array(rig):
-    p = RigPlayer(rig, GEAR, PERIOD)
+def test_a_cycle_allocates_no_array(stewart):
+    p = RigPlayer(stewart, GEAR, PERIOD)
     p.start(sinusoid("x", 0.05, 1.0), 0.0)
     p.reference(PERIOD)
     p.measure(p.position, p.velocity)

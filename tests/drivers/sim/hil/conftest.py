@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from models import Robot
-from tests.paths import ROOT
+from tests.paths import ROBOTS
 
 if importlib.util.find_spec("mujoco") is None:          # the ``sim`` extra is not installed
     collect_ignore_glob = ["test_*.py"]
 
-LEG_YAML = ROOT / "deploy" / "robots" / "bip_leg.yaml"
+LEG_YAML = ROBOTS / "bip_leg.yaml"
 BUS_CYCLE = 4.0e-4
 
 

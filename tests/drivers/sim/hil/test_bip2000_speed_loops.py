@@ -16,7 +16,7 @@ from models.transmission import ROTOR, transmission_jacobian
 from models.tree.config import load_tree
 from models.tree.robot import TreeRobot
 from models.common.validation import read_yaml
-from tests.paths import DEPLOY
+from tests.paths import DEPLOY, ROBOTS
 
 
 
@@ -57,7 +57,7 @@ def test_every_bip2000_speed_loop_pole_is_inside_the_unit_circle():
 @pytest.mark.parametrize("joint", ["l_hip_yaw", "r_hip_yaw"])
 def test_the_hip_yaw_motor_drives_little_more_than_its_rotor(joint):
     """The reason its drive has its own gains: the leg about the yaw axis reflects < 20 % of the rotor."""
-    desc = load_tree(DEPLOY / "robots" / "bip2000.yaml")
+    desc = load_tree(ROBOTS / "bip2000.yaml")
     j = [t.joint.name for t in desc.joints].index(joint)
     inertia = smallest_motor_inertias(desc, [np.zeros(desc.n), flexed_posture(desc)])
     rotor = desc.transmission.params[ROTOR + j]

@@ -17,11 +17,11 @@ from drivers.sim.plant import InertiaPlant
 from models.common.validation import read_yaml
 
 from tests.drivers.helpers import cycle
-from tests.paths import ROOT
+from tests.paths import DEPLOY, ROBOTS
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
 
-SECTION = read_yaml(ROOT / "deploy" / "bip2000.yaml")["bus"]
+SECTION = read_yaml(DEPLOY / "bip2000.yaml")["bus"]
 
 
 def bus_values(bus, name: str) -> np.ndarray:
@@ -36,7 +36,7 @@ def test_the_pelvis_imu_and_the_feet_loads_reach_the_managing_node(backend):
     from models.tree.config import load_tree
 
     config = parse_bus_config(SECTION)
-    plant = BipedPlant.from_config(config, load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml"))
+    plant = BipedPlant.from_config(config, load_tree(ROBOTS / "bip2000.yaml"))
     history, step = [], plant.step
 
     def recording_step(dt, torque):                          # the sensors each bus cycle's PRes can carry

@@ -7,8 +7,8 @@ import pytest
 
 from drivers.sim.hil.mjcf import LEG_MOTORS, PLATFORM_DEFAULTS, TENDON_JOINTS, MjcfError, build_mjcf
 from models import Robot
+from tests.paths import ROBOTS
 
-from tests.drivers.sim.hil.conftest import ROOT
 
 
 def _model(robot, **kw) -> mujoco.MjModel:
@@ -111,7 +111,7 @@ def test_clamped_inverse_dynamics_with_the_motors(robot):
 
 def test_clamped_model_of_an_arm_without_foot():
     """Any MDH chain (Lammari 2012's 5-joint arm, gravity along -z0) clamps; no transmission, no foot."""
-    arm = Robot.from_yaml(ROOT / "deploy" / "robots" / "lammari_arm5.yaml")
+    arm = Robot.from_yaml(ROBOTS / "lammari_arm5.yaml")
     m = mujoco.MjModel.from_xml_string(build_mjcf(arm, None, clamped=True))
     d = mujoco.MjData(m)
     for q, qd, qdd in _random_states(arm, 5):
@@ -128,7 +128,7 @@ def test_exported_mjcf_of_bip2000_matches_the_tree_engine():
     from models.tree.robot import TreeRobot
     from drivers.sim.hil.mjcf import mjcf_from_description
 
-    desc = load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml")
+    desc = load_tree(ROBOTS / "bip2000.yaml")
     robot = TreeRobot(desc)
     robot.set_root("pelvis")
     m = mujoco.MjModel.from_xml_string(mjcf_from_description(desc))
@@ -151,7 +151,7 @@ def test_export_mjcf_of_a_line_mass_is_one_line_naming_the_body(capsys):
     """Liégeois & Aldon's link 1 has no inertia about its own axis: MuJoCo cannot hold it."""
     from controller.cli import main
 
-    path = ROOT / "deploy" / "robots" / "liegeois_aldon_6dof.yaml"
+    path = ROBOTS / "liegeois_aldon_6dof.yaml"
     assert main(["export", "mjcf", str(path)]) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1

@@ -17,9 +17,10 @@ from models.tree.config import load_tree
 from models.tree.robot import TreeRobot
 from models.urdf import frame_link
 
-from tests.drivers.sim.hil.conftest import BUS_CYCLE, ROOT
+from tests.drivers.sim.hil.conftest import BUS_CYCLE
+from tests.paths import ROBOTS
 
-BIP2000 = ROOT / "deploy" / "robots" / "bip2000.yaml"
+BIP2000 = ROBOTS / "bip2000.yaml"
 MASS = 105.0
 G = 9.81
 

@@ -16,7 +16,8 @@ from drivers.sim.hil.plant_biped import BipedPlant, flexed_posture
 from models.tilt import sole_gravity
 from models.tree.config import load_tree
 
-from tests.drivers.sim.hil.conftest import BUS_CYCLE, ROOT
+from tests.drivers.sim.hil.conftest import BUS_CYCLE
+from tests.paths import ROBOTS
 
 G = 9.81
 
@@ -30,7 +31,7 @@ def _rot(alpha: float, beta: float) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def desc():
-    return load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml")
+    return load_tree(ROBOTS / "bip2000.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -10,28 +10,23 @@ import pytest
 
 from drivers.config import BusConfigError
 from drivers.sim.hil.plant_biped import BipedPlant
-from models.rig.stewart import StewartModel, leg_lengths
+from models.rig.stewart import leg_lengths
 from models.tree.config import load_tree
+from tests.paths import ROBOTS
 
-from tests.drivers.sim.hil.conftest import ROOT
 
 LEAD = 0.01
 
 
 @pytest.fixture(scope="module")
-def rig() -> StewartModel:
-    return StewartModel.from_yaml(ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml")
-
-
-@pytest.fixture(scope="module")
-def plant(rig) -> BipedPlant:
-    return BipedPlant(load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml"), rig=rig,
+def plant(stewart) -> BipedPlant:
+    return BipedPlant(load_tree(ROBOTS / "bip2000.yaml"), rig=stewart,
                       rig_options={"screw_lead": LEAD})
 
 
-def test_the_robot_stands_settled_on_the_plate_at_the_rig_home(plant, rig):
+def test_the_robot_stands_settled_on_the_plate_at_the_rig_home(plant, stewart):
     home = np.zeros(6)
-    leg_lengths(rig.buf, np.array([0.0, 0.0, rig.desc.h, 0.0, 0.0, 0.0]), home, np.zeros((6, 6)))
+    leg_lengths(stewart.buf, np.array([0.0, 0.0, stewart.desc.h, 0.0, 0.0, 0.0]), home, np.zeros((6, 6)))
     s = plant.sensors
     assert not s["fallen"] and np.all(np.abs(s["foot_lift"]) < 1e-3)
     np.testing.assert_allclose(s["plate_position"], 0.0, atol=5e-4)   # home, less the settling hold's give (0.2 mm)
@@ -39,6 +34,6 @@ def test_the_robot_stands_settled_on_the_plate_at_the_rig_home(plant, rig):
     np.testing.assert_allclose(s["platform"], 0.0, atol=1e-3)
 
 
-def test_the_rig_needs_its_six_axes(rig):
+def test_the_rig_needs_its_six_axes(stewart):
     with pytest.raises(BusConfigError, match="six actuators"):
-        BipedPlant(load_tree(ROOT / "deploy" / "robots" / "bip2000.yaml"), rig=rig, rig_axes=("a", "b"))
+        BipedPlant(load_tree(ROBOTS / "bip2000.yaml"), rig=stewart, rig_axes=("a", "b"))

@@ -18,7 +18,8 @@ from drivers.sim.hil.plant_mujoco import (
 from models import TransmissionFault
 from stabilizer.ground import tilt_from_up
 
-from tests.drivers.sim.hil.conftest import BUS_CYCLE, ROOT, holder, run
+from tests.drivers.sim.hil.conftest import BUS_CYCLE, holder, run
+from tests.paths import DEPLOY
 
 Q_STAND = np.array([0.0, 0.0, -0.04, 0.0])
 
@@ -105,7 +106,7 @@ def test_platform_follows_its_motors_and_the_imu_sees_the_tilt(robot):
 
 def test_deterministic_and_mapped_by_axis_name(robot):
     """Same torques, same trajectory (bit for bit); from_config maps the motors by bus axis name."""
-    bus = yaml.safe_load((ROOT / "deploy" / "bipd.yaml").read_text())["bus"]
+    bus = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())["bus"]
     bus["nodes"] = bus["nodes"][::-1]                 # platform axes first on the bus
     config = parse_bus_config(bus)
     a = MujocoPlant.from_config(config, robot, 50.0, Q_STAND)

@@ -14,7 +14,7 @@ from drivers.sim.hil.plant_mujoco_rig import MujocoRigPlant
 from models.rig.stewart import StewartModel, leg_lengths
 from models.rig.tilt import hinge_to_euler
 
-from tests.drivers.sim.hil.conftest import BUS_CYCLE, ROOT
+from tests.drivers.sim.hil.conftest import BUS_CYCLE
 
 RIG_AXES = tuple(f"rig_{c}" for c in "ABCDEF")
 BUS = ("rig_D", "ankle_1", "rig_A", "ankle_2", "rig_F", "knee", "rig_B", "hip", "rig_E", "rig_C")   # any order
@@ -22,16 +22,11 @@ STANCE = (0.0, 0.25, -0.5, 0.25)
 GEAR = 2 * math.pi / 0.02            # drivers.sim.hil.stewart_mjcf's default screw
 
 
-@pytest.fixture(scope="module")
-def rig() -> StewartModel:
-    return StewartModel.from_yaml(ROOT / "deploy" / "rigs" / "stewart_staicu2008.yaml")
-
-
-def _lengths(rig: StewartModel, alpha: float, beta: float, heave: float = 0.0) -> np.ndarray:
-    pose = np.array([0.0, 0.0, rig.desc.h + heave, 0.0, 0.0, 0.0])
+def _lengths(stewart: StewartModel, alpha: float, beta: float, heave: float = 0.0) -> np.ndarray:
+    pose = np.array([0.0, 0.0, stewart.desc.h + heave, 0.0, 0.0, 0.0])
     hinge_to_euler(alpha, beta, pose[3:])
     lam = np.zeros(6)
-    leg_lengths(rig.buf, pose, lam, np.zeros((6, 6)))
+    leg_lengths(stewart.buf, pose, lam, np.zeros((6, 6)))
     return lam
 
 
@@ -52,30 +47,30 @@ def _stand_while_the_rig_moves(robot, plant, target: np.ndarray) -> None:
         plant.step(BUS_CYCLE, tau)
 
 
-def test_the_leg_stands_on_the_plate_as_the_rig_tilts(robot, rig):
-    plant = MujocoRigPlant(robot, rig, BUS, RIG_AXES, q0=STANCE)
+def test_the_leg_stands_on_the_plate_as_the_rig_tilts(robot, stewart):
+    plant = MujocoRigPlant(robot, stewart, BUS, RIG_AXES, q0=STANCE)
     rig_bus = [BUS.index(a) for a in RIG_AXES]
     assert plant.n_motors == 10
-    assert np.allclose(plant.motor_position[rig_bus], GEAR * _lengths(rig, 0.0, 0.0), atol=1e-9)
-    _stand_while_the_rig_moves(robot, plant, GEAR * _lengths(rig, 0.05, 0.1))   # the posture-held leg stands it
+    assert np.allclose(plant.motor_position[rig_bus], GEAR * _lengths(stewart, 0.0, 0.0), atol=1e-9)
+    _stand_while_the_rig_moves(robot, plant, GEAR * _lengths(stewart, 0.05, 0.1))   # the posture-held leg stands it
     assert np.allclose(plant.sensors["platform"], (0.05, 0.1), atol=3e-3)
     assert float(plant.sensors["fallen"]) == 0.0
     weight = robot.model.mass.sum() * 9.81
     assert 0.5 * weight < plant.sensors["sole"][0] < 1.5 * weight       # the foot carries the leg
 
 
-def test_the_foot_lift_is_measured_from_the_moving_plate(robot, rig):
+def test_the_foot_lift_is_measured_from_the_moving_plate(robot, stewart):
     """A heave of the plate carries the standing foot: its lift (highest sole corner above the
     plate) stays near zero while the hip rises with the plate."""
-    plant = MujocoRigPlant(robot, rig, BUS, RIG_AXES, q0=STANCE)
+    plant = MujocoRigPlant(robot, stewart, BUS, RIG_AXES, q0=STANCE)
     plate = plant.mj_data.xpos[plant.mj_model.body(PLATFORM).id]
     hip0, plate0 = float(plant.sensors["hip_height"]), float(plate[2])
-    _stand_while_the_rig_moves(robot, plant, GEAR * _lengths(rig, 0.0, 0.0, heave=0.03))
+    _stand_while_the_rig_moves(robot, plant, GEAR * _lengths(stewart, 0.0, 0.0, heave=0.03))
     rise = float(plate[2]) - plate0                   # the test's holder lets the plate sag a little
     assert rise > 0.02 and float(plant.sensors["hip_height"]) - hip0 == pytest.approx(rise, abs=2e-3)
     assert abs(float(plant.sensors["foot_lift"])) < 2e-3 and float(plant.sensors["fallen"]) == 0.0
 
 
-def test_the_axes_must_be_the_leg_and_the_rig(robot, rig):
+def test_the_axes_must_be_the_leg_and_the_rig(robot, stewart):
     with pytest.raises(BusConfigError, match="do not match the leg on the rig's motors"):
-        MujocoRigPlant(robot, rig, BUS[:-1] + ("platform_alpha",), RIG_AXES)
+        MujocoRigPlant(robot, stewart, BUS[:-1] + ("platform_alpha",), RIG_AXES)

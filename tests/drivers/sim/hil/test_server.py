@@ -22,7 +22,8 @@ from drivers.sim.hil.server import ServedPlant, initial_posture, main
 from drivers.sim.plant import InertiaPlant
 from drivers.sim.nodes import SimulatedNodes
 
-from tests.drivers.sim.hil.conftest import LEG_YAML, ROOT
+from tests.drivers.sim.hil.conftest import LEG_YAML
+from tests.paths import DEPLOY, ROOT
 
 SENSORS = {"joint_position", "platform", "imu_gravity", "imu_orientation", "foot_forces", "cop", "foot_tilt",
            "foot_lift", "hip_height", "com_world", "support_margin", "fallen", "sole"}
@@ -46,7 +47,7 @@ def _wait_for_server(udp: UdpConfig, proc: subprocess.Popen, timeout_s: float = 
 
 @pytest.fixture
 def daemon_yaml(tmp_path):
-    document = yaml.safe_load((ROOT / "deploy" / "bipd.yaml").read_text())
+    document = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
     document["robot"] = str(LEG_YAML)
     document.pop("stabilizer")
     path = tmp_path / "bipd.yaml"

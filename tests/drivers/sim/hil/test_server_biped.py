@@ -20,10 +20,10 @@ from drivers.sim.hil.plant_biped import TRUTH, BipedPlant
 from drivers.sim.hil.server import main
 from models.tree.config import load_tree
 
-from tests.drivers.sim.hil.conftest import ROOT
 from controller.tools.ports import free_port
 
 from tests.drivers.sim.hil.test_server import _wait_for_server
+from tests.paths import DEPLOY, ROBOTS, ROOT
 
 CONFIG = Path(__file__).with_name("bip2000_hil.yaml")
 
@@ -91,8 +91,8 @@ def test_bipd_hil_serves_the_whole_biped(hung):
 
 def test_hung_needs_a_tree_robot_and_bolt_foot_the_leg(tmp_path, capsys):
     leg = tmp_path / "bipd.yaml"
-    document = yaml.safe_load((ROOT / "deploy" / "bipd.yaml").read_text())
-    document["robot"] = str(ROOT / "deploy" / "robots" / "bip_leg.yaml")
+    document = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    document["robot"] = str(ROBOTS / "bip_leg.yaml")
     leg.write_text(yaml.safe_dump(document))
     assert main(["--config", str(leg), "--hung", "--truth", ""]) == 2
     assert "--hung needs a tree robot" in capsys.readouterr().err
