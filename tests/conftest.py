@@ -1,4 +1,4 @@
-"""Fixtures every package's tests share, and the markers given by folder (see pyproject's markers)."""
+"""Fixtures every package's tests share, and the markers given by folder or implied by another (pyproject's markers)."""
 from __future__ import annotations
 
 import pytest
@@ -11,3 +11,17 @@ from tests.paths import STEWART_RIG
 def stewart() -> StewartModel:
     """The Stewart–Gough rig of Staicu 2008 (deploy/rigs/stewart_staicu2008.yaml), one per module."""
     return StewartModel.from_yaml(STEWART_RIG)
+
+
+HIL_DIRS = ("tests/drivers/sim/hil/",)       # every test there runs a MuJoCo plant or the HIL server
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``hil`` for the tests under HIL_DIRS; ``slow`` for every ``hil`` test (a MuJoCo run takes seconds)."""
+    root = config.rootpath
+    for item in items:
+        where = item.path.relative_to(root).as_posix()
+        if where.startswith(HIL_DIRS):
+            item.add_marker(pytest.mark.hil)
+        if item.get_closest_marker("hil") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)

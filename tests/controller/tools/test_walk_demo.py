@@ -46,6 +46,7 @@ def record(endpoint: str, frames: list, subscribed: threading.Event, stop: threa
         sub.close(0)
 
 
+@pytest.mark.hil
 def test_the_walk_demo_reports_what_the_telemetry_shows(stepped_bip2000_daemon):
     _, client, tel_ep, folder = stepped_bip2000_daemon
     gait = generate_gait(folder, CONFIG, THESIS_STEPS, THESIS_SPEED_M_H, lambda _msg: None)
@@ -90,6 +91,7 @@ def config_file(tmp_path: Path, source: Path = CONFIG, **bus) -> Path:
     return path
 
 
+@pytest.mark.hil
 @pytest.mark.parametrize("support, hung", [("hung", True), ("ground", False)])
 def test_the_biped_plant_hangs_or_stands_as_control_support_says(tmp_path, support, hung):
     doc = yaml.safe_load(config_file(tmp_path).read_text())
@@ -136,6 +138,7 @@ def test_a_demo_the_robot_cannot_run_is_refused(monkeypatch, capsys, config, dem
     assert err.count("\n") == 1
 
 
+@pytest.mark.hil
 @pytest.mark.parametrize("keep", [False, True])
 def test_bipd_run_demo_walk_end_to_end(tmp_path, capsys, keep):
     """The front door, stepped: the gait generated into a run folder (kept in io.trajectory_dir when

@@ -28,6 +28,8 @@ from tests.paths import DEPLOY
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 CONFIG = DEPLOY / "bip2000.yaml"
 MOVE_S = 2.0
 

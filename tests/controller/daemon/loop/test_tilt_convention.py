@@ -33,6 +33,8 @@ from drivers.sim.hil.plant_biped import BipedPlant  # noqa: E402
 from models.rig.stewart import StewartModel  # noqa: E402
 from tests.paths import DEPLOY
 
+pytestmark = pytest.mark.hil
+
 ANGLE = math.radians(3.0)
 TILTS = {"roll": (ANGLE, 0.0), "pitch": (0.0, ANGLE)}
 

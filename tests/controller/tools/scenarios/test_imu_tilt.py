@@ -17,6 +17,8 @@ from tests.paths import ROBOTS
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 LEG_YAML = ROBOTS / "bip_leg.yaml"
 
 ALPHA, BETA = math.radians(3.0), math.radians(6.0)          # held without the stabilizer (README: falls at 9.4)

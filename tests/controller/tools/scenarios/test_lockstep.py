@@ -22,6 +22,8 @@ from controller.tools.scenarios.scenarios import Tilt
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 TILT = Tilt(math.radians(10.0), math.radians(20.0), 2.0, 0.5)
 BENCHES = {"natural": Options(), "slowed_host": Options(throttle_s=0.004),
            "slowed_operator": Options(operator_sleep=2.0)}

@@ -16,6 +16,7 @@ from controller.tools.scenarios.scenarios import Tilt
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
 
+@pytest.mark.hil
 def test_scenario_records_telemetry_events_and_truth(tmp_path):
     path = tmp_path / "tilt.mcap"
     with Session(Options(stabilizer=False, record=path)) as s:

@@ -81,6 +81,7 @@ def _cli(*args: str) -> tuple[int, dict]:
     return p.returncode, json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.hil
 def test_a_gentle_motion_runs_end_to_end_through_the_cli(tmp_path):
     pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
     pytest.importorskip("matplotlib")
@@ -102,6 +103,7 @@ def test_a_gentle_motion_runs_end_to_end_through_the_cli(tmp_path):
     assert all(Path(p).stat().st_size > 10_000 for p in r["plots"])
 
 
+@pytest.mark.hil
 def test_a_hard_lateral_step_fells_it_and_says_when_and_why():
     pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
     code, r = _cli("--motion", HARD)
@@ -183,6 +185,7 @@ def test_a_plotting_failure_is_a_plot_error_naming_the_folder(tmp_path):
             raise RuntimeError("boom")
 
 
+@pytest.mark.hil
 def test_bip2000s_columns_reach_the_daemons_stabilizer(monkeypatch):
     """rig-results on BIP 2000: every search of each column runs its bench with the stabilizer as the
     column says and, in the third, ``tilt.use_acceleration`` set in the stabilizer YAML the daemon

@@ -14,6 +14,8 @@ from controller.tools.scenarios.runner import Options, ScenarioError, Session
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 GENTLE = "sinusoid:axis=y,amplitude=0.01,frequency=0.5,cycles=2"        # 0.1 m/s² peak
 HARD = "step:axis=y,accel=6"                                             # about 4x the tipping acceleration
 QUAKE = Path(RIG_CONFIG).parent / "motions" / "quake_kanai_tajimi.csv"

@@ -20,6 +20,8 @@ from controller.tools.scenarios.scenarios import Fault, Squat, Tilt
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 QUINTIC_S, HOLD_S = 3.0, 0.5
 # Combined tilt (alpha = beta / 2, the thesis' direction) at which the leg falls with its stance held
 # in position: `bipd scenario largest-tilt --axis combined --no-stabilizer` (5 runs, 3 s quintics):

@@ -32,6 +32,7 @@ def hung_walk(tmp_path_factory):
                     hung=True)
 
 
+@pytest.mark.hil
 def test_hung_thesis_walk_plays_to_its_end_within_the_knee_bound(hung_walk):
     """The gait plays to its end without a fault, the knee tracking error stays within the thesis'
     1.3°, the pelvis stays at the gantry."""
@@ -44,6 +45,7 @@ def test_hung_thesis_walk_plays_to_its_end_within_the_knee_bound(hung_walk):
     assert r.sim_s > 8.0                                   # the 8 s gait and its approach were played
 
 
+@pytest.mark.hil
 def test_hung_thesis_walk_keeps_the_drive_following_error_bound(hung_walk):
     """Every drive's own following error (CSP demand − actual, motor side) stays within the thesis'
     0.3° of motor turn."""

@@ -15,6 +15,8 @@ from tests.paths import DEPLOY
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 CONFIG = DEPLOY / "bip2000_rig.yaml"
 MOTION = RigMotion("sinusoid:axis=y,amplitude=0.02,frequency=0.5,cycles=2")
 

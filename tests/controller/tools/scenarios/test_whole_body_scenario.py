@@ -14,6 +14,8 @@ from controller.tools.scenarios.whole_body import PlatformTilt, WholeBodyOptions
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 TILT = PlatformTilt(math.radians(10.0), 0.0, 3.0, 0.5)
 
 

@@ -21,6 +21,8 @@ from controller.tools.scenarios.whole_body import PlatformTilt, WholeBodyOptions
 
 pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
 
+pytestmark = pytest.mark.hil
+
 ROLL = PlatformTilt(math.radians(10.0), 0.0, 7.0, 1.0)
 THESIS = PlatformTilt(math.radians(10.0), math.radians(20.0), 7.0, 1.0)
 

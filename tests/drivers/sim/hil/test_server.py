@@ -2,47 +2,26 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 import yaml
-import zmq
 
-from controller.tools.ports import free_port
-from drivers.backends.udp import UdpLink, shutdown_server
 from drivers.cia402 import State
-from drivers.config import UdpConfig, parse_bus_config
+from drivers.config import parse_bus_config
 from drivers.sim.drive import CMD_POS, CSP, FE_ACTUAL
-from drivers.hal import LinkError, open_bus
+from drivers.hal import open_bus
 from drivers.sim.hil.server import ServedPlant, initial_posture, main
 from drivers.sim.plant import InertiaPlant
 from drivers.sim.nodes import SimulatedNodes
 
 from tests.drivers.sim.hil.conftest import LEG_YAML
+from tests.drivers.sim.hil.server_process import hil_server
 from tests.paths import DEPLOY, ROOT
 
 SENSORS = {"joint_position", "platform", "imu_gravity", "imu_orientation", "foot_forces", "cop", "foot_tilt",
            "foot_lift", "hip_height", "com_world", "support_margin", "fallen", "sole"}
-
-
-def _wait_for_server(udp: UdpConfig, proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
-    link = UdpLink(UdpConfig(udp.host, udp.port, 0.2))
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            try:
-                link.control({"op": "reset"})
-                return
-            except LinkError:
-                assert time.monotonic() < deadline, "the HIL server did not come up"
-                time.sleep(0.1)
-    finally:
-        link.sock.close()
 
 
 @pytest.fixture
@@ -63,18 +42,8 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
     runner's request); with ``--bolt-foot`` the foot is welded to the plate and a push that tips the
     free foot leaves it flat."""
     path, document = daemon_yaml
-    udp_port, truth = free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{free_port()}"
-    section = dict(document["bus"], backend="udp", udp=dict(document["bus"]["udp"], port=udp_port))
-    proc = subprocess.Popen([sys.executable, "-m", "drivers.sim.hil.server", "--config", str(path), "--udp-port",
-                             str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"]
-                            + (["--bolt-foot"] if bolt_foot else []),
-                            cwd=ROOT, stderr=subprocess.PIPE)
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.setsockopt(zmq.LINGER, 0)
-    try:
-        sub.connect(truth)
-        sub.setsockopt(zmq.SUBSCRIBE, b"truth")
-        _wait_for_server(parse_bus_config(section).udp, proc)
+    with hil_server(path, dict(document["bus"], backend="udp"), ["--bolt-foot"] if bolt_foot else []) as (
+            proc, sub, section):
         bus = open_bus(section, lockstep=True)      # waits for every answer: no wall-clock loss on a busy host
         bus.boot()
         q0 = initial_posture(robot, document["control"]["soft_limit_margin_rad"])
@@ -104,10 +73,6 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
         while sub.poll(2000 if not frames else 0):
             frames.append(sub.recv_multipart())
         bus.close()
-    finally:
-        sub.close()
-        shutdown_server(parse_bus_config(section).udp)
-        assert proc.wait(timeout=10) == 0
     assert ("foot bolted" in proc.stderr.read().decode()) == bolt_foot
     topic, data = frames[-1]
     truth_frame = json.loads(data)

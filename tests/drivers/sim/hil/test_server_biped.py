@@ -3,16 +3,13 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-import zmq
 
-from drivers.backends.udp import shutdown_server
 from drivers.config import parse_bus_config
 from drivers.hal import open_bus
 from drivers.sim.hil.mjcf_biped import GANTRY_HEIGHT
@@ -22,8 +19,8 @@ from models.tree.config import load_tree
 
 from controller.tools.ports import free_port
 
-from tests.drivers.sim.hil.test_server import _wait_for_server
-from tests.paths import DEPLOY, ROBOTS, ROOT
+from tests.drivers.sim.hil.server_process import hil_server
+from tests.paths import DEPLOY, ROBOTS
 
 CONFIG = Path(__file__).with_name("bip2000_hil.yaml")
 
@@ -47,17 +44,7 @@ def test_bipd_hil_serves_the_whole_biped(hung):
     the gantry; on the floor the robot stands on its brakes on both feet."""
     document = yaml.safe_load(CONFIG.read_text())
     desc = load_tree(CONFIG.parent / document["robot"])
-    udp_port, truth = free_port(socket.SOCK_DGRAM), f"tcp://127.0.0.1:{free_port()}"
-    section = dict(document["bus"], udp=dict(document["bus"]["udp"], port=udp_port))
-    proc = subprocess.Popen([sys.executable, "-m", "drivers.sim.hil.server", "--config", str(CONFIG), "--udp-port",
-                             str(udp_port), "--truth", truth, "--truth-every", "5", "--idle-timeout", "30"]
-                            + (["--hung"] if hung else []), cwd=ROOT, stderr=subprocess.PIPE)
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.setsockopt(zmq.LINGER, 0)
-    try:
-        sub.connect(truth)
-        sub.setsockopt(zmq.SUBSCRIBE, b"truth")
-        _wait_for_server(parse_bus_config(section).udp, proc)
+    with hil_server(CONFIG, document["bus"], ["--hung"] if hung else []) as (proc, sub, section):
         bus = open_bus(section, lockstep=True)      # waits for every answer: no wall-clock loss on a busy host
         bus.boot()
         frames = _truth_frames(sub, bus, 250)
@@ -72,10 +59,6 @@ def test_bipd_hil_serves_the_whole_biped(hung):
         bus.read()
         position = bus.position.copy()
         bus.close()
-    finally:
-        sub.close()
-        shutdown_server(parse_bus_config(section).udp)
-        assert proc.wait(timeout=10) == 0
     assert ("hung" in proc.stderr.read().decode()) == hung
     frame = json.loads(frames[-1][1])
     assert set(frame) == {"joint_position", "t", "following_error"} | {name for name, _ in TRUTH}
