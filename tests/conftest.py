@@ -14,14 +14,17 @@ def stewart() -> StewartModel:
 
 
 HIL_DIRS = ("tests/drivers/sim/hil/",)       # every test there runs a MuJoCo plant or the HIL server
+DAEMON_FIXTURES = {"daemon", "bip2000_daemon", "stepped_bip2000_daemon", "live_daemon"}   # boot a `bipd run` process
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``hil`` for the tests under HIL_DIRS; ``slow`` for every ``hil`` test (a MuJoCo run takes seconds)."""
+    """``hil`` for the tests under HIL_DIRS; ``slow`` for every ``hil`` test (a MuJoCo run takes seconds) and
+    every test on a daemon process (its boot alone takes seconds)."""
     root = config.rootpath
     for item in items:
         where = item.path.relative_to(root).as_posix()
         if where.startswith(HIL_DIRS):
             item.add_marker(pytest.mark.hil)
-        if item.get_closest_marker("hil") is not None and item.get_closest_marker("slow") is None:
+        daemon = DAEMON_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if (item.get_closest_marker("hil") is not None or daemon) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)

@@ -48,3 +48,19 @@ def tilt_scenario(t: float) -> tuple[float, float]:
     7 s, and back in 7 s."""
     s = quintic(t, 7.0) - quintic(t - 7.0, 7.0)
     return np.radians(10.0) * s, np.radians(20.0) * s
+
+
+class SimulatedClock:
+    """perf_counter_ns stand-in: the k-th timed interval (a start and an end reading) lasts
+    ``durations[k]`` ns."""
+
+    def __init__(self, durations: np.ndarray) -> None:
+        self.durations = iter(durations.tolist())
+        self.now = 0
+        self.started = False
+
+    def __call__(self) -> int:
+        if self.started:
+            self.now += next(self.durations)
+        self.started = not self.started
+        return self.now

@@ -13,6 +13,8 @@ from models.tree.bench import BenchPath, register, run, states
 from tests.assertions import close_within
 from tests.models.trees import BIP2000, bip2000
 
+pytestmark = pytest.mark.bench
+
 RTOL = 1e-9
 REAL_PATHS = tuple(tree_bench.PATHS)
 

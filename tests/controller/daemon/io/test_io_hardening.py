@@ -17,7 +17,7 @@ from controller.tools.client import Client, CommandError
 from controller.daemon.io.protocol import ErrorReply, validate
 from controller.daemon.shm import Cmd, H
 
-from tests.controller.conftest import make_context
+from tests.controller.conftest import Rig, make_context
 
 HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip\n"
 WALK = HEADER + "0,0,0.1,-0.3,0.2\n1,0,0.2,-0.6,0.4\n"
@@ -87,9 +87,9 @@ def test_trajectory_file_size_is_bounded(rig_factory, tmp_path):
     assert f"is {len(WALK)} bytes, above the {len(WALK) - 1}-byte limit (io.trajectory_max_bytes)" in e.message
 
 
-def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, tmp_path, monkeypatch):
-    """The parser waits on an event: the estop must be answered and executed meanwhile, and
-    the trajectory, once parsed, must never reach the loop."""
+def held_parser(rig_factory, tmp_path, monkeypatch) -> tuple[threading.Event, threading.Event, Rig]:
+    """A rig in HOLD whose trajectory parser, once called, waits for ``release`` (``started`` is set when it
+    does); tmp_path holds walk.csv. Returns (started, release, rig)."""
     started, release = threading.Event(), threading.Event()
     real = server_module.load_trajectory
 
@@ -100,7 +100,13 @@ def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, 
 
     monkeypatch.setattr(server_module, "load_trajectory", slow_parser)
     (tmp_path / "walk.csv").write_text(WALK)
-    rig = in_hold(rig_factory, trajectory_dir=tmp_path)
+    return started, release, in_hold(rig_factory, trajectory_dir=tmp_path)
+
+
+def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, tmp_path, monkeypatch):
+    """The parser waits on an event: the estop must be answered and executed meanwhile, and
+    the trajectory, once parsed, must never reach the loop."""
+    started, release, rig = held_parser(rig_factory, tmp_path, monkeypatch)
     loader = zmq.Context.instance().socket(zmq.DEALER)
     loader.linger = 0
     loader.connect(rig.server.command_endpoint)
@@ -123,17 +129,7 @@ def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, 
 
 
 def test_a_second_file_while_one_loads_is_busy(rig_factory, tmp_path, monkeypatch):
-    started, release = threading.Event(), threading.Event()
-    real = server_module.load_trajectory
-
-    def slow_parser(*args, **kw):
-        started.set()
-        assert release.wait(30)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(server_module, "load_trajectory", slow_parser)
-    (tmp_path / "walk.csv").write_text(WALK)
-    rig = in_hold(rig_factory, trajectory_dir=tmp_path)
+    started, release, rig = held_parser(rig_factory, tmp_path, monkeypatch)
     first = Client(rig.server.command_endpoint, timeout_s=10.0, retries=1)
     result: dict = {}
     worker = threading.Thread(target=lambda: result.update(first.call("run", trajectory="walk.csv")))
