@@ -24,6 +24,7 @@ def _cycles(mbuf, dbuf, p, s, inp, out, gains, tau, count):
         stabilizing_cycle(mbuf, dbuf, p, s, inp, out, gains, tau)
 
 
+@pytest.mark.slow
 def test_cycle_is_allocation_free():
     """NRT allocations of 1 and of 1001 cycles inside one njit call are equal:
     the only ones are the call's own argument boxing (tests/nrt.py)."""

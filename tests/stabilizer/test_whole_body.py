@@ -278,6 +278,7 @@ def _cycles(mbuf, dbuf, p, s, inp, out, count):
         wb.step(mbuf, dbuf, p, s, inp, out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loads", [[100.0] * 8, [100.0] * 4 + [0.0] * 4])
 def test_cycle_is_allocation_free(loads):
     """NRT allocations of 1 and of 1001 cycles inside one njit call are equal (tests/nrt.py),

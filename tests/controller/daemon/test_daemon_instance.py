@@ -80,6 +80,7 @@ def test_instance_lock_is_exclusive_per_endpoint(tmp_path, monkeypatch):
         pass                                       # released on exit
 
 
+@pytest.mark.slow
 def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
     """`bipd run` wires io.curve into its sockets: the operator's certificate gets answers,
     a stranger's none."""

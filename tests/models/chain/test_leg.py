@@ -15,6 +15,7 @@ GEO = LegGeometry(LEG.model)
 P = GEO.params
 
 
+@pytest.mark.slow
 def test_closed_forms_equal_generic_engine():
     T = np.empty((4, 4))
     J = np.empty((6, 4))

@@ -55,6 +55,7 @@ def test_com_matches_pinocchio(pair):
         close(robot.com_jacobian(q), pin.jacobianCenterOfMass(model, data, q))
 
 
+@pytest.mark.slow
 def test_dynamics_match_pinocchio(pair):
     robot, model, data, _ = pair
     m = robot.model
@@ -68,6 +69,7 @@ def test_dynamics_match_pinocchio(pair):
         close(robot.rnea(q, qd, qdd) - friction, pin.rnea(model, data, q, qd, qdd))
 
 
+@pytest.mark.slow
 def test_tilted_gravity_matches_pinocchio(pair):
     """G and RNEA under the gravity of a tilted floor, R_M->O0(alpha, beta)^T g
     (thesis eq. 46), against Pinocchio with ``model.gravity`` set to the same vector

@@ -113,6 +113,7 @@ def test_generated_structure(name):
         np.testing.assert_allclose(N + N.T, 0.0, atol=1e-6 * np.abs(A).max())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_file_is_up_to_date(name):
     """The committed module is what the generator writes for the current YAML: its
@@ -162,6 +163,7 @@ def _evaluate(expr_matrix: sp.Matrix, sym, q: np.ndarray, g: np.ndarray) -> np.n
     return np.array(expr_matrix.subs(values).evalf(), dtype=float).ravel()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_summed_angle_gravity_equals_engine(name):
     """G with the angles of parallel axes summed (counted beside the report's Q, not
@@ -201,6 +203,7 @@ def test_cli_refuses_a_chain_not_on_the_base_body(capsys):
     assert err.startswith(f"error: {robot}: joints: 'l_knee' is not a joint on the base body") and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_generated_random_chain_with_prismatic_joints(tmp_path):
     """The generator on a chain none of the committed robots covers: prismatic joints,
     θ offsets, full inertia tensors, off-axis CoGs, rotor inertia. Generated, written,

@@ -193,6 +193,7 @@ REFUSAL = (r"^step length [\d.]+ m: (the (left|right) ankle [\d.]+ m (ahead of|b
            r"the legs would move \w+ at about [\d.]+ rad/s, above 90% of its velocity limit)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("speed_m_h", SPEEDS_M_H)
 @pytest.mark.parametrize("steps", STEPS)
 def test_sweep_cell_is_a_checked_file_or_a_refusal(robot, tmp_path, steps, speed_m_h):
@@ -250,6 +251,7 @@ def test_csv_round_trips_through_the_playback_parser(robot, coarse, tmp_path):
     assert meta["params"]["speed"] == 0.1 and meta["check"]["problems"] == []
 
 
+@pytest.mark.slow
 def test_cli_writes_and_checks_a_gait(tmp_path, capsys):
     out = tmp_path / "walk.csv"
     assert main(["gait", "--speed", "360", "--steps", "2", "--out", str(out)]) == 0
@@ -268,6 +270,7 @@ def test_cli_writes_and_checks_a_gait(tmp_path, capsys):
         assert not (tmp_path / "fast.csv").exists()
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_input_without_traceback(tmp_path, capsys, coarse, robot):
     gait, report, seconds = coarse
     path = tmp_path / "walk.csv"

@@ -348,6 +348,7 @@ def _solve_loop(mbuf, dbuf, buf, q0, q, count):
     return s
 
 
+@pytest.mark.slow
 def test_solver_is_allocation_free():
     T = R6.fk(np.full(6, 0.4))
     solver = IkSolver(R6, [Task("tool", "pose", T), Task("com", "position", R6.com(np.full(6, 0.4)))],

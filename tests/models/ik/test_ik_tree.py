@@ -118,6 +118,7 @@ def _solve_loop(mbuf, dbuf, buf, q0, q, count):
     return s
 
 
+@pytest.mark.slow
 def test_tree_solver_is_allocation_free():
     BIP.set_root("left_sole")
     q = np.linspace(-0.2, 0.2, BIP.n) + 0.3 * (np.arange(BIP.n) % 6 == 3)

@@ -66,6 +66,7 @@ def pinocchio_split(r, root: str, other: str, q, qd, qdd, g, w):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", SOLES)
 def test_split_feedforward_matches_pinocchio_with_the_contact_wrench(root):
     """Random states, tilted gravities and splits w in [0, 1], rooted at either sole."""

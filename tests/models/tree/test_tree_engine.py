@@ -54,6 +54,7 @@ def test_the_allocation_counter_counts():
     assert many - one == 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", [update, update_cycle], ids=["update", "update_cycle"])
 def test_swap_and_update_allocate_nothing(kernel):
     """A thousand swaps among the three rootings, each followed by an update (full
@@ -74,6 +75,7 @@ def _relative(d, a, b, qd):
     return np.linalg.inv(Ta) @ Tb, np.concatenate([v, R @ (wb - wa)])
 
 
+@pytest.mark.slow
 def test_q_keeps_its_meaning_whatever_the_root():
     """The same (q, qd) give the same placement and relative twist of any two
     frames, and the same CoG seen from the pelvis, whatever the rooting: only the
@@ -136,6 +138,7 @@ def test_cycle_update_is_the_full_update_without_c():
             assert np.all(c.C == 7.0) and np.all(c.Tf[others] == 7.0) and np.all(c.Jf[others] == 7.0)
 
 
+@pytest.mark.slow
 def test_chain_file_matches_the_chain_engine():
     """bip_leg.yaml through the tree engine (a tree without branches, massless
     base) gives the chain engine's tool frame, CoG, A, G and C qd + G."""

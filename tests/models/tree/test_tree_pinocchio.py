@@ -54,6 +54,7 @@ def test_root_is_fixed_at_its_frame(rooted):
     assert m.body_names[b] == ref.root_body
 
 
+@pytest.mark.slow
 def test_kinematics_match_pinocchio(rooted):
     """Every body's pose, every operational frame and its Jacobian, and the point
     Jacobian of a body's CoG."""

@@ -60,6 +60,7 @@ def fuzz_rig(rig_factory):
     sock.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(raw=payloads)

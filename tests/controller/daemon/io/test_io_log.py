@@ -70,6 +70,7 @@ def test_every_record_field_is_on_exactly_one_channel():
     assert sorted(fields + ["t"]) == sorted(layout.slices)
 
 
+@pytest.mark.slow
 def test_round_trip_and_mcap_reader(tmp_path):
     """Records come back bit for bit (NaN margins included); mcap's own reader sees one
     jsonschema/json channel per kind with the loop's t as log time, and the events."""
@@ -120,6 +121,7 @@ for r in recs:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_loses_at_most_the_last_chunk(tmp_path):
     """The writer is killed without a chance to close: every record of the chunks it had
     reported flushed is read back (by mcap's stream reader, without summary or footer)."""
@@ -144,6 +146,7 @@ def test_sigkill_mid_run_loses_at_most_the_last_chunk(tmp_path):
     assert not info["complete"] and info["records"] == len(back.records)
 
 
+@pytest.mark.slow
 def test_a_file_torn_at_any_byte_reads_as_a_prefix(tmp_path):
     """Cut anywhere (a write interrupted mid-record), the reader returns the records of the
     complete chunks before the cut, never a wrong value; more bytes never give fewer records."""
@@ -183,6 +186,7 @@ def test_bad_logs_are_named(tmp_path):
         read_log(old)
 
 
+@pytest.mark.slow
 def test_plot_writes_pngs(tmp_path):
     write(tmp_path / "c.mcap", records(RecordLayout(4), 1200))
     paths = plot_log(tmp_path / "c.mcap", tmp_path / "png")
@@ -227,6 +231,7 @@ def test_each_run_gets_its_own_folder_and_the_parent_reads_the_latest(tmp_path):
         find_log(tmp_path)
 
 
+@pytest.mark.slow
 def test_old_npy_log_is_read_plotted_and_converted(tmp_path, capsys):
     layout = RecordLayout(4)
     recs = records(layout, 700)

@@ -191,6 +191,7 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     assert stats["live_view"]["port"] == port and stats["live_view"]["frames"] >= 4
 
 
+@pytest.mark.slow
 def test_live_view_port_in_use_refuses_to_start(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -208,6 +209,7 @@ def test_live_view_port_in_use_refuses_to_start(tmp_path):
     assert "Traceback" not in out and "loop process" not in out, out
 
 
+@pytest.mark.slow
 def test_live_view_is_off_by_default(tmp_path):
     cfg, cmd_ep = _config(tmp_path, None)
     port = 8765                         # the default port: nothing may listen there
@@ -259,6 +261,7 @@ def test_missing_sdk_names_the_extra(monkeypatch):
         LiveView(robot, 0)
 
 
+@pytest.mark.slow
 def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a_wall():
     from controller.daemon.io.live import FORCE_SCALE, INSIDE_COLOR, OUTSIDE_COLOR, Ground, LiveView
     from controller.daemon.telemetry import RecordLayout

@@ -170,6 +170,7 @@ def _pid_cycles(params, state, q_ref, qd_ref, q, ff, tau, count):
         pid_step(params, state, q_ref, qd_ref, q, ff, 0.002, tau)
 
 
+@pytest.mark.slow
 def test_pid_is_allocation_free():
     ax = tasks(n=4)
     args = (ax.params, ax.state, np.ones(4), np.zeros(4), np.zeros(4), np.zeros(4), ax.tau)

@@ -82,6 +82,7 @@ def imu_harness(tmp_path, **tilt) -> Harness:
     return Harness(config=load_daemon_config(tmp_path / "bipd.yaml", lockstep=True))
 
 
+@pytest.mark.slow
 def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
     """tilt.source: imu: the loop reads the foot IMU on ankle_1's auxiliary input (drivers.powerlink.pdo)
     through the tilt observer (stabilizer.tilt_observer; the clamped plant's sole is flat): at rest
@@ -157,6 +158,7 @@ def test_an_unusable_tilt_keeps_the_last_gravity_and_warns_once(h):
     np.testing.assert_allclose(loop.data.gravity, loop.g_level, rtol=0, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path):
     """The sole's cells show the foot on an edge (rocking): the observer holds the IMU's last tilt
     while the IMU reads another one (the platform turns), and after the YAML's tilt.unconfirmed_s

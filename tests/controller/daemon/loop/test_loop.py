@@ -46,6 +46,7 @@ def test_move_joints_reaches_the_target_then_holds(h):
     np.testing.assert_allclose(h.loop.q, target, atol=2e-3)
 
 
+@pytest.mark.slow
 def test_squat_tracks_within_bound(h):
     enabled(h)
     h.run(200)                            # let the hold settle (the straight knee is clamped off its stop)
@@ -149,6 +150,7 @@ def test_soft_limit_clamps_and_warns(h):
     assert any(e[1] == Event.WARNING and e[2] == Reason.SOFT_LIMIT for e in h.events())
 
 
+@pytest.mark.slow
 def test_stabilizer_engages_and_releases(h):
     enabled(h)
     assert h.command(Cmd.MOVE_JOINTS, 0.0, 0.25, -0.5, 0.25, 1.0)[0]

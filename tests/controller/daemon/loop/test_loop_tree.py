@@ -56,6 +56,7 @@ def enabled(h: Harness) -> None:
     assert h.state == State.HOLD
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", ["pelvis", "left_sole", "right_sole"])
 def test_feedforward_is_the_tree_models(hung, root):
     """G and A q̈ + h of the loop's cycle (Newton-Euler h) against TreeRobot.update (Christoffel C)."""
@@ -112,6 +113,7 @@ WALK = [(DOUBLE, 100), (LEFT, 150), (DOUBLE, 50), (RIGHT, 150), (DOUBLE, 50), (L
 WALK_RIGHT_FIRST = [(DOUBLE, 100), (RIGHT, 150), (DOUBLE, 50), (LEFT, 150), (DOUBLE, 100)]
 
 
+@pytest.mark.slow
 def test_on_the_ground_the_stance_sole_roots_the_model(ground):
     enabled(ground)
     roots = ground.loop.models.roots
@@ -127,6 +129,7 @@ def test_on_the_ground_the_stance_sole_roots_the_model(ground):
     assert events == [(DOUBLE, right), (RIGHT, right), (DOUBLE, right), (LEFT, left), (DOUBLE, left)]
 
 
+@pytest.mark.slow
 def test_hung_from_the_gantry_the_pelvis_stays_the_root(hung):
     enabled(hung)
     pelvis = hung.loop.models.roots.index("pelvis")
@@ -136,6 +139,7 @@ def test_hung_from_the_gantry_the_pelvis_stays_the_root(hung):
     assert int(hung.loop.models.robot.data.root[0]) == pelvis
 
 
+@pytest.mark.slow
 def test_a_thousand_support_swaps_allocate_nothing(ground):
     enabled(ground)
     n = 1200
@@ -213,6 +217,7 @@ def test_the_support_needs_its_roots(tmp_path, roots, support, fragment):
     assert e.value.key == "control.support" and fragment in str(e.value), str(e.value)
 
 
+@pytest.mark.slow
 def test_on_the_ground_the_feedforward_hands_the_load_over_without_a_jump(ground):
     """A constant posture played with WALK's support column: the two single supports'
     feed-forwards differ by the robot's weight moved from one leg to the other; in double support
@@ -255,6 +260,7 @@ def test_on_the_ground_the_feedforward_hands_the_load_over_without_a_jump(ground
     assert counter.count == 0 and loop.gen is loop.playback
 
 
+@pytest.mark.slow
 def test_a_file_without_phases_keeps_the_split_it_finds(ground):
     """No support column (-1): the robot stood on both feet and the feed-forward keeps that split,
     at the file's start too."""

@@ -65,6 +65,7 @@ def move_to(h: Harness, q) -> None:
     assert h.state == State.HOLD
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", STARTS)
 def test_the_loop_squats_the_thesis_ranges_from_where_it_stands(h, start):
     move_to(h, start)
@@ -83,6 +84,7 @@ def test_the_loop_squats_the_thesis_ranges_from_where_it_stands(h, start):
     h.run(2000, heartbeat_every=50, until=lambda: h.state == State.HOLD)
 
 
+@pytest.mark.slow
 def test_the_loop_refuses_a_squat_that_crosses_a_limit(h):
     move_to(h, TOO_DEEP)
     q = h.loop.q_ref.copy()

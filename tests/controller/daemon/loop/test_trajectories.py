@@ -223,6 +223,7 @@ def _samples(q0, q1, out_q, out_qd, out_qdd, count):
         sample_move(TRAPEZOID, 0.3, 2.0, q0, q1, 0.001 * k, out_q, out_qd, out_qdd)
 
 
+@pytest.mark.slow
 def test_sampling_is_allocation_free():
     """NRT allocations of 1 and 1001 samples inside one njit call are equal (tests/nrt.py)."""
     args = (np.zeros(5), np.ones(5), np.empty(5), np.empty(5), np.empty(5))

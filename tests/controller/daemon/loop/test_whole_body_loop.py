@@ -55,6 +55,7 @@ def test_every_flag_and_status_has_a_telemetry_bit_and_the_bench_bits_keep_their
     assert [STAB_FLAGS[b] for b in bits] == list(FLAG_NAMES + STATUS_NAMES[1:])
 
 
+@pytest.mark.slow
 def test_stabilizing_allocates_nothing(h):
     stabilize(h)
     h.run(5, heartbeat_every=1)

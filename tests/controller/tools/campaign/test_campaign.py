@@ -100,6 +100,7 @@ def test_report_ranks_and_marks_the_front():
 
 
 # ---------------------------------------------------------------- on Ray, in a process of its own
+@pytest.mark.slow
 def test_campaigns_on_a_local_ray_cluster_in_their_own_process():
     """The Ray cases (ray_campaign_cases.py) run in a separate pytest, so the local clusters they
     start never share a process with the daemon tests' children and exit codes."""

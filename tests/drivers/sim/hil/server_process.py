@@ -57,3 +57,15 @@ def hil_server(config: Path, bus: dict, flags: list[str]) -> Iterator[tuple[subp
         sub.close()
         shutdown_server(udp)
         assert proc.wait(timeout=10) == 0
+
+
+def truth_frames(sub: zmq.Socket, bus, cycles: int) -> list:
+    """Run ``cycles`` bus cycles, then the truth frames received (waiting up to 2 s for the first)."""
+    for _ in range(cycles):
+        bus.read()
+        bus.write()
+        bus.exchange()
+    frames = []
+    while sub.poll(2000 if not frames else 0):
+        frames.append(sub.recv_multipart())
+    return frames

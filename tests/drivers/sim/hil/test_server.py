@@ -17,7 +17,7 @@ from drivers.sim.plant import InertiaPlant
 from drivers.sim.nodes import SimulatedNodes
 
 from tests.drivers.sim.hil.conftest import LEG_YAML
-from tests.drivers.sim.hil.server_process import hil_server
+from tests.drivers.sim.hil.server_process import hil_server, truth_frames
 from tests.paths import DEPLOY, ROOT
 
 SENSORS = {"joint_position", "platform", "imu_gravity", "imu_orientation", "foot_forces", "cop", "foot_tilt",
@@ -65,13 +65,7 @@ def test_udp_round_trip_with_the_mujoco_plant(daemon_yaml, robot, bolt_foot):
         push = {"op": "push", "body": "hip", "force": [0.0, 0.0, 60.0], "duration": 0.05}
         assert bus.link.control(push) == {"ok": True}
         assert "unknown body" in bus.link.control(dict(push, body="knee"))["error"]
-        for _ in range(150):
-            bus.read()
-            bus.write()
-            bus.exchange()
-        frames = []
-        while sub.poll(2000 if not frames else 0):
-            frames.append(sub.recv_multipart())
+        frames = truth_frames(sub, bus, 150)
         bus.close()
     assert ("foot bolted" in proc.stderr.read().decode()) == bolt_foot
     topic, data = frames[-1]

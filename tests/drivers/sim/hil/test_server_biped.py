@@ -19,21 +19,10 @@ from models.tree.config import load_tree
 
 from controller.tools.ports import free_port
 
-from tests.drivers.sim.hil.server_process import hil_server
+from tests.drivers.sim.hil.server_process import hil_server, truth_frames
 from tests.paths import DEPLOY, ROBOTS
 
 CONFIG = Path(__file__).with_name("bip2000_hil.yaml")
-
-
-def _truth_frames(sub, bus, cycles: int) -> list:
-    for _ in range(cycles):
-        bus.read()
-        bus.write()
-        bus.exchange()
-    frames = []
-    while sub.poll(2000 if not frames else 0):
-        frames.append(sub.recv_multipart())
-    return frames
 
 
 @pytest.mark.parametrize("hung", [True, False])
@@ -47,15 +36,15 @@ def test_bipd_hil_serves_the_whole_biped(hung):
     with hil_server(CONFIG, document["bus"], ["--hung"] if hung else []) as (proc, sub, section):
         bus = open_bus(section, lockstep=True)      # waits for every answer: no wall-clock loss on a busy host
         bus.boot()
-        frames = _truth_frames(sub, bus, 250)
+        frames = truth_frames(sub, bus, 250)
         for _ in range(20):                                # ZMQ slow joiner: lock-step, more cycles until one comes
             if frames:
                 break
-            frames = _truth_frames(sub, bus, 50)
+            frames = truth_frames(sub, bus, 50)
         push = {"op": "push", "body": "pelvis", "force": [0.0, 0.0, 0.0], "duration": 0.01}
         assert bus.link.control(push) == {"ok": True}
         assert "unknown body" in bus.link.control(dict(push, body="hip"))["error"]
-        frames = _truth_frames(sub, bus, 50)
+        frames = truth_frames(sub, bus, 50)
         bus.read()
         position = bus.position.copy()
         bus.close()
