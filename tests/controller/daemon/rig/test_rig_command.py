@@ -76,6 +76,7 @@ def test_the_hinge_bench_has_no_rig_motion(leg_desc):
     assert isinstance(r, ErrorReply) and r.code == Error.NOT_SUPPORTED
 
 
+@pytest.mark.slow
 def test_the_loop_plays_one_motion_at_a_time_from_home():
     h = Harness(config=load_daemon_config(DEPLOY / "bipd_rig.yaml", backend="sim", lockstep=True))
     try:

@@ -79,6 +79,7 @@ def test_bad_rig_config_is_refused_naming_the_key(tmp_path, edit, problem):
         load_daemon_config(tmp_path / "bad.yaml")
 
 
+@pytest.mark.slow
 def test_the_platform_command_tilts_the_rig(tmp_path, stewart):
     """``platform`` α β T on the rig: after T the six drives' targets are the rig's actuator
     displacements at Ry(α) Rx(−β) times the screw gear, the loop measures (α, β) back, the leg plant
@@ -114,6 +115,7 @@ def test_a_tilt_beyond_the_stroke_is_refused_and_nothing_moves(tmp_path):
         h.close()
 
 
+@pytest.mark.slow
 def test_the_stabilizer_holds_the_leg_through_the_thesis_tilt_on_the_rig(tmp_path):
     """Stabilizer on, the rig tilts to α 10°, β 20° in 7 s and back (thesis §2.6.3, 14 s of
     simulated time): STABILIZING throughout, the stabilizer's tilt input is the rig's measured
@@ -163,6 +165,7 @@ def test_use_acceleration_takes_the_rigs_measured_acceleration(tmp_path):
         h.close()
 
 
+@pytest.mark.slow
 def test_the_foot_imu_reads_the_rigs_tilt(tmp_path):
     """``tilt.source: imu`` on the rig: the tilt the models' gravity follows is the foot IMU's (the
     tilt observer's), and it is the plate's, measured independently by forward kinematics."""
@@ -200,6 +203,7 @@ def test_a_rig_cycle_allocates_no_array(tmp_path, motion):
         h.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_acceleration", [True, False], ids=["use_acceleration", "without"])
 def test_bip2000s_stabilizer_leans_into_the_rigs_acceleration_only_with_use_acceleration(tmp_path, use_acceleration):
     """BIP 2000 stabilizing on both feet while the rig plays a 1 Hz, 2 cm lateral sinusoid (the rig's y:
