@@ -18,6 +18,7 @@ from controller.daemon.io.protocol import Context
 from controller.daemon.io.server import Endpoints, IoServer
 from controller.daemon.loop.states import ALLOWED
 from controller.daemon.shm import (
+    LANES,
     Cmd,
     H,
     Layout,
@@ -28,6 +29,8 @@ from controller.daemon.shm import (
     next_command,
     post_event,
     post_reply,
+    take_priority,
+    withdrawn,
 )
 from controller.daemon.telemetry import RecordLayout
 from models.chain.config import load_description
@@ -43,12 +46,15 @@ FAKE_TARGET = {Cmd.ENABLE: State.HOLD, Cmd.DISABLE: State.DISABLED, Cmd.RESET: S
 
 @dataclass
 class FakeLoop:
-    """Stands in for the loop process: consumes the mailbox, applies the loop's state table,
+    """Stands in for the loop process: consumes the priority lanes then the mailbox, applies the
+    loop's state table (from the command registry),
     posts replies, one telemetry record per ``period`` and TRANSITION events."""
     block: SharedBlock
     period: float = 0.001
     respond: bool = True                 # False: consume commands but never reply
-    consume: bool = True                 # False: leave the mailbox alone (fills up)
+    consume: bool = True                 # False: leave the mailbox alone (fills up); read every pass
+    taken: threading.Event | None = None     # set once a mailbox command is taken; then wait for ``release``
+    release: threading.Event = field(default_factory=threading.Event)
     refuse: Error | None = None          # refuse every command with this code
     received: list[tuple[int, Cmd, list[float]]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -107,6 +113,12 @@ class FakeLoop:
     def _run(self) -> None:
         cycle = 0
         while not self.stop.is_set():
+            for lane, cmd in enumerate(LANES):           # the priority lanes first, as the loop
+                token = take_priority(self.block, lane) if self.consume else 0
+                if token:
+                    self.received.append((token, cmd, []))
+                    if self.respond:
+                        self._apply(token, cmd, [])
             while self.consume:
                 slot = next_command(self.block)
                 if slot is None:
@@ -114,6 +126,12 @@ class FakeLoop:
                 token, cmd, nargs = int(slot[0]), Cmd(int(slot[1])), int(slot[2])
                 args = [float(x) for x in slot[3:3 + nargs]]
                 command_done(self.block)
+                if withdrawn(self.block, token):  # as the loop: answered, never applied
+                    post_reply(self.block, token, False, int(Error.TIMEOUT), float(self.block.header[H.LOOP_STATE]))
+                    continue
+                if self.taken is not None:       # took it (not withdrawn); the test decides when it goes on
+                    self.taken.set()
+                    self.release.wait()
                 self.received.append((token, cmd, args))
                 if self.respond:
                     self._apply(token, cmd, args)

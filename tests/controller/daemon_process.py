@@ -18,15 +18,15 @@ from controller.tools.ports import free_port
 
 @contextmanager
 def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: float = 60.0, timeout_s: float = 2.0,
-           log: bool = True, name: str = "bipd.yaml", shutdown: bool = False
+           log: bool | Path = True, name: str = "bipd.yaml", shutdown: bool = False
            ) -> Iterator[tuple[subprocess.Popen, Client, str]]:
     """``bipd run --config tmp_path/name clock`` of ``doc`` (free ports; with ``log`` its cycle log in
-    tmp_path/log; trajectories in tmp_path), booted to DISABLED within ``boot_s``: yields (process,
+    tmp_path/log, or in ``log`` if a folder; trajectories in tmp_path), booted to DISABLED within ``boot_s``: yields (process,
     client, telemetry endpoint); after, asked to shut down (``shutdown``) and killed if still alive."""
     cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     doc["io"].update(command=cmd_ep, telemetry=tel_ep, trajectory_dir=str(tmp_path))
     if log:
-        doc["io"]["log_dir"] = str(tmp_path / "log")
+        doc["io"]["log_dir"] = str(tmp_path / "log" if log is True else log)
     cfg = tmp_path / name
     cfg.write_text(yaml.safe_dump(doc))
     proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), clock],

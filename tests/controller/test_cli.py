@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from controller.cli import DEFAULT_ROBOT, main
-from controller.daemon.loop.trajectories import quintic, quintic_scalar
+from controller.daemon.trajectories import quintic, quintic_scalar
 
 
 def test_quintic_law_endpoints_and_midpoint():

@@ -2,12 +2,19 @@
 
 One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a high-water
 mark). Each request is validated here (:mod:`controller.daemon.io.protocol`); a valid command is
-posted to the bounded mailbox with a token and answered when the loop's reply for that
-token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
+posted with a token, to its priority lane (``estop``, ``disable``: never behind the bounded
+mailbox, :mod:`controller.daemon.shm`) or to the mailbox, and answered with the loop's reply for
+that token. A mailbox command the loop has not taken ``reply_timeout`` after it was posted is
+withdrawn (real time only); the loop then answers it ``timeout`` when it reaches it, unless it took
+it first, and never applies a withdrawn command, so ``timeout`` always means "not applied". A
+priority command is never withdrawn; in stepped lock-step no command is (the paused loop takes
+commands between steps). Until the loop has left (``H.LOOP_EXIT``), every command gets the loop's
+own answer. A trajectory file (only from
 ``trajectory_dir``), as a recorded rig motion (an earthquake CSV, same folder: read, made
 drift-free and checked against the rig's stroke, :mod:`controller.daemon.rig.earthquake`), is parsed
-in a worker thread, so that ``estop``, ``stop``, ``hold`` and
-``disable`` are answered while it loads (and cancel it); messages above
+in a worker thread, as is a check too slow for the command thread (a built-in rig motion against
+the rig's stroke: ``Code.check`` in :mod:`controller.daemon.commands`), so that ``estop``, ``stop``,
+``hold`` and ``disable`` are answered while it runs (and cancel it); messages above
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
 ``status``, ``stats`` and ``get_config`` are answered from shared memory. Every valid request
 counts one client heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's
@@ -16,41 +23,53 @@ In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is 
 once the loop has run up to it and its telemetry and events are published. Every pass
 (about 1 ms) also drains the replies, the events ring (``event`` frames) and then the
 telemetry ring (cycle log, ``telemetry`` frames every ``decimation`` records) up to the
-record count read first, so a cycle's events are published before its telemetry frame,
-and sends ``stats`` frames once per ``stats_period``. The loop process never waits for
-any of this (docs/cycle.md).
+record count read first, so a cycle's events are published before its telemetry frame, at
+most ``RING_SLICE`` records a pass: a backlog (a stepped loop running a long step) is worked
+off between looks at the command socket, never ahead of the requests; and it sends ``stats``
+frames once per ``stats_period``. The loop process never waits for
+any of this (docs/cycle.md). A cycle log write that fails (a full disk) is a WARNING event
+(reason LOG_FAILED) and ``status.log``; ``on_log_failure`` says whether new motions are then
+refused (docs/logs.md).
 """
 from __future__ import annotations
 
 import errno
 import json
+import sys
 import threading
 import time
+import traceback
 from collections import deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 import zmq
 
-from controller.daemon.codes import Error, Event, State
+from controller.daemon.codes import MAX_REQUEST_BYTES, ON_LOG_FAILURE, Error, Event, State
+from controller.daemon.commands import CODES, COMMANDS
 from controller.daemon.rig.earthquake import load_earthquake
 from controller.daemon.rig.motions import MotionError
 from controller.daemon.rig.spec import file_motion
 from controller.daemon.rig.stroke import check_motion
 from controller.daemon.shm import (
+    LANES,
     Cmd,
     H,
     SharedBlock,
     post_command,
+    post_priority,
+    posted_priority,
     read_events,
     read_record,
     take_replies,
+    withdraw_commands,
 )
 from controller.daemon.telemetry import RecordLayout, stats_summary
 
-from controller.daemon.io.curve import ServerCurve, check_endpoints, is_ipv6, secure_server, start_authenticator
+from controller.daemon.endpoints import ServerCurve, is_ipv6
+from controller.daemon.io.curve import check_endpoints, secure_server, start_authenticator
 from controller.daemon.io.live import LiveView
 from controller.daemon.io.log import CycleLogWriter
 from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
@@ -58,18 +77,35 @@ from controller.daemon.io.messages import (
     Names,
     event_message,
     finite_or_none,
+    log_failed_message,
     name_of,
     profiler_summary,
     telemetry_message,
 )
-from controller.daemon.io.protocol import MAX_REQUEST_BYTES, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from controller.daemon.io.protocol import (
+    SLOW_CHECKS,
+    STEP,
+    Context,
+    ErrorReply,
+    Request,
+    error_reply,
+    ok_reply,
+    slow_check,
+    validate,
+)
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
-CANCELS_LOADING = frozenset({"estop", "stop", "hold", "disable", "shutdown"})
+CANCELS_LOADING = frozenset(c.name for c in COMMANDS if c.cancels_loading)
 """Commands that cancel a trajectory file still being loaded (it never reaches the loop)."""
-FILE_COMMANDS = frozenset({Cmd.RUN_BUFFER, Cmd.RIG_BUFFER})
+FILE_COMMANDS = frozenset(Cmd[k.name] for _, k in CODES if k.file)
 """Mailbox commands whose file the worker thread loads into shared memory first."""
+MOTIONS = frozenset(c.name for c in COMMANDS if c.starts_motion)
+"""Commands that start a motion (``stabilizer`` only with ``enable: true``)."""
+LANE_OF = {cmd: lane for lane, cmd in enumerate(LANES)}
+"""The priority lane of each command that has one (shm.LANES)."""
+RING_SLICE = 256
+"""Telemetry records handled per pass, between two looks at the command socket."""
 
 
 class BindError(OSError):
@@ -113,7 +149,13 @@ class _Pending:
     id: Any
     cmd: str
     mailbox: Cmd
-    deadline: float
+    deadline: float                     # reply_timeout after it was posted
+    riders: list[tuple[list[bytes], Any]] = field(default_factory=list)   # same priority request, same reply
+    withdrawn: bool = False             # given up on: the loop answers TIMEOUT unless it took it first
+
+    def waiters(self) -> list[tuple[list[bytes], Any]]:
+        """(envelope, id) of every request this reply answers."""
+        return [(self.envelope, self.id), *self.riders]
 
 
 @dataclass
@@ -121,18 +163,30 @@ class _Step:
     envelope: list[bytes]
     id: Any
     horizon: int
+    records: int | None = None          # the ring's record count once the loop reached the horizon
 
 
 @dataclass
 class _Loading:
     """A file being parsed by the worker thread for a ``run`` (trajectory) or ``rig_motion``
-    (earthquake) request."""
+    (earthquake) request, or (``path`` None) a request's slow check (``protocol.slow_check``)."""
     envelope: list[bytes]
     req: Request
-    path: Path
+    path: Path | None
     done: threading.Event
-    result: Any = None        # the samples (a motion for the rig), or a one-sentence problem
+    result: Any = None        # the samples (a motion for the rig), a one-sentence problem, the check's ErrorReply
     cancelled_by: str | None = None
+
+    @property
+    def subject(self) -> str:
+        """What is being loaded or checked, as a reply names it."""
+        return f"{self.path.name:.80}" if self.path is not None else f"the {self.req.cmd} request's check"
+
+
+def _short(exc: Exception) -> str:
+    """An exception in a reply: its type and the start of its first line."""
+    text = str(exc).strip().splitlines()[0][:80].replace(". ", "; ") if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _loop_error(code: int) -> Error:
@@ -161,9 +215,12 @@ class IoServer:
                  stats_period: float = 1.0, stats_window: int = 5000,
                  log: CycleLogWriter | None = None, curve: ServerCurve | None = None,
                  context: zmq.Context | None = None, trajectory_dir: Path | None = None,
-                 trajectory_max_bytes: int = 16 << 20, max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
+                 trajectory_max_bytes: int = 16 << 20, max_request_bytes: int = MAX_REQUEST_BYTES,
+                 on_log_failure: str = "refuse_motions") -> None:
         if decimation < 1:
             raise ValueError(f"decimation must be at least 1, got {decimation}")
+        if on_log_failure not in ON_LOG_FAILURE:
+            raise ValueError(f"on_log_failure must be one of {ON_LOG_FAILURE}, got {on_log_failure!r}")
         self.layout = RecordLayout(len(ctx.joint_names))
         self.names = Names(ctx.joint_names, ctx.bus_axes, ctx.bus_nodes, ctx.transmission_labels)
         if block.layout.record_size != self.layout.size or block.layout.n_joints != len(ctx.joint_names):
@@ -178,7 +235,8 @@ class IoServer:
         self.trajectory_max_bytes = trajectory_max_bytes
         self.log = log
         self.live: LiveView | None = None        # the Foxglove live view, if enabled (see controller.daemon.io.live)
-        self.log_error: str | None = None
+        self.log_error: str | None = None       # the cycle log's failure, once it failed
+        self.on_log_failure = on_log_failure
         self.loop_error: str | None = None     # set by the daemon when the loop process died
         self.counters = IoCounters()
 
@@ -215,6 +273,7 @@ class IoServer:
                                - self.layout.slices["task_us"].start), np.nan)
         self._window_i = 0
         self._ring_next = max(0, int(block.header[H.RING_COUNT]) - block.layout.ring_slots)
+        self._backlog = False          # the last pass left records in the ring (RING_SLICE)
         self._ev_next = 0
         self._faults: deque[dict[str, Any]] = deque(maxlen=16)
         self._pending: dict[int, _Pending] = {}
@@ -239,8 +298,9 @@ class IoServer:
             self.step(1)
 
     def step(self, timeout_ms: int = 1) -> None:
-        """One pass: wait up to ``timeout_ms`` for requests, handle them, drain shared memory."""
-        if self._poller.poll(timeout_ms):
+        """One pass: wait up to ``timeout_ms`` for requests (not at all while the ring holds a
+        backlog), handle them, drain shared memory (at most ``RING_SLICE`` records)."""
+        if self._poller.poll(0 if self._backlog else timeout_ms):
             for _ in range(256):
                 try:
                     frames = self._router.recv_multipart(zmq.NOBLOCK)
@@ -255,12 +315,15 @@ class IoServer:
         return self._done
 
     def close(self) -> None:
-        """Close the sockets (and the log, flushing its last chunk)."""
+        """Close the log (writing its last chunk; a failure is published), then the sockets."""
+        if self.log is not None and self.log_error is None:
+            try:
+                self.log.close()
+            except OSError as e:
+                self._log_failed(e)
         self._close_sockets()
         if self.live is not None:
             self.live.close()
-        if self.log is not None:
-            self.log.close()
 
     def _close_sockets(self) -> None:
         self._router.close()
@@ -286,26 +349,38 @@ class IoServer:
         self._send(envelope, error_reply(id_, code, message))
 
     def _handle(self, frames: list[bytes]) -> None:
+        """One request, answered whatever happens: a validator that raises refuses it (``bad_args``), a
+        failure anywhere else is ``internal``; either is logged on stderr with the request."""
         envelope, raw = frames[:-1], frames[-1]
         self.counters.requests += 1
-        now = time.monotonic()
-        self._refresh_context()
-        req = validate(raw, self.ctx)
-        if isinstance(req, ErrorReply):
-            self._reject(envelope, req.id, req.code, req.message)
-            return
-        self._heartbeat()
+        req: Request | ErrorReply | None = None
         try:
+            self._refresh_context()
+            req = validate(raw, self.ctx)
+            if isinstance(req, ErrorReply):
+                if req.exception is not None:
+                    self._log_exception(raw, req.exception)
+                self._reject(envelope, req.id, req.code, req.message)
+                return
+            self._heartbeat()
             if req.cmd == STEP:
                 self._begin_step(envelope, req)
             elif req.mailbox is None:
                 self._send(envelope, ok_reply(req.id, self._local(req.cmd)))
             else:
-                self._dispatch(envelope, req, now)
+                self._dispatch(envelope, req)
         except Exception as e:  # noqa: BLE001 -- one request must never stop the server
-            self.counters.internal_errors += 1
-            self._reject(envelope, req.id, Error.INTERNAL,
-                         f"{req.cmd} failed inside the I/O process: {type(e).__name__}: {e}.")
+            self._log_exception(raw, e)
+            what = req.cmd if isinstance(req, Request) else "the request"
+            self._reject(envelope, getattr(req, "id", None), Error.INTERNAL,
+                         f"{what} failed inside the I/O process ({_short(e)}); it was logged.")
+
+    def _log_exception(self, request: bytes | str, exc: Exception) -> None:
+        """An exception a request raised, on stderr (the daemon's log) with the request, counted."""
+        self.counters.internal_errors += 1
+        shown = request[:300].decode("utf-8", "replace") if isinstance(request, bytes) else request[:300]
+        print(f"bipd: I/O process: a request raised {type(exc).__name__}; request: {shown!r}\n"
+              + "".join(traceback.format_exception(exc)), file=sys.stderr, end="", flush=True)
 
     def _heartbeat(self) -> None:
         """A valid request feeds the loop's motion watchdog: one count in the header, which the
@@ -329,13 +404,18 @@ class IoServer:
         self._step = _Step(envelope, req.id, horizon)
 
     def _end_step(self) -> None:
-        """Answer the running step once the loop has completed its horizon (or has exited), after
-        publishing every event and telemetry frame up to it."""
+        """Answer the running step once the loop has completed its horizon (or has exited) and
+        every event and telemetry frame up to it is published (by :meth:`_pump`, slice by slice)."""
         step, h = self._step, self.block.header
-        if step is None or (int(h[H.LOOP_CYCLE]) < step.horizon and not h[H.LOOP_EXIT]):
+        if step is None:
+            return
+        if step.records is None:
+            if int(h[H.LOOP_CYCLE]) < step.horizon and not h[H.LOOP_EXIT]:
+                return
+            step.records = int(h[H.RING_COUNT])
+        if self._ring_next < step.records:
             return
         self._step = None
-        self._read_events_then_ring()
         cycle = int(h[H.LOOP_CYCLE])
         if cycle < step.horizon:
             self._reject(step.envelope, step.id, Error.NOT_ALLOWED,
@@ -351,7 +431,7 @@ class IoServer:
         self.ctx.state = State[state] if isinstance(state, str) else State.FAULT
         self.ctx.q = self._last[self.layout.slices["q"]].copy() if self._have_last else None
 
-    def _dispatch(self, envelope: list[bytes], req: Request, now: float) -> None:
+    def _dispatch(self, envelope: list[bytes], req: Request) -> None:
         h = self.block.header
         if self._loading is not None and req.cmd in CANCELS_LOADING:
             self._loading.cancelled_by = req.cmd
@@ -362,24 +442,39 @@ class IoServer:
                          f"the control loop has exited (code {int(h[H.LOOP_EXIT_CODE])}): only ping, status, "
                          "stats, get_config and shutdown are answered.")
             return
-        if req.mailbox in FILE_COMMANDS:
-            if self._loading is not None or any(p.mailbox in FILE_COMMANDS for p in self._pending.values()):
+        if self.log_error is not None and self.on_log_failure == "refuse_motions" and req.cmd in MOTIONS \
+                and req.args.get("enable", True):
+            self._reject(envelope, req.id, Error.LOG_FAILED, f"{req.cmd} refused: {self.log_error} "
+                         "(io.on_log_failure: refuse_motions; estop, stop, hold and disable are still accepted).")
+            return
+        if req.mailbox in FILE_COMMANDS or req.mailbox in SLOW_CHECKS:
+            file = req.mailbox in FILE_COMMANDS
+            if self._loading is not None or (file and any(p.mailbox in FILE_COMMANDS for p in self._pending.values())):
                 self.counters.busy += 1
-                self._reject(envelope, req.id, Error.BUSY,
-                             "a file is already being handed to the loop; wait for its reply.")
+                self._reject(envelope, req.id, Error.BUSY, "a file is already being handed to the loop; wait for "
+                             "its reply." if self._loading is None or self._loading.path is not None else
+                             f"{self._loading.subject} is still running; wait for its reply.")
                 return
-            path = (self._trajectory_path(req.args["trajectory"]) if req.mailbox == Cmd.RUN_BUFFER else
-                    self._trajectory_path(file_motion(req.args["motion"])[0], "motion", "not"))
-            if isinstance(path, str):
-                self._reject(envelope, req.id, Error.BAD_FILE, path)
-                return
+            path = None
+            if file:
+                path = (self._trajectory_path(req.args["trajectory"]) if req.mailbox == Cmd.RUN_BUFFER else
+                        self._trajectory_path(file_motion(req.args["motion"])[0], "motion", "not"))
+                if isinstance(path, str):
+                    self._reject(envelope, req.id, Error.BAD_FILE, path)
+                    return
             self._start_loading(envelope, req, path)
             return
-        self._post(envelope, req, now)
+        self._post(envelope, req)
 
-    def _post(self, envelope: list[bytes], req: Request, now: float) -> None:
-        """Post a validated command to the mailbox; its reply comes back through :meth:`_replies`."""
+    def _post(self, envelope: list[bytes], req: Request) -> None:
+        """Post a validated command to its lane or the mailbox; its reply comes back through
+        :meth:`_replies`. Its deadline starts now, when the loop can first see it."""
+        now = time.monotonic()
         token = self._token
+        lane = LANE_OF.get(req.mailbox)
+        if lane is not None:
+            self._post_priority(envelope, req, lane, now)
+            return
         if not post_command(self.block, token, req.mailbox, req.values):
             if req.cmd == "shutdown":
                 self._finish_shutdown(envelope, req.id, acknowledged=False)
@@ -389,6 +484,22 @@ class IoServer:
                          f"the command mailbox is full ({self.block.layout.mailbox_slots} commands pending); retry later.")
             return
         self._token += 1
+        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+
+    def _post_priority(self, envelope: list[bytes], req: Request, lane: int, now: float) -> None:
+        """A priority command never waits behind the mailbox: its lane takes it, or, while the loop
+        has not yet taken the last one, it rides on that one and gets the same reply."""
+        token = posted_priority(self.block, lane)
+        if token:
+            pending = self._pending.get(token)
+            if pending is not None:
+                pending.riders.append((envelope, req.id))
+            else:                                  # its waiters were answered when the loop left
+                self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+            return
+        token = self._token
+        self._token += 1
+        post_priority(self.block, lane, token)
         self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
 
     def _finish_shutdown(self, envelope: list[bytes], id_: Any, acknowledged: bool) -> None:
@@ -416,22 +527,31 @@ class IoServer:
                     "limit (io.trajectory_max_bytes).")
         return path
 
-    def _start_loading(self, envelope: list[bytes], req: Request, path: Path) -> None:
+    def _start_loading(self, envelope: list[bytes], req: Request, path: Path | None) -> None:
         loading = _Loading(envelope, req, path, threading.Event())
         self._loading = loading
-        parse = self._parse_trajectory if req.mailbox == Cmd.RUN_BUFFER else self._parse_rig_motion
-        threading.Thread(target=parse, args=(loading,), name="bipd-trajectory", daemon=True).start()
+        work = (self._check_slowly if path is None else
+                self._parse_trajectory if req.mailbox == Cmd.RUN_BUFFER else self._parse_rig_motion)
+        threading.Thread(target=work, args=(loading,), name="bipd-worker", daemon=True).start()
+
+    def _check_slowly(self, loading: _Loading) -> None:
+        """Worker thread: the request's slow check (it reads only the context's fixed limits), then
+        back to :meth:`_pump`."""
+        req = loading.req
+        try:
+            loading.result = slow_check(req, self.ctx)
+        except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
+            loading.result = ErrorReply(req.id, Error.INTERNAL, f"checking {req.cmd} failed inside the I/O "
+                                                                f"process: {type(e).__name__}.")
+        finally:
+            loading.done.set()
 
     def _parse_trajectory(self, loading: _Loading) -> None:
         """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
         c = self.ctx
         try:
-            traj, support = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                                            with_support=True)
-            cap = self.block.traj.shape[0]
-            loading.result = (traj, support) if len(traj) <= cap else (
-                f"{loading.path.name} resamples to {len(traj)} samples, more than the trajectory buffer's "
-                f"{cap} ({cap * c.period:g} s).")
+            loading.result = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
+                                             with_support=True, max_samples=self.block.traj.shape[0])
         except TrajectoryFileError as e:
             loading.result = str(e)
         except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
@@ -459,29 +579,43 @@ class IoServer:
         finally:
             loading.done.set()
 
-    def _finish_loading(self, now: float) -> None:
-        """On the I/O thread: hand a parsed trajectory to the loop, or report why not."""
+    def _finish_loading(self) -> None:
+        """On the I/O thread: hand a parsed trajectory or a checked request to the loop, or report why not
+        (``internal``, logged, if that fails)."""
         loading, self._loading = self._loading, None
+        try:
+            self._hand_over(loading)
+        except Exception as e:  # noqa: BLE001 -- one request must never stop the server
+            req = loading.req
+            self._log_exception(json.dumps({"id": req.id, "cmd": req.cmd, "args": req.args}), e)
+            self._reject(loading.envelope, req.id, Error.INTERNAL,
+                         f"{req.cmd} failed inside the I/O process ({_short(e)}); it was logged.")
+
+    def _hand_over(self, loading: _Loading) -> None:
         envelope, req = loading.envelope, loading.req
         self._refresh_context()
         if loading.cancelled_by is not None:
-            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{req.args['trajectory']!s:.80} was still loading "
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{loading.subject} was still running "
                          f"when {loading.cancelled_by} arrived: it was cancelled and never reached the loop.")
         elif isinstance(loading.result, str):
             self._reject(envelope, req.id, Error.BAD_FILE, loading.result)
+        elif isinstance(loading.result, ErrorReply):
+            self._reject(envelope, req.id, loading.result.code, loading.result.message)
         elif self.block.header[H.LOOP_EXIT] or self.ctx.state not in self.ctx.allowed[req.cmd]:
             self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{req.cmd} is no longer allowed: the loop went to "
                          f"{self.ctx.state.name} while the file was loading.")
         elif req.mailbox == Cmd.RIG_BUFFER:
-            self._hand_rig_motion(envelope, req, loading.result, now)
-        else:
+            self._hand_rig_motion(envelope, req, loading.result)
+        elif req.mailbox == Cmd.RUN_BUFFER:
             traj, support = loading.result
             self.block.traj[:len(traj)] = traj
             self.block.support[:len(traj)] = -1.0 if support is None else support
             self.block.header[H.TRAJ_LEN] = len(traj)
-            self._post(envelope, req, now)
+            self._post(envelope, req)
+        else:
+            self._post(envelope, req)
 
-    def _hand_rig_motion(self, envelope: list[bytes], req: Request, motion, now: float) -> None:
+    def _hand_rig_motion(self, envelope: list[bytes], req: Request, motion) -> None:
         """The earthquake's spline nodes into the rig buffer, unless the rig still plays the last one."""
         h = self.block.header
         if h[H.RIG_BUSY]:
@@ -491,7 +625,7 @@ class IoServer:
         n = len(motion.x)
         self.block.rig[0, :n], self.block.rig[1, :n], self.block.rig[2, :n] = motion.x, motion.v, motion.a
         h[H.RIG_LEN] = n
-        self._post(envelope, replace(req, values=np.array([motion.dt])), now)
+        self._post(envelope, replace(req, values=np.array([motion.dt])))
 
     def _local(self, cmd: str) -> dict[str, Any]:
         h = self.block.header
@@ -516,7 +650,7 @@ class IoServer:
         return {"state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE]),
                 "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
                 "loop_error": self.loop_error,
-                "shutdown_requested": bool(h[H.SHUTDOWN]),
+                "shutdown_requested": bool(h[H.SHUTDOWN]), "log": self._log_status(),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(self._faults),
                 "last_transition": self._last_transition, "stepped": self.ctx.stepped,
@@ -536,33 +670,58 @@ class IoServer:
                 "pending": len(self._pending),
                 "live_view": {"port": self.live.port, "frames": self.live.frames,
                               "subscriptions": self.live.subscriptions} if self.live else None,
-                "log": {"path": str(self.log.path), "records": self.log.records, "chunks": self.log.chunks,
-                        "error": self.log_error} if self.log else None}
+                "log": self._log_status()}
+
+    def _log_status(self) -> dict[str, Any] | None:
+        """The cycle log: ``records`` and ``chunks`` on disk, ``ok`` False once it failed (``error``)."""
+        if self.log is None:
+            return None
+        return {"ok": self.log_error is None, "path": str(self.log.path), "records": self.log.records,
+                "chunks": self.log.chunks, "error": self.log_error, "on_failure": self.on_log_failure}
 
     # ------------------------------------------------------------------ shared memory -> ZMQ
 
     def _pump(self, now: float) -> None:
         if self._loading is not None and self._loading.done.is_set():
-            self._finish_loading(now)
+            self._finish_loading()
+        exited = bool(self.block.header[H.LOOP_EXIT])   # read first: the replies posted before it are read next
         self._replies()
-        if self.block.header[H.LOOP_EXIT]:       # a loop that left on the header flag never replies:
-            for token in [t for t, p in self._pending.items() if p.cmd == "shutdown"]:
-                p = self._pending.pop(token)      # answer now, before the daemon stops serving
-                self._finish_shutdown(p.envelope, p.id, acknowledged=True)
-        for token in [t for t, p in self._pending.items() if now >= p.deadline]:
-            p = self._pending.pop(token)
-            if p.cmd == "shutdown":
-                self._finish_shutdown(p.envelope, p.id, acknowledged=False)
-                continue
-            self.counters.timeouts += 1
-            self._reject(p.envelope, p.id, Error.TIMEOUT,
-                         f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
-                         "check status before retrying.")
+        if exited:
+            self._loop_left()
+        else:
+            self._withdraw_overdue(now)
         self._read_events_then_ring()
         self._end_step()
         if now >= self._next_stats:
             self._next_stats = now + self.stats_period
             self._publish(b"stats", self._stats())
+
+    def _loop_left(self) -> None:
+        """A loop that has left takes nothing more: answer every command still waiting (``shutdown``
+        as acknowledged), now, before the daemon stops serving."""
+        h = self.block.header
+        for p in self._pending.values():
+            if p.cmd == "shutdown":
+                self._finish_shutdown(p.envelope, p.id, acknowledged=True)
+                continue
+            for envelope, id_ in p.waiters():
+                self._reject(envelope, id_, Error.NOT_ALLOWED, f"the control loop exited (code "
+                             f"{int(h[H.LOOP_EXIT_CODE])}) before it acknowledged {p.cmd}.")
+        self._pending.clear()
+
+    def _withdraw_overdue(self, now: float) -> None:
+        """Past its deadline, a mailbox command is withdrawn (answered once the loop says whether it
+        took it first); a ``shutdown`` is answered unacknowledged (the header flag stops the loop anyway);
+        a priority command, and any in stepped lock-step, waits for the loop's reply."""
+        for token, p in list(self._pending.items()):
+            if p.withdrawn or now < p.deadline:
+                continue
+            if p.cmd == "shutdown":
+                del self._pending[token]
+                self._finish_shutdown(p.envelope, p.id, acknowledged=False)
+            elif p.mailbox not in LANE_OF and not self.ctx.stepped:
+                withdraw_commands(self.block, token)
+                p.withdrawn = True
 
     def _replies(self) -> None:
         for token, ok, code, value in take_replies(self.block):
@@ -574,11 +733,17 @@ class IoServer:
                 self._finish_shutdown(p.envelope, p.id, acknowledged=True)
                 continue
             state = name_of(State, value)           # the loop replies with its state after the command
-            if ok:
-                self._send(p.envelope, ok_reply(p.id, {"accepted": True, "state": state}))
-            else:
-                err = _loop_error(code)
-                self._reject(p.envelope, p.id, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
+            for envelope, id_ in p.waiters():
+                if p.withdrawn and not ok and code == Error.TIMEOUT:
+                    self.counters.timeouts += 1
+                    self._reject(envelope, id_, Error.TIMEOUT, f"the control loop did not take {p.cmd} within "
+                                 f"{self.reply_timeout * 1e3:.0f} ms of its posting: it was withdrawn and never "
+                                 "applied; check status before retrying.")
+                elif ok:
+                    self._send(envelope, ok_reply(id_, {"accepted": True, "state": state}))
+                else:
+                    err = _loop_error(code)
+                    self._reject(envelope, id_, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
 
     def _read_events_then_ring(self) -> None:
         """Events, then the records completed before them: the loop posts a cycle's events
@@ -588,11 +753,14 @@ class IoServer:
         self._read_ring(count)
 
     def _read_ring(self, count: int) -> None:
+        """The records up to ``count``, at most ``RING_SLICE`` of them (``_backlog`` if more are left)."""
         slots = self.block.layout.ring_slots
         if count - self._ring_next > slots:
             self.counters.ring_drops += count - slots - self._ring_next
             self._ring_next = count - slots
-        while self._ring_next < count:
+        end = min(count, self._ring_next + RING_SLICE)
+        self._backlog = end < count
+        while self._ring_next < end:
             i = self._ring_next
             self._ring_next += 1
             if not read_record(self.block, i, self._rec):
@@ -630,13 +798,20 @@ class IoServer:
             self._to_log("event", msg)
 
     def _to_log(self, kind: str, item: Any) -> None:
-        """A record (``append``) or an event into the cycle log; the first write that fails
-        stops the log and says why in ``stats``."""
+        """A record (``append``) or an event into the cycle log, until a write fails."""
         if self.log is not None and self.log_error is None:
             try:
                 getattr(self.log, kind)(item)
             except OSError as e:
-                self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
+                self._log_failed(e)
+
+    def _log_failed(self, e: OSError) -> None:
+        """The cycle log's first failure: said in ``status`` and ``stats`` and published as a WARNING
+        event (reason LOG_FAILED); under ``refuse_motions`` new motions are refused from now on."""
+        self.log_error = (f"the cycle log {self.log.path.name} failed after {self.log.records} records on disk "
+                          f"({e.strerror or e})")
+        self._publish(b"event", log_failed_message(int(self.block.header[H.LOOP_CYCLE]), self.log_error, e,
+                                                   self.log.records))
 
     def _publish(self, topic: bytes, msg: dict[str, Any]) -> None:
         data = json.dumps(msg, allow_nan=False, separators=(",", ":")).encode()
