@@ -21,12 +21,10 @@ from controller.daemon.io.server import RING_SLICE, IoServer
 from controller.daemon.shm import Cmd, H, begin_record, end_record, post_command, take_replies, withdraw_commands
 from controller.daemon.telemetry import RecordLayout
 from controller.tools.client import Client, CommandError
-from models.rig.stewart import StewartModel
 
 from tests.controller.conftest import LOCAL, make_context, small_block
 from tests.controller.daemon.loop_harness import Harness
 from tests.controller.daemon.io.test_io_server import until
-from tests.paths import STEWART_RIG
 
 SINE = "sinusoid:axis=y,amplitude=0.05,frequency=1,cycles=4"
 
@@ -73,11 +71,6 @@ def _call_in_thread(client: Client, cmd: str, **args) -> tuple[threading.Thread,
     t = threading.Thread(target=call, daemon=True)
     t.start()
     return t, out
-
-
-@pytest.fixture(scope="module")
-def stewart() -> StewartModel:
-    return StewartModel.from_yaml(STEWART_RIG)
 
 
 @contextmanager
