@@ -19,6 +19,7 @@ from controller.daemon.io.log import (CHANNELS, EVENTS, TRUTH, CycleLogWriter, L
                                new_run_dir, read_log)
 from controller.tools.plot import plot_log
 from controller.daemon.telemetry import RecordLayout
+from tests.paths import ROOT
 
 NAMES = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
 
@@ -57,6 +58,7 @@ def test_every_record_field_is_on_exactly_one_channel():
     assert sorted(fields + ["t"]) == sorted(layout.slices)
 
 
+@pytest.mark.slow
 def test_round_trip_and_mcap_reader(tmp_path):
     """Records come back bit for bit (NaN margins included); mcap's own reader sees one
     jsonschema/json channel per kind with the loop's t as log time, and the events."""
@@ -96,7 +98,6 @@ import sys
 from controller.daemon.io.log import CycleLogWriter
 from controller.daemon.telemetry import RecordLayout
 from tests.controller.daemon.io.test_io_log import NAMES, records
-from tests.paths import ROOT
 recs = records(RecordLayout(4), 200_000)
 w = CycleLogWriter(sys.argv[1], RecordLayout(4), NAMES, chunk_bytes=20_000)
 chunks = 0
@@ -108,6 +109,7 @@ for r in recs:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_loses_at_most_the_last_chunk(tmp_path):
     """The writer is killed without a chance to close: every record of the chunks it had
     reported flushed is read back (by mcap's stream reader, without summary or footer)."""
@@ -132,6 +134,7 @@ def test_sigkill_mid_run_loses_at_most_the_last_chunk(tmp_path):
     assert not info["complete"] and info["records"] == len(back.records)
 
 
+@pytest.mark.slow
 def test_a_file_torn_at_any_byte_reads_as_a_prefix(tmp_path):
     """Cut anywhere (a write interrupted mid-record), the reader returns the records of the
     complete chunks before the cut, never a wrong value; more bytes never give fewer records."""
@@ -166,6 +169,7 @@ def test_bad_logs_are_named(tmp_path):
         read_log(tmp_path / "text.mcap")
 
 
+@pytest.mark.slow
 def test_plot_writes_pngs(tmp_path):
     write(tmp_path / "c.mcap", records(RecordLayout(4), 1200))
     paths = plot_log(tmp_path / "c.mcap", tmp_path / "png")
