@@ -12,7 +12,7 @@ the managing node decodes and the controller computes.
 The result is the same frames, in the same order, as the ``sim`` backend.
 
 Steady state runs in Numba on both ends, with the Python path for everything else (tested
-byte for byte against it, tests/drivers/test_fast_paths.py): the MN queues a period's frames
+byte for byte against it, tests/drivers/powerlink/test_fast_paths.py): the MN queues a period's frames
 with :meth:`UdpLink.queue_period` and checks its PRes with
 :func:`~drivers.powerlink.checks.steady_pres`; the server hands each datagram to
 :meth:`SimulatedNodes.serve_isochronous <drivers.sim.nodes.SimulatedNodes.serve_isochronous>`.

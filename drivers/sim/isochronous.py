@@ -28,7 +28,7 @@ first) or inviting a node, a frame that fails a check, a PReq to a node that is 
 (``nodes[:, ELIGIBLE]``: Operational, nothing pending, the drive not dirty), a controlword or mode
 that could change a drive's state, a truncated entry.
 Every frame is handled whole by one side, so the answers are byte for byte those of the Python
-path (tests/drivers/test_fast_paths.py runs both on the same datagrams).
+path (tests/drivers/powerlink/test_fast_paths.py runs both on the same datagrams).
 """
 from __future__ import annotations
 

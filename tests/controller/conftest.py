@@ -1,14 +1,15 @@
 """Test rig for the I/O process: a FAKE loop thread on a real shared block, the real
-IoServer in a thread, real ZMQ sockets on 127.0.0.1 (free ports picked by the OS)."""
+IoServer in a thread, real ZMQ sockets on 127.0.0.1 (free ports picked by the OS); and real
+daemon processes (tests.controller.daemon_process) on the leg and on the whole BIP 2000."""
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 import zmq
 
 from controller.daemon.codes import Error, Event, Reason, State
@@ -33,8 +34,10 @@ from controller.daemon.shm import (
 )
 from controller.daemon.telemetry import RecordLayout
 from models.chain.config import load_description
+from tests.controller.daemon_process import booted
+from tests.paths import DEPLOY, ROBOTS
 
-ROBOT = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
+ROBOT = ROBOTS / "bip_leg.yaml"
 LOCAL = Endpoints("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
 # where the fake loop goes at once on an accepted command (the real loop gets there in time)
 FAKE_TARGET = {Cmd.ENABLE: State.HOLD, Cmd.DISABLE: State.DISABLED, Cmd.RESET: State.DISABLED,
@@ -215,3 +218,33 @@ def rig_factory(leg_desc):
 @pytest.fixture
 def rig(rig_factory) -> Rig:
     return rig_factory()
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    """The bench leg (deploy/bipd.yaml) in lock-step: (process, client, tmp_path)."""
+    doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
+    doc["robot"] = str(ROBOTS / "bip_leg.yaml")
+    doc["stabilizer"] = str(ROBOTS / "bip_leg_stabilizer.yaml")
+    with booted(tmp_path, doc) as (proc, client, _):
+        yield proc, client, tmp_path
+
+
+@pytest.fixture
+def bip2000_daemon(tmp_path):
+    """The whole BIP 2000 (deploy/bip2000.yaml: 15 axes on the simulated bus) in lock-step."""
+    doc = yaml.safe_load((DEPLOY / "bip2000.yaml").read_text())
+    doc["robot"] = str(ROBOTS / "bip2000.yaml")
+    with booted(tmp_path, doc, boot_s=300.0) as (proc, client, _):    # a cold Numba cache compiles the tree kernels
+        yield proc, client, tmp_path
+
+
+@pytest.fixture
+def stepped_bip2000_daemon(tmp_path):
+    """The whole BIP 2000, ``--stepped`` (the client owns the clock), no cycle log, shut down after:
+    (process, client, telemetry endpoint, tmp_path)."""
+    doc = yaml.safe_load((DEPLOY / "bip2000.yaml").read_text())
+    doc["robot"] = str(ROBOTS / "bip2000.yaml")
+    with booted(tmp_path, doc, clock="--stepped", boot_s=120.0, timeout_s=5.0, log=False, name="bip2000.yaml",
+                shutdown=True) as (proc, client, tel_ep):
+        yield proc, client, tel_ep, tmp_path

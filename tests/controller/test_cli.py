@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import yaml
 
 from controller.cli import DEFAULT_ROBOT, main
@@ -62,6 +63,7 @@ def test_check_robot_bad_tree_with_exit_2(tmp_path, capsys):
     assert f"{bad}: joints[0].parent: cycle" in err and "Traceback" not in err
 
 
+@pytest.mark.bench
 def test_bench_models_json_has_reference_figures(capsys):
     assert main(["bench", "models", "--json", "--samples", "400", "--no-first-call"]) == 0
     res = json.loads(capsys.readouterr().out)
@@ -76,6 +78,7 @@ def test_bench_models_json_has_reference_figures(capsys):
     assert 0 < rig["kernel_in_numba_loop"]["median_us"]
 
 
+@pytest.mark.bench
 def test_bench_models_on_a_tree_times_each_root_and_the_swap(capsys):
     """A tree YAML switches to the whole-robot bench: every root and the swap case,
     each path against the Pinocchio path doing the same work, one JSON object on

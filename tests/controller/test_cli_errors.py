@@ -15,8 +15,8 @@ from controller.daemon import run as daemon
 from controller.cli import main
 from models.common.errors import QUOTE_CHARS, quote
 from models.common.validation import MAX_YAML_BYTES
+from tests.paths import DEPLOY, ROBOTS
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 @pytest.fixture(autouse=True)
@@ -36,8 +36,8 @@ def private_runtime_dir(tmp_path, monkeypatch):
 def config(tmp_path: Path, *, io: dict | None = None, bus: dict | None = None, text: str | None = None) -> Path:
     """deploy/bipd.yaml with absolute robot paths, free ports and the given overrides."""
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
-    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
+    doc["robot"] = str(ROBOTS / "bip_leg.yaml")
+    doc["stabilizer"] = str(ROBOTS / "bip_leg_stabilizer.yaml")
     doc["io"].update(command=f"tcp://127.0.0.1:{free_port()}", telemetry=f"tcp://127.0.0.1:{free_port()}")
     doc["io"].update(io or {})
     doc["bus"].update(bus or {})
@@ -198,7 +198,7 @@ def test_scenario_refuses_an_alias_bomb_in_the_stabilizer_yaml(tmp_path, capsys,
     monkeypatch.setattr(runner, "Processes", lambda *_a, **_kw: pytest.fail("a process would start"))
     stab = alias_bomb(tmp_path / "stabilizer.yaml")
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc.update(robot=str(DEPLOY / "robots" / "bip_leg.yaml"), stabilizer=str(stab))
+    doc.update(robot=str(ROBOTS / "bip_leg.yaml"), stabilizer=str(stab))
     (tmp_path / "bipd.yaml").write_text(yaml.safe_dump(doc))
     assert main(["scenario", "squat", "--config", str(tmp_path / "bipd.yaml")]) == 2
     assert capsys.readouterr().err.splitlines() == [f"bipd scenario: error: {stab}: {ALIASES_REFUSED}"]
@@ -225,7 +225,7 @@ def test_oversized_yaml_is_refused_before_parsing(tmp_path, capsys):
 def test_quoted_values_are_bounded(tmp_path, capsys):
     """A 500 KB value in a key that quotes what it got: the message stays one short line."""
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
-    doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["robot"] = str(ROBOTS / "bip_leg.yaml")
     doc["stabilizer"] = None
     doc["loop"]["cpus"] = ["x" * 1000] * 500
     path = config(tmp_path, text=yaml.safe_dump(doc))

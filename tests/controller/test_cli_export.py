@@ -3,13 +3,12 @@ naming the file, exit 2."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
 from controller.cli import main
+from tests.paths import ROBOTS
 
-ROBOTS = Path(__file__).resolve().parents[2] / "deploy" / "robots"
 
 
 def test_urdf_on_stdout(capsys):

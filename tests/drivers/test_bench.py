@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from drivers import bench
 from drivers.config import parse_bus_config
+
+pytestmark = pytest.mark.bench
 
 SECONDS = 0.3
 

@@ -1,14 +1,12 @@
 """Robot descriptions for tests: the BIP leg and random MDH chains."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from models import Robot, description_from_dict
+from tests.paths import ROBOTS
 
-ROOT = Path(__file__).resolve().parents[2]
-BIP_LEG = ROOT / "deploy" / "robots" / "bip_leg.yaml"
+BIP_LEG = ROBOTS / "bip_leg.yaml"
 
 
 def random_inertia(rng: np.random.Generator) -> list[list[float]]:
@@ -18,6 +16,15 @@ def random_inertia(rng: np.random.Generator) -> list[list[float]]:
     p[2] = min(p[2], p[0] + p[1] - 1e-3)
     qr, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     return (qr @ np.diag(p) @ qr.T).tolist()
+
+
+def random_dynamics(rng: np.random.Generator) -> dict:
+    """A random joint's limits, armature, friction and body (drawn in this order from ``rng``)."""
+    return {"limits": {"position": [-2.0, 2.0], "velocity": 3.0, "torque": 100.0},
+            "armature": float(rng.uniform(0.0, 0.05)),
+            "friction": {"viscous": float(rng.uniform(0, 0.5)), "coulomb": float(rng.uniform(0, 0.3))},
+            "body": {"mass": float(rng.uniform(0.5, 5.0)), "com": rng.uniform(-0.1, 0.2, 3).tolist(),
+                     "inertia": random_inertia(rng)}}
 
 
 def random_chain_dict(rng: np.random.Generator, n: int, prismatic: tuple[int, ...] = ()) -> dict:
@@ -30,11 +37,7 @@ def random_chain_dict(rng: np.random.Generator, n: int, prismatic: tuple[int, ..
             "type": "prismatic" if i in prismatic else "revolute",
             "mdh": {"alpha": float(rng.uniform(-2.5, 2.5)), "a": float(rng.uniform(0.05, 0.4)),
                     "theta": float(rng.uniform(-1.0, 1.0)), "d": float(rng.uniform(0.05, 0.3))},
-            "limits": {"position": [-2.0, 2.0], "velocity": 3.0, "torque": 100.0},
-            "armature": float(rng.uniform(0.0, 0.05)),
-            "friction": {"viscous": float(rng.uniform(0, 0.5)), "coulomb": float(rng.uniform(0, 0.3))},
-            "body": {"mass": float(rng.uniform(0.5, 5.0)), "com": rng.uniform(-0.1, 0.2, 3).tolist(),
-                     "inertia": random_inertia(rng)},
+            **random_dynamics(rng),
         })
     return {"name": f"random{n}", "gravity": rng.normal(0, 9.81 / np.sqrt(3), 3).tolist(),
             "joints": joints,

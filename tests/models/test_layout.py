@@ -16,8 +16,9 @@ from stabilizer import stabilizer as stab
 from stabilizer import whole_body as wb
 from stabilizer.whole_body_config import load_config as load_wb_config
 
-from tests.models.chains import ROOT, bip_leg
+from tests.models.chains import bip_leg
 from tests.models.trees import BIP2000, random_tree
+from tests.paths import ROBOTS
 
 
 @njit(cache=True)
@@ -43,12 +44,12 @@ def _buffers():
         size = tree.sizes(robot.model.buf)
         out += [(tree.MODEL, robot.model.buf, size, km),
                 (tree.DATA, robot.data.buf, {k: size[k] for k in tree.DATA.sizes}, kd)]
-    st = stab.Stabilizer.from_yaml(ROOT / "deploy" / "robots" / "bip_leg_stabilizer.yaml")
+    st = stab.Stabilizer.from_yaml(ROBOTS / "bip_leg_stabilizer.yaml")
     size = {"n": st.n, "nv": st.nv}
     out += [(stab.PARAMS, st.params, size, stab.param_views(st.params)),
             (stab.STATE, st.state, size, stab.state_views(st.state, st.n, st.nv)),
             (stab.OUT, st.out, size, stab.out_views(st.out, st.n, st.nv))]
-    w = wb.WholeBodyStabilizer(bip, load_wb_config(ROOT / "deploy" / "robots" / "bip2000_stabilizer.yaml"))
+    w = wb.WholeBodyStabilizer(bip, load_wb_config(ROBOTS / "bip2000_stabilizer.yaml"))
     out += [(wb.PARAMS, w.params, {"n": w.n}, wb.param_layout(w.params)[0]),
             (wb.STATE, w.state, {"n": w.n}, wb.state_layout(w.params, w.state)[0]),
             (wb.OUT, w.out, {"n": w.n}, wb.out_layout(w.params, w.out)[0])]

@@ -4,7 +4,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ from models.common.errors import ConfigError, TransmissionFault
 from models.transmission import (CANNOT_CLOSE, NO_CONVERGENCE, SINGULAR, Transmission,
                                  joint_velocity, motor_to_joint, parse_transmission,
                                  status_message, transmission_jacobian)
+from tests.paths import ROBOTS
 
-YAML = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip_leg.yaml"
+YAML = ROBOTS / "bip_leg.yaml"
 DOC = yaml.safe_load(YAML.read_text())
 SECTION = DOC["transmission"]
 QMIN = np.array([j["limits"]["position"][0] for j in DOC["joints"]])

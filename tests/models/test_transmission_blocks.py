@@ -3,7 +3,6 @@ checked against the bench leg's kernels, finite differences and the YAML's numbe
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,14 +14,14 @@ from models.common.errors import ConfigError, TransmissionFault
 from models.transmission import (CANNOT_CLOSE, LEG_LABELS, parse_blocks, parse_transmission,
                                  status_message, transmission_jacobian)
 from models.tree.config import load_tree
+from tests.paths import ROBOTS
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "robots"
-LEG = yaml.safe_load((DEPLOY / "bip_leg.yaml").read_text())
+LEG = yaml.safe_load((ROBOTS / "bip_leg.yaml").read_text())
 LEG_LO = np.array([j["limits"]["position"][0] for j in LEG["joints"]])
 LEG_HI = np.array([j["limits"]["position"][1] for j in LEG["joints"]])
 BENCH = parse_transmission(LEG["transmission"], "bip_leg.yaml", LEG_LO, LEG_HI)
-BIP_DOC = yaml.safe_load((DEPLOY / "bip2000.yaml").read_text())
-BIP = load_tree(DEPLOY / "bip2000.yaml")
+BIP_DOC = yaml.safe_load((ROBOTS / "bip2000.yaml").read_text())
+BIP = load_tree(ROBOTS / "bip2000.yaml")
 TR = BIP.transmission
 NAMES = tuple(j.joint.name for j in BIP.joints)
 LO = np.array([j.joint.position_limits[0] for j in BIP.joints])

@@ -15,15 +15,14 @@ from models import Robot
 from models.tree.config import load_tree
 from models.urdf import frame_link, rpy, to_urdf
 
+from tests.assertions import close_within
 from tests.models.chains import BIP_LEG
 from tests.models.trees import BIP2000, bip2000, random_states
 
 TOL = 1e-9
 
 
-def close(ours, ref):
-    ref = np.asarray(ref)
-    np.testing.assert_allclose(ours, ref, rtol=TOL, atol=TOL * max(1.0, float(np.abs(ref).max())))
+close = close_within(TOL)
 
 
 def from_urdf(path, gravity):

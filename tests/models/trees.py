@@ -6,9 +6,10 @@ import numpy as np
 from models.tree.config import tree_from_dict
 from models.tree.robot import TreeRobot
 
-from tests.models.chains import ROOT, random_inertia
+from tests.models.chains import random_dynamics, random_inertia
+from tests.paths import ROBOTS
 
-BIP2000 = ROOT / "deploy" / "robots" / "bip2000.yaml"
+BIP2000 = ROBOTS / "bip2000.yaml"
 
 # parent body of each joint of the random tree: the base and bodies j1, j2, j5 and
 # j7 carry two children each
@@ -30,11 +31,7 @@ def random_tree_dict(seed: int) -> dict:
             "mdh": {"gamma": float(rng.uniform(-2.5, 2.5)), "b": float(rng.uniform(-0.2, 0.2)),
                     "alpha": float(rng.uniform(-2.5, 2.5)), "a": float(rng.uniform(0.05, 0.4)),
                     "theta": float(rng.uniform(-1.0, 1.0)), "d": float(rng.uniform(0.05, 0.3))},
-            "limits": {"position": [-2.0, 2.0], "velocity": 3.0, "torque": 100.0},
-            "armature": float(rng.uniform(0.0, 0.05)),
-            "friction": {"viscous": float(rng.uniform(0, 0.5)), "coulomb": float(rng.uniform(0, 0.3))},
-            "body": {"mass": float(rng.uniform(0.5, 5.0)), "com": rng.uniform(-0.1, 0.2, 3).tolist(),
-                     "inertia": random_inertia(rng)},
+            **random_dynamics(rng),
         })
 
     def frame(body: str) -> dict:

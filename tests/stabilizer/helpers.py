@@ -3,7 +3,6 @@ overrides, and the thesis' tilt scenario (§2.5.12)."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import yaml
@@ -11,11 +10,11 @@ import yaml
 from models import Robot
 from stabilizer.config import config_from_dict
 from stabilizer.stabilizer import Stabilizer
+from tests.paths import ROBOTS
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "deploy" / "robots" / "bip_leg_stabilizer.yaml"
+CONFIG = ROBOTS / "bip_leg_stabilizer.yaml"
 BASE = yaml.safe_load(CONFIG.read_text())
-ROBOT = Robot.from_yaml(ROOT / "deploy" / "robots" / "bip_leg.yaml")
+ROBOT = Robot.from_yaml(ROBOTS / "bip_leg.yaml")
 FOOT = ROBOT.description.foot
 Q0 = np.array([0.0, 0.25, -0.5, 0.25])          # knee bent, pelvis upright
 ATTRACTOR = {"law": "coulomb", "gain": 0.5, "softening_radius": 0.03, "target": "initial"}
@@ -49,3 +48,19 @@ def tilt_scenario(t: float) -> tuple[float, float]:
     7 s, and back in 7 s."""
     s = quintic(t, 7.0) - quintic(t - 7.0, 7.0)
     return np.radians(10.0) * s, np.radians(20.0) * s
+
+
+class SimulatedClock:
+    """perf_counter_ns stand-in: the k-th timed interval (a start and an end reading) lasts
+    ``durations[k]`` ns."""
+
+    def __init__(self, durations: np.ndarray) -> None:
+        self.durations = iter(durations.tolist())
+        self.now = 0
+        self.started = False
+
+    def __call__(self) -> int:
+        if self.started:
+            self.now += next(self.durations)
+        self.started = not self.started
+        return self.now

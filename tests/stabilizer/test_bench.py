@@ -13,7 +13,9 @@ from stabilizer import bench
 from stabilizer.bench import stabilizing_cycle
 
 from tests.nrt import assert_allocation_free
-from tests.stabilizer.helpers import Q0, ROBOT, make
+from tests.stabilizer.helpers import Q0, ROBOT, SimulatedClock, make
+
+pytestmark = pytest.mark.bench
 
 
 @njit
@@ -22,6 +24,7 @@ def _cycles(mbuf, dbuf, p, s, inp, out, gains, tau, count):
         stabilizing_cycle(mbuf, dbuf, p, s, inp, out, gains, tau)
 
 
+@pytest.mark.slow
 def test_cycle_is_allocation_free():
     """NRT allocations of 1 and of 1001 cycles inside one njit call are equal:
     the only ones are the call's own argument boxing (tests/nrt.py)."""
@@ -32,22 +35,6 @@ def test_cycle_is_allocation_free():
     args = (ROBOT.model.buf, ROBOT.data.buf.copy(), st.params, st.state, st.inputs, st.out,
             np.zeros(12), np.zeros(4))
     assert_allocation_free(_cycles, *args)
-
-
-class SimulatedClock:
-    """perf_counter_ns stand-in: the k-th timed interval (a start and an end reading) lasts
-    ``durations[k]`` ns."""
-
-    def __init__(self, durations: np.ndarray) -> None:
-        self.durations = iter(durations.tolist())
-        self.now = 0
-        self.started = False
-
-    def __call__(self) -> int:
-        if self.started:
-            self.now += next(self.durations)
-        self.started = not self.started
-        return self.now
 
 
 def test_benchmark_figures_are_the_statistics_of_the_timed_calls(monkeypatch):

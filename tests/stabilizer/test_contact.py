@@ -69,6 +69,7 @@ def test_foot_loads_and_the_right_share():
     assert math.isnan(right_share(np.zeros(8)))
 
 
+@pytest.mark.slow
 def test_the_stabilizer_follows_the_loads_with_hysteresis_and_flags_a_disagreement():
     st = make(support={"source": "sensors", "min_load": MIN, "release_load": RELEASE, "dwell_s": 0.002})
     st.reset(Q0)

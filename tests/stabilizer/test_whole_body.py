@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,11 +24,11 @@ from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
 from stabilizer.whole_body_config import config_from_dict
 
 from tests.nrt import assert_allocation_free
+from tests.paths import ROBOTS
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "deploy" / "robots" / "bip2000_stabilizer.yaml"
+CONFIG = ROBOTS / "bip2000_stabilizer.yaml"
 BASE = yaml.safe_load(CONFIG.read_text())
-ROBOT = TreeRobot.from_yaml(ROOT / "deploy" / "robots" / "bip2000.yaml")
+ROBOT = TreeRobot.from_yaml(ROBOTS / "bip2000.yaml")
 Q0 = flexed_posture(ROBOT, GaitParams(flex=0.06))       # both soles flat, knees bent
 
 
@@ -280,6 +279,7 @@ def _cycles(mbuf, dbuf, p, s, inp, out, count):
         wb.step(mbuf, dbuf, p, s, inp, out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loads", [[100.0] * 8, [100.0] * 4 + [0.0] * 4])
 def test_cycle_is_allocation_free(loads):
     """NRT allocations of 1 and of 1001 cycles inside one njit call are equal (tests/nrt.py),

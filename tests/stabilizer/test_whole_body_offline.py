@@ -16,6 +16,7 @@ from models.gait.wholebody import flexed_posture
 from stabilizer import bench
 from stabilizer.offline import evaluate
 
+from tests.stabilizer.helpers import SimulatedClock
 from tests.stabilizer.test_whole_body import ROBOT
 
 
@@ -67,21 +68,7 @@ def test_offline_margins_against_an_independent_computation_and_the_stabilizer_h
     assert all(r.stabilized_margin > r.held_margin for r in rows if r.held_margin < 0.03)
 
 
-class SimulatedClock:
-    """perf_counter_ns stand-in: the k-th timed interval lasts ``durations[k]`` ns."""
-
-    def __init__(self, durations: np.ndarray) -> None:
-        self.durations = iter(durations.tolist())
-        self.now = 0
-        self.started = False
-
-    def __call__(self) -> int:
-        if self.started:
-            self.now += next(self.durations)
-        self.started = not self.started
-        return self.now
-
-
+@pytest.mark.bench
 def test_whole_body_benchmark_figures_are_the_statistics_of_the_timed_calls(monkeypatch):
     samples = 201
     ns = np.random.default_rng(2).integers(5_000, 50_000, samples)
@@ -96,6 +83,7 @@ def test_whole_body_benchmark_figures_are_the_statistics_of_the_timed_calls(monk
     assert res["not_ok"] == 0
 
 
+@pytest.mark.bench
 def test_bench_models_on_the_tree_times_the_whole_body_stabilizer(capsys):
     robot = bench.WHOLE_BODY_CONFIG.parent / "bip2000.yaml"
     assert main(["bench", "models", "--robot", str(robot), "--json", "--samples", "40"]) == 0

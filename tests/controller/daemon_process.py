@@ -1,0 +1,66 @@
+"""`bipd run` as a user runs it, for the tests: a real daemon process (loop process + I/O process) on the
+simulated bus, its own ports and folders in a test's tmp_path, booted to DISABLED over real ZMQ sockets."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import yaml
+
+from controller.tools.client import Client
+from controller.tools.ports import free_port
+
+
+@contextmanager
+def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: float = 60.0, timeout_s: float = 2.0,
+           log: bool | Path = True, name: str = "bipd.yaml", shutdown: bool = False
+           ) -> Iterator[tuple[subprocess.Popen, Client, str]]:
+    """``bipd run --config tmp_path/name clock`` of ``doc`` (free ports; with ``log`` its cycle log in
+    tmp_path/log, or in ``log`` if a folder; trajectories in tmp_path), booted to DISABLED within ``boot_s``: yields (process,
+    client, telemetry endpoint); after, asked to shut down (``shutdown``) and killed if still alive."""
+    cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
+    doc["io"].update(command=cmd_ep, telemetry=tel_ep, trajectory_dir=str(tmp_path))
+    if log:
+        doc["io"]["log_dir"] = str(tmp_path / "log" if log is True else log)
+    cfg = tmp_path / name
+    cfg.write_text(yaml.safe_dump(doc))
+    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), clock],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    client = Client(cmd_ep, timeout_s=timeout_s, retries=3)
+    end = time.monotonic() + boot_s             # boot and kernel compilation: an error, not a verdict
+    try:
+        while True:
+            try:
+                if client.call("status")["state"] == "DISABLED":
+                    break
+            except Exception:
+                pass
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < end, f"the daemon did not boot within {boot_s:g} s"
+            time.sleep(0.2)
+        yield proc, client, tel_ep
+        if shutdown:
+            client.call("shutdown")
+            proc.communicate(timeout=30)
+    finally:
+        client.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
+    """Poll ``status`` until the loop reports ``state``; the last state seen."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        s = client.call("status")["state"]
+        if s == state:
+            return s
+        time.sleep(0.05)
+    return s
