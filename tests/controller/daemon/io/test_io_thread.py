@@ -120,7 +120,7 @@ def test_no_deadline_withdraws_a_stepped_or_a_priority_command(rig_factory, cloc
     """A stepped loop takes commands between steps, and an estop is never given up on: however
     late the loop takes them, they get its answer."""
     rig = rig_factory(server_kw={"reply_timeout": 0.1}, loop_kw={"consume": False}, ctx_kw={"stepped": stepped})
-    with Client(rig.server.command_endpoint, timeout_s=300.0, retries=1) as other:   # a cold Numba cache compiles the check
+    with Client(rig.server.command_endpoint, timeout_s=10.0, retries=1) as other:
         caller, out = _call_in_thread(other, cmd)
         until(lambda: rig.server.counters.requests >= 1, "the request")
         clock.t += 3600.0
