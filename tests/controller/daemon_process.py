@@ -12,7 +12,7 @@ from typing import Iterator
 
 import yaml
 
-from controller.tools.client import Client
+from controller.tools.client import Client, ClientTimeout
 from controller.tools.ports import free_port
 
 
@@ -57,9 +57,12 @@ def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: floa
 
 def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
     """Poll ``status`` until the loop reports ``state``; the last state seen."""
-    end = time.monotonic() + timeout
+    end, s = time.monotonic() + timeout, "no reply"
     while time.monotonic() < end:
-        s = client.call("status")["state"]
+        try:
+            s = client.call("status")["state"]
+        except ClientTimeout:               # a daemon still compiling its kernels on a loaded host
+            continue
         if s == state:
             return s
         time.sleep(0.05)
