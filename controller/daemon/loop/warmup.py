@@ -13,6 +13,7 @@ import numpy as np
 
 from drivers.cia402 import State as DriveState
 
+from controller.daemon.codes import Reason, State
 from controller.daemon.shm import Cmd, H, SharedBlock, post_command
 from controller.daemon.loop.timing import LockstepClock
 
@@ -77,6 +78,7 @@ def dry_run(loop) -> None:
         twin._measure()
         twin.q_ref[:] = twin.q
         twin.est.update()
+        twin.sup.goto(State.DISABLED, Reason.BOOTED)
         twin.clock.start()
         token = 0
         for cmd, args in script(twin):
