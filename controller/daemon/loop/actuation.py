@@ -33,6 +33,8 @@ class Actuation:
         n = io.q.shape[0]
         self.tau_ff, self.ff_scratch = np.zeros(n), np.zeros(n)
         self.soft_flags = 0
+        if est.soles is None:                      # the variant, once
+            self._other_sole = self._no_other_sole
 
     def feedforward(self) -> None:
         """τ_ff = (A + J_pᵀ J_m J_p) q̈_ref + C q̇ + G_tilt − J_cᵀ f_c + J_pᵀ J_m J̇_p q̇ + friction at
@@ -40,16 +42,25 @@ class Actuation:
         ground, f_c is the share of the ground wrench the sole that does not root the model
         carries (``right_share``, models.tree.dynamics.contact_share): 0 in its swing, all of it
         once it stands alone (until the root switches to it), a ramp in double support."""
-        d, est, io = self.models, self.est, self.io
+        d, io = self.models, self.io
         feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
-        if est.soles is not None and est.right_share == est.right_share:   # not NaN
-            left, right = est.soles[0], est.soles[1]
-            if est.model_root == left:
-                d.contact(right, est.right_share, io.qd, self.qdd_ref, self.tau_ff)
-            elif est.model_root == right:
-                d.contact(left, 1.0 - est.right_share, io.qd, self.qdd_ref, self.tau_ff)
+        self._other_sole()
         drive_feedforward(io.P, io.Jp, io.bias, self.fv, self.fs, self.qdd_ref, self.qd_ref,
                           self.ff_scratch, self.tau_ff)
+
+    def _other_sole(self) -> None:
+        """On the ground, the share of the ground wrench the sole that does not root the model carries."""
+        est = self.est
+        if est.right_share == est.right_share:     # not NaN
+            left, right = est.soles[0], est.soles[1]
+            if est.model_root == left:
+                self.models.contact(right, est.right_share, self.io.qd, self.qdd_ref, self.tau_ff)
+            elif est.model_root == right:
+                self.models.contact(left, 1.0 - est.right_share, self.io.qd, self.qdd_ref, self.tau_ff)
+
+    @staticmethod
+    def _no_other_sole() -> None:
+        """Hung by its base, or a chain: no second sole shares the load."""
 
     def step(self) -> None:
         """One powered cycle (module docstring)."""

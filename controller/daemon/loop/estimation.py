@@ -72,6 +72,7 @@ class Estimation:
         self.contact_state = np.full(CONTACT_STATE, np.nan)   # stabilizer.contact.debounced_contact
         self.feet_load = np.full(2, np.nan)        # each foot's load (telemetry)
         self.contact = -1                          # the support phase the loads show (-1: none)
+        self.contact_field = -1.0 if self.has_loads else math.nan   # the telemetry's (NaN: no loads on the bus)
         self.load_share = math.nan                 # the right foot's share of the feet's load
         self.loads_state = LOADS_OK                # stabilizer.contact.loads_status of the last cycle
         # control.load_split: measured: in double support on the ground the feed-forward shares the ground
@@ -177,6 +178,7 @@ class Estimation:
             self.share_f += self.split_gain * (share - self.share_f)
         if contact != self.contact:
             self.contact = contact
+            self.contact_field = float(contact)
             self.event(Event.CONTACT, float(contact), self.load_share)
 
     # ------------------------------------------------------------------ models

@@ -110,7 +110,6 @@ class ControlLoop:
         self.marks = np.zeros(7, np.int64)
         self.recorder = Recorder(block, n, sup, io, est, self.platform, md, self.marks)
         self.stepped = cfg.loop.stepped    # run only up to the horizon a client grants (H.HORIZON)
-        self.warnings: list[str] = []
 
     # the rooms' state under the loop's former names (tests, tools)
     state = _room("sup", "state", "the controller's state (controller.daemon.codes.State)")

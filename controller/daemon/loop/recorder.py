@@ -2,8 +2,6 @@
 RECORD_FIELDS; the writer finds each field's start by name through FIELD)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -90,5 +88,5 @@ class Recorder:
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
-                     est.feet_load, float(est.contact) if est.has_loads else math.nan, est.tilt)
+                     est.feet_load, est.contact_field, est.tilt)
         end_record(self.block)
