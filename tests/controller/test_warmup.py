@@ -39,8 +39,12 @@ def h():
 
 
 def test_the_warm_up_leaves_no_trace(h):
-    """A second dry run changes no bus array, no byte of the shared block, no loop state."""
+    """A dry run (again, the loop enabled and moving: whatever the twin did to the loop's own bus or
+    block would show) changes no bus array, no byte of the shared block, no loop state."""
     loop, b = h.loop, h.bus
+    assert h.command(Cmd.ENABLE, cycles=200)[0] and h.state == State.HOLD
+    home = loop.q_ref.copy()
+    assert h.command(Cmd.MOVE_JOINTS, 0.0, 0.2, -0.4, 0.2, 0.5, cycles=20)[0]
     bus_before = {k: getattr(b, k).copy() for k in ("position", "target_position", "target_velocity",
                                                     "torque_offset", "mode", "state")}
     intents = list(b.intent)
@@ -53,18 +57,30 @@ def test_the_warm_up_leaves_no_trace(h):
     for k, v in block_before.items():
         np.testing.assert_array_equal(getattr(h.block, k), v, err_msg=k)
     np.testing.assert_array_equal(loop.q_ref, q_ref)
-    assert (loop.state, loop.cycle_count) == (state, cycle) and int(h.block.header[H.RING_COUNT]) == 0
+    assert (loop.state, loop.cycle_count) == (state, cycle)
+    h.run(600, heartbeat_every=20, until=lambda: h.state == State.HOLD)
+    assert h.command(Cmd.MOVE_JOINTS, *home, 0.5)[0]       # back home, for the next test
+    h.run(600, heartbeat_every=20, until=lambda: h.state == State.HOLD)
+
+
+def test_the_start_posts_no_record():
+    """The warm-up writes no telemetry record in the loop's ring (only cycles do)."""
+    fresh = Harness()
+    try:
+        assert int(fresh.block.header[H.RING_COUNT]) == 0
+    finally:
+        fresh.close()
 
 
 def test_every_kernel_is_compiled_before_the_first_cycle(h):
     """Through every state and generator (enable, move, stop, squat, a played file, the platform, the
     stabilizer, a fault, estop, reset) no kernel compiles a new signature."""
     before = signatures()
-    assert h.command(Cmd.ENABLE, cycles=200)[0] and h.state == State.HOLD
+    assert h.state == State.HOLD
     assert h.command(Cmd.MOVE_JOINTS, 0.0, 0.2, -0.4, 0.2, 0.5, cycles=50)[0]
     assert h.command(Cmd.STOP, cycles=600)[0]
     h.run(600, heartbeat_every=20, until=lambda: h.state == State.HOLD)
-    assert h.command(Cmd.RUN_SQUAT, cycles=50)[0]
+    assert h.command(Cmd.RUN_SQUAT, cycles=50)[0], (State(h.state).name, h.loop.q_ref)
     assert h.command(Cmd.HOLD)[0]
     h.block.traj[:100] = h.loop.q_ref
     h.block.header[H.TRAJ_LEN] = 100
