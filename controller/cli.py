@@ -6,7 +6,7 @@
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results|whole-body [...]
     bipd campaign SPEC.yaml [--address ray://...] [--json] [--plot DIR]   tuning trials on Ray
     bipd plot LOG [--out DIR]                                                  cycle-log PNGs
-    bipd log info LOG [--json] | bipd log convert OLD_DIR NEW.mcap             cycle-log tools
+    bipd log info LOG [--json]                                                 cycle-log tools
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]   chain or tree
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--period S] [--json]   vs cyclictest
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from contextlib import ExitStack
@@ -159,7 +160,7 @@ def _print_whole_body_bench(res: dict) -> None:
 
 
 def cmd_bench_models(args: argparse.Namespace) -> int:
-    from models.chain.bench import run
+    from models.bench.chain import run
     from stabilizer.bench import run_benchmark
 
     if args.samples < 1:
@@ -167,7 +168,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
         return 2
     say = _progress(not args.json)
     if is_tree(read_yaml(args.robot)):
-        from models.tree.bench import run as run_tree
+        from models.bench.tree import run as run_tree
 
         res = run_tree(args.robot, samples=args.samples, progress=say)
         res["whole_body_stabilizer"] = _whole_body_bench(args.robot, args.samples, say)
@@ -181,7 +182,7 @@ def cmd_bench_models(args: argparse.Namespace) -> int:
     say("stabilizer step and stabilizing cycle")
     res["stabilizer"] = run_benchmark(samples=args.samples)
     say("Stewart-Gough rig: inverse kinematics + inverse dynamics of the six legs")
-    from models.rig.bench import run as run_stewart
+    from models.bench.rig import run as run_stewart
 
     res["stewart"] = run_stewart(samples=max(args.samples, 200))
     if args.json:
@@ -354,6 +355,25 @@ def _print_gait(check: dict) -> None:
           f"{top['rad_s']:.3f} rad/s (limit {top['limit_rad_s']}); pelvis {check['pelvis_speed_m_h']:.1f} m/h")
 
 
+GAIT_MAX_STEPS = 100               # a 100-step walk is about 2 min of gait, 65 000 samples at 2 ms
+GAIT_PERIOD_S = (1e-4, 0.1)        # sampling period bounds, s: a 100 µs bus cycle to 10 Hz
+GAIT_MAX_SPEED_M_H = 3600.0        # 1 m/s: ten times the thesis walk (the reach check refuses far less)
+
+
+def gait_args_problem(speed: float, steps: int, period: float, out: Path) -> str | None:
+    """What is wrong with ``bipd gait``'s generation options, checked before any work; None if nothing."""
+    if not (math.isfinite(speed) and 0.0 < speed <= GAIT_MAX_SPEED_M_H):
+        return f"--speed must be in (0, {GAIT_MAX_SPEED_M_H:g}] m/h, got {speed:g}"
+    if not 1 <= steps <= GAIT_MAX_STEPS:
+        return f"--steps must be 1 to {GAIT_MAX_STEPS}, got {steps}"
+    lo, hi = GAIT_PERIOD_S
+    if not (math.isfinite(period) and lo <= period <= hi):
+        return f"--period must be {lo:g} to {hi:g} s, got {period:g}"
+    if not out.parent.is_dir():
+        return f"--out {out}: the folder {out.parent} does not exist"
+    return None
+
+
 def cmd_gait(args: argparse.Namespace) -> int:
     from models.gait.plan import GaitParams
     from models.gait.wholebody import GaitInfeasible
@@ -383,8 +403,9 @@ def cmd_gait(args: argparse.Namespace) -> int:
     if args.out is None or args.speed is None:
         print("bipd gait: error: give --speed and --out (or --check FILE)", file=sys.stderr)
         return 2
-    if not (args.speed > 0 and args.steps >= 1 and args.period > 0):
-        print("bipd gait: error: --speed and --period must be > 0 and --steps at least 1", file=sys.stderr)
+    problem = gait_args_problem(args.speed, args.steps, args.period, Path(args.out))
+    if problem:
+        print(f"bipd gait: error: {problem}", file=sys.stderr)
         return 2
     params = GaitParams(speed=args.speed / 3600.0, steps=args.steps, period=args.period)
     try:
@@ -408,13 +429,9 @@ def cmd_gait(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from controller.daemon.io.log import LogError, convert, log_info
+    from controller.daemon.io.log import LogError, log_info
 
     try:
-        if args.action == "convert":
-            count = convert(args.log, args.new)
-            print(f"{args.new}: {count} records")
-            return 0
         info = log_info(args.log)
     except LogError as e:
         print(f"bipd log: error: {e}", file=sys.stderr)
@@ -487,12 +504,16 @@ def cmd_keys(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     public, secret = folder / f"{args.name}.key", folder / f"{args.name}.key_secret"
     for path in (public, secret):
-        if path.exists():
+        if os.path.lexists(path):                # a dangling link too: writing would follow it
             print(f"bipd: error: {path} exists; keys are never overwritten", file=sys.stderr)
             return 2
     umask = os.umask(0o077)                      # the secret file is never readable by others
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        if folder.stat().st_mode & 0o022:        # anyone could swap the files for links once written
+            print(f"bipd: error: {folder} is writable by others (mode {folder.stat().st_mode & 0o777:o}); "
+                  "keys go in a folder only you can write (chmod go-w it)", file=sys.stderr)
+            return 2
         zmq.auth.create_certificates(folder, args.name)
         public.chmod(0o644)
     except OSError as e:
@@ -544,14 +565,11 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", help="directory for the PNGs (default: the log's folder)")
     pl.set_defaults(func=cmd_plot)
 
-    lg = sub.add_parser("log", help="cycle-log tools: info (channels, counts, span), convert (.npy folder -> MCAP)")
+    lg = sub.add_parser("log", help="cycle-log tools: info (channels, counts, span)")
     lsub = lg.add_subparsers(dest="action", required=True, metavar="ACTION")
     li = lsub.add_parser("info", help="channels, message counts and time span of a cycle log")
     li.add_argument("log", help="an .mcap file, a run folder, or io.log_dir (its latest run)")
     li.add_argument("--json", action="store_true", help="print one JSON object")
-    lc = lsub.add_parser("convert", help="write an .npy-folder cycle log (the earlier format) as MCAP")
-    lc.add_argument("log", help="the old log folder")
-    lc.add_argument("new", help="the new .mcap file (never overwritten)")
     lg.set_defaults(func=cmd_log)
 
     d = sub.add_parser("demo", help="run the thesis squat through the models and print the leg's state")
@@ -621,7 +639,19 @@ def build_parser() -> argparse.ArgumentParser:
 PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario, "campaign": cmd_campaign}   # commands with their own argument parser
 
 
+SIGPIPE_EXIT = 128 + 13    # as a shell reports a program that SIGPIPE ended (``bipd log info … | head``)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``bipd``; output cut short by its reader (a pipe into ``head``) ends it quietly, as SIGPIPE would."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # nothing more to flush at exit
+        return SIGPIPE_EXIT
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] and argv[0] in PASS_THROUGH:
         return PASS_THROUGH[argv[0]](argparse.Namespace(rest=argv[1:]))

@@ -6,7 +6,7 @@ the ratio to real time is cycles/s ÷ 500. Measured twice: on independent motor 
 transmissions plus the platform, as the daemon and the lock-step tests run it). Also the
 per-frame cost of a PRes: the CN's answer to a PReq and the MN's decode. Then the ``udp``
 backend's protocol on the leg plant with its server in this process
-(:func:`~drivers.backends.udp.open_in_process`: the datagrams and code of the daemon and ``bipd
+(:func:`~drivers.backends.sim.open_in_process`: the datagrams and code of the daemon and ``bipd
 hil``, without the socket and second process), with the Numba steady-state paths and, as the
 reference measured in the same run, without them. Run ``python -m drivers.bench [--json]``.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from drivers.backends.sim import open_sim
-from drivers.backends.udp import open_in_process
+from drivers.backends.sim import open_in_process
 from drivers.config import parse_bus_config
 from drivers.powerlink import frames
 from drivers.powerlink.pdo import TPDO

@@ -100,7 +100,7 @@ class UdpConfig:
     host: str = "127.0.0.1"
     port: int = 47400
     timeout_s: float = 0.05
-    spin_s: float = 1.0e-3               # busy-poll bound before sleeping (drivers/backends/udp.py)
+    spin_s: float = 1.0e-3               # busy-poll bound before sleeping (drivers/udp_protocol.py)
 
 
 @dataclass(frozen=True)

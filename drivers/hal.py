@@ -30,10 +30,11 @@ import numpy as np
 
 from drivers import cia402
 from drivers.cia402 import State
+from drivers.codes import FaultCode
 from drivers.config import AxisConfig, BusConfig, parse_bus_config
 from drivers.events import BusEvent, EventKind
-from drivers.sim.faults import FaultApi
-from drivers.powerlink.sdo import SdoRequest
+from drivers.fault_api import FaultApi
+from drivers.service_channel import SdoRequest
 
 BACKENDS: dict[str, str] = {
     "sim": "drivers.backends.sim:open_sim",
@@ -81,9 +82,6 @@ class Intent(IntEnum):
 
 
 _FAULTED = (State.FAULT, State.FAULT_REACTION_ACTIVE)
-_ENABLE_WORDS = tuple(cia402.enable_controlword(s) for s in State)
-# Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
-_ENABLED, _QUICK_STOP, _FAULT_RESET = Intent.ENABLED, Intent.QUICK_STOP, Intent.FAULT_RESET
 
 
 class Axis:
@@ -178,14 +176,13 @@ class Bus(ABC):
         self.target_velocity = np.zeros(n)
         self.torque_offset = np.zeros(n)
         self.mode = np.full(n, int(cia402.Mode.CSP), np.int64)
-        self.intent = [Intent.DISABLED] * n
+        self.intent = np.full(n, int(Intent.DISABLED), np.int64)
         self.events: deque[BusEvent] = deque(maxlen=config.events_max)
         self.axes = {a.name: Axis(self, a) for a in config.axes}
         self.control_cycle = 0
         self._node_of = [a.node_id for a in config.axes]
-        self._latched = [0] * n
-        self._states = [State.NOT_READY_TO_SWITCH_ON] * n
-        self._controlword = [0] * n
+        self._latched = np.zeros(n, np.int64)     # a node-level error's code, latched on the axis until reset
+        self._controlword = np.zeros(n, np.int64)  # the controlword sent last
         self._closed = False
 
     def axis(self, name: str) -> Axis:
@@ -253,45 +250,14 @@ class Bus(ABC):
         if self._closed:
             raise BusStateError("the bus is closed")
 
-    def _set_actual(self, i: int, sw: int, mode: int, pos: float, vel: float, cur: float, err: int) -> None:
-        self.statusword[i] = sw
-        self.mode_display[i] = mode
-        self.position[i] = pos
-        self.velocity[i] = vel
-        self.current[i] = cur
-        latched = self._latched[i]
-        if latched:
-            state, code = State.FAULT, latched
-        else:
-            state, code = cia402.decode_state(sw), err
-        self.fault_code[i] = code
-        previous = self._states[i]
-        if state != previous:
-            self._states[i] = state
-            self.state[i] = state
-            if state in _FAULTED and previous not in _FAULTED:
-                name = self.axis_names[i]
-                self.events.append(BusEvent(self.control_cycle, EventKind.AXIS_FAULT, self._node_of[i],
-                                            code, name, f"axis {name} fault 0x{code:04X}"))
-
-    def _latch(self, node_id: int, code: int) -> None:
-        for i, node in enumerate(self._node_of):
-            if node == node_id:
-                self._latched[i] = code
-
-    def _controlwords(self) -> list[int]:
-        """Controlwords for this cycle from the axis intents (the master side of CiA 402)."""
-        out = self._controlword
-        for i, intent in enumerate(self.intent):
-            if intent == _ENABLED:
-                out[i] = _ENABLE_WORDS[self._states[i]]
-            elif intent == _QUICK_STOP:
-                out[i] = cia402.CW_QUICK_STOP_CMD
-            elif intent == _FAULT_RESET:
-                out[i] = self._fault_reset_word(i)
-            else:
-                out[i] = cia402.CW_DISABLE_VOLTAGE
-        return out
+    def _axis_faulted(self, i: int) -> None:
+        """Axis ``i`` has just entered FAULT (or its reaction): the AXIS_FAULT event (the code a
+        node-level error latched is the managing node's :class:`~drivers.codes.FaultCode`)."""
+        name, code = self.axis_names[i], int(self.fault_code[i])
+        if self._latched[i]:
+            code = FaultCode(code)
+        self.events.append(BusEvent(self.control_cycle, EventKind.AXIS_FAULT, self._node_of[i], code, name,
+                                    f"axis {name} fault 0x{code:04X}"))
 
     def _fault_reset_word(self, i: int) -> int:
         if self._latched[i] and self.node_operational(self._node_of[i]):

@@ -31,7 +31,7 @@ from numba import njit
 from models.chain.dynamics import update
 from models.chain.model import data_views
 
-from stabilizer.stabilizer import O_SCALARS, P_DT, Stabilizer, step
+from stabilizer.stabilizer import P_DT, P_NV, Stabilizer, out_views, step
 
 THESIS_STABILIZER_AVG_US = 273.0     # thesis §2.6.3 / docs/conventions.md, B&R X20CP1586 (Atom 1.6 GHz)
 TARGET_CYCLE_US = 10.0
@@ -57,9 +57,9 @@ def stabilizing_cycle(mbuf, dbuf, p, s, inp, out, gains, tau):
     kp, kd, qd = gains[0:n], gains[n:2 * n], gains[2 * n:3 * n]
     update(mbuf, dbuf, q, qd)
     status = step(p, s, inp, out)
-    G = data_views(dbuf, n)[10]
-    axis_control(kp, kd, out[O_SCALARS:O_SCALARS + n], out[O_SCALARS + n:O_SCALARS + 2 * n],
-                 q, qd, G, tau)   # q_ref, qd_ref (stabilizer.out_views)
+    G = data_views(dbuf, n).G
+    ov = out_views(out, n, int(p[P_NV]))
+    axis_control(kp, kd, ov.q_ref, ov.qd_ref, q, qd, G, tau)
     return status
 
 
@@ -122,7 +122,8 @@ def run_whole_body_benchmark(samples: int = 20000, config: str | Path = WHOLE_BO
     thesis' tilt scenario scaled by WHOLE_BODY_TILT_SCALE, perfect tracking; next to the
     thesis' 273 us for the leg's stabilizer. ``not_ok`` counts the cycles whose status
     was not OK."""
-    from models.gait.plan import DOUBLE, LEFT, GaitParams
+    from models.common.support import DOUBLE, LEFT
+    from models.gait.plan import GaitParams
     from models.gait.wholebody import flexed_posture
 
     from stabilizer import whole_body as wb

@@ -15,7 +15,7 @@ import math
 
 from numba import njit
 
-from models.gait.plan import DOUBLE
+from models.common.support import DOUBLE
 
 CELLS = 4              # load cells per foot: loads[0:4] the left foot's, loads[4:8] the right's
 MIN_LOAD = 50.0        # N on a foot's cells: it is in contact (the stabilizer YAML's support.min_load)
@@ -52,7 +52,7 @@ def loads_status(loads, min_load, max_load):
 def feet_contact(loads, min_load, release_load, last):
     """LEFT, RIGHT or DOUBLE from the feet's loads with hysteresis (module docstring), -1 when no foot
     is in contact; ``last`` is the previous result (-1: none was in contact). Foot f is LEFT (0) or
-    RIGHT (1) of models.gait.plan."""
+    RIGHT (1) of models.common.support."""
     phase = -1
     for f in range(2):
         load = 0.0

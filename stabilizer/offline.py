@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.gait.plan import DOUBLE, LEFT, GaitParams
+from models.common.support import DOUBLE, LEFT
+from models.gait.plan import GaitParams
 from models.gait.wholebody import flexed_posture
 
 from stabilizer.whole_body import OK, STATUS_NAMES, WholeBodyStabilizer

@@ -28,6 +28,7 @@ from numba import njit
 from numpy.typing import ArrayLike
 
 from models.common.errors import ConfigError
+from models.common.layout import Field, Layout
 from models.chain.leg import LegGeometry, leg_com, virtual_com_jacobian
 from models.chain.robot import Robot
 
@@ -59,100 +60,80 @@ FLAG_NAMES = ("input_rejected", "force_saturated", "speed_saturated", "joint_spe
 F_REJECTED, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT, F_OUTSIDE = range(7)
 NFLAGS = len(FLAG_NAMES)
 
-# params scalars
+# params: the scalars, then leg[10] (models.chain.leg), the joints' limits, weights W and posture
+# target, the foot outline[nv, 2] and the wall gains[nv]
+_P_SCALARS = ("n", "nv", "dt", "g0", "source", "use_acc", "delta", "z", "orient",
+              "wlaw", "wr", "wshape", "wc",
+              "aon", "alaw", "ak", "ar", "ashape", "ac", "ainitial", "ax", "ay", "az",
+              "adm_m", "adm_d", "adm_vmax",
+              "s0", "s1", "s2", "lmin", "lmax", "sigma", "margin", "post_k", "post_initial")
+PARAMS = Layout("stabilizer params", [
+    *map(Field, _P_SCALARS), Field("leg", (10,)), Field("qmin", ("n",)), Field("qmax", ("n",)),
+    Field("vmax", ("n",)), Field("W", ("n",)), Field("qpost", ("n",)), Field("outline", ("nv", 2)),
+    Field("gains", ("nv",))], sizes=("n", "nv"))
 (P_N, P_NV, P_DT, P_G0, P_SOURCE, P_USE_ACC, P_DELTA, P_Z, P_ORIENT,
  P_WLAW, P_WR, P_WSHAPE, P_WC,
  P_AON, P_ALAW, P_AK, P_AR, P_ASHAPE, P_AC, P_AINITIAL, P_AX, P_AY, P_AZ,
  P_ADM_M, P_ADM_D, P_ADM_VMAX,
- P_S0, P_S1, P_S2, P_LMIN, P_LMAX, P_SIGMA, P_MARGIN, P_POST_K, P_POST_INITIAL) = range(35)
-P_SCALARS = 35
-# state scalars
-S_RESET, S_TARGET_PENDING, S_ENGAGED = 0, 1, 2
-S_SCALARS = 3
+ P_S0, P_S1, P_S2, P_LMIN, P_LMAX, P_SIGMA, P_MARGIN, P_POST_K, P_POST_INITIAL) = PARAMS.slots(*_P_SCALARS)
+P_SCALARS = PARAMS.offset("leg")
+# state: the scalars, the virtual robot (q, qd), the admittance velocity v, G+ (target), the posture
+# target, the locked joints, the posture velocity qd0, the foot frame (R, org), G0 / Gm, the
+# Jacobians, the fields' stiffness K and damping C, A3, H and its inverse, tilt, the margins' dm
+STATE = Layout("stabilizer state", [
+    Field("reset"), Field("target_pending"), Field("engaged"),
+    Field("q", ("n",)), Field("qd", ("n",)), Field("v", (3,)), Field("target", (3,)), Field("qpost", ("n",)),
+    Field("locked", ("n",)), Field("qd0", ("n",)), Field("R", (3, 3)), Field("org", (3,)), Field("G0", (3,)),
+    Field("Gm", (3,)), Field("Jb6", (6, "n")), Field("Jb", (3, "n")), Field("Jw", (3, "n")), Field("K", (3, 3)),
+    Field("C", (3, 3)), Field("A3", (3, 3)), Field("H", ("n", "n")), Field("Hinv", ("n", "n")),
+    Field("tilt", (2,)), Field("dm", ("nv",))], sizes=("n", "nv"))
+S_RESET, S_TARGET_PENDING, S_ENGAGED = STATE.slots("reset", "target_pending", "engaged")
 # s over which the fields' force is switched on after reset (quintic ramp): G's velocity is the
 # force over the admittance damping, so a force switched on at once would be a step of G's velocity,
 # which the drives turn into an ankle torque pulse that rocks the foot (docs/equations.md, "Engage")
 ENGAGE_S = 1.0
-# out scalars
-O_MIN_MARGIN, O_MEASURED_MARGIN, O_ALPHA, O_BETA, O_SIGMA, O_LAMBDA = range(6)
-O_SCALARS = 6
+# out: the scalars, then q_ref, qd_ref, cog, cog_velocity, forces[nv+1, 3] (walls then attractor),
+# total_force, margins[nv], flags[NFLAGS], polygon[nv, 2], walls[nv, 3]
+OUT = Layout("stabilizer out", [
+    Field("min_margin"), Field("measured_margin"), Field("alpha"), Field("beta"), Field("sigma"),
+    Field("lambda"), Field("q_ref", ("n",)), Field("qd_ref", ("n",)), Field("cog", (3,)),
+    Field("cog_velocity", (3,)), Field("forces", ("nv + 1", 3)), Field("total_force", (3,)),
+    Field("margins", ("nv",)), Field("flags", (NFLAGS,)), Field("polygon", ("nv", 2)),
+    Field("walls", ("nv", 3))], sizes=("n", "nv"))
+O_MIN_MARGIN, O_MEASURED_MARGIN, O_ALPHA, O_BETA, O_SIGMA, O_LAMBDA = OUT.slots(
+    "min_margin", "measured_margin", "alpha", "beta", "sigma", "lambda")
+O_SCALARS = OUT.offset("q_ref")
+_param_views, _state_views, _out_views = PARAMS.kernel_views, STATE.kernel_views, OUT.kernel_views
 
 
 @njit(cache=True)
 def param_views(p):
-    """(leg[10], qmin[n], qmax[n], vmax[n], W[n], q_posture[n], outline[nv,2], gains[nv])."""
-    n, nv = int(p[P_N]), int(p[P_NV])
-    o = P_SCALARS
-    leg = p[o:o + 10]; o += 10
-    qmin = p[o:o + n]; o += n
-    qmax = p[o:o + n]; o += n
-    vmax = p[o:o + n]; o += n
-    W = p[o:o + n]; o += n
-    qpost = p[o:o + n]; o += n
-    outline = p[o:o + 2 * nv].reshape((nv, 2)); o += 2 * nv
-    gains = p[o:o + nv]
-    return leg, qmin, qmax, vmax, W, qpost, outline, gains
+    """Named views of a params buffer (:data:`PARAMS`)."""
+    return _param_views(p, int(p[P_N]), int(p[P_NV]))[0]
 
 
 def params_size(n: int, nv: int) -> int:
-    return P_SCALARS + 10 + 5 * n + 3 * nv
+    return PARAMS.size(n=n, nv=nv)
 
 
 @njit(cache=True)
 def state_views(s, n, nv):
-    """(q[n], qd[n], v[3], target[3], qpost[n], locked[n], qd0[n], R[3,3], o[3],
-    G0[3], Gm[3], Jb6[6,n], Jb[3,n], Jw[3,n], K[3,3], C[3,3], A3[3,3], H[n,n],
-    Hinv[n,n], tilt[2], dm[nv])."""
-    o = S_SCALARS
-    q = s[o:o + n]; o += n
-    qd = s[o:o + n]; o += n
-    v = s[o:o + 3]; o += 3
-    target = s[o:o + 3]; o += 3
-    qpost = s[o:o + n]; o += n
-    locked = s[o:o + n]; o += n
-    qd0 = s[o:o + n]; o += n
-    R = s[o:o + 9].reshape((3, 3)); o += 9
-    org = s[o:o + 3]; o += 3
-    G0 = s[o:o + 3]; o += 3
-    Gm = s[o:o + 3]; o += 3
-    Jb6 = s[o:o + 6 * n].reshape((6, n)); o += 6 * n
-    Jb = s[o:o + 3 * n].reshape((3, n)); o += 3 * n
-    Jw = s[o:o + 3 * n].reshape((3, n)); o += 3 * n
-    K = s[o:o + 9].reshape((3, 3)); o += 9
-    C = s[o:o + 9].reshape((3, 3)); o += 9
-    A3 = s[o:o + 9].reshape((3, 3)); o += 9
-    H = s[o:o + n * n].reshape((n, n)); o += n * n
-    Hinv = s[o:o + n * n].reshape((n, n)); o += n * n
-    tilt = s[o:o + 2]; o += 2
-    dm = s[o:o + nv]
-    return q, qd, v, target, qpost, locked, qd0, R, org, G0, Gm, Jb6, Jb, Jw, K, C, A3, H, Hinv, tilt, dm
+    """Named views of a state buffer (:data:`STATE`)."""
+    return _state_views(s, n, nv)[0]
 
 
 def state_size(n: int, nv: int) -> int:
-    return S_SCALARS + 6 * n + 3 + 3 + 9 + 9 + 12 * n + 27 + 2 * n * n + 2 + nv
+    return STATE.size(n=n, nv=nv)
 
 
 @njit(cache=True)
 def out_views(out, n, nv):
-    """(q_ref[n], qd_ref[n], cog[3], cog_velocity[3], forces[nv+1,3] (walls then
-    attractor), total_force[3], margins[nv], flags[NFLAGS], polygon[nv,2],
-    walls[nv,3]); scalars O_MIN_MARGIN... come first."""
-    o = O_SCALARS
-    q_ref = out[o:o + n]; o += n
-    qd_ref = out[o:o + n]; o += n
-    cog = out[o:o + 3]; o += 3
-    vel = out[o:o + 3]; o += 3
-    forces = out[o:o + 3 * (nv + 1)].reshape((nv + 1, 3)); o += 3 * (nv + 1)
-    total = out[o:o + 3]; o += 3
-    margins = out[o:o + nv]; o += nv
-    flags = out[o:o + NFLAGS]; o += NFLAGS
-    poly = out[o:o + 2 * nv].reshape((nv, 2)); o += 2 * nv
-    walls = out[o:o + 3 * nv].reshape((nv, 3))
-    return q_ref, qd_ref, cog, vel, forces, total, margins, flags, poly, walls
+    """Named views of an out buffer (:data:`OUT`)."""
+    return _out_views(out, n, nv)[0]
 
 
 def out_size(n: int, nv: int) -> int:
-    return O_SCALARS + 2 * n + 9 + 3 * (nv + 1) + nv + NFLAGS + 5 * nv
+    return OUT.size(n=n, nv=nv)
 
 
 def inputs_size(n: int) -> int:
@@ -165,10 +146,10 @@ def reset(p, s, q_measured, out):
     G+ is the configured point, or ('initial') the CoG of the next cycle; the
     posture target ('initial') is the measured posture."""
     n, nv = int(p[P_N]), int(p[P_NV])
-    sv = state_views(s, n, nv)
-    q, qd, v, target, qpost = sv[0], sv[1], sv[2], sv[3], sv[4]
-    q_ref, qd_ref, _, vel, _, _, _, flags, _, _ = out_views(out, n, nv)
-    qpost_param = param_views(p)[5]
+    sv, ov = state_views(s, n, nv), out_views(out, n, nv)
+    q, qd, v, target, qpost = sv.q, sv.qd, sv.v, sv.target, sv.qpost
+    q_ref, qd_ref, vel, flags = ov.q_ref, ov.qd_ref, ov.cog_velocity, ov.flags
+    qpost_param = param_views(p).qpost
     for i in range(n):
         q[i] = q_measured[i]
         qd[i] = 0.0
@@ -215,10 +196,13 @@ def step(p, s, inp, out):
     virtual robot's state (q, qd, admittance velocity, G+) untouched."""
     n, nv = int(p[P_N]), int(p[P_NV])
     dt = p[P_DT]
-    leg, qmin, qmax, vmax, W, _, outline, gains = param_views(p)
-    (q, qd, v, target, qpost, locked, qd0, R, org, G0, Gm, Jb6, Jb, Jw, K, C, A3, H, Hinv,
-     tilt, dm) = state_views(s, n, nv)
-    q_ref, qd_ref, cog, vel, forces, total, margins, flags, poly, walls = out_views(out, n, nv)
+    pv, sv, ov = param_views(p), state_views(s, n, nv), out_views(out, n, nv)
+    leg, qmin, qmax, vmax, W, outline, gains = pv.leg, pv.qmin, pv.qmax, pv.vmax, pv.W, pv.outline, pv.gains
+    q, qd, v, target, qpost, locked, qd0 = sv.q, sv.qd, sv.v, sv.target, sv.qpost, sv.locked, sv.qd0
+    R, org, G0, Gm, Jb6, Jb, Jw = sv.R, sv.org, sv.G0, sv.Gm, sv.Jb6, sv.Jb, sv.Jw
+    K, C, A3, H, Hinv, tilt, dm = sv.K, sv.C, sv.A3, sv.H, sv.Hinv, sv.tilt, sv.dm
+    q_ref, qd_ref, cog, vel, forces, total = ov.q_ref, ov.qd_ref, ov.cog, ov.cog_velocity, ov.forces, ov.total_force
+    margins, flags, poly, walls = ov.margins, ov.flags, ov.polygon, ov.walls
     if s[S_RESET] == 0.0:
         return NOT_RESET
     q_meas = inp[0:n]
@@ -353,15 +337,15 @@ def pack_params(robot: Robot, cfg: StabilizerConfig) -> np.ndarray:
     p[P_LMIN], p[P_LMAX], p[P_SIGMA] = cfg.lambda_min, cfg.lambda_max, cfg.sigma_threshold
     p[P_MARGIN], p[P_POST_K] = cfg.limit_margin, cfg.posture_gain
     p[P_POST_INITIAL] = 1.0 if cfg.posture_target is None else 0.0
-    leg, qmin, qmax, vmax, W, qpost, ol, gains = param_views(p)
-    leg[:] = geo.params
-    qmin[:], qmax[:] = robot.model.qmin, robot.model.qmax
-    vmax[:] = cfg.velocity_scale * robot.model.vmax
-    W[:] = cfg.joint_weights
+    v = PARAMS.views(p, n=n, nv=nv)
+    v.leg[:] = geo.params
+    v.qmin[:], v.qmax[:] = robot.model.qmin, robot.model.qmax
+    v.vmax[:] = cfg.velocity_scale * robot.model.vmax
+    v.W[:] = cfg.joint_weights
     if cfg.posture_target is not None:
-        qpost[:] = cfg.posture_target
-    ol[:] = outline
-    gains[:] = w.gains
+        v.qpost[:] = cfg.posture_target
+    v.outline[:] = outline
+    v.gains[:] = w.gains
     width = float(np.min(np.ptp(outline, axis=0)))
     if 2.0 * w.radius >= width:
         raise _config_error(cfg, "walls.saturation_distance",
@@ -404,8 +388,8 @@ class Stabilizer:
         self.inputs = np.zeros(inputs_size(n))
         self.out = np.zeros(out_size(n, nv))
         self.in_q, self.in_tilt, self.in_acc = self.inputs[:n], self.inputs[n:n + 3], self.inputs[n + 3:]
-        (self.q_ref, self.qd_ref, self.cog, self.cog_velocity, self.forces, self.total_force,
-         self.margins, self.flags, self.polygon, self.walls) = out_views(self.out, n, nv)
+        for name, arr in OUT.views(self.out, n=n, nv=nv)._asdict().items():
+            setattr(self, name, arr)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Stabilizer:
@@ -415,7 +399,7 @@ class Stabilizer:
     @property
     def target(self) -> np.ndarray:
         """G+ in the world frame (valid after the first step when 'initial')."""
-        return state_views(self.state, self.n, self.nv)[3]
+        return STATE.views(self.state, n=self.n, nv=self.nv).target
 
     @property
     def min_margin(self) -> float:

@@ -32,11 +32,11 @@ import math
 from pathlib import Path
 
 import numpy as np
-from numba import carray, njit
+from numba import njit
 from numpy.typing import ArrayLike
 
-from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
-from models.chain.model import _at, python_views
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
+from models.common.layout import Field, Layout
 from models.tree.model import TreeData, data_layout
 from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
@@ -82,106 +82,80 @@ MAX_POINTS = 2 * MAX_OUTLINE
 TASK_ROWS = 10         # rows 0-5 the other sole, 6-7 the CoG, 8-9 the trunk's CoG
 SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
 
-# params scalars
+# params: the scalars, a field block (one virtual robot's fields and admittance) for the CoG and
+# one for the trunk, then qmin, qmax, vmax, W (joint weights) [n]; outline[foot, MAX_OUTLINE, 2]
+# (sole frame x, y; foot 0 left, 1 right); gains_cog[MAX_POINTS], gains_trunk[4] (wall gains)
+_P_SCALARS = ("n", "dt", "g0", "tilt_source", "use_acc", "contact", "min_load",
+              "root_l", "root_r", "double_stance", "frame_l", "frame_r", "frame_pelvis", "frame_imu",
+              "group_trunk", "nv_l", "nv_r", "feet_k", "close_tol", "close_tol_rot", "lmin", "lmax",
+              "sigma", "margin", "post_k", "trunk_hx", "trunk_hy", "release_load", "max_load", "dwell")
+_B_SCALARS = ("wlaw", "wr", "wshape", "wc", "aon", "alaw", "ak", "ar", "ashape", "ac",
+              "adm_m", "adm_d", "adm_vmax")
+FIELD_BLOCK = Layout("field block", list(map(Field, _B_SCALARS)))
+(B_WLAW, B_WR, B_WSHAPE, B_WC, B_AON, B_ALAW, B_AK, B_AR, B_ASHAPE, B_AC,
+ B_ADM_M, B_ADM_D, B_ADM_VMAX) = FIELD_BLOCK.slots(*_B_SCALARS)
+BLOCK = FIELD_BLOCK.size()
+PARAMS = Layout("whole body params", [
+    *map(Field, _P_SCALARS), *(Field(f"{robot}_{b}") for robot in ("cog", "trunk") for b in _B_SCALARS),
+    Field("qmin", ("n",)), Field("qmax", ("n",)), Field("vmax", ("n",)), Field("W", ("n",)),
+    Field("outline", (2, MAX_OUTLINE, 2)), Field("gains_cog", (MAX_POINTS,)), Field("gains_trunk", (4,))],
+    sizes=("n",))
 (P_N, P_DT, P_G0, P_TILT_SOURCE, P_USE_ACC, P_CONTACT, P_MIN_LOAD,
  P_ROOT_L, P_ROOT_R, P_DOUBLE_STANCE, P_FRAME_L, P_FRAME_R, P_FRAME_PELVIS, P_FRAME_IMU,
  P_GROUP_TRUNK, P_NV_L, P_NV_R, P_FEET_K, P_CLOSE_TOL, P_CLOSE_TOL_ROT, P_LMIN, P_LMAX,
- P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD, P_DWELL) = range(30)
-# a field block (one virtual robot's fields and admittance) at P_COG and at P_TRUNK
-(B_WLAW, B_WR, B_WSHAPE, B_WC, B_AON, B_ALAW, B_AK, B_AR, B_ASHAPE, B_AC,
- B_ADM_M, B_ADM_D, B_ADM_VMAX) = range(13)
-BLOCK = 13
-P_COG = P_DWELL + 1
-P_TRUNK = P_COG + BLOCK
-P_SCALARS = P_TRUNK + BLOCK
-# state scalars
-S_RESET, S_ENGAGED, S_SUPPORT, S_CONTACT = range(4)     # S_CONTACT: stabilizer.contact's CONTACT_STATE
-S_SCALARS = S_CONTACT + CONTACT_STATE
-# out scalars
+ P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD, P_DWELL) = PARAMS.slots(*_P_SCALARS)
+P_COG, P_TRUNK = PARAMS.slots(f"cog_{_B_SCALARS[0]}", f"trunk_{_B_SCALARS[0]}")
+P_SCALARS = PARAMS.offset("qmin")
+# state: the scalars (contact: stabilizer.contact's CONTACT_STATE), the virtual robot q, the two
+# admittance velocities, the posture target, the other sole's held pose, the apparent-gravity axes
+# Rws (rows u, e1, e2 in the stance sole's axes) and the cycle's scratch
+STATE = Layout("whole body state", [
+    Field("reset"), Field("engaged"), Field("support"), *(Field(f"contact{k}") for k in range(CONTACT_STATE)),
+    Field("q", ("n",)), Field("v_cog", (3,)), Field("v_trunk", (3,)), Field("qpost", ("n",)),
+    Field("hold", (4, 4)), Field("Rws", (3, 3)), Field("locked", ("n",)), Field("qd0", ("n",)),
+    Field("Z", ("n", "n")), Field("Jt", (TASK_ROWS, "n")), Field("xd", (TASK_ROWS,)), Field("Jz", (6, "n")),
+    Field("M", (6, 6)), Field("work", (6, 6)), Field("e", (6,)), Field("hv", ("n",)),
+    Field("pts", (MAX_POINTS, 2)), Field("srt", (MAX_POINTS, 2)), Field("hull", (2 * MAX_POINTS + 1, 2)),
+    Field("K", (3, 3)), Field("C", (3, 3)), Field("A3", (3, 3)), Field("vec", (4, 3)), Field("tpoly", (4, 2)),
+    Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,))],
+    sizes=("n",))
+S_RESET, S_ENGAGED, S_SUPPORT, S_CONTACT = STATE.slots("reset", "engaged", "support", "contact0")
+S_SCALARS = STATE.offset("q")
+# out: the scalars (sigma_*: per task, SIG_*), then q_ref, qd_ref [n]; cog (world: x_g up, then
+# the horizontal e1 forward, e2 left), cog_velocity, forces[MAX_POINTS + 1, 3] (walls in hull-edge
+# order, then the attractor), total_force, trunk_force [3]; margins[MAX_POINTS]; flags[NFLAGS];
+# polygon[MAX_POINTS, 2] (e1, e2) and walls[MAX_POINTS, 3] (the first O_NHULL entries are valid);
+# up[3] (apparent up in the stance sole's axes)
+OUT = Layout("whole body out", [
+    Field("min_margin"), Field("measured_margin"), Field("trunk_margin"), Field("tilt"), Field("support"),
+    Field("nhull"), Field("close_pos"), Field("close_rot"), Field("sigma_feet"), Field("sigma_cog"),
+    Field("sigma_trunk"), Field("q_ref", ("n",)), Field("qd_ref", ("n",)), Field("cog", (3,)),
+    Field("cog_velocity", (3,)), Field("forces", (MAX_POINTS + 1, 3)), Field("total_force", (3,)),
+    Field("trunk_force", (3,)), Field("margins", (MAX_POINTS,)), Field("flags", (NFLAGS,)),
+    Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,))], sizes=("n",))
 (O_MIN_MARGIN, O_MEASURED_MARGIN, O_TRUNK_MARGIN, O_TILT, O_SUPPORT, O_NHULL,
- O_CLOSE_POS, O_CLOSE_ROT, O_SIGMA) = range(9)
-O_SCALARS = O_SIGMA + 3
+ O_CLOSE_POS, O_CLOSE_ROT, O_SIGMA) = OUT.slots("min_margin", "measured_margin", "trunk_margin", "tilt", "support",
+                                                "nhull", "close_pos", "close_rot", "sigma_feet")
+O_SCALARS = OUT.offset("q_ref")
+_param_views, _state_views, _out_views = PARAMS.kernel_views, STATE.kernel_views, OUT.kernel_views
 
 
 @njit(cache=True)
 def param_layout(p):
-    """Views of a params buffer and its size: qmin, qmax, vmax, W (joint weights) [n];
-    outline[foot, MAX_OUTLINE, 2] (sole frame x, y; foot 0 left, 1 right);
-    gains_cog[MAX_POINTS], gains_trunk[4] (wall gains)."""
-    n = int(p[P_N])
-    o = P_SCALARS
-    qmin = carray(_at(p, o), (n,)); o += n
-    qmax = carray(_at(p, o), (n,)); o += n
-    vmax = carray(_at(p, o), (n,)); o += n
-    W = carray(_at(p, o), (n,)); o += n
-    outline = carray(_at(p, o), (2, MAX_OUTLINE, 2)); o += 4 * MAX_OUTLINE
-    gains_cog = carray(_at(p, o), (MAX_POINTS,)); o += MAX_POINTS
-    gains_trunk = carray(_at(p, o), (4,)); o += 4
-    return (qmin, qmax, vmax, W, outline, gains_cog, gains_trunk), o
+    """Named views of a params buffer (:data:`PARAMS`) and its size."""
+    return _param_views(p, int(p[P_N]))
 
 
 @njit(cache=True)
 def state_layout(p, s):
-    """Views of a state buffer and its size: the virtual robot q, the two admittance
-    velocities, the posture target, the other sole's held pose, the apparent-gravity
-    axes Rws (rows u, e1, e2 in the stance sole's axes) and the cycle's scratch."""
-    n = int(p[P_N])
-    o = S_SCALARS
-    q = carray(_at(s, o), (n,)); o += n
-    v_cog = carray(_at(s, o), (3,)); o += 3
-    v_trunk = carray(_at(s, o), (3,)); o += 3
-    qpost = carray(_at(s, o), (n,)); o += n
-    hold = carray(_at(s, o), (4, 4)); o += 16
-    Rws = carray(_at(s, o), (3, 3)); o += 9
-    locked = carray(_at(s, o), (n,)); o += n
-    qd0 = carray(_at(s, o), (n,)); o += n
-    Z = carray(_at(s, o), (n, n)); o += n * n
-    Jt = carray(_at(s, o), (TASK_ROWS, n)); o += TASK_ROWS * n
-    xd = carray(_at(s, o), (TASK_ROWS,)); o += TASK_ROWS
-    Jz = carray(_at(s, o), (6, n)); o += 6 * n
-    M = carray(_at(s, o), (6, 6)); o += 36
-    work = carray(_at(s, o), (6, 6)); o += 36
-    e = carray(_at(s, o), (6,)); o += 6
-    hv = carray(_at(s, o), (n,)); o += n
-    pts = carray(_at(s, o), (MAX_POINTS, 2)); o += 2 * MAX_POINTS
-    srt = carray(_at(s, o), (MAX_POINTS, 2)); o += 2 * MAX_POINTS
-    hull = carray(_at(s, o), (2 * MAX_POINTS + 1, 2)); o += 2 * (2 * MAX_POINTS + 1)
-    K = carray(_at(s, o), (3, 3)); o += 9
-    C = carray(_at(s, o), (3, 3)); o += 9
-    A3 = carray(_at(s, o), (3, 3)); o += 9
-    vec = carray(_at(s, o), (4, 3)); o += 12
-    tpoly = carray(_at(s, o), (4, 2)); o += 8
-    twalls = carray(_at(s, o), (4, 3)); o += 12
-    tmarg = carray(_at(s, o), (4,)); o += 4
-    tforces = carray(_at(s, o), (5, 3)); o += 15
-    dm = carray(_at(s, o), (MAX_POINTS,)); o += MAX_POINTS
-    return (q, v_cog, v_trunk, qpost, hold, Rws, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv,
-            pts, srt, hull, K, C, A3, vec, tpoly, twalls, tmarg, tforces, dm), o
+    """Named views of a state buffer (:data:`STATE`) and its size."""
+    return _state_views(s, int(p[P_N]))
 
 
 @njit(cache=True)
 def out_layout(p, out):
-    """Views of an out buffer and its size (scalars O_* first): q_ref, qd_ref [n];
-    cog (world: x_g up, then the horizontal e1 forward, e2 left), cog_velocity,
-    forces[MAX_POINTS + 1, 3] (walls in hull-edge order, then the attractor),
-    total_force, trunk_force [3]; margins[MAX_POINTS]; flags[NFLAGS];
-    polygon[MAX_POINTS, 2] (e1, e2) and walls[MAX_POINTS, 3] (the first O_NHULL
-    entries are valid); up[3] (apparent up in the stance sole's axes)."""
-    n = int(p[P_N])
-    o = O_SCALARS
-    q_ref = carray(_at(out, o), (n,)); o += n
-    qd_ref = carray(_at(out, o), (n,)); o += n
-    cog = carray(_at(out, o), (3,)); o += 3
-    vel = carray(_at(out, o), (3,)); o += 3
-    forces = carray(_at(out, o), (MAX_POINTS + 1, 3)); o += 3 * (MAX_POINTS + 1)
-    total = carray(_at(out, o), (3,)); o += 3
-    trunk_total = carray(_at(out, o), (3,)); o += 3
-    margins = carray(_at(out, o), (MAX_POINTS,)); o += MAX_POINTS
-    flags = carray(_at(out, o), (NFLAGS,)); o += NFLAGS
-    poly = carray(_at(out, o), (MAX_POINTS, 2)); o += 2 * MAX_POINTS
-    walls = carray(_at(out, o), (MAX_POINTS, 3)); o += 3 * MAX_POINTS
-    up = carray(_at(out, o), (3,)); o += 3
-    return (q_ref, qd_ref, cog, vel, forces, total, trunk_total, margins, flags, poly, walls, up), o
+    """Named views of an out buffer (:data:`OUT`) and its size."""
+    return _out_views(out, int(p[P_N]))
 
 
 def inputs_size(n: int) -> int:
@@ -194,8 +168,9 @@ def reset(p, s, q_measured, out):
     """Bumpless start: the virtual robot at the measured posture, at rest; posture
     target = that posture; the other sole's pose is captured at the first step."""
     n = int(p[P_N])
-    q, v_cog, v_trunk, qpost = state_layout(p, s)[0][0:4]
-    q_ref, qd_ref, _, vel, _, _, _, _, flags, _, _, _ = out_layout(p, out)[0]
+    sv, ov = state_layout(p, s)[0], out_layout(p, out)[0]
+    q, v_cog, v_trunk, qpost = sv.q, sv.v_cog, sv.v_trunk, sv.qpost
+    q_ref, qd_ref, vel, flags = ov.q_ref, ov.qd_ref, ov.cog_velocity, ov.flags
     for i in range(n):
         q[i] = q_measured[i]
         qpost[i] = q_measured[i]
@@ -287,7 +262,7 @@ def contact_points(p, support, Tf, Rws, pts):
     A flat sole's cells measure its centre of pressure, not its contact area: a cell reads
     ~0 or pulls while its corner still touches, whenever the load moves away from it
     (docs/multi_cog.md, section 2). Returns their number."""
-    outline = param_layout(p)[0][4]
+    outline = param_layout(p)[0].outline
     m = 0
     for foot in range(2):
         if support != DOUBLE and support != foot:       # LEFT == 0, RIGHT == 1: the foot indices
@@ -384,13 +359,16 @@ def step(mbuf, dbuf, p, s, inp, out):
     the virtual robot's state untouched."""
     n = int(p[P_N])
     dt = p[P_DT]
-    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = param_layout(p)[0]
-    (q, v_cog, v_trunk, qpost, hold, Rws, locked, qd0, Z, Jt, xd, Jz, M, work, e, hv,
-     pts, srt, hull, K, C, A3, vec, tpoly, twalls, tmarg, tforces, dm) = state_layout(p, s)[0]
-    (q_ref, qd_ref, cog, vel, forces, total, trunk_total, margins, flags, poly, walls,
-     up) = out_layout(p, out)[0]
-    dv = data_layout(mbuf, dbuf)[0]
-    Tf, Jf, com, Jcom = dv[3], dv[6], dv[7], dv[8]
+    pv, sv, ov, d = param_layout(p)[0], state_layout(p, s)[0], out_layout(p, out)[0], data_layout(mbuf, dbuf)[0]
+    qmin, qmax, vmax, W, outline = pv.qmin, pv.qmax, pv.vmax, pv.W, pv.outline
+    gains_cog, gains_trunk = pv.gains_cog, pv.gains_trunk
+    q, v_cog, v_trunk, qpost, hold, Rws, locked = sv.q, sv.v_cog, sv.v_trunk, sv.qpost, sv.hold, sv.Rws, sv.locked
+    qd0, Z, Jt, xd, Jz, M, work, e, hv = sv.qd0, sv.Z, sv.Jt, sv.xd, sv.Jz, sv.M, sv.work, sv.e, sv.hv
+    pts, srt, hull, K, C, A3, vec, tpoly = sv.pts, sv.srt, sv.hull, sv.K, sv.C, sv.A3, sv.vec, sv.tpoly
+    twalls, tmarg, tforces, dm = sv.twalls, sv.tmarg, sv.tforces, sv.dm
+    q_ref, qd_ref, cog, vel, forces, total = ov.q_ref, ov.qd_ref, ov.cog, ov.cog_velocity, ov.forces, ov.total_force
+    trunk_total, margins, flags, poly, walls, up = ov.trunk_force, ov.margins, ov.flags, ov.polygon, ov.walls, ov.up
+    Tf, Jf, com, Jcom = d.Tf, d.Jf, d.com, d.Jcom
     if s[S_RESET] == 0.0:
         return reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
     q_meas = inp[0:n]
@@ -566,7 +544,7 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
             raise robot_error(cfg, key, f"{desc.source} has no frame {frame!r}")
     if len(cfg.joint_weights) not in (1, n):
         raise robot_error(cfg, "tasks.joint_weights", f"expected one number or {n}, got {len(cfg.joint_weights)}")
-    p = np.zeros(param_layout(np.array([float(n)] + [0.0] * (P_SCALARS - 1)))[1])
+    p = np.zeros(PARAMS.size(n=n))
     p[P_N], p[P_DT], p[P_G0] = n, cfg.period, float(np.linalg.norm(desc.gravity))
     p[P_TILT_SOURCE] = TILT_IMU if cfg.tilt_source == "imu" else 0.0
     p[P_USE_ACC] = float(cfg.use_acceleration)
@@ -590,7 +568,7 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     p[P_TRUNK_HX], p[P_TRUNK_HY] = cfg.trunk_box
     _field_block(p, P_COG, cfg.cog)
     _field_block(p, P_TRUNK, cfg.trunk)
-    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = python_views(p, param_layout(p)[0])
+    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = PARAMS.views(p, n=n)
     qmin[:], qmax[:] = model.qmin, model.qmax
     vmax[:] = cfg.velocity_scale * model.vmax
     W[:] = cfg.joint_weights
@@ -624,14 +602,13 @@ class WholeBodyStabilizer:
         self.mbuf = robot.model.buf
         self.data = TreeData(robot.model)
         self.dbuf = self.data.buf
-        self.state = np.zeros(state_layout(self.params, np.zeros(1))[1])
+        self.state = np.zeros(STATE.size(n=n))
         self.inputs = np.zeros(inputs_size(n))
-        self.out = np.zeros(out_layout(self.params, np.zeros(1))[1])
+        self.out = np.zeros(OUT.size(n=n))
         self.in_q, self.in_tilt = self.inputs[:n], self.inputs[n + 1:n + 4]
         self.in_acc, self.in_loads = self.inputs[n + 4:n + 6], self.inputs[n + 6:]
-        (self.q_ref, self.qd_ref, self.cog, self.cog_velocity, self.forces, self.total_force,
-         self.trunk_force, self.margins, self.flags, self.polygon, self.walls,
-         self.up) = python_views(self.out, out_layout(self.params, self.out)[0])
+        for name, arr in OUT.views(self.out, n=n)._asdict().items():
+            setattr(self, name, arr)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> WholeBodyStabilizer:

@@ -16,7 +16,7 @@ from drivers.hal import BACKENDS
 from models import ConfigError, Robot
 from models.common.errors import quote
 from models.rig.config import load_stewart
-from models.gait.plan import SOLES
+from models.common.support import SOLES
 from models.rig.tilt import CONVENTIONS, THESIS
 from models.tree.config import is_tree
 from models.tree.robot import TreeRobot
@@ -29,8 +29,8 @@ from stabilizer.whole_body_config import load_config as load_whole_body_config
 
 from controller.daemon.extras import missing
 from controller.daemon.plants import NEEDS, PLANTS
-from controller.daemon.io.curve import CurveConfigError, ServerCurve, is_loopback
-from controller.daemon.io.protocol import MAX_REQUEST_BYTES
+from controller.daemon.codes import MAX_REQUEST_BYTES, ON_LOG_FAILURE
+from controller.daemon.endpoints import CurveConfigError, ServerCurve, is_loopback
 
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")
@@ -101,6 +101,7 @@ class IoConfig:
     max_request_bytes: int = MAX_REQUEST_BYTES
     curve: ServerCurve | None = None
     live_view: LiveViewConfig = LiveViewConfig()
+    on_log_failure: str = "refuse_motions"   # controller.daemon.io.server.ON_LOG_FAILURE
 
 
 @dataclass(frozen=True)
@@ -218,16 +219,15 @@ def _rig(sec: Section, base: Path, tree: bool) -> RigConfig | None:
 
 
 def _joint_axes(sec: Section, n: int) -> tuple[str, ...]:
-    """``joint_axes`` (``leg_axes``, its older name, is accepted; not both)."""
-    given = [k for k in ("joint_axes", "leg_axes") if k in sec.value]
-    if len(given) == 2:
-        raise ConfigError(sec.where, sec.path("leg_axes"), "give joint_axes or its older name leg_axes, not both")
-    if not given:
+    """``joint_axes``: the joint axes in the transmission's motor order."""
+    if "leg_axes" in sec.value:
+        raise ConfigError(sec.where, sec.path("leg_axes"), "leg_axes was renamed: call the key joint_axes")
+    if "joint_axes" not in sec.value:
         raise ConfigError(sec.where, sec.path("joint_axes"), f"missing required key: the {n} joint axes in motor order")
-    names = _names(sec, given[0], n)
+    names = _names(sec, "joint_axes", n)
     twice = sorted({a for a in names if names.count(a) > 1})
     if twice:
-        raise ConfigError(sec.where, sec.path(given[0]), f"axis {quote(twice[0])} is listed twice")
+        raise ConfigError(sec.where, sec.path("joint_axes"), f"axis {quote(twice[0])} is listed twice")
     return names
 
 
@@ -352,8 +352,12 @@ def _io(sec: Section, base: Path) -> IoConfig:
     traj_max = _int_in(sec, "trajectory_max_bytes", IoConfig.trajectory_max_bytes, 1, 1 << 30)
     max_request = _int_in(sec, "max_request_bytes", IoConfig.max_request_bytes, 1024, MAX_REQUEST_BYTES)
     live = _live_view(sec.sub("live_view", {}))
+    on_failure = sec.raw("on_log_failure", IoConfig.on_log_failure)
+    if on_failure not in ON_LOG_FAILURE:
+        raise ConfigError(sec.where, sec.path("on_log_failure"), f"expected one of {ON_LOG_FAILURE}, "
+                          f"got {quote(on_failure)}")
     sec.done()
-    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve, live)
+    return IoConfig(cmd, tel, dec, log_dir, traj_dir, traj_max, max_request, curve, live, on_failure)
 
 
 def _live_view(sec: Section) -> LiveViewConfig:

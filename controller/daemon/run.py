@@ -155,6 +155,8 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
             server.live = _open_live_view(cfg, robot)
             say(f"bipd: live view on ws://{cfg.io.live_view.host}:{server.live.port} (Foxglove: Open connection)")
         code = _run(config_path, backend, lockstep, stepped, cfg, robot, block, server, say, operator)
+    if server.log_error is not None:
+        say(f"bipd: warning: {server.log_error}; the run's log ends there")
     say(f"bipd: stopped (exit {code})")
     return code
 
@@ -177,7 +179,8 @@ def io_context(cfg: DaemonConfig, robot):
                   whole_body=cfg.stabilizer_path is not None and isinstance(robot, TreeRobot),
                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
-                           "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
+                           "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog,
+                           "rig": cfg.control.rig is not None})
     return ctx
 
 
@@ -191,14 +194,15 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     try:
         server = IoServer(block, ctx, Endpoints(io.command, io.telemetry), io.decimation, curve=io.curve,
                           trajectory_dir=io.trajectory_dir, trajectory_max_bytes=io.trajectory_max_bytes,
-                          max_request_bytes=io.max_request_bytes)
+                          max_request_bytes=io.max_request_bytes, on_log_failure=io.on_log_failure)
     except BindError as e:
         raise ConfigError(str(cfg.source), f"io.{e.key}", str(e)) from None
     if io.log_dir:
         try:
             run = new_run_dir(io.log_dir)
             server.log = CycleLogWriter(run / LOG_NAME, RecordLayout(robot.n), robot.model.joint_names,
-                                        period=cfg.loop.period, meta={"config": str(cfg.source)})
+                                        period=cfg.loop.period, meta={"config": str(cfg.source)},
+                                        rig=cfg.control.rig is not None)
         except (OSError, LogError) as e:
             server.close()
             raise ConfigError(str(cfg.source), "io.log_dir", f"cannot create this run's log folder in "

@@ -8,6 +8,10 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
   ``[token, cmd, nargs, args[MAX_ARGS]]``; the I/O side fills slot ``head % slots`` and then
   bumps ``head``; the loop reads while ``tail < head`` and bumps ``tail``. A full mailbox is
   an error reply on the I/O side, never a wait in the loop;
+* ``lanes``    the priority lanes I/O -> loop (``estop``, ``disable``: :data:`LANES`), one row
+  ``[posted token, taken token]`` each: the I/O side posts a token only when the last one was
+  taken, the loop takes it first every cycle, before the mailbox; a request that finds its lane
+  untaken rides on the pending one (same reply). No flood can fill a lane or delay it;
 * ``replies``  acknowledgements loop -> I/O: the same kind of ring ``[token, ok, code, value]``;
 * ``ring``     telemetry records loop -> I/O, each guarded by a sequence counter (odd while
   being written, even when complete): a reader copies a record and keeps it only if the
@@ -20,7 +24,7 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
   the loop; the I/O side reads them for ``stats`` (a figure may be one cycle stale);
 * ``traj``     a joint-trajectory buffer the I/O side fills (validated, resampled to the
   period) before it sends ``RUN_BUFFER``;
-* ``support``  the support phase of each ``traj`` sample (models.gait.plan: 0 left, 1 right,
+* ``support``  the support phase of each ``traj`` sample (models.common.support: 0 left, 1 right,
   2 double; -1 throughout when the file has no support column);
 * ``rig``      a recorded rig motion (an earthquake, :mod:`controller.daemon.rig.earthquake`) the I/O side
   fills (checked against the rig's stroke) before it sends ``RIG_BUFFER``: the spline's nodes
@@ -37,6 +41,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from controller.daemon.commands import CODES, Lane
 from controller.daemon.telemetry import STATS_SIZE, reset_stats
 
 MAGIC = 0x42495044  # "BIPD"
@@ -69,24 +74,12 @@ class H(IntEnum):
     SIZE = 20
 
 
-class Cmd(IntEnum):
-    """Numeric commands carried by the mailbox (validated on the I/O side)."""
-    ENABLE = 2
-    DISABLE = 3
-    RESET = 4
-    ESTOP = 5
-    STOP = 6
-    HOLD = 7
-    MOVE_JOINTS = 8      # args: q[n], duration (<= 0: minimum time)
-    RUN_SQUAT = 9
-    RUN_BUFFER = 10      # the traj buffer, TRAJ_LEN samples
-    STABILIZER = 11      # args: enable, then stabilizer parameters
-    PLATFORM = 12        # args: alpha, beta, duration
-    SET_GAINS = 13       # args: axis index, kp, ki, kd, ...
-    SHUTDOWN = 14
-    INJECT_FAULT = 15    # simulation only; args: fault kind, node/axis, value
-    RIG_MOTION = 16      # the Stewart-Gough rig; args: controller.daemon.rig.spec.motion_args
-    RIG_BUFFER = 17      # the rig buffer, RIG_LEN nodes; args: the nodes' spacing (s)
+Cmd = IntEnum("Cmd", [(k.name, k.value) for _, k in CODES], module=__name__)
+Cmd.__doc__ = """Numeric commands carried to the loop (validated on the I/O side); each one's arguments
+and handler are its record in :mod:`controller.daemon.commands`."""
+
+LANES: tuple[Cmd, ...] = tuple(Cmd[k.name] for c, k in CODES if c.lane == Lane.PRIORITY)
+"""The priority lanes' commands, in the order the loop reads them (one ``lanes`` row each)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +108,8 @@ class Layout:
                 ("stats", np.float64, (STATS_SIZE,)),
                 ("traj", np.float64, (self.traj_samples, self.n_joints)),
                 ("support", np.float64, (self.traj_samples,)),
-                ("rig", np.float64, (3, self.rig_nodes, 6))]
+                ("rig", np.float64, (3, self.rig_nodes, 6)),
+                ("lanes", np.int64, (len(LANES), 2))]
 
     def nbytes(self) -> int:
         return sum(int(np.prod(shape)) * 8 for _, _, shape in self.regions())
@@ -142,8 +136,10 @@ class SharedBlock:
         self.traj: np.ndarray
         self.support: np.ndarray
         self.rig: np.ndarray
+        self.lanes: np.ndarray
         if create:
             self.header[:] = 0
+            self.lanes[:] = 0
             self.header[H.MAGIC] = MAGIC
             self.header[H.N_JOINTS] = layout.n_joints
             self.header[H.N_AXES] = layout.n_axes
@@ -193,6 +189,33 @@ def next_command(block: SharedBlock) -> np.ndarray | None:
 
 def command_done(block: SharedBlock) -> None:
     block.header[H.MB_TAIL] += 1
+
+
+# ------------------------------------------------------------------ priority lanes (I/O -> loop)
+
+def post_priority(block: SharedBlock, lane: int, token: int) -> bool:
+    """I/O side: hand lane ``lane`` a command (``token`` > 0); False while its last one is untaken."""
+    row = block.lanes[lane]
+    if row[0] != row[1]:
+        return False
+    row[0] = token
+    return True
+
+
+def posted_priority(block: SharedBlock, lane: int) -> int:
+    """I/O side: the token lane ``lane`` holds for the loop, 0 once the loop has taken it."""
+    row = block.lanes[lane]
+    return int(row[0]) if row[0] != row[1] else 0
+
+
+def take_priority(block: SharedBlock, lane: int) -> int:
+    """Loop side: the token of lane ``lane``'s untaken command (now taken), or 0."""
+    lanes = block.lanes
+    token = int(lanes[lane, 0])
+    if token == lanes[lane, 1]:
+        return 0
+    lanes[lane, 1] = token
+    return token
 
 
 # ------------------------------------------------------------------ replies (loop -> I/O)

@@ -5,7 +5,7 @@ margins[W] (signed CoG margins to the support-polygon walls, NaN when unused),
 force[3] (stabilizer field force), stab_flags (bit k: STAB_FLAGS[k]), wake_us,
 task_us[len(TASKS)], overruns, missed, platform[2] (alpha, beta), fault_info
 (controller.daemon.codes.pack_detail; ``fault`` is the Reason, 0 when none), support (the played
-file's support phase, models.gait.plan: 0 left, 1 right, 2 double; -1 none), rig_ferr[6] (the
+file's support phase, models.common.support: 0 left, 1 right, 2 double; -1 none), rig_ferr[6] (the
 Stewart–Gough rig's actuators' following errors, legs A-F, mm of stroke: setpoint − position;
 NaN without the rig or while the drives are not powered), feet_load[2] (the load each foot's cells
 carry, N, left then right; NaN without them on the bus), contact (the support phase they show:

@@ -14,7 +14,8 @@ from typing import Any, Self
 
 import zmq
 
-from controller.daemon.io.curve import ClientCurve, is_ipv6, secure_client
+from controller.daemon.endpoints import ClientCurve, is_ipv6
+from controller.daemon.io.curve import secure_client
 
 
 class ClientTimeout(TimeoutError):

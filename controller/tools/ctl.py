@@ -15,8 +15,9 @@ from typing import Any
 
 import zmq
 
+from controller.daemon.commands import COMMANDS
 from controller.tools.client import Client, ClientTimeout, CommandError
-from controller.daemon.io.curve import ClientCurve, CurveConfigError
+from controller.daemon.endpoints import ClientCurve, CurveConfigError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
 
@@ -46,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples: bipd ctl move_joints q=[0,0.1,-0.15,0.1] duration=2;  "
                "bipd ctl move_joints q='{\"l_knee\": -0.4}' duration=2 (joints by name, the others "
                "keep their reference; bipd ctl get_config lists the joints)")
-    p.add_argument("cmd", help="command name, e.g. status, enable, move_joints")
+    p.add_argument("cmd", help="one of: " + "; ".join(
+        f"{c.name} {' '.join(a.name + '=' if a.required else f'[{a.name}=]' for a in c.args)}".rstrip()
+        for c in COMMANDS) + " (docs/commands.md)")
     p.add_argument("args", nargs="*", metavar="key=value", help="command arguments; values parsed as JSON")
     p.add_argument("--endpoint", default="tcp://127.0.0.1:5555", help="command socket (default %(default)s)")
     p.add_argument("--timeout", type=float, default=1.0, help="seconds per attempt (default %(default)s)")

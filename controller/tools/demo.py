@@ -17,7 +17,7 @@ import numpy as np
 from models import Robot
 from models.chain.dynamics import update
 
-from controller.daemon.loop.trajectories import SQUAT_DURATION_S, quintic, squat_excursion
+from controller.daemon.trajectories import SQUAT_DURATION_S, quintic, squat_excursion
 
 
 @dataclass

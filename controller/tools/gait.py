@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from models.gait.checks import GaitReport, check_gait
-from models.gait.plan import SUPPORT_NAMES, GaitParams
+from models.common.support import SUPPORT_NAMES
+from models.gait.plan import GaitParams
 from models.gait.wholebody import Gait, GaitError, generate
 from models.tree.robot import TreeRobot
 

@@ -6,10 +6,12 @@ a :class:`RecordingLink` keeps every frame (MN and CN side, in wire order) in ``
 """
 from __future__ import annotations
 
+from drivers.backends.udp import RemoteFaults, UdpLink
 from drivers.config import BusConfig
 from drivers.sim.plant import Plant
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.sim.nodes import ImmediateLink, SimulatedNodes
+from drivers.sim.udp_server import InProcessServer
 
 
 class RecordingLink(ImmediateLink):
@@ -46,3 +48,14 @@ class SimBus(PowerlinkBus):
 def open_sim(config: BusConfig, plant: Plant | None = None, record_frames: bool = False) -> SimBus:
     """A bus on a simulated network of ``config``'s nodes driving ``plant`` (default: InertiaPlant)."""
     return SimBus(config, plant, record_frames)
+
+
+def open_in_process(config: BusConfig, plant: Plant | None = None, fast: bool = True,
+                    server: InProcessServer | None = None) -> PowerlinkBus:
+    """A ``udp`` bus (MN side as :func:`open_udp`) whose server (the simulated side) runs in this process
+    (:class:`InProcessServer`, or ``server``); without ``fast``, both ends take their Python paths
+    only (the reference the Numba paths are measured and tested against)."""
+    link = UdpLink(config.udp, server=server if server is not None else InProcessServer(config, plant, fast))
+    if not fast:
+        link.answers = link.queue_period = None          # the MN looks for them at construction
+    return PowerlinkBus(config, link, RemoteFaults(link))

@@ -65,6 +65,27 @@ def put_le(buf, at, value, n):
 
 
 @njit(cache=True)
+def get_f64(buf, at):
+    """The little-endian REAL64 at ``buf[at]``."""
+    return np.uint64(np.uint64(le(buf, at, 4)) | (np.uint64(le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
+
+
+@njit(cache=True)
+def get_f32(buf, at):
+    """The little-endian REAL32 at ``buf[at]``, as a float64."""
+    return np.float64(np.uint32(le(buf, at, 4)).view(np.float32))
+
+
+@njit(cache=True)
+def take_tpdo(buf, offsets, first, count, rows, tpdo):
+    """The TPDO payload of the PRes ``first + j`` (``buf[offsets[first + j]]``) into ``tpdo[rows[j]]``, j < ``count``."""
+    size = tpdo.shape[1]
+    for j in range(count):
+        at = offsets[first + j] + frames.PDO_OFFSET
+        tpdo[rows[j], :] = buf[at:at + size]
+
+
+@njit(cache=True)
 def framed(buf, at, n):
     """Length within Ethernet's bounds, FCS and EtherType: what every reader checks first."""
     return (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(buf, at, at + n) == _FCS_RESIDUE

@@ -26,22 +26,24 @@ from typing import Protocol
 
 import numpy as np
 
+from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
 from drivers.powerlink import frames, services
-from drivers.powerlink.checks import steady_pres
+from drivers.powerlink.checks import steady_pres, take_tpdo
 from drivers.powerlink.frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.sdo import ABORT_TIMEOUT, SdoRequest
+from drivers.service_channel import ABORT_TIMEOUT, SdoRequest
 from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
+# A PReq's RPDO channel before the controller writes one (and on a channel no axis uses).
+_RPDO_DEFAULTS = {"controlword": 0, "modes_of_operation": int(Mode.CSP), "target_position": 0.0,
+                  "target_velocity": 0.0, "torque_offset": 0.0}
 SDO_TIMEOUT_CYCLES = 250
-_ZERO_TPDO = TPDO.struct.unpack(bytes(TPDO.size))
 _TPDO_SIZE = TPDO.size
-_UNPACK_TPDO = TPDO.struct.unpack_from
 _PDO_OFFSET = frames.PDO_OFFSET
 PREQ_LENGTH = max(frames.PDO_OFFSET + RPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _PRES_TPDO = frames.pres_header(TPDO.struct)      # PRes header and TPDO: one unpack
@@ -93,7 +95,8 @@ class BootTimeoutError(RuntimeError):
 class CnRecord:
     """What the MN knows about one configured CN."""
 
-    def __init__(self, node: NodeConfig, threshold: int, preq_buffer=None) -> None:
+    def __init__(self, node: NodeConfig, threshold: int, preq_buffer=None, tpdo=None) -> None:
+        """``tpdo``: the row that holds the TPDO payload of its last valid PRes (ManagingNode.tpdo)."""
         self.node_id = node.node_id
         self.nmt = NmtState.NOT_ACTIVE
         self.identified = False
@@ -101,15 +104,15 @@ class CnRecord:
         self.device_type = 0
         self.stopped = False
         self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
-        RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *([0, 8, 0.0, 0.0, 0.0] * RPDO.channels))
+        RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *[_RPDO_DEFAULTS[e.name] for e in RPDO.entries]
+                              * RPDO.channels)
         self.preq.seal()
-        self.values = _ZERO_TPDO
+        self.tpdo = np.zeros(TPDO.size, np.uint8) if tpdo is None else tpdo
         self.loss = ThresholdCounter(threshold)
         self.late = ThresholdCounter(threshold)
         self.malformed = ThresholdCounter(threshold)
         self.counters = (self.loss, self.late, self.malformed)
         self.erring = False
-        self.latched = 0
         self.last_command: NmtCommand | None = None
         self.command_cycle = -RETRY_CYCLES - 1
         self.sdo_queue: deque[SdoRequest] = deque()
@@ -121,8 +124,10 @@ class ManagingNode:
         self.config = config
         self.link = link
         self.events = events
-        self._preq_rows = np.zeros((len(config.nodes), PREQ_LENGTH), np.uint8)    # one PReq frame per CN
-        self.records = {n.node_id: CnRecord(n, config.threshold, memoryview(self._preq_rows[i]))
+        self.preq_rows = np.zeros((len(config.nodes), PREQ_LENGTH), np.uint8)    # one PReq frame per CN
+        self.tpdo = np.zeros((len(config.nodes), TPDO.size), np.uint8)      # per CN: its last valid TPDO payload
+        self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
+        self.records = {n.node_id: CnRecord(n, config.threshold, memoryview(self.preq_rows[i]), self.tpdo[i])
                         for i, n in enumerate(config.nodes)}
         self._row = {n.node_id: i for i, n in enumerate(config.nodes)}
         self.state = NmtState.NOT_ACTIVE
@@ -147,7 +152,7 @@ class ManagingNode:
         self._soc_array = np.frombuffer(self.soc.buf, np.uint8)
         self._soa_array = np.frombuffer(self.soa.buf, np.uint8)
         self._expect = np.zeros(0, np.int64)             # node ids of the polled CNs, in order
-        self._rows = np.zeros(0, np.int64)               # and their rows of _preq_rows
+        self._rows = np.zeros(0, np.int64)               # and their rows of preq_rows
         if self._answers is not None:
             self._steady((), 0)                          # compiles (or loads) the check before any cycle
 
@@ -247,7 +252,7 @@ class ManagingNode:
         soa = self.soa.view
         polled = self._cycle
         if self._queue_period is not None:
-            self._queue_period(self._soc_array, self._preq_rows, self._rows, self._soa_array, self.bus_cycle,
+            self._queue_period(self._soc_array, self.preq_rows, self._rows, self._soa_array, self.bus_cycle,
                                cycles, self._cycle_us)
         else:
             for k in range(cycles):
@@ -257,9 +262,8 @@ class ManagingNode:
         replies = link.collect()
         link.transfer(soa)                           # the last SoA after the answers: the CNs step on
         if self._answers is not None and self._steady(polled, len(replies)):
-            last = len(replies) - len(polled)        # all valid and Operational: only the values are news
-            for j, rec in enumerate(polled):
-                rec.values = _UNPACK_TPDO(replies[last + j], _PDO_OFFSET)
+            count = len(polled)                      # all valid and Operational: only the values are news
+            take_tpdo(self._answers[0], self._answers[1], len(replies) - count, count, self._rows, self.tpdo)
             self.bus_cycle += cycles                 # _bookkeeping has nothing else to do in steady state
             return
         for k in range(cycles):
@@ -316,7 +320,7 @@ class ManagingNode:
                 if src != rec.node_id or size != _TPDO_SIZE or version != _PDO_VERSION:
                     raise InconsistentFrame(f"PRes from node {src} for node {rec.node_id} carries {size} "
                                             f"bytes of PDO version 0x{version:02X}")
-                rec.values = fields[6:]
+                rec.tpdo[:] = np.frombuffer(reply, np.uint8, _TPDO_SIZE, _PDO_OFFSET)
             except FrameError:
                 self._pres_error(rec, rec.malformed, FaultCode.INVALID_FORMAT)
                 continue
@@ -353,7 +357,7 @@ class ManagingNode:
 
     def _drop(self, rec: CnRecord, code: int, command: NmtCommand) -> None:
         """Take ``rec`` out of the isochronous phase, latch ``code`` on its axes, send ``command``."""
-        rec.latched = code
+        self.latched[self._row[rec.node_id]] = code
         if rec in self.polled:
             self.polled.remove(rec)
             self._repoll()

@@ -7,21 +7,22 @@ carries the drive's auxiliary sensor input (manufacturer-specific object 0x2400,
 foot IMU's specific force in R0 axes, m/s², on the channel its bus YAML axis declares ``sensor: imu``;
 NaN where nothing is wired). The payload is the
 channels' entries back to back, little-endian, described by one ``struct`` format.
+
+The mappings below are the one declaration of the payload layout: the ``struct`` formats, each
+field's byte offset within its channel (:meth:`PdoMapping.offset`, exported as the ``RPDO_*`` /
+``TPDO_*`` constants the Numba fast paths use) and the object list all derive from them.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
 
+from drivers.service_channel import INTEGER8, REAL32, REAL64, UNSIGNED8, UNSIGNED16, UNSIGNED32
+
 AXIS_OFFSET = 0x800
 
-# CANopen data type codes (DS 301 Table 48 / CiA 301)
-INTEGER8 = 0x0002
-UNSIGNED8 = 0x0005
-UNSIGNED16 = 0x0006
-UNSIGNED32 = 0x0007
-REAL32 = 0x0008
-REAL64 = 0x0011
+__all__ = ["INTEGER8", "REAL32", "REAL64", "UNSIGNED8", "UNSIGNED16", "UNSIGNED32", "PdoEntry", "PdoLayoutError",
+           "PdoMapping", "RPDO", "TPDO"]
 
 _FORMATS = {INTEGER8: "b", UNSIGNED8: "B", UNSIGNED16: "H", UNSIGNED32: "I", REAL32: "f", REAL64: "d"}
 
@@ -37,6 +38,15 @@ class PdoEntry:
     def fmt(self) -> str:
         return _FORMATS[self.data_type]
 
+    @property
+    def size(self) -> int:
+        """Bytes on the wire."""
+        return struct.calcsize("<" + self.fmt)
+
+
+class PdoLayoutError(ImportError):
+    """A fast path assumes a field type that the declared mapping does not have."""
+
 
 class PdoMapping:
     """A PDO mapping: ``entries`` repeated for ``channels`` axes, packed with one Struct
@@ -50,6 +60,28 @@ class PdoMapping:
         self.struct = struct.Struct("<" + self.channel_struct.format[1:] * channels)
         self.size = self.struct.size
         self.per_channel = len(entries)
+        self._entries = {e.name: e for e in entries}
+        self._offsets: dict[str, int] = {}
+        at = 0
+        for e in entries:
+            self._offsets[e.name] = at
+            at += e.size
+
+    def offset(self, name: str) -> int:
+        """Byte offset of field ``name`` within one channel's payload."""
+        try:
+            return self._offsets[name]
+        except KeyError:
+            raise KeyError(f"{self.name} maps no field {name!r} (fields: {', '.join(self._offsets)})") from None
+
+    def require(self, user: str, **types: int) -> None:
+        """Raise :class:`PdoLayoutError` unless each named field has the given data type (what
+        ``user``, a fast path that reads or writes the fields by offset, assumes)."""
+        for name, data_type in types.items():
+            entry = self._entries.get(name)
+            if entry is None or entry.data_type != data_type:
+                raise PdoLayoutError(f"{user} assumes {self.name} field {name!r} of data type 0x{data_type:04X}; "
+                                     f"the mapping declares {'no such field' if entry is None else hex(entry.data_type)}")
 
     def objects(self) -> list[tuple[int, int, int, str]]:
         """(channel, index, subindex, name) of every mapped object in payload order."""
@@ -76,3 +108,20 @@ TPDO = PdoMapping("TPDO (PRes, drive -> MN)", (
     PdoEntry("aux_input_y", 0x2400, 2, REAL32),
     PdoEntry("aux_input_z", 0x2400, 3, REAL32),
 ))
+
+# Byte offsets within one channel (DS 301 §6.4 payload), derived from the declarations above.
+RPDO_CONTROLWORD = RPDO.offset("controlword")
+RPDO_MODE = RPDO.offset("modes_of_operation")
+RPDO_TARGET_POSITION = RPDO.offset("target_position")
+RPDO_TARGET_VELOCITY = RPDO.offset("target_velocity")
+RPDO_TORQUE_OFFSET = RPDO.offset("torque_offset")
+TPDO_STATUSWORD = TPDO.offset("statusword")
+TPDO_MODE_DISPLAY = TPDO.offset("modes_of_operation_display")
+TPDO_POSITION = TPDO.offset("position_actual")
+TPDO_VELOCITY = TPDO.offset("velocity_actual")
+TPDO_CURRENT = TPDO.offset("current_actual")
+TPDO_ERROR_CODE = TPDO.offset("error_code")
+TPDO_AUX = TPDO.offset("aux_input_x")
+AUX_INPUTS = ("aux_input_x", "aux_input_y", "aux_input_z")
+if [TPDO.offset(n) for n in AUX_INPUTS] != [TPDO_AUX + 4 * k for k in range(len(AUX_INPUTS))]:
+    raise PdoLayoutError("the auxiliary inputs 0x2400:1..3 must be consecutive REAL32 fields of the TPDO")

@@ -11,7 +11,7 @@ Per axis and per bus cycle (400 µs) the drive
     taken (:meth:`DriveBank.take_following_peak`) what a test bench reads (0 outside CSP);
   * reports an encoder fault (0x7305) when the encoder reads NaN;
   * applies the motor's holding brake (``holding_brake_torque`` > 0) while the axis is not
-    Operation Enabled and not braking (kernel mode OFF; a quick stop or fault reaction hands over
+    Operation Enabled and not braking (kernel loop LOOP_OFF; a quick stop or fault reaction hands over
     to it once it reaches standstill): a spring-damper on the true motor position latched when
     the brake engaged, τ_b = −K_b (θ − θ_b) − D_b θ̇ with D_b = kp_speed·kt and K_b = kp_position·D_b
     (the drive's own P–P position/speed cascade without its integrator), saturated at
@@ -42,30 +42,86 @@ from drivers.powerlink.checks import put_le
 from drivers.powerlink.sdo import ObjectDictionary, ObjectEntry
 from drivers.powerlink.services import DEVICE_TYPE_SERVO_402
 
-# Columns of DriveBank.x (one float row per axis):
-# parameters,
-KP, KV, KI, KT, I_MAX, V_MAX, FE_LIMIT = range(7)
-# interpolator (old/new per target), integrator, encoder offset, braking time, and the set
-# values of this bus cycle (position demand in CSP, speed command, torque demand),
-P_OLD, P_NEW, V_OLD, V_NEW, T_OLD, T_NEW, INTEG, ENC_OFFSET, BRAKE_TIME, P_DEM, V_DEM, T_DEM = range(7, 19)
-# latest setpoints received by PReq, actual values.
-CMD_POS, CMD_VEL, CMD_TORQUE = range(19, 22)
-ACT_POS, ACT_VEL, ACT_CUR = range(22, 25)
-# holding brake: torque capacity [N·m] (0 = no brake), motor position it holds [rad].
-HOLD_TORQUE, BRAKE_POS = range(25, 27)
-# auxiliary sensor input (TPDO 0x2400:1..3; NaN: nothing wired): a plant sensor (drivers.config.SENSORS) on its axis.
-AUX = 27
-# following error of this bus cycle (CSP demand − actual, motor rad) and its peak |value| since taken.
-FE_ACTUAL, FE_PEAK = range(30, 32)
-N_COLUMNS = 32
-# Columns of DriveBank.flags (one integer row per axis): kernel state, then the TPDO mapping
-# (row of DriveBank.pres, channel), the TPDO fields the CiA 402 state machine sets, and the
-# controlword whose RPDO would only change the setpoints (-1: none; drivers.sim.isochronous).
-MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT, BRAKE_ON = range(7)
-PRES_ROW, CHANNEL, SW_BASE, MODE_DISPLAY, ERROR_CODE, IDEM_CW = range(7, 13)
-N_FLAGS = 13
-# control modes of the kernel
-OFF, CSP, CSV, CST, BRAKE = range(5)
+# DriveBank's arrays, declared once: (column, width, meaning); the column constants derive from them.
+X_COLUMNS = (                  # DriveBank.x, one float row per axis
+    ("KP", 1, "position loop gain [1/s]"),
+    ("KV", 1, "speed loop P gain [A/(rad/s)]"),
+    ("KI", 1, "speed loop I gain [A/rad]"),
+    ("KT", 1, "torque constant [N·m/A]"),
+    ("I_MAX", 1, "current limit [A]"),
+    ("V_MAX", 1, "speed limit [rad/s]"),
+    ("FE_LIMIT", 1, "following error limit [rad]"),
+    ("P_OLD", 1, "interpolator: position setpoint of the previous control period"),
+    ("P_NEW", 1, "interpolator: position setpoint of this control period"),
+    ("V_OLD", 1, "interpolator: speed setpoint, previous period"),
+    ("V_NEW", 1, "interpolator: speed setpoint, this period"),
+    ("T_OLD", 1, "interpolator: torque setpoint, previous period"),
+    ("T_NEW", 1, "interpolator: torque setpoint, this period"),
+    ("INTEG", 1, "speed loop integrator [A]"),
+    ("ENC_OFFSET", 1, "encoder offset of an injected jump [rad]"),
+    ("BRAKE_TIME", 1, "time spent braking [s]"),
+    ("P_DEM", 1, "position demand of this bus cycle (CSP) [rad]"),
+    ("V_DEM", 1, "speed command of this bus cycle [rad/s]"),
+    ("T_DEM", 1, "torque demand of this bus cycle [N·m]"),
+    ("CMD_POS", 1, "latest RPDO target position [rad]"),
+    ("CMD_VEL", 1, "latest RPDO target velocity [rad/s]"),
+    ("CMD_TORQUE", 1, "latest RPDO torque offset [N·m]"),
+    ("ACT_POS", 1, "actual position [rad]"),
+    ("ACT_VEL", 1, "actual velocity [rad/s]"),
+    ("ACT_CUR", 1, "actual current [A]"),
+    ("HOLD_TORQUE", 1, "holding brake capacity [N·m], 0 = no brake"),
+    ("BRAKE_POS", 1, "motor position the brake holds [rad]"),
+    ("AUX", 3, "auxiliary sensor input, TPDO 0x2400:1..3 (NaN: nothing wired; drivers.config.SENSORS)"),
+    ("FE_ACTUAL", 1, "following error of this bus cycle, CSP demand − actual [motor rad]"),
+    ("FE_PEAK", 1, "peak |following error| since last taken [motor rad]"),
+)
+FLAG_COLUMNS = (               # DriveBank.flags, one integer row per axis
+    ("MODE", 1, "control loop of the kernel (LOOP_*)"),
+    ("ENC_NAN", 1, "bus cycles the encoder still reads NaN"),
+    ("MOTOR", 1, "plant motor index"),
+    ("STATUS_BITS", 1, "statusword bits the kernel sets (internal limit, following error)"),
+    ("STANDSTILL", 1, "braking reached standstill"),
+    ("NEW_FAULT", 1, "fault code the kernel detected this bus cycle"),
+    ("BRAKE_ON", 1, "holding brake engaged"),
+    ("PRES_ROW", 1, "row of DriveBank.pres (the node's PRes frame)"),
+    ("CHANNEL", 1, "PDO channel within the node"),
+    ("SW_BASE", 1, "statusword of the CiA 402 state"),
+    ("MODE_DISPLAY", 1, "modes of operation display 0x6061"),
+    ("ERROR_CODE", 1, "error code 0x603F"),
+    ("IDEM_CW", 1, "controlword whose RPDO would only change the setpoints (-1: none; drivers.sim.isochronous)"),
+)
+
+
+def _columns(declared: tuple[tuple[str, int, str], ...], *names: str) -> tuple[int, ...]:
+    """First column of each named field of a declaration above."""
+    first, at = {}, 0
+    for name, width, _ in declared:
+        first[name] = at
+        at += width
+    return tuple(first[n] for n in names)
+
+
+N_COLUMNS = sum(width for _, width, _ in X_COLUMNS)
+N_FLAGS = sum(width for _, width, _ in FLAG_COLUMNS)
+KP, KV, KI, KT, I_MAX, V_MAX, FE_LIMIT = _columns(X_COLUMNS, "KP", "KV", "KI", "KT", "I_MAX", "V_MAX", "FE_LIMIT")
+P_OLD, P_NEW, V_OLD, V_NEW, T_OLD, T_NEW = _columns(X_COLUMNS, "P_OLD", "P_NEW", "V_OLD", "V_NEW", "T_OLD", "T_NEW")
+INTEG, ENC_OFFSET, BRAKE_TIME = _columns(X_COLUMNS, "INTEG", "ENC_OFFSET", "BRAKE_TIME")
+P_DEM, V_DEM, T_DEM = _columns(X_COLUMNS, "P_DEM", "V_DEM", "T_DEM")
+CMD_POS, CMD_VEL, CMD_TORQUE = _columns(X_COLUMNS, "CMD_POS", "CMD_VEL", "CMD_TORQUE")
+ACT_POS, ACT_VEL, ACT_CUR = _columns(X_COLUMNS, "ACT_POS", "ACT_VEL", "ACT_CUR")
+HOLD_TORQUE, BRAKE_POS, AUX = _columns(X_COLUMNS, "HOLD_TORQUE", "BRAKE_POS", "AUX")
+FE_ACTUAL, FE_PEAK = _columns(X_COLUMNS, "FE_ACTUAL", "FE_PEAK")
+MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT, BRAKE_ON = _columns(
+    FLAG_COLUMNS, "MODE", "ENC_NAN", "MOTOR", "STATUS_BITS", "STANDSTILL", "NEW_FAULT", "BRAKE_ON")
+PRES_ROW, CHANNEL, SW_BASE, MODE_DISPLAY, ERROR_CODE, IDEM_CW = _columns(
+    FLAG_COLUMNS, "PRES_ROW", "CHANNEL", "SW_BASE", "MODE_DISPLAY", "ERROR_CODE", "IDEM_CW")
+# The kernel's control loop per axis (not the CiA 402 modes of operation, drivers.cia402.Mode):
+# none, position cascade, speed loop, current only, braking to standstill.
+LOOP_OFF, LOOP_POSITION, LOOP_SPEED, LOOP_TORQUE, LOOP_BRAKE = range(5)
+# DriveConfig parameter of each parameter column.
+_PARAMETERS = ((KP, "kp_position"), (KV, "kp_speed"), (KI, "ki_speed"), (KT, "torque_constant"),
+               (I_MAX, "current_limit"), (V_MAX, "speed_limit"), (FE_LIMIT, "following_error_limit"),
+               (HOLD_TORQUE, "holding_brake_torque"))
 
 STANDSTILL_SPEED = 0.05      # [rad/s] below which braking is done
 MAX_BRAKE_TIME = 0.5         # [s] after which braking ends anyway
@@ -78,10 +134,11 @@ FAULT_HISTORY_LENGTH = 8
 _STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
                     | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
 _TPDO_CHANNEL_SIZE = pdo.TPDO.channel_struct.size
-if pdo.TPDO.channel_struct.format != "<HbdffHfff":
-    raise ImportError("step_axes writes the TPDO channel as <HbdffHfff; update _write_tpdo with the mapping")
+pdo.TPDO.require("drivers.sim.drive._write_tpdo", statusword=pdo.UNSIGNED16, modes_of_operation_display=pdo.INTEGER8,
+                 position_actual=pdo.REAL64, velocity_actual=pdo.REAL32, current_actual=pdo.REAL32,
+                 error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32, aux_input_y=pdo.REAL32, aux_input_z=pdo.REAL32)
 PRES_LENGTH = max(frames.PDO_OFFSET + pdo.TPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
-_KERNEL_MODE = {cia402.Mode.CSP: CSP, cia402.Mode.CSV: CSV, cia402.Mode.CST: CST}
+_KERNEL_MODE = {cia402.Mode.CSP: LOOP_POSITION, cia402.Mode.CSV: LOOP_SPEED, cia402.Mode.CST: LOOP_TORQUE}
 # _STEADY[state][cw & 0x0F]: a controlword repeated (no fault-reset edge) leaves ``state`` as it is.
 _STEADY = tuple(tuple(cia402.NEXT_STATE[s][cia402.decode_command(n, n)] == s for n in range(16)) for s in State)
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
@@ -90,18 +147,17 @@ _FAULT_RESET, _OPERATION_ENABLED = Command.FAULT_RESET, State.OPERATION_ENABLED
 
 @njit(cache=True)
 def _write_tpdo(pres, x, flags, a):
-    """Axis ``a``'s TPDO channel (<HbdffHfff: statusword, mode display, position REAL64, velocity and
-    current REAL32, error code, auxiliary input REAL32 x 3) into its PRes row, as struct would pack it."""
+    """Axis ``a``'s TPDO channel (drivers.powerlink.pdo.TPDO) into its PRes row, as struct would pack it."""
     row = pres[flags[a, PRES_ROW]]
     at = frames.PDO_OFFSET + flags[a, CHANNEL] * _TPDO_CHANNEL_SIZE
-    put_le(row, at, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
-    put_le(row, at + 2, flags[a, MODE_DISPLAY], 1)
-    put_le(row, at + 3, np.float64(x[a, ACT_POS]).view(np.uint64), 8)
-    put_le(row, at + 11, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
-    put_le(row, at + 15, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
-    put_le(row, at + 19, flags[a, ERROR_CODE], 2)
+    put_le(row, at + pdo.TPDO_STATUSWORD, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
+    put_le(row, at + pdo.TPDO_MODE_DISPLAY, flags[a, MODE_DISPLAY], 1)
+    put_le(row, at + pdo.TPDO_POSITION, np.float64(x[a, ACT_POS]).view(np.uint64), 8)
+    put_le(row, at + pdo.TPDO_VELOCITY, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
+    put_le(row, at + pdo.TPDO_CURRENT, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
+    put_le(row, at + pdo.TPDO_ERROR_CODE, flags[a, ERROR_CODE], 2)
     for k in range(3):
-        put_le(row, at + 21 + 4 * k, np.float32(x[a, AUX + k]).view(np.uint32), 4)
+        put_le(row, at + pdo.TPDO_AUX + 4 * k, np.float32(x[a, AUX + k]).view(np.uint32), 4)
 
 
 @njit(cache=True)
@@ -135,20 +191,20 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
         if np.isnan(pos):
             flags[a, NEW_FAULT] = _ENCODER_FAULT
             n_new += 1
-            md = OFF
-        elif md == OFF:
+            md = LOOP_OFF
+        elif md == LOOP_OFF:
             x[a, P_OLD] = pos
             x[a, P_NEW] = pos
             x[a, INTEG] = 0.0
-        if md != OFF:
+        if md != LOOP_OFF:
             kt = x[a, KT]
             i_max = x[a, I_MAX]
             t_dem = x[a, T_OLD] + (x[a, T_NEW] - x[a, T_OLD]) * frac
             x[a, T_DEM] = t_dem
-            if md == CST:
+            if md == LOOP_TORQUE:
                 current = t_dem / kt
             else:
-                if md == CSP:
+                if md == LOOP_POSITION:
                     p_dem = x[a, P_OLD] + (x[a, P_NEW] - x[a, P_OLD]) * frac
                     x[a, P_DEM] = p_dem
                     error = p_dem - pos
@@ -159,7 +215,7 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
                         n_new += 1
                         bits |= _FOLLOWING_BIT
                     v_cmd = (x[a, P_NEW] - x[a, P_OLD]) / control_period + x[a, KP] * error
-                elif md == CSV:
+                elif md == LOOP_SPEED:
                     v_cmd = x[a, V_OLD] + (x[a, V_NEW] - x[a, V_OLD]) * frac
                 else:
                     v_cmd = 0.0
@@ -181,7 +237,7 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
         tau = x[a, KT] * current
         hold = x[a, HOLD_TORQUE]
         if hold > 0.0:
-            if flags[a, MODE] == OFF:
+            if flags[a, MODE] == LOOP_OFF:
                 # holding brake, on the true motor position (mechanical: no encoder involved)
                 theta = plant_pos[m]
                 if flags[a, BRAKE_ON] == 0:
@@ -215,10 +271,8 @@ class DriveBank:
         self.config = config
         self.plant = plant
         self.x = np.zeros((n, N_COLUMNS))
-        self.x[:, KP:FE_LIMIT + 1] = [[a.drive.kp_position, a.drive.kp_speed, a.drive.ki_speed,
-                                       a.drive.torque_constant, a.drive.current_limit, a.drive.speed_limit,
-                                       a.drive.following_error_limit] for a in config.axes]
-        self.x[:, HOLD_TORQUE] = [a.drive.holding_brake_torque for a in config.axes]
+        for column, parameter in _PARAMETERS:
+            self.x[:, column] = [getattr(a.drive, parameter) for a in config.axes]
         self.x[:, AUX:AUX + 3] = np.nan                       # nothing wired to the auxiliary inputs
         wired = []                                            # (bus axis, the plant sensor's values on its input)
         for name, spec in SENSORS.items():
@@ -387,18 +441,18 @@ class Drive:
         row = self.rows[ch]
         bank = self.bank
         self.dirty = True
-        if state in (State.QUICK_STOP_ACTIVE, State.FAULT_REACTION_ACTIVE) and bank.mode[row] == OFF:
+        if state in (State.QUICK_STOP_ACTIVE, State.FAULT_REACTION_ACTIVE) and bank.mode[row] == LOOP_OFF:
             state = State.FAULT if state == State.FAULT_REACTION_ACTIVE else State.SWITCH_ON_DISABLED
         self.state[ch] = state
         if state == State.OPERATION_ENABLED:
             bank.mode[row] = _KERNEL_MODE[cia402.Mode(self.op_mode[ch])]
         elif state in (State.QUICK_STOP_ACTIVE, State.FAULT_REACTION_ACTIVE):
-            bank.mode[row] = BRAKE
+            bank.mode[row] = LOOP_BRAKE
             bank.x[row, BRAKE_TIME] = 0.0
             bank.standstill[row] = False
             bank.braking.add(self)
         else:
-            bank.mode[row] = OFF
+            bank.mode[row] = LOOP_OFF
         if state == State.SWITCH_ON_DISABLED:
             self.fault_code[ch] = 0
         self._publish(ch)
@@ -408,11 +462,11 @@ class Drive:
         still_braking = False
         for ch in self.slots:
             row = self.rows[ch]
-            if self.bank.mode[row] != BRAKE:
+            if self.bank.mode[row] != LOOP_BRAKE:
                 continue
             if self.bank.standstill[row]:
                 self.dirty = True
-                self.bank.mode[row] = OFF
+                self.bank.mode[row] = LOOP_OFF
                 self.state[ch] = (State.FAULT if self.state[ch] == State.FAULT_REACTION_ACTIVE
                                   else State.SWITCH_ON_DISABLED)
                 self._publish(ch)
@@ -437,7 +491,7 @@ class Drive:
             self.state[ch] = State.SWITCH_ON_DISABLED
             self.fault_code[ch] = 0
             self.last_cw[ch] = 0
-            self.bank.mode[self.rows[ch]] = OFF
+            self.bank.mode[self.rows[ch]] = LOOP_OFF
             self._publish(ch)
         self.bank.braking.discard(self)
         self.dirty = True

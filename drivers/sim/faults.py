@@ -1,6 +1,6 @@
 """Fault injection for tests and the HIL bench.
 
-Every fault is one named call on a :class:`FaultApi`; each call forwards to
+Every fault is one named call on a :class:`~drivers.fault_api.FaultApi`; each call forwards to
 ``apply(name, **args)``, so the daemon's command interface can inject a fault by name with
 validated arguments. :class:`FaultInjector` applies them on the controlled-node side of the
 simulated network; the UDP backend forwards them to its server process.
@@ -15,61 +15,16 @@ nothing). Node and drive faults: ``stop_node`` (the CN enters NMT Stopped on its
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from drivers.codes import FaultCode
+from drivers.config import BusConfig
+from drivers.fault_api import FAULT_NAMES, FaultApi, FaultError
 from drivers.powerlink import frames
 from drivers.powerlink.nmt import NmtCommand
 
-if TYPE_CHECKING:
-    from drivers.sim.nodes import SimulatedNodes
-
 DRIVE_FAULTS = {"over_temperature": FaultCode.OVER_TEMPERATURE, "following_error": FaultCode.FOLLOWING_ERROR}
 GLITCHES = ("jump", "nan")
-
-
-class FaultError(ValueError):
-    """A fault injection call with an unknown name or bad arguments."""
-
-
-class FaultApi(ABC):
-    """The named fault-injection calls; each backend implements :meth:`apply`."""
-
-    def drop_pres(self, node_id: int, count: int = 1) -> None:
-        self.apply("drop_pres", node_id=node_id, count=count)
-
-    def delay_pres(self, node_id: int, delay_s: float, count: int = 1) -> None:
-        self.apply("delay_pres", node_id=node_id, delay_s=delay_s, count=count)
-
-    def corrupt_pres(self, node_id: int, offset: int = frames.PDO_OFFSET, xor: int = 0xFF,
-                     count: int = 1) -> None:
-        self.apply("corrupt_pres", node_id=node_id, offset=offset, xor=xor, count=count)
-
-    def drop_soc(self, node_id: int, count: int = 1) -> None:
-        self.apply("drop_soc", node_id=node_id, count=count)
-
-    def disconnect_node(self, node_id: int) -> None:
-        self.apply("disconnect_node", node_id=node_id)
-
-    def reconnect_node(self, node_id: int) -> None:
-        self.apply("reconnect_node", node_id=node_id)
-
-    def stop_node(self, node_id: int) -> None:
-        self.apply("stop_node", node_id=node_id)
-
-    def drive_fault(self, axis: str, kind: str, duration_s: float = 0.0) -> None:
-        self.apply("drive_fault", axis=axis, kind=kind, duration_s=duration_s)
-
-    def encoder_glitch(self, axis: str, kind: str, value: float = 0.0, cycles: int = 1) -> None:
-        self.apply("encoder_glitch", axis=axis, kind=kind, value=value, cycles=cycles)
-
-    @abstractmethod
-    def apply(self, name: str, **args) -> None:
-        """Carry out the fault ``name`` (one of FAULT_NAMES) with its arguments."""
-
-
-FAULT_NAMES = frozenset(n for n in vars(FaultApi) if not n.startswith("_") and n != "apply")
 
 
 def _count(value, name: str) -> int:
@@ -78,10 +33,19 @@ def _count(value, name: str) -> int:
     return value
 
 
+class Network(Protocol):
+    """What the injector acts on: the simulated network (drivers.sim.nodes.SimulatedNodes)."""
+
+    config: BusConfig
+    nodes: dict
+    bank: object
+    reply_delay_s: float
+
+
 class FaultInjector(FaultApi):
     """Applies faults on the controlled-node side; its hooks are read by :class:`SimulatedNodes`."""
 
-    def __init__(self, network: SimulatedNodes) -> None:
+    def __init__(self, network: Network) -> None:
         self.network = network
         self.dropped_pres: dict[int, int] = {}
         self.delayed_pres: dict[int, list] = {}
@@ -168,7 +132,9 @@ class FaultInjector(FaultApi):
             raise FaultError(f"delay_s must be a positive number of seconds, got {delay_s!r}")
         self.delayed_pres[self._node(node_id)] = [_count(count, "count"), float(delay_s)]
 
-    def _corrupt_pres(self, node_id, offset=frames.PDO_OFFSET, xor=0xFF, count=1):
+    def _corrupt_pres(self, node_id, offset=None, xor=0xFF, count=1):
+        if offset is None:
+            offset = frames.PDO_OFFSET
         length = self.network.nodes[self._node(node_id)].pres.length
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < length:
             raise FaultError(f"offset must be a byte index in 0..{length - 1} of node {node_id}'s PRes, "

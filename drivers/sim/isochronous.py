@@ -1,6 +1,6 @@
 """The simulated CNs' steady-state isochronous phase in one Numba pass over a UDP datagram.
 
-:func:`serve_isochronous` walks the frame entries of a FRAMES datagram (``drivers.backends.udp``
+:func:`serve_isochronous` walks the frame entries of a FRAMES datagram (``drivers.udp_protocol``
 layout: ``<HB`` length and answer-wanted before each frame, answers as ``<HI`` length and delay
 before each) and handles the SoC, PReq and SoA frames exactly as
 :class:`~drivers.sim.nodes.SimulatedNodes` would in steady state (EPSG DS 301 §4.2.4.1: SoC, then
@@ -35,10 +35,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from drivers.udp_protocol import ANSWER, ENTRY
 from drivers.sim import drive
 from drivers.powerlink import frames
-from drivers.powerlink.checks import crc32, framed, le, put_le
+from drivers.powerlink.checks import crc32, framed, get_f32, get_f64, le, put_le
 from drivers.powerlink.nmt import NMT_STATE_CODES, NmtState
+from drivers.powerlink import pdo
 from drivers.powerlink.pdo import RPDO
 
 # Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
@@ -52,8 +54,8 @@ N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
 SIZE, SOA_OK, PENDING, AT, OUT, PHASE, SOC_SEEN, WANTED, SOCS, STEPPED, NEW_FAULTS, MORE_SOA = range(12)
 N_IO = 12
 
-if RPDO.channel_struct.format != "<Hbdff":
-    raise ImportError("serve_isochronous reads the RPDO channel as <Hbdff; update _apply with the mapping")
+RPDO.require("drivers.sim.isochronous._apply", controlword=pdo.UNSIGNED16, modes_of_operation=pdo.INTEGER8,
+             target_position=pdo.REAL64, target_velocity=pdo.REAL32, torque_offset=pdo.REAL32)
 _CHANNEL_SIZE = RPDO.channel_struct.size
 _RPDO_SIZE = RPDO.size
 _OPERATIONAL = int(NmtState.OPERATIONAL)
@@ -62,17 +64,7 @@ _SOC_MAC = np.frombuffer(frames.SOC_MAC, np.uint8).copy()
 _SOA_MAC = np.frombuffer(frames.SOA_MAC, np.uint8).copy()
 _NMT_CODES = np.array(sorted(NMT_STATE_CODES), np.int64)
 _NO_SERVICE = int(frames.RequestedService.NO_SERVICE)
-_ENTRY_SIZE, _ANSWER_SIZE = 3, 6        # udp.ENTRY <HB, udp.ANSWER <HI
-
-
-@njit(cache=True)
-def _f64(buf, at):
-    return np.uint64(np.uint64(le(buf, at, 4)) | (np.uint64(le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
-
-
-@njit(cache=True)
-def _f32(buf, at):
-    return np.float64(np.uint32(le(buf, at, 4)).view(np.float32))
+_ENTRY_SIZE, _ANSWER_SIZE = ENTRY.size, ANSWER.size
 
 
 @njit(cache=True)
@@ -124,16 +116,16 @@ def _apply(rx, at, n, node, x, flags):
         if row < 0:
             continue
         c = base + ch * _CHANNEL_SIZE
-        mode = np.int64(np.int8(rx[c + 2]))
-        if le(rx, c, 2) != flags[row, drive.IDEM_CW] or mode != flags[row, drive.MODE_DISPLAY]:
+        mode = np.int64(np.int8(rx[c + pdo.RPDO_MODE]))
+        if le(rx, c + pdo.RPDO_CONTROLWORD, 2) != flags[row, drive.IDEM_CW] or mode != flags[row, drive.MODE_DISPLAY]:
             return False
     for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
         row = node[CHANNEL_ROWS + ch]
         if row >= 0:
             c = base + ch * _CHANNEL_SIZE
-            x[row, drive.CMD_POS] = _f64(rx, c + 3)
-            x[row, drive.CMD_VEL] = _f32(rx, c + 11)
-            x[row, drive.CMD_TORQUE] = _f32(rx, c + 15)
+            x[row, drive.CMD_POS] = get_f64(rx, c + pdo.RPDO_TARGET_POSITION)
+            x[row, drive.CMD_VEL] = get_f32(rx, c + pdo.RPDO_TARGET_VELOCITY)
+            x[row, drive.CMD_TORQUE] = get_f32(rx, c + pdo.RPDO_TORQUE_OFFSET)
     return True
 
 

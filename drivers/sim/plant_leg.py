@@ -175,9 +175,9 @@ def _hold(mbuf, dbuf, P, par, work, dt):
             jd[i, j] = (jd[i, j] - jq[i, j]) / dt
             jp[i, j] = jq[i, j] + 0.5 * dt * jd[i, j]
     update(mbuf, dbuf, qh, qd)
-    mass = model_views(mbuf)[2]
-    dv = data_views(dbuf, 4)
-    Jb, A, C = dv[4], dv[7], dv[9]
+    mass = model_views(mbuf).mass
+    d = data_views(dbuf, 4)
+    Jb, A, C = d.Jb, d.A, d.C
     ratio = par[_RATIO]
     tilted_gravity((plat[0] + 0.5 * dt * plat[2]) / ratio, (plat[1] + 0.5 * dt * plat[3]) / ratio,
                    par[_GRAVITY:_GRAVITY + 3], g)
@@ -212,7 +212,7 @@ def _substeps(mbuf, P, par, work, torque, n, h):
     fm = work[_V1]
     dm = work[_V2]
     mv = model_views(mbuf)
-    fv_j, fs_j, qmin, qmax = mv[8], mv[9], mv[10], mv[11]
+    fv_j, fs_j, qmin, qmax = mv.viscous, mv.coulomb, mv.qmin, mv.qmax
     k, c = par[_STOP_K], par[_STOP_C]
     for _ in range(n):
         motor_velocity(jp, qd, fm)                      # q̇_m = J_p q̇ (eq. 31)

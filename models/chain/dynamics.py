@@ -11,7 +11,8 @@ import numpy as np
 from numba import carray, njit
 
 from models.chain.kinematics import body_inertias, forward_kinematics, kinematics
-from models.chain.model import PRISMATIC, _at, data_views, model_views
+from models.chain.model import PRISMATIC, data_views, model_views
+from models.common.layout import at as _at
 
 
 @njit(cache=True)

@@ -101,7 +101,7 @@ def composite_source(shown: str, tree: TreeDescription, stem: str) -> str:
             "(tests/models/test_generated.py fails when a file is stale).\n"
             '"""\n'
             "from numba import njit\n\n"
-            "from ..composite_generated import chain_inputs, chain_results, generated_begin, generated_end\n"
+            "from models.composite.generated import chain_inputs, chain_results, generated_begin, generated_end\n"
             f"from . import {', '.join(mods)}\n\n"
             f"SOURCE = {shown!r}\n"
             f"CHAINS = {tuple(firsts)!r}\n\n\n"

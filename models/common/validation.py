@@ -6,6 +6,7 @@ Shared by every loader of robot and controller configuration so that keys,
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,54 @@ MAX_YAML_BYTES = 1 << 20
 """Largest configuration or robot file read (1 MiB: the deploy files are a few KiB)."""
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """A safe loader that refuses anchors and aliases: a few KiB of nested aliases expand to
-    gigabytes (a "billion laughs" document), and no bipd file needs them."""
+MAX_YAML_DEPTH = 64
+"""Deepest nesting of mappings and lists accepted (the deploy files nest 4 deep)."""
+
+_FLOAT = re.compile(r"""^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$""")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe loader for bipd's files:
+    - anchors and aliases are refused: a few KiB of nested aliases expand to gigabytes
+      (a "billion laughs" document), and no bipd file needs them;
+    - a key given twice in one mapping is refused (YAML 1.2 forbids it; PyYAML keeps the last);
+    - ``1e7`` and ``2e-05`` are numbers, as in YAML 1.2 and JSON (PyYAML's 1.1 resolver wants a dot);
+    - nesting deeper than :data:`MAX_YAML_DEPTH` is refused before it can exhaust the stack."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()            # an alias needs an anchor: refusing anchors refuses both
         if getattr(event, "anchor", None) is not None:
             raise yaml.composer.ComposerError(None, None, "anchors and aliases (&name, *name) are not accepted",
                                               event.start_mark)
-        return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_YAML_DEPTH:
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                                              event.start_mark)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:                # an unhashable key: the base class says so
+                break
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {quote(key)} given twice (first on line {first.start_mark.line + 1})",
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 
 
 class Section:
@@ -117,9 +156,17 @@ def read_yaml(path: str | Path) -> Any:
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise ConfigError(str(p), f"line {line}", f"the file is not UTF-8 text (byte {e.start})") from None
+    return parse_yaml(text, str(p))
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """Parse YAML ``text`` with the strict loader (:class:`_StrictLoader`: no aliases, no duplicate
+    keys, ``1e7`` a number, bounded nesting); bad YAML is a ConfigError naming ``where`` (and the line)."""
     try:
-        return yaml.load(text, Loader=_NoAliasLoader)
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f"line {mark.line + 1}" if mark is not None else "<yaml>"
-        raise ConfigError(str(p), at, f"invalid YAML ({getattr(e, 'problem', e)})") from None
+        raise ConfigError(where, at, f"invalid YAML ({getattr(e, 'problem', e)})") from None
+    except ValueError as e:              # a constructor's: an integer of 5000 digits, a 13th month
+        raise ConfigError(where, "<yaml>", f"invalid YAML value ({str(e).partition(':')[0]})") from None

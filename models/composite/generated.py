@@ -85,7 +85,7 @@ def generated_end(tbuf, pbuf, dbuf, qd, g):
     (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
     (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
      A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
-    mass = model_layout(tbuf)[0][8]
+    mass = model_layout(tbuf)[0].mass
     composite_inertia(tbuf, pbuf, dbuf)
     total = 0.0
     for b in range(mass.shape[0]):
@@ -114,7 +114,9 @@ class GeneratedChains:
                    f"--out models/generated/{source.stem}_composite.py")
         try:
             glue = importlib.import_module(f"models.generated.{source.stem}_composite")
-        except ModuleNotFoundError:
+        except ModuleNotFoundError as e:
+            if e.name != f"models.generated.{source.stem}_composite":
+                raise                           # the module is there but broken: never "no generated chains"
             raise GeometryError(f"{desc.source}: joints: no generated chain models (generate each chain with "
                                 f"--chain, then {rebuild})") from None
         if list(glue.CHAINS) != firsts:

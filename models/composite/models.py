@@ -40,7 +40,8 @@ import numpy as np
 from numba import carray, njit
 
 from models.common.errors import GeometryError
-from models.chain.model import PRISMATIC, _at, python_views
+from models.chain.model import PRISMATIC, python_views
+from models.common.layout import at as _at
 from models.tree.model import TreeModel, model_layout, rooting
 from models.tree.config import TreeDescription
 from models.tree.dynamics import _cross, _joint_step, _mul

@@ -20,7 +20,7 @@ import numpy as np
 
 from models.polygon import hull
 from models.tree.robot import TreeRobot
-from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES, SUPPORT_NAMES
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES, SUPPORT_NAMES
 
 SPEED_TOLERANCE = 0.02
 

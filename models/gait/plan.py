@@ -17,9 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-LEFT, RIGHT, DOUBLE = 0, 1, 2
-SUPPORT_NAMES = ("left", "right", "double")
-SOLES = {LEFT: "left_sole", RIGHT: "right_sole"}      # the frame that roots each stance
+from models.common.support import DOUBLE, LEFT, RIGHT
 
 
 @dataclass(frozen=True)

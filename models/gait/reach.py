@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.tree.robot import TreeRobot
-from models.gait.plan import LEFT, RIGHT, Plan
+from models.common.support import LEFT, RIGHT
+from models.gait.plan import Plan
 
 LEGS = {LEFT: "l_", RIGHT: "r_"}
 SAGITTAL = ("hip_pitch", "knee", "ankle_sagittal")

@@ -19,7 +19,8 @@ import numpy as np
 from models.common.errors import ModelError
 from models.ik.numerical import IkSolver, Task
 from models.tree.robot import TreeRobot
-from models.gait.plan import LEFT, RIGHT, SOLES, SUPPORT_NAMES, GaitParams, Plan, make_plan, quintic, step_length
+from models.common.support import LEFT, RIGHT, SOLES, SUPPORT_NAMES
+from models.gait.plan import GaitParams, Plan, make_plan, quintic, step_length
 from models.gait.preview import PreviewController
 from models.gait.reach import infeasibility, leg_demand
 

@@ -6,7 +6,7 @@ Rebuild with ``python -m models.codegen deploy/robots/bip2000.yaml --composite -
 """
 from numba import njit
 
-from ..composite_generated import chain_inputs, chain_results, generated_begin, generated_end
+from models.composite.generated import chain_inputs, chain_results, generated_begin, generated_end
 from . import bip2000_l_hip_yaw, bip2000_r_hip_yaw, bip2000_trunk_yaw
 
 SOURCE = 'deploy/robots/bip2000.yaml'

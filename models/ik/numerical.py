@@ -53,7 +53,8 @@ from numba import carray, njit
 from models.common.errors import GeometryError, ModelError
 from models.chain.kinematics import body_coms, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
 from models.linalg import cholesky_rtol, spd_solve
-from models.chain.model import _at, check_buffers, data_views, model_views, python_views
+from models.chain.model import check_buffers, data_views, model_views, python_views
+from models.common.layout import at as _at
 from models.tree.model import data_layout as tree_data_layout
 from models.tree.model import model_layout as tree_model_layout
 from models.tree.dynamics import kinematics as tree_kinematics
@@ -454,10 +455,9 @@ def chain_task_frames(mbuf, dbuf, q, spec, Tk, Jk):
     """Task poses and point Jacobians of a serial MDH chain (thesis eq. 1-6; CoG:
     thesis eq. 37-41): frame f in 0..n+1 (n+1 = tool), or COM_FRAME."""
     check_buffers(mbuf, dbuf, q)
-    mv = model_views(mbuf)
-    mdh, jtype, mass, com_l, tool = mv[0], mv[1], mv[2], mv[3], mv[5]
-    dv = data_views(dbuf, q.shape[0])
-    T, pc, Jb, com, Jcom = dv[0], dv[1], dv[4], dv[5], dv[6]
+    m, d = model_views(mbuf), data_views(dbuf, q.shape[0])
+    mdh, jtype, mass, com_l, tool = m.mdh, m.jtype, m.mass, m.com, m.tool
+    T, pc, Jb, com, Jcom = d.T, d.pc, d.Jb, d.com, d.Jcom
     forward_kinematics(mdh, jtype, tool, q, T)
     com_done = False
     for k in range(spec.shape[0]):
@@ -480,10 +480,9 @@ def tree_task_frames(mbuf, dbuf, q, spec, Tk, Jk):
     (models.tree.dynamics.kinematics, Khalil & Dombre tree MDH): operational frame
     f >= 0, or the CoG of group g (0 = the robot) as frame −1 − g."""
     tree_kinematics(mbuf, dbuf, q)
-    ml = tree_model_layout(mbuf)[0]
-    fbody, support = ml[11], ml[23]
-    dl = tree_data_layout(mbuf, dbuf)[0]
-    root, Tf, S, cg, Jcg = dl[0], dl[3], dl[4], dl[7], dl[8]
+    m, d = tree_model_layout(mbuf)[0], tree_data_layout(mbuf, dbuf)[0]
+    fbody, support = m.fbody, m.support
+    root, Tf, S, cg, Jcg = d.root, d.Tf, d.S, d.com, d.Jcom
     r = int(root[0])
     for k in range(spec.shape[0]):
         f = int(spec[k, S_FRAME])

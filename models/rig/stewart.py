@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 from numba import carray, njit
 
-from models.chain.model import _at, python_views
+from models.chain.model import python_views
+from models.common.layout import at as _at
 from models.rig.config import StewartDescription, load_stewart
 
 OK = 0

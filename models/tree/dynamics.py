@@ -24,7 +24,9 @@ import numpy as np
 from numba import njit
 
 from models.chain.model import PRISMATIC
-from models.tree.model import data_layout, model_layout
+from models.tree.model import DATA, HEADER, MODEL, data_layout, model_layout
+
+_N, _NR, _ROOT = MODEL.offset("n"), MODEL.offset("nr"), DATA.offset("root")
 
 
 @njit(cache=True, inline="always")
@@ -36,7 +38,7 @@ def _cross(a0, a1, a2, b0, b1, b2):
 def _views(mbuf, dbuf, q):
     """Model and Data views, after refusing mismatched buffers (the views trust
     the sizes)."""
-    if mbuf.shape[0] < 5 or int(mbuf[0]) != q.shape[0]:
+    if mbuf.shape[0] < HEADER or int(mbuf[_N]) != q.shape[0]:
         raise ValueError("tree model buffer does not match the joint vector")
     mv, msize = model_layout(mbuf)
     if msize != mbuf.shape[0]:
@@ -64,9 +66,9 @@ def set_root(mbuf, dbuf, r):
     """Select rooting r (0 .. nr - 1) for the next update: no allocation, no
     recomputation; the results in the Data are those of the previous rooting
     until the next :func:`update` / :func:`kinematics`."""
-    if r < 0 or r >= int(mbuf[4]):
+    if r < 0 or r >= int(mbuf[_NR]):
         raise ValueError("rooting index out of range")
-    dbuf[0] = r
+    dbuf[_ROOT] = r
 
 
 @njit(cache=True, inline="always")
@@ -126,10 +128,10 @@ def _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, T
 def forward_kinematics(mbuf, dbuf, q):
     """Body poses Tb, axis frames Tax, motion axes S, body CoGs pc and frame poses
     Tf, root outwards (Khalil & Dombre, tree MDH)."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
+    m, d = _views(mbuf, dbuf, q)
+    jtype, com, fbody, fpose, order, pred = m.jtype, m.com, m.fbody, m.fpose, m.order, m.pred
+    succ, sign, pre, post, rootb, rootT = m.succ, m.sign, m.pre, m.post, m.rootb, m.rootT
+    root, Tb, Tax, Tf, S, pc = d.root, d.Tb, d.Tax, d.Tf, d.S, d.pc
     _poses(q, int(root[0]), jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax,
            S, pc)
     for f in range(fbody.shape[0]):
@@ -205,10 +207,12 @@ def _group_coms(r, gmass, order, pred, succ, rootb, S, pc, gc, cg, Jcom):
 def kinematics(mbuf, dbuf, q):
     """Forward kinematics, the Jacobian of every operational frame's origin, the
     CoG of the robot and of each group with their Jacobians."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
+    m, d = _views(mbuf, dbuf, q)
+    jtype, com, fbody, fpose, gmass, order = m.jtype, m.com, m.fbody, m.fpose, m.gmass, m.order
+    pred, succ, sign, pre, post, rootb = m.pred, m.succ, m.sign, m.pre, m.post, m.rootb
+    rootT, bjoint = m.rootT, m.bjoint
+    root, Tb, Tax, Tf, S, pc = d.root, d.Tb, d.Tax, d.Tf, d.S, d.pc
+    Jf, cg, Jcom, gc = d.Jf, d.com, d.Jcom, d.gc
     r = int(root[0])
     _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc)
     for f in range(fbody.shape[0]):
@@ -303,10 +307,11 @@ def composite_inertia(mbuf, dbuf, q):
     joints i that support succ(j), plus the rotor inertia (armature) on the
     diagonal, over the poses of the last :func:`forward_kinematics`. Leaves the
     composite mass, first moment and inertia of every subtree in cm, ch, cI."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
+    m, d = _views(mbuf, dbuf, q)
+    arm, mass, inertia, order, pred, succ = m.armature, m.mass, m.inertia, m.order, m.pred, m.succ
+    bjoint = m.bjoint
+    root, Tb, S, pc, bh, bI = d.root, d.Tb, d.S, d.pc, d.bh, d.bI
+    cm, ch, cI, A, w6 = d.cm, d.ch, d.cI, d.A, d.w6
     r = int(root[0])
     _composites(r, mass, inertia, order, pred, succ, Tb, pc, bh, bI, cm, ch, cI)
     _crba(r, arm, pred, succ, bjoint, S, cm, ch, cI, w6, A)
@@ -387,19 +392,6 @@ def _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V,
 
 
 @njit(cache=True)
-def rnea_pass(mbuf, dbuf, qd, qdd, with_qdd, g, tau):
-    """Recursive Newton-Euler over the body poses and inertias of the last
-    :func:`forward_kinematics` and :func:`composite_inertia`: tau = A qdd + C qd
-    + G without friction and rotor inertia (qdd is taken as 0 unless ``with_qdd``)."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
-    _rnea(int(root[0]), mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V, Ac, F,
-          w6, tau)
-
-
-@njit(cache=True)
 def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     """Inverse dynamics tau = A qdd + C qd + G + Fv qd + Fs sign(qd) for gravity g
     (base frame): RNEA plus the rotor inertia Ia qdd and friction (Lammari 2012
@@ -408,10 +400,12 @@ def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     check_inputs(q, qdd, g)
     if tau.shape[0] != q.shape[0]:
         raise ValueError("tau must match q")
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
+    m, d = _views(mbuf, dbuf, q)
+    jtype, arm, fv, fs, mass, com = m.jtype, m.armature, m.viscous, m.coulomb, m.mass, m.com
+    inertia, order, pred, succ, sign, pre = m.inertia, m.order, m.pred, m.succ, m.sign, m.pre
+    post, rootb, rootT = m.post, m.rootb, m.rootT
+    root, Tb, Tax, S, pc, bh = d.root, d.Tb, d.Tax, d.S, d.pc, d.bh
+    bI, V, Ac, F, w6 = d.bI, d.V, d.Ac, d.F, d.w6
     r = int(root[0])
     _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc)
     _body_inertias(mass, inertia, Tb, pc, bh, bI)
@@ -504,27 +498,19 @@ def _coriolis(r, mass, order, pred, succ, bjoint, S, V, bh, bI, cm, ch, cI, Sd, 
             i = int(bjoint[r, int(pred[r, i])])
 
 
-@njit(cache=True)
-def coriolis_matrix(mbuf, dbuf, qd):
-    """C(q, qd) in Christoffel form (c_ijk = 1/2 (dA_ij/dq_k + dA_ik/dq_j -
-    dA_jk/dq_i), so Adot - 2C is skew) over the poses of the last
-    :func:`forward_kinematics` and the composites of :func:`composite_inertia`."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
-    r = int(root[0])
-    _velocities(r, order, pred, succ, rootb, S, qd, V)
-    _coriolis(r, mass, order, pred, succ, bjoint, S, V, bh, bI, cm, ch, cI, Sd, Bf, B22, f6, C)
-
-
 @njit(cache=True, inline="always")
 def _update(mbuf, dbuf, q, qd, g, with_c):
     check_inputs(q, qd, g)
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, q)
+    m, d = _views(mbuf, dbuf, q)
+    jtype, arm, fv, fs, mass, com = m.jtype, m.armature, m.viscous, m.coulomb, m.mass, m.com
+    inertia, fbody, fpose, gmass, order, pred = m.inertia, m.fbody, m.fpose, m.gmass, m.order, m.pred
+    succ, sign, pre, post, rootb, rootT = m.succ, m.sign, m.pre, m.post, m.rootb, m.rootT
+    bjoint, rootf = m.bjoint, m.rootf
+    root, Tb, Tax, Tf, S, pc = d.root, d.Tb, d.Tax, d.Tf, d.S, d.pc
+    Jf, cg, Jcom, bh, bI, cm = d.Jf, d.com, d.Jcom, d.bh, d.bI, d.cm
+    ch, cI, A, G, h, tau_f = d.ch, d.cI, d.A, d.G, d.h, d.tau_f
+    V, Ac, F, w6, Sd, Bf = d.V, d.Ac, d.F, d.w6, d.Sd, d.Bf
+    B22, C, f6, gc = d.B22, d.C, d.f6, d.gc
     r = int(root[0])
     n = q.shape[0]
     _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc)
@@ -585,10 +571,10 @@ def contact_share(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau):
     check_inputs(qd, qdd, g)
     if tau.shape[0] != qd.shape[0] or scratch.shape[0] != qd.shape[0]:
         raise ValueError("tau and scratch must match qd")
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, pre, post, rootb, rootT, support, bjoint, rootf), \
-        (root, Tb, Tax, Tf, S, pc, Jf, cg, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-         V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc) = _views(mbuf, dbuf, qd)
+    m, d = _views(mbuf, dbuf, qd)
+    mass, fbody, order, pred, succ, rootb = m.mass, m.fbody, m.order, m.pred, m.succ, m.rootb
+    root, Tf, S, Jf, bh, bI = d.root, d.Tf, d.S, d.Jf, d.bh, d.bI
+    V, Ac, F, w6, f6 = d.V, d.Ac, d.F, d.w6, d.f6
     if f < 0 or f >= fbody.shape[0]:
         raise ValueError("contact frame index out of range")
     if w == 0.0:

@@ -2,9 +2,9 @@
 
 As in :mod:`models.chain.model`, :class:`TreeModel` packs every parameter in ONE flat
 float64 buffer and :class:`TreeData` every workspace and result in another; the
-kernels of :mod:`models.tree.dynamics` unpack named views without allocating.
-Each layout is declared once, in :func:`model_layout` / :func:`data_layout`; the
-buffer sizes are derived from it.
+kernels of :mod:`models.tree.dynamics` read named views without allocating.
+Each layout is declared once, as a field list (:data:`MODEL`, :data:`DATA`); the
+views, sizes and names are derived from it (:mod:`models.common.layout`).
 
 Bodies: 0 is the description's base, j + 1 the body joint j carries. A rooting
 (Khalil & Dombre, tree structures) fixes one body and a base frame on it; the
@@ -25,111 +25,65 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
-from models.chain.model import PRISMATIC, REVOLUTE, _at, python_views
+from models.chain.model import PRISMATIC, REVOLUTE
+from models.common.layout import Field, Layout
 from models.tree.config import TreeDescription
 
-HEADER = 5   # n joints, nb bodies, nf frames, ng CoG groups, nr rootings
+# Joint j: jtype, armature, viscous, coulomb, qmin, qmax, vmax, taumax; body b: mass, com (own
+# frame), inertia (about the CoG, own axes); frame f: fbody, fpose (in its body's frame); group g:
+# gmass[g, b] (the body's mass if it belongs to the group, else 0; group 0 is the whole robot);
+# gravity (default); rooting r: order (joints, root outwards), pred, succ, sign, pre, post, rootb
+# (fixed body), rootT (its pose in the base frame), support[r, b, j] (1 if joint j moves body b),
+# bjoint[r, b] (the joint that carries body b, -1 for the fixed body: the joints moving b are
+# bjoint[b], bjoint[pred[bjoint[b]]], ... up to the root), rootf (the root frame, -1 for a body).
+MODEL = Layout("tree model", [
+    Field("n"), Field("nb"), Field("nf"), Field("ng"), Field("nr"),
+    Field("jtype", ("n",)), Field("armature", ("n",)), Field("viscous", ("n",)), Field("coulomb", ("n",)),
+    Field("qmin", ("n",)), Field("qmax", ("n",)), Field("vmax", ("n",)), Field("taumax", ("n",)),
+    Field("mass", ("nb",)), Field("com", ("nb", 3)), Field("inertia", ("nb", 3, 3)),
+    Field("fbody", ("nf",)), Field("fpose", ("nf", 4, 4)), Field("gmass", ("ng", "nb")), Field("gravity", (3,)),
+    Field("order", ("nr", "n")), Field("pred", ("nr", "n")), Field("succ", ("nr", "n")), Field("sign", ("nr", "n")),
+    Field("pre", ("nr", "n", 4, 4)), Field("post", ("nr", "n", 4, 4)), Field("rootb", ("nr",)),
+    Field("rootT", ("nr", 4, 4)), Field("support", ("nr", "nb", "n")), Field("bjoint", ("nr", "nb")),
+    Field("rootf", ("nr",))], sizes=("n", "nb", "nf", "ng", "nr"))
+HEADER = MODEL.offset("jtype")   # the sizes n, nb, nf, ng, nr
+# root (the rooting in use), Tb body poses, Tax joint-axis frames (T(pred) . pre), Tf operational
+# frames, S joint motion axes in the base frame at its origin (rows v, w), pc body CoGs, Jf frame
+# Jacobians, com / Jcom per group, bh / bI body first moments m pc and inertias about the base
+# origin, cm / ch / cI the same for composite bodies, A, G, h = C qd + G, tau_f friction torque,
+# V / Ac / F spatial velocity, acceleration and force per body, tmp a 4x4 and w6 a 6-vector
+# scratch, Sd the rates of the motion axes, Bf / B22 the non-zero blocks of the composite Coriolis
+# factors, C the Coriolis matrix, f6 three 6-vector scratches, gc the mass and first moment of
+# each group's part of every subtree.
+DATA = Layout("tree data", [
+    Field("root", (1,)), Field("Tb", ("nb", 4, 4)), Field("Tax", ("n", 4, 4)), Field("Tf", ("nf", 4, 4)),
+    Field("S", ("n", 6)), Field("pc", ("nb", 3)), Field("Jf", ("nf", 6, "n")), Field("com", ("ng", 3)),
+    Field("Jcom", ("ng", 3, "n")), Field("bh", ("nb", 3)), Field("bI", ("nb", 3, 3)), Field("cm", ("nb",)),
+    Field("ch", ("nb", 3)), Field("cI", ("nb", 3, 3)), Field("A", ("n", "n")), Field("G", ("n",)),
+    Field("h", ("n",)), Field("tau_f", ("n",)), Field("V", ("nb", 6)), Field("Ac", ("nb", 6)),
+    Field("F", ("nb", 6)), Field("tmp", (4, 4)), Field("w6", (6,)), Field("Sd", ("n", 6)),
+    Field("Bf", ("nb", 3)), Field("B22", ("nb", 3, 3)), Field("C", ("n", "n")), Field("f6", (3, 6)),
+    Field("gc", ("nb", "4 * ng"))], sizes=("n", "nb", "nf", "ng"))
+_model_views, _data_views = MODEL.kernel_views, DATA.kernel_views
 
 
 @njit(cache=True, inline="always")
 def model_layout(buf):
-    """Views of a model buffer and its size. Joint j: jtype, armature, viscous,
-    coulomb, qmin, qmax, vmax, taumax; body b: mass, com (own frame), inertia
-    (about the CoG, own axes); frame f: fbody, fpose (in its body's frame); group
-    g: gmass[g, b] (the body's mass if it belongs to the group, else 0; group 0
-    is the whole robot); gravity (default); rooting r: order (joints, root
-    outwards), pred, succ, sign, pre, post, rootb (fixed body), rootT (its pose
-    in the base frame), support[r, b, j] (1 if joint j moves body b), bjoint[r, b]
-    (the joint that carries body b, -1 for the fixed body: the joints moving b are
-    bjoint[b], bjoint[pred[bjoint[b]]], ... up to the root)."""
-    n, nb, nf, ng, nr = int(buf[0]), int(buf[1]), int(buf[2]), int(buf[3]), int(buf[4])
-    o = HEADER
-    jtype = carray(_at(buf, o), (n,)); o += n
-    armature = carray(_at(buf, o), (n,)); o += n
-    viscous = carray(_at(buf, o), (n,)); o += n
-    coulomb = carray(_at(buf, o), (n,)); o += n
-    qmin = carray(_at(buf, o), (n,)); o += n
-    qmax = carray(_at(buf, o), (n,)); o += n
-    vmax = carray(_at(buf, o), (n,)); o += n
-    taumax = carray(_at(buf, o), (n,)); o += n
-    mass = carray(_at(buf, o), (nb,)); o += nb
-    com = carray(_at(buf, o), (nb, 3)); o += 3 * nb
-    inertia = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
-    fbody = carray(_at(buf, o), (nf,)); o += nf
-    fpose = carray(_at(buf, o), (nf, 4, 4)); o += 16 * nf
-    gmass = carray(_at(buf, o), (ng, nb)); o += ng * nb
-    gravity = carray(_at(buf, o), (3,)); o += 3
-    order = carray(_at(buf, o), (nr, n)); o += nr * n
-    pred = carray(_at(buf, o), (nr, n)); o += nr * n
-    succ = carray(_at(buf, o), (nr, n)); o += nr * n
-    sign = carray(_at(buf, o), (nr, n)); o += nr * n
-    pre = carray(_at(buf, o), (nr, n, 4, 4)); o += 16 * nr * n
-    post = carray(_at(buf, o), (nr, n, 4, 4)); o += 16 * nr * n
-    rootb = carray(_at(buf, o), (nr,)); o += nr
-    rootT = carray(_at(buf, o), (nr, 4, 4)); o += 16 * nr
-    support = carray(_at(buf, o), (nr, nb, n)); o += nr * nb * n
-    bjoint = carray(_at(buf, o), (nr, nb)); o += nr * nb
-    rootf = carray(_at(buf, o), (nr,)); o += nr
-    return (jtype, armature, viscous, coulomb, qmin, qmax, vmax, taumax, mass, com, inertia,
-            fbody, fpose, gmass, gravity, order, pred, succ, sign, pre, post, rootb, rootT,
-            support, bjoint, rootf), o
+    """Named views of a model buffer (:data:`MODEL`) and its size."""
+    return _model_views(buf, int(buf[0]), int(buf[1]), int(buf[2]), int(buf[3]), int(buf[4]))
 
 
 @njit(cache=True, inline="always")
 def data_layout(mbuf, buf):
-    """Views of a data buffer and its size: root (the rooting in use), Tb body
-    poses, Tax joint-axis frames (T(pred) . pre), Tf operational frames, S joint
-    motion axes in the base frame at its origin (rows v, w), pc body CoGs, Jf
-    frame Jacobians, com / Jcom per group, bh / bI body first moments m pc and
-    inertias about the base origin, cm / ch / cI the same for composite bodies,
-    A, G, h = C qd + G, tau_f friction torque, V / Ac / F spatial velocity,
-    acceleration and force per body, tmp a 4x4 and w6 a 6-vector scratch, Sd the
-    rates of the motion axes, Bf / B22 the non-zero blocks of the composite
-    Coriolis factors, C the Coriolis matrix, f6 three 6-vector scratches, gc the
-    mass and first moment of each group's part of every subtree."""
-    n, nb, nf, ng = int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3])
-    o = 0
-    root = carray(_at(buf, o), (1,)); o += 1
-    Tb = carray(_at(buf, o), (nb, 4, 4)); o += 16 * nb
-    Tax = carray(_at(buf, o), (n, 4, 4)); o += 16 * n
-    Tf = carray(_at(buf, o), (nf, 4, 4)); o += 16 * nf
-    S = carray(_at(buf, o), (n, 6)); o += 6 * n
-    pc = carray(_at(buf, o), (nb, 3)); o += 3 * nb
-    Jf = carray(_at(buf, o), (nf, 6, n)); o += 6 * nf * n
-    com = carray(_at(buf, o), (ng, 3)); o += 3 * ng
-    Jcom = carray(_at(buf, o), (ng, 3, n)); o += 3 * ng * n
-    bh = carray(_at(buf, o), (nb, 3)); o += 3 * nb
-    bI = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
-    cm = carray(_at(buf, o), (nb,)); o += nb
-    ch = carray(_at(buf, o), (nb, 3)); o += 3 * nb
-    cI = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
-    A = carray(_at(buf, o), (n, n)); o += n * n
-    G = carray(_at(buf, o), (n,)); o += n
-    h = carray(_at(buf, o), (n,)); o += n
-    tau_f = carray(_at(buf, o), (n,)); o += n
-    V = carray(_at(buf, o), (nb, 6)); o += 6 * nb
-    Ac = carray(_at(buf, o), (nb, 6)); o += 6 * nb
-    F = carray(_at(buf, o), (nb, 6)); o += 6 * nb
-    tmp = carray(_at(buf, o), (4, 4)); o += 16
-    w6 = carray(_at(buf, o), (6,)); o += 6
-    Sd = carray(_at(buf, o), (n, 6)); o += 6 * n
-    Bf = carray(_at(buf, o), (nb, 3)); o += 3 * nb
-    B22 = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
-    C = carray(_at(buf, o), (n, n)); o += n * n
-    f6 = carray(_at(buf, o), (3, 6)); o += 18
-    gc = carray(_at(buf, o), (nb, 4 * ng)); o += 4 * nb * ng
-    return (root, Tb, Tax, Tf, S, pc, Jf, com, Jcom, bh, bI, cm, ch, cI, A, G, h, tau_f,
-            V, Ac, F, tmp, w6, Sd, Bf, B22, C, f6, gc), o
+    """Named views of a data buffer (:data:`DATA`) and its size."""
+    return _data_views(buf, int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3]))
 
 
-_MODEL_FIELDS = ("jtype", "armature", "viscous", "coulomb", "qmin", "qmax", "vmax", "taumax",
-                 "mass", "com", "inertia", "fbody", "fpose", "gmass", "gravity", "order", "pred",
-                 "succ", "sign", "pre", "post", "rootb", "rootT", "support", "bjoint", "rootf")
-_DATA_FIELDS = ("root", "Tb", "Tax", "Tf", "S", "pc", "Jf", "com", "Jcom", "bh", "bI", "cm",
-                "ch", "cI", "A", "G", "h", "tau_f", "V", "Ac", "F", "tmp", "w6", "Sd", "Bf",
-                "B22", "C", "f6", "gc")
+def sizes(mbuf: np.ndarray) -> dict[str, int]:
+    """The sizes a model buffer's header holds (n, nb, nf, ng, nr)."""
+    return {k: int(mbuf[MODEL.offset(k)]) for k in MODEL.sizes}
 
 
 def _rot(axis: int, angle: float) -> np.ndarray:
@@ -210,10 +164,11 @@ class TreeModel:
         self.group_names = ("robot",) + tuple(desc.subtrees)
         self.root_names = desc.roots
         dims = (n, len(bodies), len(self.frame_names), len(self.group_names), len(desc.roots))
-        header = np.array(dims, dtype=np.float64)
-        self.buf = np.zeros(model_layout(header)[1])
-        self.buf[:HEADER] = dims
-        v = dict(zip(_MODEL_FIELDS, python_views(self.buf, model_layout(self.buf)[0])))
+        size = dict(zip(MODEL.sizes, dims))
+        self.buf = np.zeros(MODEL.size(**size))
+        for k, d in size.items():
+            self.buf[MODEL.offset(k)] = d
+        v = MODEL.views(self.buf, **size)._asdict()
         for j, t in enumerate(desc.joints):
             jt = t.joint
             v["jtype"][j] = PRISMATIC if jt.type == "prismatic" else REVOLUTE
@@ -255,6 +210,7 @@ class TreeData:
     """Preallocated workspace and results of one tree update for a given TreeModel."""
 
     def __init__(self, model: TreeModel) -> None:
-        self.buf = np.zeros(data_layout(model.buf, np.zeros(1))[1])
-        for name, arr in zip(_DATA_FIELDS, python_views(self.buf, data_layout(model.buf, self.buf)[0])):
+        size = {k: v for k, v in sizes(model.buf).items() if k in DATA.sizes}
+        self.buf = np.zeros(DATA.size(**size))
+        for name, arr in DATA.views(self.buf, **size)._asdict().items():
             setattr(self, name, arr)

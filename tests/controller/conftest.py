@@ -17,6 +17,7 @@ from controller.daemon.io.protocol import Context
 from controller.daemon.io.server import Endpoints, IoServer
 from controller.daemon.loop.states import ALLOWED
 from controller.daemon.shm import (
+    LANES,
     Cmd,
     H,
     Layout,
@@ -27,6 +28,7 @@ from controller.daemon.shm import (
     next_command,
     post_event,
     post_reply,
+    take_priority,
 )
 from controller.daemon.telemetry import RecordLayout
 from models.chain.config import load_description
@@ -40,7 +42,8 @@ FAKE_TARGET = {Cmd.ENABLE: State.HOLD, Cmd.DISABLE: State.DISABLED, Cmd.RESET: S
 
 @dataclass
 class FakeLoop:
-    """Stands in for the loop process: consumes the mailbox, applies the loop's state table,
+    """Stands in for the loop process: consumes the priority lanes then the mailbox, applies the
+    loop's state table (from the command registry),
     posts replies, one telemetry record per ``period`` and TRANSITION events."""
     block: SharedBlock
     period: float = 0.001
@@ -104,6 +107,12 @@ class FakeLoop:
     def _run(self) -> None:
         cycle = 0
         while not self.stop.is_set():
+            for lane, cmd in enumerate(LANES):           # the priority lanes first, as the loop
+                token = take_priority(self.block, lane) if self.consume else 0
+                if token:
+                    self.received.append((token, cmd, []))
+                    if self.respond:
+                        self._apply(token, cmd, [])
             while self.consume:
                 slot = next_command(self.block)
                 if slot is None:

@@ -7,7 +7,7 @@ import numpy as np
 import yaml
 
 from controller.cli import DEFAULT_ROBOT, main
-from controller.daemon.loop.trajectories import quintic, quintic_scalar
+from controller.daemon.trajectories import quintic, quintic_scalar
 
 
 def test_quintic_law_endpoints_and_midpoint():

@@ -3,6 +3,8 @@ exit 2, never a traceback, and nothing started (no loop process, no bus)."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,6 +137,36 @@ def test_yaml_aliases_are_refused(tmp_path, capsys, command):
     assert line == f"bipd: error: {path}: {ALIASES_REFUSED}"
 
 
+@pytest.mark.parametrize("command", ["run", "check-robot"])
+def test_deeply_nested_yaml_is_one_line(tmp_path, capsys, command):
+    """100 KB of nested ``[`` used to end in a RecursionError traceback."""
+    path = tmp_path / "deep.yaml"
+    path.write_text("robot: " + "[" * 100_000)
+    argv = ["run", "--config", str(path)] if command == "run" else ["check-robot", str(path)]
+    assert run_error(capsys, argv) == f"bipd: error: {path}: line 1: invalid YAML (nested deeper than 64 levels)"
+
+
+@pytest.mark.parametrize("command", ["run", "check-robot"])
+def test_a_key_given_twice_is_refused(tmp_path, capsys, command):
+    """PyYAML keeps the last of two equal keys; a JSON request with one is refused, so is a file."""
+    path = tmp_path / "twice.yaml"
+    path.write_text("robot: a.yaml\nloop:\n  period: 0.002\n  period: 0.004\n")
+    argv = ["run", "--config", str(path)] if command == "run" else ["check-robot", str(path)]
+    assert run_error(capsys, argv) == (f"bipd: error: {path}: line 4: invalid YAML "
+                                       "(key 'period' given twice (first on line 3))")
+
+
+def test_exponent_numbers_are_numbers(tmp_path):
+    """``1e7`` and ``2e-05`` are numbers (YAML 1.2, JSON), not the strings PyYAML's 1.1 resolver makes."""
+    from controller.daemon.config import load_daemon_config
+
+    path = config(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["control"]["enable_timeout_s"] = "TIMEOUT"
+    path.write_text(yaml.safe_dump(doc).replace("TIMEOUT", "5e-1"))
+    assert load_daemon_config(path).control.enable_timeout == 0.5
+
+
 @pytest.mark.parametrize("argv,prefix", [
     (["hil", "--config"], "bipd hil: "),
     (["scenario", "tilt", "--config"], "bipd scenario: error: "),
@@ -173,11 +205,11 @@ def test_scenario_refuses_an_alias_bomb_in_the_stabilizer_yaml(tmp_path, capsys,
 
 
 def test_udp_server_cli_refuses_an_alias_bomb(tmp_path, capsys):
-    from drivers.backends import udp
+    from drivers.sim import udp_server
 
     path = alias_bomb(tmp_path / "bomb.yaml")
     with pytest.raises(SystemExit) as exit_:
-        udp.main([str(path)])
+        udp_server.main([str(path)])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {path}: {ALIASES_REFUSED}")
 
@@ -225,5 +257,73 @@ def test_whole_body_refuses_a_bad_rig_motion_before_anything_starts(capsys, monk
               "--rig-motion", "sinusoid:axis=q,amplitude=0.02"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "bipd scenario: error: --rig-motion: motion 'sinusoid:axis=q,amplitude=0.02': axis must be one of "
+        "bipd scenario: error: --rig-motion: motion 'sinusoid:axis=q,amplitude=0.02': sinusoid: axis must be one of "
         "x, y, z, roll, pitch, yaw, got 'q'")
+
+
+def gait_error(capsys, argv: list[str]) -> str:
+    """``bipd gait``'s one error line (exit 2, no traceback)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in out + err and len(err.splitlines()) == 1, (out, err)
+    return err.strip()
+
+
+@pytest.mark.parametrize("opts,problem", [
+    (["--speed", "inf"], "--speed must be in (0, 3600] m/h, got inf"),
+    (["--speed", "nan"], "--speed must be in (0, 3600] m/h, got nan"),
+    (["--speed", "-1"], "--speed must be in (0, 3600] m/h, got -1"),
+    (["--speed", "360", "--steps", "100000"], "--steps must be 1 to 100, got 100000"),
+    (["--speed", "360", "--steps", "0"], "--steps must be 1 to 100, got 0"),
+    (["--speed", "360", "--period", "1e-7"], "--period must be 0.0001 to 0.1 s, got 1e-07"),
+    (["--speed", "360", "--period", "1e9"], "--period must be 0.0001 to 0.1 s, got 1e+09"),
+])
+def test_gait_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch, opts, problem):
+    """Usage errors exit 2 with one line, before the robot's gait is computed."""
+    from controller.tools import gait
+
+    monkeypatch.setattr(gait, "make_gait", lambda *_a, **_kw: pytest.fail("the gait would be computed"))
+    assert gait_error(capsys, ["gait", *opts, "--out", str(tmp_path / "walk.csv")]) == f"bipd gait: error: {problem}"
+
+
+def test_gait_into_a_missing_folder_is_refused_first(tmp_path, capsys, monkeypatch):
+    from controller.tools import gait
+
+    monkeypatch.setattr(gait, "make_gait", lambda *_a, **_kw: pytest.fail("the gait would be computed"))
+    out = tmp_path / "nope" / "walk.csv"
+    assert gait_error(capsys, ["gait", "--speed", "360", "--out", str(out)]) == f"bipd gait: error: --out {out}: the folder {tmp_path / 'nope'} does not exist"
+
+
+def test_output_cut_short_by_its_reader_ends_quietly():
+    """``bipd … | head`` closes the pipe early: no BrokenPipeError traceback, the shell's SIGPIPE status
+    (here the pipe's reader is closed before bipd writes a byte)."""
+    script = ("import os, sys\n"
+              "r, w = os.pipe(); os.close(r); os.dup2(w, 1)\n"
+              "from controller.cli import main\n"
+              "sys.exit(main(['export', 'urdf', 'deploy/robots/bip2000.yaml']))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=DEPLOY.parent, capture_output=True, text=True,
+                          timeout=300)
+    assert "Traceback" not in done.stderr and done.returncode == 141, done.stderr
+
+
+def test_keys_never_write_through_a_dangling_link(tmp_path, capsys):
+    folder = tmp_path / "curve"
+    folder.mkdir(mode=0o700)
+    target = tmp_path / "elsewhere"
+    (folder / "server.key_secret").symlink_to(target)          # dangling: exists() says False
+    line = run_error(capsys, ["keys", str(folder), "--name", "server"])
+    assert line == f"bipd: error: {folder / 'server.key_secret'} exists; keys are never overwritten"
+    assert not target.exists() and not (folder / "server.key").exists()
+
+
+def test_keys_refuse_a_folder_others_can_write(tmp_path, capsys):
+    folder = tmp_path / "curve"
+    folder.mkdir()
+    folder.chmod(0o777)
+    line = run_error(capsys, ["keys", str(folder), "--name", "server"])
+    assert line == (f"bipd: error: {folder} is writable by others (mode 777); keys go in a folder only you "
+                    "can write (chmod go-w it)")
+    assert list(folder.iterdir()) == []
+    assert main(["keys", str(tmp_path / "new" / "curve"), "--name", "server"]) == 0     # made private
+    assert (tmp_path / "new" / "curve").stat().st_mode & 0o077 == 0
+    assert (tmp_path / "new" / "curve" / "server.key_secret").stat().st_mode & 0o077 == 0

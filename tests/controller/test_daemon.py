@@ -20,14 +20,17 @@ from controller.daemon.io.log import log_info
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
-def _run_daemon(tmp_path: Path, doc: dict, boot_s: float = 60.0):
-    """``bipd run --lockstep`` of ``doc`` (its own ports, cycle log and trajectory folder in
-    ``tmp_path``), booted to DISABLED: yields (process, client, tmp_path), killed after."""
+def _run_daemon(tmp_path: Path, doc: dict, boot_s: float = 60.0, pacing: str = "--lockstep",
+                log_dir: Path | None = None):
+    """``bipd run --lockstep`` (or ``pacing``) of ``doc`` (its own ports, cycle log and trajectory
+    folder in ``tmp_path``; the log in ``log_dir`` if given), booted to DISABLED: yields (process,
+    client, tmp_path), killed after."""
     cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
-    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"), trajectory_dir=str(tmp_path))
+    doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(log_dir or tmp_path / "log"),
+                     trajectory_dir=str(tmp_path))
     cfg = tmp_path / "bipd.yaml"
     cfg.write_text(yaml.safe_dump(doc))
-    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--lockstep"],
+    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), pacing],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     client = Client(cmd_ep, timeout_s=2.0, retries=3)

@@ -86,7 +86,7 @@ def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
 
     from controller.cli import main
     from controller.tools.client import ClientTimeout
-    from controller.daemon.io.curve import ClientCurve
+    from controller.daemon.endpoints import ClientCurve
 
     from tests.controller.test_daemon import DEPLOY, free_port
 
@@ -121,3 +121,69 @@ def test_daemon_with_io_curve_answers_only_authorised_clients(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_an_ipc_endpoint_written_differently_is_the_same_instance(tmp_path, monkeypatch):
+    """``ipc:///x//cmd``, ``ipc:///x/./cmd`` and a path through a link bind one socket: a second
+    daemon on any spelling would steal the first one's socket, so they share one lock."""
+    from controller.daemon.instance import InstanceLocked, instance_lock
+
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "x").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "x")
+    spellings = [f"ipc://{tmp_path}/x//cmd", f"ipc://{tmp_path}/x/./cmd", f"ipc://{tmp_path}/link/cmd",
+                 f"ipc://{tmp_path}/x/../x/cmd"]
+    with instance_lock(f"ipc://{tmp_path}/x/cmd"):
+        for other in spellings:
+            with pytest.raises(InstanceLocked, match="is in use"):
+                with instance_lock(other):
+                    pass
+    with instance_lock("tcp://LOCALHOST:5555"), pytest.raises(InstanceLocked, match="is in use"):
+        with instance_lock("tcp://localhost:5555"):
+            pass
+
+
+def test_a_link_planted_at_the_lock_path_is_refused_and_its_target_untouched(tmp_path, monkeypatch):
+    from controller.daemon.instance import InstanceLocked, instance_lock, lock_path
+
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(tmp_path))
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    endpoint = "tcp://127.0.0.1:5556"
+    lock_path(endpoint).symlink_to(victim)
+    with pytest.raises(InstanceLocked, match=r"cannot open the lock file .*\(Too many levels of symbolic links\)"):
+        with instance_lock(endpoint):
+            pass
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a folder to another user (root only)")
+def test_without_a_runtime_directory_the_lock_folder_must_be_private(tmp_path, monkeypatch):
+    """No RUNTIME_DIRECTORY nor XDG_RUNTIME_DIR (a manual ``sudo bipd run``): the fallback folder
+    in the temporary folder is refused when it is a link, another user's or writable by others,
+    so nobody can plant a link for the daemon to truncate or hold the lock to block its start."""
+    import tempfile
+
+    from controller.daemon import instance
+    from controller.daemon.instance import InstanceLocked, instance_lock
+
+    monkeypatch.delenv("RUNTIME_DIRECTORY", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(instance.os, "geteuid", lambda: 4242)      # an ordinary user
+    folder = tmp_path / "bipd-4242"
+    endpoint = "tcp://127.0.0.1:5557"
+
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 4242, -1)                         # the user's own private folder: taken
+    with instance_lock(endpoint) as path:
+        assert path.parent == folder and os.stat(path).st_mode & 0o777 == 0o600
+    for plant, why in ((lambda: folder.chmod(0o777), "is writable by others"),
+                       (lambda: os.chown(folder, 0, -1), "belongs to uid 0"),
+                       (lambda: (folder.rename(tmp_path / "elsewhere"), folder.symlink_to(tmp_path / "elsewhere")),
+                        "is not a folder")):
+        plant()
+        with pytest.raises(InstanceLocked, match=rf"the lock folder {folder} {why}; refusing it"):
+            with instance_lock(endpoint):
+                pass

@@ -18,7 +18,7 @@ from controller.daemon.config import load_daemon_config
 from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import LOADS_MASK
 from models.common.errors import ConfigError
-from models.gait.plan import DOUBLE, LEFT
+from models.common.support import DOUBLE, LEFT
 from models.tree.robot import TreeRobot
 from stabilizer.contact import DWELL_S, LOADS_MISSING, RELEASE_LOAD
 

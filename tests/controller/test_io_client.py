@@ -12,7 +12,7 @@ import zmq
 from controller.tools.ports import free_port
 from controller.tools.client import Client, ClientTimeout, CommandError
 from controller.tools.ctl import main as ctl
-from controller.daemon.io.curve import ClientCurve, CurveConfigError, ServerCurve, is_loopback
+from controller.daemon.endpoints import ClientCurve, CurveConfigError, ServerCurve, is_loopback
 from controller.daemon.io.server import Endpoints, IoServer
 
 from tests.controller.conftest import FakeLoop, make_context, small_block

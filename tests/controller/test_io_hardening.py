@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +16,13 @@ from controller.daemon.codes import Error, State
 from controller.daemon.io import server as server_module
 from controller.tools.client import Client, CommandError
 from controller.daemon.io.protocol import ErrorReply, validate
+from controller.daemon.rig.motions import MotionError
 from controller.daemon.shm import Cmd, H
+from models.rig.stewart import StewartModel
 
 from tests.controller.conftest import make_context
 
+RIG = Path(__file__).resolve().parents[2] / "deploy" / "rigs" / "stewart_staicu2008.yaml"
 HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip\n"
 WALK = HEADER + "0,0,0.1,-0.3,0.2\n1,0,0.2,-0.6,0.4\n"
 TOKEN = "s3cr3t-4711"
@@ -87,6 +91,36 @@ def test_trajectory_file_size_is_bounded(rig_factory, tmp_path):
     assert f"is {len(WALK)} bytes, above the {len(WALK) - 1}-byte limit (io.trajectory_max_bytes)" in e.message
 
 
+def test_a_file_spanning_a_huge_time_is_refused_before_it_is_resampled(rig_factory, tmp_path):
+    """74 bytes with t = 0 and 1e6 s: 5e8 samples were resampled (GBs: MemoryError or the OOM
+    killer) before the buffer's size was checked; now refused by the sample count, nothing played."""
+    (tmp_path / "huge.csv").write_text(HEADER + "0,0,0.1,-0.3,0.2\n1e6,0,0.2,-0.6,0.4\n")
+    rig = in_hold(rig_factory, trajectory_dir=tmp_path)
+    e = error_of(rig.client, "run", trajectory="huge.csv")
+    assert e.code == "bad_file"
+    assert e.message.endswith("huge.csv: its 1e+06 s resample to more than 20000 samples of 0.002 s, "
+                              "the trajectory buffer's limit (39.998 s)")
+    assert Cmd.RUN_BUFFER not in [c for _, c, _ in rig.loop.commands()]
+
+
+def _while_loading(rig, request: dict, started: threading.Event, release: threading.Event, meanwhile) -> dict:
+    """Send ``request`` (a file to load), call ``meanwhile()`` once its parser has started, let the
+    parser go on, and return the request's reply."""
+    loader = zmq.Context.instance().socket(zmq.DEALER)
+    loader.linger = 0
+    loader.connect(rig.server.command_endpoint)
+    try:
+        loader.send_multipart([b"", json.dumps(request).encode()])
+        assert started.wait(10)
+        meanwhile()
+        release.set()
+        assert loader.poll(10_000)
+        return json.loads(loader.recv_multipart()[-1])
+    finally:
+        release.set()
+        loader.close()
+
+
 def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, tmp_path, monkeypatch):
     """The parser waits on an event: the estop must be answered and executed meanwhile, and
     the trajectory, once parsed, must never reach the loop."""
@@ -101,25 +135,45 @@ def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, 
     monkeypatch.setattr(server_module, "load_trajectory", slow_parser)
     (tmp_path / "walk.csv").write_text(WALK)
     rig = in_hold(rig_factory, trajectory_dir=tmp_path)
-    loader = zmq.Context.instance().socket(zmq.DEALER)
-    loader.linger = 0
-    loader.connect(rig.server.command_endpoint)
-    try:
-        loader.send_multipart([b"", json.dumps({"id": "run", "cmd": "run", "args": {"trajectory": "walk.csv"}}).encode()])
-        assert started.wait(10)
+    def meanwhile() -> None:
         with Client(rig.server.command_endpoint, timeout_s=5.0, retries=1) as operator:
             assert operator.call("estop")["state"] == "ESTOP"
             assert error_of(operator, "run", trajectory="walk.csv").code == "not_allowed"   # in ESTOP
         assert rig.state == State.ESTOP
-        release.set()
-        assert loader.poll(10_000)
-        reply = json.loads(loader.recv_multipart()[-1])
-    finally:
-        release.set()
-        loader.close()
+
+    reply = _while_loading(rig, {"id": "run", "cmd": "run", "args": {"trajectory": "walk.csv"}}, started, release,
+                           meanwhile)
     assert reply["error"]["code"] == "not_allowed" and "cancelled" in reply["error"]["message"]
     sent = [c for _, c, _ in rig.loop.commands()]
     assert Cmd.ESTOP in sent and Cmd.RUN_BUFFER not in sent
+
+
+@pytest.mark.parametrize("command", ["estop", "stop", "hold", "disable"])
+def test_a_command_that_cancels_an_earthquake_still_loading_is_answered(rig_factory, tmp_path, monkeypatch, command):
+    """The cancel path named the file by ``run``'s argument (``trajectory``): for a ``rig_motion``
+    it raised KeyError and ended the I/O process. Both requests are answered, the server serves on."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow_loader(*args, **kw):
+        started.set()
+        assert release.wait(30)
+        raise MotionError("never read")
+
+    monkeypatch.setattr(server_module, "load_earthquake", slow_loader)
+    (tmp_path / "quake.csv").write_text("t,ax,ay,az\n0,0,0,0\n1,0,0,0\n")
+    rig = rig_factory(server_kw={"trajectory_dir": tmp_path}, ctx_kw={"rig": StewartModel.from_yaml(RIG)})
+    rig.client.call("enable")
+    rig.loop.wait_state(State.HOLD)
+    def meanwhile() -> None:
+        assert rig.client.call(command)["accepted"] is True
+
+    reply = _while_loading(rig, {"id": "quake", "cmd": "rig_motion", "args": {"motion": "quake.csv"}}, started, release,
+                           meanwhile)
+    assert reply["error"] == {"code": "not_allowed", "message": f"quake.csv was still loading when {command} arrived: "
+                                                                "it was cancelled and never reached the loop."}
+    assert rig.client.call("ping")["pong"] is True
+    assert rig.server.counters.internal_errors == 0
+    assert Cmd.RIG_BUFFER not in [c for _, c, _ in rig.loop.commands()]
 
 
 def test_a_second_file_while_one_loads_is_busy(rig_factory, tmp_path, monkeypatch):

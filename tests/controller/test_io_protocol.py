@@ -204,7 +204,7 @@ def test_event_and_telemetry_messages_are_named():
 
 
 def test_the_whole_body_stabilizer_takes_a_support_phase(ctx):
-    """``support`` names the phase the whole-robot stabilizer stands in (models.gait.plan's codes)."""
+    """``support`` names the phase the whole-robot stabilizer stands in (models.common.support's codes)."""
     ctx.whole_body = True
     r = validate(req("stabilizer", {"enable": True, "support": "left", "params": {"max_speed": 0.3}}), ctx)
     np.testing.assert_array_equal(r.values, [1.0, StabParam.SUPPORT, 0.0, StabParam.MAX_SPEED, 0.3])
@@ -220,3 +220,20 @@ def test_the_whole_body_stabilizer_takes_a_support_phase(ctx):
 def test_the_bench_stabilizer_refuses_a_support_phase(ctx):
     r = rejected(req("stabilizer", {"enable": True, "support": "left"}), ctx)
     assert r.code == Error.BAD_ARGS and "for the whole-robot stabilizer" in r.message
+
+
+@pytest.mark.parametrize("seconds, cycles", [(0.002, 1), (0.003, 2), (0.0031, 2), (2000.0, 1_000_000)])
+def test_step_seconds_round_to_whole_periods(ctx, seconds, cycles):
+    ctx.stepped = True
+    r = validate(req("step", {"seconds": seconds}), ctx)
+    assert isinstance(r, Request) and r.values.tolist() == [cycles]
+
+
+@pytest.mark.parametrize("seconds", [1e308, -1e308, 0.001, 1e-300, 0, -1, 2000.01, 10 ** 400])
+def test_step_seconds_outside_one_period_to_the_longest_step_are_refused(ctx, seconds):
+    """1e308 s ended a stepped daemon (OverflowError); 0.001 s rounded to no step, silently."""
+    ctx.stepped = True
+    r = rejected(req("step", {"seconds": seconds}), ctx)
+    assert r.code in (Error.OUT_OF_RANGE, Error.NOT_FINITE)
+    if seconds != 10 ** 400:
+        assert "is outside [0.002, 2000] s: a step runs 1 to 1000000 whole cycles of 0.002 s." in r.message

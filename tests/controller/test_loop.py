@@ -163,6 +163,23 @@ def test_stabilizer_engages_and_releases(h):
     assert h.state == State.HOLD
 
 
+def test_stabilizer_parameters_of_the_command_are_applied(h):
+    """``stabilizer enable=true params={...}``: the parameter array is read-only to the kernels; the loop
+    process used to die writing it (ValueError: assignment destination is read-only)."""
+    from controller.daemon.codes import StabParam
+
+    enabled(h)
+    assert h.command(Cmd.MOVE_JOINTS, 0.0, 0.25, -0.5, 0.25, 1.0)[0]
+    h.run(600, heartbeat_every=50, until=lambda: h.state == State.HOLD)
+    st = h.loop.stabilize
+    slot = st.param_slots[StabParam.ADMITTANCE_DAMPING]
+    assert st.params[slot] != 1234.5
+    assert h.command(Cmd.STABILIZER, 1.0, float(StabParam.ADMITTANCE_DAMPING), 1234.5) == (True, 0)
+    assert h.state == State.STABILIZING and st.params[slot] == 1234.5 and not st.params.flags.writeable
+    h.run(50, heartbeat_every=25)
+    assert h.state == State.STABILIZING
+
+
 def test_shutdown_disables_and_stops(h):
     enabled(h)
     h.block.header[H.SHUTDOWN] = 1

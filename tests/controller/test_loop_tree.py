@@ -16,7 +16,7 @@ from controller.daemon.loop.axes import feedforward
 from controller.daemon.shm import H, Cmd, read_record
 from controller.daemon.telemetry import RecordLayout
 from models import ConfigError
-from models.gait.plan import DOUBLE, LEFT, RIGHT
+from models.common.support import DOUBLE, LEFT, RIGHT
 from models.tree.robot import TreeRobot
 
 from tests.numpy_allocs import CountingHandler
@@ -167,7 +167,7 @@ def test_bip2000_config_loads():
 @pytest.mark.parametrize("change, key, fragment", [
     ({"control": {"support": "floating"}}, "control.support", "expected one of ('hung', 'ground')"),
     ({"control": {"joint_axes": ["l_hip_yaw"] * 15}}, "control.joint_axes", "'l_hip_yaw' is listed twice"),
-    ({"control": {"leg_axes": ["a"]}}, "control.leg_axes", "not both"),
+    ({"control": {"leg_axes": ["a"]}}, "control.leg_axes", "leg_axes was renamed: call the key joint_axes"),
     ({"control": {"platform_axes": ["x", "y"]}}, "control", "axis 'x' is not on the bus"),
     ({"bus": {"plant": "leg"}}, "bus.plant", "set bus.plant: biped"),
     ({"bus": {"plant": "mujocoo"}}, "bus.plant", "unknown plant 'mujocoo'"),

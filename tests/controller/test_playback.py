@@ -230,3 +230,30 @@ def test_bip2000_header_and_support_errors(tmp_path):
     text = gait_text(rows, ["double", "left", "Left", "right", "double"])
     assert re.search(r"line 5, column 'support': expected one of \['left', 'right', 'double'\]$",
                      bip_error(tmp_path, text))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")     # the rows' time step: inf
+@pytest.mark.parametrize("t_first, t_last", [(0.0, 1e6), (-1e308, 1e308)])
+def test_the_sample_count_is_checked_before_resampling(tmp_path, t_first, t_last):
+    """A tiny file spanning a huge time is refused by its sample count with no memory spent on it
+    (1e308 - (-1e308) overflows to inf: refused too, not an OverflowError)."""
+    import tracemalloc
+
+    path = tmp_path / "huge.csv"
+    path.write_text(f"{HEADER}\n{t_first!r},0,0,-0.1,0\n{t_last!r},0,0,-0.1,0\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(TrajectoryFileError, match=r"huge\.csv: its .* s resample to more than 1000 samples of "
+                                                      r"0\.002 s, the trajectory buffer's limit \(1\.998 s\)$"):
+            load_trajectory(path, NAMES, QMIN, QMAX, VMAX, 0.002, max_samples=1000)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_file_that_fills_the_buffer_exactly_is_accepted(tmp_path):
+    path = tmp_path / "full.csv"
+    path.write_text(f"{HEADER}\n0,0,0,-0.1,0\n1.998,0,0,-0.1,0\n")
+    assert load_trajectory(path, NAMES, QMIN, QMAX, VMAX, 0.002, max_samples=1000).shape == (1000, 4)
+    with pytest.raises(TrajectoryFileError, match="more than 999 samples"):
+        load_trajectory(path, NAMES, QMIN, QMAX, VMAX, 0.002, max_samples=999)

@@ -46,8 +46,8 @@ def test_a_valid_motion_becomes_its_mailbox_arguments(leg_desc, rig):
     ("step:accel=15", Error.OUT_OF_RANGE, r"the rig cannot make this motion: leg [A-F] would need .* at t = \d"),
     ("quake", Error.BAD_ARGS, "the rig_motion command plays tilt, sinusoid"),
     ("earthquake:file=q.csv,wobble=1", Error.BAD_ARGS, "earthquake has no key 'wobble'"),
-    ("earthquake:file=q.csv,fade=-1", Error.BAD_ARGS, "fade must be a finite number > 0"),
-    ("sinusoid:amplitude=-1", Error.BAD_ARGS, "amplitude must be a finite number > 0"),
+    ("earthquake:file=q.csv,fade=-1", Error.BAD_ARGS, r"fade must be a number in \[0\.01, 60\] s, got -1"),
+    ("sinusoid:amplitude=-1", Error.BAD_ARGS, r"amplitude must be a number in \(0, 1\] m or rad, got -1"),
     (3, Error.BAD_ARGS, "args.motion must be a string"),
 ])
 def test_bad_motions_are_refused_naming_why(leg_desc, rig, motion, code, words):

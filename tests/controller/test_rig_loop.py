@@ -19,7 +19,7 @@ from controller.daemon.config import load_daemon_config
 from controller.daemon.rig.motions import sinusoid
 from controller.daemon.shm import Cmd
 from models import ConfigError
-from models.gait.plan import DOUBLE
+from models.common.support import DOUBLE
 from models.rig.stewart import StewartModel, leg_lengths
 from models.rig.tilt import hinge_to_euler
 from models.tilt import tilted_gravity

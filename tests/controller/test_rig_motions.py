@@ -3,6 +3,7 @@
 earthquake CSV's refusals and drift-free displacement."""
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from controller.daemon.rig.earthquake import earthquake_motion, load_earthquake, read_csv
 from controller.daemon.rig.motions import (MotionError, SplineMotion, TiltSequence, acceleration_step, heave,
                                     pierson_moskowitz, ship_deck, sinusoid)
-from controller.daemon.rig.spec import motion_from_spec
+from controller.daemon.rig.spec import KINDS, PARAMS, markdown_table, motion_args, motion_from_spec
 from controller.daemon.rig.stroke import check_motion
 from models.rig.stewart import StewartModel, leg_lengths
 from models.rig.tilt import SOLES, euler_to_hinge, hinge_to_euler, matrix_hinge_angles
@@ -224,13 +225,61 @@ def test_spline_from_displacement_interpolates_its_nodes():
 @pytest.mark.parametrize("spec, problem", [
     ("wobble", "unknown motion kind 'wobble'"),
     ("sinusoid:axis=q", "axis must be one of"),
-    ("sinusoid:amplitude=-1", "amplitude must be a finite number > 0"),
+    ("sinusoid:amplitude=-1", r"amplitude must be a number in \(0, 1\] m or rad, got -1"),
     ("step:accel=2,speed=3", "step has no key 'speed'"),
+    # each of these ended the daemon (ValueError, IndexError, MemoryError, ZeroDivisionError, OverflowError)
+    ("ship_deck:seed=-1", r"seed must be an integer in 0\.\.4294967295, got -1$"),
+    ("ship_deck:components=0.5", r"components must be an integer in 1\.\.100, got 0\.5$"),
+    ("ship_deck:components=3e5", r"components must be an integer in 1\.\.100, got 300000\.0$"),
+    ("sinusoid:frequency=1e-300", r"frequency must be a number in \[0\.001, 50\] Hz, got 1e-300$"),
+    ("sinusoid:frequency=1e300", r"frequency must be a number in \[0\.001, 50\] Hz, got 1e\+300$"),
+    ("sinusoid:cycles=1e12", r"cycles must be a number in \(0, 10000\], got 1000000000000\.0$"),
+    ("step:hold=1e12", r"hold must be a number in \[0\.001, 5\] s"),
+    ("step:dt=1e-12", r"dt must be a number in \[0\.0005, 0\.01\] s"),
+    ("tilt:duration=1e12", r"duration must be a number in \[0\.01, 300\] s"),
+    ("sinusoid:ramp_cycles=1e-300", r"ramp_cycles must be a number in \[0\.1, 5000\], got 1e-300$"),
+    ("ship_deck:duration=1e-300", r"duration must be a number in \[1, 600\] s, got 1e-300$"),
+    ("sinusoid:frequency=0.001", "the sinusoid lasts 5000 s, more than 600 s$"),
+    ("heave:frequency=1e-2,cycles=1e4", "the heave lasts 1e\\+06 s, more than 600 s$"),
+    ("sinusoid:frequency=1,frequency=2", "frequency is given twice$"),
+    ("sinusoid:frequency=&a 1", r"frequency: line 1: invalid YAML \(anchors and aliases"),
+    ("sinusoid:frequency=" + "9" * 5000, r"frequency: <yaml>: invalid YAML value \(Exceeds the limit"),
+    ("ship_deck:seed=true", "seed must be an integer in 0..4294967295, got True$"),
     ("sinusoid:axis", "'axis' is not key=value"),
 ])
 def test_bad_motion_specs_are_refused(spec, problem):
     with pytest.raises(MotionError, match=problem):
         motion_from_spec(spec)
+
+
+def test_every_key_of_every_kind_has_a_type_and_a_range():
+    """The schema (spec.PARAMS) names exactly each constructor's keys, so none goes unchecked."""
+    for kind, make in KINDS.items():
+        keys = [k for k in inspect.signature(make).parameters if k != "convention"]
+        assert list(PARAMS[kind]) == keys, kind
+
+
+def test_numbers_in_k_v_values_are_read_as_numbers():
+    """``1e7`` and ``2e-05`` are numbers (YAML 1.2, JSON), not strings a constructor chokes on."""
+    assert motion_args("sinusoid:amplitude=5e-2,frequency=1e0")[2:4].tolist() == [0.05, 1.0]
+
+
+def test_a_motion_file_is_read_by_the_strict_yaml_reader(tmp_path):
+    bad = tmp_path / "twice.yaml"
+    bad.write_text("kind: sinusoid\nfrequency: 1\nfrequency: 2\n")
+    with pytest.raises(MotionError, match="key 'frequency' given twice"):
+        motion_from_spec(str(bad))
+    good = tmp_path / "tilt.yaml"
+    good.write_text("kind: tilt\npoints: [[0.1, 0.0, 2e0], [0, 0, 2]]\n")
+    assert motion_from_spec(str(good)).duration == 4.0
+    long = tmp_path / "long.yaml"
+    long.write_text("kind: tilt\npoints: [[0.1, 0.0, 300], [0, 0, 301]]\n")
+    with pytest.raises(MotionError, match="the tilt lasts 601 s, more than 600 s$"):
+        motion_from_spec(str(long))
+
+
+def test_docs_rig_md_lists_every_key_with_its_range():
+    assert markdown_table() in (Path(__file__).resolve().parents[2] / "docs" / "rig.md").read_text()
 
 
 @pytest.mark.parametrize("name", sorted(MOTIONS))

@@ -11,7 +11,7 @@ import pytest
 
 from controller.daemon.codes import Error, State
 from controller.daemon.io.protocol import ErrorReply, validate
-from controller.daemon.loop.trajectories import SQUAT_DURATION_S
+from controller.daemon.trajectories import SQUAT_DURATION_S
 from controller.daemon.shm import Cmd, take_replies
 
 from tests.controller.conftest import make_context

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from controller.daemon.shm import H, Cmd
-from models.gait.plan import DOUBLE, LEFT, RIGHT
+from models.common.support import DOUBLE, LEFT, RIGHT
 
 from tests.controller.test_io_server import to_hold
 

@@ -21,7 +21,7 @@ from controller.daemon.config import load_daemon_config
 from controller.daemon.rig.spec import motion_args
 from controller.daemon.shm import Cmd
 from drivers.hal import open_bus
-from models.gait.plan import DOUBLE
+from models.common.support import DOUBLE
 from models.tilt import sole_gravity
 
 from tests.controller import loop_harness

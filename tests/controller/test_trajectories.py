@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from controller.daemon.loop.trajectories import (BANG_BANG, CUBIC, LAWS, LINEAR, QUINTIC, SQUAT_DURATION_S,
+from controller.daemon.trajectories import (BANG_BANG, CUBIC, LAWS, LINEAR, QUINTIC, SQUAT_DURATION_S,
                                           TRAPEZOID, JointMove, law, min_time, quintic, sample_move,
                                           squat_excursion, squat_sample, sync_time)
 

@@ -18,7 +18,7 @@ from controller.daemon.loop.references.stabilize_whole_body import StabilizeWhol
 from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import STAB_FLAGS, stab_flag_names
 from models.common.errors import ConfigError
-from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from stabilizer.whole_body import FLAG_NAMES, FLAG_REACTIONS, NOT_RESET, P_CLOSE_TOL, S_RESET, STATUS_NAMES
 
 from tests.numpy_allocs import CountingHandler

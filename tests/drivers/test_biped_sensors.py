@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drivers.backends import udp
+from drivers.backends.sim import open_in_process
 from drivers.config import SENSORS, BusConfigError, parse_bus_config
 from drivers.hal import open_bus
 from drivers.sim.plant import InertiaPlant
@@ -45,7 +45,7 @@ def test_the_pelvis_imu_and_the_feet_loads_reach_the_managing_node(backend):
         step(dt, torque)
     plant.step = recording_step
     bus = (open_bus(dict(SECTION, backend="sim"), plant=plant) if backend == "sim"
-           else udp.open_in_process(config, plant=plant))
+           else open_in_process(config, plant=plant))
     try:
         bus.boot()
         for n in range(25):                                  # the robot sags under its brakes: loads move

@@ -8,7 +8,7 @@ import pytest
 from drivers import cia402
 from drivers.cia402 import State
 from drivers.config import BusConfigError, parse_bus_config
-from drivers.sim.drive import ACT_CUR, BRAKE_ON, BRAKE_POS, HOLD_TORQUE, OFF
+from drivers.sim.drive import ACT_CUR, BRAKE_ON, BRAKE_POS, HOLD_TORQUE, LOOP_OFF
 from drivers.hal import open_bus
 from drivers.sim.plant import InertiaPlant
 
@@ -160,7 +160,7 @@ def test_brake_engages_where_the_axis_is_disabled_and_after_a_quick_stop(bench):
     knee.disable()
     cycle(bus, 250)
     bank = bus.network.bank
-    assert bank.mode[KNEE] == OFF and bank.flags[KNEE, BRAKE_ON] == 1
+    assert bank.mode[KNEE] == LOOP_OFF and bank.flags[KNEE, BRAKE_ON] == 1
     assert knee.position == pytest.approx(at, abs=0.3 / K_B * 1.05)
     # a quick stop while moving in CSV: braked to standstill by the drive, then held by the brake
     knee.enable()
@@ -170,7 +170,7 @@ def test_brake_engages_where_the_axis_is_disabled_and_after_a_quick_stop(bench):
     cycle(bus, 50)
     knee.quick_stop()
     cycle(bus, 150)
-    assert knee.state != State.OPERATION_ENABLED and bank.mode[KNEE] == OFF
+    assert knee.state != State.OPERATION_ENABLED and bank.mode[KNEE] == LOOP_OFF
     held = bank.x[KNEE, BRAKE_POS]
     q = _positions(bus, 250)
     assert np.abs(q - held).max() < 0.3 / K_B * 1.05 + 0.01

@@ -8,10 +8,10 @@ from drivers import cia402
 from drivers.cia402 import State
 from drivers.codes import FaultCode
 from drivers.config import parse_bus_config
-from drivers.sim.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, CSP, CST, FE_ACTUAL, FE_LIMIT, P_DEM
+from drivers.sim.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, LOOP_POSITION, LOOP_TORQUE, FE_ACTUAL, FE_LIMIT, P_DEM
 from drivers.events import EventKind
-from drivers.sim.faults import FaultError
-from drivers.powerlink.sdo import SdoAbort
+from drivers.fault_api import FaultError
+from drivers.service_channel import SdoAbort
 from drivers.sim.nodes import SimulatedNodes
 
 from tests.drivers.helpers import cycle
@@ -21,7 +21,7 @@ def test_position_set_values_interpolate_at_each_400us_sub_step(bench):
     config = parse_bus_config(bench)
     bank = SimulatedNodes(config).bank
     row = config.axis("knee").index
-    bank.mode[row] = CSP
+    bank.mode[row] = LOOP_POSITION
     demands = []
     for target in (0.01, 0.02, 0.02):
         bank.x[row, CMD_POS] = target
@@ -37,7 +37,7 @@ def test_torque_set_values_interpolate_and_current_follows(bench):
     config = parse_bus_config(bench)
     bank = SimulatedNodes(config).bank
     row = config.axis("hip").index
-    bank.mode[row] = CST
+    bank.mode[row] = LOOP_TORQUE
     bank.x[row, CMD_TORQUE] = 0.5                 # N·m, kt = 0.1 N·m/A
     currents = []
     for phase in range(5):
@@ -145,7 +145,7 @@ def test_following_error_object_and_its_peak_follow_the_csp_demand(bench):
     config = parse_bus_config(bench)
     bank = SimulatedNodes(config).bank
     row = config.axis("knee").index
-    bank.mode[row] = CSP
+    bank.mode[row] = LOOP_POSITION
     errors = []
     for target in (0.05, 0.1, 0.1, 0.1):          # a ramp the plant lags, then a hold it catches up with
         bank.x[row, CMD_POS] = target

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.backends import udp
+from drivers.backends.sim import open_in_process
+from drivers.sim import udp_server
 from drivers.cia402 import Mode, State
 from drivers.config import parse_bus_config
 from drivers.sim.drive import ACT_CUR, ACT_POS, ACT_VEL, AUX, CMD_POS
@@ -100,7 +101,7 @@ class _TwinSocket:
     without: every datagram goes to both and their answers must agree."""
 
     def __init__(self, config) -> None:
-        self.servers = [udp.InProcessServer(config, fast=fast) for fast in (True, False)]
+        self.servers = [udp_server.InProcessServer(config, fast=fast) for fast in (True, False)]
         self.sent: list[bytes] = []
         self.python_frames = [0, 0]
         for k, server in enumerate(self.servers):
@@ -143,7 +144,7 @@ def _scripted_run(bench, mn_numba: bool):
     every period."""
     config = parse_bus_config(dict(bench, backend="udp"))
     twin = _TwinSocket(config)
-    bus = udp.open_in_process(config, fast=mn_numba, server=twin)
+    bus = open_in_process(config, fast=mn_numba, server=twin)
     absorbed = [0]
     absorb = bus.mn._absorb
     bus.mn._absorb = lambda *a: (absorbed.__setitem__(0, absorbed[0] + 1), absorb(*a))[1]

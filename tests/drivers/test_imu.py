@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers.backends import udp
+from drivers.backends.sim import open_in_process
 from drivers.config import BusConfigError, parse_bus_config
 from drivers.hal import open_bus
 from drivers.sim.plant_leg import LegPlant
@@ -33,7 +33,7 @@ def test_the_bus_carries_the_plants_imu_on_the_declared_axis(bench, backend):
     config = parse_bus_config(with_imu(bench))
     plant = LegPlant.from_config(config, Robot.from_yaml(LEG_YAML), q0=POSTURES[1], platform0=TILT)
     bus = (open_bus(dict(bench, backend="sim"), plant=plant) if backend == "sim"
-           else udp.open_in_process(config, plant=plant))
+           else open_in_process(config, plant=plant))
     try:
         bus.boot()
         k = bus.axis_names.index("ankle_1")
@@ -81,7 +81,7 @@ def test_the_sole_travels_beside_the_imu_each_on_its_axis(bench, backend):
     config = parse_bus_config(with_imu(with_imu(bench), "ankle_2", "sole"))
     plant = LegPlant.from_config(config, Robot.from_yaml(LEG_YAML), q0=POSTURES[1], platform0=TILT)
     bus = (open_bus(dict(bench, backend="sim"), plant=plant) if backend == "sim"
-           else udp.open_in_process(config, plant=plant))
+           else open_in_process(config, plant=plant))
     try:
         bus.boot()
         assert plant.sensors["sole"][0] > 250.0              # the leg's weight (31 kg)

@@ -16,7 +16,7 @@ from controller.tools.ports import free_port
 from drivers.backends.udp import UdpLink, shutdown_server
 from drivers.cia402 import State
 from drivers.config import UdpConfig, parse_bus_config
-from drivers.sim.drive import CMD_POS, CSP, FE_ACTUAL
+from drivers.sim.drive import CMD_POS, FE_ACTUAL, LOOP_POSITION
 from drivers.hal import LinkError, open_bus
 from drivers.sim.hil.server import ServedPlant, initial_posture, main
 from drivers.sim.plant import InertiaPlant
@@ -194,7 +194,7 @@ def test_truth_carries_each_drives_peak_following_error_since_the_last_frame():
     network = SimulatedNodes(bench_config, served)
     served.watch_drives(network.bank)
     bank, row = network.bank, bench_config.axis("knee").index
-    bank.mode[row] = CSP
+    bank.mode[row] = LOOP_POSITION
     seen = []
     for target in (0.05, 0.1, 0.1):                  # a ramp the inertia lags, then a hold
         bank.x[row, CMD_POS] = target

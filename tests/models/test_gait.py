@@ -16,7 +16,8 @@ from controller.cli import main
 from controller.tools.gait import check_file, make_gait, write_gait
 from models.gait.checks import check_gait, margin, zmp_multibody
 from models.polygon import hull
-from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams, bell, quintic
+from models.common.support import DOUBLE, LEFT, RIGHT
+from models.gait.plan import GaitParams, bell, quintic
 from models.gait.preview import PreviewController
 from models.gait.plan import make_plan
 from models.gait.reach import LEGS, SAGITTAL, LegDemand, leg_demand, reach, two_link

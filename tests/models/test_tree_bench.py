@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.tree import bench as tree_bench
-from models.tree.bench import BenchPath, register, run, states
+from models.bench import tree as tree_bench
+from models.bench.tree import BenchPath, register, run, states
 
 from tests.models.trees import BIP2000, bip2000
 

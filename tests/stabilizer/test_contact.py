@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from models.gait.plan import DOUBLE, LEFT, RIGHT
+from models.common.support import DOUBLE, LEFT, RIGHT
 from stabilizer import whole_body as wb
 from stabilizer.contact import (CONTACT_STATE, LOADS_MISSING, LOADS_OK, LOADS_OVER, LOADS_PULLING, debounced_contact,
                                 feet_contact, foot_loads, loads_status, right_share)

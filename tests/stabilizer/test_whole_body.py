@@ -14,7 +14,8 @@ import yaml
 from numba import njit
 
 from models.composite.models import composite_setup, composite_update
-from models.gait.plan import DOUBLE, LEFT, RIGHT, GaitParams
+from models.common.support import DOUBLE, LEFT, RIGHT
+from models.gait.plan import GaitParams
 from models.gait.wholebody import flexed_posture
 from models.chain.model import python_views
 from models.tree.robot import TreeRobot

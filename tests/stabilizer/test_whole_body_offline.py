@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from controller.cli import main
-from models.gait.plan import DOUBLE, GaitParams
+from models.common.support import DOUBLE
+from models.gait.plan import GaitParams
 from models.gait.wholebody import flexed_posture
 from stabilizer import bench
 from stabilizer.offline import evaluate

@@ -3,19 +3,18 @@
 A run's log is ``cycles.mcap`` in a new ``run-<start time>-<pid>`` folder under ``io.log_dir``
 (:func:`new_run_dir`, so a restart never meets the previous run's log). Each record is split
 into one JSON message per kind of data, on the channels of :data:`CHANNELS` (derived from
-:class:`~controller.daemon.telemetry.RecordLayout`, every field on exactly one channel), plus
-``/events`` (the loop's events, stamped at cycle × period) and ``/hil_truth`` (HIL ground truth,
-when a scenario records it). Schemas are ``jsonschema``, messages ``json``, timestamps the loop's
+:class:`~controller.daemon.telemetry.RecordLayout`, every field on exactly one channel; ``/rig``
+only with the Stewart-Gough rig), plus ``/events`` (the loop's events, stamped at cycle × period)
+and ``/hil_truth`` (HIL ground truth, declared only when a scenario records some). Schemas are ``jsonschema``, messages ``json``, timestamps the loop's
 time ``t`` in ns: Foxglove and PlotJuggler open the file as it is. Non-finite numbers are
 ``null``. Run metadata (joint names, layout, period) is the MCAP metadata record ``bipd``.
 
 Crash safety: records are gathered into compressed chunks of about ``chunk_bytes`` of JSON
 (256 KiB, about 0.4 s of records at 500 Hz), each written, flushed and fsynced whole at a record
 boundary, so a crash loses at most the chunk being filled; :func:`read_log` reads a file without
-its summary and footer (a killed writer) up to its last complete chunk.
-
-The earlier format, a folder of ``header.json`` and ``chunk_NNNNNN.npy`` float64 arrays
-``(records, size)``, is still read (:func:`read_log`) and converted (:func:`convert`).
+its summary and footer (a killed writer) up to its last complete chunk. A write that fails (a full
+disk) cuts the file back to its last complete chunk and stops the writer; the records counted are
+those on disk.
 """
 from __future__ import annotations
 
@@ -35,6 +34,7 @@ from mcap.exceptions import McapError
 from mcap.records import Channel as McapChannel, Message, Metadata
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
+from zstandard import ZstdError
 
 from controller.daemon.codes import Reason, State
 from controller.daemon.telemetry import STAB_FLAGS, TASKS, RecordLayout, stab_flag_names
@@ -45,8 +45,7 @@ from controller.daemon.io.messages import finite_or_none, name_of
 LOG_NAME = "cycles.mcap"
 FORMAT = "bipd-cycle-log"
 VERSION = 2
-NPY_FORMAT_VERSION = 1
-EVENTS, TRUTH = "/events", "/hil_truth"
+EVENTS, TRUTH, RIG = "/events", "/hil_truth", "/rig"
 NS = 1_000_000_000
 
 
@@ -86,7 +85,7 @@ CHANNELS = (
     Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform"), ("tilt", "tilt")),
             labels=_stab_labels),
     Channel("/task_times", (("wake_us", "wake_us"), ("task_us", "task_us")), static=(("tasks", TASKS),)),
-    Channel("/rig", (("following_error_mm", "rig_ferr"),), static=(("legs", LEG_NAMES),)),
+    Channel(RIG, (("following_error_mm", "rig_ferr"),), static=(("legs", LEG_NAMES),)),
 )
 
 
@@ -135,15 +134,13 @@ def new_run_dir(log_dir: str | Path) -> Path:
 
 
 def _log_in(d: Path) -> Path | None:
-    """The log a run folder holds: its ``cycles.mcap``, or itself in the ``.npy`` format."""
-    if (d / LOG_NAME).is_file():
-        return d / LOG_NAME
-    return d if (d / "header.json").is_file() else None
+    """The log a run folder holds: its ``cycles.mcap``."""
+    return d / LOG_NAME if (d / LOG_NAME).is_file() else None
 
 
 def find_log(path: str | Path) -> Path:
     """An ``.mcap`` file as given; else the log of the run folder ``path``, or of its latest
-    ``run-*`` folder (an ``.npy``-format log is its folder)."""
+    ``run-*`` folder."""
     p = Path(path)
     if p.is_file():
         return p
@@ -152,16 +149,24 @@ def find_log(path: str | Path) -> Path:
         return found
     runs = [f for r in sorted(p.glob("run-*")) if (f := _log_in(r))] if p.is_dir() else []
     if not runs:
-        raise LogError(f"{p} is not a cycle log: no file, {LOG_NAME} or header.json there "
+        raise LogError(f"{p} is not a cycle log: no file or {LOG_NAME} there "
                        f"(and no run-* folder holds one)")
     return runs[-1]
 
 
 class CycleLogWriter:
-    """Writes records (and events, HIL truth) to a new MCAP file, in whole fsynced chunks."""
+    """Writes records (and events, HIL truth) to a new MCAP file, in whole fsynced chunks.
+
+    ``records`` counts the records that reached the disk (in chunks written, flushed and
+    fsynced), never those still gathered. ``rig`` False leaves out the ``/rig`` channel (a robot
+    without the Stewart-Gough rig: its fields are all null); ``/hil_truth`` is declared by the
+    first :meth:`truth`. The first ``OSError`` (a full disk, EIO) cuts the file back to its last
+    chunk on disk, closes it, is kept in ``error`` and re-raised; :meth:`close` after it does nothing.
+    """
 
     def __init__(self, path: str | Path, layout: RecordLayout, joint_names: tuple[str, ...],
-                 chunk_bytes: int = 256 * 1024, period: float = 0.002, meta: dict[str, Any] | None = None) -> None:
+                 chunk_bytes: int = 256 * 1024, period: float = 0.002, meta: dict[str, Any] | None = None,
+                 rig: bool = True) -> None:
         if chunk_bytes < 1:
             raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
         self.path = Path(path)
@@ -170,6 +175,9 @@ class CycleLogWriter:
         self.chunk_bytes = chunk_bytes
         self.chunks = 0
         self.records = 0
+        self.error: OSError | None = None
+        self._gathered = 0                  # records appended since the last chunk reached the disk
+        self._on_disk = 0                   # file offset after the last chunk that reached the disk
         self._pending = 0
         self._seq = 0
         try:
@@ -182,24 +190,27 @@ class CycleLogWriter:
         names = list(joint_names)
         self._channels = []
         for ch in CHANNELS:
-            sid = self._mcap.register_schema(ch.topic.strip("/"), "jsonschema",
-                                             json.dumps(_schema(ch, layout)).encode())
-            cid = self._mcap.register_channel(ch.topic, "json", sid)
+            if ch.topic == RIG and not rig:
+                continue
+            cid = self._register(ch.topic, _schema(ch, layout))
             slices = tuple((key, layout.slices[name], layout.slices[name].stop - layout.slices[name].start == 1)
                            for key, name in ch.fields)
             fixed = ({"name": names} if ch.joints else {}) | {k: list(v) for k, v in ch.static}
             self._channels.append((cid, slices, fixed, ch.labels))
-        self._extra = {}
-        for topic in (EVENTS, TRUTH):
-            sid = self._mcap.register_schema(topic.strip("/"), "jsonschema", json.dumps(OPEN_SCHEMA).encode())
-            self._extra[topic] = self._mcap.register_channel(topic, "json", sid)
+        self._extra = {EVENTS: self._register(EVENTS, OPEN_SCHEMA)}
         self._mcap.add_metadata("bipd", {
             "format": FORMAT, "version": str(VERSION), "n": str(layout.n), "joint_names": json.dumps(names),
             "tasks": json.dumps(list(TASKS)), "stab_flags": json.dumps(list(STAB_FLAGS)), "period": repr(period),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": json.dumps(meta or {})})
-        self._sync()
+        self._commit(self._mcap.flush)
+
+    def _register(self, topic: str, schema: dict[str, Any]) -> int:
+        sid = self._mcap.register_schema(topic.strip("/"), "jsonschema", json.dumps(schema).encode())
+        return self._mcap.register_channel(topic, "json", sid)
 
     def _add(self, cid: int, t: float, msg: dict[str, Any]) -> None:
+        if self.error is not None:
+            raise LogError(f"{self.path}: the log stopped on an earlier write error ({self.error})")
         data = json.dumps(msg, separators=(",", ":")).encode()
         ns = round(t * NS) if math.isfinite(t) else 0
         self._mcap.add_message(cid, ns, data, ns, self._seq)
@@ -221,7 +232,7 @@ class CycleLogWriter:
             if labels is not None:
                 msg.update(labels(rec, self.layout))
             self._add(cid, t, msg)
-        self.records += 1
+        self._gathered += 1
         if self._pending >= self.chunk_bytes:
             self.flush()
 
@@ -239,29 +250,48 @@ class CycleLogWriter:
         self._add(self._extra[EVENTS], t, {"t": t} | msg)
 
     def truth(self, msg: dict[str, Any]) -> None:
-        """A HIL ground-truth frame (its own ``t``)."""
+        """A HIL ground-truth frame (its own ``t``); the first one declares ``/hil_truth``."""
+        if TRUTH not in self._extra:
+            self._extra[TRUTH] = self._register(TRUTH, OPEN_SCHEMA)
         self._add(self._extra[TRUTH], float(msg["t"]), msg)
 
-    def _sync(self) -> None:
-        self._mcap.flush()
-        os.fsync(self._file.fileno())
+    def _commit(self, write: Callable[[], None]) -> None:
+        """``write`` (which ends at a record boundary), flushed and fsynced: the records gathered
+        are then on disk. On an ``OSError`` the file is cut back to what reached the disk before
+        and closed, unwritten bytes dropped, and the error kept and re-raised."""
+        if self.error is not None:
+            raise LogError(f"{self.path}: the log stopped on an earlier write error ({self.error})")
+        try:
+            write()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as e:
+            self.error = e
+            try:
+                os.ftruncate(self._file.fileno(), self._on_disk)   # frees space: needs none
+            except OSError:
+                pass
+            self._file.raw.close()           # the buffer's unwritten bytes are never written
+            raise
+        self._on_disk = self._file.tell()
+        self.records += self._gathered
+        self._gathered = 0
 
     def flush(self) -> None:
         """Write what was gathered as a chunk, flushed and fsynced (nothing when empty)."""
         if self._pending:
-            self._sync()
+            self._commit(self._mcap.flush)
             self.chunks += 1
             self._pending = 0
 
     def close(self) -> None:
-        """Write the last chunk, the summary and the footer."""
+        """Write the last chunk, the summary and the footer (nothing after a write error)."""
         if self._file.closed:
             return
+        self._commit(self._mcap.finish)
         if self._pending:
             self.chunks += 1
-        self._mcap.finish()
-        self._file.flush()
-        os.fsync(self._file.fileno())
+            self._pending = 0
         self._file.close()
 
 
@@ -293,7 +323,8 @@ class McapScan:
 
 
 def scan_mcap(path: Path) -> McapScan:
-    """Read an MCAP file front to back; a torn tail (a killed writer) ends the scan."""
+    """Read an MCAP file front to back; a torn tail (a killed writer) or a damaged record (a failed CRC,
+    a chunk that does not decompress) ends the scan: the records before it stand."""
     metadata, topics, messages, complete = {}, {}, [], False
     with open(path, "rb") as f:
         records = StreamReader(f, validate_crcs=True).records
@@ -306,12 +337,18 @@ def scan_mcap(path: Path) -> McapScan:
                 elif isinstance(r, Metadata):
                     metadata[r.name] = r.metadata
             complete = True
-        except McapError as e:
+        except (McapError, ValueError, ZstdError) as e:     # not MCAP, or damaged: a bad CRC, a bad chunk
             if not messages and not metadata:
                 raise LogError(f"{path} is not an MCAP file ({type(e).__name__})") from None
         except struct.error:
             pass                    # a record cut inside its fields: it is lost, the earlier ones stand
     return McapScan(metadata, topics, messages, complete)
+
+
+def _record_channels(scan: McapScan) -> list[Channel]:
+    """The record channels a file declares (every record is one message on each)."""
+    declared = set(scan.topics.values())
+    return [ch for ch in CHANNELS if ch.topic in declared]
 
 
 def _read_mcap(path: Path) -> CycleLog:
@@ -323,9 +360,10 @@ def _read_mcap(path: Path) -> CycleLog:
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for m in scan.messages:
         by_topic.setdefault(scan.topics[m.channel_id], []).append(json.loads(m.data))
-    count = min(len(by_topic.get(ch.topic, ())) for ch in CHANNELS)
+    present = _record_channels(scan)
+    count = min((len(by_topic.get(ch.topic, ())) for ch in present), default=0)
     records = np.full((count, layout.size), np.nan)
-    for ch in CHANNELS:
+    for ch in present:                              # a channel left out (/rig without the rig) reads NaN
         msgs = by_topic.get(ch.topic, [])[:count]
         records[:, 0] = [m["t"] for m in msgs]
         for key, name in ch.fields:
@@ -340,47 +378,16 @@ def _read_mcap(path: Path) -> CycleLog:
                     by_topic.get(EVENTS, []), by_topic.get(TRUTH, []))
 
 
-def _read_npy(d: Path) -> CycleLog:
-    """A log folder of the earlier format: every complete ``.npy`` chunk (``.tmp`` ignored)."""
-    try:
-        header = json.loads((d / "header.json").read_text())
-    except json.JSONDecodeError as e:
-        raise LogError(f"{d / 'header.json'} is not valid JSON: {e.msg} at line {e.lineno}") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != NPY_FORMAT_VERSION:
-        raise LogError(f"{d / 'header.json'} is not a {FORMAT} header")
-    layout = RecordLayout(int(header["n"]))
-    fields = {k: [s.start, s.stop] for k, s in layout.slices.items()}
-    if layout.size != header["record_size"] or fields != header["fields"]:
-        raise LogError(f"{d} was written with a different record layout than this version reads")
-    chunks = []
-    for path in sorted(d.glob("chunk_*.npy")):
-        try:
-            a = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise LogError(f"{path} is not a readable chunk: {e}") from None
-        if a.ndim != 2 or a.shape[1] != layout.size:
-            raise LogError(f"{path} holds shape {a.shape}, expected (records, {layout.size})")
-        chunks.append(a)
-    records = np.concatenate(chunks) if chunks else np.empty((0, layout.size))
-    return CycleLog(layout, tuple(header["joint_names"]), records, header)
-
-
 def read_log(path: str | Path) -> CycleLog:
     """Read a cycle log: an ``.mcap`` file, a run folder or the latest run under ``path``
-    (:func:`find_log`), in either format."""
-    p = find_log(path)
-    return _read_npy(p) if p.is_dir() else _read_mcap(p)
+    (:func:`find_log`)."""
+    return _read_mcap(find_log(path))
 
 
 def log_info(path: str | Path) -> dict[str, Any]:
     """Channels with their message counts and time span, the record count, and whether the
-    file ended cleanly (an ``.npy`` log: its records and span)."""
+    file ended cleanly."""
     p = find_log(path)
-    if p.is_dir():
-        log = _read_npy(p)
-        t = log.field("t")
-        return {"path": str(p), "format": "npy", "records": len(t), "complete": True,
-                "t": [float(t[0]), float(t[-1])] if len(t) else None, "channels": {}}
     scan = scan_mcap(p)
     if "bipd" not in scan.metadata:
         raise LogError(f"{p} is not a {FORMAT} file (no bipd metadata record)")
@@ -392,22 +399,6 @@ def log_info(path: str | Path) -> dict[str, Any]:
         c["t"] = [t, t] if c["t"] is None else [min(c["t"][0], t), max(c["t"][1], t)]
     spans = [c["t"] for c in channels.values() if c["t"]]
     return {"path": str(p), "format": "mcap", "bytes": p.stat().st_size, "complete": scan.complete,
-            "records": min(channels.get(ch.topic, {"messages": 0})["messages"] for ch in CHANNELS),
+            "records": min((channels[ch.topic]["messages"] for ch in _record_channels(scan)), default=0),
             "t": [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None,
             "channels": channels}
-
-
-def convert(old: str | Path, new: str | Path) -> int:
-    """Write the records of an ``.npy``-format log folder as a new MCAP file; returns their count."""
-    src = find_log(old)
-    if not src.is_dir():
-        raise LogError(f"{old} is already an MCAP log")
-    log = _read_npy(src)
-    w = CycleLogWriter(new, log.layout, log.joint_names, period=float(log.header.get("period", 0.002)),
-                       meta=log.header.get("meta") or {})
-    try:
-        for rec in log.records:
-            w.append(rec)
-    finally:
-        w.close()
-    return len(log.records)

@@ -5,6 +5,7 @@ so every message is strict JSON.
 """
 from __future__ import annotations
 
+import errno
 import math
 from dataclasses import dataclass
 from enum import IntEnum
@@ -18,7 +19,7 @@ from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import STAB_STATUS_NAMES, TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
-from models.gait.plan import SUPPORT_NAMES
+from models.common.support import SUPPORT_NAMES
 from stabilizer.contact import LOADS_STATUS_NAMES
 from models.transmission import LEG_LABELS, status_message
 
@@ -151,6 +152,14 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
     else:
         out.update(a=finite_or_none(a), b=finite_or_none(b))
     return out
+
+
+def log_failed_message(cycle: int, detail: str, error: OSError, records: int) -> dict[str, Any]:
+    """The I/O process's WARNING event when the cycle log fails: ``detail`` one sentence,
+    ``error`` the errno's name (``ENOSPC``), ``records`` the records on disk."""
+    return {"cycle": cycle, "kind": Event.WARNING.name, "reason": Reason.LOG_FAILED.name, "detail": detail,
+            "error": errno.errorcode.get(error.errno or -1, type(error).__name__),
+            "records": records}
 
 
 def _support_name(x: float) -> str | None:

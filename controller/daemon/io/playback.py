@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.gait.plan import SUPPORT_NAMES as SUPPORT_PHASES
+from models.common.support import SUPPORT_NAMES as SUPPORT_PHASES
 
 SUPPORT_COLUMN = "support"
 
@@ -83,12 +83,13 @@ def _number(path: Path, line: int, column: str, field: str) -> float:
 
 
 def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.ndarray, qmax: np.ndarray,
-                    vmax: np.ndarray, period: float, with_support: bool = False):
+                    vmax: np.ndarray, period: float, with_support: bool = False, max_samples: int | None = None):
     """Validate a trajectory file (module docstring) and resample it to ``period`` s:
     an array (samples, n) of joint positions in the order of ``joint_names``, sample k
     at time t0 + k·period; with ``with_support``, also the support phase per sample (an
     int array indexing :data:`SUPPORT_PHASES`, None when the file has no such column).
-    Raises :class:`TrajectoryFileError`."""
+    A file that would resample to more than ``max_samples`` (the trajectory buffer) is refused
+    before anything is resampled. Raises :class:`TrajectoryFileError`."""
     path = Path(path)
     if not (math.isfinite(period) and period > 0.0):
         raise ValueError(f"the resampling period must be a finite number > 0 s, got {period!r}")
@@ -137,7 +138,12 @@ def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.nda
                         f"{path}, line {line}: joint {joint_names[j]!r} jumps {jump:.6g} rad in {dt:.6g} s from "
                         f"line {lines[i - 1]} ({jump / dt:.6g} rad/s), more than its velocity limit {vmax[j]} "
                         f"rad/s allows ({vmax[j] * dt:.6g} rad)")
-    steps = math.ceil((t[-1] - t[0]) / period - 1e-9)
+    seconds = float(t[-1]) - float(t[0])                # inf when t spans more than a float holds
+    span = seconds / period
+    if max_samples is not None and not span - 1e-9 <= max_samples - 1:
+        raise TrajectoryFileError(f"{path}: its {seconds:g} s resample to more than {max_samples} samples of "
+                                  f"{period:g} s, the trajectory buffer's limit ({(max_samples - 1) * period:g} s)")
+    steps = math.ceil(span - 1e-9)
     ts = np.minimum(t[0] + period * np.arange(steps + 1), t[-1])
     qs = np.column_stack([np.interp(ts, t, q[:, j]) for j in range(n)])
     if not with_support:

@@ -2,8 +2,9 @@
 
 One thread, one :class:`zmq.Poller` (zguide ch. 3, ROUTER; ch. 5, PUB with a high-water
 mark). Each request is validated here (:mod:`controller.daemon.io.protocol`); a valid command is
-posted to the bounded mailbox with a token and answered when the loop's reply for that
-token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
+posted with a token, to its priority lane (``estop``, ``disable``: never behind the bounded
+mailbox, :mod:`controller.daemon.shm`) or to the mailbox, and answered when the loop's reply for
+that token arrives, or with ``timeout`` after ``reply_timeout``. A trajectory file (only from
 ``trajectory_dir``), as a recorded rig motion (an earthquake CSV, same folder: read, made
 drift-free and checked against the rig's stroke, :mod:`controller.daemon.rig.earthquake`), is parsed
 in a worker thread, so that ``estop``, ``stop``, ``hold`` and
@@ -18,39 +19,48 @@ once the loop has run up to it and its telemetry and events are published. Every
 telemetry ring (cycle log, ``telemetry`` frames every ``decimation`` records) up to the
 record count read first, so a cycle's events are published before its telemetry frame,
 and sends ``stats`` frames once per ``stats_period``. The loop process never waits for
-any of this (docs/cycle.md).
+any of this (docs/cycle.md). A cycle log write that fails (a full disk) is a WARNING event
+(reason LOG_FAILED) and ``status.log``; ``on_log_failure`` says whether new motions are then
+refused (docs/logs.md).
 """
 from __future__ import annotations
 
 import errno
 import json
+import sys
 import threading
 import time
+import traceback
 from collections import deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 import zmq
 
-from controller.daemon.codes import Error, Event, State
+from controller.daemon.codes import MAX_REQUEST_BYTES, ON_LOG_FAILURE, Error, Event, State
+from controller.daemon.commands import CODES, COMMANDS
 from controller.daemon.rig.earthquake import load_earthquake
 from controller.daemon.rig.motions import MotionError
 from controller.daemon.rig.spec import file_motion
 from controller.daemon.rig.stroke import check_motion
 from controller.daemon.shm import (
+    LANES,
     Cmd,
     H,
     SharedBlock,
     post_command,
+    post_priority,
+    posted_priority,
     read_events,
     read_record,
     take_replies,
 )
 from controller.daemon.telemetry import RecordLayout, stats_summary
 
-from controller.daemon.io.curve import ServerCurve, check_endpoints, is_ipv6, secure_server, start_authenticator
+from controller.daemon.endpoints import ServerCurve, is_ipv6
+from controller.daemon.io.curve import check_endpoints, secure_server, start_authenticator
 from controller.daemon.io.live import LiveView
 from controller.daemon.io.log import CycleLogWriter
 from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
@@ -58,18 +68,23 @@ from controller.daemon.io.messages import (
     Names,
     event_message,
     finite_or_none,
+    log_failed_message,
     name_of,
     profiler_summary,
     telemetry_message,
 )
-from controller.daemon.io.protocol import MAX_REQUEST_BYTES, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from controller.daemon.io.protocol import STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
-CANCELS_LOADING = frozenset({"estop", "stop", "hold", "disable", "shutdown"})
+CANCELS_LOADING = frozenset(c.name for c in COMMANDS if c.cancels_loading)
 """Commands that cancel a trajectory file still being loaded (it never reaches the loop)."""
-FILE_COMMANDS = frozenset({Cmd.RUN_BUFFER, Cmd.RIG_BUFFER})
+FILE_COMMANDS = frozenset(Cmd[k.name] for _, k in CODES if k.file)
 """Mailbox commands whose file the worker thread loads into shared memory first."""
+MOTIONS = frozenset(c.name for c in COMMANDS if c.starts_motion)
+"""Commands that start a motion (``stabilizer`` only with ``enable: true``)."""
+LANE_OF = {cmd: lane for lane, cmd in enumerate(LANES)}
+"""The priority lane of each command that has one (shm.LANES)."""
 
 
 class BindError(OSError):
@@ -114,6 +129,11 @@ class _Pending:
     cmd: str
     mailbox: Cmd
     deadline: float
+    riders: list[tuple[list[bytes], Any]] = field(default_factory=list)   # same priority request, same reply
+
+    def waiters(self) -> list[tuple[list[bytes], Any]]:
+        """(envelope, id) of every request this reply answers."""
+        return [(self.envelope, self.id), *self.riders]
 
 
 @dataclass
@@ -133,6 +153,12 @@ class _Loading:
     done: threading.Event
     result: Any = None        # the samples (a motion for the rig), or a one-sentence problem
     cancelled_by: str | None = None
+
+
+def _short(exc: Exception) -> str:
+    """An exception in a reply: its type and the start of its first line."""
+    text = str(exc).strip().splitlines()[0][:80].replace(". ", "; ") if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _loop_error(code: int) -> Error:
@@ -161,9 +187,12 @@ class IoServer:
                  stats_period: float = 1.0, stats_window: int = 5000,
                  log: CycleLogWriter | None = None, curve: ServerCurve | None = None,
                  context: zmq.Context | None = None, trajectory_dir: Path | None = None,
-                 trajectory_max_bytes: int = 16 << 20, max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
+                 trajectory_max_bytes: int = 16 << 20, max_request_bytes: int = MAX_REQUEST_BYTES,
+                 on_log_failure: str = "refuse_motions") -> None:
         if decimation < 1:
             raise ValueError(f"decimation must be at least 1, got {decimation}")
+        if on_log_failure not in ON_LOG_FAILURE:
+            raise ValueError(f"on_log_failure must be one of {ON_LOG_FAILURE}, got {on_log_failure!r}")
         self.layout = RecordLayout(len(ctx.joint_names))
         self.names = Names(ctx.joint_names, ctx.bus_axes, ctx.bus_nodes, ctx.transmission_labels)
         if block.layout.record_size != self.layout.size or block.layout.n_joints != len(ctx.joint_names):
@@ -178,7 +207,8 @@ class IoServer:
         self.trajectory_max_bytes = trajectory_max_bytes
         self.log = log
         self.live: LiveView | None = None        # the Foxglove live view, if enabled (see controller.daemon.io.live)
-        self.log_error: str | None = None
+        self.log_error: str | None = None       # the cycle log's failure, once it failed
+        self.on_log_failure = on_log_failure
         self.loop_error: str | None = None     # set by the daemon when the loop process died
         self.counters = IoCounters()
 
@@ -255,12 +285,15 @@ class IoServer:
         return self._done
 
     def close(self) -> None:
-        """Close the sockets (and the log, flushing its last chunk)."""
+        """Close the log (writing its last chunk; a failure is published), then the sockets."""
+        if self.log is not None and self.log_error is None:
+            try:
+                self.log.close()
+            except OSError as e:
+                self._log_failed(e)
         self._close_sockets()
         if self.live is not None:
             self.live.close()
-        if self.log is not None:
-            self.log.close()
 
     def _close_sockets(self) -> None:
         self._router.close()
@@ -286,16 +319,21 @@ class IoServer:
         self._send(envelope, error_reply(id_, code, message))
 
     def _handle(self, frames: list[bytes]) -> None:
+        """One request, answered whatever happens: a validator that raises refuses it (``bad_args``), a
+        failure anywhere else is ``internal``; either is logged on stderr with the request."""
         envelope, raw = frames[:-1], frames[-1]
         self.counters.requests += 1
         now = time.monotonic()
-        self._refresh_context()
-        req = validate(raw, self.ctx)
-        if isinstance(req, ErrorReply):
-            self._reject(envelope, req.id, req.code, req.message)
-            return
-        self._heartbeat()
+        req: Request | ErrorReply | None = None
         try:
+            self._refresh_context()
+            req = validate(raw, self.ctx)
+            if isinstance(req, ErrorReply):
+                if req.exception is not None:
+                    self._log_exception(raw, req.exception)
+                self._reject(envelope, req.id, req.code, req.message)
+                return
+            self._heartbeat()
             if req.cmd == STEP:
                 self._begin_step(envelope, req)
             elif req.mailbox is None:
@@ -303,9 +341,17 @@ class IoServer:
             else:
                 self._dispatch(envelope, req, now)
         except Exception as e:  # noqa: BLE001 -- one request must never stop the server
-            self.counters.internal_errors += 1
-            self._reject(envelope, req.id, Error.INTERNAL,
-                         f"{req.cmd} failed inside the I/O process: {type(e).__name__}: {e}.")
+            self._log_exception(raw, e)
+            what = req.cmd if isinstance(req, Request) else "the request"
+            self._reject(envelope, getattr(req, "id", None), Error.INTERNAL,
+                         f"{what} failed inside the I/O process ({_short(e)}); it was logged.")
+
+    def _log_exception(self, request: bytes | str, exc: Exception) -> None:
+        """An exception a request raised, on stderr (the daemon's log) with the request, counted."""
+        self.counters.internal_errors += 1
+        shown = request[:300].decode("utf-8", "replace") if isinstance(request, bytes) else request[:300]
+        print(f"bipd: I/O process: a request raised {type(exc).__name__}; request: {shown!r}\n"
+              + "".join(traceback.format_exception(exc)), file=sys.stderr, end="", flush=True)
 
     def _heartbeat(self) -> None:
         """A valid request feeds the loop's motion watchdog: one count in the header, which the
@@ -362,6 +408,11 @@ class IoServer:
                          f"the control loop has exited (code {int(h[H.LOOP_EXIT_CODE])}): only ping, status, "
                          "stats, get_config and shutdown are answered.")
             return
+        if self.log_error is not None and self.on_log_failure == "refuse_motions" and req.cmd in MOTIONS \
+                and req.args.get("enable", True):
+            self._reject(envelope, req.id, Error.LOG_FAILED, f"{req.cmd} refused: {self.log_error} "
+                         "(io.on_log_failure: refuse_motions; estop, stop, hold and disable are still accepted).")
+            return
         if req.mailbox in FILE_COMMANDS:
             if self._loading is not None or any(p.mailbox in FILE_COMMANDS for p in self._pending.values()):
                 self.counters.busy += 1
@@ -378,8 +429,12 @@ class IoServer:
         self._post(envelope, req, now)
 
     def _post(self, envelope: list[bytes], req: Request, now: float) -> None:
-        """Post a validated command to the mailbox; its reply comes back through :meth:`_replies`."""
+        """Post a validated command to its lane or the mailbox; its reply comes back through :meth:`_replies`."""
         token = self._token
+        lane = LANE_OF.get(req.mailbox)
+        if lane is not None:
+            self._post_priority(envelope, req, lane, now)
+            return
         if not post_command(self.block, token, req.mailbox, req.values):
             if req.cmd == "shutdown":
                 self._finish_shutdown(envelope, req.id, acknowledged=False)
@@ -389,6 +444,22 @@ class IoServer:
                          f"the command mailbox is full ({self.block.layout.mailbox_slots} commands pending); retry later.")
             return
         self._token += 1
+        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+
+    def _post_priority(self, envelope: list[bytes], req: Request, lane: int, now: float) -> None:
+        """A priority command never waits behind the mailbox: its lane takes it, or, while the loop
+        has not yet taken the last one, it rides on that one and gets the same reply."""
+        token = posted_priority(self.block, lane)
+        if token:
+            pending = self._pending.get(token)
+            if pending is not None:
+                pending.riders.append((envelope, req.id))
+            else:                                  # the last one timed out untaken: wait for it again
+                self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+            return
+        token = self._token
+        self._token += 1
+        post_priority(self.block, lane, token)
         self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
 
     def _finish_shutdown(self, envelope: list[bytes], id_: Any, acknowledged: bool) -> None:
@@ -426,12 +497,8 @@ class IoServer:
         """Worker thread: parse and validate the file, then hand it back to :meth:`_pump`."""
         c = self.ctx
         try:
-            traj, support = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                                            with_support=True)
-            cap = self.block.traj.shape[0]
-            loading.result = (traj, support) if len(traj) <= cap else (
-                f"{loading.path.name} resamples to {len(traj)} samples, more than the trajectory buffer's "
-                f"{cap} ({cap * c.period:g} s).")
+            loading.result = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
+                                             with_support=True, max_samples=self.block.traj.shape[0])
         except TrajectoryFileError as e:
             loading.result = str(e)
         except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
@@ -460,12 +527,22 @@ class IoServer:
             loading.done.set()
 
     def _finish_loading(self, now: float) -> None:
-        """On the I/O thread: hand a parsed trajectory to the loop, or report why not."""
+        """On the I/O thread: hand a parsed trajectory to the loop, or report why not (``internal``,
+        logged, if that fails)."""
         loading, self._loading = self._loading, None
+        try:
+            self._hand_over(loading, now)
+        except Exception as e:  # noqa: BLE001 -- one request must never stop the server
+            req = loading.req
+            self._log_exception(json.dumps({"id": req.id, "cmd": req.cmd, "args": req.args}), e)
+            self._reject(loading.envelope, req.id, Error.INTERNAL,
+                         f"{req.cmd} failed inside the I/O process ({_short(e)}); it was logged.")
+
+    def _hand_over(self, loading: _Loading, now: float) -> None:
         envelope, req = loading.envelope, loading.req
         self._refresh_context()
         if loading.cancelled_by is not None:
-            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{req.args['trajectory']!s:.80} was still loading "
+            self._reject(envelope, req.id, Error.NOT_ALLOWED, f"{loading.path.name:.80} was still loading "
                          f"when {loading.cancelled_by} arrived: it was cancelled and never reached the loop.")
         elif isinstance(loading.result, str):
             self._reject(envelope, req.id, Error.BAD_FILE, loading.result)
@@ -516,7 +593,7 @@ class IoServer:
         return {"state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE]),
                 "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
                 "loop_error": self.loop_error,
-                "shutdown_requested": bool(h[H.SHUTDOWN]),
+                "shutdown_requested": bool(h[H.SHUTDOWN]), "log": self._log_status(),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(self._faults),
                 "last_transition": self._last_transition, "stepped": self.ctx.stepped,
@@ -536,8 +613,14 @@ class IoServer:
                 "pending": len(self._pending),
                 "live_view": {"port": self.live.port, "frames": self.live.frames,
                               "subscriptions": self.live.subscriptions} if self.live else None,
-                "log": {"path": str(self.log.path), "records": self.log.records, "chunks": self.log.chunks,
-                        "error": self.log_error} if self.log else None}
+                "log": self._log_status()}
+
+    def _log_status(self) -> dict[str, Any] | None:
+        """The cycle log: ``records`` and ``chunks`` on disk, ``ok`` False once it failed (``error``)."""
+        if self.log is None:
+            return None
+        return {"ok": self.log_error is None, "path": str(self.log.path), "records": self.log.records,
+                "chunks": self.log.chunks, "error": self.log_error, "on_failure": self.on_log_failure}
 
     # ------------------------------------------------------------------ shared memory -> ZMQ
 
@@ -554,10 +637,11 @@ class IoServer:
             if p.cmd == "shutdown":
                 self._finish_shutdown(p.envelope, p.id, acknowledged=False)
                 continue
-            self.counters.timeouts += 1
-            self._reject(p.envelope, p.id, Error.TIMEOUT,
-                         f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
-                         "check status before retrying.")
+            for envelope, id_ in p.waiters():
+                self.counters.timeouts += 1
+                self._reject(envelope, id_, Error.TIMEOUT,
+                             f"the control loop did not acknowledge {p.cmd} within {self.reply_timeout * 1e3:.0f} ms; "
+                             "check status before retrying.")
         self._read_events_then_ring()
         self._end_step()
         if now >= self._next_stats:
@@ -574,11 +658,12 @@ class IoServer:
                 self._finish_shutdown(p.envelope, p.id, acknowledged=True)
                 continue
             state = name_of(State, value)           # the loop replies with its state after the command
-            if ok:
-                self._send(p.envelope, ok_reply(p.id, {"accepted": True, "state": state}))
-            else:
-                err = _loop_error(code)
-                self._reject(p.envelope, p.id, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
+            for envelope, id_ in p.waiters():
+                if ok:
+                    self._send(envelope, ok_reply(id_, {"accepted": True, "state": state}))
+                else:
+                    err = _loop_error(code)
+                    self._reject(envelope, id_, err, f"the control loop refused {p.cmd} ({err.name.lower()}) in state {state}.")
 
     def _read_events_then_ring(self) -> None:
         """Events, then the records completed before them: the loop posts a cycle's events
@@ -630,13 +715,20 @@ class IoServer:
             self._to_log("event", msg)
 
     def _to_log(self, kind: str, item: Any) -> None:
-        """A record (``append``) or an event into the cycle log; the first write that fails
-        stops the log and says why in ``stats``."""
+        """A record (``append``) or an event into the cycle log, until a write fails."""
         if self.log is not None and self.log_error is None:
             try:
                 getattr(self.log, kind)(item)
             except OSError as e:
-                self.log_error = f"the cycle log stopped at record {self.log.records}: {e}"
+                self._log_failed(e)
+
+    def _log_failed(self, e: OSError) -> None:
+        """The cycle log's first failure: said in ``status`` and ``stats`` and published as a WARNING
+        event (reason LOG_FAILED); under ``refuse_motions`` new motions are refused from now on."""
+        self.log_error = (f"the cycle log {self.log.path.name} failed after {self.log.records} records on disk "
+                          f"({e.strerror or e})")
+        self._publish(b"event", log_failed_message(int(self.block.header[H.LOOP_CYCLE]), self.log_error, e,
+                                                   self.log.records))
 
     def _publish(self, topic: bytes, msg: dict[str, Any]) -> None:
         data = json.dumps(msg, allow_nan=False, separators=(",", ":")).encode()

@@ -23,10 +23,11 @@ import math
 import numpy as np
 from numba import njit
 
+from drivers.cia402 import Mode
 from models.chain.dynamics import joint_friction
 from models.transmission import OK, joint_to_motor, motor_torque, motor_velocity, reflected_friction, rotor_torque
 
-CSP, CST = 8, 10                      # CiA 402 modes of operation
+CSP, CST = int(Mode.CSP), int(Mode.CST)    # CiA 402 modes of operation, as the kernels compare them
 MODES = {"csp": CSP, "cst": CST}
 
 # Columns of the params array (one row per axis).

@@ -4,7 +4,7 @@ The feet's loads (stabilizer.contact: plausibility, the support phase they show,
 share, low-passed for ``control.load_split: measured``), the tilt the models' gravity follows (the
 platform's angles, or an IMU's through the tilt observer, stabilizer.tilt_observer; with the
 support's acceleration folded in, Gastebois 2017 §2.5.4), the models under that gravity (R_M->O0ᵀ g,
-thesis eq. 46) and their rooting per support phase (models.gait.plan). The variants (IMU or platform
+thesis eq. 46) and their rooting per support phase (models.common.support). The variants (IMU or platform
 tilt, a pelvis IMU, loads or none, the rig's acceleration or the IMU's) are chosen at construction.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from models.gait.plan import DOUBLE, LEFT, RIGHT, SOLES
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from models.tilt import rotation_world_foot
 from stabilizer.contact import (CONTACT_STATE, DWELL_S, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD,
                                 debounced_contact, foot_loads, loads_status)
@@ -33,7 +33,7 @@ LOAD_SPLIT_FILTER_S = 0.02   # s, the first-order low-pass of the measured load 
 
 
 def support_roots(roots: tuple[str, ...], base: str, support: str) -> np.ndarray:
-    """The root index for each support phase (models.gait.plan: left, right, double). ``hung``: the
+    """The root index for each support phase (models.common.support: left, right, double). ``hung``: the
     base (the pelvis, held by the gantry) whatever the phase; ``ground``: the stance sole (SOLES),
     and -1 for double support (keep the last stance foot)."""
     if support == "hung":

@@ -19,7 +19,7 @@ from drivers.hal import Bus
 from controller.daemon.codes import Error
 from controller.daemon.shm import H, SharedBlock
 from controller.daemon.telemetry import RIG_ACTUATORS
-from controller.daemon.loop.trajectories import QUINTIC, sample_move
+from controller.daemon.trajectories import QUINTIC, sample_move
 from controller.daemon.rig.loop_side import RigLoop, rig_player
 from controller.daemon.rig.motions import SplineMotion
 from controller.daemon.rig.spec import motion_from_args

@@ -40,7 +40,6 @@ from models.tilt import sole_gravity, tilted_gravity
 from models.tree.dynamics import contact_share
 from models.tree.dynamics import set_root as tree_set_root
 from models.tree.dynamics import update_cycle as tree_update
-from models.tree.model import data_layout
 from models.tree.robot import TreeRobot
 from stabilizer.ground import apparent_tilt, sole_apparent_tilt
 
@@ -116,7 +115,7 @@ class TreeModels:
         self.foot = None
         self.rootf = robot.model.rootf
         self.scratch = np.zeros(robot.n)
-        self.frames = data_layout(self.mbuf, self.dbuf)[0][3]     # Tf: the operational frames in root axes
+        self.frames = d.Tf                                     # the operational frames in root axes
 
     def update(self, q: np.ndarray, qd: np.ndarray) -> None:
         tree_update(self.mbuf, self.dbuf, q, qd, self.gravity)

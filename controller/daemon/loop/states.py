@@ -4,7 +4,7 @@ BOOT (network boot) -> DISABLED -> ``enable`` -> HOLD -> MOVING (trajectory) or
 STABILIZING (stabilizer) -> HOLD. Any state -> FAULT on a drive or bus fault, a hard
 limit, a non-finite value or the transmission; ``reset`` -> DISABLED. ``estop`` from
 anywhere: quick stop then voltage off. The loop is the final authority; the I/O side
-checks the same table before it posts a command, for a fast, precise error reply.
+checks the same table (from the command registry) before it posts a command, for a fast, precise error reply.
 Inside a state, a reference generator (``controller.daemon.loop.references``) that finishes names
 its outcome, and ``AFTER`` says where that leads.
 """
@@ -13,33 +13,17 @@ from __future__ import annotations
 from enum import IntEnum
 
 from controller.daemon.codes import Reason, State
+from controller.daemon.commands import CODES
 from controller.daemon.shm import Cmd
 
 S = State
 
-#: commands each state accepts (anything else is refused with ``not_allowed``)
-ALLOWED: dict[State, frozenset[Cmd]] = {
-    S.BOOT: frozenset({Cmd.ESTOP, Cmd.SHUTDOWN}),
-    S.DISABLED: frozenset({Cmd.ENABLE, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
-                           Cmd.DISABLE, Cmd.INJECT_FAULT}),
-    S.HOLD: frozenset({Cmd.DISABLE, Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.MOVE_JOINTS,
-                       Cmd.RUN_SQUAT, Cmd.RUN_BUFFER, Cmd.STABILIZER, Cmd.PLATFORM, Cmd.SET_GAINS,
-                       Cmd.SHUTDOWN, Cmd.INJECT_FAULT, Cmd.RIG_MOTION, Cmd.RIG_BUFFER}),
-    S.MOVING: frozenset({Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.SET_GAINS, Cmd.SHUTDOWN,
-                         Cmd.INJECT_FAULT}),
-    S.STABILIZING: frozenset({Cmd.ESTOP, Cmd.STOP, Cmd.HOLD, Cmd.STABILIZER,
-                              Cmd.PLATFORM, Cmd.SET_GAINS, Cmd.SHUTDOWN, Cmd.INJECT_FAULT, Cmd.RIG_MOTION,
-                              Cmd.RIG_BUFFER}),
-    S.FAULT: frozenset({Cmd.RESET, Cmd.ESTOP, Cmd.SET_GAINS, Cmd.SHUTDOWN,
-                        Cmd.INJECT_FAULT}),
-    S.ESTOP: frozenset({Cmd.RESET, Cmd.SHUTDOWN}),
-}
-
-#: the states each command is allowed in (the loop's dispatch table reads this side of ALLOWED)
-ALLOWED_IN: dict[Cmd, frozenset[State]] = {c: frozenset(s for s in S if c in ALLOWED[s]) for c in Cmd}
+#: commands each state accepts (anything else is refused with ``not_allowed``): each command's
+#: record in the registry (controller.daemon.commands) names its states
+ALLOWED: dict[State, frozenset[Cmd]] = {s: frozenset(Cmd[k.name] for c, k in CODES if s in c.states) for s in S}
 
 #: commands accepted while the drives are being enabled (any other waits for HOLD: not_allowed)
-WHILE_ENABLING = frozenset({Cmd.ESTOP, Cmd.DISABLE, Cmd.SHUTDOWN})
+WHILE_ENABLING = frozenset(Cmd[k.name] for c, k in CODES if c.while_enabling)
 
 #: states in which the drives are (or are being) powered
 POWERED = frozenset({S.HOLD, S.MOVING, S.STABILIZING})

@@ -17,11 +17,12 @@ from numba import njit
 
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
-from models.gait.plan import DOUBLE
+from models.common.support import DOUBLE
 
-from controller.daemon.codes import (DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, Error, Event, FaultKind, Reason,
-                                     StabParam, State, pack_detail)
-from controller.daemon.shm import Cmd, H, SharedBlock, command_done, next_command, post_event, post_reply
+from controller.daemon.codes import Error, Event, Reason, StabParam, State, pack_detail
+from controller.daemon.commands import FAULT_ACTIONS, dispatch_table
+from controller.daemon.shm import (LANES, Cmd, H, SharedBlock, command_done, next_command, post_event, post_reply,
+                                   take_priority)
 from controller.daemon.loop.axes import CSP, AxisTasks
 from controller.daemon.loop.estimation import Estimation
 from controller.daemon.loop.joint_io import JointIO
@@ -33,8 +34,8 @@ from controller.daemon.loop.references.squat import Squat
 from controller.daemon.loop.references.stabilize_whole_body import StabilizeWholeBody
 from controller.daemon.loop.references.stop import Stop
 from controller.daemon.loop.safety import Watchdog
-from controller.daemon.loop.states import AFTER, ALLOWED_IN, POWERED, WHILE_ENABLING, Outcome
-from controller.daemon.loop.trajectories import QUINTIC, squat_excursion
+from controller.daemon.loop.states import AFTER, POWERED, WHILE_ENABLING, Outcome
+from controller.daemon.trajectories import QUINTIC, squat_excursion
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
                        FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
@@ -153,8 +154,14 @@ class Supervisor:
 
     # ------------------------------------------------------------------ commands
     def commands_step(self, t: float, cycle: int, limit: int = 4) -> None:
-        """Shutdown and parent checks, the watchdog's heartbeats, up to ``limit`` commands."""
+        """The priority lanes first (estop, disable: shm.LANES), then shutdown and parent checks,
+        the watchdog's heartbeats, up to ``limit`` mailbox commands."""
         block = self.block
+        for lane, cmd in enumerate(LANES):
+            token = take_priority(block, lane)
+            if token:
+                ok, code = self._apply(cmd, 0, t)
+                post_reply(block, token, ok, int(code), float(self.state))
         if self.parent_pid is not None and cycle % 64 == 0 and os.getppid() != self.parent_pid:
             block.header[H.SHUTDOWN] = 1                     # orphaned: nobody can command us any more
         if block.header[H.SHUTDOWN] and self.shutdown_deadline == math.inf:
@@ -183,28 +190,29 @@ class Supervisor:
             self._stop(t, Reason.WATCHDOG)
 
     def _command_table(self) -> dict[Cmd, tuple[Handler, frozenset[State]]]:
-        """Command -> (handler, the states it is allowed in: states.ALLOWED_IN). A handler takes
-        (args, nargs, t) and returns None when accepted (a COMMAND event follows) or its own
-        (ok, error code) reply."""
-        handlers: dict[Cmd, Handler] = {
-            Cmd.ENABLE: lambda a, k, t: self._enable(t),
-            Cmd.DISABLE: lambda a, k, t: self._disable(Reason.COMMAND),
-            Cmd.RESET: lambda a, k, t: self._reset(),
-            Cmd.ESTOP: lambda a, k, t: self._estop(),
-            Cmd.STOP: lambda a, k, t: self._stop(t),
-            Cmd.HOLD: lambda a, k, t: self._hold(Reason.COMMAND),
-            Cmd.MOVE_JOINTS: self._move_joints,
-            Cmd.RUN_SQUAT: self._run_squat,
-            Cmd.RUN_BUFFER: self._run_buffer,
-            Cmd.STABILIZER: self._stabilizer,
-            Cmd.PLATFORM: lambda a, k, t: self.platform.tilt(a[0], a[1], a[2], t),
-            Cmd.RIG_MOTION: self.platform.play,
-            Cmd.RIG_BUFFER: lambda a, k, t: self.platform.play_buffer(a, t),
-            Cmd.SET_GAINS: self._set_gains,
-            Cmd.SHUTDOWN: lambda a, k, t: self._ask_shutdown(),
-            Cmd.INJECT_FAULT: lambda a, k, t: self._inject(a),
+        """Command -> (handler, the states it is allowed in), from the registry
+        (controller.daemon.commands): each code's handler bound here by the name its record gives.
+        A handler takes (args, nargs, t) and returns None when accepted (a COMMAND event follows)
+        or its own (ok, error code) reply."""
+        handlers: dict[str, Handler] = {
+            "enable": lambda a, k, t: self._enable(t),
+            "disable": lambda a, k, t: self._disable(Reason.COMMAND),
+            "reset": lambda a, k, t: self._reset(),
+            "estop": lambda a, k, t: self._estop(),
+            "stop": lambda a, k, t: self._stop(t),
+            "hold": lambda a, k, t: self._hold(Reason.COMMAND),
+            "move_joints": self._move_joints,
+            "run_squat": self._run_squat,
+            "run_buffer": self._run_buffer,
+            "stabilizer": self._stabilizer,
+            "platform": lambda a, k, t: self.platform.tilt(a[0], a[1], a[2], t),
+            "rig_motion": self.platform.play,
+            "rig_buffer": lambda a, k, t: self.platform.play_buffer(a, t),
+            "set_gains": self._set_gains,
+            "shutdown": lambda a, k, t: self._ask_shutdown(),
+            "inject_fault": lambda a, k, t: self._inject(a),
         }
-        return {cmd: (handlers[cmd], ALLOWED_IN[cmd]) for cmd in Cmd}
+        return {Cmd(code): entry for code, entry in dispatch_table(handlers).items()}
 
     def _apply(self, cmd: Cmd, nargs: int, t: float) -> tuple[bool, int]:
         handler, states = self.commands[cmd]
@@ -290,20 +298,11 @@ class Supervisor:
         a fault it cannot raise, answers not_supported."""
         faults = getattr(self.bus, "faults", None)
         kind, target, count, value = int(a[0]), int(a[1]), int(a[2]), float(a[3])
+        action = FAULT_ACTIONS.get(kind)           # controller.daemon.commands: one call per kind
+        if action is None:
+            return False, Error.BAD_ARGS
         try:
-            if kind in NODE_FAULTS:
-                if kind == FaultKind.DELAY_PRES:
-                    faults.delay_pres(target, value, count)
-                elif kind in (FaultKind.STOP_NODE, FaultKind.DISCONNECT_NODE, FaultKind.RECONNECT_NODE):
-                    getattr(faults, FaultKind(kind).name.lower())(target)
-                else:
-                    getattr(faults, FaultKind(kind).name.lower())(target, count=count)
-            elif kind == FaultKind.DRIVE_FAULT:
-                faults.drive_fault(self.bus.axis_names[target], DRIVE_FAULT_KINDS[count])
-            elif kind == FaultKind.ENCODER_GLITCH:
-                faults.encoder_glitch(self.bus.axis_names[target], GLITCH_KINDS[count], value)
-            else:
-                return False, Error.BAD_ARGS
+            action(faults, self.bus.axis_names, target, count, value)
         except (AttributeError, ValueError, IndexError):     # no fault API, or a fault it refuses
             return False, Error.NOT_SUPPORTED
         return True, Error.OK

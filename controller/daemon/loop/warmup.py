@@ -67,13 +67,11 @@ def script(twin) -> list[tuple[Cmd, list[float]]]:
 
 def dry_run(loop) -> None:
     """Compile the cycle of ``loop`` (a ControlLoop) by running its twin (module docstring)."""
-    from controller.daemon.loop.loop import ControlLoop   # the twin is one (no cycle at import time)
-
     block = SharedBlock(loop.block.layout, create=True)
     try:
         bus = DryBus(loop.bus)
         stab = None if loop.stab is None else loop.cfg.stabilizer()
-        twin = ControlLoop(loop.cfg, block, bus, loop.cfg.robot(), stab, LockstepClock(loop.period))
+        twin = type(loop)(loop.cfg, block, bus, loop.cfg.robot(), stab, LockstepClock(loop.period))
         twin.stepped = False
         twin._measure()
         twin.q_ref[:] = twin.q

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from controller.daemon.loop.trajectories import quintic_scalar
+from controller.daemon.trajectories import quintic_scalar
 from controller.daemon.rig.motions import MotionError, SplineMotion
 
 HEADER = ("t", "ax", "ay", "az")

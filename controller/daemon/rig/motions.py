@@ -26,7 +26,7 @@ import numpy as np
 
 from models.rig.tilt import THESIS, hinge_to_euler
 
-from controller.daemon.loop.trajectories import quintic_scalar
+from controller.daemon.trajectories import quintic_scalar
 
 DOFS = ("x", "y", "z", "roll", "pitch", "yaw")   # pose offset components (m, m, m, rad, rad, rad)
 G = 9.81

@@ -14,6 +14,9 @@ from models.rig.config import LEG_NAMES
 
 from controller.daemon.rig.motions import Motion, MotionError
 
+CHUNK = 4096
+"""Instants sampled at once: a ship deck of 100 components over 600 s needs 30 MB a chunk, not 1.5 GB."""
+
 
 @dataclass(frozen=True)
 class StrokeReport:
@@ -40,9 +43,10 @@ def check_motion(model: StewartModel, motion: Motion, step: float = 0.005) -> St
     lam_min, lam_max, speed, margin, where = math.inf, -math.inf, 0.0, math.inf, (0, 0.0)
     n = int(math.ceil(motion.duration / step))
     taus = np.minimum(np.arange(n + 1) * step, motion.duration)
-    X, XD, XDD = motion.sample_many(taus)
     for k, t in enumerate(taus):
-        x, xd, xdd = X[k], XD[k], XDD[k]
+        if k % CHUNK == 0:                   # sampled a chunk at a time: memory bounded by CHUNK x components
+            X, XD, XDD = motion.sample_many(taus[k:k + CHUNK])
+        x, xd, xdd = X[k % CHUNK], XD[k % CHUNK], XDD[k % CHUNK]
         np.add(home, x, out=pose)
         if not (np.all(np.isfinite(pose)) and np.all(np.isfinite(xd)) and np.all(np.isfinite(xdd))):
             raise MotionError(f"{motion.name}: the pose is not finite at t = {t:.3f} s")

@@ -23,6 +23,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 """The scenarios a campaign can run and their fields with defaults (the CLI's units: deg, s, N)."""
 METHODS = ("grid", "random", "optuna")
+MAX_TRIALS = 10_000
+"""Most trials a campaign runs (a grid's combinations or n): checked before any is built, each a
+HIL run of seconds to minutes."""
+MAX_BISECTION_RUNS = 20
+"""Most runs of a largest-tilt bisection (each halves the interval: 20 runs resolve it to 1e-6)."""
 METRICS = ("min_cog_margin_m", "min_cop_margin_m", "max_tracking_error_deg", "max_foot_tilt_deg",
            "max_foot_lift_m", "min_hip_height_m", "largest_tilt_deg")
 """Objectives: a scenario's figures (controller.tools.scenarios.metrics) and, with ``largest_tilt``,
@@ -147,6 +152,11 @@ def load_spec(path: Path) -> Spec:
     params = _mapping(doc.get("parameters"), "parameters", fail)
     if not params:
         fail("parameters", "names no parameter to vary")
+    raw_search = doc.get("search")
+    if not isinstance(raw_search, dict) or raw_search.get("method", "grid") == "grid":   # sized before any check
+        size = math.prod(len(v) for v in params.values() if isinstance(v, list))
+        if size > MAX_TRIALS:
+            fail("parameters", f"the grid has {size:,} combinations; a campaign runs at most {MAX_TRIALS:,} trials")
     parameters: dict[str, list[Any] | Range] = {}
     for key, val in params.items():
         where = f"parameters.{key}"
@@ -185,8 +195,8 @@ def load_spec(path: Path) -> Spec:
         ranged = [k for k, v in parameters.items() if isinstance(v, Range)]
         if ranged:
             fail(f"parameters.{ranged[0]}", "a grid needs a list of values, not a range")
-    elif not (isinstance(n, int) and not isinstance(n, bool) and n > 0):
-        fail("search.n", f"the number of trials, a positive integer (got {n!r})")
+    elif not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_TRIALS):
+        fail("search.n", f"the number of trials, an integer from 1 to {MAX_TRIALS:,} (got {n!r})")
     seed = search.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         fail("search.seed", f"must be an integer (got {seed!r})")
@@ -201,8 +211,8 @@ def load_spec(path: Path) -> Spec:
         if largest.get("axis") not in TILT_AXES:
             fail("largest_tilt.axis", f"must be one of {', '.join(TILT_AXES)} (got {largest.get('axis')!r})")
         runs = largest.setdefault("runs", 4)
-        if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
-            fail("largest_tilt.runs", f"a positive integer (got {runs!r})")
+        if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= MAX_BISECTION_RUNS:
+            fail("largest_tilt.runs", f"an integer from 1 to {MAX_BISECTION_RUNS} (got {runs!r})")
         if not _number(largest.setdefault("duration_s", 3.0)) or largest["duration_s"] <= 0:
             fail("largest_tilt.duration_s", "a positive number of seconds")
 

@@ -9,7 +9,7 @@
     bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
     bipd scenario tilt-directions                                20° tilt in eight directions
-    bipd scenario results [--runs N] [--readme PATH] [--part all|leg|walk|whole-body]   README tables (markdown)
+    bipd scenario results [--runs N] [--write [DIR]] [--part all|leg|walk|whole-body]   results tables (markdown)
     bipd scenario whole-body [--alpha DEG] [--beta DEG] [--duration S] [--support double|left] [--push N]
                              [--rig-motion SPEC --config deploy/bip2000_rig.yaml]
                              [--direction forward|backward|left|right] [--no-stabilizer] [--json]
@@ -18,7 +18,7 @@
     bipd scenario rig --motion FILE|NAME                         a ground motion of the Stewart-Gough rig under the
                                                                  config's robot: the leg (default deploy/bipd_rig.yaml)
                                                                  or BIP 2000 (--config deploy/bip2000_rig.yaml)
-    bipd scenario rig-results [--runs N] [--readme PATH]         the README's rig table of the config's robot
+    bipd scenario rig-results [--runs N] [--write [DIR]]         the rig table of the config's robot
   common: [--config PATH] [--no-stabilizer] [--realtime] [--bolt-foot] [--tilt-source platform|imu] [--json]
           [--throttle-s S] [--operator-sleep X], and [--plot DIR] [--record FILE.mcap] for one scenario
           (walk: only --realtime, --json, --throttle-s, --operator-sleep, --plot, --record)
@@ -133,12 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--motion", required=True, metavar="FILE|NAME",
                     help="KIND or KIND:key=value,... (tilt, sinusoid, heave, step, ship_deck), a YAML file of one "
                          "or an earthquake CSV (t,ax,ay,az)")
-    rr = sub.add_parser("rig-results", help="regenerate the README's rig table of the config's robot (many runs)")
+    rr = sub.add_parser("rig-results", help="regenerate the rig table of the config's robot (many runs)")
     rr.add_argument("--runs", type=int, default=5, help="runs per bisection (default 5)")
-    rr.add_argument("--readme", type=Path, help="rewrite the table between the rig markers of this file")
-    r = sub.add_parser("results", help="regenerate the README results table (many runs)")
+    _write(rr)
+    r = sub.add_parser("results", help="regenerate the results tables (many runs)")
     r.add_argument("--runs", type=int, help="runs per bisection (default 5, whole-body 4)")
-    r.add_argument("--readme", type=Path, help="rewrite the table between the markers of this file")
+    _write(r)
     r.add_argument("--part", choices=("all", "leg", "walk", "whole-body"), default="all",
                    help="leg: the bench leg's table; walk: the BIP 2000 walks' (--config: deploy/bip2000.yaml "
                         "unless given); all: both (default); whole-body: BIP 2000 on the platform "
@@ -270,38 +270,33 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if any(d["fell"] or d["aborted"] for d in dirs) else 0
         if args.scenario == "results" and args.part == "whole-body":
             from controller.tools.scenarios import whole_body_results as wr
-            from controller.tools.scenarios.results import update_readme
             from controller.tools.scenarios.whole_body import CONFIG, WholeBodyOptions
 
             config = CONFIG if args.config == DEFAULT_CONFIG else args.config
             res = wr.collect(WholeBodyOptions(config=config), args.runs or 4, _say)
-            table = wr.markdown(res)
-            if args.readme:
-                update_readme(args.readme, table, wr.MARKERS)
-            print(json.dumps(res) if args.json else table)
-            return 0
+            return _table(args, res, wr.markdown(res), wr.MARKERS, wr.PAGE)
         if args.scenario == "results":
-            from controller.tools.scenarios.results import (BEGIN, END, WALK_MARKERS, collect, collect_walks, markdown, update_readme,
-                                  walk_markdown)
+            from controller.tools.scenarios.results import (BEGIN, END, LEG_PAGE, WALK_MARKERS, WALK_PAGE, collect,
+                                                            collect_walks, markdown, update_readme, walk_markdown)
 
             res, tables = {}, []
             if args.part in ("all", "leg"):
                 res["leg"] = collect(options, args.runs or 5, _say)
-                tables.append((markdown(res["leg"]), (BEGIN, END)))
+                tables.append((markdown(res["leg"]), (BEGIN, END), LEG_PAGE))
             if args.part in ("all", "walk"):
                 res["walk"] = collect_walks(options, _say)
-                tables.append((walk_markdown(res["walk"]), WALK_MARKERS))
-            if args.readme:
-                for table, markers in tables:
-                    update_readme(args.readme, table, markers)
+                tables.append((walk_markdown(res["walk"]), WALK_MARKERS, WALK_PAGE))
+            if args.write:
+                for table, markers, page in tables:
+                    update_readme(args.write / page, table, markers)
             print(json.dumps(res if args.part == "all" else res[args.part]) if args.json
-                  else "\n".join(table for table, _ in tables))
+                  else "\n".join(table for table, _, _ in tables))
             return 0
         if args.scenario == "rig-results":
-            from controller.tools.scenarios.rig import MARKERS, collect as rig_collect, markdown as rig_markdown
+            from controller.tools.scenarios.rig import MARKERS, PAGE, collect as rig_collect, markdown as rig_markdown
 
             res = rig_collect(options, args.runs, _say)
-            return _table(args, res, rig_markdown(res), MARKERS)
+            return _table(args, res, rig_markdown(res), MARKERS, PAGE)
         if args.scenario == "largest-tilt":
             res = largest_tilt(args.axis, options, args.runs, say=_say)
             print(json.dumps(res) if args.json else
@@ -430,12 +425,20 @@ def _report_whole_body(res: dict[str, Any], as_json: bool) -> None:
     sys.stdout.flush()
 
 
-def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: tuple[str, str]) -> int:
-    """A results table: into ``--readme`` between ``markers`` when given; printed (``--json``: ``res``)."""
+def _write(p: argparse.ArgumentParser) -> None:
+    """``--write [DIR]``: where a results subcommand rewrites its tables (default docs/results/)."""
+    from controller.tools.scenarios.results import RESULTS_DIR
+
+    p.add_argument("--write", nargs="?", const=RESULTS_DIR, type=Path, metavar="DIR",
+                   help="rewrite each table between its markers in its page of docs/results/ (or of DIR)")
+
+
+def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: tuple[str, str], page: str) -> int:
+    """A results table: with ``--write`` into its ``page`` between ``markers``; printed (``--json``: ``res``)."""
     from controller.tools.scenarios.results import update_readme
 
-    if args.readme:
-        update_readme(args.readme, table, markers)
+    if args.write:
+        update_readme(args.write / page, table, markers)
     print(json.dumps(res) if args.json else table)
     return 0
 
@@ -443,7 +446,7 @@ def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: t
 def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario rig`` / ``rig-results`` when the config's robot is a tree (BIP 2000 on the rig):
     :mod:`.whole_body`'s bench, stepped lock-step, both feet; exit 1 if the robot fell."""
-    from controller.tools.scenarios.rig import TREE_MARKERS, collect_tree, markdown_tree
+    from controller.tools.scenarios.rig import TREE_MARKERS, TREE_PAGE, collect_tree, markdown_tree
     from controller.tools.scenarios.whole_body import WholeBodyOptions, run_whole_body
 
     bench = (("--realtime", args.realtime), ("--bolt-foot", args.bolt_foot),
@@ -458,7 +461,7 @@ def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     try:
         if args.scenario == "rig-results":
             res = collect_tree(o, args.runs, _say)
-            return _table(args, res, markdown_tree(res), TREE_MARKERS)
+            return _table(args, res, markdown_tree(res), TREE_MARKERS, TREE_PAGE)
         res = run_whole_body(RigMotion(args.motion), o, _say,
                              lambda r: _report_whole_body(r.to_dict(), args.json)).to_dict()
     except (ConfigError, ScenarioError) as e:

@@ -1,4 +1,4 @@
-"""`bipd scenario results`: the figures users ask for, as the README's markdown table.
+"""`bipd scenario results`: the figures users ask for, as the markdown tables of docs/results/.
 
 Runs (each a fresh bench, stepped lock-step: verdicts and figures do not depend on the host's
 speed): the largest tilt held with and without the stabilizer along pitch, roll and the thesis'
@@ -7,13 +7,14 @@ stabilizing (forward and left), the squat for the tracking errors, the thesis-ma
 eight directions (:func:`tilt_directions`, also ``bipd scenario tilt-directions``), and the thesis
 tilt (10°, 20°, 7 s), run :data:`SPEED_RUNS` times alone at the end: lock-step runs are
 deterministic, so only the speed differs, and the table gives its median and range (a shared
-machine's speed drifts by tens of percent within minutes). ``--readme PATH`` rewrites the table
-between the markers ``<!-- scenario-results -->`` and ``<!-- /scenario-results -->``.
+machine's speed drifts by tens of percent within minutes). ``--write`` rewrites the table between
+the markers ``<!-- scenario-results -->`` and ``<!-- /scenario-results -->`` of
+``docs/results/leg.md``.
 
 The walk rows (``--part walk``, :func:`collect_walks`): BIP 2000 hung from the gantry (the thesis'
 walking experiment, 2 steps) and on the floor (2 and 10 steps), at 360 m/h, with the thesis'
 bounds on the knee tracking and the drives' following errors; their own table between
-``<!-- walk-results -->`` and ``<!-- /walk-results -->``.
+``<!-- walk-results -->`` and ``<!-- /walk-results -->`` of ``docs/results/bip2000.md``.
 """
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ from controller.tools.scenarios.runner import Options, Say, ScenarioError, run_s
 from controller.tools.scenarios.scenarios import HOLD_S, THESIS_TILT_S, TILT_DIRECTIONS_DEG, Squat, Tilt
 from controller.tools.scenarios.search import TILT_AXES, largest_push, largest_tilt
 
+RESULTS_DIR = Path(__file__).resolve().parents[3] / "docs" / "results"   # the pages ``--write`` rewrites
 BEGIN, END = "<!-- scenario-results -->", "<!-- /scenario-results -->"
+LEG_PAGE = "leg.md"                         # the results page of BEGIN ... END
 SPEED_TARGET = 3.0
 SPEED_RUNS = 3
 PUSH_DIRECTIONS = ("forward", "left")
@@ -106,7 +109,7 @@ def _bracket(held: float, fell: float | None, unit: str) -> str:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The README table."""
+    """The leg's table (docs/results/leg.md)."""
     rows = ["| figure | with stabilizer | without (posture held) |", "| --- | --- | --- |"]
     by = {(t["axis"], t["stabilizer"]): t for t in res["tilts"]}
     for axis, label in (("pitch", "pitch β"), ("roll", "roll α"), ("combined", "combined, α = β/2 (β shown)")):
@@ -137,8 +140,10 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
-    """Replace the text between the result markers of ``path``."""
+    """Replace the text between the result markers of ``path`` (a results page)."""
     begin, end = markers
+    if not path.is_file():
+        raise ScenarioError(f"{path}: no such results page to rewrite")
     text = path.read_text()
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
@@ -146,7 +151,8 @@ def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END
     path.write_text(pattern.sub(lambda _m: f"{begin}\n{table}{end}", text))
 
 
-WALK_MARKERS = ("<!-- walk-results -->", "<!-- /walk-results -->")   # the README block --part walk rewrites
+WALK_MARKERS = ("<!-- walk-results -->", "<!-- /walk-results -->")   # the block --part walk rewrites
+WALK_PAGE = "bip2000.md"                   # the results page of WALK_MARKERS
 WALK_RUNS = ((True, 2), (False, 2), (False, 10))
 """(hung, steps) of the walk rows: the thesis' hung experiment, then on the floor, 2 and 10 steps."""
 
@@ -177,7 +183,7 @@ def _deg(value: float | None, passed: bool | None) -> str:
 
 
 def walk_markdown(res: dict[str, Any]) -> str:
-    """The README's walk table: one row per walk, the thesis' bounds as pass/fail beside the figures."""
+    """The walk table (docs/results/bip2000.md): one row per walk, the thesis' bounds as pass/fail beside the figures."""
     from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
 
     rows = [f"| BIP 2000 walk, {res['speed_m_h']:g} m/h | fell? / pelvis travel | knee tracking error "

@@ -1,5 +1,5 @@
 """Scenarios on the Stewart–Gough rig: a ground motion played under the stabilizing robot
-(``rig_motion``), and the searches of the README's rig rows: the largest horizontal acceleration step
+(``rig_motion``), and the searches of the rig's results rows: the largest horizontal acceleration step
 and the largest sinusoid amplitude per frequency the robot survives. The bench leg
 (deploy/bipd_rig.yaml, :mod:`.runner`): fore-aft, without the stabilizer (posture held), with it, and
 with it and the support's measured acceleration folded into its tilt (``tilt.use_acceleration``:
@@ -49,10 +49,12 @@ SINE_CYCLES = 3                              # per search run (plus one-cycle fa
 STEP_AXIS = SINE_AXIS = "y"                  # the rig's y: the thesis' z_g, towards the toe (fore-aft)
 MAX_STEP = 4.0                               # m/s², the step search's upper bound (3x the tipping acceleration g d / h)
 MAX_SINE_ACCEL = 4.0                         # m/s², A ω² at most in the sinusoid searches (the stroke may lower it)
-MARKERS = ("<!-- rig-results -->", "<!-- /rig-results -->")   # the README block rig-results rewrites
+MARKERS = ("<!-- rig-results -->", "<!-- /rig-results -->")   # the block rig-results rewrites
+PAGE = "leg.md"                              # its results page (docs/results/)
 CONFIGS = (("without the stabilizer (posture held)", False, False), ("stabilizer", True, False),
            ("stabilizer + support acceleration", True, True))
 TREE_MARKERS = ("<!-- rig-results-bip2000 -->", "<!-- /rig-results-bip2000 -->")
+TREE_PAGE = "bip2000.md"                  # its results page (docs/results/)
 TREE_FREQUENCIES = (0.5, 1.0, 2.0)           # Hz, BIP 2000's sinusoid rows
 TREE_AXES = (("y", "lateral"), ("x", "fore-aft"))   # the rig's axes under BIP 2000 (world y left, x forward)
 TREE_CONFIGS = (("whole-robot stabilizer", True, False), ("without (posture held)", False, False),
@@ -271,7 +273,7 @@ def _sine_row(what: str, f: float, searches: list[dict[str, Any]]) -> str:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The README's rig table."""
+    """The leg's rig table (docs/results/leg.md)."""
     rows = [_step_row(f"fore-aft ({STEP_AXIS} of the rig)", [c["step"] for c in res["configs"]])]
     rows += [_sine_row("fore-aft", f, [c["sines"][k] for c in res["configs"]]) for k, f in enumerate(FREQUENCIES)]
     rows.append(quake_row(res))
@@ -316,7 +318,7 @@ def collect_tree(options: WholeBodyOptions, runs: int = 4, say: Say = lambda _m:
 
 
 def markdown_tree(res: dict[str, Any]) -> str:
-    """The README's BIP 2000 rig table."""
+    """BIP 2000's rig table (docs/results/bip2000.md)."""
     rows = []
     for axis, name in TREE_AXES:
         rows.append(_step_row(f"{name} ({axis} of the rig)", [c["steps"][axis] for c in res["configs"]]))

@@ -189,8 +189,8 @@ def daemon_command(config: Path, lockstep: bool) -> list[str]:
 
 
 def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None:
-    """One control request to the HIL's UDP server (drivers.backends.udp); None without an answer."""
-    from drivers.backends.udp import CONTROL, CONTROL_REPLY, HEADER, MAGIC
+    """One control request to the HIL's UDP server (drivers.udp_protocol); None without an answer."""
+    from drivers.udp_protocol import CONTROL, CONTROL_REPLY, HEADER, MAGIC
 
     payload = json.dumps(request).encode()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -525,7 +525,8 @@ def _recorder(path: Path, daemon_config: dict[str, Any], o: Options) -> CycleLog
     try:
         return CycleLogWriter(path, RecordLayout(len(joints)), joints, period=daemon_config["period"],
                               meta={"config": str(o.config), "decimation": daemon_config["decimation"],
-                                    "stabilizer": o.stabilizer, "lockstep": o.lockstep})
+                                    "stabilizer": o.stabilizer, "lockstep": o.lockstep},
+                              rig=bool(daemon_config.get("rig")))
     except (LogError, OSError) as e:
         raise ScenarioError(f"--record {path}: {getattr(e, 'strerror', None) or e}") from None
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from models.gait.plan import LEFT, SOLES
+from models.common.support import LEFT, SOLES
 from models.ik.numerical import IkSolver, Task
 from models.tree.robot import TreeRobot
 from models.common.validation import read_yaml

@@ -1,12 +1,12 @@
-"""`bipd scenario results --part whole-body`: the whole robot's figures, as the README's second table.
+"""`bipd scenario results --part whole-body`: the whole robot's figures, as a table of docs/results/.
 
 BIP 2000 on the tilting platform (:mod:`.whole_body`, each run a fresh bench in stepped lock-step:
 verdicts and figures do not depend on the host's speed), with the whole-robot stabilizer and with its
 posture held: the largest tilt held in eight directions (:data:`.whole_body.TILT_DIRECTIONS`) on both
 feet and on the left one (bisection, :func:`.search.bisect`, the amplitude being both angles'
 magnitude), the largest push on the pelvis survived (forward, left; both feet), and the thesis' bench
-tilt (10°, 20°, 7 s each way) on both feet. ``--readme PATH`` rewrites the table between the markers
-``<!-- whole-body-results -->`` and ``<!-- /whole-body-results -->``.
+tilt (10°, 20°, 7 s each way) on both feet. ``--write`` rewrites the table between the markers
+``<!-- whole-body-results -->`` and ``<!-- /whole-body-results -->`` of ``docs/results/bip2000.md``.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from controller.tools.scenarios.search import bisect, platform_limit_deg
 from controller.tools.scenarios.whole_body import TILT_DIRECTIONS, PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
 MARKERS = ("<!-- whole-body-results -->", "<!-- /whole-body-results -->")
+PAGE = "bip2000.md"                  # its results page (docs/results/)
 SEARCH_TILT_S = 3.0          # s, quintic each way in a search run (the thesis' 7 s in the thesis tilt row)
 PUSH_S = 0.1                 # s, the push's duration
 MAX_PUSH_N = 1000.0          # N, the push search's upper bound
@@ -84,7 +85,7 @@ def _mm(x: float | None) -> str:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The README's whole-robot table."""
+    """The whole robot's table (docs/results/bip2000.md)."""
     rows = ["| figure | with the whole-robot stabilizer | without (posture held) |", "| --- | --- | --- |"]
     by = {(t["direction"], t["support"], t["stabilizer"]): t for t in res["tilts"]}
     for support, label in (("double", "both feet"), ("left", "left foot, right lifted")):

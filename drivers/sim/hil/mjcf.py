@@ -55,11 +55,17 @@ from models.rig.stewart import StewartModel
 from models.tree.config import TreeDescription
 from models.urdf import to_urdf
 
+from drivers.sim.hil.mjcf_text import PLATFORM, MjcfError
+from drivers.sim.hil.mjcf_text import quat as _quat
+from drivers.sim.hil.mjcf_text import vec as _v
+from drivers.sim.hil.stewart_mjcf import rig_params as checked_rig_params
+from drivers.sim.hil.stewart_mjcf import rig_xml
+
 WORLD_FROM_G = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
 LEG_MOTORS = ("ankle_1", "ankle_2", "knee", "hip")
 TENDON_JOINTS = ((0, 1), (0, 1), (2,), (3,))     # joints spanned by each motor's row of J_p
 PLATFORM_JOINTS = ("platform_alpha", "platform_beta")
-FOOT, PLATFORM, IMU = "foot", "platform", "imu"
+FOOT, IMU = "foot", "imu"
 SOLE = "sole"               # contact sensor: every sole/plate contact (force, point, frame)
 SOLE_SLOTS = mujoco.mjMAXCONPAIR    # its slots: as many as one geom pair can make contacts
 SOLE_DATA = "found force pos normal tangent"
@@ -84,10 +90,6 @@ BOLT = "bolt"                           # the weld of a bolted foot to the plate
 BOLT_TIMECONST = 0.002                  # s, its stiffness (solref time constant; >= 2 MuJoCo steps)
 
 
-class MjcfError(ValueError):
-    """A robot or bench parameter the MJCF generator cannot use."""
-
-
 def platform_params(platform: Mapping | None) -> dict[str, object]:
     """:data:`PLATFORM_DEFAULTS` overridden by ``platform``; unknown keys and bad values are errors."""
     p = dict(PLATFORM_DEFAULTS)
@@ -103,16 +105,6 @@ def platform_params(platform: Mapping | None) -> dict[str, object]:
                             f", got {value!r}")
         p[key] = tuple(float(x) for x in v) if pair else float(v)
     return p
-
-
-def _v(*values: float) -> str:
-    return " ".join(repr(float(x)) for x in values)
-
-
-def _quat(R: np.ndarray) -> str:
-    q = np.empty(4)
-    mujoco.mju_mat2Quat(q, np.ascontiguousarray(R, dtype=np.float64).ravel())
-    return _v(*q)
 
 
 def _box_inertia(mass: float, half: np.ndarray) -> np.ndarray:
@@ -237,8 +229,6 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
         equality = (f'<weld name="{BOLT}" body1="{PLATFORM}" body2="{FOOT}" '
                     f'solref="{_v(max(BOLT_TIMECONST, 2.0 * timestep), 1.0)}"/>\n')
     if not clamped and rig is not None:
-        from drivers.sim.hil.stewart_mjcf import rig_params as checked_rig_params
-        from drivers.sim.hil.stewart_mjcf import rig_xml
         bodies, welds, rig_motors = rig_xml(rig, checked_rig_params(rig_params), "plate", timestep,
                                             (p["friction"], p["contact_timeconst"]))
         body = f"{bodies}\n{body}"

@@ -41,7 +41,7 @@ thesis' squat bench (§2.6.1); it follows the platform and cannot tip. External 
 :meth:`MujocoPlant.control` ``{"op": "push", "body": "hip", "force": [fx, fy, fz], "duration": s}``
 applies the force (N, thesis world axes: x up, y lateral, z toe) at the centre of mass of the hip
 body (the last leg body) for ``duration`` s of plant time, from the next step on (served over the
-HIL's UDP control channel by :func:`drivers.backends.udp.serve_udp`).
+HIL's UDP control channel by :func:`drivers.sim.udp_server.serve_udp`).
 """
 from __future__ import annotations
 

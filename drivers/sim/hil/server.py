@@ -1,7 +1,7 @@
 """``bipd hil``: the POWERLINK controlled nodes and the MuJoCo leg, in their own process.
 
 The daemon runs unmodified with ``--backend udp``; this process answers its frames with
-:func:`drivers.backends.udp.serve_udp` driving a :class:`~drivers.sim.hil.plant_mujoco.MujocoPlant`.
+:func:`drivers.sim.udp_server.serve_udp` driving a :class:`~drivers.sim.hil.plant_mujoco.MujocoPlant`.
 The plant advances one bus cycle per SoA, so the managing node sets the pace:
 
 - lock-step (default): the plant advances exactly when frames arrive; with the daemon in
@@ -61,7 +61,7 @@ from models import ConfigError, ModelError, Robot
 from models.rig.stewart import StewartModel
 from models.common.validation import read_yaml
 
-from drivers.backends.udp import serve_udp
+from drivers.sim.udp_server import serve_udp
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.sim.drive import DriveBank
 from drivers.sim.plant import Plant

@@ -41,7 +41,9 @@ import numpy as np
 from models.rig.stewart import StewartModel, leg_lengths
 from models.rig.config import LEG_NAMES
 
-from drivers.sim.hil.mjcf import PLATFORM, MjcfError, _quat, _v
+from drivers.sim.hil.mjcf_text import PLATFORM, MjcfError
+from drivers.sim.hil.mjcf_text import quat as _quat
+from drivers.sim.hil.mjcf_text import vec as _v
 
 RIG_DEFAULTS: dict[str, float] = {      # REPRESENTATIVE values (not in Staicu 2008)
     "screw_lead": 0.02,                 # m per motor turn

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from controller.daemon.loop.states import Outcome
-from controller.daemon.loop.trajectories import JointMove
+from controller.daemon.trajectories import JointMove
 
 
 class Move:

@@ -34,7 +34,7 @@ def first_stance(support, length):
 @njit(cache=True)
 def right_shares(support, length, out):
     """The share of the robot's load on the right sole at each sample of ``support[:length]``
-    (models.gait.plan: 0 left, 1 right, 2 double support; anything else: no phase, NaN): 0 on the
+    (models.common.support: 0 left, 1 right, 2 double support; anything else: no phase, NaN): 0 on the
     left foot, 1 on the right, and in double support a ramp from the foot before to the foot after,
     reaching it on the last double-support sample. The plan moves its ZMP linearly from one sole's
     centre to the other's over the double support, so the ramp is the ZMP's position between the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from controller.daemon.loop.states import Outcome
-from controller.daemon.loop.trajectories import SQUAT_DURATION_S, squat_bottom, squat_sample
+from controller.daemon.trajectories import SQUAT_DURATION_S, squat_bottom, squat_sample
 
 
 class Squat:

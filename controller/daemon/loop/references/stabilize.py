@@ -69,11 +69,16 @@ class StabilizerReference:
         raise NotImplementedError
 
     def set_params(self, a: np.ndarray, nargs: int) -> None:
-        """(StabParam, value) pairs after ``enable``; validated on the I/O side."""
-        for k in range(1, nargs - 1, 2):
-            slot = self.param_slots.get(int(a[k]))
-            if slot is not None:
-                self.params[slot] = a[k + 1]
+        """(StabParam, value) pairs after ``enable``; validated on the I/O side. The parameter array is
+        read-only to its kernels (one array type, compiled once): writable only while it is written."""
+        self.params.flags.writeable = True
+        try:
+            for k in range(1, nargs - 1, 2):
+                slot = self.param_slots.get(int(a[k]))
+                if slot is not None:
+                    self.params[slot] = a[k + 1]
+        finally:
+            self.params.flags.writeable = False
 
     def sample(self, t: float, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray) -> Outcome:
         status = self._step()

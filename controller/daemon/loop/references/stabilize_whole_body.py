@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from models.gait.plan import DOUBLE
+from models.common.support import DOUBLE
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
 from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
@@ -36,7 +36,7 @@ def copy_margins(margins, n, out):
 
 class StabilizeWholeBody(StabilizerReference):
     """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta, or
-    the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.gait.plan
+    the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.common.support
     LEFT, RIGHT, DOUBLE) set by :meth:`start`, or the one the feet's ``loads`` (left cells, then right)
     show; it owns a writable copy of the params (the command's run-time parameters). An input its
     sources do not use is not copied (a sensor the bus declares but a plant does not measure reads NaN,

@@ -2,7 +2,7 @@
 legs per call (Staicu 2008, eq. 1-20), median and p99, against a 400 us POWERLINK cycle
 (target: well under 10 us).
 
-``python -m models.rig.bench [RIG_YAML] [--samples N]`` prints two figures: one call
+``python -m models.bench.rig [RIG_YAML] [--samples N]`` prints two figures: one call
 from Python (what a Python cycle pays, argument boxing included) and one call inside a
 Numba loop (the kernel alone, what a compiled cycle pays).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from models.chain.bench import _percentiles, _time_calls
+from models.bench.chain import _percentiles, _time_calls
 from models.common.errors import ModelError, WorkspaceError
 from models.rig.stewart import STATUS_NAMES, StewartData, StewartModel, staicu_motion
 from models.rig.dynamics import inverse_dynamics
@@ -72,7 +72,7 @@ def run(rig_yaml: str | Path = DEFAULT_RIG, samples: int = 20000, blocks: int = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m models.rig.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m models.bench.rig", description=__doc__.splitlines()[0])
     p.add_argument("rig", nargs="?", default=str(DEFAULT_RIG))
     p.add_argument("--samples", type=int, default=20000)
     a = p.parse_args(argv)

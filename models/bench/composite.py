@@ -5,7 +5,7 @@ interleaved in rounds so that machine drift hits both alike. Both give frames
 and their Jacobians, CoGs and their Jacobians, A, G and C (Christoffel); the
 tree update also gives C qd + G by Newton-Euler and the friction torque.
 
-    python -m models.composite.bench [--robot deploy/robots/bip2000.yaml] [--samples 20000]
+    python -m models.bench.composite [--robot deploy/robots/bip2000.yaml] [--samples 20000]
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.chain.bench import _percentiles, _time_calls
+from models.bench.chain import _percentiles, _time_calls
 from models.composite.models import composite_setup, composite_update, set_stance
 from models.tree.dynamics import set_root, update
 from models.tree.robot import TreeRobot

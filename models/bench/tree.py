@@ -24,7 +24,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from models.chain.bench import THESIS_FGM_DYN_AVG_US, _percentiles, _time_calls
+from models.bench.chain import THESIS_FGM_DYN_AVG_US, _percentiles, _time_calls
 from models.tree.model import TreeData
 from models.tree.dynamics import set_root, update, update_cycle
 from models.tree.robot import TreeRobot

@@ -1,0 +1,110 @@
+"""The HAL's arrays <-> the PDO payloads, each way one Numba pass over every axis (DS 301 §6.4).
+
+:func:`read_tpdo` decodes each axis' TPDO channel (drivers.powerlink.pdo, by the declared field
+offsets) from the last valid PRes payload of its node into the bus arrays, with the CiA 402 state
+its statusword reports (IEC 61800-7-201 §6.2) or the code a node-level error latched;
+:func:`write_rpdo` turns the axis intents into controlwords (the master side of the enable
+sequence) and packs each axis' RPDO channel into its node's PReq, then seals every PReq's FCS.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from drivers import cia402
+from drivers.cia402 import State
+from drivers.hal import Intent
+from drivers.powerlink import frames, pdo
+from drivers.powerlink.checks import crc32, get_f32, get_f64, le, put_le
+
+pdo.TPDO.require("drivers.powerlink.process_image.read_tpdo", statusword=pdo.UNSIGNED16,
+                 modes_of_operation_display=pdo.INTEGER8, position_actual=pdo.REAL64, velocity_actual=pdo.REAL32,
+                 current_actual=pdo.REAL32, error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32,
+                 aux_input_y=pdo.REAL32, aux_input_z=pdo.REAL32)
+pdo.RPDO.require("drivers.powerlink.process_image.write_rpdo", controlword=pdo.UNSIGNED16,
+                 modes_of_operation=pdo.INTEGER8, target_position=pdo.REAL64, target_velocity=pdo.REAL32,
+                 torque_offset=pdo.REAL32)
+
+ENABLED, QUICK_STOP, FAULT_RESET = int(Intent.ENABLED), int(Intent.QUICK_STOP), int(Intent.FAULT_RESET)
+STATE_OF_BITS = np.array([cia402.decode_state(bits) for bits in range(0x70)], np.int64)
+"""STATE_OF_BITS[statusword & 0x6F]: the CiA 402 state a statusword reports."""
+ENABLE_WORDS = np.array([cia402.enable_controlword(s) for s in State], np.int64)
+"""ENABLE_WORDS[state]: the controlword of the next step of the enable sequence."""
+_FAULT = int(State.FAULT)
+_FAULT_REACTION = int(State.FAULT_REACTION_ACTIVE)
+_TPDO_CHANNEL = pdo.TPDO.channel_struct.size
+_RPDO_CHANNEL = pdo.RPDO.channel_struct.size
+_AUX_INPUTS = len(pdo.AUX_INPUTS)
+
+
+@njit(cache=True)
+def read_tpdo(tpdo, node_latched, axis_node, axis_channel, latched, statusword, mode_display, position, velocity,
+              current, aux, state, fault_code, newly_faulted):
+    """Axis ``a``'s TPDO channel ``axis_channel[a]`` of payload row ``tpdo[axis_node[a]]`` into the
+    arrays; a node's latched code (``node_latched``, then cleared) moves to its axes' ``latched``,
+    which reports the axis in FAULT with that code. The axes entering FAULT or FAULT_REACTION_ACTIVE
+    from another state go to ``newly_faulted`` in axis order; returns how many."""
+    n = axis_node.shape[0]
+    for a in range(n):
+        code = node_latched[axis_node[a]]
+        if code:
+            latched[a] = code
+    node_latched[:] = 0
+    count = 0
+    for a in range(n):
+        row = tpdo[axis_node[a]]
+        at = axis_channel[a] * _TPDO_CHANNEL
+        sw = le(row, at + pdo.TPDO_STATUSWORD, 2)
+        statusword[a] = sw
+        mode_display[a] = np.int64(np.int8(row[at + pdo.TPDO_MODE_DISPLAY]))
+        position[a] = get_f64(row, at + pdo.TPDO_POSITION)
+        velocity[a] = get_f32(row, at + pdo.TPDO_VELOCITY)
+        current[a] = get_f32(row, at + pdo.TPDO_CURRENT)
+        for k in range(_AUX_INPUTS):
+            aux[a, k] = get_f32(row, at + pdo.TPDO_AUX + 4 * k)
+        if latched[a]:
+            now, code = _FAULT, latched[a]
+        else:
+            now, code = STATE_OF_BITS[sw & 0x6F], le(row, at + pdo.TPDO_ERROR_CODE, 2)
+        fault_code[a] = code
+        before = state[a]
+        if now != before:
+            state[a] = now
+            if (now == _FAULT or now == _FAULT_REACTION) and before != _FAULT and before != _FAULT_REACTION:
+                newly_faulted[count] = a
+                count += 1
+    return count
+
+
+@njit(cache=True)
+def write_rpdo(intent, state, controlword, mode, target_position, target_velocity, torque_offset, preq, axis_node,
+               axis_channel, resets_done):
+    """Controlwords from the intents, then every axis' RPDO channel into its PReq row of ``preq``
+    and every row's FCS. An axis resetting a fault needs the Python side (node states): unless
+    ``resets_done`` (its ``controlword`` is then set), returns how many do, having packed nothing."""
+    n = intent.shape[0]
+    pending = 0
+    for a in range(n):
+        it = intent[a]
+        if it == ENABLED:
+            controlword[a] = ENABLE_WORDS[state[a]]
+        elif it == QUICK_STOP:
+            controlword[a] = cia402.CW_QUICK_STOP_CMD
+        elif it == FAULT_RESET:
+            pending += 1
+        else:
+            controlword[a] = cia402.CW_DISABLE_VOLTAGE
+    if pending and not resets_done:
+        return pending
+    for a in range(n):
+        row = preq[axis_node[a]]
+        at = frames.PDO_OFFSET + axis_channel[a] * _RPDO_CHANNEL
+        put_le(row, at + pdo.RPDO_CONTROLWORD, controlword[a], 2)
+        put_le(row, at + pdo.RPDO_MODE, mode[a] & 0xFF, 1)
+        put_le(row, at + pdo.RPDO_TARGET_POSITION, np.float64(target_position[a]).view(np.uint64), 8)
+        put_le(row, at + pdo.RPDO_TARGET_VELOCITY, np.float32(target_velocity[a]).view(np.uint32), 4)
+        put_le(row, at + pdo.RPDO_TORQUE_OFFSET, np.float32(torque_offset[a]).view(np.uint32), 4)
+    fcs = preq.shape[1] - frames.FCS_SIZE
+    for k in range(preq.shape[0]):
+        put_le(preq[k], fcs, crc32(preq[k], 0, fcs), 4)
+    return 0

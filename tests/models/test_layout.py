@@ -1,0 +1,98 @@
+"""Every flat buffer's field list against the buffers built from it: the derived size is the
+buffer's, the fields tile the buffer (no overlap, no gap), the names are unique, and the
+kernels' views (Numba) sit exactly where the Python views do."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from models.chain import model as chain
+from models.chain.model import python_views
+from models.common.layout import Field, Layout
+from models.tree import model as tree
+from models.tree.robot import TreeRobot
+from stabilizer import stabilizer as stab
+from stabilizer import whole_body as wb
+from stabilizer.whole_body_config import load_config as load_wb_config
+
+from tests.models.chains import ROOT, bip_leg
+from tests.models.trees import BIP2000, random_tree
+
+
+@njit(cache=True)
+def _chain_kernel_views(mbuf, dbuf):
+    return chain.model_views(mbuf), chain.data_views(dbuf, int(mbuf[0]))
+
+
+@njit(cache=True)
+def _tree_kernel_views(mbuf, dbuf):
+    return tree.model_layout(mbuf)[0], tree.data_layout(mbuf, dbuf)[0]
+
+
+def _buffers():
+    """(layout, buffer, sizes, kernel views or None) of real instances of every layout."""
+    leg = bip_leg()
+    bip = TreeRobot.from_yaml(BIP2000)
+    rnd = random_tree(3)
+    out = []
+    km, kd = _chain_kernel_views(leg.model.buf, leg.data.buf)
+    out += [(chain.MODEL, leg.model.buf, {"n": leg.n}, km), (chain.DATA, leg.data.buf, {"n": leg.n}, kd)]
+    for robot in (bip, rnd):
+        km, kd = _tree_kernel_views(robot.model.buf, robot.data.buf)
+        size = tree.sizes(robot.model.buf)
+        out += [(tree.MODEL, robot.model.buf, size, km),
+                (tree.DATA, robot.data.buf, {k: size[k] for k in tree.DATA.sizes}, kd)]
+    st = stab.Stabilizer.from_yaml(ROOT / "deploy" / "robots" / "bip_leg_stabilizer.yaml")
+    size = {"n": st.n, "nv": st.nv}
+    out += [(stab.PARAMS, st.params, size, stab.param_views(st.params)),
+            (stab.STATE, st.state, size, stab.state_views(st.state, st.n, st.nv)),
+            (stab.OUT, st.out, size, stab.out_views(st.out, st.n, st.nv))]
+    w = wb.WholeBodyStabilizer(bip, load_wb_config(ROOT / "deploy" / "robots" / "bip2000_stabilizer.yaml"))
+    out += [(wb.PARAMS, w.params, {"n": w.n}, wb.param_layout(w.params)[0]),
+            (wb.STATE, w.state, {"n": w.n}, wb.state_layout(w.params, w.state)[0]),
+            (wb.OUT, w.out, {"n": w.n}, wb.out_layout(w.params, w.out)[0])]
+    return out
+
+
+CASES = _buffers()
+
+
+@pytest.mark.parametrize("layout, buf, sizes, kernel", CASES, ids=[f"{c[0].name}-{i}" for i, c in enumerate(CASES)])
+def test_fields_tile_the_buffer(layout: Layout, buf: np.ndarray, sizes: dict, kernel) -> None:
+    assert layout.size(**sizes) == buf.shape[0]
+    assert len(set(layout.names)) == len(layout.names)
+    shapes, offsets = layout.shapes(**sizes), layout.offsets(**sizes)
+    cover = np.zeros(buf.shape[0], int)
+    for name in layout.names:
+        o = offsets[name]
+        cover[o:o + int(np.prod(shapes[name]))] += 1
+    assert (cover == 1).all()                       # every slot in exactly one field
+    views = layout.views(buf, **sizes)
+    for name, v in views._asdict().items():         # the Python views where the offsets say
+        assert v.shape == shapes[name]
+        assert v.__array_interface__["data"][0] - buf.ctypes.data == 8 * offsets[name]
+    if kernel is not None:                           # the kernels' views at the same places
+        kv = python_views(buf, tuple(kernel))
+        assert type(kernel)._fields == layout.array_names
+        for a, b in zip(kv, views):
+            assert a.shape == b.shape and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+
+
+def test_header_slots_are_the_kernels_constants() -> None:
+    assert stab.P_SCALARS == len([f for f in stab.PARAMS.fields if not f.shape])
+    assert (stab.P_N, stab.P_POST_INITIAL, stab.O_LAMBDA) == (0, 34, 5)
+    assert wb.P_COG + wb.BLOCK == wb.P_TRUNK and wb.P_TRUNK + wb.BLOCK == wb.P_SCALARS
+    assert wb.S_SCALARS - wb.S_CONTACT == wb.CONTACT_STATE and wb.O_SCALARS - wb.O_SIGMA == 3
+    assert tree.HEADER == len(tree.MODEL.sizes)
+
+
+def test_bad_declarations_are_refused() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        Layout("x", [Field("a", ("n",)), Field("a", (3,))], sizes=("n",))
+    with pytest.raises(ValueError, match="unknown sizes"):
+        Layout("x", [Field("a", ("m",))], sizes=("n",))
+    with pytest.raises(ValueError, match="moves with the sizes"):
+        Layout("x", [Field("a", ("n",)), Field("b")], sizes=("n",)).offset("b")
+    with pytest.raises(ValueError, match="needs"):
+        chain.DATA.views(np.zeros(3), n=2)
