@@ -131,10 +131,3 @@ class Stabilize(StabilizerReference):
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
         return stab_step(s.params, s.state, s.inputs, s.out)
-
-    def warmup(self) -> None:
-        """Compile its kernels on scratch copies (ControlLoop._warmup)."""
-        s = self.stab
-        state, out = s.state.copy(), s.out.copy()
-        stab_reset(s.params, state, self.q, out)
-        flag_mask(s.flags, stab_step(s.params, state, s.inputs, out), self.bits)
