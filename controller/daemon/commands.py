@@ -451,7 +451,7 @@ def markdown() -> str:
     """docs/commands.md: the registry as tables (regenerate with ``python -m controller.daemon.commands``)."""
     lines = ["# Commands", "",
              "<!-- generated from controller/daemon/commands.py by `python -m controller.daemon.commands "
-             "> docs/commands.md`; tests/controller/test_commands.py fails when it drifts -->", "",
+             "> docs/commands.md`; tests/controller/daemon/test_commands.py fails when it drifts -->", "",
              "Requests are `{\"id\", \"cmd\", \"args\"}` (docs/cycle.md). Lanes: `io` is answered by the I/O "
              "process; `mailbox` is the loop's bounded command mailbox, in order; `priority` has a slot of its "
              "own in shared memory that the loop reads first every cycle, so no flood of other commands "
