@@ -74,9 +74,9 @@ class StabilizeWholeBody(StabilizerReference):
         self.flags = self.failed = 0
 
     def _step(self) -> int:
-        s, n = self.stab, self.n
+        s = self.stab
         s.in_q[:] = self.q
-        s.inputs[n] = self.commanded
+        s.in_support[0] = self.commanded
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
         if self.sensed:
