@@ -23,6 +23,8 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from models import ConfigError
 from models.tree.robot import TreeRobot
 
@@ -166,8 +168,13 @@ def io_context(cfg: DaemonConfig, robot):
 
     from controller.daemon.io.protocol import Context
 
+    from controller.daemon.io.effort import TrajectoryTorques
+
     m, tr = robot.model, robot.description.transmission
+    joints = [getattr(j, "joint", j) for j in robot.description.joints]     # a tree's joints hold a chain's
     ctx = Context(joint_names=tuple(m.joint_names), qmin=m.qmin, qmax=m.qmax, vmax=m.vmax,
+                  amax=np.array([j.acceleration_limit for j in joints]),
+                  torques=TrajectoryTorques(robot, ground=cfg.control.support == "ground"),
                   axis_names=tuple(m.joint_names), transmission_labels=tr.labels, period=cfg.loop.period,
                   platform_limit=cfg.control.platform_limit,
                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,

@@ -460,7 +460,7 @@ class IoServer:
         c = self.ctx
         try:
             traj, support = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                                            with_support=True)
+                                            with_support=True, amax=c.amax, torques=c.torques)
             cap = self.block.traj.shape[0]
             loading.result = (traj, support) if len(traj) <= cap else (
                 f"{loading.path.name} resamples to {len(traj)} samples, more than the trajectory buffer's "
