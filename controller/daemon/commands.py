@@ -39,6 +39,7 @@ Context = Any
 and the loop's live state), named here without importing the I/O side the registry sits below."""
 S = State
 QUINTIC_PEAK = 1.875          # peak speed of a quintic move = 15/8 * |dq| / T
+QUINTIC_PEAK_ACCEL = 10.0 / math.sqrt(3.0)   # its peak acceleration = 10/sqrt(3) * |dq| / T² (at s = 1/2 ∓ sqrt(3)/6)
 MAX_PATH_CHARS = 4096
 EMPTY = np.empty(0)
 
@@ -214,7 +215,17 @@ def _platform(args: dict[str, Any], ctx: Context) -> np.ndarray:
             raise Reject(Error.OUT_OF_RANGE, f"args.{key} = {x:g} rad ({math.degrees(x):.1f} deg) exceeds the "
                                              f"platform limit of {lim:g} rad ({math.degrees(lim):.1f} deg).")
         out[i] = x
-    out[2] = duration("args.duration", args["duration"], ctx.max_duration)
+    out[2] = t = duration("args.duration", args["duration"], ctx.max_duration)
+    start = ctx.platform if ctx.platform is not None and np.all(np.isfinite(ctx.platform)) else None
+    for i, key in enumerate(("alpha", "beta")):
+        step = abs(out[i] - start[i]) if start is not None else abs(out[i]) + lim   # unknown: the worst start
+        for what, peak, limit, unit in (("speed", QUINTIC_PEAK * step / t, ctx.platform_vmax, "rad/s"),
+                                         ("acceleration", QUINTIC_PEAK_ACCEL * step / t ** 2, ctx.platform_amax,
+                                          "rad/s²")):
+            if peak > limit:
+                raise Reject(Error.OUT_OF_RANGE, f"args.duration = {t:g} s is too short: the platform's {key} hinge "
+                                                 f"would peak at {peak:.3g} {unit}, above its drive's {what} "
+                                                 f"limit {limit:.3g} {unit}.")
     return out
 
 
@@ -237,7 +248,7 @@ def _rig_motion(args: dict[str, Any], ctx: Context) -> tuple[Code, np.ndarray]:
     except MotionError as exc:
         raise Reject(Error.BAD_ARGS, f"args.motion: {exc}.") from None
     try:
-        check_motion(ctx.rig, motion_from_args(out, ctx.rig_convention))
+        check_motion(ctx.rig, motion_from_args(out, ctx.rig_convention), vmax=ctx.rig_vmax, amax=ctx.rig_amax)
     except MotionError as exc:
         raise Reject(Error.OUT_OF_RANGE, f"args.motion: {exc}.") from None
     return RIG_MOTION, out

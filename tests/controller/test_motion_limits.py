@@ -3,9 +3,16 @@ and the torque its inverse dynamics asks (controller.daemon.io.playback, control
 named by joint, row and limit."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from controller.daemon.codes import Error, State
+from controller.daemon.config import load_daemon_config
+from controller.daemon.io.protocol import ErrorReply, Request, validate
+from controller.daemon.run import io_context
 from controller.daemon.io.effort import TrajectoryTorques
 from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
 from controller.daemon.loop.references.playback import playback_sample
@@ -14,6 +21,7 @@ from models.chain.robot import Robot
 from tests.controller.conftest import ROBOT
 from tests.controller.test_io_server import call_error, to_hold
 
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip"
 STAND = (0.0, 0.25, -0.6, 0.3)
 PERIOD = 0.002
@@ -92,3 +100,63 @@ def test_the_server_refuses_the_file_before_the_loop_sees_it(rig_factory, leg, t
         e = call_error(rig.client, "run", trajectory=str(make(tmp_path / f"{make.__name__}.csv")))
         assert e.code == "bad_file" and what in e.message
     assert all(c[1].name != "RUN_BUFFER" for c in rig.loop.commands())
+
+
+# ------------------------------------------------------------------ the platform's hinges and the rig's actuators
+
+def _req(cmd: str, **args) -> bytes:
+    return json.dumps({"id": 1, "cmd": cmd, "args": args}).encode()
+
+
+@pytest.fixture(scope="module")
+def bench():
+    cfg = load_daemon_config(DEPLOY / "bipd.yaml")
+    ctx = io_context(cfg, cfg.robot())
+    ctx.state = State.HOLD
+    return ctx
+
+
+@pytest.fixture(scope="module")
+def on_rig():
+    cfg = load_daemon_config(DEPLOY / "bipd_rig.yaml")
+    ctx = io_context(cfg, cfg.robot())
+    ctx.state = State.HOLD
+    return ctx
+
+
+def test_the_drives_declare_the_hinges_and_actuators_limits(bench, on_rig):
+    """speed_limit 600 motor rad/s, peak torque 40 A x 0.1 N m/A on 2e-4 kg m² (1e-4 on the rig) through the
+    hinges' ratio 50 and the rig's 10 mm screw (2π/0.01 rad/m)."""
+    assert (bench.platform_vmax, bench.platform_amax) == pytest.approx((12.0, 400.0))
+    assert (on_rig.rig_vmax, on_rig.rig_amax) == pytest.approx((600 * 0.01 / (2 * np.pi), 4e4 * 0.01 / (2 * np.pi)))
+
+
+@pytest.mark.parametrize("alpha, seconds, what", [(0.1, 0.01, "18.8 rad/s, above its drive's speed limit 12 rad/s"),
+                                                  (0.1, 0.03, "642 rad/s², above its drive's acceleration limit 400")])
+def test_a_platform_tilt_too_fast_for_its_hinges_is_refused(bench, alpha, seconds, what):
+    bench.platform = np.zeros(2)
+    r = validate(_req("platform", alpha=alpha, beta=0.0, duration=seconds), bench)
+    assert isinstance(r, ErrorReply) and r.code == Error.OUT_OF_RANGE
+    assert "alpha hinge" in r.message and what in r.message
+    assert isinstance(validate(_req("platform", alpha=alpha, beta=0.0, duration=7.0), bench), Request)
+
+
+def test_an_unknown_platform_start_is_taken_at_the_worst(bench):
+    """Without telemetry the hinge may stand at the far limit: the move is |alpha| + limit long."""
+    bench.platform = None
+    assert isinstance(validate(_req("platform", alpha=0.1, beta=0.0, duration=0.05), bench), ErrorReply)
+    bench.platform = np.array([0.1, 0.0])
+    assert isinstance(validate(_req("platform", alpha=0.1, beta=0.0, duration=0.05), bench), Request)
+
+
+@pytest.mark.parametrize("spec, what", [("tilt:duration=0.01", "actuator speed"),
+                                        ("sinusoid:frequency=1000", "actuator speed"),
+                                        ("sinusoid:amplitude=0.001,frequency=40", "actuator acceleration")])
+def test_a_rig_motion_too_fast_for_its_actuators_is_refused(on_rig, spec, what):
+    r = validate(_req("rig_motion", motion=spec), on_rig)
+    assert isinstance(r, ErrorReply) and r.code == Error.OUT_OF_RANGE and what in r.message and "leg " in r.message
+
+
+@pytest.mark.parametrize("spec", ["tilt", "sinusoid", "heave", "step", "ship_deck:duration=20"])
+def test_the_shipped_rig_motions_still_pass(on_rig, spec):
+    assert isinstance(validate(_req("rig_motion", motion=spec), on_rig), Request)

@@ -78,12 +78,13 @@ class Context:
     torques: Any = None                 # a file's joint torques (controller.daemon.io.effort); None: unchecked
     stance: np.ndarray | None = None    # the whole-robot stabilizer's posture target (rad per joint)
     stance_tolerance: float = 0.1       # rad: the largest joint distance to it ``stabilizer enable`` starts from
-    platform_vmax: float = math.inf     # rad/s of the platform's hinges (the drives' speed_limit / ratio)
-    platform_amax: float = math.inf     # rad/s² of the hinges (control.platform_accel_limit_deg_s2)
-    rig_vmax: float = math.inf          # m/s of the rig's actuators (the drives' speed_limit through the screw)
-    rig_amax: float = math.inf          # m/s² of the rig's actuators (control.platform.accel_limit_m_s2)
+    platform_vmax: float = math.inf     # rad/s of the platform's hinges, rig_vmax m/s of the rig's actuators,
+    platform_amax: float = math.inf     # and their accelerations: what their drives can make
+    rig_vmax: float = math.inf          # (controller.daemon.run.axis_limits); inf: unchecked
+    rig_amax: float = math.inf
     state: State = State.BOOT
     q: np.ndarray | None = None
+    platform: np.ndarray | None = None  # the platform's (alpha, beta), rad, as the last telemetry record has it
 
     def __post_init__(self) -> None:
         n = len(self.joint_names)
