@@ -32,7 +32,7 @@ import numpy as np
 from controller.daemon.arguments import Reject, boolean, duration, integer, kind_of, number, within
 from controller.daemon.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, Error, FaultKind, StabParam, State
 from controller.daemon.trajectories import SQUAT_DEG, squat_excursion
-from models.common.support import SUPPORT_NAMES
+from models.common.support import DOUBLE, SUPPORT_NAMES
 
 Context = Any
 """The protocol's validation context (:class:`controller.daemon.io.protocol.Context`: the robot's limits
@@ -197,6 +197,10 @@ def _stabilizer(args: dict[str, Any], ctx: Context) -> np.ndarray:
             raise Reject(Error.BAD_ARGS, f"args.support must be one of {', '.join(SUPPORT_NAMES)}, "
                                          f"got {kind_of(support)}.")
         out += [float(StabParam.SUPPORT), float(SUPPORT_NAMES.index(support))]
+    if enable and ctx.start_posture is not None and ctx.q is not None:
+        why = ctx.start_posture.reason(ctx.q, SUPPORT_NAMES.index(support) if support is not None else DOUBLE)
+        if why is not None:
+            raise Reject(Error.OUT_OF_RANGE, f"{why}.")
     for key, v in params.items():
         if key not in STABILIZER_PARAMS:
             raise Reject(Error.BAD_ARGS, f"args.params.{key} is not a stabilizer parameter "

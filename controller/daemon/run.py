@@ -205,6 +205,9 @@ def io_context(cfg: DaemonConfig, robot):
                   summary={"robot": robot.model.name, "backend": cfg.bus.backend,
                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
                            "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog})
+    if ctx.whole_body:
+        from controller.daemon.io.start_posture import StartPosture
+        ctx.start_posture = StartPosture(cfg.stabilizer())
     return ctx
 
 

@@ -160,3 +160,31 @@ def test_a_rig_motion_too_fast_for_its_actuators_is_refused(on_rig, spec, what):
 @pytest.mark.parametrize("spec", ["tilt", "sinusoid", "heave", "step", "ship_deck:duration=20"])
 def test_the_shipped_rig_motions_still_pass(on_rig, spec):
     assert isinstance(validate(_req("rig_motion", motion=spec), on_rig), Request)
+
+
+# ------------------------------------------------------------------ the whole-robot stabilizer's start posture
+
+@pytest.fixture(scope="module")
+def standing():
+    from models.gait.plan import GaitParams
+    from models.gait.wholebody import flexed_posture
+
+    cfg = load_daemon_config(DEPLOY / "bip2000_platform.yaml")
+    robot = cfg.robot()
+    ctx = io_context(cfg, robot)
+    ctx.state = State.HOLD
+    return ctx, flexed_posture(robot, GaitParams())
+
+
+def test_the_stabilizer_starts_from_the_stance_and_refuses_a_rolled_trunk(standing):
+    """The trunk rolled −0.33 rad from the stance puts its CoG outside its box over the pelvis: the
+    stabilizer would start against a saturated wall (and fault); from the stance it starts."""
+    ctx, stance = standing
+    ctx.q = stance.copy()
+    assert isinstance(validate(_req("stabilizer", enable=True), ctx), Request)
+    ctx.q[ctx.joint_names.index("trunk_roll")] = -0.33
+    r = validate(_req("stabilizer", enable=True), ctx)
+    assert isinstance(r, ErrorReply) and r.code == Error.OUT_OF_RANGE
+    assert r.message.startswith("start posture: the trunk's CoG is") and "outside its box over the pelvis" in r.message
+    assert r.message.endswith("move to the stance first.")
+    assert isinstance(validate(_req("stabilizer", enable=False), ctx), Request)     # stopping is never refused

@@ -76,8 +76,7 @@ class Context:
     whole_body: bool = False            # the stabilizer is the whole robot's (``stabilizer`` takes ``support``)
     amax: np.ndarray | None = None      # rad/s² per joint (limits.acceleration); None: vmax / ACCELERATION_TIME
     torques: Any = None                 # a file's joint torques (controller.daemon.io.effort); None: unchecked
-    stance: np.ndarray | None = None    # the whole-robot stabilizer's posture target (rad per joint)
-    stance_tolerance: float = 0.1       # rad: the largest joint distance to it ``stabilizer enable`` starts from
+    start_posture: Any = None           # the whole-robot stabilizer's start check (controller.daemon.io.start_posture)
     platform_vmax: float = math.inf     # rad/s of the platform's hinges, rig_vmax m/s of the rig's actuators,
     platform_amax: float = math.inf     # and their accelerations: what their drives can make
     rig_vmax: float = math.inf          # (controller.daemon.run.axis_limits); inf: unchecked
