@@ -390,11 +390,13 @@ COMMANDS: tuple[Command, ...] = (
                     "stays within each joint's vmax", "s", DURATION, required=False))),
     Command("run", "Play the thesis squat or a trajectory file.", Lane.MAILBOX, frozenset({S.HOLD}),
             (RUN_SQUAT, RUN_BUFFER), validate=_run, args=(
-                Arg("trajectory", "string", '"squat", or a file in io.trajectory_dir',
+                Arg("trajectory", "string", '"squat", or a file in io.trajectory_dir (its positions, speeds, '
+                    "accelerations and inverse-dynamics torques within the limits, docs/operations.md)",
                     range=f"at most {MAX_PATH_CHARS} characters"),)),
     Command("stabilizer", "Start (enable: true) or stop the stabilizer.", Lane.MAILBOX,
             frozenset({S.HOLD, S.STABILIZING}), (STABILIZER,), validate=_stabilizer, args=(
-                Arg("enable", "boolean", "start or stop; in STABILIZING only false"),
+                Arg("enable", "boolean", "start or stop; in STABILIZING only false; a whole robot starts only "
+                    "with its CoG and trunk's CoG clear of their walls (docs/operations.md)"),
                 Arg("params", "object", "stabilizer parameters by name (with enable: true)",
                     range=", ".join(f"{k} [{lo:g}, {hi:g}] {u}" for k, (_, lo, hi, u) in STABILIZER_PARAMS.items()),
                     required=False),
@@ -404,7 +406,8 @@ COMMANDS: tuple[Command, ...] = (
             (PLATFORM,), validate=_platform, args=(
                 Arg("alpha", "number", "tilt about x", "rad", "|alpha| <= control.platform_limit"),
                 Arg("beta", "number", "tilt about y", "rad", "|beta| <= control.platform_limit"),
-                Arg("duration", "number", "the ramp's time", "s", DURATION))),
+                Arg("duration", "number", "the ramp's time; each hinge's peak speed and acceleration within "
+                    "its drives'", "s", DURATION))),
     Command("set_gains", "Set one axis task's PID gains.", Lane.MAILBOX, EVERY - {S.BOOT, S.ESTOP}, (SET_GAINS,),
             validate=_set_gains, args=(
                 Arg("axis", "string", "the axis task (get_config: axes)"),
@@ -423,7 +426,8 @@ COMMANDS: tuple[Command, ...] = (
                 Arg("delay_s", "number", "delay_pres' delay (default 0)", "s", "[0, 0.01]", required=False))),
     Command("rig_motion", "Drive the Stewart-Gough rig: a built-in motion or an earthquake file.", Lane.MAILBOX,
             frozenset({S.HOLD, S.STABILIZING}), (RIG_MOTION, RIG_BUFFER), validate=_rig_motion, args=(
-                Arg("motion", "string", "KIND or KIND:key=value,... (docs/rig.md), held within the rig's stroke",
+                Arg("motion", "string", "KIND or KIND:key=value,... (docs/rig.md), held within the rig's stroke "
+                    "and its actuators' speed and acceleration",
                     range="at most 400 characters"),)),
 )
 """Every command, in the order an unknown command's error lists them."""
