@@ -228,8 +228,8 @@ def _platform(args: dict[str, Any], ctx: Context) -> np.ndarray:
                                           "rad/s²")):
             if peak > limit:
                 raise Reject(Error.OUT_OF_RANGE, f"args.duration = {t:g} s is too short: the platform's {key} hinge "
-                                                 f"would peak at {peak:.3g} {unit}, above its drive's {what} "
-                                                 f"limit {limit:.3g} {unit}.")
+                                                 f"would peak at {peak:.3g} {unit}, above the {limit:.3g} {unit} "
+                                                 f"its drives can follow ({what}).")
     return out
 
 

@@ -83,15 +83,22 @@ def _rig_model(cfg: DaemonConfig):
     return StewartModel.from_yaml(cfg.control.rig.rig_path)
 
 
+SPEED_SLACK = 1.5
+"""A motion may ask a drive for up to this times its ``speed_limit`` (the loop's hard-limit factor on
+vmax, controller.daemon.loop.safety.Limits): the drive clamps its speed there and falls behind, a
+brief excursion within its following-error limit (the rig's hard step, 5 % over for ~20 ms, plays
+without a fault); one beyond it falls a third of the motion's speed behind or more."""
+
+
 def axis_limits(cfg: DaemonConfig, names: tuple[str, ...], gear: float) -> tuple[float, float]:
-    """(speed, acceleration) the drives of the bus axes ``names`` can make, divided by ``gear`` (motor rad
-    per platform rad or actuator m): the lowest ``speed_limit``, and the lowest peak torque
-    (current_limit x torque_constant) over the motor-side inertia of the axis' plant, what the motor
-    can give its own rotor (a load only lowers it). (inf, inf) without axes."""
+    """(speed, acceleration) the drives of the bus axes ``names`` can follow, divided by ``gear`` (motor
+    rad per platform rad or actuator m): the lowest ``speed_limit`` times :data:`SPEED_SLACK`, and the
+    lowest peak torque (current_limit x torque_constant) over the motor-side inertia of the axis' plant,
+    what the motor can give its own rotor (a load only lowers it). (inf, inf) without axes."""
     axes = [a for a in cfg.bus.axes if a.name in names]
     if not axes:
         return math.inf, math.inf
-    speed = min(a.drive.speed_limit for a in axes)
+    speed = SPEED_SLACK * min(a.drive.speed_limit for a in axes)
     accel = min(a.drive.current_limit * a.drive.torque_constant / a.plant.inertia for a in axes)
     return speed / gear, accel / gear
 

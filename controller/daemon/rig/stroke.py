@@ -66,8 +66,8 @@ def check_motion(model: StewartModel, motion: Motion, step: float = 0.005, vmax:
             j = int(np.argmax(np.abs(value)))
             if abs(value[j]) > limit:
                 raise MotionError(f"{motion.name}: the rig cannot make this motion: leg {LEG_NAMES[j]} would need "
-                                  f"an actuator {what} of {abs(value[j]):.3g} {unit} at t = {t:.4g} s, above its "
-                                  f"drive's {limit:.3g} {unit}")
+                                  f"an actuator {what} of {abs(value[j]):.3g} {unit} at t = {t:.4g} s, above the "
+                                  f"{limit:.3g} {unit} its drive can follow")
         lam_min, lam_max = min(lam_min, lam.min()), max(lam_max, lam.max())
         speed = max(speed, float(np.abs(data.qd[:, 2]).max()))
         room = np.minimum(lam - lo, hi - lam)
