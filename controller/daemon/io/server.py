@@ -430,6 +430,7 @@ class IoServer:
         state = name_of(State, float(self.block.header[H.LOOP_STATE]))
         self.ctx.state = State[state] if isinstance(state, str) else State.FAULT
         self.ctx.q = self._last[self.layout.slices["q"]].copy() if self._have_last else None
+        self.ctx.platform = self._last[self.layout.slices["platform"]].copy() if self._have_last else None
 
     def _dispatch(self, envelope: list[bytes], req: Request) -> None:
         h = self.block.header
@@ -551,7 +552,8 @@ class IoServer:
         c = self.ctx
         try:
             loading.result = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                                             with_support=True, max_samples=self.block.traj.shape[0])
+                                             with_support=True, max_samples=self.block.traj.shape[0],
+                                             amax=c.amax, torques=c.torques)
         except TrajectoryFileError as e:
             loading.result = str(e)
         except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
@@ -570,7 +572,7 @@ class IoServer:
                 loading.result = (f"{loading.path.name} makes {len(motion.x)} spline nodes, more than the rig "
                                   f"buffer's {cap} ({(cap - 1) * motion.dt:g} s).")
             else:
-                check_motion(self.ctx.rig, motion)
+                check_motion(self.ctx.rig, motion, vmax=self.ctx.rig_vmax, amax=self.ctx.rig_amax)
                 loading.result = motion
         except MotionError as e:
             loading.result = str(e)
