@@ -20,7 +20,7 @@ from controller.daemon.codes import Error
 from controller.daemon.commands import COMMANDS
 from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
 from controller.daemon.io.protocol import Context, ErrorReply, Request, slow_check
-from controller.daemon.rig.earthquake import load_earthquake
+from controller.daemon.rig.earthquake import EarthquakeMotion, load_earthquake
 from controller.daemon.rig.motions import MotionError
 from controller.daemon.rig.spec import file_motion
 from controller.daemon.rig.stroke import check_motion
@@ -96,8 +96,7 @@ class Worker:
         """Load ``path`` (None: run ``req``'s slow check) in the worker thread."""
         loading = Loading(envelope, req, path, threading.Event())
         self.loading = loading
-        work = (self._check_slowly if path is None else
-                self._parse_trajectory if req.mailbox == Cmd.RUN_BUFFER else self._parse_rig_motion)
+        work = self._check_slowly if path is None else self._parse
         threading.Thread(target=work, args=(loading,), name="bipd-worker", daemon=True).start()
 
     def _check_slowly(self, loading: Loading) -> None:
@@ -112,39 +111,36 @@ class Worker:
         finally:
             loading.done.set()
 
-    def _parse_trajectory(self, loading: Loading) -> None:
-        """Worker thread: parse and validate the file, then hand it back to the command thread."""
-        c = self.ctx
+    def _parse(self, loading: Loading) -> None:
+        """Worker thread: read and check the file (a problem in a sentence if it is bad), then hand it
+        back to the command thread."""
+        trajectory = loading.req.mailbox == Cmd.RUN_BUFFER
         try:
-            loading.result = load_trajectory(loading.path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                                             with_support=True, max_samples=self.block.traj.shape[0])
-        except TrajectoryFileError as e:
+            loading.result = self._trajectory(loading.path) if trajectory else self._rig_motion(loading)
+        except (TrajectoryFileError if trajectory else MotionError) as e:
             loading.result = str(e)
         except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
             loading.result = f"{loading.path.name} could not be loaded: {type(e).__name__}."
         finally:
             loading.done.set()
 
-    def _parse_rig_motion(self, loading: Loading) -> None:
-        """Worker thread: read the earthquake file, make it drift-free and check it against the rig's
-        stroke (controller.daemon.rig.earthquake, controller.daemon.rig.stroke), then hand it back to
-        the command thread."""
-        try:
-            _, options = file_motion(loading.req.args["motion"])
-            motion = load_earthquake(loading.path, **options)
-            cap = self.block.rig.shape[1]
-            if len(motion.x) > cap:
-                loading.result = (f"{loading.path.name} makes {len(motion.x)} spline nodes, more than the rig "
-                                  f"buffer's {cap} ({(cap - 1) * motion.dt:g} s).")
-            else:
-                check_motion(self.ctx.rig, motion)
-                loading.result = motion
-        except MotionError as e:
-            loading.result = str(e)
-        except Exception as e:  # noqa: BLE001 -- reported to the client, never lost
-            loading.result = f"{loading.path.name} could not be loaded: {type(e).__name__}."
-        finally:
-            loading.done.set()
+    def _trajectory(self, path: Path) -> tuple[np.ndarray, np.ndarray | None]:
+        """The trajectory's samples and support column, parsed and checked against the limits."""
+        c = self.ctx
+        return load_trajectory(path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
+                               with_support=True, max_samples=self.block.traj.shape[0])
+
+    def _rig_motion(self, loading: Loading) -> EarthquakeMotion | str:
+        """The earthquake file, made drift-free and checked against the rig's stroke
+        (controller.daemon.rig.earthquake, controller.daemon.rig.stroke), or why it does not fit."""
+        _, options = file_motion(loading.req.args["motion"])
+        motion = load_earthquake(loading.path, **options)
+        cap = self.block.rig.shape[1]
+        if len(motion.x) > cap:
+            return (f"{loading.path.name} makes {len(motion.x)} spline nodes, more than the rig "
+                    f"buffer's {cap} ({(cap - 1) * motion.dt:g} s).")
+        check_motion(self.ctx.rig, motion)
+        return motion
 
     def hand_over(self, loading: Loading) -> Request | ErrorReply:
         """On the command thread (its context refreshed): write a parsed file into shared memory and
@@ -170,7 +166,7 @@ class Worker:
             self.block.header[H.TRAJ_LEN] = len(traj)
         return req
 
-    def _hand_rig_motion(self, req: Request, motion) -> Request | ErrorReply:
+    def _hand_rig_motion(self, req: Request, motion: EarthquakeMotion) -> Request | ErrorReply:
         """The earthquake's spline nodes into the rig buffer, unless the rig still plays the last one."""
         h = self.block.header
         if h[H.RIG_BUSY]:
