@@ -9,15 +9,13 @@ withdrawn (real time only); the loop then answers it ``timeout`` when it reaches
 it first, and never applies a withdrawn command, so ``timeout`` always means "not applied". A
 priority command is never withdrawn; in stepped lock-step no command is (the paused loop takes
 commands between steps). Until the loop has left (``H.LOOP_EXIT``), every command gets the loop's
-own answer. A trajectory file, a recorded rig motion
-or a check too slow for the command thread is handled in the worker thread
-(:mod:`controller.daemon.io.worker`), so that ``estop``, ``stop``, ``hold`` and ``disable`` are
-answered while it runs (and cancel it); messages above
+own answer. A trajectory file, a recorded rig motion or a check too slow for the command thread
+is handled in the worker thread (:mod:`controller.daemon.io.worker`), so that ``estop``, ``stop``,
+``hold`` and ``disable`` are answered while it runs (and cancel it); messages above
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
 ``status``, ``stats`` and ``get_config`` are answered from shared memory
-(:mod:`controller.daemon.io.answers`). Every valid request
-counts one client heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's
-motion watchdog.
+(:mod:`controller.daemon.io.answers`). Every valid request counts one client heartbeat in the
+shared header (``H.HEARTBEATS``), which feeds the loop's motion watchdog.
 In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is answered
 once the loop has run up to it and its telemetry and events are published. Every pass
 (about 1 ms) also drains the replies, then the events and telemetry rings
