@@ -131,5 +131,6 @@ def _readable(ready: list) -> bool:
 
 def answered(frame) -> bool:
     """Whether a CN may answer this MN frame: a PReq, or a SoA inviting a CN (frames.py layout)."""
-    kind = frame[14]
-    return kind == _PREQ or (kind == _SOA and frame[20] != _NO_SERVICE and frame[21] != frames.MN_NODE_ID)
+    kind = frame[frames.MESSAGE_TYPE_AT]
+    return kind == _PREQ or (kind == _SOA and frame[frames.SERVICE_AT] != _NO_SERVICE
+                             and frame[frames.SERVICE_TARGET_AT] != frames.MN_NODE_ID)

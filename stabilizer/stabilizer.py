@@ -71,11 +71,41 @@ PARAMS = Layout("stabilizer params", [
     *map(Field, _P_SCALARS), Field("leg", (10,)), Field("qmin", ("n",)), Field("qmax", ("n",)),
     Field("vmax", ("n",)), Field("W", ("n",)), Field("qpost", ("n",)), Field("outline", ("nv", 2)),
     Field("gains", ("nv",))], sizes=("n", "nv"))
-(P_N, P_NV, P_DT, P_G0, P_SOURCE, P_USE_ACC, P_DELTA, P_Z, P_ORIENT,
- P_WLAW, P_WR, P_WSHAPE, P_WC,
- P_AON, P_ALAW, P_AK, P_AR, P_ASHAPE, P_AC, P_AINITIAL, P_AX, P_AY, P_AZ,
- P_ADM_M, P_ADM_D, P_ADM_VMAX,
- P_S0, P_S1, P_S2, P_LMIN, P_LMAX, P_SIGMA, P_MARGIN, P_POST_K, P_POST_INITIAL) = PARAMS.slots(*_P_SCALARS)
+P_N = PARAMS.offset("n")
+P_NV = PARAMS.offset("nv")
+P_DT = PARAMS.offset("dt")
+P_G0 = PARAMS.offset("g0")
+P_SOURCE = PARAMS.offset("source")
+P_USE_ACC = PARAMS.offset("use_acc")
+P_DELTA = PARAMS.offset("delta")
+P_Z = PARAMS.offset("z")
+P_ORIENT = PARAMS.offset("orient")
+P_WLAW = PARAMS.offset("wlaw")
+P_WR = PARAMS.offset("wr")
+P_WSHAPE = PARAMS.offset("wshape")
+P_WC = PARAMS.offset("wc")
+P_AON = PARAMS.offset("aon")
+P_ALAW = PARAMS.offset("alaw")
+P_AK = PARAMS.offset("ak")
+P_AR = PARAMS.offset("ar")
+P_ASHAPE = PARAMS.offset("ashape")
+P_AC = PARAMS.offset("ac")
+P_AINITIAL = PARAMS.offset("ainitial")
+P_AX = PARAMS.offset("ax")
+P_AY = PARAMS.offset("ay")
+P_AZ = PARAMS.offset("az")
+P_ADM_M = PARAMS.offset("adm_m")
+P_ADM_D = PARAMS.offset("adm_d")
+P_ADM_VMAX = PARAMS.offset("adm_vmax")
+P_S0 = PARAMS.offset("s0")
+P_S1 = PARAMS.offset("s1")
+P_S2 = PARAMS.offset("s2")
+P_LMIN = PARAMS.offset("lmin")
+P_LMAX = PARAMS.offset("lmax")
+P_SIGMA = PARAMS.offset("sigma")
+P_MARGIN = PARAMS.offset("margin")
+P_POST_K = PARAMS.offset("post_k")
+P_POST_INITIAL = PARAMS.offset("post_initial")
 P_SCALARS = PARAMS.offset("leg")
 # state: the scalars, the virtual robot (q, qd), the admittance velocity v, G+ (target), the posture
 # target, the locked joints, the posture velocity qd0, the foot frame (R, org), G0 / Gm, the
@@ -87,7 +117,9 @@ STATE = Layout("stabilizer state", [
     Field("Gm", (3,)), Field("Jb6", (6, "n")), Field("Jb", (3, "n")), Field("Jw", (3, "n")), Field("K", (3, 3)),
     Field("C", (3, 3)), Field("A3", (3, 3)), Field("H", ("n", "n")), Field("Hinv", ("n", "n")),
     Field("tilt", (2,)), Field("dm", ("nv",))], sizes=("n", "nv"))
-S_RESET, S_TARGET_PENDING, S_ENGAGED = STATE.slots("reset", "target_pending", "engaged")
+S_RESET = STATE.offset("reset")
+S_TARGET_PENDING = STATE.offset("target_pending")
+S_ENGAGED = STATE.offset("engaged")
 # s over which the fields' force is switched on after reset (quintic ramp): G's velocity is the
 # force over the admittance damping, so a force switched on at once would be a step of G's velocity,
 # which the drives turn into an ankle torque pulse that rocks the foot (docs/equations.md, "Engage")
@@ -100,10 +132,18 @@ OUT = Layout("stabilizer out", [
     Field("cog_velocity", (3,)), Field("forces", ("nv + 1", 3)), Field("total_force", (3,)),
     Field("margins", ("nv",)), Field("flags", (NFLAGS,)), Field("polygon", ("nv", 2)),
     Field("walls", ("nv", 3))], sizes=("n", "nv"))
-O_MIN_MARGIN, O_MEASURED_MARGIN, O_ALPHA, O_BETA, O_SIGMA, O_LAMBDA = OUT.slots(
-    "min_margin", "measured_margin", "alpha", "beta", "sigma", "lambda")
+O_MIN_MARGIN = OUT.offset("min_margin")
+O_MEASURED_MARGIN = OUT.offset("measured_margin")
+O_ALPHA = OUT.offset("alpha")
+O_BETA = OUT.offset("beta")
+O_SIGMA = OUT.offset("sigma")
+O_LAMBDA = OUT.offset("lambda")
 O_SCALARS = OUT.offset("q_ref")
+# inputs: q_measured[n], tilt[3] (platform (alpha, beta, -) or IMU specific force in R0 axes),
+# acceleration[2] (horizontal, world (y_g, z_g) axes)
+INPUTS = Layout("stabilizer inputs", [Field("q", ("n",)), Field("tilt", (3,)), Field("acc", (2,))], sizes=("n",))
 _param_views, _state_views, _out_views = PARAMS.kernel_views, STATE.kernel_views, OUT.kernel_views
+_input_views = INPUTS.kernel_views
 
 
 @njit(cache=True)
@@ -136,8 +176,14 @@ def out_size(n: int, nv: int) -> int:
     return OUT.size(n=n, nv=nv)
 
 
+@njit(cache=True)
+def input_views(inp, n):
+    """Named views of an inputs buffer (:data:`INPUTS`)."""
+    return _input_views(inp, n)[0]
+
+
 def inputs_size(n: int) -> int:
-    return n + 5
+    return INPUTS.size(n=n)
 
 
 @njit(cache=True)
@@ -205,11 +251,12 @@ def step(p, s, inp, out):
     margins, flags, poly, walls = ov.margins, ov.flags, ov.polygon, ov.walls
     if s[S_RESET] == 0.0:
         return NOT_RESET
-    q_meas = inp[0:n]
+    iv = input_views(inp, n)
+    q_meas = iv.q
     for i in range(n):
         if not np.isfinite(q_meas[i]):
             return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
-    if apparent_tilt(int(p[P_SOURCE]), p[P_USE_ACC] != 0.0, p[P_G0], inp[n:n + 3], inp[n + 3:n + 5],
+    if apparent_tilt(int(p[P_SOURCE]), p[P_USE_ACC] != 0.0, p[P_G0], iv.tilt, iv.acc,
                      R, tilt) != TILT_OK:
         return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     for f in range(NFLAGS):
@@ -387,7 +434,8 @@ class Stabilizer:
         self.state = np.zeros(state_size(n, nv))
         self.inputs = np.zeros(inputs_size(n))
         self.out = np.zeros(out_size(n, nv))
-        self.in_q, self.in_tilt, self.in_acc = self.inputs[:n], self.inputs[n:n + 3], self.inputs[n + 3:]
+        iv = INPUTS.views(self.inputs, n=n)
+        self.in_q, self.in_tilt, self.in_acc = iv.q, iv.tilt, iv.acc
         for name, arr in OUT.views(self.out, n=n, nv=nv)._asdict().items():
             setattr(self, name, arr)
 

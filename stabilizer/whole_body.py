@@ -92,19 +92,57 @@ _P_SCALARS = ("n", "dt", "g0", "tilt_source", "use_acc", "contact", "min_load",
 _B_SCALARS = ("wlaw", "wr", "wshape", "wc", "aon", "alaw", "ak", "ar", "ashape", "ac",
               "adm_m", "adm_d", "adm_vmax")
 FIELD_BLOCK = Layout("field block", list(map(Field, _B_SCALARS)))
-(B_WLAW, B_WR, B_WSHAPE, B_WC, B_AON, B_ALAW, B_AK, B_AR, B_ASHAPE, B_AC,
- B_ADM_M, B_ADM_D, B_ADM_VMAX) = FIELD_BLOCK.slots(*_B_SCALARS)
+B_WLAW = FIELD_BLOCK.offset("wlaw")
+B_WR = FIELD_BLOCK.offset("wr")
+B_WSHAPE = FIELD_BLOCK.offset("wshape")
+B_WC = FIELD_BLOCK.offset("wc")
+B_AON = FIELD_BLOCK.offset("aon")
+B_ALAW = FIELD_BLOCK.offset("alaw")
+B_AK = FIELD_BLOCK.offset("ak")
+B_AR = FIELD_BLOCK.offset("ar")
+B_ASHAPE = FIELD_BLOCK.offset("ashape")
+B_AC = FIELD_BLOCK.offset("ac")
+B_ADM_M = FIELD_BLOCK.offset("adm_m")
+B_ADM_D = FIELD_BLOCK.offset("adm_d")
+B_ADM_VMAX = FIELD_BLOCK.offset("adm_vmax")
 BLOCK = FIELD_BLOCK.size()
 PARAMS = Layout("whole body params", [
     *map(Field, _P_SCALARS), *(Field(f"{robot}_{b}") for robot in ("cog", "trunk") for b in _B_SCALARS),
     Field("qmin", ("n",)), Field("qmax", ("n",)), Field("vmax", ("n",)), Field("W", ("n",)),
     Field("outline", (2, MAX_OUTLINE, 2)), Field("gains_cog", (MAX_POINTS,)), Field("gains_trunk", (4,))],
     sizes=("n",))
-(P_N, P_DT, P_G0, P_TILT_SOURCE, P_USE_ACC, P_CONTACT, P_MIN_LOAD,
- P_ROOT_L, P_ROOT_R, P_DOUBLE_STANCE, P_FRAME_L, P_FRAME_R, P_FRAME_PELVIS, P_FRAME_IMU,
- P_GROUP_TRUNK, P_NV_L, P_NV_R, P_FEET_K, P_CLOSE_TOL, P_CLOSE_TOL_ROT, P_LMIN, P_LMAX,
- P_SIGMA, P_MARGIN, P_POST_K, P_TRUNK_HX, P_TRUNK_HY, P_RELEASE_LOAD, P_MAX_LOAD, P_DWELL) = PARAMS.slots(*_P_SCALARS)
-P_COG, P_TRUNK = PARAMS.slots(f"cog_{_B_SCALARS[0]}", f"trunk_{_B_SCALARS[0]}")
+P_N = PARAMS.offset("n")
+P_DT = PARAMS.offset("dt")
+P_G0 = PARAMS.offset("g0")
+P_TILT_SOURCE = PARAMS.offset("tilt_source")
+P_USE_ACC = PARAMS.offset("use_acc")
+P_CONTACT = PARAMS.offset("contact")
+P_MIN_LOAD = PARAMS.offset("min_load")
+P_ROOT_L = PARAMS.offset("root_l")
+P_ROOT_R = PARAMS.offset("root_r")
+P_DOUBLE_STANCE = PARAMS.offset("double_stance")
+P_FRAME_L = PARAMS.offset("frame_l")
+P_FRAME_R = PARAMS.offset("frame_r")
+P_FRAME_PELVIS = PARAMS.offset("frame_pelvis")
+P_FRAME_IMU = PARAMS.offset("frame_imu")
+P_GROUP_TRUNK = PARAMS.offset("group_trunk")
+P_NV_L = PARAMS.offset("nv_l")
+P_NV_R = PARAMS.offset("nv_r")
+P_FEET_K = PARAMS.offset("feet_k")
+P_CLOSE_TOL = PARAMS.offset("close_tol")
+P_CLOSE_TOL_ROT = PARAMS.offset("close_tol_rot")
+P_LMIN = PARAMS.offset("lmin")
+P_LMAX = PARAMS.offset("lmax")
+P_SIGMA = PARAMS.offset("sigma")
+P_MARGIN = PARAMS.offset("margin")
+P_POST_K = PARAMS.offset("post_k")
+P_TRUNK_HX = PARAMS.offset("trunk_hx")
+P_TRUNK_HY = PARAMS.offset("trunk_hy")
+P_RELEASE_LOAD = PARAMS.offset("release_load")
+P_MAX_LOAD = PARAMS.offset("max_load")
+P_DWELL = PARAMS.offset("dwell")
+P_COG = PARAMS.offset(f"cog_{_B_SCALARS[0]}")       # each robot's field block
+P_TRUNK = PARAMS.offset(f"trunk_{_B_SCALARS[0]}")
 P_SCALARS = PARAMS.offset("qmin")
 # state: the scalars (contact: stabilizer.contact's CONTACT_STATE), the virtual robot q, the two
 # admittance velocities, the posture target, the other sole's held pose, the apparent-gravity axes
@@ -119,7 +157,10 @@ STATE = Layout("whole body state", [
     Field("K", (3, 3)), Field("C", (3, 3)), Field("A3", (3, 3)), Field("vec", (4, 3)), Field("tpoly", (4, 2)),
     Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,))],
     sizes=("n",))
-S_RESET, S_ENGAGED, S_SUPPORT, S_CONTACT = STATE.slots("reset", "engaged", "support", "contact0")
+S_RESET = STATE.offset("reset")
+S_ENGAGED = STATE.offset("engaged")
+S_SUPPORT = STATE.offset("support")
+S_CONTACT = STATE.offset("contact0")
 S_SCALARS = STATE.offset("q")
 # out: the scalars (sigma_*: per task, SIG_*), then q_ref, qd_ref [n]; cog (world: x_g up, then
 # the horizontal e1 forward, e2 left), cog_velocity, forces[MAX_POINTS + 1, 3] (walls in hull-edge
@@ -133,11 +174,22 @@ OUT = Layout("whole body out", [
     Field("cog_velocity", (3,)), Field("forces", (MAX_POINTS + 1, 3)), Field("total_force", (3,)),
     Field("trunk_force", (3,)), Field("margins", (MAX_POINTS,)), Field("flags", (NFLAGS,)),
     Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,))], sizes=("n",))
-(O_MIN_MARGIN, O_MEASURED_MARGIN, O_TRUNK_MARGIN, O_TILT, O_SUPPORT, O_NHULL,
- O_CLOSE_POS, O_CLOSE_ROT, O_SIGMA) = OUT.slots("min_margin", "measured_margin", "trunk_margin", "tilt", "support",
-                                                "nhull", "close_pos", "close_rot", "sigma_feet")
+O_MIN_MARGIN = OUT.offset("min_margin")
+O_MEASURED_MARGIN = OUT.offset("measured_margin")
+O_TRUNK_MARGIN = OUT.offset("trunk_margin")
+O_TILT = OUT.offset("tilt")
+O_SUPPORT = OUT.offset("support")
+O_NHULL = OUT.offset("nhull")
+O_CLOSE_POS = OUT.offset("close_pos")
+O_CLOSE_ROT = OUT.offset("close_rot")
+O_SIGMA = OUT.offset("sigma_feet")
 O_SCALARS = OUT.offset("q_ref")
+# inputs: q_measured[n], the support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS]
+INPUTS = Layout("whole body inputs", [
+    Field("q", ("n",)), Field("support", (1,)), Field("tilt", (3,)), Field("acc", (2,)),
+    Field("loads", (2 * MAX_SENSORS,))], sizes=("n",))
 _param_views, _state_views, _out_views = PARAMS.kernel_views, STATE.kernel_views, OUT.kernel_views
+_input_views = INPUTS.kernel_views
 
 
 @njit(cache=True)
@@ -158,9 +210,14 @@ def out_layout(p, out):
     return _out_views(out, int(p[P_N]))
 
 
+@njit(cache=True)
+def input_layout(inp, n):
+    """Named views of an inputs buffer (:data:`INPUTS`) and its size."""
+    return _input_views(inp, n)
+
+
 def inputs_size(n: int) -> int:
-    """q_measured[n], support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS]."""
-    return n + 6 + 2 * MAX_SENSORS
+    return INPUTS.size(n=n)
 
 
 @njit(cache=True)
@@ -168,7 +225,8 @@ def reset(p, s, q_measured, out):
     """Bumpless start: the virtual robot at the measured posture, at rest; posture
     target = that posture; the other sole's pose is captured at the first step."""
     n = int(p[P_N])
-    sv, ov = state_layout(p, s)[0], out_layout(p, out)[0]
+    sv, _ = state_layout(p, s)
+    ov, _ = out_layout(p, out)
     q, v_cog, v_trunk, qpost = sv.q, sv.v_cog, sv.v_trunk, sv.qpost
     q_ref, qd_ref, vel, flags = ov.q_ref, ov.qd_ref, ov.cog_velocity, ov.flags
     for i in range(n):
@@ -262,7 +320,8 @@ def contact_points(p, support, Tf, Rws, pts):
     A flat sole's cells measure its centre of pressure, not its contact area: a cell reads
     ~0 or pulls while its corner still touches, whenever the load moves away from it
     (docs/multi_cog.md, section 2). Returns their number."""
-    outline = param_layout(p)[0].outline
+    pv, _ = param_layout(p)
+    outline = pv.outline
     m = 0
     for foot in range(2):
         if support != DOUBLE and support != foot:       # LEFT == 0, RIGHT == 1: the foot indices
@@ -359,7 +418,11 @@ def step(mbuf, dbuf, p, s, inp, out):
     the virtual robot's state untouched."""
     n = int(p[P_N])
     dt = p[P_DT]
-    pv, sv, ov, d = param_layout(p)[0], state_layout(p, s)[0], out_layout(p, out)[0], data_layout(mbuf, dbuf)[0]
+    pv, _ = param_layout(p)
+    sv, _ = state_layout(p, s)
+    ov, _ = out_layout(p, out)
+    d, _ = data_layout(mbuf, dbuf)
+    iv, _ = input_layout(inp, n)
     qmin, qmax, vmax, W, outline = pv.qmin, pv.qmax, pv.vmax, pv.W, pv.outline
     gains_cog, gains_trunk = pv.gains_cog, pv.gains_trunk
     q, v_cog, v_trunk, qpost, hold, Rws, locked = sv.q, sv.v_cog, sv.v_trunk, sv.qpost, sv.hold, sv.Rws, sv.locked
@@ -371,15 +434,14 @@ def step(mbuf, dbuf, p, s, inp, out):
     Tf, Jf, com, Jcom = d.Tf, d.Jf, d.com, d.Jcom
     if s[S_RESET] == 0.0:
         return reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
-    q_meas = inp[0:n]
-    tilt, acc, loads = inp[n + 1:n + 4], inp[n + 4:n + 6], inp[n + 6:n + 6 + 2 * MAX_SENSORS]
+    q_meas, phase, tilt, acc, loads = iv.q, iv.support[0], iv.tilt, iv.acc, iv.loads
     sensed = p[P_CONTACT] == CONTACT_SENSORS
     if sensed and loads_status(loads, p[P_MIN_LOAD], p[P_MAX_LOAD]) != LOADS_OK:
         return reject(qd_ref, vel, flags, F_LOADS, REJECTED_INPUT)
     for i in range(inp.shape[0]):
         if not np.isfinite(inp[i]):
             return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
-    support = support_phase(p, inp[n], loads, s[S_CONTACT:S_CONTACT + CONTACT_STATE])
+    support = support_phase(p, phase, loads, s[S_CONTACT:S_CONTACT + CONTACT_STATE])
     if support < 0:
         if not sensed:
             return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
@@ -404,7 +466,7 @@ def step(mbuf, dbuf, p, s, inp, out):
         return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
     for f in range(NFLAGS):
         flags[f] = 0.0
-    commanded = input_phase(inp[n])
+    commanded = input_phase(phase)
     if sensed and commanded >= 0 and commanded != support:
         flags[F_DISAGREE] = 1.0
     if s[S_SUPPORT] != support:                      # a new support: the other sole stays where it is
@@ -605,8 +667,9 @@ class WholeBodyStabilizer:
         self.state = np.zeros(STATE.size(n=n))
         self.inputs = np.zeros(inputs_size(n))
         self.out = np.zeros(OUT.size(n=n))
-        self.in_q, self.in_tilt = self.inputs[:n], self.inputs[n + 1:n + 4]
-        self.in_acc, self.in_loads = self.inputs[n + 4:n + 6], self.inputs[n + 6:]
+        iv = INPUTS.views(self.inputs, n=n)
+        self.in_q, self.in_support, self.in_tilt, self.in_acc, self.in_loads = (iv.q, iv.support, iv.tilt, iv.acc,
+                                                                                iv.loads)
         for name, arr in OUT.views(self.out, n=n)._asdict().items():
             setattr(self, name, arr)
 
@@ -657,7 +720,7 @@ class WholeBodyStabilizer:
         platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
         force sensors (N), left foot first, in the robot file's sensor order."""
         self.in_q[:] = q_measured
-        self.inputs[self.n] = support
+        self.in_support[0] = support
         self.in_tilt[:len(tilt)] = tilt
         self.in_acc[:] = acceleration
         self.in_loads[:] = 0.0 if loads is None else loads

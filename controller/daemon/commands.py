@@ -32,13 +32,14 @@ import numpy as np
 from controller.daemon.arguments import Reject, boolean, duration, integer, kind_of, number, within
 from controller.daemon.codes import DRIVE_FAULT_KINDS, GLITCH_KINDS, NODE_FAULTS, Error, FaultKind, StabParam, State
 from controller.daemon.trajectories import SQUAT_DEG, squat_excursion
-from models.common.support import SUPPORT_NAMES
+from models.common.support import DOUBLE, SUPPORT_NAMES
 
 Context = Any
 """The protocol's validation context (:class:`controller.daemon.io.protocol.Context`: the robot's limits
 and the loop's live state), named here without importing the I/O side the registry sits below."""
 S = State
 QUINTIC_PEAK = 1.875          # peak speed of a quintic move = 15/8 * |dq| / T
+QUINTIC_PEAK_ACCEL = 10.0 / math.sqrt(3.0)   # its peak acceleration = 10/sqrt(3) * |dq| / T² (at s = 1/2 ∓ sqrt(3)/6)
 MAX_PATH_CHARS = 4096
 EMPTY = np.empty(0)
 
@@ -200,6 +201,10 @@ def _stabilizer(args: dict[str, Any], ctx: Context) -> np.ndarray:
             raise Reject(Error.BAD_ARGS, f"args.support must be one of {', '.join(SUPPORT_NAMES)}, "
                                          f"got {kind_of(support)}.")
         out += [float(StabParam.SUPPORT), float(SUPPORT_NAMES.index(support))]
+    if enable and ctx.start_posture is not None and ctx.q is not None:
+        why = ctx.start_posture.reason(ctx.q, SUPPORT_NAMES.index(support) if support is not None else DOUBLE)
+        if why is not None:
+            raise Reject(Error.OUT_OF_RANGE, f"{why}.")
     for key, v in params.items():
         if key not in STABILIZER_PARAMS:
             raise Reject(Error.BAD_ARGS, f"args.params.{key} is not a stabilizer parameter "
@@ -218,7 +223,17 @@ def _platform(args: dict[str, Any], ctx: Context) -> np.ndarray:
             raise Reject(Error.OUT_OF_RANGE, f"args.{key} = {x:g} rad ({math.degrees(x):.1f} deg) exceeds the "
                                              f"platform limit of {lim:g} rad ({math.degrees(lim):.1f} deg).")
         out[i] = x
-    out[2] = duration("args.duration", args["duration"], ctx.max_duration)
+    out[2] = t = duration("args.duration", args["duration"], ctx.max_duration)
+    start = ctx.platform if ctx.platform is not None and np.all(np.isfinite(ctx.platform)) else None
+    for i, key in enumerate(("alpha", "beta")):
+        step = abs(out[i] - start[i]) if start is not None else abs(out[i]) + lim   # unknown: the worst start
+        for what, peak, limit, unit in (("speed", QUINTIC_PEAK * step / t, ctx.platform_vmax, "rad/s"),
+                                         ("acceleration", QUINTIC_PEAK_ACCEL * step / t ** 2, ctx.platform_amax,
+                                          "rad/s²")):
+            if peak > limit:
+                raise Reject(Error.OUT_OF_RANGE, f"args.duration = {t:g} s is too short: the platform's {key} hinge "
+                                                 f"would peak at {peak:.3g} {unit}, above the {limit:.3g} {unit} "
+                                                 f"its drives can follow ({what}).")
     return out
 
 
@@ -251,7 +266,7 @@ def _rig_stroke(values: np.ndarray, ctx: Context) -> None:
     from controller.daemon.rig.stroke import check_motion
 
     try:
-        check_motion(ctx.rig, motion_from_args(values, ctx.rig_convention))
+        check_motion(ctx.rig, motion_from_args(values, ctx.rig_convention), vmax=ctx.rig_vmax, amax=ctx.rig_amax)
     except MotionError as exc:
         raise Reject(Error.OUT_OF_RANGE, f"args.motion: {exc}.") from None
 
@@ -390,11 +405,13 @@ COMMANDS: tuple[Command, ...] = (
                     "stays within each joint's vmax", "s", DURATION, required=False))),
     Command("run", "Play the thesis squat or a trajectory file.", Lane.MAILBOX, frozenset({S.HOLD}),
             (RUN_SQUAT, RUN_BUFFER), validate=_run, starts_motion=True, args=(
-                Arg("trajectory", "string", '"squat", or a file in io.trajectory_dir',
+                Arg("trajectory", "string", '"squat", or a file in io.trajectory_dir (its positions, speeds, '
+                    "accelerations and inverse-dynamics torques within the limits, docs/operations.md)",
                     range=f"at most {MAX_PATH_CHARS} characters"),)),
     Command("stabilizer", "Start (enable: true) or stop the stabilizer.", Lane.MAILBOX,
             frozenset({S.HOLD, S.STABILIZING}), (STABILIZER,), validate=_stabilizer, starts_motion=True, args=(
-                Arg("enable", "boolean", "start or stop; in STABILIZING only false"),
+                Arg("enable", "boolean", "start or stop; in STABILIZING only false; a whole robot starts only "
+                    "with its CoG and trunk's CoG clear of their walls (docs/operations.md)"),
                 Arg("params", "object", "stabilizer parameters by name (with enable: true)",
                     range=", ".join(f"{k} [{lo:g}, {hi:g}] {u}" for k, (_, lo, hi, u) in STABILIZER_PARAMS.items()),
                     required=False),
@@ -404,7 +421,8 @@ COMMANDS: tuple[Command, ...] = (
             (PLATFORM,), validate=_platform, starts_motion=True, args=(
                 Arg("alpha", "number", "tilt about x", "rad", "|alpha| <= control.platform_limit"),
                 Arg("beta", "number", "tilt about y", "rad", "|beta| <= control.platform_limit"),
-                Arg("duration", "number", "the ramp's time", "s", DURATION))),
+                Arg("duration", "number", "the ramp's time; each hinge's peak speed and acceleration within "
+                    "its drives'", "s", DURATION))),
     Command("set_gains", "Set one axis task's PID gains.", Lane.MAILBOX, EVERY - {S.BOOT, S.ESTOP}, (SET_GAINS,),
             validate=_set_gains, args=(
                 Arg("axis", "string", "the axis task (get_config: axes)"),
@@ -424,7 +442,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("rig_motion", "Drive the Stewart-Gough rig: a built-in motion or an earthquake file.", Lane.MAILBOX,
             frozenset({S.HOLD, S.STABILIZING}), (RIG_MOTION, RIG_BUFFER), validate=_rig_motion, starts_motion=True,
             args=(
-                Arg("motion", "string", "KIND or KIND:key=value,... (docs/rig.md), held within the rig's stroke",
+                Arg("motion", "string", "KIND or KIND:key=value,... (docs/rig.md), held within the rig's stroke "
+                    "and its actuators' speed and acceleration",
                     range="at most 400 characters"),)),
 )
 """Every command, in the order an unknown command's error lists them."""
@@ -451,7 +470,7 @@ def markdown() -> str:
     """docs/commands.md: the registry as tables (regenerate with ``python -m controller.daemon.commands``)."""
     lines = ["# Commands", "",
              "<!-- generated from controller/daemon/commands.py by `python -m controller.daemon.commands "
-             "> docs/commands.md`; tests/controller/test_commands.py fails when it drifts -->", "",
+             "> docs/commands.md`; tests/controller/daemon/test_commands.py fails when it drifts -->", "",
              "Requests are `{\"id\", \"cmd\", \"args\"}` (docs/cycle.md). Lanes: `io` is answered by the I/O "
              "process; `mailbox` is the loop's bounded command mailbox, in order; `priority` has a slot of its "
              "own in shared memory that the loop reads first every cycle, so no flood of other commands "

@@ -12,6 +12,7 @@ the signal, as a shell reports it).
 """
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -22,6 +23,8 @@ import traceback
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from models import ConfigError
 from models.tree.robot import TreeRobot
@@ -78,6 +81,26 @@ def _rig_model(cfg: DaemonConfig):
         return None
     from models.rig.stewart import StewartModel
     return StewartModel.from_yaml(cfg.control.rig.rig_path)
+
+
+SPEED_SLACK = 1.5
+"""A motion may ask a drive for up to this times its ``speed_limit`` (the loop's hard-limit factor on
+vmax, controller.daemon.loop.safety.Limits): the drive clamps its speed there and falls behind, a
+brief excursion within its following-error limit (the rig's hard step, 5 % over for ~20 ms, plays
+without a fault); one beyond it falls a third of the motion's speed behind or more."""
+
+
+def axis_limits(cfg: DaemonConfig, names: tuple[str, ...], gear: float) -> tuple[float, float]:
+    """(speed, acceleration) the drives of the bus axes ``names`` can follow, divided by ``gear`` (motor
+    rad per platform rad or actuator m): the lowest ``speed_limit`` times :data:`SPEED_SLACK`, and the
+    lowest peak torque (current_limit x torque_constant) over the motor-side inertia of the axis' plant,
+    what the motor can give its own rotor (a load only lowers it). (inf, inf) without axes."""
+    axes = [a for a in cfg.bus.axes if a.name in names]
+    if not axes:
+        return math.inf, math.inf
+    speed = SPEED_SLACK * min(a.drive.speed_limit for a in axes)
+    accel = min(a.drive.current_limit * a.drive.torque_constant / a.plant.inertia for a in axes)
+    return speed / gear, accel / gear
 
 
 def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str,
@@ -168,10 +191,21 @@ def io_context(cfg: DaemonConfig, robot):
 
     from controller.daemon.io.protocol import Context
 
+    from controller.daemon.io.effort import TrajectoryTorques
+
+    ctl = cfg.control
+    if ctl.rig is not None:
+        rig_limits, platform_limits = axis_limits(cfg, ctl.rig.axes, 2.0 * math.pi / ctl.rig.screw_lead), (math.inf,) * 2
+    else:
+        rig_limits, platform_limits = (math.inf,) * 2, axis_limits(cfg, ctl.platform_axes, ctl.platform_ratio)
     m, tr = robot.model, robot.description.transmission
+    joints = [getattr(j, "joint", j) for j in robot.description.joints]     # a tree's joints hold a chain's
     ctx = Context(joint_names=tuple(m.joint_names), qmin=m.qmin, qmax=m.qmax, vmax=m.vmax,
+                  amax=np.array([j.acceleration_limit for j in joints]),
+                  torques=TrajectoryTorques(robot, ground=cfg.control.support == "ground"),
                   axis_names=tuple(m.joint_names), transmission_labels=tr.labels, period=cfg.loop.period,
-                  platform_limit=cfg.control.platform_limit,
+                  platform_limit=cfg.control.platform_limit, platform_vmax=platform_limits[0],
+                  platform_amax=platform_limits[1], rig_vmax=rig_limits[0], rig_amax=rig_limits[1],
                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
                   soft_limit_margin=cfg.control.soft_limit_margin, rig=_rig_model(cfg),
@@ -181,6 +215,9 @@ def io_context(cfg: DaemonConfig, robot):
                            "mode": cfg.control.mode, "lockstep": cfg.loop.lockstep,
                            "stepped": cfg.loop.stepped, "watchdog_s": cfg.control.watchdog,
                            "rig": cfg.control.rig is not None})
+    if ctx.whole_body:
+        from controller.daemon.io.start_posture import StartPosture
+        ctx.start_posture = StartPosture(cfg.stabilizer())
     return ctx
 
 

@@ -59,6 +59,17 @@ LOADS_MASK = stab_bits(("loads_implausible",))    # the feet's load cells fail s
 STAB_EVENT_MASK = stab_bits(("near_singular", "at_joint_limit", "cog_outside") + STATUS_NAMES[1:])
 
 
+#: the record's fields in order, each with its size ("n": one per joint); declared once: the views,
+#: the size, the names and the writer's offsets (FIELD, controller.daemon.loop.recorder) follow
+RECORD_FIELDS: tuple[tuple[str, int | str], ...] = (
+    ("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", "n"), ("qd", "n"), ("q_ref", "n"), ("tau", "n"),
+    ("com", 3), ("margins", MAX_WALLS), ("force", 3), ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)),
+    ("overruns", 1), ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
+    ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2))
+#: field name -> its position in a RecordLayout's ``offsets`` (the start of each field, in order)
+FIELD: dict[str, int] = {name: k for k, (name, _) in enumerate(RECORD_FIELDS)}
+
+
 @dataclass(frozen=True)
 class RecordLayout:
     n: int                        # joints of the leg
@@ -66,17 +77,18 @@ class RecordLayout:
     size: int = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        spec = [("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", self.n), ("qd", self.n),
-                ("q_ref", self.n), ("tau", self.n), ("com", 3), ("margins", MAX_WALLS), ("force", 3),
-                ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)), ("overruns", 1),
-                ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
-                ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2)]
+        spec = [(name, self.n if size == "n" else size) for name, size in RECORD_FIELDS]
         slices, o = {}, 0
         for name, size in spec:
             slices[name] = slice(o, o + size)
             o += size
         object.__setattr__(self, "slices", slices)
         object.__setattr__(self, "size", o)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """The start of each field, in RECORD_FIELDS' order (the writer's ``offs``, indexed by FIELD)."""
+        return np.array([s.start for s in self.slices.values()], np.int64)
 
     def decode(self, rec: np.ndarray) -> dict:
         """A record as a JSON-ready dict (I/O side; allocates)."""

@@ -12,7 +12,9 @@ Reported: the loop's wake-up latency p50 / p99 / p99.9 / max (whole run, 1 µs b
 overruns and missed cycles, per-task net times, cyclictest's same percentiles, the
 ratios (targets: p99 <= 1, p99.9 <= 2), and the per-cycle compute against the thesis'
 273 µs (B&R X20CP1586, stabilizer on the tilt bench), the models task against its 161 µs
-(FGM + IDM of the whole robot, walking playback).
+(FGM + IDM of the whole robot, walking playback). Then, in process and in lock-step
+(controller.tools.loop_profile), the loop's compute per cycle against the sum of the kernels it calls
+(target <= COMPUTE_VS_KERNELS) and its Python -> Numba dispatches per cycle.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from typing import Callable
 
 import yaml
 
+from controller.tools.loop_profile import profile_loop
 from controller.tools.ports import free_port
 from models import ConfigError
 from models.common.validation import read_yaml
@@ -37,7 +40,9 @@ from models.common.validation import read_yaml
 THESIS_STABILIZER_AVG_US = 273.0
 THESIS_WALK_MODELS_AVG_US = 161.0      # thesis §2.6.2: FGM + IDM, walking playback, per 2 ms task
 MOVE_S = 2.0                           # the joint moves' duration (no stabilizer)
+STANCE = [0.0, 0.25, -0.5, 0.25]       # the bench leg's stance before the stabilizer
 COMPUTE_TASKS = ("bus_read", "models", "reference", "axes", "telemetry")
+COMPUTE_VS_KERNELS = 3.0               # target: the loop's compute per cycle at most 3x its kernels' time
 
 
 def _percentiles(hist: dict[int, int]) -> dict[str, float | None]:
@@ -192,7 +197,7 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
             _wait_state(load, "DISABLED", 120.0)
             load.call("enable")
             _wait_state(load, "HOLD", 10.0)
-            postures = [[0.0, 0.25, -0.5, 0.25]] if stabilize else _postures(load)
+            postures = [STANCE] if stabilize else _postures(load)
             load.call("move_joints", q=postures[0], duration=MOVE_S)
             _wait_state(load, "HOLD", 10.0)
             if stabilize:
@@ -241,6 +246,8 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 out, _ = daemon.communicate()
+        say("profiling the loop in process (lock-step): its compute against its kernels, dispatches per cycle")
+        profile = profile_loop(cfg_path, stance=STANCE if stabilize else None)
         ct = None
         ct_note = "cyclictest not found: install Debian's rt-tests for the reference"
         if cyclic is not None:
@@ -266,7 +273,8 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
            "ratio_compute_vs_thesis": compute / THESIS_STABILIZER_AVG_US,
            "models_avg_us": loop["tasks"]["models"]["avg_us"],
            "thesis_bnr_walk_models_avg_us": THESIS_WALK_MODELS_AVG_US,
-           "daemon_warnings": [l for l in out.splitlines() if "warning" in l]}
+           "daemon_warnings": [l for l in out.splitlines() if "warning" in l],
+           "loop_profile": profile}
     if ct and ct.get("p99_us") and lat.get("p99_us") is not None:
         res["ratio_p99_vs_cyclictest"] = lat["p99_us"] / max(ct["p99_us"], 1.0)
         res["ratio_p999_vs_cyclictest"] = lat["p999_us"] / max(ct["p999_us"], 1.0)
@@ -303,6 +311,13 @@ def print_report(res: dict) -> None:
           f"telemetry): {res['compute_avg_us']:.0f} us avg vs the thesis' {res['thesis_bnr_stabilizer_avg_us']:.0f} us "
           f"-> ratio {res['ratio_compute_vs_thesis']:.2f}; the simulated bus + plant add "
           f"{res['sim_bus_avg_us']:.0f} us (the drives' side, not controller work)")
+    p = res["loop_profile"]
+    ratio = p["ratio_compute_vs_kernels"]
+    print(f"  loop in process (lock-step, {p['cycles']} cycles, {p['state']}): compute {p['compute_us']:.1f} us per "
+          f"cycle (median, bus excluded) vs its kernels' {p['kernels_us']:.1f} us -> ratio "
+          + (f"{ratio:.2f} ({'meets' if ratio <= COMPUTE_VS_KERNELS else 'MISSES'} the target <= "
+             f"{COMPUTE_VS_KERNELS:g})" if ratio is not None else "n/a")
+          + f"; {p['dispatches_per_cycle']:.1f} Python -> Numba dispatches per cycle")
     if res["models_avg_us"] is not None:
         print(f"  models task (transmission excluded: bus_read): {res['models_avg_us']:.1f} us avg vs the "
               f"thesis' {res['thesis_bnr_walk_models_avg_us']:.0f} us (FGM + IDM, BIP 2000 walking playback)")

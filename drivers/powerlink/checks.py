@@ -23,6 +23,7 @@ _PRES = int(frames.MessageType.PRES)
 _PRES_MAC = np.frombuffer(frames.PRES_MAC, np.uint8).copy()
 _TPDO_SIZE = TPDO.size
 _PRES_MIN = frames.PDO_OFFSET + TPDO.size       # read_pres's header struct with the TPDO
+_ETHERTYPE_HI, _ETHERTYPE_LO = frames.ETHERTYPE >> 8, frames.ETHERTYPE & 0xFF     # big-endian on the wire
 
 
 def _crc_table() -> np.ndarray:
@@ -89,7 +90,7 @@ def take_tpdo(buf, offsets, first, count, rows, tpdo):
 def framed(buf, at, n):
     """Length within Ethernet's bounds, FCS and EtherType: what every reader checks first."""
     return (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(buf, at, at + n) == _FCS_RESIDUE
-            and buf[at + 12] == 0x88 and buf[at + 13] == 0xAB)
+            and buf[at + frames.ETHERTYPE_AT] == _ETHERTYPE_HI and buf[at + frames.ETHERTYPE_AT + 1] == _ETHERTYPE_LO)
 
 
 @njit(cache=True)
@@ -104,12 +105,13 @@ def steady_pres(buf, offsets, lengths, delays_ns, count, expect, timeout_s):
         at, n = offsets[k], lengths[k]
         if n < _PRES_MIN or delays_ns[k] * 1e-9 > timeout_s or not framed(buf, at, n):
             return False
-        for i in range(6):
-            if buf[at + i] != _PRES_MAC[i]:
+        for i in range(_PRES_MAC.shape[0]):
+            if buf[at + frames.DST_MAC_AT + i] != _PRES_MAC[i]:
                 return False
-        size = le(buf, at + 22, 2)
-        if (buf[at + 14] != _PRES or buf[at + 15] != frames.BROADCAST_NODE_ID or buf[at + 16] != expect[k % polled]
-                or buf[at + 17] != _OPERATIONAL or buf[at + 20] != frames.PDO_VERSION or size != _TPDO_SIZE
+        size = le(buf, at + frames.SIZE_AT, 2)
+        if (buf[at + frames.MESSAGE_TYPE_AT] != _PRES or buf[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
+                or buf[at + frames.SRC_NODE_AT] != expect[k % polled] or buf[at + frames.NMT_STATUS_AT] != _OPERATIONAL
+                or buf[at + frames.PDO_VERSION_AT] != frames.PDO_VERSION or size != _TPDO_SIZE
                 or size > n - frames.PDO_OFFSET - frames.FCS_SIZE):
             return False
     return True

@@ -40,6 +40,27 @@ INVALID_NODE_ID = 0
 MIN_FRAME = 64
 MAX_FRAME = 1518
 FCS_SIZE = 4
+# Byte offsets of the header fields (the table above), for the encoders below and the Numba
+# readers (drivers.powerlink.checks, drivers.sim.isochronous)
+DST_MAC_AT = 0
+SRC_MAC_AT = 6
+ETHERTYPE_AT = 12
+MESSAGE_TYPE_AT = 14
+DST_NODE_AT = 15
+SRC_NODE_AT = 16
+FIELDS_AT = 17            # the type-specific fields
+NMT_STATUS_AT = 17        # PRes, SoA
+SERVICE_ID_AT = 17        # ASnd
+FLAGS1_AT = 18
+FLAGS2_AT = 19
+PDO_VERSION_AT = 20       # PReq, PRes
+SIZE_AT = 22              # PReq, PRes: the PDO payload's size, u16
+NET_TIME_AT = 20          # SoC: NetTime seconds u32, nanoseconds u32
+NET_TIME_NS_AT = 24
+RELATIVE_TIME_AT = 28     # SoC: u64 µs
+SERVICE_AT = 20           # SoA: RequestedServiceID
+SERVICE_TARGET_AT = 21    # SoA: RequestedServiceTarget
+EPL_VERSION_AT = 22       # SoA
 PDO_OFFSET = 24
 ASND_OFFSET = 18
 PDO_VERSION = 0x10
@@ -184,12 +205,12 @@ def _check_node(node_id: int, what: str) -> None:
 def _write_header(f: TxFrame, msg_type: MessageType, dst_mac: bytes, dst: int, src: int) -> None:
     _check_node(dst, "destination")
     _check_node(src, "source")
-    f.buf[0:6] = dst_mac
-    f.buf[6:12] = node_mac(src)
-    _ETHERTYPE.pack_into(f.buf, 12, ETHERTYPE)
-    f.buf[14] = msg_type
-    f.buf[15] = dst
-    f.buf[16] = src
+    f.buf[DST_MAC_AT:SRC_MAC_AT] = dst_mac
+    f.buf[SRC_MAC_AT:ETHERTYPE_AT] = node_mac(src)
+    _ETHERTYPE.pack_into(f.buf, ETHERTYPE_AT, ETHERTYPE)
+    f.buf[MESSAGE_TYPE_AT] = msg_type
+    f.buf[DST_NODE_AT] = dst
+    f.buf[SRC_NODE_AT] = src
 
 
 def _check_payload(size: int, limit: int) -> None:
@@ -199,13 +220,13 @@ def _check_payload(size: int, limit: int) -> None:
 
 def soc_frame() -> TxFrame:
     """A SoC from the MN to everyone; fill it with :func:`set_soc_time`."""
-    f = TxFrame(36 + FCS_SIZE)
+    f = TxFrame(RELATIVE_TIME_AT + 8 + FCS_SIZE)
     _write_header(f, MessageType.SOC, SOC_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
     return f
 
 
 def set_soc_time(buf: bytearray, net_time_s: int, net_time_ns: int, relative_time_us: int) -> None:
-    _SOC_TIME.pack_into(buf, 20, net_time_s, net_time_ns, relative_time_us)
+    _SOC_TIME.pack_into(buf, NET_TIME_AT, net_time_s, net_time_ns, relative_time_us)
 
 
 def preq_frame(dst: int, payload_size: int, pdo_version: int = PDO_VERSION, buf=None) -> TxFrame:
@@ -216,7 +237,7 @@ def preq_frame(dst: int, payload_size: int, pdo_version: int = PDO_VERSION, buf=
         raise InconsistentFrame(f"PReq destination node id {dst} is outside 1..239")
     f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE, buf)
     _write_header(f, MessageType.PREQ, node_mac(dst), dst, MN_NODE_ID)
-    _PREQ_FIELDS.pack_into(f.buf, 17, 0, pdo_version, payload_size)
+    _PREQ_FIELDS.pack_into(f.buf, FIELDS_AT, 0, pdo_version, payload_size)
     return f
 
 
@@ -226,26 +247,26 @@ def pres_frame(src: int, payload_size: int, pdo_version: int = PDO_VERSION, buf=
     _check_payload(payload_size, MAX_PDO_PAYLOAD)
     f = TxFrame(PDO_OFFSET + payload_size + FCS_SIZE, buf)
     _write_header(f, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID, src)
-    _PRES_FIELDS.pack_into(f.buf, 17, 0, 0, 0, pdo_version, payload_size)
+    _PRES_FIELDS.pack_into(f.buf, FIELDS_AT, 0, 0, 0, pdo_version, payload_size)
     return f
 
 
 def set_pres_status(buf: bytearray, nmt_status: int, flags1: int, flags2: int) -> None:
-    buf[17] = nmt_status
-    buf[18] = flags1
-    buf[19] = flags2
+    buf[NMT_STATUS_AT] = nmt_status
+    buf[FLAGS1_AT] = flags1
+    buf[FLAGS2_AT] = flags2
 
 
 def soa_frame() -> TxFrame:
     """A SoA from the MN to everyone; fill it with :func:`set_soa`."""
-    f = TxFrame(23 + FCS_SIZE)
+    f = TxFrame(EPL_VERSION_AT + 1 + FCS_SIZE)
     _write_header(f, MessageType.SOA, SOA_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
     return f
 
 
 def set_soa(buf: bytearray, nmt_status: int, flags1: int, service: int, target: int,
             epl_version: int = EPL_VERSION) -> None:
-    _SOA_FIELDS.pack_into(buf, 17, nmt_status, flags1, service, target, epl_version)
+    _SOA_FIELDS.pack_into(buf, FIELDS_AT, nmt_status, flags1, service, target, epl_version)
 
 
 def asnd_frame(dst: int, src: int, service_id: int, payload_size: int) -> TxFrame:
@@ -253,7 +274,7 @@ def asnd_frame(dst: int, src: int, service_id: int, payload_size: int) -> TxFram
     _check_payload(payload_size, MAX_ASND_PAYLOAD)
     f = TxFrame(ASND_OFFSET + payload_size + FCS_SIZE)
     _write_header(f, MessageType.ASND, ASND_MAC, dst, src)
-    f.buf[17] = service_id
+    f.buf[SERVICE_ID_AT] = service_id
     return f
 
 

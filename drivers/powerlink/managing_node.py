@@ -204,7 +204,7 @@ class ManagingNode:
         elif state == NmtState.READY_TO_OPERATE and all(r.nmt == NmtState.OPERATIONAL for r in records):
             self.state = NmtState.OPERATIONAL
             for rec in records:
-                rec.preq.buf[18] = FLAG1_RD
+                rec.preq.buf[frames.FLAGS1_AT] = FLAG1_RD
                 rec.preq.seal()
             self._event(EventKind.BOOT_COMPLETE, 0, text="every configured node is Operational")
 

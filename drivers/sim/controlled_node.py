@@ -80,10 +80,7 @@ class ControlledNode:
                 self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
         elif operational and self.drive.dirty:     # the frame last applied: validated, RD set
             self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
-        buf = self.pres.buf
-        buf[17] = nmt
-        buf[18] = FLAG1_RD if operational else 0
-        buf[19] = min(len(self.pending), _RS_MAX)
+        frames.set_pres_status(self.pres.buf, nmt, FLAG1_RD if operational else 0, min(len(self.pending), _RS_MAX))
         return self.pres.seal()
 
     # -- asynchronous phase -----------------------------------------------------------------------

@@ -70,29 +70,31 @@ _ENTRY_SIZE, _ANSWER_SIZE = ENTRY.size, ANSWER.size
 @njit(cache=True)
 def _soc_phase(rx, at, n, cycle_us, ratio):
     """The phase a valid SoC starts (read_soc's checks), or -1."""
-    if not framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
+    if (not framed(rx, at, n) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
+            or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID):
         return -1
-    for i in range(6):
-        if rx[at + i] != _SOC_MAC[i]:
+    for i in range(_SOC_MAC.shape[0]):
+        if rx[at + frames.DST_MAC_AT + i] != _SOC_MAC[i]:
             return -1
-    if le(rx, at + 24, 4) >= 1_000_000_000:
+    if le(rx, at + frames.NET_TIME_NS_AT, 4) >= 1_000_000_000:
         return -1
-    return (le(rx, at + 28, 8) // cycle_us) % ratio
+    return (le(rx, at + frames.RELATIVE_TIME_AT, 8) // cycle_us) % ratio
 
 
 @njit(cache=True)
 def _idle_soa(rx, at, n):
     """A valid SoA (read_soa's checks) that invites nobody."""
-    if not framed(rx, at, n) or rx[at + 15] != frames.BROADCAST_NODE_ID or rx[at + 16] != frames.MN_NODE_ID:
+    if (not framed(rx, at, n) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
+            or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID):
         return False
-    for i in range(6):
-        if rx[at + i] != _SOA_MAC[i]:
+    for i in range(_SOA_MAC.shape[0]):
+        if rx[at + frames.DST_MAC_AT + i] != _SOA_MAC[i]:
             return False
     known = False
     for code in _NMT_CODES:
-        known = known or rx[at + 17] == code
-    target = rx[at + 21]
-    return (known and rx[at + 20] == _NO_SERVICE
+        known = known or rx[at + frames.NMT_STATUS_AT] == code
+    target = rx[at + frames.SERVICE_TARGET_AT]
+    return (known and rx[at + frames.SERVICE_AT] == _NO_SERVICE
             and (target == frames.INVALID_NODE_ID or 1 <= target <= frames.MN_NODE_ID
                  or target == frames.BROADCAST_NODE_ID))
 
@@ -101,14 +103,15 @@ def _idle_soa(rx, at, n):
 def _apply(rx, at, n, node, x, flags):
     """Validate a PReq to ``node`` (read_preq, on_preq) and write its setpoints if that is all
     applying it does; False (nothing written) otherwise."""
-    dst = rx[at + 15]
-    if not framed(rx, at, n) or rx[at + 16] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
+    dst = rx[at + frames.DST_NODE_AT]
+    if not framed(rx, at, n) or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
         return False
-    if rx[at] != 0x02 or rx[at + 1] or rx[at + 2] or rx[at + 3] or rx[at + 4] or rx[at + 5] != dst:
+    mac = at + frames.DST_MAC_AT                     # frames.node_mac(dst): 02:00:00:00:00:<dst>
+    if rx[mac] != 0x02 or rx[mac + 1] or rx[mac + 2] or rx[mac + 3] or rx[mac + 4] or rx[mac + 5] != dst:
         return False
-    size = le(rx, at + 22, 2)
+    size = le(rx, at + frames.SIZE_AT, 2)
     if (size != _RPDO_SIZE or size > n - frames.PDO_OFFSET - frames.FCS_SIZE
-            or rx[at + 20] != frames.PDO_VERSION or not rx[at + 18] & frames.FLAG1_RD):
+            or rx[at + frames.PDO_VERSION_AT] != frames.PDO_VERSION or not rx[at + frames.FLAGS1_AT] & frames.FLAG1_RD):
         return False
     base = at + frames.PDO_OFFSET
     for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
@@ -144,7 +147,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
         frame = at + _ENTRY_SIZE
         if frame + n > size or n < frames.MIN_FRAME:
             break
-        kind = rx[frame + 14]
+        kind = rx[frame + frames.MESSAGE_TYPE_AT]
         reply = pres[0]
         replied = stepped = False
         if kind == _SOC:
@@ -158,14 +161,14 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
             io[SOC_SEEN] = 1
             io[SOCS] += 1
         elif kind == _PREQ:
-            k = node_of[rx[frame + 15]]
+            k = node_of[rx[frame + frames.DST_NODE_AT]]
             if k < 0 or not nodes[k, ELIGIBLE] or not _apply(rx, frame, n, nodes[k], x, flags):
                 break
             reply = pres[nodes[k, PRES_ROW]]           # on_preq: status, then seal
             m = reply.shape[0]
-            reply[17] = _OPERATIONAL
-            reply[18] = frames.FLAG1_RD
-            reply[19] = 0
+            reply[frames.NMT_STATUS_AT] = _OPERATIONAL
+            reply[frames.FLAGS1_AT] = frames.FLAG1_RD
+            reply[frames.FLAGS2_AT] = 0
             put_le(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
             replied = True
         elif kind == _SOA:
@@ -205,7 +208,7 @@ def _soa_follows(rx, at, size):
         n = le(rx, at, 2)
         if at + _ENTRY_SIZE + n > size:
             return False
-        if n > 14 and rx[at + _ENTRY_SIZE + 14] == _SOA:
+        if n > frames.MESSAGE_TYPE_AT and rx[at + _ENTRY_SIZE + frames.MESSAGE_TYPE_AT] == _SOA:
             return True
         at += _ENTRY_SIZE + n
     return False

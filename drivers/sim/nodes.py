@@ -122,9 +122,9 @@ class SimulatedNodes(ImmediateLink):
             self.rx_errors += 1
             return None
         try:
-            msg_type = frame[14]
+            msg_type = frame[frames.MESSAGE_TYPE_AT]
             if msg_type == _PREQ:
-                node = self.nodes.get(frame[15])
+                node = self.nodes.get(frame[frames.DST_NODE_AT])
                 faults = self.faults
                 if node is None or (faults.active and not faults.connected(node.node_id)):
                     return None

@@ -26,7 +26,7 @@ from drivers.udp_protocol import (ANSWER, ANSWERS, CONTROL, CONTROL_REPLY, DATAG
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.fault_api import FaultError
 from drivers.hal import LinkError
-from drivers.powerlink.frames import MessageType
+from drivers.powerlink.frames import MESSAGE_TYPE_AT, MessageType
 from drivers.sim import isochronous
 from drivers.sim.nodes import SimulatedNodes
 from drivers.sim.plant import InertiaPlant, Plant
@@ -202,7 +202,7 @@ def _serve_frames(network: SimulatedNodes, flush, d: Datagrams, size: int, fast:
         if end > size:
             network.rx_errors += 1
             break
-        if n > 14 and rx[at + 14] == _SOA:
+        if n > MESSAGE_TYPE_AT and rx[at + MESSAGE_TYPE_AT] == _SOA:
             flush()
         reply = transfer(rx_view[at:end])
         at = end

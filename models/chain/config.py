@@ -20,6 +20,10 @@ from models.transmission import Transmission, parse_transmission
 from models.common.validation import Section, read_yaml, vector
 
 JOINT_TYPES = ("revolute", "prismatic")
+ACCELERATION_TIME = 0.02
+"""s: a joint without ``limits.acceleration`` may reach its velocity limit in this time (amax =
+vmax / 0.02 s, 100 rad/s² at 2 rad/s). REPRESENTATIVE, as the shipped robots' declared values:
+above the gait's and the squat's peaks, below the triangle waves that trip the drives' torque."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Joint:
     viscous: float
     coulomb: float
     body: Body
+    acceleration_limit: float = math.inf     # rad/s² (m/s²): refuses motions beyond it (``limits.acceleration``)
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,7 @@ def _joint(where: str, i: int, v: Any) -> Joint:
         raise ConfigError(where, key, f"min {lo} must be < max {hi}")
     vel = lim.number("velocity", positive=True)
     tau = lim.number("torque", positive=True)
+    acc = lim.number("acceleration", vel / ACCELERATION_TIME, positive=True)
     lim.done()
 
     fr = s.sub("friction", {})
@@ -137,7 +143,7 @@ def _joint(where: str, i: int, v: Any) -> Joint:
                 inertia=_inertia(where, b.path("inertia"), b.raw("inertia")))
     b.done()
     s.done()
-    return Joint(name, jtype, mdh, (lo, hi), vel, tau, armature, viscous, coulomb, body)
+    return Joint(name, jtype, mdh, (lo, hi), vel, tau, armature, viscous, coulomb, body, acc)
 
 
 FOOT_KEYS = ("a", "b", "c", "Z", "Delta")

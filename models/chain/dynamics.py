@@ -147,9 +147,12 @@ def update(mbuf, dbuf, q, qd):
     unless the caller set a tilted one). Allocation-free: every workspace lives in
     the Data buffer."""
     kinematics(mbuf, dbuf, q)
-    mdh, jtype, mass, com_l, inertia, tool, g_level, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    mv = model_views(mbuf)
+    jtype, mass, inertia, arm, fv, fs = mv.jtype, mv.mass, mv.inertia, mv.armature, mv.viscous, mv.coulomb
     n = q.shape[0]
-    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work, g = data_views(dbuf, n)
+    dv = data_views(dbuf, n)
+    T, pc, Iw, Jb, A, dA, C, G, h, tau_f = dv.T, dv.pc, dv.Iw, dv.Jb, dv.A, dv.dA, dv.C, dv.G, dv.h, dv.tau_f
+    work, g = dv.work, dv.gravity
     body_inertias(T, inertia, Iw)
     inertia_matrix(mass, Iw, Jb, arm, A)
     inertia_derivatives(T, jtype, mass, pc, Iw, Jb, dA, work)
@@ -184,7 +187,9 @@ def rnea(mbuf, q, qd, qdd, g, T, work, tau):
     joint wrenches, projection on the joint axes plus rotor inertia Ia qdd and
     friction Fv qd + Fs sign(qd). T (n+2, 4, 4) and work (rnea_work_size(n)) are
     preallocated scratch: nothing is allocated. g (3,): gravity in base axes."""
-    mdh, jtype, mass, com_l, inertia, tool, g_level, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    mv = model_views(mbuf)
+    mdh, jtype, mass, com_l, inertia, tool = mv.mdh, mv.jtype, mv.mass, mv.com, mv.inertia, mv.tool
+    arm, fv, fs = mv.armature, mv.viscous, mv.coulomb
     n = q.shape[0]
     forward_kinematics(mdh, jtype, tool, q, T)
     F = work[:3 * n].reshape((n, 3))

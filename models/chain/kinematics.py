@@ -146,9 +146,11 @@ def center_of_mass(mass, pc, Jb, com, Jcom):
 def kinematics(mbuf, dbuf, q):
     """Frames, tool Jacobian, body CoGs and their Jacobians, chain CoG, in one call."""
     check_buffers(mbuf, dbuf, q)
-    mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    mv = model_views(mbuf)
+    mdh, jtype, mass, com_l, tool = mv.mdh, mv.jtype, mv.mass, mv.com, mv.tool
     n = q.shape[0]
-    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work, g_data = data_views(dbuf, n)
+    dv = data_views(dbuf, n)
+    T, pc, J, Jb, com, Jcom = dv.T, dv.pc, dv.J, dv.Jb, dv.com, dv.Jcom
     forward_kinematics(mdh, jtype, tool, q, T)
     body_coms(T, com_l, pc)
     com_jacobians(T, jtype, pc, Jb)

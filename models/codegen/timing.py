@@ -35,9 +35,12 @@ INNER = 100   # short blocks (~0.2 ms at most): seldom preempted on a shared hos
 @njit(cache=True)
 def recursive_acg(mbuf, dbuf, q, qd):
     """The recursive engine's A, C, G and nothing else (no tool Jacobian, no chain CoG)."""
-    mdh, jtype, mass, com_l, inertia, tool, g, arm, fv, fs, qmin, qmax, vmax, tmax = model_views(mbuf)
+    mv = model_views(mbuf)
+    mdh, jtype, mass, com_l, inertia, tool = mv.mdh, mv.jtype, mv.mass, mv.com, mv.inertia, mv.tool
+    g, arm = mv.gravity, mv.armature
     n = q.shape[0]
-    T, pc, Iw, J, Jb, com, Jcom, A, dA, C, G, h, tau_f, work = data_views(dbuf, n)
+    dv = data_views(dbuf, n)
+    T, pc, Iw, Jb, A, dA, C, G, work = dv.T, dv.pc, dv.Iw, dv.Jb, dv.A, dv.dA, dv.C, dv.G, dv.work
     forward_kinematics(mdh, jtype, tool, q, T)
     body_coms(T, com_l, pc)
     com_jacobians(T, jtype, pc, Jb)

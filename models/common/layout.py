@@ -132,10 +132,6 @@ class Layout:
             o += int(np.prod(f.shape, dtype=np.int64))
         raise AssertionError("unreachable")
 
-    def slots(self, *names: str) -> tuple[int, ...]:
-        """Offsets of header fields, by name (:meth:`offset` of each)."""
-        return tuple(self.offset(k) for k in names)
-
     def views(self, buf: np.ndarray, **sizes: int):
         """Numpy views of ``buf``'s array fields (a :attr:`Views` named tuple), after
         checking the buffer's size."""

@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from models.composite.models import (CompositeData, CompositePlan, cdata_layout, chain_kinematics, composite_coriolis,
-                        composite_inertia, composite_kinematics, composite_setup, plan_layout)
+from models.composite.models import (CompositeData, CompositePlan, chain_kinematics, check_buffers, composite_coriolis,
+                                     composite_inertia, composite_kinematics, composite_setup, views)
 from models.common.errors import ConfigError, GeometryError
-from models.tree.model import TreeModel, model_layout
+from models.tree.model import TreeModel
 from models.tree.config import TreeDescription
 
 
@@ -37,11 +37,7 @@ from models.tree.config import TreeDescription
 def generated_begin(tbuf, pbuf, dbuf, q, qd, g):
     """Checks the buffers, then the chains' kinematics and the base-distal change
     (:mod:`models.composite.models`); the generated kernels come next, per chain."""
-    if q.shape[0] != int(tbuf[0]) or qd.shape[0] != q.shape[0] or g.shape[0] != 3:
-        raise ValueError("q and qd must have one entry per joint and gravity 3 components")
-    if (model_layout(tbuf)[1] != tbuf.shape[0] or plan_layout(pbuf)[1] != pbuf.shape[0]
-            or int(pbuf[0]) != q.shape[0] or cdata_layout(tbuf, dbuf)[1] != dbuf.shape[0]):
-        raise ValueError("composite buffers do not match the tree model")
+    check_buffers(tbuf, pbuf, dbuf, q, qd, g)
     chain_kinematics(tbuf, pbuf, dbuf, q)
     composite_kinematics(tbuf, pbuf, dbuf, q)
 
@@ -50,9 +46,8 @@ def generated_begin(tbuf, pbuf, dbuf, q, qd, g):
 def chain_inputs(tbuf, pbuf, dbuf, c, base, q, g, qc, gc):
     """Whether chain c hangs (is not the stance chain); if so its joint angles in
     qc and the gravity in its base frame in gc: base_c^T R_0->i g."""
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    _, pv, dv = views(tbuf, pbuf, dbuf)
+    chain, clen, stchain, stance, TS = pv.chain, pv.clen, pv.stchain, dv.stance, dv.TS
     if c == int(stchain[int(stance[0])]):
         return False
     for u in range(int(clen[c])):
@@ -68,9 +63,8 @@ def chain_inputs(tbuf, pbuf, dbuf, c, base, q, g, qc, gc):
 @njit(cache=True)
 def chain_results(tbuf, pbuf, dbuf, c, Ac, Gc):
     """A hanging chain's generated A_c into its block of A0, its G_c into its rows of G."""
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    _, pv, dv = views(tbuf, pbuf, dbuf)
+    chain, clen, A0, G = pv.chain, pv.clen, dv.A0, dv.G
     L = int(clen[c])
     for u in range(L):
         G[int(chain[c, u])] = Gc[u]
@@ -82,10 +76,8 @@ def chain_results(tbuf, pbuf, dbuf, c, Ac, Gc):
 def generated_end(tbuf, pbuf, dbuf, qd, g):
     """A (Theorems 6-8, the hanging blocks from A0), the stance rows of G
     (-M J_G^T g, Theorem 13) and C (:mod:`models.composite.models`)."""
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
-    mass = model_layout(tbuf)[0].mass
+    mv, pv, dv = views(tbuf, pbuf, dbuf)
+    chain, clen, stchain, stance, Jcom, G, mass = pv.chain, pv.clen, pv.stchain, dv.stance, dv.Jcom, dv.G, mv.mass
     composite_inertia(tbuf, pbuf, dbuf)
     total = 0.0
     for b in range(mass.shape[0]):

@@ -37,89 +37,78 @@ kernels, ``@njit(cache=True)``.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from models.common.errors import GeometryError
-from models.chain.model import PRISMATIC, python_views
-from models.common.layout import at as _at
+from models.chain.model import PRISMATIC
+from models.common.layout import Field, Layout
 from models.tree.model import TreeModel, model_layout, rooting
+from models.tree.model import sizes as tree_sizes
 from models.tree.config import TreeDescription
 from models.tree.dynamics import _cross, _joint_step, _mul
 
-PLAN_HEADER = 5   # n joints, nb bodies, chains, longest chain, stance options
+# chain[c, u] the joints of chain c from the base body outwards (-1 past its length clen[c]); per
+# joint: jchain its chain, jpos its place in it, parent the body on the base side, pre / post its
+# transforms along the description's direction; per body: bchain, bpos (-1 for the base body); per
+# stance option s: stchain (the stance chain) and stframe (the sole frame, the new base). The header:
+# n joints, nb bodies, nch chains, L the longest chain, ns stance options.
+PLAN = Layout("composite plan", [
+    Field("n"), Field("nb"), Field("nch"), Field("L"), Field("ns"),
+    Field("chain", ("nch", "L")), Field("clen", ("nch",)), Field("jchain", ("n",)), Field("jpos", ("n",)),
+    Field("parent", ("n",)), Field("pre", ("n", 4, 4)), Field("post", ("n", 4, 4)), Field("bchain", ("nb",)),
+    Field("bpos", ("nb",)), Field("stchain", ("ns",)), Field("stframe", ("ns",))],
+    sizes=("n", "nb", "nch", "L", "ns"))
+_N, _NS = PLAN.offset("n"), PLAN.offset("ns")
+# Own chain models (base body frame): T0 body poses, z0 / o0 joint axes, p0 body CoGs, J0 body CoG
+# Jacobians (own columns), A0 each chain's own inertia (block diagonal), TS the stance sole's pose,
+# JS its Jacobian, Jd0 the old base's base-distal Jacobian (Theorem 4). Composite results (stance
+# sole frame): Tb, pc, Jb (body CoG Jacobians), IS body inertias about their CoG, zS / oS joint axes,
+# Tf / Jf operational frames, com / Jcom per group, A, G, C; vel body CoG velocities, Jd a Jacobian
+# rate and I3 a 3x3 scratch, tmp two 4x4 scratches. stance[0] is the stance option in use.
+DATA = Layout("composite data", [
+    Field("stance", (1,)), Field("T0", ("nb", 4, 4)), Field("z0", ("n", 3)), Field("o0", ("n", 3)),
+    Field("p0", ("nb", 3)), Field("J0", ("nb", 6, "n")), Field("A0", ("n", "n")), Field("TS", (4, 4)),
+    Field("JS", (6, "n")), Field("Jd0", (6, "n")), Field("Tb", ("nb", 4, 4)), Field("pc", ("nb", 3)),
+    Field("Jb", ("nb", 6, "n")), Field("IS", ("nb", 3, 3)), Field("zS", ("n", 3)), Field("oS", ("n", 3)),
+    Field("Tf", ("nf", 4, 4)), Field("Jf", ("nf", 6, "n")), Field("com", ("ng", 3)), Field("Jcom", ("ng", 3, "n")),
+    Field("A", ("n", "n")), Field("G", ("n",)), Field("C", ("n", "n")), Field("vel", ("nb", 6)),
+    Field("Jd", (6, "n")), Field("I3", (3, 3)), Field("tmp", (2, 4, 4))], sizes=("n", "nb", "nf", "ng"))
+_STANCE = DATA.offset("stance")
+_plan_views, _data_views = PLAN.kernel_views, DATA.kernel_views
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def plan_layout(buf):
-    """Views of a composite plan and its size: chain[c, u] the joints of chain c
-    from the base body outwards (-1 past its length clen[c]); per joint: jchain
-    its chain, jpos its place in it, parent the body on the base side, pre / post
-    its transforms along the description's direction; per body: bchain, bpos (-1
-    for the base body); per stance option s: stchain (the stance chain) and
-    stframe (the sole frame, the new base)."""
-    n, nb, nch, L, ns = int(buf[0]), int(buf[1]), int(buf[2]), int(buf[3]), int(buf[4])
-    o = PLAN_HEADER
-    chain = carray(_at(buf, o), (nch, L)); o += nch * L
-    clen = carray(_at(buf, o), (nch,)); o += nch
-    jchain = carray(_at(buf, o), (n,)); o += n
-    jpos = carray(_at(buf, o), (n,)); o += n
-    parent = carray(_at(buf, o), (n,)); o += n
-    pre = carray(_at(buf, o), (n, 4, 4)); o += 16 * n
-    post = carray(_at(buf, o), (n, 4, 4)); o += 16 * n
-    bchain = carray(_at(buf, o), (nb,)); o += nb
-    bpos = carray(_at(buf, o), (nb,)); o += nb
-    stchain = carray(_at(buf, o), (ns,)); o += ns
-    stframe = carray(_at(buf, o), (ns,)); o += ns
-    return (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe), o
+    """Named views of a composite plan (:data:`PLAN`) and its size."""
+    return _plan_views(buf, int(buf[0]), int(buf[1]), int(buf[2]), int(buf[3]), int(buf[4]))
+
+
+@njit(cache=True, inline="always")
+def cdata_layout(mbuf, buf):
+    """Named views of a composite data buffer (:data:`DATA`, the sizes from the tree model
+    ``mbuf``) and its size."""
+    return _data_views(buf, int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3]))
+
+
+@njit(cache=True, inline="always")
+def views(tbuf, pbuf, dbuf):
+    """The tree model's, the plan's and the composite data's named views."""
+    m, _ = model_layout(tbuf)
+    p, _ = plan_layout(pbuf)
+    d, _ = cdata_layout(tbuf, dbuf)
+    return m, p, d
 
 
 @njit(cache=True)
-def cdata_layout(mbuf, buf):
-    """Views of a composite data buffer and its size. Own chain models (base body
-    frame): T0 body poses, z0 / o0 joint axes, p0 body CoGs, J0 body CoG
-    Jacobians (own columns), A0 each chain's own inertia (block diagonal), TS the
-    stance sole's pose, JS its Jacobian, Jd0 the old base's base-distal Jacobian
-    (Theorem 4). Composite results (stance sole frame): Tb, pc, Jb (body CoG
-    Jacobians), IS body inertias about their CoG, zS / oS joint axes, Tf / Jf operational frames, com / Jcom per
-    group, A, G, C; vel body CoG velocities, Jd a Jacobian rate and I3 a 3x3
-    scratch, tmp two 4x4 scratches. stance[0] is the stance option in use."""
-    n, nb, nf, ng = int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3])
-    o = 0
-    stance = carray(_at(buf, o), (1,)); o += 1
-    T0 = carray(_at(buf, o), (nb, 4, 4)); o += 16 * nb
-    z0 = carray(_at(buf, o), (n, 3)); o += 3 * n
-    o0 = carray(_at(buf, o), (n, 3)); o += 3 * n
-    p0 = carray(_at(buf, o), (nb, 3)); o += 3 * nb
-    J0 = carray(_at(buf, o), (nb, 6, n)); o += 6 * nb * n
-    A0 = carray(_at(buf, o), (n, n)); o += n * n
-    TS = carray(_at(buf, o), (4, 4)); o += 16
-    JS = carray(_at(buf, o), (6, n)); o += 6 * n
-    Jd0 = carray(_at(buf, o), (6, n)); o += 6 * n
-    Tb = carray(_at(buf, o), (nb, 4, 4)); o += 16 * nb
-    pc = carray(_at(buf, o), (nb, 3)); o += 3 * nb
-    Jb = carray(_at(buf, o), (nb, 6, n)); o += 6 * nb * n
-    IS = carray(_at(buf, o), (nb, 3, 3)); o += 9 * nb
-    zS = carray(_at(buf, o), (n, 3)); o += 3 * n
-    oS = carray(_at(buf, o), (n, 3)); o += 3 * n
-    Tf = carray(_at(buf, o), (nf, 4, 4)); o += 16 * nf
-    Jf = carray(_at(buf, o), (nf, 6, n)); o += 6 * nf * n
-    com = carray(_at(buf, o), (ng, 3)); o += 3 * ng
-    Jcom = carray(_at(buf, o), (ng, 3, n)); o += 3 * ng * n
-    A = carray(_at(buf, o), (n, n)); o += n * n
-    G = carray(_at(buf, o), (n,)); o += n
-    C = carray(_at(buf, o), (n, n)); o += n * n
-    vel = carray(_at(buf, o), (nb, 6)); o += 6 * nb
-    Jd = carray(_at(buf, o), (6, n)); o += 6 * n
-    I3 = carray(_at(buf, o), (3, 3)); o += 9
-    tmp = carray(_at(buf, o), (2, 4, 4)); o += 32
-    return (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, com, Jcom,
-            A, G, C, vel, Jd, I3, tmp), o
-
-
-_PLAN_FIELDS = ("chain", "clen", "jchain", "jpos", "parent", "pre", "post", "bchain", "bpos",
-                "stchain", "stframe")
-_DATA_FIELDS = ("stance", "T0", "z0", "o0", "p0", "J0", "A0", "TS", "JS", "Jd0", "Tb", "pc", "Jb",
-                "IS", "zS", "oS", "Tf", "Jf", "com", "Jcom", "A", "G", "C", "vel", "Jd", "I3", "tmp")
+def check_buffers(tbuf, pbuf, dbuf, q, qd, g):
+    """Kernel views trust the buffer sizes: refuse mismatched buffers and inputs outright."""
+    if q.shape[0] != int(tbuf[0]) or qd.shape[0] != q.shape[0] or g.shape[0] != 3:
+        raise ValueError("q and qd must have one entry per joint and gravity 3 components")
+    _, tsize = model_layout(tbuf)
+    _, psize = plan_layout(pbuf)
+    _, dsize = cdata_layout(tbuf, dbuf)
+    if tsize != tbuf.shape[0] or psize != pbuf.shape[0] or int(pbuf[_N]) != q.shape[0] or dsize != dbuf.shape[0]:
+        raise ValueError("composite buffers do not match the tree model")
 
 
 @njit(cache=True, inline="always")
@@ -172,11 +161,10 @@ def chain_models(tbuf, pbuf, dbuf, q):
 def chain_kinematics(tbuf, pbuf, dbuf, q):
     """Each chain's body poses, joint axes, body CoGs and CoG Jacobians (own
     columns) in the base body's frame (thesis eq. 1-5, 92-93)."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    mv, pv, dv = views(tbuf, pbuf, dbuf)
+    jtype, mass, com, chain, clen, jchain, jpos = mv.jtype, mv.mass, mv.com, pv.chain, pv.clen, pv.jchain, pv.jpos
+    parent, pre, post, bchain, bpos, T0, z0, o0 = pv.parent, pv.pre, pv.post, pv.bchain, pv.bpos, dv.T0, dv.z0, dv.o0
+    p0, J0, tmp = dv.p0, dv.J0, dv.tmp
     n = q.shape[0]
     for i in range(4):
         for c in range(4):
@@ -210,11 +198,9 @@ def chain_kinematics(tbuf, pbuf, dbuf, q):
 def chain_inertias(tbuf, pbuf, dbuf):
     """Each chain's own inertia matrix A_c = sum_k J_0k^T diag(m_k, I_0k) J_0k
     (eq. 165), from :func:`chain_kinematics`, block diagonal in A0."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    mv, pv, dv = views(tbuf, pbuf, dbuf)
+    mass, inertia, chain, clen, bchain, T0, J0 = mv.mass, mv.inertia, pv.chain, pv.clen, pv.bchain, dv.T0, dv.J0
+    A0, I3 = dv.A0, dv.I3
     n = A0.shape[0]
     for i in range(n):
         for k in range(n):
@@ -257,9 +243,9 @@ def _add_jtmj(J, m, I, chain, clen, ca, cb, A):
 @njit(cache=True)
 def set_stance(pbuf, dbuf, s):
     """Select stance option s (0 .. ns - 1) for the next update."""
-    if s < 0 or s >= int(pbuf[4]):
+    if s < 0 or s >= int(pbuf[_NS]):
         raise ValueError("stance index out of range")
-    dbuf[0] = s
+    dbuf[_STANCE] = s
 
 
 @njit(cache=True)
@@ -267,11 +253,12 @@ def composite_kinematics(tbuf, pbuf, dbuf, q):
     """Base-distal change to the stance sole (Theorems 4-5, corrected) and the
     hanging chains (Theorems 2-3): body poses and CoG Jacobians, operational
     frames, CoGs and CoG Jacobians (Theorem 1) in the stance sole's frame."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    mv, pv, dv = views(tbuf, pbuf, dbuf)
+    jtype, mass, inertia, fbody, fpose, gmass = mv.jtype, mv.mass, mv.inertia, mv.fbody, mv.fpose, mv.gmass
+    chain, clen, jchain, jpos, bchain, bpos = pv.chain, pv.clen, pv.jchain, pv.jpos, pv.bchain, pv.bpos
+    stchain, stframe, stance, T0, z0, o0, p0 = pv.stchain, pv.stframe, dv.stance, dv.T0, dv.z0, dv.o0, dv.p0
+    J0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS = dv.J0, dv.TS, dv.JS, dv.Jd0, dv.Tb, dv.pc, dv.Jb, dv.IS, dv.zS, dv.oS
+    Tf, Jf, cg, Jcom = dv.Tf, dv.Jf, dv.com, dv.Jcom
     n = q.shape[0]
     s = int(stance[0])
     cs, fr = int(stchain[s]), int(stframe[s])
@@ -382,11 +369,9 @@ def composite_inertia(tbuf, pbuf, dbuf):
     coupling block beta_c = sum_k J_k,stance^T M_k J_k,own; the hanging chain's
     own block is its own inertia matrix A_c (:func:`chain_models`); the block of
     two hanging chains is 0; the rotor inertias on the diagonal."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    mv, pv, dv = views(tbuf, pbuf, dbuf)
+    arm, mass, chain, clen, jchain, bchain = mv.armature, mv.mass, pv.chain, pv.clen, pv.jchain, pv.bchain
+    stchain, stance, A0, Jb, IS, A = pv.stchain, dv.stance, dv.A0, dv.Jb, dv.IS, dv.A
     n = A.shape[0]
     cs = int(stchain[int(stance[0])])
     for i in range(n):
@@ -408,10 +393,9 @@ def composite_inertia(tbuf, pbuf, dbuf):
 def composite_gravity(tbuf, dbuf, g):
     """G = -sum_k m_k J_v,k^T g over every body, the old base included (Theorems
     12-13, eq. 245; g in the stance sole's frame)."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    mv, _ = model_layout(tbuf)
+    dv, _ = cdata_layout(tbuf, dbuf)
+    mass, Jcom, G = mv.mass, dv.Jcom, dv.G
     total = 0.0
     for b in range(mass.shape[0]):
         total += mass[b]
@@ -429,11 +413,10 @@ def composite_coriolis(tbuf, pbuf, dbuf, qd):
     od_m = v_c + w_c x (o_m - p_c), so Jd_v,m = zd_m x (p_k - o_m) + z_m x
     (v_k - od_m), Jd_w,m = zd_m; then C = sum_k m_k J_v^T Jd_v + J_w^T (I_k Jd_w +
     1/2 ([w_k] I_k - I_k [w_k] - [I_k w_k]) J_w)."""
-    (jtype, arm, fv, fs, qmin, qmax, vmax, tmax, mass, com, inertia, fbody, fpose, gmass, grav,
-     order, pred, succ, sign, tpre, tpost, rootb, rootT, support, bjoint, rootf) = model_layout(tbuf)[0]
-    (chain, clen, jchain, jpos, parent, pre, post, bchain, bpos, stchain, stframe) = plan_layout(pbuf)[0]
-    (stance, T0, z0, o0, p0, J0, A0, TS, JS, Jd0, Tb, pc, Jb, IS, zS, oS, Tf, Jf, cg, Jcom,
-     A, G, C, vel, Jd, I3, tmp) = cdata_layout(tbuf, dbuf)[0]
+    mv, pv, dv = views(tbuf, pbuf, dbuf)
+    jtype, mass, jchain, jpos, parent, bchain = mv.jtype, mv.mass, pv.jchain, pv.jpos, pv.parent, pv.bchain
+    bpos, stchain, stance, pc, Jb, IS, zS, oS = pv.bpos, pv.stchain, dv.stance, dv.pc, dv.Jb, dv.IS, dv.zS, dv.oS
+    C, vel, Jd = dv.C, dv.vel, dv.Jd
     n = qd.shape[0]
     cs = int(stchain[int(stance[0])])
     for b in range(mass.shape[0]):
@@ -499,11 +482,7 @@ def composite_update(tbuf, pbuf, dbuf, q, qd, g):
     """Every composite model for the stance option in use, gravity g in the
     stance sole's frame: chain models, frames and Jacobians, CoGs and their
     Jacobians, A, G and C (Christoffel). Allocation-free."""
-    if q.shape[0] != int(tbuf[0]) or qd.shape[0] != q.shape[0] or g.shape[0] != 3:
-        raise ValueError("q and qd must have one entry per joint and gravity 3 components")
-    if (model_layout(tbuf)[1] != tbuf.shape[0] or plan_layout(pbuf)[1] != pbuf.shape[0]
-            or int(pbuf[0]) != q.shape[0] or cdata_layout(tbuf, dbuf)[1] != dbuf.shape[0]):
-        raise ValueError("composite buffers do not match the tree model")
+    check_buffers(tbuf, pbuf, dbuf, q, qd, g)
     chain_models(tbuf, pbuf, dbuf, q)
     composite_kinematics(tbuf, pbuf, dbuf, q)
     composite_inertia(tbuf, pbuf, dbuf)
@@ -544,10 +523,11 @@ class CompositePlan:
             raise GeometryError(f"{desc.name}: roots: no root is a frame on the last body of a chain")
         self.chains, self.stance_names = chains, tuple(s[0] for s in stances)
         L = max(len(c) for c in chains)
-        dims = (n, len(names), len(chains), L, len(stances))
-        self.buf = np.zeros(plan_layout(np.array(dims, dtype=np.float64))[1])
-        self.buf[:PLAN_HEADER] = dims
-        v = dict(zip(_PLAN_FIELDS, python_views(self.buf, plan_layout(self.buf)[0])))
+        dims = {"n": n, "nb": len(names), "nch": len(chains), "L": L, "ns": len(stances)}
+        self.buf = np.zeros(PLAN.size(**dims))
+        for k, size in dims.items():
+            self.buf[PLAN.offset(k)] = size
+        v = PLAN.views(self.buf, **dims)._asdict()
         natural = rooting(desc, names[0])
         v["chain"][:] = -1.0
         v["bpos"][0], v["bchain"][0] = -1.0, -1.0
@@ -569,8 +549,9 @@ class CompositeData:
     """Preallocated workspace and results of one composite update."""
 
     def __init__(self, model: TreeModel) -> None:
-        self.buf = np.zeros(cdata_layout(model.buf, np.zeros(1))[1])
-        for name, arr in zip(_DATA_FIELDS, python_views(self.buf, cdata_layout(model.buf, self.buf)[0])):
+        sizes = {k: v for k, v in tree_sizes(model.buf).items() if k in DATA.sizes}
+        self.buf = np.zeros(DATA.size(**sizes))
+        for name, arr in DATA.views(self.buf, **sizes)._asdict().items():
             setattr(self, name, arr)
 
 

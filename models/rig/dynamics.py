@@ -57,9 +57,11 @@ def inverse_dynamics(mbuf, dbuf, x, xd, xdd):
     status = inverse_kinematics(mbuf, dbuf, x, xd, xdd)
     if status != OK:
         return status
-    base, plat, Rb, Roff, geo, mass, inertia, gravity = model_views(mbuf)
-    (q, qd, qdd, R, w, dw, c, ac, axes, P, S, Rp, vG, wp, aG, dwp, force, wrench, lu,
-     rhs, tmp) = data_views(dbuf)
+    mv = model_views(mbuf)
+    base, geo, mass, inertia, gravity = mv.base, mv.geo, mv.mass, mv.inertia, mv.gravity
+    dv = data_views(dbuf)
+    R, w, dw, c, ac, axes, P, S, Rp, wp = dv.R, dv.w, dv.dw, dv.c, dv.ac, dv.axes, dv.P, dv.S, dv.Rp, dv.wp
+    aG, dwp, force, wrench, lu, rhs, tmp = dv.aG, dv.dwp, dv.force, dv.wrench, dv.lu, dv.rhs, dv.tmp
     F, M, Facc, Macc, rel, yv, yw, r = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5], tmp[6], tmp[7]
     ed1, ed2, rho = tmp[8], tmp[9], tmp[10]
     scratch = tmp[11:13]

@@ -22,10 +22,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
-from models.chain.model import python_views
-from models.common.layout import at as _at
+from models.common.layout import Field, Layout
 from models.rig.config import StewartDescription, load_stewart
 
 OK = 0
@@ -47,73 +46,38 @@ NEWTON_ITERS = 30
 THETA1 = np.array([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
 
 
+# base[6,3] B_j in frame 0, plat[6,3] P_j in the platform frame, Rb[6,3,3] universal joint's fixed
+# frame (x = e1, z = leg at t = 0), Roff[6,3,3] spherical joint's last frame in the platform frame,
+# geo[8] = (l1, l3, c2, c3, lambda_min, lambda_max, singular_tol, l4), mass[6], inertia[6,3,3] about
+# each centre of mass in the body's frame with z along the leg for bodies 1-5, gravity[3]
+MODEL = Layout("stewart model", [
+    Field("base", (6, 3)), Field("plat", (6, 3)), Field("Rb", (6, 3, 3)), Field("Roff", (6, 3, 3)),
+    Field("geo", (8,)), Field("mass", (6,)), Field("inertia", (6, 3, 3)), Field("gravity", (3,))])
+# q, qd, qdd [6 legs, 6 joints]; R[6,5,3,3] body orientations (1 cross, 2 cylinder, 3 rod, 4 cross,
+# 5 piece); w, dw [6,5,3] their angular velocities and accelerations; c, ac [6,5,3] their centres of
+# mass and accelerations; axes[6,6,3] joint axes (e1, e2, n, e4, e5, e6); P[6,3] platform joints;
+# S[6,6] actuator Jacobian; Rp[3,3], vG, wp, aG, dwp [3] the platform's motion; force[6] actuator
+# forces; wrench[6], lu[6,6], rhs[6], tmp[16,3] scratch
+DATA = Layout("stewart data", [
+    Field("q", (6, 6)), Field("qd", (6, 6)), Field("qdd", (6, 6)), Field("R", (6, 5, 3, 3)), Field("w", (6, 5, 3)),
+    Field("dw", (6, 5, 3)), Field("c", (6, 5, 3)), Field("ac", (6, 5, 3)), Field("axes", (6, 6, 3)),
+    Field("P", (6, 3)), Field("S", (6, 6)), Field("Rp", (3, 3)), Field("vG", (3,)), Field("wp", (3,)),
+    Field("aG", (3,)), Field("dwp", (3,)), Field("force", (6,)), Field("wrench", (6,)), Field("lu", (6, 6)),
+    Field("rhs", (6,)), Field("tmp", (16, 3))])
+MODEL_SIZE, DATA_SIZE = MODEL.size(), DATA.size()
+_model_views, _data_views = MODEL.kernel_views, DATA.kernel_views
+
+
 @njit(cache=True)
 def model_views(buf):
-    """Named views of a model buffer: (base[6,3] B_j in frame 0, plat[6,3] P_j in the
-    platform frame, Rb[6,3,3] universal joint's fixed frame (x = e1, z = leg at t = 0),
-    Roff[6,3,3] spherical joint's last frame in the platform frame, geo[8] = (l1, l3,
-    c2, c3, lambda_min, lambda_max, singular_tol, l4), mass[6], inertia[6,3,3] about
-    each centre of mass in the body's frame with z along the leg for bodies 1-5,
-    gravity[3])."""
-    o = 0
-    base = carray(_at(buf, o), (6, 3)); o += 18
-    plat = carray(_at(buf, o), (6, 3)); o += 18
-    Rb = carray(_at(buf, o), (6, 3, 3)); o += 54
-    Roff = carray(_at(buf, o), (6, 3, 3)); o += 54
-    geo = carray(_at(buf, o), (8,)); o += 8
-    mass = carray(_at(buf, o), (6,)); o += 6
-    inertia = carray(_at(buf, o), (6, 3, 3)); o += 54
-    gravity = carray(_at(buf, o), (3,))
-    return base, plat, Rb, Roff, geo, mass, inertia, gravity
+    """Named views of a model buffer (:data:`MODEL`)."""
+    return _model_views(buf)[0]
 
 
 @njit(cache=True)
 def data_views(buf):
-    """Named views of a data buffer: q, qd, qdd [6 legs, 6 joints]; R[6,5,3,3] body
-    orientations (1 cross, 2 cylinder, 3 rod, 4 cross, 5 piece); w, dw [6,5,3] their
-    angular velocities and accelerations; c, ac [6,5,3] their centres of mass and
-    accelerations; axes[6,6,3] joint axes (e1, e2, n, e4, e5, e6); P[6,3] platform
-    joints; S[6,6] actuator Jacobian; Rp[3,3], vG, wp, aG, dwp [3] the platform's
-    motion; force[6] actuator forces; wrench[6], lu[6,6], rhs[6], tmp[16,3] scratch."""
-    o = 0
-    q = carray(_at(buf, o), (6, 6)); o += 36
-    qd = carray(_at(buf, o), (6, 6)); o += 36
-    qdd = carray(_at(buf, o), (6, 6)); o += 36
-    R = carray(_at(buf, o), (6, 5, 3, 3)); o += 270
-    w = carray(_at(buf, o), (6, 5, 3)); o += 90
-    dw = carray(_at(buf, o), (6, 5, 3)); o += 90
-    c = carray(_at(buf, o), (6, 5, 3)); o += 90
-    ac = carray(_at(buf, o), (6, 5, 3)); o += 90
-    axes = carray(_at(buf, o), (6, 6, 3)); o += 108
-    P = carray(_at(buf, o), (6, 3)); o += 18
-    S = carray(_at(buf, o), (6, 6)); o += 36
-    Rp = carray(_at(buf, o), (3, 3)); o += 9
-    vG = carray(_at(buf, o), (3,)); o += 3
-    wp = carray(_at(buf, o), (3,)); o += 3
-    aG = carray(_at(buf, o), (3,)); o += 3
-    dwp = carray(_at(buf, o), (3,)); o += 3
-    force = carray(_at(buf, o), (6,)); o += 6
-    wrench = carray(_at(buf, o), (6,)); o += 6
-    lu = carray(_at(buf, o), (6, 6)); o += 36
-    rhs = carray(_at(buf, o), (6,)); o += 6
-    tmp = carray(_at(buf, o), (16, 3))
-    return q, qd, qdd, R, w, dw, c, ac, axes, P, S, Rp, vG, wp, aG, dwp, force, wrench, lu, rhs, tmp
-
-
-MODEL_FIELDS = ("base", "plat", "Rb", "Roff", "geo", "mass", "inertia", "gravity")
-DATA_FIELDS = ("q", "qd", "qdd", "R", "w", "dw", "c", "ac", "axes", "P", "S", "Rp", "vG", "wp",
-               "aG", "dwp", "force", "wrench", "lu", "rhs", "tmp")
-
-
-def _size(views) -> int:
-    """A buffer's size, derived from its one layout declaration (the views' last end)."""
-    return max(v.ctypes.data + 8 * v.size for v in views) - min(v.ctypes.data for v in views)
-
-
-_probe = np.zeros(4096)
-MODEL_SIZE = _size(model_views(_probe))
-DATA_SIZE = _size(data_views(_probe))
-del _probe
+    """Named views of a data buffer (:data:`DATA`)."""
+    return _data_views(buf)[0]
 
 
 # --- small allocation-free vector helpers -------------------------------------------------
@@ -247,7 +211,8 @@ def platform_motion(x, xd, xdd, Rp, vG, wp, aG, dwp):
 def leg_lengths(mbuf, x, lam, S):
     """Actuator displacements lambda_j = |P_j - B_j| - l1 - l3 (eq. 10) and the actuator
     Jacobian S (lambda' = S V, eq. 15-16) at pose x, without the legs' joint angles."""
-    base, plat, Rb, Roff, geo, mass, inertia, gravity = model_views(mbuf)
+    mv = model_views(mbuf)
+    base, plat, geo = mv.base, mv.plat, mv.geo
     c1 = math.cos(x[3]); s1 = math.sin(x[3])
     c2 = math.cos(x[4]); s2 = math.sin(x[4])
     c3 = math.cos(x[5]); s3 = math.sin(x[5])
@@ -284,9 +249,11 @@ def inverse_kinematics(mbuf, dbuf, x, xd, xdd):
     body velocities by the recursion of eq. 12-14. Accelerations: eq. 17, the same two
     systems with the velocity-product (Coriolis, centripetal) terms on the right-hand
     side; body accelerations by the recursion of eq. 18."""
-    base, plat, Rb, Roff, geo, mass, inertia, gravity = model_views(mbuf)
-    (q, qd, qdd, R, w, dw, c, ac, axes, P, S, Rp, vG, wp, aG, dwp, force, wrench, lu,
-     rhs, tmp) = data_views(dbuf)
+    mv = model_views(mbuf)
+    base, plat, Rb, Roff, geo, mass = mv.base, mv.plat, mv.Rb, mv.Roff, mv.geo, mv.mass
+    dv = data_views(dbuf)
+    q, qd, qdd, R, w, dw, c, ac, axes, P = dv.q, dv.qd, dv.qdd, dv.R, dv.w, dv.dw, dv.c, dv.ac, dv.axes, dv.P
+    S, Rp, vG, wp, aG, dwp, tmp = dv.S, dv.Rp, dv.vG, dv.wp, dv.aG, dv.dwp, dv.tmp
     for i in range(6):
         if not (math.isfinite(x[i]) and math.isfinite(xd[i]) and math.isfinite(xdd[i])):
             return NON_FINITE
@@ -446,10 +413,11 @@ def forward_kinematics(mbuf, dbuf, lam_target, x):
     scaled by the platform radius), NO_CONVERGENCE when no pose fits the lengths within
     NEWTON_TOL in NEWTON_ITERS steps (outside the workspace) or the pose found is the
     mirror image under the base (z <= 0)."""
-    base, plat, Rb, Roff, geo, mass, inertia, gravity = model_views(mbuf)
+    mv = model_views(mbuf)
+    base, geo = mv.base, mv.geo
     # the leg lengths of each Newton step live in the Data's wrench slot (scratch here)
-    (q, qd, qdd, R, w, dw, c, ac, axes, P, S, Rp, vG, wp, aG, dwp, force, lam, lu,
-     rhs, tmp) = data_views(dbuf)
+    dv = data_views(dbuf)
+    S, lam, lu, rhs = dv.S, dv.wrench, dv.lu, dv.rhs
     for j in range(6):
         if not (math.isfinite(lam_target[j]) and math.isfinite(x[j])):
             return NON_FINITE
@@ -484,7 +452,7 @@ def forward_kinematics(mbuf, dbuf, lam_target, x):
 
 
 class StewartModel:
-    """Immutable parameters of a Stewart-Gough rig in one flat buffer (see model_views).
+    """Immutable parameters of a Stewart-Gough rig in one flat buffer (:data:`MODEL`).
 
     Frames: base points B_j = l0 (cos a1, sin a1, 0), platform points l4 (cos(a1 + a2),
     sin(a1 + a2), 0) in the platform frame (eq. 1-2). Each leg's universal joint has its
@@ -495,7 +463,7 @@ class StewartModel:
         self.desc = desc
         self.name = desc.name
         self.buf = np.zeros(MODEL_SIZE)
-        v = dict(zip(MODEL_FIELDS, python_views(self.buf, model_views(self.buf))))
+        v = MODEL.views(self.buf)._asdict()
         home = np.array([0.0, 0.0, desc.h])
         for j in range(6):
             a1 = desc.alpha1[j]
@@ -516,7 +484,7 @@ class StewartModel:
         v["inertia"][1] = THETA1 @ v["inertia"][1] @ THETA1.T
         v["gravity"][:] = (0.0, 0.0, -desc.gravity)
         self.buf.flags.writeable = False
-        for name, arr in zip(MODEL_FIELDS, python_views(self.buf, model_views(self.buf))):
+        for name, arr in MODEL.views(self.buf)._asdict().items():
             setattr(self, name, arr)
 
     @classmethod
@@ -529,7 +497,7 @@ class StewartData:
 
     def __init__(self) -> None:
         self.buf = np.zeros(DATA_SIZE)
-        for name, arr in zip(DATA_FIELDS, python_views(self.buf, data_views(self.buf))):
+        for name, arr in DATA.views(self.buf)._asdict().items():
             setattr(self, name, arr)
 
 

@@ -10,6 +10,9 @@ from numba import njit
 from models.chain import model as chain
 from models.chain.model import python_views
 from models.common.layout import Field, Layout
+from models.composite import models as composite
+from models.rig import stewart
+from models.tree.config import load_tree
 from models.tree import model as tree
 from models.tree.robot import TreeRobot
 from stabilizer import stabilizer as stab
@@ -18,7 +21,7 @@ from stabilizer.whole_body_config import load_config as load_wb_config
 
 from tests.models.chains import bip_leg
 from tests.models.trees import BIP2000, random_tree
-from tests.paths import ROBOTS
+from tests.paths import ROBOTS, STEWART_RIG
 
 
 @njit(cache=True)
@@ -29,6 +32,17 @@ def _chain_kernel_views(mbuf, dbuf):
 @njit(cache=True)
 def _tree_kernel_views(mbuf, dbuf):
     return tree.model_layout(mbuf)[0], tree.data_layout(mbuf, dbuf)[0]
+
+
+@njit(cache=True)
+def _composite_kernel_views(tbuf, pbuf, dbuf):
+    _, p, d = composite.views(tbuf, pbuf, dbuf)
+    return p, d
+
+
+@njit(cache=True)
+def _stewart_kernel_views(mbuf, dbuf):
+    return stewart.model_views(mbuf), stewart.data_views(dbuf)
 
 
 def _buffers():
@@ -48,11 +62,21 @@ def _buffers():
     size = {"n": st.n, "nv": st.nv}
     out += [(stab.PARAMS, st.params, size, stab.param_views(st.params)),
             (stab.STATE, st.state, size, stab.state_views(st.state, st.n, st.nv)),
-            (stab.OUT, st.out, size, stab.out_views(st.out, st.n, st.nv))]
+            (stab.OUT, st.out, size, stab.out_views(st.out, st.n, st.nv)),
+            (stab.INPUTS, st.inputs, {"n": st.n}, stab.input_views(st.inputs, st.n))]
     w = wb.WholeBodyStabilizer(bip, load_wb_config(ROBOTS / "bip2000_stabilizer.yaml"))
     out += [(wb.PARAMS, w.params, {"n": w.n}, wb.param_layout(w.params)[0]),
             (wb.STATE, w.state, {"n": w.n}, wb.state_layout(w.params, w.state)[0]),
-            (wb.OUT, w.out, {"n": w.n}, wb.out_layout(w.params, w.out)[0])]
+            (wb.OUT, w.out, {"n": w.n}, wb.out_layout(w.params, w.out)[0]),
+            (wb.INPUTS, w.inputs, {"n": w.n}, wb.input_layout(w.inputs, w.n)[0])]
+    tm, plan, cdata = composite.composite_setup(load_tree(BIP2000))
+    kp, kd = _composite_kernel_views(tm.buf, plan.buf, cdata.buf)
+    dims = {k: int(plan.buf[composite.PLAN.offset(k)]) for k in composite.PLAN.sizes}
+    out += [(composite.PLAN, plan.buf, dims, kp),
+            (composite.DATA, cdata.buf, {k: v for k, v in tree.sizes(tm.buf).items() if k in composite.DATA.sizes}, kd)]
+    rig, rig_data = stewart.StewartModel.from_yaml(STEWART_RIG), stewart.StewartData()
+    km, kd = _stewart_kernel_views(rig.buf, rig_data.buf)
+    out += [(stewart.MODEL, rig.buf, {}, km), (stewart.DATA, rig_data.buf, {}, kd)]
     return out
 
 
@@ -86,6 +110,19 @@ def test_header_slots_are_the_kernels_constants() -> None:
     assert wb.P_COG + wb.BLOCK == wb.P_TRUNK and wb.P_TRUNK + wb.BLOCK == wb.P_SCALARS
     assert wb.S_SCALARS - wb.S_CONTACT == wb.CONTACT_STATE and wb.O_SCALARS - wb.O_SIGMA == 3
     assert tree.HEADER == len(tree.MODEL.sizes)
+
+
+@pytest.mark.parametrize("module, prefix, layout", [
+    (stab, "P_", stab.PARAMS), (stab, "S_", stab.STATE), (stab, "O_", stab.OUT),
+    (wb, "P_", wb.PARAMS), (wb, "B_", wb.FIELD_BLOCK), (wb, "S_", wb.STATE), (wb, "O_", wb.OUT)])
+def test_slot_constants_are_named_after_their_fields(module, prefix: str, layout: Layout) -> None:
+    """P_DT is the slot of the field "dt": every constant named after a header field holds that
+    field's offset (the kernels read the buffers through these constants)."""
+    scalars = [f.name for f in layout.fields if not f.shape]
+    named = {k: getattr(module, k) for k in dir(module) if k.startswith(prefix) and k[len(prefix):].lower() in scalars}
+    assert named
+    for k, v in named.items():
+        assert v == layout.offset(k[len(prefix):].lower()), k
 
 
 def test_bad_declarations_are_refused() -> None:

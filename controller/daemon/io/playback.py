@@ -20,7 +20,12 @@ their time step; a support value, when the column is there, one of the phases. T
 resampled to the cycle period by linear interpolation from the first time to the last
 (the last sample is the last row): a linear interpolant stays between its knots, so
 the position and velocity checks above hold for every resampled sample too (a cubic
-spline could overshoot both).
+spline could overshoot both). The acceleration is not bounded by the knots: the resampled
+samples are then checked as the loop will play them (q̇, q̈ central differences): |q̈| within
+each joint's declared acceleration limit (``limits.acceleration``) and the torque the loop's
+feed-forward will ask, τ = A q̈ + C q̇ + G + rotors and friction along the file
+(:mod:`controller.daemon.io.effort`), within τmax; a refusal names the joint, the row and its
+time, and the limit.
 """
 from __future__ import annotations
 
@@ -83,13 +88,16 @@ def _number(path: Path, line: int, column: str, field: str) -> float:
 
 
 def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.ndarray, qmax: np.ndarray,
-                    vmax: np.ndarray, period: float, with_support: bool = False, max_samples: int | None = None):
+                    vmax: np.ndarray, period: float, with_support: bool = False, max_samples: int | None = None,
+                    amax: np.ndarray | None = None, torques=None):
     """Validate a trajectory file (module docstring) and resample it to ``period`` s:
     an array (samples, n) of joint positions in the order of ``joint_names``, sample k
     at time t0 + k·period; with ``with_support``, also the support phase per sample (an
     int array indexing :data:`SUPPORT_PHASES`, None when the file has no such column).
     A file that would resample to more than ``max_samples`` (the trajectory buffer) is refused
-    before anything is resampled. Raises :class:`TrajectoryFileError`."""
+    before anything is resampled. With ``amax``, the resampled acceleration is checked; with
+    ``torques`` (a :class:`controller.daemon.io.effort.TrajectoryTorques`), the joint torques
+    (module docstring). Raises :class:`TrajectoryFileError`."""
     path = Path(path)
     if not (math.isfinite(period) and period > 0.0):
         raise ValueError(f"the resampling period must be a finite number > 0 s, got {period!r}")
@@ -146,6 +154,46 @@ def load_trajectory(path: str | Path, joint_names: tuple[str, ...], qmin: np.nda
     steps = math.ceil(span - 1e-9)
     ts = np.minimum(t[0] + period * np.arange(steps + 1), t[-1])
     qs = np.column_stack([np.interp(ts, t, q[:, j]) for j in range(n)])
+    phases = None if sc is None else support[np.searchsorted(t, ts, side="right") - 1]
+    if amax is not None:
+        _check_acceleration(path, qs, period, joint_names, np.asarray(amax, dtype=float), t, ts, lines)
+    if torques is not None:
+        _check_torque(path, qs, phases, period, joint_names, torques, t, ts, lines)
     if not with_support:
         return qs
-    return qs, None if sc is None else support[np.searchsorted(t, ts, side="right") - 1]
+    return qs, phases
+
+
+def _row(t: np.ndarray, ts: np.ndarray, k: int, lines: list[int]) -> str:
+    """Sample k's time and the file's row nearest to it, as an error names them."""
+    i = int(np.argmin(np.abs(t - ts[k])))
+    return f"line {lines[i]} (t = {ts[k]:.6g} s)"
+
+
+def _check_acceleration(path: Path, qs: np.ndarray, period: float, joint_names: tuple[str, ...],
+                        amax: np.ndarray, t: np.ndarray, ts: np.ndarray, lines: list[int]) -> None:
+    """|q̈| within amax at every inner sample, q̈ the loop's central difference of the samples
+    (controller.daemon.loop.references.playback): a corner of the knots is a velocity step there."""
+    if len(qs) < 3:
+        return
+    qdd = np.abs(qs[2:] - 2.0 * qs[1:-1] + qs[:-2]) / (period * period)
+    k, j = np.unravel_index(int(np.argmax(qdd / amax)), qdd.shape)
+    if qdd[k, j] > amax[j]:
+        raise TrajectoryFileError(f"{path}, {_row(t, ts, k + 1, lines)}: joint {joint_names[j]!r} accelerates at "
+                                  f"{qdd[k, j]:.6g} rad/s² there, more than its acceleration limit {amax[j]:g} "
+                                  "rad/s² (limits.acceleration)")
+
+
+def _check_torque(path: Path, qs: np.ndarray, phases: np.ndarray | None, period: float,
+                  joint_names: tuple[str, ...], torques, t: np.ndarray, ts: np.ndarray, lines: list[int]) -> None:
+    """|τ| within τmax at every sample, τ the inverse dynamics the loop's feed-forward computes
+    (``torques``: controller.daemon.io.effort.TrajectoryTorques)."""
+    tau, bad = torques(qs, phases, period)
+    if bad >= 0:
+        raise TrajectoryFileError(f"{path}, {_row(t, ts, bad, lines)}: the transmission cannot reach this posture")
+    ratio = np.abs(tau) / torques.taumax
+    k, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    if ratio[k, j] > 1.0:
+        raise TrajectoryFileError(f"{path}, {_row(t, ts, k, lines)}: joint {joint_names[j]!r} would need "
+                                  f"{tau[k, j]:+.6g} N·m there (inverse dynamics with gravity), more than its torque "
+                                  f"limit {torques.taumax[j]:g} N·m")

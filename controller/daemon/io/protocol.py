@@ -21,6 +21,7 @@ from controller.daemon.arguments import Reject, kind_of
 from controller.daemon.codes import MAX_REQUEST_BYTES, Error, State
 from controller.daemon.commands import BY_NAME, CODES, COMMANDS, EMPTY, STABILIZER_PARAMS, Lane
 from controller.daemon.shm import MAX_ARGS, Cmd
+from models.chain.config import ACCELERATION_TIME
 from models.rig.tilt import THESIS
 
 MAX_ID_CHARS = 256
@@ -76,14 +77,25 @@ class Context:
     soft_limit_margin: float = 0.0      # rad inside qmin, qmax a trajectory must stay (the loop's soft limits)
     transmission_labels: tuple[str, ...] = ()   # each joint's transmission block (faults); empty: the bench leg's
     whole_body: bool = False            # the stabilizer is the whole robot's (``stabilizer`` takes ``support``)
+    amax: np.ndarray | None = None      # rad/s² per joint (limits.acceleration); None: vmax / ACCELERATION_TIME
+    torques: Any = None                 # a file's joint torques (controller.daemon.io.effort); None: unchecked
+    start_posture: Any = None           # the whole-robot stabilizer's start check (controller.daemon.io.start_posture)
+    platform_vmax: float = math.inf     # rad/s of the platform's hinges, rig_vmax m/s of the rig's actuators,
+    platform_amax: float = math.inf     # and their accelerations: what their drives can make
+    rig_vmax: float = math.inf          # (controller.daemon.run.axis_limits); inf: unchecked
+    rig_amax: float = math.inf
     state: State = State.BOOT
     q: np.ndarray | None = None
+    platform: np.ndarray | None = None  # the platform's (alpha, beta), rad, as the last telemetry record has it
 
     def __post_init__(self) -> None:
         n = len(self.joint_names)
-        self.qmin, self.qmax, self.vmax = (np.asarray(a, dtype=float) for a in (self.qmin, self.qmax, self.vmax))
-        if any(a.shape != (n,) for a in (self.qmin, self.qmax, self.vmax)):
-            raise ValueError(f"qmin, qmax and vmax must each hold {n} values, one per joint")
+        if self.amax is None:
+            self.amax = np.asarray(self.vmax, dtype=float) / ACCELERATION_TIME
+        self.qmin, self.qmax, self.vmax, self.amax = (np.asarray(a, dtype=float)
+                                                      for a in (self.qmin, self.qmax, self.vmax, self.amax))
+        if any(a.shape != (n,) for a in (self.qmin, self.qmax, self.vmax, self.amax)):
+            raise ValueError(f"qmin, qmax, vmax and amax must each hold {n} values, one per joint")
         if len(self.axis_names) != n:
             raise ValueError(f"set_gains addresses the loop's joint-space axis tasks: give {n} axis names, "
                              f"got {len(self.axis_names)}")
@@ -103,12 +115,14 @@ class Context:
                    qmin=np.array([j.position_limits[0] for j in desc.joints]),
                    qmax=np.array([j.position_limits[1] for j in desc.joints]),
                    vmax=np.array([j.velocity_limit for j in desc.joints]),
+                   amax=np.array([j.acceleration_limit for j in desc.joints]),
                    axis_names=names if axis_names is None else tuple(axis_names), **kw)
 
     def config_summary(self) -> dict[str, Any]:
         """The static configuration as a JSON-ready dict (``get_config``)."""
         return {"joints": list(self.joint_names), "axes": list(self.axis_names),
                 "qmin": self.qmin.tolist(), "qmax": self.qmax.tolist(), "vmax": self.vmax.tolist(),
+                "amax": self.amax.tolist(),
                 "period": self.period, "platform_limit": self.platform_limit,
                 "max_duration": self.max_duration, "max_gain": self.max_gain,
                 "stabilizer_params": {k: [lo, hi, unit] for k, (_, lo, hi, unit) in STABILIZER_PARAMS.items()},

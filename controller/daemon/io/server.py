@@ -372,6 +372,7 @@ class IoServer:
         self.ctx.state = State[state] if isinstance(state, str) else State.FAULT
         p = self.publisher
         self.ctx.q = p.last[self.layout.slices["q"]].copy() if p.have_last else None
+        self.ctx.platform = p.last[self.layout.slices["platform"]].copy() if p.have_last else None
 
     def _dispatch(self, envelope: list[bytes], req: Request) -> None:
         h = self.block.header

@@ -128,7 +128,8 @@ class Worker:
         """The trajectory's samples and support column, parsed and checked against the limits."""
         c = self.ctx
         return load_trajectory(path, c.joint_names, c.qmin, c.qmax, c.vmax, c.period,
-                               with_support=True, max_samples=self.block.traj.shape[0])
+                               with_support=True, max_samples=self.block.traj.shape[0],
+                               amax=c.amax, torques=c.torques)
 
     def _rig_motion(self, loading: Loading) -> EarthquakeMotion | str:
         """The earthquake file, made drift-free and checked against the rig's stroke
@@ -139,7 +140,7 @@ class Worker:
         if len(motion.x) > cap:
             return (f"{loading.path.name} makes {len(motion.x)} spline nodes, more than the rig "
                     f"buffer's {cap} ({(cap - 1) * motion.dt:g} s).")
-        check_motion(self.ctx.rig, motion)
+        check_motion(self.ctx.rig, motion, vmax=self.ctx.rig_vmax, amax=self.ctx.rig_amax)
         return motion
 
     def hand_over(self, loading: Loading) -> Request | ErrorReply:

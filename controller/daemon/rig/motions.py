@@ -49,6 +49,11 @@ class Motion:
         self.t0 = 0.0
         self.done = False
 
+    @property
+    def shortest_period(self) -> float:
+        """s, the period of the motion's fastest component (inf: none given); its checks sample finer."""
+        return math.inf
+
     def start(self, t: float) -> None:
         self.t0 = t
         self.done = False
@@ -159,6 +164,11 @@ class SineSum(Motion):
             raise MotionError(f"{name}: the ramp must be between 0 and half the duration "
                               f"({self.duration / 2.0:g} s), got {ramp!r}")
         self.ramp = float(ramp)
+
+    @property
+    def shortest_period(self) -> float:
+        top = float(np.abs(self.omega).max()) if self.omega.size else 0.0
+        return 2.0 * math.pi / top if top > 0.0 else math.inf
 
     def sample_many(self, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         env = np.array([_envelope(float(t), self.duration, self.ramp) for t in taus])

@@ -35,7 +35,8 @@ def actuator_setpoints(mbuf, dbuf, pose, pose_d, pose_dd, gear, position, veloci
     status = inverse_kinematics(mbuf, dbuf, pose, pose_d, pose_dd)
     if status != OK:
         return status
-    q, qd = data_views(dbuf)[0], data_views(dbuf)[1]
+    dv = data_views(dbuf)
+    q, qd = dv.q, dv.qd
     for j in range(6):
         position[j] = gear * q[j, 2]
         velocity[j] = gear * qd[j, 2]
@@ -56,7 +57,7 @@ def measure_platform(mbuf, dbuf, motor_position, motor_velocity, gear, period, t
         for i in range(6):
             pose[i] = A[6, i]
         return status
-    S = data_views(dbuf)[10]
+    S = data_views(dbuf).S
     for j in range(6):
         for i in range(6):
             A[j, i] = S[j, i]

@@ -1,7 +1,9 @@
 """The check every rig motion passes before it is played: the rig's inverse kinematics
-(Staicu 2008, eq. 8–18) at every ``step`` s (5 ms: a tenth of the period of the fastest motion here, 2 Hz) of the whole motion, from the home pose. The first
-instant an actuator leaves its stroke (or the pose is singular) refuses the motion with one
-sentence naming the motion, the time, the leg and the displacement."""
+(Staicu 2008, eq. 8–18) at every ``step`` s (5 ms: a tenth of the period of the fastest motion here, 2 Hz;
+a twentieth of a faster sinusoid's period) of the whole motion, from the home pose. The first
+instant an actuator leaves its stroke, or (given ``vmax``, ``amax``) moves faster or accelerates
+harder than its drive can make it (eq. 15–18: λ', λ''), or the pose is singular, refuses the motion
+with one sentence naming the motion, the time, the leg and the value and limit."""
 from __future__ import annotations
 
 import math
@@ -31,8 +33,10 @@ class StrokeReport:
     margin_t: float
 
 
-def check_motion(model: StewartModel, motion: Motion, step: float = 0.005) -> StrokeReport:
-    """Refuse (:class:`MotionError`) a motion the rig cannot make; otherwise report its actuators."""
+def check_motion(model: StewartModel, motion: Motion, step: float = 0.005, vmax: float = math.inf,
+                 amax: float = math.inf) -> StrokeReport:
+    """Refuse (:class:`MotionError`) a motion the rig cannot make (its actuators' stroke, speed ``vmax``
+    m/s and acceleration ``amax`` m/s²); otherwise report its actuators."""
     if not (math.isfinite(step) and step > 0):
         raise MotionError(f"stroke check: step must be a finite number > 0 s, got {step!r}")
     data = StewartData()
@@ -41,6 +45,7 @@ def check_motion(model: StewartModel, motion: Motion, step: float = 0.005) -> St
     lam, S = np.zeros(6), np.zeros((6, 6))
     lo, hi = model.desc.stroke
     lam_min, lam_max, speed, margin, where = math.inf, -math.inf, 0.0, math.inf, (0, 0.0)
+    step = min(step, motion.shortest_period / 20.0)         # a fast sinusoid is sampled, not aliased
     n = int(math.ceil(motion.duration / step))
     taus = np.minimum(np.arange(n + 1) * step, motion.duration)
     for k, t in enumerate(taus):
@@ -61,6 +66,12 @@ def check_motion(model: StewartModel, motion: Motion, step: float = 0.005) -> St
             what = "singular" if status == SINGULAR else STATUS_NAMES[int(status)]
             raise MotionError(f"{motion.name}: the rig cannot make this motion: its inverse kinematics "
                               f"fails at t = {t:.3f} s ({what})")
+        for what, value, limit, unit in (("speed", data.qd[:, 2], vmax, "m/s"), ("acceleration", data.qdd[:, 2], amax, "m/s²")):
+            j = int(np.argmax(np.abs(value)))
+            if abs(value[j]) > limit:
+                raise MotionError(f"{motion.name}: the rig cannot make this motion: leg {LEG_NAMES[j]} would need "
+                                  f"an actuator {what} of {abs(value[j]):.3g} {unit} at t = {t:.4g} s, above the "
+                                  f"{limit:.3g} {unit} its drive can follow")
         lam_min, lam_max = min(lam_min, lam.min()), max(lam_max, lam.max())
         speed = max(speed, float(np.abs(data.qd[:, 2]).max()))
         room = np.minimum(lam - lo, hi - lam)

@@ -207,3 +207,26 @@ def test_the_one_unpack_pres_reader_equals_read_pres_then_the_payload():
     assert fields[6:] == TPDO.struct.unpack(payload)
     with pytest.raises(TruncatedFrame, match="header and payload"):
         frames.read_pres(pres(3, NmtState.OPERATIONAL, b""), PRES_TPDO)
+
+
+def test_named_header_offsets_are_where_the_decoders_read() -> None:
+    """The Numba readers (checks.py, drivers.sim.isochronous) index frames by frames.py's named
+    offsets: each holds the field the struct-based decoders read."""
+    b = pres(7, int(NmtState.OPERATIONAL), b"\x00" * 8, flags1=frames.FLAG1_RD, flags2=0x0A)
+    src, nmt, flags1, flags2, version, size = frames.read_pres(b)[:6]
+    le = lambda at, n: int.from_bytes(b[at:at + n], "little")    # noqa: E731
+    assert b[frames.DST_MAC_AT:frames.DST_MAC_AT + 6] == frames.PRES_MAC
+    assert b[frames.SRC_MAC_AT:frames.SRC_MAC_AT + 6] == frames.node_mac(7)
+    assert int.from_bytes(b[frames.ETHERTYPE_AT:frames.ETHERTYPE_AT + 2], "big") == frames.ETHERTYPE
+    assert (b[frames.MESSAGE_TYPE_AT], b[frames.DST_NODE_AT], b[frames.SRC_NODE_AT]) == (
+        MessageType.PRES, frames.BROADCAST_NODE_ID, src)
+    assert (b[frames.NMT_STATUS_AT], b[frames.FLAGS1_AT], b[frames.FLAGS2_AT]) == (nmt, flags1, flags2)
+    assert (b[frames.PDO_VERSION_AT], le(frames.SIZE_AT, 2)) == (version, size) == (frames.PDO_VERSION, 8)
+    b = soc(s=5, ns=6, rel=7)
+    assert frames.read_soc(b)[2:] == (le(frames.NET_TIME_AT, 4), le(frames.NET_TIME_NS_AT, 4),
+                                      le(frames.RELATIVE_TIME_AT, 8)) == (5, 6, 7)
+    f = frames.soa_frame()
+    frames.set_soa(f.buf, int(NmtState.OPERATIONAL), 0, int(RequestedService.STATUS_REQUEST), 9)
+    b = bytes(f.seal())
+    assert frames.read_soa(b) == (b[frames.NMT_STATUS_AT], 0, b[frames.SERVICE_AT], b[frames.SERVICE_TARGET_AT],
+                                  b[frames.EPL_VERSION_AT]) == (int(NmtState.OPERATIONAL), 0, 2, 9, frames.EPL_VERSION)

@@ -69,8 +69,10 @@ class StabilizerReference:
         raise NotImplementedError
 
     def set_params(self, a: np.ndarray, nargs: int) -> None:
-        """(StabParam, value) pairs after ``enable``; validated on the I/O side. The parameter array is
-        read-only to its kernels (one array type, compiled once): writable only while it is written."""
+        """(StabParam, value) pairs after ``enable``; validated on the I/O side. A read-only parameter array
+        stays read-only to its kernels (its array type is the one compiled before the first cycle): it is
+        writable only while it is written."""
+        writeable = self.params.flags.writeable
         self.params.flags.writeable = True
         try:
             for k in range(1, nargs - 1, 2):
@@ -78,7 +80,7 @@ class StabilizerReference:
                 if slot is not None:
                     self.params[slot] = a[k + 1]
         finally:
-            self.params.flags.writeable = False
+            self.params.flags.writeable = writeable
 
     def sample(self, t: float, q_ref: np.ndarray, qd_ref: np.ndarray, qdd_ref: np.ndarray) -> Outcome:
         status = self._step()
@@ -131,10 +133,3 @@ class Stabilize(StabilizerReference):
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
         return stab_step(s.params, s.state, s.inputs, s.out)
-
-    def warmup(self) -> None:
-        """Compile its kernels on scratch copies (ControlLoop._warmup)."""
-        s = self.stab
-        state, out = s.state.copy(), s.out.copy()
-        stab_reset(s.params, state, self.q, out)
-        flag_mask(s.flags, stab_step(s.params, state, s.inputs, out), self.bits)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from models.common.support import DOUBLE, LEFT
+from models.common.support import DOUBLE
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
 from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
@@ -20,7 +20,7 @@ from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CON
 
 from controller.daemon.codes import StabParam
 from controller.daemon.telemetry import MAX_WALLS, stab_bit_map
-from controller.daemon.loop.references.stabilize import StabilizerReference, flag_mask
+from controller.daemon.loop.references.stabilize import StabilizerReference
 
 
 BITS = stab_bit_map(FLAG_NAMES, STATUS_NAMES)
@@ -74,9 +74,9 @@ class StabilizeWholeBody(StabilizerReference):
         self.flags = self.failed = 0
 
     def _step(self) -> int:
-        s, n = self.stab, self.n
+        s = self.stab
         s.in_q[:] = self.q
-        s.inputs[n] = self.commanded
+        s.in_support[0] = self.commanded
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
         if self.sensed:
@@ -86,12 +86,3 @@ class StabilizeWholeBody(StabilizerReference):
             self.support = s.out[O_SUPPORT]
         copy_margins(s.margins, int(s.out[O_NHULL]) if status == 0 else 0, self.margins)
         return status
-
-    def warmup(self) -> None:
-        """Compile its kernels on scratch copies (ControlLoop._warmup)."""
-        s = self.stab
-        state, out = s.state.copy(), s.out.copy()
-        reset(self.params, state, self.q, out)
-        s.inputs[self.n] = float(LEFT)
-        flag_mask(s.flags, step(s.mbuf, s.dbuf, self.params, state, s.inputs, out), self.bits)
-        copy_margins(s.margins, 0, self.margins.copy())

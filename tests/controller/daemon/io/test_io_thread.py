@@ -142,7 +142,7 @@ def test_the_loop_answers_a_withdrawn_command_timeout_and_does_not_apply_it():
         h.run(1)
         first, second = take_replies(h.block)
         assert first == (1, False, int(Error.TIMEOUT), float(State.DISABLED))
-        assert second[:3] == (2, True, 0) and h.loop.enabling    # the second, not withdrawn, was applied
+        assert second[:3] == (2, True, 0) and h.loop.sup.enabling    # the second, not withdrawn, was applied
     finally:
         h.close()
 
