@@ -12,7 +12,7 @@ import pytest
 import zmq
 
 from controller.daemon.codes import Error, State
-from controller.daemon.io import server as server_module
+from controller.daemon.io import worker as worker_module
 from controller.tools.client import Client, CommandError
 from controller.daemon.io.protocol import ErrorReply, validate
 from controller.daemon.rig.motions import MotionError
@@ -124,14 +124,14 @@ def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, 
     """The parser waits on an event: the estop must be answered and executed meanwhile, and
     the trajectory, once parsed, must never reach the loop."""
     started, release = threading.Event(), threading.Event()
-    real = server_module.load_trajectory
+    real = worker_module.load_trajectory
 
     def slow_parser(*args, **kw):
         started.set()
         assert release.wait(30)
         return real(*args, **kw)
 
-    monkeypatch.setattr(server_module, "load_trajectory", slow_parser)
+    monkeypatch.setattr(worker_module, "load_trajectory", slow_parser)
     (tmp_path / "walk.csv").write_text(WALK)
     rig = in_hold(rig_factory, trajectory_dir=tmp_path)
     def meanwhile() -> None:
@@ -158,7 +158,7 @@ def test_a_command_that_cancels_an_earthquake_still_loading_is_answered(rig_fact
         assert release.wait(30)
         raise MotionError("never read")
 
-    monkeypatch.setattr(server_module, "load_earthquake", slow_loader)
+    monkeypatch.setattr(worker_module, "load_earthquake", slow_loader)
     (tmp_path / "quake.csv").write_text("t,ax,ay,az\n0,0,0,0\n1,0,0,0\n")
     rig = rig_factory(server_kw={"trajectory_dir": tmp_path}, ctx_kw={"rig": StewartModel.from_yaml(STEWART_RIG)})
     rig.client.call("enable")
@@ -177,14 +177,14 @@ def test_a_command_that_cancels_an_earthquake_still_loading_is_answered(rig_fact
 
 def test_a_second_file_while_one_loads_is_busy(rig_factory, tmp_path, monkeypatch):
     started, release = threading.Event(), threading.Event()
-    real = server_module.load_trajectory
+    real = worker_module.load_trajectory
 
     def slow_parser(*args, **kw):
         started.set()
         assert release.wait(30)
         return real(*args, **kw)
 
-    monkeypatch.setattr(server_module, "load_trajectory", slow_parser)
+    monkeypatch.setattr(worker_module, "load_trajectory", slow_parser)
     (tmp_path / "walk.csv").write_text(WALK)
     rig = in_hold(rig_factory, trajectory_dir=tmp_path)
     first = Client(rig.server.command_endpoint, timeout_s=10.0, retries=1)

@@ -17,7 +17,8 @@ import zmq
 import controller.daemon.io.server as server_module
 from controller.daemon.codes import Error, State
 from controller.daemon.io import protocol
-from controller.daemon.io.server import RING_SLICE, IoServer
+from controller.daemon.io.pump import RING_SLICE
+from controller.daemon.io.server import IoServer
 from controller.daemon.shm import Cmd, H, begin_record, end_record, post_command, take_replies, withdraw_commands
 from controller.daemon.telemetry import RecordLayout
 from controller.tools.client import Client, CommandError

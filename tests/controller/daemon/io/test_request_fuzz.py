@@ -182,10 +182,10 @@ def test_a_validator_that_raises_is_answered_bad_args_and_logged(fuzz_server, mo
 def test_a_failure_while_handling_a_valid_request_is_answered_internal(fuzz_server, monkeypatch, capsys):
     rig, sock = fuzz_server
 
-    def broken(cmd):
+    def broken(cmd, pending, loop_error):
         raise RuntimeError("the summary is broken. really")
 
-    monkeypatch.setattr(rig.server, "_local", broken)
+    monkeypatch.setattr(rig.server.answers, "answer", broken)
     reply = _call(sock, _request(8, "status", {}))
     assert reply["error"] == {"code": "internal", "message": "status failed inside the I/O process (RuntimeError: "
                                                              "the summary is broken; really); it was logged."}
