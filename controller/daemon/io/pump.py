@@ -38,6 +38,7 @@ class IoCounters:
     timeouts: int = 0
     late_replies: int = 0
     internal_errors: int = 0
+    retries: int = 0          # repeated requests answered with their first reply (io.recent)
     heartbeats: int = 0
     records: int = 0
     ring_drops: int = 0

@@ -15,7 +15,9 @@ is handled in the worker thread (:mod:`controller.daemon.io.worker`), so that ``
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
 ``status``, ``stats`` and ``get_config`` are answered from shared memory
 (:mod:`controller.daemon.io.answers`). Every valid request counts one client heartbeat in the
-shared header (``H.HEARTBEATS``), which feeds the loop's motion watchdog.
+shared header (``H.HEARTBEATS``), which feeds the loop's motion watchdog. A command that acts and
+carries an ``id`` is remembered with its reply, so a client's retry of it gets that reply and never
+acts twice (:mod:`controller.daemon.io.recent`).
 In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is answered
 once the loop has run up to it and its telemetry and events are published. Every pass
 (about 1 ms) also drains the replies, then the events and telemetry rings
@@ -59,7 +61,9 @@ from controller.daemon.io.answers import Answers
 from controller.daemon.io.curve import check_endpoints, secure_server, start_authenticator
 from controller.daemon.io.log import CycleLogWriter
 from controller.daemon.io.messages import Names, name_of
+from controller.daemon.io.recent import Envelope, RecentRequests, client_key, request_key
 from controller.daemon.io.protocol import (
+    LOCAL,
     SLOW_CHECKS,
     STEP,
     Context,
@@ -204,6 +208,7 @@ class IoServer:
         self._pub.sndhwm = sndhwm
         self._pub.setsockopt(zmq.XPUB_NODROP, 1)     # a full queue is an EAGAIN we can count
         self._router.maxmsgsize = max_request_bytes
+        self._router.router_handover = 1             # a client reconnecting under its routing id takes it over
         for sock, key, ep in ((self._router, "command", endpoints.command),
                               (self._pub, "telemetry", endpoints.telemetry)):
             try:
@@ -224,6 +229,7 @@ class IoServer:
             "command_endpoint": self.command_endpoint, "telemetry_endpoint": self.telemetry_endpoint,
             "decimation": decimation, "reply_timeout": reply_timeout, "sndhwm": sndhwm})
         self._pending: dict[int, _Pending] = {}
+        self.recent = RecentRequests(self._router.send_multipart)
         self._step: _Step | None = None
         self._token = 1
         self._next_stats = time.monotonic() + stats_period
@@ -247,10 +253,10 @@ class IoServer:
         if self._poller.poll(0 if self.publisher.backlog else timeout_ms):
             for _ in range(256):
                 try:
-                    frames = self._router.recv_multipart(zmq.NOBLOCK)
+                    frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
-                self._handle(frames)
+                self._handle([f.bytes for f in frames], client_key(frames[-1]))
         self._pump(time.monotonic())
 
     @property
@@ -282,17 +288,25 @@ class IoServer:
     # ------------------------------------------------------------------ commands
 
     def _send(self, envelope: list[bytes], data: bytes) -> None:
+        """Send a reply (kept for the retries of a remembered request)."""
         self._router.send_multipart(envelope + [data])
+        self.recent.sent(envelope, data)
 
     def _reject(self, envelope: list[bytes], id_: Any, code: Error, message: str) -> None:
         self.counters.rejected += 1
         self._send(envelope, error_reply(id_, code, message))
 
-    def _handle(self, frames: list[bytes]) -> None:
+    def _handle(self, frames: list[bytes], user: bytes = b"") -> None:
         """One request, answered whatever happens: a validator that raises refuses it (``bad_args``), a
-        failure anywhere else is ``internal``; either is logged on stderr with the request."""
-        envelope, raw = frames[:-1], frames[-1]
+        failure anywhere else is ``internal``; either is logged on stderr with the request. A retry of a
+        remembered request (``user``: its client's CURVE key) gets the first reply."""
+        envelope, raw = Envelope(frames[:-1]), frames[-1]
         self.counters.requests += 1
+        key = request_key(envelope, user, raw)
+        if self.recent.retry(envelope, key):
+            self.counters.retries += 1
+            self._heartbeat()                          # a valid request, as the first was
+            return
         req: Request | ErrorReply | None = None
         try:
             self._refresh_context()
@@ -303,6 +317,8 @@ class IoServer:
                 self._reject(envelope, req.id, req.code, req.message)
                 return
             self._heartbeat()
+            if req.id is not None and req.cmd not in LOCAL:
+                self.recent.remember(envelope, key)
             if req.cmd == STEP:
                 self._begin_step(envelope, req)
             elif req.mailbox is None:
