@@ -12,7 +12,10 @@ in a worker thread, so that ``estop``, ``stop``, ``hold`` and
 ``max_request_bytes`` never reach the handler (ZMQ_MAXMSGSIZE drops the sender). ``ping``,
 ``status``, ``stats`` and ``get_config`` are answered from shared memory. Every valid request
 counts one client heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's
-motion watchdog.
+motion watchdog. A command that reaches the loop (or ``step``) and carries an ``id`` is remembered
+with its reply (the last ``RECENT_REQUESTS``, per client: its CURVE key, else its address): the
+same request again, byte for byte, is a retry and gets the first reply, or waits for it, without
+acting twice (idempotent retries; read-only commands are answered afresh, refusals re-validated).
 In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is answered
 once the loop has run up to it and its telemetry and events are published. Every pass
 (about 1 ms) also drains the replies, the events ring (``event`` frames) and then the
@@ -24,6 +27,7 @@ any of this (docs/cycle.md).
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import threading
 import time
@@ -68,7 +72,7 @@ from controller.daemon.io.messages import (
     profiler_summary,
     telemetry_message,
 )
-from controller.daemon.io.protocol import STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
+from controller.daemon.io.protocol import LOCAL, STEP, Context, ErrorReply, Request, error_reply, ok_reply, validate
 
 TOPICS = (b"telemetry", b"event", b"stats")
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
@@ -78,6 +82,8 @@ FILE_COMMANDS = frozenset(Cmd[k.name] for _, k in CODES if k.file)
 """Mailbox commands whose file the worker thread loads into shared memory first."""
 LANE_OF = {cmd: lane for lane, cmd in enumerate(LANES)}
 """The priority lane of each command that has one (shm.LANES)."""
+RECENT_REQUESTS = 256
+"""Acting requests whose replies are remembered for retries (module docstring)."""
 
 
 class BindError(OSError):
@@ -106,6 +112,7 @@ class IoCounters:
     timeouts: int = 0
     late_replies: int = 0
     internal_errors: int = 0
+    retries: int = 0          # repeated requests answered with their first reply
     heartbeats: int = 0
     records: int = 0
     ring_drops: int = 0
@@ -127,6 +134,30 @@ class _Pending:
     def waiters(self) -> list[tuple[list[bytes], Any]]:
         """(envelope, id) of every request this reply answers."""
         return [(self.envelope, self.id), *self.riders]
+
+
+class _Envelope(list):
+    """A request's routing frames, and the key its reply is remembered under (None: not remembered)."""
+    key: tuple[bytes, bytes] | None = None
+
+
+@dataclass
+class _Answer:
+    """A remembered request: its reply once sent, and the retries waiting for it meanwhile."""
+    reply: bytes | None = None
+    retries: list[list[bytes]] = field(default_factory=list)
+
+
+def _peer(frame: zmq.Frame) -> bytes:
+    """Who sent ``frame``: the client's CURVE key (ZAP User-Id), else its address, else nobody."""
+    for prop in ("User-Id", "Peer-Address"):
+        try:
+            value = frame.get(prop)
+        except zmq.ZMQError:                  # not set for this transport or mechanism
+            continue
+        if value:
+            return value.encode()
+    return b""
 
 
 @dataclass
@@ -231,6 +262,7 @@ class IoServer:
         self._ev_next = 0
         self._faults: deque[dict[str, Any]] = deque(maxlen=16)
         self._pending: dict[int, _Pending] = {}
+        self._recent: dict[tuple[bytes, bytes], _Answer] = {}    # oldest first
         self._step: _Step | None = None
         self._last_transition: dict[str, Any] | None = None
         self._telemetry_t: float | None = None         # t of the last telemetry frame published
@@ -256,10 +288,10 @@ class IoServer:
         if self._poller.poll(timeout_ms):
             for _ in range(256):
                 try:
-                    frames = self._router.recv_multipart(zmq.NOBLOCK)
+                    frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
-                self._handle(frames)
+                self._handle([f.bytes for f in frames], _peer(frames[-1]))
         self._pump(time.monotonic())
 
     @property
@@ -292,22 +324,34 @@ class IoServer:
     # ------------------------------------------------------------------ commands
 
     def _send(self, envelope: list[bytes], data: bytes) -> None:
+        """Send a reply; a remembered request's is kept, and sent to its retries waiting for it."""
         self._router.send_multipart(envelope + [data])
+        answer = self._recent.get(getattr(envelope, "key", None))
+        if answer is not None:
+            answer.reply = data
+            for retry in answer.retries:
+                self._router.send_multipart(retry + [data])
+            answer.retries.clear()
 
     def _reject(self, envelope: list[bytes], id_: Any, code: Error, message: str) -> None:
         self.counters.rejected += 1
         self._send(envelope, error_reply(id_, code, message))
 
-    def _handle(self, frames: list[bytes]) -> None:
-        envelope, raw = frames[:-1], frames[-1]
+    def _handle(self, frames: list[bytes], peer: bytes = b"") -> None:
+        envelope, raw = _Envelope(frames[:-1]), frames[-1]
         self.counters.requests += 1
         now = time.monotonic()
+        key = (peer, hashlib.blake2b(raw, digest_size=16).digest())
+        if self._retry(envelope, key):
+            return
         self._refresh_context()
         req = validate(raw, self.ctx)
         if isinstance(req, ErrorReply):
             self._reject(envelope, req.id, req.code, req.message)
             return
         self._heartbeat()
+        if req.id is not None and req.cmd not in LOCAL:
+            self._remember(envelope, key)
         try:
             if req.cmd == STEP:
                 self._begin_step(envelope, req)
@@ -319,6 +363,26 @@ class IoServer:
             self.counters.internal_errors += 1
             self._reject(envelope, req.id, Error.INTERNAL,
                          f"{req.cmd} failed inside the I/O process: {type(e).__name__}: {e}.")
+
+    def _retry(self, envelope: list[bytes], key: tuple[bytes, bytes]) -> bool:
+        """A remembered request again: answer it with the first reply (or when that comes)."""
+        answer = self._recent.get(key)
+        if answer is None:
+            return False
+        self.counters.retries += 1
+        self._heartbeat()                         # a valid request, as the first was
+        if answer.reply is None:
+            answer.retries.append(envelope)
+        else:
+            self._router.send_multipart(envelope + [answer.reply])
+        return True
+
+    def _remember(self, envelope: _Envelope, key: tuple[bytes, bytes]) -> None:
+        """Keep this request's reply for its retries, forgetting the oldest beyond RECENT_REQUESTS."""
+        envelope.key = key
+        self._recent[key] = _Answer()
+        while len(self._recent) > RECENT_REQUESTS:
+            del self._recent[next(iter(self._recent))]
 
     def _heartbeat(self) -> None:
         """A valid request feeds the loop's motion watchdog: one count in the header, which the
