@@ -146,28 +146,29 @@ class Client:
 
     def wait_motion(self, timeout_s: float | None = None, poll_s: float = 0.05,
                     progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-        """Follow the running motion (MOVING or STABILIZING) to its end, feeding the watchdog
-        with each ``status`` poll (on a stepped daemon each poll is a ``step`` of ``poll_s``
-        first); ``progress`` sees every status. Returns the final status when the motion reached
+        """Follow the running motion (MOVING or STABILIZING) to its end, polling ``status`` every
+        ``poll_s`` (on a stepped daemon, after a ``step`` of ``poll_s``) inside :meth:`keepalive`;
+        ``progress`` sees every status. Returns the final status when the motion reached
         its end (reason TRAJECTORY_DONE) or none was running; raises :class:`MotionError` naming
         the state and reason otherwise (a fault, an emergency stop, the watchdog, an operator's
         stop or hold), :class:`ClientTimeout` after ``timeout_s``."""
         end = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            status = self.status()
-            if progress is not None:
-                progress(status)
-            last = status.get("last_transition") or {}
-            if status["state"] not in BUSY and last.get("to_state") in (None, status["state"]):
-                if last.get("from_state") not in BUSY or last.get("reason") == DONE:
-                    return status                  # ended at its end, or nothing was running
-                raise MotionError(status["state"], str(last.get("reason")), status)
-            if end is not None and time.monotonic() >= end:
-                raise ClientTimeout(f"the motion was still running ({status['state']}) after {timeout_s:g} s")
-            if status.get("stepped"):
-                self.call("step", seconds=poll_s)
-            else:
-                time.sleep(poll_s)
+        with self.keepalive():
+            while True:
+                status = self.status()
+                if progress is not None:
+                    progress(status)
+                last = status.get("last_transition") or {}
+                if status["state"] not in BUSY and last.get("to_state") in (None, status["state"]):
+                    if last.get("from_state") not in BUSY or last.get("reason") == DONE:
+                        return status                  # ended at its end, or nothing was running
+                    raise MotionError(status["state"], str(last.get("reason")), status)
+                if end is not None and time.monotonic() >= end:
+                    raise ClientTimeout(f"the motion was still running ({status['state']}) after {timeout_s:g} s")
+                if status.get("stepped"):
+                    self.call("step", seconds=poll_s)
+                else:
+                    time.sleep(poll_s)
 
     @contextmanager
     def keepalive(self, period_s: float | None = None) -> Iterator[Heartbeat]:
