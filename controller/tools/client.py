@@ -132,8 +132,9 @@ class Client:
     # ------------------------------------------------------------------ following the state
 
     def wait_state(self, *states: str, timeout_s: float = 30.0, poll_s: float = 0.05) -> dict[str, Any]:
-        """Poll ``status`` (each poll feeds the watchdog) until the state is one of ``states``;
-        returns that status, raises :class:`ClientTimeout` after ``timeout_s``."""
+        """Poll ``status`` every ``poll_s`` (each poll feeds the watchdog; on a stepped daemon,
+        after a ``step`` of ``poll_s``) until the state is one of ``states``; returns that status,
+        raises :class:`ClientTimeout` after ``timeout_s``."""
         end = time.monotonic() + timeout_s
         while True:
             status = self.status()
@@ -142,7 +143,7 @@ class Client:
             if time.monotonic() >= end:
                 raise ClientTimeout(f"the daemon stayed in {status['state']}, not {' or '.join(states)}, "
                                     f"for {timeout_s:g} s")
-            time.sleep(poll_s)
+            self._tick(status, poll_s)
 
     def wait_motion(self, timeout_s: float | None = None, poll_s: float = 0.05,
                     progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -165,10 +166,14 @@ class Client:
                     raise MotionError(status["state"], str(last.get("reason")), status)
                 if end is not None and time.monotonic() >= end:
                     raise ClientTimeout(f"the motion was still running ({status['state']}) after {timeout_s:g} s")
-                if status.get("stepped"):
-                    self.call("step", seconds=poll_s)
-                else:
-                    time.sleep(poll_s)
+                self._tick(status, poll_s)
+
+    def _tick(self, status: dict[str, Any], poll_s: float) -> None:
+        """Let ``poll_s`` of the loop's time pass: a ``step`` on a stepped daemon, else a sleep."""
+        if status.get("stepped"):
+            self.call("step", seconds=poll_s)
+        else:
+            time.sleep(poll_s)
 
     @contextmanager
     def keepalive(self, period_s: float | None = None) -> Iterator[Heartbeat]:

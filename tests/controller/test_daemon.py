@@ -20,22 +20,26 @@ from controller.daemon.io.log import log_info
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
-def _run_daemon(tmp_path: Path, doc: dict, boot_s: float = 60.0):
-    """``bipd run --lockstep`` of ``doc`` (its own ports, cycle log and trajectory folder in
-    ``tmp_path``), booted to DISABLED: yields (process, client, tmp_path), killed after."""
+def _run_daemon(tmp_path: Path, doc: dict, boot_s: float = 60.0, mode: str = "--lockstep"):
+    """``bipd run --lockstep`` (or ``mode``, e.g. ``--stepped``: stepped to its boot) of ``doc``
+    (its own ports, cycle log and trajectory folder in ``tmp_path``), booted to DISABLED: yields
+    (process, client, tmp_path), killed after."""
     cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     doc["io"].update(command=cmd_ep, telemetry=tel_ep, log_dir=str(tmp_path / "log"), trajectory_dir=str(tmp_path))
     cfg = tmp_path / "bipd.yaml"
     cfg.write_text(yaml.safe_dump(doc))
-    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), "--lockstep"],
+    proc = subprocess.Popen([sys.executable, "-m", "controller.cli", "run", "--config", str(cfg), mode],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     client = Client(cmd_ep, timeout_s=2.0, retries=3)
     end = time.monotonic() + boot_s
     while True:
         try:
-            if client.call("status")["state"] == "DISABLED":
+            status = client.call("status")
+            if status["state"] == "DISABLED":
                 break
+            if status["stepped"]:
+                client.call("step", seconds=0.1)
         except Exception:
             pass
         assert proc.poll() is None, proc.stdout.read()
