@@ -25,6 +25,7 @@ def daemon(tmp_path):
     nothing here depends on the host's speed."""
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
     doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
+    doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
     yield from _run_daemon(tmp_path, doc, mode="--stepped")
 
 
