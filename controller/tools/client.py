@@ -2,8 +2,9 @@
 
 Commands go over REQ with the lazy-pirate pattern (zguide ch. 4): poll with a timeout, on
 timeout close and reopen the socket and resend, give up after ``retries`` attempts. A retry
-carries the request's id unchanged, so the daemon answers it with the first reply instead of
-acting twice (an accepted ``move_joints`` stays accepted). :meth:`Client.keepalive` feeds the
+carries the request's id unchanged, from a socket under the same routing id, so the daemon
+answers it with the first reply instead of acting twice (an accepted ``move_joints`` stays
+accepted). :meth:`Client.keepalive` feeds the
 motion watchdog from a thread, :meth:`Client.wait_state` and :meth:`Client.wait_motion` follow
 the state, :meth:`Client.subscribe` streams telemetry and events (SUB). Errors are typed:
 :class:`CommandError` (the daemon refused, with its code), :class:`ClientTimeout` (no reply, or a
@@ -14,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -70,7 +72,7 @@ class Client:
         self._own_context = context is None
         self._ctx = zmq.Context() if context is None else context
         self._ids = itertools.count(1)
-        self._prefix = f"{os.getpid()}-{id(self):x}"
+        self._prefix = f"{os.getpid()}-{secrets.token_hex(6)}"     # this client's routing id and ids' prefix
         self._sock = self._connected()
 
     def _open(self, kind: int) -> zmq.Socket:
@@ -83,6 +85,7 @@ class Client:
 
     def _connected(self) -> zmq.Socket:
         sock = self._open(zmq.REQ)
+        sock.routing_id = self._prefix.encode()       # the same after a reconnection: the daemon knows a retry
         sock.connect(self.endpoint)
         return sock
 

@@ -116,3 +116,17 @@ def test_only_the_same_request_is_a_retry_and_reads_are_answered_afresh(rig):
         assert sum(cmd == Cmd.DISABLE for _, cmd, _ in rig.loop.commands()) == 3
     finally:
         sock.close()
+
+
+def test_two_clients_using_the_same_id_are_not_each_others_retries(rig):
+    socks = [zmq.Context.instance().socket(zmq.DEALER) for _ in range(2)]
+    try:
+        for s in socks:
+            s.linger = 0
+            s.connect(rig.server.command_endpoint)
+            s.send_multipart([b"", json.dumps({"id": 1, "cmd": "disable"}).encode()])
+            assert s.poll(5000) and json.loads(s.recv_multipart()[-1])["ok"]
+        assert sum(cmd == Cmd.DISABLE for _, cmd, _ in rig.loop.commands()) == 2
+    finally:
+        for s in socks:
+            s.close()

@@ -13,9 +13,10 @@ in a worker thread, so that ``estop``, ``stop``, ``hold`` and
 ``status``, ``stats`` and ``get_config`` are answered from shared memory. Every valid request
 counts one client heartbeat in the shared header (``H.HEARTBEATS``), which feeds the loop's
 motion watchdog. A command that reaches the loop (or ``step``) and carries an ``id`` is remembered
-with its reply (the last ``RECENT_REQUESTS``, per client: its CURVE key, else its address): the
-same request again, byte for byte, is a retry and gets the first reply, or waits for it, without
-acting twice (idempotent retries; read-only commands are answered afresh, refusals re-validated).
+with its reply (the last ``RECENT_REQUESTS``, per client: its socket's routing id, which a client
+keeps across reconnections to retry, ZMQ_ROUTER_HANDOVER, and its CURVE key): the same request
+again, byte for byte, is a retry and gets the first reply, or waits for it, without acting twice
+(idempotent retries; read-only commands are answered afresh, refusals re-validated).
 In stepped lock-step, ``step`` raises the loop's horizon (``H.HORIZON``) and is answered
 once the loop has run up to it and its telemetry and events are published. Every pass
 (about 1 ms) also drains the replies, the events ring (``event`` frames) and then the
@@ -136,9 +137,13 @@ class _Pending:
         return [(self.envelope, self.id), *self.riders]
 
 
+_Key = tuple[tuple[bytes, ...], bytes, bytes]
+"""A remembered request: its routing frames, its client's CURVE key and its digest."""
+
+
 class _Envelope(list):
     """A request's routing frames, and the key its reply is remembered under (None: not remembered)."""
-    key: tuple[bytes, bytes] | None = None
+    key: _Key | None = None
 
 
 @dataclass
@@ -148,16 +153,12 @@ class _Answer:
     retries: list[list[bytes]] = field(default_factory=list)
 
 
-def _peer(frame: zmq.Frame) -> bytes:
-    """Who sent ``frame``: the client's CURVE key (ZAP User-Id), else its address, else nobody."""
-    for prop in ("User-Id", "Peer-Address"):
-        try:
-            value = frame.get(prop)
-        except zmq.ZMQError:                  # not set for this transport or mechanism
-            continue
-        if value:
-            return value.encode()
-    return b""
+def _user(frame: zmq.Frame) -> bytes:
+    """The CURVE key of the client that sent ``frame`` (ZAP User-Id); empty without CURVE."""
+    try:
+        return frame.get("User-Id").encode()
+    except zmq.ZMQError:                      # no ZAP user for this mechanism
+        return b""
 
 
 @dataclass
@@ -238,6 +239,7 @@ class IoServer:
         self._pub.sndhwm = sndhwm
         self._pub.setsockopt(zmq.XPUB_NODROP, 1)     # a full queue is an EAGAIN we can count
         self._router.maxmsgsize = max_request_bytes
+        self._router.router_handover = 1             # a client reconnecting under its routing id takes it over
         for sock, key, ep in ((self._router, "command", endpoints.command),
                               (self._pub, "telemetry", endpoints.telemetry)):
             try:
@@ -262,7 +264,7 @@ class IoServer:
         self._ev_next = 0
         self._faults: deque[dict[str, Any]] = deque(maxlen=16)
         self._pending: dict[int, _Pending] = {}
-        self._recent: dict[tuple[bytes, bytes], _Answer] = {}    # oldest first
+        self._recent: dict[_Key, _Answer] = {}    # oldest first
         self._step: _Step | None = None
         self._last_transition: dict[str, Any] | None = None
         self._telemetry_t: float | None = None         # t of the last telemetry frame published
@@ -291,7 +293,7 @@ class IoServer:
                     frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
-                self._handle([f.bytes for f in frames], _peer(frames[-1]))
+                self._handle([f.bytes for f in frames], _user(frames[-1]))
         self._pump(time.monotonic())
 
     @property
@@ -337,11 +339,11 @@ class IoServer:
         self.counters.rejected += 1
         self._send(envelope, error_reply(id_, code, message))
 
-    def _handle(self, frames: list[bytes], peer: bytes = b"") -> None:
+    def _handle(self, frames: list[bytes], user: bytes = b"") -> None:
         envelope, raw = _Envelope(frames[:-1]), frames[-1]
         self.counters.requests += 1
         now = time.monotonic()
-        key = (peer, hashlib.blake2b(raw, digest_size=16).digest())
+        key = (tuple(envelope), user, hashlib.blake2b(raw, digest_size=16).digest())
         if self._retry(envelope, key):
             return
         self._refresh_context()
@@ -364,7 +366,7 @@ class IoServer:
             self._reject(envelope, req.id, Error.INTERNAL,
                          f"{req.cmd} failed inside the I/O process: {type(e).__name__}: {e}.")
 
-    def _retry(self, envelope: list[bytes], key: tuple[bytes, bytes]) -> bool:
+    def _retry(self, envelope: list[bytes], key: _Key) -> bool:
         """A remembered request again: answer it with the first reply (or when that comes)."""
         answer = self._recent.get(key)
         if answer is None:
@@ -377,7 +379,7 @@ class IoServer:
             self._router.send_multipart(envelope + [answer.reply])
         return True
 
-    def _remember(self, envelope: _Envelope, key: tuple[bytes, bytes]) -> None:
+    def _remember(self, envelope: _Envelope, key: _Key) -> None:
         """Keep this request's reply for its retries, forgetting the oldest beyond RECENT_REQUESTS."""
         envelope.key = key
         self._recent[key] = _Answer()
