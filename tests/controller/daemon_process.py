@@ -20,7 +20,7 @@ from controller.tools.ports import free_port
 def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: float = 60.0, timeout_s: float = 2.0,
            log: bool | Path = True, name: str = "bipd.yaml", shutdown: bool = False
            ) -> Iterator[tuple[subprocess.Popen, Client, str]]:
-    """``bipd run --config tmp_path/name clock`` of ``doc`` (free ports; with ``log`` its cycle log in
+    """``bipd run --config tmp_path/name clock`` (``--lockstep``, ``--stepped``: stepped to its boot, ...) of ``doc`` (free ports; with ``log`` its cycle log in
     tmp_path/log, or in ``log`` if a folder; trajectories in tmp_path), booted to DISABLED within ``boot_s``: yields (process,
     client, telemetry endpoint); after, asked to shut down (``shutdown``) and killed if still alive."""
     cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
@@ -37,8 +37,11 @@ def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: floa
     try:
         while True:
             try:
-                if client.call("status")["state"] == "DISABLED":
+                status = client.call("status")
+                if status["state"] == "DISABLED":
                     break
+                if status["stepped"]:               # a stepped loop boots only as it is granted time
+                    client.call("step", seconds=0.1)
             except Exception:
                 pass
             assert proc.poll() is None, proc.stdout.read()

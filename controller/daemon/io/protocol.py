@@ -205,7 +205,7 @@ def _command(cmd: str, args: dict[str, Any], ctx: Context) -> tuple[Cmd | None, 
     return (None if code is None else Cmd[code.name]), values
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object whose keys are all distinct (RFC 8259 §4 leaves duplicates undefined:
     the last would silently win)."""
     out: dict[str, Any] = {}
@@ -220,7 +220,7 @@ def _parse(raw: bytes) -> dict[str, Any]:
     if len(raw) > MAX_REQUEST_BYTES:
         raise Reject(Error.BAD_REQUEST, f"the request is {len(raw)} bytes, above the {MAX_REQUEST_BYTES}-byte limit.")
     try:
-        msg = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+        msg = json.loads(raw.decode("utf-8"), object_pairs_hook=unique_keys)
     except UnicodeDecodeError as e:
         raise Reject(Error.BAD_JSON, f"the request is not UTF-8 text (byte {e.start}).") from None
     except json.JSONDecodeError as e:

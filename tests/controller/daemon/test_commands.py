@@ -114,11 +114,10 @@ class Flooder(threading.Thread):
         self.sent = self.busy = self.outstanding = 0
 
     def run(self) -> None:
-        payload = json.dumps({"id": 1, "cmd": "set_gains",
-                              "args": {"axis": "knee", "kp": 1000, "ki": 0, "kd": 10}}).encode()
+        request = {"cmd": "set_gains", "args": {"axis": "knee", "kp": 1000, "ki": 0, "kd": 10}}
         while not self.stop.is_set():
-            while self.on.is_set() and self.outstanding < self.depth:
-                self.sock.send_multipart([b"", payload])
+            while self.on.is_set() and self.outstanding < self.depth:    # each its own id: the same id is a retry
+                self.sock.send_multipart([b"", json.dumps({"id": self.sent, **request}).encode()])
                 self.sent += 1
                 self.outstanding += 1
             if self.sock.poll(1):

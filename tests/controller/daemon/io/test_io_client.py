@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
 
+import numpy as np
 import pytest
 import zmq
 
+from controller.daemon.codes import State
 from controller.tools.ports import free_port
 from controller.tools.client import Client, ClientTimeout, CommandError
 from controller.tools.ctl import main as ctl
@@ -202,3 +205,28 @@ def test_a_client_whose_handshake_fails_times_out():
     assert refused.is_set(), "the client did not drop the mismatched connection"
     assert not t.is_alive(), "the client's send waited for a peer that never comes"
     assert len(outcome) == 1 and "after 2 attempts" in str(outcome[0])
+
+
+def test_ctl_options_anywhere_duplicate_keys_refused_status_in_degrees(rig, capsys):
+    ep = rig.server.command_endpoint
+    assert ctl(["enable", "--endpoint", ep]) == 0
+    rig.loop.wait_state(State.HOLD)
+    assert ctl(["move_joints", "--endpoint", ep, 'q={"knee": -0.4}', "--timeout", "2", "duration=2"]) == 0
+    assert rig.loop.commands()[-1][2][2] == -0.4
+    capsys.readouterr()
+    assert ctl(["move_joints", 'q={"knee": -0.4, "knee": -0.3}', "--endpoint", ep]) == 2
+    assert 'the key "knee" appears twice' in capsys.readouterr().err
+    rig.loop.q = np.array([-1e-25, 0.1, -0.4, 0.2])
+    time.sleep(0.05)
+    assert ctl(["status", "--endpoint", ep]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^knee +-22\.92° +-22\.92° +0\.00°/s$", out, re.M), out
+    assert re.search(r"^ankle_lateral +0\.00° ", out, re.M) and "e-25" not in out
+    assert ctl(["status", "--json", "--endpoint", ep]) == 0
+    assert json.loads(capsys.readouterr().out)["q"][2] == -0.4            # SI with --json
+
+
+def test_subscribe_streams_telemetry_frames(rig):
+    with rig.client.subscribe(("telemetry",)) as sub:
+        topic, frame = sub.recv(timeout_s=5.0)
+    assert topic == "telemetry" and frame["q"] == [0.0, 0.1, -0.3, 0.2] and frame["state_name"] == "DISABLED"

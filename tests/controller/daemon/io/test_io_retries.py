@@ -1,0 +1,132 @@
+"""Idempotent retries over real sockets: a client whose first reply is lost resends the same
+request (same id) and gets the first reply; the loop receives the command once."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+import zmq
+
+from controller.daemon.codes import State
+from controller.daemon.shm import Cmd
+from controller.tools.client import Client, CommandError
+
+
+class LossyProxy:
+    """Forwards requests from ``endpoint`` to the server and drops the first ``drop`` replies,
+    as a network that loses them would."""
+
+    def __init__(self, server: str, drop: int = 1) -> None:
+        self.ctx = zmq.Context()
+        self.front, self.back = self.ctx.socket(zmq.ROUTER), self.ctx.socket(zmq.DEALER)
+        for s in (self.front, self.back):
+            s.linger = 0
+        self.front.bind("tcp://127.0.0.1:*")
+        self.back.connect(server)
+        self.endpoint = self.front.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.drop, self.requests = drop, 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.front, zmq.POLLIN)
+        poller.register(self.back, zmq.POLLIN)
+        while not self.stop.is_set():
+            for sock, _ in poller.poll(10):
+                frames = sock.recv_multipart()
+                if sock is self.front:
+                    self.requests += 1
+                    self.back.send_multipart(frames)
+                elif self.drop:
+                    self.drop -= 1
+                else:
+                    self.front.send_multipart(frames)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.front.close()
+        self.back.close()
+        self.ctx.term()
+
+
+@pytest.fixture
+def lossy(rig_factory):
+    made = []
+
+    def make(drop: int = 1, **rig_kw):
+        rig = rig_factory(**rig_kw)
+        proxy = LossyProxy(rig.server.command_endpoint, drop)
+        made.append(proxy)
+        return rig, proxy
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def _moves(rig) -> int:
+    return sum(cmd == Cmd.MOVE_JOINTS for _, cmd, _ in rig.loop.commands())
+
+
+def test_an_accepted_move_retried_after_a_lost_reply_is_still_accepted_and_runs_once(lossy):
+    rig, proxy = lossy(drop=1)
+    rig.client.call("enable")
+    rig.loop.wait_state(State.HOLD)
+    with Client(proxy.endpoint, timeout_s=0.5, retries=3) as c:
+        assert c.call("move_joints", q=[0, 0.1, -0.3, 0.2], duration=2) == {"accepted": True, "state": "MOVING"}
+        assert proxy.requests == 2                          # the first reply was lost, the retry answered
+        assert _moves(rig) == 1 and rig.server.counters.retries == 1
+        with pytest.raises(CommandError, match="not_allowed"):     # a new request (new id) meets MOVING
+            c.call("move_joints", q=[0, 0.1, -0.3, 0.2], duration=2)
+
+
+def test_a_retry_that_arrives_before_the_first_reply_waits_for_it(lossy):
+    rig, proxy = lossy(drop=1, loop_kw={"respond": False}, server_kw={"reply_timeout": 1.0})
+    rig.loop.set_state(State.HOLD)
+    with Client(proxy.endpoint, timeout_s=0.3, retries=6) as c, pytest.raises(CommandError) as e:
+        c.call("move_joints", q=[0, 0.1, -0.3, 0.2], duration=2)
+    assert e.value.code == "timeout"                      # the first request's own answer
+    assert proxy.requests >= 3 and _moves(rig) == 1
+
+
+def test_only_the_same_request_is_a_retry_and_reads_are_answered_afresh(rig):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(rig.server.command_endpoint)
+    try:
+        def send(msg: dict) -> dict:
+            sock.send_multipart([b"", json.dumps(msg).encode()])
+            assert sock.poll(5000)
+            return json.loads(sock.recv_multipart()[-1])
+
+        first = send({"id": 7, "cmd": "enable"})
+        rig.loop.wait_state(State.HOLD)
+        assert send({"id": 7, "cmd": "enable"}) == first            # the retry: the first answer
+        assert send({"id": 7, "cmd": "disable"})["result"]["state"] == "DISABLED"   # same id, new request
+        assert send({"id": 7, "cmd": "status"})["result"]["state"] == "DISABLED"
+        rig.loop.set_state(State.HOLD)
+        rig.loop.wait_state(State.HOLD)
+        assert send({"id": 7, "cmd": "status"})["result"]["state"] == "HOLD"   # not a stale answer
+        assert sum(cmd == Cmd.ENABLE for _, cmd, _ in rig.loop.commands()) == 1
+        assert send({"cmd": "disable"})["ok"] and send({"cmd": "disable"})["ok"]   # no id: never a retry
+        assert sum(cmd == Cmd.DISABLE for _, cmd, _ in rig.loop.commands()) == 3
+    finally:
+        sock.close()
+
+
+def test_two_clients_using_the_same_id_are_not_each_others_retries(rig):
+    socks = [zmq.Context.instance().socket(zmq.DEALER) for _ in range(2)]
+    try:
+        for s in socks:
+            s.linger = 0
+            s.connect(rig.server.command_endpoint)
+            s.send_multipart([b"", json.dumps({"id": 1, "cmd": "disable"}).encode()])
+            assert s.poll(5000) and json.loads(s.recv_multipart()[-1])["ok"]
+        assert sum(cmd == Cmd.DISABLE for _, cmd, _ in rig.loop.commands()) == 2
+    finally:
+        for s in socks:
+            s.close()
