@@ -549,7 +549,7 @@ class Session:
                      f"UDP port {ep.udp_port})")
             self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s, o.hil_args)
             self.op = RecordingOperator(ep, self.procs, self.say, o.lockstep, o.operator_sleep, o.truth_keys,
-                               o.fell).__enter__()
+                                        o.fell).__enter__()
             self.op.wait_ready()
             self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}
             if o.record is not None:

@@ -240,7 +240,7 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         procs = Processes(config, ep, True, False, folder)
         try:
             with RecordingOperator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
-                          fell=_fell(options.support)) as op:
+                                   fell=_fell(options.support)) as op:
                 op.wait_ready()
                 result = _run(scenario, options, op, config, say)
                 if options.plot_dir is not None:
