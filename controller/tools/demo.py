@@ -142,11 +142,11 @@ def operator_squat(command: str, telemetry: str, out: TextIO, timeout_s: float =
     """What an operator does, over the daemon's ZMQ interface: enable, run the thesis
     squat, print the leg's state from the telemetry twice a second, disable, shut
     down. Returns a summary (max tracking error, states seen, profiler figures)."""
-    from controller.tools.operator import Operator, print_event
+    from controller.tools.operator import StreamOperator, print_event
 
     err = 0.0
     states: list[str] = []
-    with Operator(command, telemetry, timeout_s) as op:
+    with StreamOperator(command, telemetry, timeout_s) as op:
         op.enable()
         op.run("squat")
         print(f"{'t [s]':>7} {'state':>8} | q [deg] ankle_lat ankle_sag   knee    hip | "

@@ -1,22 +1,32 @@
-"""A scripted operator over the daemon's ZMQ interface, as the demos of ``bipd run --demo`` use it:
-the command client and a telemetry subscriber, enable, run a trajectory, keep the daemon going
-(a heartbeat for the motion watchdog, or the loop time a ``--stepped`` loop waits for), and the
-events as table lines."""
+"""A scripted operator over the daemon's ZMQ interface: :class:`Operator` commands the daemon, waits
+for a state and, in a stepped loop, grants it loop time (the request/reply itself is
+:class:`~controller.tools.client.Client`'s); :class:`StreamOperator`, the demos' (``bipd run
+--demo``), adds the telemetry and event frames read in the caller's thread, the daemon kept going
+between them (a heartbeat for the motion watchdog, or the loop time a ``--stepped`` loop waits for),
+and the events as table lines. The scenarios' recording operator is
+:class:`controller.tools.scenarios.runner.RecordingOperator`."""
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 import zmq
 
-from controller.tools.client import Client
+from controller.tools.client import Client, ClientTimeout, CommandError
 
 HEARTBEAT_S = 0.2      # s of wall clock between pings in a real-time loop (control.watchdog_s is 1 s)
 STEP_S = 0.1           # s of loop time granted per `step` in a stepped loop
+STATE_CHUNK_S = 0.02   # s of loop time granted per `step` while waiting for a state (by default)
+STATE_TIMEOUT_S = 30.0  # s (simulated when stepped, else wall) a state may take by default
+POLL_S = 0.02          # wall s between two `status` polls in a real-time loop
 REQUEST_TIMEOUT_S = 120.0  # wall s a request may take (a step runs at the host's speed): an error bound only
 EVENT_KINDS = ("TRANSITION", "FAULT", "WARNING")
+
+
+class OperatorError(RuntimeError):
+    """The daemon refused a command, or did not reach a state in time."""
 
 
 def event_text(msg: dict[str, Any]) -> str | None:
@@ -30,53 +40,117 @@ def event_text(msg: dict[str, Any]) -> str | None:
 
 
 class Operator:
-    """One operator session; leave it with :meth:`close` (or as a context manager)."""
+    """An operator's session on the daemon's command socket; ``stepped``: the daemon's loop runs only
+    the time :meth:`step` grants. Leave it with :meth:`close` (or as a context manager). A stepped
+    session makes one attempt per request: a resent step or command would land twice."""
+
+    error: type[Exception] = OperatorError     # what a refusal or a missed state raises
+
+    def __init__(self, command: str, stepped: bool = False, timeout_s: float = REQUEST_TIMEOUT_S,
+                 retries: int = 1) -> None:
+        self.client = Client(command, timeout_s=timeout_s, retries=retries)
+        self.stepped = stepped
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def call(self, cmd: str, /, **args: Any) -> dict[str, Any]:
+        """The command's result (:meth:`Client.call`)."""
+        return self.client.call(cmd, **args)
+
+    def command(self, cmd: str, /, **args: Any) -> dict[str, Any]:
+        """A command that must be accepted (an operator would stop on a refusal). A ``timeout``
+        reply means posted but not yet acknowledged (a busy machine): the loop still applies it,
+        and the waits that follow check the state it leads to."""
+        try:
+            return self.call(cmd, **args)
+        except CommandError as e:
+            if e.code == "timeout":
+                return {}
+            raise self.error(f"the daemon refused {cmd}: {e}") from None
+
+    def state(self) -> str:
+        return str(self.call("status")["state"])
+
+    def step(self, seconds: float | None = None, *, cycles: int | None = None) -> dict[str, Any]:
+        """Stepped: run the loop ``seconds`` (whole periods, the daemon rounds) or ``cycles`` more;
+        the step's reply (``state``, ``t``, ``telemetry_t``)."""
+        if (seconds is None) == (cycles is None):
+            raise ValueError("step takes exactly one of seconds and cycles")
+        return self.call("step", **({"seconds": seconds} if cycles is None else {"cycles": cycles}))
+
+    def wait_state(self, *states: str, timeout_s: float = STATE_TIMEOUT_S, chunk_s: float = STATE_CHUNK_S) -> str:
+        """Wait for one of ``states``: stepped, granting ``chunk_s`` at a time for at most ``timeout_s``
+        of simulated time; in real time, polling for ``timeout_s`` of wall time."""
+        want = " or ".join(states)
+        if self.stepped:
+            state, waited = self.state(), 0.0
+            while state not in states:
+                if waited >= timeout_s:
+                    raise self.error(f"the daemon did not reach {want} within {timeout_s:g} s of "
+                                     f"simulated time (state {state})")
+                state = str(self.step(chunk_s)["state"])
+                waited += chunk_s
+            return state
+        end = time.monotonic() + timeout_s
+        while True:
+            try:
+                status = self.call("status")
+            except ClientTimeout:
+                status = {"state": ""}
+            if status["state"] in states:
+                return str(status["state"])
+            if time.monotonic() > end:
+                raise self.error(self.explain(f"the daemon did not reach {want} within {timeout_s:g} s "
+                                              f"(state {status['state'] or 'unknown'}, fault {status.get('fault_detail')})"))
+            time.sleep(POLL_S)
+
+    def explain(self, failure: str) -> str:
+        """``failure`` with what the session knows of its cause (here: nothing more)."""
+        return failure
+
+
+class StreamOperator(Operator):
+    """The demos' operator: :class:`Operator` plus the telemetry and event frames (:meth:`frames`),
+    read in the caller's thread, the daemon kept going between them, all within ``timeout_s`` of
+    wall time."""
 
     def __init__(self, command: str, telemetry: str, timeout_s: float) -> None:
-        self.client = Client(command, timeout_s=REQUEST_TIMEOUT_S, retries=1)   # a resent step would land twice
+        super().__init__(command)
         self.sub = zmq.Context.instance().socket(zmq.SUB)
         for topic in (b"telemetry", b"event"):
             self.sub.setsockopt(zmq.SUBSCRIBE, topic)
         self.sub.connect(telemetry)
+        self.timeout_s = timeout_s
         self.end = time.monotonic() + timeout_s
-        self.stepped = False
         self._last_ping = 0.0
-
-    def __enter__(self) -> Operator:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def close(self) -> None:
         self.sub.close(0)
-        self.client.close()
-
-    def _wait_state(self, state: str) -> None:
-        while self.client.call("status")["state"] != state:
-            if time.monotonic() > self.end:
-                raise TimeoutError(f"the daemon did not reach {state}")
-            if self.stepped:
-                self.client.call("step", seconds=STEP_S)
-            else:
-                time.sleep(0.02)
+        super().close()
 
     def enable(self) -> None:
         """Wait for DISABLED (the booted network), enable the drives, wait for HOLD."""
-        self.stepped = bool(self.client.call("status")["stepped"])
-        self._wait_state("DISABLED")
-        self.client.call("enable")
-        self._wait_state("HOLD")
+        self.stepped = bool(self.call("status")["stepped"])
+        self.wait_state("DISABLED", timeout_s=self.timeout_s, chunk_s=STEP_S)
+        self.call("enable")
+        self.wait_state("HOLD", timeout_s=self.timeout_s, chunk_s=STEP_S)
 
     def run(self, trajectory: str) -> None:
-        self.client.call("run", trajectory=trajectory)
+        self.call("run", trajectory=trajectory)
 
     def _keep_going(self) -> None:
         """A stepped loop: grant it STEP_S of loop time; a real-time one: ping every HEARTBEAT_S."""
         if self.stepped:
-            self.client.call("step", seconds=STEP_S)
+            self.step(STEP_S)
         elif time.monotonic() - self._last_ping > HEARTBEAT_S:
-            self.client.call("ping")
+            self.call("ping")
             self._last_ping = time.monotonic()
 
     def frames(self) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -94,9 +168,9 @@ class Operator:
 
     def finish(self) -> dict[str, Any]:
         """The daemon's stats, then disable the drives (a FAULT or ESTOP has already)."""
-        stats = self.client.call("stats")
-        if self.client.call("status")["state"] not in ("FAULT", "ESTOP"):
-            self.client.call("disable")
+        stats = self.call("stats")
+        if self.state() not in ("FAULT", "ESTOP"):
+            self.call("disable")
         return stats
 
 

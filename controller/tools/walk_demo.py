@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from controller.tools.operator import Operator, print_event, print_loop_stats
+from controller.tools.operator import StreamOperator, print_event, print_loop_stats
 from controller.tools.scenarios.walk_metrics import KNEE_BOUND_DEG
 
 TABLE_JOINTS = ("l_hip_pitch", "l_knee", "r_hip_pitch", "r_knee")
@@ -93,8 +93,8 @@ def operator_walk(command: str, telemetry: str, trajectory: str, out: TextIO,
     """Enable, play ``trajectory``, print a row of the telemetry every ROW_EVERY_S of loop time
     (time, state, support phase, hips' pitch and knees, largest tracking error and its joint) and
     the events, disable. Returns :meth:`WalkLog.summary` and the daemon's ``stats``."""
-    with Operator(command, telemetry, timeout_s) as op:
-        joints = tuple(op.client.call("get_config")["joints"])
+    with StreamOperator(command, telemetry, timeout_s) as op:
+        joints = tuple(op.call("get_config")["joints"])
         cols = [joints.index(name) for name in TABLE_JOINTS]
         log = WalkLog(joints)
         op.enable()

@@ -36,7 +36,7 @@ from controller.daemon.rig.motions import MotionError
 from controller.daemon.rig.spec import COMMAND_KINDS, motion_from_spec
 from controller.daemon.rig.stroke import check_motion
 
-from controller.tools.scenarios.runner import Options, Operator, Say, ScenarioError, run_scenario
+from controller.tools.scenarios.runner import Options, RecordingOperator, Say, ScenarioError, run_scenario
 from controller.tools.scenarios.scenarios import SETTLE_S
 from controller.tools.scenarios.search import bisect
 from controller.tools.scenarios.whole_body import WholeBodyOptions, run_whole_body
@@ -126,7 +126,7 @@ class RigMotion:
     def params(self) -> dict[str, Any]:
         return {"motion": self.motion, "duration_s": motion_from_spec(self.motion).duration}
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         op.command("rig_motion", motion=Path(self.motion).name if motion_folder(self.motion) else self.motion)
         op.wait(motion_from_spec(self.motion).duration + SETTLE_S)
 

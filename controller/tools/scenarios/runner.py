@@ -10,7 +10,7 @@ its decimated rate); both processes get SIGTERM at the end (kill after a timeout
 daemon's simulated time.
 
 Lock-step (the default) runs the daemon *stepped*: the operator owns the simulated clock. It
-advances the loop with ``step`` requests, :data:`CHUNK_S` at a time (:data:`STATE_CHUNK_S` while
+advances the loop with ``step`` requests, :data:`CHUNK_S` at a time (:data:`~controller.tools.operator.STATE_CHUNK_S` while
 waiting for a state), and before the next one waits until it has received every telemetry frame
 and HIL truth frame up to the loop's horizon (the step's ``telemetry_t``, the HIL's ``truth``
 op). Its commands therefore land at exact cycles, every ``step`` feeds the motion watchdog at an
@@ -44,8 +44,9 @@ from typing import Any, Protocol
 import yaml
 import zmq
 
-from controller.tools.client import Client, ClientTimeout
+from controller.tools.client import ClientTimeout
 from controller.daemon.io.log import CycleLogWriter, LogError
+from controller.tools.operator import REQUEST_TIMEOUT_S, Operator
 from controller.tools.ports import free_port
 from controller.daemon.telemetry import RecordLayout
 from models.common.validation import read_yaml
@@ -59,8 +60,6 @@ STANCE_MOVE_S = 1.0
 SETTLE_S = 0.5
 HEARTBEAT_S = 0.05            # real time: wall seconds between pings
 CHUNK_S = 0.1                 # stepped: simulated seconds per step of a wait
-STATE_CHUNK_S = 0.02          # stepped: simulated seconds per step while waiting for a state
-STEP_TIMEOUT_S = 120.0        # wall seconds a request may take before the bench is in error
 SYNC_TIMEOUT_S = 60.0         # wall seconds for the frames up to a step's horizon to arrive
 BOOT_TIMEOUT_S = 600.0     # s: an error bound only (a dead process is seen at once); a cold Numba cache on a loaded host compiles for minutes
 STOP_TIMEOUT_S = 20.0
@@ -86,7 +85,7 @@ class Scenario(Protocol):
 
     def params(self) -> dict[str, Any]: ...
 
-    def run(self, op: Operator) -> None: ...
+    def run(self, op: RecordingOperator) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -265,20 +264,23 @@ def truth_fell(msg: dict) -> bool:
                 or msg["hip_height"] < HIP_HEIGHT_MIN_M)
 
 
-class Operator:
-    """The scripted operator: commands, recording, waits in simulated time; ``stepped``: it
-    advances the daemon itself (module docstring), else a thread pings it in wall time."""
+class RecordingOperator(Operator):
+    """The scenarios' operator: :class:`~controller.tools.operator.Operator` plus the recording of the
+    daemon's telemetry and events and the HIL's ground truth (a SUB thread into :attr:`series`), waits
+    in simulated time, the fall check; ``stepped``: each step waits for the frames up to its horizon
+    (module docstring), else a thread pings the daemon in wall time."""
+
+    error = ScenarioError
 
     def __init__(self, ep: Endpoints, procs: Processes, say: Say, stepped: bool = False,
                  operator_sleep: float = 0.0, truth_keys: tuple[str, ...] = TRUTH_KEYS,
                  fell: Callable[[dict], bool] | None = None) -> None:
+        # stepped: one attempt (a resent step or command would land twice), a generous timeout
+        super().__init__(ep.command, stepped, *((REQUEST_TIMEOUT_S, 1) if stepped else (2.0, 3)))
         self.ep, self.procs, self.say = ep, procs, say
-        self.stepped, self.operator_sleep = stepped, operator_sleep
+        self.operator_sleep = operator_sleep
         self.series = Series(truth_keys=truth_keys)
         self._fell = fell or truth_fell
-        # stepped: one attempt (a resent step or command would land twice), a generous timeout
-        self.client = (Client(ep.command, timeout_s=STEP_TIMEOUT_S, retries=1) if stepped
-                       else Client(ep.command, timeout_s=2.0, retries=3))
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.expect_fault = False
@@ -293,16 +295,16 @@ class Operator:
         self._t0_wall = time.monotonic()
         self._t0_sim = 0.0
 
-    def __enter__(self) -> Operator:
+    def __enter__(self) -> RecordingOperator:
         for t in self._threads:
             t.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         self.stop.set()
         for t in self._threads:
             t.join(5.0)
-        self.client.close()
+        super().close()
         self._ctx.term()
 
     # ------------------------------------------------------------------ threads
@@ -345,28 +347,18 @@ class Operator:
 
     # ------------------------------------------------------------------ commands
     def call(self, cmd: str, /, **args: Any) -> dict[str, Any]:
+        """The command's result, one request at a time (the heartbeat shares the client); a
+        timeout first checks that both processes still run."""
         with self.lock:
             try:
-                return self.client.call(cmd, **args)
+                return super().call(cmd, **args)
             except ClientTimeout:
                 self.procs.check()
                 raise
 
-    def command(self, cmd: str, /, **args: Any) -> dict[str, Any]:
-        """A command that must be accepted (an operator would stop on a refusal). A ``timeout``
-        reply means posted but not yet acknowledged (a busy machine): the loop still applies it,
-        and the waits that follow check the state it leads to."""
-        from controller.tools.client import CommandError
-
-        try:
-            return self.call(cmd, **args)
-        except CommandError as e:
-            if e.code == "timeout":
-                return {}
-            raise ScenarioError(f"the daemon refused {cmd}: {e}") from None
-
-    def state(self) -> str:
-        return str(self.call("status")["state"])
+    def explain(self, failure: str) -> str:
+        faults = [e for e in self.series.events if e.get("kind") in ("FAULT", "WARNING")]
+        return f"{failure}, events {faults[-3:]}; daemon log:\n{self.procs.log('daemon')}"
 
     def sim_time(self) -> float:
         last = self.series.last_telemetry
@@ -385,22 +377,27 @@ class Operator:
                 raise ScenarioError(f"the daemon did not boot within {timeout_s:g} s; its log:\n{self.procs.log('daemon')}")
             time.sleep(0.05)
 
-    def _cycles(self, seconds: float) -> tuple[int, float]:
-        """Cycles of ``seconds`` rounded to whole telemetry frames (at least one), and the period."""
+    def _daemon_frame(self) -> tuple[float, int]:
+        """(period s, decimation) of the daemon, asked once."""
         if self._frame is None:
             cfg = self.call("get_config")
             self._frame = (float(cfg["period"]), int(cfg["decimation"]))
-        period, decimation = self._frame
-        return decimation * max(1, round(seconds / (period * decimation))), period
+        return self._frame
 
-    def step(self, seconds: float) -> dict[str, Any]:
-        """Stepped: advance the daemon ``seconds`` (whole telemetry frames), then wait for every
-        telemetry and truth frame up to its horizon; returns the step's reply."""
-        cycles, period = self._cycles(seconds)
-        reply = self.call("step", cycles=cycles)
+    def _cycles(self, seconds: float) -> int:
+        """Cycles of ``seconds`` rounded to whole telemetry frames (at least one)."""
+        period, decimation = self._daemon_frame()
+        return decimation * max(1, round(seconds / (period * decimation)))
+
+    def step(self, seconds: float | None = None, *, cycles: int | None = None) -> dict[str, Any]:
+        """Stepped: advance the daemon ``seconds`` (rounded to whole telemetry frames) or ``cycles``,
+        then wait for every telemetry and truth frame up to its horizon; returns the step's reply."""
+        if seconds is not None and cycles is None:
+            seconds, cycles = None, self._cycles(seconds)
+        reply = super().step(seconds, cycles=cycles)
         self._sync(reply)
         if self.operator_sleep > 0.0:
-            time.sleep(self.operator_sleep * cycles * period)
+            time.sleep(self.operator_sleep * cycles * self._daemon_frame()[0])
         return reply
 
     def _sync(self, reply: dict[str, Any]) -> None:
@@ -421,43 +418,16 @@ class Operator:
                                     f"{tel and tel['t']}, {tru and tru['t']})")
             time.sleep(0.001)
 
-    def wait_state(self, *states: str, timeout_s: float = 30.0) -> str:
-        """Wait for one of ``states``: stepped, advancing :data:`STATE_CHUNK_S` at a time for at most
-        ``timeout_s`` of simulated time; in real time, polling for ``timeout_s`` of wall time."""
-        if self.stepped:
-            state, waited = self.state(), 0.0
-            while state not in states:
-                if waited >= timeout_s:
-                    raise ScenarioError(f"the daemon did not reach {' or '.join(states)} within {timeout_s:g} s of "
-                                        f"simulated time (state {state})")
-                state = str(self.step(STATE_CHUNK_S)["state"])
-                waited += STATE_CHUNK_S
-            return state
-        end = time.monotonic() + timeout_s
-        while True:
-            try:
-                status = self.call("status")
-            except ClientTimeout:
-                status = {"state": ""}
-            if status["state"] in states:
-                return str(status["state"])
-            if time.monotonic() > end:
-                faults = [e for e in self.series.events if e.get("kind") in ("FAULT", "WARNING")]
-                raise ScenarioError(f"the daemon did not reach {' or '.join(states)} within {timeout_s:g} s "
-                                    f"(state {status['state'] or 'unknown'}, fault {status.get('fault_detail')}, "
-                                    f"events {faults[-3:]}); daemon log:\n{self.procs.log('daemon')}")
-            time.sleep(0.02)
-
     def wait(self, seconds: float) -> None:
         """Let ``seconds`` of simulated time pass (stepped: in steps of :data:`CHUNK_S`, whole
         telemetry frames); raises :class:`ScenarioAbort` on a fall, or on FAULT / ESTOP unless
         ``expect_fault``."""
         if self.stepped:
-            left = self._cycles(seconds)[0] if seconds > 0.0 else 0
-            chunk, period = self._cycles(CHUNK_S)
+            left = self._cycles(seconds) if seconds > 0.0 else 0
+            chunk = self._cycles(CHUNK_S)
             while left > 0:
                 n = min(chunk, left)
-                self.step(n * period)
+                self.step(cycles=n)
                 left -= n
                 self._check()
             self._check()
@@ -543,7 +513,7 @@ class Played:
     aborted: str | None
 
 
-def play_measured(scenario, op: Operator, say: Say, label: str) -> str | None:
+def play_measured(scenario, op: RecordingOperator, say: Say, label: str) -> str | None:
     """Mark the start of the measured part and run ``scenario``; the reason it was aborted (a fall,
     an unexpected state), also said, or None."""
     op.mark_start()
@@ -567,7 +537,7 @@ class Session:
         self.options, self.say = options, say or (lambda _m: None)
         self._tmp = tempfile.TemporaryDirectory(prefix="bipd-scenario-")
         self.procs: Processes | None = None
-        self.op: Operator | None = None
+        self.op: RecordingOperator | None = None
 
     def __enter__(self) -> Session:
         try:
@@ -578,8 +548,8 @@ class Session:
             self.say(f"starting the HIL process and the daemon ({'stepped lock-step' if o.lockstep else 'real time'}, "
                      f"UDP port {ep.udp_port})")
             self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s, o.hil_args)
-            self.op = Operator(ep, self.procs, self.say, o.lockstep, o.operator_sleep, o.truth_keys,
-                               o.fell).__enter__()
+            self.op = RecordingOperator(ep, self.procs, self.say, o.lockstep, o.operator_sleep, o.truth_keys,
+                                        o.fell).__enter__()
             self.op.wait_ready()
             self.daemon_config = self.op.call("get_config") | {"foot": robot_foot(config)}
             if o.record is not None:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.tools.scenarios.runner import SETTLE_S, Operator, ScenarioError, udp_control
+from controller.tools.scenarios.runner import SETTLE_S, RecordingOperator, ScenarioError, udp_control
 
 THESIS_TILT = (math.radians(10.0), math.radians(20.0))
 THESIS_TILT_S = 7.0
@@ -32,7 +32,7 @@ def _deg(params: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: (round(math.degrees(v), 4) if k in keys else v) for k, v in params.items()}
 
 
-def _until_hold(op: Operator, limit_s: float) -> None:
+def _until_hold(op: RecordingOperator, limit_s: float) -> None:
     """Wait for the motion to end (MOVING -> HOLD) within ``limit_s`` simulated seconds."""
     waited = 0.0
     while op.state() != "HOLD":
@@ -48,7 +48,7 @@ def push_params(force: float, duration: float, direction: str) -> dict[str, Any]
             "impulse_Ns": round(force * duration, 4)}
 
 
-def push(op: Operator, body: str, force: float, unit: tuple[float, float, float], duration: float) -> None:
+def push(op: RecordingOperator, body: str, force: float, unit: tuple[float, float, float], duration: float) -> None:
     """A force (N) along ``unit`` (the plant's world axes) on ``body`` of the HIL plant for
     ``duration`` s of plant time, through the HIL's UDP control op ``push``."""
     vector = [force * c for c in unit]
@@ -58,7 +58,7 @@ def push(op: Operator, body: str, force: float, unit: tuple[float, float, float]
                             f"{answer['error'] if answer else 'no answer on its UDP control port'}")
 
 
-def tilt_and_back(op: Operator, alpha: float, beta: float, duration: float, hold: float) -> None:
+def tilt_and_back(op: RecordingOperator, alpha: float, beta: float, duration: float, hold: float) -> None:
     """The platform to (alpha, beta) in ``duration`` s, held ``hold`` s, back level, then settled."""
     op.command("platform", alpha=alpha, beta=beta, duration=duration)
     op.wait(duration + hold)
@@ -80,7 +80,7 @@ class Tilt:
         return _deg({k: v for k, v in asdict(self).items() if k not in ("name", "stabilizes")}, "alpha", "beta") | {
             "angles": "deg"}
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         tilt_and_back(op, self.alpha, self.beta, self.duration, self.hold)
 
 
@@ -95,7 +95,7 @@ class Squat:
     def params(self) -> dict[str, Any]:
         return {}
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         op.command("move_joints", q=list(SQUAT_START), duration=SQUAT_START_S)
         _until_hold(op, SQUAT_START_S + 1.0)
         op.command("run", trajectory="squat")
@@ -118,7 +118,7 @@ class Push:
     def params(self) -> dict[str, Any]:
         return push_params(self.force, self.duration, self.direction)
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         op.wait(self.before)
         push(op, "hip", self.force, PUSH_DIRECTIONS[self.direction], self.duration)
         op.wait(self.duration + self.after)
@@ -134,7 +134,7 @@ class WalkFile:
     def params(self) -> dict[str, Any]:
         return {"path": str(self.path)}
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         op.command("run", trajectory=str(Path(self.path).resolve()))
         _until_hold(op, 600.0)
         op.wait(SETTLE_S)
@@ -157,7 +157,7 @@ class Fault:
         return {"fault": "drop_pres", "count": self.count, "node": self.node, "at_s": self.at,
                 "tilt": self.tilt.params()}
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         t = self.tilt
         op.command("platform", alpha=t.alpha, beta=t.beta, duration=t.duration)
         op.wait(self.at)

@@ -33,7 +33,7 @@ from models.common.validation import read_yaml
 
 from controller.tools.scenarios.metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
 from controller.tools.scenarios.plots import plot_paths, write_whole_body_plots
-from controller.tools.scenarios.runner import (SETTLE_S, Operator, Processes, Say, ScenarioError, play_measured, plot_errors,
+from controller.tools.scenarios.runner import (SETTLE_S, RecordingOperator, Processes, Say, ScenarioError, play_measured, plot_errors,
                      write_config)
 from controller.tools.scenarios.scenarios import push, push_params, tilt_and_back
 
@@ -77,7 +77,7 @@ class PlatformTilt:
         return {"alpha_deg": round(math.degrees(self.alpha), 4), "beta_deg": round(math.degrees(self.beta), 4),
                 "duration_s": self.duration, "hold_s": self.hold}
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         tilt_and_back(op, self.alpha, self.beta, self.duration, self.hold)
 
 
@@ -94,7 +94,7 @@ class PelvisPush:
     def params(self) -> dict[str, Any]:
         return push_params(self.force, self.duration, self.direction)
 
-    def run(self, op: Operator) -> None:
+    def run(self, op: RecordingOperator) -> None:
         op.wait(self.before)
         push(op, "pelvis", self.force, PUSH_DIRECTIONS[self.direction], self.duration)
         op.wait(self.duration + self.after)
@@ -182,7 +182,7 @@ def _fell(support: str):
     return fell
 
 
-def _evaluate(scenario, o: WholeBodyOptions, op: Operator, aborted: str | None) -> WholeBodyResult:
+def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str | None) -> WholeBodyResult:
     tel, tru = op.series.arrays()
     feet = _stance(o.support)
     lift = tru["foot_lift"][:, feet] if tru["t"].size else np.empty((0, len(feet)))
@@ -239,8 +239,8 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, UDP port {ep.udp_port})")
         procs = Processes(config, ep, True, False, folder)
         try:
-            with Operator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
-                          fell=_fell(options.support)) as op:
+            with RecordingOperator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
+                                   fell=_fell(options.support)) as op:
                 op.wait_ready()
                 result = _run(scenario, options, op, config, say)
                 if options.plot_dir is not None:
@@ -254,7 +254,7 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
             procs.stop()
 
 
-def _commanded_plate(scenario, op: Operator) -> Callable[[np.ndarray], np.ndarray | None] | None:
+def _commanded_plate(scenario, op: RecordingOperator) -> Callable[[np.ndarray], np.ndarray | None] | None:
     """A rig motion's commanded plate translation at simulated times t ((N, 3), or None when the motion
     turns the plate), timed from the start of the measured part, where its ``rig_motion`` command
     lands; None for other scenarios."""
@@ -263,7 +263,7 @@ def _commanded_plate(scenario, op: Operator) -> Callable[[np.ndarray], np.ndarra
     return None if plate_path is None else (lambda t: plate_path(t - t0))
 
 
-def _plot(scenario, op: Operator, result: WholeBodyResult, out: Path) -> None:
+def _plot(scenario, op: RecordingOperator, result: WholeBodyResult, out: Path) -> None:
     """The run's PNGs (:func:`.plots.write_whole_body_plots`); any failure is a PlotError."""
     tel, tru = op.series.arrays()
     commanded = _commanded_plate(scenario, op)
@@ -274,7 +274,7 @@ def _plot(scenario, op: Operator, result: WholeBodyResult, out: Path) -> None:
                                joints, _stance(result.support), result.scenario, Path(out))
 
 
-def _run(scenario, o: WholeBodyOptions, op: Operator, config: Path, say: Say) -> WholeBodyResult:
+def _run(scenario, o: WholeBodyOptions, op: RecordingOperator, config: Path, say: Say) -> WholeBodyResult:
     op.command("enable")
     op.wait_state("HOLD")
     op.wait(SETTLE_S)
