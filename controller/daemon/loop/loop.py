@@ -129,13 +129,15 @@ class ControlLoop:
 
     # ------------------------------------------------------------------ start
     def start(self) -> None:
-        """Boot the network, compile everything the cycle calls (a dry twin), go DISABLED."""
+        """Boot the network, compile everything the cycle calls (a dry twin), publish the boot record
+        (t = 0, cycle 0, state BOOT: what the loop measured at boot), go DISABLED."""
         self.block.header[H.LOOP_STATE] = int(State.BOOT)
         self.bus.boot()
         self._measure()
         self.q_ref[:] = self.q
         self.est.update()                          # the boot's estimate (a tilt input unusable from the start warns)
         dry_run(self)
+        self.recorder.record(0.0, self.journal.cycle, 0)
         self.sup.goto(State.DISABLED, Reason.BOOTED)
         self.block.header[H.READY] = 1
 

@@ -63,11 +63,20 @@ def test_the_warm_up_leaves_no_trace(h):
     h.run(600, heartbeat_every=20, until=lambda: h.state == State.HOLD)
 
 
-def test_the_start_posts_no_record():
-    """The warm-up writes no telemetry record in the loop's ring (only cycles do)."""
+def test_the_start_posts_only_the_boot_record():
+    """The warm-up's twin writes nothing in the loop's ring: the one record before cycle 1 is the boot
+    record (t = 0, cycle 0, state BOOT, the joints measured at boot)."""
+    from controller.daemon.shm import read_record
+    from controller.daemon.telemetry import RecordLayout
+
     fresh = Harness()
     try:
-        assert int(fresh.block.header[H.RING_COUNT]) == 0
+        assert int(fresh.block.header[H.RING_COUNT]) == 1
+        rec = np.empty(fresh.block.layout.record_size)
+        assert read_record(fresh.block, 0, rec)
+        s = RecordLayout(fresh.loop.n).slices
+        assert (rec[s["t"]][0], rec[s["cycle"]][0], rec[s["state"]][0]) == (0.0, 0.0, float(State.BOOT))
+        np.testing.assert_array_equal(rec[s["q"]], fresh.loop.q)
     finally:
         fresh.close()
 
