@@ -72,15 +72,19 @@ S_FRAME, S_KIND, S_AXIS, S_WEIGHT = 0, 1, 2, 3
 S_POINT = 4          # point in frame coordinates (3)
 SPEC_WIDTH = 7
 
-# options
+# options (IkSolver's arguments)
 NEWTON, DLS = 0, 1
-(O_METHOD, O_MAX_ITER, O_TOL_POS, O_TOL_ROT, O_DAMPING, O_DAMPING_MIN, O_NULL_GAIN,
- O_STEP_TOL, O_MAX_STEP, O_SINGULAR_TOL) = range(10)
-N_OPTIONS = 10
+OPTIONS = Layout("ik options", [Field(k) for k in (
+    "method", "max_iter", "tol_pos", "tol_rot", "damping", "damping_min", "null_gain", "step_tol", "max_step",
+    "singular_tol")])
+O_METHOD, O_MAX_ITER, O_TOL_POS, O_TOL_ROT, O_DAMPING = (OPTIONS.offset(k) for k in OPTIONS.names[:5])
+O_DAMPING_MIN, O_NULL_GAIN, O_STEP_TOL, O_MAX_STEP, O_SINGULAR_TOL = (OPTIONS.offset(k) for k in OPTIONS.names[5:])
+N_OPTIONS = OPTIONS.size()
 
-# results
-I_ITER, I_POS_RES, I_ROT_RES, I_WORST, I_COST, I_MULT = range(6)
-N_INFO = 6
+# results: iterations, residuals (m, rad), worst task, accepted cost ‖F‖², damping multiplier
+INFO = Layout("ik info", [Field(k) for k in ("iter", "pos_res", "rot_res", "worst", "cost", "mult")])
+I_ITER, I_POS_RES, I_ROT_RES, I_WORST, I_COST, I_MULT = (INFO.offset(k) for k in INFO.names)
+N_INFO = INFO.size()
 
 CONTINUE = -1
 
@@ -601,10 +605,11 @@ class IkSolver:
         self._opts, self._spec, self._target, self._basis = (
             self._views.opts, self._views.spec, self._views.target, self._views.basis)
         winv, qrest, qmin, qmax = self._views.winv, self._views.qrest, self._views.qmin, self._views.qmax
-        self._opts[[O_METHOD, O_MAX_ITER, O_TOL_POS, O_TOL_ROT, O_DAMPING, O_DAMPING_MIN, O_NULL_GAIN,
-                    O_STEP_TOL, O_MAX_STEP, O_SINGULAR_TOL]] = (
-            NEWTON if method == "newton" else DLS, max_iter, tol_pos, tol_rot, damping, damping_min,
-            null_gain, step_tol, max_step, singular_tol)
+        options = {"method": NEWTON if method == "newton" else DLS, "max_iter": max_iter, "tol_pos": tol_pos,
+                   "tol_rot": tol_rot, "damping": damping, "damping_min": damping_min, "null_gain": null_gain,
+                   "step_tol": step_tol, "max_step": max_step, "singular_tol": singular_tol}
+        for name in OPTIONS.names:
+            self._opts[OPTIONS.offset(name)] = options[name]
         m = robot.model
         qmin[:], qmax[:] = m.qmin, m.qmax
         w = np.ones(n) if weights is None else robot._vec(weights, "weights")
