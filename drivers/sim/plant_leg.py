@@ -63,6 +63,7 @@ from models import Robot, TransmissionFault
 from models.chain.dynamics import gravity_vector, update
 from models.linalg import spd_inverse4
 from models.chain.model import data_size, data_views, model_views
+from models.common.layout import Field, Layout
 from models.tilt import tilted_gravity
 from models.transmission import (
     LEG_N_PARAMS as N_PARAMS,
@@ -89,20 +90,34 @@ HOLD = 4e-4                      # s, longest interval over which the configurat
 BAD_TORQUE = -1                  # a non-finite motor torque
 NOT_SPD = -2                     # the effective mass matrix is not SPD (non-finite state)
 
-# layout of the parameter array (the bus index of each motor of AXES stored as a float)
-_SUBSTEP, _INERTIA, _FRICTION, _LOAD, _RATIO, _STOP_K, _STOP_C, _GRAVITY, _ORDER = 0, 1, 3, 5, 7, 8, 9, 10, 13
-_N_PAR = 19
-# rows of the work array (n × 4): the state q, q̇, platform motors (θ_α, θ_β, θ̇_α, θ̇_β); 4×4: J_p at
-# the q of row _QJ, the held J_p, J̇_p, M_0 and V (_hold), the substep's effective mass matrix and its
-# inverse; 4-vectors: the q of _JQ, τ_m, f_0, the substep's right-hand side, G_tilt, two scratch, q_h;
-# g_base (3)
-_Q, _QD, _PLAT = 0, 1, 2
-_JQ, _JP, _JD, _M0, _CV, _M, _MI = 3, 7, 11, 15, 19, 23, 27
-_QJ, _TAU, _F0, _RHS, _GT, _V1, _V2, _QH, _G = 31, 32, 33, 34, 35, 36, 37, 38, 39
-_N_WORK = 40
-# layout of the output array: motor_position, motor_velocity, then the sensors
-_POS, _VEL, _JOINT, _PLATFORM, _IMU, _SOLE = 0, 6, 12, 16, 18, 21
-_N_OUT = 24
+# the parameter array (the bus index of each motor of AXES stored as a float)
+PARAMS = Layout("leg plant params", [
+    Field("substep"), Field("inertia", (2,)), Field("friction", (2,)), Field("load", (2,)), Field("ratio"),
+    Field("stop_k"), Field("stop_c"), Field("gravity", (3,)), Field("order", (6,))])
+_SUBSTEP, _INERTIA, _FRICTION, _LOAD = (PARAMS.offset(k) for k in ("substep", "inertia", "friction", "load"))
+_RATIO, _STOP_K, _STOP_C, _GRAVITY, _ORDER = (PARAMS.offset(k) for k in ("ratio", "stop_k", "stop_c", "gravity",
+                                                                         "order"))
+_N_PAR = PARAMS.size()
+# the work array, rows of 4 (read as an n × 4 array): the state q, q̇, platform motors (θ_α, θ_β, θ̇_α,
+# θ̇_β); 4×4: J_p at the q of row qj, the held J_p, J̇_p, M_0 and V (_hold), the substep's effective mass
+# matrix and its inverse; 4-vectors: the q of jq, τ_m, f_0, the substep's right-hand side, G_tilt, two
+# scratch, q_h; g_base (3, in a row of 4)
+WORK = Layout("leg plant work", [
+    Field("q", (4,)), Field("qd", (4,)), Field("plat", (4,)), Field("jq", (4, 4)), Field("jp", (4, 4)),
+    Field("jd", (4, 4)), Field("m0", (4, 4)), Field("cv", (4, 4)), Field("m", (4, 4)), Field("mi", (4, 4)),
+    Field("qj", (4,)), Field("tau", (4,)), Field("f0", (4,)), Field("rhs", (4,)), Field("gt", (4,)),
+    Field("v1", (4,)), Field("v2", (4,)), Field("qh", (4,)), Field("g", (4,))])
+_Q, _QD, _PLAT = (WORK.offset(k) // 4 for k in ("q", "qd", "plat"))
+_JQ, _JP, _JD, _M0, _CV, _M, _MI = (WORK.offset(k) // 4 for k in ("jq", "jp", "jd", "m0", "cv", "m", "mi"))
+_QJ, _TAU, _F0, _RHS, _GT, _V1, _V2, _QH, _G = (WORK.offset(k) // 4 for k in ("qj", "tau", "f0", "rhs", "gt", "v1",
+                                                                              "v2", "qh", "g"))
+_N_WORK = WORK.size() // 4
+# the output array: motor_position, motor_velocity (bus order), then the sensors
+OUT = Layout("leg plant outputs", [
+    Field("motor_position", (6,)), Field("motor_velocity", (6,)), Field("joint_position", (4,)),
+    Field("platform", (2,)), Field("imu_gravity", (3,)), Field("sole", (3,))])
+_POS, _VEL, _JOINT, _PLATFORM, _IMU, _SOLE = (OUT.offset(k) for k in OUT.names)
+_N_OUT = OUT.size()
 # a kernel call costs ~0.1 µs per array argument (models.chain.model), so the plant passes two buffers:
 # the constants (parameters, transmission parameters, model buffer from _MODEL on) and the variables
 # (work array, outputs from _OUT on, Data buffer from _DATA on)
@@ -395,12 +410,9 @@ class LegPlant(Plant):
         self._work = self._buf[:_OUT].reshape((_N_WORK, 4))
         self._out = self._buf[_OUT:_DATA]
         self._work[_QJ] = np.nan                     # no J_p computed yet
-        self.motor_position = self._out[_POS:_POS + 6]
-        self.motor_velocity = self._out[_VEL:_VEL + 6]
-        self.sensors = {"joint_position": self._out[_JOINT:_JOINT + 4],
-                        "platform": self._out[_PLATFORM:_PLATFORM + 2],
-                        "imu_gravity": self._out[_IMU:_IMU + 3],
-                        "sole": self._out[_SOLE:_SOLE + 3]}
+        out = OUT.views(self._out)
+        self.motor_position, self.motor_velocity = out.motor_position, out.motor_velocity
+        self.sensors = {k: getattr(out, k) for k in ("joint_position", "platform", "imu_gravity", "sole")}
         # the clamped foot is always flat: its load cells (drivers.sim.hil.plant_mujoco's ``sole``) read
         # the leg's weight at the sole's centre, the clamp carrying the rest
         foot = robot.description.foot

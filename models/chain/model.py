@@ -25,7 +25,7 @@ PRISMATIC = 1.0
 def check_buffers(mbuf, dbuf, q):
     """Kernel views trust the buffer sizes: refuse mismatched buffers outright."""
     n = q.shape[0]
-    if mbuf.shape[0] < 1 or int(mbuf[0]) != n or mbuf.shape[0] != model_size(n):
+    if mbuf.shape[0] < 1 or int(mbuf[_N]) != n or mbuf.shape[0] != model_size(n):
         raise ValueError("model buffer does not match the joint vector")
     if dbuf.shape[0] != data_size(n):
         raise ValueError("data buffer does not match the model")
@@ -46,6 +46,7 @@ DATA = Layout("chain data", [
     Field("Jb", ("n", 6, "n")), Field("com", (3,)), Field("Jcom", (3, "n")), Field("A", ("n", "n")),
     Field("dA", ("n", "n", "n")), Field("C", ("n", "n")), Field("G", ("n",)), Field("h", ("n",)),
     Field("tau_f", ("n",)), Field("work", ("9 * n + 9",)), Field("gravity", (3,))], sizes=("n",))
+_N = MODEL.offset("n")
 _model_views, _data_views = MODEL.kernel_views, DATA.kernel_views
 _model_size, _data_size = MODEL.kernel_size, DATA.kernel_size
 
@@ -53,7 +54,7 @@ _model_size, _data_size = MODEL.kernel_size, DATA.kernel_size
 @njit(cache=True)
 def model_views(buf):
     """Named views of a model buffer (:data:`MODEL`)."""
-    return _model_views(buf, int(buf[0]))[0]
+    return _model_views(buf, int(buf[_N]))[0]
 
 
 @njit(cache=True)

@@ -42,6 +42,7 @@ from numba import njit
 from models.common.errors import GeometryError
 from models.chain.model import PRISMATIC
 from models.common.layout import Field, Layout
+from models.tree.model import MODEL as TREE_MODEL
 from models.tree.model import TreeModel, model_layout, rooting
 from models.tree.model import sizes as tree_sizes
 from models.tree.config import TreeDescription
@@ -58,7 +59,7 @@ PLAN = Layout("composite plan", [
     Field("parent", ("n",)), Field("pre", ("n", 4, 4)), Field("post", ("n", 4, 4)), Field("bchain", ("nb",)),
     Field("bpos", ("nb",)), Field("stchain", ("ns",)), Field("stframe", ("ns",))],
     sizes=("n", "nb", "nch", "L", "ns"))
-_N, _NS = PLAN.offset("n"), PLAN.offset("ns")
+_N, _NB, _NCH, _L, _NS = (PLAN.offset(k) for k in PLAN.sizes)
 # Own chain models (base body frame): T0 body poses, z0 / o0 joint axes, p0 body CoGs, J0 body CoG
 # Jacobians (own columns), A0 each chain's own inertia (block diagonal), TS the stance sole's pose,
 # JS its Jacobian, Jd0 the old base's base-distal Jacobian (Theorem 4). Composite results (stance
@@ -74,20 +75,21 @@ DATA = Layout("composite data", [
     Field("A", ("n", "n")), Field("G", ("n",)), Field("C", ("n", "n")), Field("vel", ("nb", 6)),
     Field("Jd", (6, "n")), Field("I3", (3, 3)), Field("tmp", (2, 4, 4))], sizes=("n", "nb", "nf", "ng"))
 _STANCE = DATA.offset("stance")
+_TREE_N, _TREE_NB, _TREE_NF, _TREE_NG = (TREE_MODEL.offset(k) for k in DATA.sizes)   # the tree model's header
 _plan_views, _data_views = PLAN.kernel_views, DATA.kernel_views
 
 
 @njit(cache=True, inline="always")
 def plan_layout(buf):
     """Named views of a composite plan (:data:`PLAN`) and its size."""
-    return _plan_views(buf, int(buf[0]), int(buf[1]), int(buf[2]), int(buf[3]), int(buf[4]))
+    return _plan_views(buf, int(buf[_N]), int(buf[_NB]), int(buf[_NCH]), int(buf[_L]), int(buf[_NS]))
 
 
 @njit(cache=True, inline="always")
 def cdata_layout(mbuf, buf):
     """Named views of a composite data buffer (:data:`DATA`, the sizes from the tree model
     ``mbuf``) and its size."""
-    return _data_views(buf, int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3]))
+    return _data_views(buf, int(mbuf[_TREE_N]), int(mbuf[_TREE_NB]), int(mbuf[_TREE_NF]), int(mbuf[_TREE_NG]))
 
 
 @njit(cache=True, inline="always")
@@ -102,7 +104,7 @@ def views(tbuf, pbuf, dbuf):
 @njit(cache=True)
 def check_buffers(tbuf, pbuf, dbuf, q, qd, g):
     """Kernel views trust the buffer sizes: refuse mismatched buffers and inputs outright."""
-    if q.shape[0] != int(tbuf[0]) or qd.shape[0] != q.shape[0] or g.shape[0] != 3:
+    if q.shape[0] != int(tbuf[_TREE_N]) or qd.shape[0] != q.shape[0] or g.shape[0] != 3:
         raise ValueError("q and qd must have one entry per joint and gravity 3 components")
     _, tsize = model_layout(tbuf)
     _, psize = plan_layout(pbuf)

@@ -25,7 +25,7 @@ F_b = 2 u_b·a/(1 + t·a) (u_1, u_2 ⊥ t), zero only at a = t, with its exact d
   frozen (its W⁻¹ entry set to 0) and the step recomputed; every step is clamped to
   the limits.
 
-One flat float64 buffer holds the problem and its workspace (:func:`ik_views`, Model/Data
+One flat float64 buffer holds the problem and its workspace (:data:`IK`, Model/Data
 style). An engine plugs in with a kernel that fills, for every task k, the pose Tk[k]
 (4×4, base → the task point, rotation of its frame) and the 6×n geometric Jacobian Jk[k]
 of that point (:func:`task_frames`); :func:`solve` runs ``ik_start``, then
@@ -48,13 +48,13 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from models.common.errors import GeometryError, ModelError
 from models.chain.kinematics import body_coms, center_of_mass, com_jacobians, forward_kinematics, point_jacobian
 from models.linalg import cholesky_rtol, spd_solve
-from models.chain.model import check_buffers, data_views, model_views, python_views
-from models.common.layout import at as _at
+from models.chain.model import check_buffers, data_views, model_views
+from models.common.layout import Field, Layout
 from models.tree.model import data_layout as tree_data_layout
 from models.tree.model import model_layout as tree_model_layout
 from models.tree.dynamics import kinematics as tree_kinematics
@@ -72,15 +72,19 @@ S_FRAME, S_KIND, S_AXIS, S_WEIGHT = 0, 1, 2, 3
 S_POINT = 4          # point in frame coordinates (3)
 SPEC_WIDTH = 7
 
-# options
+# options (IkSolver's arguments)
 NEWTON, DLS = 0, 1
-(O_METHOD, O_MAX_ITER, O_TOL_POS, O_TOL_ROT, O_DAMPING, O_DAMPING_MIN, O_NULL_GAIN,
- O_STEP_TOL, O_MAX_STEP, O_SINGULAR_TOL) = range(10)
-N_OPTIONS = 10
+OPTIONS = Layout("ik options", [Field(k) for k in (
+    "method", "max_iter", "tol_pos", "tol_rot", "damping", "damping_min", "null_gain", "step_tol", "max_step",
+    "singular_tol")])
+O_METHOD, O_MAX_ITER, O_TOL_POS, O_TOL_ROT, O_DAMPING = (OPTIONS.offset(k) for k in OPTIONS.names[:5])
+O_DAMPING_MIN, O_NULL_GAIN, O_STEP_TOL, O_MAX_STEP, O_SINGULAR_TOL = (OPTIONS.offset(k) for k in OPTIONS.names[5:])
+N_OPTIONS = OPTIONS.size()
 
-# results
-I_ITER, I_POS_RES, I_ROT_RES, I_WORST, I_COST, I_MULT = range(6)
-N_INFO = 6
+# results: iterations, residuals (m, rad), worst task, accepted cost ‖F‖², damping multiplier
+INFO = Layout("ik info", [Field(k) for k in ("iter", "pos_res", "rot_res", "worst", "cost", "mult")])
+I_ITER, I_POS_RES, I_ROT_RES, I_WORST, I_COST, I_MULT = (INFO.offset(k) for k in INFO.names)
+N_INFO = INFO.size()
 
 CONTINUE = -1
 
@@ -96,44 +100,27 @@ class IkStatus(IntEnum):
 OK, NOT_CONVERGED, UNREACHABLE, SINGULAR, JOINT_LIMIT = (int(s) for s in IkStatus)
 
 
-@njit(cache=True)
-def ik_size(n: int, tasks: int, rows: int) -> int:
-    return (3 + N_OPTIONS + tasks * (SPEC_WIDTH + 16 + 6) + 4 * n + 16 * tasks + 6 * n * tasks
-            + 2 * (rows + rows * n) + rows * rows + rows + 4 * n + N_INFO)
+# the problem and its workspace (module docstring): the header n joints, tasks, rows (stacked task
+# rows, m); opts[N_OPTIONS], spec[K, SPEC_WIDTH], target[K,4,4], basis[K,2,3] (AXIS: u, v orthogonal
+# to the target axis), winv[n] = W⁻¹, qrest[n], qmin[n], qmax[n], Tk[K,4,4], Jk[K,6,n], F[m], J[m,n],
+# M[m,m], y[m], dq[n], z[n], free[n], and the last accepted iterate: q_acc[n], F_acc[m], J_acc[m,n];
+# info[N_INFO] = iterations, residuals (m, rad), worst task, accepted cost ‖F‖², damping multiplier
+IK = Layout("ik", [
+    Field("n"), Field("tasks"), Field("rows"), Field("opts", (N_OPTIONS,)), Field("spec", ("tasks", SPEC_WIDTH)),
+    Field("target", ("tasks", 4, 4)), Field("basis", ("tasks", 2, 3)), Field("winv", ("n",)),
+    Field("qrest", ("n",)), Field("qmin", ("n",)), Field("qmax", ("n",)), Field("Tk", ("tasks", 4, 4)),
+    Field("Jk", ("tasks", 6, "n")), Field("F", ("rows",)), Field("J", ("rows", "n")), Field("M", ("rows", "rows")),
+    Field("y", ("rows",)), Field("dq", ("n",)), Field("z", ("n",)), Field("free", ("n",)), Field("q_acc", ("n",)),
+    Field("F_acc", ("rows",)), Field("J_acc", ("rows", "n")), Field("info", (N_INFO,))],
+    sizes=("n", "tasks", "rows"))
+_N, _TASKS, _ROWS = IK.offset("n"), IK.offset("tasks"), IK.offset("rows")
+_ik_views = IK.kernel_views
 
 
 @njit(cache=True)
 def ik_views(buf):
-    """Named views of an IK buffer [n, tasks, rows, ...]: (opts, spec[K, SPEC_WIDTH],
-    target[K,4,4], basis[K,2,3] (AXIS: u, v orthogonal to the target axis), winv[n] = W⁻¹, qrest[n], qmin[n], qmax[n], Tk[K,4,4], Jk[K,6,n], F[m], J[m,n],
-    M[m,m], y[m], dq[n], z[n], free[n], and the last accepted iterate: q_acc[n],
-    F_acc[m], J_acc[m,n]; info[N_INFO] = iterations, residuals (m, rad), worst task,
-    accepted cost ‖F‖², damping multiplier)."""
-    n, k, m = int(buf[0]), int(buf[1]), int(buf[2])
-    o = 3
-    opts = carray(_at(buf, o), (N_OPTIONS,)); o += N_OPTIONS
-    spec = carray(_at(buf, o), (k, SPEC_WIDTH)); o += k * SPEC_WIDTH
-    target = carray(_at(buf, o), (k, 4, 4)); o += 16 * k
-    basis = carray(_at(buf, o), (k, 2, 3)); o += 6 * k
-    winv = carray(_at(buf, o), (n,)); o += n
-    qrest = carray(_at(buf, o), (n,)); o += n
-    qmin = carray(_at(buf, o), (n,)); o += n
-    qmax = carray(_at(buf, o), (n,)); o += n
-    Tk = carray(_at(buf, o), (k, 4, 4)); o += 16 * k
-    Jk = carray(_at(buf, o), (k, 6, n)); o += 6 * n * k
-    F = carray(_at(buf, o), (m,)); o += m
-    J = carray(_at(buf, o), (m, n)); o += m * n
-    M = carray(_at(buf, o), (m, m)); o += m * m
-    y = carray(_at(buf, o), (m,)); o += m
-    dq = carray(_at(buf, o), (n,)); o += n
-    z = carray(_at(buf, o), (n,)); o += n
-    free = carray(_at(buf, o), (n,)); o += n
-    q_acc = carray(_at(buf, o), (n,)); o += n
-    F_acc = carray(_at(buf, o), (m,)); o += m
-    J_acc = carray(_at(buf, o), (m, n)); o += m * n
-    info = carray(_at(buf, o), (N_INFO,))
-    return (opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free,
-            q_acc, F_acc, J_acc, info)
+    """Named views of an IK buffer (:data:`IK`)."""
+    return _ik_views(buf, int(buf[_N]), int(buf[_TASKS]), int(buf[_ROWS]))[0]
 
 
 # ---------------------------------------------------------------- residual and Jacobian
@@ -353,8 +340,8 @@ def dls_step(opts, mult, winv, qrest, qmin, qmax, J, F, M, y, dq, z, free, q):
 @njit(cache=True)
 def ik_start(buf, q):
     """Reset the iteration and bring q inside the joint limits."""
-    views = ik_views(buf)
-    qmin, qmax, free, info = views[6], views[7], views[16], views[20]
+    v = ik_views(buf)
+    qmin, qmax, free, info = v.qmin, v.qmax, v.free, v.info
     info[I_ITER] = 0.0
     info[I_MULT] = 1.0
     for j in range(q.shape[0]):
@@ -368,8 +355,10 @@ def ik_step(buf, q):
     returns CONTINUE (q updated) or a final status (q is then the last accepted iterate).
     Damped least squares accepts a step only if it lowers ‖F‖²; otherwise it goes back
     to the accepted iterate with ten times the damping (Levenberg–Marquardt)."""
-    (opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free,
-     q_acc, F_acc, J_acc, info) = ik_views(buf)
+    v = ik_views(buf)
+    opts, spec, target, basis, Tk, Jk = v.opts, v.spec, v.target, v.basis, v.Tk, v.Jk
+    winv, qrest, qmin, qmax, dq, z, free = v.winv, v.qrest, v.qmin, v.qmax, v.dq, v.z, v.free
+    F, J, M, y, q_acc, F_acc, J_acc, info = v.F, v.J, v.M, v.y, v.q_acc, v.F_acc, v.J_acc, v.info
     m, n = J.shape
     newton = int(opts[O_METHOD]) == NEWTON
     pos_res, rot_res, worst = assemble(spec, target, basis, Tk, Jk, F, J, z, opts[O_TOL_POS], opts[O_TOL_ROT])
@@ -506,8 +495,8 @@ def task_frames(engine, mbuf, dbuf, q, spec, Tk, Jk):
 def solve(engine, mbuf, dbuf, buf, q):
     """Solve the IK problem in buf from the guess q (overwritten with the result) on the
     engine's model and data buffers; returns the status."""
-    views = ik_views(buf)
-    spec, Tk, Jk = views[1], views[8], views[9]
+    v = ik_views(buf)
+    spec, Tk, Jk = v.spec, v.Tk, v.Jk
     ik_start(buf, q)
     while True:
         task_frames(engine, mbuf, dbuf, q, spec, Tk, Jk)
@@ -519,10 +508,9 @@ def solve(engine, mbuf, dbuf, buf, q):
 @njit(cache=True)
 def residual(engine, mbuf, dbuf, buf, q):
     """Fill the IK buffer's F and J at q (no step): for inspection and tests."""
-    (opts, spec, target, basis, winv, qrest, qmin, qmax, Tk, Jk, F, J, M, y, dq, z, free,
-     q_acc, F_acc, J_acc, info) = ik_views(buf)
-    task_frames(engine, mbuf, dbuf, q, spec, Tk, Jk)
-    assemble(spec, target, basis, Tk, Jk, F, J, z, opts[O_TOL_POS], opts[O_TOL_ROT])
+    v = ik_views(buf)
+    task_frames(engine, mbuf, dbuf, q, v.spec, v.Tk, v.Jk)
+    assemble(v.spec, v.target, v.basis, v.Tk, v.Jk, v.F, v.J, v.z, v.opts[O_TOL_POS], v.opts[O_TOL_ROT])
 
 
 # ---------------------------------------------------------------- Python API
@@ -609,14 +597,19 @@ class IkSolver:
         rows = sum(KIND_ROWS[k] for k in kinds)
         if method == "newton" and rows != n:
             raise GeometryError(f"Newton-Raphson needs a square task: {rows} task rows for {n} joints")
-        self.buf = np.zeros(ik_size(n, len(self.tasks), rows))
-        self.buf[:3] = (n, len(self.tasks), rows)
-        (self._opts, self._spec, self._target, self._basis, winv, qrest, qmin, qmax,
-         *self._work, self._info) = python_views(self.buf, ik_views(self.buf))
-        self._opts[[O_METHOD, O_MAX_ITER, O_TOL_POS, O_TOL_ROT, O_DAMPING, O_DAMPING_MIN, O_NULL_GAIN,
-                    O_STEP_TOL, O_MAX_STEP, O_SINGULAR_TOL]] = (
-            NEWTON if method == "newton" else DLS, max_iter, tol_pos, tol_rot, damping, damping_min,
-            null_gain, step_tol, max_step, singular_tol)
+        sizes = {"n": n, "tasks": len(self.tasks), "rows": rows}
+        self.buf = np.zeros(IK.size(**sizes))
+        for name, size in sizes.items():
+            self.buf[IK.offset(name)] = size
+        self._views = IK.views(self.buf, **sizes)
+        self._opts, self._spec, self._target, self._basis = (
+            self._views.opts, self._views.spec, self._views.target, self._views.basis)
+        winv, qrest, qmin, qmax = self._views.winv, self._views.qrest, self._views.qmin, self._views.qmax
+        options = {"method": NEWTON if method == "newton" else DLS, "max_iter": max_iter, "tol_pos": tol_pos,
+                   "tol_rot": tol_rot, "damping": damping, "damping_min": damping_min, "null_gain": null_gain,
+                   "step_tol": step_tol, "max_step": max_step, "singular_tol": singular_tol}
+        for name in OPTIONS.names:
+            self._opts[OPTIONS.offset(name)] = options[name]
         m = robot.model
         qmin[:], qmax[:] = m.qmin, m.qmax
         w = np.ones(n) if weights is None else robot._vec(weights, "weights")
@@ -703,13 +696,12 @@ class IkSolver:
         """(F(q), J(q)) of the stacked, weighted tasks (copies). J = ∂F/∂q, except the
         orientation rows: J_ω, the derivative at the target."""
         residual(self.engine, self.robot.model.buf, self.robot.data.buf, self.buf, self.robot._vec(q, "q"))
-        F, J = self._work[2], self._work[3]
-        return F.copy(), J.copy()
+        return self._views.F.copy(), self._views.J.copy()
 
     def solve(self, q0) -> IkResult:
         self._q[:] = self.robot._vec(q0, "q0")
         status = IkStatus(self.solve_into(self._q))
-        info = self._info
+        info = self._views.info
         return IkResult(status, self._q.copy(), int(info[I_ITER]), float(info[I_POS_RES]),
                         float(info[I_ROT_RES]), self._names[int(info[I_WORST])])
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from models.rig.stewart import (OK, SINGULAR, _cross, _dot, _solve3, data_views, inverse_kinematics,
+from models.rig.stewart import (G_SINGULAR_TOL, OK, SINGULAR, _cross, _dot, _solve3, data_views, inverse_kinematics,
                       model_views, solve6)
 
 
@@ -125,7 +125,7 @@ def inverse_dynamics(mbuf, dbuf, x, xd, xdd):
         rhs[a] = wrench[a]
         for b in range(6):
             lu[a, b] = S[a, b]
-    if solve6(lu, rhs, True) < geo[6]:
+    if solve6(lu, rhs, True) < geo[G_SINGULAR_TOL]:
         return SINGULAR
     for a in range(6):
         force[a] = rhs[a]

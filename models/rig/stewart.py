@@ -48,11 +48,20 @@ THETA1 = np.array([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
 
 # base[6,3] B_j in frame 0, plat[6,3] P_j in the platform frame, Rb[6,3,3] universal joint's fixed
 # frame (x = e1, z = leg at t = 0), Roff[6,3,3] spherical joint's last frame in the platform frame,
-# geo[8] = (l1, l3, c2, c3, lambda_min, lambda_max, singular_tol, l4), mass[6], inertia[6,3,3] about
+# geo the rig's scalars (:data:`GEOMETRY`), mass[6], inertia[6,3,3] about
 # each centre of mass in the body's frame with z along the leg for bodies 1-5, gravity[3]
+# geo: leg lengths l1, l3, the cylinder's and the rod's centres of mass c2, c3 along the leg, the
+# actuator stroke lambda_min .. lambda_max, singular_tol (forward kinematics and dynamics), and the
+# platform radius l4 (the scale of the Jacobian's angular columns)
+GEOMETRY = Layout("stewart geometry", [
+    Field("l1"), Field("l3"), Field("c2"), Field("c3"), Field("lambda_min"), Field("lambda_max"),
+    Field("singular_tol"), Field("l4")])
+G_L1, G_L3, G_C2, G_C3 = (GEOMETRY.offset(k) for k in ("l1", "l3", "c2", "c3"))
+G_LAMBDA_MIN, G_LAMBDA_MAX = GEOMETRY.offset("lambda_min"), GEOMETRY.offset("lambda_max")
+G_SINGULAR_TOL, G_L4 = GEOMETRY.offset("singular_tol"), GEOMETRY.offset("l4")
 MODEL = Layout("stewart model", [
     Field("base", (6, 3)), Field("plat", (6, 3)), Field("Rb", (6, 3, 3)), Field("Roff", (6, 3, 3)),
-    Field("geo", (8,)), Field("mass", (6,)), Field("inertia", (6, 3, 3)), Field("gravity", (3,))])
+    Field("geo", (GEOMETRY.size(),)), Field("mass", (6,)), Field("inertia", (6, 3, 3)), Field("gravity", (3,))])
 # q, qd, qdd [6 legs, 6 joints]; R[6,5,3,3] body orientations (1 cross, 2 cylinder, 3 rod, 4 cross,
 # 5 piece); w, dw [6,5,3] their angular velocities and accelerations; c, ac [6,5,3] their centres of
 # mass and accelerations; axes[6,6,3] joint axes (e1, e2, n, e4, e5, e6); P[6,3] platform joints;
@@ -228,7 +237,7 @@ def leg_lengths(mbuf, x, lam, S):
         dy = x[1] + ry - base[j, 1]
         dz = x[2] + rz - base[j, 2]
         L = math.sqrt(dx * dx + dy * dy + dz * dz)
-        lam[j] = L - geo[0] - geo[1]
+        lam[j] = L - geo[G_L1] - geo[G_L3]
         nx, ny, nz = dx / L, dy / L, dz / L
         S[j, 0] = nx; S[j, 1] = ny; S[j, 2] = nz
         S[j, 3] = ry * nz - rz * ny
@@ -257,7 +266,8 @@ def inverse_kinematics(mbuf, dbuf, x, xd, xdd):
     for i in range(6):
         if not (math.isfinite(x[i]) and math.isfinite(xd[i]) and math.isfinite(xdd[i])):
             return NON_FINITE
-    l1, l3, c2, c3, lam_min, lam_max, tol = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], geo[6]
+    l1, l3, c2, c3 = geo[G_L1], geo[G_L3], geo[G_C2], geo[G_C3]
+    lam_min, lam_max, tol = geo[G_LAMBDA_MIN], geo[G_LAMBDA_MAX], geo[G_SINGULAR_TOL]
     platform_motion(x, xd, xdd, Rp, vG, wp, aG, dwp)
     rho, d, vP, aP, t, u, sol, r, k1, k2 = (tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5],
                                            tmp[6], tmp[7], tmp[8], tmp[9])
@@ -421,9 +431,9 @@ def forward_kinematics(mbuf, dbuf, lam_target, x):
     for j in range(6):
         if not (math.isfinite(lam_target[j]) and math.isfinite(x[j])):
             return NON_FINITE
-        if lam_target[j] < geo[4] or lam_target[j] > geo[5]:
+        if lam_target[j] < geo[G_LAMBDA_MIN] or lam_target[j] > geo[G_LAMBDA_MAX]:
             return OUT_OF_STROKE
-    tol, scale = geo[6], geo[7]
+    tol, scale = geo[G_SINGULAR_TOL], geo[G_L4]
     for _ in range(NEWTON_ITERS):
         leg_lengths(mbuf, x, lam, S)
         err = 0.0
@@ -476,8 +486,11 @@ class StewartModel:
             xb /= np.linalg.norm(xb)
             v["Rb"][j] = np.column_stack([xb, np.cross(n0, xb), n0])
             v["Roff"][j] = v["Rb"][j]
-        v["geo"][:] = (desc.l1, desc.l3, desc.l2 / 2, desc.l3 / 2, desc.stroke[0], desc.stroke[1],
-                       desc.singular_tol, desc.l4)
+        geometry = {"l1": desc.l1, "l3": desc.l3, "c2": desc.l2 / 2, "c3": desc.l3 / 2,
+                    "lambda_min": desc.stroke[0], "lambda_max": desc.stroke[1],
+                    "singular_tol": desc.singular_tol, "l4": desc.l4}
+        for name in GEOMETRY.names:
+            v["geo"][GEOMETRY.offset(name)] = geometry[name]
         for k, body in enumerate(desc.bodies):
             v["mass"][k] = body.mass
             v["inertia"][k] = np.diag(body.inertia)

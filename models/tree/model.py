@@ -49,6 +49,7 @@ MODEL = Layout("tree model", [
     Field("rootT", ("nr", 4, 4)), Field("support", ("nr", "nb", "n")), Field("bjoint", ("nr", "nb")),
     Field("rootf", ("nr",))], sizes=("n", "nb", "nf", "ng", "nr"))
 HEADER = MODEL.offset("jtype")   # the sizes n, nb, nf, ng, nr
+_N, _NB, _NF, _NG, _NR = (MODEL.offset(k) for k in MODEL.sizes)
 # root (the rooting in use), Tb body poses, Tax joint-axis frames (T(pred) . pre), Tf operational
 # frames, S joint motion axes in the base frame at its origin (rows v, w), pc body CoGs, Jf frame
 # Jacobians, com / Jcom per group, bh / bI body first moments m pc and inertias about the base
@@ -72,13 +73,13 @@ _model_views, _data_views = MODEL.kernel_views, DATA.kernel_views
 @njit(cache=True, inline="always")
 def model_layout(buf):
     """Named views of a model buffer (:data:`MODEL`) and its size."""
-    return _model_views(buf, int(buf[0]), int(buf[1]), int(buf[2]), int(buf[3]), int(buf[4]))
+    return _model_views(buf, int(buf[_N]), int(buf[_NB]), int(buf[_NF]), int(buf[_NG]), int(buf[_NR]))
 
 
 @njit(cache=True, inline="always")
 def data_layout(mbuf, buf):
     """Named views of a data buffer (:data:`DATA`) and its size."""
-    return _data_views(buf, int(mbuf[0]), int(mbuf[1]), int(mbuf[2]), int(mbuf[3]))
+    return _data_views(buf, int(mbuf[_N]), int(mbuf[_NB]), int(mbuf[_NF]), int(mbuf[_NG]))
 
 
 def sizes(mbuf: np.ndarray) -> dict[str, int]:

@@ -11,14 +11,17 @@ from models.chain import model as chain
 from models.chain.model import python_views
 from models.common.layout import Field, Layout
 from models.composite import models as composite
+from models.ik import numerical as ik
 from models.rig import stewart
 from models.tree.config import load_tree
 from models.tree import model as tree
 from models.tree.robot import TreeRobot
+from drivers.sim import plant_leg
 from stabilizer import stabilizer as stab
 from stabilizer import whole_body as wb
 from stabilizer.whole_body_config import load_config as load_wb_config
 
+from models import Robot
 from tests.models.chains import bip_leg
 from tests.models.trees import BIP2000, random_tree
 from tests.paths import ROBOTS, STEWART_RIG
@@ -43,6 +46,11 @@ def _composite_kernel_views(tbuf, pbuf, dbuf):
 @njit(cache=True)
 def _stewart_kernel_views(mbuf, dbuf):
     return stewart.model_views(mbuf), stewart.data_views(dbuf)
+
+
+@njit(cache=True)
+def _ik_kernel_views(buf):
+    return ik.ik_views(buf)
 
 
 def _buffers():
@@ -76,7 +84,16 @@ def _buffers():
             (composite.DATA, cdata.buf, {k: v for k, v in tree.sizes(tm.buf).items() if k in composite.DATA.sizes}, kd)]
     rig, rig_data = stewart.StewartModel.from_yaml(STEWART_RIG), stewart.StewartData()
     km, kd = _stewart_kernel_views(rig.buf, rig_data.buf)
-    out += [(stewart.MODEL, rig.buf, {}, km), (stewart.DATA, rig_data.buf, {}, kd)]
+    out += [(stewart.MODEL, rig.buf, {}, km), (stewart.DATA, rig_data.buf, {}, kd),
+            (stewart.GEOMETRY, rig.geo, {}, None)]
+    for robot, tasks in ((leg, [ik.Task("tool", "position", [0.1, 0.0, -0.5]), ik.Task("tool", "axis", [0, 0, 1.0])]),
+                         (bip, [ik.Task("right_sole", "pose", np.eye(4)), ik.Task("com", "position", np.zeros(3))])):
+        solver = ik.IkSolver(robot, tasks)
+        sizes = {k: int(solver.buf[ik.IK.offset(k)]) for k in ik.IK.sizes}
+        out += [(ik.IK, solver.buf, sizes, _ik_kernel_views(solver.buf))]
+    plant = plant_leg.LegPlant(Robot.from_yaml(ROBOTS / "bip_leg.yaml"))
+    out += [(plant_leg.PARAMS, plant._par, {}, None), (plant_leg.WORK, plant._work.reshape(-1), {}, None),
+            (plant_leg.OUT, plant._out, {}, None)]
     return out
 
 
@@ -110,11 +127,34 @@ def test_header_slots_are_the_kernels_constants() -> None:
     assert wb.P_COG + wb.BLOCK == wb.P_TRUNK and wb.P_TRUNK + wb.BLOCK == wb.P_SCALARS
     assert wb.S_SCALARS - wb.S_CONTACT == wb.CONTACT_STATE and wb.O_SCALARS - wb.O_SIGMA == 3
     assert tree.HEADER == len(tree.MODEL.sizes)
+    assert ik.IK.offset("opts") == len(ik.IK.sizes)
+
+
+def test_leg_plant_slots_are_its_fields() -> None:
+    """The leg plant's kernels index its arrays with slot constants (work: rows of 4): each is
+    its field's offset, and the Python views the plant hands out are those slots."""
+    p = plant_leg
+    for const, name in ((p._SUBSTEP, "substep"), (p._INERTIA, "inertia"), (p._FRICTION, "friction"),
+                        (p._LOAD, "load"), (p._RATIO, "ratio"), (p._STOP_K, "stop_k"), (p._STOP_C, "stop_c"),
+                        (p._GRAVITY, "gravity"), (p._ORDER, "order")):
+        assert const == p.PARAMS.offset(name), name
+    for const, name in ((p._Q, "q"), (p._QD, "qd"), (p._PLAT, "plat"), (p._JQ, "jq"), (p._JP, "jp"),
+                        (p._JD, "jd"), (p._M0, "m0"), (p._CV, "cv"), (p._M, "m"), (p._MI, "mi"), (p._QJ, "qj"),
+                        (p._TAU, "tau"), (p._F0, "f0"), (p._RHS, "rhs"), (p._GT, "gt"), (p._V1, "v1"),
+                        (p._V2, "v2"), (p._QH, "qh"), (p._G, "g")):
+        assert 4 * const == p.WORK.offset(name), name
+    assert 4 * p._N_WORK == p.WORK.size() and p._N_PAR == p.PARAMS.size() and p._N_OUT == p.OUT.size()
+    plant = p.LegPlant(Robot.from_yaml(ROBOTS / "bip_leg.yaml"))
+    for const, view in ((p._POS, plant.motor_position), (p._VEL, plant.motor_velocity),
+                        (p._JOINT, plant.sensors["joint_position"]), (p._PLATFORM, plant.sensors["platform"]),
+                        (p._IMU, plant.sensors["imu_gravity"]), (p._SOLE, plant.sensors["sole"])):
+        assert view.__array_interface__["data"][0] - plant._out.ctypes.data == 8 * const
 
 
 @pytest.mark.parametrize("module, prefix, layout", [
     (stab, "P_", stab.PARAMS), (stab, "S_", stab.STATE), (stab, "O_", stab.OUT),
-    (wb, "P_", wb.PARAMS), (wb, "B_", wb.FIELD_BLOCK), (wb, "S_", wb.STATE), (wb, "O_", wb.OUT)])
+    (wb, "P_", wb.PARAMS), (wb, "B_", wb.FIELD_BLOCK), (wb, "S_", wb.STATE), (wb, "O_", wb.OUT),
+    (stewart, "G_", stewart.GEOMETRY), (ik, "O_", ik.OPTIONS), (ik, "I_", ik.INFO)])
 def test_slot_constants_are_named_after_their_fields(module, prefix: str, layout: Layout) -> None:
     """P_DT is the slot of the field "dt": every constant named after a header field holds that
     field's offset (the kernels read the buffers through these constants)."""
@@ -123,6 +163,14 @@ def test_slot_constants_are_named_after_their_fields(module, prefix: str, layout
     assert named
     for k, v in named.items():
         assert v == layout.offset(k[len(prefix):].lower()), k
+
+
+@pytest.mark.parametrize("module, layout", [(tree, tree.MODEL), (composite, composite.PLAN), (ik, ik.IK)])
+def test_header_sizes_are_read_at_their_fields(module, layout: Layout) -> None:
+    """The kernels read a buffer's sizes from its header through _N, _NB, ...: each is the offset
+    of the size field of that name."""
+    for k in layout.sizes:
+        assert getattr(module, "_" + k.upper()) == layout.offset(k), k
 
 
 def test_bad_declarations_are_refused() -> None:

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 import mujoco
 import numpy as np
 
-from models.rig.stewart import StewartModel, leg_lengths
+from models.rig.stewart import G_C2, G_C3, G_L1, G_L3, StewartModel, leg_lengths
 from models.rig.config import LEG_NAMES
 
 from drivers.sim.hil.mjcf_text import PLATFORM, MjcfError
@@ -113,7 +113,7 @@ def rig_xml(model: StewartModel, p: Mapping[str, float], origin: str = "plate", 
     d = model.desc
     base_z = -d.h if origin == "plate" else 0.0
     k, ratio = model.geo, gear(p)
-    l1, l3, c2, c3 = k[0], k[1], k[2], k[3]
+    l1, l3, c2, c3 = k[G_L1], k[G_L3], k[G_C2], k[G_C3]
     lo, hi = d.stroke
     m, I = model.mass, model.inertia
     home = np.zeros(6)                 # the actuators at the home pose (eq. 10): the slides' reference
