@@ -39,8 +39,8 @@ from stabilizer.shell import StabilizerShell
 from stabilizer.support_polygon import outline_orientation, project_outline, rectangle_outline
 from stabilizer.virtual_robot import (
     admittance_velocity,
+    advance,
     damping_factor,
-    integrate,
     lock_joint_limits,
     resolve_rates,
     scale_to_velocity_limits,
@@ -340,12 +340,9 @@ def step(p, s, inp, out):
     s[S_ENGAGED] += dt
     for a in range(3):
         v[a] = vel[a]
-    for i in range(n):
-        q_ref[i] = q[i]
-    if integrate(q_ref, qd_ref, dt, qmin, qmax) or nlocked > 0:
+    if advance(q, qd_ref, dt, qmin, qmax, q_ref) or nlocked > 0:
         flags[F_LIMIT] = 1.0
     for i in range(n):
-        q[i] = q_ref[i]
         qd[i] = qd_ref[i]
     return OK
 

@@ -48,7 +48,7 @@ from stabilizer.stabilizer import engage_ramp, reject
 from models.polygon import convex_hull, polygon_centroid
 from stabilizer.shell import StabilizerShell
 from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
-from stabilizer.virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
+from stabilizer.virtual_robot import admittance_velocity, advance, scale_to_velocity_limits
 from stabilizer.walls import compute_walls, signed_distances
 from stabilizer.whole_body_config import VirtualRobotConfig, WholeBodyConfig, load_config, robot_error
 
@@ -565,12 +565,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     for a in range(3):
         v_cog[a] = vel[a]
         v_trunk[a] = vec[1, a]
-    for i in range(n):
-        q_ref[i] = q[i]
-    if integrate(q_ref, qd_ref, dt, qmin, qmax) or nlocked > 0:
+    if advance(q, qd_ref, dt, qmin, qmax, q_ref) or nlocked > 0:
         flags[F_LIMIT] = 1.0
-    for i in range(n):
-        q[i] = q_ref[i]
     return OK
 
 
