@@ -151,6 +151,14 @@ def _get(x, i1, i2):
 
 
 @njit(cache=True)
+def _put(x, i1, i2, x1, x2):
+    """x[i1] = x1 and, when the block has two joints, x[i2] = x2 (the inverse of _get)."""
+    x[i1] = x1
+    if i2 >= 0:
+        x[i2] = x2
+
+
+@njit(cache=True)
 def _carriage(P, kind, o, x1, x2):
     """Carriage positions (or the geared angle) and their derivatives in the linkage's own
     joint convention (eq. 12-14, 18-19, 24-25): (ok, l1, l2, a11, a12, a21, a22)."""
@@ -179,6 +187,16 @@ def _motor(P, blk, q1, q2):
     z1, z2 = _get(P[ROTOR + _ZERO * n:], i1, i2)
     return (ok, k1 * (l1 - z1), k2 * (l2 - z2), k1 * a11 * s1, k1 * a12 * s2,
             k2 * a21 * s1, k2 * a22 * s2)
+
+
+@njit(cache=True)
+def _motor_at(P, blk, q):
+    """_motor of block ``blk`` at the joint angles q: (status, i1, i2, m1, m2, j11, j12, j21,
+    j22), status CANNOT_CLOSE + 4 × the block's status joint when its linkage cannot close."""
+    kind, i1, i2, size, o, j = _block(P, blk)
+    q1, q2 = _get(q, i1, i2)
+    ok, m1, m2, j11, j12, j21, j22 = _motor(P, blk, q1, q2)
+    return (OK if ok else CANNOT_CLOSE + 4 * j), i1, i2, m1, m2, j11, j12, j21, j22
 
 
 @njit(cache=True)
@@ -275,11 +293,9 @@ def _block_matvec(Jp, x, out, transpose):
         i2 = _partner(Jp, i1)
         if 0 <= i2 < i1:
             continue                       # done with its partner
-        n, j11, j12, j21, j22 = _entries(Jp, i1, i2, transpose)
+        _, j11, j12, j21, j22 = _entries(Jp, i1, i2, transpose)
         x1, x2 = _get(x, i1, i2)
-        out[i1] = j11 * x1 + j12 * x2
-        if n == 2:
-            out[i2] = j21 * x1 + j22 * x2
+        _put(out, i1, i2, j11 * x1 + j12 * x2, j21 * x1 + j22 * x2)
 
 
 @njit(cache=True)
@@ -295,9 +311,7 @@ def _block_solve(Jp, rhs, out, transpose):
         ok, x1, x2 = _solve(n, j11, j12, j21, j22, r1, r2)
         if not ok:
             return SINGULAR + 4 * i1
-        out[i1] = x1
-        if n == 2:
-            out[i2] = x2
+        _put(out, i1, i2, x1, x2)
     return OK
 
 
@@ -309,15 +323,13 @@ def carriage_positions(P, q, l):
     """Carriage positions l(q) (m; rad for a gear) of every motor, eq. 12, 18, 24."""
     n, nb = _sizes(P)
     for blk in range(nb):
-        kind, i1, i2, size, o, j = _block(P, blk)
+        kind, i1, i2, _, o, j = _block(P, blk)
         q1, q2 = _get(q, i1, i2)
         s1, s2 = _get(P[ROTOR + _SIGN * n:], i1, i2)
         ok, l1, l2, a11, a12, a21, a22 = _carriage(P, kind, o, s1 * q1, s2 * q2)
         if not ok:
             return CANNOT_CLOSE + 4 * j
-        l[i1] = l1
-        if size == 2:
-            l[i2] = l2
+        _put(l, i1, i2, l1, l2)
     return OK
 
 
@@ -327,13 +339,11 @@ def transmission_jacobian(P, q, Jp):
     19, 25, 30-32."""
     Jp[:, :] = 0.0
     for blk in range(int(P[1])):
-        kind, i1, i2, size, o, j = _block(P, blk)
-        q1, q2 = _get(q, i1, i2)
-        ok, m1, m2, j11, j12, j21, j22 = _motor(P, blk, q1, q2)
-        if not ok:
-            return CANNOT_CLOSE + 4 * j
+        status, i1, i2, m1, m2, j11, j12, j21, j22 = _motor_at(P, blk, q)
+        if status != OK:
+            return status
         Jp[i1, i1] = j11
-        if size == 2:
+        if i2 >= 0:
             Jp[i1, i2] = j12
             Jp[i2, i1] = j21
             Jp[i2, i2] = j22
@@ -345,14 +355,10 @@ def joint_to_motor(P, q, qm):
     """Motor angles q_m = 2π/p (l(q) - l(0)) (rad), eq. 12, 16, 18, 21, 24, 27; ratio × q
     for a gear."""
     for blk in range(int(P[1])):
-        kind, i1, i2, size, o, j = _block(P, blk)
-        q1, q2 = _get(q, i1, i2)
-        ok, m1, m2, j11, j12, j21, j22 = _motor(P, blk, q1, q2)
-        if not ok:
-            return CANNOT_CLOSE + 4 * j
-        qm[i1] = m1
-        if size == 2:
-            qm[i2] = m2
+        status, i1, i2, m1, m2, j11, j12, j21, j22 = _motor_at(P, blk, q)
+        if status != OK:
+            return status
+        _put(qm, i1, i2, m1, m2)
     return OK
 
 
@@ -368,9 +374,7 @@ def motor_to_joint(P, qm, q):
         status, x1, x2 = _newton(P, blk, t1, t2, x1, x2)
         if status != OK:
             return status + 4 * j
-        q[i1] = x1
-        if size == 2:
-            q[i2] = x2
+        _put(q, i1, i2, x1, x2)
     return OK
 
 
@@ -420,7 +424,7 @@ def reflected_friction(P, Jp, qd, tau):
         i2 = _partner(Jp, i1)
         if 0 <= i2 < i1:
             continue
-        size, j11, j12, j21, j22 = _entries(Jp, i1, i2, False)
+        _, j11, j12, j21, j22 = _entries(Jp, i1, i2, False)
         x1, x2 = _get(qd, i1, i2)
         v1 = j11 * x1 + j12 * x2
         v2 = j21 * x1 + j22 * x2
@@ -428,9 +432,7 @@ def reflected_friction(P, Jp, qd, tau):
         fc1, fc2 = _get(P[ROTOR + _COULOMB * n:], i1, i2)
         f1 = fv1 * v1 + fc1 * np.sign(v1)
         f2 = fv2 * v2 + fc2 * np.sign(v2)
-        tau[i1] = j11 * f1 + j21 * f2
-        if size == 2:
-            tau[i2] = j12 * f1 + j22 * f2
+        _put(tau, i1, i2, j11 * f1 + j21 * f2, j12 * f1 + j22 * f2)
 
 
 @njit(cache=True)

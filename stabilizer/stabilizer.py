@@ -35,11 +35,12 @@ from models.chain.robot import Robot
 from stabilizer.config import StabilizerConfig, load_config
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.ground import TILT_OK, apparent_tilt, base_to_world, foot_origin, rotation_world_foot
+from stabilizer.shell import StabilizerShell
 from stabilizer.support_polygon import outline_orientation, project_outline, rectangle_outline
 from stabilizer.virtual_robot import (
     admittance_velocity,
+    advance,
     damping_factor,
-    integrate,
     lock_joint_limits,
     resolve_rates,
     scale_to_velocity_limits,
@@ -339,12 +340,9 @@ def step(p, s, inp, out):
     s[S_ENGAGED] += dt
     for a in range(3):
         v[a] = vel[a]
-    for i in range(n):
-        q_ref[i] = q[i]
-    if integrate(q_ref, qd_ref, dt, qmin, qmax) or nlocked > 0:
+    if advance(q, qd_ref, dt, qmin, qmax, q_ref) or nlocked > 0:
         flags[F_LIMIT] = 1.0
     for i in range(n):
-        q[i] = q_ref[i]
         qd[i] = qd_ref[i]
     return OK
 
@@ -409,7 +407,7 @@ class StabilizerInputError(ValueError):
     """reset() was given a posture of the wrong shape or with non-finite values."""
 
 
-class Stabilizer:
+class Stabilizer(StabilizerShell):
     """Python shell over :func:`step`: owns the four arrays and named views.
 
     ``Stabilizer(robot, cfg)`` or ``Stabilizer.from_yaml(path)``; ``reset(q)``
@@ -424,6 +422,8 @@ class Stabilizer:
     ``step(st.params, st.state, st.inputs, st.out)`` directly after writing
     ``st.inputs`` (views ``in_q``, ``in_tilt``, ``in_acc``).
     """
+
+    OUT, FLAG_NAMES = OUT, FLAG_NAMES
 
     def __init__(self, robot: Robot, cfg: StabilizerConfig) -> None:
         self.robot = robot
@@ -450,15 +450,6 @@ class Stabilizer:
         return STATE.views(self.state, n=self.n, nv=self.nv).target
 
     @property
-    def min_margin(self) -> float:
-        return float(self.out[O_MIN_MARGIN])
-
-    @property
-    def measured_margin(self) -> float:
-        """Smallest signed margin of the measured posture's CoG."""
-        return float(self.out[O_MEASURED_MARGIN])
-
-    @property
     def tilt(self) -> tuple[float, float]:
         """Effective (alpha, beta) of the apparent gravity (rad)."""
         return float(self.out[O_ALPHA]), float(self.out[O_BETA])
@@ -471,9 +462,6 @@ class Stabilizer:
     def damping(self) -> float:
         """lambda of the damped least squares this cycle."""
         return float(self.out[O_LAMBDA])
-
-    def flag_dict(self) -> dict[str, bool]:
-        return {name: bool(self.flags[i]) for i, name in enumerate(FLAG_NAMES)}
 
     def reset(self, q_measured: ArrayLike) -> None:
         q = np.ascontiguousarray(q_measured, dtype=np.float64)

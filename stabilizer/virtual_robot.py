@@ -193,3 +193,15 @@ def integrate(q, qd, dt, qmin, qmax):
             clamped = True
         q[i] = x
     return clamped
+
+
+@njit(cache=True)
+def advance(q, qd, dt, qmin, qmax, q_ref):
+    """One step of the virtual robot: q_ref = q + qd dt within the joint limits
+    (:func:`integrate`, qd set to the rate applied), then q = q_ref. Returns True if it clamped."""
+    for i in range(q.shape[0]):
+        q_ref[i] = q[i]
+    clamped = integrate(q_ref, qd, dt, qmin, qmax)
+    for i in range(q.shape[0]):
+        q[i] = q_ref[i]
+    return clamped

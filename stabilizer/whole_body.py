@@ -46,8 +46,9 @@ from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
 from models.polygon import convex_hull, polygon_centroid
+from stabilizer.shell import StabilizerShell
 from stabilizer.task_hierarchy import posture_level, solve_level, start_basis
-from stabilizer.virtual_robot import admittance_velocity, integrate, scale_to_velocity_limits
+from stabilizer.virtual_robot import admittance_velocity, advance, scale_to_velocity_limits
 from stabilizer.walls import compute_walls, signed_distances
 from stabilizer.whole_body_config import VirtualRobotConfig, WholeBodyConfig, load_config, robot_error
 
@@ -359,10 +360,10 @@ def pose_error(T, H, gain, xd):
 
 
 @njit(cache=True)
-def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, total, K, C, A3):
+def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, total, K, C, A3, flags):
     """One virtual robot's fields (eq. 72-78) and admittance: the velocity v (world) of
-    its point G. b: the params offset of its field block. Returns (status, saturated
-    walls, clipped)."""
+    its point G. b: the params offset of its field block. Returns the admittance's status;
+    when it is 0, raises F_FORCE_SAT on a saturated wall and F_SPEED_SAT on a clipped speed."""
     for a in range(3):
         for c in range(3):
             K[a, c] = 0.0
@@ -383,7 +384,12 @@ def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, tot
         total[a] = acc * ramp
     status, clipped = admittance_velocity(p[b + B_ADM_M], p[b + B_ADM_D], p[P_DT], p[b + B_ADM_VMAX],
                                           v, total, K, C, A3)
-    return status, sat, clipped
+    if status == 0:
+        if sat > 0:
+            flags[F_FORCE_SAT] = 1.0
+        if clipped:
+            flags[F_SPEED_SAT] = 1.0
+    return status
 
 
 @njit(cache=True)
@@ -493,14 +499,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     vec[1, 0], vec[1, 1], vec[1, 2] = cog[0], cy, cz              # G+: over the polygon's centroid
     for a in range(3):
         vel[a] = v_cog[a]
-    status, sat, clipped = field_velocity(p, P_COG, walls, margins, h, gains_cog, cog, vec[1],
-                                          s[S_ENGAGED], vel, forces, total, K, C, A3)
-    if status != 0:
+    if field_velocity(p, P_COG, walls, margins, h, gains_cog, cog, vec[1], s[S_ENGAGED], vel, forces, total,
+                      K, C, A3, flags) != 0:
         return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
-    if sat > 0:
-        flags[F_FORCE_SAT] = 1.0
-    if clipped:
-        flags[F_SPEED_SAT] = 1.0
 
     # virtual robot 2: the trunk's CoG over the pelvis (relative, world axes)
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
@@ -516,14 +517,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     vec[3, 0], vec[3, 1], vec[3, 2] = vec[2, 0], 0.0, 0.0
     for a in range(3):
         vec[1, a] = v_trunk[a]
-    status, sat, clipped = field_velocity(p, P_TRUNK, twalls, tmarg, 4, gains_trunk, vec[2], vec[3],
-                                          s[S_ENGAGED], vec[1], tforces, trunk_total, K, C, A3)
-    if status != 0:
+    if field_velocity(p, P_TRUNK, twalls, tmarg, 4, gains_trunk, vec[2], vec[3], s[S_ENGAGED], vec[1], tforces,
+                      trunk_total, K, C, A3, flags) != 0:
         return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
-    if sat > 0:
-        flags[F_FORCE_SAT] = 1.0
-    if clipped:
-        flags[F_SPEED_SAT] = 1.0
 
     # the tasks' rows: the other sole (base axes), the CoGs' horizontal rows (e1, e2)
     ep, eo = pose_error(Tf[fo], hold, p[P_FEET_K], xd)
@@ -569,12 +565,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     for a in range(3):
         v_cog[a] = vel[a]
         v_trunk[a] = vec[1, a]
-    for i in range(n):
-        q_ref[i] = q[i]
-    if integrate(q_ref, qd_ref, dt, qmin, qmax) or nlocked > 0:
+    if advance(q, qd_ref, dt, qmin, qmax, q_ref) or nlocked > 0:
         flags[F_LIMIT] = 1.0
-    for i in range(n):
-        q[i] = q_ref[i]
     return OK
 
 
@@ -643,7 +635,7 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     return p
 
 
-class WholeBodyStabilizer:
+class WholeBodyStabilizer(StabilizerShell):
     """Python shell over :func:`step`: owns the params/state/inputs/out arrays, a tree
     Data of its own (the virtual robot's kinematics) and named views.
 
@@ -656,6 +648,8 @@ class WholeBodyStabilizer:
     ``flags`` (FLAG_NAMES order), ``polygon`` / ``walls`` (first ``n_hull`` rows),
     ``up``; scalars through the properties.
     """
+
+    OUT, FLAG_NAMES = OUT, FLAG_NAMES
 
     def __init__(self, robot: TreeRobot, cfg: WholeBodyConfig) -> None:
         self.robot, self.config = robot, cfg
@@ -679,14 +673,6 @@ class WholeBodyStabilizer:
         return cls(TreeRobot.from_yaml(cfg.robot_path), cfg)
 
     @property
-    def min_margin(self) -> float:
-        return float(self.out[O_MIN_MARGIN])
-
-    @property
-    def measured_margin(self) -> float:
-        return float(self.out[O_MEASURED_MARGIN])
-
-    @property
     def trunk_margin(self) -> float:
         return float(self.out[O_TRUNK_MARGIN])
 
@@ -703,9 +689,6 @@ class WholeBodyStabilizer:
     def closure_error(self) -> tuple[float, float]:
         """The other sole's distance (m) and rotation (rad) from its held pose."""
         return float(self.out[O_CLOSE_POS]), float(self.out[O_CLOSE_ROT])
-
-    def flag_dict(self) -> dict[str, bool]:
-        return {name: bool(self.flags[i]) for i, name in enumerate(FLAG_NAMES)}
 
     def reset(self, q_measured: ArrayLike) -> None:
         q = np.ascontiguousarray(q_measured, dtype=np.float64)

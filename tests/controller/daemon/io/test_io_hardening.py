@@ -102,6 +102,21 @@ def test_a_file_spanning_a_huge_time_is_refused_before_it_is_resampled(rig_facto
     assert Cmd.RUN_BUFFER not in [c for _, c, _ in rig.loop.commands()]
 
 
+def _slow_loader(monkeypatch, name: str, finish=None) -> tuple[threading.Event, threading.Event]:
+    """Replace the worker's loader ``name`` by one that sets ``started``, waits for ``release``,
+    then returns ``finish(*args, **kw)`` (the real loader when None): (started, release)."""
+    started, release = threading.Event(), threading.Event()
+    finish = finish or getattr(worker_module, name)
+
+    def slow(*args, **kw):
+        started.set()
+        assert release.wait(30)
+        return finish(*args, **kw)
+
+    monkeypatch.setattr(worker_module, name, slow)
+    return started, release
+
+
 def _while_loading(rig, request: dict, started: threading.Event, release: threading.Event, meanwhile) -> dict:
     """Send ``request`` (a file to load), call ``meanwhile()`` once its parser has started, let the
     parser go on, and return the request's reply."""
@@ -123,15 +138,7 @@ def _while_loading(rig, request: dict, started: threading.Event, release: thread
 def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, tmp_path, monkeypatch):
     """The parser waits on an event: the estop must be answered and executed meanwhile, and
     the trajectory, once parsed, must never reach the loop."""
-    started, release = threading.Event(), threading.Event()
-    real = worker_module.load_trajectory
-
-    def slow_parser(*args, **kw):
-        started.set()
-        assert release.wait(30)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(worker_module, "load_trajectory", slow_parser)
+    started, release = _slow_loader(monkeypatch, "load_trajectory")
     (tmp_path / "walk.csv").write_text(WALK)
     rig = in_hold(rig_factory, trajectory_dir=tmp_path)
     def meanwhile() -> None:
@@ -151,14 +158,10 @@ def test_estop_is_answered_while_a_trajectory_loads_and_cancels_it(rig_factory, 
 def test_a_command_that_cancels_an_earthquake_still_loading_is_answered(rig_factory, tmp_path, monkeypatch, command):
     """The cancel path named the file by ``run``'s argument (``trajectory``): for a ``rig_motion``
     it raised KeyError and ended the I/O process. Both requests are answered, the server serves on."""
-    started, release = threading.Event(), threading.Event()
-
-    def slow_loader(*args, **kw):
-        started.set()
-        assert release.wait(30)
+    def never_read(*args, **kw):
         raise MotionError("never read")
 
-    monkeypatch.setattr(worker_module, "load_earthquake", slow_loader)
+    started, release = _slow_loader(monkeypatch, "load_earthquake", never_read)
     (tmp_path / "quake.csv").write_text("t,ax,ay,az\n0,0,0,0\n1,0,0,0\n")
     rig = rig_factory(server_kw={"trajectory_dir": tmp_path}, ctx_kw={"rig": StewartModel.from_yaml(STEWART_RIG)})
     rig.client.call("enable")
@@ -176,15 +179,7 @@ def test_a_command_that_cancels_an_earthquake_still_loading_is_answered(rig_fact
 
 
 def test_a_second_file_while_one_loads_is_busy(rig_factory, tmp_path, monkeypatch):
-    started, release = threading.Event(), threading.Event()
-    real = worker_module.load_trajectory
-
-    def slow_parser(*args, **kw):
-        started.set()
-        assert release.wait(30)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(worker_module, "load_trajectory", slow_parser)
+    started, release = _slow_loader(monkeypatch, "load_trajectory")
     (tmp_path / "walk.csv").write_text(WALK)
     rig = in_hold(rig_factory, trajectory_dir=tmp_path)
     first = Client(rig.server.command_endpoint, timeout_s=10.0, retries=1)
