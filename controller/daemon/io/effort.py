@@ -88,6 +88,9 @@ class TrajectoryTorques:
         self.taumax = self.robot.model.taumax.copy()
         tr = self.robot.description.transmission
         self.P = tr.params
+        m = self.robot.model                      # compile (or load) the kernel now, at the daemon's boot,
+        q = np.clip(np.zeros(len(m.qmin)), m.qmin, m.qmax)    # not at the first file a client sends
+        self(np.stack([q, q]), None, 0.002)
 
     def _rootings(self, support: np.ndarray | None, n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(root per sample, sole rootings, sole frames, right share per sample) as the loop plays them."""
