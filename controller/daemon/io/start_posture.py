@@ -6,14 +6,19 @@ robots' room (docs/multi_cog.md): the whole robot's CoG inside the support polyg
 walls' saturation distance, and the trunk's CoG inside its box over the pelvis by at least its
 walls' — a posture already inside a saturated wall starts at full wall force and faults within a
 second. One :func:`stabilizer.whole_body.step` from the live q, level (the platform's tilt is not
-known here), in the requested support, measures both margins; a failing step is refused too.
+known here), in the requested support, measures both margins; a failing step is refused too. The
+check's own stabilizer is told the tilt by the platform's angles (level) and the support by the request
+(the phase source), whatever the daemon's sources: the IMU's reading and the feet's loads are the loop's,
+and the question here is the posture's room, not the sensors'.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from models.common.support import DOUBLE
-from stabilizer.whole_body import OK, STATUS_NAMES, WholeBodyStabilizer
+from stabilizer.whole_body import (CONTACT_PHASE, OK, P_CONTACT, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES,
+                                   WholeBodyStabilizer)
+from stabilizer.ground import TILT_PLATFORM
 
 
 class StartPosture:
@@ -23,6 +28,10 @@ class StartPosture:
 
     def __init__(self, stabilizer: WholeBodyStabilizer) -> None:
         self.stab = stabilizer
+        p = stabilizer.params                     # this check's own copy: level, the requested support
+        p.flags.writeable = True
+        p[P_TILT_SOURCE], p[P_CONTACT], p[P_USE_ACC] = TILT_PLATFORM, CONTACT_PHASE, 0.0
+        p.flags.writeable = False
         cfg = stabilizer.config
         self.cog_room, self.trunk_room = cfg.cog.walls.radius, cfg.trunk.walls.radius    # saturation distances
         self.reason(np.zeros(stabilizer.n), DOUBLE)               # compiles the kernels now

@@ -40,7 +40,7 @@ def test_bipd_plot_and_demo_without_matplotlib(no_matplotlib, tmp_path, capsys):
 
 def test_bipd_plot_of_a_folder_that_is_no_log_is_one_line(tmp_path, capsys):
     assert cli.main(["plot", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.strip() == f"bipd plot: error: {tmp_path} is not a cycle log: no file, cycles.mcap or header.json there (and no run-* folder holds one)"
+    assert capsys.readouterr().err.strip() == f"bipd plot: error: {tmp_path} is not a cycle log: no file or cycles.mcap there (and no run-* folder holds one)"
 
 
 class FakeSession:

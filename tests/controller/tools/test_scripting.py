@@ -24,7 +24,8 @@ def daemon(tmp_path):
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
     doc["robot"] = str(DEPLOY / "robots" / "bip_leg.yaml")
     doc["stabilizer"] = str(DEPLOY / "robots" / "bip_leg_stabilizer.yaml")
-    yield from booted(tmp_path, doc, clock="--stepped")
+    with booted(tmp_path, doc, clock="--stepped") as (proc, client, _):
+        yield proc, client, tmp_path
 
 
 def test_the_scripting_example_runs_the_squat_and_plots_the_knee(daemon, tmp_path):

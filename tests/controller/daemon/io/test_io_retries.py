@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 import zmq
 
 from controller.daemon.codes import State
-from controller.daemon.shm import Cmd
+from controller.daemon.shm import Cmd, H
 from controller.tools.client import Client, CommandError
+
+from tests.controller.daemon.io.test_io_thread import _call_in_thread, clock  # noqa: F401 (the fixture)
 
 
 class LossyProxy:
@@ -68,6 +71,14 @@ def lossy(rig_factory):
         p.close()
 
 
+def _until(cond, what: str, bound_s: float = 60.0) -> None:
+    """Wait for ``cond`` (a bound for a hang, not a verdict)."""
+    end = time.monotonic() + bound_s
+    while not cond():
+        assert time.monotonic() < end, f"never saw {what}"
+        time.sleep(0.01)
+
+
 def _moves(rig) -> int:
     return sum(cmd == Cmd.MOVE_JOINTS for _, cmd, _ in rig.loop.commands())
 
@@ -84,13 +95,21 @@ def test_an_accepted_move_retried_after_a_lost_reply_is_still_accepted_and_runs_
             c.call("move_joints", q=[0, 0.1, -0.3, 0.2], duration=2)
 
 
-def test_a_retry_that_arrives_before_the_first_reply_waits_for_it(lossy):
-    rig, proxy = lossy(drop=1, loop_kw={"respond": False}, server_kw={"reply_timeout": 1.0})
+def test_a_retry_that_arrives_before_the_first_reply_waits_for_it(lossy, clock):
+    """The loop leaves the move in its mailbox past the deadline: the I/O side withdraws it and the
+    loop, taking it later, answers TIMEOUT without applying it. The retries that came meanwhile
+    wait for that one answer; the move never runs."""
+    rig, proxy = lossy(drop=1, loop_kw={"consume": False}, server_kw={"reply_timeout": 1.0})
     rig.loop.set_state(State.HOLD)
-    with Client(proxy.endpoint, timeout_s=0.3, retries=6) as c, pytest.raises(CommandError) as e:
-        c.call("move_joints", q=[0, 0.1, -0.3, 0.2], duration=2)
-    assert e.value.code == "timeout"                      # the first request's own answer
-    assert proxy.requests >= 3 and _moves(rig) == 1
+    with Client(proxy.endpoint, timeout_s=0.3, retries=1000) as c:
+        caller, out = _call_in_thread(c, "move_joints", q=[0, 0.1, -0.3, 0.2], duration=2)
+        _until(lambda: proxy.requests >= 3, "three tries of the same request")
+        clock.t += 60.0                                   # past the deadline: withdrawn on the next pass
+        _until(lambda: rig.block.header[H.MB_WITHDRAWN] > 0, "the withdrawal")
+        rig.loop.consume = True
+        caller.join(60)
+    assert isinstance(out[0], CommandError) and out[0].code == "timeout"    # the first request's own answer
+    assert _moves(rig) == 0 and rig.server.counters.retries >= 2
 
 
 def test_only_the_same_request_is_a_retry_and_reads_are_answered_afresh(rig):

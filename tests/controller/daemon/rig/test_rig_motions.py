@@ -17,6 +17,7 @@ from controller.daemon.rig.spec import KINDS, PARAMS, markdown_table, motion_arg
 from controller.daemon.rig.stroke import check_motion
 from models.rig.stewart import leg_lengths
 from models.rig.tilt import SOLES, euler_to_hinge, hinge_to_euler, matrix_hinge_angles
+from tests.paths import ROOT
 
 
 
@@ -273,7 +274,7 @@ def test_a_motion_file_is_read_by_the_strict_yaml_reader(tmp_path):
 
 
 def test_docs_rig_md_lists_every_key_with_its_range():
-    assert markdown_table() in (Path(__file__).resolve().parents[2] / "docs" / "rig.md").read_text()
+    assert markdown_table() in (ROOT / "docs" / "rig.md").read_text()
 
 
 @pytest.mark.parametrize("name", sorted(MOTIONS))
