@@ -35,3 +35,12 @@ def test_without_room_below_the_range_the_kernel_picks(monkeypatch):
     p = ports.free_port()
     with socket.socket() as s:
         s.bind(("127.0.0.1", p))
+
+
+def test_a_port_is_handed_out_once_per_process(monkeypatch):
+    """Sessions started together draw before any binds: the same free port drawn twice would meet at
+    the bind or at the daemon's instance lock ("is in use")."""
+    monkeypatch.setattr(ports, "_given", set())
+    draws = iter([5, 5, 5, 9])
+    monkeypatch.setattr(ports.secrets, "randbelow", lambda _n: next(draws))
+    assert (ports.free_port(), ports.free_port()) == (ports.LOWEST + 5, ports.LOWEST + 9)
