@@ -15,6 +15,8 @@ they never leave a kernel.
 """
 from __future__ import annotations
 
+import ast
+import operator
 from collections import namedtuple
 from typing import NamedTuple
 
@@ -54,6 +56,23 @@ def _dim_text(d: Dim) -> str:
     return str(d) if isinstance(d, int) else f"({d})"
 
 
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+
+
+def dim_value(expr: str, sizes: dict[str, int]) -> int:
+    """A dimension written in a layout's sizes (``"n + 2"``, ``"4 * ng"``): size names, integers and
+    ``+ - * //`` only, so that nothing else ever reaches the view code generated from it."""
+    def value(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in sizes:
+            return sizes[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](value(node.left), value(node.right))
+        raise ValueError(f"dimension {expr!r}: only the sizes {sorted(sizes)}, integers and + - * // are allowed")
+    return value(ast.parse(expr, mode="eval").body)
+
+
 class Layout:
     """An ordered field list over one flat float64 buffer (see the module's docstring)."""
 
@@ -63,12 +82,15 @@ class Layout:
         if dup:
             raise ValueError(f"layout {name!r} declares the fields {dup} twice")
         for f in fields:
+            if not f.name.isidentifier():
+                raise ValueError(f"layout {name!r}: field name {f.name!r} is not an identifier")
             for d in f.shape:
                 if isinstance(d, str):
                     used = compile(d, f"<{name}.{f.name}>", "eval").co_names
                     unknown = sorted(set(used) - set(sizes))
                     if unknown:
                         raise ValueError(f"layout {name!r}: field {f.name!r} uses unknown sizes {unknown}")
+                    dim_value(d, dict.fromkeys(sizes, 1))          # the grammar the generated views may hold
                 elif not isinstance(d, int) or d < 0:
                     raise ValueError(f"layout {name!r}: field {f.name!r} has a bad dimension {d!r}")
         self.name, self.fields, self.sizes = name, tuple(fields), tuple(sizes)
@@ -92,7 +114,7 @@ class Layout:
             count = " * ".join(_dim_text(d) for d in f.shape)
             lines.append(f"    {f.name} = carray(at(buf, o), ({dims},)); o += {count}")
         lines.append(f"    return Views({', '.join(self.array_names)}), o")
-        scope = {"carray": carray, "at": at, "Views": self.Views}
+        scope = {"carray": carray, "at": at, "Views": self.Views}   # generated from the checked declaration only
         exec(compile("\n".join(lines), f"<layout {self.name}>", "exec"), scope)
         return njit(inline="always")(scope["views"]), njit(inline="always")(scope["size"])
 
@@ -103,8 +125,8 @@ class Layout:
 
     def shapes(self, **sizes: int) -> dict[str, tuple[int, ...]]:
         """Each field's shape for these sizes."""
-        env = {"__builtins__": {}, **self._check_sizes(sizes)}
-        return {f.name: tuple(d if isinstance(d, int) else int(eval(d, env)) for d in f.shape)
+        env = self._check_sizes(sizes)
+        return {f.name: tuple(d if isinstance(d, int) else dim_value(d, env) for d in f.shape)
                 for f in self.fields}
 
     def offsets(self, **sizes: int) -> dict[str, int]:

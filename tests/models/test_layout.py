@@ -182,3 +182,15 @@ def test_bad_declarations_are_refused() -> None:
         Layout("x", [Field("a", ("n",)), Field("b")], sizes=("n",)).offset("b")
     with pytest.raises(ValueError, match="needs"):
         chain.DATA.views(np.zeros(3), n=2)
+
+
+def test_a_dimension_is_arithmetic_of_the_sizes_only():
+    """The view code generated from a declaration holds only size names, integers and + - * //."""
+    from models.common.layout import Field, Layout, dim_value
+
+    assert dim_value("4 * ng + n // 2", {"n": 6, "ng": 3}) == 15
+    for bad in ("__import__('os')", "n ** 2", "n if n else 1", "[n][0]"):
+        with pytest.raises(ValueError):
+            Layout("bad", [Field("x", (bad,))], sizes=("n",))
+    with pytest.raises(ValueError, match="is not an identifier"):
+        Layout("bad", [Field("x y", (3,))])
