@@ -95,7 +95,7 @@ def _name(where: str, key: str, v: Any) -> str:
 
 
 def _body(s: Section) -> Body:
-    return Body(mass=s.number("mass", positive=True), com=s.vector("com", 3),
+    return Body(mass=s.number("mass", nonnegative=True), com=s.vector("com", 3),
                 inertia=_inertia(s.where, s.path("inertia"), s.raw("inertia")))
 
 
