@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import yaml
 
-from models.common.errors import ModelError, quote
+from models.common.errors import ConfigError, ModelError, quote
+from models.tree.config import tree_from_dict
 from models.urdf import rpy
 
 MOVABLE = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
@@ -405,6 +406,26 @@ def to_yaml(doc: dict, source: str) -> str:
     return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
 
 
+def _checked(doc: dict, where: str) -> None:
+    """The document passes the robot YAML's own checks (a physical inertia, ...), or the error
+    names the URDF link and joint (the URDF's numbers, not the conversion's, when it fails)."""
+    try:
+        tree_from_dict(doc, where)
+    except ConfigError as e:
+        problem = str(e)[len(f"{e.where}: {e.key}: "):]
+        m = re.match(r"joints\[(\d+)\]\.body\.(\w+)", e.key)
+        if m:
+            j = doc["joints"][int(m.group(1))]
+            raise UrdfError(where, f"link {j['body']['name']!r} (on joint {j['name']!r}), with the links fixed "
+                                   f"to it: {m.group(2)}: {problem}") from None
+        if e.key.startswith("base."):
+            raise UrdfError(where, f"link {doc['base']['name']!r} (the base), with the links fixed to it: "
+                                   f"{e.key[5:]}: {problem}") from None
+        raise UrdfError(where, f"{e.key}: {problem}") from None
+
+
 def import_urdf(text: str, where: str, root: str | None = None, feet: tuple[str, ...] = ()) -> str:
     """The robot YAML of a URDF document (``where`` names it in errors)."""
-    return to_yaml(convert(parse_urdf(text, where), where, root, feet), where)
+    doc = convert(parse_urdf(text, where), where, root, feet)
+    _checked(doc, where)
+    return to_yaml(doc, where)
