@@ -47,6 +47,8 @@ def joint_origin(t: TreeJoint) -> np.ndarray:
     """Pose of joint j's frame in its parent body's frame at q = 0 (4x4)."""
     m = t.joint.mdh
     pre = mdh_matrix(0.0, 0.0, t.gamma, t.b)          # RotZ(γ) TransZ(b)
+    if t.placement is not None:
+        pre = np.array(t.placement) @ pre
     return pre @ mdh_matrix(m.alpha, m.a, m.theta, m.d)
 
 

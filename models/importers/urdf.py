@@ -7,7 +7,9 @@ body's frame at q = 0 is then split into Khalil & Dombre's tree parameters,
 RotZ(γ) TransZ(b) RotX(α) TransX(a) RotZ(θ) TransZ(d) (a Z-X-Z screw product, exact for any
 placement whose z is the axis, :func:`kk_parameters`). Fixed joints merge their child link into
 the parent body: its inertial is moved into the body's frame and added (Steiner), and its frame
-is kept by name as an operational frame. Inertias are re-expressed in the new frames:
+is kept by name as an operational frame. An axis a hair off parallel to its parent's puts the
+common normal kilometres away (huge b and d, or a recomposition off by more than
+:data:`EXACT`): that joint keeps its placement as a fixed pose before zero parameters instead. Inertias are re-expressed in the new frames:
 c' = R c + p, I' = R I R^T. URDF has no rotor inertia; a ``<!-- armature: J kg m^2 -->``
 comment inside a ``<joint>`` (written by :mod:`models.urdf`) is read back.
 """
@@ -34,6 +36,8 @@ PARALLEL = 1e-12
 """sin α below which a joint axis is taken as parallel to its parent's (α = 0 or π)."""
 EXACT = 1e-12
 """Largest error (m, or rad on a unit length) allowed when the parameters are recomposed."""
+LONG = 10.0
+"""m: a common normal longer than this (axes a hair off parallel) is held by a placement instead."""
 _ARMATURE = re.compile(r"^\s*armature:\s*(\S+)\s*kg m\^2\s*$")
 _GRAVITY = re.compile(r"gravity (\S+) (\S+) (\S+) m/s\^2")
 
@@ -365,19 +369,18 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
             Ra = np.eye(4)
             Ra[:3, :3] = axis_frame(j.axis)
             K = placement @ Ra
-            gamma, b, alpha, a, theta, d = kk_parameters(K)
-            err = float(np.abs(kk_matrix(gamma, b, alpha, a, theta, d) - K).max())
-            if err > EXACT:
-                raise UrdfError(where, f"joint {j.name!r}: its axis is {math.degrees(alpha):.3g} deg off its "
-                                       f"parent's, so near parallel that the tree parameters would miss its "
-                                       f"placement by {err:.1e} m (b = {b:.3g} m)")
+            mdh = dict(zip(("gamma", "b", "alpha", "a", "theta", "d"), kk_parameters(K)))
+            exact = float(np.abs(kk_matrix(**mdh) - K).max()) <= EXACT
             owner[j.child], in_body[j.child], carried_by[j.child] = j.child, Ra.T, j.name
             bodies[j.child] = _Body(j.child, [])
             lo, hi, vel, eff = j.limits
             entry = {"name": j.name, "type": MOVABLE[j.type], "parent": owner[link],
-                     "mdh": {"gamma": gamma, "b": b, "alpha": alpha, "a": a, "theta": theta, "d": d},
-                     "limits": {"position": [lo, hi], "velocity": vel, "torque": eff},
+                     "mdh": mdh, "limits": {"position": [lo, hi], "velocity": vel, "torque": eff},
                      "friction": {"viscous": j.damping, "coulomb": j.friction}}
+            if not exact or max(abs(mdh["b"]), abs(mdh["d"])) > LONG:
+                entry["mdh"] = dict.fromkeys(mdh, 0.0)
+                entry["placement"] = _frame(owner[link], K)
+                del entry["placement"]["body"]
             if j.armature:
                 entry["armature"] = j.armature
             joints.append((entry, j.child))

@@ -14,8 +14,8 @@ body ``pred[r, j]`` (root side) to ``succ[r, j]``:
     T(succ) = T(pred) . pre[r, j] . Z(sign[r, j] q_j) . post[r, j]
 
 with Z a rotation about (revolute) or a translation along (prismatic) z. Along
-the description's direction pre = RotZ(gamma) TransZ(b) RotX(alpha) TransX(a)
-RotZ(theta), post = TransZ(d), sign = +1; a joint crossed the other way swaps
+the description's direction pre = P RotZ(gamma) TransZ(b) RotX(alpha) TransX(a)
+RotZ(theta) (P the joint's fixed placement, the identity without one), post = TransZ(d), sign = +1; a joint crossed the other way swaps
 its sides: pre = post^-1, post = pre^-1, sign = -1 (the same physical angle q_j
 moves the bodies the other way round). Every rooting is precomputed at load, so
 switching rooting is one integer in the Data.
@@ -135,6 +135,8 @@ def rooting(desc: TreeDescription, root: str) -> dict:
             t = desc.joints[j]
             m = t.joint.mdh
             pre = _rot(2, t.gamma) @ _trans(2, t.b) @ _rot(0, m.alpha) @ _trans(0, m.a) @ _rot(2, m.theta)
+            if t.placement is not None:
+                pre = np.array(t.placement) @ pre
             post = _trans(2, m.d)
             forward = parent[j] == b
             s = j + 1 if forward else parent[j]

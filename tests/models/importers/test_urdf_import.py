@@ -2,7 +2,7 @@
 YAML give Pinocchio's FK of every link, frame Jacobians, CoG, A, G and RNEA on the same URDF
 (fixed base) to 1e-9 at random states: the Talos legs, the whole Unitree G1, Romeo's upper body
 (axes off every frame axis), ANYmal C (65 fixed joints), TIAGo (prismatic and continuous
-joints), a UR5 and the SO-100 arm (axes within 4e-4 degrees of parallel: a placement)."""
+joints), a UR5 and the SO-100 and SO-101 arms (axes a hair off parallel: placements)."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -66,6 +66,7 @@ ROBOTS = {
     "tiago": ("tiago_description/robots/tiago_no_hand.urdf", None, ()),
     "ur5": ("ur_description/urdf/ur5_robot.urdf", None, ()),
     "so100": ("so_arm_description/urdf/so100.urdf", None, ()),
+    "so101": ("so_arm_description/urdf/so101.urdf", None, ()),
 }
 
 
@@ -143,3 +144,14 @@ def test_imported_robot_matches_pinocchio(name):
     errors = worst_errors(name)
     print(name, " ".join(f"{k} {v:.1e}" for k, v in errors.items()))
     assert max(errors.values()) < TOL, errors
+
+
+@pytest.mark.parametrize("name, joint", [("so100", "shoulder_pan"), ("so101", "shoulder_pan")])
+def test_axis_a_hair_off_parallel_keeps_a_placement(name, joint):
+    """An axis 4e-4 degrees off its parent's puts the common normal 7 km away: the joint keeps its
+    URDF placement (zero KK parameters after it) and the others their KK parameters."""
+    file, _, _ = ROBOTS[name]
+    doc = yaml.safe_load(import_urdf(open(robot_file(file)).read(), file))
+    held = {j["name"] for j in doc["joints"] if "placement" in j}
+    assert joint in held and len(held) < len(doc["joints"])
+    assert all(abs(v) < 10.0 for j in doc["joints"] for v in j["mdh"].values())
