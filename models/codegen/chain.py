@@ -44,10 +44,6 @@ def chain_joints(tree: TreeDescription, first: str) -> list[int]:
         nxt = [k for k, j in enumerate(tree.joints) if j.parent == tree.joints[out[-1]].child]
         if not nxt:
             return out
-        if tree.joints[out[-1]].placement is not None or (nxt and tree.joints[nxt[0]].placement is not None):
-            bad = out[-1] if tree.joints[out[-1]].placement is not None else nxt[0]
-            raise ConfigError(tree.source, f"joints[{bad}].placement", "a generated chain holds only "
-                              "Khalil-Kleinfinger parameters, not a joint's fixed placement")
         if len(nxt) > 1:
             raise ConfigError(tree.source, "joints", f"body {tree.joints[out[-1]].child!r} carries "
                               f"two joints; the chain from {first!r} is not serial")
