@@ -70,6 +70,7 @@ class UrdfJoint:
     damping: float
     friction: float
     armature: float
+    problem: UrdfError | None = None       # why it cannot be imported (raised if it is reached)
 
 
 @dataclass(frozen=True)
@@ -151,18 +152,12 @@ def _armature(el: ET.Element) -> float:
 
 
 def _joint(where: str, el: ET.Element, links: dict) -> UrdfJoint:
+    """A joint's links (a wrong one is an error at once) and the rest, whose error is kept in
+    ``problem`` and raised only if the joint is imported (not below a ``cut`` joint)."""
     name = el.get("name") or ""
     what = f"joint {name!r}"
     if not name:
         raise UrdfError(where, "a <joint> without a name")
-    jtype = el.get("type", "")
-    if jtype in REFUSED:
-        raise UrdfError(where, f"{what} is {REFUSED[jtype]}: not imported")
-    if jtype != "fixed" and jtype not in MOVABLE:
-        raise UrdfError(where, f"{what}: unknown type {quote(jtype)} (revolute, continuous, prismatic, fixed)")
-    if el.find("mimic") is not None:
-        raise UrdfError(where, f"{what} mimics another joint: mimic joints (a coupling, not an independent "
-                               "axis) are not imported")
     ends = []
     for tag in ("parent", "child"):
         e = el.find(tag)
@@ -172,6 +167,21 @@ def _joint(where: str, el: ET.Element, links: dict) -> UrdfJoint:
         if link not in links:
             raise UrdfError(where, f"{what}: unknown {tag} link {link!r}")
         ends.append(link)
+    try:
+        return _joint_body(where, what, el, name, ends)
+    except UrdfError as e:
+        return UrdfJoint(name, "fixed", ends[0], ends[1], np.eye(4), np.zeros(3), None, 0.0, 0.0, 0.0, e)
+
+
+def _joint_body(where: str, what: str, el: ET.Element, name: str, ends: list[str]) -> UrdfJoint:
+    jtype = el.get("type", "")
+    if jtype in REFUSED:
+        raise UrdfError(where, f"{what} is {REFUSED[jtype]}: not imported")
+    if jtype != "fixed" and jtype not in MOVABLE:
+        raise UrdfError(where, f"{what}: unknown type {quote(jtype)} (revolute, continuous, prismatic, fixed)")
+    if el.find("mimic") is not None:
+        raise UrdfError(where, f"{what} mimics another joint: mimic joints (a coupling, not an independent "
+                               "axis) are not imported")
     axis_el = el.find("axis")
     axis = np.array(_floats(where, f"{what} axis", axis_el.get("xyz") if axis_el is not None else None,
                             3, (1.0, 0.0, 0.0)))
@@ -310,8 +320,12 @@ def _frame(body: str, T: np.ndarray) -> dict:
     return {"body": body, "xyz": [float(x) for x in T[:3, 3]], "rpy": [float(x) for x in rpy(T[:3, :3])]}
 
 
-def _tree(where: str, urdf: Urdf, root: str | None) -> tuple[str, dict[str, list[UrdfJoint]]]:
-    """The root link (given or the one without a parent) and each link's child joints."""
+def _tree(where: str, urdf: Urdf, root: str | None, cut: tuple[str, ...]) -> tuple[str, dict[str, list[UrdfJoint]]]:
+    """The root link (given or the one without a parent) and each link's child joints, without the
+    ``cut`` joints."""
+    unknown = sorted(set(cut) - {j.name for j in urdf.joints})
+    if unknown:
+        raise UrdfError(where, f"unknown joint {unknown[0]!r} to cut")
     parent_of: dict[str, UrdfJoint] = {}
     children: dict[str, list[UrdfJoint]] = {name: [] for name in urdf.links}
     for j in urdf.joints:
@@ -319,8 +333,11 @@ def _tree(where: str, urdf: Urdf, root: str | None) -> tuple[str, dict[str, list
             raise UrdfError(where, f"link {j.child!r} has two parents (joints {parent_of[j.child].name!r} and "
                                    f"{j.name!r}): a loop, which a tree cannot hold")
         parent_of[j.child] = j
-        children[j.parent].append(j)
+        if j.name not in cut:
+            children[j.parent].append(j)
     tops = [name for name in urdf.links if name not in parent_of]
+    if not urdf.links:
+        raise UrdfError(where, "no <link>: not a robot (a xacro file must be expanded first)")
     if not tops:
         raise UrdfError(where, "every link has a parent: the joints close a loop")
     if root is None:
@@ -339,9 +356,11 @@ def _tree(where: str, urdf: Urdf, root: str | None) -> tuple[str, dict[str, list
     return root, children
 
 
-def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ...] = ()) -> dict:
-    """The robot YAML document (a tree) of ``urdf`` from link ``root`` down (see the module docstring)."""
-    root, children = _tree(where, urdf, root)
+def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ...] = (),
+            cut: tuple[str, ...] = ()) -> dict:
+    """The robot YAML document (a tree) of ``urdf`` from link ``root`` down, without the ``cut`` joints
+    and what hangs from them (see the module docstring)."""
+    root, children = _tree(where, urdf, root, cut)
     for f in feet:
         if f not in urdf.links:
             raise UrdfError(where, f"unknown link {f!r} for a foot")
@@ -356,6 +375,8 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
         if inertial is not None:
             bodies[owner[link]].parts.append((in_body[link], inertial))
         for j in children[link]:
+            if j.problem is not None:
+                raise j.problem
             order.append(j.child)
             placement = in_body[link] @ j.origin     # child link frame in the parent body's frame
             if j.type == "fixed":
@@ -427,8 +448,9 @@ def _checked(doc: dict, where: str) -> None:
         raise UrdfError(where, f"{e.key}: {problem}") from None
 
 
-def import_urdf(text: str, where: str, root: str | None = None, feet: tuple[str, ...] = ()) -> str:
+def import_urdf(text: str, where: str, root: str | None = None, feet: tuple[str, ...] = (),
+                cut: tuple[str, ...] = ()) -> str:
     """The robot YAML of a URDF document (``where`` names it in errors)."""
-    doc = convert(parse_urdf(text, where), where, root, feet)
+    doc = convert(parse_urdf(text, where), where, root, feet, cut)
     _checked(doc, where)
     return to_yaml(doc, where)

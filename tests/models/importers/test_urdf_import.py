@@ -71,12 +71,13 @@ ROBOTS = {
 
 
 def load(name: str):
-    """(imported TreeRobot, Pinocchio model, URDF text)."""
+    """(TreeRobot imported with the importer's own root and cut, Pinocchio's model of the URDF
+    pruned here to the same links, the pruned URDF text)."""
     file, root, cut = ROBOTS[name]
     text = open(robot_file(file)).read()
+    doc = yaml.safe_load(import_urdf(text, file, root, cut=cut))
     if root or cut:
         text = pruned(text, root, cut)
-    doc = yaml.safe_load(import_urdf(text, file))
     return TreeRobot(tree_from_dict(doc, file)), pin.buildModelFromXML(text), text
 
 
