@@ -179,7 +179,7 @@ def _joint_body(where: str, what: str, el: ET.Element, name: str, ends: list[str
         raise UrdfError(where, f"{what} is {REFUSED[jtype]}: not imported")
     if jtype != "fixed" and jtype not in MOVABLE:
         raise UrdfError(where, f"{what}: unknown type {quote(jtype)} (revolute, continuous, prismatic, fixed)")
-    if el.find("mimic") is not None:
+    if el.find("mimic") is not None and jtype != "fixed":     # a fixed joint's mimic moves nothing
         raise UrdfError(where, f"{what} mimics another joint: mimic joints (a coupling, not an independent "
                                "axis) are not imported")
     axis_el = el.find("axis")
@@ -265,7 +265,8 @@ def kk_parameters(T: np.ndarray) -> tuple[float, float, float, float, float, flo
 
     x1, the common normal of the parent's z and the axis z', sets γ; α turns z onto z' about x1;
     p = b z + a x1 + d z' splits the origin along the three (z ⊥ x1 ⊥ z'); θ turns x1 onto x'.
-    Parallel axes (sin α = 0) leave the normal free: it is taken through the origin's offset, d = 0."""
+    Parallel axes (sin α = 0) leave the normal free: it is taken through the origin's offset, d = 0.
+    Of the normal's two senses (γ, α, a, θ) and (γ + π, −α, −a, θ + π) the one with |γ| <= 90° is kept."""
     R, p = T[:3, :3], T[:3, 3]
     z = R[:, 2]
     s, c = math.hypot(z[0], z[1]), float(z[2])
@@ -286,7 +287,13 @@ def kk_parameters(T: np.ndarray) -> tuple[float, float, float, float, float, flo
     gamma = math.atan2(x1[1], x1[0])
     xr = R[:, 0]
     theta = math.atan2(float(np.cross(x1, xr) @ zz), float(x1 @ xr))
+    if abs(gamma) > math.pi / 2 + PARALLEL:         # the normal's other sense: |γ| <= 90°, as written by hand
+        gamma, alpha, a, theta = _wrap(gamma + math.pi), -alpha, -a, _wrap(theta + math.pi)
     return gamma, b, alpha, a, theta, d
+
+
+def _wrap(angle: float) -> float:
+    return math.atan2(math.sin(angle), math.cos(angle))
 
 
 @dataclass
@@ -296,21 +303,17 @@ class _Body:
 
 
 def _merge(where: str, body: _Body, need_mass: str | None) -> dict:
-    """Mass, CoG and inertia about the CoG of a body's parts, in the body frame (Steiner)."""
-    m, h, I0 = 0.0, np.zeros(3), np.zeros((3, 3))
-    for T, part in body.parts:
-        R = T[:3, :3]
-        c = R @ part.com + T[:3, 3]
-        m += part.mass
-        h += part.mass * c
-        I0 += R @ part.inertia @ R.T + part.mass * ((c @ c) * np.eye(3) - np.outer(c, c))
+    """Mass, CoG and inertia about the CoG of a body's parts, in the body frame (Steiner, about the
+    common CoG: a single part keeps its numbers as they are when its frame is the body's)."""
+    parts = [(p.mass, T[:3, :3] @ p.com + T[:3, 3], T[:3, :3] @ p.inertia @ T[:3, :3].T) for T, p in body.parts]
+    m = sum(mass for mass, _, _ in parts)
     if m <= 0.0:
         if need_mass:
             raise UrdfError(where, f"link {body.name!r} (carried by {need_mass}) has no inertial or zero mass, "
                                    "with every link fixed to it")
         return {"name": body.name, "mass": 0.0, "com": [0.0, 0.0, 0.0], "inertia": [[0.0] * 3] * 3}
-    com = h / m
-    Ic = I0 - m * ((com @ com) * np.eye(3) - np.outer(com, com))
+    com = parts[0][1] if len(parts) == 1 else sum(mass * c for mass, c, _ in parts) / m
+    Ic = sum(I + mass * (((c - com) @ (c - com)) * np.eye(3) - np.outer(c - com, c - com)) for mass, c, I in parts)
     Ic = 0.5 * (Ic + Ic.T)
     return {"name": body.name, "mass": float(m), "com": [float(x) for x in com],
             "inertia": [[float(x) for x in row] for row in Ic]}
@@ -368,7 +371,8 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
     owner = {root: root}                             # link -> the body it is part of
     in_body = {root: np.eye(4)}                      # link frame in its body's frame
     carried_by = {root: None}
-    joints, frames = [], {}
+    joints, frames = [], {}                          # (position in the URDF, ...): the URDF's order is kept
+    pos = {j.name: k for k, j in enumerate(urdf.joints)}
     order = [root]
     for link in order:                               # breadth-first, the URDF's joint order per link
         inertial = urdf.links[link]
@@ -385,7 +389,7 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
                 stem = name[:-len("_frame")]         # NAME holds it off its origin: the name comes back
                 if name.endswith("_frame") and j.name == name + "_fixed" and stem == owner[link] not in frames:
                     name = stem
-                frames[name] = _frame(owner[link], placement)
+                frames[name] = (pos[j.name], _frame(owner[link], placement))
                 continue
             Ra = np.eye(4)
             Ra[:3, :3] = axis_frame(j.axis)
@@ -404,20 +408,21 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
                 del entry["placement"]["body"]
             if j.armature:
                 entry["armature"] = j.armature
-            joints.append((entry, j.child))
+            joints.append((pos[j.name], entry, j.child))
             if not np.array_equal(Ra, np.eye(4)) or j.child in feet:
-                frames[j.child] = _frame(j.child, Ra.T)
+                frames[j.child] = (pos[j.name], _frame(j.child, Ra.T))
     if not joints:
         raise UrdfError(where, f"no revolute, continuous or prismatic joint below link {root!r}")
-    for entry, child in joints:
+    joints.sort(key=lambda x: x[0])
+    for _, entry, child in joints:
         entry["body"] = _merge(where, bodies[child], f"joint {entry['name']!r}")
     for f in feet:
         if f not in frames and f in bodies:
-            frames[f] = _frame(f, np.eye(4))
+            frames[f] = (-1, _frame(f, np.eye(4)))
     base = _merge(where, bodies[root], None)
-    doc = {"name": urdf.name, "gravity": list(urdf.gravity), "base": base, "joints": [e for e, _ in joints]}
+    doc = {"name": urdf.name, "gravity": list(urdf.gravity), "base": base, "joints": [e for _, e, _ in joints]}
     if frames:
-        doc["frames"] = frames
+        doc["frames"] = {name: f for name, (_, f) in sorted(frames.items(), key=lambda x: x[1][0])}
     if feet:
         doc["roots"] = [root, *feet]
     return doc

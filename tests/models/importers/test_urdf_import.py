@@ -1,6 +1,7 @@
 """URDFs of real robots (example-robot-data, written by their makers) imported into the robot
 YAML give Pinocchio's FK of every link, frame Jacobians, CoG, A, G and RNEA on the same URDF
-(fixed base) to 1e-9 at random states: the Talos legs, the whole Unitree G1, Romeo's upper body
+(fixed base) to 1e-9 at random states: Talos (legs alone, reduced, full less its grippers), the
+whole Unitree G1, Romeo's upper body
 (axes off every frame axis), ANYmal C (65 fixed joints), TIAGo (prismatic and continuous
 joints), a UR5 and the SO-100 and SO-101 arms (axes a hair off parallel: placements)."""
 from __future__ import annotations
@@ -55,11 +56,14 @@ def pruned(text: str, root_link: str | None, cut: tuple[str, ...]) -> str:
 
 
 # name: (file, root link, joints whose subtree is left out). Left out, as the importer refuses them
-# (one line each): Talos's upper body (its grippers' mimic joints), Romeo's pelvis and legs (its
+# (one line each): the full Talos's grippers (mimic joints), Romeo's pelvis and legs (its
 # base_link's inertia is not positive semi-definite), left arm (two inertias break the triangle
 # inequality) and grippers (massless links on a joint).
 ROBOTS = {
     "talos_legs": ("talos_data/robots/talos_reduced.urdf", None, ("torso_1_joint",)),
+    "talos": ("talos_data/robots/talos_reduced.urdf", None, ()),
+    "talos_full": ("talos_data/robots/talos_full_v2.urdf", None,
+                   ("gripper_left_base_link_joint", "gripper_right_base_link_joint")),
     "g1": ("g1_description/urdf/g1_29dof_rev_1_0.urdf", None, ()),
     "romeo_upper": ("romeo_description/urdf/romeo_laas_small.urdf", "torso", ("LShoulderPitch_joint", "r_gripper_joint")),
     "anymal_c": ("anymal_c_simple_description/urdf/anymal.urdf", None, ()),
@@ -139,7 +143,6 @@ def worst_errors(name: str, states: int = 10, seed: int = 5) -> dict[str, float]
     return out
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ROBOTS))
 def test_imported_robot_matches_pinocchio(name):
     errors = worst_errors(name)
