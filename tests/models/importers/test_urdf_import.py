@@ -6,6 +6,7 @@ whole Unitree G1, Romeo's upper body
 joints), a UR5 and the SO-100 and SO-101 arms (axes a hair off parallel: placements)."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import xml.etree.ElementTree as ET
 
@@ -18,6 +19,8 @@ pin = pytest.importorskip("pinocchio")
 from models.importers.urdf import import_urdf, parse_urdf   # noqa: E402
 from models.tree.config import tree_from_dict                # noqa: E402
 from models.tree.robot import TreeRobot                      # noqa: E402
+from models.urdf import frame_link, to_urdf                   # noqa: E402
+from tests.models.trees import BIP2000                        # noqa: E402
 
 TOL = 1e-9
 
@@ -159,3 +162,28 @@ def test_axis_a_hair_off_parallel_keeps_a_placement(name, joint):
     held = {j["name"] for j in doc["joints"] if "placement" in j}
     assert joint in held and len(held) < len(doc["joints"])
     assert all(abs(v) < 10.0 for j in doc["joints"] for v in j["mdh"].values())
+
+
+def test_export_then_import_gives_bip2000_back():
+    """bipd export urdf then bipd import urdf: the joints (order, parents, KK parameters, limits,
+    friction, armature from the export's comments), the bodies, gravity, the frames and, with the
+    soles as --feet, the roots of deploy/robots/bip2000.yaml. Not in a URDF, so not compared: the
+    feet outlines, sub-trees, transmission, and the frame 'pelvis' at its namesake body's origin."""
+    doc = yaml.safe_load(BIP2000.read_text())
+    for k, j in enumerate(doc["joints"]):
+        j["armature"] = 0.3 + 0.05 * k
+    ours = tree_from_dict(doc, "bip2000")
+    back = tree_from_dict(yaml.safe_load(import_urdf(to_urdf(ours), "bip2000.urdf",
+                                                     feet=("left_sole", "right_sole"))), "back")
+    assert (back.name, back.gravity, back.base, back.roots) == (ours.name, ours.gravity, ours.base, ours.roots)
+    assert back.bodies == ours.bodies
+    for a, b in zip(ours.joints, back.joints, strict=True):
+        assert (b.joint.name, b.parent, b.child, b.placement) == (a.joint.name, a.parent, a.child, None)
+        assert dataclasses.replace(b.joint, mdh=a.joint.mdh) == a.joint       # limits, friction, armature, body
+        kk = np.array([b.gamma, b.b, *dataclasses.astuple(b.joint.mdh)])
+        np.testing.assert_allclose(kk, [a.gamma, a.b, *dataclasses.astuple(a.joint.mdh)], rtol=0, atol=1e-15)
+    kept = [f for f in ours.frames if frame_link(ours, f) is not None]
+    assert [f.name for f in back.frames] == [f.name for f in kept]
+    for a, b in zip(kept, back.frames):
+        assert a.body == b.body
+        np.testing.assert_allclose(b.pose, a.pose, rtol=0, atol=1e-15)
