@@ -9,8 +9,8 @@ placement whose z is the axis, :func:`kk_parameters`). Fixed joints merge their 
 the parent body: its inertial is moved into the body's frame and added (Steiner), and its frame
 is kept by name as an operational frame. An axis a hair off parallel to its parent's puts the
 common normal kilometres away (huge b and d, or a recomposition off by more than
-:data:`EXACT`): that joint keeps its placement as a fixed pose before zero parameters instead. Inertias are re-expressed in the new frames:
-c' = R c + p, I' = R I R^T. URDF has no rotor inertia; a ``<!-- armature: J kg m^2 -->``
+:data:`EXACT`): that joint keeps its placement as a fixed pose before zero parameters instead.
+Inertias are re-expressed in the new frames: c' = R c + p, I' = R I R^T. URDF has no rotor inertia; a ``<!-- armature: J kg m^2 -->``
 comment inside a ``<joint>`` (written by :mod:`models.urdf`) is read back.
 """
 from __future__ import annotations
@@ -24,7 +24,9 @@ import numpy as np
 import yaml
 
 from models.common.errors import ConfigError, ModelError, quote
+from models.chain.model import mdh_matrix
 from models.tree.config import tree_from_dict
+from models.tree.model import rotation
 from models.urdf import rpy
 
 MOVABLE = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
@@ -81,18 +83,9 @@ class Urdf:
     gravity: tuple[float, float, float]
 
 
-def _rot(axis: int, angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    i, k = (axis + 1) % 3, (axis + 2) % 3
-    R = np.eye(3)
-    R[i, i], R[i, k], R[k, i], R[k, k] = c, -s, s, c
-    return R
-
-
 def pose(xyz, rpy_: tuple[float, float, float]) -> np.ndarray:
     """4x4 of a URDF origin: R = RotZ(yaw) RotY(pitch) RotX(roll)."""
-    T = np.eye(4)
-    T[:3, :3] = _rot(2, rpy_[2]) @ _rot(1, rpy_[1]) @ _rot(0, rpy_[0])
+    T = rotation(2, rpy_[2]) @ rotation(1, rpy_[1]) @ rotation(0, rpy_[0])
     T[:3, 3] = xyz
     return T
 
@@ -244,20 +237,14 @@ def axis_frame(axis: np.ndarray) -> np.ndarray:
     k = np.cross(z, axis)
     s = float(np.linalg.norm(k))
     if s < PARALLEL:
-        return np.eye(3) if c > 0 else _rot(0, math.pi)
+        return np.eye(3) if c > 0 else rotation(0, math.pi)[:3, :3]
     K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]]) / s
     return np.eye(3) + s * K + (1.0 - c) * (K @ K)
 
 
 def kk_matrix(gamma: float, b: float, alpha: float, a: float, theta: float, d: float) -> np.ndarray:
     """RotZ(γ) TransZ(b) RotX(α) TransX(a) RotZ(θ) TransZ(d) (Khalil & Dombre, tree structures)."""
-    T = np.eye(4)
-    for axis, angle, shift in ((2, gamma, b), (0, alpha, a), (2, theta, d)):
-        S = np.eye(4)
-        S[:3, :3] = _rot(axis, angle)
-        S[axis, 3] = shift
-        T = T @ S
-    return T
+    return mdh_matrix(0.0, 0.0, gamma, b) @ mdh_matrix(alpha, a, theta, d)
 
 
 def kk_parameters(T: np.ndarray) -> tuple[float, float, float, float, float, float]:
