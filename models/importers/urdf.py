@@ -271,16 +271,12 @@ def kk_parameters(T: np.ndarray) -> tuple[float, float, float, float, float, flo
         x1 = p * [1.0, 1.0, 0.0] / h if h > 0.0 else np.array([1.0, 0.0, 0.0])
         a, b, d = h, float(p[2]), 0.0
         zz = np.array([0.0, 0.0, 1.0 if c > 0 else -1.0])
+    if abs(math.atan2(x1[1], x1[0])) > math.pi / 2 + PARALLEL:   # the normal's other sense: |γ| <= 90°
+        x1, alpha, a = -x1, -alpha, -a
     gamma = math.atan2(x1[1], x1[0])
     xr = R[:, 0]
     theta = math.atan2(float(np.cross(x1, xr) @ zz), float(x1 @ xr))
-    if abs(gamma) > math.pi / 2 + PARALLEL:         # the normal's other sense: |γ| <= 90°, as written by hand
-        gamma, alpha, a, theta = _wrap(gamma + math.pi), -alpha, -a, _wrap(theta + math.pi)
-    return gamma, b, alpha, a, theta, d
-
-
-def _wrap(angle: float) -> float:
-    return math.atan2(math.sin(angle), math.cos(angle))
+    return tuple(v + 0.0 for v in (gamma, b, alpha, a, theta, d))      # + 0.0: no -0.0 in the file
 
 
 @dataclass
