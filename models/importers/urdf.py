@@ -303,7 +303,7 @@ def _merge(where: str, body: _Body, need_mass: str | None) -> dict:
 
 
 def _frame(body: str, T: np.ndarray) -> dict:
-    return {"body": body, "xyz": [float(x) for x in T[:3, 3]], "rpy": [float(x) for x in rpy(T[:3, :3])]}
+    return {"body": body, "xyz": [float(x) + 0.0 for x in T[:3, 3]], "rpy": [x + 0.0 for x in rpy(T[:3, :3])]}
 
 
 def _tree(where: str, urdf: Urdf, root: str | None, cut: tuple[str, ...]) -> tuple[str, dict[str, list[UrdfJoint]]]:
