@@ -41,7 +41,7 @@ EXACT = 1e-12
 LONG = 10.0
 """m: a common normal longer than this (axes a hair off parallel) is held by a placement instead."""
 _ARMATURE = re.compile(r"^\s*armature:\s*(\S+)\s*kg m\^2\s*$")
-_GRAVITY = re.compile(r"gravity (\S+) (\S+) (\S+) m/s\^2")
+_GRAVITY = re.compile(r"<!--(?:(?!-->).)*?\bgravity (\S+) (\S+) (\S+) m/s\^2", re.S)
 
 
 class UrdfError(ModelError):
@@ -222,11 +222,8 @@ def parse_urdf(text: str, where: str) -> Urdf:
             raise UrdfError(where, f"link {name!r} is unnamed or named twice")
         links[name] = _inertial(where, name, el.find("inertial"))
     joints = tuple(_joint(where, el, links) for el in root.findall("joint"))
-    gravity = (0.0, 0.0, -9.81)
-    for c in root.iter(ET.Comment):
-        m = _GRAVITY.search(c.text or "")
-        if m:
-            gravity = tuple(float(x) for x in m.groups())
+    m = _GRAVITY.search(text)                         # a comment, before <robot> as the export writes it
+    gravity = tuple(float(x) for x in m.groups()) if m else (0.0, 0.0, -9.81)
     return Urdf(root.get("name") or "robot", links, joints, gravity)
 
 
