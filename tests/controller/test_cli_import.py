@@ -96,3 +96,26 @@ def test_bad_usage_exit_2(tmp_path, capsys, args):
 def test_missing_file_exit_2(tmp_path, capsys):
     assert main(["import", "urdf", str(tmp_path / "none.urdf")]) == 2
     assert "cannot read the file" in capsys.readouterr().err
+
+
+MJCF = """<mujoco model="m"><worldbody><body name="b" pos="0 0 0.1"><inertial pos="0 0 0.1" mass="2"
+ diaginertia="0.01 0.01 0.01"/><joint name="h" axis="0 1 0" range="-1 1" actuatorfrcrange="-5 5"/>
+ </body></worldbody></mujoco>"""
+
+
+def test_mjcf_through_the_cli(tmp_path, capsys):
+    pytest.importorskip("mujoco")
+    path = tmp_path / "m.xml"
+    path.write_text(MJCF)
+    assert main(["import", "mjcf", str(path), "--velocity", "2.5"]) == 0
+    (joint,) = yaml.safe_load(capsys.readouterr().out)["joints"]
+    assert (joint["name"], joint["limits"]["velocity"], joint["limits"]["torque"]) == ("h", 2.5, 5.0)
+
+
+@pytest.mark.parametrize("argv, problem", [(["mjcf"], "give --velocity"), (["urdf", "--velocity", "2"],
+                                                                          "are for an MJCF")])
+def test_velocity_is_an_mjcf_option_exit_2(tmp_path, capsys, argv, problem):
+    path = tmp_path / "m.xml"
+    path.write_text(MJCF)
+    assert main(["import", argv[0], str(path), *argv[1:]]) == 2
+    assert problem in capsys.readouterr().err
