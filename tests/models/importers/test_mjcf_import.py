@@ -50,7 +50,8 @@ def worst_errors(path: str, states: int = 5, seed: int = 3) -> dict[str, float]:
     robot = TreeRobot(tree_from_dict(yaml.safe_load(import_mjcf(path, velocity=3.0, effort=100.0)), path))
     m = mujoco.MjModel.from_xml_path(path)
     d = mujoco.MjData(m)
-    p = np.array([robot.model.index("joint", mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)) for j in range(m.njnt)])
+    p = np.array([robot.model.index("joint", mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j))
+                  for j in range(m.njnt)])
     assert robot.n == m.nv == m.njnt
     rng, out = np.random.default_rng(seed), dict.fromkeys(("FK", "J", "CoG", "A", "G", "RNEA"), 0.0)
     for _ in range(states):
@@ -132,7 +133,8 @@ def test_mjcf_values_carried(tmp_path):
     ('<body name="b"><joint name="k" type="ball"/><geom size="0.1"/></body>', "joint 'k' is a ball joint"),
     ('<body name="b"><joint name="x" axis="1 0 0"/><joint name="y" axis="0 1 0"/><geom size="0.1"/></body>',
      "body 'b' carries 2 joints ['x', 'y']"),
-    ('<body name="b"><joint name="s" type="slide"/><geom size="0.1"/></body>', "joint 's': a slide joint needs a range"),
+    ('<body name="b"><joint name="s" type="slide"/><geom size="0.1"/></body>',
+     "joint 's': a slide joint needs a range"),
     ('<body name="b"><joint name="h"/><geom size="0.1"/></body>', "joint 'h': no actuatorfrcrange"),
 ])
 def test_unimportable_mjcf_names_the_joint(tmp_path, body, message):
