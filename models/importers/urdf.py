@@ -11,7 +11,8 @@ is kept by name as an operational frame. An axis a hair off parallel to its pare
 common normal kilometres away (huge b and d, or a recomposition off by more than
 :data:`EXACT`): that joint keeps its placement as a fixed pose before zero parameters instead.
 Inertias are re-expressed in the new frames: c' = R c + p, I' = R I R^T. URDF has no rotor
-inertia; a ``<!-- armature: J kg m^2 -->`` comment inside a ``<joint>`` (written by :mod:`models.urdf`) is read back.
+inertia; a ``<!-- armature: J kg m^2 -->`` comment inside a ``<joint>`` (written by
+:mod:`models.urdf`) is read back, and so is the export's gravity comment.
 """
 from __future__ import annotations
 
