@@ -17,6 +17,7 @@ inertia; a ``<!-- armature: J kg m^2 -->`` comment inside a ``<joint>`` (written
 from __future__ import annotations
 
 import math
+import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -411,7 +412,7 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
 
 def to_yaml(doc: dict, source: str) -> str:
     """The robot YAML text of a converted document (floats written to round-trip exactly)."""
-    head = (f"# imported by bipd import urdf from {source}: Khalil-Kleinfinger tree parameters, each joint's\n"
+    head = (f"# imported by bipd import urdf from {os.path.basename(source)}: Khalil-Kleinfinger tree parameters, each joint's\n"
             "# frame z along its axis; bodies are the URDF links with their fixed children merged in.\n")
     return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
 
