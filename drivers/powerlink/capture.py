@@ -11,8 +11,9 @@ drain falls ``slots`` frames behind, later frames are dropped and counted (``dro
 answer it receives, in wire order. It leaves out the link's Numba steady-period members, so the MN
 takes its Python path (the same frames, byte for byte: tests/drivers/powerlink/test_fast_paths.py).
 Time stamps come from ``clock`` (ns since 1970): the host clock in real time, the MN's NetTime in
-lock-step (:meth:`ManagingNode.net_time_ns <drivers.powerlink.managing_node.ManagingNode.net_time_ns>`),
-each frame at least 1 ns after the previous one so that the order survives sorting by time.
+lock-step (:meth:`ManagingNode.net_time_ns <drivers.powerlink.managing_node.ManagingNode.net_time_ns>`:
+simulated time, never the host's), each frame at least 1 ns after the previous one so that the
+order survives sorting by time.
 """
 from __future__ import annotations
 
