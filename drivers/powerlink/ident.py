@@ -108,7 +108,7 @@ def ident_frame(node_id: int) -> frames.TxFrame:
 
 def read_ident(data, fcs: bool = True) -> IdentResponse:
     """The :class:`IdentResponse` of an ASnd that :func:`~drivers.powerlink.frames.read_asnd` validated."""
-    room = len(data) - frames.ASND_OFFSET - frames.FCS_SIZE * fcs
+    room = frames.asnd_room(data, fcs)
     if room < IDENT.size:
         raise TruncatedFrame(f"IdentResponse needs {IDENT.size} payload bytes, the ASnd carries {room}")
     values = dict(zip(IdentResponse._fields, IDENT.unpack_from(data, frames.ASND_OFFSET)))

@@ -131,8 +131,8 @@ class ControlledNode:
             return None
         if flags1 & FLAG1_ER:
             self.exception = status.FLAG1_EC
-        elif self.exception & status.FLAG1_EC:
-            self.exception = 0
+        else:
+            self.exception &= ~status.FLAG1_EC
         if service == _IDENT_REQUEST:
             ident.write_ident(self.ident.buf, self.identity, self.flags2(), self.nmt, RPDO.size, TPDO.size)
             return self.ident.seal()
