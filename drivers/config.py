@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import date, datetime, timezone
 
-from drivers.powerlink.ident import HOST_NAME_SIZE, Identity
+from drivers.identity import HOST_NAME_SIZE, Identity
 from models.common.errors import quote
 
 NET_TIME_EPOCH_S = 1_767_225_600         # 2026-01-01T00:00:00Z

@@ -48,7 +48,7 @@ from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_ER, FLAG1_RD, Fr
                                       RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.services import DEVICE_TYPE_SERVO_402
+from drivers.identity import DEVICE_TYPE_SERVO_402
 from drivers.service_channel import ABORT_TIMEOUT, SdoRequest
 from drivers.powerlink.threshold import ThresholdCounter
 
@@ -138,6 +138,56 @@ class CnRecord:
         self.sdo_queue: deque[SdoRequest] = deque()
         self.sdo_active: SdoRequest | None = None
 
+    def pres_good(self) -> None:
+        for c in self.counters:
+            c.good()
+        self.erring = any(c.count for c in self.counters)
+
+    def pres_error(self, counter: ThresholdCounter) -> bool:
+        """Count an error on ``counter`` (the others see a good PRes); whether it tripped."""
+        tripped = False
+        for c in self.counters:
+            if c is counter:
+                tripped = c.error()
+            else:
+                c.good()
+        self.erring = any(c.count for c in self.counters)
+        return tripped
+
+    def set_preq_flags(self, ready: bool) -> None:
+        """RD when ``ready`` (the MN is Operational), and EA echoing the CN's last EN, into its PReq."""
+        self.preq.buf[frames.FLAGS1_AT] = (FLAG1_RD if ready else 0) | (FLAG1_EA if self.en else 0)
+        self.preq.seal()
+
+    def take_status(self, response: status.StatusResponse, ready: bool) -> tuple[list[status.ErrorEntry], bool]:
+        """Keep ``response`` and echo its EN in the PReq (``ready``: see :meth:`set_preq_flags`); the
+        history entries in it that the last one did not hold, and whether EN changed."""
+        old = set(self.status.entries) if self.status is not None else set()
+        self.status, self.status_wanted = response, False
+        en = response.flags1 & FLAG1_EN
+        changed, self.en = en != self.en, en
+        if changed:
+            self.set_preq_flags(ready)
+        return [e for e in response.entries if e not in old and not e.active], changed
+
+
+def _boot_failure(mn: ManagingNode) -> str:
+    """One sentence naming the nodes that held ``mn``'s boot back."""
+    if mn.state == NmtState.PRE_OPERATIONAL_1:
+        blocking = [r for r in mn.records.values() if not r.identified]
+    else:
+        blocking = [r for r in mn.records.values() if r.nmt != NmtState.OPERATIONAL]
+    parts = []
+    for rec in blocking:
+        if not rec.answered:
+            parts.append(f"node {rec.node_id} never answered an IdentRequest")
+        elif rec.device_type != DEVICE_TYPE_SERVO_402:
+            parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, not a CiA 402 drive")
+        else:
+            parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
+    return (f"POWERLINK boot timed out after {mn.config.boot_timeout_s} s in MN state {mn.state.name}: "
+            + "; ".join(parts))
+
 
 class ManagingNode:
     def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None) -> None:
@@ -180,8 +230,7 @@ class ManagingNode:
             self._steady((), 0)                          # compiles (or loads) the check before any cycle
 
     def attach(self, link: Link) -> None:
-        """Talk through ``link`` from now on (e.g. a :class:`~drivers.powerlink.capture.CaptureLink`
-        around the current one); its optional members decide the steady-period path."""
+        """Talk through ``link`` from now on; its optional members decide the steady-period path."""
         self.link = link
         self._fcs = getattr(link, "fcs", True)
         self._answers = getattr(link, "answers", None)
@@ -200,28 +249,10 @@ class ManagingNode:
         limit = self.bus_cycle + math.ceil(self.config.boot_timeout_s / self.config.cycle_time_s)
         while self.state != NmtState.OPERATIONAL:
             if self.bus_cycle >= limit:
-                raise BootTimeoutError(self._boot_failure())
+                raise BootTimeoutError(_boot_failure(self))
             self.cycle()
         while self.bus_cycle % self.config.cycles_per_control:
             self.cycle()
-
-    def _boot_failure(self) -> str:
-        """One sentence naming the nodes that held the boot back."""
-        if self.state == NmtState.PRE_OPERATIONAL_1:
-            blocking = [r for r in self.records.values() if not r.identified]
-        else:
-            blocking = [r for r in self.records.values() if r.nmt != NmtState.OPERATIONAL]
-        parts = []
-        for rec in blocking:
-            if not rec.answered:
-                parts.append(f"node {rec.node_id} never answered an IdentRequest")
-            elif rec.device_type != DEVICE_TYPE_SERVO_402:
-                parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, "
-                             f"not a CiA 402 drive")
-            else:
-                parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
-        return (f"POWERLINK boot timed out after {self.config.boot_timeout_s} s in MN state "
-                f"{self.state.name}: " + "; ".join(parts))
 
     def _progress(self) -> None:
         if self.joining:
@@ -239,7 +270,7 @@ class ManagingNode:
         elif state == NmtState.READY_TO_OPERATE and all(r.nmt == NmtState.OPERATIONAL for r in records):
             self.state = NmtState.OPERATIONAL
             for rec in records:
-                self._preq_flags(rec)
+                rec.set_preq_flags(self.state == _OPERATIONAL)
             self._event(EventKind.BOOT_COMPLETE, 0, text="every configured node is Operational")
 
     def _advance_joining(self) -> None:
@@ -327,12 +358,6 @@ class ManagingNode:
         self._rows = np.array([self._row[rec.node_id] for rec in self._cycle], np.int64)
         self._en = np.array([rec.en for rec in self._cycle], np.int64)
 
-    def _preq_flags(self, rec: CnRecord) -> None:
-        """RD once the MN is Operational, and EA echoing the CN's last EN, into its PReq."""
-        rd = FLAG1_RD if self.state == _OPERATIONAL else 0
-        rec.preq.buf[frames.FLAGS1_AT] = rd | (FLAG1_EA if rec.en else 0)
-        rec.preq.seal()
-
     def _queue_isochronous(self, bus_cycle: int) -> None:
         rel = bus_cycle * self._cycle_us
         t = self.epoch_ns + rel * 1000
@@ -368,26 +393,14 @@ class ManagingNode:
                 self._pres_error(rec, rec.malformed, FaultCode.INVALID_FORMAT)
                 continue
             if rec.erring:
-                self._pres_good(rec)
-            if flags1 & FLAG1_EN != rec.en and not rec.status_wanted:
+                rec.pres_good()
+            if flags1 & FLAG1_EN != rec.en:
                 self.request_status(rec.node_id)
             if nmt != rec.nmt:
                 self._cn_state(rec, NmtState(nmt))
 
-    def _pres_good(self, rec: CnRecord) -> None:
-        for c in rec.counters:
-            c.good()
-        rec.erring = any(c.count for c in rec.counters)
-
     def _pres_error(self, rec: CnRecord, counter: ThresholdCounter, code: FaultCode) -> None:
-        tripped = False
-        for c in rec.counters:
-            if c is counter:
-                tripped = c.error()
-            else:
-                c.good()
-        rec.erring = any(c.count for c in rec.counters)
-        if tripped:
+        if rec.pres_error(counter):
             self._event(EventKind.THRESHOLD, rec.node_id, code,
                         f"{code.name} threshold {counter.threshold} reached on node {rec.node_id}")
             self._drop(rec, code, NmtCommand.RESET_NODE)
@@ -491,7 +504,7 @@ class ManagingNode:
         rec.nmt = NmtState(nmt)
         rec.en = 0                                   # the IdentRequest's ER reset its error signalling
         rec.preq.buf[frames.DST_MAC_AT:frames.SRC_MAC_AT] = bytes.fromhex(response.mac.replace(":", ""))
-        self._preq_flags(rec)
+        rec.set_preq_flags(self.state == _OPERATIONAL)
         self.unidentified.remove(rec)
         if self.state != NmtState.PRE_OPERATIONAL_1:
             self.polled.append(rec)
@@ -508,19 +521,12 @@ class ManagingNode:
 
     def _status(self, rec: CnRecord, response: status.StatusResponse) -> None:
         """Keep the StatusResponse, report the entries not seen before, echo EN as EA."""
-        old = set(rec.status.entries) if rec.status is not None else set()
-        rec.status = response
-        rec.status_wanted = False
-        for entry in response.entries:
-            if entry not in old and not entry.active:
-                self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
-                            f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
-        en = response.flags1 & FLAG1_EN
-        if en != rec.en:
-            rec.en = en
-            self._preq_flags(rec)
-            if rec in self._cycle:
-                self._repoll()
+        entries, en_changed = rec.take_status(response, self.state == _OPERATIONAL)
+        for entry in entries:
+            self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
+                        f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
+        if en_changed and rec in self._cycle:
+            self._repoll()
 
     # -- SDO client ---------------------------------------------------------------------------------
     def sdo(self, node_id: int, command: int, index: int, subindex: int, value: float = 0.0) -> SdoRequest:

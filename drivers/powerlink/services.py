@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 
+from drivers.identity import DEVICE_TYPE_SERVO_402  # noqa: F401 (drivers.sim.drive reads it here)
 from drivers.powerlink import frames
 from drivers.powerlink.frames import InconsistentFrame, TruncatedFrame
 from drivers.powerlink.nmt import NMT_COMMAND_CODES
@@ -27,9 +28,6 @@ SDO_READ = 0x02
 SDO_RESPONSE = 0x80
 SDO_ABORT = 0x40
 
-DEVICE_TYPE_SERVO_402 = 0x00020192
-VENDOR_ID = 0x0000_0000
-PRODUCT_CODE = 0x0000_8056
 
 
 def _room(data, size: int, what: str, fcs: bool) -> None:
