@@ -30,7 +30,7 @@ class PowerlinkBus(Bus):
         self.link = link
         self.faults = faults
         self.mn = ManagingNode(config, link, self.events, epoch_ns)
-        self._clock = self.mn.net_time_ns if epoch_ns is None else time_ns     # capture time stamps
+        self._lockstep = epoch_ns is None            # capture time stamps: simulated time, else the host clock
         row = {n.node_id: k for k, n in enumerate(config.nodes)}
         self._axis_node = np.array([row[a.node_id] for a in config.axes], np.int64)     # row of mn.tpdo / preq_rows
         self._axis_channel = np.array([a.channel for a in config.axes], np.int64)
@@ -97,13 +97,15 @@ class PowerlinkBus(Bus):
     def reset_node(self, node_id: int) -> None:
         self.mn.reset_node(node_id)
 
-    def capture(self, path: str) -> None:
+    def capture(self, path: str, slots: int = 8192) -> None:
         """Record every frame the MN sends and receives into the pcapng file ``path`` from now on
-        (:mod:`~drivers.powerlink.capture`); the file is complete once the bus is closed."""
+        (:mod:`~drivers.powerlink.capture`, a ring of ``slots`` frames); the file is complete once the bus
+        is closed."""
         if isinstance(self.link, CaptureLink):
             raise BusStateError(f"the bus already captures to {self.link.capture.path}")
         fcs = getattr(self.link, "fcs", True)
-        self.link = CaptureLink(self.link, Capture(path, fcs), self._clock)
+        clock = self.mn.net_time_ns if self._lockstep else time_ns
+        self.link = CaptureLink(self.link, Capture(path, fcs, slots), clock, net_time=self._lockstep)
         self.mn.attach(self.link)
 
     def _close(self) -> None:
