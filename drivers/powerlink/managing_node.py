@@ -65,9 +65,10 @@ _PDO_VERSION = frames.PDO_VERSION
 _read_pres = frames.read_pres
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
 _PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
-_NO_SERVICE, _IDENT_REQUEST, _STATUS_REQUEST, _UNSPECIFIED_INVITE = (
+_NO_SERVICE, _IDENT_REQUEST, _STATUS_REQUEST, _NMT_INVITE, _UNSPECIFIED_INVITE = (
     RequestedService.NO_SERVICE, RequestedService.IDENT_REQUEST, RequestedService.STATUS_REQUEST,
-    RequestedService.UNSPECIFIED_INVITE)
+    RequestedService.NMT_REQUEST_INVITE, RequestedService.UNSPECIFIED_INVITE)
+_NMT_COMMAND = ServiceId.NMT_COMMAND
 
 
 class Link(Protocol):
@@ -445,9 +446,9 @@ class ManagingNode:
         if self.invite:
             target = self.invite.popleft()
             service = _UNSPECIFIED_INVITE
-        elif self.outbox:
+        elif self.outbox:                            # its own queue: NMT commands first-class (DS 301 §4.2.4.1.2)
             target = frames.MN_NODE_ID
-            service = _UNSPECIFIED_INVITE
+            service = _NMT_INVITE if self.outbox[0][0][frames.SERVICE_ID_AT] == _NMT_COMMAND else _UNSPECIFIED_INVITE
         elif self.status_requests:
             target = self.status_requests.popleft()
             service = _STATUS_REQUEST

@@ -124,7 +124,8 @@ def test_every_frame_type_decodes_without_malformed_frames_or_errors(run):
     for name, (count, malformed, errors, fcs) in sorted(table.items()):
         print(f"{name:26} {count:6d} {malformed:9d} {errors:13d} {fcs:7d}")
     assert {"SoC", "PReq", "PRes", "SoA NoService", "SoA IdentRequest", "SoA StatusRequest", "SoA UnspecifiedInvite",
-            "ASnd IdentResponse", "ASnd StatusResponse", "ASnd NMTCommand"} <= set(table)
+            "SoA NMTRequestInvite", "ASnd IdentResponse", "ASnd StatusResponse", "ASnd NMTCommand"} <= set(table)
+    assert table["SoA NMTRequestInvite"][0] == table["ASnd NMTCommand"][0]      # the MN invites its own NMT queue
     assert not [name for name in table if name.startswith("not EPL") or name.endswith("?")]
     assert {name: row[1:] for name, row in table.items() if any(row[1:])} == {}
 
