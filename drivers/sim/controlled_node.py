@@ -16,10 +16,10 @@ from collections import deque
 
 from drivers.codes import FaultCode
 from drivers.config import BusConfig
+from drivers.identity import Identity
 from drivers.sim.drive import Drive
 from drivers.powerlink import frames, ident, services, status
 from drivers.powerlink.frames import FLAG1_EN, FLAG1_ER, FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
-from drivers.identity import Identity
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
 from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.powerlink.threshold import ThresholdCounter
