@@ -86,6 +86,7 @@ ABORT_UNSUPPORTED_ACCESS = 0x0601_0000
 ABORT_WRITE_ONLY = 0x0601_0001
 ABORT_READ_ONLY = 0x0601_0002
 ABORT_NO_OBJECT = 0x0602_0000
+ABORT_NOT_MAPPABLE = 0x0604_0041
 ABORT_TYPE_MISMATCH = 0x0607_0010
 ABORT_TYPE_TOO_LONG = 0x0607_0012
 ABORT_TYPE_TOO_SHORT = 0x0607_0013
@@ -108,7 +109,7 @@ ABORT_TEXT = {
     ABORT_WRITE_ONLY: "attempt to read a write-only object",
     ABORT_READ_ONLY: "attempt to write a read-only object",
     ABORT_NO_OBJECT: "object does not exist in the object dictionary",
-    0x0604_0041: "object cannot be mapped to the PDO",
+    ABORT_NOT_MAPPABLE: "object cannot be mapped to the PDO",
     0x0604_0042: "the number and length of the objects to be mapped would exceed the PDO length",
     0x0604_0043: "general parameter incompatibility",
     0x0604_0047: "general internal incompatibility in the device",
