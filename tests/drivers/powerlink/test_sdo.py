@@ -4,6 +4,10 @@ layer of stack/include/oplk/frame.h), and the MN against the simulated CNs on th
 from __future__ import annotations
 
 import random
+import shutil
+import struct
+import subprocess
+from xml.etree import ElementTree
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +21,7 @@ from drivers.service_channel import (DOMAIN, INTEGER8, INTEGER16, INTEGER32, INT
                                      SDO_WRITE, UNSIGNED8, UNSIGNED16, UNSIGNED32, UNSIGNED64, VISIBLE_STRING, SdoAbort,
                                      SdoRequest, TypeMismatch, abort_text)
 from drivers.sim.object_dictionary import RO, RW, Entry, ObjectDictionary, mapping_entry
-from tests.drivers.helpers import cycle
+from tests.drivers.helpers import enabled_bus
 
 
 def _dictionary(objects: dict[tuple[int, int], tuple[int, object]], access: str = RW) -> ObjectDictionary:
@@ -256,3 +260,64 @@ def test_a_silent_node_times_out_with_an_event_naming_it(bus):
     (event,) = [e for e in bus.events if e.kind == EventKind.SDO_ABORT]
     assert event.node_id == 2 and event.code == 0x05040000
     assert event.text == "node 2: SDO read 0x6041/0 aborted: 0x05040000 SDO protocol timed out"
+
+
+# -- Wireshark's EPL dissector as the judge of the bytes ---------------------------------------------
+def _pcap(frames_: list[bytes], path) -> None:
+    """A libpcap file of Ethernet frames (their FCS cut, as a capture holds them)."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for k, frame in enumerate(frames_):
+            body = frame[:-4]
+            f.write(struct.pack("<IIII", k, 0, len(body), len(body)) + body)
+
+
+def _dissect(path) -> list[dict[str, tuple[str, str, str]]]:
+    """Per frame, tshark's fields: name -> (show, showname, value)."""
+    out = subprocess.run(["tshark", "-r", str(path), "-T", "pdml"], capture_output=True, text=True, check=True).stdout
+    packets = []
+    for packet in ElementTree.fromstring(out).iter("packet"):
+        packets.append({f.get("name"): (f.get("show"), f.get("showname"), f.get("value")) for f in packet.iter("field")})
+    return packets
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark (Debian package tshark) is not installed")
+def test_tshark_decodes_the_mn_and_sim_cn_sdo_as_meant(bench, tmp_path):
+    """Every SDO ASnd between the MN and a simulated CN (handshake, expedited read and write,
+    segmented write, an abort), decoded by Wireshark's EPL dissector: no malformed frame, no expert
+    item, and index, subindex, data, data size and abort code as they were meant."""
+    bus = enabled_bus(bench, record_frames=True)
+    store = {"v": b""}
+    bus.network.nodes[2].drive.objects.add(0x2F00, 0, Entry(DOMAIN, RW, lambda: store["v"],
+                                                            lambda v: store.__setitem__("v", v)))
+    start = len(bus.link.frames)
+    blob = random.Random(2).randbytes(771)
+    bus.complete(bus.sdo_read(2, 0x1018, 2, UNSIGNED32))
+    bus.complete(bus.sdo_write(2, 0x6065, 0, 5215, UNSIGNED32))
+    bus.complete(bus.sdo_write(2, 0x2F00, 0, blob, DOMAIN), 400)
+    mapping = bus.complete(bus.sdo_read(2, 0x1A00, 3, UNSIGNED64))
+    with pytest.raises(SdoAbort):
+        bus.complete(bus.sdo_read(2, 0x5555, 0))
+    bus.close()
+    sdo = [f for f in bus.link.frames[start:] if f[14] == 0x06 and f[17] == 0x05]
+    _pcap(sdo, tmp_path / "sdo.pcap")
+    packets = _dissect(tmp_path / "sdo.pcap")
+    assert len(packets) == len(sdo) > 20
+    assert not [p for p in packets if "_ws.malformed" in p or "_ws.expert" in p]
+    con = [(int(p["epl.asnd.sdo.seq.receive.con"][0]), int(p["epl.asnd.sdo.seq.send.con"][0])) for p in packets[:4]]
+    assert con == [(0, 1), (1, 1), (1, 2), (2, 2)]
+    requests = [(int(p["epl.asnd.sdo.cmd.command.id"][0]), int(p["epl.asnd.sdo.cmd.data.index"][0], 16),
+                 int(p["epl.asnd.sdo.cmd.data.subindex"][0], 16))
+                for p in packets if p["epl.src"][0] == "240" and "epl.asnd.sdo.cmd.data.index" in p]
+    assert requests == [(2, 0x1018, 2), (1, 0x6065, 0), (1, 0x2F00, 0), (2, 0x1A00, 3), (2, 0x5555, 0)]
+    write = next(p for p in packets if p.get("epl.asnd.sdo.cmd.data.index", ("",))[0] == "0x6065")
+    assert write["epl.od.data.uint"][0] == "5215"
+    initiate = next(p for p in packets if "epl.asnd.sdo.cmd.data.size" in p)
+    assert int(initiate["epl.asnd.sdo.cmd.data.size"][0]) == len(blob) + 8
+    reassembled = bytes.fromhex(next(p for p in packets if "epl.asnd.sdo.cmd.reassembled.data" in p)
+                                ["epl.asnd.sdo.cmd.reassembled.data"][2])
+    assert reassembled[:len(blob) + 8] == struct.pack("<IHBx", len(blob) + 8, 0x2F00, 0) + blob
+    answers = [p for p in packets if p["epl.src"][0] == "2" and p.get("epl.asnd.sdo.cmd.command.id", ("",))[0] == "2"]
+    assert bytes.fromhex(answers[-2]["data.data"][2]) == struct.pack("<Q", mapping)
+    abort = answers[-1]["epl.asnd.sdo.cmd.abort.code"]
+    assert abort[2] == "00000206" and "Object does not exist" in abort[1]
