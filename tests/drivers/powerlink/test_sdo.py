@@ -150,6 +150,17 @@ def test_lost_frames_are_retransmitted_after_retry_cycles():
     assert clean_client.seq.retransmitted == clean_server.seq.retransmitted == 0 and clean < 30
 
 
+def test_a_gap_is_answered_by_an_error_response_and_resent_at_once():
+    """The first segment of a burst lost, the rest arriving: the server's error response (rcon 3)
+    has the client resend within the next exchanges, long before RETRY_CYCLES."""
+    data = random.Random(3).randbytes(1200)
+    client, server, od = _pair({(0x2F00, 0): (DOMAIN, b"")})
+    write = SdoRequest(5, SDO_WRITE, 0x2F00, 0, data, DOMAIN)
+    cycles, _, cn = _run(client, server, [write], lose=lambda d, k: (d, k) == ("mn", 2))
+    assert od.value(0x2F00, 0) == data and cycles < 10 < RETRY_CYCLES
+    assert any(p[0] & 3 == 3 for p in cn) and client.seq.retransmitted >= 1
+
+
 def test_a_server_that_never_answers_times_out_after_the_retries():
     """The handshake's 00 01 goes out RETRIES + 1 times, RETRY_CYCLES cycles apart; then the
     transfer ends with 0x05040000, at cycle (RETRIES + 1) * RETRY_CYCLES exactly."""
@@ -238,15 +249,17 @@ def test_mn_reads_identity_and_mapping_of_a_simulated_cn(bus):
 
 
 def test_mn_segmented_transfer_to_a_simulated_cn_through_rs_invites(bus):
-    """4 kB written and read back through the MN: the CN's frames go out only when invited, and it
-    asks with RS in its PRes."""
+    """64 kB written and read back through the MN: the CN's frames go out only when invited, and it
+    asks with RS in its PRes; one frame per asynchronous phase, the transfer outlasts the answer
+    timeout ((RETRIES + 1) * RETRY_CYCLES cycles) while every frame is acknowledged in time."""
     store = {"v": b""}
     objects = bus.network.nodes[2].drive.objects
     objects.add(0x2F00, 0, Entry(DOMAIN, RW, lambda: store["v"], lambda v: store.__setitem__("v", v)))
-    data = random.Random(4).randbytes(4096)
-    assert bus.complete(bus.sdo_write(2, 0x2F00, 0, data, DOMAIN), 400) == data
-    assert store["v"] == data
-    assert bus.complete(bus.sdo_read(2, 0x2F00, 0), 400) == data
+    data = random.Random(4).randbytes(65536)
+    start = bus.mn.bus_cycle
+    assert bus.complete(bus.sdo_write(2, 0x2F00, 0, data, DOMAIN), 1000) == data
+    assert store["v"] == data and bus.mn.bus_cycle - start > (RETRIES + 1) * RETRY_CYCLES
+    assert bus.complete(bus.sdo_read(2, 0x2F00, 0), 1000) == data
     assert not [e for e in bus.events if e.kind == EventKind.SDO_ABORT]
 
 
