@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from drivers.powerlink import pdo
 from drivers.powerlink.frames import PDO_VERSION
 from drivers.powerlink.services import DEVICE_TYPE_SERVO_402, PRODUCT_CODE, VENDOR_ID
-from drivers.service_channel import (ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
+from drivers.service_channel import (ABORT_GENERAL, ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
                                      ABORT_UNSUPPORTED_ACCESS, ABORT_VALUE_RANGE, ABORT_VALUE_TOO_HIGH,
                                      ABORT_VALUE_TOO_LOW, ABORT_WRITE_ONLY, INTEGER8, INTEGER16, INTEGER32,
                                      INTEGER_RANGES, REAL64, SIZES, UNSIGNED8, UNSIGNED16, UNSIGNED32, UNSIGNED64,
@@ -31,6 +31,7 @@ from drivers.service_channel import (ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_N
 REVISION = 0x0001_0000                # 0x1018/3 of the simulated drives
 DEVICE_NAME = "bipd simulated CiA 402 drive"
 RO, RW, WO, CONST = "ro", "rw", "wo", "const"
+_MAPPING_SLOTS = 32                   # entries a mapping object 0x1600/0x1A00 can hold
 
 
 class Refused(Exception):
@@ -71,7 +72,7 @@ class ObjectDictionary:
         self._indices: set[int] = set()
 
     def add(self, index: int, subindex: int, entry: Entry) -> None:
-        if entry.access in (RO, CONST, RW) and entry.get is None or entry.access in (RW, WO) and entry.set is None:
+        if (entry.access in (RO, CONST, RW) and entry.get is None) or (entry.access in (RW, WO) and entry.set is None):
             raise ValueError(f"object 0x{index:04X}/{subindex} ({entry.access}) lacks its accessor")
         self.entries[(index, subindex)] = entry
         self._indices.add(index)
@@ -93,7 +94,10 @@ class ObjectDictionary:
             return abort, b""
         if entry.access == WO:
             return ABORT_WRITE_ONLY, b""
-        return 0, encode(entry.data_type, entry.get())
+        try:
+            return 0, encode(entry.data_type, entry.get())
+        except TypeMismatch:                     # a value its own type cannot carry: the device's fault
+            return ABORT_GENERAL, b""
 
     def write(self, index: int, subindex: int, data: bytes) -> int:
         """Abort code or 0 after writing ``data`` (the value's bytes)."""
@@ -124,19 +128,11 @@ def _constant(od: ObjectDictionary, index: int, subindex: int, data_type: int, v
     od.add(index, subindex, Entry(data_type, CONST, lambda: value))
 
 
-def _variable(od: ObjectDictionary, index: int, subindex: int, data_type: int, value: object,
-              check: Callable[[object], None] | None = None) -> Callable[[], object]:
-    """A read-write entry holding its own value (``check`` may refuse one with ValueError)."""
+def _variable(od: ObjectDictionary, index: int, subindex: int, data_type: int, value: object) -> None:
+    """A read-write entry holding its own value."""
     cell = [value]
-
-    def store(v: object) -> None:
-        if check is not None:
-            check(v)
-        cell[0] = v
-
     low, high = INTEGER_RANGES.get(data_type, (-math.inf, math.inf))
-    od.add(index, subindex, Entry(data_type, RW, lambda: cell[0], store, low, high))
-    return lambda: cell[0]
+    od.add(index, subindex, Entry(data_type, RW, lambda: cell[0], lambda v: cell.__setitem__(0, v), low, high))
 
 
 def mapping_entry(index: int, subindex: int, offset_bits: int, length_bits: int) -> int:
@@ -152,7 +148,7 @@ def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMap
     _variable(od, comm, 1, UNSIGNED8, 0)                 # 0: PReq from the MN / PRes to everyone
     _variable(od, comm, 2, UNSIGNED8, PDO_VERSION)
     entries, bits = [], 0
-    for ch, index, subindex, name in declared.objects():
+    for _, index, subindex, name in declared.objects():
         length = 8 * _size(declared, name)
         entries.append(mapping_entry(index, subindex, bits, length))
         bits += length
@@ -174,9 +170,6 @@ def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMap
     od.add(mapping, 0, Entry(UNSIGNED8, RW, lambda: count[0], set_count, 0, _MAPPING_SLOTS))
     for k in range(len(slots)):
         od.add(mapping, k + 1, Entry(UNSIGNED64, RW, lambda k=k: slots[k], entry_setter(k)))
-
-
-_MAPPING_SLOTS = 32
 
 
 def _size(declared: pdo.PdoMapping, name: str) -> int:

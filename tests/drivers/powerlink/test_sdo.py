@@ -3,6 +3,7 @@ lossy pipe, their bytes against openPOWERLINK's (the handshake observed on its C
 layer of stack/include/oplk/frame.h), and the MN against the simulated CNs on the sim backend."""
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
 import struct
@@ -13,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drivers.backends.sim import open_in_process
+from drivers.config import parse_bus_config
 from drivers.events import EventKind
 from drivers.powerlink import pdo
 from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoClient, SdoServer
@@ -248,6 +251,21 @@ def test_mn_reads_identity_and_mapping_of_a_simulated_cn(bus):
     assert mapped == expected and bits == 8 * pdo.TPDO.size
 
 
+def test_mapping_entries_change_only_while_disabled(bus):
+    """DS 301 §6.4.9.2: 0x1600/0x1A00 entries are written after sub-index 0 is set to 0, and must
+    name an object of the dictionary."""
+    first = bus.complete(bus.sdo_read(2, 0x1A00, 1, UNSIGNED64))
+    requests = [bus.sdo_write(2, 0x1A00, 1, first, UNSIGNED64), bus.sdo_write(2, 0x1A00, 0, 0, UNSIGNED8),
+                bus.sdo_write(2, 0x1A00, 1, mapping_entry(0x5555, 0, 0, 16), UNSIGNED64),
+                bus.sdo_write(2, 0x1A00, 1, mapping_entry(0x6041, 0, 0, 16), UNSIGNED64),
+                bus.sdo_write(2, 0x1A00, 0, 1, UNSIGNED8)]
+    for r in requests:
+        with contextlib.suppress(SdoAbort):
+            bus.complete(r)
+    assert [r.abort_code for r in requests] == [0x06010000, 0, 0x06040041, 0, 0]
+    assert bus.complete(bus.sdo_read(2, 0x1A00, 0, UNSIGNED8)) == 1
+
+
 def test_mn_segmented_transfer_to_a_simulated_cn_through_rs_invites(bus):
     """64 kB written and read back through the MN: the CN's frames go out only when invited, and it
     asks with RS in its PRes; one frame per asynchronous phase, the transfer outlasts the answer
@@ -334,3 +352,17 @@ def test_tshark_decodes_the_mn_and_sim_cn_sdo_as_meant(bench, tmp_path):
     assert bytes.fromhex(answers[-2]["data.data"][2]) == struct.pack("<Q", mapping)
     abort = answers[-1]["epl.asnd.sdo.cmd.abort.code"]
     assert abort[2] == "00000206" and "Object does not exist" in abort[1]
+
+
+def test_sdo_over_the_udp_link_to_the_in_process_server(bench):
+    """The same transfers through the ``udp`` backend's link and its server (the HIL's CN side)."""
+    bus = open_in_process(parse_bus_config(bench))
+    try:
+        bus.boot()
+        assert bus.complete(bus.sdo_read(2, 0x1018, 4, UNSIGNED32)) == 2
+        assert bus.complete(bus.sdo_write(2, 0x6065, 0, 5215, UNSIGNED32)) == 5215
+        assert bus.complete(bus.sdo_read(2, 0x6065, 0, UNSIGNED32)) == 5215
+        with pytest.raises(SdoAbort, match="node 2: SDO read 0x5555/0 aborted: 0x06020000"):
+            bus.complete(bus.sdo_read(2, 0x5555, 0))
+    finally:
+        bus.close()
