@@ -65,9 +65,10 @@ class SdoClient:
             return
         self._waited = 0 if self.seq.busy else self._waited + 1    # the sequence layer times its own frames
         if self._waited > self.timeout_cycles:
+            self.seq.withdraw()
             self.seq.send(cmd.command(self._transaction, cmd.ABORT, self.active.command,
                                       cmd.ABORT_CODE.pack(ABORT_TIMEOUT)))
-            self._finish(ABORT_TIMEOUT)
+            self._finish(ABORT_TIMEOUT, withdraw=False)
 
     def reset(self) -> None:
         """The server's node was reset: forget the connection, restart the transfer under way."""
@@ -114,7 +115,10 @@ class SdoClient:
                 return
         self._finish(0)
 
-    def _finish(self, abort: int) -> None:
+    def _finish(self, abort: int, withdraw: bool = True) -> None:
+        """End the active transfer; an aborted one's segments not numbered yet are not sent."""
+        if abort and withdraw:
+            self.seq.withdraw()
         req, self.active = self.active, None
         req.done, req.abort_code = True, abort
         self.finished.append(req)

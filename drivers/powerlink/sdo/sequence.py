@@ -94,6 +94,10 @@ class SequenceLayer:
         self._backlog.append(bytes(data))
         self._pump()
 
+    def withdraw(self) -> None:
+        """Drop the queued data that has no sequence number yet (what remains of an aborted transfer)."""
+        self._backlog.clear()
+
     def take(self) -> list[bytes]:
         """The payloads to transmit now, in order (ownership passes to the caller): frames without
         data, then the data frames due (all of the history when a resend is due, else the new ones),
