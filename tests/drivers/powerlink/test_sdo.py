@@ -76,6 +76,54 @@ def test_handshake_and_read_bytes_are_openpowerlinks():
     assert req.result() == 0x12345678
 
 
+# A session of SdoClient with openPOWERLINK V2.7.2's CN (demo_cn_console, CiA 401 object dictionary,
+# node 1) over a veth pair, recorded on the MN's end: ASnd SDO payloads in wire order, the CN's with
+# their trailing zero padding cut, the MN's first 16 bytes. The requests, in order, are OPLK_REQUESTS.
+OPLK_SESSION = [
+    ("mn", "00010000"), ("cn", "0101"), ("mn", "01020000"), ("cn", "0202"),
+    ("mn", "02060000000100020400000000100000"), ("cn", "06060000000180020400000091010f"),
+    ("mn", "060a0000000200020400000018100300"), ("cn", "0a0a00000002800204000000070002"),
+    ("mn", "0a0e0000000300020400000008100000"),
+    ("cn", "0e0e000000038002150000006f70656e504f5745524c494e4b20646576696365"),
+    ("mn", "0e120000000400010800000006100000"), ("cn", "1212000000048001"),
+    ("mn", "12160000000500020400000006100000"), ("cn", "161600000005800204000000d007"),
+    ("mn", "161a0000000600020400000055550000"), ("cn", "1a1a00000006c0020400000000000206"),
+    ("mn", "1a1e0000000700010800000000100000"), ("cn", "1e1e00000007c0010400000002000106"),
+    ("mn", "1e220000000800020400000018100900"), ("cn", "222200000008c0020400000011000906"),
+    ("mn", "22260000000900010500000006100000"), ("cn", "262600000009c0010400000010000706"),
+    ("mn", "262a0000000a10010001000060020000"), ("mn", "262e0000000a200100010000f8f9fafb"),
+    ("mn", "26320000000a300160000000f8f9fafb"), ("cn", "2a2a0000000ac0010400000010000706"),
+]
+OPLK_REQUESTS = [  # (command, index, subindex, value, type) -> the value read or the abort openPOWERLINK sent
+    ((SDO_READ, 0x1000, 0, None, UNSIGNED32), 0x000F0191), ((SDO_READ, 0x1018, 3, None, UNSIGNED32), 0x00020007),
+    ((SDO_READ, 0x1008, 0, None, VISIBLE_STRING), "openPOWERLINK device"),
+    ((SDO_WRITE, 0x1006, 0, 2000, UNSIGNED32), 2000), ((SDO_READ, 0x1006, 0, None, UNSIGNED32), 2000),
+    ((SDO_READ, 0x5555, 0, None, DOMAIN), 0x06020000), ((SDO_WRITE, 0x1000, 0, 1, UNSIGNED32), 0x06010002),
+    ((SDO_READ, 0x1018, 9, None, UNSIGNED32), 0x06090011), ((SDO_WRITE, 0x1006, 0, 5, UNSIGNED8), 0x06070010),
+    ((SDO_WRITE, 0x1006, 0, bytes(range(256)) * 2 + bytes(88), DOMAIN), 0x06070010),
+]
+
+
+def test_replays_a_session_with_openpowerlinks_cn():
+    """The client sends, byte for byte, what it sent to openPOWERLINK's CN, and reads its answers as
+    that session did: the handshake, expedited reads and writes, the CN's aborts, a segmented write
+    (data size 608 = 600 + 8, as openPOWERLINK's own client counts it) aborted at its initiate."""
+    client = SdoClient(RETRY_CYCLES, RETRIES)
+    requests = [SdoRequest(1, c, i, s, v, DOMAIN if t is None else t) for (c, i, s, v, t), _ in OPLK_REQUESTS]
+    for r in requests:
+        client.request(r)
+    sent: list[bytes] = []
+    for direction, recorded in OPLK_SESSION:
+        if direction == "mn":
+            sent = sent or client.take()
+            mine = sent.pop(0)
+            assert mine[:16].hex() == recorded
+        else:
+            client.receive(bytes.fromhex(recorded).ljust(42, b"\0"))     # a 60-byte frame's ASnd payload
+    for r, (_, expected) in zip(requests, OPLK_REQUESTS):
+        assert r.done and (r.abort_code if r.abort_code else r.value) == expected, r
+
+
 CASES = [(UNSIGNED8, 0), (UNSIGNED8, 255), (UNSIGNED16, 0xBEEF), (UNSIGNED32, 0xFFFF_FFFF), (UNSIGNED64, 2**64 - 1),
          (INTEGER8, -128), (INTEGER8, 127), (INTEGER16, -32768), (INTEGER32, -2**31), (INTEGER32, 2**31 - 1),
          (INTEGER64, -2**63), (INTEGER64, 2**63 - 1), (REAL32, 0.5), (REAL32, -1234.5), (REAL32, 2.0**100), (REAL64, -1e-300),
