@@ -122,6 +122,11 @@ class SequenceLayer:
         return out
 
     @property
+    def ready(self) -> bool:
+        """True when :meth:`take` has something to return."""
+        return bool(self._out or self._unsent or self._owe_ack or self._owe_error or self._resend_scon >= 0)
+
+    @property
     def busy(self) -> bool:
         """True while data of ours is unacknowledged or waiting, or the handshake runs."""
         return self.state == INIT or bool(self._history or self._backlog)

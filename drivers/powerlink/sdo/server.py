@@ -33,7 +33,8 @@ class SdoServer:
     @property
     def pending(self) -> int:
         """Payloads waiting for an invitation (they are produced by :meth:`take`)."""
-        self._out.extend(self.seq.take())
+        if self.seq.ready:
+            self._out.extend(self.seq.take())
         return len(self._out)
 
     def take(self) -> list[bytes]:
