@@ -135,10 +135,8 @@ class SequenceLayer:
     def receive(self, payload: bytes) -> None:
         """One SDO payload from the peer; its command data (if new and in order) lands in :attr:`received`."""
         rseq, rcon, sseq, scon = parse(payload)
-        if scon == CLOSED:
-            if self.state != CLOSED:
-                self._reset()
-                self.timed_out = False
+        if scon == CLOSED:                       # the peer closed (or has no connection)
+            self._reset()
             return
         if scon == INIT:
             self._init_from_peer(rcon, sseq)
