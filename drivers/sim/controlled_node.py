@@ -4,7 +4,8 @@ It follows the CN NMT table of :mod:`.nmt`, answers PReq with a PRes carrying it
 applies the RPDO only when Operational and the MN sets RD, answers IdentRequest (its YAML
 identity, :mod:`~drivers.powerlink.ident`), StatusRequest and SDO invitations in the asynchronous
 phase, and counts lost SoC with a DS 301 threshold counter: a trip is an NMT error (back to PreOp1)
-and a fault (0x8245) on both axes of its drive.
+and a fault (0x8245) on both axes of its drive. Its DS 301 SDO server (:mod:`drivers.powerlink.sdo`)
+serves the drive's object dictionary and the node's identity objects.
 
 Every fault that becomes active on one of its drive's channels is an error entry (time-stamped
 with the NetTime of the last SoC) of its StatusResponse and toggles EN in its PRes
@@ -12,16 +13,19 @@ with the NetTime of the last SoC) of its StatusResponse and toggles EN in its PR
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 from drivers.codes import FaultCode
 from drivers.config import BusConfig
 from drivers.identity import Identity
 from drivers.sim.drive import Drive
+from drivers.sim.object_dictionary import identity_objects
 from drivers.powerlink import frames, ident, services, status
 from drivers.powerlink.frames import FLAG1_EN, FLAG1_ER, FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
 from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.powerlink.sdo import SdoServer
 from drivers.powerlink.threshold import ThresholdCounter
 
 _CYCLIC = (NmtState.PRE_OPERATIONAL_2, NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)
@@ -55,6 +59,7 @@ class ControlledNode:
         "pending",
         "pres",
         "rx_errors",
+        "sdo",
         "soc_seen",
         "soc_time",
         "status",
@@ -74,11 +79,13 @@ class ControlledNode:
         self.pres = frames.pres_frame(node_id, TPDO.size, buf=drive.pres_buffer)   # the drive maps its TPDO in
         self.ident = ident.ident_frame(node_id)
         self.status = status.status_frame(node_id)
-        self.pending: deque[memoryview] = deque()
+        self.pending: deque[memoryview] = deque()      # ASnd frames waiting for an UnspecifiedInvite
         self.exception = 0                          # flags1 bits EN and EC of its PRes and StatusResponse
         self.history: deque[status.ErrorEntry] = deque(maxlen=HISTORY_LENGTH)
         self.soc_time = (config.net_time_epoch_s, 0)     # NetTime of the last SoC seen
         self._codes = list(drive.fault_code)        # the drive's fault codes when last looked at
+        identity_objects(drive.objects, lambda: self.identity, self._identify)
+        self.sdo = SdoServer(drive.objects)
         self._rpdo_seen = b""
         self.rx_errors = 0
 
@@ -131,6 +138,8 @@ class ControlledNode:
                 self._leave_operational(FaultCode.LOSS_SOC)
                 self._event(NmtEvent.DLL_ERROR)
         self.soc_seen = False
+        self.sdo.tick()
+        self._sdo_out()
         if target != self.node_id:
             return None
         if flags1 & FLAG1_ER:
@@ -161,6 +170,7 @@ class ControlledNode:
             self.drive.reset()
             self.loss_soc.clear()
             self.pending.clear()
+            self.sdo.reset()
             self.soc_seen = False
             self._rpdo_seen = b""
         elif self.nmt == NmtState.OPERATIONAL and cn_next_state(self.nmt, command) != self.nmt:
@@ -201,16 +211,18 @@ class ControlledNode:
             self.nmt = new
             self.nmt_history.append(new)
 
+    def _identify(self, **fields: int) -> None:
+        """0x1020 written by SDO (verify configuration): its IdentResponse reports it from now on."""
+        self.identity = dataclasses.replace(self.identity, **fields)
+
     def _sdo(self, frame) -> None:
-        transaction, command, flags, _, index, sub, _, value = services.read_sdo(frame, self.fcs)
-        if flags & services.SDO_RESPONSE:
-            return
-        if command == services.SDO_READ:
-            abort, data_type, value = self.drive.objects.read(index, sub)
-        else:
-            abort, data_type = self.drive.objects.write(index, sub, value)
-        reply = frames.asnd_frame(frames.MN_NODE_ID, self.node_id, ServiceId.SDO, services.SDO.size)
-        services.write_sdo(reply.buf, transaction, command,
-                           services.SDO_RESPONSE | (services.SDO_ABORT if abort else 0),
-                           data_type, index, sub, abort, value)
-        self.pending.append(reply.seal())
+        self.sdo.receive(bytes(frame[frames.ASND_OFFSET:]))
+        self._sdo_out()
+
+    def _sdo_out(self) -> None:
+        """The server's payloads as ASnd frames, queued for the next invitations (RS counts them)."""
+        if self.sdo.pending:
+            for payload in self.sdo.take():
+                reply = frames.asnd_frame(frames.MN_NODE_ID, self.node_id, ServiceId.SDO, len(payload))
+                reply.buf[frames.ASND_OFFSET:frames.ASND_OFFSET + len(payload)] = payload
+                self.pending.append(reply.seal())
