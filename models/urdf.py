@@ -13,6 +13,12 @@ damping = the viscous and friction = the Coulomb coefficient (Lammari 2012, eq. 
 diagonal of A (Pinocchio: ``model.armature``). Operational frames (a chain's ``tool``
 included) become links fixed to their body (``NAME_frame`` when a body has the frame's name
 and the frame is off its origin; a frame at its namesake body's origin is that body's link). Gravity is not part of URDF.
+
+Geometry (:mod:`models.geometry`): each link carries the same ``<visual>`` and ``<collision>``
+elements, named after the shape. URDF has no capsule, so a capsule is a ``<cylinder>`` along the
+segment (its origin at the midpoint, its z axis along the segment) and a ``<sphere>`` at each end
+(``NAME``, ``NAME_start``, ``NAME_end``); a sole is a ``<box>``. Each sub-tree's ``<material>``
+is declared once at the top and named by its visuals.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from models.chain.config import Body
-from models.chain.model import mdh_matrix
+from models.geometry import Box, Capsule, joint_origin, link_capsules, materials, rotation_from_z, sole_box
 from models.tree.config import Frame, TreeDescription, TreeJoint
 
 
@@ -43,13 +49,6 @@ def _origin(T: np.ndarray) -> str:
     return f'<origin xyz="{_num(*T[:3, 3])}" rpy="{_num(*rpy(T[:3, :3]))}"/>'
 
 
-def joint_origin(t: TreeJoint) -> np.ndarray:
-    """Pose of joint j's frame in its parent body's frame at q = 0 (4x4)."""
-    m = t.joint.mdh
-    pre = mdh_matrix(0.0, 0.0, t.gamma, t.b)          # RotZ(γ) TransZ(b)
-    return pre @ mdh_matrix(m.alpha, m.a, m.theta, m.d)
-
-
 def frame_link(desc: TreeDescription, frame: Frame) -> str | None:
     """The link an operational frame becomes: its name, ``NAME_frame`` when a body has that
     name, or None when the frame is its namesake body's origin (that body's link)."""
@@ -60,16 +59,48 @@ def frame_link(desc: TreeDescription, frame: Frame) -> str | None:
     return frame.name + "_frame"
 
 
-def _link(name: str, body: Body) -> str:
-    if body.mass <= 0.0:
+def _shape(kind: str, name: str, T: np.ndarray, geometry: str, material: str) -> str:
+    paint = f"\n      <material name={quoteattr(material)}/>" if kind == "visual" else ""
+    return (f"    <{kind} name={quoteattr(name)}>\n      {_origin(T)}\n"
+            f"      <geometry>{geometry}</geometry>{paint}\n    </{kind}>")
+
+
+def _pose(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    return T
+
+
+def _pieces(shape: Capsule | Box) -> list[tuple[str, np.ndarray, str]]:
+    """(name, pose, URDF geometry) of a shape: a box, or a capsule's cylinder and end spheres."""
+    if isinstance(shape, Box):
+        return [(shape.name, shape.pose, f'<box size="{_num(*(2.0 * shape.half))}"/>')]
+    sphere = f'<sphere radius="{_num(shape.radius)}"/>'
+    axis = shape.end - shape.start
+    length = float(np.linalg.norm(axis))
+    if length == 0.0:
+        return [(shape.name, _pose(np.eye(3), shape.start), sphere)]
+    return [(shape.name, _pose(rotation_from_z(axis), 0.5 * (shape.start + shape.end)),
+             f'<cylinder radius="{_num(shape.radius)}" length="{_num(length)}"/>'),
+            (shape.name + "_start", _pose(np.eye(3), shape.start), sphere),
+            (shape.name + "_end", _pose(np.eye(3), shape.end), sphere)]
+
+
+def _link(name: str, body: Body, shapes: list[Capsule | Box], material: str) -> str:
+    parts = []
+    if body.mass > 0.0:
+        (ixx, ixy, ixz), (_, iyy, iyz), (_, _, izz) = body.inertia
+        parts.append("    <inertial>\n"
+                     f'      <origin xyz="{_num(*body.com)}" rpy="0 0 0"/>\n'
+                     f'      <mass value="{_num(body.mass)}"/>\n'
+                     f'      <inertia ixx="{_num(ixx)}" ixy="{_num(ixy)}" ixz="{_num(ixz)}" '
+                     f'iyy="{_num(iyy)}" iyz="{_num(iyz)}" izz="{_num(izz)}"/>\n'
+                     "    </inertial>")
+    pieces = [p for shape in shapes for p in _pieces(shape)]
+    parts += [_shape(kind, *p, material) for kind in ("visual", "collision") for p in pieces]
+    if not parts:
         return f"  <link name={quoteattr(name)}/>"
-    (ixx, ixy, ixz), (_, iyy, iyz), (_, _, izz) = body.inertia
-    return (f"  <link name={quoteattr(name)}>\n    <inertial>\n"
-            f'      <origin xyz="{_num(*body.com)}" rpy="0 0 0"/>\n'
-            f'      <mass value="{_num(body.mass)}"/>\n'
-            f'      <inertia ixx="{_num(ixx)}" ixy="{_num(ixy)}" ixz="{_num(ixz)}" '
-            f'iyy="{_num(iyy)}" iyz="{_num(iyz)}" izz="{_num(izz)}"/>\n'
-            f"    </inertial>\n  </link>")
+    return f"  <link name={quoteattr(name)}>\n" + "\n".join(parts) + "\n  </link>"
 
 
 def _joint(t: TreeJoint) -> str:
@@ -86,13 +117,21 @@ def _joint(t: TreeJoint) -> str:
             f"  </joint>")
 
 
-def to_urdf(desc: TreeDescription) -> str:
-    """The URDF document of ``desc`` (see the module docstring for the mapping)."""
+def to_urdf(desc: TreeDescription, geometry: bool = True) -> str:
+    """The URDF document of ``desc`` (see the module docstring for the mapping); ``geometry``:
+    with the links' visual and collision shapes and their materials."""
     out = ['<?xml version="1.0"?>',
            f"<!-- generated by bipd export urdf from {desc.source}; gravity {_num(*desc.gravity)} m/s^2 "
            f"in the frame of {desc.base} -->",
            f"<robot name={quoteattr(desc.name)}>"]
-    out += [_link(name, desc.bodies[name]) for name in desc.body_names]
+    shapes: dict[str, list[Capsule | Box]] = {name: [] for name in desc.body_names}
+    paint = materials(desc)
+    if geometry:
+        for shape in link_capsules(desc) + [sole_box(desc, foot) for foot in desc.feet]:
+            shapes[shape.body].append(shape)
+        out += [f"  <material name={quoteattr(name)}><color rgba=\"{_num(*rgba)}\"/></material>"
+                for name, rgba in dict(paint.values()).items()]
+    out += [_link(name, desc.bodies[name], shapes[name], paint[name][0]) for name in desc.body_names]
     out += [_joint(t) for t in desc.joints]
     for f in desc.frames:
         link = frame_link(desc, f)

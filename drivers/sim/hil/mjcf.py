@@ -267,7 +267,7 @@ def spec_from_description(desc: TreeDescription) -> mujoco.MjSpec:
         if body.mass > 0.0 and np.linalg.eigvalsh(np.array(body.inertia))[0] <= 0.0:
             raise ConfigError(desc.source, key, "MuJoCo needs every principal moment of inertia > 0 "
                               "(a line or point mass has a zero one); give it a small positive value")
-    urdf = to_urdf(desc).replace(
+    urdf = to_urdf(desc, geometry=False).replace(
         f"<robot name={quoteattr(desc.name)}>",
         f"<robot name={quoteattr(desc.name)}>\n  <mujoco><compiler fusestatic=\"false\" "
         "discardvisual=\"false\" balanceinertia=\"false\"/></mujoco>", 1)
