@@ -1,6 +1,7 @@
 """The live view as a user meets it: a real daemon (simulated bus, stepped lock-step) with
-``io.live_view`` enabled, a Foxglove WebSocket client (``foxglove.sdk.v1`` (the Foxglove WebSocket protocol) over the
-``websockets`` package) subscribed to its channels; a port already taken refuses the start."""
+``io.live_view`` enabled, a Foxglove WebSocket client (the Foxglove WebSocket protocol under either of
+its names, ``foxglove.sdk.v1`` and ``foxglove.websocket.v1``, over the ``websockets`` package)
+subscribed to its channels and tuning its parameters; a port already taken refuses the start."""
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ import yaml
 import foxglove  # noqa: E402,F401  (the test extra installs it: this file must run in CI, not skip)
 from websockets.sync.client import connect  # noqa: E402
 
-from controller.tools.client import Client  # noqa: E402
+from controller.tools.client import Client, CommandError  # noqa: E402
 from models import Robot  # noqa: E402
 from models.tilt import rotation_world_foot  # noqa: E402
 
@@ -162,7 +163,7 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     np.testing.assert_allclose(tilt[max(tilt)], (0.1, -0.05), atol=5e-3)   # the platform reached its command
     R = np.zeros((3, 3))
     for tf in got["/tf"]:
-        (x,) = tf["transforms"]
+        x = tf["transforms"][0]
         rotation_world_foot(*tilt[_nearest(tilt, x["timestamp"])], R)
         assert (x["parent_frame_id"], x["child_frame_id"]) == ("world", "base")
         np.testing.assert_allclose(_rotation(x["rotation"]), R, atol=1e-12)
@@ -290,3 +291,114 @@ def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a
         assert support["lines"][0]["color"] == OUTSIDE_COLOR
     finally:
         live.close()
+
+
+# ---------------------------------------------------------------- subprotocols, robot description, parameters
+
+def _op(ws, op: str, **match) -> dict:
+    """The next text message of operation ``op`` (and the given fields), skipping the others."""
+    while True:
+        msg = ws.recv(timeout=BOOT_S)
+        if isinstance(msg, str):
+            m = json.loads(msg)
+            if m.get("op") == op and all(m.get(k) == v for k, v in match.items()):
+                return m
+
+
+def _get(ws, *names: str) -> dict:
+    ws.send(json.dumps({"op": "getParameters", "parameterNames": list(names), "id": "get"}))
+    return {p["name"]: p["value"] for p in _op(ws, "parameterValues", id="get")["parameters"]}
+
+
+@pytest.mark.parametrize("protocol", ["foxglove.sdk.v1", "foxglove.websocket.v1"])
+def test_both_protocol_names_get_the_robot_description(live_daemon, protocol):
+    """A client of either name is served (the same serverInfo, channels and parameters); the URDF of
+    the parameter and of /robot_description is the export with geometry, which Pinocchio reads."""
+    pin = pytest.importorskip("pinocchio")
+    from models.tree.config import load_tree
+    from models.urdf import to_urdf
+    port, _ = live_daemon
+    expected = to_urdf(load_tree(ROBOTS / "bip_leg.yaml"))
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=[protocol]) as ws:
+        assert ws.subprotocol == protocol
+        assert "parameters" in _op(ws, "serverInfo")["capabilities"]
+        urdf = _get(ws, "/robot_description")["/robot_description"]
+        subs = _subscribe(ws, ("/robot_description", "/scene"))
+        while True:
+            msg = ws.recv(timeout=BOOT_S)
+            if isinstance(msg, bytes) and msg[0] == 1 and subs[struct.unpack_from("<I", msg, 1)[0]] == "/robot_description":
+                break
+    assert urdf == expected and json.loads(msg[13:]) == {"data": expected}
+    model = pin.buildModelFromXML(urdf)
+    visuals = pin.buildGeomFromUrdfString(model, urdf, pin.GeometryType.VISUAL)
+    assert model.nq == 4 and visuals.ngeoms > 4
+
+
+def test_other_protocol_names_are_refused(live_daemon):
+    from websockets.exceptions import InvalidStatus
+    port, _ = live_daemon
+    for offer in (["foxglove.websocket.v2"], None):
+        with pytest.raises(InvalidStatus, match="400"):
+            connect(f"ws://127.0.0.1:{port}", subprotocols=offer)
+
+
+@pytest.fixture
+def tuning_daemon(tmp_path):
+    port = free_port()
+    cfg, cmd_ep = _config(tmp_path, {"enabled": True, "port": port, "allow_parameters": True})
+    proc = _start(cfg)
+    client = None
+    try:
+        client = _booted(proc, cmd_ep)
+        yield port, client
+    finally:
+        _stop(proc, client)
+
+
+def _settle(client: Client) -> None:
+    """Let the stepped loop take what is in its mailbox (a few cycles)."""
+    client.call("step", cycles=3)
+
+
+def test_parameters_set_lands_and_a_bad_value_is_refused_with_set_gains_reason(tuning_daemon):
+    port, client = tuning_daemon
+    gains = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())["control"]["gains"]
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.websocket.v1"]) as ws:
+        before = _get(ws)
+        assert before["gains.knee.kp"] == gains["kp"][2] and before["gains.hip.kd"] == gains["kd"][3]
+        assert set(k for k in before if k.startswith("stabilizer.")) >= {"stabilizer.max_speed"}
+        ws.send(json.dumps({"op": "subscribeParameterUpdates", "parameterNames": ["gains.knee.kp"]}))
+        ws.send(json.dumps({"op": "setParameters", "id": "set",
+                            "parameters": [{"name": "gains.knee.kp", "value": 1234.5}]}))
+        _op(ws, "parameterValues", id="set")
+        _settle(client)                                   # the loop takes it at a cycle boundary
+        while _op(ws, "parameterValues")["parameters"][0]["value"] != 1234.5:
+            pass
+        after = _get(ws, "gains.knee.kp", "gains.knee.ki")
+        assert after == {"gains.knee.kp": 1234.5, "gains.knee.ki": gains["ki"][2]}
+        client.call("set_gains", axis="hip", kp=10.0, ki=1.0, kd=2.0)   # another client: the same table
+        _settle(client)
+        assert _get(ws, "gains.hip.kp", "gains.hip.kd") == {"gains.hip.kp": 10.0, "gains.hip.kd": 2.0}
+        with pytest.raises(CommandError) as zmq_refusal:
+            client.call("set_gains", axis="knee", kp=-1.0, ki=1.0, kd=1.0)
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "gains.knee.kp", "value": -1.0}]}))
+        status = _op(ws, "status")
+        assert status["level"] == 2 and status["message"] == f"set_gains refused: {zmq_refusal.value.message}"
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "stabilizer.max_speed", "value": 9.0}]}))
+        status = _op(ws, "status")
+        assert "args.params.max_speed" in status["message"] and "2" in status["message"]
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "gains.nowhere.kp", "value": 1.0}]}))
+        assert "not a parameter" in _op(ws, "status")["message"]
+        _settle(client)
+        assert _get(ws, "gains.knee.kp")["gains.knee.kp"] == 1234.5       # the refusals changed nothing
+
+
+def test_parameters_are_read_only_by_default(live_daemon):
+    port, client = live_daemon
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
+        kp = _get(ws, "gains.knee.kp")["gains.knee.kp"]
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "gains.knee.kp", "value": kp + 1.0}]}))
+        status = _op(ws, "status")
+        assert status["level"] == 2 and "io.live_view.allow_parameters" in status["message"]
+        _settle(client)
+        assert _get(ws, "gains.knee.kp")["gains.knee.kp"] == kp
