@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,19 +141,19 @@ class Ground:
 
 
 class _Listener:
-    """A ``foxglove.websocket.ServerListener``: counts the channel subscriptions of all clients, notes
-    a new subscriber of ``/robot_description`` (sent from :meth:`LiveView.offer`) and answers the
+    """A ``foxglove.websocket.ServerListener``: counts the channel subscriptions of all clients, sends
+    the robot description to a new subscriber of ``/robot_description`` (``describe``) and answers the
     parameter requests from ``parameters``."""
 
     def __init__(self, parameters: LiveParameters | None) -> None:
         self.count = 0
-        self.description_wanted = False
         self.parameters = parameters
+        self.describe: Callable[[], None] = lambda: None
 
     def on_subscribe(self, client: Any, channel: Any) -> None:
         self.count += 1
         if channel.topic == ROBOT_DESCRIPTION:
-            self.description_wanted = True
+            self.describe()
 
     def on_unsubscribe(self, client: Any, channel: Any) -> None:
         self.count -= 1
@@ -218,13 +219,13 @@ class LiveView:
             self.server.stop()
             raise LiveViewError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
         self.port = self.relay.port
-        self._description = None
         if parameters is not None:
             server = self.server
             parameters.publish = lambda values: server.publish_parameter_values(_parameters(values))
             parameters.refuse = lambda reason: server.publish_status(reason, StatusLevel.Error)
-            self._description = self._channel(ROBOT_DESCRIPTION, STRING)
-            self._urdf = {"data": parameters.get([ROBOT_DESCRIPTION])[ROBOT_DESCRIPTION]}
+            description = self._channel(ROBOT_DESCRIPTION, STRING)
+            urdf = json.dumps({"data": parameters.get([ROBOT_DESCRIPTION])[ROBOT_DESCRIPTION]})
+            self._subs.describe = lambda: description.log(urdf)
         joint = next(ch for ch in CHANNELS if ch.topic == "/joint_state")
         self._joint_fields = [(key, self.layout.slices[name]) for key, name in joint.fields]
         self._joint = self._channel("/joint_state", _schema(joint, self.layout))
@@ -250,9 +251,6 @@ class LiveView:
     def offer(self, rec: np.ndarray) -> None:
         """Publish ``rec`` if ``1 / rate_hz`` s of loop time have passed since the last frame."""
         t = float(rec[self.layout.slices["t"]][0])
-        if self._subs.description_wanted:       # a new subscriber: the description once more
-            self._subs.description_wanted = False
-            self._log(self._description, self._urdf, round(t * 1e9))
         if t < self._next_t:
             return
         self._next_t = t + self.period

@@ -22,6 +22,7 @@ from websockets.sync.client import connect  # noqa: E402
 
 from controller.tools.client import Client, CommandError  # noqa: E402
 from models import Robot  # noqa: E402
+from models.tree.config import load_tree  # noqa: E402
 from models.tilt import rotation_world_foot  # noqa: E402
 
 from controller.tools.ports import free_port  # noqa: E402
@@ -100,6 +101,8 @@ def _subscribe(ws, topics: tuple[str, ...]) -> dict[int, str]:
             channels.update({c["topic"]: c for c in json.loads(msg)["channels"]})
     assert all(channels[t]["encoding"] == "json" for t in topics)
     assert channels["/scene"]["schemaName"] == "foxglove.SceneUpdate"
+    if "/robot_description" in topics:
+        assert channels["/robot_description"]["schemaName"] == "std_msgs/msg/String"
     subs = {i: t for i, t in enumerate(topics, 1)}
     ws.send(json.dumps({"op": "subscribe", "subscriptions": [
         {"id": i, "channelId": channels[t]["id"]} for i, t in subs.items()]}))
@@ -162,8 +165,16 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     tilt = {p["t"]: (p["alpha"], p["beta"]) for p in got["/platform"]}
     np.testing.assert_allclose(tilt[max(tilt)], (0.1, -0.05), atol=5e-3)   # the platform reached its command
     R = np.zeros((3, 3))
-    for tf in got["/tf"]:
-        x = tf["transforms"][0]
+    links = [(t.parent, t.child) for t in load_tree(ROBOTS / "bip_leg.yaml").joints]
+    for tf in got["/tf"]:                             # each link in its parent at q, as Pinocchio places it
+        x, *joints = tf["transforms"]
+        q = np.array(seen[_nearest(seen, x["timestamp"])])
+        data = ref.createData()
+        pin.forwardKinematics(ref, data, q)
+        assert [(j["parent_frame_id"], j["child_frame_id"]) for j in joints] == links
+        for i, j in enumerate(joints, 1):
+            np.testing.assert_allclose(_rotation(j["rotation"]), data.liMi[i].rotation, atol=1e-12)
+            np.testing.assert_allclose([j["translation"][k] for k in "xyz"], data.liMi[i].translation, atol=1e-12)
         rotation_world_foot(*tilt[_nearest(tilt, x["timestamp"])], R)
         assert (x["parent_frame_id"], x["child_frame_id"]) == ("world", "base")
         np.testing.assert_allclose(_rotation(x["rotation"]), R, atol=1e-12)
@@ -230,6 +241,15 @@ def test_non_loopback_host_is_a_config_error(tmp_path):
     from models import ConfigError
     cfg, _ = _config(tmp_path, {"enabled": True, "host": "0.0.0.0"})
     with pytest.raises(ConfigError, match=r"io\.live_view\.host.*loopback"):
+        load_daemon_config(cfg)
+
+
+def test_allow_parameters_must_be_a_boolean(tmp_path):
+    from controller.daemon.config import load_daemon_config
+    from models import ConfigError
+    assert load_daemon_config(_config(tmp_path, {"enabled": True})[0]).io.live_view.allow_parameters is False
+    cfg, _ = _config(tmp_path, {"enabled": True, "allow_parameters": "yes"})
+    with pytest.raises(ConfigError, match=r"io\.live_view\.allow_parameters: expected true or false, got 'yes'"):
         load_daemon_config(cfg)
 
 
@@ -322,12 +342,12 @@ def test_both_protocol_names_get_the_robot_description(live_daemon, protocol):
     with connect(f"ws://127.0.0.1:{port}", subprotocols=[protocol]) as ws:
         assert ws.subprotocol == protocol
         assert "parameters" in _op(ws, "serverInfo")["capabilities"]
-        urdf = _get(ws, "/robot_description")["/robot_description"]
         subs = _subscribe(ws, ("/robot_description", "/scene"))
-        while True:
+        while True:                                   # sent on subscription, with no cycle run
             msg = ws.recv(timeout=BOOT_S)
             if isinstance(msg, bytes) and msg[0] == 1 and subs[struct.unpack_from("<I", msg, 1)[0]] == "/robot_description":
                 break
+        urdf = _get(ws, "/robot_description")["/robot_description"]
     assert urdf == expected and json.loads(msg[13:]) == {"data": expected}
     model = pin.buildModelFromXML(urdf)
     visuals = pin.buildGeomFromUrdfString(model, urdf, pin.GeometryType.VISUAL)
