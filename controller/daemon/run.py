@@ -259,7 +259,7 @@ def _open_live_view(cfg: DaemonConfig, robot, server):
     desc = load_tree(cfg.robot_path)
     gains = {name: values for name, values in zip(robot.joint_names, zip(ctl.kp, ctl.ki, ctl.kd))}
     parameters = LiveParameters(to_urdf(desc), gains, _stabilizer_keys(cfg), live.allow_parameters,
-                                server.submit)
+                                server.local.submit)
     try:
         view = LiveView(robot, live.port, live.host, Ground.of(robot, cfg.stabilizer_path), parameters=parameters,
                         links=tuple((t.parent, t.child) for t in desc.joints))

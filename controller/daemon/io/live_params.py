@@ -11,7 +11,7 @@ Names and values:
   then every ``stabilizer`` command with ``params`` the loop accepted.
 
 A set is the command a client would send, submitted to the I/O server
-(:meth:`controller.daemon.io.server.IoServer.submit`), so it goes through the same validation
+(:class:`controller.daemon.io.server.LocalRequests`), so it goes through the same validation
 (``set_gains``, ``stabilizer``'s ``params``), the same mailbox and the loop's cycle boundary:
 the gains of one axis are ``set_gains {axis, kp, ki, kd}`` (the gains not set keep their value), the
 stabilizer's keys ``stabilizer {enable: true, params}``, which the loop takes in HOLD only, where it

@@ -157,6 +157,23 @@ class LocalEnvelope(Envelope):
         self.reply = reply
 
 
+class LocalRequests:
+    """Requests from other threads of the I/O process (the live view's parameters), which
+    :meth:`IoServer.step` serves as the command socket's: the same validation, lanes and replies."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[bytes, Callable[[bytes], None]]] = queue.SimpleQueue()
+
+    def submit(self, request: bytes, reply: Callable[[bytes], None]) -> None:
+        """Queue ``request``; ``reply`` gets its reply's JSON bytes, from the serving thread."""
+        self._queue.put((request, reply))
+
+    def serve(self, handle: Callable[[bytes, LocalEnvelope], None]) -> None:
+        while not self._queue.empty():
+            raw, reply = self._queue.get_nowait()
+            handle(raw, LocalEnvelope(reply))
+
+
 def _loop_error(code: int) -> Error:
     """The error code a loop refusal carries (INTERNAL when it is not a known error)."""
     try:
@@ -183,8 +200,7 @@ class IoServer:
     log = _Part("publisher")
     live = _Part("publisher")         # the Foxglove live view, if enabled (see controller.daemon.io.live)
     log_error = _Part("publisher")    # the cycle log's failure, once it failed
-    on_accepted: Callable[[str, dict[str, Any]], None] | None = None
-    """Called with (command, args) of every command the loop accepted (the live view's parameters)."""
+    on_accepted: Callable[[str, dict[str, Any]], None] | None = None   # (cmd, args) of each the loop accepted
 
     def __init__(self, block: SharedBlock, ctx: Context, endpoints: Endpoints = Endpoints(),
                  decimation: int = 10, *, reply_timeout: float = 0.1, sndhwm: int = 100,
@@ -244,7 +260,7 @@ class IoServer:
         self._pending: dict[int, _Pending] = {}
         self.recent = RecentRequests(self._router.send_multipart)
         self._step: _Step | None = None
-        self._local: queue.SimpleQueue[tuple[bytes, Callable[[bytes], None]]] = queue.SimpleQueue()
+        self.local = LocalRequests()
         self._token = 1
         self._next_stats = time.monotonic() + stats_period
         self._done = False
@@ -271,16 +287,8 @@ class IoServer:
                 except zmq.Again:
                     break
                 self._handle([f.bytes for f in frames], client_key(frames[-1]))
-        while not self._local.empty():
-            raw, reply = self._local.get_nowait()
-            self._handle([raw], envelope=LocalEnvelope(reply))
+        self.local.serve(lambda raw, envelope: self._handle([raw], envelope=envelope))
         self._pump(time.monotonic())
-
-    def submit(self, request: bytes, reply: Callable[[bytes], None]) -> None:
-        """A request from another thread of the I/O process (the live view's parameters), served
-        by the next :meth:`step` exactly as one from the command socket (validation, lanes, the
-        loop's reply); ``reply`` receives the reply's JSON bytes, from the serving thread."""
-        self._local.put((request, reply))
 
     @property
     def done(self) -> bool:
@@ -313,8 +321,7 @@ class IoServer:
     def _send(self, envelope: list[bytes], data: bytes) -> None:
         """Send a reply (kept for the retries of a remembered request)."""
         if isinstance(envelope, LocalEnvelope):
-            envelope.reply(data)
-            return
+            return envelope.reply(data)
         self._router.send_multipart(envelope + [data])
         self.recent.sent(envelope, data)
 
@@ -325,8 +332,7 @@ class IoServer:
     def _handle(self, frames: list[bytes], user: bytes = b"", envelope: Envelope | None = None) -> None:
         """One request, answered whatever happens: a validator that raises refuses it (``bad_args``), a
         failure anywhere else is ``internal``; either is logged on stderr with the request. A retry of a
-        remembered request (``user``: its client's CURVE key) gets the first reply. ``envelope``: a
-        :class:`LocalEnvelope` for a submitted request, else the frames' routing part."""
+        remembered request (``user``: its client's CURVE key) gets the first reply; ``envelope``: a submitted one's."""
         envelope, raw = Envelope(frames[:-1]) if envelope is None else envelope, frames[-1]
         self.counters.requests += 1
         key = request_key(envelope, user, raw)
@@ -561,8 +567,8 @@ class IoServer:
                 self._finish_shutdown(p.envelope, p.id, acknowledged=True)
                 continue
             state = name_of(State, value)           # the loop replies with its state after the command
-            if ok and self.on_accepted is not None:   # before the replies: their readers see it applied
-                self.on_accepted(p.cmd, p.args)
+            if ok and self.on_accepted is not None:
+                self.on_accepted(p.cmd, p.args)       # before the replies: their readers see it applied
             for envelope, id_ in p.waiters():
                 if p.withdrawn and not ok and code == Error.TIMEOUT:
                     self.counters.timeouts += 1
