@@ -149,7 +149,7 @@ class _Part:
 
 
 class LocalEnvelope(Envelope):
-    """The envelope of a request made inside the I/O process (:meth:`IoServer.submit`): its reply
+    """The envelope of a request made inside the I/O process (:meth:`LocalRequests.submit`): its reply
     goes to ``reply`` instead of the command socket."""
 
     def __init__(self, reply: Callable[[bytes], None]) -> None:

@@ -249,13 +249,6 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
             f'{closures}<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')
 
 
-def mjcf_from_description(desc: TreeDescription) -> str:
-    """MJCF of a robot description (chain or tree), fixed at its base (:func:`spec_from_description`).
-    MuJoCo writes numbers to 6 significant digits. The HIL bench's scene (free foot on the
-    platform, transmissions as tendons) is :func:`build_mjcf`."""
-    return spec_from_description(desc).to_xml()
-
-
 def spec_from_description(desc: TreeDescription) -> mujoco.MjSpec:
     """MuJoCo model spec of a robot description (chain or tree), fixed at its base: MuJoCo's own
     URDF compiler reads :func:`models.urdf.to_urdf` (operational frames kept as bodies, inertias

@@ -79,10 +79,10 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture
-def live_daemon(tmp_path):
+def _live_daemon(tmp_path: Path, **live):
+    """A booted daemon with the live view on a free port (``live``: more io.live_view keys): (port, client)."""
     port = free_port()
-    cfg, cmd_ep = _config(tmp_path, {"enabled": True, "port": port})
+    cfg, cmd_ep = _config(tmp_path, {"enabled": True, "port": port, **live})
     proc = _start(cfg)
     client = None
     try:
@@ -90,6 +90,11 @@ def live_daemon(tmp_path):
         yield port, client
     finally:
         _stop(proc, client)
+
+
+@pytest.fixture
+def live_daemon(tmp_path):
+    yield from _live_daemon(tmp_path)
 
 
 def _subscribe(ws, topics: tuple[str, ...]) -> dict[int, str]:
@@ -364,15 +369,7 @@ def test_other_protocol_names_are_refused(live_daemon):
 
 @pytest.fixture
 def tuning_daemon(tmp_path):
-    port = free_port()
-    cfg, cmd_ep = _config(tmp_path, {"enabled": True, "port": port, "allow_parameters": True})
-    proc = _start(cfg)
-    client = None
-    try:
-        client = _booted(proc, cmd_ep)
-        yield port, client
-    finally:
-        _stop(proc, client)
+    yield from _live_daemon(tmp_path, allow_parameters=True)
 
 
 def _settle(client: Client) -> None:
