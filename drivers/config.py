@@ -5,11 +5,21 @@ representative choices for a small servo motor (the thesis gives none, docs/conv
 """
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from datetime import date, datetime, timezone
 
+from drivers.identity import HOST_NAME_SIZE, Identity
 from models.common.errors import quote
+
+NET_TIME_EPOCH_S = 1_767_225_600         # 2026-01-01T00:00:00Z
+_IDENTITY_INTEGERS = {"device_type": 0xFFFF_FFFF, "vendor_id": 0xFFFF_FFFF, "product_code": 0xFFFF_FFFF,
+                      "revision": 0xFFFF_FFFF, "serial": 0xFFFF_FFFF, "configuration_date": 0xFFFF_FFFF,
+                      "configuration_time": 0xFFFF_FFFF, "application_date": 0xFFFF_FFFF,
+                      "application_time": 0xFFFF_FFFF, "response_time_ns": 0xFFFF_FFFF}
+_IDENTITY_ADDRESSES = ("ip_address", "subnet_mask", "default_gateway")
 
 MN_NODE_ID = 240
 
@@ -93,6 +103,7 @@ SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
 class NodeConfig:
     node_id: int
     axes: tuple[AxisConfig, ...]
+    identity: Identity = Identity()          # what the simulated CN reports in its IdentResponse
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,7 @@ class BusConfig:
     events_max: int = 256
     udp: UdpConfig = UdpConfig()
     plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.run.PLANTS)
+    net_time_epoch_s: int = NET_TIME_EPOCH_S     # SoC NetTime of bus cycle 0 in lock-step (s since 1970, UTC)
 
     @property
     def cycle_us(self) -> int:
@@ -197,7 +209,8 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     where = "bus"
     section = _mapping(section, where)
     _known(section, {"backend", "cycle_time_s", "control_period_s", "boot_timeout_s", "pres_timeout_s",
-                     "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant"}, where)
+                     "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant",
+                     "net_time_epoch"}, where)
     if "backend" not in section:
         raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
     backend = section["backend"]
@@ -232,7 +245,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     for i, raw in enumerate(raw_nodes):
         w = f"bus.nodes[{i}]"
         raw = _mapping(raw, w)
-        _known(raw, {"node_id", "axes"}, w)
+        _known(raw, {"node_id", "axes", "identity"}, w)
         if "node_id" not in raw:
             raise BusConfigError(f"{w}.node_id is missing")
         node_id = _integer(raw["node_id"], f"{w}.node_id", 1, MN_NODE_ID - 1)
@@ -272,7 +285,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                               sensor)
             node_axes.append(axis)
             axes.append(axis)
-        nodes.append(NodeConfig(node_id, tuple(node_axes)))
+        nodes.append(NodeConfig(node_id, tuple(node_axes), _identity(raw.get("identity"), node_id, f"{w}.identity")))
     for name, spec in SENSORS.items():
         wired = [a.name for a in axes if a.sensor == name]
         if wired and len(wired) != spec.inputs:
@@ -297,4 +310,45 @@ def parse_bus_config(section: Mapping) -> BusConfig:
         raise BusConfigError(f"bus.plant must be a plant name such as 'leg' or 'inertia', got {quote(plant)}")
     return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
                      control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,
-                     threshold=threshold, events_max=events_max, udp=udp, plant=plant)
+                     threshold=threshold, events_max=events_max, udp=udp, plant=plant,
+                     net_time_epoch_s=_epoch(section.get("net_time_epoch", NET_TIME_EPOCH_S)))
+
+
+def _epoch(value) -> int:
+    """``bus.net_time_epoch``: seconds since 1970 or an ISO 8601 UTC date-time (YAML may hand a datetime)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise BusConfigError(f"bus.net_time_epoch must be seconds since 1970 or an ISO 8601 date-time, "
+                                 f"got {quote(value)}") from None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    if isinstance(value, datetime):
+        value = int((value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp())
+    return _integer(value, "bus.net_time_epoch", 0, 0xFFFF_FFFF)
+
+
+def _identity(section, node_id: int, where: str) -> Identity:
+    """``nodes[i].identity``: the simulated CN's IdentResponse fields over :meth:`Identity.default`."""
+    base = Identity.default(node_id)
+    if section is None:
+        return base
+    section = _mapping(section, where)
+    _known(section, {*_IDENTITY_INTEGERS, *_IDENTITY_ADDRESSES, "host_name"}, where)
+    values = {key: _integer(section[key], f"{where}.{key}", 0, high)
+              for key, high in _IDENTITY_INTEGERS.items() if key in section}
+    for key in _IDENTITY_ADDRESSES:
+        if key in section:
+            try:
+                values[key] = str(ipaddress.IPv4Address(section[key]))
+            except (ipaddress.AddressValueError, ValueError):
+                raise BusConfigError(f"{where}.{key} must be a dotted IPv4 address, got {quote(section[key])}") \
+                    from None
+    if "host_name" in section:
+        name = section["host_name"]
+        if not isinstance(name, str) or not name.isascii() or len(name) > HOST_NAME_SIZE:
+            raise BusConfigError(f"{where}.host_name must be ASCII text of at most {HOST_NAME_SIZE} characters, "
+                                 f"got {quote(name)}")
+        values["host_name"] = name
+    return replace(base, **values)

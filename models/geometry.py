@@ -50,9 +50,12 @@ class Box:
 
 
 def joint_origin(t: TreeJoint) -> np.ndarray:
-    """Pose of joint j's frame in its parent body's frame at q = 0 (4x4)."""
+    """Pose of joint j's frame in its parent body's frame at q = 0 (4x4): its placement P (identity
+    when absent), then RotZ(γ) TransZ(b) RotX(α) TransX(a) RotZ(θ) TransZ(d)."""
     m = t.joint.mdh
     pre = mdh_matrix(0.0, 0.0, t.gamma, t.b)          # RotZ(γ) TransZ(b)
+    if t.placement is not None:
+        pre = np.array(t.placement) @ pre
     return pre @ mdh_matrix(m.alpha, m.a, m.theta, m.d)
 
 

@@ -13,8 +13,8 @@ PReq → PRes per CN, then SoA):
   applying it can only change the setpoints: per channel, the controlword is the one the drive last
   applied and leaves its CiA 402 state where it is (``IDEM_CW``, kept by
   :meth:`~drivers.sim.drive.Drive._publish`) and the mode is the mode in use; the answer is the node's
-  PRes (the drive kernel maps the TPDO into it) with NMTStatus Operational, RD and RS = 0, and a
-  fresh FCS;
+  PRes (the drive kernel maps the TPDO into it) with NMTStatus Operational, the node's flags1
+  (``nodes[:, FLAGS1]``: RD and EN), PR = RS = 0, and a fresh FCS;
 - SoA inviting nobody (RequestedServiceID NO_SERVICE), validated as
   :func:`~drivers.powerlink.frames.read_soa` does, after a SoC every CN saw and with no lost SoC
   being counted down (``io[SOA_OK]``, ``io[SOC_SEEN]``): the drives' bus cycle
@@ -44,15 +44,17 @@ from drivers.powerlink import pdo
 from drivers.powerlink.pdo import RPDO
 
 # Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
-# row in DriveBank.pres, the axis row of each RPDO channel (-1: channel unused).
-NODE_ID, ELIGIBLE, PRES_ROW = range(3)
-CHANNEL_ROWS = 3
+# row in DriveBank.pres, its PRes flags1 (RD, EN), the axis row of each RPDO channel (-1: unused).
+NODE_ID, ELIGIBLE, PRES_ROW, FLAGS1 = range(4)
+CHANNEL_ROWS = 4
 N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
 # Entries of the ``io`` array. In: datagram size, SoA allowed, a plant step pending. In/out: read
 # and write offsets, the phase, every CN saw the last SoC. Out: an answer was wanted, SoC frames
-# handled, the drives stepped at a SoA (then: axes with a new fault, another SoA follows).
-SIZE, SOA_OK, PENDING, AT, OUT, PHASE, SOC_SEEN, WANTED, SOCS, STEPPED, NEW_FAULTS, MORE_SOA = range(12)
-N_IO = 12
+# handled, the drives stepped at a SoA (then: axes with a new fault, another SoA follows), the
+# NetTime (s, ns) of the last SoC handled.
+(SIZE, SOA_OK, PENDING, AT, OUT, PHASE, SOC_SEEN, WANTED, SOCS, STEPPED, NEW_FAULTS, MORE_SOA, NET_TIME_S,
+ NET_TIME_NS) = range(14)
+N_IO = 14
 
 RPDO.require("drivers.sim.isochronous._apply", controlword=pdo.UNSIGNED16, modes_of_operation=pdo.INTEGER8,
              target_position=pdo.REAL64, target_velocity=pdo.REAL32, torque_offset=pdo.REAL32)
@@ -70,7 +72,7 @@ _ENTRY_SIZE, _ANSWER_SIZE = ENTRY.size, ANSWER.size
 @njit(cache=True)
 def _soc_phase(rx, at, n, cycle_us, ratio):
     """The phase a valid SoC starts (read_soc's checks), or -1."""
-    if (not framed(rx, at, n) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
+    if (not framed(rx, at, n, True) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
             or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID):
         return -1
     for i in range(_SOC_MAC.shape[0]):
@@ -84,7 +86,7 @@ def _soc_phase(rx, at, n, cycle_us, ratio):
 @njit(cache=True)
 def _idle_soa(rx, at, n):
     """A valid SoA (read_soa's checks) that invites nobody."""
-    if (not framed(rx, at, n) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
+    if (not framed(rx, at, n, True) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
             or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID):
         return False
     for i in range(_SOA_MAC.shape[0]):
@@ -104,7 +106,7 @@ def _apply(rx, at, n, node, x, flags):
     """Validate a PReq to ``node`` (read_preq, on_preq) and write its setpoints if that is all
     applying it does; False (nothing written) otherwise."""
     dst = rx[at + frames.DST_NODE_AT]
-    if not framed(rx, at, n) or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
+    if not framed(rx, at, n, True) or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
         return False
     mac = at + frames.DST_MAC_AT                     # frames.node_mac(dst): 02:00:00:00:00:<dst>
     if rx[mac] != 0x02 or rx[mac + 1] or rx[mac + 2] or rx[mac + 3] or rx[mac + 4] or rx[mac + 5] != dst:
@@ -158,6 +160,8 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
             if phase < 0:
                 break
             io[PHASE] = phase
+            io[NET_TIME_S] = le(rx, frame + frames.NET_TIME_AT, 4)
+            io[NET_TIME_NS] = le(rx, frame + frames.NET_TIME_NS_AT, 4)
             io[SOC_SEEN] = 1
             io[SOCS] += 1
         elif kind == _PREQ:
@@ -167,7 +171,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
             reply = pres[nodes[k, PRES_ROW]]           # on_preq: status, then seal
             m = reply.shape[0]
             reply[frames.NMT_STATUS_AT] = _OPERATIONAL
-            reply[frames.FLAGS1_AT] = frames.FLAG1_RD
+            reply[frames.FLAGS1_AT] = nodes[k, FLAGS1]
             reply[frames.FLAGS2_AT] = 0
             put_le(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
             replied = True
