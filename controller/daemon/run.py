@@ -249,7 +249,8 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
 
 def _open_live_view(cfg: DaemonConfig, robot):
     """Start the Foxglove WebSocket server of ``io.live_view``; a refusal names the key."""
-    from controller.daemon.io.live import Ground, LiveView, LiveViewError
+    from controller.daemon.io.live import LiveView, LiveViewError
+    from controller.daemon.io.scene import Ground
 
     live = cfg.io.live_view
     try:
