@@ -445,10 +445,11 @@ def cmd_log(args: argparse.Namespace) -> int:
     span = info["t"]
     print(f"{info['path']}: {info['format']}, {info['records']} records"
           + (f", t {span[0]:.3f} .. {span[1]:.3f} s ({span[1] - span[0]:.3f} s)" if span else "")
+          + (f", started {info['start']}" if info["start"] else "")
           + ("" if info["complete"] else ", torn (no footer: read up to its last complete chunk)"))
     for topic, c in info["channels"].items():
         t = f"  t {c['t'][0]:.3f} .. {c['t'][1]:.3f} s" if c["t"] else ""
-        print(f"  {topic:18s} {c['messages']:9d} messages{t}")
+        print(f"  {topic:18s} {c['type'] + ' (' + c['encoding'] + ')':40s} {c['messages']:9d} messages{t}")
     return 0
 
 

@@ -26,7 +26,7 @@ from controller.daemon.telemetry import RecordLayout
 from models.chain.robot import Robot
 
 from controller.daemon.io.log import CHANNELS, _schema
-from controller.daemon.io.scene import FRAME_TRANSFORMS, SCENE_UPDATE, Ground, Scene
+from controller.daemon.io.scene import FRAME_TRANSFORMS, SCENE_UPDATE, Every, Ground, Scene
 
 RATE_HZ = 30.0
 BACKLOG = 64                  # messages queued per client before the oldest is dropped
@@ -65,9 +65,8 @@ class LiveView:
         self.layout = RecordLayout(robot.n)
         self.names = list(robot.joint_names)
         self.scene = Scene(robot, ground)
-        self.period = 1.0 / rate_hz
+        self._every = Every(rate_hz)
         self.frames = 0                         # frames published (any channel)
-        self._next_t = -math.inf
         self._fox = foxglove
         self._ctx = foxglove.Context()
         self._subs = _Subscriptions()
@@ -102,10 +101,8 @@ class LiveView:
     def offer(self, rec: np.ndarray) -> None:
         """Publish ``rec`` if ``1 / rate_hz`` s of loop time have passed since the last frame."""
         t = float(rec[self.layout.slices["t"]][0])
-        if t < self._next_t:
-            return
-        self._next_t = t + self.period
-        self.publish(rec, t)
+        if self._every.due(t):
+            self.publish(rec, t)
 
     def publish(self, rec: np.ndarray, t: float) -> None:
         s = self.layout.slices

@@ -86,6 +86,20 @@ def arrow_rotation(d: np.ndarray) -> dict[str, float]:
     return {"x": 0.0, "y": -d[2] / norm, "z": d[1] / norm, "w": w / norm}
 
 
+class Every:
+    """Decimation by loop time: ``due(t)`` is True once every ``1 / rate_hz`` s of ``t``."""
+
+    def __init__(self, rate_hz: float) -> None:
+        self.period = 1.0 / rate_hz
+        self._next_t = -math.inf
+
+    def due(self, t: float) -> bool:
+        if t < self._next_t:
+            return False
+        self._next_t = t + self.period
+        return True
+
+
 class Ground:
     """What places the base in the world: the foot's Delta and Z and the sole's outline
     (the stabilizer's ``foot.outline``, else the robot's rectangle a, b, c)."""
