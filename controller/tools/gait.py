@@ -128,7 +128,7 @@ def plot_gait(out: Path, robot: TreeRobot, gait: Gait, report: GaitReport) -> li
     ax.plot(gait.cog_ref[w:, 0], gait.cog_ref[w:, 1], "b", lw=1.5, label="CoG")
     ax.set(xlabel="x (m, forward)", ylabel="y (m, left)", aspect="equal",
            title=f"min ZMP margin {1000 * report.margin.min():.1f} mm")
-    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     paths = [out / "gait_path.png"]
     fig.savefig(paths[0], dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -150,8 +150,11 @@ def joints_figure(names: tuple[str, ...], t: np.ndarray, q: np.ndarray):
         for k, j in enumerate(group):
             color, style = line_style(k)
             ax.plot(t, np.degrees(q[:, j]), color=color, ls=style, lw=1, label=names[j])
+        low, high = ax.get_ylim()
+        if high - low < 2.0:                # joints held still: no zoom into rounding noise
+            ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
         ax.set_ylabel("q (deg)")
-        ax.legend(fontsize=7, ncol=3, loc="upper right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("t (s)")
     return fig
