@@ -12,10 +12,12 @@ loop's time ``t``. Besides, ROS 2 messages (CDR, ``ros2msg`` schemas, written by
 writer): ``/joint_states`` (``sensor_msgs/msg/JointState``) every record, and, given a
 :class:`~controller.daemon.io.scene.Scene`, ``/tf`` (``tf2_msgs/msg/TFMessage``: world -> base,
 then the chain's links) and ``/scene`` (``foxglove.SceneUpdate``, JSON) at ``SCENE_HZ`` of loop
-time, as the live view sends them. Log and publish times are Unix epoch ns: the wall clock read
-once when the log starts (``start_ns``) plus the loop's ``t``, so a lock-step run's log is the
-same given its start. Run metadata (joint names, layout, period, start) is the MCAP metadata
-record ``bipd``.
+time, as the live view sends them. Log and publish times are Unix epoch ns: ``start_ns``, the wall
+clock read once, at the log's first message, less that message's loop time ``t`` (the daemon's
+boot, its kernels compiling, is not counted), plus each message's ``t``: a lock-step run's log is the
+same given its start. Run metadata (joint names, layout, period) is the MCAP metadata record
+``bipd``, written first; the start is the metadata record ``bipd.start``, written with the first
+message (or at close).
 
 Crash safety: records are gathered into compressed chunks of about ``chunk_bytes`` of JSON
 (256 KiB, about 0.4 s of records at 500 Hz), each written, flushed and fsynced whole at a record
@@ -56,6 +58,7 @@ from controller.daemon.io.scene import BASE, SCENE_UPDATE, WORLD, Every, Scene
 
 LOG_NAME = "cycles.mcap"
 FORMAT = "bipd-cycle-log"
+START = "bipd.start"        # the metadata record of start_ns
 VERSION = 3                 # 3: epoch times, ROS 2 channels, /scene, integers, units
 EVENTS, TRUTH, RIG = "/events", "/hil_truth", "/rig"
 JOINT_STATES, TF, SCENE = "/joint_states", "/tf", "/scene"
@@ -210,8 +213,8 @@ class CycleLogWriter:
     ``records`` counts the records that reached the disk (in chunks written, flushed and
     fsynced), never those still gathered. ``rig`` False leaves out the ``/rig`` channel (a robot
     without the Stewart-Gough rig: its fields are all null); ``/hil_truth`` is declared by the
-    first :meth:`truth`. ``scene`` (a serial chain's) adds ``/tf`` and ``/scene``; ``start_ns``
-    (default: the wall clock now) is the Unix time of the loop's ``t`` = 0. The first ``OSError`` (a full disk, EIO) cuts the file back to its last
+    first :meth:`truth`. ``scene`` (a serial chain's) adds ``/tf`` and ``/scene``; ``start_ns`` is the
+    Unix time of the loop's ``t`` = 0 (default: read at the first message, less its ``t``). The first ``OSError`` (a full disk, EIO) cuts the file back to its last
     chunk on disk, closes it, is kept in ``error`` and re-raised; :meth:`close` after it does nothing.
     """
 
@@ -223,7 +226,7 @@ class CycleLogWriter:
         self.path = Path(path)
         self.layout = layout
         self.period = period
-        self.start_ns = time.time_ns() if start_ns is None else start_ns
+        self.start_ns = start_ns
         self.chunk_bytes = chunk_bytes
         self.chunks = 0
         self.records = 0
@@ -261,8 +264,8 @@ class CycleLogWriter:
         self._mcap.add_metadata("bipd", {
             "format": FORMAT, "version": str(VERSION), "n": str(layout.n), "joint_names": json.dumps(names),
             "tasks": json.dumps(list(TASKS)), "stab_flags": json.dumps(list(STAB_FLAGS)), "period": repr(period),
-            "start_ns": str(self.start_ns), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "meta": json.dumps(meta or {})})
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": json.dumps(meta or {})})
+        self._started = False               # bipd.start written (by the first message)
         self._commit(self._mcap.flush)
 
     def _register(self, topic: str, schema: dict[str, Any], name: str | None = None) -> int:
@@ -270,8 +273,16 @@ class CycleLogWriter:
         return self._mcap.register_channel(topic, "json", sid)
 
     def stamp(self, t: float) -> int:
-        """The Unix time in ns of the loop's time ``t`` (the log's start when ``t`` is not finite)."""
-        return self.start_ns + (round(t * NS) if math.isfinite(t) else 0)
+        """The Unix time in ns of the loop's time ``t`` (the log's start when ``t`` is not finite); the
+        first call fixes ``start_ns`` if it was not given and writes it (``bipd.start``)."""
+        ns = round(t * NS) if math.isfinite(t) else 0
+        if not self._started:
+            self._check()
+            if self.start_ns is None:
+                self.start_ns = time.time_ns() - ns
+            self._mcap.add_metadata(START, {"start_ns": str(self.start_ns)})
+            self._started = True
+        return self.start_ns + ns
 
     def _check(self) -> None:
         if self.error is not None:
@@ -383,6 +394,7 @@ class CycleLogWriter:
         """Write the last chunk, the summary and the footer (nothing after a write error)."""
         if self._file.closed:
             return
+        self.stamp(0.0)                      # a log without messages still says what it is
         self._commit(self._mcap.finish)
         if self._pending:
             self.chunks += 1
@@ -452,6 +464,12 @@ def _record_channels(scan: McapScan) -> list[Channel]:
     return [ch for ch in CHANNELS if ch.topic in declared]
 
 
+def _start_ns(scan: McapScan) -> int:
+    """Unix ns of the loop's t = 0; 0 for a log of version 2 (stamped with t alone) or one torn
+    before its first message."""
+    return int(scan.metadata.get(START, {}).get("start_ns", 0))
+
+
 def _read_mcap(path: Path) -> CycleLog:
     scan = scan_mcap(path)
     meta = scan.metadata.get("bipd")
@@ -475,7 +493,7 @@ def _read_mcap(path: Path) -> CycleLog:
             records[:, s] = col.reshape(count, s.stop - s.start)
     header = {k: json.loads(v) if k in ("joint_names", "tasks", "stab_flags", "meta") else v
               for k, v in meta.items()}
-    header["start_ns"] = int(meta.get("start_ns", 0))   # 0: a log of version 2 stamped with t alone
+    header["start_ns"] = _start_ns(scan)
     header["complete"] = scan.complete
     return CycleLog(layout, tuple(header["joint_names"]), records, header,
                     by_topic.get(EVENTS, []), by_topic.get(TRUTH, []))
@@ -494,7 +512,7 @@ def log_info(path: str | Path) -> dict[str, Any]:
     scan = scan_mcap(p)
     if "bipd" not in scan.metadata:
         raise LogError(f"{p} is not a {FORMAT} file (no bipd metadata record)")
-    start_ns = int(scan.metadata["bipd"].get("start_ns", 0))
+    start_ns = _start_ns(scan)
     channels: dict[str, dict[str, Any]] = {
         topic: {"type": scan.types[cid][1], "encoding": scan.types[cid][0], "messages": 0, "t": None}
         for cid, topic in scan.topics.items()}
