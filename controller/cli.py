@@ -11,6 +11,7 @@
     bipd demo [--robot PATH] [--plot FILE] [--json]      thesis squat through the models alone
     bipd bench models [--robot PATH] [--samples N] [--json] [--no-first-call]   chain or tree
     bipd bench loop [--config PATH] [--seconds S] [--rate R] [--period S] [--json]   vs cyclictest
+    bipd bench log LOG [--config PATH] [--rounds N] [--json]   cycle log cost per record, size per second
     bipd gait --speed M_H --steps N --out FILE.csv [--robot PATH] [--plot DIR]   offline walk
     bipd gait --check FILE.csv [--robot PATH]              re-check a gait file
     bipd stabilize-offline [--config PATH] [--amplitudes DEG,...] [--ramp-s S] [--json]   whole robot, tilt
@@ -456,10 +457,33 @@ def cmd_log(args: argparse.Namespace) -> int:
     span = info["t"]
     print(f"{info['path']}: {info['format']}, {info['records']} records"
           + (f", t {span[0]:.3f} .. {span[1]:.3f} s ({span[1] - span[0]:.3f} s)" if span else "")
+          + (f", started {info['start']}" if info["start"] else "")
           + ("" if info["complete"] else ", torn (no footer: read up to its last complete chunk)"))
     for topic, c in info["channels"].items():
         t = f"  t {c['t'][0]:.3f} .. {c['t'][1]:.3f} s" if c["t"] else ""
-        print(f"  {topic:18s} {c['messages']:9d} messages{t}")
+        print(f"  {topic:18s} {c['type'] + ' (' + c['encoding'] + ')':40s} {c['messages']:9d} messages{t}")
+    return 0
+
+
+def cmd_bench_log(args: argparse.Namespace) -> int:
+    from controller.daemon.io.log import LogError
+    from controller.tools.log_bench import print_report, run
+
+    if args.rounds < 1:
+        print(f"bipd bench log: error: --rounds must be at least 1 (got {args.rounds})", file=sys.stderr)
+        return 2
+    try:
+        res = run(args.log, args.config, args.rounds, say=lambda m: print(m, file=sys.stderr))
+    except (LogError, ConfigError) as e:
+        print(f"bipd bench log: error: {e}", file=sys.stderr)
+        return 2
+    if not res["records"]:
+        print(f"bipd bench log: error: {args.log} holds no record", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print_report(res)
     return 0
 
 
@@ -655,6 +679,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "per control cycle)")
     bl.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bl.set_defaults(func=cmd_bench_loop)
+
+    bg = bsub.add_parser("log", help="the cycle log writer's CPU per record and bytes per second, on a run's records")
+    bg.add_argument("log", help="a cycle log whose records are written again (an .mcap file or a run folder)")
+    bg.add_argument("--config", default=str(DEFAULT_CONFIG),
+                    help="daemon config whose robot gives the 3-D scene (/tf, /scene) when it is the log's chain")
+    bg.add_argument("--rounds", type=int, default=5, help="interleaved rounds, medians reported (default 5)")
+    bg.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    bg.set_defaults(func=cmd_bench_log)
 
     ga = sub.add_parser("gait", help="an offline walking gait as a playback CSV (LIPM preview control + "
                                      "whole-body IK), checked; or --check an existing one")

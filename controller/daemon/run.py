@@ -243,7 +243,7 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
             run = new_run_dir(io.log_dir)
             server.log = CycleLogWriter(run / LOG_NAME, RecordLayout(robot.n), robot.model.joint_names,
                                         period=cfg.loop.period, meta={"config": str(cfg.source)},
-                                        rig=cfg.control.rig is not None)
+                                        rig=cfg.control.rig is not None, scene=_scene(cfg, robot))
         except (OSError, LogError) as e:
             server.close()
             raise ConfigError(str(cfg.source), "io.log_dir", f"cannot create this run's log folder in "
@@ -251,10 +251,18 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     return server
 
 
+def _scene(cfg: DaemonConfig, robot):
+    """The 3-D scene the cycle log records (/tf, /scene): a serial chain's (a tree has none yet)."""
+    from controller.daemon.io.scene import Ground, Scene
+
+    return None if isinstance(robot, TreeRobot) else Scene(robot, Ground.of(robot, cfg.stabilizer_path))
+
+
 def _open_live_view(cfg: DaemonConfig, robot, server):
     """Start the Foxglove WebSocket server of ``io.live_view``, its parameters tuning through
     ``server``'s command path; a refusal names the key."""
-    from controller.daemon.io.live import Ground, LiveView, LiveViewError
+    from controller.daemon.io.live import LiveView, LiveViewError
+    from controller.daemon.io.scene import Ground
     from controller.daemon.io.live_params import LiveParameters
     from models.tree.config import load_tree
     from models.urdf import to_urdf

@@ -66,6 +66,21 @@ RECORD_FIELDS: tuple[tuple[str, int | str], ...] = (
     ("com", 3), ("margins", MAX_WALLS), ("force", 3), ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)),
     ("overruns", 1), ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
     ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2))
+#: each field's unit (the cycle log's schemas say it); codes name their enum, counts what they count
+FIELD_UNITS: dict[str, str] = {
+    "t": "s (the loop's time since its start)", "cycle": "cycles", "state": "code (controller.daemon.codes.State)",
+    "fault": "code (controller.daemon.codes.Reason; 0: none)", "q": "rad (m for a prismatic joint)",
+    "qd": "rad/s (m/s for a prismatic joint)", "q_ref": "rad (m for a prismatic joint)",
+    "tau": "N m (N for a prismatic joint)", "com": "m, in the base frame", "margins": "m (signed: negative outside)",
+    "force": "N", "stab_flags": "bit mask (bit k: stab_flags names[k])", "wake_us": "us", "task_us": "us",
+    "overruns": "cycles", "missed": "cycles", "platform": "rad (alpha, beta)",
+    "fault_info": "code (controller.daemon.codes.pack_detail)",
+    "support": "code (0 left, 1 right, 2 double, -1 none)", "rig_ferr": "mm of stroke (setpoint - position)",
+    "feet_load": "N (left, right)", "contact": "code (0 left, 1 right, 2 double, -1 none)",
+    "tilt": "rad (alpha, beta)"}
+#: the fields that hold integers (codes, counters, masks): the cycle log writes them as JSON integers
+INTEGER_FIELDS = frozenset({"cycle", "state", "fault", "stab_flags", "overruns", "missed", "fault_info",
+                            "support", "contact"})
 #: field name -> its position in a RecordLayout's ``offsets`` (the start of each field, in order)
 FIELD: dict[str, int] = {name: k for k, (name, _) in enumerate(RECORD_FIELDS)}
 

@@ -22,6 +22,8 @@ from models.tree.robot import TreeRobot
 
 from controller.daemon.io.playback import TrajectoryFileError, load_trajectory
 
+FOOT_COLORS = ("tab:blue", "tab:orange")         # left, right (models.common.support LEFT, RIGHT)
+
 
 def sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
@@ -87,8 +89,23 @@ def check_file(path: Path, robot: TreeRobot) -> GaitReport:
                       params.foot_spacing)
 
 
+def joint_groups(names: tuple[str, ...]) -> list[list[int]]:
+    """Joint indices grouped by the first word of their names (``l_``, ``r_``, ``trunk_``), in order:
+    one panel each in ``gait_joints.png``."""
+    groups: dict[str, list[int]] = {}
+    for j, name in enumerate(names):
+        groups.setdefault(name.split("_")[0], []).append(j)
+    return list(groups.values())
+
+
+def line_style(k: int) -> tuple[str, str]:
+    """A distinct (colour, line style) for the ``k``-th line of a panel: ten colours, then dashes."""
+    return f"C{k % 10}", ("-", "--", ":", "-.")[k // 10 % 4]
+
+
 def plot_gait(out: Path, robot: TreeRobot, gait: Gait, report: GaitReport) -> list[Path]:
-    """PNGs: CoG and ZMP paths over the footprints; the joint angles."""
+    """PNGs: CoG and ZMP paths over the left and right footprints; the joint angles in degrees,
+    one panel per group of joints (:func:`joint_groups`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -96,26 +113,48 @@ def plot_gait(out: Path, robot: TreeRobot, gait: Gait, report: GaitReport) -> li
     out.mkdir(parents=True, exist_ok=True)
     outline = np.array(robot.description.feet[0].outline)
     fig, ax = plt.subplots(figsize=(9, 4))
+    labelled = set()
     for foot, x, y in gait.plan.footprints:
         P = np.vstack([outline, outline[:1]]) + (x, y)
-        ax.plot(P[:, 0], P[:, 1], color="tab:blue" if foot == 0 else "tab:orange", lw=1)
+        side = SUPPORT_NAMES[foot]
+        ax.plot(P[:, 0], P[:, 1], color=FOOT_COLORS[foot], lw=1,
+                label=None if side in labelled else f"{side} foot")
+        ax.text(x, y, side[0].upper(), color=FOOT_COLORS[foot], ha="center", va="center", fontsize=7)
+        labelled.add(side)
     w = gait.plan.walk_start
     ax.plot(gait.plan.zmp_ref[w:, 0], gait.plan.zmp_ref[w:, 1], "k:", lw=1, label="ZMP reference")
     ax.plot(gait.zmp_lipm[w:, 0], gait.zmp_lipm[w:, 1], "g--", lw=1, label="ZMP of the LIPM")
     ax.plot(report.zmp[w:, 0], report.zmp[w:, 1], "r", lw=0.8, label="ZMP of the multi-body model")
     ax.plot(gait.cog_ref[w:, 0], gait.cog_ref[w:, 1], "b", lw=1.5, label="CoG")
-    ax.set(xlabel="x (m)", ylabel="y (m)", aspect="equal",
+    ax.set(xlabel="x (m, forward)", ylabel="y (m, left)", aspect="equal",
            title=f"min ZMP margin {1000 * report.margin.min():.1f} mm")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     paths = [out / "gait_path.png"]
     fig.savefig(paths[0], dpi=120, bbox_inches="tight")
     plt.close(fig)
-    fig, ax = plt.subplots(figsize=(9, 5))
-    for j, name in enumerate(robot.model.joint_names):
-        ax.plot(gait.t, gait.q[:, j], lw=1, label=name)
-    ax.set(xlabel="t (s)", ylabel="q (rad)")
-    ax.legend(fontsize=6, ncol=3)
     paths.append(out / "gait_joints.png")
+    fig = joints_figure(robot.model.joint_names, gait.t, gait.q)
     fig.savefig(paths[1], dpi=120, bbox_inches="tight")
     plt.close(fig)
     return paths
+
+
+def joints_figure(names: tuple[str, ...], t: np.ndarray, q: np.ndarray):
+    """The joint angles (deg) over time, a panel per :func:`joint_groups` group, each line its own
+    colour and style (:func:`line_style`)."""
+    import matplotlib.pyplot as plt
+
+    groups = joint_groups(names)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 2.6 * len(groups)), sharex=True, squeeze=False)
+    for ax, group in zip(axes[:, 0], groups):
+        for k, j in enumerate(group):
+            color, style = line_style(k)
+            ax.plot(t, np.degrees(q[:, j]), color=color, ls=style, lw=1, label=names[j])
+        low, high = ax.get_ylim()
+        if high - low < 2.0:                # joints held still: no zoom into rounding noise
+            ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
+        ax.set_ylabel("q (deg)")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("t (s)")
+    return fig

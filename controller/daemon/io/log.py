@@ -5,9 +5,19 @@ A run's log is ``cycles.mcap`` in a new ``run-<start time>-<pid>`` folder under 
 into one JSON message per kind of data, on the channels of :data:`CHANNELS` (derived from
 :class:`~controller.daemon.telemetry.RecordLayout`, every field on exactly one channel; ``/rig``
 only with the Stewart-Gough rig), plus ``/events`` (the loop's events, stamped at cycle × period)
-and ``/hil_truth`` (HIL ground truth, declared only when a scenario records some). Schemas are ``jsonschema``, messages ``json``, timestamps the loop's
-time ``t`` in ns: Foxglove and PlotJuggler open the file as it is. Non-finite numbers are
-``null``. Run metadata (joint names, layout, period) is the MCAP metadata record ``bipd``.
+and ``/hil_truth`` (HIL ground truth, declared only when a scenario records some). Schemas are
+``jsonschema`` with every field's unit (:data:`~controller.daemon.telemetry.FIELD_UNITS`), messages
+``json``, codes and counters JSON integers, non-finite numbers ``null``, each message keeping the
+loop's time ``t``. Besides, ROS 2 messages (CDR, ``ros2msg`` schemas, written by ``mcap_ros2``'s
+writer): ``/joint_states`` (``sensor_msgs/msg/JointState``) every record, and, given a
+:class:`~controller.daemon.io.scene.Scene`, ``/tf`` (``tf2_msgs/msg/TFMessage``: world -> base,
+then the chain's links) and ``/scene`` (``foxglove.SceneUpdate``, JSON) at ``SCENE_HZ`` of loop
+time, as the live view sends them. Log and publish times are Unix epoch ns: ``start_ns``, the wall
+clock read once, at the log's first message, less that message's loop time ``t`` (the daemon's
+boot, its kernels compiling, is not counted), plus each message's ``t``: a lock-step run's log is the
+same given its start. Run metadata (joint names, layout, period) is the MCAP metadata record
+``bipd``, written first; the start is the metadata record ``bipd.start``, written with the first
+message (or at close).
 
 Crash safety: records are gathered into compressed chunks of about ``chunk_bytes`` of JSON
 (256 KiB, about 0.4 s of records at 500 Hz), each written, flushed and fsynced whole at a record
@@ -25,27 +35,34 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from mcap.exceptions import McapError
-from mcap.records import Channel as McapChannel, Message, Metadata
+from mcap.records import Channel as McapChannel, Message, Metadata, Schema as McapSchema
 from mcap.stream_reader import StreamReader
-from mcap.writer import CompressionType, Writer
+from mcap.writer import CompressionType
+from mcap_ros2.writer import Writer as Ros2Writer
 from zstandard import ZstdError
 
-from controller.daemon.codes import Reason, State
-from controller.daemon.telemetry import STAB_FLAGS, TASKS, RecordLayout, stab_flag_names
+from controller.daemon.codes import Event, Reason, State
+from controller.daemon.telemetry import (FIELD_UNITS, INTEGER_FIELDS, STAB_FLAGS, TASKS, RecordLayout,
+                                         stab_flag_names)
 from models.rig.config import LEG_NAMES
 
+from controller.daemon.io import ros2
 from controller.daemon.io.messages import finite_or_none, name_of
+from controller.daemon.io.scene import BASE, SCENE_UPDATE, WORLD, Every, Scene
 
 LOG_NAME = "cycles.mcap"
 FORMAT = "bipd-cycle-log"
-VERSION = 2
+START = "bipd.start"        # the metadata record of start_ns
+VERSION = 3                 # 3: epoch times, ROS 2 channels, /scene, integers, units
 EVENTS, TRUTH, RIG = "/events", "/hil_truth", "/rig"
+JOINT_STATES, TF, SCENE = "/joint_states", "/tf", "/scene"
+SCENE_HZ = 30.0             # /tf and /scene: the live view's rate
 NS = 1_000_000_000
 
 
@@ -89,32 +106,68 @@ CHANNELS = (
 )
 
 
-def _number(nullable: bool = True) -> dict[str, Any]:
-    return {"type": ["number", "null"] if nullable else "number"}
+def _typed(kind: str | list[str], description: str) -> dict[str, Any]:
+    return {"type": kind, "description": description}
 
 
-def _strings() -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}}
+def _strings(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
+T_PROPERTY = _typed("number", FIELD_UNITS["t"] + "; the message's log time is the log's start + t")
+NAME = ["string", "integer"]                # an enum member's name, or the integer when it is none
+OPTIONAL_NAME = ["string", "integer", "null"]
 
 
 def _schema(ch: Channel, layout: RecordLayout) -> dict[str, Any]:
-    """JSON schema of a channel's messages (jsonschema draft 2020-12)."""
-    props: dict[str, Any] = {"t": _number(False)}
+    """JSON schema of a channel's messages (jsonschema draft 2020-12), each field with its unit."""
+    props: dict[str, Any] = {"t": T_PROPERTY}
     if ch.joints:
-        props["name"] = _strings()
+        props["name"] = _strings("joint names, in the order of the arrays")
     for key, name in ch.fields:
         s = layout.slices[name]
-        props[key] = _number() if s.stop - s.start == 1 else {"type": "array", "items": _number()}
+        item = {"type": ["integer" if name in INTEGER_FIELDS else "number", "null"]}
+        size = s.stop - s.start
+        props[key] = ({**item, "description": FIELD_UNITS[name]} if size == 1 else
+                      {"type": "array", "items": item, "minItems": size, "maxItems": size,
+                       "description": FIELD_UNITS[name]})
     for key, _ in ch.static:
-        props[key] = _strings()
+        props[key] = _strings("names, in the order of the arrays")
     if ch.labels is _loop_labels:
-        props.update(state_name={"type": ["string", "integer"]}, fault_name={"type": ["string", "integer", "null"]})
+        props.update(state_name=_typed(NAME, "state's name"), fault_name=_typed(OPTIONAL_NAME, "fault's Reason name"))
     elif ch.labels is _stab_labels:
-        props["flag_names"] = _strings()
-    return {"type": "object", "title": ch.topic.strip("/"), "properties": props, "required": list(props)}
+        props["flag_names"] = _strings("names of the bits set in flags")
+    return {"type": "object", "title": ch.topic.strip("/"), "properties": props, "required": list(props),
+            "additionalProperties": False}
 
 
-OPEN_SCHEMA = {"type": "object", "properties": {"t": {"type": "number"}}, "additionalProperties": True}
+#: /events: every field an event (controller.daemon.io.messages.event_message, log_failed_message) has
+EVENT_SCHEMA = {"type": "object", "title": "events", "required": ["t", "cycle", "kind"], "additionalProperties": False,
+                "properties": {
+    "t": _typed("number", "s, the loop's time of the event's cycle (cycle x period)"),
+    "cycle": _typed("integer", "cycles"),
+    "kind": {"anyOf": [{"enum": [e.name for e in Event]}, {"type": "integer"}], "description": "event kind"},
+    "from_state": _typed(NAME, "state left (TRANSITION)"), "to_state": _typed(NAME, "state entered (TRANSITION)"),
+    "reason": _typed(NAME, "Reason name (TRANSITION, FAULT, WARNING)"),
+    "detail": _typed(["string", "number", "null"], "a sentence (FAULT, LOG_FAILED) or the raw detail code"),
+    "code": _typed(OPTIONAL_NAME, "the drive's or bus's error code, by name and in hex (FAULT)"),
+    "axis": _typed(["string", "null"], "bus axis (FAULT)"), "node": _typed(["integer", "null"], "POWERLINK node id"),
+    "joint": _typed(["string", "null"], "joint name"),
+    "status": _typed(NAME, "stabilizer or load-cell status name"),
+    "rose": _strings("stab_flags names that rose (STABILIZER)"),
+    "cmd": _typed(NAME, "command name (COMMAND)"), "accepted": _typed("boolean", "the command was accepted"),
+    "support": _typed(["string", "null"], "support phase name (SUPPORT, CONTACT)"),
+    "root": _typed(["integer", "null"], "the model's root body index (SUPPORT)"),
+    "right_share": _typed(["number", "null"], "the right foot's share of the load, 0..1 (CONTACT)"),
+    "missed": _typed(["integer", "null"], "cycles missed (OVERRUN)"),
+    "cycle_us": _typed(["number", "null"], "us, the overrunning cycle's time (OVERRUN)"),
+    "a": _typed(["number", "null"], "raw first argument (other kinds)"),
+    "b": _typed(["number", "null"], "raw second argument (other kinds)"),
+    "error": _typed("string", "errno name of the log's failure (LOG_FAILED)"),
+    "records": _typed("integer", "records on disk when the log failed (LOG_FAILED)")}}
+TRUTH_SCHEMA = {"type": "object", "title": "hil_truth", "required": ["t"], "additionalProperties": True,
+                "description": "the HIL plant's ground truth, SI units (m, rad, N, N m, s; following_error in mm)",
+                "properties": {"t": _typed("number", "s, the plant's time")}}
 
 
 def new_run_dir(log_dir: str | Path) -> Path:
@@ -160,18 +213,20 @@ class CycleLogWriter:
     ``records`` counts the records that reached the disk (in chunks written, flushed and
     fsynced), never those still gathered. ``rig`` False leaves out the ``/rig`` channel (a robot
     without the Stewart-Gough rig: its fields are all null); ``/hil_truth`` is declared by the
-    first :meth:`truth`. The first ``OSError`` (a full disk, EIO) cuts the file back to its last
+    first :meth:`truth`. ``scene`` (a serial chain's) adds ``/tf`` and ``/scene``; ``start_ns`` is the
+    Unix time of the loop's ``t`` = 0 (default: read at the first message, less its ``t``). The first ``OSError`` (a full disk, EIO) cuts the file back to its last
     chunk on disk, closes it, is kept in ``error`` and re-raised; :meth:`close` after it does nothing.
     """
 
     def __init__(self, path: str | Path, layout: RecordLayout, joint_names: tuple[str, ...],
                  chunk_bytes: int = 256 * 1024, period: float = 0.002, meta: dict[str, Any] | None = None,
-                 rig: bool = True) -> None:
+                 rig: bool = True, scene: Scene | None = None, start_ns: int | None = None) -> None:
         if chunk_bytes < 1:
             raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
         self.path = Path(path)
         self.layout = layout
         self.period = period
+        self.start_ns = start_ns
         self.chunk_bytes = chunk_bytes
         self.chunks = 0
         self.records = 0
@@ -184,57 +239,108 @@ class CycleLogWriter:
             self._file = open(self.path, "xb")
         except FileExistsError:
             raise LogError(f"{self.path} already exists; a cycle log is never overwritten") from None
-        # chunks are cut here, at record boundaries (flush), never inside the mcap writer
-        self._mcap = Writer(self._file, chunk_size=1 << 62, compression=CompressionType.ZSTD)
-        self._mcap.start(profile="", library="bipd")
-        names = list(joint_names)
+        # chunks are cut here, at record boundaries (flush), never inside the mcap writer; the JSON
+        # channels go through the ROS 2 writer's own MCAP writer, so one file holds both
+        self._ros2 = Ros2Writer(self._file, chunk_size=1 << 62, compression=CompressionType.ZSTD)
+        self._mcap = self._ros2._writer
+        self._names = names = list(joint_names)
         self._channels = []
         for ch in CHANNELS:
             if ch.topic == RIG and not rig:
                 continue
             cid = self._register(ch.topic, _schema(ch, layout))
-            slices = tuple((key, layout.slices[name], layout.slices[name].stop - layout.slices[name].start == 1)
-                           for key, name in ch.fields)
+            slices = tuple((key, layout.slices[name], layout.slices[name].stop - layout.slices[name].start == 1,
+                            name in INTEGER_FIELDS) for key, name in ch.fields)
             fixed = ({"name": names} if ch.joints else {}) | {k: list(v) for k, v in ch.static}
             self._channels.append((cid, slices, fixed, ch.labels))
-        self._extra = {EVENTS: self._register(EVENTS, OPEN_SCHEMA)}
+        self._extra = {EVENTS: self._register(EVENTS, EVENT_SCHEMA)}
+        self._joint_states = self._ros2.register_msgdef(ros2.JOINT_STATE, ros2.JOINT_STATE_DEF)
+        self._scene, self._every = scene, Every(SCENE_HZ)
+        if scene is not None:
+            self._tf = self._ros2.register_msgdef(ros2.TF_MESSAGE, ros2.TF_MESSAGE_DEF)
+            self._extra[SCENE] = self._register(SCENE, SCENE_UPDATE, SCENE_UPDATE["title"])
+            self._links = [BASE, *names, "tool"]
+            self._world_base = np.eye(4)
         self._mcap.add_metadata("bipd", {
             "format": FORMAT, "version": str(VERSION), "n": str(layout.n), "joint_names": json.dumps(names),
             "tasks": json.dumps(list(TASKS)), "stab_flags": json.dumps(list(STAB_FLAGS)), "period": repr(period),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": json.dumps(meta or {})})
+        self._started = False               # bipd.start written (by the first message)
         self._commit(self._mcap.flush)
 
-    def _register(self, topic: str, schema: dict[str, Any]) -> int:
-        sid = self._mcap.register_schema(topic.strip("/"), "jsonschema", json.dumps(schema).encode())
+    def _register(self, topic: str, schema: dict[str, Any], name: str | None = None) -> int:
+        sid = self._mcap.register_schema(name or topic.strip("/"), "jsonschema", json.dumps(schema).encode())
         return self._mcap.register_channel(topic, "json", sid)
 
-    def _add(self, cid: int, t: float, msg: dict[str, Any]) -> None:
+    def stamp(self, t: float) -> int:
+        """The Unix time in ns of the loop's time ``t`` (the log's start when ``t`` is not finite); the
+        first call fixes ``start_ns`` if it was not given and writes it (``bipd.start``)."""
+        ns = round(t * NS) if math.isfinite(t) else 0
+        if not self._started:
+            self._check()
+            if self.start_ns is None:
+                self.start_ns = time.time_ns() - ns
+            self._mcap.add_metadata(START, {"start_ns": str(self.start_ns)})
+            self._started = True
+        return self.start_ns + ns
+
+    def _check(self) -> None:
         if self.error is not None:
             raise LogError(f"{self.path}: the log stopped on an earlier write error ({self.error})")
+
+    def _add(self, cid: int, ns: int, msg: dict[str, Any]) -> None:
+        self._check()
         data = json.dumps(msg, separators=(",", ":")).encode()
-        ns = round(t * NS) if math.isfinite(t) else 0
         self._mcap.add_message(cid, ns, data, ns, self._seq)
         self._seq += 1
         self._pending += len(data)
 
+    def _add_ros2(self, topic: str, schema: Any, ns: int, msg: dict[str, Any]) -> None:
+        self._check()
+        self._ros2.write_message(topic, schema, msg, ns, ns, self._seq)
+        self._seq += 1
+
     def append(self, rec: np.ndarray) -> None:
-        """One record, one message per channel; writes a chunk when ``chunk_bytes`` are gathered."""
+        """One record, one message per channel (and ``/joint_states``; ``/tf`` and ``/scene`` at
+        ``SCENE_HZ``); writes a chunk when ``chunk_bytes`` are gathered."""
         t = float(rec[0])
+        ns = self.stamp(t)
         finite = bool(np.isfinite(rec).all())
         for cid, slices, fixed, labels in self._channels:
             msg: dict[str, Any] = {"t": t}
             msg.update(fixed)
-            for key, s, scalar in slices:
+            for key, s, scalar, integer in slices:
                 v = rec[s].tolist()
-                if not finite:
+                if integer:
+                    v = [int(x) if math.isfinite(x) else None for x in v]
+                elif not finite:
                     v = [finite_or_none(x) for x in v]
                 msg[key] = v[0] if scalar else v
             if labels is not None:
                 msg.update(labels(rec, self.layout))
-            self._add(cid, t, msg)
+            self._add(cid, ns, msg)
+        sl = self.layout.slices
+        self._add_ros2(JOINT_STATES, self._joint_states, ns,
+                       ros2.joint_state(ns, self._names, rec[sl["q"]], rec[sl["qd"]], rec[sl["tau"]]))
+        if self._scene is not None and self._every.due(t):
+            self._append_scene(rec, ns)
         self._gathered += 1
         if self._pending >= self.chunk_bytes:
             self.flush()
+
+    def _append_scene(self, rec: np.ndarray, ns: int) -> None:
+        """``/tf`` (world -> base at a known tilt, the chain's links at a finite q) and ``/scene``."""
+        scene = self._scene
+        tilt_known = scene.place(rec)
+        transforms = []
+        if tilt_known:
+            self._world_base[:3, :3], self._world_base[:3, 3] = scene.R, scene.o
+            transforms.append(ros2.transform(ns, WORLD, BASE, self._world_base))
+        if scene.frames(rec[self.layout.slices["q"]]):
+            transforms += ros2.link_transforms(ns, self._links, scene.T)
+        if transforms:
+            self._add_ros2(TF, self._tf, ns, {"transforms": transforms})
+        self._add(self._extra[SCENE], ns, {"deletions": [], "entities": scene.entities(rec, ns, tilt_known)})
 
     def append_telemetry(self, msg: dict[str, Any]) -> None:
         """A ``telemetry`` frame of the I/O process (its layout fields, nulls for NaN)."""
@@ -247,13 +353,13 @@ class CycleLogWriter:
     def event(self, msg: dict[str, Any]) -> None:
         """A loop event (:func:`controller.daemon.io.messages.event_message`), stamped at cycle × period."""
         t = msg["cycle"] * self.period
-        self._add(self._extra[EVENTS], t, {"t": t} | msg)
+        self._add(self._extra[EVENTS], self.stamp(t), {"t": t} | msg)
 
     def truth(self, msg: dict[str, Any]) -> None:
         """A HIL ground-truth frame (its own ``t``); the first one declares ``/hil_truth``."""
         if TRUTH not in self._extra:
-            self._extra[TRUTH] = self._register(TRUTH, OPEN_SCHEMA)
-        self._add(self._extra[TRUTH], float(msg["t"]), msg)
+            self._extra[TRUTH] = self._register(TRUTH, TRUTH_SCHEMA)
+        self._add(self._extra[TRUTH], self.stamp(float(msg["t"])), msg)
 
     def _commit(self, write: Callable[[], None]) -> None:
         """``write`` (which ends at a record boundary), flushed and fsynced: the records gathered
@@ -288,6 +394,7 @@ class CycleLogWriter:
         """Write the last chunk, the summary and the footer (nothing after a write error)."""
         if self._file.closed:
             return
+        self.stamp(0.0)                      # a log without messages still says what it is
         self._commit(self._mcap.finish)
         if self._pending:
             self.chunks += 1
@@ -319,6 +426,7 @@ class McapScan:
     metadata: dict[str, dict[str, str]]
     topics: dict[int, str]
     messages: list[Message]
+    types: dict[int, tuple[str, str]]   # channel id -> (message encoding, schema name)
     complete: bool                  # the footer was reached (not a torn file)
 
 
@@ -326,6 +434,8 @@ def scan_mcap(path: Path) -> McapScan:
     """Read an MCAP file front to back; a torn tail (a killed writer) or a damaged record (a failed CRC,
     a chunk that does not decompress) ends the scan: the records before it stand."""
     metadata, topics, messages, complete = {}, {}, [], False
+    schemas: dict[int, str] = {}
+    types: dict[int, tuple[str, str]] = {}
     with open(path, "rb") as f:
         records = StreamReader(f, validate_crcs=True).records
         try:
@@ -334,6 +444,9 @@ def scan_mcap(path: Path) -> McapScan:
                     messages.append(r)
                 elif isinstance(r, McapChannel):
                     topics[r.id] = r.topic
+                    types[r.id] = (r.message_encoding, schemas.get(r.schema_id, ""))
+                elif isinstance(r, McapSchema):
+                    schemas[r.id] = r.name
                 elif isinstance(r, Metadata):
                     metadata[r.name] = r.metadata
             complete = True
@@ -342,13 +455,19 @@ def scan_mcap(path: Path) -> McapScan:
                 raise LogError(f"{path} is not an MCAP file ({type(e).__name__})") from None
         except struct.error:
             pass                    # a record cut inside its fields: it is lost, the earlier ones stand
-    return McapScan(metadata, topics, messages, complete)
+    return McapScan(metadata, topics, messages, types, complete)
 
 
 def _record_channels(scan: McapScan) -> list[Channel]:
     """The record channels a file declares (every record is one message on each)."""
     declared = set(scan.topics.values())
     return [ch for ch in CHANNELS if ch.topic in declared]
+
+
+def _start_ns(scan: McapScan) -> int:
+    """Unix ns of the loop's t = 0; 0 for a log of version 2 (stamped with t alone) or one torn
+    before its first message."""
+    return int(scan.metadata.get(START, {}).get("start_ns", 0))
 
 
 def _read_mcap(path: Path) -> CycleLog:
@@ -359,7 +478,8 @@ def _read_mcap(path: Path) -> CycleLog:
     layout = RecordLayout(int(meta["n"]))
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for m in scan.messages:
-        by_topic.setdefault(scan.topics[m.channel_id], []).append(json.loads(m.data))
+        if scan.types[m.channel_id][0] == "json":        # the ROS 2 channels repeat JSON ones
+            by_topic.setdefault(scan.topics[m.channel_id], []).append(json.loads(m.data))
     present = _record_channels(scan)
     count = min((len(by_topic.get(ch.topic, ())) for ch in present), default=0)
     records = np.full((count, layout.size), np.nan)
@@ -373,6 +493,7 @@ def _read_mcap(path: Path) -> CycleLog:
             records[:, s] = col.reshape(count, s.stop - s.start)
     header = {k: json.loads(v) if k in ("joint_names", "tasks", "stab_flags", "meta") else v
               for k, v in meta.items()}
+    header["start_ns"] = _start_ns(scan)
     header["complete"] = scan.complete
     return CycleLog(layout, tuple(header["joint_names"]), records, header,
                     by_topic.get(EVENTS, []), by_topic.get(TRUTH, []))
@@ -385,20 +506,26 @@ def read_log(path: str | Path) -> CycleLog:
 
 
 def log_info(path: str | Path) -> dict[str, Any]:
-    """Channels with their message counts and time span, the record count, and whether the
-    file ended cleanly."""
+    """Channels with their type (schema name, message encoding), message counts and time span
+    in loop time, the record count, the start (Unix ns and UTC), and whether the file ended cleanly."""
     p = find_log(path)
     scan = scan_mcap(p)
     if "bipd" not in scan.metadata:
         raise LogError(f"{p} is not a {FORMAT} file (no bipd metadata record)")
-    channels: dict[str, dict[str, Any]] = {topic: {"messages": 0, "t": None} for topic in scan.topics.values()}
+    start_ns = _start_ns(scan)
+    channels: dict[str, dict[str, Any]] = {
+        topic: {"type": scan.types[cid][1], "encoding": scan.types[cid][0], "messages": 0, "t": None}
+        for cid, topic in scan.topics.items()}
     for m in scan.messages:
         c = channels[scan.topics[m.channel_id]]
         c["messages"] += 1
-        t = m.log_time / NS
+        t = (m.log_time - start_ns) / NS
         c["t"] = [t, t] if c["t"] is None else [min(c["t"][0], t), max(c["t"][1], t)]
     spans = [c["t"] for c in channels.values() if c["t"]]
+    start = (datetime.fromtimestamp(start_ns // NS, timezone.utc)
+             .replace(microsecond=start_ns % NS // 1000).isoformat(timespec="microseconds"))
     return {"path": str(p), "format": "mcap", "bytes": p.stat().st_size, "complete": scan.complete,
+            "start_ns": start_ns, "start": start if start_ns else None,
             "records": min((channels[ch.topic]["messages"] for ch in _record_channels(scan)), default=0),
             "t": [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None,
             "channels": channels}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.tools.campaign.execute import objective_values
-from controller.tools.campaign.spec import Spec
+from controller.tools.campaign.spec import BETTER, METRIC_LABELS, Spec
 
 
 def _signed(spec: Spec, values: list[float]) -> list[float]:
@@ -54,9 +54,15 @@ def _fmt(v: Any) -> str:
     return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def axis_label(spec: Spec, metric: str) -> str:
+    """A metric's plot label: its name and unit, then its direction (``lowest CoG margin (m)  ↑ better``)."""
+    return f"{METRIC_LABELS[metric]}  {BETTER[spec.objectives[metric]]}"
+
+
 def pareto_plot(spec: Spec, rows: list[dict[str, Any]], folder: Path) -> Path:
-    """The first two objectives against each other (one objective: against the trial's rank), the
-    front joined by a line, failed trials left out; ``folder/<spec name>_pareto.png``."""
+    """The first two objectives against each other (one objective: against the trial's rank), each
+    axis named with its unit and its direction of improvement (↓ better: minimized), the front joined
+    by a line, failed trials left out; ``folder/<spec name>_pareto.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -69,7 +75,7 @@ def pareto_plot(spec: Spec, rows: list[dict[str, Any]], folder: Path) -> Path:
     if len(metrics) > 1:
         x = [v[1] for _, v in ok]
         y = [v[0] for _, v in ok]
-        ax.set_xlabel(metrics[1])
+        ax.set_xlabel(axis_label(spec, metrics[1]))
     else:
         x = list(range(1, len(ok) + 1))
         y = [v[0] for _, v in ok]
@@ -78,7 +84,7 @@ def pareto_plot(spec: Spec, rows: list[dict[str, Any]], folder: Path) -> Path:
     front = sorted((xi, yi) for (r, _), xi, yi in zip(ok, x, y) if r["pareto"])
     if front:
         ax.plot(*zip(*front), "o-", c="tab:red", label="Pareto front")
-    ax.set_ylabel(metrics[0])
+    ax.set_ylabel(axis_label(spec, metrics[0]))
     failed = len(rows) - len(ok)
     ax.set_title(f"{spec.name}: {len(ok)} trials" + (f" ({failed} fell or failed, not shown)" if failed else ""))
     ax.legend()

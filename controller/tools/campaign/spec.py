@@ -28,11 +28,15 @@ MAX_TRIALS = 10_000
 HIL run of seconds to minutes."""
 MAX_BISECTION_RUNS = 20
 """Most runs of a largest-tilt bisection (each halves the interval: 20 runs resolve it to 1e-6)."""
-METRICS = ("min_cog_margin_m", "min_cop_margin_m", "max_tracking_error_deg", "max_foot_tilt_deg",
-           "max_foot_lift_m", "min_hip_height_m", "largest_tilt_deg")
-"""Objectives: a scenario's figures (controller.tools.scenarios.metrics) and, with ``largest_tilt``,
-the bisection's largest tilt held."""
+METRIC_LABELS = {"min_cog_margin_m": "lowest CoG margin (m)", "min_cop_margin_m": "lowest CoP margin (m)",
+                 "max_tracking_error_deg": "largest tracking error (deg)", "max_foot_tilt_deg": "largest foot tilt (deg)",
+                 "max_foot_lift_m": "largest foot lift (m)", "min_hip_height_m": "lowest hip height (m)",
+                 "largest_tilt_deg": "largest platform tilt held (deg)"}
+"""Objectives, with their names in plots: a scenario's figures (controller.tools.scenarios.metrics)
+and, with ``largest_tilt``, the bisection's largest tilt held."""
+METRICS = tuple(METRIC_LABELS)
 SENSES = ("minimize", "maximize")
+BETTER = {"minimize": "↓ better", "maximize": "↑ better"}   # a plot axis's direction of improvement
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bipd.yaml"
 DEFAULT_TIMEOUT_S = 1800.0
 

@@ -139,11 +139,20 @@ def write_plots(series: Series, foot: dict, joints: list[str], name: str, out: P
             plot_platform(tel, tru, f"{name}: platform angles", platform)]
 
 
-def plot_zmp_path(tru: dict, margins: np.ndarray, title: str, path: Path) -> str:
+NO_ZMP = "n/a — hung: no ground contact, no ZMP"
+
+
+def plot_zmp_path(tru: dict, margins: np.ndarray, title: str, path: Path, hung: bool = False) -> str:
     """A walk on the floor plane (HIL truth, world x forward, y left): the support polygon of the
     feet in contact each time it changes, the whole robot's ZMP/CoP and the pelvis; and the ZMP's
-    signed margin to the polygon over time."""
+    signed margin to the polygon over time. Without a finite ZMP (``hung`` from the gantry, the
+    feet in the air) both panels say :data:`NO_ZMP` (or that the truth holds none)."""
     plt, fig, ax = _figure(1, 2, (14.0, 5.0))
+    if not (tru["t"].size and np.isfinite(tru["zmp"]).any()):
+        for x in ax[0]:
+            x.text(0.5, 0.5, NO_ZMP if hung else "n/a — no ZMP in the HIL truth", transform=x.transAxes,
+                   ha="center", va="center", fontsize=12, color="tab:gray", zorder=10,
+                   bbox={"facecolor": "white", "edgecolor": "tab:gray", "boxstyle": "round"})
     a = ax[0, 0]
     last = None
     for k in range(tru["t"].size):

@@ -122,7 +122,7 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
         try:
             Path(o.plot_dir).mkdir(parents=True, exist_ok=True)
             margins = support_margins(tru["zmp"], tru["support_polygon"], tru["support_count"])
-            plot_zmp_path(tru, margins, f"walk ({mount(hung)}): ZMP/CoP in the support polygon", zmp)
+            plot_zmp_path(tru, margins, f"walk ({mount(hung)}): ZMP/CoP in the support polygon", zmp, hung)
             plot_walk_tracking(tel, tru, joints, axes,
                                KNEE_BOUND_DEG, FOLLOWING_BOUND_DEG, f"walk ({mount(hung)}): tracking", tracking)
         except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid

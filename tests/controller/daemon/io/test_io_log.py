@@ -15,13 +15,14 @@ import pytest
 from mcap.reader import make_reader
 
 from controller.cli import main
-from controller.daemon.io.log import (CHANNELS, EVENTS, TRUTH, CycleLogWriter, LogError, find_log, log_info,
+from controller.daemon.io.log import (CHANNELS, EVENTS, JOINT_STATES, TRUTH, CycleLogWriter, LogError, find_log, log_info,
                                new_run_dir, read_log)
 from controller.tools.plot import plot_log
 from controller.daemon.telemetry import RecordLayout
 from tests.paths import ROOT
 
 NAMES = ("ankle_lateral", "ankle_sagittal", "knee", "hip")
+START_NS = 1_795_000_000_123_456_789            # 2026-11-18, a start with every digit used
 
 
 def records(layout: RecordLayout, count: int) -> np.ndarray:
@@ -64,7 +65,8 @@ def test_round_trip_and_mcap_reader(tmp_path):
     jsonschema/json channel per kind with the loop's t as log time, and the events."""
     layout = RecordLayout(4)
     recs = records(layout, 2000)
-    w = CycleLogWriter(tmp_path / "c.mcap", layout, NAMES, chunk_bytes=50_000, meta={"robot": "bip_leg"})
+    w = CycleLogWriter(tmp_path / "c.mcap", layout, NAMES, chunk_bytes=50_000, meta={"robot": "bip_leg"},
+                       start_ns=START_NS)
     for r in recs:
         w.append(r)
     w.event({"cycle": 100, "kind": "TRANSITION", "from_state": "ENABLED", "reason": "COMMAND"})
@@ -80,12 +82,13 @@ def test_round_trip_and_mcap_reader(tmp_path):
         summary = reader.get_summary()
         topics = {c.topic: (c.message_encoding, summary.schemas[c.schema_id].encoding)
                   for c in summary.channels.values()}
-        assert topics == {t: ("json", "jsonschema") for t in [c.topic for c in CHANNELS] + [EVENTS, TRUTH]}
+        assert topics == ({t: ("json", "jsonschema") for t in [c.topic for c in CHANNELS] + [EVENTS, TRUTH]}
+                          | {JOINT_STATES: ("cdr", "ros2msg")})
         counts = {summary.channels[k].topic: v for k, v in summary.statistics.channel_message_counts.items()}
         assert all(counts[c.topic] == 2000 for c in CHANNELS)
         for schema, channel, message in reader.iter_messages(topics=["/joint_state"]):
             msg = json.loads(message.data)
-            assert message.log_time == round(msg["t"] * 1e9)
+            assert message.log_time == START_NS + round(msg["t"] * 1e9)
             assert msg["name"] == list(NAMES) and len(msg["position"]) == len(msg["velocity"]) == 4
             props = json.loads(schema.data)["properties"]
             assert set(msg) == set(props) and props["position"]["type"] == "array"
@@ -215,7 +218,7 @@ def test_each_run_gets_its_own_folder_and_the_parent_reads_the_latest(tmp_path):
 
 
 def test_log_info(tmp_path, capsys):
-    w = CycleLogWriter(tmp_path / "c.mcap", RecordLayout(4), NAMES)
+    w = CycleLogWriter(tmp_path / "c.mcap", RecordLayout(4), NAMES, start_ns=START_NS)
     for r in records(RecordLayout(4), 501):
         w.append(r)
     w.event({"cycle": 3, "kind": "COMMAND"})
@@ -223,11 +226,16 @@ def test_log_info(tmp_path, capsys):
     assert main(["log", "info", str(tmp_path / "c.mcap"), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["records"] == 501 and info["complete"] and info["t"] == [0.0, 1.0]
-    assert info["channels"]["/joint_state"] == {"messages": 501, "t": [0.0, 1.0]}
-    assert info["channels"][EVENTS] == {"messages": 1, "t": [0.006, 0.006]}
+    assert info["start_ns"] == START_NS and info["start"] == "2026-11-18T11:06:40.123456+00:00"
+    assert info["channels"]["/joint_state"] == {"type": "joint_state", "encoding": "json", "messages": 501,
+                                                "t": [0.0, 1.0]}
+    assert info["channels"][JOINT_STATES] == {"type": "sensor_msgs/msg/JointState", "encoding": "cdr",
+                                              "messages": 501, "t": [0.0, 1.0]}
+    assert info["channels"][EVENTS] == {"type": "events", "encoding": "json", "messages": 1, "t": [0.006, 0.006]}
     assert main(["log", "info", str(tmp_path / "c.mcap")]) == 0
     out = capsys.readouterr().out
-    assert "501 records, t 0.000 .. 1.000 s" in out and "/joint_state" in out
+    assert "501 records, t 0.000 .. 1.000 s (1.000 s), started 2026-11-18T11:06:40.123456+00:00" in out
+    assert "/joint_states" in out and "sensor_msgs/msg/JointState (cdr)" in out
     assert main(["log", "info", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.startswith(f"bipd log: error: {tmp_path / 'none'} is not a cycle log")
 

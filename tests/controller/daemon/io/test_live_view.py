@@ -259,7 +259,7 @@ def test_allow_parameters_must_be_a_boolean(tmp_path):
 
 
 def _rotation(q: dict) -> np.ndarray:
-    """The rotation matrix of a unit quaternion (independent of controller.daemon.io.live)."""
+    """The rotation matrix of a unit quaternion (independent of controller.daemon.io.scene)."""
     x, y, z, w = q["x"], q["y"], q["z"], q["w"]
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
@@ -267,7 +267,7 @@ def _rotation(q: dict) -> np.ndarray:
 
 
 def test_quaternions_of_the_tilt_and_of_the_force_arrow():
-    from controller.daemon.io.live import arrow_rotation, quaternion
+    from controller.daemon.io.scene import arrow_rotation, quaternion
     from models.tilt import rotation_world_foot
     rng = np.random.default_rng(7)
     R = np.zeros((3, 3))
@@ -289,7 +289,8 @@ def test_missing_sdk_names_the_extra(monkeypatch):
 
 @pytest.mark.slow
 def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a_wall():
-    from controller.daemon.io.live import FORCE_SCALE, INSIDE_COLOR, OUTSIDE_COLOR, Ground, LiveView
+    from controller.daemon.io.live import LiveView
+    from controller.daemon.io.scene import FORCE_SCALE, INSIDE_COLOR, OUTSIDE_COLOR, Ground
     from controller.daemon.telemetry import RecordLayout
     robot = Robot.from_yaml(ROBOTS / "bip_leg.yaml")
     foot = robot.description.foot
@@ -304,7 +305,7 @@ def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a
         rec[s["margins"]][:4] = [0.02, 0.01, 0.03, 0.04]
         R = np.zeros((3, 3))
         rotation_world_foot(alpha, beta, R)
-        support = next(e for e in live._entities(rec, 1.0, live._place(rec)) if e["id"] == "support")
+        support = next(e for e in live.scene.entities(rec, 10**9, live.scene.place(rec)) if e["id"] == "support")
         arrow = support["arrows"][0]
         p = arrow["pose"]["position"]
         np.testing.assert_allclose([p["x"], p["y"], p["z"]], R @ com + R @ [foot["Delta"], 0.0, -foot["Z"]], atol=1e-12)
@@ -312,7 +313,7 @@ def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a
         assert arrow["shaft_length"] + arrow["head_length"] == pytest.approx(FORCE_SCALE * 5.0)
         assert support["lines"][0]["color"] == INSIDE_COLOR
         rec[s["margins"]][2] = -0.001                                   # the CoG beyond one wall
-        support = next(e for e in live._entities(rec, 1.0, live._place(rec)) if e["id"] == "support")
+        support = next(e for e in live.scene.entities(rec, 10**9, live.scene.place(rec)) if e["id"] == "support")
         assert support["lines"][0]["color"] == OUTSIDE_COLOR
     finally:
         live.close()

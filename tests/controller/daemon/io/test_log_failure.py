@@ -30,7 +30,7 @@ from controller.tools.plot import plot_log
 from controller.tools.ports import free_port
 from tests.controller.test_cli_errors import config, run_error
 from tests.controller.daemon_process import booted
-from tests.controller.daemon.io.test_io_log import NAMES, records, same
+from tests.controller.daemon.io.test_io_log import NAMES, START_NS, records, same
 from tests.paths import DEPLOY, ROBOTS
 
 
@@ -73,7 +73,7 @@ def test_a_full_disk_keeps_the_chunks_on_disk_and_counts_only_those(tmp_path, fu
     layout = RecordLayout(4)
     recs = records(layout, 3000)
     whole = tmp_path / "whole.mcap"
-    w = CycleLogWriter(whole, layout, NAMES, chunk_bytes=20_000)
+    w = CycleLogWriter(whole, layout, NAMES, chunk_bytes=20_000, start_ns=START_NS)
     ends = []                                    # file size after each chunk
     for r in recs:
         w.append(r)
@@ -85,7 +85,7 @@ def test_a_full_disk_keeps_the_chunks_on_disk_and_counts_only_those(tmp_path, fu
     for k, cut in enumerate(cuts):
         room["bytes"] = cut
         path = tmp_path / f"full-{k}.mcap"
-        w = CycleLogWriter(path, layout, NAMES, chunk_bytes=20_000)
+        w = CycleLogWriter(path, layout, NAMES, chunk_bytes=20_000, start_ns=START_NS)  # same bytes
         try:
             for r in recs:
                 w.append(r)

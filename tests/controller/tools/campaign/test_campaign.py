@@ -103,6 +103,27 @@ def test_report_ranks_and_marks_the_front():
         "failed: boom", "the robot fell at t = 3 s"}
 
 
+def test_pareto_plot_names_its_axes_with_units_and_directions(tmp_path, monkeypatch):
+    """tilt_fields.yaml maximizes the CoG margin (y axis, ↑ better) and minimizes the tracking error
+    (x axis, ↓ better); the front is d alone."""
+    import matplotlib.pyplot as plt
+    from controller.tools.campaign.report import pareto_plot
+    spec = load_spec(DEPLOY / "campaigns" / "tilt_fields.yaml")
+    assert list(spec.objectives.items())[:2] == [("min_cog_margin_m", "maximize"),
+                                                 ("max_tracking_error_deg", "minimize")]
+    recs = [{"key": k, "params": {}, "status": "ok", "metrics": {"min_cog_margin_m": m, "max_tracking_error_deg": e}}
+            for k, m, e in (("a", 0.05, 0.02), ("b", 0.06, 0.03), ("d", 0.06, 0.01))]
+    kept = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    path = pareto_plot(spec, ranked(spec, recs), tmp_path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    ax = kept[0].axes[0]
+    assert ax.get_ylabel() == "lowest CoG margin (m)  ↑ better"
+    assert ax.get_xlabel() == "largest tracking error (deg)  ↓ better"
+    front = next(ln for ln in ax.get_lines() if ln.get_label() == "Pareto front")
+    assert front.get_xydata().tolist() == [[0.01, 0.06]]
+
+
 # ---------------------------------------------------------------- on Ray, in a process of its own
 @pytest.mark.slow
 def test_campaigns_on_a_local_ray_cluster_in_their_own_process():

@@ -36,7 +36,8 @@ def test_scenario_records_telemetry_events_and_truth(tmp_path):
     assert log_info(path)["channels"][TRUTH]["messages"] == len(log.truth)
     with open(path, "rb") as f:
         _, _, m = next(make_reader(f).iter_messages(topics=[TRUTH]))
-    assert m.log_time == round(json.loads(m.data)["t"] * 1e9)
+    assert m.log_time == log.header["start_ns"] + round(json.loads(m.data)["t"] * 1e9)   # Unix epoch
+    assert log.header["start_ns"] > 1_700_000_000 * 10**9
 
 
 def test_record_onto_an_existing_file_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):

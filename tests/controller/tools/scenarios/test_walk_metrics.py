@@ -161,6 +161,17 @@ def test_zmp_plot_marks_exactly_the_frames_outside_the_polygon(tmp_path, figures
     np.testing.assert_allclose(polygon[0].get_xydata(), [[0, 0], [0.2, 0], [0.2, 0.1], [0, 0.1], [0, 0]])
 
 
+def test_zmp_plot_of_a_hung_walk_says_na_instead_of_an_empty_frame(tmp_path, figures):
+    _, truth = _walk_series(0.5, 0.1)
+    truth["zmp"][:] = np.nan                              # hung from the gantry: no contact, no ZMP
+    margins = np.full(truth["t"].size, np.nan)
+    plots.plot_zmp_path(truth, margins, "hung walk", tmp_path / "zmp.png", hung=True)
+    for ax in figures[0].axes[:2]:
+        assert [t.get_text() for t in ax.texts] == [plots.NO_ZMP] and plots.NO_ZMP.startswith("n/a — hung")
+    plots.plot_zmp_path(*_walk_series(0.5, 0.1)[1:], np.zeros(10), "walk", tmp_path / "zmp2.png", hung=False)
+    assert not figures[1].axes[0].texts                   # a ZMP: no n/a
+
+
 def test_walk_tracking_plot_draws_each_joint_error_and_each_drive(tmp_path, figures):
     tel, truth = _walk_series(1.2, 0.29)
     plots.plot_walk_tracking(tel, truth, JOINTS, AXES, 1.3, 0.3, "synthetic", tmp_path / "tracking.png")

@@ -1,0 +1,205 @@
+"""The 3-D scene of a record, as Foxglove messages: shared by the live view and the cycle log.
+
+:class:`Scene` places the base in the world at the record's tilt (world (M, x_g up) -> ``base``
+(R0 at the ankle): T_M->O0 of thesis eq. 46-47, robots with a ``foot`` section) and builds
+``foxglove.SceneUpdate`` entities: the leg as a line through the frame origins of the forward
+geometric model (thesis eq. 1-6, frames 0..n and the tool) and the CoG as a sphere, in ``base``;
+with a foot, the support polygon (eq. 50-51) as a line loop in ``world``, red once a CoG margin
+(eq. 70-71) is negative, and the stabilizer's field force as an arrow at the CoG
+(``FORCE_SCALE`` m per N). Messages are JSON-ready dicts; times are ``{sec, nsec}`` of a stamp in ns.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from controller.daemon.telemetry import RecordLayout
+from models.chain.kinematics import forward_kinematics
+from models.chain.robot import Robot
+from models.tilt import rotation_world_foot
+from stabilizer.ground import base_to_world, foot_origin
+from stabilizer.support_polygon import project_outline, rectangle_outline
+
+FORCE_SCALE = 0.01            # m of arrow per N of field force
+BASE, WORLD = "base", "world"
+
+_NUMBER = {"type": "number"}
+_VEC3 = {"type": "object", "properties": {k: _NUMBER for k in "xyz"}, "description": "m"}
+_QUAT = {"type": "object", "properties": {k: _NUMBER for k in "xyzw"}, "description": "unit quaternion"}
+_COLOR = {"type": "object", "properties": {k: _NUMBER for k in "rgba"}}
+_TIME = {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}},
+         "description": "Unix epoch time (s, ns)"}
+_ITEMS = {"type": "array", "items": {"type": "object"}, "description": "lengths in m"}
+# the subset of Foxglove's schemas (github.com/foxglove/foxglove-sdk, schemas/jsonschema) sent here
+SCENE_UPDATE = {"title": "foxglove.SceneUpdate", "type": "object", "properties": {
+    "deletions": _ITEMS, "entities": {"type": "array", "items": {"type": "object", "properties": {
+        "timestamp": _TIME, "frame_id": {"type": "string"}, "id": {"type": "string"},
+        "frame_locked": {"type": "boolean"}, "lines": _ITEMS, "spheres": _ITEMS, "arrows": _ITEMS}}}}}
+FRAME_TRANSFORMS = {"title": "foxglove.FrameTransforms", "type": "object", "properties": {
+    "transforms": {"type": "array", "items": {"type": "object", "properties": {
+        "timestamp": _TIME, "parent_frame_id": {"type": "string"}, "child_frame_id": {"type": "string"},
+        "translation": _VEC3, "rotation": _QUAT}}}}}
+LINE_STRIP, LINE_LOOP = 0, 1  # foxglove.LinePrimitive type
+LEG_COLOR = {"r": 0.2, "g": 0.5, "b": 0.9, "a": 1.0}
+COG_COLOR = {"r": 1.0, "g": 0.6, "b": 0.0, "a": 1.0}
+INSIDE_COLOR = {"r": 0.1, "g": 0.8, "b": 0.2, "a": 1.0}
+OUTSIDE_COLOR = {"r": 0.9, "g": 0.1, "b": 0.1, "a": 1.0}
+FORCE_COLOR = {"r": 0.8, "g": 0.1, "b": 0.8, "a": 1.0}
+IDENTITY = {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}
+
+
+def vec(p: np.ndarray) -> dict[str, float]:
+    return {"x": float(p[0]), "y": float(p[1]), "z": float(p[2])}
+
+
+def stamp(ns: int) -> dict[str, int]:
+    """A time in ns as Foxglove's (and ROS 2's) ``{sec, nsec}``."""
+    return {"sec": ns // 1_000_000_000, "nsec": ns % 1_000_000_000}
+
+
+def quaternion(R: np.ndarray) -> dict[str, float]:
+    """Unit quaternion of a rotation matrix (Shepperd's method, Khalil & Dombre §2.3.6)."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr > 0.0:
+        s = 2.0 * math.sqrt(1.0 + tr)
+        w, x, y, z = 0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        v = [0.0, 0.0, 0.0]
+        v[i], v[j], v[k] = 0.25 * s, (R[j, i] + R[i, j]) / s, (R[k, i] + R[i, k]) / s
+        w = (R[k, j] - R[j, k]) / s
+        x, y, z = v
+    return {"x": x, "y": y, "z": z, "w": w}
+
+
+def arrow_rotation(d: np.ndarray) -> dict[str, float]:
+    """The shortest rotation taking +x (a Foxglove arrow's axis) to the unit vector ``d``."""
+    w = 1.0 + d[0]
+    if w < 1e-9:                                # d = -x: half a turn about z
+        return {"x": 0.0, "y": 0.0, "z": 1.0, "w": 0.0}
+    norm = math.sqrt(w * w + d[1] * d[1] + d[2] * d[2])
+    return {"x": 0.0, "y": -d[2] / norm, "z": d[1] / norm, "w": w / norm}
+
+
+class Every:
+    """Decimation by loop time: ``due(t)`` is True once every ``1 / rate_hz`` s of ``t``."""
+
+    def __init__(self, rate_hz: float) -> None:
+        self.period = 1.0 / rate_hz
+        self._next_t = -math.inf
+
+    def due(self, t: float) -> bool:
+        if t < self._next_t:
+            return False
+        self._next_t = t + self.period
+        return True
+
+
+class Ground:
+    """What places the base in the world: the foot's Delta and Z and the sole's outline
+    (the stabilizer's ``foot.outline``, else the robot's rectangle a, b, c)."""
+
+    def __init__(self, foot: dict[str, float], outline: np.ndarray) -> None:
+        self.delta, self.z = foot["Delta"], foot["Z"]
+        self.outline = np.ascontiguousarray(outline, dtype=np.float64)
+
+    @classmethod
+    def of(cls, robot: Robot, stabilizer_path: Path | None) -> Ground | None:
+        foot = robot.description.foot
+        if foot is None:
+            return None
+        outline = None
+        if stabilizer_path is not None:
+            from stabilizer.config import load_config
+            outline = load_config(stabilizer_path).outline
+        return cls(foot, np.array(outline) if outline is not None else rectangle_outline(foot["a"], foot["b"], foot["c"]))
+
+
+class Scene:
+    """The scene of a serial-chain robot's records; ``place(rec)`` first, then ``transforms``,
+    ``frames`` or ``entities`` of the same record."""
+
+    def __init__(self, robot: Robot, ground: Ground | None) -> None:
+        self.layout = RecordLayout(robot.n)
+        self.model, self.ground = robot.model, ground
+        self.R = np.eye(3)                      # R_M->O0 of the last placed record
+        self.o = np.zeros(3)                    # O0 in the world
+        self.T = np.zeros((robot.n + 2, 4, 4))  # frames 0..n and the tool in base (eq. 1-6)
+        self._cog = np.zeros(3)
+        self._poly = np.zeros((0 if ground is None else len(ground.outline), 2))
+
+    def place(self, rec: np.ndarray) -> bool:
+        """R_M->O0 and O0 in the world (thesis eq. 46-47) at the record's tilt; False without a
+        foot or a finite tilt."""
+        alpha, beta = rec[self.layout.slices["platform"]].tolist()
+        if self.ground is None or not (math.isfinite(alpha) and math.isfinite(beta)):
+            return False
+        rotation_world_foot(alpha, beta, self.R)
+        foot_origin(self.R, self.ground.delta, self.ground.z, self.o)
+        return True
+
+    def base_transform(self, ns: int) -> dict[str, Any]:
+        """world -> base of the last placed record, a ``foxglove.FrameTransform``."""
+        return {"timestamp": stamp(ns), "parent_frame_id": WORLD, "child_frame_id": BASE,
+                "translation": vec(self.o), "rotation": quaternion(self.R)}
+
+    def link_transforms(self, ns: int, links: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+        """Each joint's (parent, child) link as ``foxglove.FrameTransform``: frame j in frame j-1
+        (thesis eq. 1-5), from the last :meth:`frames`."""
+        out = []
+        for j, (parent, child) in enumerate(links, 1):
+            R, p = self.T[j - 1, :3, :3], self.T[j - 1, :3, 3]
+            out.append({"timestamp": stamp(ns), "parent_frame_id": parent, "child_frame_id": child,
+                        "translation": vec(R.T @ (self.T[j, :3, 3] - p)), "rotation": quaternion(R.T @ self.T[j, :3, :3])})
+        return out
+
+    def frames(self, q: np.ndarray) -> bool:
+        """The forward geometric model at ``q`` into ``T``; False when ``q`` is not finite."""
+        if not np.all(np.isfinite(q)):
+            return False
+        m = self.model
+        forward_kinematics(m.mdh, m.jtype, m.tool, q, self.T)
+        return True
+
+    def entities(self, rec: np.ndarray, ns: int, tilt_known: bool) -> list[dict[str, Any]]:
+        """The ``foxglove.SceneEntity`` list of a record stamped ``ns``."""
+        s = self.layout.slices
+        com = rec[s["com"]]
+        when = stamp(ns)
+        out = []
+        if self.frames(rec[s["q"]]):
+            points = [vec(T[:3, 3]) for T in self.T]
+            out.append({"timestamp": when, "frame_id": BASE, "id": "leg", "frame_locked": True,
+                        "lines": [{"type": LINE_STRIP, "pose": {"position": vec(np.zeros(3)), "orientation": IDENTITY},
+                                   "thickness": 4.0, "scale_invariant": True, "points": points,
+                                   "color": LEG_COLOR}]})
+        if np.all(np.isfinite(com)):
+            out.append({"timestamp": when, "frame_id": BASE, "id": "cog", "frame_locked": True,
+                        "spheres": [{"pose": {"position": vec(com), "orientation": IDENTITY},
+                                     "size": vec(np.full(3, 0.02)), "color": COG_COLOR}]})
+        if not tilt_known:
+            return out
+        g = self.ground
+        project_outline(g.outline, len(g.outline), self.R, g.z, self._poly)
+        margins = rec[s["margins"]]
+        margins = margins[np.isfinite(margins)]
+        color = OUTSIDE_COLOR if margins.size and margins.min() < 0.0 else INSIDE_COLOR
+        support = {"timestamp": when, "frame_id": WORLD, "id": "support", "frame_locked": True,
+                   "lines": [{"type": LINE_LOOP, "pose": {"position": vec(np.zeros(3)), "orientation": IDENTITY},
+                              "thickness": 3.0, "scale_invariant": True, "color": color,
+                              "points": [{"x": 0.0, "y": float(y), "z": float(z)} for y, z in self._poly]}]}
+        force = rec[s["force"]]
+        size = float(np.linalg.norm(force))
+        if np.all(np.isfinite(com)) and math.isfinite(size) and size > 0.0:
+            base_to_world(self.R, self.o, com, self._cog)
+            length = FORCE_SCALE * size
+            support["arrows"] = [{"pose": {"position": vec(self._cog), "orientation": arrow_rotation(force / size)},
+                                  "shaft_length": 0.8 * length, "shaft_diameter": 0.005,
+                                  "head_length": 0.2 * length, "head_diameter": 0.012, "color": FORCE_COLOR}]
+        out.append(support)
+        return out
