@@ -116,6 +116,7 @@ class BusConfig:
     events_max: int = 256
     udp: UdpConfig = UdpConfig()
     plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.run.PLANTS)
+    interface: str = ""              # the raw backend's Ethernet interface (bus.interface)
 
     @property
     def cycle_us(self) -> int:
@@ -197,7 +198,8 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     where = "bus"
     section = _mapping(section, where)
     _known(section, {"backend", "cycle_time_s", "control_period_s", "boot_timeout_s", "pres_timeout_s",
-                     "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant"}, where)
+                     "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant",
+                     "interface"}, where)
     if "backend" not in section:
         raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
     backend = section["backend"]
@@ -295,6 +297,10 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     plant = section.get("plant", "leg")
     if not isinstance(plant, str) or not plant:
         raise BusConfigError(f"bus.plant must be a plant name such as 'leg' or 'inertia', got {quote(plant)}")
+    interface = section.get("interface", "")
+    if not isinstance(interface, str) or (backend == "raw" and not interface):
+        raise BusConfigError(f"bus.interface must name the Ethernet interface the nodes are on, got {quote(interface)}")
     return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
                      control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,
-                     threshold=threshold, events_max=events_max, udp=udp, plant=plant)
+                     threshold=threshold, events_max=events_max, udp=udp, plant=plant,
+                     interface=interface)
