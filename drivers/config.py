@@ -89,10 +89,61 @@ SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
            "left_loads": Sensor("foot_forces", 0, 4), "right_loads": Sensor("foot_forces", 4, 4)}
 
 
+# The process-data types an I/O node's objects may have: name -> (bytes, struct format), DS 301 §6.1.6.
+PDO_TYPES = {"u8": (1, "B"), "i8": (1, "b"), "u16": (2, "H"), "i16": (2, "h"), "u32": (4, "I"), "i32": (4, "i"),
+             "real32": (4, "f")}
+PROFILES = ("cia402", "io")
+DEVICE_TYPE_CIA402 = 0x00020192          # CiA 402 drive, servo (0x1000: profile 402 in the low 16 bits)
+PROFILE_IO = 401                         # CiA 401 generic I/O module: 0x1000's low 16 bits
+
+
+@dataclass(frozen=True)
+class PdoObject:
+    """One object mapped into an I/O node's PRes (an input) or PReq (an output)."""
+
+    index: int
+    subindex: int
+    type: str                            # a PDO_TYPES name
+
+    @property
+    def size(self) -> int:
+        return PDO_TYPES[self.type][0]
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a node's IdentResponse must report (0x1000, 0x1018/1..3); None: not checked.
+    A CiA 402 node's device type defaults to a servo drive's; an I/O node's device type, when not
+    given, only has to name profile 401 in its low 16 bits."""
+
+    device_type: int | None = None
+    vendor_id: int | None = None
+    product_code: int | None = None
+    revision: int | None = None
+
+
 @dataclass(frozen=True)
 class NodeConfig:
     node_id: int
     axes: tuple[AxisConfig, ...]
+    profile: str = "cia402"              # one of PROFILES
+    identity: Identity = Identity(DEVICE_TYPE_CIA402)
+    inputs: tuple[PdoObject, ...] = ()   # io: the objects its PRes carries, in order
+    outputs: tuple[PdoObject, ...] = ()  # io: the objects its PReq carries, in order
+
+    def device_type_ok(self, device_type: int) -> bool:
+        """Whether an IdentResponse's device type is the one this node is configured for."""
+        if self.identity.device_type is not None:
+            return device_type == self.identity.device_type
+        return device_type & 0xFFFF == PROFILE_IO
+
+    @property
+    def input_size(self) -> int:
+        return sum(o.size for o in self.inputs)
+
+    @property
+    def output_size(self) -> int:
+        return sum(o.size for o in self.outputs)
 
 
 @dataclass(frozen=True)
@@ -193,6 +244,40 @@ def _params(cls, base, section, where: str):
     return cls(**values)
 
 
+def _identity(section, profile: str, where: str) -> Identity:
+    """``identity:`` {device_type, vendor_id, product_code, revision}, each a 32-bit integer."""
+    default = DEVICE_TYPE_CIA402 if profile == "cia402" else None
+    if section is None:
+        return Identity(default)
+    section = _mapping(section, where)
+    names = [f.name for f in fields(Identity)]
+    _known(section, names, where)
+    values = {n: _integer(section[n], f"{where}.{n}", 0, 0xFFFF_FFFF) for n in names if n in section}
+    values.setdefault("device_type", default)
+    return Identity(**values)
+
+
+def _pdo_objects(items, where: str) -> tuple[PdoObject, ...]:
+    """A list of mapped objects, each ``"0xINDEX/SUB TYPE"`` (e.g. ``"0x6000/1 u8"``)."""
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise BusConfigError(f"{where} must be a list of objects such as \"0x6000/1 u8\"")
+    objects = []
+    for k, item in enumerate(items):
+        try:
+            address, type_ = str(item).split()
+            index, sub = address.split("/")
+            obj = PdoObject(int(index, 0), int(sub, 0), type_)
+        except ValueError:
+            raise BusConfigError(f"{where}[{k}] must read \"0xINDEX/SUB TYPE\", got {quote(item)}") from None
+        if not (0 < obj.index <= 0xFFFF and 0 <= obj.subindex <= 0xFF) or obj.type not in PDO_TYPES:
+            raise BusConfigError(f"{where}[{k}] {quote(item)}: index 1..0xFFFF, subindex 0..255 and a type "
+                                 f"among {', '.join(PDO_TYPES)}")
+        objects.append(obj)
+    return tuple(objects)
+
+
 def parse_bus_config(section: Mapping) -> BusConfig:
     """Validate the ``bus:`` mapping of a robot YAML file."""
     where = "bus"
@@ -234,13 +319,28 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     for i, raw in enumerate(raw_nodes):
         w = f"bus.nodes[{i}]"
         raw = _mapping(raw, w)
-        _known(raw, {"node_id", "axes"}, w)
+        _known(raw, {"node_id", "axes", "profile", "identity", "inputs", "outputs"}, w)
         if "node_id" not in raw:
             raise BusConfigError(f"{w}.node_id is missing")
         node_id = _integer(raw["node_id"], f"{w}.node_id", 1, MN_NODE_ID - 1)
         if node_id in seen_ids:
             raise BusConfigError(f"{w}.node_id {node_id} is used by another node")
         seen_ids.add(node_id)
+        profile = raw.get("profile", "cia402")
+        if profile not in PROFILES:
+            raise BusConfigError(f"{w}.profile must be one of {', '.join(PROFILES)}, got {quote(profile)}")
+        identity = _identity(raw.get("identity"), profile, f"{w}.identity")
+        if profile == "io":
+            if "axes" in raw:
+                raise BusConfigError(f"{w}.axes: an io node has no axes (declare its inputs and outputs)")
+            if backend != "raw":
+                raise BusConfigError(f"{w}.profile io needs bus.backend raw (the simulated nodes are CiA 402 drives)")
+            nodes.append(NodeConfig(node_id, (), profile, identity, _pdo_objects(raw.get("inputs"), f"{w}.inputs"),
+                                    _pdo_objects(raw.get("outputs"), f"{w}.outputs")))
+            continue
+        if "inputs" in raw or "outputs" in raw:
+            raise BusConfigError(f"{w}: inputs and outputs are an io node's; a cia402 node's process data "
+                                 "follow its axes")
         raw_axes = raw.get("axes")
         if not isinstance(raw_axes, list) or not 1 <= len(raw_axes) <= 2:
             raise BusConfigError(f"{w}.axes must list one or two axes (a drive has two channels)")
@@ -274,7 +374,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                               sensor)
             node_axes.append(axis)
             axes.append(axis)
-        nodes.append(NodeConfig(node_id, tuple(node_axes)))
+        nodes.append(NodeConfig(node_id, tuple(node_axes), profile, identity))
     for name, spec in SENSORS.items():
         wired = [a.name for a in axes if a.sensor == name]
         if wired and len(wired) != spec.inputs:

@@ -28,7 +28,7 @@ import numpy as np
 
 from drivers.cia402 import Mode
 from drivers.codes import FaultCode
-from drivers.config import BusConfig, NodeConfig
+from drivers.config import PROFILE_IO, BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
 from drivers.powerlink import frames, services
 from drivers.powerlink.checks import steady_pres, take_tpdo
@@ -96,18 +96,26 @@ class CnRecord:
     """What the MN knows about one configured CN."""
 
     def __init__(self, node: NodeConfig, threshold: int, preq_buffer=None, tpdo=None) -> None:
-        """``tpdo``: the row that holds the TPDO payload of its last valid PRes (ManagingNode.tpdo)."""
+        """``tpdo``: the row that holds the TPDO payload of its last valid PRes (ManagingNode.tpdo);
+        an I/O node (profile io) has PReq and PRes payloads of its mapped outputs and inputs."""
+        self.node = node
         self.node_id = node.node_id
         self.nmt = NmtState.NOT_ACTIVE
         self.identified = False
         self.answered = False
         self.device_type = 0
         self.stopped = False
-        self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
-        RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *[_RPDO_DEFAULTS[e.name] for e in RPDO.entries]
-                              * RPDO.channels)
+        self.io = node.profile == "io"
+        if self.io:
+            self.pres_size = node.input_size
+            self.preq = frames.preq_frame(node.node_id, node.output_size)
+        else:
+            self.pres_size = _TPDO_SIZE
+            self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
+            RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *[_RPDO_DEFAULTS[e.name] for e in RPDO.entries]
+                                  * RPDO.channels)
         self.preq.seal()
-        self.tpdo = np.zeros(TPDO.size, np.uint8) if tpdo is None else tpdo
+        self.tpdo = np.zeros(self.pres_size, np.uint8) if tpdo is None else tpdo[:self.pres_size]
         self.loss = ThresholdCounter(threshold)
         self.late = ThresholdCounter(threshold)
         self.malformed = ThresholdCounter(threshold)
@@ -125,9 +133,11 @@ class ManagingNode:
         self.link = link
         self.events = events
         self.preq_rows = np.zeros((len(config.nodes), PREQ_LENGTH), np.uint8)    # one PReq frame per CN
-        self.tpdo = np.zeros((len(config.nodes), TPDO.size), np.uint8)      # per CN: its last valid TPDO payload
+        width = max([TPDO.size] + [n.input_size for n in config.nodes])
+        self.tpdo = np.zeros((len(config.nodes), width), np.uint8)      # per CN: its last valid TPDO payload
         self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
-        self.records = {n.node_id: CnRecord(n, config.threshold, memoryview(self.preq_rows[i]), self.tpdo[i])
+        self.records = {n.node_id: CnRecord(n, config.threshold, None if n.profile == "io" else
+                                            memoryview(self.preq_rows[i]), self.tpdo[i])
                         for i, n in enumerate(config.nodes)}
         self._row = {n.node_id: i for i, n in enumerate(config.nodes)}
         self.state = NmtState.NOT_ACTIVE
@@ -180,9 +190,9 @@ class ManagingNode:
         for rec in blocking:
             if not rec.answered:
                 parts.append(f"node {rec.node_id} never answered an IdentRequest")
-            elif rec.device_type != services.DEVICE_TYPE_SERVO_402:
+            elif not rec.node.device_type_ok(rec.device_type):
                 parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, "
-                             f"not a CiA 402 drive")
+                             f"{_expected_device(rec.node)}")
             else:
                 parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
         return (f"POWERLINK boot timed out after {self.config.boot_timeout_s} s in MN state "
@@ -315,12 +325,14 @@ class ManagingNode:
                 self._pres_error(rec, rec.late, FaultCode.LATE_PRES)
                 continue
             try:
-                fields = _read_pres(reply, _PRES_TPDO)
+                fields = _read_pres(reply) if rec.io else _read_pres(reply, _PRES_TPDO)
                 src, nmt, _, _, version, size = fields[:6]
-                if src != rec.node_id or size != _TPDO_SIZE or version != _PDO_VERSION:
+                if src != rec.node_id or (size != rec.pres_size and (nmt == _OPERATIONAL or not rec.io)) or (
+                        not rec.io and version != _PDO_VERSION):
                     raise InconsistentFrame(f"PRes from node {src} for node {rec.node_id} carries {size} "
                                             f"bytes of PDO version 0x{version:02X}")
-                rec.tpdo[:] = np.frombuffer(reply, np.uint8, _TPDO_SIZE, _PDO_OFFSET)
+                if size == rec.pres_size:
+                    rec.tpdo[:] = np.frombuffer(reply, np.uint8, size, _PDO_OFFSET)
             except FrameError:
                 self._pres_error(rec, rec.malformed, FaultCode.INVALID_FORMAT)
                 continue
@@ -422,10 +434,10 @@ class ManagingNode:
 
     def _identified(self, rec: CnRecord, nmt: int, device_type: int) -> None:
         rec.answered = True
-        if device_type != services.DEVICE_TYPE_SERVO_402:
+        if not rec.node.device_type_ok(device_type):
             if rec.device_type != device_type:
                 self._event(EventKind.IDENT_MISMATCH, rec.node_id, device_type,
-                            f"device type 0x{device_type:08X} is not a CiA 402 drive")
+                            f"device type 0x{device_type:08X}: {_expected_device(rec.node)}")
             rec.device_type = device_type
             return
         rec.device_type = device_type
@@ -502,3 +514,24 @@ class ManagingNode:
 
     def _event(self, kind: EventKind, node_id: int, code: int = 0, text: str = "") -> None:
         self.events.append(BusEvent(self.bus_cycle, kind, node_id, int(code), None, text))
+
+    # -- I/O nodes ----------------------------------------------------------------------------------
+    def inputs(self, node_id: int) -> np.ndarray:
+        """The PDO payload of node ``node_id``'s last valid PRes (an io node: its mapped inputs)."""
+        return self._record(node_id).tpdo
+
+    def set_outputs(self, node_id: int, payload: bytes) -> None:
+        """Put ``payload`` (an io node's mapped outputs, in mapping order) into its next PReqs."""
+        rec = self._record(node_id)
+        if not rec.io or len(payload) != rec.node.output_size:
+            raise ValueError(f"node {node_id} takes {rec.node.output_size} output bytes in its PReq, "
+                             f"got {len(payload)}" if rec.io else f"node {node_id} is not an io node")
+        rec.preq.buf[_PDO_OFFSET:_PDO_OFFSET + len(payload)] = payload
+        rec.preq.seal()
+
+
+def _expected_device(node: NodeConfig) -> str:
+    expected = node.identity.device_type
+    if expected is None:
+        return f"not a CiA {PROFILE_IO} I/O module"
+    return f"expected 0x{expected:08X}"
