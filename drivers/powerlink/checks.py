@@ -87,23 +87,28 @@ def take_tpdo(buf, offsets, first, count, rows, tpdo):
 
 
 @njit(cache=True)
-def framed(buf, at, n):
-    """Length within Ethernet's bounds, FCS and EtherType: what every reader checks first."""
-    return (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(buf, at, at + n) == _FCS_RESIDUE
-            and buf[at + frames.ETHERTYPE_AT] == _ETHERTYPE_HI and buf[at + frames.ETHERTYPE_AT + 1] == _ETHERTYPE_LO)
+def framed(buf, at, n, fcs):
+    """Length within Ethernet's bounds, FCS (when ``fcs``: the link carries it, frames.py) and
+    EtherType: what every reader checks first."""
+    if fcs:
+        if not (frames.MIN_FRAME <= n <= frames.MAX_FRAME and crc32(buf, at, at + n) == _FCS_RESIDUE):
+            return False
+    elif not frames.MESSAGE_TYPE_AT < n <= frames.MAX_FRAME - frames.FCS_SIZE:
+        return False
+    return (buf[at + frames.ETHERTYPE_AT] == _ETHERTYPE_HI and buf[at + frames.ETHERTYPE_AT + 1] == _ETHERTYPE_LO)
 
 
 @njit(cache=True)
-def steady_pres(buf, offsets, lengths, delays_ns, count, expect, timeout_s):
+def steady_pres(buf, offsets, lengths, delays_ns, count, expect, timeout_s, fcs):
     """True when answer ``k`` (``lengths[k]`` bytes at ``buf[offsets[k]]``, wire delay
-    ``delays_ns[k]``) is a valid Operational PRes from node ``expect[k % len(expect)]`` within
-    ``timeout_s``, for every ``k < count`` (module docstring)."""
+    ``delays_ns[k]``; with an FCS when ``fcs``) is a valid Operational PRes from node
+    ``expect[k % len(expect)]`` within ``timeout_s``, for every ``k < count`` (module docstring)."""
     polled = expect.shape[0]
     if polled == 0 or count % polled:
         return False
     for k in range(count):
         at, n = offsets[k], lengths[k]
-        if n < _PRES_MIN or delays_ns[k] * 1e-9 > timeout_s or not framed(buf, at, n):
+        if n < _PRES_MIN or delays_ns[k] * 1e-9 > timeout_s or not framed(buf, at, n, fcs):
             return False
         for i in range(_PRES_MAC.shape[0]):
             if buf[at + frames.DST_MAC_AT + i] != _PRES_MAC[i]:
@@ -112,6 +117,6 @@ def steady_pres(buf, offsets, lengths, delays_ns, count, expect, timeout_s):
         if (buf[at + frames.MESSAGE_TYPE_AT] != _PRES or buf[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
                 or buf[at + frames.SRC_NODE_AT] != expect[k % polled] or buf[at + frames.NMT_STATUS_AT] != _OPERATIONAL
                 or buf[at + frames.PDO_VERSION_AT] != frames.PDO_VERSION or size != _TPDO_SIZE
-                or size > n - frames.PDO_OFFSET - frames.FCS_SIZE):
+                or size > n - frames.PDO_OFFSET - frames.FCS_SIZE * fcs):
             return False
     return True

@@ -21,6 +21,12 @@ Every frame is an Ethernet II frame padded to the 60-byte minimum and closed by 
                ASnd  17 ServiceID | 18 payload
       n-4       4  FCS: CRC-32 (as zlib computes it) of bytes [0, n-4), little-endian
 
+The encoders always write the FCS (the ``sim`` and ``udp`` links carry it and the simulated nodes
+check it). A socket neither sends nor receives it (the NIC appends and strips it, and pads a short
+frame to 60 bytes): a raw link sends :func:`without_fcs` of a frame and hands received frames to the
+decoders with ``fcs=False``. Decoders then check no checksum and no 60-byte minimum: the frame's own
+fields (header, Size) decide what is read, and bytes after them (kernel padding) are ignored.
+
 Decoders raise a :class:`FrameError` subclass for every malformed input, never IndexError.
 The hot path uses :class:`TxFrame` (a preallocated buffer whose header is written once) and the
 ``read_*`` functions.
@@ -37,7 +43,7 @@ ETHERTYPE = 0x88AB
 MN_NODE_ID = 240
 BROADCAST_NODE_ID = 255
 INVALID_NODE_ID = 0
-MIN_FRAME = 64
+MIN_FRAME = 64            # the Ethernet minimum, FCS included
 MAX_FRAME = 1518
 FCS_SIZE = 4
 # Byte offsets of the header fields (the table above), for the encoders below and the Numba
@@ -278,23 +284,33 @@ def asnd_frame(dst: int, src: int, service_id: int, payload_size: int) -> TxFram
     return f
 
 
-def check_frame(data) -> int:
-    """Validate length, FCS, EtherType and MessageType; return the MessageType."""
-    fields = _unpack(data, _BASIC)
+def without_fcs(frame) -> memoryview:
+    """``frame`` (as an encoder sealed it) without its FCS: what a socket sends."""
+    return memoryview(frame)[:-FCS_SIZE]
+
+
+def check_frame(data, fcs: bool = True) -> int:
+    """Validate length, FCS (when ``fcs``: the link carries it), EtherType and MessageType; return
+    the MessageType."""
+    fields = _unpack(data, _BASIC, fcs)
     _check_header(fields)
     return fields[2]
 
 
-def _unpack(data, header: struct.Struct) -> tuple:
-    """Check length and FCS; return the ``header`` fields (destination MAC, EtherType, MessageType,
-    destination node, source node, type-specific fields)."""
+def _unpack(data, header: struct.Struct, fcs: bool) -> tuple:
+    """Check length and, when ``fcs``, the 64-byte minimum and the FCS; return the ``header`` fields
+    (destination MAC, EtherType, MessageType, destination node, source node, type-specific fields)."""
     n = len(data)
-    if n < MIN_FRAME:
-        raise TruncatedFrame(f"frame of {n} bytes is shorter than the {MIN_FRAME}-byte Ethernet minimum")
-    if n > MAX_FRAME:
-        raise OversizedFrame(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte Ethernet maximum")
-    if crc32(data) != _FCS_RESIDUE:
-        raise ChecksumError(f"FCS mismatch in a frame of {n} bytes")
+    if fcs:
+        if n < MIN_FRAME:
+            raise TruncatedFrame(f"frame of {n} bytes is shorter than the {MIN_FRAME}-byte Ethernet minimum")
+        if n > MAX_FRAME:
+            raise OversizedFrame(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte Ethernet maximum")
+        if crc32(data) != _FCS_RESIDUE:
+            raise ChecksumError(f"FCS mismatch in a frame of {n} bytes")
+    elif n > MAX_FRAME - FCS_SIZE:
+        raise OversizedFrame(f"frame of {n} bytes without FCS exceeds the {MAX_FRAME - FCS_SIZE}-byte "
+                             f"Ethernet maximum")
     if n < header.size:
         raise TruncatedFrame(f"frame of {n} bytes is shorter than its {header.size}-byte header and payload")
     return header.unpack_from(data)
@@ -334,16 +350,18 @@ def _nmt_error(code: int, what: str) -> InconsistentFrame:
     return InconsistentFrame(f"{what} NMTStatus 0x{code:02X} is not an NMT state")
 
 
-_PDO_ROOM = PDO_OFFSET + FCS_SIZE     # frame bytes that are not PDO payload
+def pdo_room(data, fcs: bool) -> int:
+    """The bytes a PReq/PRes ``data`` has room for after its header (padding included)."""
+    return len(data) - PDO_OFFSET - FCS_SIZE * fcs
 
 
-def _size_error(data, size: int, what: str) -> TruncatedFrame:
-    return TruncatedFrame(f"{what} declares {size} payload bytes but carries {len(data) - _PDO_ROOM}")
+def _size_error(data, size: int, what: str, fcs: bool) -> TruncatedFrame:
+    return TruncatedFrame(f"{what} declares {size} payload bytes but carries {pdo_room(data, fcs)}")
 
 
-def read_soc(data) -> tuple[int, int, int, int, int]:
+def read_soc(data, fcs: bool = True) -> tuple[int, int, int, int, int]:
     """Validate a SoC; return (flags1, flags2, NetTime s, NetTime ns, RelativeTime µs)."""
-    fields = _unpack(data, _SOC_HEADER)
+    fields = _unpack(data, _SOC_HEADER, fcs)
     if fields[:5] != _SOC_KEY:
         _check_header(fields, MessageType.SOC, SOC_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
     if fields[8] >= 1_000_000_000:
@@ -351,9 +369,9 @@ def read_soc(data) -> tuple[int, int, int, int, int]:
     return fields[5:]
 
 
-def read_preq(data) -> tuple[int, int, int, int]:
+def read_preq(data, fcs: bool = True) -> tuple[int, int, int, int]:
     """Validate a PReq; return (destination node, flags1, PDOVersion, payload size)."""
-    fields = _unpack(data, _PREQ_HEADER)
+    fields = _unpack(data, _PREQ_HEADER, fcs)
     if fields[1:3] != _PREQ_KEY or fields[4] != MN_NODE_ID:
         _check_header(fields, MessageType.PREQ, None, None, MN_NODE_ID)
     mac, _, _, dst, _, flags1, pdo_version, size = fields
@@ -361,15 +379,15 @@ def read_preq(data) -> tuple[int, int, int, int]:
         raise InconsistentFrame(f"PReq destination node id {dst} is outside 1..239")
     if mac != _NODE_MACS[dst]:
         raise InconsistentFrame(f"PReq destination MAC {mac.hex(':')} is not node {dst}'s")
-    if size > len(data) - _PDO_ROOM:
-        raise _size_error(data, size, "PReq")
+    if size > pdo_room(data, fcs):
+        raise _size_error(data, size, "PReq", fcs)
     return dst, flags1, pdo_version, size
 
 
-def read_pres(data, header: struct.Struct = _PRES_HEADER) -> tuple:
+def read_pres(data, header: struct.Struct = _PRES_HEADER, fcs: bool = True) -> tuple:
     """Validate a PRes; return (source node, NMTStatus, flags1, flags2, PDOVersion, payload size).
     With a ``header`` from :func:`pres_header`, the payload's values follow, from one unpack."""
-    fields = _unpack(data, header)
+    fields = _unpack(data, header, fcs)
     if fields[:4] != _PRES_KEY:
         _check_header(fields, MessageType.PRES, PRES_MAC, BROADCAST_NODE_ID)
     fields = fields[4:]
@@ -378,8 +396,8 @@ def read_pres(data, header: struct.Struct = _PRES_HEADER) -> tuple:
         raise InconsistentFrame(f"PRes source node id {src} is outside 1..240")
     if nmt not in NMT_STATE_CODES:
         raise _nmt_error(nmt, "PRes")
-    if size > len(data) - _PDO_ROOM:
-        raise _size_error(data, size, "PRes")
+    if size > pdo_room(data, fcs):
+        raise _size_error(data, size, "PRes", fcs)
     return fields
 
 
@@ -389,9 +407,9 @@ def pres_header(payload: struct.Struct) -> struct.Struct:
     return struct.Struct(_PRES_HEADER.format + payload.format[1:])
 
 
-def read_soa(data) -> tuple[int, int, int, int, int]:
+def read_soa(data, fcs: bool = True) -> tuple[int, int, int, int, int]:
     """Validate a SoA; return (NMTStatus, flags1, RequestedServiceID, target node, EPLVersion)."""
-    fields = _unpack(data, _SOA_HEADER)
+    fields = _unpack(data, _SOA_HEADER, fcs)
     if fields[:5] != _SOA_KEY:
         _check_header(fields, MessageType.SOA, SOA_MAC, BROADCAST_NODE_ID, MN_NODE_ID)
     nmt, _, service, target, _ = fields = fields[5:]
@@ -404,9 +422,9 @@ def read_soa(data) -> tuple[int, int, int, int, int]:
     return fields
 
 
-def read_asnd(data) -> tuple[int, int, int]:
+def read_asnd(data, fcs: bool = True) -> tuple[int, int, int]:
     """Validate an ASnd; return (destination node, source node, ServiceID); payload at 18."""
-    fields = _unpack(data, _ASND_HEADER)
+    fields = _unpack(data, _ASND_HEADER, fcs)
     if fields[:3] != _ASND_KEY:
         _check_header(fields, MessageType.ASND, ASND_MAC)
     _, _, _, dst, src, service_id = fields

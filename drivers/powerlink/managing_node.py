@@ -76,6 +76,7 @@ class Link(Protocol):
 
     reply_delay_s: float
     reply_delays: list[float]
+    fcs: bool           # the frames it returns end with their FCS (optional, default True; a socket: False)
 
     def transfer(self, frame: memoryview) -> memoryview | None: ...
 
@@ -157,6 +158,7 @@ class ManagingNode:
         self._ident_cursor = 0
         self._cycle_us = config.cycle_us
         self._pres_timeout = config.pres_timeout_s
+        self._fcs = getattr(link, "fcs", True)
         self._answers = getattr(link, "answers", None)
         self._queue_period = getattr(link, "queue_period", None)
         self._soc_array = np.frombuffer(self.soc.buf, np.uint8)
@@ -287,7 +289,7 @@ class ManagingNode:
             if not rec.identified or rec.erring or rec.nmt is not _OPERATIONAL:
                 return False
         buf, offsets, lengths, delays = self._answers
-        return steady_pres(buf, offsets, lengths, delays, count, self._expect, self._pres_timeout)
+        return steady_pres(buf, offsets, lengths, delays, count, self._expect, self._pres_timeout, self._fcs)
 
     def _bookkeeping(self) -> None:
         if self.state != _OPERATIONAL or self.joining:
@@ -311,6 +313,7 @@ class ManagingNode:
         """The PRes of one cycle, ``replies[first:]`` in the order of ``polled``; a CN dropped by an
         earlier cycle of the same period is no longer listened to."""
         timeout = self._pres_timeout
+        fcs = self._fcs
         delays = self.link.reply_delays
         k = first
         for rec in polled:
@@ -325,7 +328,7 @@ class ManagingNode:
                 self._pres_error(rec, rec.late, FaultCode.LATE_PRES)
                 continue
             try:
-                fields = _read_pres(reply) if rec.io else _read_pres(reply, _PRES_TPDO)
+                fields = _read_pres(reply, fcs=fcs) if rec.io else _read_pres(reply, _PRES_TPDO, fcs)
                 src, nmt, _, _, version, size = fields[:6]
                 if src != rec.node_id or (size != rec.pres_size and (nmt == _OPERATIONAL or not rec.io)) or (
                         not rec.io and version != _PDO_VERSION):
@@ -422,13 +425,13 @@ class ManagingNode:
 
     def _asnd_in(self, rec: CnRecord, reply) -> None:
         try:
-            _, src, service_id = frames.read_asnd(reply)
+            _, src, service_id = frames.read_asnd(reply, self._fcs)
             if src != rec.node_id:
                 return
             if service_id == ServiceId.IDENT_RESPONSE:
-                self._identified(rec, *services.read_ident(reply))
+                self._identified(rec, *services.read_ident(reply, self._fcs))
             elif service_id == ServiceId.SDO:
-                self._sdo_reply(rec, services.read_sdo(reply))
+                self._sdo_reply(rec, services.read_sdo(reply, self._fcs))
         except FrameError:
             return
 

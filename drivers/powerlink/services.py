@@ -36,8 +36,8 @@ VENDOR_ID = 0x0000_0000
 PRODUCT_CODE = 0x0000_8056
 
 
-def _room(data, size: int, what: str) -> None:
-    room = len(data) - frames.ASND_OFFSET - frames.FCS_SIZE
+def _room(data, size: int, what: str, fcs: bool) -> None:
+    room = len(data) - frames.ASND_OFFSET - frames.FCS_SIZE * fcs
     if room < size:
         raise TruncatedFrame(f"{what} needs {size} payload bytes, the ASnd carries {room}")
 
@@ -47,9 +47,9 @@ def write_ident(buf: bytearray, nmt_status: int, poll_in: int, poll_out: int) ->
                     poll_in, poll_out, 0, DEVICE_TYPE_SERVO_402, VENDOR_ID, PRODUCT_CODE)
 
 
-def read_ident(data) -> tuple[int, int]:
+def read_ident(data, fcs: bool = True) -> tuple[int, int]:
     """(NMTStatus, DeviceType) of a validated IdentResponse ASnd."""
-    _room(data, IDENT.size, "IdentResponse")
+    _room(data, IDENT.size, "IdentResponse", fcs)
     fields = IDENT.unpack_from(data, frames.ASND_OFFSET)
     if fields[2] not in NMT_STATE_CODES:
         raise InconsistentFrame(f"IdentResponse NMTStatus 0x{fields[2]:02X} is not an NMT state")
@@ -60,9 +60,9 @@ def write_nmt_command(buf: bytearray, command: int) -> None:
     NMT_COMMAND.pack_into(buf, frames.ASND_OFFSET, command, 0)
 
 
-def read_nmt_command(data) -> int:
+def read_nmt_command(data, fcs: bool = True) -> int:
     """The NMTCommandId of a validated NMTCommand ASnd."""
-    _room(data, NMT_COMMAND.size, "NMTCommand")
+    _room(data, NMT_COMMAND.size, "NMTCommand", fcs)
     command = data[frames.ASND_OFFSET]
     if command not in NMT_COMMAND_CODES:
         raise InconsistentFrame(f"NMTCommandId 0x{command:02X} is not an NMT state command")
@@ -75,9 +75,9 @@ def write_sdo(buf: bytearray, transaction: int, command: int, flags: int, data_t
                   abort, value)
 
 
-def read_sdo(data) -> tuple[int, int, int, int, int, int, int, float]:
+def read_sdo(data, fcs: bool = True) -> tuple[int, int, int, int, int, int, int, float]:
     """(transaction, command, flags, data type, index, subindex, abort code, value) of an SDO ASnd."""
-    _room(data, SDO.size, "SDO")
+    _room(data, SDO.size, "SDO", fcs)
     fields = SDO.unpack_from(data, frames.ASND_OFFSET)
     if fields[1] not in (SDO_READ, SDO_WRITE):
         raise InconsistentFrame(f"SDO command 0x{fields[1]:02X} is neither read (0x02) nor write (0x01)")

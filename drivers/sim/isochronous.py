@@ -70,7 +70,7 @@ _ENTRY_SIZE, _ANSWER_SIZE = ENTRY.size, ANSWER.size
 @njit(cache=True)
 def _soc_phase(rx, at, n, cycle_us, ratio):
     """The phase a valid SoC starts (read_soc's checks), or -1."""
-    if (not framed(rx, at, n) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
+    if (not framed(rx, at, n, True) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
             or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID):
         return -1
     for i in range(_SOC_MAC.shape[0]):
@@ -84,7 +84,7 @@ def _soc_phase(rx, at, n, cycle_us, ratio):
 @njit(cache=True)
 def _idle_soa(rx, at, n):
     """A valid SoA (read_soa's checks) that invites nobody."""
-    if (not framed(rx, at, n) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
+    if (not framed(rx, at, n, True) or rx[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
             or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID):
         return False
     for i in range(_SOA_MAC.shape[0]):
@@ -104,7 +104,7 @@ def _apply(rx, at, n, node, x, flags):
     """Validate a PReq to ``node`` (read_preq, on_preq) and write its setpoints if that is all
     applying it does; False (nothing written) otherwise."""
     dst = rx[at + frames.DST_NODE_AT]
-    if not framed(rx, at, n) or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
+    if not framed(rx, at, n, True) or rx[at + frames.SRC_NODE_AT] != frames.MN_NODE_ID or not 1 <= dst < frames.MN_NODE_ID:
         return False
     mac = at + frames.DST_MAC_AT                     # frames.node_mac(dst): 02:00:00:00:00:<dst>
     if rx[mac] != 0x02 or rx[mac + 1] or rx[mac + 2] or rx[mac + 3] or rx[mac + 4] or rx[mac + 5] != dst:

@@ -236,5 +236,17 @@ def test_steady_pres_accepts_only_valid_operational_pres_in_time(spoil):
     buf = np.frombuffer(b"".join(answers), np.uint8)
     lengths = np.array([len(a) for a in answers], np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    ok = steady_pres(buf, offsets, lengths, np.array(delays, np.int64), 4, np.array([1, 2], np.int64), 5e-5)
+    ok = steady_pres(buf, offsets, lengths, np.array(delays, np.int64), 4, np.array([1, 2], np.int64), 5e-5, True)
     assert ok == (spoil == "none")
+
+
+@pytest.mark.parametrize("cut", [0, 1], ids=["exact", "one-byte-short"])
+def test_steady_pres_takes_socket_frames_without_fcs(cut):
+    """A raw socket's PRes: no FCS, maybe padded; the frame's Size decides (frames.py)."""
+    answers = [bytes(frames.without_fcs(_pres(n)))[:frames.PDO_OFFSET + TPDO.size - cut] for n in (1, 2)]
+    buf = np.frombuffer(b"".join(answers), np.uint8)
+    lengths = np.array([len(a) for a in answers], np.int64)
+    offsets = np.array([0, lengths[0]], np.int64)
+    ok = steady_pres(buf, offsets, lengths, np.zeros(2, np.int64), 2, np.array([1, 2], np.int64), 5e-5, False)
+    assert ok == (cut == 0)
+    assert not steady_pres(buf, offsets, lengths, np.zeros(2, np.int64), 2, np.array([1, 2], np.int64), 5e-5, True)

@@ -230,3 +230,46 @@ def test_named_header_offsets_are_where_the_decoders_read() -> None:
     b = bytes(f.seal())
     assert frames.read_soa(b) == (b[frames.NMT_STATUS_AT], 0, b[frames.SERVICE_AT], b[frames.SERVICE_TARGET_AT],
                                   b[frames.EPL_VERSION_AT]) == (int(NmtState.OPERATIONAL), 0, 2, 9, frames.EPL_VERSION)
+
+
+def socket_forms(raw: bytes, content: int) -> list[bytes]:
+    """``raw`` as a socket delivers it: no FCS, cut to its ``content`` bytes (a veth delivers what
+    was sent), or padded to the 60-byte minimum with non-zero bytes (a NIC pads; padding is ignored)."""
+    body = raw[:content]
+    return [body, body + b"\xa5" * (60 - len(body))]
+
+
+@pytest.mark.parametrize("raw, content", [
+    (soc(5, 999_999_999, 123456, frames.FLAG1_MC, 0), frames.RELATIVE_TIME_AT + 8),
+    (preq(7, b"\x01\x02\x03", frames.FLAG1_RD), frames.PDO_OFFSET + 3),
+    (pres(7, NmtState.OPERATIONAL, b"\x09\x08", frames.FLAG1_RD, 0x0B), frames.PDO_OFFSET + 2),
+    (soa(NmtState.OPERATIONAL, RequestedService.STATUS_REQUEST, 12), frames.EPL_VERSION_AT + 1),
+    (asnd(240, 2, ServiceId.NMT_COMMAND, bytes(34)), frames.ASND_OFFSET + 34),
+], ids=["soc", "preq", "pres", "soa", "asnd"])
+def test_frames_without_fcs_and_padded_decode_as_with_it(raw, content):
+    kind = frames.check_frame(raw)
+    for data in socket_forms(raw, content):
+        assert frames.check_frame(data, fcs=False) == kind
+        assert READERS[kind](data, fcs=False) == READERS[kind](raw)
+    assert bytes(frames.without_fcs(raw)) == raw[:-4] and len(raw) - 4 >= 60    # what a socket sends
+
+
+def test_frames_without_fcs_are_still_checked_by_their_own_lengths():
+    raw = pres(7, NmtState.OPERATIONAL, b"\x09\x08\x07\x06")
+    with pytest.raises(TruncatedFrame, match="declares 4 payload bytes but carries 3"):
+        frames.read_pres(raw[:frames.PDO_OFFSET + 3], fcs=False)
+    with pytest.raises(TruncatedFrame, match="shorter than its"):
+        frames.read_soa(soa(NmtState.OPERATIONAL)[:frames.EPL_VERSION_AT], fcs=False)
+    with pytest.raises(OversizedFrame, match="1514-byte"):
+        frames.check_frame(pres(7, NmtState.OPERATIONAL, bytes(1490)) + bytes(1), fcs=False)
+    with pytest.raises(TruncatedFrame, match="64-byte"):       # with an FCS, the Ethernet minimum holds
+        frames.check_frame(raw[:60])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=0, max_size=1600))
+def test_fuzz_random_bytes_without_fcs_raise_only_frame_errors(data):
+    try:
+        READERS[frames.check_frame(data, fcs=False)](data, fcs=False)
+    except FrameError:
+        pass
