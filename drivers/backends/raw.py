@@ -97,8 +97,10 @@ class RawLink:
         self.listen_ns = self.cycle_ns // (2 * max(1, nodes))
         self.spin_s = spin_s
         self.reply_delay_s = 0.0
-        self.reply_delays: list[float] = []
-        self._replies: list[memoryview | None] = []
+        self.reply_delays: list[float] = []              # aligned with what the last collect returned
+        self._replies: list[memoryview | None] = []     # the answers since then, and their delays
+        self._delays: list[float] = []
+        self._spare = ([], [])                           # the other pair of lists: collect swaps them
         self._tx = bytearray(frames.MAX_FRAME)
         self._txv = memoryview(self._tx)
         self._slots = [bytearray(frames.MAX_FRAME) for _ in range(slots + 1)]   # the last: drained frames
@@ -129,18 +131,20 @@ class RawLink:
                 self._used += 1
                 delay = arrived - sent
                 self._replies.append(self._slot_views[slot][:n])
-                self.reply_delays.append(delay * 1e-9)
+                self._delays.append(delay * 1e-9)
                 self.round_trips_ns[self._rt_count % TIMING_SAMPLES] = delay
                 self._rt_count += 1
             else:
                 self._replies.append(None)
-                self.reply_delays.append(0.0)
+                self._delays.append(0.0)
 
     def collect(self) -> list[memoryview | None]:
         """The PRes of the PReqs sent since the last collect (None: lost), valid until the next collect."""
-        replies = self._replies
-        self._replies = []
-        self.reply_delays = []
+        replies, self.reply_delays = self._replies, self._delays
+        self._replies, self._delays = self._spare
+        self._replies.clear()
+        self._delays.clear()
+        self._spare = (replies, self.reply_delays)
         self._used = 0
         return replies
 
@@ -207,7 +211,7 @@ class RawLink:
 
     def _send(self, frame) -> int:
         """Put ``frame`` on the wire without its FCS, from our MAC, a PReq to its CN's learned MAC;
-        the send time (perf_counter_ns)."""
+        the time (perf_counter_ns) the send began: on a veth the peer may be served inside it."""
         n = len(frame) - frames.FCS_SIZE          # the encoders seal every frame with its FCS
         tx = self._txv
         tx[:n] = frame[:n]
@@ -216,11 +220,12 @@ class RawLink:
             at = frame[frames.DST_NODE_AT] * _MAC
             if any(self.macs[at:at + _MAC]):
                 tx[:_MAC] = self.macs[at:at + _MAC]
+        sent = perf_counter_ns()
         try:
             self.sock.send(tx[:max(n, MIN_ETHERNET)])
         except OSError as exc:
             raise LinkError(f"cannot send on bus.interface {self.interface!r}: {exc.strerror}") from None
-        return perf_counter_ns()
+        return sent
 
     def _await(self, kind: int, node: int, deadline_ns: int, slot: int) -> tuple[int, int]:
         """Receive into ``slot`` until a frame of ``kind`` from ``node`` arrives or ``deadline_ns``
