@@ -94,7 +94,6 @@ PDO_TYPES = {"u8": (1, "B"), "i8": (1, "b"), "u16": (2, "H"), "i16": (2, "h"), "
              "real32": (4, "f")}
 PROFILES = ("cia402", "io")
 DEVICE_TYPE_CIA402 = 0x00020192          # CiA 402 drive, servo (0x1000: profile 402 in the low 16 bits)
-PROFILE_IO = 401                         # CiA 401 generic I/O module: 0x1000's low 16 bits
 
 
 @dataclass(frozen=True)
@@ -113,8 +112,7 @@ class PdoObject:
 @dataclass(frozen=True)
 class Identity:
     """What a node's IdentResponse must report (0x1000, 0x1018/1..3); None: not checked.
-    A CiA 402 node's device type defaults to a servo drive's; an I/O node's device type, when not
-    given, only has to name profile 401 in its low 16 bits."""
+    A CiA 402 node's device type defaults to a servo drive's."""
 
     device_type: int | None = None
     vendor_id: int | None = None
@@ -133,9 +131,7 @@ class NodeConfig:
 
     def device_type_ok(self, device_type: int) -> bool:
         """Whether an IdentResponse's device type is the one this node is configured for."""
-        if self.identity.device_type is not None:
-            return device_type == self.identity.device_type
-        return device_type & 0xFFFF == PROFILE_IO
+        return self.identity.device_type in (None, device_type)
 
     @property
     def input_size(self) -> int:

@@ -28,7 +28,7 @@ import numpy as np
 
 from drivers.cia402 import Mode
 from drivers.codes import FaultCode
-from drivers.config import PROFILE_IO, BusConfig, NodeConfig
+from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
 from drivers.powerlink import frames, services
 from drivers.powerlink.checks import steady_pres, take_tpdo
@@ -534,7 +534,4 @@ class ManagingNode:
 
 
 def _expected_device(node: NodeConfig) -> str:
-    expected = node.identity.device_type
-    if expected is None:
-        return f"not a CiA {PROFILE_IO} I/O module"
-    return f"expected 0x{expected:08X}"
+    return f"expected 0x{node.identity.device_type:08X}"
