@@ -110,7 +110,7 @@ class PdoObject:
 
 
 @dataclass(frozen=True)
-class Identity:
+class ExpectedIdentity:
     """What a node's IdentResponse must report (0x1000, 0x1018/1..3); None: not checked.
     A CiA 402 node's device type defaults to a servo drive's."""
 
@@ -125,7 +125,7 @@ class NodeConfig:
     node_id: int
     axes: tuple[AxisConfig, ...]
     profile: str = "cia402"              # one of PROFILES
-    identity: Identity = Identity(DEVICE_TYPE_CIA402)
+    identity: ExpectedIdentity = ExpectedIdentity(DEVICE_TYPE_CIA402)
     inputs: tuple[PdoObject, ...] = ()   # io: the objects its PRes carries, in order
     outputs: tuple[PdoObject, ...] = ()  # io: the objects its PReq carries, in order
 
@@ -240,17 +240,17 @@ def _params(cls, base, section, where: str):
     return cls(**values)
 
 
-def _identity(section, profile: str, where: str) -> Identity:
+def _identity(section, profile: str, where: str) -> ExpectedIdentity:
     """``identity:`` {device_type, vendor_id, product_code, revision}, each a 32-bit integer."""
     default = DEVICE_TYPE_CIA402 if profile == "cia402" else None
     if section is None:
-        return Identity(default)
+        return ExpectedIdentity(default)
     section = _mapping(section, where)
-    names = [f.name for f in fields(Identity)]
+    names = [f.name for f in fields(ExpectedIdentity)]
     _known(section, names, where)
     values = {n: _integer(section[n], f"{where}.{n}", 0, 0xFFFF_FFFF) for n in names if n in section}
     values.setdefault("device_type", default)
-    return Identity(**values)
+    return ExpectedIdentity(**values)
 
 
 def _pdo_objects(items, where: str) -> tuple[PdoObject, ...]:
