@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from drivers.service_channel import FORMATS, SIZES, TYPE_CODES, TYPE_NAMES
 from models.common.errors import quote
 
 MN_NODE_ID = 240
@@ -89,9 +90,8 @@ SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
            "left_loads": Sensor("foot_forces", 0, 4), "right_loads": Sensor("foot_forces", 4, 4)}
 
 
-# The process-data types an I/O node's objects may have: name -> (bytes, struct format), DS 301 §6.1.6.
-PDO_TYPES = {"u8": (1, "B"), "i8": (1, "b"), "u16": (2, "H"), "i16": (2, "h"), "u32": (4, "I"), "i32": (4, "i"),
-             "real32": (4, "f")}
+# The process-data types an I/O node's objects may have: the fixed-size CANopen types, by name.
+PDO_TYPES = tuple(TYPE_NAMES[code] for code in FORMATS)
 PROFILES = ("cia402", "io")
 DEVICE_TYPE_CIA402 = 0x00020192          # CiA 402 drive, servo (0x1000: profile 402 in the low 16 bits)
 
@@ -105,8 +105,13 @@ class PdoObject:
     type: str                            # a PDO_TYPES name
 
     @property
+    def data_type(self) -> int:
+        """Its CANopen data type code."""
+        return TYPE_CODES[self.type]
+
+    @property
     def size(self) -> int:
-        return PDO_TYPES[self.type][0]
+        return SIZES[self.data_type]
 
 
 @dataclass(frozen=True)

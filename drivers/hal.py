@@ -33,7 +33,7 @@ from drivers.codes import FaultCode
 from drivers.config import AxisConfig, BusConfig, parse_bus_config
 from drivers.events import BusEvent, EventKind
 from drivers.fault_api import FaultApi
-from drivers.service_channel import SdoRequest
+from drivers.service_channel import DOMAIN, SdoRequest
 
 BACKENDS: dict[str, str] = {
     "sim": "drivers.backends.sim:open_sim",
@@ -212,12 +212,13 @@ class Bus(ABC):
         """True when ``node_id`` takes part in cyclic control."""
 
     @abstractmethod
-    def sdo_read(self, node_id: int, index: int, subindex: int) -> SdoRequest:
-        """Start reading an object of a node's dictionary (e.g. 0x1001 error register, 0x1003 history)."""
+    def sdo_read(self, node_id: int, index: int, subindex: int, data_type: int = DOMAIN) -> SdoRequest:
+        """Start reading an object of a node's dictionary (e.g. 0x1001 error register, 0x1003
+        history), its value decoded as ``data_type`` (a :mod:`drivers.service_channel` type code)."""
 
     @abstractmethod
-    def sdo_write(self, node_id: int, index: int, subindex: int, value: float) -> SdoRequest:
-        """Start writing a drive parameter (e.g. 0x6065 following error limit)."""
+    def sdo_write(self, node_id: int, index: int, subindex: int, value: object, data_type: int) -> SdoRequest:
+        """Start writing ``value`` as ``data_type`` to an object (e.g. 0x6065 following error window, UNSIGNED32)."""
 
     @abstractmethod
     def stop_node(self, node_id: int) -> None:
@@ -236,7 +237,7 @@ class Bus(ABC):
             self._closed = True
             self._close()
 
-    def complete(self, request: SdoRequest, max_cycles: int = 200) -> float | int:
+    def complete(self, request: SdoRequest, max_cycles: int = 200) -> object:
         """Run control cycles (outside real time) until ``request`` is done; its result."""
         for _ in range(max_cycles):
             if request.done:

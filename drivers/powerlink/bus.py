@@ -13,8 +13,7 @@ from drivers.hal import Bus, BusStateError, Intent
 from drivers.powerlink.managing_node import Link, ManagingNode
 from drivers.powerlink.nmt import NmtState
 from drivers.powerlink.process_image import read_tpdo, write_rpdo
-from drivers.service_channel import SdoRequest
-from drivers.powerlink.services import SDO_READ, SDO_WRITE
+from drivers.service_channel import DOMAIN, SDO_READ, SDO_WRITE, SdoRequest
 
 _OPERATIONAL = NmtState.OPERATIONAL        # an enum member lookup costs ~0.2 µs on Python 3.11
 
@@ -79,11 +78,11 @@ class PowerlinkBus(Bus):
         rec = self.mn.records[node_id]
         return rec in self.mn.polled and rec.nmt == NmtState.OPERATIONAL
 
-    def sdo_read(self, node_id: int, index: int, subindex: int) -> SdoRequest:
-        return self.mn.sdo(node_id, SDO_READ, index, subindex)
+    def sdo_read(self, node_id: int, index: int, subindex: int, data_type: int = DOMAIN) -> SdoRequest:
+        return self.mn.sdo(node_id, SDO_READ, index, subindex, data_type=data_type)
 
-    def sdo_write(self, node_id: int, index: int, subindex: int, value: float) -> SdoRequest:
-        return self.mn.sdo(node_id, SDO_WRITE, index, subindex, value)
+    def sdo_write(self, node_id: int, index: int, subindex: int, value: object, data_type: int) -> SdoRequest:
+        return self.mn.sdo(node_id, SDO_WRITE, index, subindex, value, data_type)
 
     def stop_node(self, node_id: int) -> None:
         self.mn.stop_node(node_id)

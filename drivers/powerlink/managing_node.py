@@ -35,19 +35,20 @@ from drivers.powerlink.checks import steady_pres, take_tpdo
 from drivers.powerlink.frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.service_channel import ABORT_TIMEOUT, SdoRequest
+from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoClient
+from drivers.service_channel import DOMAIN, SdoRequest, abort_text
 from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
 # A PReq's RPDO channel before the controller writes one (and on a channel no axis uses).
 _RPDO_DEFAULTS = {"controlword": 0, "modes_of_operation": int(Mode.CSP), "target_position": 0.0,
                   "target_velocity": 0.0, "torque_offset": 0.0}
-SDO_TIMEOUT_CYCLES = 250
 _TPDO_SIZE = TPDO.size
 _PDO_OFFSET = frames.PDO_OFFSET
 PREQ_LENGTH = max(frames.PDO_OFFSET + RPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _PRES_TPDO = frames.pres_header(TPDO.struct)      # PRes header and TPDO: one unpack
 _PDO_VERSION = frames.PDO_VERSION
+_RS = frames.FLAG2_RS_MASK
 _read_pres = frames.read_pres
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
 _PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
@@ -124,8 +125,7 @@ class CnRecord:
         self.erring = False
         self.last_command: NmtCommand | None = None
         self.command_cycle = -RETRY_CYCLES - 1
-        self.sdo_queue: deque[SdoRequest] = deque()
-        self.sdo_active: SdoRequest | None = None
+        self.sdo = SdoClient(RETRY_CYCLES, RETRIES)
 
 
 class ManagingNode:
@@ -152,8 +152,7 @@ class ManagingNode:
         self.soa = frames.soa_frame()
         self.outbox: deque[tuple[memoryview, int]] = deque()
         self.invite: deque[int] = deque()
-        self.sdo_active: set[int] = set()
-        self._transaction = 0
+        self.sdo_active: set[int] = set()             # nodes whose SDO client has work (ticked per cycle)
         self._soa_fields = ()
         self._ident_cursor = 0
         self._cycle_us = config.cycle_us
@@ -295,7 +294,7 @@ class ManagingNode:
         if self.state != _OPERATIONAL or self.joining:
             self._progress()
         if self.sdo_active:
-            self._sdo_timeouts()
+            self._sdo_cycle()
         self.bus_cycle += 1
 
     def _repoll(self) -> None:
@@ -329,7 +328,7 @@ class ManagingNode:
                 continue
             try:
                 fields = _read_pres(reply, fcs=fcs) if rec.io else _read_pres(reply, _PRES_TPDO, fcs)
-                src, nmt, _, _, version, size = fields[:6]
+                src, nmt, _, flags2, version, size = fields[:6]
                 if src != rec.node_id or (size != rec.pres_size and (nmt == _OPERATIONAL or not rec.io)) or (
                         not rec.io and version != _PDO_VERSION):
                     raise InconsistentFrame(f"PRes from node {src} for node {rec.node_id} carries {size} "
@@ -339,6 +338,8 @@ class ManagingNode:
             except FrameError:
                 self._pres_error(rec, rec.malformed, FaultCode.INVALID_FORMAT)
                 continue
+            if flags2 & _RS and rec.node_id not in self.invite:      # the CN has ASnd frames to send
+                self.invite.append(rec.node_id)
             if rec.erring:
                 self._pres_good(rec)
             if nmt != rec.nmt:
@@ -380,6 +381,7 @@ class ManagingNode:
             self.joining.remove(rec)
         rec.identified = False
         rec.nmt = NmtState.NOT_ACTIVE
+        rec.sdo.reset()
         for c in rec.counters:
             c.clear()
         rec.stopped = command == NmtCommand.STOP_NODE
@@ -431,7 +433,8 @@ class ManagingNode:
             if service_id == ServiceId.IDENT_RESPONSE:
                 self._identified(rec, *services.read_ident(reply, self._fcs))
             elif service_id == ServiceId.SDO:
-                self._sdo_reply(rec, services.read_sdo(reply, self._fcs))
+                rec.sdo.receive(bytes(reply[frames.ASND_OFFSET:]))
+                self._sdo_progress(rec)
         except FrameError:
             return
 
@@ -457,50 +460,40 @@ class ManagingNode:
             self.joining.append(rec)
 
     # -- SDO client ---------------------------------------------------------------------------------
-    def sdo(self, node_id: int, command: int, index: int, subindex: int, value: float = 0.0) -> SdoRequest:
-        rec = self.records.get(node_id)
-        if rec is None:
-            raise ValueError(f"no configured node {node_id} (nodes: {', '.join(map(str, self.records))})")
-        req = SdoRequest(node_id, command, index, subindex, float(value))
-        rec.sdo_queue.append(req)
-        self._sdo_next(rec)
+    def sdo(self, node_id: int, command: int, index: int, subindex: int, value: object = None,
+            data_type: int = DOMAIN) -> SdoRequest:
+        """Start a DS 301 SDO transfer (ReadByIndex or WriteByIndex of ``value`` as ``data_type``);
+        later cycles complete the returned request, an abort becomes an SDO_ABORT event too."""
+        rec = self._record(node_id)
+        req = SdoRequest(node_id, command, index, subindex, value, data_type)
+        rec.sdo.request(req)
+        self.sdo_active.add(node_id)
+        self._sdo_progress(rec)
         return req
 
-    def _sdo_next(self, rec: CnRecord) -> None:
-        if rec.sdo_active is not None or not rec.sdo_queue:
-            return
-        req = rec.sdo_queue.popleft()
-        self._transaction = self._transaction % 255 + 1
-        req.transaction = self._transaction
-        req.deadline_cycle = self.bus_cycle + SDO_TIMEOUT_CYCLES
-        f = frames.asnd_frame(rec.node_id, frames.MN_NODE_ID, ServiceId.SDO, services.SDO.size)
-        services.write_sdo(f.buf, req.transaction, req.command, 0, 0, req.index, req.subindex, 0, req.value)
-        self.outbox.append((f.seal(), rec.node_id))
-        rec.sdo_active = req
-        self.sdo_active.add(rec.node_id)
-
-    def _sdo_reply(self, rec: CnRecord, fields) -> None:
-        transaction, command, flags, data_type, _, _, abort, value = fields
-        req = rec.sdo_active
-        if req is None or transaction != req.transaction or not flags & services.SDO_RESPONSE:
-            return
-        self._sdo_finish(rec, abort, data_type, value if command == services.SDO_READ else req.value)
-
-    def _sdo_finish(self, rec: CnRecord, abort: int, data_type: int, value: float) -> None:
-        req = rec.sdo_active
-        req.done, req.abort_code, req.data_type, req.value = True, abort, data_type, value
-        rec.sdo_active = None
-        self.sdo_active.discard(rec.node_id)
-        if abort:
-            self._event(EventKind.SDO_ABORT, rec.node_id, abort,
-                        f"SDO 0x{req.index:04X}/{req.subindex} aborted with 0x{abort:08X}")
-        self._sdo_next(rec)
-
-    def _sdo_timeouts(self) -> None:
+    def _sdo_cycle(self) -> None:
         for node_id in list(self.sdo_active):
             rec = self.records[node_id]
-            if self.bus_cycle > rec.sdo_active.deadline_cycle:
-                self._sdo_finish(rec, ABORT_TIMEOUT, 0, 0.0)
+            rec.sdo.tick()
+            self._sdo_progress(rec)
+            if not rec.sdo.busy:
+                self.sdo_active.discard(node_id)
+
+    def _sdo_progress(self, rec: CnRecord) -> None:
+        """Queue the client's frames for the asynchronous phase, report finished transfers. A CN not
+        polled (no PRes, hence no RS flag) is invited after each frame and while its answer is due."""
+        unpolled = rec not in self.polled
+        for payload in rec.sdo.take():
+            f = frames.asnd_frame(rec.node_id, frames.MN_NODE_ID, ServiceId.SDO, len(payload))
+            f.buf[frames.ASND_OFFSET:frames.ASND_OFFSET + len(payload)] = payload
+            self.outbox.append((f.seal(), rec.node_id if unpolled else 0))
+        if unpolled and rec.sdo.busy and not self.outbox and rec.node_id not in self.invite:
+            self.invite.append(rec.node_id)
+        while rec.sdo.finished:
+            req = rec.sdo.finished.popleft()
+            if req.abort_code:
+                self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
+                            f"{req.describe()} aborted: {abort_text(req.abort_code)}")
 
     # -- node commands from the application ---------------------------------------------------------
     def stop_node(self, node_id: int) -> None:

@@ -2,7 +2,8 @@
 
 It follows the CN NMT table of :mod:`.nmt`, answers PReq with a PRes carrying its drive's TPDO,
 applies the RPDO only when Operational and the MN sets RD, answers IdentRequest and SDO
-invitations in the asynchronous phase, and counts lost SoC with a DS 301 threshold counter: a
+invitations in the asynchronous phase (its DS 301 SDO server, :mod:`drivers.powerlink.sdo`, asks for
+one with the RS flag of its PRes), and counts lost SoC with a DS 301 threshold counter: a
 trip is an NMT error (back to PreOp1) and a fault (0x8245) on both axes of its drive.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from drivers.powerlink import frames, services
 from drivers.powerlink.frames import FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
 from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoServer
 from drivers.powerlink.threshold import ThresholdCounter
 
 _CYCLIC = (NmtState.PRE_OPERATIONAL_2, NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)
@@ -41,6 +43,7 @@ class ControlledNode:
         "pending",
         "pres",
         "rx_errors",
+        "sdo",
         "soc_seen",
     )
 
@@ -54,7 +57,8 @@ class ControlledNode:
         self.pres = frames.pres_frame(node_id, TPDO.size, buf=drive.pres_buffer)   # the drive maps its TPDO in
         self.ident = frames.asnd_frame(frames.MN_NODE_ID, node_id, ServiceId.IDENT_RESPONSE,
                                        services.IDENT.size)
-        self.pending: deque[memoryview] = deque()
+        self.pending: deque[memoryview] = deque()      # ASnd frames waiting for an UnspecifiedInvite
+        self.sdo = SdoServer(drive.objects, RETRY_CYCLES, RETRIES)
         self._rpdo_seen = b""
         self.rx_errors = 0
 
@@ -96,6 +100,8 @@ class ControlledNode:
                 self._leave_operational(FaultCode.LOSS_SOC)
                 self._event(NmtEvent.DLL_ERROR)
         self.soc_seen = False
+        self.sdo.tick()
+        self._sdo_out()
         if target != self.node_id:
             return None
         if service == _IDENT_REQUEST:
@@ -118,6 +124,7 @@ class ControlledNode:
             self.drive.reset()
             self.loss_soc.clear()
             self.pending.clear()
+            self.sdo.reset()
             self.soc_seen = False
             self._rpdo_seen = b""
         elif self.nmt == NmtState.OPERATIONAL and cn_next_state(self.nmt, command) != self.nmt:
@@ -135,15 +142,13 @@ class ControlledNode:
             self.nmt_history.append(new)
 
     def _sdo(self, frame) -> None:
-        transaction, command, flags, _, index, sub, _, value = services.read_sdo(frame)
-        if flags & services.SDO_RESPONSE:
-            return
-        if command == services.SDO_READ:
-            abort, data_type, value = self.drive.objects.read(index, sub)
-        else:
-            abort, data_type = self.drive.objects.write(index, sub, value)
-        reply = frames.asnd_frame(frames.MN_NODE_ID, self.node_id, ServiceId.SDO, services.SDO.size)
-        services.write_sdo(reply.buf, transaction, command,
-                           services.SDO_RESPONSE | (services.SDO_ABORT if abort else 0),
-                           data_type, index, sub, abort, value)
-        self.pending.append(reply.seal())
+        self.sdo.receive(bytes(frame[frames.ASND_OFFSET:]))
+        self._sdo_out()
+
+    def _sdo_out(self) -> None:
+        """The server's payloads as ASnd frames, queued for the next invitations (RS counts them)."""
+        if self.sdo.pending:
+            for payload in self.sdo.take():
+                reply = frames.asnd_frame(frames.MN_NODE_ID, self.node_id, ServiceId.SDO, len(payload))
+                reply.buf[frames.ASND_OFFSET:frames.ASND_OFFSET + len(payload)] = payload
+                self.pending.append(reply.seal())

@@ -39,8 +39,7 @@ from drivers.config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
 from drivers.sim.plant import Plant
 from drivers.powerlink import frames, pdo
 from drivers.powerlink.checks import put_le
-from drivers.powerlink.sdo import ObjectDictionary, ObjectEntry
-from drivers.powerlink.services import DEVICE_TYPE_SERVO_402
+from drivers.sim.object_dictionary import DRIVE_COLUMNS, ObjectDictionary, drive_dictionary
 
 # DriveBank's arrays, declared once: (column, width, meaning); the column constants derive from them.
 X_COLUMNS = (                  # DriveBank.x, one float row per axis
@@ -383,7 +382,7 @@ class Drive:
         self.fault_cause_until = [0.0] * slots
         self.history: list[int] = []
         self.dirty = True
-        self.objects = self._object_dictionary()
+        self.objects = self._object_dictionary(axes)
         for ch in self.slots:
             self._publish(ch)
 
@@ -504,29 +503,6 @@ class Drive:
             reg |= error_register_bits(code)
         return reg
 
-    def _object_dictionary(self) -> ObjectDictionary:
-        od = ObjectDictionary()
-        od.add(0x1000, 0, ObjectEntry(pdo.UNSIGNED32, lambda: DEVICE_TYPE_SERVO_402))
-        od.add(0x1001, 0, ObjectEntry(pdo.UNSIGNED8, lambda: self.error_register))
-        od.add(0x1003, 0, ObjectEntry(pdo.UNSIGNED8, lambda: len(self.history), self._clear_history, 0, 0))
-        for k in range(FAULT_HISTORY_LENGTH):
-            od.add(0x1003, k + 1, ObjectEntry(
-                pdo.UNSIGNED32, lambda k=k: self.history[k] if k < len(self.history) else 0))
-        bank = self.bank
-        x = bank.x
-        for ch in self.slots:
-            row = self.rows[ch]
-            off = ch * pdo.AXIS_OFFSET
-            od.add(0x603F + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.fault_code[ch]))
-            od.add(0x6041 + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.statusword(ch)))
-            od.add(0x60FC + off, 0, ObjectEntry(pdo.REAL64, lambda r=row: x[r, P_DEM]))
-            od.add(0x60F4 + off, 0, ObjectEntry(pdo.REAL64, lambda r=row: x[r, FE_ACTUAL]))
-            for index, sub, col in ((0x6065, 0, FE_LIMIT), (0x6073, 0, I_MAX), (0x6080, 0, V_MAX),
-                                    (0x2010, 1, KP), (0x2010, 2, KV), (0x2010, 3, KI), (0x2010, 4, KT)):
-                od.add(index + off, sub, ObjectEntry(
-                    pdo.REAL64, lambda r=row, c=col: x[r, c],
-                    lambda v, r=row, c=col: x.__setitem__((r, c), v), minimum=1e-9))
-        return od
-
-    def _clear_history(self, _value: int) -> None:
-        self.history.clear()
+    def _object_dictionary(self, axes: tuple[AxisConfig, ...]) -> ObjectDictionary:
+        columns = dict(zip(DRIVE_COLUMNS, _columns(X_COLUMNS, *DRIVE_COLUMNS)))
+        return drive_dictionary(self, columns, axes[0].node_id, self.bank.config.cycle_us, FAULT_HISTORY_LENGTH)

@@ -1,6 +1,8 @@
 """Two-axis drive: set-value interpolation (thesis Figure 13), cascade limits, faults, SDO channel."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from drivers.config import parse_bus_config
 from drivers.sim.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, LOOP_POSITION, LOOP_TORQUE, FE_ACTUAL, FE_LIMIT, P_DEM
 from drivers.events import EventKind
 from drivers.fault_api import FaultError
-from drivers.service_channel import SdoAbort
+from drivers.service_channel import UNSIGNED8, UNSIGNED16, UNSIGNED32, SdoAbort
 from drivers.sim.nodes import SimulatedNodes
 
 from tests.drivers.helpers import cycle
@@ -78,14 +80,14 @@ def test_following_error_faults_with_code_history_and_register(bus):
     assert bus.axis("hip").state == State.OPERATION_ENABLED
     faults = [e for e in bus.events if e.kind == EventKind.AXIS_FAULT]
     assert [(e.axis, e.code) for e in faults] == [("knee", 0x8611)]
-    assert bus.complete(bus.sdo_read(2, 0x1003, 0)) == 1
-    assert bus.complete(bus.sdo_read(2, 0x1003, 1)) == 0x8611
-    assert bus.complete(bus.sdo_read(2, 0x1001, 0)) == 0x21         # generic + device profile
+    assert bus.complete(bus.sdo_read(2, 0x1003, 0, UNSIGNED8)) == 1
+    assert bus.complete(bus.sdo_read(2, 0x1003, 1, UNSIGNED32)) == 0x8611
+    assert bus.complete(bus.sdo_read(2, 0x1001, 0, UNSIGNED8)) == 0x21         # generic + device profile
     knee.target_position = knee.position
     knee.fault_reset()
     cycle(bus, 2)
     assert knee.state == State.SWITCH_ON_DISABLED and knee.fault_code == 0
-    assert bus.complete(bus.sdo_read(2, 0x1003, 1)) == 0x8611       # history survives the reset
+    assert bus.complete(bus.sdo_read(2, 0x1003, 1, UNSIGNED32)) == 0x8611       # history survives the reset
 
 
 def test_encoder_nan_glitch_is_an_encoder_fault(bus):
@@ -114,16 +116,22 @@ def test_over_temperature_cannot_be_reset_while_hot(bus):
 
 
 def test_sdo_parameters_read_write_and_aborts(bus):
-    assert bus.complete(bus.sdo_write(2, 0x6065, 0, 0.25)) == 0.25
-    assert bus.complete(bus.sdo_read(2, 0x6065, 0)) == 0.25
-    assert bus.complete(bus.sdo_read(2, 0x6865, 0)) == 0.5          # channel 1 (hip): default
-    assert bus.network.bank.x[bus.axis("knee").index, FE_LIMIT] == 0.25
-    for request, code in ((bus.sdo_write(2, 0x1000, 0, 1), 0x06010002),
-                          (bus.sdo_read(2, 0x5555, 0), 0x06020000),
-                          (bus.sdo_write(2, 0x6073, 0, -1.0), 0x06090030)):
-        with pytest.raises(SdoAbort, match=f"0x{code:08X}"):
+    """0x6065 (following error window) is UNSIGNED32 in encoder increments: 2^17 per motor turn."""
+    per_rad = 2**17 / (2 * math.pi)
+    assert bus.complete(bus.sdo_write(2, 0x6065, 0, 5215, UNSIGNED32)) == 5215
+    assert bus.complete(bus.sdo_read(2, 0x6065, 0, UNSIGNED32)) == 5215
+    assert bus.complete(bus.sdo_read(2, 0x6865, 0, UNSIGNED32)) == round(0.5 * per_rad)   # hip: default 0.5 rad
+    assert bus.network.bank.x[bus.axis("knee").index, FE_LIMIT] == pytest.approx(5215 / per_rad, rel=1e-15)
+    for request, code, text in ((bus.sdo_write(2, 0x1000, 0, 1, UNSIGNED32), 0x06010002, "write 0x1000/0"),
+                                (bus.sdo_read(2, 0x5555, 0), 0x06020000, "read 0x5555/0"),
+                                (bus.sdo_read(2, 0x1018, 9), 0x06090011, "read 0x1018/9"),
+                                (bus.sdo_write(2, 0x6073, 0, 0, UNSIGNED16), 0x06090032, "write 0x6073/0"),
+                                (bus.sdo_write(2, 0x6073, 0, 1, UNSIGNED32), 0x06070010, "write 0x6073/0")):
+        with pytest.raises(SdoAbort, match=f"node 2: SDO {text} aborted: 0x{code:08X}"):
             bus.complete(request)
-    assert sum(e.kind == EventKind.SDO_ABORT for e in bus.events) == 3
+    aborts = [e for e in bus.events if e.kind == EventKind.SDO_ABORT]
+    assert [e.code for e in aborts] == [0x06010002, 0x06020000, 0x06090011, 0x06090032, 0x06070010]
+    assert aborts[1].text == "node 2: SDO read 0x5555/0 aborted: 0x06020000 object does not exist in the object dictionary"
 
 
 def test_fault_injection_rejects_unknown_names_and_arguments(bus):
@@ -171,5 +179,5 @@ def test_following_error_object_in_the_object_dictionary(bus):
     x, objects = bus.network.bank.x, bus.network.nodes[2].drive.objects
     for name, index in (("knee", 0x60F4), ("hip", 0x68F4)):
         row = bus.axis(name).index
-        abort, _, value = objects.read(index, 0)
-        assert abort == 0 and value == x[row, P_DEM] - x[row, ACT_POS] and abs(value) > 1e-3
+        value = objects.value(index, 0)            # INTEGER32 increments, 2^17 per motor turn
+        assert value == round((x[row, P_DEM] - x[row, ACT_POS]) * 2**17 / (2 * math.pi)) and abs(value) > 100
