@@ -30,13 +30,13 @@ from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
-from drivers.powerlink import frames, services
+from drivers.powerlink import configuration, frames, services
 from drivers.powerlink.checks import steady_pres, take_tpdo
 from drivers.powerlink.frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoClient
-from drivers.service_channel import DOMAIN, SdoRequest, abort_text
+from drivers.service_channel import DOMAIN, SDO_WRITE, SdoRequest, abort_text
 from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
@@ -126,6 +126,10 @@ class CnRecord:
         self.last_command: NmtCommand | None = None
         self.command_cycle = -RETRY_CYCLES - 1
         self.sdo = SdoClient(RETRY_CYCLES, RETRIES)
+        self.download = configuration.download(node)    # written in PreOp1, then NMTResetConfiguration
+        self.configured = not self.download
+        self.writes: list[SdoRequest] = []             # the download's transfers, while it runs
+        self.config_error = ""
 
 
 class ManagingNode:
@@ -191,6 +195,10 @@ class ManagingNode:
         for rec in blocking:
             if not rec.answered:
                 parts.append(f"node {rec.node_id} never answered an IdentRequest")
+            elif rec.config_error:
+                parts.append(rec.config_error)
+            elif not rec.configured:
+                parts.append(f"node {rec.node_id}: configuration download unfinished")
             elif not rec.node.device_type_ok(rec.device_type):
                 parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, "
                              f"{_expected_device(rec.node)}")
@@ -382,6 +390,8 @@ class ManagingNode:
         rec.identified = False
         rec.nmt = NmtState.NOT_ACTIVE
         rec.sdo.reset()
+        rec.configured = not rec.download            # a reset node is back to its default objects
+        rec.writes = []
         for c in rec.counters:
             c.clear()
         rec.stopped = command == NmtCommand.STOP_NODE
@@ -447,6 +457,14 @@ class ManagingNode:
             rec.device_type = device_type
             return
         rec.device_type = device_type
+        if not rec.configured or rec.config_error:
+            if not rec.writes:
+                rec.writes = [self.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type)
+                              for w in rec.download]
+            return
+        if (rec.last_command == NmtCommand.RESET_CONFIGURATION
+                and self.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
+            return                                   # an answer from before the node acted on the reset
         if nmt not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
             self._command(rec, NmtCommand.RESET_NODE)
             return
@@ -494,6 +512,19 @@ class ManagingNode:
             if req.abort_code:
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
+        if rec.writes and not rec.configured and all(w.done for w in rec.writes):
+            self._downloaded(rec)
+
+    def _downloaded(self, rec: CnRecord) -> None:
+        """The configuration download ended: NMTResetConfiguration applies it (the node then
+        identifies again), or the first abort is the node's boot error."""
+        failed = next((w for w in rec.writes if w.abort_code), None)
+        if failed is not None:
+            rec.config_error = f"configuration {failed.describe()} aborted: {abort_text(failed.abort_code)}"
+            return
+        rec.configured = True
+        rec.writes = []
+        self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
 
     # -- node commands from the application ---------------------------------------------------------
     def stop_node(self, node_id: int) -> None:
