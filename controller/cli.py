@@ -324,6 +324,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return campaign_main(args.rest)
 
 
+def cmd_bus(args: argparse.Namespace) -> int:
+    from controller.tools.bus import main as bus_main
+
+    return bus_main(args.rest)
+
+
 def cmd_ctl(args: argparse.Namespace) -> int:
     from controller.tools.ctl import main as ctl_main
 
@@ -545,6 +551,11 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("rest", nargs=argparse.REMAINDER)
     k.set_defaults(func=cmd_ctl)
 
+    bu = sub.add_parser("bus", help="commission a POWERLINK wire: scan, sdo read|write, cycle (bipd bus --help)",
+                        add_help=False)
+    bu.add_argument("rest", nargs=argparse.REMAINDER)
+    bu.set_defaults(func=cmd_bus)
+
     hl = sub.add_parser("hil", help="the HIL process: controlled nodes + MuJoCo leg or biped behind the udp backend "
                                      "(bipd hil --help)", add_help=False)
     hl.add_argument("rest", nargs=argparse.REMAINDER)
@@ -636,7 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario, "campaign": cmd_campaign}   # commands with their own argument parser
+PASS_THROUGH = {"bus": cmd_bus, "ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario, "campaign": cmd_campaign}   # commands with their own argument parser
 
 
 SIGPIPE_EXIT = 128 + 13    # as a shell reports a program that SIGPIPE ended (``bipd log info … | head``)

@@ -113,6 +113,7 @@ class RawLink:
         self.overruns = 0                               # cycles started more than one cycle late
         self.stray = 0                                  # frames received that nothing awaited
         self.round_trips_ns = np.zeros(TIMING_SAMPLES, np.int64)
+        self.round_trip_nodes = np.zeros(TIMING_SAMPLES, np.uint8)     # the node each round trip was with
         self.wakeups_ns = np.zeros(TIMING_SAMPLES, np.int64)
         self._rt_count = 0
 
@@ -133,6 +134,7 @@ class RawLink:
                 self._replies.append(self._slot_views[slot][:n])
                 self._delays.append(delay * 1e-9)
                 self.round_trips_ns[self._rt_count % TIMING_SAMPLES] = delay
+                self.round_trip_nodes[self._rt_count % TIMING_SAMPLES] = node
                 self._rt_count += 1
             else:
                 self._replies.append(None)
@@ -178,8 +180,10 @@ class RawLink:
 
     # -- timing -------------------------------------------------------------------------------------
     def timing(self) -> dict[str, np.ndarray]:
-        """The kept PReq→PRes round trips and cycle wake-up latenesses, in ns (oldest first)."""
+        """The kept PReq→PRes round trips (and the node of each) and cycle wake-up latenesses, in ns
+        (oldest first)."""
         return {"round_trip_ns": _ring(self.round_trips_ns, self._rt_count),
+                "round_trip_node": _ring(self.round_trip_nodes, self._rt_count),
                 "wakeup_ns": _ring(self.wakeups_ns, self.cycles)}
 
     def learned_mac(self, node_id: int) -> bytes | None:

@@ -185,6 +185,18 @@ class ManagingNode:
         while self.bus_cycle % self.config.cycles_per_control:
             self.cycle()
 
+    def service_cycle(self) -> None:
+        """One PreOperational1 cycle (SoA, at most one ASnd) that never takes the network further:
+        commissioning tools identify nodes and run SDO transfers with it, leaving their NMT states alone."""
+        if self.state == NmtState.NOT_ACTIVE:
+            self.state = NmtState.PRE_OPERATIONAL_1
+        if self.state != _PRE_OPERATIONAL_1:
+            raise RuntimeError("service cycles run before the boot only (PreOperational1)")
+        self._asynchronous()
+        if self.sdo_active:
+            self._sdo_cycle()
+        self.bus_cycle += 1
+
     def _boot_failure(self) -> str:
         """One sentence naming the nodes that held the boot back."""
         if self.state == NmtState.PRE_OPERATIONAL_1:
