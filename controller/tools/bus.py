@@ -185,8 +185,9 @@ def cmd_cycle(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if not 0 <= args.priority <= 99:
         raise UsageError(f"--priority must be 0..99, got {args.priority}")
     config = parse_bus_config(_bus_section(args.config, args.interface, args.period))
-    for warning in setup_realtime(args.priority, None, False):
-        say(warning)
+    if args.priority:
+        for warning in setup_realtime(args.priority, None, False):
+            say(warning)
     bus = open_raw(config)
     try:
         t0 = time.monotonic()
