@@ -207,13 +207,13 @@ class ManagingNode:
         for rec in blocking:
             if not rec.answered:
                 parts.append(f"node {rec.node_id} never answered an IdentRequest")
+            elif not rec.node.device_type_ok(rec.device_type):
+                parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, "
+                             f"{_expected_device(rec.node)}")
             elif rec.config_error:
                 parts.append(rec.config_error)
             elif not rec.configured:
                 parts.append(f"node {rec.node_id}: configuration download unfinished")
-            elif not rec.node.device_type_ok(rec.device_type):
-                parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, "
-                             f"{_expected_device(rec.node)}")
             else:
                 parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
         return (f"POWERLINK boot timed out after {self.config.boot_timeout_s} s in MN state "
@@ -469,16 +469,16 @@ class ManagingNode:
             rec.device_type = device_type
             return
         rec.device_type = device_type
-        if not rec.configured or rec.config_error:
-            if not rec.writes:
-                rec.writes = [self.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type)
-                              for w in rec.download]
-            return
         if (rec.last_command == NmtCommand.RESET_CONFIGURATION
                 and self.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
             return                                   # an answer from before the node acted on the reset
         if nmt not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
             self._command(rec, NmtCommand.RESET_NODE)
+            return
+        if not rec.configured or rec.config_error:
+            if not rec.writes:
+                rec.writes = [self.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type)
+                              for w in rec.download]
             return
         rec.identified = True
         rec.nmt = NmtState(nmt)
@@ -532,7 +532,8 @@ class ManagingNode:
         identifies again), or the first abort is the node's boot error."""
         failed = next((w for w in rec.writes if w.abort_code), None)
         if failed is not None:
-            rec.config_error = f"configuration {failed.describe()} aborted: {abort_text(failed.abort_code)}"
+            rec.config_error = (f"{failed.describe()} of its configuration aborted: "
+                                f"{abort_text(failed.abort_code)}")
             return
         rec.configured = True
         rec.writes = []

@@ -22,12 +22,17 @@ from tests.paths import ROOT
 CYCLE_S = 0.002
 
 
+INPUTS = [f"0x6000/{k} u8" for k in range(1, 5)]       # its digital inputs into its PRes
+OUTPUTS = [f"0x6200/{k} u8" for k in range(1, 5)]      # its digital outputs from its PReq
+
+
 def oplk_bus(cn, **node):
-    """A raw bus with the openPOWERLINK CN as its io node 1 (2 ms cycle, PRes late after 1.5 ms)."""
+    """A raw bus with the openPOWERLINK CN as its io node 1 (2 ms cycle, PRes late after 1.5 ms), its
+    inputs and outputs mapped at every boot (the CN keeps a mapping across managing-node sessions)."""
     return open_bus({"backend": "raw", "interface": cn.interface, "cycle_time_s": CYCLE_S,
                      "control_period_s": CYCLE_S, "pres_timeout_s": 0.0015, "boot_timeout_s": 5.0,
-                     "nodes": [{"node_id": 1, "profile": "io",
-                                "identity": {"device_type": CN_DEVICE_TYPE}, **node}]})
+                     "nodes": [{"node_id": 1, "profile": "io", "identity": {"device_type": CN_DEVICE_TYPE},
+                                "inputs": INPUTS, "outputs": OUTPUTS, **node}]})
 
 
 def _events(bus, kind: EventKind) -> list:
@@ -84,8 +89,7 @@ def test_the_mapping_download_puts_process_data_in_both_directions(oplk_cn, real
     NMTResetConfiguration and identification again); an output sent in the PReq reads back by SDO.
     (The demo CN links only subindex 1 of 0x6000 and 0x6200 to its application: the others share
     one storage in its object dictionary, so only /1 is compared.)"""
-    bus = oplk_bus(oplk_cn, inputs=[f"0x6000/{k} u8" for k in range(1, 5)],
-                   outputs=[f"0x6200/{k} u8" for k in range(1, 5)])
+    bus = oplk_bus(oplk_cn)
     try:
         bus.boot()
         mn = bus.mn
