@@ -473,6 +473,24 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     return 0 if res["expected_state"] else 1
 
 
+def cmd_bench_wire(args: argparse.Namespace) -> int:
+    from controller.tools.bench_wire import print_report, run
+
+    if args.seconds <= 0 or not 1 <= args.priority <= 99:
+        print("bipd bench wire: error: --seconds must be > 0 and --priority in 1..99", file=sys.stderr)
+        return 2
+    try:
+        res = run(seconds=args.seconds, priority=args.priority, progress=_progress(not args.json))
+    except PermissionError as e:
+        print(f"bipd bench wire: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print_report(res)
+    return 0
+
+
 def cmd_check_robot(args: argparse.Namespace) -> int:
     doc = read_yaml(args.path)
     if is_tree(doc):                                     # a kinematic tree
@@ -610,6 +628,13 @@ def build_parser() -> argparse.ArgumentParser:
                          "per control cycle)")
     bl.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bl.set_defaults(func=cmd_bench_loop)
+
+    bw = bsub.add_parser("wire", help="the raw backend on a veth: PReq->PRes round trip and cycle wake-up, "
+                                      "1 and 8 simulated nodes at 2 and 1 ms, next to cyclictest (root)")
+    bw.add_argument("--seconds", type=float, default=5.0, help="cycling per node count and period (default 5)")
+    bw.add_argument("--priority", type=int, default=80, help="SCHED_FIFO priority of the MN (default 80)")
+    bw.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    bw.set_defaults(func=cmd_bench_wire)
 
     ga = sub.add_parser("gait", help="an offline walking gait as a playback CSV (LIPM preview control + "
                                      "whole-body IK), checked; or --check an existing one")

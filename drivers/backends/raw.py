@@ -115,7 +115,7 @@ class RawLink:
         self.round_trips_ns = np.zeros(TIMING_SAMPLES, np.int64)
         self.round_trip_nodes = np.zeros(TIMING_SAMPLES, np.uint8)     # the node each round trip was with
         self.wakeups_ns = np.zeros(TIMING_SAMPLES, np.int64)
-        self._rt_count = 0
+        self.round_trip_count = 0
 
     # -- Link contract ------------------------------------------------------------------------------
     def queue_isochronous(self, soc: memoryview, preqs: tuple[memoryview, ...]) -> None:
@@ -133,9 +133,9 @@ class RawLink:
                 delay = arrived - sent
                 self._replies.append(self._slot_views[slot][:n])
                 self._delays.append(delay * 1e-9)
-                self.round_trips_ns[self._rt_count % TIMING_SAMPLES] = delay
-                self.round_trip_nodes[self._rt_count % TIMING_SAMPLES] = node
-                self._rt_count += 1
+                self.round_trips_ns[self.round_trip_count % TIMING_SAMPLES] = delay
+                self.round_trip_nodes[self.round_trip_count % TIMING_SAMPLES] = node
+                self.round_trip_count += 1
             else:
                 self._replies.append(None)
                 self._delays.append(0.0)
@@ -182,8 +182,8 @@ class RawLink:
     def timing(self) -> dict[str, np.ndarray]:
         """The kept PReq→PRes round trips (and the node of each) and cycle wake-up latenesses, in ns
         (oldest first)."""
-        return {"round_trip_ns": _ring(self.round_trips_ns, self._rt_count),
-                "round_trip_node": _ring(self.round_trip_nodes, self._rt_count),
+        return {"round_trip_ns": _ring(self.round_trips_ns, self.round_trip_count),
+                "round_trip_node": _ring(self.round_trip_nodes, self.round_trip_count),
                 "wakeup_ns": _ring(self.wakeups_ns, self.cycles)}
 
     def learned_mac(self, node_id: int) -> bytes | None:
@@ -194,12 +194,15 @@ class RawLink:
     # -- internals ----------------------------------------------------------------------------------
     def _start_cycle(self) -> None:
         """Wait for the next cycle's start (sleep, then spin the last WAKE_SPIN_S), record how late
-        it was; a start more than a cycle behind resynchronises the schedule (an overrun)."""
+        the cycle starts against its schedule; a start more than a cycle behind resynchronises the
+        schedule (an overrun, its whole lateness recorded)."""
         now = perf_counter_ns()
-        start = self._next_ns
+        scheduled = start = self._next_ns
         if not self.cycles or now - start > self.cycle_ns:
             if self.cycles:
                 self.overruns += 1
+            else:
+                scheduled = now
             start = now
         else:
             ahead = (start - now) * 1e-9 - WAKE_SPIN_S
@@ -207,8 +210,7 @@ class RawLink:
                 sleep(ahead)
             while perf_counter_ns() < start:
                 pass
-        woke = perf_counter_ns()
-        self.wakeups_ns[self.cycles % TIMING_SAMPLES] = woke - start
+        self.wakeups_ns[self.cycles % TIMING_SAMPLES] = perf_counter_ns() - scheduled
         self.cycles += 1
         self._next_ns = start + self.cycle_ns
         self._in_cycle = True
