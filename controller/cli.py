@@ -480,8 +480,8 @@ def cmd_bench_wire(args: argparse.Namespace) -> int:
         print("bipd bench wire: error: --seconds must be > 0 and --priority in 1..99", file=sys.stderr)
         return 2
     try:
-        res = run(seconds=args.seconds, priority=args.priority, progress=_progress(not args.json))
-    except PermissionError as e:
+        res = run(seconds=args.seconds, priority=args.priority, cn=args.cn, progress=_progress(not args.json))
+    except (PermissionError, FileNotFoundError, RuntimeError) as e:
         print(f"bipd bench wire: {e}", file=sys.stderr)
         return 1
     if args.json:
@@ -632,7 +632,12 @@ def build_parser() -> argparse.ArgumentParser:
     bw = bsub.add_parser("wire", help="the raw backend on a veth: PReq->PRes round trip and cycle wake-up, "
                                       "1 and 8 simulated nodes at 2 and 1 ms, next to cyclictest (root)")
     bw.add_argument("--seconds", type=float, default=5.0, help="cycling per node count and period (default 5)")
-    bw.add_argument("--priority", type=int, default=80, help="SCHED_FIFO priority of the MN (default 80)")
+    bw.add_argument("--priority", type=int, default=40,
+                    help="SCHED_FIFO priority of the MN and cyclictest (default 40: below openPOWERLINK's threads, "
+                         "45..75, which a spinning MN above them starves on 2 cores)")
+    bw.add_argument("--cn", choices=("sim", "oplk"), default="sim",
+                    help="who answers: simulated drives (one Python server) or openPOWERLINK CNs (built from "
+                         "BIPD_OPLK_DIR, default ../shared/oplk)")
     bw.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bw.set_defaults(func=cmd_bench_wire)
 

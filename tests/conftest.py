@@ -6,7 +6,7 @@ import os
 import pytest
 
 from models.rig.stewart import StewartModel
-from tests.drivers.oplk import OplkCn, build_cn
+from controller.tools.oplk import OplkCn, build_cn
 from tests.paths import STEWART_RIG
 
 

@@ -7,10 +7,11 @@
   (``bus.cycle_time_s``): the SoC at the cycle's start, each PReq after the previous CN's PRes or
   its listen window, the SoA and an ASnd after the isochronous phase. Nothing is batched over a
   control period (the UDP link's datagram-per-period has no wire equivalent).
-- a PReq's PRes is awaited for a listen window (half the cycle shared by the polled CNs); one that
-  comes within it carries its round trip as ``reply_delays`` (the MN counts it *late* beyond
-  ``bus.pres_timeout_s``), none is *lost*: both feed the DS 301 threshold counters
-  (:mod:`drivers.powerlink.threshold`) in the managing node.
+- a PReq's PRes is awaited for a listen window, ``bus.pres_timeout_s`` (DS 301's PResTimeout) or
+  half the cycle shared by the polled CNs if that is longer; one that comes within it carries its
+  round trip as ``reply_delays`` (the MN counts it *late* beyond ``bus.pres_timeout_s``), none is
+  *lost*: both feed the DS 301 threshold counters (:mod:`drivers.powerlink.threshold`) in the
+  managing node. A PRes that comes after its window is dropped before the next PReq goes out.
 - a CN's MAC address is learned from the source address of its IdentResponse, and PReqs to it
   carry it; the MN's frames carry the interface's own MAC as source.
 - the kernel adds the FCS on transmit and strips it on receive: an MN frame's FCS is not sent;
@@ -86,7 +87,7 @@ class RawLink:
     fcs = False                        # frames arrive as the kernel hands them: no FCS, maybe padded
 
     def __init__(self, interface: str, cycle_time_s: float, nodes: int, slots: int,
-                 spin_s: float = DEFAULT_SPIN_S) -> None:
+                 spin_s: float = DEFAULT_SPIN_S, pres_timeout_s: float = 0.0) -> None:
         self.interface = interface
         self.sock = open_socket(interface)
         self.mac = bytes(self.sock.getsockname()[4][:_MAC])
@@ -94,7 +95,7 @@ class RawLink:
         self._poll = select.poll()
         self._poll.register(self._fd, select.POLLIN)
         self.cycle_ns = round(cycle_time_s * 1e9)
-        self.listen_ns = self.cycle_ns // (2 * max(1, nodes))
+        self.listen_ns = max(round(pres_timeout_s * 1e9), self.cycle_ns // (2 * max(1, nodes)))
         self.spin_s = spin_s
         self.reply_delay_s = 0.0
         self.reply_delays: list[float] = []              # aligned with what the last collect returned
@@ -304,5 +305,5 @@ def open_raw(config: BusConfig, spin_s: float = DEFAULT_SPIN_S) -> PowerlinkBus:
     if not config.interface:
         raise LinkError("the raw backend needs bus.interface (the Ethernet interface the nodes are on)")
     slots = config.cycles_per_control * len(config.nodes) + 1
-    link = RawLink(config.interface, config.cycle_time_s, len(config.nodes), slots, spin_s)
+    link = RawLink(config.interface, config.cycle_time_s, len(config.nodes), slots, spin_s, config.pres_timeout_s)
     return PowerlinkBus(config, link, NoFaults())

@@ -8,7 +8,8 @@ and ``outputs`` (from its PReq: RPDO mapping 0x1600). A mapping entry is an UNSI
 
 The communication parameters' mapping version (0x1400/2, 0x1800/2) is set to the PDO version
 the managing node's PReq carries (:data:`~drivers.powerlink.frames.PDO_VERSION`): a node ignores a
-PReq payload whose version differs from its mapping's. A mapping is written with subindex 0 (the entry count) at 0 first and at the count last, so a
+PReq payload whose version differs from its mapping's; it refuses that write while the mapping
+is in use (a node a previous session configured). A mapping is written with subindex 0 (the entry count) at 0 first and at the count last, so a
 node never applies half a mapping. The node applies it on NMTResetConfiguration.
 """
 from __future__ import annotations
@@ -40,9 +41,10 @@ def mapping_entry(obj: PdoObject, offset_bits: int) -> int:
     return obj.index | obj.subindex << 16 | offset_bits << 32 | (8 * obj.size) << 48
 
 
-def mapping_writes(mapping: int, objects: tuple[PdoObject, ...]) -> list[Write]:
-    """The writes that map ``objects``, in order, through mapping object ``mapping``."""
-    writes = [Write(mapping, 0, UNSIGNED8, 0)]
+def mapping_writes(mapping: int, communication: int, objects: tuple[PdoObject, ...]) -> list[Write]:
+    """The writes that map ``objects``, in order, through mapping object ``mapping``: the mapping
+    emptied, its version set in ``communication``/2, the entries, then their count."""
+    writes = [Write(mapping, 0, UNSIGNED8, 0), Write(communication, MAPPING_VERSION, UNSIGNED8, frames.PDO_VERSION)]
     offset = 0
     for k, obj in enumerate(objects, 1):
         writes.append(Write(mapping, k, UNSIGNED64, mapping_entry(obj, offset)))
@@ -56,5 +58,5 @@ def download(node: NodeConfig) -> list[Write]:
     anything; nothing for a CiA 402 node (its mapping is the drive's default, drivers.powerlink.pdo)."""
     if node.profile != "io" or not (node.inputs or node.outputs):
         return []
-    versions = [Write(c, MAPPING_VERSION, UNSIGNED8, frames.PDO_VERSION) for c in (TPDO_COMMUNICATION, RPDO_COMMUNICATION)]
-    return versions + mapping_writes(TPDO_MAPPING, node.inputs) + mapping_writes(RPDO_MAPPING, node.outputs)
+    return (mapping_writes(TPDO_MAPPING, TPDO_COMMUNICATION, node.inputs)
+            + mapping_writes(RPDO_MAPPING, RPDO_COMMUNICATION, node.outputs))

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from controller.cli import main
-from tests.drivers.oplk import CN_DEVICE_TYPE, CN_REVISION
+from controller.tools.oplk import CN_DEVICE_TYPE, CN_REVISION
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

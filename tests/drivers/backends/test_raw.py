@@ -16,14 +16,10 @@ from drivers.hal import LinkError, open_bus
 from drivers.powerlink.managing_node import BootTimeoutError
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.service_channel import UNSIGNED8
-from tests.drivers.oplk import CN_DEVICE_TYPE
+from controller.tools.oplk import CN_DEVICE_TYPE, node_section
 from tests.paths import ROOT
 
 CYCLE_S = 0.002
-
-
-INPUTS = [f"0x6000/{k} u8" for k in range(1, 5)]       # its digital inputs into its PRes
-OUTPUTS = [f"0x6200/{k} u8" for k in range(1, 5)]      # its digital outputs from its PReq
 
 
 def oplk_bus(cn, **node):
@@ -31,8 +27,7 @@ def oplk_bus(cn, **node):
     inputs and outputs mapped at every boot (the CN keeps a mapping across managing-node sessions)."""
     return open_bus({"backend": "raw", "interface": cn.interface, "cycle_time_s": CYCLE_S,
                      "control_period_s": CYCLE_S, "pres_timeout_s": 0.0015, "boot_timeout_s": 5.0,
-                     "nodes": [{"node_id": 1, "profile": "io", "identity": {"device_type": CN_DEVICE_TYPE},
-                                "inputs": INPUTS, "outputs": OUTPUTS, **node}]})
+                     "nodes": [node_section(1) | node]})
 
 
 def _events(bus, kind: EventKind) -> list:

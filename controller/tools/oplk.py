@@ -1,9 +1,11 @@
-"""openPOWERLINK's controlled node (V2.7.2, the reference open-source stack) as a test fixture:
-built from the sources in ``$BIPD_OPLK_DIR`` (default: the repository's ``../shared/oplk``, or
-the main checkout's when this is a git worktree) by its ``build-cn.sh`` into a cache directory
-reused across runs (``$OPLK_BUILD_DIR``, default ``~/.cache/bipd-oplk``), and run by its
-``cn-netns.sh`` in a network namespace of its own, on the far end of a veth pair whose near end
-(``NAME-mn``) a raw-backend managing node uses. Needs root (namespaces, veth, AF_PACKET)."""
+"""openPOWERLINK's controlled node (V2.7.2, the reference open-source stack, BSD) as a judge for the
+tests and ``bipd bench wire --cn oplk``; not part of the product, and nothing of it is copied here.
+
+Built from the sources in ``$BIPD_OPLK_DIR`` (default: the repository's ``../shared/oplk``, or the
+main checkout's when this is a git worktree) by its ``build-cn.sh`` into a cache directory reused
+across runs (``$OPLK_BUILD_DIR``, default ``~/.cache/bipd-oplk``), and run by its ``cn-netns.sh``
+in a network namespace of its own, on the far end of a veth pair whose near end (``NAME-mn``) a
+raw-backend managing node uses. Needs root (namespaces, veth, AF_PACKET)."""
 from __future__ import annotations
 
 import os
@@ -11,10 +13,18 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.paths import ROOT
+ROOT = Path(__file__).resolve().parents[2]
 
 CN_DEVICE_TYPE = 0x000F0191       # its object dictionary's 0x1000 (CiA 401 digital I/O)
 CN_REVISION = 0x00020007          # its 0x1018/3
+CN_INPUTS = tuple(f"0x6000/{k} u8" for k in range(1, 5))     # its digital inputs, mapped into its PRes
+CN_OUTPUTS = tuple(f"0x6200/{k} u8" for k in range(1, 5))    # its digital outputs, mapped from its PReq
+
+
+def node_section(node_id: int) -> dict:
+    """The bus YAML node of an openPOWERLINK CN: io profile, its device type, 4 bytes each way."""
+    return {"node_id": node_id, "profile": "io", "identity": {"device_type": CN_DEVICE_TYPE},
+            "inputs": list(CN_INPUTS), "outputs": list(CN_OUTPUTS)}
 
 
 def oplk_dir() -> Path:
