@@ -1,6 +1,7 @@
 """`bipd` command line.
 
-    bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat|walk]   the daemon
+    bipd run [--config PATH] [--backend sim|udp] [--lockstep|--stepped] [--demo squat|walk]
+             [--capture FILE.pcapng]                                                          the daemon
     bipd ctl CMD [key=value ...] [--endpoint] [--timeout] [--json]             talk to it
     bipd hil [--config PATH] [--udp-port N] [--truth EP] [--realtime] [--throttle-s S] [--hung]   MuJoCo HIL
     bipd scenario tilt|squat|push|walk-file|fault|largest-tilt|tilt-directions|results|whole-body [...]
@@ -237,6 +238,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    if args.capture:
+        try:
+            Path(args.capture).open("ab").close()
+        except OSError as e:
+            print(f"bipd: error: --capture {args.capture}: cannot write there ({e.strerror})", file=sys.stderr)
+            return 2
     result: dict = {}
     play = None                                          # the demo's operator: (command, telemetry) -> result
     with ExitStack() as stack:
@@ -279,7 +286,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say,
                           operator=operator if play else None, stepped=True if args.stepped else None,
-                          trajectory_dir=folder)
+                          trajectory_dir=folder, capture=args.capture)
     if args.demo:
         if "stats" not in result:
             print(f"bipd: error: the {args.demo} demo did not finish ({result.get('error', 'see the messages above')})",
@@ -560,6 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lockstep", action="store_true", help="simulated time, cycles back to back")
     r.add_argument("--stepped", action="store_true",
                    help="stepped lock-step: the loop runs only the cycles a client grants with `step`")
+    r.add_argument("--capture", metavar="FILE.pcapng",
+                   help="write every POWERLINK frame the managing node sends and receives to this pcapng file "
+                        "(Wireshark, tshark -r FILE)")
     r.add_argument("--demo", choices=tuple(DEMOS), help="also act as an operator: enable, play, disable, exit; "
                    "squat on the bench leg (deploy/bipd.yaml), walk on BIP 2000 (deploy/bip2000.yaml: the thesis' "
                    "2 steps at 360 m/h, generated first)")

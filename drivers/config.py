@@ -5,12 +5,22 @@ representative choices for a small servo motor (the thesis gives none, docs/conv
 """
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from datetime import date, datetime, timezone
 
 from drivers.service_channel import FORMATS, SIZES, TYPE_CODES, TYPE_NAMES
+from drivers.identity import DEVICE_TYPE_SERVO_402, HOST_NAME_SIZE, Identity
 from models.common.errors import quote
+
+NET_TIME_EPOCH_S = 1_767_225_600         # 2026-01-01T00:00:00Z
+_IDENTITY_INTEGERS = {"device_type": 0xFFFF_FFFF, "vendor_id": 0xFFFF_FFFF, "product_code": 0xFFFF_FFFF,
+                      "revision": 0xFFFF_FFFF, "serial": 0xFFFF_FFFF, "configuration_date": 0xFFFF_FFFF,
+                      "configuration_time": 0xFFFF_FFFF, "application_date": 0xFFFF_FFFF,
+                      "application_time": 0xFFFF_FFFF, "response_time_ns": 0xFFFF_FFFF}
+_IDENTITY_ADDRESSES = ("ip_address", "subnet_mask", "default_gateway")
 
 MN_NODE_ID = 240
 
@@ -93,7 +103,6 @@ SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
 # The process-data types an I/O node's objects may have: the fixed-size CANopen types, by name.
 PDO_TYPES = tuple(TYPE_NAMES[code] for code in FORMATS)
 PROFILES = ("cia402", "io")
-DEVICE_TYPE_CIA402 = 0x00020192          # CiA 402 drive, servo (0x1000: profile 402 in the low 16 bits)
 
 
 @dataclass(frozen=True)
@@ -129,14 +138,11 @@ class ExpectedIdentity:
 class NodeConfig:
     node_id: int
     axes: tuple[AxisConfig, ...]
+    identity: Identity = Identity()          # what the simulated CN reports in its IdentResponse
     profile: str = "cia402"              # one of PROFILES
-    identity: ExpectedIdentity = ExpectedIdentity(DEVICE_TYPE_CIA402)
+    expected: ExpectedIdentity = ExpectedIdentity(DEVICE_TYPE_SERVO_402)   # what the MN checks in it
     inputs: tuple[PdoObject, ...] = ()   # io: the objects its PRes carries, in order
     outputs: tuple[PdoObject, ...] = ()  # io: the objects its PReq carries, in order
-
-    def device_type_ok(self, device_type: int) -> bool:
-        """Whether an IdentResponse's device type is the one this node is configured for."""
-        return self.identity.device_type in (None, device_type)
 
     @property
     def input_size(self) -> int:
@@ -169,6 +175,7 @@ class BusConfig:
     udp: UdpConfig = UdpConfig()
     plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.run.PLANTS)
     interface: str = ""              # the raw backend's Ethernet interface (bus.interface)
+    net_time_epoch_s: int = NET_TIME_EPOCH_S     # SoC NetTime of bus cycle 0 in lock-step (s since 1970, UTC)
 
     @property
     def cycle_us(self) -> int:
@@ -245,17 +252,12 @@ def _params(cls, base, section, where: str):
     return cls(**values)
 
 
-def _identity(section, profile: str, where: str) -> ExpectedIdentity:
-    """``identity:`` {device_type, vendor_id, product_code, revision}, each a 32-bit integer."""
-    default = DEVICE_TYPE_CIA402 if profile == "cia402" else None
-    if section is None:
-        return ExpectedIdentity(default)
-    section = _mapping(section, where)
-    names = [f.name for f in fields(ExpectedIdentity)]
-    _known(section, names, where)
-    values = {n: _integer(section[n], f"{where}.{n}", 0, 0xFFFF_FFFF) for n in names if n in section}
-    values.setdefault("device_type", default)
-    return ExpectedIdentity(**values)
+def _expected(section, profile: str) -> ExpectedIdentity:
+    """What the MN checks of a node's IdentResponse: the identity fields its YAML declares (validated
+    by :func:`_identity`), a CiA 402 node's device type by default."""
+    declared = {f.name: section[f.name] for f in fields(ExpectedIdentity) if section and f.name in section}
+    declared.setdefault("device_type", DEVICE_TYPE_SERVO_402 if profile == "cia402" else None)
+    return ExpectedIdentity(**declared)
 
 
 def _pdo_objects(items, where: str) -> tuple[PdoObject, ...]:
@@ -285,7 +287,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     section = _mapping(section, where)
     _known(section, {"backend", "cycle_time_s", "control_period_s", "boot_timeout_s", "pres_timeout_s",
                      "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant",
-                     "interface"}, where)
+                     "interface", "net_time_epoch"}, where)
     if "backend" not in section:
         raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
     backend = section["backend"]
@@ -330,13 +332,15 @@ def parse_bus_config(section: Mapping) -> BusConfig:
         profile = raw.get("profile", "cia402")
         if profile not in PROFILES:
             raise BusConfigError(f"{w}.profile must be one of {', '.join(PROFILES)}, got {quote(profile)}")
-        identity = _identity(raw.get("identity"), profile, f"{w}.identity")
+        identity = _identity(raw.get("identity"), node_id, f"{w}.identity")
+        expected = _expected(raw.get("identity"), profile)
         if profile == "io":
             if "axes" in raw:
                 raise BusConfigError(f"{w}.axes: an io node has no axes (declare its inputs and outputs)")
             if backend != "raw":
                 raise BusConfigError(f"{w}.profile io needs bus.backend raw (the simulated nodes are CiA 402 drives)")
-            nodes.append(NodeConfig(node_id, (), profile, identity, _pdo_objects(raw.get("inputs"), f"{w}.inputs"),
+            nodes.append(NodeConfig(node_id, (), identity, profile, expected,
+                                    _pdo_objects(raw.get("inputs"), f"{w}.inputs"),
                                     _pdo_objects(raw.get("outputs"), f"{w}.outputs")))
             continue
         if "inputs" in raw or "outputs" in raw:
@@ -375,7 +379,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                               sensor)
             node_axes.append(axis)
             axes.append(axis)
-        nodes.append(NodeConfig(node_id, tuple(node_axes), profile, identity))
+        nodes.append(NodeConfig(node_id, tuple(node_axes), identity, profile, expected))
     for name, spec in SENSORS.items():
         wired = [a.name for a in axes if a.sensor == name]
         if wired and len(wired) != spec.inputs:
@@ -404,4 +408,45 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
                      control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,
                      threshold=threshold, events_max=events_max, udp=udp, plant=plant,
-                     interface=interface)
+                     interface=interface,
+                     net_time_epoch_s=_epoch(section.get("net_time_epoch", NET_TIME_EPOCH_S)))
+
+
+def _epoch(value) -> int:
+    """``bus.net_time_epoch``: seconds since 1970 or an ISO 8601 UTC date-time (YAML may hand a datetime)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise BusConfigError(f"bus.net_time_epoch must be seconds since 1970 or an ISO 8601 date-time, "
+                                 f"got {quote(value)}") from None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    if isinstance(value, datetime):
+        value = int((value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp())
+    return _integer(value, "bus.net_time_epoch", 0, 0xFFFF_FFFF)
+
+
+def _identity(section, node_id: int, where: str) -> Identity:
+    """``nodes[i].identity``: the simulated CN's IdentResponse fields over :meth:`Identity.default`."""
+    base = Identity.default(node_id)
+    if section is None:
+        return base
+    section = _mapping(section, where)
+    _known(section, {*_IDENTITY_INTEGERS, *_IDENTITY_ADDRESSES, "host_name"}, where)
+    values = {key: _integer(section[key], f"{where}.{key}", 0, high)
+              for key, high in _IDENTITY_INTEGERS.items() if key in section}
+    for key in _IDENTITY_ADDRESSES:
+        if key in section:
+            try:
+                values[key] = str(ipaddress.IPv4Address(section[key]))
+            except (ipaddress.AddressValueError, ValueError):
+                raise BusConfigError(f"{where}.{key} must be a dotted IPv4 address, got {quote(section[key])}") \
+                    from None
+    if "host_name" in section:
+        name = section["host_name"]
+        if not isinstance(name, str) or not name.isascii() or len(name) > HOST_NAME_SIZE:
+            raise BusConfigError(f"{where}.host_name must be ASCII text of at most {HOST_NAME_SIZE} characters, "
+                                 f"got {quote(name)}")
+        values["host_name"] = name
+    return replace(base, **values)

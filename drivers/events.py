@@ -13,6 +13,7 @@ class EventKind(Enum):
     NODE_RESET = "node reset"
     NODE_STOPPED = "node stopped"
     IDENT_MISMATCH = "node identity mismatch"
+    NODE_ERROR = "node error entry"
     AXIS_FAULT = "axis fault"
     SDO_ABORT = "SDO aborted"
 

@@ -104,8 +104,8 @@ def axis_limits(cfg: DaemonConfig, names: tuple[str, ...], gear: float) -> tuple
 
 
 def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_name: str,
-              stepped: bool | None = None) -> None:
-    """Entry point of the loop process."""
+              stepped: bool | None = None, capture: str | None = None) -> None:
+    """Entry point of the loop process; ``capture``: a pcapng file for every frame on the bus."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)              # the parent handles the signals
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     cfg = load_daemon_config(config_path, backend, lockstep, stepped)
@@ -120,6 +120,8 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
         robot = cfg.robot()
         stab = cfg.stabilizer()
         bus = open_plant_bus(cfg, robot)
+        if capture:
+            bus.capture(capture)
         if cfg.loop.lockstep:
             clock = LockstepClock(cfg.loop.period)
         else:
@@ -149,12 +151,13 @@ def loop_main(config_path: str, backend: str | None, lockstep: bool | None, shm_
 
 def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bool | None = None,
                say=print, operator=None, stepped: bool | None = None,
-               trajectory_dir: Path | None = None) -> int:
+               trajectory_dir: Path | None = None, capture: str | Path | None = None) -> int:
     """Start both processes and serve until shutdown; returns the exit code.
     ``operator(command_endpoint, telemetry_endpoint)``, if given, runs in a thread
     once the loop cycles (a scripted client, e.g. the squat demo), then shuts down.
     ``trajectory_dir``, if given, is this run's only trajectory folder in place of
-    ``io.trajectory_dir`` (the walk demo's run folder).
+    ``io.trajectory_dir`` (the walk demo's run folder). ``capture``, if given, is the pcapng file
+    that receives every frame the managing node sends and receives (drivers.powerlink.capture).
 
     Everything that can refuse to start (the instance lock, the ZMQ binds, the cycle log's
     run folder, the live view's port) is done before the loop process exists: a refusal is a :class:`ConfigError`
@@ -177,7 +180,8 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
         if cfg.io.live_view.enabled:
             server.live = _open_live_view(cfg, robot)
             say(f"bipd: live view on ws://{cfg.io.live_view.host}:{server.live.port} (Foxglove: Open connection)")
-        code = _run(config_path, backend, lockstep, stepped, cfg, robot, block, server, say, operator)
+        code = _run(config_path, backend, lockstep, stepped, cfg, robot, block, server, say, operator,
+                    None if capture is None else str(capture))
     if server.log_error is not None:
         say(f"bipd: warning: {server.log_error}; the run's log ends there")
     say(f"bipd: stopped (exit {code})")
@@ -259,7 +263,7 @@ def _open_live_view(cfg: DaemonConfig, robot):
 
 
 def _run(config_path, backend, lockstep, stepped, cfg: DaemonConfig, robot, block: SharedBlock, server, say,
-         operator) -> int:
+         operator, capture: str | None = None) -> int:
     """Start the loop process, serve until it has left; returns its exit code."""
     def on_signal(signum, _frame) -> None:
         block.header[H.SHUTDOWN] = 1
@@ -267,7 +271,7 @@ def _run(config_path, backend, lockstep, stepped, cfg: DaemonConfig, robot, bloc
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     proc = mp.get_context("spawn").Process(
-        target=loop_main, args=(str(config_path), backend, lockstep, block.name, stepped), name="bipd-loop")
+        target=loop_main, args=(str(config_path), backend, lockstep, block.name, stepped, capture), name="bipd-loop")
     try:
         proc.start()
         say(f"bipd: {robot.model.name} on the {cfg.bus.backend} bus, "

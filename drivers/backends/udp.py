@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import socket
-from time import perf_counter
+from time import perf_counter, time_ns
 from typing import Protocol
 
 import numpy as np
@@ -99,7 +99,7 @@ class UdpLink:
         # both kernels compiled (or loaded from the cache) now, never inside a control cycle
         _parse_answers(self._rx_array, 0, 0, self._offsets, self._lengths, self._delays_ns)
         frame = np.zeros(frames.MIN_FRAME, np.uint8)
-        _queue_period(self._tx_array, HEADER.size, frame, frame[None, :], np.zeros(0, np.int64), frame, 0, 0, 1)
+        _queue_period(self._tx_array, HEADER.size, frame, frame[None, :], np.zeros(0, np.int64), frame, 0, 0, 1, 0)
 
     def transfer(self, frame: memoryview) -> memoryview | None:
         """Hold back a frame nothing answers; send an answered one (a SoA inviting a CN) with what is
@@ -119,10 +119,11 @@ class UdpLink:
             queue(preq, 1)
 
     def queue_period(self, soc: np.ndarray, preq_rows: np.ndarray, rows: np.ndarray, soa: np.ndarray,
-                     first_cycle: int, cycles: int, cycle_us: int) -> None:
+                     first_cycle: int, cycles: int, cycle_us: int, epoch_ns: int) -> None:
         """Queue a steady control period at once (Link protocol): the same entries as
         :meth:`queue_isochronous` and :meth:`transfer` of each frame would."""
-        end = _queue_period(self._tx_array, self._fill, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us)
+        end = _queue_period(self._tx_array, self._fill, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us,
+                            epoch_ns)
         if end < 0:
             raise LinkError(f"the frames of one control period exceed one UDP datagram ({DATAGRAM} bytes)")
         self._fill = end
@@ -254,15 +255,17 @@ def _put_entry(tx, at, frame, answer):
 
 
 @njit(cache=True)
-def _queue_period(tx, at, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us):
+def _queue_period(tx, at, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us, epoch_ns):
     """The entries of a steady control period from ``tx[at]`` (UdpLink.queue_period); their end or -1.
-    Each SoC gets its NetTime and RelativeTime (frames.set_soc_time) and FCS in place."""
+    Each SoC gets its NetTime (``epoch_ns`` + its cycle's time), RelativeTime (ManagingNode._queue_isochronous)
+    and FCS in place."""
     fcs = soc.shape[0] - frames.FCS_SIZE
     for k in range(cycles):
         rel = (first_cycle + k) * cycle_us
-        put_le(soc, 20, rel // 1_000_000, 4)
-        put_le(soc, 24, (rel % 1_000_000) * 1000, 4)
-        put_le(soc, 28, rel, 8)
+        t = epoch_ns + rel * 1000
+        put_le(soc, frames.NET_TIME_AT, t // 1_000_000_000, 4)
+        put_le(soc, frames.NET_TIME_NS_AT, t % 1_000_000_000, 4)
+        put_le(soc, frames.RELATIVE_TIME_AT, rel, 8)
         put_le(soc, fcs, crc32(soc, 0, fcs), 4)
         at = _put_entry(tx, at, soc, 0)
         for j in range(rows.shape[0]):
@@ -311,7 +314,7 @@ def open_udp(config: BusConfig, spin_s: float | None = None, lockstep: bool = Fa
     ``spin_s``: the busy-poll bound of the waits; ``lockstep``: the MN waits for every answer
     instead of counting the frames of a late one lost (module docstring)."""
     link = UdpLink(config.udp, spin_s, lockstep)
-    return PowerlinkBus(config, link, RemoteFaults(link))
+    return PowerlinkBus(config, link, RemoteFaults(link), epoch_ns=None if lockstep else time_ns())
 
 
 def shutdown_server(config: UdpConfig, timeout_s: float = 1.0) -> None:

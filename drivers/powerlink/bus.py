@@ -5,11 +5,14 @@
 """
 from __future__ import annotations
 
+from time import time_ns
+
 import numpy as np
 
 from drivers.config import BusConfig
 from drivers.fault_api import FaultApi
 from drivers.hal import Bus, BusStateError, Intent
+from drivers.powerlink.capture import Capture, CaptureLink
 from drivers.powerlink.managing_node import Link, ManagingNode
 from drivers.powerlink.nmt import NmtState
 from drivers.powerlink.process_image import read_tpdo, write_rpdo
@@ -19,11 +22,14 @@ _OPERATIONAL = NmtState.OPERATIONAL        # an enum member lookup costs ~0.2 µ
 
 
 class PowerlinkBus(Bus):
-    def __init__(self, config: BusConfig, link: Link, faults: FaultApi) -> None:
+    def __init__(self, config: BusConfig, link: Link, faults: FaultApi, epoch_ns: int | None = None) -> None:
+        """``epoch_ns``: the SoC NetTime of bus cycle 0 (ns since 1970): the host clock for a
+        real-time link, None in lock-step (``bus.net_time_epoch``)."""
         super().__init__(config)
         self.link = link
         self.faults = faults
-        self.mn = ManagingNode(config, link, self.events)
+        self.mn = ManagingNode(config, link, self.events, epoch_ns)
+        self._lockstep = epoch_ns is None            # capture time stamps: simulated time, else the host clock
         row = {n.node_id: k for k, n in enumerate(config.nodes)}
         self._axis_node = np.array([row[a.node_id] for a in config.axes], np.int64)     # row of mn.tpdo / preq_rows
         self._axis_channel = np.array([a.channel for a in config.axes], np.int64)
@@ -89,6 +95,17 @@ class PowerlinkBus(Bus):
 
     def reset_node(self, node_id: int) -> None:
         self.mn.reset_node(node_id)
+
+    def capture(self, path: str, slots: int = 8192) -> None:
+        """Record every frame the MN sends and receives into the pcapng file ``path`` from now on
+        (:mod:`~drivers.powerlink.capture`, a ring of ``slots`` frames); the file is complete once the bus
+        is closed."""
+        if isinstance(self.link, CaptureLink):
+            raise BusStateError(f"the bus already captures to {self.link.capture.path}")
+        fcs = getattr(self.link, "fcs", True)
+        clock = self.mn.net_time_ns if self._lockstep else time_ns
+        self.link = CaptureLink(self.link, Capture(path, fcs, slots), clock, net_time=self._lockstep)
+        self.mn.attach(self.link)
 
     def _close(self) -> None:
         self.link.close()

@@ -3,16 +3,18 @@
 :class:`Capture` keeps frames in a ring preallocated at construction: :meth:`Capture.record` copies
 one frame into its slot with its time stamp and direction (one memcpy, no allocation, no I/O, no
 lock), so it may run inside the control loop's cycle. A daemon thread drains the ring to the file
-every :data:`DRAIN_S` and at :meth:`Capture.close`; the ring never blocks its writer: when the
+every ``drain_s`` (:data:`DRAIN_S`) and at :meth:`Capture.close`; the ring never blocks its writer: when the
 drain falls ``slots`` frames behind, later frames are dropped and counted (``dropped``, and an
 ``if_drop`` count in the file's interface statistics).
 
 :class:`CaptureLink` puts a capture on a managing node's link: every frame the MN sends and every
 answer it receives, in wire order. It leaves out the link's Numba steady-period members, so the MN
 takes its Python path (the same frames, byte for byte: tests/drivers/powerlink/test_fast_paths.py).
-Time stamps come from ``clock`` (ns since 1970): the host clock in real time, the MN's NetTime in
-lock-step (:meth:`ManagingNode.net_time_ns <drivers.powerlink.managing_node.ManagingNode.net_time_ns>`),
-each frame at least 1 ns after the previous one so that the order survives sorting by time.
+Time stamps come from ``clock`` (ns since 1970): the host clock in real time; in lock-step
+(``net_time=True``) the simulated time, never the host's: a SoC is stamped with its own NetTime,
+other frames with the MN's (:meth:`ManagingNode.net_time_ns
+<drivers.powerlink.managing_node.ManagingNode.net_time_ns>`). Every frame is stamped at least
+1 ns after the previous one, so that the order survives sorting by time.
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ _IF_NAME, _IF_TSRESOL, _IF_FCSLEN = 2, 9, 13
 _EPB_FLAGS = 2
 _ISB_STARTTIME, _ISB_ENDTIME, _ISB_IFDROP = 2, 3, 5
 _INBOUND, _OUTBOUND = 1, 2            # epb_flags direction bits
+_SOC = int(frames.MessageType.SOC)
+_NET_TIME = struct.Struct("<II")
 
 
 def _option(code: int, value: bytes) -> bytes:
@@ -53,7 +57,8 @@ class Capture:
     """A pcapng file of Ethernet frames fed through a preallocated ring (module docstring).
     ``fcs``: the recorded frames end with their FCS (the ``sim`` and ``udp`` links)."""
 
-    def __init__(self, path: str | Path, fcs: bool = True, slots: int = 8192, interface: str = "bipd-mn") -> None:
+    def __init__(self, path: str | Path, fcs: bool = True, slots: int = 8192, interface: str = "bipd-mn",
+                 drain_s: float = DRAIN_S) -> None:
         if slots < 1:
             raise ValueError(f"a capture ring needs at least one slot, got {slots}")
         self.path = Path(path)
@@ -64,12 +69,14 @@ class Capture:
         self.slots = slots
         self.dropped = 0
         self._ring = bytearray(slots * frames.MAX_FRAME)
+        self._view = memoryview(self._ring)   # assigning into a bytearray slice copies the source first
         self._length = np.zeros(slots, np.int64)
         self._time = np.zeros(slots, np.int64)
         self._flags = np.zeros(slots, np.int64)
         self._head = 0                    # frames recorded (the loop's side)
         self._tail = 0                    # frames written (the drain's side)
         self._first_ns = self._last_ns = 0
+        self._drain_s = drain_s
         options = (_option(_IF_NAME, interface.encode()) + _option(_IF_TSRESOL, b"\x09")
                    + _option(_IF_FCSLEN, bytes((frames.FCS_SIZE if fcs else 0,))) + _option(_OPT_END, b""))
         self._file.write(_block(0x0A0D0D0A, _SHB.pack(0x1A2B3C4D, 1, 0, -1)
@@ -89,7 +96,7 @@ class Capture:
         i = head % self.slots
         n = len(frame)
         at = i * frames.MAX_FRAME
-        self._ring[at:at + n] = frame
+        self._view[at:at + n] = frame
         self._length[i] = n
         self._time[i] = time_ns
         self._flags[i] = _OUTBOUND if outbound else _INBOUND
@@ -119,7 +126,7 @@ class Capture:
             return head - tail
 
     def _drain_loop(self) -> None:
-        while not self._stop.wait(DRAIN_S):
+        while not self._stop.wait(self._drain_s):
             self.drain()
 
     def close(self) -> None:
@@ -140,10 +147,11 @@ class Capture:
 class CaptureLink:
     """A managing node's link that records every frame into a :class:`Capture` (module docstring)."""
 
-    def __init__(self, link, capture: Capture, clock: Callable[[], int]) -> None:
+    def __init__(self, link, capture: Capture, clock: Callable[[], int], net_time: bool = False) -> None:
         self.link = link
         self.capture = capture
         self.clock = clock
+        self.net_time = net_time
         self.fcs = getattr(link, "fcs", True)
         self._last_ns = 0
 
@@ -156,7 +164,11 @@ class CaptureLink:
         return self.link.reply_delays
 
     def _record(self, frame, outbound: bool) -> None:
-        t = max(self.clock(), self._last_ns + 1)
+        if self.net_time and frame[frames.MESSAGE_TYPE_AT] == _SOC:
+            seconds, nanoseconds = _NET_TIME.unpack_from(frame, frames.NET_TIME_AT)
+            t = max(seconds * 1_000_000_000 + nanoseconds, self._last_ns + 1)
+        else:
+            t = max(self.clock(), self._last_ns + 1)
         self._last_ns = t
         self.capture.record(frame, t, outbound)
 

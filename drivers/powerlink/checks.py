@@ -4,7 +4,8 @@ check of a control period's PRes in one pass (EPSG DS 301 §4.6.1.1.4 PRes, §4.
 :func:`steady_pres` answers one question for :meth:`ManagingNode.period
 <drivers.powerlink.managing_node.ManagingNode.period>`: is every answer of the period a valid PRes
 (as :func:`~drivers.powerlink.frames.read_pres` checks it) from the node polled in its slot,
-reporting NMTStatus Operational, carrying the TPDO mapping's PDO version and size, within
+reporting NMTStatus Operational and no new exception (EN as the MN last acknowledged it),
+carrying the TPDO mapping's PDO version and size, within
 ``pres_timeout_s``? Then nothing but the TPDO values of the last cycle is news to the MN. Any
 other answer (lost, late, malformed, another state) sends the period through the Python path,
 which counts and reports it.
@@ -99,10 +100,11 @@ def framed(buf, at, n, fcs):
 
 
 @njit(cache=True)
-def steady_pres(buf, offsets, lengths, delays_ns, count, expect, timeout_s, fcs):
+def steady_pres(buf, offsets, lengths, delays_ns, count, expect, en, timeout_s, fcs):
     """True when answer ``k`` (``lengths[k]`` bytes at ``buf[offsets[k]]``, wire delay
     ``delays_ns[k]``; with an FCS when ``fcs``) is a valid Operational PRes from node
-    ``expect[k % len(expect)]`` within ``timeout_s``, for every ``k < count`` (module docstring)."""
+    ``expect[k % len(expect)]``, its EN bit ``en[k % len(expect)]`` (no new exception), within
+    ``timeout_s``, for every ``k < count`` (module docstring)."""
     polled = expect.shape[0]
     if polled == 0 or count % polled:
         return False
@@ -116,6 +118,7 @@ def steady_pres(buf, offsets, lengths, delays_ns, count, expect, timeout_s, fcs)
         size = le(buf, at + frames.SIZE_AT, 2)
         if (buf[at + frames.MESSAGE_TYPE_AT] != _PRES or buf[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
                 or buf[at + frames.SRC_NODE_AT] != expect[k % polled] or buf[at + frames.NMT_STATUS_AT] != _OPERATIONAL
+                or buf[at + frames.FLAGS1_AT] & frames.FLAG1_EN != en[k % polled]
                 or buf[at + frames.PDO_VERSION_AT] != frames.PDO_VERSION or size != _TPDO_SIZE
                 or size > n - frames.PDO_OFFSET - frames.FCS_SIZE * fcs):
             return False

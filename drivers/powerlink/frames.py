@@ -355,6 +355,11 @@ def pdo_room(data, fcs: bool) -> int:
     return len(data) - PDO_OFFSET - FCS_SIZE * fcs
 
 
+def asnd_room(data, fcs: bool) -> int:
+    """The service payload bytes an ASnd ``data`` carries (padding included)."""
+    return len(data) - ASND_OFFSET - FCS_SIZE * fcs
+
+
 def _size_error(data, size: int, what: str, fcs: bool) -> TruncatedFrame:
     return TruncatedFrame(f"{what} declares {size} payload bytes but carries {pdo_room(data, fcs)}")
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 import ipaddress
 import struct
 from collections import namedtuple
-from dataclasses import dataclass
 
+from drivers.identity import Identity
 from drivers.powerlink import frames
 from drivers.powerlink.frames import InconsistentFrame, TruncatedFrame
 from drivers.powerlink.nmt import NMT_STATE_CODES
-from drivers.powerlink.services import DEVICE_TYPE_SERVO_402, PRODUCT_CODE, VENDOR_ID
 
 # (name, struct code): the IdentResponse payload in wire order; None names a reserved field.
 IDENT_FIELDS = (
@@ -52,38 +51,7 @@ _ADDRESSES = ("ip_address", "subnet_mask", "default_gateway")
 _AT = {name: IDENT.size - struct.calcsize("<" + "".join(c for _, c in IDENT_FIELDS[k:]))
        for k, (name, _) in enumerate(IDENT_FIELDS) if name}
 
-FEATURE_ISOCHRONOUS = 0x0001         # FeatureFlags bit 0: the node takes part in the isochronous phase
-FEATURE_SDO_ASND = 0x0004            # bit 2: SDO over ASnd
-HOST_NAME_SIZE = 32
 MTU = 1500
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What a simulated CN reports about itself (bus YAML ``nodes[i].identity``; the defaults are
-    those of docs/powerlink.md, "Frames"). Addresses are dotted IPv4 strings."""
-
-    device_type: int = DEVICE_TYPE_SERVO_402
-    vendor_id: int = VENDOR_ID
-    product_code: int = PRODUCT_CODE
-    revision: int = 0x0001_0000
-    serial: int = 0
-    configuration_date: int = 0
-    configuration_time: int = 0
-    application_date: int = 0
-    application_time: int = 0
-    ip_address: str = ""
-    subnet_mask: str = "255.255.255.0"
-    default_gateway: str = "192.168.100.254"
-    host_name: str = ""
-    response_time_ns: int = 25_000
-    feature_flags: int = FEATURE_ISOCHRONOUS | FEATURE_SDO_ASND
-
-    @classmethod
-    def default(cls, node_id: int) -> Identity:
-        """The identity of a node the YAML says nothing about: serial = node id, IP 192.168.100.<node id>
-        (POWERLINK's class C network), host name ``cn<node id>``."""
-        return cls(serial=node_id, ip_address=f"192.168.100.{node_id}", host_name=f"cn{node_id}")
 
 
 def _address(text: str) -> int:
@@ -108,7 +76,7 @@ def ident_frame(node_id: int) -> frames.TxFrame:
 
 def read_ident(data, fcs: bool = True) -> IdentResponse:
     """The :class:`IdentResponse` of an ASnd that :func:`~drivers.powerlink.frames.read_asnd` validated."""
-    room = len(data) - frames.ASND_OFFSET - frames.FCS_SIZE * fcs
+    room = frames.asnd_room(data, fcs)
     if room < IDENT.size:
         raise TruncatedFrame(f"IdentResponse needs {IDENT.size} payload bytes, the ASnd carries {room}")
     values = dict(zip(IdentResponse._fields, IDENT.unpack_from(data, frames.ASND_OFFSET)))

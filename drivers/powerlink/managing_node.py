@@ -14,9 +14,21 @@ RD=0; the CNs follow on the first SoC; NMTEnableReadyToOperate to each) -> Ready
 (NMTStartNode to each) -> Operational once every configured CN reports Operational, then RD=1.
 :meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it.
 
+Identification: the IdentResponse (:mod:`~drivers.powerlink.ident`) is kept per CN as a named
+record (``CnRecord.ident``); the CN's MAC address is learned from its source address and becomes
+the destination of its PReq. The SoA carrying the IdentRequest sets ER, which resets the CN's
+error signalling (:mod:`~drivers.powerlink.status`).
+
 Errors: per CN, DS 301 threshold counters for lost, late (arrival after ``pres_timeout_s``) and
 malformed PRes. A trip removes the CN from the isochronous phase, latches the matching fault code
 for its axes, sends NMTResetNode and lets the node boot again (IdentRequest, then the same steps).
+A PRes whose EN differs from the EA the MN last sent gets a StatusRequest; the StatusResponse is
+kept (``CnRecord.status``), each new error entry is a NODE_ERROR event, and EA then echoes EN.
+
+Time: every SoC carries NetTime = ``epoch_ns`` + bus cycle x cycle time (:meth:`ManagingNode.net_time_ns`)
+and RelativeTime = bus cycle x cycle time in µs. ``epoch_ns`` is the host clock at construction in
+real time and ``bus.net_time_epoch`` in lock-step (the backend says which), so a lock-step run
+never reads the host clock.
 """
 from __future__ import annotations
 
@@ -30,9 +42,10 @@ from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
-from drivers.powerlink import configuration, frames, services
+from drivers.powerlink import configuration, frames, ident, services, status
 from drivers.powerlink.checks import steady_pres, take_tpdo
-from drivers.powerlink.frames import FLAG1_RD, FrameError, InconsistentFrame, RequestedService, ServiceId
+from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_ER, FLAG1_RD, FrameError, InconsistentFrame,
+                                      RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoClient
@@ -52,8 +65,10 @@ _RS = frames.FLAG2_RS_MASK
 _read_pres = frames.read_pres
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
 _PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
-_NO_SERVICE, _IDENT_REQUEST, _UNSPECIFIED_INVITE = (RequestedService.NO_SERVICE, RequestedService.IDENT_REQUEST,
-                                                    RequestedService.UNSPECIFIED_INVITE)
+_NO_SERVICE, _IDENT_REQUEST, _STATUS_REQUEST, _NMT_INVITE, _UNSPECIFIED_INVITE = (
+    RequestedService.NO_SERVICE, RequestedService.IDENT_REQUEST, RequestedService.STATUS_REQUEST,
+    RequestedService.NMT_REQUEST_INVITE, RequestedService.UNSPECIFIED_INVITE)
+_NMT_COMMAND = ServiceId.NMT_COMMAND
 
 
 class Link(Protocol):
@@ -106,6 +121,10 @@ class CnRecord:
         self.identified = False
         self.answered = False
         self.device_type = 0
+        self.ident: ident.IdentResponse | None = None      # its last IdentResponse
+        self.status: status.StatusResponse | None = None  # its last StatusResponse
+        self.en = 0                                        # the EN it reported last: the PReq's EA echoes it
+        self.status_wanted = False
         self.stopped = False
         self.io = node.profile == "io"
         if self.io:
@@ -130,11 +149,68 @@ class CnRecord:
         self.configured = not self.download
         self.writes: list[SdoRequest] = []             # the download's transfers, while it runs
         self.config_error = ""
+        self.mismatch = ""                             # what its IdentResponse got wrong, "" when right
+
+    def pres_good(self) -> None:
+        for c in self.counters:
+            c.good()
+        self.erring = any(c.count for c in self.counters)
+
+    def pres_error(self, counter: ThresholdCounter) -> bool:
+        """Count an error on ``counter`` (the others see a good PRes); whether it tripped."""
+        tripped = False
+        for c in self.counters:
+            if c is counter:
+                tripped = c.error()
+            else:
+                c.good()
+        self.erring = any(c.count for c in self.counters)
+        return tripped
+
+    def set_preq_flags(self, ready: bool) -> None:
+        """RD when ``ready`` (the MN is Operational), and EA echoing the CN's last EN, into its PReq."""
+        self.preq.buf[frames.FLAGS1_AT] = (FLAG1_RD if ready else 0) | (FLAG1_EA if self.en else 0)
+        self.preq.seal()
+
+    def take_status(self, response: status.StatusResponse, ready: bool) -> tuple[list[status.ErrorEntry], bool]:
+        """Keep ``response`` and echo its EN in the PReq (``ready``: see :meth:`set_preq_flags`); the
+        history entries in it that the last one did not hold, and whether EN changed."""
+        old = set(self.status.entries) if self.status is not None else set()
+        self.status, self.status_wanted = response, False
+        en = response.flags1 & FLAG1_EN
+        changed, self.en = en != self.en, en
+        if changed:
+            self.set_preq_flags(ready)
+        return [e for e in response.entries if e not in old and not e.active], changed
+
+
+def _boot_failure(mn: ManagingNode) -> str:
+    """One sentence naming the nodes that held ``mn``'s boot back."""
+    if mn.state == NmtState.PRE_OPERATIONAL_1:
+        blocking = [r for r in mn.records.values() if not r.identified]
+    else:
+        blocking = [r for r in mn.records.values() if r.nmt != NmtState.OPERATIONAL]
+    parts = []
+    for rec in blocking:
+        if not rec.answered:
+            parts.append(f"node {rec.node_id} never answered an IdentRequest")
+        elif rec.mismatch:
+            parts.append(f"node {rec.node_id} reports {rec.mismatch}")
+        elif rec.config_error:
+            parts.append(rec.config_error)
+        elif not rec.configured:
+            parts.append(f"node {rec.node_id}: configuration download unfinished")
+        else:
+            parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
+    return (f"POWERLINK boot timed out after {mn.config.boot_timeout_s} s in MN state {mn.state.name}: "
+            + "; ".join(parts))
 
 
 class ManagingNode:
-    def __init__(self, config: BusConfig, link: Link, events: deque) -> None:
+    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None) -> None:
+        """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step)."""
         self.config = config
+        self.epoch_ns = config.net_time_epoch_s * 1_000_000_000 if epoch_ns is None else epoch_ns
         self.link = link
         self.events = events
         self.preq_rows = np.zeros((len(config.nodes), PREQ_LENGTH), np.uint8)    # one PReq frame per CN
@@ -156,20 +232,31 @@ class ManagingNode:
         self.soa = frames.soa_frame()
         self.outbox: deque[tuple[memoryview, int]] = deque()
         self.invite: deque[int] = deque()
+        self.status_requests: deque[int] = deque()
         self.sdo_active: set[int] = set()             # nodes whose SDO client has work (ticked per cycle)
         self._soa_fields = ()
         self._ident_cursor = 0
         self._cycle_us = config.cycle_us
         self._pres_timeout = config.pres_timeout_s
-        self._fcs = getattr(link, "fcs", True)
-        self._answers = getattr(link, "answers", None)
-        self._queue_period = getattr(link, "queue_period", None)
+        self.attach(link)
         self._soc_array = np.frombuffer(self.soc.buf, np.uint8)
         self._soa_array = np.frombuffer(self.soa.buf, np.uint8)
         self._expect = np.zeros(0, np.int64)             # node ids of the polled CNs, in order
         self._rows = np.zeros(0, np.int64)               # and their rows of preq_rows
+        self._en = np.zeros(0, np.int64)                 # and the EN each last reported
         if self._answers is not None:
             self._steady((), 0)                          # compiles (or loads) the check before any cycle
+
+    def attach(self, link: Link) -> None:
+        """Talk through ``link`` from now on; its optional members decide the steady-period path."""
+        self.link = link
+        self._fcs = getattr(link, "fcs", True)
+        self._answers = getattr(link, "answers", None)
+        self._queue_period = getattr(link, "queue_period", None)
+
+    def net_time_ns(self) -> int:
+        """The NetTime of the current bus cycle's SoC, ns since 1970 (module docstring)."""
+        return self.epoch_ns + self.bus_cycle * self._cycle_us * 1000
 
     # -- boot ---------------------------------------------------------------------------------------
     def boot(self) -> None:
@@ -180,7 +267,7 @@ class ManagingNode:
         limit = self.bus_cycle + math.ceil(self.config.boot_timeout_s / self.config.cycle_time_s)
         while self.state != NmtState.OPERATIONAL:
             if self.bus_cycle >= limit:
-                raise BootTimeoutError(self._boot_failure())
+                raise BootTimeoutError(_boot_failure(self))
             self.cycle()
         while self.bus_cycle % self.config.cycles_per_control:
             self.cycle()
@@ -196,28 +283,6 @@ class ManagingNode:
         if self.sdo_active:
             self._sdo_cycle()
         self.bus_cycle += 1
-
-    def _boot_failure(self) -> str:
-        """One sentence naming the nodes that held the boot back."""
-        if self.state == NmtState.PRE_OPERATIONAL_1:
-            blocking = [r for r in self.records.values() if not r.identified]
-        else:
-            blocking = [r for r in self.records.values() if r.nmt != NmtState.OPERATIONAL]
-        parts = []
-        for rec in blocking:
-            if not rec.answered:
-                parts.append(f"node {rec.node_id} never answered an IdentRequest")
-            elif not rec.node.device_type_ok(rec.device_type):
-                parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, "
-                             f"{_expected_device(rec.node)}")
-            elif rec.config_error:
-                parts.append(rec.config_error)
-            elif not rec.configured:
-                parts.append(f"node {rec.node_id}: configuration download unfinished")
-            else:
-                parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
-        return (f"POWERLINK boot timed out after {self.config.boot_timeout_s} s in MN state "
-                f"{self.state.name}: " + "; ".join(parts))
 
     def _progress(self) -> None:
         if self.joining:
@@ -235,8 +300,7 @@ class ManagingNode:
         elif state == NmtState.READY_TO_OPERATE and all(r.nmt == NmtState.OPERATIONAL for r in records):
             self.state = NmtState.OPERATIONAL
             for rec in records:
-                rec.preq.buf[frames.FLAGS1_AT] = FLAG1_RD
-                rec.preq.seal()
+                rec.set_preq_flags(self.state == _OPERATIONAL)
             self._event(EventKind.BOOT_COMPLETE, 0, text="every configured node is Operational")
 
     def _advance_joining(self) -> None:
@@ -274,7 +338,7 @@ class ManagingNode:
         """``cycles`` POWERLINK cycles; in steady state all their frames go out before any PRes is
         read (module docstring)."""
         if (self.state != _OPERATIONAL or self.joining or self.unidentified or self.outbox or self.invite
-                or self.sdo_active):
+                or self.sdo_active or self.status_requests):
             for _ in range(cycles):
                 self.cycle()
             return
@@ -284,7 +348,7 @@ class ManagingNode:
         polled = self._cycle
         if self._queue_period is not None:
             self._queue_period(self._soc_array, self.preq_rows, self._rows, self._soa_array, self.bus_cycle,
-                               cycles, self._cycle_us)
+                               cycles, self._cycle_us, self.epoch_ns)
         else:
             for k in range(cycles):
                 self._queue_isochronous(self.bus_cycle + k)
@@ -308,7 +372,7 @@ class ManagingNode:
             if not rec.identified or rec.erring or rec.nmt is not _OPERATIONAL:
                 return False
         buf, offsets, lengths, delays = self._answers
-        return steady_pres(buf, offsets, lengths, delays, count, self._expect, self._pres_timeout, self._fcs)
+        return steady_pres(buf, offsets, lengths, delays, count, self._expect, self._en, self._pres_timeout, self._fcs)
 
     def _bookkeeping(self) -> None:
         if self.state != _OPERATIONAL or self.joining:
@@ -322,10 +386,12 @@ class ManagingNode:
         self._preqs = tuple(rec.preq.view for rec in self._cycle)
         self._expect = np.array([rec.node_id for rec in self._cycle], np.int64)
         self._rows = np.array([self._row[rec.node_id] for rec in self._cycle], np.int64)
+        self._en = np.array([rec.en for rec in self._cycle], np.int64)
 
     def _queue_isochronous(self, bus_cycle: int) -> None:
         rel = bus_cycle * self._cycle_us
-        frames.set_soc_time(self.soc.buf, rel // 1_000_000, (rel % 1_000_000) * 1000, rel)
+        t = self.epoch_ns + rel * 1000
+        frames.set_soc_time(self.soc.buf, t // 1_000_000_000, t % 1_000_000_000, rel)
         self.link.queue_isochronous(self.soc.seal(), self._preqs)
 
     def _absorb(self, polled: tuple[CnRecord, ...], replies: list, first: int) -> None:
@@ -348,7 +414,7 @@ class ManagingNode:
                 continue
             try:
                 fields = _read_pres(reply, fcs=fcs) if rec.io else _read_pres(reply, _PRES_TPDO, fcs)
-                src, nmt, _, flags2, version, size = fields[:6]
+                src, nmt, flags1, flags2, version, size = fields[:6]
                 if src != rec.node_id or (size != rec.pres_size and (nmt == _OPERATIONAL or not rec.io)) or (
                         not rec.io and version != _PDO_VERSION):
                     raise InconsistentFrame(f"PRes from node {src} for node {rec.node_id} carries {size} "
@@ -361,24 +427,14 @@ class ManagingNode:
             if flags2 & _RS and rec.node_id not in self.invite:      # the CN has ASnd frames to send
                 self.invite.append(rec.node_id)
             if rec.erring:
-                self._pres_good(rec)
+                rec.pres_good()
+            if flags1 & FLAG1_EN != rec.en:
+                self.request_status(rec.node_id)
             if nmt != rec.nmt:
                 self._cn_state(rec, NmtState(nmt))
 
-    def _pres_good(self, rec: CnRecord) -> None:
-        for c in rec.counters:
-            c.good()
-        rec.erring = any(c.count for c in rec.counters)
-
     def _pres_error(self, rec: CnRecord, counter: ThresholdCounter, code: FaultCode) -> None:
-        tripped = False
-        for c in rec.counters:
-            if c is counter:
-                tripped = c.error()
-            else:
-                c.good()
-        rec.erring = any(c.count for c in rec.counters)
-        if tripped:
+        if rec.pres_error(counter):
             self._event(EventKind.THRESHOLD, rec.node_id, code,
                         f"{code.name} threshold {counter.threshold} reached on node {rec.node_id}")
             self._drop(rec, code, NmtCommand.RESET_NODE)
@@ -404,6 +460,9 @@ class ManagingNode:
         rec.sdo.reset()
         rec.configured = not rec.download            # a reset node is back to its default objects
         rec.writes = []
+        rec.status_wanted = False
+        if rec.node_id in self.status_requests:
+            self.status_requests.remove(rec.node_id)
         for c in rec.counters:
             c.clear()
         rec.stopped = command == NmtCommand.STOP_NODE
@@ -423,14 +482,17 @@ class ManagingNode:
         if self.invite:
             target = self.invite.popleft()
             service = _UNSPECIFIED_INVITE
-        elif self.outbox:
+        elif self.outbox:                            # its own queue: NMT commands first-class (DS 301 §4.2.4.1.2)
             target = frames.MN_NODE_ID
-            service = _UNSPECIFIED_INVITE
+            service = _NMT_INVITE if self.outbox[0][0][frames.SERVICE_ID_AT] == _NMT_COMMAND else _UNSPECIFIED_INVITE
+        elif self.status_requests:
+            target = self.status_requests.popleft()
+            service = _STATUS_REQUEST
         elif self.unidentified:
             self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
             target = self.unidentified[self._ident_cursor].node_id
             service = _IDENT_REQUEST
-        self._set_soa(service, target)
+        self._set_soa(service, target, FLAG1_ER if service == _IDENT_REQUEST else 0)
         reply = link.transfer(self.soa.view)
         if target == frames.MN_NODE_ID:
             frame, awaiting = self.outbox.popleft()
@@ -440,11 +502,11 @@ class ManagingNode:
         elif reply is not None and target in self.records:
             self._asnd_in(self.records[target], reply)
 
-    def _set_soa(self, service: int, target: int) -> None:
-        soa = (self.state, service, target)
+    def _set_soa(self, service: int, target: int, flags1: int = 0) -> None:
+        soa = (self.state, service, target, flags1)
         if soa != self._soa_fields:
             self._soa_fields = soa
-            frames.set_soa(self.soa.buf, self.state, 0, service, target)
+            frames.set_soa(self.soa.buf, self.state, flags1, service, target)
             self.soa.seal()
 
     def _asnd_in(self, rec: CnRecord, reply) -> None:
@@ -453,21 +515,27 @@ class ManagingNode:
             if src != rec.node_id:
                 return
             if service_id == ServiceId.IDENT_RESPONSE:
-                self._identified(rec, *services.read_ident(reply, self._fcs))
+                self._identified(rec, ident.read_ident(reply, self._fcs))
+            elif service_id == ServiceId.STATUS_RESPONSE:
+                self._status(rec, status.read_status(reply, self._fcs))
             elif service_id == ServiceId.SDO:
                 rec.sdo.receive(bytes(reply[frames.ASND_OFFSET:]))
                 self._sdo_progress(rec)
         except FrameError:
             return
 
-    def _identified(self, rec: CnRecord, nmt: int, device_type: int) -> None:
+    def _identified(self, rec: CnRecord, response: ident.IdentResponse) -> None:
         rec.answered = True
-        if not rec.node.device_type_ok(device_type):
-            if rec.device_type != device_type:
-                self._event(EventKind.IDENT_MISMATCH, rec.node_id, device_type,
-                            f"device type 0x{device_type:08X}: {_expected_device(rec.node)}")
+        rec.ident = response
+        nmt, device_type = response.nmt_status, response.device_type
+        mismatch = identity_mismatch(rec.node, response)
+        if mismatch:
+            if rec.mismatch != mismatch:
+                self._event(EventKind.IDENT_MISMATCH, rec.node_id, device_type, f"node reports {mismatch}")
+            rec.mismatch = mismatch
             rec.device_type = device_type
             return
+        rec.mismatch = ""
         rec.device_type = device_type
         if (rec.last_command == NmtCommand.RESET_CONFIGURATION
                 and self.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
@@ -482,12 +550,31 @@ class ManagingNode:
             return
         rec.identified = True
         rec.nmt = NmtState(nmt)
+        rec.en = 0                                   # the IdentRequest's ER reset its error signalling
+        rec.preq.buf[frames.DST_MAC_AT:frames.SRC_MAC_AT] = bytes.fromhex(response.mac.replace(":", ""))
+        rec.set_preq_flags(self.state == _OPERATIONAL)
         self.unidentified.remove(rec)
         if self.state != NmtState.PRE_OPERATIONAL_1:
             self.polled.append(rec)
             self.polled.sort(key=lambda r: r.node_id)
             self._repoll()
             self.joining.append(rec)
+
+    def request_status(self, node_id: int) -> None:
+        """Ask node ``node_id`` for a StatusResponse in a coming asynchronous phase."""
+        rec = self._record(node_id)
+        if not rec.status_wanted:
+            rec.status_wanted = True
+            self.status_requests.append(node_id)
+
+    def _status(self, rec: CnRecord, response: status.StatusResponse) -> None:
+        """Keep the StatusResponse, report the entries not seen before, echo EN as EA."""
+        entries, en_changed = rec.take_status(response, self.state == _OPERATIONAL)
+        for entry in entries:
+            self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
+                        f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
+        if en_changed and rec in self._cycle:
+            self._repoll()
 
     # -- SDO client ---------------------------------------------------------------------------------
     def sdo(self, node_id: int, command: int, index: int, subindex: int, value: object = None,
@@ -570,5 +657,15 @@ class ManagingNode:
         rec.preq.seal()
 
 
-def _expected_device(node: NodeConfig) -> str:
-    return f"expected 0x{node.identity.device_type:08X}"
+_IDENTITY_FIELDS = (("device_type", "device type"), ("vendor_id", "vendor id"), ("product_code", "product code"),
+                    ("revision", "revision"))
+
+
+def identity_mismatch(node: NodeConfig, response: ident.IdentResponse) -> str:
+    """What of an IdentResponse differs from the identity ``node``'s YAML declares ("" if nothing)."""
+    wrong = []
+    for name, label in _IDENTITY_FIELDS:
+        want, got = getattr(node.expected, name), getattr(response, name)
+        if want is not None and got != want:
+            wrong.append(f"{label} 0x{got:08X}, expected 0x{want:08X}")
+    return "; ".join(wrong)

@@ -88,7 +88,7 @@ def write_status(buf: bytearray, flags1: int, flags2: int, nmt_status: int, stat
 
 def read_status(data, fcs: bool = True) -> StatusResponse:
     """The :class:`StatusResponse` of an ASnd that :func:`~drivers.powerlink.frames.read_asnd` validated."""
-    room = len(data) - frames.ASND_OFFSET - frames.FCS_SIZE * fcs
+    room = frames.asnd_room(data, fcs)
     if room < HEAD.size:
         raise TruncatedFrame(f"StatusResponse needs at least {HEAD.size} payload bytes, the ASnd carries {room}")
     flags1, flags2, nmt, static = HEAD.unpack_from(data, frames.ASND_OFFSET)

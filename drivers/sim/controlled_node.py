@@ -1,10 +1,15 @@
 """A simulated POWERLINK controlled node (EPSG DS 301) hosting one two-axis drive.
 
 It follows the CN NMT table of :mod:`.nmt`, answers PReq with a PRes carrying its drive's TPDO,
-applies the RPDO only when Operational and the MN sets RD, answers IdentRequest and SDO
-invitations in the asynchronous phase (its DS 301 SDO server, :mod:`drivers.powerlink.sdo`, asks for
-one with the RS flag of its PRes), and counts lost SoC with a DS 301 threshold counter: a
-trip is an NMT error (back to PreOp1) and a fault (0x8245) on both axes of its drive.
+applies the RPDO only when Operational and the MN sets RD, answers IdentRequest (its YAML
+identity, :mod:`~drivers.powerlink.ident`), StatusRequest and SDO invitations in the asynchronous
+phase (its DS 301 SDO server, :mod:`drivers.powerlink.sdo`, asks for one with the RS flag of its
+PRes), and counts lost SoC with a DS 301 threshold counter: a trip is an NMT error (back to PreOp1)
+and a fault (0x8245) on both axes of its drive.
+
+Every fault that becomes active on one of its drive's channels is an error entry (time-stamped
+with the NetTime of the last SoC) of its StatusResponse and toggles EN in its PRes
+(:mod:`~drivers.powerlink.status`); pending ASnd frames show as RS with the generic priority PR.
 """
 from __future__ import annotations
 
@@ -12,9 +17,10 @@ from collections import deque
 
 from drivers.codes import FaultCode
 from drivers.config import BusConfig
+from drivers.identity import Identity
 from drivers.sim.drive import Drive
-from drivers.powerlink import frames, services
-from drivers.powerlink.frames import FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
+from drivers.powerlink import frames, ident, services, status
+from drivers.powerlink.frames import FLAG1_EN, FLAG1_ER, FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
 from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoServer
@@ -23,19 +29,26 @@ from drivers.powerlink.threshold import ThresholdCounter
 _CYCLIC = (NmtState.PRE_OPERATIONAL_2, NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
 _NOT_ACTIVE, _PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.NOT_ACTIVE, NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
-_IDENT_REQUEST, _UNSPECIFIED_INVITE = RequestedService.IDENT_REQUEST, RequestedService.UNSPECIFIED_INVITE
+_IDENT_REQUEST, _STATUS_REQUEST, _UNSPECIFIED_INVITE = (RequestedService.IDENT_REQUEST, RequestedService.STATUS_REQUEST,
+                                                        RequestedService.UNSPECIFIED_INVITE)
 _UNPACK_RPDO = RPDO.struct.unpack_from
 _PDO_OFFSET = frames.PDO_OFFSET
 _RS_MAX = frames.FLAG2_RS_MASK
+_PR_GENERIC = status.PRIORITY_GENERIC << frames.FLAG2_PR_SHIFT
+HISTORY_LENGTH = status.ENTRIES       # error history entries a node keeps (newest first)
 _RESETS = (NmtCommand.RESET_NODE, NmtCommand.RESET_COMMUNICATION, NmtCommand.RESET_CONFIGURATION,
            NmtCommand.SW_RESET)
 
 
 class ControlledNode:
     __slots__ = (
+        "_codes",
         "_rpdo_seen",
         "drive",
+        "exception",
+        "history",
         "ident",
+        "identity",
         "loss_soc",
         "nmt",
         "nmt_history",
@@ -45,26 +58,34 @@ class ControlledNode:
         "rx_errors",
         "sdo",
         "soc_seen",
+        "soc_time",
+        "status",
     )
 
-    def __init__(self, node_id: int, drive: Drive, config: BusConfig) -> None:
+    def __init__(self, node_id: int, drive: Drive, config: BusConfig, identity: Identity | None = None) -> None:
         self.node_id = node_id
+        self.identity = Identity.default(node_id) if identity is None else identity
         self.drive = drive
         self.nmt = NmtState.NOT_ACTIVE
         self.nmt_history: list[NmtState] = [NmtState.NOT_ACTIVE]
         self.loss_soc = ThresholdCounter(config.threshold)
         self.soc_seen = False
         self.pres = frames.pres_frame(node_id, TPDO.size, buf=drive.pres_buffer)   # the drive maps its TPDO in
-        self.ident = frames.asnd_frame(frames.MN_NODE_ID, node_id, ServiceId.IDENT_RESPONSE,
-                                       services.IDENT.size)
+        self.ident = ident.ident_frame(node_id)
+        self.status = status.status_frame(node_id)
         self.pending: deque[memoryview] = deque()      # ASnd frames waiting for an UnspecifiedInvite
         self.sdo = SdoServer(drive.objects, RETRY_CYCLES, RETRIES)
+        self.exception = 0                          # flags1 bits EN and EC of its PRes and StatusResponse
+        self.history: deque[status.ErrorEntry] = deque(maxlen=HISTORY_LENGTH)
+        self.soc_time = (config.net_time_epoch_s, 0)     # NetTime of the last SoC seen
+        self._codes = list(drive.fault_code)        # the drive's fault codes when last looked at
         self._rpdo_seen = b""
         self.rx_errors = 0
 
     # -- isochronous phase ------------------------------------------------------------------------
-    def on_soc(self) -> None:
+    def on_soc(self, net_time: tuple[int, int]) -> None:
         self.soc_seen = True
+        self.soc_time = net_time
         if self.nmt is _NOT_ACTIVE or self.nmt is _PRE_OPERATIONAL_1:
             self._event(NmtEvent.SOC)
 
@@ -84,12 +105,22 @@ class ControlledNode:
                 self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
         elif operational and self.drive.dirty:     # the frame last applied: validated, RD set
             self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
-        frames.set_pres_status(self.pres.buf, nmt, FLAG1_RD if operational else 0, min(len(self.pending), _RS_MAX))
+        frames.set_pres_status(self.pres.buf, nmt, self.pres_flags1(), self.flags2())
         return self.pres.seal()
 
+    def pres_flags1(self) -> int:
+        """RD when Operational, and EN."""
+        return (FLAG1_RD if self.nmt is _OPERATIONAL else 0) | (self.exception & FLAG1_EN)
+
+    def flags2(self) -> int:
+        """PR and RS: the pending ASnd frames, at the generic priority."""
+        pending = len(self.pending)
+        return _PR_GENERIC | min(pending, _RS_MAX) if pending else 0
+
     # -- asynchronous phase -----------------------------------------------------------------------
-    def on_soa(self, service: int, target: int) -> memoryview | None:
-        """End of the isochronous phase: SoC-loss accounting, then the ASnd if invited."""
+    def on_soa(self, service: int, target: int, flags1: int = 0) -> memoryview | None:
+        """End of the isochronous phase: SoC-loss accounting, then the ASnd if invited (``flags1``:
+        the SoA's, ER resets the error signalling)."""
         if self.nmt is _NOT_ACTIVE:
             self._event(NmtEvent.SOA)
         if self.nmt in _CYCLIC:
@@ -104,9 +135,17 @@ class ControlledNode:
         self._sdo_out()
         if target != self.node_id:
             return None
+        if flags1 & FLAG1_ER:
+            self.exception = status.FLAG1_EC
+        else:
+            self.exception &= ~status.FLAG1_EC
         if service == _IDENT_REQUEST:
-            services.write_ident(self.ident.buf, self.nmt, RPDO.size, TPDO.size)
+            ident.write_ident(self.ident.buf, self.identity, self.flags2(), self.nmt, RPDO.size, TPDO.size)
             return self.ident.seal()
+        if service == _STATUS_REQUEST:
+            status.write_status(self.status.buf, self.exception, self.flags2(), self.nmt, self.drive.error_register,
+                                self._entries())
+            return self.status.seal()
         if service == _UNSPECIFIED_INVITE and self.pending:
             return self.pending.popleft()
         return None
@@ -130,6 +169,30 @@ class ControlledNode:
         elif self.nmt == NmtState.OPERATIONAL and cn_next_state(self.nmt, command) != self.nmt:
             self._leave_operational(FaultCode.COMMUNICATION)
         self._event(command)
+
+    def note_faults(self) -> None:
+        """After each drive step: each fault newly active on a channel becomes a history entry,
+        stamped with the last SoC's NetTime, and toggles EN."""
+        if self.drive.fault_code == self._codes:
+            return
+        seconds, nanoseconds = self.soc_time
+        for ch, code in enumerate(self.drive.fault_code):
+            if code and code != self._codes[ch]:
+                self.history.appendleft(status.ErrorEntry(status.MODE_OCCURRED | status.profile_of(code), code,
+                                                          seconds, nanoseconds, ch))
+                self.exception ^= FLAG1_EN
+        self._codes[:] = self.drive.fault_code
+
+    def _entries(self) -> list[status.ErrorEntry]:
+        """Status entries (the faults active now, per channel), then the history, at most status.ENTRIES."""
+        active = []
+        for ch, code in enumerate(self.drive.fault_code):
+            if code:
+                since = next((e for e in self.history if e.code == code and e.info == ch), None)
+                time = (since.seconds, since.nanoseconds) if since else self.soc_time
+                active.append(status.ErrorEntry(status.TYPE_STATUS | status.MODE_ACTIVE | status.profile_of(code),
+                                                code, *time, ch))
+        return (active + list(self.history))[:status.ENTRIES]
 
     def _leave_operational(self, code: FaultCode) -> None:
         for ch in self.drive.slots:

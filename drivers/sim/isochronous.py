@@ -13,8 +13,8 @@ PReq → PRes per CN, then SoA):
   applying it can only change the setpoints: per channel, the controlword is the one the drive last
   applied and leaves its CiA 402 state where it is (``IDEM_CW``, kept by
   :meth:`~drivers.sim.drive.Drive._publish`) and the mode is the mode in use; the answer is the node's
-  PRes (the drive kernel maps the TPDO into it) with NMTStatus Operational, RD and RS = 0, and a
-  fresh FCS;
+  PRes (the drive kernel maps the TPDO into it) with NMTStatus Operational, the node's flags1
+  (``nodes[:, FLAGS1]``: RD and EN), PR = RS = 0, and a fresh FCS;
 - SoA inviting nobody (RequestedServiceID NO_SERVICE), validated as
   :func:`~drivers.powerlink.frames.read_soa` does, after a SoC every CN saw and with no lost SoC
   being counted down (``io[SOA_OK]``, ``io[SOC_SEEN]``): the drives' bus cycle
@@ -44,15 +44,17 @@ from drivers.powerlink import pdo
 from drivers.powerlink.pdo import RPDO
 
 # Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
-# row in DriveBank.pres, the axis row of each RPDO channel (-1: channel unused).
-NODE_ID, ELIGIBLE, PRES_ROW = range(3)
-CHANNEL_ROWS = 3
+# row in DriveBank.pres, its PRes flags1 (RD, EN), the axis row of each RPDO channel (-1: unused).
+NODE_ID, ELIGIBLE, PRES_ROW, FLAGS1 = range(4)
+CHANNEL_ROWS = 4
 N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
 # Entries of the ``io`` array. In: datagram size, SoA allowed, a plant step pending. In/out: read
 # and write offsets, the phase, every CN saw the last SoC. Out: an answer was wanted, SoC frames
-# handled, the drives stepped at a SoA (then: axes with a new fault, another SoA follows).
-SIZE, SOA_OK, PENDING, AT, OUT, PHASE, SOC_SEEN, WANTED, SOCS, STEPPED, NEW_FAULTS, MORE_SOA = range(12)
-N_IO = 12
+# handled, the drives stepped at a SoA (then: axes with a new fault, another SoA follows), the
+# NetTime (s, ns) of the last SoC handled.
+(SIZE, SOA_OK, PENDING, AT, OUT, PHASE, SOC_SEEN, WANTED, SOCS, STEPPED, NEW_FAULTS, MORE_SOA, NET_TIME_S,
+ NET_TIME_NS) = range(14)
+N_IO = 14
 
 RPDO.require("drivers.sim.isochronous._apply", controlword=pdo.UNSIGNED16, modes_of_operation=pdo.INTEGER8,
              target_position=pdo.REAL64, target_velocity=pdo.REAL32, torque_offset=pdo.REAL32)
@@ -158,6 +160,8 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
             if phase < 0:
                 break
             io[PHASE] = phase
+            io[NET_TIME_S] = le(rx, frame + frames.NET_TIME_AT, 4)
+            io[NET_TIME_NS] = le(rx, frame + frames.NET_TIME_NS_AT, 4)
             io[SOC_SEEN] = 1
             io[SOCS] += 1
         elif kind == _PREQ:
@@ -167,7 +171,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
             reply = pres[nodes[k, PRES_ROW]]           # on_preq: status, then seal
             m = reply.shape[0]
             reply[frames.NMT_STATUS_AT] = _OPERATIONAL
-            reply[frames.FLAGS1_AT] = frames.FLAG1_RD
+            reply[frames.FLAGS1_AT] = nodes[k, FLAGS1]
             reply[frames.FLAGS2_AT] = 0
             put_le(reply, m - frames.FCS_SIZE, crc32(reply, 0, m - frames.FCS_SIZE), 4)
             replied = True

@@ -65,7 +65,7 @@ class SimulatedNodes(ImmediateLink):
         self.config = config
         self.plant = plant if plant is not None else InertiaPlant.from_config(config)
         self.bank = DriveBank(config, self.plant)
-        self.nodes = {n.node_id: ControlledNode(n.node_id, Drive(self.bank, n.axes), config)
+        self.nodes = {n.node_id: ControlledNode(n.node_id, Drive(self.bank, n.axes), config, n.identity)
                       for n in config.nodes}
         self._node_list = list(self.nodes.values())
         self.faults = FaultInjector(self)
@@ -78,7 +78,7 @@ class SimulatedNodes(ImmediateLink):
         self._node_of = np.full(256, -1, np.int64)
         for k, node in enumerate(self._node_list):
             drive = node.drive
-            self._fast_nodes[k, :isochronous.CHANNEL_ROWS] = (node.node_id, 0, drive.pres_row)
+            self._fast_nodes[k, :isochronous.CHANNEL_ROWS] = (node.node_id, 0, drive.pres_row, 0)
             for ch in drive.slots:
                 self._fast_nodes[k, isochronous.CHANNEL_ROWS + ch] = drive.rows[ch]
             self._node_of[node.node_id] = k
@@ -96,6 +96,7 @@ class SimulatedNodes(ImmediateLink):
         for k, node in enumerate(self._node_list):
             ok = node.nmt is _OPERATIONAL and not node.pending and not node.drive.dirty
             nodes[k, isochronous.ELIGIBLE] = ok
+            nodes[k, isochronous.FLAGS1] = node.pres_flags1()
             soa_ok = soa_ok and ok and not node.loss_soc.count
             seen = seen and node.soc_seen
         io[isochronous.SOA_OK] = soa_ok
@@ -112,8 +113,14 @@ class SimulatedNodes(ImmediateLink):
             seen = bool(io[isochronous.SOC_SEEN])
             for node in self._node_list:
                 node.soc_seen = seen
+        if io[isochronous.SOCS]:
+            net_time = (int(io[isochronous.NET_TIME_S]), int(io[isochronous.NET_TIME_NS]))
+            for node in self._node_list:
+                node.soc_time = net_time
         if io[isochronous.STEPPED]:
             bank.after_step(int(io[isochronous.NEW_FAULTS]))
+            for node in self._node_list:
+                node.note_faults()
 
     def transfer(self, frame) -> memoryview | None:
         """Deliver one MN frame; the answer (PRes, ASnd) or None. Malformed frames are counted."""
@@ -154,24 +161,27 @@ class SimulatedNodes(ImmediateLink):
         self.reset()
 
     def _soc(self, frame) -> None:
-        relative_us = frames.read_soc(frame)[4]
+        _, _, seconds, nanoseconds, relative_us = frames.read_soc(frame)
         self.phase = (relative_us // self._cycle_us) % self._ratio
         faults = self.faults
+        net_time = (seconds, nanoseconds)
         for node in self._node_list:
             if not (faults.active and faults.swallow_soc(node.node_id)):
-                node.on_soc()
+                node.on_soc(net_time)
 
     def _soa(self, frame) -> memoryview | None:
-        _, _, service, target, _ = frames.read_soa(frame)
+        _, flags1, service, target, _ = frames.read_soa(frame)
         reply = None
         faults = self.faults
         for node in self._node_list:
             if faults.active and not faults.connected(node.node_id):
                 continue
-            answer = node.on_soa(service, target)
+            answer = node.on_soa(service, target, flags1)
             if answer is not None:
                 reply = answer
         self.bank.step(self.phase)
+        for node in self._node_list:
+            node.note_faults()
         self.phase = (self.phase + 1) % self._ratio
         return reply
 

@@ -46,6 +46,15 @@ def test_backend_options_are_checked(bench):
      r"bus\.nodes\[0\]\.axes\[0\]\.drive\.current_limit must be a finite number"),
     (lambda b: b["udp"].update(port=70000), r"bus\.udp\.port must be an integer in 1\.\.65535"),
     (lambda b: b.update(nodes=[]), r"bus\.nodes must be a non-empty list"),
+    (lambda b: b["nodes"][0].update(identity={"ip_address": "192.168.300.1"}),
+     r"bus\.nodes\[0\]\.identity\.ip_address must be a dotted IPv4 address, got '192\.168\.300\.1'"),
+    (lambda b: b["nodes"][0].update(identity={"host_name": "x" * 33}),
+     r"bus\.nodes\[0\]\.identity\.host_name must be ASCII text of at most 32 characters"),
+    (lambda b: b["nodes"][0].update(identity={"serial": -1}),
+     r"bus\.nodes\[0\]\.identity\.serial must be an integer in 0\.\.4294967295"),
+    (lambda b: b["nodes"][0].update(identity={"vendor": 1}), r"bus\.nodes\[0\]\.identity\.vendor is not a known key"),
+    (lambda b: b.update(net_time_epoch="yesterday"),
+     r"bus\.net_time_epoch must be seconds since 1970 or an ISO 8601 date-time, got 'yesterday'"),
 ])
 def test_config_errors_name_the_key(bench, edit, message):
     edit(bench)

@@ -82,7 +82,9 @@ def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():
     x = np.zeros((n, drive.N_COLUMNS))
     flags = np.zeros((n, drive.N_FLAGS), np.int64)
     flags[:, drive.IDEM_CW], flags[:, drive.MODE_DISPLAY] = cw, columns[0]
-    node = np.array([1, 1, 0, 0, 1], np.int64)        # node 1, eligible, PRes row 0, axis rows 0 and 1
+    node = np.zeros(isochronous.N_NODE_COLUMNS, np.int64)
+    node[[isochronous.NODE_ID, isochronous.ELIGIBLE, isochronous.PRES_ROW, isochronous.FLAGS1]] = 1, 1, 0, 1
+    node[isochronous.CHANNEL_ROWS:] = np.arange(n)        # axis rows 0 and 1
     assert isochronous._apply(rx, 0, rx.shape[0], node, x, flags)
     for a, v in enumerate(RPDO_VALUES):
         assert (x[a, drive.CMD_POS], x[a, drive.CMD_VEL], x[a, drive.CMD_TORQUE]) == v[2:]
