@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from drivers.powerlink import pdo
 from drivers.powerlink.frames import PDO_VERSION
-from drivers.powerlink.services import DEVICE_TYPE_SERVO_402, PRODUCT_CODE, VENDOR_ID
+from drivers.identity import DEVICE_TYPE_SERVO_402, PRODUCT_CODE, VENDOR_ID
 from drivers.service_channel import (ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
                                      ABORT_UNSUPPORTED_ACCESS, ABORT_VALUE_RANGE, ABORT_VALUE_TOO_HIGH,
                                      ABORT_VALUE_TOO_LOW, ABORT_WRITE_ONLY, INTEGER8, INTEGER16, INTEGER32,
