@@ -26,7 +26,7 @@ from controller.daemon.loop.timing import setup_realtime
 from drivers.backends.raw import RawLink, open_raw
 from drivers.config import BusConfigError, parse_bus_config
 from drivers.hal import BusError
-from drivers.powerlink.managing_node import BootTimeoutError
+from drivers.powerlink.managing_node import BootTimeoutError, service_cycle
 from drivers.powerlink.nmt import NmtState
 from drivers.powerlink.scan import scan
 from drivers.service_channel import (DOMAIN, FORMATS, REAL32, REAL64, SDO_READ, SDO_WRITE, TYPE_CODES, TYPE_NAMES,
@@ -137,7 +137,7 @@ def cmd_sdo(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         except TypeMismatch as exc:
             raise UsageError(f"VALUE {args.value!r} as {args.type}: {exc}") from None
         while not req.done:
-            bus.mn.service_cycle()
+            service_cycle(bus.mn)
     finally:
         bus.close()
     if req.abort_code:
@@ -203,7 +203,7 @@ def cmd_cycle(args: argparse.Namespace, say: Callable[[str], None]) -> int:
             bus.exchange()
             for node in config.nodes:
                 if node.profile == "io" and node.inputs and bus.node_operational(node.node_id):
-                    for key, value in _inputs(node, mn.inputs(node.node_id)).items():
+                    for key, value in _inputs(node, mn.records[node.node_id].tpdo).items():
                         low, high = seen[node.node_id].get(key, (value, value))
                         seen[node.node_id][key] = (min(low, value), max(high, value))
             if k and k % round(1.0 / config.control_period_s) == 0:

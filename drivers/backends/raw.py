@@ -12,8 +12,8 @@
   round trip as ``reply_delays`` (the MN counts it *late* beyond ``bus.pres_timeout_s``), none is
   *lost*: both feed the DS 301 threshold counters (:mod:`drivers.powerlink.threshold`) in the
   managing node. A PRes that comes after its window is dropped before the next PReq goes out.
-- a CN's MAC address is learned from the source address of its IdentResponse, and PReqs to it
-  carry it; the MN's frames carry the interface's own MAC as source.
+- the MN's frames carry the interface's own MAC as source; a CN's MAC is the one the managing
+  node learned from its IdentResponse (the PReq's destination).
 - the kernel adds the FCS on transmit and strips it on receive: an MN frame's FCS is not sent;
   what arrives is handed to the MN's decoders as received (``fcs = False``: without FCS, maybe
   padded to the 60-byte Ethernet minimum).
@@ -24,60 +24,29 @@ bring); every receive is a ``recv_into``. Timing is kept in preallocated rings f
 
 Opening the socket needs root or the ``CAP_NET_RAW`` capability (deploy/INSTALL.md: the systemd
 unit's ``AmbientCapabilities=CAP_NET_RAW``); without it :func:`open_socket` raises a
-:class:`~drivers.hal.LinkError` naming the capability.
+:class:`~drivers.hal.LinkError` naming the capability (:func:`drivers.raw_socket.open_socket`).
 """
 from __future__ import annotations
 
-import errno
 import os
 import select
-import socket
-from time import perf_counter, perf_counter_ns, sleep
+from time import perf_counter_ns, sleep
 
 import numpy as np
 
 from drivers.config import BusConfig
 from drivers.fault_api import FaultApi, FaultError
 from drivers.hal import LinkError
+from drivers.raw_socket import MIN_ETHERNET, open_socket
 from drivers.powerlink import frames
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.udp_protocol import answered
 
-SOL_PACKET = 263                      # linux/socket.h
-PACKET_IGNORE_OUTGOING = 23           # linux/if_packet.h: do not hand our own frames back to us
-ETH_HEADER = frames.MESSAGE_TYPE_AT   # destination MAC, source MAC, EtherType
-MIN_ETHERNET = frames.MIN_FRAME - frames.FCS_SIZE      # 60: what a NIC pads a frame to, FCS excluded
 DEFAULT_SPIN_S = 2.0e-4               # s: busy-poll before sleeping in select(2) for an answer
 WAKE_SPIN_S = 2.0e-4                  # s: the cycle start is approached by sleeping to this, then spinning
 TIMING_SAMPLES = 1 << 16              # per ring (round trips, wake-ups): the last samples kept
-_PREQ, _PRES, _SOA, _ASND = (int(frames.MessageType.PREQ), int(frames.MessageType.PRES),
-                              int(frames.MessageType.SOA), int(frames.MessageType.ASND))
-_IDENT_RESPONSE = int(frames.ServiceId.IDENT_RESPONSE)
+_PRES, _SOA, _ASND = int(frames.MessageType.PRES), int(frames.MessageType.SOA), int(frames.MessageType.ASND)
 _MAC = frames.SRC_MAC_AT - frames.DST_MAC_AT
-
-
-def open_socket(interface: str) -> socket.socket:
-    """A non-blocking AF_PACKET socket on ``interface`` for EtherType 0x88AB; a :class:`LinkError`
-    naming the problem (the CAP_NET_RAW capability, an unknown interface) when it cannot be opened."""
-    try:
-        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(frames.ETHERTYPE))
-    except PermissionError:
-        raise LinkError(f"cannot open a raw Ethernet socket for bus.interface {interface!r}: the raw backend "
-                        "needs root or the CAP_NET_RAW capability (systemd: AmbientCapabilities=CAP_NET_RAW, "
-                        "deploy/INSTALL.md)") from None
-    try:
-        sock.bind((interface, frames.ETHERTYPE))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.ENODEV:
-            raise LinkError(f"bus.interface {interface!r} is not a network interface of this host") from None
-        raise LinkError(f"cannot bind a raw Ethernet socket to bus.interface {interface!r}: {exc.strerror}") from None
-    try:
-        sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-    except OSError:
-        pass                           # kernels before 4.20: own frames are filtered by source MAC below
-    sock.setblocking(False)
-    return sock
 
 
 class RawLink:
@@ -107,7 +76,6 @@ class RawLink:
         self._slots = [bytearray(frames.MAX_FRAME) for _ in range(slots + 1)]   # the last: drained frames
         self._slot_views = [memoryview(s) for s in self._slots]
         self._used = 0                                  # slots holding answers not yet collected
-        self.macs = bytearray(256 * _MAC)                # per node id: its learned MAC, zeros until then
         self._next_ns = 0                               # the next cycle's start (perf_counter_ns)
         self._in_cycle = False
         self.cycles = 0
@@ -187,11 +155,6 @@ class RawLink:
                 "round_trip_node": _ring(self.round_trip_nodes, self.round_trip_count),
                 "wakeup_ns": _ring(self.wakeups_ns, self.cycles)}
 
-    def learned_mac(self, node_id: int) -> bytes | None:
-        """The MAC address node ``node_id`` answered an IdentRequest from, None before it did."""
-        mac = bytes(self.macs[node_id * _MAC:(node_id + 1) * _MAC])
-        return mac if any(mac) else None
-
     # -- internals ----------------------------------------------------------------------------------
     def _start_cycle(self) -> None:
         """Wait for the next cycle's start (sleep, then spin the last WAKE_SPIN_S), record how late
@@ -217,16 +180,12 @@ class RawLink:
         self._in_cycle = True
 
     def _send(self, frame) -> int:
-        """Put ``frame`` on the wire without its FCS, from our MAC, a PReq to its CN's learned MAC;
-        the time (perf_counter_ns) the send began: on a veth the peer may be served inside it."""
+        """Put ``frame`` on the wire without its FCS, from our MAC; the time (perf_counter_ns) the
+        send began: on a veth the peer may be served inside it."""
         n = len(frame) - frames.FCS_SIZE          # the encoders seal every frame with its FCS
         tx = self._txv
         tx[:n] = frame[:n]
         tx[frames.SRC_MAC_AT:frames.ETHERTYPE_AT] = self.mac
-        if frame[frames.MESSAGE_TYPE_AT] == _PREQ:
-            at = frame[frames.DST_NODE_AT] * _MAC
-            if any(self.macs[at:at + _MAC]):
-                tx[:_MAC] = self.macs[at:at + _MAC]
         sent = perf_counter_ns()
         try:
             self.sock.send(tx[:max(n, MIN_ETHERNET)])
@@ -236,7 +195,7 @@ class RawLink:
 
     def _await(self, kind: int, node: int, deadline_ns: int, slot: int) -> tuple[int, int]:
         """Receive into ``slot`` until a frame of ``kind`` from ``node`` arrives or ``deadline_ns``
-        passes; (its length, arrival time) or (0, 0). An IdentResponse teaches us its sender's MAC."""
+        passes; (its length, arrival time) or (0, 0)."""
         buf = self._slots[slot]
         recv_into = self.sock.recv_into
         while True:
@@ -252,8 +211,6 @@ class RawLink:
             if n <= frames.SRC_NODE_AT or buf[frames.SRC_MAC_AT:frames.ETHERTYPE_AT] == self.mac:
                 continue
             if buf[frames.MESSAGE_TYPE_AT] == kind and buf[frames.SRC_NODE_AT] == node:
-                if kind == _ASND and n > frames.SERVICE_ID_AT and buf[frames.SERVICE_ID_AT] == _IDENT_RESPONSE:
-                    self.macs[node * _MAC:(node + 1) * _MAC] = buf[frames.SRC_MAC_AT:frames.ETHERTYPE_AT]
                 return n, arrived
             self.stray += 1
 

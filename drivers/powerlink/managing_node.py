@@ -183,6 +183,65 @@ class CnRecord:
             self.set_preq_flags(ready)
         return [e for e in response.entries if e not in old and not e.active], changed
 
+    def download_done(self) -> bool:
+        """Its configuration download ended: True when NMTResetConfiguration may apply it (the node
+        then identifies again), False when an abort became its boot error."""
+        failed = next((w for w in self.writes if w.abort_code), None)
+        if failed is not None:
+            self.config_error = f"{failed.describe()} of its configuration aborted: {abort_text(failed.abort_code)}"
+            return False
+        self.configured = True
+        self.writes = []
+        return True
+
+    def set_outputs(self, payload: bytes) -> None:
+        """Put ``payload`` (an io node's mapped outputs, in mapping order) into its next PReqs; its
+        inputs are ``tpdo``, the payload of its last valid PRes."""
+        if not self.io or len(payload) != self.node.output_size:
+            raise ValueError(f"node {self.node_id} takes {self.node.output_size} output bytes in its PReq, "
+                             f"got {len(payload)}" if self.io else f"node {self.node_id} is not an io node")
+        self.preq.buf[_PDO_OFFSET:_PDO_OFFSET + len(payload)] = payload
+        self.preq.seal()
+
+
+def service_cycle(mn: ManagingNode) -> None:
+    """One PreOperational1 cycle of ``mn`` (SoA, at most one ASnd) that never takes the network
+    further: commissioning tools identify nodes and run SDO transfers with it, leaving their NMT
+    states alone."""
+    if mn.state == NmtState.NOT_ACTIVE:
+        mn.state = NmtState.PRE_OPERATIONAL_1
+    if mn.state != _PRE_OPERATIONAL_1:
+        raise RuntimeError("service cycles run before the boot only (PreOperational1)")
+    mn._asynchronous()
+    if mn.sdo_active:
+        mn._sdo_cycle()
+    mn.bus_cycle += 1
+
+
+def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bool:
+    """Whether a node that answered an IdentRequest may join the cycle now: its identity is the
+    YAML's (else an IDENT_MISMATCH event, once), its answer is not from before a reset
+    configuration it was sent, it is in PreOperational1 or 2 (else NMTResetNode) and configured
+    (else its configuration download starts: SDO writes, then NMTResetConfiguration)."""
+    rec.answered = True
+    rec.ident = response
+    rec.device_type = response.device_type
+    mismatch = identity_mismatch(rec.node, response)
+    if mismatch and rec.mismatch != mismatch:
+        mn._event(EventKind.IDENT_MISMATCH, rec.node_id, response.device_type, f"node reports {mismatch}")
+    rec.mismatch = mismatch
+    if mismatch or (rec.last_command == NmtCommand.RESET_CONFIGURATION
+                    and mn.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
+        return False
+    if response.nmt_status not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
+        mn._command(rec, NmtCommand.RESET_NODE)
+        return False
+    if rec.configured and not rec.config_error:
+        return True
+    if not rec.writes:
+        rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in rec.download]
+    return False
+
 
 def _boot_failure(mn: ManagingNode) -> str:
     """One sentence naming the nodes that held ``mn``'s boot back."""
@@ -271,18 +330,6 @@ class ManagingNode:
             self.cycle()
         while self.bus_cycle % self.config.cycles_per_control:
             self.cycle()
-
-    def service_cycle(self) -> None:
-        """One PreOperational1 cycle (SoA, at most one ASnd) that never takes the network further:
-        commissioning tools identify nodes and run SDO transfers with it, leaving their NMT states alone."""
-        if self.state == NmtState.NOT_ACTIVE:
-            self.state = NmtState.PRE_OPERATIONAL_1
-        if self.state != _PRE_OPERATIONAL_1:
-            raise RuntimeError("service cycles run before the boot only (PreOperational1)")
-        self._asynchronous()
-        if self.sdo_active:
-            self._sdo_cycle()
-        self.bus_cycle += 1
 
     def _progress(self) -> None:
         if self.joining:
@@ -525,29 +572,9 @@ class ManagingNode:
             return
 
     def _identified(self, rec: CnRecord, response: ident.IdentResponse) -> None:
-        rec.answered = True
-        rec.ident = response
-        nmt, device_type = response.nmt_status, response.device_type
-        mismatch = identity_mismatch(rec.node, response)
-        if mismatch:
-            if rec.mismatch != mismatch:
-                self._event(EventKind.IDENT_MISMATCH, rec.node_id, device_type, f"node reports {mismatch}")
-            rec.mismatch = mismatch
-            rec.device_type = device_type
+        if not _admit(self, rec, response):
             return
-        rec.mismatch = ""
-        rec.device_type = device_type
-        if (rec.last_command == NmtCommand.RESET_CONFIGURATION
-                and self.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
-            return                                   # an answer from before the node acted on the reset
-        if nmt not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
-            self._command(rec, NmtCommand.RESET_NODE)
-            return
-        if not rec.configured or rec.config_error:
-            if not rec.writes:
-                rec.writes = [self.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type)
-                              for w in rec.download]
-            return
+        nmt = response.nmt_status
         rec.identified = True
         rec.nmt = NmtState(nmt)
         rec.en = 0                                   # the IdentRequest's ER reset its error signalling
@@ -611,20 +638,8 @@ class ManagingNode:
             if req.abort_code:
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
-        if rec.writes and not rec.configured and all(w.done for w in rec.writes):
-            self._downloaded(rec)
-
-    def _downloaded(self, rec: CnRecord) -> None:
-        """The configuration download ended: NMTResetConfiguration applies it (the node then
-        identifies again), or the first abort is the node's boot error."""
-        failed = next((w for w in rec.writes if w.abort_code), None)
-        if failed is not None:
-            rec.config_error = (f"{failed.describe()} of its configuration aborted: "
-                                f"{abort_text(failed.abort_code)}")
-            return
-        rec.configured = True
-        rec.writes = []
-        self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
+        if rec.writes and not rec.configured and all(w.done for w in rec.writes) and rec.download_done():
+            self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
 
     # -- node commands from the application ---------------------------------------------------------
     def stop_node(self, node_id: int) -> None:
@@ -641,20 +656,6 @@ class ManagingNode:
 
     def _event(self, kind: EventKind, node_id: int, code: int = 0, text: str = "") -> None:
         self.events.append(BusEvent(self.bus_cycle, kind, node_id, int(code), None, text))
-
-    # -- I/O nodes ----------------------------------------------------------------------------------
-    def inputs(self, node_id: int) -> np.ndarray:
-        """The PDO payload of node ``node_id``'s last valid PRes (an io node: its mapped inputs)."""
-        return self._record(node_id).tpdo
-
-    def set_outputs(self, node_id: int, payload: bytes) -> None:
-        """Put ``payload`` (an io node's mapped outputs, in mapping order) into its next PReqs."""
-        rec = self._record(node_id)
-        if not rec.io or len(payload) != rec.node.output_size:
-            raise ValueError(f"node {node_id} takes {rec.node.output_size} output bytes in its PReq, "
-                             f"got {len(payload)}" if rec.io else f"node {node_id} is not an io node")
-        rec.preq.buf[_PDO_OFFSET:_PDO_OFFSET + len(payload)] = payload
-        rec.preq.seal()
 
 
 _IDENTITY_FIELDS = (("device_type", "device type"), ("vendor_id", "vendor id"), ("product_code", "product code"),

@@ -22,7 +22,7 @@ import struct
 import sys
 from zlib import crc32
 
-from drivers.backends.raw import MIN_ETHERNET, open_socket
+from drivers.raw_socket import MIN_ETHERNET, open_socket
 from drivers.config import BusConfig, parse_bus_config
 from drivers.powerlink import frames
 from drivers.sim.nodes import SimulatedNodes

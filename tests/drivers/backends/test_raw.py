@@ -45,7 +45,8 @@ def test_boots_the_openpowerlink_cn_and_cycles_10_s(oplk_cn, realtime):
         rec = bus.mn.records[1]
         assert rec.device_type == CN_DEVICE_TYPE
         assert rec.nmt == NmtState.OPERATIONAL and bus.node_operational(1)
-        assert bus.link.learned_mac(1) == oplk_cn.mac          # learned, not derived from the node id
+        assert rec.ident.mac == oplk_cn.mac.hex(":")          # learned, not derived from the node id,
+        assert bytes(rec.preq.buf[:6]) == oplk_cn.mac          # and where its PReqs go
         cycles = round(10.0 / CYCLE_S)
         sent = bus.link.cycles
         for _ in range(cycles):
@@ -90,7 +91,7 @@ def test_the_mapping_download_puts_process_data_in_both_directions(oplk_cn, real
         mn = bus.mn
         assert mn.records[1].last_command == NmtCommand.START_NODE
         for first in (0x11, 0x5A):                          # two values: not a leftover that happens to match
-            mn.set_outputs(1, bytes((first, 0x22, 0x33, 0x44)))
+            mn.records[1].set_outputs(bytes((first, 0x22, 0x33, 0x44)))
             for _ in range(20):
                 bus.exchange()
             while not bus.node_operational(1):              # back from a late-PRes reset, reconfigured
@@ -100,7 +101,7 @@ def test_the_mapping_download_puts_process_data_in_both_directions(oplk_cn, real
             assert _sdo(bus, 0x6200, 1) == first
         # the PRes carries what the CN's object dictionary holds for the mapped inputs
         assert mn.records[1].pres_size == 4 and _sdo(bus, 0x1A00, 0) == 4 and _sdo(bus, 0x1600, 0) == 4
-        assert int(mn.inputs(1)[0]) == _sdo(bus, 0x6000, 1)
+        assert int(mn.records[1].tpdo[0]) == _sdo(bus, 0x6000, 1)
         assert any(e.kind == EventKind.BOOT_COMPLETE for e in bus.events)
     finally:
         bus.close()
@@ -140,7 +141,7 @@ def test_the_cn_killed_mid_cycle_trips_the_loss_counter_and_boots_again(oplk_cn,
             bus.mn.cycle()
         assert starting.wait(10) == 0
         assert bus.node_operational(1), oplk_cn.log[-2000:]
-        assert bus.link.learned_mac(1) == oplk_cn.mac
+        assert bytes(bus.mn.records[1].preq.buf[:6]) == oplk_cn.mac
     finally:
         bus.close()
 
@@ -157,7 +158,7 @@ def test_without_cap_net_raw_the_error_names_the_capability():
     """The socket opened by a process without CAP_NET_RAW (setpriv drops it from root's sets)."""
     if os.geteuid() != 0:
         pytest.skip("dropping a capability in a child needs to start with it (root)")
-    code = ("from drivers.backends.raw import open_socket\n"
+    code = ("from drivers.raw_socket import open_socket\n"
             "try:\n    open_socket('lo')\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n")
     out = subprocess.run(["setpriv", "--inh-caps=-net_raw", "--bounding-set=-net_raw", sys.executable, "-c", code],
                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True)
