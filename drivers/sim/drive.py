@@ -39,7 +39,7 @@ from drivers.config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
 from drivers.sim.plant import Plant
 from drivers.powerlink import frames, pdo
 from drivers.powerlink.checks import put_le
-from drivers.sim.object_dictionary import DRIVE_COLUMNS, ObjectDictionary, drive_dictionary
+from drivers.sim.object_dictionary import DRIVE_COLUMNS, AxisScaling, ObjectDictionary, drive_dictionary
 
 # DriveBank's arrays, declared once: (column, width, meaning); the column constants derive from them.
 X_COLUMNS = (                  # DriveBank.x, one float row per axis
@@ -129,6 +129,7 @@ _FOLLOWING_ERROR = int(FaultCode.FOLLOWING_ERROR)
 _LIMIT_BIT = cia402.SW_INTERNAL_LIMIT
 _FOLLOWING_BIT = cia402.SW_FOLLOWING_ERROR
 FAULT_HISTORY_LENGTH = 8
+ENCODER_INCREMENTS = 1 << 17   # per motor revolution, as the object dictionary reports it (0x608F/1)
 
 _STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
                     | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
@@ -505,4 +506,7 @@ class Drive:
 
     def _object_dictionary(self, axes: tuple[AxisConfig, ...]) -> ObjectDictionary:
         columns = dict(zip(DRIVE_COLUMNS, _columns(X_COLUMNS, *DRIVE_COLUMNS)))
-        return drive_dictionary(self, columns, axes[0].node_id, self.bank.config.cycle_us, FAULT_HISTORY_LENGTH)
+        scaling = {a.channel: AxisScaling(ENCODER_INCREMENTS, a.drive.current_limit,
+                                          a.drive.current_limit * a.drive.torque_constant) for a in axes}
+        return drive_dictionary(self, columns, scaling, axes[0].node_id, self.bank.config.cycle_us,
+                                FAULT_HISTORY_LENGTH)

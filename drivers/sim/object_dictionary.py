@@ -5,9 +5,9 @@
 type, 0x1001/0x1003 error register and history, 0x1006 cycle length, 0x1008 device name, 0x1018
 identity, 0x1020 verify configuration, 0x1400/0x1600 RPDO and 0x1800/0x1A00 TPDO communication
 and mapping parameters) and, per channel (index + 0x800 for the second), the CiA 402 objects with
-the standard's types: positions in encoder increments (:data:`INCREMENTS_PER_REV` per motor
-revolution), speeds in increments/s (0x6080 in rpm), current and torque in per mille of the
-rated values 0x6075/0x6076 (the axis' ``current_limit`` and ``torque_constant · current_limit``).
+the standard's types: positions in encoder increments, speeds in increments/s (0x6080 in rpm),
+current and torque in per mille of the rated values 0x6075/0x6076, each channel scaled by its
+:class:`AxisScaling`.
 
 A mapping object accepts new entries only while its sub-index 0 is 0 (DS 301 §6.4.9.2), and each
 entry must name an object the dictionary holds; the simulated drives go on exchanging the mapping
@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from drivers.powerlink import pdo
 from drivers.powerlink.frames import PDO_VERSION
 from drivers.identity import DEVICE_TYPE_SERVO_402, PRODUCT_CODE, VENDOR_ID
-from drivers.service_channel import (ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
+from drivers.service_channel import (ABORT_GENERAL, ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
                                      ABORT_UNSUPPORTED_ACCESS, ABORT_VALUE_RANGE, ABORT_VALUE_TOO_HIGH,
                                      ABORT_VALUE_TOO_LOW, ABORT_WRITE_ONLY, INTEGER8, INTEGER16, INTEGER32,
                                      INTEGER_RANGES, REAL64, SIZES, UNSIGNED8, UNSIGNED16, UNSIGNED32, UNSIGNED64,
                                      VISIBLE_STRING, TypeMismatch, decode, encode)
 
-INCREMENTS_PER_REV = 1 << 17          # the simulated encoders' resolution per motor revolution
 REVISION = 0x0001_0000                # 0x1018/3 of the simulated drives
 DEVICE_NAME = "bipd simulated CiA 402 drive"
 RO, RW, WO, CONST = "ro", "rw", "wo", "const"
+_MAPPING_SLOTS = 32                   # entries a mapping object 0x1600/0x1A00 can hold
 
 
 class Refused(Exception):
@@ -40,6 +40,16 @@ class Refused(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(f"0x{code:08X}")
         self.code = code
+
+
+@dataclass(frozen=True)
+class AxisScaling:
+    """How a channel's SI values travel: encoder increments per motor revolution (0x608F/1),
+    rated current 0x6075 [A] and rated torque 0x6076 [N·m]."""
+
+    increments_per_rev: int
+    rated_current: float
+    rated_torque: float
 
 
 @dataclass
@@ -62,7 +72,7 @@ class ObjectDictionary:
         self._indices: set[int] = set()
 
     def add(self, index: int, subindex: int, entry: Entry) -> None:
-        if entry.access in (RO, CONST, RW) and entry.get is None or entry.access in (RW, WO) and entry.set is None:
+        if (entry.access in (RO, CONST, RW) and entry.get is None) or (entry.access in (RW, WO) and entry.set is None):
             raise ValueError(f"object 0x{index:04X}/{subindex} ({entry.access}) lacks its accessor")
         self.entries[(index, subindex)] = entry
         self._indices.add(index)
@@ -84,7 +94,10 @@ class ObjectDictionary:
             return abort, b""
         if entry.access == WO:
             return ABORT_WRITE_ONLY, b""
-        return 0, encode(entry.data_type, entry.get())
+        try:
+            return 0, encode(entry.data_type, entry.get())
+        except TypeMismatch:                     # a value its own type cannot carry: the device's fault
+            return ABORT_GENERAL, b""
 
     def write(self, index: int, subindex: int, data: bytes) -> int:
         """Abort code or 0 after writing ``data`` (the value's bytes)."""
@@ -115,19 +128,11 @@ def _constant(od: ObjectDictionary, index: int, subindex: int, data_type: int, v
     od.add(index, subindex, Entry(data_type, CONST, lambda: value))
 
 
-def _variable(od: ObjectDictionary, index: int, subindex: int, data_type: int, value: object,
-              check: Callable[[object], None] | None = None) -> Callable[[], object]:
-    """A read-write entry holding its own value (``check`` may refuse one with ValueError)."""
+def _variable(od: ObjectDictionary, index: int, subindex: int, data_type: int, value: object) -> None:
+    """A read-write entry holding its own value."""
     cell = [value]
-
-    def store(v: object) -> None:
-        if check is not None:
-            check(v)
-        cell[0] = v
-
     low, high = INTEGER_RANGES.get(data_type, (-math.inf, math.inf))
-    od.add(index, subindex, Entry(data_type, RW, lambda: cell[0], store, low, high))
-    return lambda: cell[0]
+    od.add(index, subindex, Entry(data_type, RW, lambda: cell[0], lambda v: cell.__setitem__(0, v), low, high))
 
 
 def mapping_entry(index: int, subindex: int, offset_bits: int, length_bits: int) -> int:
@@ -143,7 +148,7 @@ def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMap
     _variable(od, comm, 1, UNSIGNED8, 0)                 # 0: PReq from the MN / PRes to everyone
     _variable(od, comm, 2, UNSIGNED8, PDO_VERSION)
     entries, bits = [], 0
-    for ch, index, subindex, name in declared.objects():
+    for _, index, subindex, name in declared.objects():
         length = 8 * _size(declared, name)
         entries.append(mapping_entry(index, subindex, bits, length))
         bits += length
@@ -167,9 +172,6 @@ def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMap
         od.add(mapping, k + 1, Entry(UNSIGNED64, RW, lambda k=k: slots[k], entry_setter(k)))
 
 
-_MAPPING_SLOTS = 32
-
-
 def _size(declared: pdo.PdoMapping, name: str) -> int:
     return next(e.size for e in declared.entries if e.name == name)
 
@@ -178,10 +180,11 @@ DRIVE_COLUMNS = ("KP", "KV", "KI", "KT", "I_MAX", "V_MAX", "FE_LIMIT", "P_DEM", 
                  "ACT_CUR", "FE_ACTUAL")
 
 
-def drive_dictionary(drive, columns: dict[str, int], node_id: int, cycle_us: int,
-                     history_length: int) -> ObjectDictionary:
+def drive_dictionary(drive, columns: dict[str, int], scaling: dict[int, AxisScaling], node_id: int,
+                     cycle_us: int, history_length: int) -> ObjectDictionary:
     """The dictionary of a simulated two-axis CiA 402 drive (:class:`drivers.sim.drive.Drive`),
-    reading its state row ``drive.bank.x[row]`` at ``columns`` (the names :data:`DRIVE_COLUMNS`)."""
+    reading its state row ``drive.bank.x[row]`` at ``columns`` (the names :data:`DRIVE_COLUMNS`),
+    channel ``ch`` scaled by ``scaling[ch]``."""
     od = ObjectDictionary()
     _constant(od, 0x1000, 0, UNSIGNED32, DEVICE_TYPE_SERVO_402)
     od.add(0x1001, 0, Entry(UNSIGNED8, RO, lambda: drive.error_register))
@@ -205,16 +208,15 @@ def drive_dictionary(drive, columns: dict[str, int], node_id: int, cycle_us: int
     _mapping(od, 0x1400, 0x1600, pdo.RPDO)
     _mapping(od, 0x1800, 0x1A00, pdo.TPDO)
     for ch in drive.slots:
-        _axis(od, drive, columns, ch, ch * pdo.AXIS_OFFSET)
+        _axis(od, drive, columns, scaling[ch], ch, ch * pdo.AXIS_OFFSET)
     return od
 
 
-def _axis(od: ObjectDictionary, drive, c: dict[str, int], ch: int, off: int) -> None:
+def _axis(od: ObjectDictionary, drive, c: dict[str, int], scale: AxisScaling, ch: int, off: int) -> None:
     """CiA 402 objects of channel ``ch`` at their index + ``off``, in the standard's types."""
     x, row = drive.bank.x, drive.rows[ch]
-    per_rad = INCREMENTS_PER_REV / (2 * math.pi)
-    rated_current = float(x[row, c["I_MAX"]])
-    rated_torque = rated_current * float(x[row, c["KT"]])
+    per_rad = scale.increments_per_rev / (2 * math.pi)
+    rated_current, rated_torque = scale.rated_current, scale.rated_torque
 
     def increments(col: int) -> Callable[[], int]:
         return lambda: _saturate(INTEGER32, float(x[row, col]) * per_rad)
@@ -239,6 +241,8 @@ def _axis(od: ObjectDictionary, drive, c: dict[str, int], ch: int, off: int) -> 
     od.add(0x606C + off, 0, Entry(INTEGER32, RO, increments(c["ACT_VEL"])))
     od.add(0x6075 + off, 0, Entry(UNSIGNED32, CONST, lambda: round(1000 * rated_current)))       # mA
     od.add(0x6076 + off, 0, Entry(UNSIGNED32, CONST, lambda: round(1000 * rated_torque)))        # mN·m
+    od.add(0x608F + off, 1, Entry(UNSIGNED32, CONST, lambda: scale.increments_per_rev))        # per motor turn
+    od.add(0x608F + off, 2, Entry(UNSIGNED32, CONST, lambda: 1))
     od.add(0x6077 + off, 0, Entry(INTEGER16, RO, per_mille(c["ACT_CUR"], rated_torque,
                                                               lambda: float(x[row, c["KT"]]))))
     od.add(0x6078 + off, 0, Entry(INTEGER16, RO, per_mille(c["ACT_CUR"], rated_current)))

@@ -4,7 +4,8 @@ transfers, one at a time, over a :class:`~drivers.powerlink.sdo.sequence.Sequenc
 Pure and clocked by its caller: :meth:`SdoClient.receive` takes the CN's ASnd payloads,
 :meth:`SdoClient.take` returns the payloads to send, :meth:`SdoClient.tick` is one POWERLINK cycle.
 A transfer ends (``request.done``) with its value, the server's abort code, or 0x05040000 when
-the connection is lost or no answer came for ``retry_cycles * (retries + 1)`` cycles.
+the connection is lost (the sequence layer's retries ran out) or, all its frames acknowledged, no
+answer came for ``retry_cycles * (retries + 1)`` cycles.
 """
 from __future__ import annotations
 
@@ -62,11 +63,12 @@ class SdoClient:
         if self.seq.timed_out:
             self._finish(ABORT_TIMEOUT)
             return
-        self._waited += 1
+        self._waited = 0 if self.seq.busy else self._waited + 1    # the sequence layer times its own frames
         if self._waited > self.timeout_cycles:
+            self.seq.withdraw()
             self.seq.send(cmd.command(self._transaction, cmd.ABORT, self.active.command,
                                       cmd.ABORT_CODE.pack(ABORT_TIMEOUT)))
-            self._finish(ABORT_TIMEOUT)
+            self._finish(ABORT_TIMEOUT, withdraw=False)
 
     def reset(self) -> None:
         """The server's node was reset: forget the connection, restart the transfer under way."""
@@ -113,7 +115,10 @@ class SdoClient:
                 return
         self._finish(0)
 
-    def _finish(self, abort: int) -> None:
+    def _finish(self, abort: int, withdraw: bool = True) -> None:
+        """End the active transfer; an aborted one's segments not numbered yet are not sent."""
+        if abort and withdraw:
+            self.seq.withdraw()
         req, self.active = self.active, None
         req.done, req.abort_code = True, abort
         self.finished.append(req)

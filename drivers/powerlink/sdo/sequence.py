@@ -67,9 +67,13 @@ class SequenceLayer:
         self._acked = 0              # last own number the peer acknowledged
         self._peer = 0               # number of the last in-order data frame received
         self._history: deque[tuple[int, bytes]] = deque()     # (number, command data) unacknowledged
+        self._unsent = 0             # history entries, at its end, not transmitted yet
         self._backlog: deque[bytes] = deque()                 # command data waiting for the window
-        self._out: list[bytes] = []
+        self._out: list[bytes] = []  # frames without data (handshake, acknowledgement, error, close)
         self._owe_ack = False
+        self._owe_error = False
+        self._resend_scon = -1       # >= 0: transmit the whole history again, with this scon
+        self._resent = False         # an error response was answered this cycle already
         self._idle = 0
         self._rounds = 0
         self._handshake = b""        # the last handshake frame sent (repeated on timeout)
@@ -90,15 +94,31 @@ class SequenceLayer:
         self._backlog.append(bytes(data))
         self._pump()
 
+    def withdraw(self) -> None:
+        """Drop the queued data that has no sequence number yet (what remains of an aborted transfer)."""
+        self._backlog.clear()
+
     def take(self) -> list[bytes]:
-        """The payloads to transmit now, in order (ownership passes to the caller)."""
-        if self._owe_ack:
-            self._owe_ack = False
-            if self._history:                    # the peer lacks data of ours: resending it acknowledges too
-                self._resend(False)
-            else:
-                self._out.append(header(self._peer, VALID, self._acked, VALID))
+        """The payloads to transmit now, in order (ownership passes to the caller): frames without
+        data, then the data frames due (all of the history when a resend is due, else the new ones),
+        each acknowledging what has arrived; a bare acknowledgement only when no data frame goes."""
         out, self._out = self._out, []
+        if self._owe_error:
+            out.append(header(self._peer, ERROR_RESPONSE, self._acked, VALID))
+            self._owe_ack = self._owe_error = False
+        scon, first = VALID, len(self._history) - self._unsent
+        if self._resend_scon >= 0:
+            scon, first = self._resend_scon, 0
+            self.retransmitted += len(self._history) - self._unsent
+        for k in range(first, len(self._history)):
+            number, data = self._history[k]
+            out.append(header(self._peer, VALID, number, VALID if k >= len(self._history) - self._unsent else scon)
+                       + data)
+        if first < len(self._history):
+            self._owe_ack = False
+        if self._owe_ack:
+            out.append(header(self._peer, VALID, self._acked, VALID))
+        self._owe_ack, self._unsent, self._resend_scon = False, 0, -1
         return out
 
     @property
@@ -133,21 +153,25 @@ class SequenceLayer:
                 self._out.append(header(self._peer, VALID, self._acked, VALID))
             return
         self._acknowledged(rseq)
-        if rcon == ERROR_RESPONSE and self._history:
-            self._resend(True)
+        if rcon == ERROR_RESPONSE and self._history and not self._resent:
+            self._resend(VALID)
+            self._resent = True
         expected = (self._peer + 1) % _MODULO
         if sseq == expected:
             self._peer = sseq
             self.received.append(bytes(payload[HEADER_SIZE:]))
             self._owe_ack = True
         elif (sseq - expected) % _MODULO < _AHEAD:                      # a data frame was lost
-            self._out.append(header(self._peer, ERROR_RESPONSE, self._acked, VALID))
+            self._owe_error = True
         elif scon == ACK_REQUEST:
             self._owe_ack = True
+            if self._history:                    # the peer may be waiting for data of ours
+                self._resend(VALID)
         self._pump()
 
     def tick(self) -> None:
         """One POWERLINK cycle: resend what the peer has not acknowledged for ``retry_cycles``."""
+        self._resent = False
         if not (self.state == INIT or self._history):
             return
         self._idle += 1
@@ -162,13 +186,14 @@ class SequenceLayer:
         if self.state == INIT:
             self._out.append(self._handshake)
         else:
-            self._resend(True)
+            self._resend(ACK_REQUEST)
 
     # -- internals ------------------------------------------------------------------------------
     def _init_from_peer(self, rcon: int, sseq: int) -> None:
         if self.client:
             if self.state == INIT and rcon == INIT:                     # server's 01 01: answer 01 02
                 self._send_handshake(header(sseq, INIT, 0, VALID))
+                self._rounds = 0
             return
         if rcon == CLOSED:                                              # client's 00 01: answer 01 01
             self._reset()
@@ -194,16 +219,13 @@ class SequenceLayer:
         while self._history and (rseq - self._history[0][0]) % _MODULO < _AHEAD:
             self._history.popleft()
             progressed = True
+        self._unsent = min(self._unsent, len(self._history))
         self._acked = rseq
         if progressed:
             self._idle = self._rounds = 0
 
-    def _resend(self, request_ack: bool) -> None:
-        scon = ACK_REQUEST if request_ack else VALID
-        for number, data in self._history:
-            self._out.append(header(self._peer, VALID, number, scon) + data)
-            self.retransmitted += 1
-        self._owe_ack = False
+    def _resend(self, scon: int) -> None:
+        self._resend_scon = max(self._resend_scon, scon)
 
     def _pump(self) -> None:
         if self.state != VALID:
@@ -212,7 +234,6 @@ class SequenceLayer:
             data = self._backlog.popleft()
             self._own = (self._own + 1) % _MODULO
             self._history.append((self._own, data))
-            self._out.append(header(self._peer, VALID, self._own, VALID) + data)
-            self._owe_ack = False
+            self._unsent += 1
             if len(self._history) == 1:
                 self._idle = 0

@@ -28,6 +28,7 @@ class SdoServer:
         self.seq = SequenceLayer(False, retry_cycles, retries)
         self._out: list[bytes] = []
         self._reassembly = cmd.Reassembly()
+        self._transaction = -1           # of the command being received
 
     @property
     def pending(self) -> int:
@@ -61,14 +62,16 @@ class SdoServer:
     def _command(self, transaction: int, flags: int, command_id: int, data: bytes) -> None:
         if flags & cmd.RESPONSE:
             return
-        if flags & cmd.ABORT:                    # the client gave up: drop a write in progress
-            self._reassembly = cmd.Reassembly()
+        if flags & cmd.ABORT:                    # the client gave up: drop its write in progress
+            if transaction == self._transaction:
+                self._reassembly = cmd.Reassembly()
             return
         if command_id == cmd.NIL and not data:
             return
         if command_id not in cmd.COMMANDS:
             self._abort(transaction, command_id, ABORT_UNKNOWN_COMMAND)
             return
+        self._transaction = transaction
         try:
             whole = self._reassembly.add(flags, data)
         except ValueError:
