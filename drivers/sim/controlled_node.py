@@ -46,6 +46,7 @@ class ControlledNode:
         "_rpdo_seen",
         "drive",
         "exception",
+        "fcs",
         "history",
         "ident",
         "identity",
@@ -62,8 +63,11 @@ class ControlledNode:
         "status",
     )
 
-    def __init__(self, node_id: int, drive: Drive, config: BusConfig, identity: Identity | None = None) -> None:
+    def __init__(self, node_id: int, drive: Drive, config: BusConfig, identity: Identity | None = None,
+                 fcs: bool = True) -> None:
+        """``fcs``: the frames it reads end with their FCS (SimulatedNodes)."""
         self.node_id = node_id
+        self.fcs = fcs
         self.identity = Identity.default(node_id) if identity is None else identity
         self.drive = drive
         self.nmt = NmtState.NOT_ACTIVE
@@ -96,7 +100,7 @@ class ControlledNode:
             return None
         operational = nmt is _OPERATIONAL
         if frame != self._rpdo_seen:
-            _, flags1, version, size = frames.read_preq(frame)
+            _, flags1, version, size = frames.read_preq(frame, self.fcs)
             if size != RPDO.size or version != frames.PDO_VERSION:
                 raise InconsistentFrame(f"PReq to node {self.node_id} carries {size} bytes of PDO version "
                                         f"0x{version:02X}, the mapping declares {RPDO.size} bytes of 0x10")
@@ -153,7 +157,7 @@ class ControlledNode:
     def on_asnd(self, service_id: int, frame) -> None:
         """An ASnd from the MN addressed to this node (or broadcast), already validated."""
         if service_id == ServiceId.NMT_COMMAND:
-            self.command(NmtCommand(services.read_nmt_command(frame)))
+            self.command(NmtCommand(services.read_nmt_command(frame, self.fcs)))
         elif service_id == ServiceId.SDO:
             self._sdo(frame)
 

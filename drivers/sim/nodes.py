@@ -60,12 +60,18 @@ class ImmediateLink(ABC):
 
 
 class SimulatedNodes(ImmediateLink):
-    def __init__(self, config: BusConfig, plant: Plant | None = None) -> None:
+    def __init__(self, config: BusConfig, plant: Plant | None = None, fcs: bool = True) -> None:
+        """``fcs``: frames come and go with their FCS (the ``sim`` and ``udp`` links); False: as a
+        socket carries them, without (frames.py), e.g. behind a raw Ethernet interface."""
         super().__init__()
         self.config = config
+        self.fcs = fcs
+        self._min_frame = frames.MIN_FRAME if fcs else frames.SRC_NODE_AT + 1
+        if not fcs:
+            self.transfer = self._socket_transfer
         self.plant = plant if plant is not None else InertiaPlant.from_config(config)
         self.bank = DriveBank(config, self.plant)
-        self.nodes = {n.node_id: ControlledNode(n.node_id, Drive(self.bank, n.axes), config, n.identity)
+        self.nodes = {n.node_id: ControlledNode(n.node_id, Drive(self.bank, n.axes), config, n.identity, fcs)
                       for n in config.nodes}
         self._node_list = list(self.nodes.values())
         self.faults = FaultInjector(self)
@@ -125,7 +131,7 @@ class SimulatedNodes(ImmediateLink):
     def transfer(self, frame) -> memoryview | None:
         """Deliver one MN frame; the answer (PRes, ASnd) or None. Malformed frames are counted."""
         self.reply_delay_s = 0.0
-        if len(frame) < frames.MIN_FRAME:
+        if len(frame) < self._min_frame:
             self.rx_errors += 1
             return None
         try:
@@ -146,10 +152,15 @@ class SimulatedNodes(ImmediateLink):
             elif msg_type == _ASND:
                 self._asnd(frame)
             else:
-                frames.check_frame(frame)
+                frames.check_frame(frame, self.fcs)
         except FrameError:
             self.rx_errors += 1
         return None
+
+    def _socket_transfer(self, frame) -> memoryview | None:
+        """:meth:`transfer` of a frame without FCS; the answer without its FCS."""
+        reply = SimulatedNodes.transfer(self, frame)
+        return None if reply is None else frames.without_fcs(reply)
 
     def reset(self) -> None:
         """Reset every node (NMT ResetNode), as when a new MN session starts."""
@@ -161,7 +172,7 @@ class SimulatedNodes(ImmediateLink):
         self.reset()
 
     def _soc(self, frame) -> None:
-        _, _, seconds, nanoseconds, relative_us = frames.read_soc(frame)
+        _, _, seconds, nanoseconds, relative_us = frames.read_soc(frame, self.fcs)
         self.phase = (relative_us // self._cycle_us) % self._ratio
         faults = self.faults
         net_time = (seconds, nanoseconds)
@@ -170,7 +181,7 @@ class SimulatedNodes(ImmediateLink):
                 node.on_soc(net_time)
 
     def _soa(self, frame) -> memoryview | None:
-        _, flags1, service, target, _ = frames.read_soa(frame)
+        _, flags1, service, target, _ = frames.read_soa(frame, self.fcs)
         reply = None
         faults = self.faults
         for node in self._node_list:
@@ -186,7 +197,7 @@ class SimulatedNodes(ImmediateLink):
         return reply
 
     def _asnd(self, frame) -> None:
-        dst, src, service_id = frames.read_asnd(frame)
+        dst, src, service_id = frames.read_asnd(frame, self.fcs)
         if src != frames.MN_NODE_ID:
             return
         for node in self._node_list:

@@ -327,3 +327,10 @@ def test_keys_refuse_a_folder_others_can_write(tmp_path, capsys):
     assert main(["keys", str(tmp_path / "new" / "curve"), "--name", "server"]) == 0     # made private
     assert (tmp_path / "new" / "curve").stat().st_mode & 0o077 == 0
     assert (tmp_path / "new" / "curve" / "server.key_secret").stat().st_mode & 0o077 == 0
+
+
+def test_capture_file_that_cannot_be_written(tmp_path, capsys):
+    (tmp_path / "file").write_text("not a folder")  # a path below a file fails even for root
+    target = tmp_path / "file" / "bus.pcapng"
+    line = run_error(capsys, ["run", "--config", str(config(tmp_path)), "--capture", str(target)])
+    assert line == f"bipd: error: --capture {target}: cannot write there (Not a directory)"
