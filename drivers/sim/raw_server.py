@@ -6,8 +6,8 @@ does), so that the managing node's many-node runs need no hardware::
 
     ip netns exec NS python -m drivers.sim.raw_server --config BUS.yaml --interface IF [--priority N]
 
-A received frame has no FCS (the kernel strips it): the server appends one for the simulated
-nodes, which check it as on the other links, and sends their answer without it. Each simulated
+A socket carries frames without FCS: the simulated nodes take and give them so
+(``SimulatedNodes(fcs=False)``). Each simulated
 node answers from its own MAC address (``02:00:00:00:00:<node id>``), which the managing node
 learns from its IdentResponse and sends its PReqs to (a veth delivers every frame to the packet
 socket whatever its destination). Only the managing node's frames (source node 240) are served.
@@ -18,17 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import struct
 import sys
-from zlib import crc32
 
-from drivers.raw_socket import MIN_ETHERNET, open_socket
+from drivers.raw_socket import open_socket
 from drivers.config import BusConfig, parse_bus_config
 from drivers.powerlink import frames
 from drivers.sim.nodes import SimulatedNodes
 from models.common.validation import read_yaml
 
-_FCS = struct.Struct("<I")
 POLL_S = 0.5              # s: how often a blocked receive checks whether to stop
 
 
@@ -37,27 +34,22 @@ def serve_raw(config: BusConfig, interface: str, stop=lambda: False) -> int:
     sock = open_socket(interface)
     sock.setblocking(True)
     sock.settimeout(POLL_S)
-    network = SimulatedNodes(config)
+    network = SimulatedNodes(config, fcs=False)
     rx = bytearray(frames.MAX_FRAME)
     rxv = memoryview(rx)
     served = 0
     try:
         while not stop():
             try:
-                n = sock.recv_into(rxv[:frames.MAX_FRAME - frames.FCS_SIZE])
+                n = sock.recv_into(rx)
             except socket.timeout:
                 continue
             if n <= frames.SRC_NODE_AT or rx[frames.SRC_NODE_AT] != frames.MN_NODE_ID:
                 continue
-            if n < MIN_ETHERNET:                     # a veth does not pad: do what a NIC would
-                rx[n:MIN_ETHERNET] = bytes(MIN_ETHERNET - n)
-                n = MIN_ETHERNET
-            _FCS.pack_into(rx, n, crc32(rxv[:n]))
-            reply = network.transfer(rxv[:n + frames.FCS_SIZE])
+            reply = network.transfer(rxv[:n])
             served += 1
-            if reply is None:
-                continue
-            sock.send(reply[:len(reply) - frames.FCS_SIZE])
+            if reply is not None:
+                sock.send(reply)
     finally:
         sock.close()
     return served
