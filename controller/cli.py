@@ -563,7 +563,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run the daemon (loop process + I/O process)")
     r.add_argument("--config", default=str(DEFAULT_CONFIG), help="daemon YAML (default: deploy/bipd.yaml)")
-    r.add_argument("--backend", choices=("sim", "udp"), help="override bus.backend")
+    r.add_argument("--backend", choices=("sim", "udp", "raw"),
+                   help="override bus.backend (raw: the drives on bus.interface, root or CAP_NET_RAW)")
     r.add_argument("--lockstep", action="store_true", help="simulated time, cycles back to back")
     r.add_argument("--stepped", action="store_true",
                    help="stepped lock-step: the loop runs only the cycles a client grants with `step`")
