@@ -16,6 +16,8 @@
     bipd stabilize-offline [--config PATH] [--amplitudes DEG,...] [--ramp-s S] [--json]   whole robot, tilt
     bipd check-robot PATH                                 validate a robot YAML
     bipd export urdf|mjcf PATH                            the robot YAML as URDF / MJCF, on stdout
+    bipd import urdf ROBOT.urdf [--root LINK] [--feet L,R] [--cut J,...] [-o FILE] [--json]   URDF -> YAML
+    bipd import mjcf ROBOT.xml --velocity V [--effort E] [same options]      MJCF -> YAML (MuJoCo)
     bipd keys DIR [--name NAME]                           a CURVE certificate pair for io.curve / ctl
 
 Exit status: 0 success, 1 a failed check or run, 2 bad usage or bad input file.
@@ -529,6 +531,43 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """A URDF or MJCF into the robot YAML (models/importers/); an unimportable file is one line, exit 1."""
+    from models.importers.urdf import import_urdf
+
+    usage = ("--json prints a summary of the file -o writes; give -o" if args.json and not args.out else
+             "an MJCF has no velocity limit: give --velocity" if args.format == "mjcf" and args.velocity is None else
+             "--velocity and --effort are for an MJCF" if args.format == "urdf" and (args.velocity or args.effort) else
+             missing("mujoco", "sim") if args.format == "mjcf" else None)
+    if usage:
+        print(f"bipd import: error: {usage}", file=sys.stderr)
+        return 2
+    try:
+        text = Path(args.path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"bipd import: error: {args.path}: cannot read the file ({getattr(e, 'strerror', None) or e})",
+              file=sys.stderr)
+        return 2
+    feet, cut = (tuple(x for x in (v or "").split(",") if x) for v in (args.feet, args.cut))
+    if args.format == "mjcf":
+        from models.importers.mjcf import import_mjcf
+
+        out = import_mjcf(args.path, args.velocity, args.effort, args.root, feet, cut)
+    else:
+        out = import_urdf(text, args.path, args.root, feet, cut)
+    if not args.out:
+        sys.stdout.write(out)
+        return 0
+    Path(args.out).write_text(out)
+    tree = TreeModel(tree_from_dict(read_yaml(args.out), args.out))
+    summary = {"out": args.out, "name": tree.name, "joints": tree.n, "frames": len(tree.frame_names),
+               "mass_kg": tree.total_mass, "roots": list(tree.root_names)}
+    print(json.dumps(summary) if args.json else
+          f"{args.out}: {tree.name}, {tree.n} joints, {len(tree.frame_names)} frames, "
+          f"{tree.total_mass:.3f} kg, roots {list(tree.root_names)}")
+    return 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     import zmq.auth
 
@@ -680,6 +719,22 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("format", choices=("urdf", "mjcf"))
     ex.add_argument("path", help="robot YAML")
     ex.set_defaults(func=cmd_export)
+
+    im = sub.add_parser("import", help="write a URDF or MJCF (chain or tree) as the robot YAML (docs/import.md)")
+    im.add_argument("format", choices=("urdf", "mjcf"))
+    im.add_argument("path", help="URDF or MJCF file")
+    im.add_argument("--root", metavar="LINK", help="the base link: import the tree below it (default: the URDF's root)")
+    im.add_argument("--feet", metavar="LINK,LINK", help="links to root the model at too (soles): kept as frames, "
+                                                        "listed in roots")
+    im.add_argument("--cut", metavar="JOINT,...", help="leave out these joints and all below them "
+                                                       "(grippers with mimic joints, say)")
+    im.add_argument("--velocity", type=float, metavar="RAD_S", help="MJCF: every joint's velocity limit "
+                                                                    "(MJCF has none)")
+    im.add_argument("--effort", type=float, metavar="N_M", help="MJCF: the effort limit of a joint with no "
+                                                                "actuatorfrcrange nor force-limited actuator")
+    im.add_argument("-o", "--out", metavar="FILE", help="write the YAML here (default: stdout)")
+    im.add_argument("--json", action="store_true", help="with -o: print the summary as one JSON object")
+    im.set_defaults(func=cmd_import)
 
     ks = sub.add_parser("keys", help="write a CURVE certificate pair (NAME.key, NAME.key_secret) into DIR")
     ks.add_argument("dir")

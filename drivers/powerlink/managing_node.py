@@ -48,7 +48,7 @@ from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_ER, FLAG1_RD, Fr
                                       RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoClient
+from drivers.powerlink.sdo import SdoClient
 from drivers.service_channel import DOMAIN, SDO_WRITE, SdoRequest, abort_text
 from drivers.powerlink.threshold import ThresholdCounter
 
@@ -144,7 +144,7 @@ class CnRecord:
         self.erring = False
         self.last_command: NmtCommand | None = None
         self.command_cycle = -RETRY_CYCLES - 1
-        self.sdo = SdoClient(RETRY_CYCLES, RETRIES)
+        self.sdo = SdoClient()
         self.download = configuration.download(node)    # written in PreOp1, then NMTResetConfiguration
         self.configured = not self.download
         self.writes: list[SdoRequest] = []             # the download's transfers, while it runs

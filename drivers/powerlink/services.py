@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import struct
 
-from drivers.identity import DEVICE_TYPE_SERVO_402  # noqa: F401 (drivers.sim.drive reads it here)
 from drivers.powerlink import frames
 from drivers.powerlink.frames import InconsistentFrame, TruncatedFrame
 from drivers.powerlink.nmt import NMT_COMMAND_CODES

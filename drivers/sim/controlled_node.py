@@ -3,9 +3,9 @@
 It follows the CN NMT table of :mod:`.nmt`, answers PReq with a PRes carrying its drive's TPDO,
 applies the RPDO only when Operational and the MN sets RD, answers IdentRequest (its YAML
 identity, :mod:`~drivers.powerlink.ident`), StatusRequest and SDO invitations in the asynchronous
-phase (its DS 301 SDO server, :mod:`drivers.powerlink.sdo`, asks for one with the RS flag of its
-PRes), and counts lost SoC with a DS 301 threshold counter: a trip is an NMT error (back to PreOp1)
-and a fault (0x8245) on both axes of its drive.
+phase, and counts lost SoC with a DS 301 threshold counter: a trip is an NMT error (back to PreOp1)
+and a fault (0x8245) on both axes of its drive. Its DS 301 SDO server (:mod:`drivers.powerlink.sdo`)
+serves the drive's object dictionary and the node's identity objects.
 
 Every fault that becomes active on one of its drive's channels is an error entry (time-stamped
 with the NetTime of the last SoC) of its StatusResponse and toggles EN in its PRes
@@ -13,17 +13,19 @@ with the NetTime of the last SoC) of its StatusResponse and toggles EN in its PR
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 from drivers.codes import FaultCode
 from drivers.config import BusConfig
 from drivers.identity import Identity
 from drivers.sim.drive import Drive
+from drivers.sim.object_dictionary import identity_objects
 from drivers.powerlink import frames, ident, services, status
 from drivers.powerlink.frames import FLAG1_EN, FLAG1_ER, FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoServer
+from drivers.powerlink.sdo import SdoServer
 from drivers.powerlink.threshold import ThresholdCounter
 
 _CYCLIC = (NmtState.PRE_OPERATIONAL_2, NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)
@@ -78,11 +80,12 @@ class ControlledNode:
         self.ident = ident.ident_frame(node_id)
         self.status = status.status_frame(node_id)
         self.pending: deque[memoryview] = deque()      # ASnd frames waiting for an UnspecifiedInvite
-        self.sdo = SdoServer(drive.objects, RETRY_CYCLES, RETRIES)
         self.exception = 0                          # flags1 bits EN and EC of its PRes and StatusResponse
         self.history: deque[status.ErrorEntry] = deque(maxlen=HISTORY_LENGTH)
         self.soc_time = (config.net_time_epoch_s, 0)     # NetTime of the last SoC seen
         self._codes = list(drive.fault_code)        # the drive's fault codes when last looked at
+        identity_objects(drive.objects, lambda: self.identity, self._identify)
+        self.sdo = SdoServer(drive.objects)
         self._rpdo_seen = b""
         self.rx_errors = 0
 
@@ -207,6 +210,10 @@ class ControlledNode:
         if new != self.nmt or event in _RESETS:
             self.nmt = new
             self.nmt_history.append(new)
+
+    def _identify(self, **fields: int) -> None:
+        """0x1020 written by SDO (verify configuration): its IdentResponse reports it from now on."""
+        self.identity = dataclasses.replace(self.identity, **fields)
 
     def _sdo(self, frame) -> None:
         self.sdo.receive(bytes(frame[frames.ASND_OFFSET:]))

@@ -508,5 +508,4 @@ class Drive:
         columns = dict(zip(DRIVE_COLUMNS, _columns(X_COLUMNS, *DRIVE_COLUMNS)))
         scaling = {a.channel: AxisScaling(ENCODER_INCREMENTS, a.drive.current_limit,
                                           a.drive.current_limit * a.drive.torque_constant) for a in axes}
-        return drive_dictionary(self, columns, scaling, axes[0].node_id, self.bank.config.cycle_us,
-                                FAULT_HISTORY_LENGTH)
+        return drive_dictionary(self, columns, scaling, self.bank.config.cycle_us, FAULT_HISTORY_LENGTH)

@@ -1,10 +1,9 @@
 """The object dictionary of a simulated CN (EPSG DS 301 §6.2 and §7.2, CiA 402 / IEC 61800-7-201
 §6), as its SDO server reaches it: typed entries with their access, values encoded little-endian.
 
-:func:`drive_dictionary` builds a two-axis drive's: the communication profile (0x1000 device
-type, 0x1001/0x1003 error register and history, 0x1006 cycle length, 0x1008 device name, 0x1018
-identity, 0x1020 verify configuration, 0x1400/0x1600 RPDO and 0x1800/0x1A00 TPDO communication
-and mapping parameters) and, per channel (index + 0x800 for the second), the CiA 402 objects with
+:func:`drive_dictionary` builds a two-axis drive's: the communication profile (0x1001/0x1003
+error register and history, 0x1006 cycle length, 0x1008 device name, 0x1400/0x1600 RPDO and
+0x1800/0x1A00 TPDO communication and mapping parameters) and, per channel (index + 0x800 for the second), the CiA 402 objects with
 the standard's types: positions in encoder increments, speeds in increments/s (0x6080 in rpm),
 current and torque in per mille of the rated values 0x6075/0x6076, each channel scaled by its
 :class:`AxisScaling`.
@@ -19,16 +18,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from drivers.identity import Identity
 from drivers.powerlink import pdo
 from drivers.powerlink.frames import PDO_VERSION
-from drivers.identity import DEVICE_TYPE_SERVO_402, PRODUCT_CODE, VENDOR_ID
 from drivers.service_channel import (ABORT_GENERAL, ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
                                      ABORT_UNSUPPORTED_ACCESS, ABORT_VALUE_RANGE, ABORT_VALUE_TOO_HIGH,
                                      ABORT_VALUE_TOO_LOW, ABORT_WRITE_ONLY, INTEGER8, INTEGER16, INTEGER32,
                                      INTEGER_RANGES, REAL64, SIZES, UNSIGNED8, UNSIGNED16, UNSIGNED32, UNSIGNED64,
                                      VISIBLE_STRING, TypeMismatch, decode, encode)
 
-REVISION = 0x0001_0000                # 0x1018/3 of the simulated drives
 DEVICE_NAME = "bipd simulated CiA 402 drive"
 RO, RW, WO, CONST = "ro", "rw", "wo", "const"
 _MAPPING_SLOTS = 32                   # entries a mapping object 0x1600/0x1A00 can hold
@@ -180,13 +178,26 @@ DRIVE_COLUMNS = ("KP", "KV", "KI", "KT", "I_MAX", "V_MAX", "FE_LIMIT", "P_DEM", 
                  "ACT_CUR", "FE_ACTUAL")
 
 
-def drive_dictionary(drive, columns: dict[str, int], scaling: dict[int, AxisScaling], node_id: int,
-                     cycle_us: int, history_length: int) -> ObjectDictionary:
+def identity_objects(od: ObjectDictionary, identity: Callable[[], Identity], update: Callable[..., None]) -> None:
+    """0x1000 device type, 0x1018 identity and 0x1020 verify configuration of a node whose
+    :class:`~drivers.identity.Identity` (what its IdentResponse reports) is ``identity()``; writing
+    0x1020 calls ``update(configuration_date=...)`` or ``update(configuration_time=...)``."""
+    od.add(0x1000, 0, Entry(UNSIGNED32, RO, lambda: identity().device_type))
+    _constant(od, 0x1018, 0, UNSIGNED8, 4)
+    for sub, name in enumerate(("vendor_id", "product_code", "revision", "serial"), 1):
+        od.add(0x1018, sub, Entry(UNSIGNED32, RO, lambda n=name: getattr(identity(), n)))
+    _constant(od, 0x1020, 0, UNSIGNED8, 2)
+    for sub, name in ((1, "configuration_date"), (2, "configuration_time")):    # days since 1984, ms of the day
+        od.add(0x1020, sub, Entry(UNSIGNED32, RW, lambda n=name: getattr(identity(), n),
+                                  lambda v, n=name: update(**{n: v}), 0, 0xFFFF_FFFF))
+
+
+def drive_dictionary(drive, columns: dict[str, int], scaling: dict[int, AxisScaling], cycle_us: int,
+                     history_length: int) -> ObjectDictionary:
     """The dictionary of a simulated two-axis CiA 402 drive (:class:`drivers.sim.drive.Drive`),
     reading its state row ``drive.bank.x[row]`` at ``columns`` (the names :data:`DRIVE_COLUMNS`),
     channel ``ch`` scaled by ``scaling[ch]``."""
     od = ObjectDictionary()
-    _constant(od, 0x1000, 0, UNSIGNED32, DEVICE_TYPE_SERVO_402)
     od.add(0x1001, 0, Entry(UNSIGNED8, RO, lambda: drive.error_register))
     history = drive.history
 
@@ -200,11 +211,6 @@ def drive_dictionary(drive, columns: dict[str, int], scaling: dict[int, AxisScal
         od.add(0x1003, k + 1, Entry(UNSIGNED32, RO, lambda k=k: history[k] if k < len(history) else 0))
     _variable(od, 0x1006, 0, UNSIGNED32, cycle_us)
     _constant(od, 0x1008, 0, VISIBLE_STRING, DEVICE_NAME)
-    for sub, value in enumerate((4, VENDOR_ID, PRODUCT_CODE, REVISION, node_id)):
-        _constant(od, 0x1018, sub, UNSIGNED8 if sub == 0 else UNSIGNED32, value)
-    _constant(od, 0x1020, 0, UNSIGNED8, 2)
-    _variable(od, 0x1020, 1, UNSIGNED32, 0)                  # ConfDate (days since 1984-01-01)
-    _variable(od, 0x1020, 2, UNSIGNED32, 0)                  # ConfTime (ms after midnight)
     _mapping(od, 0x1400, 0x1600, pdo.RPDO)
     _mapping(od, 0x1800, 0x1A00, pdo.TPDO)
     for ch in drive.slots:

@@ -9,6 +9,20 @@ from pathlib import Path
 from models.common.errors import ConfigError
 
 
+def _no_placements(path: str) -> None:
+    """The generated chains hold Khalil-Kleinfinger parameters only: a tree joint with a fixed
+    placement (an imported axis a hair off parallel, docs/import.md) is refused, not dropped."""
+    from models.common.validation import read_yaml
+    from models.tree.config import is_tree, tree_from_dict
+
+    doc = read_yaml(path)
+    if is_tree(doc):
+        for i, t in enumerate(tree_from_dict(doc, path).joints):
+            if t.placement is not None:
+                raise ConfigError(path, f"joints[{i}].placement", "generated kernels hold only "
+                                  "Khalil-Kleinfinger parameters, not a joint's fixed placement")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m models.codegen",
                                 description="Generate closed-form Numba kernels A, C, G of a robot YAML.")
@@ -30,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     try:
+        _no_placements(a.robot)
         if a.composite:
             source = generate_composite(a.robot)
         else:

@@ -10,6 +10,10 @@ A tree file is a chain file (:mod:`models.chain.config`) grown by a few keys:
   and the Khalil-Kleinfinger tree parameters ``mdh.gamma`` and ``mdh.b``:
   T(a(j), j) = RotZ(gamma) TransZ(b) RotX(alpha) TransX(a) RotZ(theta + q) TransZ(d)
   (Khalil & Dombre, tree structures; both 0 on a chain).
+- per joint, optionally ``placement: {xyz, rpy | rpy_deg}``: a fixed pose P put before
+  those parameters, T(a(j), j) = P RotZ(gamma) ... TransZ(d), for a placement they would
+  hold only with huge b and d (an axis a hair off parallel to its parent's, as imported
+  URDFs have: docs/import.md).
 - ``frames: {name: {body, xyz, rpy | rpy_deg}}``: operational frames fixed to a
   body, R = RotZ(yaw) RotY(pitch) RotX(roll). A chain's ``tool`` becomes the
   frame ``tool`` on its last body.
@@ -38,13 +42,15 @@ from models.common.validation import Section, read_yaml, vector
 @dataclass(frozen=True)
 class TreeJoint:
     """A joint of the tree: the chain joint (MDH alpha, a, theta, d, limits,
-    friction, armature, carried body) plus its parent body and gamma, b."""
+    friction, armature, carried body) plus its parent body, gamma, b and the optional
+    fixed placement P before them (4x4 row-major tuples, None for the identity)."""
 
     joint: Joint
     parent: str
     child: str
     gamma: float
     b: float
+    placement: tuple[tuple[float, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,7 @@ def _name(where: str, key: str, v: Any) -> str:
 
 
 def _body(s: Section) -> Body:
-    return Body(mass=s.number("mass", positive=True), com=s.vector("com", 3),
+    return Body(mass=s.number("mass", nonnegative=True), com=s.vector("com", 3),
                 inertia=_inertia(s.where, s.path("inertia"), s.raw("inertia")))
 
 
@@ -124,12 +130,19 @@ def _tree_joint(where: str, i: int, v: Any, tree: bool, previous: str) -> TreeJo
         for k in ("gamma", "gamma_deg", "b"):
             mdh.pop(k, None)
         v["mdh"] = mdh
+    placement = None
+    if "placement" in v:
+        if not tree:
+            raise ConfigError(where, f"{key}.placement", "a chain has no placements: add a 'base' body to make it a tree")
+        sec = Section(where, f"{key}.placement", v.pop("placement"))
+        placement = _rpy_pose(sec)
+        sec.done()
     child = None
     if isinstance(v.get("body"), dict) and "name" in v["body"]:
         v["body"] = dict(v["body"])
         child = _name(where, f"{key}.body.name", v["body"].pop("name"))
     joint = _joint(where, i, v)
-    return TreeJoint(joint, parent, child or joint.name, gamma, b)
+    return TreeJoint(joint, parent, child or joint.name, gamma, b, placement)
 
 
 def _rpy_pose(s: Section) -> tuple[tuple[float, ...], ...]:

@@ -14,9 +14,9 @@ body ``pred[r, j]`` (root side) to ``succ[r, j]``:
     T(succ) = T(pred) . pre[r, j] . Z(sign[r, j] q_j) . post[r, j]
 
 with Z a rotation about (revolute) or a translation along (prismatic) z. Along
-the description's direction pre = RotZ(gamma) TransZ(b) RotX(alpha) TransX(a)
-RotZ(theta), post = TransZ(d), sign = +1; a joint crossed the other way swaps
-its sides: pre = post^-1, post = pre^-1, sign = -1 (the same physical angle q_j
+the description's direction pre = P RotZ(gamma) TransZ(b) RotX(alpha) TransX(a)
+RotZ(theta) (P the joint's fixed placement, the identity without one), post =
+TransZ(d), sign = +1; a joint crossed the other way swaps its sides: pre = post^-1, post = pre^-1, sign = -1 (the same physical angle q_j
 moves the bodies the other way round). Every rooting is precomputed at load, so
 switching rooting is one integer in the Data.
 """
@@ -87,7 +87,8 @@ def sizes(mbuf: np.ndarray) -> dict[str, int]:
     return {k: int(mbuf[MODEL.offset(k)]) for k in MODEL.sizes}
 
 
-def _rot(axis: int, angle: float) -> np.ndarray:
+def rotation(axis: int, angle: float) -> np.ndarray:
+    """4x4 rotation by ``angle`` about the x (0), y (1) or z (2) axis."""
     c, s = np.cos(angle), np.sin(angle)
     i, k = (axis + 1) % 3, (axis + 2) % 3
     T = np.eye(4)
@@ -95,7 +96,8 @@ def _rot(axis: int, angle: float) -> np.ndarray:
     return T
 
 
-def _trans(axis: int, x: float) -> np.ndarray:
+def translation(axis: int, x: float) -> np.ndarray:
+    """4x4 translation by ``x`` along the x (0), y (1) or z (2) axis."""
     T = np.eye(4)
     T[axis, 3] = x
     return T
@@ -134,8 +136,11 @@ def rooting(desc: TreeDescription, root: str) -> dict:
         for j in links[b]:
             t = desc.joints[j]
             m = t.joint.mdh
-            pre = _rot(2, t.gamma) @ _trans(2, t.b) @ _rot(0, m.alpha) @ _trans(0, m.a) @ _rot(2, m.theta)
-            post = _trans(2, m.d)
+            pre = (rotation(2, t.gamma) @ translation(2, t.b) @ rotation(0, m.alpha) @ translation(0, m.a)
+                   @ rotation(2, m.theta))
+            if t.placement is not None:
+                pre = np.array(t.placement) @ pre
+            post = translation(2, m.d)
             forward = parent[j] == b
             s = j + 1 if forward else parent[j]
             if s in seen:

@@ -48,6 +48,8 @@ def build_tree(desc: TreeDescription, root: str) -> PinTree:
             other = t.child if t.parent == b else t.parent
             m = t.joint.mdh
             pre = _rot("z", t.gamma) * _trans(0, 0, t.b) * _rot("x", m.alpha) * _trans(m.a, 0, 0) * _rot("z", m.theta)
+            if t.placement is not None:
+                pre = _se3(t.placement) * pre
             post = _trans(0, 0, m.d)
             forward = t.parent == b
             axis = np.array([0.0, 0.0, 1.0 if forward else -1.0])

@@ -49,6 +49,19 @@ def random_tree(seed: int = 5) -> TreeRobot:
     return TreeRobot(tree_from_dict(random_tree_dict(seed), "<random tree>"))
 
 
+PLACED = ("j1", "j4", "j9")   # an inner joint crossed backwards from 'leaf', one on the base, the leaf's
+
+
+def random_placed_tree(seed: int = 5) -> TreeRobot:
+    """The random tree with a fixed placement (docs/import.md) before the KK parameters of a few joints."""
+    doc = random_tree_dict(seed)
+    rng = np.random.default_rng(seed + 1)
+    for j in doc["joints"]:
+        if j["name"] in PLACED:
+            j["placement"] = {"xyz": rng.uniform(-0.2, 0.2, 3).tolist(), "rpy": rng.uniform(-2, 2, 3).tolist()}
+    return TreeRobot(tree_from_dict(doc, "<random placed tree>"))
+
+
 def bip2000() -> TreeRobot:
     return TreeRobot.from_yaml(BIP2000)
 

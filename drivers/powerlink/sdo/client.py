@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections import deque
 
 from drivers.powerlink.sdo import command as cmd
-from drivers.powerlink.sdo.sequence import CLOSED, SequenceLayer
+from drivers.powerlink.sdo.sequence import CLOSED, RETRIES, RETRY_CYCLES, SequenceLayer
 from drivers.service_channel import (ABORT_GENERAL, ABORT_TIMEOUT, ABORT_TYPE_MISMATCH, DOMAIN, SDO_READ,
                                      SDO_WRITE, SdoRequest, TypeMismatch, decode, encode)
 
 
 class SdoClient:
-    def __init__(self, retry_cycles: int, retries: int) -> None:
+    def __init__(self, retry_cycles: int = RETRY_CYCLES, retries: int = RETRIES) -> None:
         self.seq = SequenceLayer(True, retry_cycles, retries)
         self.timeout_cycles = retry_cycles * (retries + 1)
         self.queue: deque[SdoRequest] = deque()

@@ -27,6 +27,11 @@ from __future__ import annotations
 from collections import deque
 
 HEADER_SIZE = 4
+# Both ends resend unacknowledged frames after RETRY_CYCLES POWERLINK cycles without progress, and
+# give the connection up after RETRIES such rounds: (RETRIES + 1) * RETRY_CYCLES cycles in all
+# (300 cycles: 120 ms at 400 µs, 0.6 s at 2 ms).
+RETRY_CYCLES = 100
+RETRIES = 2
 WINDOW = 5                 # unacknowledged data frames in flight (openPOWERLINK's history size)
 _MODULO = 64
 _AHEAD = 32                # a sequence number up to this far ahead of the expected one is "new"
@@ -50,7 +55,7 @@ class SequenceLayer:
     """One end of a sequence-layer connection: feed it the peer's payloads (:meth:`receive`), hand
     it command-layer data to send (:meth:`send`), take the payloads to transmit (:meth:`take`)."""
 
-    def __init__(self, client: bool, retry_cycles: int, retries: int) -> None:
+    def __init__(self, client: bool, retry_cycles: int = RETRY_CYCLES, retries: int = RETRIES) -> None:
         if retry_cycles < 1 or retries < 0:
             raise ValueError(f"SDO retry_cycles must be >= 1 and retries >= 0, got {retry_cycles}, {retries}")
         self.client = client
@@ -122,6 +127,11 @@ class SequenceLayer:
         return out
 
     @property
+    def ready(self) -> bool:
+        """True when :meth:`take` has something to return."""
+        return bool(self._out or self._unsent or self._owe_ack or self._owe_error or self._resend_scon >= 0)
+
+    @property
     def busy(self) -> bool:
         """True while data of ours is unacknowledged or waiting, or the handshake runs."""
         return self.state == INIT or bool(self._history or self._backlog)
@@ -130,10 +140,8 @@ class SequenceLayer:
     def receive(self, payload: bytes) -> None:
         """One SDO payload from the peer; its command data (if new and in order) lands in :attr:`received`."""
         rseq, rcon, sseq, scon = parse(payload)
-        if scon == CLOSED:
-            if self.state != CLOSED:
-                self._reset()
-                self.timed_out = False
+        if scon == CLOSED:                       # the peer closed (or has no connection)
+            self._reset()
             return
         if scon == INIT:
             self._init_from_peer(rcon, sseq)

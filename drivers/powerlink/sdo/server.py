@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from drivers.powerlink.sdo import command as cmd
-from drivers.powerlink.sdo.sequence import SequenceLayer
+from drivers.powerlink.sdo.sequence import RETRIES, RETRY_CYCLES, SequenceLayer
 from drivers.service_channel import ABORT_BLOCK_SIZE, ABORT_TYPE_TOO_SHORT, ABORT_UNKNOWN_COMMAND
 
 
@@ -23,7 +23,7 @@ class Dictionary(Protocol):
 
 
 class SdoServer:
-    def __init__(self, dictionary: Dictionary, retry_cycles: int, retries: int) -> None:
+    def __init__(self, dictionary: Dictionary, retry_cycles: int = RETRY_CYCLES, retries: int = RETRIES) -> None:
         self.dictionary = dictionary
         self.seq = SequenceLayer(False, retry_cycles, retries)
         self._out: list[bytes] = []
@@ -33,7 +33,8 @@ class SdoServer:
     @property
     def pending(self) -> int:
         """Payloads waiting for an invitation (they are produced by :meth:`take`)."""
-        self._out.extend(self.seq.take())
+        if self.seq.ready:
+            self._out.extend(self.seq.take())
         return len(self._out)
 
     def take(self) -> list[bytes]:

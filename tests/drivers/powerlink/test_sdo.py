@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import shutil
 import struct
 import subprocess
 from xml.etree import ElementTree
@@ -25,6 +24,7 @@ from drivers.service_channel import (DOMAIN, INTEGER8, INTEGER16, INTEGER32, INT
                                      SdoRequest, TypeMismatch, abort_text)
 from drivers.sim.object_dictionary import RO, RW, Entry, ObjectDictionary, mapping_entry
 from tests.drivers.helpers import enabled_bus
+from tests.drivers.powerlink.test_tshark_conformance import OPTIONS, TSHARK
 
 
 def _dictionary(objects: dict[tuple[int, int], tuple[int, object]], access: str = RW) -> ObjectDictionary:
@@ -329,47 +329,42 @@ def test_mn_segmented_transfer_to_a_simulated_cn_through_rs_invites(bus):
     assert not [e for e in bus.events if e.kind == EventKind.SDO_ABORT]
 
 
-def test_a_silent_node_times_out_with_an_event_naming_it(bus):
-    """Node 2 unplugged: its SDO read ends with 0x05040000 after the retries, in an SDO_ABORT event
+def test_a_deaf_node_times_out_with_an_event_naming_it(bus):
+    """Node 2's SDO server hears nothing (the node stays Operational): the MN's read ends with
+    0x05040000 in the (RETRIES + 1) * RETRY_CYCLES-th bus cycle from its first, in an SDO_ABORT event
     that names node, object and reason."""
-    bus.faults.disconnect_node(2)
+    bus.network.nodes[2].sdo.receive = lambda payload: None
+    start = bus.mn.bus_cycle
     req = bus.sdo_read(2, 0x6041, 0, UNSIGNED16)
     with pytest.raises(SdoAbort, match="node 2: SDO read 0x6041/0 aborted: 0x05040000"):
         bus.complete(req, 1000)
     (event,) = [e for e in bus.events if e.kind == EventKind.SDO_ABORT]
     assert event.node_id == 2 and event.code == 0x05040000
+    assert event.bus_cycle - start + 1 == (RETRIES + 1) * RETRY_CYCLES     # the request's own cycle counts
     assert event.text == "node 2: SDO read 0x6041/0 aborted: 0x05040000 SDO protocol timed out"
 
 
 # -- Wireshark's EPL dissector as the judge of the bytes ---------------------------------------------
-def _pcap(frames_: list[bytes], path) -> None:
-    """A libpcap file of Ethernet frames (their FCS cut, as a capture holds them)."""
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for k, frame in enumerate(frames_):
-            body = frame[:-4]
-            f.write(struct.pack("<IIII", k, 0, len(body), len(body)) + body)
-
-
 def _dissect(path) -> list[dict[str, tuple[str, str, str]]]:
-    """Per frame, tshark's fields: name -> (show, showname, value)."""
-    out = subprocess.run(["tshark", "-r", str(path), "-T", "pdml"], capture_output=True, text=True, check=True).stdout
+    """Per SDO frame of the capture, tshark's fields: name -> (show, showname, value)."""
+    out = subprocess.run([TSHARK, *OPTIONS, "-r", str(path), "-Y", "epl.asnd.svid == 0x05", "-T", "pdml"],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
     packets = []
     for packet in ElementTree.fromstring(out).iter("packet"):
         packets.append({f.get("name"): (f.get("show"), f.get("showname"), f.get("value")) for f in packet.iter("field")})
     return packets
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark (Debian package tshark) is not installed")
+@pytest.mark.skipif(TSHARK is None, reason="tshark (Debian package tshark) is not installed")
 def test_tshark_decodes_the_mn_and_sim_cn_sdo_as_meant(bench, tmp_path):
     """Every SDO ASnd between the MN and a simulated CN (handshake, expedited read and write,
     segmented write, an abort), decoded by Wireshark's EPL dissector: no malformed frame, no expert
     item, and index, subindex, data, data size and abort code as they were meant."""
-    bus = enabled_bus(bench, record_frames=True)
+    bus = enabled_bus(bench)
+    bus.capture(str(tmp_path / "sdo.pcapng"))
     store = {"v": b""}
     bus.network.nodes[2].drive.objects.add(0x2F00, 0, Entry(DOMAIN, RW, lambda: store["v"],
                                                             lambda v: store.__setitem__("v", v)))
-    start = len(bus.link.frames)
     blob = random.Random(2).randbytes(771)
     bus.complete(bus.sdo_read(2, 0x1018, 2, UNSIGNED32))
     bus.complete(bus.sdo_write(2, 0x6065, 0, 5215, UNSIGNED32))
@@ -378,10 +373,8 @@ def test_tshark_decodes_the_mn_and_sim_cn_sdo_as_meant(bench, tmp_path):
     with pytest.raises(SdoAbort):
         bus.complete(bus.sdo_read(2, 0x5555, 0))
     bus.close()
-    sdo = [f for f in bus.link.frames[start:] if f[14] == 0x06 and f[17] == 0x05]
-    _pcap(sdo, tmp_path / "sdo.pcap")
-    packets = _dissect(tmp_path / "sdo.pcap")
-    assert len(packets) == len(sdo) > 20
+    packets = _dissect(tmp_path / "sdo.pcapng")
+    assert len(packets) > 20
     assert not [p for p in packets if "_ws.malformed" in p or "_ws.expert" in p]
     con = [(int(p["epl.asnd.sdo.seq.receive.con"][0]), int(p["epl.asnd.sdo.seq.send.con"][0])) for p in packets[:4]]
     assert con == [(0, 1), (1, 1), (1, 2), (2, 2)]

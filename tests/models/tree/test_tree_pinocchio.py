@@ -6,7 +6,8 @@ sub-tree with their Jacobians, A (crba), C qd + G (nonLinearEffects), G
 dA/dq from Pinocchio's RNEA derivatives (and its computeCoriolisMatrix). Pinocchio is built from the same description
 re-rooted by :mod:`models.tree.reference` with its own SE3 algebra. Friction,
 which Pinocchio's RNEA does not model, is removed from ours by its explicit
-formula (Lammari 2012 eq. IV.10)."""
+formula (Lammari 2012 eq. IV.10). The random tree also runs with fixed placements before
+some joints' KK parameters (imported URDFs), crossed both ways."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,12 +17,13 @@ import pytest
 from models.tree.reference import build_tree
 
 from tests.assertions import close_within
-from tests.models.trees import bip2000, random_states, random_tree
+from tests.models.trees import bip2000, random_placed_tree, random_states, random_tree
 
 RTOL = 1e-9
-ROBOTS = {"bip2000": bip2000, "random_tree": random_tree}
+ROBOTS = {"bip2000": bip2000, "random_tree": random_tree, "random_placed": random_placed_tree}
 CASES = [("bip2000", r) for r in ("pelvis", "left_sole", "right_sole")] + \
-        [("random_tree", r) for r in ("b0", "leaf", "inner", "j4")]
+        [("random_tree", r) for r in ("b0", "leaf", "inner", "j4")] + \
+        [("random_placed", r) for r in ("b0", "leaf", "inner")]
 _cache: dict = {}
 
 

@@ -1,0 +1,1 @@
+"""Robot descriptions from other formats into the robot YAML."""
