@@ -289,6 +289,8 @@ def test_mn_reads_identity_and_mapping_of_a_simulated_cn(bus):
     assert bus.complete(bus.sdo_read(2, 0x1018, 0, UNSIGNED8)) == 4
     assert bus.complete(bus.sdo_read(2, 0x1018, 4, UNSIGNED32)) == 2                       # serial: node id
     assert bus.complete(bus.sdo_read(2, 0x1008, 0, VISIBLE_STRING)) == "bipd simulated CiA 402 drive"
+    assert bus.complete(bus.sdo_write(2, 0x1020, 1, 15_000, UNSIGNED32)) == 15_000        # verify configuration
+    assert bus.network.nodes[2].identity.configuration_date == 15_000                  # what IdentResponse reports
     count = bus.complete(bus.sdo_read(2, 0x1A00, 0, UNSIGNED8))
     mapped = [bus.complete(bus.sdo_read(2, 0x1A00, k, UNSIGNED64)) for k in range(1, count + 1)]
     bits, expected = 0, []
