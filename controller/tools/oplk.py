@@ -64,9 +64,11 @@ class OplkCn:
 
     def _script(self, *args: str, background: bool = False):
         cmd = ["bash", str(oplk_dir() / "cn-netns.sh"), *args]
+        # cwd: the CN stores its object dictionary (oplkOd_part*.bin) in its working directory
         if background:
-            return subprocess.Popen(cmd, env=self._env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return subprocess.run(cmd, env=self._env, capture_output=True, text=True, check=True)
+            return subprocess.Popen(cmd, env=self._env, cwd=self.run_dir, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        return subprocess.run(cmd, env=self._env, cwd=self.run_dir, capture_output=True, text=True, check=True)
 
     def start(self, background: bool = False):
         """Start (or restart) the CN; ``background``: return the starting process at once (the
