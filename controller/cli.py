@@ -336,6 +336,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return campaign_main(args.rest)
 
 
+def cmd_bus(args: argparse.Namespace) -> int:
+    from controller.tools.bus import main as bus_main
+
+    return bus_main(args.rest)
+
+
 def cmd_ctl(args: argparse.Namespace) -> int:
     from controller.tools.ctl import main as ctl_main
 
@@ -502,6 +508,24 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     return 0 if res["expected_state"] else 1
 
 
+def cmd_bench_wire(args: argparse.Namespace) -> int:
+    from controller.tools.bench_wire import print_report, run
+
+    if args.seconds <= 0 or not 1 <= args.priority <= 99:
+        print("bipd bench wire: error: --seconds must be > 0 and --priority in 1..99", file=sys.stderr)
+        return 2
+    try:
+        res = run(seconds=args.seconds, priority=args.priority, cn=args.cn, progress=_progress(not args.json))
+    except (PermissionError, FileNotFoundError, RuntimeError) as e:
+        print(f"bipd bench wire: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print_report(res)
+    return 0
+
+
 def cmd_check_robot(args: argparse.Namespace) -> int:
     doc = read_yaml(args.path)
     if is_tree(doc):                                     # a kinematic tree
@@ -609,7 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run the daemon (loop process + I/O process)")
     r.add_argument("--config", default=str(DEFAULT_CONFIG), help="daemon YAML (default: deploy/bipd.yaml)")
-    r.add_argument("--backend", choices=("sim", "udp"), help="override bus.backend")
+    r.add_argument("--backend", choices=("sim", "udp", "raw"),
+                   help="override bus.backend (raw: the drives on bus.interface, root or CAP_NET_RAW)")
     r.add_argument("--lockstep", action="store_true", help="simulated time, cycles back to back")
     r.add_argument("--stepped", action="store_true",
                    help="stepped lock-step: the loop runs only the cycles a client grants with `step`")
@@ -624,6 +649,11 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("ctl", help="send one command to a running daemon (bipd ctl --help)", add_help=False)
     k.add_argument("rest", nargs=argparse.REMAINDER)
     k.set_defaults(func=cmd_ctl)
+
+    bu = sub.add_parser("bus", help="commission a POWERLINK wire: scan, sdo read|write, cycle (bipd bus --help)",
+                        add_help=False)
+    bu.add_argument("rest", nargs=argparse.REMAINDER)
+    bu.set_defaults(func=cmd_bus)
 
     hl = sub.add_parser("hil", help="the HIL process: controlled nodes + MuJoCo leg or biped behind the udp backend "
                                      "(bipd hil --help)", add_help=False)
@@ -688,6 +718,18 @@ def build_parser() -> argparse.ArgumentParser:
     bg.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bg.set_defaults(func=cmd_bench_log)
 
+    bw = bsub.add_parser("wire", help="the raw backend on a veth: PReq->PRes round trip and cycle wake-up, "
+                                      "1 and 8 simulated nodes at 2 and 1 ms, next to cyclictest (root)")
+    bw.add_argument("--seconds", type=float, default=5.0, help="cycling per node count and period (default 5)")
+    bw.add_argument("--priority", type=int, default=40,
+                    help="SCHED_FIFO priority of the MN and cyclictest (default 40: below openPOWERLINK's threads, "
+                         "45..75, which a spinning MN above them starves on 2 cores)")
+    bw.add_argument("--cn", choices=("sim", "oplk"), default="sim",
+                    help="who answers: simulated drives (one Python server) or openPOWERLINK CNs (built from "
+                         "BIPD_OPLK_DIR, default ../shared/oplk)")
+    bw.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    bw.set_defaults(func=cmd_bench_wire)
+
     ga = sub.add_parser("gait", help="an offline walking gait as a playback CSV (LIPM preview control + "
                                      "whole-body IK), checked; or --check an existing one")
     ga.add_argument("--speed", type=float, help="mean forward speed, m/h (the thesis walk: 360)")
@@ -743,7 +785,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-PASS_THROUGH = {"ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario, "campaign": cmd_campaign}   # commands with their own argument parser
+PASS_THROUGH = {"bus": cmd_bus, "ctl": cmd_ctl, "hil": cmd_hil, "scenario": cmd_scenario, "campaign": cmd_campaign}   # commands with their own argument parser
 
 
 SIGPIPE_EXIT = 128 + 13    # as a shell reports a program that SIGPIPE ended (``bipd log info … | head``)

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import date, datetime, timezone
 
-from drivers.identity import HOST_NAME_SIZE, Identity
+from drivers.service_channel import FORMATS, SIZES, TYPE_CODES, TYPE_NAMES
+from drivers.identity import DEVICE_TYPE_SERVO_402, HOST_NAME_SIZE, Identity
 from models.common.errors import quote
 
 NET_TIME_EPOCH_S = 1_767_225_600         # 2026-01-01T00:00:00Z
@@ -99,11 +100,57 @@ SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
            "left_loads": Sensor("foot_forces", 0, 4), "right_loads": Sensor("foot_forces", 4, 4)}
 
 
+# The process-data types an I/O node's objects may have: the fixed-size CANopen types, by name.
+PDO_TYPES = tuple(TYPE_NAMES[code] for code in FORMATS)
+PROFILES = ("cia402", "io")
+
+
+@dataclass(frozen=True)
+class PdoObject:
+    """One object mapped into an I/O node's PRes (an input) or PReq (an output)."""
+
+    index: int
+    subindex: int
+    type: str                            # a PDO_TYPES name
+
+    @property
+    def data_type(self) -> int:
+        """Its CANopen data type code."""
+        return TYPE_CODES[self.type]
+
+    @property
+    def size(self) -> int:
+        return SIZES[self.data_type]
+
+
+@dataclass(frozen=True)
+class ExpectedIdentity:
+    """What a node's IdentResponse must report (0x1000, 0x1018/1..3); None: not checked.
+    A CiA 402 node's device type defaults to a servo drive's."""
+
+    device_type: int | None = None
+    vendor_id: int | None = None
+    product_code: int | None = None
+    revision: int | None = None
+
+
 @dataclass(frozen=True)
 class NodeConfig:
     node_id: int
     axes: tuple[AxisConfig, ...]
     identity: Identity = Identity()          # what the simulated CN reports in its IdentResponse
+    profile: str = "cia402"              # one of PROFILES
+    expected: ExpectedIdentity = ExpectedIdentity(DEVICE_TYPE_SERVO_402)   # what the MN checks in it
+    inputs: tuple[PdoObject, ...] = ()   # io: the objects its PRes carries, in order
+    outputs: tuple[PdoObject, ...] = ()  # io: the objects its PReq carries, in order
+
+    @property
+    def input_size(self) -> int:
+        return sum(o.size for o in self.inputs)
+
+    @property
+    def output_size(self) -> int:
+        return sum(o.size for o in self.outputs)
 
 
 @dataclass(frozen=True)
@@ -127,6 +174,7 @@ class BusConfig:
     events_max: int = 256
     udp: UdpConfig = UdpConfig()
     plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.run.PLANTS)
+    interface: str = ""              # the raw backend's Ethernet interface (bus.interface)
     net_time_epoch_s: int = NET_TIME_EPOCH_S     # SoC NetTime of bus cycle 0 in lock-step (s since 1970, UTC)
 
     @property
@@ -204,13 +252,42 @@ def _params(cls, base, section, where: str):
     return cls(**values)
 
 
+def _expected(section, profile: str) -> ExpectedIdentity:
+    """What the MN checks of a node's IdentResponse: the identity fields its YAML declares (validated
+    by :func:`_identity`), a CiA 402 node's device type by default."""
+    declared = {f.name: section[f.name] for f in fields(ExpectedIdentity) if section and f.name in section}
+    declared.setdefault("device_type", DEVICE_TYPE_SERVO_402 if profile == "cia402" else None)
+    return ExpectedIdentity(**declared)
+
+
+def _pdo_objects(items, where: str) -> tuple[PdoObject, ...]:
+    """A list of mapped objects, each ``"0xINDEX/SUB TYPE"`` (e.g. ``"0x6000/1 u8"``)."""
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise BusConfigError(f"{where} must be a list of objects such as \"0x6000/1 u8\"")
+    objects = []
+    for k, item in enumerate(items):
+        try:
+            address, type_ = str(item).split()
+            index, sub = address.split("/")
+            obj = PdoObject(int(index, 0), int(sub, 0), type_)
+        except ValueError:
+            raise BusConfigError(f"{where}[{k}] must read \"0xINDEX/SUB TYPE\", got {quote(item)}") from None
+        if not (0 < obj.index <= 0xFFFF and 0 <= obj.subindex <= 0xFF) or obj.type not in PDO_TYPES:
+            raise BusConfigError(f"{where}[{k}] {quote(item)}: index 1..0xFFFF, subindex 0..255 and a type "
+                                 f"among {', '.join(PDO_TYPES)}")
+        objects.append(obj)
+    return tuple(objects)
+
+
 def parse_bus_config(section: Mapping) -> BusConfig:
     """Validate the ``bus:`` mapping of a robot YAML file."""
     where = "bus"
     section = _mapping(section, where)
     _known(section, {"backend", "cycle_time_s", "control_period_s", "boot_timeout_s", "pres_timeout_s",
                      "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant",
-                     "net_time_epoch"}, where)
+                     "interface", "net_time_epoch"}, where)
     if "backend" not in section:
         raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
     backend = section["backend"]
@@ -245,13 +322,30 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     for i, raw in enumerate(raw_nodes):
         w = f"bus.nodes[{i}]"
         raw = _mapping(raw, w)
-        _known(raw, {"node_id", "axes", "identity"}, w)
+        _known(raw, {"node_id", "axes", "profile", "identity", "inputs", "outputs"}, w)
         if "node_id" not in raw:
             raise BusConfigError(f"{w}.node_id is missing")
         node_id = _integer(raw["node_id"], f"{w}.node_id", 1, MN_NODE_ID - 1)
         if node_id in seen_ids:
             raise BusConfigError(f"{w}.node_id {node_id} is used by another node")
         seen_ids.add(node_id)
+        profile = raw.get("profile", "cia402")
+        if profile not in PROFILES:
+            raise BusConfigError(f"{w}.profile must be one of {', '.join(PROFILES)}, got {quote(profile)}")
+        identity = _identity(raw.get("identity"), node_id, f"{w}.identity")
+        expected = _expected(raw.get("identity"), profile)
+        if profile == "io":
+            if "axes" in raw:
+                raise BusConfigError(f"{w}.axes: an io node has no axes (declare its inputs and outputs)")
+            if backend != "raw":
+                raise BusConfigError(f"{w}.profile io needs bus.backend raw (the simulated nodes are CiA 402 drives)")
+            nodes.append(NodeConfig(node_id, (), identity, profile, expected,
+                                    _pdo_objects(raw.get("inputs"), f"{w}.inputs"),
+                                    _pdo_objects(raw.get("outputs"), f"{w}.outputs")))
+            continue
+        if "inputs" in raw or "outputs" in raw:
+            raise BusConfigError(f"{w}: inputs and outputs are an io node's; a cia402 node's process data "
+                                 "follow its axes")
         raw_axes = raw.get("axes")
         if not isinstance(raw_axes, list) or not 1 <= len(raw_axes) <= 2:
             raise BusConfigError(f"{w}.axes must list one or two axes (a drive has two channels)")
@@ -285,7 +379,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                               sensor)
             node_axes.append(axis)
             axes.append(axis)
-        nodes.append(NodeConfig(node_id, tuple(node_axes), _identity(raw.get("identity"), node_id, f"{w}.identity")))
+        nodes.append(NodeConfig(node_id, tuple(node_axes), identity, profile, expected))
     for name, spec in SENSORS.items():
         wired = [a.name for a in axes if a.sensor == name]
         if wired and len(wired) != spec.inputs:
@@ -308,9 +402,13 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     plant = section.get("plant", "leg")
     if not isinstance(plant, str) or not plant:
         raise BusConfigError(f"bus.plant must be a plant name such as 'leg' or 'inertia', got {quote(plant)}")
+    interface = section.get("interface", "")
+    if not isinstance(interface, str) or (backend == "raw" and not interface):
+        raise BusConfigError(f"bus.interface must name the Ethernet interface the nodes are on, got {quote(interface)}")
     return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
                      control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,
                      threshold=threshold, events_max=events_max, udp=udp, plant=plant,
+                     interface=interface,
                      net_time_epoch_s=_epoch(section.get("net_time_epoch", NET_TIME_EPOCH_S)))
 
 

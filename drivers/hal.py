@@ -2,8 +2,7 @@
 
 Like python-can's ``interface=``, ``bus.backend`` in the YAML picks the implementation from
 :data:`BACKENDS` ("sim": in-process simulated POWERLINK, lock-step; "udp": the same frames over
-UDP to a controlled-node process). A real raw-socket openPOWERLINK backend registers its factory
-here too (see drivers/README.md, "Adding a backend").
+UDP to a controlled-node process; "raw": POWERLINK on a real Ethernet wire, ``bus.interface``).
 
 One control cycle (docs/cycle.md)::
 
@@ -39,6 +38,7 @@ from drivers.service_channel import DOMAIN, SdoRequest
 BACKENDS: dict[str, str] = {
     "sim": "drivers.backends.sim:open_sim",
     "udp": "drivers.backends.udp:open_udp",
+    "raw": "drivers.backends.raw:open_raw",
 }
 
 

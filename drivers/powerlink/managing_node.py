@@ -42,15 +42,14 @@ from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
-from drivers.powerlink import frames, ident, services, status
+from drivers.powerlink import configuration, frames, ident, services, status
 from drivers.powerlink.checks import steady_pres, take_tpdo
 from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_ER, FLAG1_RD, FrameError, InconsistentFrame,
                                       RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.identity import DEVICE_TYPE_SERVO_402
 from drivers.powerlink.sdo import SdoClient
-from drivers.service_channel import DOMAIN, SdoRequest, abort_text
+from drivers.service_channel import DOMAIN, SDO_WRITE, SdoRequest, abort_text
 from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
@@ -114,7 +113,9 @@ class CnRecord:
     """What the MN knows about one configured CN."""
 
     def __init__(self, node: NodeConfig, threshold: int, preq_buffer=None, tpdo=None) -> None:
-        """``tpdo``: the row that holds the TPDO payload of its last valid PRes (ManagingNode.tpdo)."""
+        """``tpdo``: the row that holds the TPDO payload of its last valid PRes (ManagingNode.tpdo);
+        an I/O node (profile io) has PReq and PRes payloads of its mapped outputs and inputs."""
+        self.node = node
         self.node_id = node.node_id
         self.nmt = NmtState.NOT_ACTIVE
         self.identified = False
@@ -125,11 +126,17 @@ class CnRecord:
         self.en = 0                                        # the EN it reported last: the PReq's EA echoes it
         self.status_wanted = False
         self.stopped = False
-        self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
-        RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *[_RPDO_DEFAULTS[e.name] for e in RPDO.entries]
-                              * RPDO.channels)
+        self.io = node.profile == "io"
+        if self.io:
+            self.pres_size = node.input_size
+            self.preq = frames.preq_frame(node.node_id, node.output_size)
+        else:
+            self.pres_size = _TPDO_SIZE
+            self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
+            RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *[_RPDO_DEFAULTS[e.name] for e in RPDO.entries]
+                                  * RPDO.channels)
         self.preq.seal()
-        self.tpdo = np.zeros(TPDO.size, np.uint8) if tpdo is None else tpdo
+        self.tpdo = np.zeros(self.pres_size, np.uint8) if tpdo is None else tpdo[:self.pres_size]
         self.loss = ThresholdCounter(threshold)
         self.late = ThresholdCounter(threshold)
         self.malformed = ThresholdCounter(threshold)
@@ -138,6 +145,11 @@ class CnRecord:
         self.last_command: NmtCommand | None = None
         self.command_cycle = -RETRY_CYCLES - 1
         self.sdo = SdoClient()
+        self.download = configuration.download(node)    # written in PreOp1, then NMTResetConfiguration
+        self.configured = not self.download
+        self.writes: list[SdoRequest] = []             # the download's transfers, while it runs
+        self.config_error = ""
+        self.mismatch = ""                             # what its IdentResponse got wrong, "" when right
 
     def pres_good(self) -> None:
         for c in self.counters:
@@ -171,6 +183,65 @@ class CnRecord:
             self.set_preq_flags(ready)
         return [e for e in response.entries if e not in old and not e.active], changed
 
+    def download_done(self) -> bool:
+        """Its configuration download ended: True when NMTResetConfiguration may apply it (the node
+        then identifies again), False when an abort became its boot error."""
+        failed = next((w for w in self.writes if w.abort_code), None)
+        if failed is not None:
+            self.config_error = f"{failed.describe()} of its configuration aborted: {abort_text(failed.abort_code)}"
+            return False
+        self.configured = True
+        self.writes = []
+        return True
+
+    def set_outputs(self, payload: bytes) -> None:
+        """Put ``payload`` (an io node's mapped outputs, in mapping order) into its next PReqs; its
+        inputs are ``tpdo``, the payload of its last valid PRes."""
+        if not self.io or len(payload) != self.node.output_size:
+            raise ValueError(f"node {self.node_id} takes {self.node.output_size} output bytes in its PReq, "
+                             f"got {len(payload)}" if self.io else f"node {self.node_id} is not an io node")
+        self.preq.buf[_PDO_OFFSET:_PDO_OFFSET + len(payload)] = payload
+        self.preq.seal()
+
+
+def service_cycle(mn: ManagingNode) -> None:
+    """One PreOperational1 cycle of ``mn`` (SoA, at most one ASnd) that never takes the network
+    further: commissioning tools identify nodes and run SDO transfers with it, leaving their NMT
+    states alone."""
+    if mn.state == NmtState.NOT_ACTIVE:
+        mn.state = NmtState.PRE_OPERATIONAL_1
+    if mn.state != _PRE_OPERATIONAL_1:
+        raise RuntimeError("service cycles run before the boot only (PreOperational1)")
+    mn._asynchronous()
+    if mn.sdo_active:
+        mn._sdo_cycle()
+    mn.bus_cycle += 1
+
+
+def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bool:
+    """Whether a node that answered an IdentRequest may join the cycle now: its identity is the
+    YAML's (else an IDENT_MISMATCH event, once), its answer is not from before a reset
+    configuration it was sent, it is in PreOperational1 or 2 (else NMTResetNode) and configured
+    (else its configuration download starts: SDO writes, then NMTResetConfiguration)."""
+    rec.answered = True
+    rec.ident = response
+    rec.device_type = response.device_type
+    mismatch = identity_mismatch(rec.node, response)
+    if mismatch and rec.mismatch != mismatch:
+        mn._event(EventKind.IDENT_MISMATCH, rec.node_id, response.device_type, f"node reports {mismatch}")
+    rec.mismatch = mismatch
+    if mismatch or (rec.last_command == NmtCommand.RESET_CONFIGURATION
+                    and mn.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
+        return False
+    if response.nmt_status not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
+        mn._command(rec, NmtCommand.RESET_NODE)
+        return False
+    if rec.configured and not rec.config_error:
+        return True
+    if not rec.writes:
+        rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in rec.download]
+    return False
+
 
 def _boot_failure(mn: ManagingNode) -> str:
     """One sentence naming the nodes that held ``mn``'s boot back."""
@@ -182,8 +253,12 @@ def _boot_failure(mn: ManagingNode) -> str:
     for rec in blocking:
         if not rec.answered:
             parts.append(f"node {rec.node_id} never answered an IdentRequest")
-        elif rec.device_type != DEVICE_TYPE_SERVO_402:
-            parts.append(f"node {rec.node_id} reports device type 0x{rec.device_type:08X}, not a CiA 402 drive")
+        elif rec.mismatch:
+            parts.append(f"node {rec.node_id} reports {rec.mismatch}")
+        elif rec.config_error:
+            parts.append(rec.config_error)
+        elif not rec.configured:
+            parts.append(f"node {rec.node_id}: configuration download unfinished")
         else:
             parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
     return (f"POWERLINK boot timed out after {mn.config.boot_timeout_s} s in MN state {mn.state.name}: "
@@ -198,9 +273,11 @@ class ManagingNode:
         self.link = link
         self.events = events
         self.preq_rows = np.zeros((len(config.nodes), PREQ_LENGTH), np.uint8)    # one PReq frame per CN
-        self.tpdo = np.zeros((len(config.nodes), TPDO.size), np.uint8)      # per CN: its last valid TPDO payload
+        width = max([TPDO.size] + [n.input_size for n in config.nodes])
+        self.tpdo = np.zeros((len(config.nodes), width), np.uint8)      # per CN: its last valid TPDO payload
         self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
-        self.records = {n.node_id: CnRecord(n, config.threshold, memoryview(self.preq_rows[i]), self.tpdo[i])
+        self.records = {n.node_id: CnRecord(n, config.threshold, None if n.profile == "io" else
+                                            memoryview(self.preq_rows[i]), self.tpdo[i])
                         for i, n in enumerate(config.nodes)}
         self._row = {n.node_id: i for i, n in enumerate(config.nodes)}
         self.state = NmtState.NOT_ACTIVE
@@ -383,12 +460,14 @@ class ManagingNode:
                 self._pres_error(rec, rec.late, FaultCode.LATE_PRES)
                 continue
             try:
-                fields = _read_pres(reply, _PRES_TPDO, fcs)
+                fields = _read_pres(reply, fcs=fcs) if rec.io else _read_pres(reply, _PRES_TPDO, fcs)
                 src, nmt, flags1, flags2, version, size = fields[:6]
-                if src != rec.node_id or size != _TPDO_SIZE or version != _PDO_VERSION:
+                if src != rec.node_id or (size != rec.pres_size and (nmt == _OPERATIONAL or not rec.io)) or (
+                        not rec.io and version != _PDO_VERSION):
                     raise InconsistentFrame(f"PRes from node {src} for node {rec.node_id} carries {size} "
                                             f"bytes of PDO version 0x{version:02X}")
-                rec.tpdo[:] = np.frombuffer(reply, np.uint8, _TPDO_SIZE, _PDO_OFFSET)
+                if size == rec.pres_size:
+                    rec.tpdo[:] = np.frombuffer(reply, np.uint8, size, _PDO_OFFSET)
             except FrameError:
                 self._pres_error(rec, rec.malformed, FaultCode.INVALID_FORMAT)
                 continue
@@ -426,6 +505,8 @@ class ManagingNode:
         rec.identified = False
         rec.nmt = NmtState.NOT_ACTIVE
         rec.sdo.reset()
+        rec.configured = not rec.download            # a reset node is back to its default objects
+        rec.writes = []
         rec.status_wanted = False
         if rec.node_id in self.status_requests:
             self.status_requests.remove(rec.node_id)
@@ -491,19 +572,9 @@ class ManagingNode:
             return
 
     def _identified(self, rec: CnRecord, response: ident.IdentResponse) -> None:
-        rec.answered = True
-        rec.ident = response
-        nmt, device_type = response.nmt_status, response.device_type
-        if device_type != DEVICE_TYPE_SERVO_402:
-            if rec.device_type != device_type:
-                self._event(EventKind.IDENT_MISMATCH, rec.node_id, device_type,
-                            f"device type 0x{device_type:08X} is not a CiA 402 drive")
-            rec.device_type = device_type
+        if not _admit(self, rec, response):
             return
-        rec.device_type = device_type
-        if nmt not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
-            self._command(rec, NmtCommand.RESET_NODE)
-            return
+        nmt = response.nmt_status
         rec.identified = True
         rec.nmt = NmtState(nmt)
         rec.en = 0                                   # the IdentRequest's ER reset its error signalling
@@ -567,6 +638,8 @@ class ManagingNode:
             if req.abort_code:
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
+        if rec.writes and not rec.configured and all(w.done for w in rec.writes) and rec.download_done():
+            self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
 
     # -- node commands from the application ---------------------------------------------------------
     def stop_node(self, node_id: int) -> None:
@@ -583,3 +656,17 @@ class ManagingNode:
 
     def _event(self, kind: EventKind, node_id: int, code: int = 0, text: str = "") -> None:
         self.events.append(BusEvent(self.bus_cycle, kind, node_id, int(code), None, text))
+
+
+_IDENTITY_FIELDS = (("device_type", "device type"), ("vendor_id", "vendor id"), ("product_code", "product code"),
+                    ("revision", "revision"))
+
+
+def identity_mismatch(node: NodeConfig, response: ident.IdentResponse) -> str:
+    """What of an IdentResponse differs from the identity ``node``'s YAML declares ("" if nothing)."""
+    wrong = []
+    for name, label in _IDENTITY_FIELDS:
+        want, got = getattr(node.expected, name), getattr(response, name)
+        if want is not None and got != want:
+            wrong.append(f"{label} 0x{got:08X}, expected 0x{want:08X}")
+    return "; ".join(wrong)

@@ -79,7 +79,7 @@ def test_bad_io_keys_are_refused_at_config_load(tmp_path, capsys, io, key, probl
 def test_unknown_bus_backend_is_refused_at_config_load(tmp_path, capsys):
     path = config(tmp_path, bus={"backend": "ethercat"})
     line = run_error(capsys, ["run", "--config", str(path)])
-    assert line == f"bipd: error: {path}: bus.backend: unknown backend 'ethercat' (known: sim, udp)"
+    assert line == f"bipd: error: {path}: bus.backend: unknown backend 'ethercat' (known: raw, sim, udp)"
 
 
 def test_command_port_in_use(tmp_path, capsys):

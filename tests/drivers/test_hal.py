@@ -23,7 +23,7 @@ def test_bench_yaml_maps_axes_to_nodes_and_channels(bench):
 
 def test_unknown_backend_names_itself_and_the_known_ones(bench):
     bench["backend"] = "ethercat"
-    with pytest.raises(BackendError, match=r"unknown bus backend 'ethercat' \(known: sim, udp\)"):
+    with pytest.raises(BackendError, match=r"unknown bus backend 'ethercat' \(known: raw, sim, udp\)"):
         open_bus(bench)
 
 
