@@ -59,9 +59,12 @@ _views = STATE.kernel_views
 
 
 def new_state() -> np.ndarray:
-    """A fresh estimator state (:data:`STATE`), not yet anchored."""
+    """A fresh estimator state (:data:`STATE`), not yet anchored: its outputs NaN."""
     buf = np.zeros(STATE.size())
-    STATE.views(buf).stance[0] = -1.0
+    v = STATE.views(buf)
+    for name in OUTPUTS:
+        getattr(v, name)[:] = np.nan
+    v.stance[0] = -1.0
     return buf
 
 
@@ -155,7 +158,9 @@ def estimate(mbuf, dbuf, qd, f, use_imu, contact, sole_frames, pelvis, period, g
     gravity_like = use_imu and abs(fn - g0) < accept
     started = st.started[0] > 0.0
     if s < 0:                                                  # no foot loaded: the IMU carries the state
-        if use_imu and started:
+        if not started:
+            return
+        if use_imu:
             for i in range(3):
                 pos[i] += vel[i] * period
                 vel[i] += period * (R[i, 0] * f[0] + R[i, 1] * f[1] + R[i, 2] * f[2] - (g0 if i == 2 else 0.0))
@@ -204,6 +209,6 @@ def estimate(mbuf, dbuf, qd, f, use_imu, contact, sole_frames, pelvis, period, g
         vk = aR[i, 0] * v_rel[0] + aR[i, 1] * v_rel[1] + aR[i, 2] * v_rel[2]
         a = (R[i, 0] * f[0] + R[i, 1] * f[1] + R[i, 2] * f[2] - (g0 if i == 2 else 0.0)) if use_imu else 0.0
         vp = vel[i] + period * a
-        vel[i] = vp + kv * (vk - vp)
+        vel[i] = vp + kv * (vk - vp) if kv < 1.0 else vk
         st.v_prev[i] = v_rel[i]
     euler_xyz(R, st.rpy)

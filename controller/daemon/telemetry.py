@@ -65,7 +65,8 @@ RECORD_FIELDS: tuple[tuple[str, int | str], ...] = (
     ("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", "n"), ("qd", "n"), ("q_ref", "n"), ("tau", "n"),
     ("com", 3), ("margins", MAX_WALLS), ("force", 3), ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)),
     ("overruns", 1), ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
-    ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2))
+    ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2),
+    ("pelvis_pos", 3), ("pelvis_vel", 3), ("pelvis_rpy", 3), ("stance", 1))
 #: field name -> its position in a RecordLayout's ``offsets`` (the start of each field, in order)
 FIELD: dict[str, int] = {name: k for k, (name, _) in enumerate(RECORD_FIELDS)}
 
