@@ -126,7 +126,9 @@ def _print_tree_bench(res: dict) -> None:
     for name, why in res["unavailable"].items():
         print(f"  {name:19s} not measured: {why}")
     for case, c in res["cases"].items():
-        label = "swap of rooting + update, roots in turn" if case.startswith("swap") else "root"
+        label = ("swap of rooting + update, roots in turn" if case.startswith("swap") else
+                 f"the tree on a floating base, n = {c['n']}; Pinocchio: its free flyer, root" if case == "floating"
+                 else "root")
         print(f"{case} ({label}: {', '.join(c['roots'])})")
         for name in c["not_applicable"]:
             print(f"  {name:19s} does not cover this case")
@@ -693,7 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
     bm = bsub.add_parser("models", help="model update vs Pinocchio, stabilizer cycle vs the thesis' B&R figures")
     bm.add_argument("--robot", default=str(DEFAULT_ROBOT),
                     help="robot YAML (default: the BIP leg); a tree (deploy/robots/bip2000.yaml) times the "
-                         "whole-robot update on each root and a swap of rooting")
+                         "whole-robot update on each root, a swap of rooting and on its floating base")
     bm.add_argument("--samples", type=int, default=20000, help="timed calls per side (default 20000)")
     bm.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bm.add_argument("--no-first-call", action="store_true",

@@ -65,7 +65,8 @@ RECORD_FIELDS: tuple[tuple[str, int | str], ...] = (
     ("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", "n"), ("qd", "n"), ("q_ref", "n"), ("tau", "n"),
     ("com", 3), ("margins", MAX_WALLS), ("force", 3), ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)),
     ("overruns", 1), ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
-    ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2))
+    ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2),
+    ("pelvis_pos", 3), ("pelvis_vel", 3), ("pelvis_rpy", 3), ("stance", 1))
 #: each field's unit (the cycle log's schemas say it); codes name their enum, counts what they count
 FIELD_UNITS: dict[str, str] = {
     "t": "s (the loop's time since its start)", "cycle": "cycles", "state": "code (controller.daemon.codes.State)",
@@ -77,10 +78,12 @@ FIELD_UNITS: dict[str, str] = {
     "fault_info": "code (controller.daemon.codes.pack_detail)",
     "support": "code (0 left, 1 right, 2 double, -1 none)", "rig_ferr": "mm of stroke (setpoint - position)",
     "feet_load": "N (left, right)", "contact": "code (0 left, 1 right, 2 double, -1 none)",
-    "tilt": "rad (alpha, beta)"}
+    "tilt": "rad (alpha, beta)", "pelvis_pos": "m, in the world anchored at the first stance sole",
+    "pelvis_vel": "m/s, in that world", "pelvis_rpy": "rad (R = Rx Ry Rz, the floating base's angles)",
+    "stance": "code (the anchoring foot: 0 left, 1 right, -1 none)"}
 #: the fields that hold integers (codes, counters, masks): the cycle log writes them as JSON integers
 INTEGER_FIELDS = frozenset({"cycle", "state", "fault", "stab_flags", "overruns", "missed", "fault_info",
-                            "support", "contact"})
+                            "support", "contact", "stance"})
 #: field name -> its position in a RecordLayout's ``offsets`` (the start of each field, in order)
 FIELD: dict[str, int] = {name: k for k, (name, _) in enumerate(RECORD_FIELDS)}
 

@@ -10,7 +10,10 @@ Cases: each root of the description, then ``swap``: the root changes at every
 call (``set_root`` + update; Pinocchio: one model per root, taken in turn), and
 ``swap_soles``: the same through the roots other than the base body (the support
 swap of walking, from sole to sole, which the composite models cover too:
-``set_stance`` + update).
+``set_stance`` + update), and ``floating``: the tree on its floating base
+(models.tree.floating, n + 6 coordinates) against Pinocchio's free flyer carrying
+the same bodies (its configurations, quaternions, and velocities, v = T(q) qd,
+converted before timing).
 Within a case the paths are timed in interleaved rounds (A B A B ...) so that
 machine drift hits them alike. Ratios: each path against the Pinocchio path
 doing the same work, and against the thesis' B&R walking playback (FGM +
@@ -27,6 +30,7 @@ import numpy as np
 from models.bench.chain import THESIS_FGM_DYN_AVG_US, _percentiles, _time_calls
 from models.tree.model import TreeData
 from models.tree.dynamics import set_root, update, update_cycle
+from models.tree.floating import NB, FloatingRobot, velocity_map, velocity_map_rate
 from models.tree.robot import TreeRobot
 
 TARGET_RATIO = 0.5            # the recursive engine against Pinocchio's equal work
@@ -65,8 +69,12 @@ def register(name: str, setup: Callable[[TreeRobot, tuple[int, ...], States], Be
 
 
 def states(robot: TreeRobot, count: int, seed: int = 0) -> States:
+    """Joints within their limits; a floating base within 1 m of the origin, tilted up to 60 deg."""
     rng = np.random.default_rng(seed)
-    q = rng.uniform(robot.model.qmin, robot.model.qmax, (count, robot.n))
+    lo, hi = robot.model.qmin.copy(), robot.model.qmax.copy()
+    if isinstance(robot, FloatingRobot):
+        lo[:NB], hi[:NB] = (-1.0, -1.0, -1.0, -1.0, -1.0, -np.pi), (1.0, 1.0, 1.0, 1.0, 1.0, np.pi)
+    q = rng.uniform(lo, hi, (count, robot.n))
     return States(q, rng.uniform(-1.0, 1.0, (count, robot.n)), np.array(robot.model.gravity))
 
 
@@ -100,12 +108,15 @@ def _pinocchio(with_c: bool):
 
         from models.tree.reference import build_tree
 
-        refs = [build_tree(robot.description, robot.model.root_names[r]) for r in roots]
+        floating = isinstance(robot, FloatingRobot)
+        refs = ([build_tree(robot.fixed, robot.fixed.base, floating=True)] if floating else
+                [build_tree(robot.description, robot.model.root_names[r]) for r in roots])
         models = []
         for ref in refs:
             ref.model.gravity = pin.Motion(st.g, np.zeros(3))
-            models.append((ref.model, ref.model.createData(), np.ascontiguousarray(st.q[:, ref.perm]),
-                           np.ascontiguousarray(st.qd[:, ref.perm])))
+            pq, pv = (_free_flyer(ref, st) if floating else
+                      (np.ascontiguousarray(st.q[:, ref.perm]), np.ascontiguousarray(st.qd[:, ref.perm])))
+            models.append((ref.model, ref.model.createData(), pq, pv))
         nr = len(roots)
 
         def work(pm, pd, q, v) -> None:
@@ -131,6 +142,8 @@ def _pinocchio(with_c: bool):
         def results(k: int) -> dict[str, np.ndarray]:
             """Pinocchio's figures in our joint order; its CoG leaves out the fixed
             root body (mass m_root), so J_cog = (M - m_root) / M J_pin."""
+            if floating:
+                return _free_flyer_results(refs[0], models[0][1], st, k)
             ref, (_, pd, _, _) = refs[k % nr], models[k % nr]
             p, n = ref.perm, robot.n
             moving = robot.model.total_mass - robot.description.bodies[ref.root_body].mass
@@ -147,6 +160,39 @@ def _pinocchio(with_c: bool):
             return out
         return BenchPath(call, results)
     return setup
+
+
+def _free_flyer_map(ref, q: np.ndarray) -> np.ndarray:
+    """M (n, n): Pinocchio's free-flyer velocity from our rates (models.tree.floating)."""
+    n = q.shape[0]
+    M = np.zeros((n, n))
+    M[:NB, :NB] = velocity_map(q)
+    M[np.arange(NB, n), NB + ref.perm] = 1.0
+    return M
+
+
+def _free_flyer(ref, st: States) -> tuple[np.ndarray, np.ndarray]:
+    """Pinocchio's configurations (position, quaternion x y z w, joints) and velocities of the states."""
+    import pinocchio as pin
+
+    pq = np.empty((st.q.shape[0], st.q.shape[1] + 1))
+    pv = np.empty_like(st.qd)
+    for k, (q, qd) in enumerate(zip(st.q, st.qd)):
+        R = velocity_map(q)[:3, :3].T
+        pq[k] = np.concatenate([q[:3], pin.Quaternion(R).coeffs(), q[NB:][ref.perm]])
+        pv[k] = _free_flyer_map(ref, q) @ qd
+    return pq, pv
+
+
+def _free_flyer_results(ref, pd, st: States, k: int) -> dict[str, np.ndarray]:
+    """The free flyer's figures in our coordinates: A = M' A_pin M, h = M' (nle + A_pin Mdot qd),
+    J_cog = J_pin M, the joint Jacobians S = J M (Pinocchio's world frame: our base)."""
+    q, qd = st.q[k], st.qd[k]
+    M = _free_flyer_map(ref, q)
+    A = np.triu(pd.M) + np.triu(pd.M, 1).T
+    bias = np.zeros(q.shape[0])
+    bias[:NB] = velocity_map_rate(q, qd)
+    return {"A": M.T @ A @ M, "h": M.T @ (pd.nle + A @ bias), "Jcom": pd.Jcom @ M, "S": pd.J @ M}
 
 
 def _stances(plan, robot: TreeRobot, roots: tuple[int, ...]) -> list[int] | None:
@@ -243,11 +289,13 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: l
     per_round = samples // rounds
     st = states(robot, per_round * rounds)
     roots = robot.model.root_names
-    cases = {name: (r,) for r, name in enumerate(roots)}
-    cases["swap"] = tuple(range(len(roots)))
+    cases = {name: (robot, (r,), st) for r, name in enumerate(roots)}
+    cases["swap"] = (robot, tuple(range(len(roots))), st)
     soles = tuple(r for r, name in enumerate(roots) if name != robot.description.base)
     if 1 < len(soles) < len(roots):
-        cases["swap_soles"] = soles
+        cases["swap_soles"] = (robot, soles, st)
+    floating = FloatingRobot(robot.description)
+    cases["floating"] = (floating, (0,), states(floating, per_round * rounds))
     out: dict = {"robot": robot.model.name, "n": robot.n, "samples": per_round * rounds, "rounds": rounds,
                  "paths": {n: {"computes": PATHS[n].computes, "reference": PATHS[n].reference} for n in names},
                  "unavailable": {}, "target_ratio": TARGET_RATIO,
@@ -257,12 +305,12 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: l
         out["pinocchio_version"] = pin.__version__
     except ImportError:
         out["pinocchio_version"] = None
-    for case, rs in cases.items():
+    for case, (case_robot, rs, case_st) in cases.items():
         built: dict[str, BenchPath] = {}
         skipped = []
         for name in names:
             try:
-                path = PATHS[name].setup(robot, rs, st)
+                path = PATHS[name].setup(case_robot, rs, case_st)
             except ImportError as e:
                 out["unavailable"][name] = f"{e} (pip install 'bipd[bench]')"
                 continue
@@ -285,7 +333,7 @@ def run(robot_yaml: str | Path, samples: int = 20000, rounds: int = 10, paths: l
                                 "median": figures[name]["median_us"] / figures[ref]["median_us"],
                                 "p99": figures[name]["p99_us"] / figures[ref]["p99_us"]}
         out["cases"][case] = {
-            "roots": [roots[r] for r in rs], "paths": figures, "ratios": ratios, "not_applicable": skipped,
+            "roots": [case_robot.model.root_names[r] for r in rs], "n": case_robot.n, "paths": figures, "ratios": ratios, "not_applicable": skipped,
             "ratio_vs_thesis": {name: f["median_us"] / THESIS_FGM_DYN_AVG_US for name, f in figures.items()}}
         if record is not None:
             for name in built:

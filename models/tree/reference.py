@@ -28,8 +28,10 @@ def _se3(T) -> pin.SE3:
     return pin.SE3(T[:3, :3].copy(), T[:3, 3].copy())
 
 
-def build_tree(desc: TreeDescription, root: str) -> PinTree:
-    """Pinocchio model of ``desc`` with its universe at ``root`` (a body or a frame)."""
+def build_tree(desc: TreeDescription, root: str, floating: bool = False) -> PinTree:
+    """Pinocchio model of ``desc`` with its universe at ``root`` (a body or a frame),
+    or, ``floating``, with ``root`` carried by a free flyer (JointModelFreeFlyer)
+    whose frame is the root's."""
     names = desc.body_names
     frames = {f.name: f for f in desc.frames}
     if root in frames:
@@ -37,7 +39,8 @@ def build_tree(desc: TreeDescription, root: str) -> PinTree:
     else:
         rb, base = root, pin.SE3.Identity()
     model = pin.Model()
-    where = {rb: (0, base)}               # body -> (Pinocchio joint, body frame in it)
+    top = model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "root") if floating else 0
+    where = {rb: (top, base)}             # body -> (Pinocchio joint, body frame in it)
     perm = []
 
     def grow(b: str) -> None:             # depth first: Pinocchio wants each subtree's
@@ -73,6 +76,6 @@ def build_tree(desc: TreeDescription, root: str) -> PinTree:
         jid, P = where[f.body]
         fids[f.name] = model.addFrame(pin.Frame(f.name, jid, P * _se3(f.pose), pin.FrameType.OP_FRAME))
     perm = np.array(perm)
-    model.armature = np.array([desc.joints[j].joint.armature for j in perm])
+    model.armature = np.array([0.0] * (model.nv - len(perm)) + [desc.joints[j].joint.armature for j in perm])
     model.gravity = pin.Motion(np.array(desc.gravity), np.zeros(3))
     return PinTree(model, perm, fids, coms, rb)

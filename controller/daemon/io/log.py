@@ -101,6 +101,8 @@ CHANNELS = (
     Channel("/cog", (("com", "com"), ("margins", "margins"))),
     Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform"), ("tilt", "tilt")),
             labels=_stab_labels),
+    Channel("/pelvis", (("position", "pelvis_pos"), ("velocity", "pelvis_vel"), ("rpy", "pelvis_rpy"),
+                        ("stance", "stance"))),
     Channel("/task_times", (("wake_us", "wake_us"), ("task_us", "task_us")), static=(("tasks", TASKS),)),
     Channel(RIG, (("following_error_mm", "rig_ferr"),), static=(("legs", LEG_NAMES),)),
 )

@@ -53,6 +53,10 @@ class RecentRequests:
         self._send, self.size = send, size
         self._recent: dict[Key, _Answer] = {}
 
+    def knows(self, key: Key) -> bool:
+        """``key`` is a remembered request (its next arrival is a retry)."""
+        return key in self._recent
+
     def retry(self, envelope: Envelope, key: Key) -> bool:
         """A remembered request again: answer it with the first reply (or when that comes); False if new."""
         answer = self._recent.get(key)

@@ -336,8 +336,9 @@ class IoServer:
         envelope, raw = Envelope(frames[:-1]) if envelope is None else envelope, frames[-1]
         self.counters.requests += 1
         key = request_key(envelope, user, raw)
-        if self.recent.retry(envelope, key):
-            self.counters.retries += 1
+        if self.recent.knows(key):
+            self.counters.retries += 1                 # counted before its reply can reach the client
+            self.recent.retry(envelope, key)
             self._heartbeat()                          # a valid request, as the first was
             return
         req: Request | ErrorReply | None = None

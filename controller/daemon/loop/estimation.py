@@ -4,8 +4,10 @@ The feet's loads (stabilizer.contact: plausibility, the support phase they show,
 share, low-passed for ``control.load_split: measured``), the tilt the models' gravity follows (the
 platform's angles, or an IMU's through the tilt observer, stabilizer.tilt_observer; with the
 support's acceleration folded in, Gastebois 2017 §2.5.4), the models under that gravity (R_M->O0ᵀ g,
-thesis eq. 46) and their rooting per support phase (models.common.support). The variants (IMU or platform
-tilt, a pelvis IMU, loads or none, the rig's acceleration or the IMU's) are chosen at construction.
+thesis eq. 46) and their rooting per support phase (models.common.support), then the pelvis' state in
+the world (stabilizer.pelvis_state: the stance sole the loads show, the leg's kinematics and the pelvis
+IMU; a tree with both soles and load cells). The variants (IMU or platform tilt, a pelvis IMU, loads or
+none, the rig's acceleration or the IMU's) are chosen at construction.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from stabilizer.contact import (CONTACT_STATE, DWELL_S, LOADS_OK, MAX_LOAD, MIN_
                                 debounced_contact, foot_loads, loads_status)
 from stabilizer.contact import right_share as measured_share
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM
+from stabilizer.pelvis_state import ACCEPT, TILT_TAU_S, VEL_TAU_S, estimate, new_state
+from stabilizer.pelvis_state import views as pelvis_views
 from stabilizer.tilt_observer import ObserverSettings, observe_tilt
 from stabilizer.tilt_observer import new_state as new_observer
 from stabilizer.whole_body import P_DWELL, P_MAX_LOAD, P_MIN_LOAD, P_RELEASE_LOAD
@@ -128,6 +132,18 @@ class Estimation:
                 steps.append(self._imu_acceleration)
         self.steps = tuple(steps)
         self.gravity = self._imu_gravity if self.pelvis_imu else self._tilted_gravity
+        # the pelvis' state in the world (stabilizer.pelvis_state), the telemetry's and the stabilizer's
+        self.pelvis_state = new_state()
+        self.pelvis = pelvis_views(self.pelvis_state)
+        frames = md.robot.model.frame_names if md.kind == "tree" else ()
+        self.estimates_pelvis = self.has_loads and all(SOLES[s] in frames for s in (LEFT, RIGHT))
+        if self.estimates_pelvis:
+            m = md.robot.model
+            self.sole_frames = np.array([m.index("frame", SOLES[s]) for s in (LEFT, RIGHT)], np.int64)
+            self.pelvis_body = m.index("body", md.base)
+            self.pelvis_f = self.imu if self.pelvis_imu else z(3)
+        if stab is not None and wb:
+            stab.pelvis = self.pelvis_state
 
     # ------------------------------------------------------------------ sensing
     def sense(self) -> None:
@@ -209,6 +225,10 @@ class Estimation:
             self.model_root = self.root
             self.models.set_root(self.root)
         self.models.update(self.feet_q, self.qd)
+        if self.estimates_pelvis:
+            md = self.models
+            estimate(md.mbuf, md.dbuf, self.qd, self.pelvis_f, self.pelvis_imu, self.contact, self.sole_frames,
+                     self.pelvis_body, self.period, self.g0, TILT_TAU_S, VEL_TAU_S, ACCEPT, self.pelvis_state)
 
     # ------------------------------------------------------------------ support and rooting
     def support(self, phase: float) -> None:

@@ -6,6 +6,7 @@ import numpy as np
 from numba import njit
 
 from stabilizer.contact import LOADS_OK
+from stabilizer.pelvis_state import STATE as PELVIS_STATE
 
 from controller.daemon.codes import State
 from controller.daemon.shm import SharedBlock, begin_record, end_record
@@ -18,12 +19,17 @@ _COM, _MARGINS, _FORCE, _STAB_FLAGS = FIELD["com"], FIELD["margins"], FIELD["for
 _WAKE_US, _TASK_US, _OVERRUNS, _MISSED = FIELD["wake_us"], FIELD["task_us"], FIELD["overruns"], FIELD["missed"]
 _PLATFORM, _FAULT_INFO, _SUPPORT, _RIG_FERR = FIELD["platform"], FIELD["fault_info"], FIELD["support"], FIELD["rig_ferr"]
 _FEET_LOAD, _CONTACT, _TILT = FIELD["feet_load"], FIELD["contact"], FIELD["tilt"]
+# the pelvis estimator's outputs (stabilizer.pelvis_state.OUTPUTS): (record field, state offset, size)
+_PELVIS_OFFSETS = PELVIS_STATE.offsets()
+_PELVIS = np.array([(FIELD[name], _PELVIS_OFFSETS[out], size) for name, out, size in
+                    (("pelvis_pos", "position", 3), ("pelvis_vel", "velocity", 3), ("pelvis_rpy", "rpy", 3),
+                     ("stance", "stance", 1))], np.int64)
 
 
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact, tilt):
+                 feet_load, contact, tilt, pelvis):
     """One telemetry record (``offs``: RecordLayout.offsets). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
     rec[offs[_T]] = t
@@ -60,6 +66,9 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[_CONTACT]] = contact
     rec[offs[_TILT]] = tilt[0]
     rec[offs[_TILT] + 1] = tilt[1]
+    for k in range(_PELVIS.shape[0]):
+        for i in range(_PELVIS[k, 2]):
+            rec[offs[_PELVIS[k, 0]] + i] = pelvis[_PELVIS[k, 1] + i]
 
 
 class Recorder:
@@ -88,5 +97,5 @@ class Recorder:
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
-                     est.feet_load, est.contact_field, est.tilt)
+                     est.feet_load, est.contact_field, est.tilt, est.pelvis_state)
         end_record(self.block)

@@ -9,6 +9,7 @@ import pytest
 
 from models.bench import tree as tree_bench
 from models.bench.tree import BenchPath, register, run, states
+from models.tree.floating import FloatingRobot
 
 from tests.assertions import close_within
 from tests.models.trees import BIP2000, bip2000
@@ -20,6 +21,26 @@ REAL_PATHS = tuple(tree_bench.PATHS)
 
 
 close = close_within(RTOL)
+
+
+@pytest.mark.parametrize("name", REAL_PATHS)
+def test_the_floating_case_computes_what_the_engine_computes(name):
+    """On the floating base, the recursive paths and Pinocchio's free flyer (mapped back to our
+    coordinates, models.tree.floating) leave the engine's A, C qd + G, CoG Jacobian and motion axes;
+    the composite models do not stand on it."""
+    robot, engine = FloatingRobot.from_yaml(BIP2000), FloatingRobot.from_yaml(BIP2000)
+    st = states(robot, 7, seed=4)
+    path = tree_bench.PATHS[name].setup(robot, (0,), st)
+    if name.startswith(("composite", "generated")):
+        assert path is None
+        return
+    for k in range(len(st.q)):
+        path.update(k)
+        got = path.results(k)
+        d = engine.update(st.q[k], st.qd[k], st.g)
+        assert {"A", "h", "Jcom", "S"} <= set(got)
+        for key, value in got.items():
+            close(value, {"A": d.A, "h": d.h, "Jcom": d.Jcom[0], "S": d.S.T, "C": d.C}[key])
 
 
 @pytest.mark.parametrize("name", REAL_PATHS)

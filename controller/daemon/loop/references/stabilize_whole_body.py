@@ -61,6 +61,8 @@ class StabilizeWholeBody(StabilizerReference):
         self.n = stab.n
         self.support = self.commanded = float(DOUBLE)   # the support in use; the command's
         self.double_stance = int(self.params[P_DOUBLE_STANCE])
+        self.pelvis = np.zeros(0)           # the pelvis' state in the world (stabilizer.pelvis_state), set by
+                                            # the estimation when it estimates it
 
     def stance(self) -> int:
         """The sole that roots the virtual robot in this support (LEFT or RIGHT)."""

@@ -1,0 +1,174 @@
+"""The pelvis state estimator (stabilizer.pelvis_state) on a synthetic walk with a known answer.
+
+The truth: BIP 2000's joints move by quintic segments (zero velocity and acceleration at the ends)
+while one sole is still on the ground (left, then right, then left, with double supports where the
+joints hold between them), on a floor tilted by ``SLOPE``; the pelvis' world pose is the stance
+sole's world pose times the kinematics (the fixed-base tree rooted at the pelvis), the anchor
+passing to the other sole at each support change where the first one puts it. The IMU's specific
+force is R_w_pelvis' (p'' + g0 z), p'' by central differences of the true pelvis position. The
+estimator runs on the tree's models in another rooting (a sole), as in the loop."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
+from models.tree.floating import _rx, _ry, _rz
+from stabilizer.pelvis_state import ACCEPT, TILT_TAU_S, VEL_TAU_S, estimate, new_state, views
+
+from tests.models.trees import bip2000
+
+PERIOD, G0 = 0.002, 9.81
+# (phase, duration s): the joints move in single support, hold in double support
+PHASES = ((LEFT, 0.6), (DOUBLE, 0.2), (RIGHT, 0.6), (DOUBLE, 0.2), (LEFT, 0.6), (DOUBLE, 0.2), (RIGHT, 0.6))
+SLOPE = np.radians([2.0, -3.0])        # the floor's roll and pitch (world: heading 0 at the first sole)
+
+
+class Walk:
+    """The synthetic walk's truth at any time t (module docstring)."""
+
+    def __init__(self, seed: int = 1, phases=PHASES, shift: float = 0.0) -> None:
+        """``shift``: each support change that many seconds into the next joint segment (the
+        stance exchanged while the legs move; only without double supports)."""
+        self.phases = phases
+        self.robot = bip2000()
+        self.robot.set_root("pelvis")
+        m = self.robot.model
+        rng = np.random.default_rng(seed)
+        mid, half = (m.qmin + m.qmax) / 2, (m.qmax - m.qmin) / 2
+        self.knots, self.t = [mid + 0.3 * half * rng.uniform(-1, 1, m.n)], [0.0]
+        for phase, dt in phases:
+            self.knots.append(self.knots[-1] + (0.2 * half * rng.uniform(-1, 1, m.n) if phase != DOUBLE else 0.0))
+            self.t.append(self.t[-1] + dt)
+        self.pt = [0.0] + [t + shift for t in self.t[1:-1]] + [self.t[-1]]     # the support phases' starts
+        self.soles = [m.index("frame", SOLES[s]) for s in (LEFT, RIGHT)]
+        anchor = np.eye(4)
+        anchor[:3, :3] = _rz(0.0) @ _ry(SLOPE[1]) @ _rx(SLOPE[0])     # heading 0, the floor's slope
+        self.anchors = []                                  # the stance sole's world pose in each phase
+        stance = LEFT
+        for k, (phase, _) in enumerate(phases):
+            if phase != DOUBLE and phase != stance:
+                T = self.pelvis_at(self.pt[k], anchor, stance) @ self._sole(self.pt[k], phase)
+                anchor, stance = T, phase
+            self.anchors.append((anchor, stance))
+
+    def joints(self, t: float):
+        k = int(np.clip(np.searchsorted(self.t, t, side="right") - 1, 0, len(self.phases) - 1))
+        x = (t - self.t[k]) / (self.t[k + 1] - self.t[k])
+        s, sd = 10 * x**3 - 15 * x**4 + 6 * x**5, (30 * x**2 - 60 * x**3 + 30 * x**4) / (self.t[k + 1] - self.t[k])
+        a, b = self.knots[k], self.knots[k + 1]
+        return a + s * (b - a), sd * (b - a), k
+
+    def _sole(self, t: float, stance: int) -> np.ndarray:
+        """The sole frame in the pelvis frame at time t."""
+        q, _, _ = self.joints(t)
+        return self.robot.kinematics(q).Tf[self.soles[stance]].copy()
+
+    def pelvis_at(self, t: float, anchor: np.ndarray, stance: int) -> np.ndarray:
+        return anchor @ np.linalg.inv(self._sole(t, stance))
+
+    def phase(self, t: float) -> int:
+        """The support phase's index at time t."""
+        return int(np.clip(np.searchsorted(self.pt, t, side="right") - 1, 0, len(self.phases) - 1))
+
+    def pelvis(self, t: float) -> np.ndarray:
+        return self.pelvis_at(t, *self.anchors[self.phase(t)])
+
+    def imu(self, t: float, h: float = 1e-4) -> np.ndarray:
+        p = [self.pelvis(t + d)[:3, 3] for d in (-h, 0.0, h)]
+        acc = (p[0] - 2 * p[1] + p[2]) / h**2
+        return self.pelvis(t)[:3, :3].T @ (acc + np.array([0.0, 0.0, G0]))
+
+    def velocity(self, t: float, h: float = 1e-6) -> np.ndarray:
+        return (self.pelvis(t + h)[:3, 3] - self.pelvis(t - h)[:3, 3]) / (2 * h)
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return Walk()
+
+
+def _run(walk: Walk, use_imu: bool, glitch: float = 0.0):
+    """The estimator over the walk on the models rooted at the left sole; per cycle the errors of
+    position, velocity, orientation (the angle of R_est' R_true) and of the world's up seen from the
+    stance sole (the ground's slope), the stance foot it took and the true one. ``glitch``: the
+    first IMU sample turned by that angle (rad) about x, so the first anchor starts that wrong."""
+    model = bip2000()
+    model.set_root(SOLES[LEFT])
+    m, d = model.model, model.data
+    soles = np.array(walk.soles, np.int64)
+    pelvis = m.index("body", "pelvis")
+    buf, out = new_state(), []
+    v = views(buf)
+    for c in range(int(round(walk.t[-1] / PERIOD))):
+        t = c * PERIOD
+        q, qd, _ = walk.joints(t)
+        k = walk.phase(t)
+        model.update(q, qd)
+        f = walk.imu(t) if use_imu else np.zeros(3)
+        if c == 0:
+            f = _rx(glitch) @ f
+        estimate(m.buf, d.buf, qd, f, use_imu, walk.phases[k][0], soles, pelvis, PERIOD, G0, TILT_TAU_S, VEL_TAU_S,
+                 ACCEPT, buf)
+        T = walk.pelvis(t)
+        angle = 2 * np.arcsin(min(1.0, np.linalg.norm(v.R - T[:3, :3]) / (2 * np.sqrt(2))))   # of R_est' R
+        out.append((np.linalg.norm(v.position - T[:3, 3]), np.linalg.norm(v.velocity - walk.velocity(t)),
+                    np.degrees(angle), np.degrees(np.arccos(min(1.0, v.up @ walk.anchors[k][0][2, :3]))),
+                    v.stance[0], walk.anchors[k][1], v.position.copy()))
+    return out
+
+
+def test_kinematics_alone_is_exact_on_level_ground(walk):
+    """No IMU, a level floor: eq. 1 is the answer, through both support changes."""
+    global SLOPE
+    slope, SLOPE = SLOPE, np.zeros(2)
+    try:
+        errors = _run(Walk(), use_imu=False)
+    finally:
+        SLOPE = slope
+    worst = np.max([e[:3] for e in errors], axis=0)
+    assert worst[0] < 1e-9 and worst[1] < 1e-6 and worst[2] < 1e-7, worst
+    assert [e[4] for e in errors] == [e[5] for e in errors]
+
+
+def test_a_support_change_while_the_legs_move_does_not_jump():
+    """No IMU, a level floor, the stance passed from foot to foot 0.25 s into a joint segment
+    (no double support): the pelvis is placed through the old stance sole in the cycle of the
+    change, so the new anchor carries no error."""
+    global SLOPE
+    slope, SLOPE = SLOPE, np.zeros(2)
+    try:
+        errors = _run(Walk(phases=((LEFT, 0.6), (RIGHT, 0.6), (LEFT, 0.6)), shift=0.25), use_imu=False)
+    finally:
+        SLOPE = slope
+    worst = np.max([e[:3] for e in errors], axis=0)   # (the true velocity jumps at the exchange: not compared)
+    assert worst[0] < 1e-9 and worst[2] < 1e-7, worst
+    assert [e[4] for e in errors] == [e[5] for e in errors]
+
+
+def test_imu_and_kinematics_on_a_slope(walk):
+    """With the IMU on a 2 deg x 3 deg floor, over the whole walk: the slope within 0.02 deg, the
+    pelvis orientation within 0.05 deg, its position within 1 mm, its velocity within 5 mm/s, and no
+    support change makes the position jump more than the walk moves it in one cycle."""
+    errors = _run(walk, use_imu=True)
+    pos, vel, ang, slope = (np.array([e[i] for e in errors]) for i in range(4))
+    print(f"pelvis errors: position {pos.max() * 1e3:.3f} mm, velocity {vel.max() * 1e3:.3f} mm/s, "
+          f"orientation {ang.max():.4f} deg, slope {slope.max():.4f} deg")
+    assert slope.max() < 0.02 and ang.max() < 0.05
+    assert pos.max() < 1e-3 and vel.max() < 5e-3
+    assert [e[4] for e in errors] == [e[5] for e in errors]
+    steps = np.linalg.norm(np.diff([e[6] for e in errors], axis=0), axis=1)
+    true_steps = [np.linalg.norm(walk.pelvis((c + 1) * PERIOD)[:3, 3] - walk.pelvis(c * PERIOD)[:3, 3])
+                  for c in range(len(steps))]
+    assert np.max(steps - true_steps) < 1e-4
+
+
+def test_the_filter_recovers_the_slope(walk):
+    """A first anchor 2 deg wrong (a glitched first IMU sample): the complementary filter brings
+    the slope back within 0.1 deg after 4 time constants (2 deg e^-4 = 0.04 deg)."""
+    errors = _run(walk, use_imu=True, glitch=np.radians(2.0))
+    settled = int(4 * TILT_TAU_S / PERIOD)
+    slope = np.array([e[3] for e in errors])
+    assert slope[0] > 1.9
+    assert slope[settled:].max() < 0.1
+    print(f"slope error from 2 deg off: {slope[settled:].max():.3f} deg after {settled * PERIOD:.1f} s")
