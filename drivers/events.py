@@ -15,6 +15,7 @@ class EventKind(Enum):
     IDENT_MISMATCH = "node identity mismatch"
     AXIS_FAULT = "axis fault"
     SDO_ABORT = "SDO aborted"
+    SETPOINT_SATURATED = "setpoint outside its process data integer"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 # CANopen data type codes
 INTEGER8 = 0x0002
+INTEGER16 = 0x0003
+INTEGER32 = 0x0004
 UNSIGNED8 = 0x0005
 UNSIGNED16 = 0x0006
 UNSIGNED32 = 0x0007
@@ -26,7 +28,8 @@ ABORT_TEXT = {
     ABORT_GENERAL: "general error",
 }
 
-INTEGER_RANGES = {INTEGER8: (-128, 127), UNSIGNED8: (0, 0xFF), UNSIGNED16: (0, 0xFFFF),
+INTEGER_RANGES = {INTEGER8: (-128, 127), INTEGER16: (-0x8000, 0x7FFF), INTEGER32: (-0x8000_0000, 0x7FFF_FFFF),
+                  UNSIGNED8: (0, 0xFF), UNSIGNED16: (0, 0xFFFF),
                   UNSIGNED32: (0, 0xFFFF_FFFF)}
 
 

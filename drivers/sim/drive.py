@@ -9,7 +9,9 @@ Per axis and per bus cycle (400 µs) the drive
   * in CSP, trips a following-error fault (0x8611) when |demand − actual| exceeds the limit; the
     following error demand − actual (motor rad) is object 0x60F4 and its peak since it was last
     taken (:meth:`DriveBank.take_following_peak`) what a test bench reads (0 outside CSP);
-  * reports an encoder fault (0x7305) when the encoder reads NaN;
+  * reads its encoder in whole increments (``encoder_increments`` per motor revolution: the
+    measured position is floor(θ·increments/2π)·2π/increments) and reports an encoder fault
+    (0x7305) when the encoder reads NaN;
   * applies the motor's holding brake (``holding_brake_torque`` > 0) while the axis is not
     Operation Enabled and not braking (kernel loop LOOP_OFF; a quick stop or fault reaction hands over
     to it once it reaches standstill): a spring-damper on the true motor position latched when
@@ -21,13 +23,19 @@ The numerics for every axis of the simulated network run in one Numba kernel
 (:func:`step_axes`); :class:`Drive` holds the CiA 402 state machine, fault history and object
 dictionary of one two-axis drive, with its rows in the shared :class:`DriveBank` arrays.
 
-TPDO mapping (DS 301 §6.4): each drive's TPDO lives in its node's PRes frame buffer
+Process data (DS 301 §6.4, IEC 61800-7-201 data types): the drive takes its setpoints as
+increments, increments/s and per mille of the rated torque, and reports its actual position,
+velocity and current as increments, increments/s and per mille of the rated current, each rounded
+to nearest (drivers.powerlink.scaling; a value beyond its integer saturates and sets the
+statusword's internal limit bit). Each drive's TPDO lives in its node's PRes frame buffer
 (:attr:`Drive.pres_buffer`, one row of ``DriveBank.pres``). The kernel writes every axis' channel
 (statusword, mode display, actual position/velocity/current, error code) after each bus cycle;
 a state, mode or fault change between two steps rewrites that channel at once
 (:meth:`Drive._publish`), so a PRes always carries the drive's current TPDO.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -39,6 +47,7 @@ from drivers.config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
 from drivers.sim.plant import Plant
 from drivers.powerlink import frames, pdo
 from drivers.powerlink.checks import put_le
+from drivers.powerlink.scaling import put_scaled, scale_table
 from drivers.powerlink.sdo import ObjectDictionary, ObjectEntry
 from drivers.powerlink.services import DEVICE_TYPE_SERVO_402
 
@@ -74,6 +83,7 @@ X_COLUMNS = (                  # DriveBank.x, one float row per axis
     ("AUX", 3, "auxiliary sensor input, TPDO 0x2400:1..3 (NaN: nothing wired; drivers.config.SENSORS)"),
     ("FE_ACTUAL", 1, "following error of this bus cycle, CSP demand − actual [motor rad]"),
     ("FE_PEAK", 1, "peak |following error| since last taken [motor rad]"),
+    ("SCALE", len(pdo.SCALES), "SI -> process data integers (drivers.powerlink.pdo.SCALES, scaling.scale_table)"),
 )
 FLAG_COLUMNS = (               # DriveBank.flags, one integer row per axis
     ("MODE", 1, "control loop of the kernel (LOOP_*)"),
@@ -110,7 +120,9 @@ P_DEM, V_DEM, T_DEM = _columns(X_COLUMNS, "P_DEM", "V_DEM", "T_DEM")
 CMD_POS, CMD_VEL, CMD_TORQUE = _columns(X_COLUMNS, "CMD_POS", "CMD_VEL", "CMD_TORQUE")
 ACT_POS, ACT_VEL, ACT_CUR = _columns(X_COLUMNS, "ACT_POS", "ACT_VEL", "ACT_CUR")
 HOLD_TORQUE, BRAKE_POS, AUX = _columns(X_COLUMNS, "HOLD_TORQUE", "BRAKE_POS", "AUX")
-FE_ACTUAL, FE_PEAK = _columns(X_COLUMNS, "FE_ACTUAL", "FE_PEAK")
+FE_ACTUAL, FE_PEAK, SCALE = _columns(X_COLUMNS, "FE_ACTUAL", "FE_PEAK", "SCALE")
+_POSITION_SCALE, _VELOCITY_SCALE, _TORQUE_SCALE, _CURRENT_SCALE = (SCALE + pdo.SCALES.index(s) for s in (
+    "position", "velocity", "torque", "current"))
 MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT, BRAKE_ON = _columns(
     FLAG_COLUMNS, "MODE", "ENC_NAN", "MOTOR", "STATUS_BITS", "STANDSTILL", "NEW_FAULT", "BRAKE_ON")
 PRES_ROW, CHANNEL, SW_BASE, MODE_DISPLAY, ERROR_CODE, IDEM_CW = _columns(
@@ -123,6 +135,8 @@ _PARAMETERS = ((KP, "kp_position"), (KV, "kp_speed"), (KI, "ki_speed"), (KT, "to
                (I_MAX, "current_limit"), (V_MAX, "speed_limit"), (FE_LIMIT, "following_error_limit"),
                (HOLD_TORQUE, "holding_brake_torque"))
 
+RPM_PER_RAD_S = 60.0 / (2.0 * math.pi)      # 0x6080 max motor speed travels in rpm
+_READ_ONLY = (0x6062, 0x60FC, 0x60F4)
 STANDSTILL_SPEED = 0.05      # [rad/s] below which braking is done
 MAX_BRAKE_TIME = 0.5         # [s] after which braking ends anyway
 _ENCODER_FAULT = int(FaultCode.ENCODER)
@@ -135,7 +149,6 @@ _STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
                     | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
 _TPDO_CHANNEL_SIZE = pdo.TPDO.channel_struct.size
 pdo.TPDO.require("drivers.sim.drive._write_tpdo", statusword=pdo.UNSIGNED16, modes_of_operation_display=pdo.INTEGER8,
-                 position_actual=pdo.REAL64, velocity_actual=pdo.REAL32, current_actual=pdo.REAL32,
                  error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32, aux_input_y=pdo.REAL32, aux_input_z=pdo.REAL32)
 PRES_LENGTH = max(frames.PDO_OFFSET + pdo.TPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _KERNEL_MODE = {cia402.Mode.CSP: LOOP_POSITION, cia402.Mode.CSV: LOOP_SPEED, cia402.Mode.CST: LOOP_TORQUE}
@@ -150,14 +163,15 @@ def _write_tpdo(pres, x, flags, a):
     """Axis ``a``'s TPDO channel (drivers.powerlink.pdo.TPDO) into its PRes row, as struct would pack it."""
     row = pres[flags[a, PRES_ROW]]
     at = frames.PDO_OFFSET + flags[a, CHANNEL] * _TPDO_CHANNEL_SIZE
-    put_le(row, at + pdo.TPDO_STATUSWORD, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
+    scales = x[a, SCALE:]
+    clamped = put_scaled(row, at, pdo.TPDO_POSITION, x[a, ACT_POS], scales)
+    clamped |= put_scaled(row, at, pdo.TPDO_VELOCITY, x[a, ACT_VEL], scales)
+    clamped |= put_scaled(row, at, pdo.TPDO_CURRENT, x[a, ACT_CUR], scales)
+    put_le(row, at + pdo.TPDO_STATUSWORD, flags[a, SW_BASE] | flags[a, STATUS_BITS] | (_LIMIT_BIT if clamped else 0), 2)
     put_le(row, at + pdo.TPDO_MODE_DISPLAY, flags[a, MODE_DISPLAY], 1)
-    put_le(row, at + pdo.TPDO_POSITION, np.float64(x[a, ACT_POS]).view(np.uint64), 8)
-    put_le(row, at + pdo.TPDO_VELOCITY, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
-    put_le(row, at + pdo.TPDO_CURRENT, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
     put_le(row, at + pdo.TPDO_ERROR_CODE, flags[a, ERROR_CODE], 2)
-    for k in range(3):
-        put_le(row, at + pdo.TPDO_AUX + 4 * k, np.float32(x[a, AUX + k]).view(np.uint32), 4)
+    for k in range(len(pdo.TPDO_AUX)):
+        put_le(row, at + pdo.TPDO_AUX[k], np.float32(x[a, AUX + k]).view(np.uint32), 4)
 
 
 @njit(cache=True)
@@ -172,7 +186,8 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
     frac = (phase + 1) / ratio
     for a in range(x.shape[0]):
         m = flags[a, MOTOR]
-        pos = plant_pos[m] + x[a, ENC_OFFSET]
+        per_rad = x[a, _POSITION_SCALE]
+        pos = np.floor((plant_pos[m] + x[a, ENC_OFFSET]) * per_rad) / per_rad     # whole encoder increments
         if flags[a, ENC_NAN] > 0:
             pos = np.nan
             flags[a, ENC_NAN] -= 1
@@ -273,6 +288,7 @@ class DriveBank:
         self.x = np.zeros((n, N_COLUMNS))
         for column, parameter in _PARAMETERS:
             self.x[:, column] = [getattr(a.drive, parameter) for a in config.axes]
+        self.x[:, SCALE:SCALE + len(pdo.SCALES)] = scale_table(config.axes)
         self.x[:, AUX:AUX + 3] = np.nan                       # nothing wired to the auxiliary inputs
         wired = []                                            # (bus axis, the plant sensor's values on its input)
         for name, spec in SENSORS.items():
@@ -389,7 +405,8 @@ class Drive:
 
     # -- PDO side -------------------------------------------------------------------------------
     def apply_rpdo(self, values: tuple) -> None:
-        """Setpoints of one PReq: (controlword, mode, position, velocity, torque) per channel."""
+        """Setpoints of one PReq: (controlword, mode, position, velocity, torque) per channel, the
+        last three the standard's integers (increments, increments/s, per mille of rated torque)."""
         self.dirty = False
         x = self.bank.x
         per = pdo.RPDO.per_channel
@@ -411,9 +428,9 @@ class Drive:
             if nxt != state:
                 self._enter(ch, nxt)
             row = self.rows[ch]
-            x[row, CMD_POS] = values[base + 2]
-            x[row, CMD_VEL] = values[base + 3]
-            x[row, CMD_TORQUE] = values[base + 4]
+            x[row, CMD_POS] = values[base + 2] / x[row, _POSITION_SCALE]
+            x[row, CMD_VEL] = values[base + 3] / x[row, _VELOCITY_SCALE]
+            x[row, CMD_TORQUE] = values[base + 4] / x[row, _TORQUE_SCALE]
             self._steady(ch)
 
     def statusword(self, ch: int) -> int:
@@ -512,18 +529,32 @@ class Drive:
         for k in range(FAULT_HISTORY_LENGTH):
             od.add(0x1003, k + 1, ObjectEntry(
                 pdo.UNSIGNED32, lambda k=k: self.history[k] if k < len(self.history) else 0))
-        bank = self.bank
-        x = bank.x
+        x = self.bank.x
         for ch in self.slots:
             row = self.rows[ch]
             off = ch * pdo.AXIS_OFFSET
+            params = next(a.drive for a in self.bank.config.axes if a.index == row)
             od.add(0x603F + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.fault_code[ch]))
             od.add(0x6041 + off, 0, ObjectEntry(pdo.UNSIGNED16, lambda ch=ch: self.statusword(ch)))
-            od.add(0x60FC + off, 0, ObjectEntry(pdo.REAL64, lambda r=row: x[r, P_DEM]))
-            od.add(0x60F4 + off, 0, ObjectEntry(pdo.REAL64, lambda r=row: x[r, FE_ACTUAL]))
-            for index, sub, col in ((0x6065, 0, FE_LIMIT), (0x6073, 0, I_MAX), (0x6080, 0, V_MAX),
-                                    (0x2010, 1, KP), (0x2010, 2, KV), (0x2010, 3, KI), (0x2010, 4, KT)):
-                od.add(index + off, sub, ObjectEntry(
+            # IEC 61800-7-201 objects in the standard's integers: positions in increments (no factor
+            # group, so the position demand 0x6062 in position units is the internal one 0x60FC),
+            # the maximum current per mille of the rated current, the maximum motor speed in rpm.
+            for index, data_type, column, unit in (
+                    (0x6062, pdo.INTEGER32, P_DEM, _POSITION_SCALE), (0x60FC, pdo.INTEGER32, P_DEM, _POSITION_SCALE),
+                    (0x60F4, pdo.INTEGER32, FE_ACTUAL, _POSITION_SCALE),
+                    (0x6065, pdo.UNSIGNED32, FE_LIMIT, _POSITION_SCALE), (0x6073, pdo.UNSIGNED16, I_MAX, _CURRENT_SCALE),
+                    (0x6080, pdo.UNSIGNED32, V_MAX, -1)):
+                scale = (lambda r=row, u=unit: x[r, u]) if unit >= 0 else (lambda: RPM_PER_RAD_S)
+                write = None if index in _READ_ONLY else (
+                    lambda v, r=row, c=column, k=scale: x.__setitem__((r, c), v / k()))
+                od.add(index + off, 0, ObjectEntry(data_type, lambda r=row, c=column, k=scale: round(x[r, c] * k()),
+                                                   write, minimum=1))
+            for index, sub, value in ((0x6075, 0, round(1000 * params.rated_current)),       # mA
+                                      (0x6076, 0, round(1000 * params.rated_torque)),        # mN·m
+                                      (0x608F, 1, params.encoder_increments), (0x608F, 2, 1)):
+                od.add(index + off, sub, ObjectEntry(pdo.UNSIGNED32, lambda v=value: v))
+            for sub, col in ((1, KP), (2, KV), (3, KI), (4, KT)):
+                od.add(0x2010 + off, sub, ObjectEntry(
                     pdo.REAL64, lambda r=row, c=col: x[r, c],
                     lambda v, r=row, c=col: x.__setitem__((r, c), v), minimum=1e-9))
         return od
