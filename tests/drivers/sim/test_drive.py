@@ -1,6 +1,8 @@
 """Two-axis drive: set-value interpolation (thesis Figure 13), cascade limits, faults, SDO channel."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -114,10 +116,17 @@ def test_over_temperature_cannot_be_reset_while_hot(bus):
 
 
 def test_sdo_parameters_read_write_and_aborts(bus):
-    assert bus.complete(bus.sdo_write(2, 0x6065, 0, 0.25)) == 0.25
-    assert bus.complete(bus.sdo_read(2, 0x6065, 0)) == 0.25
-    assert bus.complete(bus.sdo_read(2, 0x6865, 0)) == 0.5          # channel 1 (hip): default
-    assert bus.network.bank.x[bus.axis("knee").index, FE_LIMIT] == 0.25
+    """The drive parameters in the standard's units (2^17 increments per revolution, rated 5 A and
+    0.5 N·m by default): 0x6065 increments, 0x6073 per mille of the rated current, 0x6080 rpm."""
+    per_rad = 2 ** 17 / (2 * math.pi)
+    assert bus.complete(bus.sdo_write(2, 0x6065, 0, 5000)) == 5000
+    assert bus.complete(bus.sdo_read(2, 0x6065, 0)) == 5000
+    assert bus.complete(bus.sdo_read(2, 0x6865, 0)) == round(0.5 * per_rad)      # channel 1 (hip): default 0.5 rad
+    assert bus.network.bank.x[bus.axis("knee").index, FE_LIMIT] == pytest.approx(5000 / per_rad, rel=1e-15)
+    assert bus.complete(bus.sdo_read(2, 0x6073, 0)) == 2000                      # 10 A of 5 A
+    assert bus.complete(bus.sdo_read(2, 0x6080, 0)) == round(300 * 60 / (2 * math.pi))    # 300 rad/s: 2865 rpm
+    assert [bus.complete(bus.sdo_read(2, index, sub)) for index, sub in ((0x6075, 0), (0x6076, 0), (0x608F, 1))] \
+        == [5000, 500, 2 ** 17]                                                  # mA, mN·m, increments/rev
     for request, code in ((bus.sdo_write(2, 0x1000, 0, 1), 0x06010002),
                           (bus.sdo_read(2, 0x5555, 0), 0x06020000),
                           (bus.sdo_write(2, 0x6073, 0, -1.0), 0x06090030)):
@@ -171,5 +180,9 @@ def test_following_error_object_in_the_object_dictionary(bus):
     x, objects = bus.network.bank.x, bus.network.nodes[2].drive.objects
     for name, index in (("knee", 0x60F4), ("hip", 0x68F4)):
         row = bus.axis(name).index
-        abort, _, value = objects.read(index, 0)
-        assert abort == 0 and value == x[row, P_DEM] - x[row, ACT_POS] and abs(value) > 1e-3
+        abort, data_type, value = objects.read(index, 0)
+        per_rad = bus.scales[row, 0]                                      # INTEGER32 increments
+        assert (abort, data_type) == (0, 0x0004)
+        assert value == round((x[row, P_DEM] - x[row, ACT_POS]) * per_rad) and abs(value) > 1e-3 * per_rad
+        assert objects.read(index + 0x62 - 0xF4, 0)[2] == objects.read(index + 0xFC - 0xF4, 0)[2] \
+            == round(x[row, P_DEM] * per_rad)                             # 0x6062 = 0x60FC: no factor group
