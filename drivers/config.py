@@ -39,6 +39,13 @@ class DriveParams:
     τ_b = −K_b (θ − θ_b) − D_b θ̇, D_b = kp_speed·torque_constant, K_b = kp_position·D_b,
     saturated at ±holding_brake_torque (beyond it the brake slips). The brake torque acts on the
     plant; it is mechanical, so the reported current stays 0.
+
+    The last three are the axis' scaling of the CiA 402 process data (IEC 61800-7-201,
+    docs/powerlink.md): positions travel as INTEGER32 encoder increments, ``encoder_increments``
+    per motor revolution (velocities in increments/s); the torque offset as INTEGER16 per mille of
+    ``rated_torque`` (object 0x6076) and the actual current per mille of ``rated_current`` (0x6075).
+    The bus values stay motor side; the gear or linkage to the joint is the robot model's
+    transmission.
     """
 
     kp_position: float = 75.0            # position loop gain [1/s]
@@ -49,6 +56,14 @@ class DriveParams:
     speed_limit: float = 300.0           # [rad/s]
     following_error_limit: float = 0.5   # [rad]
     holding_brake_torque: float = 0.0    # [N·m] motor holding brake capacity, 0 = no brake
+    encoder_increments: int = 2 ** 17    # [1/rev] encoder increments per motor revolution
+    rated_torque: float = 0.5            # [N·m] motor rated torque 0x6076, 1000 per mille
+    rated_current: float = 5.0           # [A] motor rated current 0x6075, 1000 per mille
+
+    @property
+    def increments_per_rad(self) -> float:
+        """Encoder increments per motor radian."""
+        return self.encoder_increments / (2.0 * math.pi)
 
 
 @dataclass(frozen=True)
@@ -235,6 +250,31 @@ def _integer(value, where: str, low: int, high: int) -> int:
     return value
 
 
+MIN_INCREMENTS, MAX_INCREMENTS = 4, 2 ** 31 - 1     # one quadrature line .. what an UNSIGNED32 0x608F can say
+INT16_MAX, INT32_MAX, UINT32_MAX = 2 ** 15 - 1, 2 ** 31 - 1, 2 ** 32 - 1
+
+
+def _check_scaling(drive: DriveParams, where: str) -> None:
+    """The drive's limits must be representable in the standard's integers with its scaling
+    (IEC 61800-7-201: INTEGER16 per mille, INTEGER32 increments/s, UNSIGNED32 increments)."""
+    peak = 1000.0 * drive.current_limit / drive.rated_current
+    if peak > INT16_MAX:
+        raise BusConfigError(f"{where}: current_limit {drive.current_limit} A is {peak:.0f} per mille of rated_current "
+                             f"{drive.rated_current} A, beyond the INTEGER16 current 0x6078 ({INT16_MAX}): "
+                             "raise rated_current")
+    peak = 1000.0 * drive.current_limit * drive.torque_constant / drive.rated_torque
+    if peak > INT16_MAX:
+        raise BusConfigError(f"{where}: the peak torque current_limit * torque_constant is {peak:.0f} per mille of "
+                             f"rated_torque {drive.rated_torque} N·m, beyond the INTEGER16 torque 0x60B2 "
+                             f"({INT16_MAX}): raise rated_torque")
+    for key, limit, name in (("speed_limit", INT32_MAX, "INTEGER32 velocity 0x606C"),
+                             ("following_error_limit", UINT32_MAX, "UNSIGNED32 following error window 0x6065")):
+        increments = getattr(drive, key) * drive.increments_per_rad
+        if increments > limit:
+            raise BusConfigError(f"{where}: {key} {getattr(drive, key)} is {increments:.3g} increments with "
+                                 f"encoder_increments {drive.encoder_increments}, beyond the {name} ({limit})")
+
+
 def _params(cls, base, section, where: str):
     """A ``cls`` dataclass from ``base`` overridden by the numbers in ``section``."""
     if section is None:
@@ -244,7 +284,9 @@ def _params(cls, base, section, where: str):
     _known(section, names, where)
     values = {name: getattr(base, name) for name in names}
     for key, value in section.items():
-        if key == "load_torque":
+        if key == "encoder_increments":
+            values[key] = _integer(value, f"{where}.{key}", MIN_INCREMENTS, MAX_INCREMENTS)
+        elif key == "load_torque":
             values[key] = _number(value, f"{where}.{key}", positive=False)
         else:
             values[key] = _number(value, f"{where}.{key}",
@@ -373,8 +415,9 @@ def parse_bus_config(section: Mapping) -> BusConfig:
             if sensor is not None and sum(a.sensor == sensor for a in axes) >= SENSORS[sensor].inputs:
                 raise BusConfigError(f"{wa}.sensor {sensor!r} is already wired to "
                                      f"{_axes_count(SENSORS[sensor].inputs)}")
-            axis = AxisConfig(name, len(axes), node_id, channel,
-                              _params(DriveParams, drive_defaults, raw_axis.get("drive"), f"{wa}.drive"),
+            drive = _params(DriveParams, drive_defaults, raw_axis.get("drive"), f"{wa}.drive")
+            _check_scaling(drive, f"{wa}.drive")
+            axis = AxisConfig(name, len(axes), node_id, channel, drive,
                               _params(PlantParams, plant_defaults, raw_axis.get("plant"), f"{wa}.plant"),
                               sensor)
             node_axes.append(axis)

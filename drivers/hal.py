@@ -177,6 +177,10 @@ class Bus(ABC):
         self.torque_offset = np.zeros(n)
         self.mode = np.full(n, int(cia402.Mode.CSP), np.int64)
         self.intent = np.full(n, int(Intent.DISABLED), np.int64)
+        # setpoints that did not fit their process data integer, saturated (drivers.powerlink.process_image):
+        # the fields of the last write (bits), the writes so far that saturated one
+        self.saturated = np.zeros(n, np.int64)
+        self.saturations = np.zeros(n, np.int64)
         self.events: deque[BusEvent] = deque(maxlen=config.events_max)
         self.axes = {a.name: Axis(self, a) for a in config.axes}
         self.control_cycle = 0

@@ -10,12 +10,15 @@ from time import time_ns
 import numpy as np
 
 from drivers.config import BusConfig
+from drivers.events import BusEvent, EventKind
 from drivers.fault_api import FaultApi
 from drivers.hal import Bus, BusStateError, Intent
 from drivers.powerlink.capture import Capture, CaptureLink
 from drivers.powerlink.managing_node import Link, ManagingNode
 from drivers.powerlink.nmt import NmtState
-from drivers.powerlink.process_image import read_tpdo, write_rpdo
+from drivers.powerlink.pdo import RPDO
+from drivers.powerlink.process_image import SATURATION_BITS, read_tpdo, write_rpdo
+from drivers.powerlink.scaling import scale_table
 from drivers.service_channel import DOMAIN, SDO_READ, SDO_WRITE, SdoRequest
 
 _OPERATIONAL = NmtState.OPERATIONAL        # an enum member lookup costs ~0.2 µs on Python 3.11
@@ -34,16 +37,19 @@ class PowerlinkBus(Bus):
         self._axis_node = np.array([row[a.node_id] for a in config.axes], np.int64)     # row of mn.tpdo / preq_rows
         self._axis_channel = np.array([a.channel for a in config.axes], np.int64)
         self._newly_faulted = np.zeros(len(config.axes), np.int64)
+        self._newly_saturated = np.zeros(len(config.axes), np.int64)
+        self.scales = scale_table(config.axes)          # SI -> the CiA 402 integers, per axis (pdo.SCALES)
         self._ratio = config.cycles_per_control
         self._warm_up()
 
     def _warm_up(self) -> None:
         """Compile (or load) the read and write kernels now, on copies: never inside a control cycle."""
         none = np.zeros(0, np.int64)
-        read_tpdo(self.mn.tpdo.copy(), self.mn.latched.copy(), none, none, none, none, none, self.position[:0],
-                  self.position[:0], self.position[:0], self.aux[:0], none, none, none)
+        scales = self.scales[:0]
+        read_tpdo(self.mn.tpdo.copy(), self.mn.latched.copy(), none, none, scales, none, none, none,
+                  self.position[:0], self.position[:0], self.position[:0], self.aux[:0], none, none, none)
         write_rpdo(none, none, none, none, self.position[:0], self.position[:0], self.position[:0],
-                   self.mn.preq_rows.copy(), none, none, True)
+                   self.mn.preq_rows.copy(), none, none, scales, none, none, none, True)
 
     def boot(self) -> None:
         self._check_open()
@@ -52,8 +58,8 @@ class PowerlinkBus(Bus):
         self.target_position[:] = self.position
 
     def read(self) -> None:
-        count = read_tpdo(self.mn.tpdo, self.mn.latched, self._axis_node, self._axis_channel, self._latched,
-                          self.statusword, self.mode_display, self.position, self.velocity, self.current, self.aux,
+        count = read_tpdo(self.mn.tpdo, self.mn.latched, self._axis_node, self._axis_channel, self.scales,
+                          self._latched, self.statusword, self.mode_display, self.position, self.velocity, self.current, self.aux,
                           self.state, self.fault_code, self._newly_faulted)
         if count:
             for j in range(count):
@@ -61,16 +67,29 @@ class PowerlinkBus(Bus):
 
     def write(self) -> None:
         """Each axis' RPDO channel into its node's PReq (an axis resetting a fault takes its
-        controlword from the HAL first); unconfigured channels keep the defaults the PReq was built with."""
-        if self._write(False):
+        controlword from the HAL first); unconfigured channels keep the defaults the PReq was built with.
+        An axis whose setpoints start not fitting their integers raises a SETPOINT_SATURATED event."""
+        pending, count = self._write(False)
+        if pending:
             for i in np.flatnonzero(self.intent == Intent.FAULT_RESET).tolist():
                 self._controlword[i] = self._fault_reset_word(i)
-            self._write(True)
+            pending, count = self._write(True)
+        for j in range(count):
+            self._saturation_event(int(self._newly_saturated[j]))
 
-    def _write(self, resets_done: bool) -> int:
+    def _write(self, resets_done: bool) -> tuple[int, int]:
         return write_rpdo(self.intent, self.state, self._controlword, self.mode, self.target_position,
                           self.target_velocity, self.torque_offset, self.mn.preq_rows, self._axis_node,
-                          self._axis_channel, resets_done)
+                          self._axis_channel, self.scales, self.saturated, self.saturations, self._newly_saturated,
+                          resets_done)
+
+    def _saturation_event(self, i: int) -> None:
+        name, bits = self.axis_names[i], int(self.saturated[i])
+        fields = [f"{n} 0x{RPDO.entry(n).index:04X} = "
+                  f"{float(getattr(self, n)[i]):.6g}" for n, bit in SATURATION_BITS.items() if bits & bit]
+        self.events.append(BusEvent(self.control_cycle, EventKind.SETPOINT_SATURATED, self._node_of[i], bits, name,
+                                    f"axis {name}: {', '.join(fields)} outside its process data integer, "
+                                    "saturated (a NaN keeps the last value sent)"))
 
     def exchange(self) -> None:
         self._check_open()

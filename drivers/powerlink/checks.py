@@ -67,12 +67,6 @@ def put_le(buf, at, value, n):
 
 
 @njit(cache=True)
-def get_f64(buf, at):
-    """The little-endian REAL64 at ``buf[at]``."""
-    return np.uint64(np.uint64(le(buf, at, 4)) | (np.uint64(le(buf, at + 4, 4)) << np.uint64(32))).view(np.float64)
-
-
-@njit(cache=True)
 def get_f32(buf, at):
     """The little-endian REAL32 at ``buf[at]``, as a float64."""
     return np.float64(np.uint32(le(buf, at, 4)).view(np.float32))

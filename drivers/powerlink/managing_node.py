@@ -54,8 +54,8 @@ from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
 # A PReq's RPDO channel before the controller writes one (and on a channel no axis uses).
-_RPDO_DEFAULTS = {"controlword": 0, "modes_of_operation": int(Mode.CSP), "target_position": 0.0,
-                  "target_velocity": 0.0, "torque_offset": 0.0}
+_RPDO_DEFAULTS = {"controlword": 0, "modes_of_operation": int(Mode.CSP), "target_position": 0,
+                  "target_velocity": 0, "torque_offset": 0}
 _TPDO_SIZE = TPDO.size
 _PDO_OFFSET = frames.PDO_OFFSET
 PREQ_LENGTH = max(frames.PDO_OFFSET + RPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)

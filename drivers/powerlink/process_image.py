@@ -1,10 +1,15 @@
 """The HAL's arrays <-> the PDO payloads, each way one Numba pass over every axis (DS 301 §6.4).
 
-:func:`read_tpdo` decodes each axis' TPDO channel (drivers.powerlink.pdo, by the declared field
-offsets) from the last valid PRes payload of its node into the bus arrays, with the CiA 402 state
-its statusword reports (IEC 61800-7-201 §6.2) or the code a node-level error latched;
+:func:`read_tpdo` decodes each axis' TPDO channel (drivers.powerlink.pdo, by the declared fields)
+from the last valid PRes payload of its node into the bus arrays, the CiA 402 integers turned
+into SI by the axis' scale factors (drivers.powerlink.scaling), with the CiA 402 state its
+statusword reports (IEC 61800-7-201 §6.2) or the code a node-level error latched;
 :func:`write_rpdo` turns the axis intents into controlwords (the master side of the enable
-sequence) and packs each axis' RPDO channel into its node's PReq, then seals every PReq's FCS.
+sequence) and packs each axis' RPDO channel into its node's PReq, the SI setpoints rounded to the
+standard's integers, then seals every PReq's FCS. A setpoint outside its integer's range is
+saturated (a NaN keeps the last value sent), never wrapped: its bit (:data:`SATURATION_BITS`) is
+set in the axis' ``saturated`` word, its count grows, and the axes that start saturating are
+returned for the HAL to report.
 """
 from __future__ import annotations
 
@@ -15,15 +20,19 @@ from drivers import cia402
 from drivers.cia402 import State
 from drivers.hal import Intent
 from drivers.powerlink import frames, pdo
-from drivers.powerlink.checks import crc32, get_f32, get_f64, le, put_le
+from drivers.powerlink.checks import crc32, get_f32, le, put_le
+from drivers.powerlink.scaling import get_scaled, put_scaled
 
 pdo.TPDO.require("drivers.powerlink.process_image.read_tpdo", statusword=pdo.UNSIGNED16,
-                 modes_of_operation_display=pdo.INTEGER8, position_actual=pdo.REAL64, velocity_actual=pdo.REAL32,
-                 current_actual=pdo.REAL32, error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32,
+                 modes_of_operation_display=pdo.INTEGER8, error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32,
                  aux_input_y=pdo.REAL32, aux_input_z=pdo.REAL32)
 pdo.RPDO.require("drivers.powerlink.process_image.write_rpdo", controlword=pdo.UNSIGNED16,
-                 modes_of_operation=pdo.INTEGER8, target_position=pdo.REAL64, target_velocity=pdo.REAL32,
-                 torque_offset=pdo.REAL32)
+                 modes_of_operation=pdo.INTEGER8)
+
+SATURATION_BITS = {"target_position": 1, "target_velocity": 2, "torque_offset": 4}
+"""The bit of each scaled RPDO field in an axis' ``saturated`` word."""
+_POSITION_BIT, _VELOCITY_BIT, _TORQUE_BIT = (SATURATION_BITS[n] for n in ("target_position", "target_velocity",
+                                                                         "torque_offset"))
 
 ENABLED, QUICK_STOP, FAULT_RESET = int(Intent.ENABLED), int(Intent.QUICK_STOP), int(Intent.FAULT_RESET)
 STATE_OF_BITS = np.array([cia402.decode_state(bits) for bits in range(0x70)], np.int64)
@@ -38,10 +47,10 @@ _AUX_INPUTS = len(pdo.AUX_INPUTS)
 
 
 @njit(cache=True)
-def read_tpdo(tpdo, node_latched, axis_node, axis_channel, latched, statusword, mode_display, position, velocity,
-              current, aux, state, fault_code, newly_faulted):
+def read_tpdo(tpdo, node_latched, axis_node, axis_channel, scales, latched, statusword, mode_display, position,
+              velocity, current, aux, state, fault_code, newly_faulted):
     """Axis ``a``'s TPDO channel ``axis_channel[a]`` of payload row ``tpdo[axis_node[a]]`` into the
-    arrays; a node's latched code (``node_latched``, then cleared) moves to its axes' ``latched``,
+    arrays, in SI by its row of ``scales``; a node's latched code (``node_latched``, then cleared) moves to its axes' ``latched``,
     which reports the axis in FAULT with that code. The axes entering FAULT or FAULT_REACTION_ACTIVE
     from another state go to ``newly_faulted`` in axis order; returns how many."""
     n = axis_node.shape[0]
@@ -57,11 +66,11 @@ def read_tpdo(tpdo, node_latched, axis_node, axis_channel, latched, statusword, 
         sw = le(row, at + pdo.TPDO_STATUSWORD, 2)
         statusword[a] = sw
         mode_display[a] = np.int64(np.int8(row[at + pdo.TPDO_MODE_DISPLAY]))
-        position[a] = get_f64(row, at + pdo.TPDO_POSITION)
-        velocity[a] = get_f32(row, at + pdo.TPDO_VELOCITY)
-        current[a] = get_f32(row, at + pdo.TPDO_CURRENT)
+        position[a] = get_scaled(row, at, pdo.TPDO_POSITION, scales[a])
+        velocity[a] = get_scaled(row, at, pdo.TPDO_VELOCITY, scales[a])
+        current[a] = get_scaled(row, at, pdo.TPDO_CURRENT, scales[a])
         for k in range(_AUX_INPUTS):
-            aux[a, k] = get_f32(row, at + pdo.TPDO_AUX + 4 * k)
+            aux[a, k] = get_f32(row, at + pdo.TPDO_AUX[k])
         if latched[a]:
             now, code = _FAULT, latched[a]
         else:
@@ -78,10 +87,13 @@ def read_tpdo(tpdo, node_latched, axis_node, axis_channel, latched, statusword, 
 
 @njit(cache=True)
 def write_rpdo(intent, state, controlword, mode, target_position, target_velocity, torque_offset, preq, axis_node,
-               axis_channel, resets_done):
+               axis_channel, scales, saturated, saturations, newly_saturated, resets_done):
     """Controlwords from the intents, then every axis' RPDO channel into its PReq row of ``preq``
-    and every row's FCS. An axis resetting a fault needs the Python side (node states): unless
-    ``resets_done`` (its ``controlword`` is then set), returns how many do, having packed nothing."""
+    (the setpoints scaled by its row of ``scales``) and every row's FCS. Returns (pending resets,
+    axes newly saturated). An axis resetting a fault needs the Python side (node states): unless
+    ``resets_done`` (its ``controlword`` is then set), returns how many do, having packed nothing.
+    Else each axis' ``saturated`` word gets the bits of its setpoints that did not fit (counted in
+    ``saturations``), and the axes whose word turned non-zero go to ``newly_saturated``."""
     n = intent.shape[0]
     pending = 0
     for a in range(n):
@@ -95,16 +107,27 @@ def write_rpdo(intent, state, controlword, mode, target_position, target_velocit
         else:
             controlword[a] = cia402.CW_DISABLE_VOLTAGE
     if pending and not resets_done:
-        return pending
+        return pending, 0
+    count = 0
     for a in range(n):
         row = preq[axis_node[a]]
         at = frames.PDO_OFFSET + axis_channel[a] * _RPDO_CHANNEL
         put_le(row, at + pdo.RPDO_CONTROLWORD, controlword[a], 2)
         put_le(row, at + pdo.RPDO_MODE, mode[a] & 0xFF, 1)
-        put_le(row, at + pdo.RPDO_TARGET_POSITION, np.float64(target_position[a]).view(np.uint64), 8)
-        put_le(row, at + pdo.RPDO_TARGET_VELOCITY, np.float32(target_velocity[a]).view(np.uint32), 4)
-        put_le(row, at + pdo.RPDO_TORQUE_OFFSET, np.float32(torque_offset[a]).view(np.uint32), 4)
+        bits = 0
+        if put_scaled(row, at, pdo.RPDO_TARGET_POSITION, target_position[a], scales[a]):
+            bits |= _POSITION_BIT
+        if put_scaled(row, at, pdo.RPDO_TARGET_VELOCITY, target_velocity[a], scales[a]):
+            bits |= _VELOCITY_BIT
+        if put_scaled(row, at, pdo.RPDO_TORQUE_OFFSET, torque_offset[a], scales[a]):
+            bits |= _TORQUE_BIT
+        if bits:
+            saturations[a] += 1
+            if not saturated[a]:
+                newly_saturated[count] = a
+                count += 1
+        saturated[a] = bits
     fcs = preq.shape[1] - frames.FCS_SIZE
     for k in range(preq.shape[0]):
         put_le(preq[k], fcs, crc32(preq[k], 0, fcs), 4)
-    return 0
+    return 0, count

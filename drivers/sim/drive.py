@@ -9,7 +9,9 @@ Per axis and per bus cycle (400 µs) the drive
   * in CSP, trips a following-error fault (0x8611) when |demand − actual| exceeds the limit; the
     following error demand − actual (motor rad) is object 0x60F4 and its peak since it was last
     taken (:meth:`DriveBank.take_following_peak`) what a test bench reads (0 outside CSP);
-  * reports an encoder fault (0x7305) when the encoder reads NaN;
+  * reads its encoder in whole increments (``encoder_increments`` per motor revolution: the
+    measured position is floor(θ·increments/2π)·2π/increments) and reports an encoder fault
+    (0x7305) when the encoder reads NaN;
   * applies the motor's holding brake (``holding_brake_torque`` > 0) while the axis is not
     Operation Enabled and not braking (kernel loop LOOP_OFF; a quick stop or fault reaction hands over
     to it once it reaches standstill): a spring-damper on the true motor position latched when
@@ -21,7 +23,11 @@ The numerics for every axis of the simulated network run in one Numba kernel
 (:func:`step_axes`); :class:`Drive` holds the CiA 402 state machine, fault history and object
 dictionary of one two-axis drive, with its rows in the shared :class:`DriveBank` arrays.
 
-TPDO mapping (DS 301 §6.4): each drive's TPDO lives in its node's PRes frame buffer
+Process data (DS 301 §6.4, IEC 61800-7-201 data types): the drive takes its setpoints as
+increments, increments/s and per mille of the rated torque, and reports its actual position,
+velocity and current as increments, increments/s and per mille of the rated current, each rounded
+to nearest (drivers.powerlink.scaling; a value beyond its integer saturates and sets the
+statusword's internal limit bit). Each drive's TPDO lives in its node's PRes frame buffer
 (:attr:`Drive.pres_buffer`, one row of ``DriveBank.pres``). The kernel writes every axis' channel
 (statusword, mode display, actual position/velocity/current, error code) after each bus cycle;
 a state, mode or fault change between two steps rewrites that channel at once
@@ -39,7 +45,8 @@ from drivers.config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
 from drivers.sim.plant import Plant
 from drivers.powerlink import frames, pdo
 from drivers.powerlink.checks import put_le
-from drivers.sim.object_dictionary import DRIVE_COLUMNS, AxisScaling, ObjectDictionary, drive_dictionary
+from drivers.powerlink.scaling import put_scaled, scale_table
+from drivers.sim.object_dictionary import DRIVE_COLUMNS, ObjectDictionary, drive_dictionary
 
 # DriveBank's arrays, declared once: (column, width, meaning); the column constants derive from them.
 X_COLUMNS = (                  # DriveBank.x, one float row per axis
@@ -73,6 +80,7 @@ X_COLUMNS = (                  # DriveBank.x, one float row per axis
     ("AUX", 3, "auxiliary sensor input, TPDO 0x2400:1..3 (NaN: nothing wired; drivers.config.SENSORS)"),
     ("FE_ACTUAL", 1, "following error of this bus cycle, CSP demand − actual [motor rad]"),
     ("FE_PEAK", 1, "peak |following error| since last taken [motor rad]"),
+    ("SCALE", len(pdo.SCALES), "SI -> process data integers (drivers.powerlink.pdo.SCALES, scaling.scale_table)"),
 )
 FLAG_COLUMNS = (               # DriveBank.flags, one integer row per axis
     ("MODE", 1, "control loop of the kernel (LOOP_*)"),
@@ -109,7 +117,9 @@ P_DEM, V_DEM, T_DEM = _columns(X_COLUMNS, "P_DEM", "V_DEM", "T_DEM")
 CMD_POS, CMD_VEL, CMD_TORQUE = _columns(X_COLUMNS, "CMD_POS", "CMD_VEL", "CMD_TORQUE")
 ACT_POS, ACT_VEL, ACT_CUR = _columns(X_COLUMNS, "ACT_POS", "ACT_VEL", "ACT_CUR")
 HOLD_TORQUE, BRAKE_POS, AUX = _columns(X_COLUMNS, "HOLD_TORQUE", "BRAKE_POS", "AUX")
-FE_ACTUAL, FE_PEAK = _columns(X_COLUMNS, "FE_ACTUAL", "FE_PEAK")
+FE_ACTUAL, FE_PEAK, SCALE = _columns(X_COLUMNS, "FE_ACTUAL", "FE_PEAK", "SCALE")
+_POSITION_SCALE, _VELOCITY_SCALE, _TORQUE_SCALE, _CURRENT_SCALE = (SCALE + pdo.SCALES.index(s) for s in (
+    "position", "velocity", "torque", "current"))
 MODE, ENC_NAN, MOTOR, STATUS_BITS, STANDSTILL, NEW_FAULT, BRAKE_ON = _columns(
     FLAG_COLUMNS, "MODE", "ENC_NAN", "MOTOR", "STATUS_BITS", "STANDSTILL", "NEW_FAULT", "BRAKE_ON")
 PRES_ROW, CHANNEL, SW_BASE, MODE_DISPLAY, ERROR_CODE, IDEM_CW = _columns(
@@ -129,13 +139,11 @@ _FOLLOWING_ERROR = int(FaultCode.FOLLOWING_ERROR)
 _LIMIT_BIT = cia402.SW_INTERNAL_LIMIT
 _FOLLOWING_BIT = cia402.SW_FOLLOWING_ERROR
 FAULT_HISTORY_LENGTH = 8
-ENCODER_INCREMENTS = 1 << 17   # per motor revolution, as the object dictionary reports it (0x608F/1)
 
 _STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
                     | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
 _TPDO_CHANNEL_SIZE = pdo.TPDO.channel_struct.size
 pdo.TPDO.require("drivers.sim.drive._write_tpdo", statusword=pdo.UNSIGNED16, modes_of_operation_display=pdo.INTEGER8,
-                 position_actual=pdo.REAL64, velocity_actual=pdo.REAL32, current_actual=pdo.REAL32,
                  error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32, aux_input_y=pdo.REAL32, aux_input_z=pdo.REAL32)
 PRES_LENGTH = max(frames.PDO_OFFSET + pdo.TPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _KERNEL_MODE = {cia402.Mode.CSP: LOOP_POSITION, cia402.Mode.CSV: LOOP_SPEED, cia402.Mode.CST: LOOP_TORQUE}
@@ -150,14 +158,15 @@ def _write_tpdo(pres, x, flags, a):
     """Axis ``a``'s TPDO channel (drivers.powerlink.pdo.TPDO) into its PRes row, as struct would pack it."""
     row = pres[flags[a, PRES_ROW]]
     at = frames.PDO_OFFSET + flags[a, CHANNEL] * _TPDO_CHANNEL_SIZE
-    put_le(row, at + pdo.TPDO_STATUSWORD, flags[a, SW_BASE] | flags[a, STATUS_BITS], 2)
+    scales = x[a, SCALE:]
+    clamped = put_scaled(row, at, pdo.TPDO_POSITION, x[a, ACT_POS], scales)
+    clamped |= put_scaled(row, at, pdo.TPDO_VELOCITY, x[a, ACT_VEL], scales)
+    clamped |= put_scaled(row, at, pdo.TPDO_CURRENT, x[a, ACT_CUR], scales)
+    put_le(row, at + pdo.TPDO_STATUSWORD, flags[a, SW_BASE] | flags[a, STATUS_BITS] | (_LIMIT_BIT if clamped else 0), 2)
     put_le(row, at + pdo.TPDO_MODE_DISPLAY, flags[a, MODE_DISPLAY], 1)
-    put_le(row, at + pdo.TPDO_POSITION, np.float64(x[a, ACT_POS]).view(np.uint64), 8)
-    put_le(row, at + pdo.TPDO_VELOCITY, np.float32(x[a, ACT_VEL]).view(np.uint32), 4)
-    put_le(row, at + pdo.TPDO_CURRENT, np.float32(x[a, ACT_CUR]).view(np.uint32), 4)
     put_le(row, at + pdo.TPDO_ERROR_CODE, flags[a, ERROR_CODE], 2)
-    for k in range(3):
-        put_le(row, at + pdo.TPDO_AUX + 4 * k, np.float32(x[a, AUX + k]).view(np.uint32), 4)
+    for k in range(len(pdo.TPDO_AUX)):
+        put_le(row, at + pdo.TPDO_AUX[k], np.float32(x[a, AUX + k]).view(np.uint32), 4)
 
 
 @njit(cache=True)
@@ -172,7 +181,8 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
     frac = (phase + 1) / ratio
     for a in range(x.shape[0]):
         m = flags[a, MOTOR]
-        pos = plant_pos[m] + x[a, ENC_OFFSET]
+        per_rad = x[a, _POSITION_SCALE]
+        pos = np.floor((plant_pos[m] + x[a, ENC_OFFSET]) * per_rad) / per_rad     # whole encoder increments
         if flags[a, ENC_NAN] > 0:
             pos = np.nan
             flags[a, ENC_NAN] -= 1
@@ -273,6 +283,7 @@ class DriveBank:
         self.x = np.zeros((n, N_COLUMNS))
         for column, parameter in _PARAMETERS:
             self.x[:, column] = [getattr(a.drive, parameter) for a in config.axes]
+        self.x[:, SCALE:SCALE + len(pdo.SCALES)] = scale_table(config.axes)
         self.x[:, AUX:AUX + 3] = np.nan                       # nothing wired to the auxiliary inputs
         wired = []                                            # (bus axis, the plant sensor's values on its input)
         for name, spec in SENSORS.items():
@@ -389,7 +400,8 @@ class Drive:
 
     # -- PDO side -------------------------------------------------------------------------------
     def apply_rpdo(self, values: tuple) -> None:
-        """Setpoints of one PReq: (controlword, mode, position, velocity, torque) per channel."""
+        """Setpoints of one PReq: (controlword, mode, position, velocity, torque) per channel, the
+        last three the standard's integers (increments, increments/s, per mille of rated torque)."""
         self.dirty = False
         x = self.bank.x
         per = pdo.RPDO.per_channel
@@ -411,9 +423,9 @@ class Drive:
             if nxt != state:
                 self._enter(ch, nxt)
             row = self.rows[ch]
-            x[row, CMD_POS] = values[base + 2]
-            x[row, CMD_VEL] = values[base + 3]
-            x[row, CMD_TORQUE] = values[base + 4]
+            x[row, CMD_POS] = values[base + 2] / x[row, _POSITION_SCALE]
+            x[row, CMD_VEL] = values[base + 3] / x[row, _VELOCITY_SCALE]
+            x[row, CMD_TORQUE] = values[base + 4] / x[row, _TORQUE_SCALE]
             self._steady(ch)
 
     def statusword(self, ch: int) -> int:
@@ -506,6 +518,5 @@ class Drive:
 
     def _object_dictionary(self, axes: tuple[AxisConfig, ...]) -> ObjectDictionary:
         columns = dict(zip(DRIVE_COLUMNS, _columns(X_COLUMNS, *DRIVE_COLUMNS)))
-        scaling = {a.channel: AxisScaling(ENCODER_INCREMENTS, a.drive.current_limit,
-                                          a.drive.current_limit * a.drive.torque_constant) for a in axes}
-        return drive_dictionary(self, columns, scaling, self.bank.config.cycle_us, FAULT_HISTORY_LENGTH)
+        return drive_dictionary(self, columns, {a.channel: a.drive for a in axes}, self.bank.config.cycle_us,
+                                FAULT_HISTORY_LENGTH)

@@ -38,7 +38,8 @@ from numba import njit
 from drivers.udp_protocol import ANSWER, ENTRY
 from drivers.sim import drive
 from drivers.powerlink import frames
-from drivers.powerlink.checks import crc32, framed, get_f32, get_f64, le, put_le
+from drivers.powerlink.checks import crc32, framed, le, put_le
+from drivers.powerlink.scaling import get_scaled
 from drivers.powerlink.nmt import NMT_STATE_CODES, NmtState
 from drivers.powerlink import pdo
 from drivers.powerlink.pdo import RPDO
@@ -56,8 +57,7 @@ N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
  NET_TIME_NS) = range(14)
 N_IO = 14
 
-RPDO.require("drivers.sim.isochronous._apply", controlword=pdo.UNSIGNED16, modes_of_operation=pdo.INTEGER8,
-             target_position=pdo.REAL64, target_velocity=pdo.REAL32, torque_offset=pdo.REAL32)
+RPDO.require("drivers.sim.isochronous._apply", controlword=pdo.UNSIGNED16, modes_of_operation=pdo.INTEGER8)
 _CHANNEL_SIZE = RPDO.channel_struct.size
 _RPDO_SIZE = RPDO.size
 _OPERATIONAL = int(NmtState.OPERATIONAL)
@@ -128,9 +128,10 @@ def _apply(rx, at, n, node, x, flags):
         row = node[CHANNEL_ROWS + ch]
         if row >= 0:
             c = base + ch * _CHANNEL_SIZE
-            x[row, drive.CMD_POS] = get_f64(rx, c + pdo.RPDO_TARGET_POSITION)
-            x[row, drive.CMD_VEL] = get_f32(rx, c + pdo.RPDO_TARGET_VELOCITY)
-            x[row, drive.CMD_TORQUE] = get_f32(rx, c + pdo.RPDO_TORQUE_OFFSET)
+            scales = x[row, drive.SCALE:]
+            x[row, drive.CMD_POS] = get_scaled(rx, c, pdo.RPDO_TARGET_POSITION, scales)
+            x[row, drive.CMD_VEL] = get_scaled(rx, c, pdo.RPDO_TARGET_VELOCITY, scales)
+            x[row, drive.CMD_TORQUE] = get_scaled(rx, c, pdo.RPDO_TORQUE_OFFSET, scales)
     return True
 
 

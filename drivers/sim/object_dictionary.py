@@ -5,8 +5,11 @@
 error register and history, 0x1006 cycle length, 0x1008 device name, 0x1400/0x1600 RPDO and
 0x1800/0x1A00 TPDO communication and mapping parameters) and, per channel (index + 0x800 for the second), the CiA 402 objects with
 the standard's types: positions in encoder increments, speeds in increments/s (0x6080 in rpm),
-current and torque in per mille of the rated values 0x6075/0x6076, each channel scaled by its
-:class:`AxisScaling`.
+current and torque in per mille of the rated values 0x6075/0x6076, each channel scaled by the
+row of factors its process data travels by (the drive's ``SCALE`` columns, filled by
+:func:`drivers.powerlink.scaling.scale_table` from the axis' bus YAML), rounded and saturated as
+the process data is (:func:`drivers.powerlink.scaling.quantize`): an SDO read of 0x6064 is the
+TPDO's actual position.
 
 A mapping object accepts new entries only while its sub-index 0 is 0 (DS 301 §6.4.9.2), and each
 entry must name an object the dictionary holds; the simulated drives go on exchanging the mapping
@@ -18,8 +21,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from drivers.config import DriveParams
 from drivers.identity import Identity
 from drivers.powerlink import pdo
+from drivers.powerlink.scaling import quantize
 from drivers.powerlink.frames import PDO_VERSION
 from drivers.service_channel import (ABORT_GENERAL, ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
                                      ABORT_UNSUPPORTED_ACCESS, ABORT_VALUE_RANGE, ABORT_VALUE_TOO_HIGH,
@@ -38,16 +43,6 @@ class Refused(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(f"0x{code:08X}")
         self.code = code
-
-
-@dataclass(frozen=True)
-class AxisScaling:
-    """How a channel's SI values travel: encoder increments per motor revolution (0x608F/1),
-    rated current 0x6075 [A] and rated torque 0x6076 [N·m]."""
-
-    increments_per_rev: int
-    rated_current: float
-    rated_torque: float
 
 
 @dataclass
@@ -175,7 +170,7 @@ def _size(declared: pdo.PdoMapping, name: str) -> int:
 
 
 DRIVE_COLUMNS = ("KP", "KV", "KI", "KT", "I_MAX", "V_MAX", "FE_LIMIT", "P_DEM", "CMD_POS", "ACT_POS", "ACT_VEL",
-                 "ACT_CUR", "FE_ACTUAL")
+                 "ACT_CUR", "FE_ACTUAL", "SCALE")
 
 
 def identity_objects(od: ObjectDictionary, identity: Callable[[], Identity], update: Callable[..., None]) -> None:
@@ -192,11 +187,12 @@ def identity_objects(od: ObjectDictionary, identity: Callable[[], Identity], upd
                                   lambda v, n=name: update(**{n: v}), 0, 0xFFFF_FFFF))
 
 
-def drive_dictionary(drive, columns: dict[str, int], scaling: dict[int, AxisScaling], cycle_us: int,
+def drive_dictionary(drive, columns: dict[str, int], params: dict[int, DriveParams], cycle_us: int,
                      history_length: int) -> ObjectDictionary:
     """The dictionary of a simulated two-axis CiA 402 drive (:class:`drivers.sim.drive.Drive`),
-    reading its state row ``drive.bank.x[row]`` at ``columns`` (the names :data:`DRIVE_COLUMNS`),
-    channel ``ch`` scaled by ``scaling[ch]``."""
+    reading its state row ``drive.bank.x[row]`` at ``columns`` (the names :data:`DRIVE_COLUMNS`;
+    ``SCALE`` the first of the :data:`drivers.powerlink.pdo.SCALES` factors), channel ``ch``
+    reporting the rated values and encoder resolution of ``params[ch]``."""
     od = ObjectDictionary()
     od.add(0x1001, 0, Entry(UNSIGNED8, RO, lambda: drive.error_register))
     history = drive.history
@@ -214,21 +210,19 @@ def drive_dictionary(drive, columns: dict[str, int], scaling: dict[int, AxisScal
     _mapping(od, 0x1400, 0x1600, pdo.RPDO)
     _mapping(od, 0x1800, 0x1A00, pdo.TPDO)
     for ch in drive.slots:
-        _axis(od, drive, columns, scaling[ch], ch, ch * pdo.AXIS_OFFSET)
+        _axis(od, drive, columns, params[ch], ch, ch * pdo.AXIS_OFFSET)
     return od
 
 
-def _axis(od: ObjectDictionary, drive, c: dict[str, int], scale: AxisScaling, ch: int, off: int) -> None:
+def _axis(od: ObjectDictionary, drive, c: dict[str, int], params: DriveParams, ch: int, off: int) -> None:
     """CiA 402 objects of channel ``ch`` at their index + ``off``, in the standard's types."""
     x, row = drive.bank.x, drive.rows[ch]
-    per_rad = scale.increments_per_rev / (2 * math.pi)
-    rated_current, rated_torque = scale.rated_current, scale.rated_torque
+    position, velocity, torque, current = (c["SCALE"] + pdo.SCALES.index(s) for s in (
+        "position", "velocity", "torque", "current"))
+    per_rad = float(x[row, position])
 
-    def increments(col: int) -> Callable[[], int]:
-        return lambda: _saturate(INTEGER32, float(x[row, col]) * per_rad)
-
-    def per_mille(col: int, rated: float, factor: Callable[[], float] = lambda: 1.0) -> Callable[[], int]:
-        return lambda: _saturate(INTEGER16, 1000 * float(x[row, col]) * factor() / rated)
+    def scaled(data_type: int, col: int, unit: int, factor: Callable[[], float] = lambda: 1.0) -> Callable[[], int]:
+        return lambda: _saturate(data_type, float(x[row, col]) * factor(), float(x[row, unit]))
 
     def store(col: int, scale: float) -> Callable[[object], None]:
         def put(v: object) -> None:
@@ -242,32 +236,31 @@ def _axis(od: ObjectDictionary, drive, c: dict[str, int], scale: AxisScaling, ch
     od.add(0x6041 + off, 0, Entry(UNSIGNED16, RO, lambda: drive.statusword(ch)))
     od.add(0x6060 + off, 0, Entry(INTEGER8, RO, lambda: drive.op_mode[ch]))
     od.add(0x6061 + off, 0, Entry(INTEGER8, RO, lambda: drive.op_mode[ch]))
-    od.add(0x6062 + off, 0, Entry(INTEGER32, RO, increments(c["P_DEM"])))
-    od.add(0x6064 + off, 0, Entry(INTEGER32, RO, increments(c["ACT_POS"])))
-    od.add(0x606C + off, 0, Entry(INTEGER32, RO, increments(c["ACT_VEL"])))
-    od.add(0x6075 + off, 0, Entry(UNSIGNED32, CONST, lambda: round(1000 * rated_current)))       # mA
-    od.add(0x6076 + off, 0, Entry(UNSIGNED32, CONST, lambda: round(1000 * rated_torque)))        # mN·m
-    od.add(0x608F + off, 1, Entry(UNSIGNED32, CONST, lambda: scale.increments_per_rev))        # per motor turn
+    od.add(0x6062 + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["P_DEM"], position)))
+    od.add(0x6064 + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["ACT_POS"], position)))
+    od.add(0x606C + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["ACT_VEL"], velocity)))
+    od.add(0x6075 + off, 0, Entry(UNSIGNED32, CONST, lambda: round(1000 * params.rated_current)))   # mA
+    od.add(0x6076 + off, 0, Entry(UNSIGNED32, CONST, lambda: round(1000 * params.rated_torque)))    # mN·m
+    od.add(0x608F + off, 1, Entry(UNSIGNED32, CONST, lambda: params.encoder_increments))          # per motor turn
     od.add(0x608F + off, 2, Entry(UNSIGNED32, CONST, lambda: 1))
-    od.add(0x6077 + off, 0, Entry(INTEGER16, RO, per_mille(c["ACT_CUR"], rated_torque,
-                                                              lambda: float(x[row, c["KT"]]))))
-    od.add(0x6078 + off, 0, Entry(INTEGER16, RO, per_mille(c["ACT_CUR"], rated_current)))
-    od.add(0x607A + off, 0, Entry(INTEGER32, RO, increments(c["CMD_POS"])))
-    od.add(0x60F4 + off, 0, Entry(INTEGER32, RO, increments(c["FE_ACTUAL"])))
-    od.add(0x60FC + off, 0, Entry(INTEGER32, RO, increments(c["P_DEM"])))
-    od.add(0x6065 + off, 0, Entry(UNSIGNED32, RW, lambda: _saturate(UNSIGNED32, x[row, c["FE_LIMIT"]] * per_rad),
+    od.add(0x6077 + off, 0, Entry(INTEGER16, RO, scaled(INTEGER16, c["ACT_CUR"], torque,
+                                                         lambda: float(x[row, c["KT"]]))))
+    od.add(0x6078 + off, 0, Entry(INTEGER16, RO, scaled(INTEGER16, c["ACT_CUR"], current)))
+    od.add(0x607A + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["CMD_POS"], position)))
+    od.add(0x60F4 + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["FE_ACTUAL"], position)))
+    od.add(0x60FC + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["P_DEM"], position)))
+    od.add(0x6065 + off, 0, Entry(UNSIGNED32, RW, scaled(UNSIGNED32, c["FE_LIMIT"], position),
                                    store(c["FE_LIMIT"], 1 / per_rad), 0, 0xFFFF_FFFF))
-    od.add(0x6073 + off, 0, Entry(UNSIGNED16, RW, lambda: round(1000 * x[row, c["I_MAX"]] / rated_current),
-                                   store(c["I_MAX"], rated_current / 1000), 0, 0xFFFF))
+    od.add(0x6073 + off, 0, Entry(UNSIGNED16, RW, scaled(UNSIGNED16, c["I_MAX"], current),
+                                   store(c["I_MAX"], 1 / float(x[row, current])), 0, 0xFFFF))
     od.add(0x6080 + off, 0, Entry(UNSIGNED32, RW, lambda: round(x[row, c["V_MAX"]] * 60 / (2 * math.pi)),
                                    store(c["V_MAX"], 2 * math.pi / 60), 0, 0xFFFF_FFFF))
     for sub, col in enumerate((c["KP"], c["KV"], c["KI"], c["KT"]), 1):   # manufacturer: loop gains, SI
         od.add(0x2010 + off, sub, Entry(REAL64, RW, lambda c=col: float(x[row, c]), store(col, 1.0), 1e-9))
 
 
-def _saturate(data_type: int, value: float) -> int:
-    """``value`` rounded into the range of ``data_type`` (NaN, an encoder that reads nothing: 0)."""
-    if value != value:
-        return 0
+def _saturate(data_type: int, value: float, scale: float) -> int:
+    """``value * scale`` rounded into the range of ``data_type`` as the process data is (NaN, an
+    encoder that reads nothing: 0)."""
     low, high = INTEGER_RANGES[data_type]
-    return int(min(max(round(value), low), high)) if math.isfinite(value) else (high if value > 0 else low)
+    return int(quantize(value, scale, low, high)[0])

@@ -13,11 +13,11 @@ from drivers.backends.sim import open_in_process
 from drivers.sim import udp_server
 from drivers.cia402 import Mode, State
 from drivers.config import parse_bus_config
-from drivers.sim.drive import ACT_CUR, ACT_POS, ACT_VEL, AUX, CMD_POS
+from drivers.sim.drive import ACT_CUR, ACT_POS, ACT_VEL, AUX, CMD_POS, SCALE
 from drivers.powerlink import frames
 from drivers.powerlink.frames import ChecksumError, InconsistentFrame
 from drivers.powerlink.checks import steady_pres
-from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.powerlink.pdo import RPDO, SCALES, TPDO
 
 from tests.drivers.helpers import cycle
 
@@ -60,21 +60,24 @@ def test_a_changed_setpoint_is_applied_once_the_memo_differs(bus):
     bus.write()
     node.on_preq(rec.preq.view)
     before = node.drive.bank.x[0, CMD_POS]                # ankle_1
+    per_rad = bus.scales[0, 0]                            # the setpoint travels in whole increments
     bus.target_position[0] = before + 0.125
     bus.write()
     node.on_preq(rec.preq.view)
-    assert node.drive.bank.x[0, CMD_POS] == before + 0.125
-    assert RPDO.struct.unpack_from(node._rpdo_seen, frames.PDO_OFFSET)[2] == before + 0.125
+    assert node.drive.bank.x[0, CMD_POS] == round((before + 0.125) * per_rad) / per_rad
+    assert RPDO.struct.unpack_from(node._rpdo_seen, frames.PDO_OFFSET)[2] == round((before + 0.125) * per_rad)
 
 
 def _expected_tpdo(drive) -> bytes:
-    """The TPDO as struct packs it from the drive's CiA 402 state and the bank's actual values."""
+    """The TPDO as struct packs it from the drive's CiA 402 state and the bank's actual values, these
+    rounded to increments, increments/s and per mille of the rated current."""
     x = drive.bank.x
     values = []
     for ch in range(TPDO.channels):
         row = drive.rows[ch]
-        values += [drive.statusword(ch), drive.op_mode[ch], x[row, ACT_POS], x[row, ACT_VEL], x[row, ACT_CUR],
-                   drive.fault_code[ch], *x[row, AUX:AUX + 3]]
+        k = x[row, SCALE:SCALE + len(SCALES)]
+        values += [drive.statusword(ch), drive.op_mode[ch], round(x[row, ACT_POS] * k[0]), round(x[row, ACT_VEL] * k[1]),
+                   round(x[row, ACT_CUR] * k[3]), drive.fault_code[ch], *x[row, AUX:AUX + 3]]
     return TPDO.struct.pack(*values)
 
 

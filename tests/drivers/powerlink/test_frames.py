@@ -119,13 +119,13 @@ def test_asnd_round_trip_keeps_padding():
 
 
 def test_pdo_mappings_declare_sizes_and_objects():
-    assert RPDO.size == 2 * (2 + 1 + 8 + 4 + 4)
-    assert TPDO.size == 2 * (2 + 1 + 8 + 4 + 4 + 2 + 3 * 4)
-    assert TPDO.struct.format == "<HbdffHfffHbdffHfff"
+    assert RPDO.size == 2 * (2 + 1 + 4 + 4 + 2)
+    assert TPDO.size == 2 * (2 + 1 + 4 + 4 + 2 + 2 + 3 * 4)
+    assert TPDO.struct.format == "<HbiihHfffHbiihHfff"
     assert [o for o in TPDO.objects() if o[1] in (0x2400, 0x2C00)] == [
         (0, 0x2400, 1, "aux_input_x"), (0, 0x2400, 2, "aux_input_y"), (0, 0x2400, 3, "aux_input_z"),
         (1, 0x2C00, 1, "aux_input_x"), (1, 0x2C00, 2, "aux_input_y"), (1, 0x2C00, 3, "aux_input_z")]
-    assert RPDO.struct.format == "<HbdffHbdff"
+    assert RPDO.struct.format == "<HbiihHbiih"
     assert (1, 0x607A + 0x800, 0, "target_position") in RPDO.objects()
 
 
@@ -200,7 +200,7 @@ PRES_TPDO = frames.pres_header(TPDO.struct)
 
 
 def test_the_one_unpack_pres_reader_equals_read_pres_then_the_payload():
-    payload = TPDO.struct.pack(*([0x237, 8, 1.25, 2.5, -3.0, 0, 9.75, -0.5, 0.25] * TPDO.channels))
+    payload = TPDO.struct.pack(*([0x237, 8, 125, -250, -300, 0, 9.75, -0.5, 0.25] * TPDO.channels))
     data = pres(3, NmtState.OPERATIONAL, payload, frames.FLAG1_RD, 2)
     fields = frames.read_pres(data, PRES_TPDO)
     assert fields[:6] == frames.read_pres(data)

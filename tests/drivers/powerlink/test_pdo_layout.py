@@ -2,6 +2,8 @@
 each side encodes with one and decodes with the other, every field a distinct value."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -13,41 +15,64 @@ from drivers.powerlink.pdo import RPDO, TPDO, PdoLayoutError
 from drivers.powerlink.process_image import read_tpdo, write_rpdo
 from drivers.sim import drive, isochronous
 
-# Distinct per field and channel, exact in REAL32; the statusword reports Operation Enabled.
-TPDO_VALUES = [(0x1237 + 0x100 * ch, -8 - ch, 1.25 + ch, -2.5 - ch, 0.375 + ch, 0x4310 + ch, 5.5 + ch, -6.75 - ch,
+# Per axis: increments per rad (2^17 per revolution), per mille per N·m (rated 0.5 N·m), per mille per A (rated 5 A).
+SCALES = np.array([[2 ** 17 / (2 * math.pi)] * 2 + [2000.0, 200.0]] * 2)
+# Distinct per field and channel, the scaled ones as the integers they travel as (AUX exact in REAL32);
+# the statusword reports Operation Enabled.
+TPDO_VALUES = [(0x1237 + 0x100 * ch, -8 - ch, 123456 + ch, -654321 - ch, -1234 + ch, 0x4310 + ch, 5.5 + ch, -6.75 - ch,
                 7.125 + ch) for ch in range(TPDO.channels)]
-RPDO_VALUES = [(0x000F + 0x80 * ch, 9 + ch, -0.3125 - ch, 4.5 + ch, -1.0625 - ch) for ch in range(RPDO.channels)]
+RPDO_VALUES = [(0x000F + 0x80 * ch, 9 + ch, -2_000_000_000 - ch, 4_500_000 + ch, -32768 + ch) for ch in range(RPDO.channels)]
+# IEC 61800-7-201 (CiA 402) data type of each mapped object, and the CiA 301 size of each type (bytes).
+STANDARD_TYPES = {0x6040: pdo.UNSIGNED16, 0x6041: pdo.UNSIGNED16, 0x6060: pdo.INTEGER8, 0x6061: pdo.INTEGER8,
+                  0x607A: pdo.INTEGER32, 0x6064: pdo.INTEGER32, 0x60FF: pdo.INTEGER32, 0x606C: pdo.INTEGER32,
+                  0x60B2: pdo.INTEGER16, 0x6078: pdo.INTEGER16, 0x603F: pdo.UNSIGNED16, 0x2400: pdo.REAL32}
+TYPE_SIZES = {pdo.INTEGER8: 1, pdo.INTEGER16: 2, pdo.INTEGER32: 4, pdo.UNSIGNED8: 1, pdo.UNSIGNED16: 2,
+              pdo.UNSIGNED32: 4, pdo.REAL32: 4, pdo.REAL64: 8}
 
 
 def test_offsets_follow_the_declared_order_and_types():
-    """Each field's offset is the sum of the sizes before it, as ``struct`` lays the channel out."""
-    at = 0
-    for entry in TPDO.entries:
-        assert TPDO.offset(entry.name) == at
-        at += entry.size
-    assert at == TPDO.channel_struct.size
+    """Each field's type is the standard's, its size that of its type, its offset the sum of the
+    sizes before it, as ``struct`` lays the channel out; the integer fields' ranges are their types'."""
+    for mapping in (RPDO, TPDO):
+        at = 0
+        for entry in mapping.entries:
+            assert entry.data_type == STANDARD_TYPES[entry.index], hex(entry.index)
+            assert entry.size == TYPE_SIZES[entry.data_type]
+            assert mapping.offset(entry.name) == at
+            if entry.scale is not None:
+                bits = 8 * entry.size
+                assert mapping.field(entry.name) == (at, entry.size, -2 ** (bits - 1), 2 ** (bits - 1) - 1,
+                                                     pdo.SCALES.index(entry.scale))
+            at += entry.size
+        assert at == mapping.channel_struct.size and mapping.size == at * mapping.channels
+    assert (pdo.RPDO_TARGET_POSITION[0], pdo.TPDO_CURRENT[0]) == (3, 11)      # 2 + 1; 2 + 1 + 4 + 4
     with pytest.raises(KeyError, match="maps no field 'torque'"):
         RPDO.offset("torque")
     with pytest.raises(PdoLayoutError, match="controlword"):
         RPDO.require("a test", controlword=pdo.REAL32)
+    with pytest.raises(PdoLayoutError, match="integer data type"):
+        pdo.PdoEntry("x", 0x607A, 0, pdo.REAL64, "position")
 
 
 def test_the_drive_kernel_writes_the_declared_tpdo():
-    """drive._write_tpdo (the drive's TPDO into its PRes) decodes with TPDO.struct to what it wrote."""
+    """drive._write_tpdo (the drive's TPDO into its PRes) decodes with TPDO.struct to what it wrote,
+    the SI values as the integers that scale to them."""
     pres = np.zeros((1, 96), np.uint8)
     x = np.zeros((TPDO.channels, drive.N_COLUMNS))
     flags = np.zeros((TPDO.channels, drive.N_FLAGS), np.int64)
     for a, v in enumerate(TPDO_VALUES):
         flags[a, drive.CHANNEL] = a
         flags[a, drive.SW_BASE], flags[a, drive.MODE_DISPLAY], flags[a, drive.ERROR_CODE] = v[0], v[1], v[5]
-        x[a, drive.ACT_POS], x[a, drive.ACT_VEL], x[a, drive.ACT_CUR] = v[2], v[3], v[4]
+        x[a, drive.SCALE:drive.SCALE + len(pdo.SCALES)] = SCALES[a]
+        x[a, drive.ACT_POS], x[a, drive.ACT_VEL], x[a, drive.ACT_CUR] = v[2] / SCALES[a, 0], v[3] / SCALES[a, 1], \
+            v[4] / SCALES[a, 3]
         x[a, drive.AUX:drive.AUX + 3] = v[6:]
         drive._write_tpdo(pres, x, flags, a)
     assert TPDO.struct.unpack_from(pres[0], frames.PDO_OFFSET) == sum(TPDO_VALUES, ())
 
 
 def test_the_bus_reads_the_declared_tpdo():
-    """process_image.read_tpdo decodes a payload TPDO.struct packed, field by field."""
+    """process_image.read_tpdo decodes a payload TPDO.struct packed, field by field, into SI."""
     tpdo = np.zeros((1, TPDO.size), np.uint8)
     TPDO.struct.pack_into(tpdo[0], 0, *sum(TPDO_VALUES, ()))
     n = TPDO.channels
@@ -55,24 +80,29 @@ def test_the_bus_reads_the_declared_tpdo():
     latched, statusword, mode, state, code = ints
     floats = [np.zeros(n) for _ in range(3)]
     aux = np.zeros((n, 3))
-    read_tpdo(tpdo, np.zeros(1, np.int64), np.zeros(n, np.int64), np.arange(n), latched, statusword, mode, *floats,
-              aux, state, code, np.zeros(n, np.int64))
+    read_tpdo(tpdo, np.zeros(1, np.int64), np.zeros(n, np.int64), np.arange(n), SCALES, latched, statusword, mode,
+              *floats, aux, state, code, np.zeros(n, np.int64))
     for ch, v in enumerate(TPDO_VALUES):
-        got = (statusword[ch], mode[ch], floats[0][ch], floats[1][ch], floats[2][ch], code[ch], *aux[ch])
-        assert got == v
+        got = (statusword[ch], mode[ch], floats[0][ch] * SCALES[ch, 0], floats[1][ch] * SCALES[ch, 1],
+               floats[2][ch] * SCALES[ch, 3], code[ch], *aux[ch])
+        assert got == pytest.approx(v, rel=1e-12)
         assert state[ch] == State.OPERATION_ENABLED
 
 
 def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():
-    """process_image.write_rpdo packs what RPDO.struct unpacks, and the CN's Numba path
-    (isochronous._apply) reads those setpoints back."""
+    """process_image.write_rpdo packs what RPDO.struct unpacks (the SI setpoints as the integers
+    that scale to them), and the CN's Numba path (isochronous._apply) reads those setpoints back."""
     n = RPDO.channels
     preq = np.zeros((1, PREQ_LENGTH), np.uint8)
     cw = np.array([v[0] for v in RPDO_VALUES], np.int64)
-    columns = [np.array([v[k] for v in RPDO_VALUES]) for k in range(1, 5)]
-    write_rpdo(np.full(n, int(Intent.FAULT_RESET), np.int64), np.zeros(n, np.int64), cw, columns[0].astype(np.int64),
-               *columns[1:], preq, np.zeros(n, np.int64), np.arange(n), True)
+    columns = [np.array([v[k] for v in RPDO_VALUES], float) / scale for k, scale in
+               ((1, 1.0), (2, SCALES[:, 0]), (3, SCALES[:, 1]), (4, SCALES[:, 2]))]
+    saturated, saturations = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    assert write_rpdo(np.full(n, int(Intent.FAULT_RESET), np.int64), np.zeros(n, np.int64), cw,
+                      columns[0].astype(np.int64), *columns[1:], preq, np.zeros(n, np.int64), np.arange(n), SCALES,
+                      saturated, saturations, np.zeros(n, np.int64), True) == (0, 0)
     assert RPDO.struct.unpack_from(preq[0], frames.PDO_OFFSET) == sum(RPDO_VALUES, ())
+    assert not saturated.any() and not saturations.any()
     # the same PReq through the CN's fast path: a valid frame whose controlword and mode change nothing
     frame = frames.preq_frame(1, RPDO.size)
     frame.buf[18] = frames.FLAG1_RD
@@ -80,6 +110,7 @@ def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():
                                                                            frames.PDO_OFFSET + RPDO.size])
     rx = np.frombuffer(bytes(frame.seal()), np.uint8)
     x = np.zeros((n, drive.N_COLUMNS))
+    x[:, drive.SCALE:drive.SCALE + len(pdo.SCALES)] = SCALES
     flags = np.zeros((n, drive.N_FLAGS), np.int64)
     flags[:, drive.IDEM_CW], flags[:, drive.MODE_DISPLAY] = cw, columns[0]
     node = np.zeros(isochronous.N_NODE_COLUMNS, np.int64)
@@ -87,4 +118,5 @@ def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():
     node[isochronous.CHANNEL_ROWS:] = np.arange(n)        # axis rows 0 and 1
     assert isochronous._apply(rx, 0, rx.shape[0], node, x, flags)
     for a, v in enumerate(RPDO_VALUES):
-        assert (x[a, drive.CMD_POS], x[a, drive.CMD_VEL], x[a, drive.CMD_TORQUE]) == v[2:]
+        assert (x[a, drive.CMD_POS], x[a, drive.CMD_VEL], x[a, drive.CMD_TORQUE]) == pytest.approx(
+            (columns[1][a], columns[2][a], columns[3][a]), rel=1e-15)

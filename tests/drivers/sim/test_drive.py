@@ -13,10 +13,11 @@ from drivers.config import parse_bus_config
 from drivers.sim.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, LOOP_POSITION, LOOP_TORQUE, FE_ACTUAL, FE_LIMIT, P_DEM
 from drivers.events import EventKind
 from drivers.fault_api import FaultError
+from drivers.powerlink import frames, pdo
 from drivers.service_channel import UNSIGNED8, UNSIGNED16, UNSIGNED32, SdoAbort
 from drivers.sim.nodes import SimulatedNodes
 
-from tests.drivers.helpers import cycle
+from tests.drivers.helpers import cycle, enabled_bus
 
 
 def test_position_set_values_interpolate_at_each_400us_sub_step(bench):
@@ -116,12 +117,18 @@ def test_over_temperature_cannot_be_reset_while_hot(bus):
 
 
 def test_sdo_parameters_read_write_and_aborts(bus):
-    """0x6065 (following error window) is UNSIGNED32 in encoder increments: 2^17 per motor turn."""
+    """The drive parameters in the standard's types and units (2^17 increments per revolution, rated
+    5 A and 0.5 N·m by default): 0x6065 UNSIGNED32 increments, 0x6073 UNSIGNED16 per mille of the rated
+    current, 0x6080 UNSIGNED32 rpm; DS 301's aborts for a wrong access, object, range or type."""
     per_rad = 2**17 / (2 * math.pi)
     assert bus.complete(bus.sdo_write(2, 0x6065, 0, 5215, UNSIGNED32)) == 5215
     assert bus.complete(bus.sdo_read(2, 0x6065, 0, UNSIGNED32)) == 5215
     assert bus.complete(bus.sdo_read(2, 0x6865, 0, UNSIGNED32)) == round(0.5 * per_rad)   # hip: default 0.5 rad
     assert bus.network.bank.x[bus.axis("knee").index, FE_LIMIT] == pytest.approx(5215 / per_rad, rel=1e-15)
+    assert bus.complete(bus.sdo_read(2, 0x6073, 0, UNSIGNED16)) == 2000                   # 10 A of 5 A
+    assert bus.complete(bus.sdo_read(2, 0x6080, 0, UNSIGNED32)) == round(300 * 60 / (2 * math.pi))  # 2865 rpm
+    assert [bus.complete(bus.sdo_read(2, index, sub, UNSIGNED32)) for index, sub in ((0x6075, 0), (0x6076, 0), (0x608F, 1))] \
+        == [5000, 500, 2 ** 17]                                                           # mA, mN·m, increments/rev
     for request, code, text in ((bus.sdo_write(2, 0x1000, 0, 1, UNSIGNED32), 0x06010002, "write 0x1000/0"),
                                 (bus.sdo_read(2, 0x5555, 0), 0x06020000, "read 0x5555/0"),
                                 (bus.sdo_read(2, 0x1018, 9), 0x06090011, "read 0x1018/9"),
@@ -179,5 +186,34 @@ def test_following_error_object_in_the_object_dictionary(bus):
     x, objects = bus.network.bank.x, bus.network.nodes[2].drive.objects
     for name, index in (("knee", 0x60F4), ("hip", 0x68F4)):
         row = bus.axis(name).index
-        value = objects.value(index, 0)            # INTEGER32 increments, 2^17 per motor turn
-        assert value == round((x[row, P_DEM] - x[row, ACT_POS]) * 2**17 / (2 * math.pi)) and abs(value) > 100
+        per_rad = bus.scales[row, 0]                       # INTEGER32 increments
+        value = objects.value(index, 0)
+        assert value == round((x[row, P_DEM] - x[row, ACT_POS]) * per_rad) and abs(value) > 1e-3 * per_rad
+        assert objects.value(index + 0x62 - 0xF4, 0) == objects.value(index + 0xFC - 0xF4, 0) \
+            == round(x[row, P_DEM] * per_rad)              # 0x6062 = 0x60FC: no factor group
+
+
+def test_the_object_dictionary_reports_what_the_process_data_carries(bench):
+    """0x6064/0x606C/0x6078 as the SDO server reads them are the integers the drive's TPDO carries
+    in the same cycle, and 0x608F/0x6075/0x6076 read over the wire the scaling of the bus YAML (here
+    not the defaults): one scaling for the object dictionary and the process data."""
+    bench["drive_defaults"].update(encoder_increments=10_000, rated_current=2.5, rated_torque=0.25)
+    bus = enabled_bus(bench)
+    try:
+        bus.axis("knee").target_position = bus.axis("knee").position + 0.3
+        cycle(bus, 10)
+        drive = bus.network.nodes[2].drive
+        tpdo = dict(zip([f"{e.name}/{ch}" for ch in range(pdo.TPDO.channels) for e in pdo.TPDO.entries],
+                        pdo.TPDO.struct.unpack_from(drive.pres_buffer, frames.PDO_OFFSET)))
+        frozen = {(name, ch): (drive.objects.value(pdo.TPDO.entry(name).index + ch * pdo.AXIS_OFFSET, 0),
+                               tpdo[f"{name}/{ch}"])
+                  for name in ("position_actual", "velocity_actual", "current_actual") for ch in drive.slots}
+        assert all(od == pd for od, pd in frozen.values()), frozen
+        knee = bus.axis("knee").channel
+        assert all(abs(frozen[name, knee][0]) > 100 for name in ("position_actual", "velocity_actual", "current_actual"))
+        assert [bus.complete(bus.sdo_read(2, index, sub, UNSIGNED32)) for index, sub in ((0x608F, 1), (0x6075, 0),
+                                                                                         (0x6076, 0))] == [10_000, 2500, 250]
+        row = bus.axis("knee").index
+        assert drive.objects.value(0x6064 + knee * pdo.AXIS_OFFSET, 0) == round(bus.network.bank.x[row, ACT_POS] * 10_000 / (2 * math.pi))
+    finally:
+        bus.close()
