@@ -17,7 +17,7 @@ from controller.tools.ports import free_port
 
 
 @contextmanager
-def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: float = 60.0, timeout_s: float = 2.0,
+def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: float = 300.0, timeout_s: float = 2.0,
            log: bool | Path = True, name: str = "bipd.yaml", shutdown: bool = False
            ) -> Iterator[tuple[subprocess.Popen, Client, str]]:
     """``bipd run --config tmp_path/name clock`` (``--lockstep``, ``--stepped``: stepped to its boot, ...) of ``doc`` (free ports; with ``log`` its cycle log in

@@ -14,7 +14,7 @@ from controller.tools.client import Client
 from tests.controller.daemon_process import wait_state
 from tests.paths import DEPLOY, ROBOTS
 
-BOOT_S = 60.0
+BOOT_S = 300.0
 
 
 def bipd_run(config) -> subprocess.Popen:

@@ -28,7 +28,7 @@ from models.tilt import rotation_world_foot  # noqa: E402
 from controller.tools.ports import free_port  # noqa: E402
 from tests.paths import DEPLOY, ROBOTS
 
-BOOT_S = 60.0          # wall seconds before giving up on an event: an error, not a verdict
+BOOT_S = 300.0          # wall seconds before giving up on an event: an error, not a verdict
 
 
 def _config(tmp_path: Path, live: dict | None) -> tuple[Path, str]:
