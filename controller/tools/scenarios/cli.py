@@ -295,8 +295,9 @@ def main(argv: list[str] | None = None) -> int:
             res = wr.collect(WholeBodyOptions(config=config), args.runs or 4, _say)
             return _table(args, res, wr.markdown(res), wr.MARKERS, wr.PAGE)
         if args.scenario == "results":
-            from controller.tools.scenarios.results import (BEGIN, END, LEG_PAGE, WALK_MARKERS, WALK_PAGE, collect,
-                                                            collect_walks, markdown, update_readme, walk_markdown)
+            from controller.tools.scenarios.results import (BEGIN, END, GROUND_MARKERS, LEG_PAGE, WALK_MARKERS,
+                                                            WALK_PAGE, collect, collect_ground, collect_walks,
+                                                            ground_markdown, markdown, update_readme, walk_markdown)
 
             res, tables = {}, []
             if args.part in ("all", "leg"):
@@ -305,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.part in ("all", "walk"):
                 res["walk"] = collect_walks(options, _say)
                 tables.append((walk_markdown(res["walk"]), WALK_MARKERS, WALK_PAGE))
+                res["walk"]["ground"] = collect_ground(options, _say)
+                tables.append((ground_markdown(res["walk"]["ground"]), GROUND_MARKERS, WALK_PAGE))
             if args.write:
                 for table, markers, page in tables:
                     update_readme(args.write / page, table, markers)
