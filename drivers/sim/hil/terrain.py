@@ -79,7 +79,7 @@ class Terrain:
         if self.roll:
             out += ["--floor-roll", repr(math.degrees(self.roll))]
         if self.step_height:
-            out += ["--floor-step", f"{self.step_height!r}@{self.step_x!r}"]
+            out += [f"--floor-step={self.step_height!r}@{self.step_x!r}"]   # "=": a step down starts with "-"
         return tuple(out)
 
     def describe(self) -> dict[str, float]:
