@@ -5,7 +5,10 @@
     bipd scenario push [--force N] [--duration S] [--direction forward|backward|left|right]
     bipd scenario walk-file PATH
     bipd scenario walk [--gait FILE.csv] [--hung] [--steps N] [--speed M_H] [--config deploy/bip2000.yaml]
-                                                                 a gait on the whole BIP 2000 (thesis §2.6.2)
+                       [--floor-pitch DEG] [--floor-roll DEG] [--floor-step HEIGHT@X] [--push NS@T[:DIRECTION]]
+                       [--no-stabilizer | --stabilizer MODE]
+                                                                 a gait on the whole BIP 2000 (thesis §2.6.2), on
+                                                                 ground it was not told about
     bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
     bipd scenario tilt-directions                                20° tilt in eight directions
@@ -55,7 +58,8 @@ from controller.tools.scenarios.runner import DEFAULT_CONFIG, Options, ScenarioE
 from controller.tools.scenarios.scenarios import PUSH_DIRECTIONS, THESIS_TILT, THESIS_TILT_S, HOLD_S, Fault, Push, Squat, Tilt, WalkFile
 from controller.tools.scenarios.rig import RIG_CONFIG, RigMotion, checked_motion, is_tree_config, motion_folder
 from controller.tools.scenarios.search import TILT_AXES, largest_tilt, platform_limit_deg
-from controller.tools.scenarios.walk import THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG
+from controller.tools.scenarios.walk import (PUSH_S, PUSH_SIDES, THESIS_SPEED_M_H, THESIS_STEPS, WALK_CONFIG,
+                                             WALK_STABILIZERS, parse_push)
 
 
 def _failed(e: ConfigError | ScenarioError) -> int:
@@ -119,6 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
     wk.add_argument("--speed", type=float, default=THESIS_SPEED_M_H,
                     help=f"generated gait: m/h (default {THESIS_SPEED_M_H:g})")
     wk.add_argument("--config", type=Path, default=WALK_CONFIG, help="daemon YAML (default: deploy/bip2000.yaml)")
+    wk.add_argument("--floor-pitch", type=float, default=0.0, metavar="DEG",
+                    help="the floor tilted about y under the whole walk, deg (> 0: uphill); the gait and the "
+                         "daemon are not told")
+    wk.add_argument("--floor-roll", type=float, default=0.0, metavar="DEG",
+                    help="the floor tilted about x, deg (> 0: rising to the left)")
+    wk.add_argument("--floor-step", metavar="HEIGHT@X",
+                    help="a step of HEIGHT m (< 0: a step down) at X m ahead of the start")
+    wk.add_argument("--push", metavar="NS@T[:DIRECTION]",
+                    help=f"an impulse of NS N s on the pelvis over {PUSH_S:g} s, T s into the gait's playback, "
+                         f"{'/'.join(PUSH_SIDES)} (default forward)")
+    stab = wk.add_mutually_exclusive_group()
+    stab.add_argument("--no-stabilizer", action="store_true",
+                      help="the open-loop gait (today the only walk: no stabilized walk exists yet)")
+    stab.add_argument("--stabilizer", metavar="MODE",
+                      help=f"a stabilized walk (known: {', '.join(WALK_STABILIZERS) or 'none yet'})")
     _bench(wk)
     f = sub.add_parser("fault", help="consecutive lost PRes of one node during the thesis tilt")
     f.add_argument("--count", type=int, default=1, help="PRes lost in a row (1 is forgiven, >= 2 trips)")
@@ -276,8 +295,9 @@ def main(argv: list[str] | None = None) -> int:
             res = wr.collect(WholeBodyOptions(config=config), args.runs or 4, _say)
             return _table(args, res, wr.markdown(res), wr.MARKERS, wr.PAGE)
         if args.scenario == "results":
-            from controller.tools.scenarios.results import (BEGIN, END, LEG_PAGE, WALK_MARKERS, WALK_PAGE, collect,
-                                                            collect_walks, markdown, update_readme, walk_markdown)
+            from controller.tools.scenarios.results import (BEGIN, END, GROUND_MARKERS, LEG_PAGE, WALK_MARKERS,
+                                                            WALK_PAGE, collect, collect_ground, collect_walks,
+                                                            ground_markdown, markdown, update_readme, walk_markdown)
 
             res, tables = {}, []
             if args.part in ("all", "leg"):
@@ -286,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.part in ("all", "walk"):
                 res["walk"] = collect_walks(options, _say)
                 tables.append((walk_markdown(res["walk"]), WALK_MARKERS, WALK_PAGE))
+                res["walk"]["ground"] = collect_ground(options, _say)
+                tables.append((ground_markdown(res["walk"]["ground"]), GROUND_MARKERS, WALK_PAGE))
             if args.write:
                 for table, markers, page in tables:
                     update_readme(args.write / page, table, markers)
@@ -319,6 +341,13 @@ def _print_walk(res: dict[str, Any]) -> None:
     outcome = (f"FELL at t = {res['fell_at_s']:.2f} s, pelvis {travel} forward" if res["fell"] else
                f"completed, pelvis {travel} forward" if res["completed"] else f"did not complete ({res['aborted']})")
     print(f"walk ({res['mount']}, {steps}{res['gait']}): {outcome}")
+    t = res["terrain"]
+    print(f"  ground: floor pitch {t['floor_pitch_deg']:g} deg, roll {t['floor_roll_deg']:g} deg, "
+          + (f"step {100 * t['step_height_m']:+g} cm at {t['step_x_m']:g} m" if t["step_height_m"] else "no step")
+          + "; " + ("no push" if res["push"] is None else
+                    f"push {res['push']['impulse_Ns']:g} N s {res['push']['direction']} at {res['push']['at_s']:g} s"))
+    print(f"  stabilizer: {res['stabilizer_note']}; estimated slope: "
+          f"{res['estimated_slope_note'] if res['estimated_slope_deg'] is None else res['estimated_slope_deg']}")
     b = res["bounds"]
     knee = res["knee_error_deg"]
     print(f"  knee tracking error {'n/a' if knee is None else f'{knee:.3f} deg'} "
@@ -348,6 +377,7 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
         p.error(f"walk: --gait {args.gait} is not a file")
     if args.gait is None and not (args.steps >= 1 and args.speed > 0):
         p.error("walk: --steps must be at least 1 and --speed > 0 m/h")
+    variant = _walk_variant(args, p)
     options = Options(config=args.config, lockstep=not args.realtime, plot_dir=args.plot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep, record=record)
 
@@ -360,10 +390,37 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
             sys.stdout.flush()
 
     try:
-        res = walk(options, args.hung, args.gait, args.steps, args.speed, _say, report).to_dict()
+        res = walk(options, args.hung, args.gait, args.steps, args.speed, _say, report, **variant).to_dict()
     except (ConfigError, ScenarioError) as e:
         return _failed(e)
     return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1
+def _walk_variant(args: argparse.Namespace, p: argparse.ArgumentParser) -> dict[str, Any]:
+    """The walk's terrain, push and stabilizer from its arguments; a bad one is a usage error naming it."""
+    from drivers.sim.hil.terrain import TerrainError, terrain
+
+    given = (("--floor-pitch", args.floor_pitch, {"pitch_deg": args.floor_pitch}),
+             ("--floor-roll", args.floor_roll, {"roll_deg": args.floor_roll}),
+             ("--floor-step", args.floor_step, {"step": args.floor_step}))
+    for flag, value, kw in given:
+        try:
+            terrain(**kw)
+        except TerrainError as e:
+            p.error(f"{flag} {value}: {e}")
+    floor = terrain(args.floor_pitch, args.floor_roll, args.floor_step)
+    if args.hung and not floor.flat:
+        p.error("--floor-pitch/--floor-roll/--floor-step: the robot hung from the gantry (--hung) never reaches the floor")
+    try:
+        push = None if args.push is None else parse_push(args.push)
+    except ValueError as e:
+        p.error(f"--push {e}")
+    if args.hung and push is not None:
+        p.error("--push: the pelvis hung from the gantry (--hung) is fixed; push a robot on the floor")
+    if args.stabilizer is not None and args.stabilizer not in WALK_STABILIZERS:
+        p.error(f"--stabilizer {args.stabilizer}: no such stabilized walk (known: "
+                f"{', '.join(WALK_STABILIZERS) or 'none yet; --no-stabilizer runs the open-loop gait'})")
+    return {"terrain": floor, "push": push, "stabilizer": args.stabilizer}
+
+
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
     from controller.tools.scenarios.whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body

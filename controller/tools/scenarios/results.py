@@ -14,7 +14,10 @@ the markers ``<!-- scenario-results -->`` and ``<!-- /scenario-results -->`` of
 The walk rows (``--part walk``, :func:`collect_walks`): BIP 2000 hung from the gantry (the thesis'
 walking experiment, 2 steps) and on the floor (2 and 10 steps), at 360 m/h, with the thesis'
 bounds on the knee tracking and the drives' following errors; their own table between
-``<!-- walk-results -->`` and ``<!-- /walk-results -->`` of ``docs/results/bip2000.md``.
+``<!-- walk-results -->`` and ``<!-- /walk-results -->`` of ``docs/results/bip2000.md``; then the walks
+on ground the gait was not told about (:func:`collect_ground`: tilted floors, steps, pushes walking
+and standing, open-loop and stabilized), between ``<!-- walk-ground-results -->`` and
+``<!-- /walk-ground-results -->`` of the same page.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from controller.tools.scenarios.runner import Options, Say, ScenarioError, run_scenario
@@ -203,4 +207,127 @@ def walk_markdown(res: dict[str, Any]) -> str:
             "`bipd gait`, played through the daemon on `deploy/bip2000.yaml` against the HIL's MuJoCo biped; "
             "fell = the HIL's latch: pelvis 0.2 m below its start or tilted 30°; pelvis travel forward to the "
             "fall or the end; hung from the gantry the pelvis does not travel).")
+    return "\n".join(rows) + "\n" + note + "\n"
+
+
+GROUND_MARKERS = ("<!-- walk-ground-results -->", "<!-- /walk-ground-results -->")   # --part walk's second table
+GROUND_STEPS = 2                           # the 2-step walk: enough to meet the ground, short on a shared host
+STEP_X_M = 0.175                           # m, the step's edge: just ahead of the soles' toes at the start (0.170 m)
+GROUNDS = (("flat", {}),
+           ("pitch +2° (uphill)", {"pitch_deg": 2.0}), ("pitch −2° (downhill)", {"pitch_deg": -2.0}),
+           ("pitch +4° (uphill)", {"pitch_deg": 4.0}), ("pitch −4° (downhill)", {"pitch_deg": -4.0}),
+           ("roll +2° (left side up)", {"roll_deg": 2.0}), ("roll −2° (right side up)", {"roll_deg": -2.0}),
+           ("step up 1 cm", {"step": f"0.01@{STEP_X_M}"}), ("step down 1 cm", {"step": f"-0.01@{STEP_X_M}"}),
+           ("step up 2 cm", {"step": f"0.02@{STEP_X_M}"}), ("step down 2 cm", {"step": f"-0.02@{STEP_X_M}"}))
+"""(row label, :func:`drivers.sim.hil.terrain.terrain` arguments) of the walks on unknown ground."""
+WALK_PUSHES = ("forward", "left")
+WALK_PUSH_MAX_NS = 40.0                    # N s, the walk push search's first (upper) trial
+WALK_PUSH_RUNS = 4                         # runs per walk push bisection: 40 / 2^3 = 5 N s resolution
+STANDING_PUSH_RUNS = 4                     # runs per standing push bisection (whole-body bench)
+
+
+def _walk_figures(r) -> dict[str, Any]:
+    """What the ground table keeps of a walk (a :class:`~.walk_metrics.WalkResult`)."""
+    return {k: getattr(r, k) for k in ("fell", "fell_at_s", "completed", "aborted", "distance_m",
+                                         "following_error_max_deg", "following_error_axis", "min_zmp_margin_m",
+                                         "zmp_outside_s", "terrain", "push", "stabilizer", "estimated_slope_deg")}
+
+
+def collect_ground(options: Options, say: Say = lambda _m: None, workers: int = 2) -> dict[str, Any]:
+    """The walks on unknown ground (:data:`GROUNDS`), the largest push survived mid-single-support
+    (:data:`WALK_PUSHES`, bisection over N s) and standing (the whole-body bench, with and without its
+    stabilizer), ``workers`` benches at a time. Each walk row runs open-loop and with every stabilized
+    walk of :data:`~.walk.WALK_STABILIZERS` (none yet: those cells are n/a)."""
+    import tempfile
+
+    from drivers.sim.hil.terrain import terrain
+    from controller.tools.scenarios import whole_body_results as wr
+    from controller.tools.scenarios.search import bisect
+    from controller.tools.scenarios.walk import (THESIS_SPEED_M_H, WALK_CONFIG, WALK_STABILIZERS, WalkPush,
+                                                 generate_gait, mid_single_support, run_walk)
+    from controller.tools.scenarios.whole_body import WholeBodyOptions
+
+    o = replace(options, config=WALK_CONFIG if options.config == Options().config else options.config,
+                plot_dir=None)
+    modes = (None, *WALK_STABILIZERS)[:2]      # open-loop, then the first stabilized walk when one exists
+
+    def walk(gait: Path, label: str, mode: str | None, **variant: Any):
+        return run_walk(gait, o, False, lambda m: say(f"{label} ({mode or 'open-loop'}): {m}"),
+                        stabilizer=mode, **variant)
+
+    def ground(gait: Path, label: str, kw: dict, mode: str | None) -> dict[str, Any]:
+        return _walk_figures(walk(gait, label, mode, terrain=terrain(**kw)))
+
+    def pushed(gait: Path, direction: str, at: float, mode: str | None) -> dict[str, Any]:
+        label = f"walk push {direction} at {at:.2f} s"
+        out = bisect(lambda ns: WalkPush(ns, at, direction), WALK_PUSH_MAX_NS, WALK_PUSH_RUNS, None,
+                     lambda m: say(f"{label} ({mode or 'open-loop'}): {m}"),
+                     run=lambda p, _o, s: _searched(walk(gait, label, mode, push=p)))
+        return {"direction": direction, "at_s": at, "stabilizer": mode, "held_Ns": out["held"],
+                "fell_Ns": out["fell"], "trials": out["trials"]}
+
+    with tempfile.TemporaryDirectory(prefix="bipd-ground-") as folder:
+        gait = generate_gait(Path(folder), o.config, GROUND_STEPS, THESIS_SPEED_M_H, say)
+        at = round(mid_single_support(gait), 3)
+        with ThreadPoolExecutor(workers) as pool:
+            rows = {label: [pool.submit(ground, gait, label, kw, m) for m in modes] for label, kw in GROUNDS}
+            pushes = [pool.submit(pushed, gait, d, at, m) for d in WALK_PUSHES for m in modes]
+            standing = [pool.submit(wr.largest_push, d, WholeBodyOptions(stabilizer=s), STANDING_PUSH_RUNS, say)
+                        for s in (True, False) for d in wr.PUSHES]
+            res = {"grounds": {label: [f.result() for f in fs] for label, fs in rows.items()},
+                   "walk_pushes": [f.result() for f in pushes], "standing_pushes": [f.result() for f in standing]}
+    return {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
+            "speed_m_h": THESIS_SPEED_M_H, "steps": GROUND_STEPS, "step_x_m": STEP_X_M, "push_at_s": at,
+            "stabilized_walks": list(WALK_STABILIZERS), **res}
+
+
+def _searched(r) -> SimpleNamespace:
+    """A walk as :func:`.search.bisect` reads a run (its margin: the ZMP's)."""
+    return SimpleNamespace(fell=r.fell, aborted=r.aborted, min_cog_margin_m=r.min_zmp_margin_m)
+
+
+def _ground_cell(w: dict[str, Any]) -> str:
+    """A walk on unknown ground: completed or fell, travel, following error, min ZMP margin."""
+    travel = "n/a" if w["distance_m"] is None else f"{w['distance_m']:.2f} m"
+    fe = "n/a" if w["following_error_max_deg"] is None else f"{w['following_error_max_deg']:.2f}°"
+    zmp = "n/a" if w["min_zmp_margin_m"] is None else f"{round(1e3 * w['min_zmp_margin_m'], 1) + 0.0:.1f} mm"
+    verdict = (f"**fell** at {w['fell_at_s']:.2f} s" if w["fell"] else "completed" if w["completed"]
+               else f"ended early ({w['aborted']})")
+    return f"{verdict}, {travel}; FE {fe}; ZMP {zmp}"
+
+
+def _pushed_cell(held: float, fell: float | None) -> str:
+    if fell is None:
+        return f"≥ {held:.1f} N s (the search's top)"
+    return f"< {fell:.1f} N s (falls there)" if held == 0.0 else f"{held:.1f} N s (falls at {fell:.1f})"
+
+
+def ground_markdown(res: dict[str, Any]) -> str:
+    """The unknown-ground table (docs/results/bip2000.md): one row per ground or push, open-loop beside
+    stabilized."""
+    none = "n/a: no stabilized walk exists yet"
+    rows = [f"| BIP 2000, {res['steps']} steps at {res['speed_m_h']:g} m/h, ground not told to the gait | "
+            "without stabilizer (open-loop gait) | with stabilizer |", "| --- | --- | --- |"]
+    for label, runs in res["grounds"].items():
+        cells = [_ground_cell(w) for w in runs] + [none] * (2 - len(runs))
+        rows.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    for direction in WALK_PUSHES:
+        found = [p for p in res["walk_pushes"] if p["direction"] == direction]
+        cells = [_pushed_cell(p["held_Ns"], p["fell_Ns"]) for p in found] + [none] * (2 - len(found))
+        rows.append(f"| largest push survived, {direction}, pelvis, {res['push_at_s']:.2f} s into the gait "
+                    f"(mid-single-support) | {cells[0]} | {cells[1]} |")
+    for direction in sorted({p["direction"] for p in res["standing_pushes"]}):
+        by = {p["stabilizer"]: p for p in res["standing_pushes"] if p["direction"] == direction}
+        cells = [_pushed_cell(by[s]["impulse_Ns"], None if by[s]["fell_N"] is None else 0.1 * by[s]["fell_N"])
+                 for s in (False, True)]
+        rows.append(f"| largest push survived standing, {direction}, pelvis, both feet (whole-body bench) | "
+                    f"{cells[0]} | {cells[1]} |")
+    note = (f"\nMeasured {res['date']} on {res['machine']} by `bipd scenario results --part walk` (stepped "
+            f"lock-step: host-independent). Ground: the HIL's MuJoCo floor tilted under the whole walk, or a "
+            f"step whose edge is {res['step_x_m']:g} m ahead of the start (just ahead of the standing toes); "
+            "the gait and the daemon's config assume the flat floor. FE: the drives' largest following "
+            "error, motor turn (thesis bound 0.3°); ZMP: min margin of the whole robot's CoP to the support "
+            "polygon (negative: outside). Pushes: impulses on the pelvis over 0.1 s, the largest survived by "
+            f"bisection ({WALK_PUSH_RUNS} runs from {WALK_PUSH_MAX_NS:g} N s walking, {STANDING_PUSH_RUNS} from "
+            "100 N s standing). The slope the robot estimated: none (no ground estimator exists yet).")
     return "\n".join(rows) + "\n" + note + "\n"

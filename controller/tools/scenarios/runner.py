@@ -441,6 +441,17 @@ class RecordingOperator(Operator):
             time.sleep(0.01)
         self._check()
 
+    def wait_until(self, ready: Callable[[], bool], limit_s: float, what: str) -> None:
+        """Let simulated time pass one telemetry frame at a time until ``ready()``; ``what`` not
+        seen within ``limit_s`` simulated seconds is a :class:`ScenarioError`."""
+        frame = self._cycles(0.0) * self._daemon_frame()[0]
+        waited = 0.0
+        while not ready():
+            if waited > limit_s:
+                raise ScenarioError(f"{what} not seen within {limit_s:g} s of simulated time")
+            self.wait(frame)
+            waited += frame
+
     def _check(self) -> None:
         self.procs.check()
         self._progress()

@@ -136,8 +136,12 @@ class WalkFile:
 
     def run(self, op: RecordingOperator) -> None:
         op.command("run", trajectory=str(Path(self.path).resolve()))
+        self.during(op)
         _until_hold(op, 600.0)
         op.wait(SETTLE_S)
+
+    def during(self, op: RecordingOperator) -> None:
+        """What the operator does while the file plays (a subclass' event); nothing here."""
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,12 @@ class WalkResult:
     bounds: dict[str, float] = field(default_factory=lambda: {"knee_error_deg": KNEE_BOUND_DEG,
                                                               "following_error_deg": FOLLOWING_BOUND_DEG})
     plots: list[str] = field(default_factory=list)
+    terrain: dict[str, float] = field(default_factory=dict)   # the ground built into the HIL only
+    push: dict[str, Any] | None = None         # the impulse on the pelvis during the walk
+    stabilizer: str | None = None              # the stabilized walk's mode, None: open-loop gait
+    stabilizer_note: str = ""                  # what ran, in words
+    estimated_slope_deg: float | None = None   # the ground slope the robot estimated (no estimator yet)
+    estimated_slope_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

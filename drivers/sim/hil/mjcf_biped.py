@@ -20,6 +20,9 @@ axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is le
   ``platform``, :func:`drivers.sim.hil.stewart_mjcf.rig_xml` with ``origin: plate``: its top face at z = 0
   at the home pose), the six actuators' motors after the joints'; the floor lies at the rig's base.
 
+- ``ground`` with ``terrain`` (:class:`drivers.sim.hil.terrain.Terrain`): the floor tilted and a step,
+  both in the static body ``terrain``, whose geoms the feet's contact sensors take together.
+
 Every scene has the floor (the hung feet never reach it; the feet's support is :data:`FLOOR` or the
 plate :data:`PLATFORM`), an IMU site at the pelvis origin (pelvis
 axes) with an accelerometer ``imu`` and an orientation sensor ``imu_quat``, and per foot a contact
@@ -53,6 +56,7 @@ from models.transmission import Transmission, status_message, transmission_jacob
 from drivers.sim.hil.mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_DATA, SOLE_SLOTS, MjcfError, platform_params, spec_from_description
 from drivers.sim.hil.stewart_mjcf import rig_params as checked_rig_params
 from drivers.sim.hil.stewart_mjcf import rig_xml
+from drivers.sim.hil.terrain import STEP, TERRAIN, Terrain
 
 GANTRY_HEIGHT = 1.25     # m, pelvis origin above the floor when hung (legs 0.92 m at full stretch)
 FRICTION = 1.0           # sole/floor sliding friction coefficient
@@ -126,6 +130,20 @@ def _add_platform(spec: mujoco.MjSpec, p: dict, solref: list[float]) -> None:
                    solref=solref)
 
 
+def _add_terrain(spec: mujoco.MjSpec, terrain: Terrain, solref: list[float]) -> None:
+    """The static body :data:`TERRAIN` (the floor's axes R about the world origin) holding the floor
+    plane and the step box (:mod:`drivers.sim.hil.terrain`)."""
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(terrain.rotation()).ravel())
+    body = spec.worldbody.add_body(name=TERRAIN, quat=quat)
+    contact = dict(contype=0, conaffinity=1, condim=3, friction=[FRICTION, 0.005, 1e-4], solref=solref)
+    body.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
+                  pos=[0.0, 0.0, terrain.floor_z()], **contact)
+    box = terrain.step_box()
+    if box is not None:
+        body.add_geom(name=STEP, type=mujoco.mjtGeom.mjGEOM_BOX, pos=box[0], size=box[1], **contact)
+
+
 def _with_rig(spec: mujoco.MjSpec, rig: StewartModel, params: Mapping | None, timestep: float,
               solref: list[float]) -> mujoco.MjSpec:
     """``spec`` with the Stewart–Gough rig (:func:`drivers.sim.hil.stewart_mjcf.rig_xml`, plate top face at
@@ -140,11 +158,12 @@ def _with_rig(spec: mujoco.MjSpec, rig: StewartModel, params: Mapping | None, ti
 
 def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *, hung: bool,
                 timestep: float = 4.0e-4, platform: dict | None = None, rig: StewartModel | None = None,
-                rig_params: Mapping | None = None) -> mujoco.MjSpec:
+                rig_params: Mapping | None = None, terrain: Terrain | None = None) -> mujoco.MjSpec:
     """The scene (module docstring) as a MuJoCo spec; ``q0`` (joint angles, description order) sets
     the tendons' initial J_p; ``platform`` (on the ground only: overrides of the leg bench's
     PLATFORM_DEFAULTS, ``{}`` for none) puts the feet on the tilting plate, ``rig`` (``rig_params``:
-    overrides of stewart_mjcf.RIG_DEFAULTS) on the Stewart–Gough rig's plate. ``spec.compile()`` is the
+    overrides of stewart_mjcf.RIG_DEFAULTS) on the Stewart–Gough rig's plate; ``terrain`` (on the floor
+    only) tilts the floor and adds a step (:mod:`drivers.sim.hil.terrain`). ``spec.compile()`` is the
     model, ``spec.to_xml()`` its MJCF; the platform's two (the rig's six) actuators come after the
     joints' motors."""
     if not (math.isfinite(timestep) and timestep > 0):
@@ -155,6 +174,10 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
         raise MjcfError("the tilting platform carries a standing robot, not one hung from the gantry")
     if platform is not None and rig is not None:
         raise MjcfError("the feet stand on the two-hinge platform or on the Stewart-Gough rig, not both")
+    rough = terrain is not None and not terrain.flat
+    if rough and (hung or platform is not None or rig is not None):
+        raise MjcfError("a tilted floor or a step is ground under the robot standing on the floor, "
+                        "not hung from the gantry nor on a platform")
     plat = None if platform is None else platform_params(platform)
     feet = foot_geometry(desc)
     spec = spec_from_description(desc)
@@ -164,10 +187,13 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
     solref = [max(CONTACT_TIMECONST, 2.0 * timestep), 1.0]
-    spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
-                            pos=[0.0, 0.0, -rig.desc.h if rig is not None else
-                                 0.0 if plat is None else -PLATFORM_DEPTH],
-                            contype=0, conaffinity=1, condim=3, friction=[FRICTION, 0.005, 1e-4], solref=solref)
+    if rough:
+        _add_terrain(spec, terrain, solref)
+    else:
+        spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
+                                pos=[0.0, 0.0, -rig.desc.h if rig is not None else
+                                     0.0 if plat is None else -PLATFORM_DEPTH],
+                                contype=0, conaffinity=1, condim=3, friction=[FRICTION, 0.005, 1e-4], solref=solref)
     support = FLOOR if plat is None and rig is None else PLATFORM
     pelvis = spec.body(desc.base)
     pelvis.pos = [0.0, 0.0, GANTRY_HEIGHT]
@@ -202,8 +228,9 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
         _add_platform(spec, plat, solref)
     if rig is not None:                        # (its plate is the contact sensors' support)
         spec = _with_rig(spec, rig, rig_params, timestep, solref)
-    for foot in feet:
-        spec.add_sensor(name=foot.name, type=mujoco.mjtSensor.mjSENS_CONTACT, objtype=mujoco.mjtObj.mjOBJ_GEOM,
-                        objname=support, reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=foot.name,
+    for foot in feet:                          # a rough terrain's floor and step: any geom of its body
+        spec.add_sensor(name=foot.name, type=mujoco.mjtSensor.mjSENS_CONTACT,
+                        objtype=mujoco.mjtObj.mjOBJ_BODY if rough else mujoco.mjtObj.mjOBJ_GEOM,
+                        objname=TERRAIN if rough else support, reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=foot.name,
                         intprm=[_CONTACT_DATA, 0, SOLE_SLOTS])
     return spec

@@ -53,6 +53,11 @@ The IMU and the ground truth come from MuJoCo's last forward pass (the state one
 the encoders). Pushes: :meth:`BipedPlant.control` ``{"op": "push", "body": "pelvis", "force": [fx, fy,
 fz], "duration": s}`` (N, world axes), at the body's centre of mass, for ``duration`` s of plant time.
 
+``terrain`` (:class:`drivers.sim.hil.terrain.Terrain`, on the floor) tilts the floor and puts a step
+ahead: at reset the level placement above is turned by the floor's rotation about the world origin
+(the soles flat on the tilted floor), the world axes stay gravity's, and ``foot_lift`` is measured
+from the terrain's plane z = 0 (a step up's top face is ``h`` above it).
+
 ``platform`` (a mapping, possibly empty: overrides of drivers.sim.hil.mjcf.PLATFORM_DEFAULTS) stands the
 robot on the tilting plate (:func:`drivers.sim.hil.mjcf_biped.build_biped`); its two motors, named
 ``platform_alpha`` and ``platform_beta`` like the leg bench's, are bus axes too: motor = ratio × hinge
@@ -96,6 +101,7 @@ from drivers.sim.hil.mjcf_biped import IMU, IMU_QUAT, PELVIS, build_biped, foot_
 from drivers.sim.hil.plant_mujoco import MujocoPlantError, SimulationError
 from drivers.sim.hil.push import Push
 from drivers.sim.hil.stewart_mjcf import ACTUATORS, gear, rig_params
+from drivers.sim.hil.terrain import TERRAIN, Terrain
 
 TILT_LIMIT = math.radians(30.0)  # rad, pelvis tilt beyond which the robot has fallen
 DROP_LIMIT = 0.20                # m, pelvis drop since reset beyond which it has fallen (a walk's bob is < 5 cm)
@@ -322,7 +328,8 @@ class BipedPlant(Plant):
     def __init__(self, desc: TreeDescription, *, hung: bool = False, transmission: Transmission | None = None,
                  q0: Sequence[float] | None = None, axes: Sequence[str] | None = None,
                  timestep: float = 4.0e-4, platform: Mapping | None = None, rig: StewartModel | None = None,
-                 rig_axes: Sequence[str] = tuple(ACTUATORS), rig_options: Mapping | None = None) -> None:
+                 rig_axes: Sequence[str] = tuple(ACTUATORS), rig_options: Mapping | None = None,
+                 terrain: Terrain | None = None) -> None:
         tr = transmission if transmission is not None else getattr(desc, "transmission", None)
         if tr is None:
             raise BipedPlantError(f"{desc.source}: transmission: missing (the biped plant drives every joint "
@@ -351,7 +358,8 @@ class BipedPlant(Plant):
         self.n_motors = len(motors)
         rig_p = rig_params(rig_options) if rig is not None else None
         self.spec = build_biped(desc, tr, q0, hung=self.hung, timestep=timestep,
-                                platform=None if platform is None else dict(platform), rig=rig, rig_params=rig_p)
+                                platform=None if platform is None else dict(platform), rig=rig, rig_params=rig_p,
+                                terrain=terrain)
         self.mj_model = m = self.spec.compile()
         self.mj_data = d = mujoco.MjData(m)
         self._q0 = q0
@@ -374,7 +382,9 @@ class BipedPlant(Plant):
         idx[_CONTACT_ADR:_CONTACT_ADR + 2] = [m.sensor(ft.name).adr[0] for ft in desc.feet]
         idx[_SLOTS] = m.sensor(desc.feet[0].name).dim[0] // SOLE_SLOT
         idx[_DIVERGED:_DIVERGED + 3] = [int(w) for w in _DIVERGED_WARNINGS]
-        idx[_PLATE_BODY] = m.body(PLATFORM).id if platform is not None or rig is not None else 0
+        self.terrain = terrain if terrain is not None and not terrain.flat else None
+        idx[_PLATE_BODY] = (m.body(PLATFORM).id if platform is not None or rig is not None else
+                            m.body(TERRAIN).id if self.terrain is not None else 0)
         self.platform = platform is not None
         self.rig = rig
         # the platform's held coordinates while settling: its hinges, or the rig's six slides
@@ -484,6 +494,8 @@ class BipedPlant(Plant):
                                   f"{np.round(soles[:, 2], 4).tolist()} m)")
         d.qpos[free:free + 2] = -0.5 * (soles[0, :2] + soles[1, :2])
         d.qpos[free + 2] = -soles[0, 2]
+        if self.terrain is not None:
+            self._on_terrain(d.qpos[free:free + 7])
         kp, kd = SETTLE_GAINS
         for _ in range(max(1, round(SETTLE_S / m.opt.timestep))):
             self._check(_transmission(*self._transmission_args, False))
@@ -495,6 +507,23 @@ class BipedPlant(Plant):
             self._check(_STATUS_DIVERGED if d.warning.number[self._idx[_DIVERGED:_DIVERGED + 3]].any() else 0)
         d.qfrc_applied[self._plat_dadr] = 0.0
         d.time = 0.0
+
+    def _on_terrain(self, pose: np.ndarray) -> None:
+        """The pelvis' free-joint ``pose`` (placed on the level floor z = 0) carried onto the terrain:
+        turned by its floor rotation about the world origin; a step edge under the soles is an error."""
+        m, d = self.mj_model, self.mj_data
+        mujoco.mj_kinematics(m, d)
+        t = self.terrain
+        if t.step_height:
+            reach = max(float(d.xpos[b, 0] + d.xmat[b, 0] * x + d.xmat[b, 1] * y)
+                        for f, b in enumerate(self._idx[_SOLE_BODY:_SOLE_BODY + 2])
+                        for x, y in self._buf[_BOX + 8 * f:_BOX + 8 * f + 8].reshape((4, 2)))
+            if reach >= t.step_x:
+                raise BipedPlantError(f"the step at {t.step_x:g} m lies under the feet at reset (the soles reach "
+                                      f"x = {reach:.3f} m): put it further ahead")
+        rot = t.rotation()
+        pose[:3] = rot @ pose[:3]
+        mujoco.mju_mat2Quat(pose[3:7], np.ascontiguousarray(rot).ravel())
 
     def step(self, dt: float, motor_torque: np.ndarray) -> None:
         if dt != self._dt:

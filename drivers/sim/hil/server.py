@@ -69,6 +69,7 @@ from drivers.sim.hil.mjcf import MjcfError
 from drivers.sim.hil.plant_biped import BipedPlant
 from drivers.sim.hil.plant_mujoco import MujocoPlant, MujocoPlantError, SimulationError
 from drivers.sim.hil.plant_mujoco_rig import MujocoRigPlant
+from drivers.sim.hil.terrain import Terrain, TerrainError, terrain
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bipd.yaml"
 DEFAULT_TRUTH = "tcp://127.0.0.1:5557"
@@ -260,9 +261,13 @@ def is_tree(robot_path: Path) -> bool:
     return isinstance(document, dict) and "base" in document
 
 
-def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = False) -> Plant:
-    """The MuJoCo plant of ``config``: the whole biped for a tree robot (``hung`` from the gantry),
-    else the leg on its platform (``bolt_foot``: the foot welded to the plate)."""
+def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = False,
+                terrain: Terrain | None = None) -> Plant:
+    """The MuJoCo plant of ``config``: the whole biped for a tree robot (``hung`` from the gantry,
+    on ``terrain`` when given), else the leg on its platform (``bolt_foot``: the foot welded to the plate)."""
+    if terrain is not None and not terrain.flat and not is_tree(config.robot_path):
+        raise HilConfigError(f"--floor-pitch/--floor-roll/--floor-step shape the floor under a tree robot; "
+                             f"{config.robot_path.name} is the leg on its platform")
     if is_tree(config.robot_path):
         if bolt_foot:
             raise HilConfigError(f"--bolt-foot is for the leg on its platform; {config.robot_path.name} is a tree "
@@ -271,7 +276,7 @@ def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = Fals
             "rig": StewartModel.from_yaml(config.rig.rig_path), "rig_axes": config.rig.axes,
             "screw_lead": config.rig.screw_lead}
         return BipedPlant.from_config(config.bus, config.robot_path, hung=hung, platform_ratio=config.platform_ratio,
-                                      **rig)
+                                      terrain=terrain, **rig)
     if hung:
         raise HilConfigError(f"--hung needs a tree robot (a YAML with base:), {config.robot_path.name} is the "
                              f"leg on its platform")
@@ -285,10 +290,10 @@ def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = Fals
 
 def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, truth_every: int = 25,
           realtime: bool = False, idle_timeout_s: float | None = None, bolt_foot: bool = False,
-          throttle_s: float = 0.0, hung: bool = False) -> None:
+          throttle_s: float = 0.0, hung: bool = False, terrain: Terrain | None = None) -> None:
     """Build the MuJoCo plant of ``config`` (:func:`build_plant`) and serve the bus until a shutdown
     request (or idle); ``throttle_s``: wall seconds slept per period."""
-    plant = build_plant(config, bolt_foot=bolt_foot, hung=hung)
+    plant = build_plant(config, bolt_foot=bolt_foot, hung=hung, terrain=terrain)
     context = zmq.Context.instance()
     pub = None
     if truth_endpoint:
@@ -326,7 +331,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="weld the foot to the platform plate (the thesis' squat bench, §2.6.1)")
     parser.add_argument("--hung", action="store_true",
                         help="a tree robot hangs by the pelvis from a gantry, feet in the air (thesis §2.6.2)")
+    parser.add_argument("--floor-pitch", type=float, default=0.0, metavar="DEG",
+                        help="the floor tilted about y, deg (> 0: uphill ahead); a tree robot on the floor")
+    parser.add_argument("--floor-roll", type=float, default=0.0, metavar="DEG",
+                        help="the floor tilted about x, deg (> 0: rising to the left)")
+    parser.add_argument("--floor-step", metavar="HEIGHT@X",
+                        help="a step of HEIGHT m (< 0: down) at X m ahead of the start")
     args = parser.parse_args(argv)
+    try:
+        floor = terrain(args.floor_pitch, args.floor_roll, args.floor_step)
+    except TerrainError as exc:
+        parser.error(str(exc))
     try:
         config = load_hil_config(args.config, args.udp_port)
         if args.truth_every < 1:
@@ -337,12 +352,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[bipd hil] {config.robot_path.name} on MuJoCo, {len(config.bus.axes)} axes at udp "
               f"{udp.host}:{udp.port}, truth {args.truth or 'off'}, "
               f"{'real time' if args.realtime else 'lock-step'}{', foot bolted' if args.bolt_foot else ''}"
-              f"{', hung' if args.hung else ''}"
+              f"{', hung' if args.hung else ''}{'' if floor.flat else f', terrain {floor.describe()}'}"
               f"{f', throttled {args.throttle_s:g} s per period' if args.throttle_s else ''}",
               file=sys.stderr, flush=True)
         serve(config, truth_endpoint=args.truth, truth_every=args.truth_every, realtime=args.realtime,
               idle_timeout_s=args.idle_timeout, bolt_foot=args.bolt_foot, throttle_s=args.throttle_s,
-              hung=args.hung)
+              hung=args.hung, terrain=floor)
     except (HilConfigError, ConfigError, BusConfigError, MjcfError, MujocoPlantError) as exc:
         print(f"bipd hil: {exc}", file=sys.stderr)
         return 2
