@@ -149,8 +149,10 @@ P_SCALARS = PARAMS.offset("qmin")
 # admittance velocities, the posture target, the other sole's held pose, the apparent-gravity axes
 # Rws (rows u, e1, e2 in the stance sole's axes) and the cycle's scratch
 STATE = Layout("whole body state", [
-    Field("reset"), Field("engaged"), Field("support"), *(Field(f"contact{k}") for k in range(CONTACT_STATE)),
-    Field("q", ("n",)), Field("v_cog", (3,)), Field("v_trunk", (3,)), Field("qpost", ("n",)),
+    Field("reset"), Field("engaged"), Field("support"), Field("tracking"),
+    *(Field(f"contact{k}") for k in range(CONTACT_STATE)),
+    Field("q", ("n",)), Field("q_gait", ("n",)), Field("qd_gait", ("n",)), Field("ff", (TASK_ROWS,)),
+    Field("cog_plan", (3,)), Field("trunk_plan", (3,)), Field("v_cog", (3,)), Field("v_trunk", (3,)), Field("qpost", ("n",)),
     Field("hold", (4, 4)), Field("Rws", (3, 3)), Field("locked", ("n",)), Field("qd0", ("n",)),
     Field("Z", ("n", "n")), Field("Jt", (TASK_ROWS, "n")), Field("xd", (TASK_ROWS,)), Field("Jz", (6, "n")),
     Field("M", (6, 6)), Field("work", (6, 6)), Field("e", (6,)), Field("hv", ("n",)),
@@ -161,6 +163,7 @@ STATE = Layout("whole body state", [
 S_RESET = STATE.offset("reset")
 S_ENGAGED = STATE.offset("engaged")
 S_SUPPORT = STATE.offset("support")
+S_TRACKING = STATE.offset("tracking")
 S_CONTACT = STATE.offset("contact0")
 S_SCALARS = STATE.offset("q")
 # out: the scalars (sigma_*: per task, SIG_*), then q_ref, qd_ref [n]; cog (world: x_g up, then
@@ -240,9 +243,23 @@ def reset(p, s, q_measured, out):
     for f in range(NFLAGS):
         flags[f] = 0.0
     s[S_ENGAGED] = 0.0
+    s[S_TRACKING] = 0.0
     s[S_SUPPORT] = -1.0
     s[S_CONTACT] = math.nan
     s[S_RESET] = 1.0
+
+
+@njit(cache=True)
+def set_gait(p, s, q_gait, qd_gait):
+    """The gait's posture q* and rate q̇* for the next step, which then tracks them: the other sole
+    follows the gait's, the CoG's and the trunk's attractors sit on the gait's, the tasks' rates
+    and the posture's are fed forward (docs/walking.md, "Stabilized walking"). :func:`reset` ends it."""
+    sv, _ = state_layout(p, s)
+    for i in range(int(p[P_N])):
+        sv.q_gait[i] = q_gait[i]
+        sv.qd_gait[i] = qd_gait[i]
+        sv.qpost[i] = q_gait[i]
+    s[S_TRACKING] = 1.0
 
 
 @njit(cache=True)
@@ -360,6 +377,31 @@ def pose_error(T, H, gain, xd):
 
 
 @njit(cache=True)
+def plan_targets(Tf, Jf, com, Jcom, Rws, fo, fp, g, qd_gait, hold, cog_plan, trunk_plan, ff):
+    """From the kinematics of the gait's posture q* (in ``Tf``, ``Jf``, ``com``, ``Jcom``, rooted at
+    the stance sole) and its rate q̇*: the other sole's planned pose into ``hold``, the planned CoG and
+    the trunk's CoG over the pelvis (world axes ``Rws``) into ``cog_plan``, ``trunk_plan``, and each
+    task row's planned rate J(q*) q̇* into ``ff`` (rows as the step's Jt: the other sole, the CoG's e1,
+    e2, the trunk's e1, e2; docs/walking.md, "Stabilized walking")."""
+    for a in range(4):
+        for c in range(4):
+            hold[a, c] = Tf[fo, a, c]
+    _rot(Rws, com[0, 0], com[0, 1], com[0, 2], cog_plan)
+    _rot(Rws, com[g, 0] - Tf[fp, 0, 3], com[g, 1] - Tf[fp, 1, 3], com[g, 2] - Tf[fp, 2, 3], trunk_plan)
+    for r in range(TASK_ROWS):
+        ff[r] = 0.0
+    for j in range(qd_gait.shape[0]):
+        v = qd_gait[j]
+        for r in range(6):
+            ff[r] += Jf[fo, r, j] * v
+        for a in range(2):
+            Rr = Rws[1 + a]
+            ff[6 + a] += (Rr[0] * Jcom[0, 0, j] + Rr[1] * Jcom[0, 1, j] + Rr[2] * Jcom[0, 2, j]) * v
+            ff[8 + a] += (Rr[0] * (Jcom[g, 0, j] - Jf[fp, 0, j]) + Rr[1] * (Jcom[g, 1, j] - Jf[fp, 1, j])
+                          + Rr[2] * (Jcom[g, 2, j] - Jf[fp, 2, j])) * v
+
+
+@njit(cache=True)
 def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, total, K, C, A3, flags):
     """One virtual robot's fields (eq. 72-78) and admittance: the velocity v (world) of
     its point G. b: the params offset of its field block. Returns the admittance's status;
@@ -435,6 +477,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     qd0, Z, Jt, xd, Jz, M, work, e, hv = sv.qd0, sv.Z, sv.Jt, sv.xd, sv.Jz, sv.M, sv.work, sv.e, sv.hv
     pts, srt, hull, K, C, A3, vec, tpoly = sv.pts, sv.srt, sv.hull, sv.K, sv.C, sv.A3, sv.vec, sv.tpoly
     twalls, tmarg, tforces, dm = sv.twalls, sv.tmarg, sv.tforces, sv.dm
+    q_gait, qd_gait, ff, cog_plan, trunk_plan = sv.q_gait, sv.qd_gait, sv.ff, sv.cog_plan, sv.trunk_plan
+    tracking = s[S_TRACKING] != 0.0
     q_ref, qd_ref, cog, vel, forces, total = ov.q_ref, ov.qd_ref, ov.cog, ov.cog_velocity, ov.forces, ov.total_force
     trunk_total, margins, flags, poly, walls, up = ov.trunk_force, ov.margins, ov.flags, ov.polygon, ov.walls, ov.up
     Tf, Jf, com, Jcom = d.Tf, d.Jf, d.com, d.Jcom
@@ -463,6 +507,10 @@ def step(mbuf, dbuf, p, s, inp, out):
         return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
+    g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
+    if tracking:                                     # the gait's posture: the tasks' targets and rates
+        kinematics(mbuf, dbuf, q_gait)
+        plan_targets(Tf, Jf, com, Jcom, Rws, fo, fp, g, qd_gait, hold, cog_plan, trunk_plan, ff)
 
     # the virtual robot: support polygon and walls (eq. 50-51, 69, generalised)
     kinematics(mbuf, dbuf, q)
@@ -475,7 +523,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     commanded = input_phase(phase)
     if sensed and commanded >= 0 and commanded != support:
         flags[F_DISAGREE] = 1.0
-    if s[S_SUPPORT] != support:                      # a new support: the other sole stays where it is
+    if s[S_SUPPORT] != support and not tracking:     # a new support: the other sole stays where it is
         for a in range(4):
             for c in range(4):
                 hold[a, c] = Tf[fo, a, c]
@@ -497,6 +545,8 @@ def step(mbuf, dbuf, p, s, inp, out):
         flags[F_MEASURED_OUTSIDE] = 1.0
     cy, cz = polygon_centroid(poly, h)
     vec[1, 0], vec[1, 1], vec[1, 2] = cog[0], cy, cz              # G+: over the polygon's centroid
+    if tracking:                                                  # or the gait's CoG
+        vec[1, 1], vec[1, 2] = cog_plan[1], cog_plan[2]
     for a in range(3):
         vel[a] = v_cog[a]
     if field_velocity(p, P_COG, walls, margins, h, gains_cog, cog, vec[1], s[S_ENGAGED], vel, forces, total,
@@ -504,7 +554,6 @@ def step(mbuf, dbuf, p, s, inp, out):
         return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
 
     # virtual robot 2: the trunk's CoG over the pelvis (relative, world axes)
-    g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
     _rot(Rws, com[g, 0] - Tf[fp, 0, 3], com[g, 1] - Tf[fp, 1, 3], com[g, 2] - Tf[fp, 2, 3], vec[2])
     hx, hy = p[P_TRUNK_HX], p[P_TRUNK_HY]
     tpoly[0, 0], tpoly[0, 1], tpoly[1, 0], tpoly[1, 1] = hx, -hy, hx, hy
@@ -515,6 +564,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     if tm < 0.0:
         flags[F_TRUNK_OUTSIDE] = 1.0
     vec[3, 0], vec[3, 1], vec[3, 2] = vec[2, 0], 0.0, 0.0
+    if tracking:                                                  # the gait's trunk over the pelvis
+        vec[3, 1], vec[3, 2] = trunk_plan[1], trunk_plan[2]
     for a in range(3):
         vec[1, a] = v_trunk[a]
     if field_velocity(p, P_TRUNK, twalls, tmarg, 4, gains_trunk, vec[2], vec[3], s[S_ENGAGED], vec[1], tforces,
@@ -537,6 +588,11 @@ def step(mbuf, dbuf, p, s, inp, out):
         qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
         locked[j] = 0.0
     xd[6], xd[7], xd[8], xd[9] = vel[1], vel[2], vec[1, 1], vec[1, 2]
+    if tracking:                                     # eq. (walking): the gait's rates fed forward
+        for r in range(TASK_ROWS):
+            xd[r] += ff[r]
+        for j in range(n):
+            qd0[j] = qd_gait[j] + p[P_POST_K] * (q_gait[j] - q[j])
 
     # the hierarchy, joints locked at their limits (as the bench stabilizer)
     sig = out[O_SIGMA:O_SIGMA + 3]
