@@ -317,7 +317,7 @@ class Supervisor:
             if self.gen is self.walk:
                 self.gen = self.playback
             return True, Error.OK
-        if not (approach or self.gen is self.playback) or first_stance(self.block.support, self.playback.length) < 0:
+        if not (approach or self.gen is self.playback) or not self.playback.phased:
             return False, Error.NOT_ALLOWED
         self.stabilize.set_params(a, nargs)
         if approach:
