@@ -4,7 +4,7 @@
     bipd scenario squat
     bipd scenario push [--force N] [--duration S] [--direction forward|backward|left|right]
     bipd scenario walk-file PATH
-    bipd scenario walk [--gait FILE.csv] [--hung] [--steps N] [--speed M_H] [--config deploy/bip2000.yaml]
+    bipd scenario walk [--gait FILE.csv] [--hung] [--steps N] [--speed M_H] [--stabilized] [--config deploy/bip2000.yaml]
                                                                  a gait on the whole BIP 2000 (thesis §2.6.2)
     bipd scenario fault [--count N] [--node ID] [--at S]        lost PRes during the thesis tilt
     bipd scenario largest-tilt --axis pitch|roll|combined [--runs N]
@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     wk.add_argument("--speed", type=float, default=THESIS_SPEED_M_H,
                     help=f"generated gait: m/h (default {THESIS_SPEED_M_H:g})")
     wk.add_argument("--config", type=Path, default=WALK_CONFIG, help="daemon YAML (default: deploy/bip2000.yaml)")
+    wk.add_argument("--stabilized", action="store_true",
+                    help="the gait played under the whole-robot stabilizer (docs/walking.md); default: open loop")
     _bench(wk)
     f = sub.add_parser("fault", help="consecutive lost PRes of one node during the thesis tilt")
     f.add_argument("--count", type=int, default=1, help="PRes lost in a row (1 is forgiven, >= 2 trips)")
@@ -360,7 +362,8 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
             sys.stdout.flush()
 
     try:
-        res = walk(options, args.hung, args.gait, args.steps, args.speed, _say, report).to_dict()
+        res = walk(options, args.hung, args.gait, args.steps, args.speed, _say, report,
+                   args.stabilized).to_dict()
     except (ConfigError, ScenarioError) as e:
         return _failed(e)
     return 0 if res["completed"] and res["knee_pass"] is not False and res["following_pass"] is not False else 1

@@ -21,10 +21,11 @@ from drivers.config import parse_bus_config
 from models.common.validation import read_yaml
 
 from controller.tools.scenarios.runner import Options, PlotError, Say, ScenarioError, Session
-from controller.tools.scenarios.scenarios import WalkFile
+from controller.tools.scenarios.scenarios import SETTLE_S, WalkFile, until_hold
 from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell, evaluate_walk
 
 WALK_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000.yaml"
+WALK_STABILIZER = WALK_CONFIG.parent / "robots" / "bip2000_stabilizer.yaml"
 THESIS_SPEED_M_H = 360.0
 THESIS_STEPS = 2
 
@@ -35,20 +36,31 @@ def mount(hung: bool) -> str:
 
 @dataclass(frozen=True)
 class Walk(WalkFile):
-    """Playback of a gait file on the whole robot, ``hung`` from the gantry or on the floor."""
+    """Playback of a gait file on the whole robot, ``hung`` from the gantry or on the floor, ``stabilized``:
+    under the whole-robot stabilizer (``stabilizer enable=true`` during the approach, docs/walking.md)."""
     hung: bool = True
+    stabilized: bool = False
     name: str = field(default="walk", init=False)
 
     def params(self) -> dict[str, Any]:
-        return {"gait": str(self.path), "mount": mount(self.hung)}
+        return {"gait": str(self.path), "mount": mount(self.hung), "stabilized": self.stabilized}
+
+    def run(self, op) -> None:
+        op.command("run", trajectory=str(Path(self.path).resolve()))
+        if self.stabilized:
+            op.command("stabilizer", enable=True)
+        until_hold(op, 600.0)
+        op.wait(SETTLE_S)
 
 
-def walk_options(options: Options, gait: Path, hung: bool) -> Options:
+def walk_options(options: Options, gait: Path, hung: bool, stabilized: bool = False) -> Options:
     """``options`` (its config, speed hooks, record) made a walk bench: no stance move, no
-    stabilizer, the gait's folder as the trajectory folder, the mount in the daemon's
-    ``control.support`` and the HIL's plant, the biped's truth and fall test."""
+    stabilizer phase (``stabilized``: the daemon's ``stabilizer`` key names BIP 2000's, for the walk), the
+    gait's folder as the trajectory folder, the mount in the daemon's ``control.support`` and the HIL's
+    plant, the biped's truth and fall test."""
+    stab = (("stabilizer", str(WALK_STABILIZER)),) if stabilized else ()
     return replace(options, stabilizer=False, stance=None, trajectory_dir=Path(gait).resolve().parent,
-                   daemon_set=options.daemon_set + (("control.support", mount(hung)),),
+                   daemon_set=options.daemon_set + (("control.support", mount(hung)),) + stab,
                    hil_args=options.hil_args + (("--hung",) if hung else ()),
                    truth_keys=TRUTH_KEYS, fell=biped_fell)
 
@@ -98,17 +110,17 @@ def plot_paths(out: Path, name: str = "walk") -> list[Path]:
 
 
 def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
-             report: Callable[[WalkResult], None] | None = None) -> WalkResult:
+             report: Callable[[WalkResult], None] | None = None, stabilized: bool = False) -> WalkResult:
     """One walk of ``gait`` on a fresh bench (:func:`walk_options`); ``report(result)`` gets the
     figures before any plot is drawn (``options.plot_dir``), so a plotting failure (:class:`PlotError`)
     never loses them."""
     from controller.tools.scenarios.plots import plot_walk_tracking, plot_zmp_path
     from controller.tools.scenarios.walk_metrics import support_margins
 
-    o = walk_options(options, gait, hung)
+    o = walk_options(options, gait, hung, stabilized)
     axes = bus_axes(o.config)
     with Session(o, say) as session:
-        played = session.play(Walk(Path(gait), hung))
+        played = session.play(Walk(Path(gait), hung, stabilized))
         tel, tru = session.op.series.arrays()
         joints = list(session.daemon_config["joints"])
         result = evaluate_walk(str(gait), mount(hung), gait_steps(gait), tel, tru, session.op.series.events,
@@ -133,15 +145,15 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
 
 def walk(options: Options, hung: bool, gait: Path | None = None, steps: int = THESIS_STEPS,
          speed_m_h: float = THESIS_SPEED_M_H, say: Say = lambda _m: None,
-         report: Callable[[WalkResult], None] | None = None) -> WalkResult:
+         report: Callable[[WalkResult], None] | None = None, stabilized: bool = False) -> WalkResult:
     """:func:`run_walk` of ``gait``, or of a gait generated first (``steps`` at ``speed_m_h``) into
     ``options.plot_dir`` when given (kept beside the plots), else into a temporary folder."""
     if gait is not None:
-        return run_walk(gait, options, hung, say, report)
+        return run_walk(gait, options, hung, say, report, stabilized)
     if options.plot_dir is not None:
         Path(options.plot_dir).mkdir(parents=True, exist_ok=True)
         return run_walk(generate_gait(Path(options.plot_dir), options.config, steps, speed_m_h, say),
-                        options, hung, say, report)
+                        options, hung, say, report, stabilized)
     with tempfile.TemporaryDirectory(prefix="bipd-walk-") as folder:
         return run_walk(generate_gait(Path(folder), options.config, steps, speed_m_h, say), options, hung, say,
-                        report)
+                        report, stabilized)
