@@ -258,6 +258,7 @@ class Supervisor:
         self.move.start(t, self.q_ref, np.clip(self.block.traj[0], self.soft_lo, self.soft_hi), QUINTIC, 0.0,
                         Outcome.APPROACHED)
         self._start_motion(self.move, t)
+        self.walk_armed = False                    # a new file plays open-loop unless asked otherwise
         stance = first_stance(self.block.support, self.playback.length)
         est = self.est
         if stance >= 0 and est.phase_root[2] < 0:  # on the ground: the foot the first step does not lift
@@ -471,5 +472,4 @@ class Supervisor:
                 self.playback.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
                 self._start_walk()
         else:
-            self.walk_armed = False
             self._hold(self.gen.why if why is None else why)

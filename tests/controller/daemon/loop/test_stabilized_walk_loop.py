@@ -101,3 +101,12 @@ def test_the_stabilized_walk_allocates_nothing(h):
     with CountingHandler() as counter:
         h.run(20, heartbeat_every=1)
     assert h.loop.sup.gen is h.loop.sup.walk and counter.count == 0
+
+
+def test_a_stabilizer_asked_for_a_file_given_up_does_not_stabilize_the_next(h):
+    load_gait(h)
+    assert h.command(Cmd.RUN_BUFFER)[0] and h.command(Cmd.STABILIZER, 1.0)[0]
+    assert h.command(Cmd.HOLD)[0] and h.state == State.HOLD
+    assert h.command(Cmd.RUN_BUFFER)[0]
+    h.run(2000, heartbeat_every=10, until=lambda: h.loop.sup.gen is h.loop.sup.playback)
+    assert h.loop.sup.gen is h.loop.sup.playback
