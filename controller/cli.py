@@ -163,6 +163,10 @@ def _print_whole_body_bench(res: dict) -> None:
           f"median {s['median_us']:6.2f} us  p99 {s['p99_us']:6.2f} us  / thesis leg stabilizer "
           f"{res['thesis_bnr_stabilizer_avg_us']:.0f} us: {res['ratio_step_vs_thesis']:.3f}"
           + (f"  ({res['not_ok']} cycles not OK)" if res["not_ok"] else ""))
+    w = res["walk_step"]
+    print(f"  tracking a gait (stabilized walking, docs/walking.md): median {w['median_us']:6.2f} us  "
+          f"p99 {w['p99_us']:6.2f} us  / standing: {res['ratio_walk_vs_standing']:.2f}"
+          + (f"  ({res['not_ok_walk']} cycles not OK)" if res["not_ok_walk"] else ""))
 
 
 def cmd_bench_models(args: argparse.Namespace) -> int:

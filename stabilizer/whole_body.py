@@ -80,6 +80,9 @@ CONTACT_SENSORS = 1    # from the feet's force sensors
 MAX_OUTLINE = 8        # vertices per sole outline
 MAX_SENSORS = CELLS    # force sensors per foot (the loads' layout: stabilizer.contact)
 MAX_POINTS = 2 * MAX_OUTLINE
+# m²: a hull vertex whose turn spans less (twice the triangle, ~0.05 mm off a 0.2 m edge) is no corner: the
+# two soles' front or back edges, collinear up to rounding, make one wall, not two of half the reach
+HULL_TOL = 1e-5
 TASK_ROWS = 10         # rows 0-5 the other sole, 6-7 the CoG, 8-9 the trunk's CoG
 SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
 
@@ -149,8 +152,11 @@ P_SCALARS = PARAMS.offset("qmin")
 # admittance velocities, the posture target, the other sole's held pose, the apparent-gravity axes
 # Rws (rows u, e1, e2 in the stance sole's axes) and the cycle's scratch
 STATE = Layout("whole body state", [
-    Field("reset"), Field("engaged"), Field("support"), *(Field(f"contact{k}") for k in range(CONTACT_STATE)),
-    Field("q", ("n",)), Field("v_cog", (3,)), Field("v_trunk", (3,)), Field("qpost", ("n",)),
+    Field("reset"), Field("engaged"), Field("support"), Field("tracking"),
+    *(Field(f"contact{k}") for k in range(CONTACT_STATE)),
+    Field("q", ("n",)), Field("q_gait", ("n",)), Field("qd_gait", ("n",)), Field("ff", (TASK_ROWS,)),
+    Field("cog_plan", (3,)), Field("trunk_plan", (3,)), Field("fbias", (2, 3)), Field("Rflat", (3, 3)),
+    Field("pforces", (MAX_POINTS + 1, 3)), Field("v_cog", (3,)), Field("v_trunk", (3,)), Field("qpost", ("n",)),
     Field("hold", (4, 4)), Field("Rws", (3, 3)), Field("locked", ("n",)), Field("qd0", ("n",)),
     Field("Z", ("n", "n")), Field("Jt", (TASK_ROWS, "n")), Field("xd", (TASK_ROWS,)), Field("Jz", (6, "n")),
     Field("M", (6, 6)), Field("work", (6, 6)), Field("e", (6,)), Field("hv", ("n",)),
@@ -161,6 +167,7 @@ STATE = Layout("whole body state", [
 S_RESET = STATE.offset("reset")
 S_ENGAGED = STATE.offset("engaged")
 S_SUPPORT = STATE.offset("support")
+S_TRACKING = STATE.offset("tracking")
 S_CONTACT = STATE.offset("contact0")
 S_SCALARS = STATE.offset("q")
 # out: the scalars (sigma_*: per task, SIG_*), then q_ref, qd_ref [n]; cog (world: x_g up, then
@@ -240,9 +247,23 @@ def reset(p, s, q_measured, out):
     for f in range(NFLAGS):
         flags[f] = 0.0
     s[S_ENGAGED] = 0.0
+    s[S_TRACKING] = 0.0
     s[S_SUPPORT] = -1.0
     s[S_CONTACT] = math.nan
     s[S_RESET] = 1.0
+
+
+@njit(cache=True)
+def set_gait(p, s, q_gait, qd_gait):
+    """The gait's posture q* and rate q̇* for the next step, which then tracks them: the other sole
+    follows the gait's, the CoG's and the trunk's attractors sit on the gait's, the tasks' rates
+    and the posture's are fed forward (docs/walking.md, "Stabilized walking"). :func:`reset` ends it."""
+    sv, _ = state_layout(p, s)
+    for i in range(int(p[P_N])):
+        sv.q_gait[i] = q_gait[i]
+        sv.qd_gait[i] = qd_gait[i]
+        sv.qpost[i] = q_gait[i]
+    s[S_TRACKING] = 1.0
 
 
 @njit(cache=True)
@@ -360,10 +381,49 @@ def pose_error(T, H, gain, xd):
 
 
 @njit(cache=True)
-def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, total, K, C, A3, flags):
+def plan_targets(Tf, Jf, com, Jcom, Rws, fo, fp, g, qd_gait, hold, cog_plan, trunk_plan, ff):
+    """From the kinematics of the gait's posture q* (in ``Tf``, ``Jf``, ``com``, ``Jcom``, rooted at
+    the stance sole) and its rate q̇*: the other sole's planned pose into ``hold``, the planned CoG and
+    the trunk's CoG over the pelvis (world axes ``Rws``) into ``cog_plan``, ``trunk_plan``, and each
+    task row's planned rate J(q*) q̇* into ``ff`` (rows as the step's Jt: the other sole, the CoG's e1,
+    e2, the trunk's e1, e2; docs/walking.md, "Stabilized walking")."""
+    for a in range(4):
+        for c in range(4):
+            hold[a, c] = Tf[fo, a, c]
+    _rot(Rws, com[0, 0], com[0, 1], com[0, 2], cog_plan)
+    _rot(Rws, com[g, 0] - Tf[fp, 0, 3], com[g, 1] - Tf[fp, 1, 3], com[g, 2] - Tf[fp, 2, 3], trunk_plan)
+    for r in range(TASK_ROWS):
+        ff[r] = 0.0
+    for j in range(qd_gait.shape[0]):
+        v = qd_gait[j]
+        for r in range(6):
+            ff[r] += Jf[fo, r, j] * v
+        for a in range(2):
+            Rr = Rws[1 + a]
+            ff[6 + a] += (Rr[0] * Jcom[0, 0, j] + Rr[1] * Jcom[0, 1, j] + Rr[2] * Jcom[0, 2, j]) * v
+            ff[8 + a] += (Rr[0] * (Jcom[g, 0, j] - Jf[fp, 0, j]) + Rr[1] * (Jcom[g, 1, j] - Jf[fp, 1, j])
+                          + Rr[2] * (Jcom[g, 2, j] - Jf[fp, 2, j])) * v
+
+
+@njit(cache=True)
+def plan_force(p, b, walls, d, nw, gains, forces, K, C, out):
+    """The walls' force (eq. 72-76) on a point at distances ``d`` of the ``nw`` walls, into ``out``
+    (``forces``, ``K``, ``C``: scratch)."""
+    wall_forces(walls, d, nw, int(p[b + B_WLAW]), gains, p[b + B_WR], p[b + B_WSHAPE], p[b + B_WC], forces, K, C)
+    for a in range(3):
+        acc = 0.0
+        for i in range(nw):
+            acc += forces[i, a]
+        out[a] = acc
+
+
+@njit(cache=True)
+def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, total, K, C, A3, flags, bias):
     """One virtual robot's fields (eq. 72-78) and admittance: the velocity v (world) of
-    its point G. b: the params offset of its field block. Returns the admittance's status;
-    when it is 0, raises F_FORCE_SAT on a saturated wall and F_SPEED_SAT on a clipped speed."""
+    its point G. b: the params offset of its field block; ``bias``: a force taken off the
+    total (the walls' force on the gait's point while it is tracked, else zero). Returns the
+    admittance's status; when it is 0, raises F_FORCE_SAT on a saturated wall and F_SPEED_SAT
+    on a clipped speed."""
     for a in range(3):
         for c in range(3):
             K[a, c] = 0.0
@@ -381,7 +441,7 @@ def field_velocity(p, b, walls, d, nw, gains, G, target, engaged, v, forces, tot
         acc = 0.0
         for i in range(nw + 1):
             acc += forces[i, a]
-        total[a] = acc * ramp
+        total[a] = (acc - bias[a]) * ramp
     status, clipped = admittance_velocity(p[b + B_ADM_M], p[b + B_ADM_D], p[P_DT], p[b + B_ADM_VMAX],
                                           v, total, K, C, A3)
     if status == 0:
@@ -435,6 +495,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     qd0, Z, Jt, xd, Jz, M, work, e, hv = sv.qd0, sv.Z, sv.Jt, sv.xd, sv.Jz, sv.M, sv.work, sv.e, sv.hv
     pts, srt, hull, K, C, A3, vec, tpoly = sv.pts, sv.srt, sv.hull, sv.K, sv.C, sv.A3, sv.vec, sv.tpoly
     twalls, tmarg, tforces, dm = sv.twalls, sv.tmarg, sv.tforces, sv.dm
+    q_gait, qd_gait, ff, cog_plan, trunk_plan = sv.q_gait, sv.qd_gait, sv.ff, sv.cog_plan, sv.trunk_plan
+    fbias, Rflat, pforces = sv.fbias, sv.Rflat, sv.pforces
+    tracking = s[S_TRACKING] != 0.0
     q_ref, qd_ref, cog, vel, forces, total = ov.q_ref, ov.qd_ref, ov.cog, ov.cog_velocity, ov.forces, ov.total_force
     trunk_total, margins, flags, poly, walls, up = ov.trunk_force, ov.margins, ov.flags, ov.polygon, ov.walls, ov.up
     Tf, Jf, com, Jcom = d.Tf, d.Jf, d.com, d.Jcom
@@ -463,11 +526,29 @@ def step(mbuf, dbuf, p, s, inp, out):
         return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
+    g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
+    for a in range(3):
+        fbias[0, a] = fbias[1, a] = 0.0
+    if tracking:                                     # the gait's posture: the tasks' targets and rates
+        kinematics(mbuf, dbuf, q_gait)
+        plan_targets(Tf, Jf, com, Jcom, Rws, fo, fp, g, qd_gait, hold, cog_plan, trunk_plan, ff)
+        # the walls' force on the gait's CoG over the gait's polygon, on the ground it was planned
+        # for (up: the stance sole's normal): the field the plan already answers (docs/walking.md)
+        for a in range(3):                           # gravity_axes of u = z: rows z, x, y
+            for c in range(3):
+                Rflat[a, c] = 1.0 if c == (a + 2) % 3 else 0.0
+        m = contact_points(p, support, Tf, Rflat, pts)
+        h = convex_hull(pts, m, srt, hull, HULL_TOL) if m >= 3 else 0
+        if h >= 3:
+            compute_walls(hull, h, 1.0, walls)
+            _rot(Rflat, com[0, 0], com[0, 1], com[0, 2], vec[3])
+            signed_distances(walls, h, vec[3, 1], vec[3, 2], margins)
+            plan_force(p, P_COG, walls, margins, h, gains_cog, pforces, K, C, fbias[0])
 
     # the virtual robot: support polygon and walls (eq. 50-51, 69, generalised)
     kinematics(mbuf, dbuf, q)
     m = contact_points(p, support, Tf, Rws, pts)
-    h = convex_hull(pts, m, srt, hull) if m >= 3 else 0
+    h = convex_hull(pts, m, srt, hull, HULL_TOL) if m >= 3 else 0
     if h < 3:
         return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
     for f in range(NFLAGS):
@@ -475,7 +556,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     commanded = input_phase(phase)
     if sensed and commanded >= 0 and commanded != support:
         flags[F_DISAGREE] = 1.0
-    if s[S_SUPPORT] != support:                      # a new support: the other sole stays where it is
+    if s[S_SUPPORT] != support and not tracking:     # a new support: the other sole stays where it is
         for a in range(4):
             for c in range(4):
                 hold[a, c] = Tf[fo, a, c]
@@ -497,14 +578,15 @@ def step(mbuf, dbuf, p, s, inp, out):
         flags[F_MEASURED_OUTSIDE] = 1.0
     cy, cz = polygon_centroid(poly, h)
     vec[1, 0], vec[1, 1], vec[1, 2] = cog[0], cy, cz              # G+: over the polygon's centroid
+    if tracking:                                                  # or the gait's CoG
+        vec[1, 1], vec[1, 2] = cog_plan[1], cog_plan[2]
     for a in range(3):
         vel[a] = v_cog[a]
     if field_velocity(p, P_COG, walls, margins, h, gains_cog, cog, vec[1], s[S_ENGAGED], vel, forces, total,
-                      K, C, A3, flags) != 0:
+                      K, C, A3, flags, fbias[0]) != 0:
         return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
 
     # virtual robot 2: the trunk's CoG over the pelvis (relative, world axes)
-    g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
     _rot(Rws, com[g, 0] - Tf[fp, 0, 3], com[g, 1] - Tf[fp, 1, 3], com[g, 2] - Tf[fp, 2, 3], vec[2])
     hx, hy = p[P_TRUNK_HX], p[P_TRUNK_HY]
     tpoly[0, 0], tpoly[0, 1], tpoly[1, 0], tpoly[1, 1] = hx, -hy, hx, hy
@@ -515,10 +597,16 @@ def step(mbuf, dbuf, p, s, inp, out):
     if tm < 0.0:
         flags[F_TRUNK_OUTSIDE] = 1.0
     vec[3, 0], vec[3, 1], vec[3, 2] = vec[2, 0], 0.0, 0.0
+    if tracking:                                                  # the gait's trunk over the pelvis
+        vec[3, 1], vec[3, 2] = trunk_plan[1], trunk_plan[2]
     for a in range(3):
         vec[1, a] = v_trunk[a]
+    if tracking:                                     # the walls' force on the gait's trunk
+        signed_distances(twalls, 4, trunk_plan[1], trunk_plan[2], tmarg)
+        plan_force(p, P_TRUNK, twalls, tmarg, 4, gains_trunk, pforces, K, C, fbias[1])
+        signed_distances(twalls, 4, vec[2, 1], vec[2, 2], tmarg)
     if field_velocity(p, P_TRUNK, twalls, tmarg, 4, gains_trunk, vec[2], vec[3], s[S_ENGAGED], vec[1], tforces,
-                      trunk_total, K, C, A3, flags) != 0:
+                      trunk_total, K, C, A3, flags, fbias[1]) != 0:
         return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
 
     # the tasks' rows: the other sole (base axes), the CoGs' horizontal rows (e1, e2)
@@ -537,6 +625,11 @@ def step(mbuf, dbuf, p, s, inp, out):
         qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
         locked[j] = 0.0
     xd[6], xd[7], xd[8], xd[9] = vel[1], vel[2], vec[1, 1], vec[1, 2]
+    if tracking:                                     # eq. (walking): the gait's rates fed forward
+        for r in range(TASK_ROWS):
+            xd[r] += ff[r]
+        for j in range(n):
+            qd0[j] = qd_gait[j] + p[P_POST_K] * (q_gait[j] - q[j])
 
     # the hierarchy, joints locked at their limits (as the bench stabilizer)
     sig = out[O_SIGMA:O_SIGMA + 3]

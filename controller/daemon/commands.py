@@ -191,6 +191,13 @@ def _stabilizer(args: dict[str, Any], ctx: Context) -> np.ndarray:
         raise Reject(Error.NOT_ALLOWED, "the stabilizer is already running: only enable: false is accepted in STABILIZING.")
     out = [1.0 if enable else 0.0]
     support = args.get("support")
+    walking = ctx.state == State.MOVING
+    if walking and not ctx.whole_body:
+        raise Reject(Error.NOT_SUPPORTED, "in MOVING the stabilizer runs over a played gait: the whole-robot "
+                                          "stabilizer's (a tree robot); the bench leg's stabilizes standing only.")
+    if walking and support is not None:
+        raise Reject(Error.BAD_ARGS, "args.support is not accepted in MOVING: the played file's support column "
+                                     "gives the phase.")
     if support is not None:
         if not ctx.whole_body:
             raise Reject(Error.BAD_ARGS, "args.support is for the whole-robot stabilizer (a tree robot); "
@@ -201,7 +208,7 @@ def _stabilizer(args: dict[str, Any], ctx: Context) -> np.ndarray:
             raise Reject(Error.BAD_ARGS, f"args.support must be one of {', '.join(SUPPORT_NAMES)}, "
                                          f"got {kind_of(support)}.")
         out += [float(StabParam.SUPPORT), float(SUPPORT_NAMES.index(support))]
-    if enable and ctx.start_posture is not None and ctx.q is not None:
+    if enable and not walking and ctx.start_posture is not None and ctx.q is not None:
         why = ctx.start_posture.reason(ctx.q, SUPPORT_NAMES.index(support) if support is not None else DOUBLE)
         if why is not None:
             raise Reject(Error.OUT_OF_RANGE, f"{why}.")
@@ -408,10 +415,12 @@ COMMANDS: tuple[Command, ...] = (
                 Arg("trajectory", "string", '"squat", or a file in io.trajectory_dir (its positions, speeds, '
                     "accelerations and inverse-dynamics torques within the limits, docs/operations.md)",
                     range=f"at most {MAX_PATH_CHARS} characters"),)),
-    Command("stabilizer", "Start (enable: true) or stop the stabilizer.", Lane.MAILBOX,
-            frozenset({S.HOLD, S.STABILIZING}), (STABILIZER,), validate=_stabilizer, starts_motion=True, args=(
+    Command("stabilizer", "Start (enable: true) or stop the stabilizer; in MOVING, over the played file.",
+            Lane.MAILBOX, frozenset({S.HOLD, S.MOVING, S.STABILIZING}), (STABILIZER,), validate=_stabilizer,
+            starts_motion=True, args=(
                 Arg("enable", "boolean", "start or stop; in STABILIZING only false; a whole robot starts only "
-                    "with its CoG and trunk's CoG clear of their walls (docs/operations.md)"),
+                    "with its CoG and trunk's CoG clear of their walls (docs/operations.md); in MOVING, a "
+                    "tree robot's stabilizer over a played file with a support column (docs/walking.md)"),
                 Arg("params", "object", "stabilizer parameters by name (with enable: true)",
                     range=", ".join(f"{k} [{lo:g}, {hi:g}] {u}" for k, (_, lo, hi, u) in STABILIZER_PARAMS.items()),
                     required=False),

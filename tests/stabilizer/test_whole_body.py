@@ -16,7 +16,6 @@ from models.composite.models import composite_setup, composite_update
 from models.common.support import DOUBLE, LEFT, RIGHT
 from models.gait.plan import GaitParams
 from models.gait.wholebody import flexed_posture
-from models.chain.model import python_views
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
 from models.polygon import convex_hull, polygon_centroid
@@ -44,8 +43,7 @@ def make(**sections) -> wb.WholeBodyStabilizer:
 
 
 def state(st: wb.WholeBodyStabilizer) -> dict[str, np.ndarray]:
-    names = ("q", "v_cog", "v_trunk", "qpost", "hold", "Rws", "locked", "qd0", "Z", "Jt", "xd")
-    return dict(zip(names, python_views(st.state, wb.state_layout(st.params, st.state)[0])))
+    return wb.STATE.views(st.state, n=st.n)._asdict()          # by name: the layout's fields
 
 
 # ---------------------------------------------------------------- support polygon

@@ -8,7 +8,6 @@ from numba import njit
 from stabilizer.contact import LOADS_OK
 from stabilizer.pelvis_state import STATE as PELVIS_STATE
 
-from controller.daemon.codes import State
 from controller.daemon.shm import SharedBlock, begin_record, end_record
 from controller.daemon.telemetry import FIELD, LOADS_MASK, MAX_WALLS, ST_OVERRUNS, TASKS, TILT_HELD_MASK, RecordLayout
 from controller.daemon.loop.states import POWERED
@@ -91,7 +90,7 @@ class Recorder:
         write_record(rec, self.rec_offsets, t, float(cycle), float(sup.state), float(sup.fault_reason),
                      sup.fault_detail, io.q, io.qd, sup.q_ref, sup.axes.tau, self.models.com,
                      self.margins, self.force,
-                     float((sup.stabilize.flags if sup.state == State.STABILIZING else 0)
+                     float(sup.stab_flags
                            | (TILT_HELD_MASK if est.tilt_held else 0)
                            | (LOADS_MASK if est.loads_state != LOADS_OK else 0)),
                      latency_ns / 1e3, self.marks, self.telemetry_us,

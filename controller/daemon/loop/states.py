@@ -1,7 +1,7 @@
 """The controller's state machine (docs/cycle.md), as tables.
 
-BOOT (network boot) -> DISABLED -> ``enable`` -> HOLD -> MOVING (trajectory) or
-STABILIZING (stabilizer) -> HOLD. Any state -> FAULT on a drive or bus fault, a hard
+BOOT (network boot) -> DISABLED -> ``enable`` -> HOLD -> MOVING (trajectory, a played file optionally
+under the whole-robot stabilizer) or STABILIZING (stabilizer) -> HOLD. Any state -> FAULT on a drive or bus fault, a hard
 limit, a non-finite value or the transmission; ``reset`` -> DISABLED. ``estop`` from
 anywhere: quick stop then voltage off. The loop is the final authority; the I/O side
 checks the same table (from the command registry) before it posts a command, for a fast, precise error reply.
@@ -46,4 +46,5 @@ AFTER: dict[tuple[State, Outcome], tuple[State, Reason | None]] = {
     (S.MOVING, Outcome.APPROACHED): (S.MOVING, None),
     (S.MOVING, Outcome.STOP_DONE): (S.HOLD, None),
     (S.STABILIZING, Outcome.STABILIZER_FAILED): (S.HOLD, Reason.STABILIZER_FAILED),
+    (S.MOVING, Outcome.STABILIZER_FAILED): (S.HOLD, Reason.STABILIZER_FAILED),   # a stabilized walk
 }

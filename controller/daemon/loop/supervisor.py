@@ -31,6 +31,7 @@ from controller.daemon.loop.references.hold import Follow, Hold
 from controller.daemon.loop.references.move import Move
 from controller.daemon.loop.references.playback import Playback, first_stance
 from controller.daemon.loop.references.squat import Squat
+from controller.daemon.loop.references.stabilized_playback import StabilizedPlayback
 from controller.daemon.loop.references.stabilize_whole_body import StabilizeWholeBody
 from controller.daemon.loop.references.stop import Stop
 from controller.daemon.loop.safety import Watchdog
@@ -103,6 +104,9 @@ class Supervisor:
         self.playback = Playback(block.traj, self.period, block.support)
         self.stopping = Stop(n, cfg.control.stop_duration)
         self.stab_sensed = isinstance(stabilize, StabilizeWholeBody) and stabilize.sensed   # support.source: sensors
+        # a played gait under the whole-robot stabilizer; ``walk_armed``: asked for during the approach
+        self.walk = StabilizedPlayback(self.playback, stabilize) if isinstance(stabilize, StabilizeWholeBody) else None
+        self.walk_armed = False
         self.gen = self.follow
         self.state = State.BOOT
         self.enable_deadline = 0.0
@@ -254,6 +258,7 @@ class Supervisor:
         self.move.start(t, self.q_ref, np.clip(self.block.traj[0], self.soft_lo, self.soft_hi), QUINTIC, 0.0,
                         Outcome.APPROACHED)
         self._start_motion(self.move, t)
+        self.walk_armed = False                    # a new file plays open-loop unless asked otherwise
         stance = first_stance(self.block.support, self.playback.length)
         est = self.est
         if stance >= 0 and est.phase_root[2] < 0:  # on the ground: the foot the first step does not lift
@@ -277,6 +282,8 @@ class Supervisor:
         if self.stabilize is None:
             return False, Error.NOT_SUPPORTED
         enable = a[0] > 0.5
+        if self.state == State.MOVING:
+            return self._stabilize_walk(enable, a, nargs)
         if not enable:
             if self.state != State.STABILIZING:
                 return False, Error.NOT_ALLOWED
@@ -296,6 +303,34 @@ class Supervisor:
         self.watchdog.arm(t)
         self.goto(State.STABILIZING, Reason.COMMAND)
         return True, Error.OK
+
+    def _stabilize_walk(self, enable: bool, a: np.ndarray, nargs: int) -> tuple[bool, int]:
+        """In MOVING, the stabilizer over a played file: on (from here if the file plays, from its first
+        sample if the approach runs) or off (the file plays on open-loop). A tree robot's, a file with a
+        support phase per sample and no other motion, else NOT_ALLOWED (NOT_SUPPORTED: a bench leg)."""
+        if self.walk is None:
+            return False, Error.NOT_SUPPORTED
+        approach = self.gen is self.move and self.move.done == Outcome.APPROACHED
+        if not enable:
+            if self.gen is not self.walk and not (approach and self.walk_armed):
+                return False, Error.NOT_ALLOWED
+            self.walk_armed = False
+            if self.gen is self.walk:
+                self.gen = self.playback
+            return True, Error.OK
+        if not (approach or self.gen is self.playback) or not self.playback.phased:
+            return False, Error.NOT_ALLOWED
+        self.stabilize.set_params(a, nargs)
+        if approach:
+            self.walk_armed = True
+        else:
+            self._start_walk()
+        return True, Error.OK
+
+    def _start_walk(self) -> None:
+        self.walk.start(self.q_ref)
+        self.walk_armed = False
+        self.gen = self.walk
 
     def _inject(self, a: np.ndarray) -> tuple[bool, int]:
         """Simulated fault (validated on the I/O side); a bus without the fault API, or
@@ -361,6 +396,12 @@ class Supervisor:
         self.watchdog.disarm()
         self.goto(State.ESTOP, Reason.ESTOP)
 
+    @property
+    def stab_flags(self) -> int:
+        """The running stabilizer's stab_flags (the telemetry's), 0 when none runs."""
+        return self.stabilize.flags if self.state == State.STABILIZING or (
+            self.gen is self.walk and self.walk is not None) else 0
+
     def _hold(self, why: Reason) -> None:
         self.hold.start(self.q if self.state not in POWERED else self.q_ref, self.q_ref, self.qd_ref, self.qdd_ref)
         if self.state not in POWERED:
@@ -406,7 +447,7 @@ class Supervisor:
         otherwise."""
         outcome = self.gen.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
         est = self.est
-        if self.gen is self.playback:
+        if self.gen is self.playback or self.gen is self.walk:
             est.share(est.split(self.playback.share, self.playback.phase))   # held after the file
             if self.playback.phase != est.phase:
                 est.support(self.playback.phase)
@@ -427,5 +468,8 @@ class Supervisor:
             self.playback.start(t)
             self.est.phase = -1.0                  # the file's first phase is announced
             self.gen = self.playback
+            if self.walk_armed:                    # the stabilizer asked for during the approach
+                self.playback.sample(t, self.q_ref, self.qd_ref, self.qdd_ref)
+                self._start_walk()
         else:
             self._hold(self.gen.why if why is None else why)

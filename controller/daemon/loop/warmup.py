@@ -13,6 +13,8 @@ import numpy as np
 
 from drivers.cia402 import State as DriveState
 
+from models.common.support import DOUBLE
+
 from controller.daemon.codes import Reason, State
 from controller.daemon.shm import Cmd, H, SharedBlock, post_command
 from controller.daemon.loop.timing import LockstepClock
@@ -61,7 +63,7 @@ def script(twin) -> list[tuple[Cmd, list[float]]]:
     here = [float(x) for x in twin.q_ref]
     return [(Cmd.ENABLE, []), (Cmd.SET_GAINS, [0.0, 1.0, 0.0, 0.0]), (Cmd.MOVE_JOINTS, here + [1.0]),
             (Cmd.STOP, []), (Cmd.HOLD, []), (Cmd.RUN_SQUAT, []), (Cmd.HOLD, []), (Cmd.RUN_BUFFER, []),
-            (Cmd.HOLD, []), (Cmd.PLATFORM, [0.0, 0.0, 1.0]), (Cmd.STABILIZER, [1.0]), (Cmd.HOLD, []),
+            (Cmd.STABILIZER, [1.0]), (Cmd.HOLD, []), (Cmd.PLATFORM, [0.0, 0.0, 1.0]), (Cmd.STABILIZER, [1.0]), (Cmd.HOLD, []),
             (Cmd.ESTOP, []), (Cmd.RESET, [])]
 
 
@@ -82,6 +84,8 @@ def dry_run(loop) -> None:
         for cmd, args in script(twin):
             if cmd == Cmd.RUN_BUFFER:                  # a file standing where the twin is
                 block.traj[:TRAJ] = twin.q_ref
+                if twin.sup.walk is not None:          # a gait in double support: the stabilized walk
+                    block.support[:TRAJ] = DOUBLE
                 block.header[H.TRAJ_LEN] = TRAJ
             token += 1
             post_command(block, token, cmd, np.array(args) if args else None)

@@ -135,9 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
                          f"{'/'.join(PUSH_SIDES)} (default forward)")
     stab = wk.add_mutually_exclusive_group()
     stab.add_argument("--no-stabilizer", action="store_true",
-                      help="the open-loop gait (today the only walk: no stabilized walk exists yet)")
+                      help="the open-loop gait (the default)")
     stab.add_argument("--stabilizer", metavar="MODE",
-                      help=f"a stabilized walk (known: {', '.join(WALK_STABILIZERS) or 'none yet'})")
+                      help=f"a stabilized walk: {', '.join(WALK_STABILIZERS)} (the gait under the whole-robot "
+                           "stabilizer, docs/walking.md)")
     _bench(wk)
     f = sub.add_parser("fault", help="consecutive lost PRes of one node during the thesis tilt")
     f.add_argument("--count", type=int, default=1, help="PRes lost in a row (1 is forgiven, >= 2 trips)")

@@ -237,7 +237,7 @@ def collect_ground(options: Options, say: Say = lambda _m: None, workers: int = 
     """The walks on unknown ground (:data:`GROUNDS`), the largest push survived mid-single-support
     (:data:`WALK_PUSHES`, bisection over N s) and standing (the whole-body bench, with and without its
     stabilizer), ``workers`` benches at a time. Each walk row runs open-loop and with every stabilized
-    walk of :data:`~.walk.WALK_STABILIZERS` (none yet: those cells are n/a)."""
+    walk of :data:`~.walk.WALK_STABILIZERS` (the first)."""
     import tempfile
 
     from drivers.sim.hil.terrain import terrain
@@ -305,7 +305,7 @@ def _pushed_cell(held: float, fell: float | None) -> str:
 def ground_markdown(res: dict[str, Any]) -> str:
     """The unknown-ground table (docs/results/bip2000.md): one row per ground or push, open-loop beside
     stabilized."""
-    none = "n/a: no stabilized walk exists yet"
+    none = "n/a: no stabilized walk in this run"
     rows = [f"| BIP 2000, {res['steps']} steps at {res['speed_m_h']:g} m/h, ground not told to the gait | "
             "without stabilizer (open-loop gait) | with stabilizer |", "| --- | --- | --- |"]
     for label, runs in res["grounds"].items():

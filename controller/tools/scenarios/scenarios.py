@@ -32,7 +32,7 @@ def _deg(params: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: (round(math.degrees(v), 4) if k in keys else v) for k, v in params.items()}
 
 
-def _until_hold(op: RecordingOperator, limit_s: float) -> None:
+def until_hold(op: RecordingOperator, limit_s: float) -> None:
     """Wait for the motion to end (MOVING -> HOLD) within ``limit_s`` simulated seconds."""
     waited = 0.0
     while op.state() != "HOLD":
@@ -97,9 +97,9 @@ class Squat:
 
     def run(self, op: RecordingOperator) -> None:
         op.command("move_joints", q=list(SQUAT_START), duration=SQUAT_START_S)
-        _until_hold(op, SQUAT_START_S + 1.0)
+        until_hold(op, SQUAT_START_S + 1.0)
         op.command("run", trajectory="squat")
-        _until_hold(op, 20.0)
+        until_hold(op, 20.0)
         op.wait(SETTLE_S)
 
 
@@ -137,7 +137,7 @@ class WalkFile:
     def run(self, op: RecordingOperator) -> None:
         op.command("run", trajectory=str(Path(self.path).resolve()))
         self.during(op)
-        _until_hold(op, 600.0)
+        until_hold(op, 600.0)
         op.wait(SETTLE_S)
 
     def during(self, op: RecordingOperator) -> None:

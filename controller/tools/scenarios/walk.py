@@ -14,8 +14,8 @@ built into the HIL's MJCF only. A :class:`WalkPush` is an impulse (N s) on the p
 over :data:`PUSH_S` at a time of the gait file (from the first sample of its playback, the end of
 the daemon's approach move, seen as the first telemetry frame with a support phase; stepped
 lock-step, so at an exact cycle). The walk runs open-loop (the gait's joint references, held in
-position by the drives): no stabilized walk exists yet, so :data:`WALK_STABILIZERS` is empty and
-a run says so rather than pretend one ran.
+position by the drives) unless a stabilized walk of :data:`WALK_STABILIZERS` is asked for
+(``whole-body``: the gait played under the whole-robot stabilizer, docs/walking.md).
 """
 from __future__ import annotations
 
@@ -39,16 +39,17 @@ from controller.tools.scenarios.whole_body import PUSH_DIRECTIONS
 from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell, evaluate_walk
 
 WALK_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000.yaml"
+WALK_STABILIZER = WALK_CONFIG.parent / "robots" / "bip2000_stabilizer.yaml"
 THESIS_SPEED_M_H = 360.0
 THESIS_STEPS = 2
 PUSH_S = 0.1             # s, a walk push's impulse is spread evenly over this
 PUSH_BODY = "pelvis"
 PUSH_SIDES = {"forward": "forward", "back": "backward", "left": "left", "right": "right"}
 """The directions of ``--push NS@T:DIRECTION`` and the world axes they name (:data:`PUSH_DIRECTIONS`)."""
-WALK_STABILIZERS: dict[str, tuple[tuple[str, Any], ...]] = {}
+WALK_STABILIZERS: dict[str, tuple[tuple[str, Any], ...]] = {"whole-body": (("stabilizer", str(WALK_STABILIZER)),)}
 """Stabilized walks by mode name: the daemon settings (dotted key, value) that make the gait's playback
-stabilized. None exists yet: every walk is the open-loop gait."""
-OPEN_LOOP = "none: the open-loop gait (no stabilized walk exists yet)"
+stabilized (the operator then sends ``stabilizer enable=true`` during the approach)."""
+OPEN_LOOP = "none: the open-loop gait"
 NO_ESTIMATE = "no ground-slope estimator exists yet"
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -100,14 +101,18 @@ class Walk(WalkFile):
     push during it when given."""
     hung: bool = True
     push: WalkPush | None = None
+    stabilized: bool = False
     name: str = field(default="walk", init=False)
 
     def params(self) -> dict[str, Any]:
         return {"gait": str(self.path), "mount": mount(self.hung),
-                "push": None if self.push is None else self.push.describe()}
+                "push": None if self.push is None else self.push.describe(), "stabilized": self.stabilized}
 
     def during(self, op) -> None:
-        """The push, ``at_s`` after the first frame of the file's playback."""
+        """The stabilizer enabled during the approach (``stabilized``), then the push, ``at_s`` after
+        the first frame of the file's playback."""
+        if self.stabilized:
+            op.command("stabilizer", enable=True)
         p = self.push
         if p is not None:
             op.wait_until(lambda: playback_started(op), 600.0, "the start of the gait's playback")
@@ -203,7 +208,7 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
     if say is not None:
         say(f"walk stabilizer: {stabilizer or OPEN_LOOP}")
     with Session(o, say) as session:
-        played = session.play(Walk(Path(gait), hung, push))
+        played = session.play(Walk(Path(gait), hung, push, stabilizer is not None))
         tel, tru = session.op.series.arrays()
         joints = list(session.daemon_config["joints"])
         result = evaluate_walk(str(gait), mount(hung), gait_steps(gait), tel, tru, session.op.series.events,

@@ -67,7 +67,8 @@ class Playback:
     """Sample k = (t - t0) / period of ``traj[:length]``, then the last one; the loop reaches
     the first sample with a :class:`~controller.daemon.loop.references.move.Move` before it starts.
     ``phase`` is the support phase of the last sample (``support[k]``, -1: none), ``share`` the
-    load share of the right sole there (:func:`right_shares`, NaN: no phase)."""
+    load share of the right sole there (:func:`right_shares`, NaN: no phase); ``phased``: every sample
+    of the loaded file has one."""
 
     def __init__(self, traj: np.ndarray, period: float, support: np.ndarray) -> None:
         self.traj, self.period, self.support = traj, period, support
@@ -76,6 +77,7 @@ class Playback:
         self.phase = -1.0
         self.shares = np.full(support.shape[0], np.nan)
         self.share = np.nan
+        self.phased = False             # every sample of the loaded file has a support phase
 
     def load(self, length: int) -> Error:
         """Take the buffer's first ``length`` samples: BAD_ARGS unless 1 <= length <= its
@@ -86,6 +88,7 @@ class Playback:
         if not np.isfinite(self.traj[:length]).all():
             return Error.NOT_FINITE
         right_shares(self.support, length, self.shares)
+        self.phased = bool(np.isfinite(self.shares[:length]).all())
         return Error.OK
 
     def start(self, t: float) -> None:
