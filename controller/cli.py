@@ -248,13 +248,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 2
     result: dict = {}
     play = None                                          # the demo's operator: (command, telemetry) -> result
+    # a demo in lock-step owns the loop's clock (stepped): its operator would otherwise feed the watchdog
+    # on the wall's clock while the loop runs on simulated time, and the run would depend on the host's speed
+    stepped = True if args.stepped or (args.demo and args.lockstep) else None
     with ExitStack() as stack:
         folder = None
         if args.demo:
             from controller.daemon.config import load_daemon_config
 
-            cfg = load_daemon_config(args.config, args.backend, True if args.lockstep else None,
-                                     True if args.stepped else None)
+            cfg = load_daemon_config(args.config, args.backend, True if args.lockstep else None, stepped)
             robot = cfg.robot()
             valid = demos_for(robot)
             if args.demo not in valid:
@@ -287,7 +289,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 result["error"] = f"{type(e).__name__}: {e}"
 
         code = run_daemon(args.config, args.backend, True if args.lockstep else None, say=say,
-                          operator=operator if play else None, stepped=True if args.stepped else None,
+                          operator=operator if play else None, stepped=stepped,
                           trajectory_dir=folder, capture=args.capture)
     if args.demo:
         if "stats" not in result:
@@ -610,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--capture", metavar="FILE.pcapng",
                    help="write every POWERLINK frame the managing node sends and receives to this pcapng file "
                         "(Wireshark, tshark -r FILE)")
-    r.add_argument("--demo", choices=tuple(DEMOS), help="also act as an operator: enable, play, disable, exit; "
+    r.add_argument("--demo", choices=tuple(DEMOS), help="also act as an operator: enable, play, disable, exit (with --lockstep it runs stepped); "
                    "squat on the bench leg (deploy/bipd.yaml), walk on BIP 2000 (deploy/bip2000.yaml: the thesis' "
                    "2 steps at 360 m/h, generated first)")
     r.set_defaults(func=cmd_run)

@@ -138,6 +138,18 @@ def test_a_demo_the_robot_cannot_run_is_refused(monkeypatch, capsys, config, dem
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("flags, stepped", [(["--lockstep"], True), (["--stepped"], True), ([], None)])
+def test_a_demo_in_lock_step_owns_the_clock(monkeypatch, flags, stepped):
+    """With --lockstep the demo runs stepped: its operator grants loop time instead of feeding the
+    watchdog on the wall's clock, so the squat's result does not depend on the host's speed."""
+    import controller.daemon.run
+
+    seen = {}
+    monkeypatch.setattr(controller.daemon.run, "run_daemon", lambda *a, **k: seen.update(k) or 0)
+    main(["run", "--config", str(DEPLOY / "bipd.yaml"), "--demo", "squat", *flags])
+    assert seen["stepped"] is stepped
+
+
 @pytest.mark.hil
 @pytest.mark.parametrize("keep", [False, True])
 def test_bipd_run_demo_walk_end_to_end(tmp_path, capsys, keep):
