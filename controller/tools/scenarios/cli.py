@@ -82,6 +82,9 @@ def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
 def _bench(p: argparse.ArgumentParser, plot: bool = True) -> None:
     p.add_argument("--realtime", action="store_true", help="run the daemon in real time (default: lock-step)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--transport", choices=("udp", "raw"), default="udp",
+                   help="the frames between daemon and HIL: loopback UDP (default) or raw Ethernet on a veth "
+                        "pair into a network namespace made for the run (root, or CAP_NET_ADMIN and CAP_NET_RAW)")
     p.add_argument("--throttle-s", type=float, default=0.0, metavar="S",
                    help="the HIL sleeps S s per control period: a slow host (verdicts must not change)")
     p.add_argument("--operator-sleep", type=float, default=0.0, metavar="X",
@@ -234,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--throttle-s must be in [0, 1] s and --operator-sleep in [0, 100]")
     if args.realtime and args.operator_sleep:
         p.error("--operator-sleep needs a stepped (lock-step) bench; --realtime keeps the wall clock")
+    if args.realtime and getattr(args, "transport", "udp") == "raw":
+        p.error("--transport raw runs the bench in stepped lock-step; --realtime needs --transport udp")
     problem = missing("matplotlib", "plot") if getattr(args, "plot", None) is not None else None
     if problem:
         print(f"bipd scenario: error: --plot {problem}", file=sys.stderr)
@@ -258,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
-                      tilt_source=args.tilt_source, record=record,
+                      tilt_source=args.tilt_source, record=record, transport=args.transport,
                       trajectory_dir=(args.path.parent if args.scenario == "walk-file" else
                                       motion_folder(args.motion) if args.scenario == "rig" else None))
     try:
@@ -349,7 +354,8 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
     if args.gait is None and not (args.steps >= 1 and args.speed > 0):
         p.error("walk: --steps must be at least 1 and --speed > 0 m/h")
     options = Options(config=args.config, lockstep=not args.realtime, plot_dir=args.plot,
-                      throttle_s=args.throttle_s, operator_sleep=args.operator_sleep, record=record)
+                      throttle_s=args.throttle_s, operator_sleep=args.operator_sleep, record=record,
+                      transport=args.transport)
 
     def report(result) -> None:
         res = result.to_dict()
