@@ -163,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
                     help="the stabilizer's support: the command's or the feet's load cells over the bus")
     wb.add_argument("--json", action="store_true")
+    wb.add_argument("--transport", choices=("udp", "raw"), default="udp",
+                    help="the frames between daemon and HIL: loopback UDP (default) or raw Ethernet (root)")
     for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
     for q in (s, d, r, rr):
@@ -375,7 +377,7 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     from controller.tools.scenarios.whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
-                         support_source=args.support_source)
+                         support_source=args.support_source, transport=args.transport)
     if args.config is not None:
         o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:
@@ -463,7 +465,7 @@ def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
                 f"({args.config} names a tree robot; its bench runs stepped lock-step)")
     o = WholeBodyOptions(config=args.config, stabilizer=not args.no_stabilizer,
                          trajectory_dir=motion_folder(args.motion) if args.scenario == "rig" else None,
-                         plot_dir=getattr(args, "plot", None))
+                         plot_dir=getattr(args, "plot", None), transport=args.transport)
     try:
         if args.scenario == "rig-results":
             res = collect_tree(o, args.runs, _say)
