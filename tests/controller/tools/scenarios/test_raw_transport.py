@@ -63,6 +63,8 @@ def _tilt(transport: str) -> dict:
 def test_the_thesis_tilt_gives_the_same_figures_over_the_wire_as_over_udp():
     with ThreadPoolExecutor(2) as pool:
         udp, raw = pool.map(_tilt, ("udp", "raw"))
+    print(f"thesis tilt, stepped lock-step: udp {udp['wall_s']} s wall ({udp['speed_x_realtime']}x), "
+          f"raw {raw['wall_s']} s wall ({raw['speed_x_realtime']}x) for {raw['sim_s']} s simulated")
     assert not raw["fell"] and raw["states"] == ["STABILIZING"], raw
     figures = lambda res: {k: v for k, v in res.items() if k not in HOST_MEASURES}          # noqa: E731
     assert figures(raw) == figures(udp)
