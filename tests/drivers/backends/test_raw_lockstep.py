@@ -3,8 +3,11 @@ PRes is awaited however late it comes and counts as on time, a silence frame fro
 the only loss, and cycles do not wait for their schedule (needs root: veth, AF_PACKET)."""
 from __future__ import annotations
 
+import select
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from drivers.backends.raw import RawLink
 from drivers.powerlink import frames
@@ -17,52 +20,63 @@ PRES_TIMEOUT_S = 0.002          # real time would listen max(2 ms, half the cycl
 DELAYS = (0.05, None, 0.0, None)
 
 
+def _preqs(sock, done: threading.Event) -> Iterator[memoryview]:
+    """The PReqs arriving on ``sock`` until ``done``."""
+    buf = bytearray(frames.MAX_FRAME)
+    while not done.is_set():
+        if not select.select((sock,), (), (), 0.2)[0]:
+            continue
+        n = sock.recv_into(buf)
+        if n > frames.SRC_NODE_AT and buf[frames.MESSAGE_TYPE_AT] == frames.MessageType.PREQ:
+            yield memoryview(buf)[:n]
+
+
 def _responder(interface: str, ready: threading.Event, done: threading.Event) -> None:
     """Answer the k-th PReq after DELAYS[k] with a PRes carrying k, or declare it unanswered."""
     sock = open_socket(interface)
-    sock.setblocking(True)
-    sock.settimeout(0.2)
     mac = bytes(sock.getsockname()[4][:6])
-    pres = frames.pres_frame(1, 1)
-    buf, quiet = bytearray(frames.MAX_FRAME), bytearray(frames.MAX_FRAME)
-    k = 0
+    pres, quiet = frames.pres_frame(1, 1), bytearray(frames.MAX_FRAME)
     ready.set()
     try:
-        while not done.is_set() and k < len(DELAYS):
-            try:
-                n = sock.recv_into(buf)
-            except TimeoutError:
+        for delay, preq in zip(DELAYS, _preqs(sock, done)):
+            if delay is None:
+                sock.send(silence_frame(quiet, mac, preq[frames.DST_NODE_AT]))
                 continue
-            if n <= frames.SRC_NODE_AT or buf[frames.MESSAGE_TYPE_AT] != frames.MessageType.PREQ:
-                continue
-            if DELAYS[k] is None:
-                sock.send(silence_frame(quiet, mac, buf[frames.DST_NODE_AT]))
-            else:
-                time.sleep(DELAYS[k])
-                pres.buf[frames.PDO_OFFSET] = k
-                sock.send(frames.without_fcs(pres.seal()))
-            k += 1
+            time.sleep(delay)
+            pres.buf[frames.PDO_OFFSET] = DELAYS.index(delay)
+            sock.send(frames.without_fcs(pres.seal()))
     finally:
         sock.close()
 
 
-def test_lockstep_waits_for_every_answer_and_loses_only_what_the_far_end_declares(veth):  # noqa: F811
-    mn_side, cn_side = veth
+@contextmanager
+def _far_end(interface: str) -> Iterator[None]:
+    """:func:`_responder` on ``interface`` in a thread for the block."""
     ready, done = threading.Event(), threading.Event()
-    thread = threading.Thread(target=_responder, args=(cn_side, ready, done), daemon=True)
+    thread = threading.Thread(target=_responder, args=(interface, ready, done), daemon=True)
     thread.start()
     ready.wait(5)
-    link = RawLink(mn_side, CYCLE_S, 1, 1, pres_timeout_s=PRES_TIMEOUT_S, lockstep=True)
-    soc, preq = frames.soc_frame(), frames.preq_frame(1, 0)
-    got = []
     try:
-        for _ in DELAYS:
-            link.queue_isochronous(soc.seal(), (preq.seal(),))
-            [reply], [delay] = link.collect(), list(link.reply_delays)
-            got.append(None if reply is None else (reply[frames.PDO_OFFSET], delay))
+        yield
     finally:
         done.set()
-        link.close()
         thread.join(5)
+
+
+def _cycle(link: RawLink, soc: frames.TxFrame, preq: frames.TxFrame) -> tuple[int, float] | None:
+    """One cycle of one PReq: (the PRes's payload byte, its delay), None when lost."""
+    link.queue_isochronous(soc.seal(), (preq.seal(),))
+    reply = link.collect()[0]
+    return None if reply is None else (reply[frames.PDO_OFFSET], link.reply_delays[0])
+
+
+def test_lockstep_waits_for_every_answer_and_loses_only_what_the_far_end_declares(veth):  # noqa: F811
+    mn_side, cn_side = veth
+    with _far_end(cn_side):
+        link = RawLink(mn_side, CYCLE_S, 1, 1, pres_timeout_s=PRES_TIMEOUT_S, lockstep=True)
+        try:
+            got = [_cycle(link, frames.soc_frame(), frames.preq_frame(1, 0)) for _ in DELAYS]
+        finally:
+            link.close()
     assert got == [(0, 0.0), None, (2, 0.0), None]     # 50 ms late (25x the timeout): taken, on time
     assert link.cycles == len(DELAYS) and link.overruns == 0
