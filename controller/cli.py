@@ -15,7 +15,7 @@
     bipd gait --check FILE.csv [--robot PATH]              re-check a gait file
     bipd stabilize-offline [--config PATH] [--amplitudes DEG,...] [--ramp-s S] [--json]   whole robot, tilt
     bipd check-robot PATH                                 validate a robot YAML
-    bipd export urdf|mjcf PATH                            the robot YAML as URDF / MJCF, on stdout
+    bipd export urdf|mjcf PATH [--actuators motor|position]  the robot YAML as URDF / MJCF, on stdout
     bipd import urdf ROBOT.urdf [--root LINK] [--feet L,R] [--cut J,...] [-o FILE] [--json]   URDF -> YAML
     bipd import mjcf ROBOT.xml --velocity V [--effort E] [same options]      MJCF -> YAML (MuJoCo)
     bipd keys DIR [--name NAME]                           a CURVE certificate pair for io.curve / ctl
@@ -525,9 +525,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         if problem:
             print(f"bipd export: error: mjcf {problem}", file=sys.stderr)
             return 2
-        from drivers.sim.hil.mjcf import mjcf_from_description
+        from drivers.sim.hil.mjcf_export import export_mjcf
+        from drivers.sim.hil.mjcf_text import MjcfError
 
-        sys.stdout.write(mjcf_from_description(desc))
+        try:
+            sys.stdout.write(export_mjcf(desc, args.actuators))
+        except MjcfError as e:
+            print(f"bipd export: error: {e}", file=sys.stderr)
+            return 2
     else:
         sys.stdout.write(to_urdf(desc))
     return 0
@@ -720,6 +725,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("export", help="write a robot YAML (chain or tree) as URDF or MJCF on stdout")
     ex.add_argument("format", choices=("urdf", "mjcf"))
     ex.add_argument("path", help="robot YAML")
+    ex.add_argument("--actuators", choices=("motor", "position"), default="motor",
+                    help="mjcf of a biped: motor torques through the transmission (default), or joint "
+                         "position servos holding the keyframe 'stance'")
     ex.set_defaults(func=cmd_export)
 
     im = sub.add_parser("import", help="write a URDF or MJCF (chain or tree) as the robot YAML (docs/import.md)")

@@ -13,6 +13,12 @@ damping = the viscous and friction = the Coulomb coefficient (Lammari 2012, eq. 
 diagonal of A (Pinocchio: ``model.armature``). Operational frames (a chain's ``tool``
 included) become links fixed to their body (``NAME_frame`` when a body has the frame's name
 and the frame is off its origin; a frame at its namesake body's origin is that body's link). Gravity is not part of URDF.
+
+Geometry (:mod:`models.geometry`): each link carries the same ``<visual>`` and ``<collision>``
+elements, named after the shape. URDF has no capsule, so a capsule is a ``<cylinder>`` along the
+segment (its origin at the midpoint, its z axis along the segment) and a ``<sphere>`` at each end
+(``NAME``, ``NAME_start``, ``NAME_end``); a sole is a ``<box>``. Each sub-tree's ``<material>``
+is declared once at the top and named by its visuals.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from models.chain.config import Body
-from models.chain.model import mdh_matrix
+from models.geometry import Box, Capsule, joint_origin, link_capsules, materials, rotation_from_z, sole_box
 from models.tree.config import Frame, TreeDescription, TreeJoint
 
 
@@ -45,15 +51,6 @@ def origin(T: np.ndarray) -> str:
     return f'<origin xyz="{number_list(*T[:3, 3])}" rpy="{number_list(*rpy(T[:3, :3]))}"/>'
 
 
-def joint_origin(t: TreeJoint) -> np.ndarray:
-    """Pose of joint j's frame in its parent body's frame at q = 0 (4x4)."""
-    m = t.joint.mdh
-    pre = mdh_matrix(0.0, 0.0, t.gamma, t.b)          # RotZ(γ) TransZ(b)
-    if t.placement is not None:
-        pre = np.array(t.placement) @ pre
-    return pre @ mdh_matrix(m.alpha, m.a, m.theta, m.d)
-
-
 def frame_link(desc: TreeDescription, frame: Frame) -> str | None:
     """The link an operational frame becomes: its name, ``NAME_frame`` when a body has that
     name, or None when the frame is its namesake body's origin (that body's link)."""
@@ -64,16 +61,48 @@ def frame_link(desc: TreeDescription, frame: Frame) -> str | None:
     return frame.name + "_frame"
 
 
-def _link(name: str, body: Body) -> str:
-    if body.mass <= 0.0:
+def _shape(kind: str, name: str, T: np.ndarray, geometry: str, material: str) -> str:
+    paint = f"\n      <material name={quoteattr(material)}/>" if kind == "visual" else ""
+    return (f"    <{kind} name={quoteattr(name)}>\n      {origin(T)}\n"
+            f"      <geometry>{geometry}</geometry>{paint}\n    </{kind}>")
+
+
+def _pose(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    return T
+
+
+def _pieces(shape: Capsule | Box) -> list[tuple[str, np.ndarray, str]]:
+    """(name, pose, URDF geometry) of a shape: a box, or a capsule's cylinder and end spheres."""
+    if isinstance(shape, Box):
+        return [(shape.name, shape.pose, f'<box size="{number_list(*(2.0 * shape.half))}"/>')]
+    sphere = f'<sphere radius="{number_list(shape.radius)}"/>'
+    axis = shape.end - shape.start
+    length = float(np.linalg.norm(axis))
+    if length == 0.0:
+        return [(shape.name, _pose(np.eye(3), shape.start), sphere)]
+    return [(shape.name, _pose(rotation_from_z(axis), 0.5 * (shape.start + shape.end)),
+             f'<cylinder radius="{number_list(shape.radius)}" length="{number_list(length)}"/>'),
+            (shape.name + "_start", _pose(np.eye(3), shape.start), sphere),
+            (shape.name + "_end", _pose(np.eye(3), shape.end), sphere)]
+
+
+def _link(name: str, body: Body, shapes: list[Capsule | Box], material: str) -> str:
+    parts = []
+    if body.mass > 0.0:
+        (ixx, ixy, ixz), (_, iyy, iyz), (_, _, izz) = body.inertia
+        parts.append("    <inertial>\n"
+                     f'      <origin xyz="{number_list(*body.com)}" rpy="0 0 0"/>\n'
+                     f'      <mass value="{number_list(body.mass)}"/>\n'
+                     f'      <inertia ixx="{number_list(ixx)}" ixy="{number_list(ixy)}" ixz="{number_list(ixz)}" '
+                     f'iyy="{number_list(iyy)}" iyz="{number_list(iyz)}" izz="{number_list(izz)}"/>\n'
+                     "    </inertial>")
+    pieces = [p for shape in shapes for p in _pieces(shape)]
+    parts += [_shape(kind, *p, material) for kind in ("visual", "collision") for p in pieces]
+    if not parts:
         return f"  <link name={quoteattr(name)}/>"
-    (ixx, ixy, ixz), (_, iyy, iyz), (_, _, izz) = body.inertia
-    return (f"  <link name={quoteattr(name)}>\n    <inertial>\n"
-            f'      <origin xyz="{number_list(*body.com)}" rpy="0 0 0"/>\n'
-            f'      <mass value="{number_list(body.mass)}"/>\n'
-            f'      <inertia ixx="{number_list(ixx)}" ixy="{number_list(ixy)}" ixz="{number_list(ixz)}" '
-            f'iyy="{number_list(iyy)}" iyz="{number_list(iyz)}" izz="{number_list(izz)}"/>\n'
-            f"    </inertial>\n  </link>")
+    return f"  <link name={quoteattr(name)}>\n" + "\n".join(parts) + "\n  </link>"
 
 
 def _joint(t: TreeJoint) -> str:
@@ -90,13 +119,21 @@ def _joint(t: TreeJoint) -> str:
             f"  </joint>")
 
 
-def to_urdf(desc: TreeDescription) -> str:
-    """The URDF document of ``desc`` (see the module docstring for the mapping)."""
+def to_urdf(desc: TreeDescription, geometry: bool = True) -> str:
+    """The URDF document of ``desc`` (see the module docstring for the mapping); ``geometry``:
+    with the links' visual and collision shapes and their materials."""
     out = ['<?xml version="1.0"?>',
            f"<!-- generated by bipd export urdf from {desc.source}; gravity {number_list(*desc.gravity)} m/s^2 "
            f"in the frame of {desc.base} -->",
            f"<robot name={quoteattr(desc.name)}>"]
-    out += [_link(name, desc.bodies[name]) for name in desc.body_names]
+    shapes: dict[str, list[Capsule | Box]] = {name: [] for name in desc.body_names}
+    paint = materials(desc)
+    if geometry:
+        for shape in link_capsules(desc) + [sole_box(desc, foot) for foot in desc.feet]:
+            shapes[shape.body].append(shape)
+        out += [f"  <material name={quoteattr(name)}><color rgba=\"{number_list(*rgba)}\"/></material>"
+                for name, rgba in dict(paint.values()).items()]
+    out += [_link(name, desc.bodies[name], shapes[name], paint[name][0]) for name in desc.body_names]
     out += [_joint(t) for t in desc.joints]
     for f in desc.frames:
         link = frame_link(desc, f)

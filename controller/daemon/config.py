@@ -88,6 +88,7 @@ class LiveViewConfig:
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = 8765
+    allow_parameters: bool = False     # Foxglove may set the axis gains and the stabilizer's keys
 
 
 @dataclass(frozen=True)
@@ -362,17 +363,19 @@ def _io(sec: Section, base: Path) -> IoConfig:
 
 def _live_view(sec: Section) -> LiveViewConfig:
     """``io.live_view``: ``enabled`` (bool), ``host`` (loopback only: the WebSocket has no
-    authentication) and ``port`` (0: any free port)."""
-    enabled = sec.raw("enabled", False)
-    if not isinstance(enabled, bool):
-        raise ConfigError(sec.where, sec.path("enabled"), f"expected true or false, got {quote(enabled)}")
+    authentication), ``port`` (0: any free port) and ``allow_parameters`` (bool: Foxglove may set
+    parameters; read-only otherwise)."""
+    enabled, allow = sec.raw("enabled", False), sec.raw("allow_parameters", False)
+    for key, value in (("enabled", enabled), ("allow_parameters", allow)):
+        if not isinstance(value, bool):
+            raise ConfigError(sec.where, sec.path(key), f"expected true or false, got {quote(value)}")
     host = sec.raw("host", LiveViewConfig.host)
     if not isinstance(host, str) or not is_loopback(f"tcp://{host}:1"):
         raise ConfigError(sec.where, sec.path("host"), f"{quote(host)} is not a loopback address: the live view "
                           "has no authentication, so it listens on 127.0.0.1 only")
     port = _int_in(sec, "port", LiveViewConfig.port, 0, 65535)
     sec.done()
-    return LiveViewConfig(enabled, host, port)
+    return LiveViewConfig(enabled, host, port, allow)
 
 
 def _check_stabilizer(path: Path, robot_path: Path, period: float, bus: BusConfig, where: str) -> None:

@@ -178,7 +178,7 @@ def run_daemon(config_path: str | Path, backend: str | None = None, lockstep: bo
         server = _open_server(cfg, robot, block)
         stack.callback(server.close)                          # closed first on the way out: flushes the log
         if cfg.io.live_view.enabled:
-            server.live = _open_live_view(cfg, robot)
+            server.live = _open_live_view(cfg, robot, server)
             say(f"bipd: live view on ws://{cfg.io.live_view.host}:{server.live.port} (Foxglove: Open connection)")
         code = _run(config_path, backend, lockstep, stepped, cfg, robot, block, server, say, operator,
                     None if capture is None else str(capture))
@@ -251,15 +251,40 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
     return server
 
 
-def _open_live_view(cfg: DaemonConfig, robot):
-    """Start the Foxglove WebSocket server of ``io.live_view``; a refusal names the key."""
+def _open_live_view(cfg: DaemonConfig, robot, server):
+    """Start the Foxglove WebSocket server of ``io.live_view``, its parameters tuning through
+    ``server``'s command path; a refusal names the key."""
     from controller.daemon.io.live import Ground, LiveView, LiveViewError
+    from controller.daemon.io.live_params import LiveParameters
+    from models.tree.config import load_tree
+    from models.urdf import to_urdf
 
-    live = cfg.io.live_view
+    live, ctl = cfg.io.live_view, cfg.control
+    desc = load_tree(cfg.robot_path)
+    gains = {name: values for name, values in zip(robot.joint_names, zip(ctl.kp, ctl.ki, ctl.kd))}
+    parameters = LiveParameters(to_urdf(desc), gains, _stabilizer_keys(cfg), live.allow_parameters,
+                                server.local.submit)
     try:
-        return LiveView(robot, live.port, live.host, Ground.of(robot, cfg.stabilizer_path))
+        view = LiveView(robot, live.port, live.host, Ground.of(robot, cfg.stabilizer_path), parameters=parameters,
+                        links=tuple((t.parent, t.child) for t in desc.joints))
     except LiveViewError as e:
         raise ConfigError(str(cfg.source), "io.live_view", str(e)) from None
+    server.on_accepted = parameters.accepted
+    return view
+
+
+def _stabilizer_keys(cfg: DaemonConfig) -> dict[str, float]:
+    """The stabilizer's run-time keys (commands.STABILIZER_PARAMS) as its YAML sets them; none without one."""
+    if cfg.stabilizer_path is None:
+        return {}
+    from stabilizer.config import load_config
+
+    st = load_config(cfg.stabilizer_path)
+    keys = {"saturation_distance": st.walls.radius, "admittance_damping": st.admittance_damping,
+            "admittance_mass": st.admittance_mass, "max_speed": st.max_speed, "posture_gain": st.posture_gain}
+    if st.attractor is not None:
+        keys["attractor_gain"] = st.attractor.gains[0]
+    return keys
 
 
 def _run(config_path, backend, lockstep, stepped, cfg: DaemonConfig, robot, block: SharedBlock, server, say,

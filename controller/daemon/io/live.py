@@ -1,5 +1,6 @@
-"""Live view: a Foxglove WebSocket server (subprotocol ``foxglove.sdk.v1``, the ``foxglove-sdk``
-package, extra ``live``) fed by the I/O process, never by the loop process.
+"""Live view: a Foxglove WebSocket server (the ``foxglove-sdk`` package, extra ``live``) fed by the
+I/O process, never by the loop process. Clients connect with either name of the Foxglove WebSocket
+protocol, ``foxglove.sdk.v1`` or ``foxglove.websocket.v1`` (:mod:`controller.daemon.io.live_relay`).
 
 Every telemetry record is offered (:meth:`LiveView.offer`); one every ``1 / RATE_HZ`` s of loop
 time is published, and only on the channels a client subscribes to (nothing is built otherwise):
@@ -7,12 +8,20 @@ time is published, and only on the channels a client subscribes to (nothing is b
 * ``/joint_state``: the cycle log's channel of the same name (q, qd, joint names);
 * ``/platform``: the platform tilt (alpha, beta) of thesis eq. 46;
 * ``/tf`` (``foxglove.FrameTransforms``): world (M, x_g up) -> ``base`` (R0 at the ankle),
-  T_M->O0 of thesis eq. 46-47 at the recorded tilt (robots with a ``foot`` section);
+  T_M->O0 of thesis eq. 46-47 at the recorded tilt (robots with a ``foot`` section), and each
+  joint's parent link -> child link at the recorded q (the URDF's links, thesis eq. 1-5), so the
+  3-D panel poses the robot description;
+* ``/robot_description`` (``std_msgs/msg/String``, JSON ``{"data": URDF}``): the exported URDF with
+  its geometry (:func:`models.urdf.to_urdf`), sent when a client subscribes; the same text is the
+  parameter ``/robot_description``; the 3-D panel shows the robot from either;
 * ``/scene`` (``foxglove.SceneUpdate``): the leg as a line through the frame origins of the
   forward geometric model (thesis eq. 1-6, frames 0..n and the tool) and the CoG as a sphere,
   in ``base``; with a foot, the support polygon (eq. 50-51) as a line loop in ``world``, red
   once a CoG margin (eq. 70-71) is negative, and the stabilizer's field force as an arrow at
   the CoG (``FORCE_SCALE`` m per N).
+
+Parameters (the protocol's getParameters / setParameters): the axis gains and the stabilizer's
+keys, tuned through the daemon's own command path (:mod:`controller.daemon.io.live_params`).
 
 Messages are JSON with JSON schemas, timestamps the loop's time ``t``. The SDK's server runs in
 its own thread and :meth:`foxglove.Channel.log` never blocks: each client has a bounded queue
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +44,8 @@ from models.tilt import rotation_world_foot
 from stabilizer.ground import base_to_world, foot_origin
 from stabilizer.support_polygon import project_outline, rectangle_outline
 
+from controller.daemon.io.live_params import ROBOT_DESCRIPTION, LiveParameters
+from controller.daemon.io.live_relay import Relay
 from controller.daemon.io.log import CHANNELS, _schema
 
 RATE_HZ = 30.0
@@ -59,6 +71,7 @@ FRAME_TRANSFORMS = {"title": "foxglove.FrameTransforms", "type": "object", "prop
         "timestamp": _TIME, "parent_frame_id": {"type": "string"}, "child_frame_id": {"type": "string"},
         "translation": _VEC3, "rotation": _QUAT}}}}}
 PLATFORM = {"title": "platform", "type": "object", "properties": {"t": _NUMBER, "alpha": _NUMBER, "beta": _NUMBER}}
+STRING = {"title": "std_msgs/msg/String", "type": "object", "properties": {"data": {"type": "string"}}}
 LINE_STRIP, LINE_LOOP = 0, 1  # foxglove.LinePrimitive type
 LEG_COLOR = {"r": 0.2, "g": 0.5, "b": 0.9, "a": 1.0}
 COG_COLOR = {"r": 1.0, "g": 0.6, "b": 0.0, "a": 1.0}
@@ -127,28 +140,58 @@ class Ground:
         return cls(foot, np.array(outline) if outline is not None else rectangle_outline(foot["a"], foot["b"], foot["c"]))
 
 
-class _Subscriptions:
-    """A ``foxglove.websocket.ServerListener`` counting the channel subscriptions of all clients."""
+class _Listener:
+    """A ``foxglove.websocket.ServerListener``: counts the channel subscriptions of all clients, sends
+    the robot description to a new subscriber of ``/robot_description`` (``describe``) and answers the
+    parameter requests from ``parameters``."""
 
-    def __init__(self) -> None:
+    def __init__(self, parameters: LiveParameters | None) -> None:
         self.count = 0
+        self.parameters = parameters
+        self.describe: Callable[[], None] = lambda: None
 
     def on_subscribe(self, client: Any, channel: Any) -> None:
         self.count += 1
+        if channel.topic == ROBOT_DESCRIPTION:
+            self.describe()
 
     def on_unsubscribe(self, client: Any, channel: Any) -> None:
         self.count -= 1
+
+    def on_parameters_subscribe(self, param_names: list[str]) -> None:
+        pass                                    # every change goes to the subscribers: nothing to start
+
+    def on_parameters_unsubscribe(self, param_names: list[str]) -> None:
+        pass
+
+    def on_get_parameters(self, client: Any, param_names: list[str], request_id: str | None = None) -> list[Any]:
+        return _parameters(self.parameters.get(param_names))
+
+    def on_set_parameters(self, client: Any, parameters: list[Any], request_id: str | None = None) -> list[Any]:
+        return _parameters(self.parameters.set({p.name: p.get_value() for p in parameters}))
+
+
+def _parameters(values: dict[str, float | str]) -> list[Any]:
+    from foxglove.websocket import Parameter
+
+    return [Parameter(name, value=value) for name, value in values.items()]
 
 
 class LiveView:
     """The Foxglove server and its channels; ``offer(rec)`` for every record read."""
 
     def __init__(self, robot: Robot, port: int, host: str = "127.0.0.1", ground: Ground | None = None,
-                 rate_hz: float = RATE_HZ) -> None:
+                 rate_hz: float = RATE_HZ, parameters: LiveParameters | None = None,
+                 links: tuple[tuple[str, str], ...] = ()) -> None:
+        """``parameters``: the parameter table (None: no parameters, no robot description);
+        ``links``: each joint's (parent link, child link) of the URDF, for ``/tf``."""
         try:
             import foxglove
+            import websockets.asyncio.server  # noqa: F401  (the relay's)
+            from foxglove.websocket import Capability, StatusLevel
         except ImportError:
-            raise LiveViewError(f"the live view needs the foxglove-sdk package: pip install 'bipd[{EXTRA}]'") from None
+            raise LiveViewError(f"the live view needs the foxglove-sdk and websockets (13 or newer) packages: "
+                                f"pip install 'bipd[{EXTRA}]'") from None
         self.layout = RecordLayout(robot.n)
         self.model, self.names, self.ground = robot.model, list(robot.joint_names), ground
         self.period = 1.0 / rate_hz
@@ -161,20 +204,34 @@ class LiveView:
         self._poly = np.zeros((0 if ground is None else len(ground.outline), 2))
         self._fox = foxglove
         self._ctx = foxglove.Context()
-        self._subs = _Subscriptions()
-        try:
-            self.server = foxglove.start_server(name="bipd", host=host, port=port, context=self._ctx,
-                                                message_backlog_size=BACKLOG, server_listener=self._subs)
+        self._subs = _Listener(parameters)
+        self._links = links
+        self._rel = np.eye(4)
+        try:                                    # on a private port, behind the relay
+            self.server = foxglove.start_server(name="bipd", host="127.0.0.1", port=0, context=self._ctx,
+                                                message_backlog_size=BACKLOG, server_listener=self._subs,
+                                                capabilities=[Capability.Parameters] if parameters else None)
         except RuntimeError as e:
-            raise LiveViewError(f"cannot listen on {host}:{port}: "
-                                f"{str(e).split(': ', 1)[-1]}") from None
-        self.port = self.server.port
+            raise LiveViewError(f"cannot start the Foxglove server: {str(e).split(': ', 1)[-1]}") from None
+        try:
+            self.relay = Relay(host, port, self.server.port)
+        except OSError as e:
+            self.server.stop()
+            raise LiveViewError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        self.port = self.relay.port
+        if parameters is not None:
+            server = self.server
+            parameters.publish = lambda values: server.publish_parameter_values(_parameters(values))
+            parameters.refuse = lambda reason: server.publish_status(reason, StatusLevel.Error)
+            description = self._channel(ROBOT_DESCRIPTION, STRING)
+            urdf = json.dumps({"data": parameters.get([ROBOT_DESCRIPTION])[ROBOT_DESCRIPTION]})
+            self._subs.describe = lambda: description.log(urdf)
         joint = next(ch for ch in CHANNELS if ch.topic == "/joint_state")
         self._joint_fields = [(key, self.layout.slices[name]) for key, name in joint.fields]
         self._joint = self._channel("/joint_state", _schema(joint, self.layout))
         self._platform = self._channel("/platform", PLATFORM)
         self._scene = self._channel("/scene", SCENE_UPDATE)
-        self._tf = self._channel("/tf", FRAME_TRANSFORMS) if ground is not None else None
+        self._tf = self._channel("/tf", FRAME_TRANSFORMS) if ground is not None or links else None
 
     def _channel(self, topic: str, schema: dict[str, Any]):
         fox = self._fox
@@ -188,6 +245,7 @@ class LiveView:
         return self._subs.count
 
     def close(self) -> None:
+        self.relay.close()
         self.server.stop()
 
     def offer(self, rec: np.ndarray) -> None:
@@ -210,12 +268,28 @@ class LiveView:
             alpha, beta = rec[s["platform"]].tolist()
             self._log(self._platform, {"t": t, "alpha": alpha, "beta": beta}, ns)
         tilt_known = self._place(rec)
-        if self._tf is not None and tilt_known and self._tf.has_sinks():
-            self._log(self._tf, {"transforms": [{"timestamp": _time(t), "parent_frame_id": WORLD,
-                                                 "child_frame_id": BASE, "translation": _vec(self._o),
-                                                 "rotation": quaternion(self._R)}]}, ns)
+        q = rec[s["q"]]
+        posed = bool(np.all(np.isfinite(q)))
+        if posed:                               # frames 0..n and the tool, for /tf and /scene
+            m = self.model
+            forward_kinematics(m.mdh, m.jtype, m.tool, q, self._T)
+        if self._tf is not None and self._tf.has_sinks():
+            transforms = []
+            if tilt_known:
+                transforms.append(self._transform(t, WORLD, BASE, self._R, self._o))
+            if posed:
+                for j, (parent, child) in enumerate(self._links, 1):   # frame j in frame j-1 (eq. 1-5)
+                    np.matmul(np.linalg.inv(self._T[j - 1]), self._T[j], out=self._rel)
+                    transforms.append(self._transform(t, parent, child, self._rel[:3, :3], self._rel[:3, 3]))
+            if transforms:
+                self._log(self._tf, {"transforms": transforms}, ns)
         if self._scene.has_sinks():
             self._log(self._scene, {"deletions": [], "entities": self._entities(rec, t, tilt_known)}, ns)
+
+    @staticmethod
+    def _transform(t: float, parent: str, child: str, R: np.ndarray, p: np.ndarray) -> dict[str, Any]:
+        return {"timestamp": _time(t), "parent_frame_id": parent, "child_frame_id": child,
+                "translation": _vec(p), "rotation": quaternion(R)}
 
     def _place(self, rec: np.ndarray) -> bool:
         """R_M->O0 and O0 in the world (thesis eq. 46-47) at the record's tilt; False without a
@@ -232,12 +306,11 @@ class LiveView:
         self.frames += 1
 
     def _entities(self, rec: np.ndarray, t: float, tilt_known: bool) -> list[dict[str, Any]]:
-        s, m = self.layout.slices, self.model
+        s = self.layout.slices
         q, com = rec[s["q"]], rec[s["com"]]
         stamp = _time(t)
         out = []
-        if np.all(np.isfinite(q)):
-            forward_kinematics(m.mdh, m.jtype, m.tool, q, self._T)
+        if np.all(np.isfinite(q)):                # self._T: publish() ran the FK at q
             points = [_vec(T[:3, 3]) for T in self._T]
             out.append({"timestamp": stamp, "frame_id": BASE, "id": "leg", "frame_locked": True,
                         "lines": [{"type": LINE_STRIP, "pose": {"position": _vec(np.zeros(3)), "orientation": IDENTITY},

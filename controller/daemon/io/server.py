@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import errno
 import json
+import queue
 import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Callable, Self
 
 import zmq
 
@@ -108,6 +109,7 @@ class _Pending:
     cmd: str
     mailbox: Cmd
     deadline: float                     # reply_timeout after it was posted
+    args: dict[str, Any] = field(default_factory=dict)   # the request's (for on_accepted)
     riders: list[tuple[list[bytes], Any]] = field(default_factory=list)   # same priority request, same reply
     withdrawn: bool = False             # given up on: the loop answers TIMEOUT unless it took it first
 
@@ -146,6 +148,32 @@ class _Part:
         setattr(getattr(obj, self.part), self.name, value)
 
 
+class LocalEnvelope(Envelope):
+    """The envelope of a request made inside the I/O process (:meth:`LocalRequests.submit`): its reply
+    goes to ``reply`` instead of the command socket."""
+
+    def __init__(self, reply: Callable[[bytes], None]) -> None:
+        super().__init__()
+        self.reply = reply
+
+
+class LocalRequests:
+    """Requests from other threads of the I/O process (the live view's parameters), which
+    :meth:`IoServer.step` serves as the command socket's: the same validation, lanes and replies."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[bytes, Callable[[bytes], None]]] = queue.SimpleQueue()
+
+    def submit(self, request: bytes, reply: Callable[[bytes], None]) -> None:
+        """Queue ``request``; ``reply`` gets its reply's JSON bytes, from the serving thread."""
+        self._queue.put((request, reply))
+
+    def serve(self, handle: Callable[[bytes, LocalEnvelope], None]) -> None:
+        while not self._queue.empty():
+            raw, reply = self._queue.get_nowait()
+            handle(raw, LocalEnvelope(reply))
+
+
 def _loop_error(code: int) -> Error:
     """The error code a loop refusal carries (INTERNAL when it is not a known error)."""
     try:
@@ -172,6 +200,7 @@ class IoServer:
     log = _Part("publisher")
     live = _Part("publisher")         # the Foxglove live view, if enabled (see controller.daemon.io.live)
     log_error = _Part("publisher")    # the cycle log's failure, once it failed
+    on_accepted: Callable[[str, dict[str, Any]], None] | None = None   # (cmd, args) of each the loop accepted
 
     def __init__(self, block: SharedBlock, ctx: Context, endpoints: Endpoints = Endpoints(),
                  decimation: int = 10, *, reply_timeout: float = 0.1, sndhwm: int = 100,
@@ -231,6 +260,7 @@ class IoServer:
         self._pending: dict[int, _Pending] = {}
         self.recent = RecentRequests(self._router.send_multipart)
         self._step: _Step | None = None
+        self.local = LocalRequests()
         self._token = 1
         self._next_stats = time.monotonic() + stats_period
         self._done = False
@@ -257,6 +287,7 @@ class IoServer:
                 except zmq.Again:
                     break
                 self._handle([f.bytes for f in frames], client_key(frames[-1]))
+        self.local.serve(lambda raw, envelope: self._handle([raw], envelope=envelope))
         self._pump(time.monotonic())
 
     @property
@@ -289,6 +320,8 @@ class IoServer:
 
     def _send(self, envelope: list[bytes], data: bytes) -> None:
         """Send a reply (kept for the retries of a remembered request)."""
+        if isinstance(envelope, LocalEnvelope):
+            return envelope.reply(data)
         self._router.send_multipart(envelope + [data])
         self.recent.sent(envelope, data)
 
@@ -296,11 +329,11 @@ class IoServer:
         self.counters.rejected += 1
         self._send(envelope, error_reply(id_, code, message))
 
-    def _handle(self, frames: list[bytes], user: bytes = b"") -> None:
+    def _handle(self, frames: list[bytes], user: bytes = b"", envelope: Envelope | None = None) -> None:
         """One request, answered whatever happens: a validator that raises refuses it (``bad_args``), a
         failure anywhere else is ``internal``; either is logged on stderr with the request. A retry of a
-        remembered request (``user``: its client's CURVE key) gets the first reply."""
-        envelope, raw = Envelope(frames[:-1]), frames[-1]
+        remembered request (``user``: its client's CURVE key) gets the first reply; ``envelope``: a submitted one's."""
+        envelope, raw = Envelope(frames[:-1]) if envelope is None else envelope, frames[-1]
         self.counters.requests += 1
         key = request_key(envelope, user, raw)
         if self.recent.retry(envelope, key):
@@ -441,7 +474,7 @@ class IoServer:
                          f"the command mailbox is full ({self.block.layout.mailbox_slots} commands pending); retry later.")
             return
         self._token += 1
-        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout, req.args)
 
     def _post_priority(self, envelope: list[bytes], req: Request, lane: int, now: float) -> None:
         """A priority command never waits behind the mailbox: its lane takes it, or, while the loop
@@ -452,12 +485,12 @@ class IoServer:
             if pending is not None:
                 pending.riders.append((envelope, req.id))
             else:                                  # its waiters were answered when the loop left
-                self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+                self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout, req.args)
             return
         token = self._token
         self._token += 1
         post_priority(self.block, lane, token)
-        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout)
+        self._pending[token] = _Pending(envelope, req.id, req.cmd, req.mailbox, now + self.reply_timeout, req.args)
 
     def _finish_shutdown(self, envelope: list[bytes], id_: Any, acknowledged: bool) -> None:
         self._send(envelope, ok_reply(id_, {"acknowledged": acknowledged}))
@@ -534,6 +567,8 @@ class IoServer:
                 self._finish_shutdown(p.envelope, p.id, acknowledged=True)
                 continue
             state = name_of(State, value)           # the loop replies with its state after the command
+            if ok and self.on_accepted is not None:
+                self.on_accepted(p.cmd, p.args)       # before the replies: their readers see it applied
             for envelope, id_ in p.waiters():
                 if p.withdrawn and not ok and code == Error.TIMEOUT:
                     self.counters.timeouts += 1

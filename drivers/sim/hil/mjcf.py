@@ -249,13 +249,6 @@ def build_mjcf(robot: Robot, foot: Mapping[str, float] | None, platform: Mapping
             f'{closures}<tendon>\n{tendons}\n</tendon>\n<actuator>\n{motors}\n</actuator>\n{sensors}\n</mujoco>\n')
 
 
-def mjcf_from_description(desc: TreeDescription) -> str:
-    """MJCF of a robot description (chain or tree), fixed at its base (:func:`spec_from_description`).
-    MuJoCo writes numbers to 6 significant digits. The HIL bench's scene (free foot on the
-    platform, transmissions as tendons) is :func:`build_mjcf`."""
-    return spec_from_description(desc).to_xml()
-
-
 def spec_from_description(desc: TreeDescription) -> mujoco.MjSpec:
     """MuJoCo model spec of a robot description (chain or tree), fixed at its base: MuJoCo's own
     URDF compiler reads :func:`models.urdf.to_urdf` (operational frames kept as bodies, inertias
@@ -267,7 +260,7 @@ def spec_from_description(desc: TreeDescription) -> mujoco.MjSpec:
         if body.mass > 0.0 and np.linalg.eigvalsh(np.array(body.inertia))[0] <= 0.0:
             raise ConfigError(desc.source, key, "MuJoCo needs every principal moment of inertia > 0 "
                               "(a line or point mass has a zero one); give it a small positive value")
-    urdf = to_urdf(desc).replace(
+    urdf = to_urdf(desc, geometry=False).replace(
         f"<robot name={quoteattr(desc.name)}>",
         f"<robot name={quoteattr(desc.name)}>\n  <mujoco><compiler fusestatic=\"false\" "
         "discardvisual=\"false\" balanceinertia=\"false\"/></mujoco>", 1)

@@ -6,7 +6,7 @@ axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is le
 
 - ``hung``: the pelvis is fixed in the world :data:`GANTRY_HEIGHT` above the floor, the feet free in
   the air (the thesis' gantry experiment, Gastebois 2017 §2.6.2);
-- ``ground``: the pelvis carries a free joint; each foot is a box (:data:`SOLE_THICKNESS` thick, the
+- ``ground``: the pelvis carries a free joint; each foot is its sole box (:func:`models.geometry.sole_box`: the
   bounding box of the YAML's sole outline, sole face on the sole frame's z = 0) in contact with the
   floor plane z = 0;
 - ``ground`` with ``platform``: the feet stand on the leg bench's two-axis tilting plate instead
@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from models.geometry import sole_box
 from models.rig.stewart import StewartModel
 from models.tree.config import TreeDescription
 from models.transmission import Transmission, status_message, transmission_jacobian
@@ -54,7 +55,6 @@ from drivers.sim.hil.stewart_mjcf import rig_params as checked_rig_params
 from drivers.sim.hil.stewart_mjcf import rig_xml
 
 GANTRY_HEIGHT = 1.25     # m, pelvis origin above the floor when hung (legs 0.92 m at full stretch)
-SOLE_THICKNESS = 0.02    # m, the foot contact box above the sole face
 FRICTION = 1.0           # sole/floor sliding friction coefficient
 CONTACT_TIMECONST = 0.005  # s, contact stiffness (MuJoCo solref time constant, >= 2 steps)
 PLATFORM_DEPTH = 0.5     # m, the floor below the plate's top face (a 25° tilt of the plate sinks 0.17 m)
@@ -174,15 +174,13 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
     if not hung:
         pelvis.add_freejoint(name=PELVIS)
     pelvis.add_site(name=IMU, size=[0.01, 0.0, 0.0])
-    for foot in feet:
-        (x0, y0), (x1, y1) = foot.box_min, foot.box_max
-        half = [0.5 * (x1 - x0), 0.5 * (y1 - y0), 0.5 * SOLE_THICKNESS]
-        centre = foot.sole @ np.array([0.5 * (x0 + x1), 0.5 * (y0 + y1), 0.5 * SOLE_THICKNESS, 1.0])
+    for foot in desc.feet:
+        box = sole_box(desc, foot)
         quat = np.empty(4)
-        mujoco.mju_mat2Quat(quat, np.ascontiguousarray(foot.sole[:3, :3]).ravel())
-        spec.body(foot.body).add_geom(name=foot.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=half,
-                                      pos=centre[:3], quat=quat, contype=1, conaffinity=0, condim=3,
-                                      friction=[FRICTION, 0.005, 1e-4], solref=solref)
+        mujoco.mju_mat2Quat(quat, np.ascontiguousarray(box.pose[:3, :3]).ravel())
+        spec.body(box.body).add_geom(name=box.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=box.half,
+                                     pos=box.pose[:3, 3], quat=quat, contype=1, conaffinity=0, condim=3,
+                                     friction=[FRICTION, 0.005, 1e-4], solref=solref)
     spec.add_sensor(name=IMU, type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE,
                     objname=IMU)
     spec.add_sensor(name=IMU_QUAT, type=mujoco.mjtSensor.mjSENS_FRAMEQUAT, objtype=mujoco.mjtObj.mjOBJ_SITE,

@@ -36,9 +36,9 @@ def drive(bus) -> np.ndarray:
     return bus.position.copy()
 
 
-def _wait_for_server(udp: UdpConfig, timeout_s: float = 60.0) -> None:
+def _wait_for_server(udp: UdpConfig, timeout_s: float = 300.0) -> None:
     """Until the forked server answers a control request (it binds its port after the fork and
-    compiles its Numba path, ~8 s on a cold cache)."""
+    compiles its Numba path, ~8 s on a cold cache, minutes on a loaded machine)."""
     deadline = time.monotonic() + timeout_s
     while True:
         link = UdpLink(UdpConfig(udp.host, udp.port, 0.2))

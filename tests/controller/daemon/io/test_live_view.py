@@ -1,6 +1,7 @@
 """The live view as a user meets it: a real daemon (simulated bus, stepped lock-step) with
-``io.live_view`` enabled, a Foxglove WebSocket client (``foxglove.sdk.v1`` (the Foxglove WebSocket protocol) over the
-``websockets`` package) subscribed to its channels; a port already taken refuses the start."""
+``io.live_view`` enabled, a Foxglove WebSocket client (the Foxglove WebSocket protocol under either of
+its names, ``foxglove.sdk.v1`` and ``foxglove.websocket.v1``, over the ``websockets`` package)
+subscribed to its channels and tuning its parameters; a port already taken refuses the start."""
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ import yaml
 import foxglove  # noqa: E402,F401  (the test extra installs it: this file must run in CI, not skip)
 from websockets.sync.client import connect  # noqa: E402
 
-from controller.tools.client import Client  # noqa: E402
+from controller.tools.client import Client, CommandError  # noqa: E402
 from models import Robot  # noqa: E402
+from models.tree.config import load_tree  # noqa: E402
 from models.tilt import rotation_world_foot  # noqa: E402
 
 from controller.tools.ports import free_port  # noqa: E402
@@ -77,10 +79,10 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture
-def live_daemon(tmp_path):
+def _live_daemon(tmp_path: Path, **live):
+    """A booted daemon with the live view on a free port (``live``: more io.live_view keys): (port, client)."""
     port = free_port()
-    cfg, cmd_ep = _config(tmp_path, {"enabled": True, "port": port})
+    cfg, cmd_ep = _config(tmp_path, {"enabled": True, "port": port, **live})
     proc = _start(cfg)
     client = None
     try:
@@ -88,6 +90,11 @@ def live_daemon(tmp_path):
         yield port, client
     finally:
         _stop(proc, client)
+
+
+@pytest.fixture
+def live_daemon(tmp_path):
+    yield from _live_daemon(tmp_path)
 
 
 def _subscribe(ws, topics: tuple[str, ...]) -> dict[int, str]:
@@ -99,6 +106,8 @@ def _subscribe(ws, topics: tuple[str, ...]) -> dict[int, str]:
             channels.update({c["topic"]: c for c in json.loads(msg)["channels"]})
     assert all(channels[t]["encoding"] == "json" for t in topics)
     assert channels["/scene"]["schemaName"] == "foxglove.SceneUpdate"
+    if "/robot_description" in topics:
+        assert channels["/robot_description"]["schemaName"] == "std_msgs/msg/String"
     subs = {i: t for i, t in enumerate(topics, 1)}
     ws.send(json.dumps({"op": "subscribe", "subscriptions": [
         {"id": i, "channelId": channels[t]["id"]} for i, t in subs.items()]}))
@@ -161,8 +170,16 @@ def test_live_view_streams_joint_state_and_scene_matching_status(live_daemon):
     tilt = {p["t"]: (p["alpha"], p["beta"]) for p in got["/platform"]}
     np.testing.assert_allclose(tilt[max(tilt)], (0.1, -0.05), atol=5e-3)   # the platform reached its command
     R = np.zeros((3, 3))
-    for tf in got["/tf"]:
-        (x,) = tf["transforms"]
+    links = [(t.parent, t.child) for t in load_tree(ROBOTS / "bip_leg.yaml").joints]
+    for tf in got["/tf"]:                             # each link in its parent at q, as Pinocchio places it
+        x, *joints = tf["transforms"]
+        q = np.array(seen[_nearest(seen, x["timestamp"])])
+        data = ref.createData()
+        pin.forwardKinematics(ref, data, q)
+        assert [(j["parent_frame_id"], j["child_frame_id"]) for j in joints] == links
+        for i, j in enumerate(joints, 1):
+            np.testing.assert_allclose(_rotation(j["rotation"]), data.liMi[i].rotation, atol=1e-12)
+            np.testing.assert_allclose([j["translation"][k] for k in "xyz"], data.liMi[i].translation, atol=1e-12)
         rotation_world_foot(*tilt[_nearest(tilt, x["timestamp"])], R)
         assert (x["parent_frame_id"], x["child_frame_id"]) == ("world", "base")
         np.testing.assert_allclose(_rotation(x["rotation"]), R, atol=1e-12)
@@ -232,6 +249,15 @@ def test_non_loopback_host_is_a_config_error(tmp_path):
         load_daemon_config(cfg)
 
 
+def test_allow_parameters_must_be_a_boolean(tmp_path):
+    from controller.daemon.config import load_daemon_config
+    from models import ConfigError
+    assert load_daemon_config(_config(tmp_path, {"enabled": True})[0]).io.live_view.allow_parameters is False
+    cfg, _ = _config(tmp_path, {"enabled": True, "allow_parameters": "yes"})
+    with pytest.raises(ConfigError, match=r"io\.live_view\.allow_parameters: expected true or false, got 'yes'"):
+        load_daemon_config(cfg)
+
+
 def _rotation(q: dict) -> np.ndarray:
     """The rotation matrix of a unit quaternion (independent of controller.daemon.io.live)."""
     x, y, z, w = q["x"], q["y"], q["z"], q["w"]
@@ -290,3 +316,106 @@ def test_scene_draws_the_field_force_at_the_cog_and_reddens_the_polygon_beyond_a
         assert support["lines"][0]["color"] == OUTSIDE_COLOR
     finally:
         live.close()
+
+
+# ---------------------------------------------------------------- subprotocols, robot description, parameters
+
+def _op(ws, op: str, **match) -> dict:
+    """The next text message of operation ``op`` (and the given fields), skipping the others."""
+    while True:
+        msg = ws.recv(timeout=BOOT_S)
+        if isinstance(msg, str):
+            m = json.loads(msg)
+            if m.get("op") == op and all(m.get(k) == v for k, v in match.items()):
+                return m
+
+
+def _get(ws, *names: str) -> dict:
+    ws.send(json.dumps({"op": "getParameters", "parameterNames": list(names), "id": "get"}))
+    return {p["name"]: p["value"] for p in _op(ws, "parameterValues", id="get")["parameters"]}
+
+
+@pytest.mark.parametrize("protocol", ["foxglove.sdk.v1", "foxglove.websocket.v1"])
+def test_both_protocol_names_get_the_robot_description(live_daemon, protocol):
+    """A client of either name is served (the same serverInfo, channels and parameters); the URDF of
+    the parameter and of /robot_description is the export with geometry, which Pinocchio reads."""
+    pin = pytest.importorskip("pinocchio")
+    from models.tree.config import load_tree
+    from models.urdf import to_urdf
+    port, _ = live_daemon
+    expected = to_urdf(load_tree(ROBOTS / "bip_leg.yaml"))
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=[protocol]) as ws:
+        assert ws.subprotocol == protocol
+        assert "parameters" in _op(ws, "serverInfo")["capabilities"]
+        subs = _subscribe(ws, ("/robot_description", "/scene"))
+        while True:                                   # sent on subscription, with no cycle run
+            msg = ws.recv(timeout=BOOT_S)
+            if isinstance(msg, bytes) and msg[0] == 1 and subs[struct.unpack_from("<I", msg, 1)[0]] == "/robot_description":
+                break
+        urdf = _get(ws, "/robot_description")["/robot_description"]
+    assert urdf == expected and json.loads(msg[13:]) == {"data": expected}
+    model = pin.buildModelFromXML(urdf)
+    visuals = pin.buildGeomFromUrdfString(model, urdf, pin.GeometryType.VISUAL)
+    assert model.nq == 4 and visuals.ngeoms > 4
+
+
+def test_other_protocol_names_are_refused(live_daemon):
+    from websockets.exceptions import InvalidStatus
+    port, _ = live_daemon
+    for offer in (["foxglove.websocket.v2"], None):
+        with pytest.raises(InvalidStatus, match="400"):
+            connect(f"ws://127.0.0.1:{port}", subprotocols=offer)
+
+
+@pytest.fixture
+def tuning_daemon(tmp_path):
+    yield from _live_daemon(tmp_path, allow_parameters=True)
+
+
+def _settle(client: Client) -> None:
+    """Let the stepped loop take what is in its mailbox (a few cycles)."""
+    client.call("step", cycles=3)
+
+
+def test_parameters_set_lands_and_a_bad_value_is_refused_with_set_gains_reason(tuning_daemon):
+    port, client = tuning_daemon
+    gains = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())["control"]["gains"]
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.websocket.v1"]) as ws:
+        before = _get(ws)
+        assert before["gains.knee.kp"] == gains["kp"][2] and before["gains.hip.kd"] == gains["kd"][3]
+        assert set(k for k in before if k.startswith("stabilizer.")) >= {"stabilizer.max_speed"}
+        ws.send(json.dumps({"op": "subscribeParameterUpdates", "parameterNames": ["gains.knee.kp"]}))
+        ws.send(json.dumps({"op": "setParameters", "id": "set",
+                            "parameters": [{"name": "gains.knee.kp", "value": 1234.5}]}))
+        _op(ws, "parameterValues", id="set")
+        _settle(client)                                   # the loop takes it at a cycle boundary
+        while _op(ws, "parameterValues")["parameters"][0]["value"] != 1234.5:
+            pass
+        after = _get(ws, "gains.knee.kp", "gains.knee.ki")
+        assert after == {"gains.knee.kp": 1234.5, "gains.knee.ki": gains["ki"][2]}
+        client.call("set_gains", axis="hip", kp=10.0, ki=1.0, kd=2.0)   # another client: the same table
+        _settle(client)
+        assert _get(ws, "gains.hip.kp", "gains.hip.kd") == {"gains.hip.kp": 10.0, "gains.hip.kd": 2.0}
+        with pytest.raises(CommandError) as zmq_refusal:
+            client.call("set_gains", axis="knee", kp=-1.0, ki=1.0, kd=1.0)
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "gains.knee.kp", "value": -1.0}]}))
+        status = _op(ws, "status")
+        assert status["level"] == 2 and status["message"] == f"set_gains refused: {zmq_refusal.value.message}"
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "stabilizer.max_speed", "value": 9.0}]}))
+        status = _op(ws, "status")
+        assert "args.params.max_speed" in status["message"] and "2" in status["message"]
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "gains.nowhere.kp", "value": 1.0}]}))
+        assert "not a parameter" in _op(ws, "status")["message"]
+        _settle(client)
+        assert _get(ws, "gains.knee.kp")["gains.knee.kp"] == 1234.5       # the refusals changed nothing
+
+
+def test_parameters_are_read_only_by_default(live_daemon):
+    port, client = live_daemon
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
+        kp = _get(ws, "gains.knee.kp")["gains.knee.kp"]
+        ws.send(json.dumps({"op": "setParameters", "parameters": [{"name": "gains.knee.kp", "value": kp + 1.0}]}))
+        status = _op(ws, "status")
+        assert status["level"] == 2 and "io.live_view.allow_parameters" in status["message"]
+        _settle(client)
+        assert _get(ws, "gains.knee.kp")["gains.knee.kp"] == kp

@@ -121,17 +121,18 @@ def test_clamped_model_of_an_arm_without_foot():
         np.testing.assert_allclose(d.qfrc_inverse, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
 
 
-def test_exported_mjcf_of_bip2000_matches_the_tree_engine():
-    """`bipd export mjcf`: MuJoCo's mass matrix (armature included) and gravity torques of the
-    written MJCF equal the tree engine's at the pelvis, to its 6 written digits."""
+def test_fixed_base_mjcf_of_bip2000_matches_the_tree_engine():
+    """The fixed-base model every MJCF starts from (spec_from_description: what `bipd export mjcf`
+    writes for a robot without feet): MuJoCo's mass matrix (armature included) and gravity torques
+    of its MJCF text equal the tree engine's at the pelvis, to its 6 written digits."""
     from models.tree.config import load_tree
     from models.tree.robot import TreeRobot
-    from drivers.sim.hil.mjcf import mjcf_from_description
+    from drivers.sim.hil.mjcf import spec_from_description
 
     desc = load_tree(ROBOTS / "bip2000.yaml")
     robot = TreeRobot(desc)
     robot.set_root("pelvis")
-    m = mujoco.MjModel.from_xml_string(mjcf_from_description(desc))
+    m = mujoco.MjModel.from_xml_string(spec_from_description(desc).to_xml())
     d = mujoco.MjData(m)
     adr = np.array([m.jnt_qposadr[m.joint(t.joint.name).id] for t in desc.joints])
     rng = np.random.default_rng(3)
