@@ -468,9 +468,6 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     if abs(bus.control_period_s - loop.period) > 1e-12:
         raise ConfigError(where, "loop.period_s", f"{loop.period} s differs from bus.control_period_s "
                           f"{bus.control_period_s} s")
-    if bus.backend == "raw" and loop.lockstep:
-        raise ConfigError(where, "loop.lockstep", "the raw backend drives a real wire in real time: lock-step "
-                          "(simulated time) needs the sim or udp backend")
     if bus.plant not in PLANTS:
         raise ConfigError(where, "bus.plant", f"unknown plant {quote(bus.plant)} (known: {', '.join(PLANTS)})")
     if tree and bus.backend == "sim" and bus.plant == "leg":

@@ -70,7 +70,7 @@ def open_plant_bus(cfg: DaemonConfig, robot):
                                             2.0 * math.pi / rig.screw_lead, rig.axes, q0=q0)
             return open_bus(cfg.bus_section, plant=plant)
         return open_bus(cfg.bus_section, plant=PLANTS[cfg.bus.plant](cfg, robot, q0))
-    if cfg.bus.backend == "udp":
+    if cfg.bus.backend in ("udp", "raw"):          # raw in lock-step: the HIL on the wire (drivers.backends.raw)
         return open_bus(cfg.bus_section, lockstep=cfg.loop.lockstep)
     return open_bus(cfg.bus_section)
 

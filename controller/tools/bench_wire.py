@@ -27,6 +27,7 @@ import yaml
 
 from controller.tools.bench import cyclictest_command, parse_cyclictest
 from controller.tools.oplk import OplkCn, build_cn, node_section
+from controller.tools.veth import Veth, ip as _ip
 from drivers.backends.raw import open_raw
 from drivers.config import parse_bus_config
 from drivers.powerlink.managing_node import BootTimeoutError
@@ -34,10 +35,6 @@ from drivers.powerlink.managing_node import BootTimeoutError
 NODE_COUNTS = (1, 8)
 PERIODS_S = (0.002, 0.001)
 BOOT_TIMEOUT_S = 15.0
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
 class Bridge:
@@ -60,25 +57,6 @@ class Bridge:
         for cn in self.cns:
             cn.stop()
         subprocess.run(["ip", "link", "del", self.mn], capture_output=True)
-
-
-class Veth:
-    """A namespace ``name`` holding ``name-cn``, paired with ``name-mn`` here."""
-
-    def __init__(self, name: str) -> None:
-        self.name, self.mn, self.cn = name, f"{name}-mn", f"{name}-cn"
-
-    def __enter__(self) -> Veth:
-        _ip("netns", "add", self.name)
-        _ip("link", "add", self.mn, "type", "veth", "peer", "name", self.cn)
-        _ip("link", "set", self.cn, "netns", self.name)
-        _ip("link", "set", self.mn, "up")
-        _ip("netns", "exec", self.name, "ip", "link", "set", self.cn, "up")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        subprocess.run(["ip", "link", "del", self.mn], capture_output=True)
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
 
 def drives(nodes: int) -> list[dict]:

@@ -22,6 +22,14 @@ Buffers are allocated once (one transmit buffer, one receive slot per answer a c
 bring); every receive is a ``recv_into``. Timing is kept in preallocated rings for
 ``bipd bench wire``: each cycle's wake-up lateness and each PReq→PRes round trip (:meth:`RawLink.timing`).
 
+In lock-step (``loop.lockstep``, a simulated far end: the HIL's controlled nodes, drivers.sim.hil.wire)
+no wall clock decides anything: cycles start at once instead of on the monotonic clock, a PReq or
+inviting SoA waits for its answer or for the far end's *silence* frame
+(:data:`drivers.raw_socket.SILENCE_ETHERTYPE`), and every answer counts as on time (delay 0, the
+simulated nodes answer at once), so losses come from the simulation only, whatever the host's
+speed; a far end silent for :data:`~drivers.backends.udp.LOCKSTEP_STALL_S` (e.g. a real node,
+which never sends a silence frame) is a :class:`~drivers.hal.LinkError` naming it.
+
 Opening the socket needs root or the ``CAP_NET_RAW`` capability (deploy/INSTALL.md: the systemd
 unit's ``AmbientCapabilities=CAP_NET_RAW``); without it :func:`open_socket` raises a
 :class:`~drivers.hal.LinkError` naming the capability (:func:`drivers.raw_socket.open_socket`).
@@ -37,9 +45,10 @@ import numpy as np
 from drivers.config import BusConfig
 from drivers.fault_api import FaultApi, FaultError
 from drivers.hal import LinkError
-from drivers.raw_socket import MIN_ETHERNET, open_socket
+from drivers.raw_socket import MIN_ETHERNET, SILENCE_ETHERTYPE, SILENCE_NODE_AT, open_socket
 from drivers.powerlink import frames
 from drivers.powerlink.bus import PowerlinkBus
+from drivers.backends.udp import LOCKSTEP_STALL_S
 from drivers.udp_protocol import answered
 
 DEFAULT_SPIN_S = 2.0e-4               # s: busy-poll before sleeping in select(2) for an answer
@@ -51,18 +60,25 @@ _MAC = frames.SRC_MAC_AT - frames.DST_MAC_AT
 
 class RawLink:
     """MN side of the raw Ethernet wire (module docstring). ``slots``: the answers one control
-    period can bring (PRes per cycle and CN, plus one ASnd)."""
+    period can bring (PRes per cycle and CN, plus one ASnd); ``lockstep``: see the module docstring."""
 
     fcs = False                        # frames arrive as the kernel hands them: no FCS, maybe padded
 
     def __init__(self, interface: str, cycle_time_s: float, nodes: int, slots: int,
-                 spin_s: float = DEFAULT_SPIN_S, pres_timeout_s: float = 0.0) -> None:
+                 spin_s: float = DEFAULT_SPIN_S, pres_timeout_s: float = 0.0, lockstep: bool = False) -> None:
         self.interface = interface
+        self.lockstep = lockstep
         self.sock = open_socket(interface)
         self.mac = bytes(self.sock.getsockname()[4][:_MAC])
         self._fd = self.sock.fileno()
         self._poll = select.poll()
         self._poll.register(self._fd, select.POLLIN)
+        self._silence = open_socket(interface, SILENCE_ETHERTYPE) if lockstep else None
+        self._fds: tuple[int, ...] = (self._fd,)
+        if self._silence is not None:
+            self._fds += (self._silence.fileno(),)
+            self._poll.register(self._fds[1], select.POLLIN)
+        self._silence_rx = bytearray(frames.MAX_FRAME)
         self.cycle_ns = round(cycle_time_s * 1e9)
         self.listen_ns = max(round(pres_timeout_s * 1e9), self.cycle_ns // (2 * max(1, nodes)))
         self.spin_s = spin_s
@@ -99,7 +115,7 @@ class RawLink:
             n, arrived = self._await(_PRES, node, sent + self.listen_ns, slot)
             if n:
                 self._used += 1
-                delay = arrived - sent
+                delay = 0 if self.lockstep else arrived - sent
                 self._replies.append(self._slot_views[slot][:n])
                 self._delays.append(delay * 1e-9)
                 self.round_trips_ns[self.round_trip_count % TIMING_SAMPLES] = delay
@@ -135,7 +151,7 @@ class RawLink:
         n, arrived = self._await(_ASND, frame[frames.SERVICE_TARGET_AT], deadline, slot)
         if not n:
             return None
-        self.reply_delay_s = (arrived - sent) * 1e-9
+        self.reply_delay_s = 0.0 if self.lockstep else (arrived - sent) * 1e-9
         return self._slot_views[slot][:n]
 
     def flush(self) -> None:
@@ -143,9 +159,12 @@ class RawLink:
 
     def close(self) -> None:
         if self._fd >= 0:
-            self._poll.unregister(self._fd)
+            for fd in self._fds:
+                self._poll.unregister(fd)
             self._fd = -1
             self.sock.close()
+            if self._silence is not None:
+                self._silence.close()
 
     # -- timing -------------------------------------------------------------------------------------
     def timing(self) -> dict[str, np.ndarray]:
@@ -162,7 +181,9 @@ class RawLink:
         schedule (an overrun, its whole lateness recorded)."""
         now = perf_counter_ns()
         scheduled = start = self._next_ns
-        if not self.cycles or now - start > self.cycle_ns:
+        if self.lockstep:                         # simulated time: a cycle starts when the MN is ready
+            scheduled = start = now
+        elif not self.cycles or now - start > self.cycle_ns:
             if self.cycles:
                 self.overruns += 1
             else:
@@ -195,14 +216,23 @@ class RawLink:
 
     def _await(self, kind: int, node: int, deadline_ns: int, slot: int) -> tuple[int, int]:
         """Receive into ``slot`` until a frame of ``kind`` from ``node`` arrives or ``deadline_ns``
-        passes; (its length, arrival time) or (0, 0)."""
+        passes; (its length, arrival time) or (0, 0). In lock-step the deadline is the stall bound
+        and the far end's silence frame for ``node`` is the (0, 0)."""
         buf = self._slots[slot]
         recv_into = self.sock.recv_into
+        if self.lockstep:
+            deadline_ns = perf_counter_ns() + int(LOCKSTEP_STALL_S * 1e9)
         while True:
             try:
                 n = recv_into(buf)
             except BlockingIOError:
+                if self.lockstep and self._silent(node):
+                    return 0, 0
                 if not self._wait(deadline_ns):
+                    if self.lockstep:
+                        raise LinkError(f"nothing answered on bus.interface {self.interface!r} for "
+                                        f"{LOCKSTEP_STALL_S:g} s: lock-step waits for an answer or a silence frame "
+                                        f"from node {node}, which only a simulated far end sends (is the HIL stopped?)")
                     return 0, 0
                 continue
             except OSError as exc:
@@ -212,6 +242,18 @@ class RawLink:
                 continue
             if buf[frames.MESSAGE_TYPE_AT] == kind and buf[frames.SRC_NODE_AT] == node:
                 return n, arrived
+            self.stray += 1
+
+    def _silent(self, node: int) -> bool:
+        """A lock-step silence frame for ``node`` arrived (others are strays)."""
+        buf = self._silence_rx
+        while True:
+            try:
+                n = self._silence.recv_into(buf)
+            except BlockingIOError:
+                return False
+            if n > SILENCE_NODE_AT and buf[SILENCE_NODE_AT] == node:
+                return True
             self.stray += 1
 
     def _wait(self, deadline_ns: int) -> bool:
@@ -228,7 +270,7 @@ class RawLink:
                 break
             os.sched_yield()
         remaining = (deadline_ns - perf_counter_ns()) * 1e-9
-        return remaining > 0 and bool(select.select((self._fd,), (), (), remaining)[0])
+        return remaining > 0 and bool(select.select(self._fds, (), (), remaining)[0])
 
     def _drain(self) -> None:
         """Drop what arrived since the last awaited answer (a PRes after its listen window) so that
@@ -257,10 +299,11 @@ class NoFaults(FaultApi):
                          "disconnect or stop the node itself")
 
 
-def open_raw(config: BusConfig, spin_s: float = DEFAULT_SPIN_S) -> PowerlinkBus:
-    """A bus on ``bus.interface`` (raw Ethernet, module docstring)."""
+def open_raw(config: BusConfig, spin_s: float = DEFAULT_SPIN_S, lockstep: bool = False) -> PowerlinkBus:
+    """A bus on ``bus.interface`` (raw Ethernet, module docstring); ``lockstep``: a simulated far end."""
     if not config.interface:
         raise LinkError("the raw backend needs bus.interface (the Ethernet interface the nodes are on)")
     slots = config.cycles_per_control * len(config.nodes) + 1
-    link = RawLink(config.interface, config.cycle_time_s, len(config.nodes), slots, spin_s, config.pres_timeout_s)
+    link = RawLink(config.interface, config.cycle_time_s, len(config.nodes), slots, spin_s, config.pres_timeout_s,
+                   lockstep)
     return PowerlinkBus(config, link, NoFaults())

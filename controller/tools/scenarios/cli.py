@@ -86,6 +86,9 @@ def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
 def _bench(p: argparse.ArgumentParser, plot: bool = True) -> None:
     p.add_argument("--realtime", action="store_true", help="run the daemon in real time (default: lock-step)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--transport", choices=("udp", "raw"), default="udp",
+                   help="the frames between daemon and HIL: loopback UDP (default) or raw Ethernet on a veth "
+                        "pair into a network namespace made for the run (root, or CAP_NET_ADMIN and CAP_NET_RAW)")
     p.add_argument("--throttle-s", type=float, default=0.0, metavar="S",
                    help="the HIL sleeps S s per control period: a slow host (verdicts must not change)")
     p.add_argument("--operator-sleep", type=float, default=0.0, metavar="X",
@@ -180,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
                     help="the stabilizer's support: the command's or the feet's load cells over the bus")
     wb.add_argument("--json", action="store_true")
+    wb.add_argument("--transport", choices=("udp", "raw"), default="udp",
+                    help="the frames between daemon and HIL: loopback UDP (default) or raw Ethernet (root)")
     for q in (t, sub.choices["squat"], pu, w, f, rg):
         _common(q)
     for q in (s, d, r, rr):
@@ -254,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--throttle-s must be in [0, 1] s and --operator-sleep in [0, 100]")
     if args.realtime and args.operator_sleep:
         p.error("--operator-sleep needs a stepped (lock-step) bench; --realtime keeps the wall clock")
+    if args.realtime and getattr(args, "transport", "udp") == "raw":
+        p.error("--transport raw runs the bench in stepped lock-step; --realtime needs --transport udp")
     problem = missing("matplotlib", "plot") if getattr(args, "plot", None) is not None else None
     if problem:
         print(f"bipd scenario: error: --plot {problem}", file=sys.stderr)
@@ -278,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(config=args.config, stabilizer=not args.no_stabilizer, lockstep=not args.realtime,
                       plot_dir=getattr(args, "plot", None), bolt_foot=args.bolt_foot,
                       throttle_s=args.throttle_s, operator_sleep=args.operator_sleep,
-                      tilt_source=args.tilt_source, record=record,
+                      tilt_source=args.tilt_source, record=record, transport=args.transport,
                       trajectory_dir=(args.path.parent if args.scenario == "walk-file" else
                                       motion_folder(args.motion) if args.scenario == "rig" else None))
     try:
@@ -380,7 +387,8 @@ def _walk(args: argparse.Namespace, p: argparse.ArgumentParser, record: Path | N
         p.error("walk: --steps must be at least 1 and --speed > 0 m/h")
     variant = _walk_variant(args, p)
     options = Options(config=args.config, lockstep=not args.realtime, plot_dir=args.plot,
-                      throttle_s=args.throttle_s, operator_sleep=args.operator_sleep, record=record)
+                      throttle_s=args.throttle_s, operator_sleep=args.operator_sleep, record=record,
+                      transport=args.transport)
 
     def report(result) -> None:
         res = result.to_dict()
@@ -427,7 +435,7 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     from controller.tools.scenarios.whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
 
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
-                         support_source=args.support_source)
+                         support_source=args.support_source, transport=args.transport)
     if args.config is not None:
         o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:
@@ -515,7 +523,7 @@ def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
                 f"({args.config} names a tree robot; its bench runs stepped lock-step)")
     o = WholeBodyOptions(config=args.config, stabilizer=not args.no_stabilizer,
                          trajectory_dir=motion_folder(args.motion) if args.scenario == "rig" else None,
-                         plot_dir=getattr(args, "plot", None))
+                         plot_dir=getattr(args, "plot", None), transport=args.transport)
     try:
         if args.scenario == "rig-results":
             res = collect_tree(o, args.runs, _say)

@@ -18,6 +18,14 @@ exact cycle, and the series, the fall check and the verdict are the same at any 
 Wall-clock timeouts only turn a daemon that does not answer into an error, never into a verdict.
 In real time (``--realtime``) a thread pings every :data:`HEARTBEAT_S` of wall time instead.
 
+Transport (``Options.transport``): ``udp`` (default) carries the frames over loopback UDP; ``raw``
+puts them on a real wire, a veth pair whose far end is in a network namespace the session creates
+(a name unique to the run, :mod:`controller.tools.veth`) and removes when it ends, even on a
+failure: the HIL serves its controlled nodes on an AF_PACKET socket there
+(:mod:`drivers.sim.hil.wire`), the daemon runs ``--backend raw`` on the near end; the control channel
+and the truth stay on loopback. Lock-step holds over the wire (drivers.backends.raw). Needs root, or
+CAP_NET_ADMIN and CAP_NET_RAW.
+
 Hooks that change the host's speed, not the result: ``Options.throttle_s`` (the HIL sleeps that
 long per control period: a slow host) and ``Options.operator_sleep`` (the operator sleeps that
 many wall seconds per simulated second it advances, e.g. 2.0: 0.2 s per 0.1 s chunk, so relative
@@ -48,6 +56,7 @@ from controller.tools.client import ClientTimeout
 from controller.daemon.io.log import CycleLogWriter, LogError
 from controller.tools.operator import REQUEST_TIMEOUT_S, Operator
 from controller.tools.ports import free_port
+from controller.tools.veth import Veth, unique_name, wire_capable
 from controller.daemon.telemetry import RecordLayout
 from models.common.validation import read_yaml
 
@@ -106,6 +115,7 @@ class Options:
     hil_args: tuple[str, ...] = ()        # more ``bipd hil`` arguments (e.g. the biped's mount)
     truth_keys: tuple[str, ...] = TRUTH_KEYS           # the HIL truth fields recorded (the leg bench's)
     fell: Callable[[dict], bool] | None = None         # fall test of one truth frame; None: :func:`truth_fell`
+    transport: str = "udp"                # the frames over loopback UDP, or "raw": a veth into a namespace
 
 
 @dataclass(frozen=True)
@@ -127,9 +137,10 @@ def set_dotted(doc: dict[str, Any], key: str, value: Any) -> None:
 def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = "platform",
                  trajectory_dir: Path | None = None,
                  stabilizer_set: tuple[tuple[str, Any], ...] = (),
-                 daemon_set: tuple[tuple[str, Any], ...] = ()) -> tuple[Path, Endpoints]:
+                 daemon_set: tuple[tuple[str, Any], ...] = (), interface: str | None = None) -> tuple[Path, Endpoints]:
     """The bench's daemon YAML in ``folder`` (with the keys of ``daemon_set`` set: dotted key,
-    value) and the endpoints it names; with ``tilt_source`` other than the stabilizer YAML's, or
+    value) and the endpoints it names (``interface``: the raw backend on it, the HIL's control
+    channel still on ``bus.udp.port``); with ``tilt_source`` other than the stabilizer YAML's, or
     keys to set (``stabilizer_set``), a copy of the stabilizer YAML in ``folder`` with that
     ``tilt.source`` and those values."""
     doc = read_yaml(config)
@@ -155,7 +166,9 @@ def write_config(config: Path, lockstep: bool, folder: Path, tilt_source: str = 
     doc.setdefault("io", {}).update(command=ep.command, telemetry=ep.telemetry, log_dir=None,
                                     trajectory_dir=str(trajectory_dir.resolve()) if trajectory_dir else None)
     doc.setdefault("loop", {}).update(lockstep=lockstep, stepped=lockstep)
-    doc["bus"]["backend"] = "udp"
+    doc["bus"]["backend"] = "udp" if interface is None else "raw"
+    if interface is not None:
+        doc["bus"]["interface"] = interface
     doc["bus"].setdefault("udp", {}).update(host="127.0.0.1", port=ep.udp_port)
     for key, value in daemon_set:
         set_dotted(doc, key, value)
@@ -174,16 +187,17 @@ def robot_foot(config: Path) -> dict[str, float] | None:
 
 
 def hil_command(config: Path, ep: Endpoints, realtime: bool, bolt_foot: bool, throttle_s: float = 0.0,
-                extra: tuple[str, ...] = ()) -> list[str]:
+                extra: tuple[str, ...] = (), veth: Veth | None = None) -> list[str]:
     return ([sys.executable, "-m", "drivers.sim.hil.server", "--config", str(config),
              "--udp-port", str(ep.udp_port), "--truth", ep.truth]
+            + ([] if veth is None else ["--interface", veth.cn, "--netns", veth.name])
             + (["--realtime"] if realtime else []) + (["--bolt-foot"] if bolt_foot else [])
             + (["--throttle-s", repr(throttle_s)] if throttle_s else []) + list(extra))
 
 
-def daemon_command(config: Path, lockstep: bool) -> list[str]:
+def daemon_command(config: Path, lockstep: bool, backend: str = "udp") -> list[str]:
     """``bipd run``; lock-step benches run stepped (the operator owns the clock)."""
-    return ([sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--backend", "udp"]
+    return ([sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--backend", backend]
             + (["--stepped"] if lockstep else []))
 
 
@@ -203,18 +217,35 @@ def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None
     return json.loads(data[HEADER.size:]) if magic == MAGIC and kind == CONTROL_REPLY else None
 
 
+def raw_wire(transport: str) -> Veth | None:
+    """The veth pair (not yet created) a ``raw`` bench runs on, None for ``udp``; a
+    :class:`ScenarioError` naming the privileges when this process cannot make it."""
+    if transport == "udp":
+        return None
+    if transport != "raw":
+        raise ScenarioError(f"unknown transport {transport!r} (known: udp, raw)")
+    if not wire_capable():
+        raise ScenarioError("--transport raw needs root, or CAP_NET_ADMIN (a network namespace and a veth pair) "
+                            "and CAP_NET_RAW (AF_PACKET sockets); --transport udp needs neither")
+    return Veth(unique_name("bsc"))
+
+
 class Processes:
-    """The HIL process and the daemon, their output in log files under ``folder``."""
+    """The HIL process and the daemon, their output in log files under ``folder``; with ``veth``
+    the wire between them, created first and removed by :meth:`stop` (also when starting fails)."""
 
     def __init__(self, config: Path, ep: Endpoints, lockstep: bool, bolt_foot: bool, folder: Path,
-                 throttle_s: float = 0.0, hil_args: tuple[str, ...] = ()) -> None:
+                 throttle_s: float = 0.0, hil_args: tuple[str, ...] = (), veth: Veth | None = None) -> None:
         self.ep, self.folder = ep, folder
         self.procs: dict[str, subprocess.Popen] = {}
+        self.veth: Veth | None = None
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         try:
-            self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot, throttle_s, hil_args), env)
+            if veth is not None:
+                self.veth = veth.__enter__()
+            self._spawn("hil", hil_command(config, ep, not lockstep, bolt_foot, throttle_s, hil_args, veth), env)
             self._wait_udp()
-            self._spawn("daemon", daemon_command(config, lockstep), env)
+            self._spawn("daemon", daemon_command(config, lockstep, "udp" if veth is None else "raw"), env)
         except BaseException:
             self.stop()                        # a failed start leaves no process behind
             raise
@@ -242,19 +273,25 @@ class Processes:
                 raise ScenarioError(f"the {name} process exited with code {p.returncode}; its log:\n{self.log(name)}")
 
     def stop(self) -> dict[str, int]:
-        """SIGTERM the daemon (soft stop, drives off), then the HIL; kill whatever outlives the timeout."""
+        """SIGTERM the daemon (soft stop, drives off), then the HIL; kill whatever outlives the
+        timeout; then remove the wire."""
         codes = {}
-        for name in ("daemon", "hil"):
-            p = self.procs.get(name)
-            if p is None:
-                continue
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                codes[name] = p.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                codes[name] = p.wait()
+        try:
+            for name in ("daemon", "hil"):
+                p = self.procs.get(name)
+                if p is None:
+                    continue
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                try:
+                    codes[name] = p.wait(STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    codes[name] = p.wait()
+        finally:
+            if self.veth is not None:
+                self.veth.__exit__()
+                self.veth = None
         return codes
 
 
@@ -554,11 +591,13 @@ class Session:
         try:
             folder = Path(self._tmp.name)
             o = self.options
+            veth = raw_wire(o.transport)
             config, ep = write_config(o.config, o.lockstep, folder, o.tilt_source, o.trajectory_dir,
-                                      o.stabilizer_set, o.daemon_set)
+                                      o.stabilizer_set, o.daemon_set, None if veth is None else veth.mn)
+            wire = f"UDP port {ep.udp_port}" if veth is None else f"raw Ethernet on {veth.mn}, nodes in namespace {veth.name}"
             self.say(f"starting the HIL process and the daemon ({'stepped lock-step' if o.lockstep else 'real time'}, "
-                     f"UDP port {ep.udp_port})")
-            self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s, o.hil_args)
+                     f"{wire})")
+            self.procs = Processes(config, ep, o.lockstep, o.bolt_foot, folder, o.throttle_s, o.hil_args, veth)
             self.op = RecordingOperator(ep, self.procs, self.say, o.lockstep, o.operator_sleep, o.truth_keys,
                                         o.fell).__enter__()
             self.op.wait_ready()

@@ -34,7 +34,7 @@ from models.common.validation import read_yaml
 from controller.tools.scenarios.metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
 from controller.tools.scenarios.plots import plot_paths, write_whole_body_plots
 from controller.tools.scenarios.runner import (SETTLE_S, RecordingOperator, Processes, Say, ScenarioError, play_measured, plot_errors,
-                     write_config)
+                     raw_wire, write_config)
 from controller.tools.scenarios.scenarios import push, push_params, tilt_and_back
 
 CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000_platform.yaml"
@@ -62,6 +62,7 @@ class WholeBodyOptions:
     tilt_source: str = "platform"     # the stabilizer's tilt: the platform's angles or the pelvis IMU (imu)
     support_source: str = "phase"     # its support: the command's (phase) or the feet's load cells (sensors)
     stabilizer_set: tuple[tuple[str, Any], ...] = ()   # more (dotted key, value) set in the stabilizer YAML copy
+    transport: str = "udp"            # the frames over loopback UDP, or "raw": a veth into a namespace (.runner)
 
 
 @dataclass(frozen=True)
@@ -233,11 +234,13 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         raise ScenarioError(f"support must be double or left, got {options.support!r}")
     with tempfile.TemporaryDirectory(prefix="bipd-whole-body-") as tmp:
         folder = Path(tmp)
+        veth = raw_wire(options.transport)
         config, ep = write_config(options.config, True, folder, options.tilt_source,
                                   stabilizer_set=(("support.source", options.support_source),) + options.stabilizer_set,
-                                  trajectory_dir=options.trajectory_dir)
-        say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, UDP port {ep.udp_port})")
-        procs = Processes(config, ep, True, False, folder)
+                                  trajectory_dir=options.trajectory_dir, interface=None if veth is None else veth.mn)
+        wire = f"UDP port {ep.udp_port}" if veth is None else f"raw Ethernet on {veth.mn}"
+        say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, {wire})")
+        procs = Processes(config, ep, True, False, folder, veth=veth)
         try:
             with RecordingOperator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
                                    fell=_fell(options.support)) as op:

@@ -30,6 +30,9 @@ the leg cannot fall by tipping. The UDP control channel also takes the plant op 
 answered ``{"ok": true}``; ``{"op": "truth"}`` is answered ``{"t": plant time, "truth_t": time of the
 last truth frame sent}`` (a client of a paused lock-step bench waits for that frame).
 
+``--interface IF [--netns NAME]``: the frames come over raw Ethernet instead
+(:mod:`drivers.sim.hil.wire`, the daemon on ``--backend raw``); the control channel stays on UDP.
+
 Ground truth for the scenario runner: every ``--truth-every`` bus cycles, a ZMQ PUB message
 [b"truth", JSON] with the plant's ``sensors`` (vectors as lists, scalars as numbers, ``cop`` NaN
 when the foot is unloaded), ``t``, the plant time in s, and (served on the bus) ``following_error``: per bus axis (in
@@ -62,6 +65,8 @@ from models.rig.stewart import StewartModel
 from models.common.validation import read_yaml
 
 from drivers.sim.udp_server import serve_udp
+from drivers.sim.hil.wire import serve_wire
+from drivers.hal import LinkError
 from drivers.config import BusConfig, BusConfigError, parse_bus_config
 from drivers.sim.drive import DriveBank
 from drivers.sim.plant import Plant
@@ -290,9 +295,12 @@ def build_plant(config: HilConfig, *, bolt_foot: bool = False, hung: bool = Fals
 
 def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, truth_every: int = 25,
           realtime: bool = False, idle_timeout_s: float | None = None, bolt_foot: bool = False,
-          throttle_s: float = 0.0, hung: bool = False, terrain: Terrain | None = None) -> None:
-    """Build the MuJoCo plant of ``config`` (:func:`build_plant`) and serve the bus until a shutdown
-    request (or idle); ``throttle_s``: wall seconds slept per period."""
+          throttle_s: float = 0.0, hung: bool = False, terrain: Terrain | None = None,
+          interface: str | None = None, netns: str | None = None) -> None:
+    """Build the MuJoCo plant of ``config`` (:func:`build_plant`) on ``terrain`` and serve the bus
+    until a shutdown request (or idle); ``throttle_s``: wall seconds slept per period; ``interface``:
+    serve the frames on this raw Ethernet interface (in network namespace ``netns``,
+    :mod:`drivers.sim.hil.wire`) instead of UDP."""
     plant = build_plant(config, bolt_foot=bolt_foot, hung=hung, terrain=terrain)
     context = zmq.Context.instance()
     pub = None
@@ -306,8 +314,11 @@ def serve(config: HilConfig, *, truth_endpoint: str | None = DEFAULT_TRUTH, trut
         served = ServedPlant(plant, realtime=realtime, truth_every=truth_every, throttle_s=throttle_s,
                              lead_s=config.bus.control_period_s, period_cycles=config.bus.cycles_per_control,
                              publish=None if pub is None else lambda data: pub.send_multipart([TOPIC, data]))
-        serve_udp(config.bus, served, idle_timeout_s=idle_timeout_s,
-                  on_network=lambda network: served.watch_drives(network.bank))
+        watch = lambda network: served.watch_drives(network.bank)          # noqa: E731
+        if interface is None:
+            serve_udp(config.bus, served, idle_timeout_s=idle_timeout_s, on_network=watch)
+        else:
+            serve_wire(config.bus, served, interface, netns, idle_timeout_s=idle_timeout_s, on_network=watch)
     finally:
         if pub is not None:
             pub.close()
@@ -324,6 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--truth", default=DEFAULT_TRUTH, help="ZMQ PUB endpoint of the ground truth ('' for none)")
     parser.add_argument("--truth-every", type=int, default=25, help="bus cycles between truth frames")
     parser.add_argument("--realtime", action="store_true", help="never run the plant ahead of the wall clock")
+    parser.add_argument("--interface", metavar="IF",
+                        help="serve the frames on this raw Ethernet interface (the far end of the daemon's "
+                             "bus.interface) instead of UDP; the control channel stays on --udp-port")
+    parser.add_argument("--netns", metavar="NAME", help="the network namespace --interface is in")
     parser.add_argument("--idle-timeout", type=float, default=None, help="stop after this many idle seconds")
     parser.add_argument("--throttle-s", type=float, default=0.0, metavar="S",
                         help="sleep S s of wall time per control period: a slow host (tests of speed independence)")
@@ -348,8 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise HilConfigError(f"--truth-every must be >= 1, got {args.truth_every}")
         if not 0.0 <= args.throttle_s <= 1.0:
             raise HilConfigError(f"--throttle-s must be in [0, 1] s per control period, got {args.throttle_s:g}")
+        if args.netns and not args.interface:
+            raise HilConfigError("--netns names the namespace of --interface: give --interface too")
         udp = config.bus.udp
-        print(f"[bipd hil] {config.robot_path.name} on MuJoCo, {len(config.bus.axes)} axes at udp "
+        wire = f"raw {args.interface}{f' in {args.netns}' if args.netns else ''}, control " if args.interface else ""
+        print(f"[bipd hil] {config.robot_path.name} on MuJoCo, {len(config.bus.axes)} axes at {wire}udp "
               f"{udp.host}:{udp.port}, truth {args.truth or 'off'}, "
               f"{'real time' if args.realtime else 'lock-step'}{', foot bolted' if args.bolt_foot else ''}"
               f"{', hung' if args.hung else ''}{'' if floor.flat else f', terrain {floor.describe()}'}"
@@ -357,7 +375,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr, flush=True)
         serve(config, truth_endpoint=args.truth, truth_every=args.truth_every, realtime=args.realtime,
               idle_timeout_s=args.idle_timeout, bolt_foot=args.bolt_foot, throttle_s=args.throttle_s,
-              hung=args.hung, terrain=floor)
+              hung=args.hung, terrain=floor, interface=args.interface, netns=args.netns)
+    except LinkError as exc:
+        print(f"bipd hil: {exc}", file=sys.stderr)
+        return 2
     except (HilConfigError, ConfigError, BusConfigError, MjcfError, MujocoPlantError) as exc:
         print(f"bipd hil: {exc}", file=sys.stderr)
         return 2
