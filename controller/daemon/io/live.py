@@ -13,8 +13,8 @@ time is published, and only on the channels a client subscribes to (nothing is b
 * ``/robot_description`` (``std_msgs/msg/String``, JSON ``{"data": URDF}``): the exported URDF with
   its geometry (:func:`models.urdf.to_urdf`), sent when a client subscribes; the same text is the
   parameter ``/robot_description``; the 3-D panel shows the robot from either;
-* ``/scene`` (``foxglove.SceneUpdate``): the leg, the CoG, the support polygon and the field
-  force; the transforms and the scene are built by :class:`controller.daemon.io.scene.Scene`
+* ``/scene`` (``foxglove.SceneUpdate``): the leg (a tree: its bodies), the CoG, the support
+  polygon and the field force; the transforms and the scene are built by :class:`controller.daemon.io.scene.Scene`
   (the cycle log's too).
 
 Parameters (the protocol's getParameters / setParameters): the axis gains and the stabilizer's

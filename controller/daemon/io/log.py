@@ -11,7 +11,7 @@ and ``/hil_truth`` (HIL ground truth, declared only when a scenario records some
 loop's time ``t``. Besides, ROS 2 messages (CDR, ``ros2msg`` schemas, written by ``mcap_ros2``'s
 writer): ``/joint_states`` (``sensor_msgs/msg/JointState``) every record, and, given a
 :class:`~controller.daemon.io.scene.Scene`, ``/tf`` (``tf2_msgs/msg/TFMessage``: world -> base,
-then the chain's links) and ``/scene`` (``foxglove.SceneUpdate``, JSON) at ``SCENE_HZ`` of loop
+then the robot's links) and ``/scene`` (``foxglove.SceneUpdate``, JSON) at ``SCENE_HZ`` of loop
 time, as the live view sends them. Log and publish times are Unix epoch ns: ``start_ns``, the wall
 clock read once, at the log's first message, less that message's loop time ``t`` (the daemon's
 boot, its kernels compiling, is not counted), plus each message's ``t``: a lock-step run's log is the
