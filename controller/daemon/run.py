@@ -269,7 +269,7 @@ def _open_live_view(cfg: DaemonConfig, robot, server):
 
     live, ctl = cfg.io.live_view, cfg.control
     desc = load_tree(cfg.robot_path)
-    gains = {name: values for name, values in zip(robot.joint_names, zip(ctl.kp, ctl.ki, ctl.kd))}
+    gains = {name: values for name, values in zip(robot.model.joint_names, zip(ctl.kp, ctl.ki, ctl.kd))}
     parameters = LiveParameters(to_urdf(desc), gains, _stabilizer_keys(cfg), live.allow_parameters,
                                 server.local.submit)
     try:
