@@ -491,9 +491,6 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     elif stabilizer_path is not None:
         _check_stabilizer(stabilizer_path, robot_path, loop.period, bus, where)
     io = _io(top.sub("io", {}), base)
-    if tree and io.live_view.enabled:
-        raise ConfigError(where, "io.live_view.enabled", f"the live view draws the bench leg; {robot.model.name} "
-                          "is a kinematic tree: set it false")
     top.done()
     return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io)
 

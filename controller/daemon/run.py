@@ -252,10 +252,10 @@ def _open_server(cfg: DaemonConfig, robot, block: SharedBlock):
 
 
 def _scene(cfg: DaemonConfig, robot):
-    """The 3-D scene the cycle log records (/tf, /scene): a serial chain's (a tree has none yet)."""
-    from controller.daemon.io.scene import Ground, Scene
+    """The 3-D scene the cycle log records (/tf, /scene), of a serial chain or a tree."""
+    from controller.daemon.io.scene import Ground, scene_of
 
-    return None if isinstance(robot, TreeRobot) else Scene(robot, Ground.of(robot, cfg.stabilizer_path))
+    return scene_of(robot, Ground.of(robot, cfg.stabilizer_path))
 
 
 def _open_live_view(cfg: DaemonConfig, robot, server):
@@ -269,7 +269,7 @@ def _open_live_view(cfg: DaemonConfig, robot, server):
 
     live, ctl = cfg.io.live_view, cfg.control
     desc = load_tree(cfg.robot_path)
-    gains = {name: values for name, values in zip(robot.joint_names, zip(ctl.kp, ctl.ki, ctl.kd))}
+    gains = {name: values for name, values in zip(robot.model.joint_names, zip(ctl.kp, ctl.ki, ctl.kd))}
     parameters = LiveParameters(to_urdf(desc), gains, _stabilizer_keys(cfg), live.allow_parameters,
                                 server.local.submit)
     try:

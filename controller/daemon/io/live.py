@@ -13,8 +13,8 @@ time is published, and only on the channels a client subscribes to (nothing is b
 * ``/robot_description`` (``std_msgs/msg/String``, JSON ``{"data": URDF}``): the exported URDF with
   its geometry (:func:`models.urdf.to_urdf`), sent when a client subscribes; the same text is the
   parameter ``/robot_description``; the 3-D panel shows the robot from either;
-* ``/scene`` (``foxglove.SceneUpdate``): the leg, the CoG, the support polygon and the field
-  force; the transforms and the scene are built by :class:`controller.daemon.io.scene.Scene`
+* ``/scene`` (``foxglove.SceneUpdate``): the leg (a tree: its bodies), the CoG, the support
+  polygon and the field force; the transforms and the scene are built by :class:`controller.daemon.io.scene.Scene`
   (the cycle log's too).
 
 Parameters (the protocol's getParameters / setParameters): the axis gains and the stabilizer's
@@ -35,11 +35,12 @@ import numpy as np
 
 from controller.daemon.telemetry import RecordLayout
 from models.chain.robot import Robot
+from models.tree.robot import TreeRobot
 
 from controller.daemon.io.live_params import ROBOT_DESCRIPTION, LiveParameters
 from controller.daemon.io.live_relay import Relay
 from controller.daemon.io.log import CHANNELS, _schema
-from controller.daemon.io.scene import FRAME_TRANSFORMS, SCENE_UPDATE, Every, Ground, Scene
+from controller.daemon.io.scene import FRAME_TRANSFORMS, SCENE_UPDATE, Every, Ground, scene_of
 
 RATE_HZ = 30.0
 BACKLOG = 64                  # messages queued per client before the oldest is dropped
@@ -94,7 +95,7 @@ def _parameters(values: dict[str, float | str]) -> list[Any]:
 class LiveView:
     """The Foxglove server and its channels; ``offer(rec)`` for every record read."""
 
-    def __init__(self, robot: Robot, port: int, host: str = "127.0.0.1", ground: Ground | None = None,
+    def __init__(self, robot: Robot | TreeRobot, port: int, host: str = "127.0.0.1", ground: Ground | None = None,
                  rate_hz: float = RATE_HZ, parameters: LiveParameters | None = None,
                  links: tuple[tuple[str, str], ...] = ()) -> None:
         """``parameters``: the parameter table (None: no parameters, no robot description);
@@ -107,8 +108,8 @@ class LiveView:
             raise LiveViewError(f"the live view needs the foxglove-sdk and websockets (13 or newer) packages: "
                                 f"pip install 'bipd[{EXTRA}]'") from None
         self.layout = RecordLayout(robot.n)
-        self.names = list(robot.joint_names)
-        self.scene = Scene(robot, ground)
+        self.names = list(robot.model.joint_names)
+        self.scene = scene_of(robot, ground)
         self._every = Every(rate_hz)
         self.frames = 0                         # frames published (any channel)
         self._fox = foxglove

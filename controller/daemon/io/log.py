@@ -11,7 +11,7 @@ and ``/hil_truth`` (HIL ground truth, declared only when a scenario records some
 loop's time ``t``. Besides, ROS 2 messages (CDR, ``ros2msg`` schemas, written by ``mcap_ros2``'s
 writer): ``/joint_states`` (``sensor_msgs/msg/JointState``) every record, and, given a
 :class:`~controller.daemon.io.scene.Scene`, ``/tf`` (``tf2_msgs/msg/TFMessage``: world -> base,
-then the chain's links) and ``/scene`` (``foxglove.SceneUpdate``, JSON) at ``SCENE_HZ`` of loop
+then the robot's links) and ``/scene`` (``foxglove.SceneUpdate``, JSON) at ``SCENE_HZ`` of loop
 time, as the live view sends them. Log and publish times are Unix epoch ns: ``start_ns``, the wall
 clock read once, at the log's first message, less that message's loop time ``t`` (the daemon's
 boot, its kernels compiling, is not counted), plus each message's ``t``: a lock-step run's log is the
@@ -54,7 +54,7 @@ from models.rig.config import LEG_NAMES
 
 from controller.daemon.io import ros2
 from controller.daemon.io.messages import finite_or_none, name_of
-from controller.daemon.io.scene import BASE, SCENE_UPDATE, WORLD, Every, Scene
+from controller.daemon.io.scene import SCENE_UPDATE, WORLD, Every, Scene
 
 LOG_NAME = "cycles.mcap"
 FORMAT = "bipd-cycle-log"
@@ -261,7 +261,6 @@ class CycleLogWriter:
         if scene is not None:
             self._tf = self._ros2.register_msgdef(ros2.TF_MESSAGE, ros2.TF_MESSAGE_DEF)
             self._extra[SCENE] = self._register(SCENE, SCENE_UPDATE, SCENE_UPDATE["title"])
-            self._links = [BASE, *names, "tool"]
             self._world_base = np.eye(4)
         self._mcap.add_metadata("bipd", {
             "format": FORMAT, "version": str(VERSION), "n": str(layout.n), "joint_names": json.dumps(names),
@@ -331,15 +330,15 @@ class CycleLogWriter:
             self.flush()
 
     def _append_scene(self, rec: np.ndarray, ns: int) -> None:
-        """``/tf`` (world -> base at a known tilt, the chain's links at a finite q) and ``/scene``."""
+        """``/tf`` (world -> base at a known tilt, the robot's links at a finite q) and ``/scene``."""
         scene = self._scene
         tilt_known = scene.place(rec)
         transforms = []
         if tilt_known:
             self._world_base[:3, :3], self._world_base[:3, 3] = scene.R, scene.o
-            transforms.append(ros2.transform(ns, WORLD, BASE, self._world_base))
+            transforms.append(ros2.transform(ns, WORLD, scene.base, self._world_base))
         if scene.frames(rec[self.layout.slices["q"]]):
-            transforms += ros2.link_transforms(ns, self._links, scene.T)
+            transforms += [ros2.transform(ns, parent, child, rel) for parent, child, rel in scene.link_poses()]
         if transforms:
             self._add_ros2(TF, self._tf, ns, {"transforms": transforms})
         self._add(self._extra[SCENE], ns, {"deletions": [], "entities": scene.entities(rec, ns, tilt_known)})

@@ -53,16 +53,3 @@ def transform(ns: int, parent: str, child: str, T: np.ndarray) -> dict[str, Any]
     return {"header": header(ns, parent), "child_frame_id": child,
             "transform": {"translation": {"x": float(p[0]), "y": float(p[1]), "z": float(p[2])},
                           "rotation": quaternion(T[:3, :3])}}
-
-
-def link_transforms(ns: int, links: list[str], T: np.ndarray) -> list[dict[str, Any]]:
-    """The chain's frames as ``links[i-1] -> links[i]`` transforms (inverse(T[i-1]) T[i]), where
-    ``T[i]`` is base -> frame ``i`` (thesis eq. 1-6) and ``links[i]`` its name."""
-    out = []
-    for i in range(1, len(links)):
-        R, p = T[i - 1, :3, :3], T[i - 1, :3, 3]
-        rel = np.eye(4)
-        rel[:3, :3] = R.T @ T[i, :3, :3]
-        rel[:3, 3] = R.T @ (T[i, :3, 3] - p)
-        out.append(transform(ns, links[i - 1], links[i], rel))
-    return out

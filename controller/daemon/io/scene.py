@@ -19,6 +19,9 @@ import numpy as np
 from controller.daemon.telemetry import RecordLayout
 from models.chain.kinematics import forward_kinematics
 from models.chain.robot import Robot
+from models.tree import dynamics as td
+from models.tree.model import TreeData
+from models.tree.robot import TreeRobot
 from models.tilt import rotation_world_foot
 from stabilizer.ground import base_to_world, foot_origin
 from stabilizer.support_polygon import project_outline, rectangle_outline
@@ -42,7 +45,7 @@ FRAME_TRANSFORMS = {"title": "foxglove.FrameTransforms", "type": "object", "prop
     "transforms": {"type": "array", "items": {"type": "object", "properties": {
         "timestamp": _TIME, "parent_frame_id": {"type": "string"}, "child_frame_id": {"type": "string"},
         "translation": _VEC3, "rotation": _QUAT}}}}}
-LINE_STRIP, LINE_LOOP = 0, 1  # foxglove.LinePrimitive type
+LINE_STRIP, LINE_LOOP, LINE_LIST = 0, 1, 2  # foxglove.LinePrimitive type
 LEG_COLOR = {"r": 0.2, "g": 0.5, "b": 0.9, "a": 1.0}
 COG_COLOR = {"r": 1.0, "g": 0.6, "b": 0.0, "a": 1.0}
 INSIDE_COLOR = {"r": 0.1, "g": 0.8, "b": 0.2, "a": 1.0}
@@ -109,8 +112,9 @@ class Ground:
         self.outline = np.ascontiguousarray(outline, dtype=np.float64)
 
     @classmethod
-    def of(cls, robot: Robot, stabilizer_path: Path | None) -> Ground | None:
-        foot = robot.description.foot
+    def of(cls, robot: Robot | TreeRobot, stabilizer_path: Path | None) -> Ground | None:
+        """None for a robot without a ``foot`` section (a tree has none)."""
+        foot = None if isinstance(robot, TreeRobot) else robot.description.foot
         if foot is None:
             return None
         outline = None
@@ -122,7 +126,11 @@ class Ground:
 
 class Scene:
     """The scene of a serial-chain robot's records; ``place(rec)`` first, then ``transforms``,
-    ``frames`` or ``entities`` of the same record."""
+    ``frames`` or ``entities`` of the same record. ``T`` holds the frames' poses in ``base``,
+    ``edges`` the (parent, child) rows of ``T`` each link transform joins and ``links`` their
+    default names; :class:`TreeScene` fills them for a kinematic tree."""
+
+    base = BASE                                 # the frame the scene is drawn in
 
     def __init__(self, robot: Robot, ground: Ground | None) -> None:
         self.layout = RecordLayout(robot.n)
@@ -130,6 +138,10 @@ class Scene:
         self.R = np.eye(3)                      # R_M->O0 of the last placed record
         self.o = np.zeros(3)                    # O0 in the world
         self.T = np.zeros((robot.n + 2, 4, 4))  # frames 0..n and the tool in base (eq. 1-6)
+        names = [BASE, *robot.model.joint_names, "tool"]
+        self.edges = tuple((j - 1, j) for j in range(1, robot.n + 2))
+        self.links = tuple((names[i], names[j]) for i, j in self.edges)
+        self._rel = np.eye(4)
         self._cog = np.zeros(3)
         self._poly = np.zeros((0 if ground is None else len(ground.outline), 2))
 
@@ -145,18 +157,25 @@ class Scene:
 
     def base_transform(self, ns: int) -> dict[str, Any]:
         """world -> base of the last placed record, a ``foxglove.FrameTransform``."""
-        return {"timestamp": stamp(ns), "parent_frame_id": WORLD, "child_frame_id": BASE,
+        return {"timestamp": stamp(ns), "parent_frame_id": WORLD, "child_frame_id": self.base,
                 "translation": vec(self.o), "rotation": quaternion(self.R)}
 
-    def link_transforms(self, ns: int, links: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
-        """Each joint's (parent, child) link as ``foxglove.FrameTransform``: frame j in frame j-1
-        (thesis eq. 1-5), from the last :meth:`frames`."""
-        out = []
-        for j, (parent, child) in enumerate(links, 1):
-            R, p = self.T[j - 1, :3, :3], self.T[j - 1, :3, 3]
-            out.append({"timestamp": stamp(ns), "parent_frame_id": parent, "child_frame_id": child,
-                        "translation": vec(R.T @ (self.T[j, :3, 3] - p)), "rotation": quaternion(R.T @ self.T[j, :3, :3])})
-        return out
+    def link_poses(self, links: tuple[tuple[str, str], ...] | None = None):
+        """Each link's (parent, child, pose of child in parent) from the last :meth:`frames`:
+        inverse(T[parent]) T[child] (thesis eq. 1-5); ``links`` names them (default ``links``).
+        The pose is a view reused by the next one."""
+        rel = self._rel
+        for (parent, child), (i, j) in zip(self.links if links is None else links, self.edges):
+            R, p = self.T[i, :3, :3], self.T[i, :3, 3]
+            rel[:3, :3] = R.T @ self.T[j, :3, :3]
+            rel[:3, 3] = R.T @ (self.T[j, :3, 3] - p)
+            yield parent, child, rel
+
+    def link_transforms(self, ns: int, links: tuple[tuple[str, str], ...] | None = None) -> list[dict[str, Any]]:
+        """Each joint's (parent, child) link as ``foxglove.FrameTransform`` (:meth:`link_poses`)."""
+        return [{"timestamp": stamp(ns), "parent_frame_id": parent, "child_frame_id": child,
+                 "translation": vec(rel[:3, 3]), "rotation": quaternion(rel[:3, :3])}
+                for parent, child, rel in self.link_poses(links)]
 
     def frames(self, q: np.ndarray) -> bool:
         """The forward geometric model at ``q`` into ``T``; False when ``q`` is not finite."""
@@ -166,20 +185,27 @@ class Scene:
         forward_kinematics(m.mdh, m.jtype, m.tool, q, self.T)
         return True
 
+    def lines(self) -> dict[str, Any]:
+        """The robot's line primitive through ``T`` (the leg: frames 0..n and the tool in turn)."""
+        return {"type": LINE_STRIP, "points": [vec(T[:3, 3]) for T in self.T]}
+
+    def cog(self, rec: np.ndarray) -> np.ndarray:
+        """The robot's CoG in ``base``: the record's."""
+        return rec[self.layout.slices["com"]]
+
     def entities(self, rec: np.ndarray, ns: int, tilt_known: bool) -> list[dict[str, Any]]:
         """The ``foxglove.SceneEntity`` list of a record stamped ``ns``."""
         s = self.layout.slices
-        com = rec[s["com"]]
         when = stamp(ns)
         out = []
-        if self.frames(rec[s["q"]]):
-            points = [vec(T[:3, 3]) for T in self.T]
-            out.append({"timestamp": when, "frame_id": BASE, "id": "leg", "frame_locked": True,
-                        "lines": [{"type": LINE_STRIP, "pose": {"position": vec(np.zeros(3)), "orientation": IDENTITY},
-                                   "thickness": 4.0, "scale_invariant": True, "points": points,
-                                   "color": LEG_COLOR}]})
+        framed = self.frames(rec[s["q"]])
+        if framed:
+            out.append({"timestamp": when, "frame_id": self.base, "id": "leg", "frame_locked": True,
+                        "lines": [self.lines() | {"pose": {"position": vec(np.zeros(3)), "orientation": IDENTITY},
+                                                  "thickness": 4.0, "scale_invariant": True, "color": LEG_COLOR}]})
+        com = self.cog(rec)
         if np.all(np.isfinite(com)):
-            out.append({"timestamp": when, "frame_id": BASE, "id": "cog", "frame_locked": True,
+            out.append({"timestamp": when, "frame_id": self.base, "id": "cog", "frame_locked": True,
                         "spheres": [{"pose": {"position": vec(com), "orientation": IDENTITY},
                                      "size": vec(np.full(3, 0.02)), "color": COG_COLOR}]})
         if not tilt_known:
@@ -203,3 +229,52 @@ class Scene:
                                   "head_length": 0.2 * length, "head_diameter": 0.012, "color": FORCE_COLOR}]
         out.append(support)
         return out
+
+
+class TreeScene(Scene):
+    """The scene of a kinematic tree's records (BIP 2000), drawn in its base body's frame (the
+    URDF's root link): ``T`` holds every body's frame (Khalil & Dombre's tree transform, the
+    description's base as root) and ``edges`` each joint's (parent body, child body), named as
+    the URDF's links. The lines join each body to its children; the CoG is the model's at the
+    recorded q (the record's CoG is in whichever rooting the loop used). A tree has no ``foot``
+    section: no world -> base transform and no support polygon."""
+
+    def __init__(self, robot: TreeRobot) -> None:
+        self.layout = RecordLayout(robot.n)
+        self.model, self.ground = robot.model, None
+        self.data = TreeData(robot.model)
+        self.base = robot.description.base
+        bodies = robot.model.body_names
+        self.links = tuple((t.parent, t.child) for t in robot.description.joints)
+        self.edges = tuple((bodies.index(parent), bodies.index(child)) for parent, child in self.links)
+        self.T = np.zeros((len(bodies), 4, 4))
+        self._inv = np.eye(4)
+        self._rel = np.eye(4)
+        self._com = np.full(3, np.nan)
+
+    def frames(self, q: np.ndarray) -> bool:
+        """Every body's frame in the base body's at ``q`` into ``T`` (and the CoG); False when
+        ``q`` is not finite."""
+        if not np.all(np.isfinite(q)):
+            self._com[:] = np.nan
+            return False
+        d = self.data
+        td.kinematics(self.model.buf, d.buf, np.ascontiguousarray(q, dtype=np.float64))
+        R, p = d.Tb[0, :3, :3], d.Tb[0, :3, 3]
+        self._inv[:3, :3], self._inv[:3, 3] = R.T, -R.T @ p
+        np.matmul(self._inv, d.Tb, out=self.T)
+        self._com[:] = R.T @ (d.com[0] - p)
+        return True
+
+    def lines(self) -> dict[str, Any]:
+        """Segments from each body's origin to each of its children's."""
+        return {"type": LINE_LIST, "points": [vec(self.T[k, :3, 3]) for edge in self.edges for k in edge]}
+
+    def cog(self, rec: np.ndarray) -> np.ndarray:
+        """The model's CoG at the last :meth:`frames`, in the base body's frame (NaN without one)."""
+        return self._com
+
+
+def scene_of(robot: Robot | TreeRobot, ground: Ground | None) -> Scene:
+    """The scene of either kind of robot (a tree takes no ``ground``)."""
+    return TreeScene(robot) if isinstance(robot, TreeRobot) else Scene(robot, ground)

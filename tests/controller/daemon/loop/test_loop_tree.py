@@ -176,7 +176,6 @@ def test_bip2000_config_loads():
     ({"bus": {"plant": "leg"}}, "bus.plant", "set bus.plant: biped"),
     ({"bus": {"plant": "mujocoo"}}, "bus.plant", "unknown plant 'mujocoo'"),
     ({"stabilizer": "robots/bip_leg_stabilizer.yaml"}, "stabilizer", "is a kinematic tree"),
-    ({"io": {"live_view": {"enabled": True}}}, "io.live_view.enabled", "is a kinematic tree"),
 ])
 def test_bad_variants_are_refused_naming_the_key(tmp_path, change, key, fragment):
     doc = yaml.safe_load(CONFIG.read_text())
