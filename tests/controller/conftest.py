@@ -222,10 +222,13 @@ def rig(rig_factory) -> Rig:
 
 @pytest.fixture
 def daemon(tmp_path):
-    """The bench leg (deploy/bipd.yaml) in lock-step: (process, client, tmp_path)."""
+    """The bench leg (deploy/bipd.yaml) in lock-step: (process, client, tmp_path). Its loop runs on
+    simulated time, back to back, while the test's client polls on the wall's clock: the watchdog is
+    set far beyond any gap between polls, so a motion never ends on WATCHDOG however fast the host."""
     doc = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())
     doc["robot"] = str(ROBOTS / "bip_leg.yaml")
     doc["stabilizer"] = str(ROBOTS / "bip_leg_stabilizer.yaml")
+    doc["control"]["watchdog_s"] = 3600.0
     with booted(tmp_path, doc) as (proc, client, _):
         yield proc, client, tmp_path
 

@@ -232,11 +232,11 @@ def test_a_daemons_log_matches_its_telemetry(daemon):
     assert wait_state(client, "HOLD") == "HOLD"
     client.call("move_joints", q=[0.0, 0.2, -0.5, 0.3], duration=0.5)
     assert wait_state(client, "HOLD") == "HOLD"
+    client.call("shutdown")                  # in lock-step the loop publishes back to back: stop it, then drain
+    proc.communicate(timeout=30)
     frames = []
     while sub.poll(200):
         frames.append(json.loads(sub.recv_multipart()[1]))
-    client.call("shutdown")
-    proc.communicate(timeout=30)
     assert len(frames) > 20
     log = next((tmp / "log").glob("run-*/cycles.mcap"))
     start = read_log(log).header["start_ns"]
