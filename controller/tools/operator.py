@@ -116,6 +116,9 @@ class Operator:
         return failure
 
 
+PRE_ENABLE_STATES = ("BOOT", "DISABLED")
+
+
 class StreamOperator(Operator):
     """The demos' operator: :class:`Operator` plus the telemetry and event frames (:meth:`frames`),
     read in the caller's thread, the daemon kept going between them, all within ``timeout_s`` of
@@ -154,8 +157,11 @@ class StreamOperator(Operator):
             self._last_ping = time.monotonic()
 
     def frames(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(topic, message) of every telemetry and event frame, keeping the daemon going; a
+        """(topic, message) of every event frame and of the telemetry from the first frame past the
+        enable on (the boot's BOOT and DISABLED frames still queued on the socket, which the I/O
+        process may publish after the enable's reply, are dropped), keeping the daemon going; a
         :class:`TimeoutError` past the session's deadline."""
+        enabled = False
         while True:
             if time.monotonic() > self.end:
                 raise TimeoutError("the demo did not finish in time")
@@ -164,7 +170,12 @@ class StreamOperator(Operator):
                 if not self.sub.poll(200):
                     continue
             topic, data = self.sub.recv_multipart()
-            yield topic.decode(), json.loads(data)
+            msg = json.loads(data)
+            if topic == b"telemetry" and not enabled:
+                if msg["state_name"] in PRE_ENABLE_STATES:
+                    continue
+                enabled = True
+            yield topic.decode(), msg
 
     def finish(self) -> dict[str, Any]:
         """The daemon's stats, then disable the drives (a FAULT or ESTOP has already)."""

@@ -86,13 +86,14 @@ def test_bench_models_on_a_tree_times_each_root_and_the_swap(capsys):
     robot = DEFAULT_ROBOT.parent / "bip2000.yaml"
     assert main(["bench", "models", "--robot", str(robot), "--json", "--samples", "40"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert list(res["cases"]) == ["pelvis", "left_sole", "right_sole", "swap", "swap_soles"]
+    assert list(res["cases"]) == ["pelvis", "left_sole", "right_sole", "swap", "swap_soles", "floating"]
+    assert res["cases"]["floating"]["n"] == res["cases"]["pelvis"]["n"] + 6
     assert res["cases"]["swap"]["roots"] == ["pelvis", "left_sole", "right_sole"]
     assert res["cases"]["swap_soles"]["roots"] == ["left_sole", "right_sole"]
     soles = ["composite", "generated_composite"]
     for case, c in res["cases"].items():
         f = c["paths"]
-        on_sole = case in ("left_sole", "right_sole", "swap_soles")
+        on_sole = case in ("left_sole", "right_sole", "swap_soles")   # the composite models stand on a sole
         assert set(f) == {"recursive", "recursive_cycle", "pinocchio", "pinocchio_coriolis"} | (
             set(soles) if on_sole else set())
         assert c["not_applicable"] == ([] if on_sole else soles)

@@ -1,6 +1,7 @@
 """The shared operator client: a stepped wait for a state grants loop time chunk by chunk, reads
 the state from each step's reply and stops at its simulated-time bound; a step takes exactly one
-of seconds and cycles. Against a scripted REP socket standing in for the daemon."""
+of seconds and cycles; the demos' stream starts its telemetry at the enable. Against a scripted REP
+socket standing in for the daemon (and a PUB socket for its telemetry)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import threading
 import pytest
 import zmq
 
-from controller.tools.operator import Operator, OperatorError
+from controller.tools.operator import Operator, OperatorError, StreamOperator
 from controller.tools.ports import free_port
 
 
@@ -82,3 +83,31 @@ def test_step_takes_exactly_one_grant(daemon, grant):
         with pytest.raises(ValueError, match="exactly one of seconds and cycles"):
             op.step(**grant)
     assert daemon.requests == []
+
+
+def test_stream_drops_the_boot_frames_still_queued_at_the_enable(daemon):
+    """Frames the I/O process published before the enable (BOOT, DISABLED) may reach the demo after
+    the enable's reply: they are not the motion's, so the states seen start at HOLD; events all pass,
+    and a DISABLED after the motion started is kept."""
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    pub = zmq.Context.instance().socket(zmq.PUB)
+    pub.linger = 0
+    pub.bind(endpoint)
+    with StreamOperator(daemon.endpoint, endpoint, timeout_s=10.0) as op:
+        op.stepped = True
+        while not op.sub.poll(20):                  # until the subscription has reached the publisher
+            pub.send_multipart([b"event", b'{"sync": true}'])
+        while op.sub.poll(100):
+            op.sub.recv_multipart()
+        sent = [("telemetry", {"t": 0.0, "state_name": "BOOT"}), ("telemetry", {"t": 0.1, "state_name": "DISABLED"}),
+                ("event", {"t": 0.15, "text": "DISABLED -> HOLD"}), ("telemetry", {"t": 0.2, "state_name": "HOLD"}),
+                ("telemetry", {"t": 0.3, "state_name": "DISABLED"}), ("telemetry", {"t": 0.4, "state_name": "FAULT"})]
+        for topic, msg in sent:
+            pub.send_multipart([topic.encode(), json.dumps(msg).encode()])
+        got = []
+        for topic, msg in op.frames():
+            got.append((topic, msg))
+            if msg.get("state_name") == "FAULT":
+                break
+    pub.close()
+    assert got == sent[2:]

@@ -92,9 +92,10 @@ def test_paths_run_interleaved_over_every_state(monkeypatch):
     calls = [e for e in log if e[1] != "setup"]
     setups = [e for e in log if e[1] == "setup"]
     per_case = [("a", 0), ("b", 0)] + [(p, k) for r in range(4) for p in "ab" for k in (2 * r, 2 * r + 1)]
-    assert calls == per_case * 5                    # warm-up call, then the interleaved rounds
-    assert [e[2] for e in setups] == [(0,), (0,), (1,), (1,), (2,), (2,), (0, 1, 2), (0, 1, 2), (1, 2), (1, 2)]
-    assert list(res["cases"]) == ["pelvis", "left_sole", "right_sole", "swap", "swap_soles"]
+    assert calls == per_case * 6                    # warm-up call, then the interleaved rounds
+    assert [e[2] for e in setups] == [(0,), (0,), (1,), (1,), (2,), (2,), (0, 1, 2), (0, 1, 2), (1, 2), (1, 2),
+                                      (0,), (0,)]    # the floating base: one root, the free flyer's
+    assert list(res["cases"]) == ["pelvis", "left_sole", "right_sole", "swap", "swap_soles", "floating"]
     for c in res["cases"].values():
         assert c["ratios"]["a"]["reference"] == "b" and "b" not in c["ratios"]
 
