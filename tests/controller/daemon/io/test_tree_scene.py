@@ -105,8 +105,8 @@ def _check_world(q, world: np.ndarray, scene: dict, loads=None, contact=None) ->
     assert support["frame_id"] == "world"
     inside = {0: [0], 1: [1], 2: [0, 1]}[contact] if contact is not None else [0, 1]
     pts = np.vstack([corners[k] for k in inside])
-    poly = np.array([_xyz(p) for p in support["lines"][0]["points"]])
-    assert len(poly) >= 3
+    poly = np.array([_xyz(p) for line in support["lines"] for p in line["points"]])
+    assert len(poly) >= 3 or contact is None, "no polygon under a sole in contact"
     for v in poly:                                      # each vertex a corner of a contact sole
         assert np.min(np.linalg.norm(pts[:, :2] - v[:2], axis=1)) < 1e-9, v
         np.testing.assert_allclose(v[2], pts[:, 2].mean() if contact is not None else v[2], atol=1e-9)
@@ -125,9 +125,10 @@ def _check_world(q, world: np.ndarray, scene: dict, loads=None, contact=None) ->
         np.testing.assert_allclose(_rotation(a["pose"]["orientation"])[:, 0], soles[k][:3, 2], atol=1e-9)
         if loads is not None:
             assert a["shaft_length"] + a["head_length"] == pytest.approx(SOLE_FORCE_SCALE * loads[k], abs=1e-12)
-    mark = _xyz(support["spheres"][0]["pose"]["position"])
-    np.testing.assert_allclose(mark[:2], (world[:3, :3] @ cog + world[:3, 3])[:2], atol=1e-9)
-    np.testing.assert_allclose(mark[2], poly[0, 2], atol=1e-12)
+    if len(poly):
+        mark = _xyz(support["spheres"][0]["pose"]["position"])
+        np.testing.assert_allclose(mark[:2], (world[:3, :3] @ cog + world[:3, 3])[:2], atol=1e-9)
+        np.testing.assert_allclose(mark[2], poly[0, 2], atol=1e-12)
 
 
 @pytest.mark.parametrize("contact, loads", [(2, (410.0, 620.0)), (0, (1030.0, 0.0)), (1, (0.0, 990.0))])
@@ -162,10 +163,13 @@ def test_tree_scene_places_the_robot_and_its_support_in_the_world(contact, loads
 
 @pytest.mark.slow
 def test_bip2000_live_view_and_log_pose_the_tree_as_pinocchio(tmp_path):
-    """BIP 2000, stepped (lock-step), moved to a posture: every live and logged /tf, composed from the
-    pelvis, gives each body's frame, and /scene its segments and CoG, as Pinocchio at the frame's q."""
+    """BIP 2000 on the floor, stepped (lock-step), moved to a posture: every live and logged /tf,
+    composed from the world, gives each body's frame, and /scene its segments, CoG, support polygon
+    and load arrows, as Pinocchio at the frame's q placed at its world -> pelvis, which the log's
+    /pelvis holds; the logged arrows and polygon follow the log's feet_load and contact."""
     doc = yaml.safe_load((DEPLOY / "bip2000.yaml").read_text())
     doc["robot"] = str(ROBOTS / "bip2000.yaml")
+    doc["control"]["support"] = "ground"            # standing: the feet loaded, the pelvis estimated
     port = free_port()
     doc["io"]["live_view"] = {"enabled": True, "port": port}
     live: dict[str, dict[int, dict]] = {t: {} for t in TOPICS}
@@ -179,7 +183,7 @@ def test_bip2000_live_view_and_log_pose_the_tree_as_pinocchio(tmp_path):
                 client.call("step", cycles=1)
                 if client.call("status")["state"] == "HOLD":
                     break
-            client.call("move_joints", q=POSTURE, duration=0.3)
+            client.call("move_joints", q=[0.4 * v for v in POSTURE], duration=0.3)
             client.call("step", cycles=200)
             end = client.call("status")["t"]
             while min((max(v, default=0) for v in live.values())) < round((end - 1 / 30) * 1e9):
@@ -190,22 +194,38 @@ def test_bip2000_live_view_and_log_pose_the_tree_as_pinocchio(tmp_path):
         client.call("shutdown")
         proc.communicate(timeout=60)
     first = np.array(live["/joint_state"][min(live["/joint_state"])]["position"])
-    moved = 0.0
+    moved, placed = 0.0, 0
     for ns, tf in live["/tf"].items():
         q = np.array(live["/joint_state"][ns]["position"])
         links = [(j["parent_frame_id"], j["child_frame_id"], _pose_of(j)) for j in tf["transforms"]]
-        _check(q, links, live["/scene"][ns])
+        world = [T for parent, _, T in links if parent == "world"]
+        _check(q, [link for link in links if link[0] != "world"], live["/scene"][ns])
+        if world:
+            _check_world(q, world[0], live["/scene"][ns])
+            placed += 1
         moved = max(moved, np.abs(q - first).max())
-    assert moved > 0.1, "the frames checked are all at the start posture"
+    assert moved > 0.05, "the frames checked are all at the start posture"
+    assert placed > 10, "the live view never placed the pelvis in the world"
 
     topics = _decoded(next((tmp_path / "log").glob("run-*/cycles.mcap")))
     states = {m.log_time: msg for _, _, m, msg in topics[JOINT_STATES]}
     scenes = {m.log_time: msg for _, _, m, msg in topics[SCENE]}
+    pelvis = {m.log_time: msg for _, _, m, msg in topics["/pelvis"]}
+    loop = {m.log_time: msg for _, _, m, msg in topics["/loop"]}
     assert len(topics[TF]) == len(scenes) > 10
+    placed = 0
     for _, _, message, msg in topics[TF]:
         q = np.array(states[message.log_time].position)
-        _check(q, [(c.header.frame_id, c.child_frame_id, _pose(c.transform)) for c in msg.transforms],
-               scenes[message.log_time])
+        links = [(c.header.frame_id, c.child_frame_id, _pose(c.transform)) for c in msg.transforms]
+        _check(q, [link for link in links if link[0] != "world"], scenes[message.log_time])
+        world = [T for parent, _, T in links if parent == "world"]
+        if world:
+            est, cycle = pelvis[message.log_time], loop[message.log_time]
+            np.testing.assert_allclose(world[0], _pelvis(est["position"], est["rpy"]), atol=1e-9)
+            contact = cycle["contact"] if cycle["contact"] in (0, 1, 2) else None
+            _check_world(q, world[0], scenes[message.log_time], cycle["feet_load"], contact)
+            placed += 1
+    assert placed > 10, "the log never placed the pelvis in the world"
 
 
 def _pose_of(j: dict) -> np.ndarray:
