@@ -24,7 +24,7 @@ A tree file is a chain file (:mod:`models.chain.config`) grown by a few keys:
   sole polygon and the force-sensor frames, in the sole frame's (x, y) plane.
 - per body (``base`` or a joint's ``body``), optionally ``visual`` and ``collision``: a mesh or a
   list of them, each ``{mesh: PATH, scale: [sx, sy, sz], origin: {xyz, rpy | rpy_deg}}`` (the
-  mesh's frame in the body's). PATH is relative to the YAML file (or absolute, or a
+  mesh's frame in the body's; a negative scale mirrors). PATH is relative to the YAML file (or absolute, or a
   ``file://`` URL: the file must exist), or a ``package://`` URL, kept as written for ROS tools
   (:func:`mesh_file` resolves it through ``ROS_PACKAGE_PATH``); formats :data:`MESH_FORMATS`.
   A body without them is drawn and collides as its derived capsules (:mod:`models.geometry`).
@@ -176,8 +176,8 @@ def _meshes(where: str, s: Section, key: str, body: str) -> tuple[Mesh, ...]:
             pose = _rpy_pose(origin)
             origin.done()
         mesh = Mesh(name, ms.vector("scale", 3, (1.0, 1.0, 1.0)), pose)
-        if any(x <= 0.0 for x in mesh.scale):
-            raise ConfigError(where, ms.path("scale"), f"body {body!r}: the scale must be positive, got {list(mesh.scale)}")
+        if 0.0 in mesh.scale:
+            raise ConfigError(where, ms.path("scale"), f"body {body!r}: a scale factor is zero, got {list(mesh.scale)}")
         if not name.startswith("package://") and not mesh_file(mesh).is_file():
             raise ConfigError(where, ms.path("mesh"), f"body {body!r}: mesh file {str(mesh_file(mesh))!r} does not exist")
         ms.done()
