@@ -154,6 +154,29 @@ def mesh_file(mesh: Mesh) -> Path:
                                                 "(set ROS_PACKAGE_PATH to the directories that hold the package)")
 
 
+def _mesh(where: str, ms: Section) -> Mesh:
+    """One ``{mesh, scale, origin}`` entry (module docstring)."""
+    name = ms.raw("mesh")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(where, ms.path("mesh"), f"expected a mesh file name, got {name!r}")
+    if not name.lower().endswith(MESH_FORMATS):
+        raise ConfigError(where, ms.path("mesh"), f"{name!r} is not one of {', '.join(MESH_FORMATS)}")
+    if "://" not in name:
+        name = str((Path(where).parent / name).resolve())
+    pose = IDENTITY
+    if ms.has("origin"):
+        origin = ms.sub("origin")
+        pose = _rpy_pose(origin)
+        origin.done()
+    mesh = Mesh(name, ms.vector("scale", 3, (1.0, 1.0, 1.0)), pose)
+    if 0.0 in mesh.scale:
+        raise ConfigError(where, ms.path("scale"), f"a scale factor is zero, got {list(mesh.scale)}")
+    if not name.startswith("package://") and not mesh_file(mesh).is_file():
+        raise ConfigError(where, ms.path("mesh"), f"mesh file {str(mesh_file(mesh))!r} does not exist")
+    ms.done()
+    return mesh
+
+
 def _meshes(where: str, s: Section, key: str, body: str) -> tuple[Mesh, ...]:
     """A body's ``visual`` or ``collision`` meshes (module docstring); each error names the body."""
     raw = s.raw(key, None)
@@ -162,26 +185,12 @@ def _meshes(where: str, s: Section, key: str, body: str) -> tuple[Mesh, ...]:
     items = raw if isinstance(raw, list) else [raw]
     out = []
     for k, item in enumerate(items):
-        ms = Section(where, s.path(key) + (f"[{k}]" if isinstance(raw, list) else ""), item)
-        name = ms.raw("mesh")
-        if not isinstance(name, str) or not name:
-            raise ConfigError(where, ms.path("mesh"), f"body {body!r}: expected a mesh file name, got {name!r}")
-        if not name.lower().endswith(MESH_FORMATS):
-            raise ConfigError(where, ms.path("mesh"), f"body {body!r}: {name!r} is not one of {', '.join(MESH_FORMATS)}")
-        if "://" not in name:
-            name = str((Path(where).parent / name).resolve())
-        pose = IDENTITY
-        if ms.has("origin"):
-            origin = ms.sub("origin")
-            pose = _rpy_pose(origin)
-            origin.done()
-        mesh = Mesh(name, ms.vector("scale", 3, (1.0, 1.0, 1.0)), pose)
-        if 0.0 in mesh.scale:
-            raise ConfigError(where, ms.path("scale"), f"body {body!r}: a scale factor is zero, got {list(mesh.scale)}")
-        if not name.startswith("package://") and not mesh_file(mesh).is_file():
-            raise ConfigError(where, ms.path("mesh"), f"body {body!r}: mesh file {str(mesh_file(mesh))!r} does not exist")
-        ms.done()
-        out.append(mesh)
+        key_k = s.path(key) + (f"[{k}]" if isinstance(raw, list) else "")
+        try:
+            out.append(_mesh(where, Section(where, key_k, item)))
+        except ConfigError as e:
+            problem = str(e)[len(f"{e.where}: {e.key}: "):]
+            raise ConfigError(where, e.key, f"body {body!r}: {problem}") from None
     return tuple(out)
 
 
