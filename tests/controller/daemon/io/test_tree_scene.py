@@ -173,7 +173,8 @@ def test_bip2000_live_view_and_log_pose_the_tree_as_pinocchio(tmp_path):
     port = free_port()
     doc["io"]["live_view"] = {"enabled": True, "port": port}
     live: dict[str, dict[int, dict]] = {t: {} for t in TOPICS}
-    with booted(tmp_path, doc, clock="--stepped") as (proc, client, _):
+    # a step of 300 cycles of the MuJoCo plant may outlast the default 2 s reply timeout on a loaded host
+    with booted(tmp_path, doc, clock="--stepped", timeout_s=60.0) as (proc, client, _):
         with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"]) as ws:
             subs = _subscribe(ws, TOPICS)
             while client.call("stats")["live_view"]["subscriptions"] < len(TOPICS):
@@ -183,8 +184,8 @@ def test_bip2000_live_view_and_log_pose_the_tree_as_pinocchio(tmp_path):
                 client.call("step", cycles=1)
                 if client.call("status")["state"] == "HOLD":
                     break
-            client.call("move_joints", q=[0.4 * v for v in POSTURE], duration=0.3)
-            client.call("step", cycles=200)
+            client.call("move_joints", q=[0.4 * v for v in POSTURE], duration=1.0)   # from the flexed stance
+            client.call("step", cycles=300)
             end = client.call("status")["t"]
             while min((max(v, default=0) for v in live.values())) < round((end - 1 / 30) * 1e9):
                 msg = ws.recv(timeout=BOOT_S)
