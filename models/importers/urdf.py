@@ -14,7 +14,8 @@ Inertias are re-expressed in the new frames: c' = R c + p, I' = R I R^T; so are 
 visuals and collisions (``<mesh filename scale>``: the body's ``visual`` / ``collision`` list, a
 merged link's on its body, the pose T(body, link) T(link, mesh); a relative filename made absolute
 against the URDF's directory, a ``package://`` or ``file://`` URL kept as written; primitive shapes,
-which the YAML derives anew, are left out). URDF has no rotor
+which the YAML derives anew, are left out, and so is a mesh of another format or whose file is not
+there, named in a comment at the top of the YAML). URDF has no rotor
 inertia; a ``<!-- armature: J kg m^2 -->`` comment inside a ``<joint>`` (written by
 :mod:`models.urdf`) is read back, and so is the export's gravity comment.
 """
@@ -31,7 +32,7 @@ import yaml
 
 from models.common.errors import ConfigError, ModelError, quote
 from models.chain.model import mdh_matrix
-from models.tree.config import tree_from_dict
+from models.tree.config import MESH_FORMATS, tree_from_dict
 from models.tree.model import rotation
 from models.urdf import rpy
 
@@ -98,10 +99,12 @@ class Urdf:
     joints: tuple[UrdfJoint, ...]
     gravity: tuple[float, float, float]
     meshes: dict[str, dict[str, list[UrdfMesh]]] = field(default_factory=dict)   # link -> kind -> meshes
+    left_out: tuple[str, ...] = ()          # the meshes the YAML cannot name, each with the reason
 
 
-def _meshes(where: str, link: str, el: ET.Element) -> dict[str, list[UrdfMesh]]:
-    """The mesh visuals and collisions of a link (module docstring)."""
+def _meshes(where: str, link: str, el: ET.Element, left_out: list[str]) -> dict[str, list[UrdfMesh]]:
+    """The mesh visuals and collisions of a link (module docstring); a mesh of another format than
+    :data:`MESH_FORMATS`, or a file that is not there, goes to ``left_out`` with the reason."""
     out: dict[str, list[UrdfMesh]] = {}
     for kind in ("visual", "collision"):
         for k, shape in enumerate(el.findall(kind)):
@@ -115,6 +118,12 @@ def _meshes(where: str, link: str, el: ET.Element) -> dict[str, list[UrdfMesh]]:
             if "://" not in name and not os.path.isabs(name) and os.path.isfile(where):
                 name = os.path.abspath(os.path.join(os.path.dirname(where), name))
             scale = _floats(where, f"{what} mesh scale", mesh.get("scale"), 3, (1.0, 1.0, 1.0))
+            if not name.lower().endswith(MESH_FORMATS):
+                left_out.append(f"{what}: {name} (not one of {', '.join(MESH_FORMATS)})")
+                continue
+            if not name.startswith("package://") and not os.path.isfile(name.removeprefix("file://")):
+                left_out.append(f"{what}: {name} (no such file)")
+                continue
             out.setdefault(kind, []).append(UrdfMesh(name, scale, _origin(where, what, shape.find("origin"))))
     return out
 
@@ -253,16 +262,17 @@ def parse_urdf(text: str, where: str) -> Urdf:
         raise UrdfError(where, f"the root element is <{root.tag}>, not <robot>")
     links: dict[str, Inertial | None] = {}
     meshes: dict[str, dict[str, list[UrdfMesh]]] = {}
+    left_out: list[str] = []
     for el in root.findall("link"):
         name = el.get("name") or ""
         if not name or name in links:
             raise UrdfError(where, f"link {name!r} is unnamed or named twice")
         links[name] = _inertial(where, name, el.find("inertial"))
-        meshes[name] = _meshes(where, name, el)
+        meshes[name] = _meshes(where, name, el, left_out)
     joints = tuple(_joint(where, el, links) for el in root.findall("joint"))
     m = _GRAVITY.search(text)                         # a comment, before <robot> as the export writes it
     gravity = tuple(float(x) for x in m.groups()) if m else (0.0, 0.0, -9.81)
-    return Urdf(root.get("name") or "robot", links, joints, gravity, meshes)
+    return Urdf(root.get("name") or "robot", links, joints, gravity, meshes, tuple(left_out))
 
 
 def axis_frame(axis: np.ndarray) -> np.ndarray:
@@ -457,10 +467,12 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
     return doc
 
 
-def to_yaml(doc: dict, source: str) -> str:
-    """The robot YAML text of a converted document (floats written to round-trip exactly)."""
+def to_yaml(doc: dict, source: str, left_out: tuple[str, ...] = ()) -> str:
+    """The robot YAML text of a converted document (floats written to round-trip exactly), with a
+    comment line per mesh ``left_out``."""
     head = (f"# imported by bipd import urdf from {os.path.basename(source)}: Khalil-Kleinfinger tree parameters, each joint's\n"
             "# frame z along its axis; bodies are the URDF links with their fixed children merged in.\n")
+    head += "".join(f"# mesh left out: {why}\n" for why in left_out)
     return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
 
 
@@ -485,6 +497,7 @@ def _checked(doc: dict, where: str) -> None:
 def import_urdf(text: str, where: str, root: str | None = None, feet: tuple[str, ...] = (),
                 cut: tuple[str, ...] = ()) -> str:
     """The robot YAML of a URDF document (``where`` names it in errors)."""
-    doc = convert(parse_urdf(text, where), where, root, feet, cut)
+    urdf = parse_urdf(text, where)
+    doc = convert(urdf, where, root, feet, cut)
     _checked(doc, where)
-    return to_yaml(doc, where)
+    return to_yaml(doc, where, urdf.left_out)

@@ -223,3 +223,23 @@ def test_a_real_robots_mesh_visuals_come_across(tmp_path, monkeypatch):
     for key, T in poses[0]:                                # each original mesh has its twin, same file and pose
         errors = [np.abs(U - T).max() for other, U in poses[1] if other == key]
         assert min(errors) < 1e-9, key
+
+
+def test_meshes_the_yaml_cannot_name_are_left_out_and_said(tmp_path):
+    """A mesh of another format (Romeo's Ogre ``.mesh``) or whose file is not there does not stop the
+    import: it is left out, named with its reason in a comment at the top of the YAML."""
+    text = to_urdf(load_tree(_robot(tmp_path)))
+    extra = ('<visual><geometry><mesh filename="file:///nowhere/torso.stl"/></geometry></visual>'
+             '<collision><geometry><mesh filename="meshes/torso.mesh"/></geometry></collision></link>')
+    text = text.replace("</link>", extra, 1)
+    urdf = tmp_path / "robot.urdf"
+    urdf.write_text(text)
+    out = import_urdf(text, str(urdf))
+    comments = [line for line in out.splitlines() if line.startswith("# mesh left out: ")]
+    n = len(ET.fromstring(text).find("link").findall("collision")) - 1
+    assert comments == ["# mesh left out: link 'pelvis' visual 1: file:///nowhere/torso.stl (no such file)",
+                        f"# mesh left out: link 'pelvis' collision {n}: {tmp_path}/meshes/torso.mesh "
+                        "(not one of .stl, .obj, .dae)"]
+    doc = yaml.safe_load(out)
+    assert [m["mesh"] for m in doc["base"]["visual"]] == [str(tmp_path / "meshes/pelvis.obj")]
+    assert "collision" not in doc["base"]
