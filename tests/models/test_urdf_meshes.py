@@ -181,6 +181,30 @@ def test_mjcf_export_compiles_with_the_meshes(tmp_path):
                    for k in range(m.ngeom))
 
 
+def test_mjcf_export_finds_package_meshes_or_says_why_not(tmp_path, monkeypatch, capsys):
+    """``bipd export mjcf``: a ``package://`` mesh is found through ROS_PACKAGE_PATH, else one line
+    naming the package (exit 2); a ``.dae`` mesh, which MuJoCo cannot load, one line naming the body."""
+    pytest.importorskip("mujoco")
+    from controller.cli import main
+
+    share = tmp_path / "share" / "my_robot" / "meshes"
+    share.mkdir(parents=True)
+    path = _robot(tmp_path, visual={"mesh": "package://my_robot/meshes/pelvis.obj"})
+    (share / "pelvis.obj").write_bytes((tmp_path / "meshes/pelvis.obj").read_bytes())
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    assert main(["export", "mjcf", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "package 'my_robot' holding 'meshes/pelvis.obj' is in no directory" in err
+    monkeypatch.setenv("ROS_PACKAGE_PATH", str(tmp_path / "share"))
+    assert main(["export", "mjcf", str(path)]) == 0
+    assert f'file="{share / "pelvis.obj"}"' in capsys.readouterr().out
+    (tmp_path / "meshes/pelvis.dae").write_text("<COLLADA/>")
+    path.write_text(path.read_text().replace("package://my_robot/meshes/pelvis.obj", "meshes/pelvis.dae"))
+    assert main(["export", "mjcf", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "body 'pelvis': MuJoCo cannot load the visual mesh" in err
+
+
 def _talos() -> Path:
     try:
         files = importlib.metadata.files("example-robot-data") or []

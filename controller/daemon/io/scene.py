@@ -6,7 +6,9 @@
 geometric model (thesis eq. 1-6, frames 0..n and the tool) and the CoG as a sphere, in ``base``;
 with a foot, the support polygon (eq. 50-51) as a line loop in ``world``, red once a CoG margin
 (eq. 70-71) is negative, and the stabilizer's field force as an arrow at the CoG
-(``FORCE_SCALE`` m per N). Messages are JSON-ready dicts; times are ``{sec, nsec}`` of a stamp in ns.
+(``FORCE_SCALE`` m per N). :class:`TreeScene` does the same for a kinematic tree placed in the
+world by the pelvis estimate, with the soles' support polygon and load arrows. Messages are
+JSON-ready dicts; times are ``{sec, nsec}`` of a stamp in ns.
 """
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ from models.tree.config import TreeDescription, mesh_file
 
 from drivers.sim.hil.mjcf import spec_from_description
 from drivers.sim.hil.mjcf_biped import PELVIS, build_biped
+from drivers.sim.hil.mjcf_text import MjcfError
 from drivers.sim.hil.plant_biped import SETTLE_GAINS, flexed_posture
 
 STANCE = "stance"            # the keyframe of the standing posture
@@ -47,8 +48,8 @@ def _add_meshes(spec: mujoco.MjSpec, desc: TreeDescription, paint: dict) -> None
             for k, m in enumerate(meshes):
                 path = mesh_file(m)
                 if path.suffix.lower() not in MUJOCO_MESHES:
-                    raise ValueError(f"body {body!r}: MuJoCo cannot load the {kind} mesh {str(path)!r} "
-                                     f"(only {', '.join(MUJOCO_MESHES)} files)")
+                    raise MjcfError(f"{desc.source}: body {body!r}: MuJoCo cannot load the {kind} mesh {str(path)!r} "
+                                    f"(only {', '.join(MUJOCO_MESHES)} files)")
                 name = f"{body}_{kind}_{k}"
                 spec.add_mesh(name=name, file=str(path), scale=list(m.scale))
                 T = np.array(m.pose)
