@@ -149,6 +149,38 @@ def test_ros2_channels_decode_to_the_records(tmp_path, leg):
         assert ("arrows" in ents["support"]) == (t >= 100 * 0.002)       # the force arrow once there is one
 
 
+def test_every_channel_as_rosbag2_and_foxglove_read_it(tmp_path, leg):
+    """What rosbag2's MCAP storage needs to list the file (``ros2 bag info``): a summary with
+    statistics (their message counts), a schema record behind every channel (it throws "Could not
+    find schema for topic" otherwise); what Foxglove needs to decode each channel: its message
+    encoding and a schema of the matching encoding (cdr: ros2msg with a ROS 2 type name; json:
+    jsonschema). The header keeps the ros2 profile mcap_ros2's writer gives (docs/logs.md)."""
+    layout = RecordLayout(leg.n)
+    w = CycleLogWriter(tmp_path / "c.mcap", layout, leg.joint_names, scene=Scene(leg, Ground.of(leg, None)),
+                       start_ns=START_NS)
+    for r in _leg_records(leg, 40):
+        w.append(r)
+    w.close()
+    with open(tmp_path / "c.mcap", "rb") as f:
+        reader = make_reader(f)
+        header, summary = reader.get_header(), reader.get_summary()
+        counts: dict[int, int] = {}
+        for _, channel, _ in reader.iter_messages():
+            counts[channel.id] = counts.get(channel.id, 0) + 1
+    assert header.profile == "ros2"
+    assert summary.statistics.channel_message_counts == counts
+    assert summary.statistics.message_count == sum(counts.values()) > 40
+    pairs = {}
+    for channel in summary.channels.values():
+        schema = summary.schemas[channel.schema_id]            # KeyError: a channel without a schema
+        assert channel.schema_id != 0 and schema.data, channel.topic
+        pairs[channel.topic] = (channel.message_encoding, schema.encoding)
+        if channel.message_encoding == "cdr":
+            assert schema.name.split("/")[1] == "msg", schema.name
+    assert pairs[JOINT_STATES] == pairs[TF] == ("cdr", "ros2msg")
+    assert {pair for topic, pair in pairs.items() if topic not in (JOINT_STATES, TF)} == {("json", "jsonschema")}
+
+
 def _events(names: Names) -> list[dict]:
     """An event of every kind and of each shape event_message gives."""
     out = [event_message(10, Event.TRANSITION, State.DISABLED, Reason.COMMAND + 1000 * State.HOLD),
