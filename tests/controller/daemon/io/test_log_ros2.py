@@ -22,7 +22,7 @@ from controller.daemon.io.scene import Ground, Scene
 from controller.daemon.telemetry import INTEGER_FIELDS, RecordLayout
 from models.chain.robot import Robot
 from tests.controller.daemon.io.test_io_log import START_NS, records
-from tests.controller.daemon_process import wait_state
+from tests.controller.daemon_process import wait_state, wait_transition
 from tests.paths import ROBOTS
 
 NS = 1_000_000_000
@@ -263,7 +263,7 @@ def test_a_daemons_log_matches_its_telemetry(daemon):
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
     client.call("move_joints", q=[0.0, 0.2, -0.5, 0.3], duration=0.5)
-    assert wait_state(client, "HOLD") == "HOLD"
+    wait_transition(client, "MOVING", "HOLD")
     client.call("shutdown")                  # in lock-step the loop publishes back to back: stop it, then drain
     proc.communicate(timeout=30)
     frames = []
