@@ -112,7 +112,7 @@ class BootTimeoutError(RuntimeError):
 class CnRecord:
     """What the MN knows about one configured CN."""
 
-    def __init__(self, node: NodeConfig, threshold: int, preq_buffer=None, tpdo=None) -> None:
+    def __init__(self, node: NodeConfig, bus: BusConfig, preq_buffer=None, tpdo=None) -> None:
         """``tpdo``: the row that holds the TPDO payload of its last valid PRes (ManagingNode.tpdo);
         an I/O node (profile io) has PReq and PRes payloads of its mapped outputs and inputs."""
         self.node = node
@@ -137,17 +137,19 @@ class CnRecord:
                                   * RPDO.channels)
         self.preq.seal()
         self.tpdo = np.zeros(self.pres_size, np.uint8) if tpdo is None else tpdo[:self.pres_size]
-        self.loss = ThresholdCounter(threshold)
-        self.late = ThresholdCounter(threshold)
-        self.malformed = ThresholdCounter(threshold)
+        self.loss = ThresholdCounter(bus.threshold)
+        self.late = ThresholdCounter(bus.threshold)
+        self.malformed = ThresholdCounter(bus.threshold)
         self.counters = (self.loss, self.late, self.malformed)
         self.erring = False
         self.last_command: NmtCommand | None = None
         self.command_cycle = -RETRY_CYCLES - 1
         self.sdo = SdoClient()
-        self.download = configuration.download(node)    # written in PreOp1, then NMTResetConfiguration
-        self.configured = not self.download
+        self.download = configuration.download(node, bus)   # written in PreOp1, then 0x1020, then NMTResetConfiguration
+        self.stamp = configuration.stamp(self.download)     # the 0x1020 (date, time) that says it is there
+        self.configured = False                        # its 0x1020 matched, or the download just ended
         self.writes: list[SdoRequest] = []             # the download's transfers, while it runs
+        self.stamping = False                          # those transfers are the closing 0x1020 writes
         self.config_error = ""
         self.mismatch = ""                             # what its IdentResponse got wrong, "" when right
 
@@ -183,16 +185,13 @@ class CnRecord:
             self.set_preq_flags(ready)
         return [e for e in response.entries if e not in old and not e.active], changed
 
-    def download_done(self) -> bool:
-        """Its configuration download ended: True when NMTResetConfiguration may apply it (the node
-        then identifies again), False when an abort became its boot error."""
+    def writes_failed(self) -> bool:
+        """Whether a write of its download was refused; the first refusal becomes its boot error
+        ("node N: 0xIIII/S: <abort code and name>") and nothing more is written."""
         failed = next((w for w in self.writes if w.abort_code), None)
         if failed is not None:
-            self.config_error = f"{failed.describe()} of its configuration aborted: {abort_text(failed.abort_code)}"
-            return False
-        self.configured = True
-        self.writes = []
-        return True
+            self.config_error = f"node {self.node_id}: 0x{failed.index:04X}/{failed.subindex}: {abort_text(failed.abort_code)}"
+        return failed is not None
 
     def set_outputs(self, payload: bytes) -> None:
         """Put ``payload`` (an io node's mapped outputs, in mapping order) into its next PReqs; its
@@ -221,8 +220,10 @@ def service_cycle(mn: ManagingNode) -> None:
 def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bool:
     """Whether a node that answered an IdentRequest may join the cycle now: its identity is the
     YAML's (else an IDENT_MISMATCH event, once), its answer is not from before a reset
-    configuration it was sent, it is in PreOperational1 or 2 (else NMTResetNode) and configured
-    (else its configuration download starts: SDO writes, then NMTResetConfiguration)."""
+    configuration it was sent, it is in PreOperational1 or 2 (else NMTResetNode) and configured:
+    its verify configuration 0x1020 is the stamp of its download (a CONFIGURATION event says the
+    download is skipped), or its download just ended; else the download starts (SDO writes, then
+    0x1020, then NMTResetConfiguration: :meth:`ManagingNode._download_progress`)."""
     rec.answered = True
     rec.ident = response
     rec.device_type = response.device_type
@@ -238,8 +239,14 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
         return False
     if rec.configured and not rec.config_error:
         return True
-    if not rec.writes:
-        rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in rec.download]
+    if rec.writes or rec.config_error:                 # its download runs, or failed
+        return False
+    if (response.configuration_date, response.configuration_time) == rec.stamp:
+        rec.configured = True
+        mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"node {rec.node_id} reports this configuration "
+                  f"(0x1020 date {rec.stamp[0]}, time {rec.stamp[1]}): download skipped")
+        return True
+    mn._write(rec, rec.download)
     return False
 
 
@@ -276,7 +283,7 @@ class ManagingNode:
         width = max([TPDO.size] + [n.input_size for n in config.nodes])
         self.tpdo = np.zeros((len(config.nodes), width), np.uint8)      # per CN: its last valid TPDO payload
         self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
-        self.records = {n.node_id: CnRecord(n, config.threshold, None if n.profile == "io" else
+        self.records = {n.node_id: CnRecord(n, config, None if n.profile == "io" else
                                             memoryview(self.preq_rows[i]), self.tpdo[i])
                         for i, n in enumerate(config.nodes)}
         self._row = {n.node_id: i for i, n in enumerate(config.nodes)}
@@ -505,8 +512,8 @@ class ManagingNode:
         rec.identified = False
         rec.nmt = NmtState.NOT_ACTIVE
         rec.sdo.reset()
-        rec.configured = not rec.download            # a reset node is back to its default objects
-        rec.writes = []
+        rec.configured = False                       # its 0x1020 says what it holds after the reset
+        rec.writes, rec.stamping = [], False
         rec.status_wanted = False
         if rec.node_id in self.status_requests:
             self.status_requests.remove(rec.node_id)
@@ -638,8 +645,27 @@ class ManagingNode:
             if req.abort_code:
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
-        if rec.writes and not rec.configured and all(w.done for w in rec.writes) and rec.download_done():
-            self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
+        if rec.writes and not rec.configured and all(w.done for w in rec.writes):
+            self._download_progress(rec)
+
+    def _write(self, rec: CnRecord, writes: list[configuration.Write]) -> None:
+        """Start ``writes`` to ``rec``'s node, in order, as its download's transfers."""
+        rec.writes = []                              # sdo() re-enters _sdo_progress: nothing to finish yet
+        rec.writes = [self.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in writes]
+
+    def _download_progress(self, rec: CnRecord) -> None:
+        """Every transfer of ``rec``'s download ended: after its objects, 0x1020; after 0x1020,
+        NMTResetConfiguration applies it (the node then identifies again). A refusal ends it."""
+        if rec.writes_failed():
+            return
+        if not rec.stamping:
+            rec.stamping = True
+            self._write(rec, configuration.stamp_writes(rec.stamp))
+            return
+        rec.configured, rec.stamping, rec.writes = True, False, []
+        self._event(EventKind.CONFIGURATION, rec.node_id, text=f"node {rec.node_id}: {len(rec.download) + 2} "
+                    "objects written, 0x1020 last; NMTResetConfiguration applies them")
+        self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
 
     # -- node commands from the application ---------------------------------------------------------
     def stop_node(self, node_id: int) -> None:

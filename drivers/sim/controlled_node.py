@@ -20,7 +20,7 @@ from drivers.codes import FaultCode
 from drivers.config import BusConfig
 from drivers.identity import Identity
 from drivers.sim.drive import Drive
-from drivers.sim.object_dictionary import identity_objects
+from drivers.sim.object_dictionary import dll_objects, identity_objects
 from drivers.powerlink import frames, ident, services, status
 from drivers.powerlink.frames import FLAG1_EN, FLAG1_ER, FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
@@ -85,6 +85,7 @@ class ControlledNode:
         self.soc_time = (config.net_time_epoch_s, 0)     # NetTime of the last SoC seen
         self._codes = list(drive.fault_code)        # the drive's fault codes when last looked at
         identity_objects(drive.objects, lambda: self.identity, self._identify)
+        dll_objects(drive.objects, self.loss_soc, config.cycle_us)
         self.sdo = SdoServer(drive.objects)
         self._rpdo_seen = b""
         self.rx_errors = 0
