@@ -217,6 +217,12 @@ def service_cycle(mn: ManagingNode) -> None:
     mn.bus_cycle += 1
 
 
+def _resetting(mn: ManagingNode, rec: CnRecord) -> bool:
+    """Whether ``rec``'s node was sent NMTResetConfiguration less than RETRY_CYCLES ago (an answer
+    may still be from before it)."""
+    return rec.last_command == NmtCommand.RESET_CONFIGURATION and mn.bus_cycle - rec.command_cycle <= RETRY_CYCLES
+
+
 def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bool:
     """Whether a node that answered an IdentRequest may join the cycle now: its identity is the
     YAML's (else an IDENT_MISMATCH event, once), its answer is not from before a reset
@@ -231,8 +237,7 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
     if mismatch and rec.mismatch != mismatch:
         mn._event(EventKind.IDENT_MISMATCH, rec.node_id, response.device_type, f"node reports {mismatch}")
     rec.mismatch = mismatch
-    if mismatch or (rec.last_command == NmtCommand.RESET_CONFIGURATION
-                    and mn.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
+    if mismatch or _resetting(mn, rec):
         return False
     if response.nmt_status not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
         mn._command(rec, NmtCommand.RESET_NODE)
@@ -543,9 +548,8 @@ class ManagingNode:
             target = self.status_requests.popleft()
             service = _STATUS_REQUEST
         elif self.unidentified:
-            self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
-            target = self.unidentified[self._ident_cursor].node_id
-            service = _IDENT_REQUEST
+            target = self._next_ident()
+            service = _IDENT_REQUEST if target != frames.INVALID_NODE_ID else _NO_SERVICE
         self._set_soa(service, target, FLAG1_ER if service == _IDENT_REQUEST else 0)
         reply = link.transfer(self.soa.view)
         if target == frames.MN_NODE_ID:
@@ -555,6 +559,19 @@ class ManagingNode:
                 self.invite.append(awaiting)
         elif reply is not None and target in self.records:
             self._asnd_in(self.records[target], reply)
+
+    def _next_ident(self) -> int:
+        """The next unidentified node to send an IdentRequest, round robin, leaving out the nodes
+        being configured (their download's transfers run or failed, or the NMTResetConfiguration
+        applying it is younger than RETRY_CYCLES: :func:`_admit` would not take the answer);
+        INVALID_NODE_ID if none."""
+        count = len(self.unidentified)
+        for _ in range(count):
+            self._ident_cursor = (self._ident_cursor + 1) % count
+            rec = self.unidentified[self._ident_cursor]
+            if not rec.writes and not _resetting(self, rec):
+                return rec.node_id
+        return frames.INVALID_NODE_ID
 
     def _set_soa(self, service: int, target: int, flags1: int = 0) -> None:
         soa = (self.state, service, target, flags1)

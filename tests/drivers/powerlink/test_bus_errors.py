@@ -12,7 +12,8 @@ from tests.drivers.helpers import cycle
 
 
 def kinds(bus, node_id):
-    return [e.kind for e in bus.events if e.node_id == node_id]
+    """The events about ``node_id`` but its configuration's (up to date at each identification)."""
+    return [e.kind for e in bus.events if e.node_id == node_id and e.kind != EventKind.CONFIGURATION]
 
 
 def test_one_lost_pres_is_tolerated(bus):
