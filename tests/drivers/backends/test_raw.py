@@ -118,12 +118,12 @@ def test_the_second_boot_of_the_same_cn_skips_its_download(oplk_cn, realtime):
     for expected, downloads in (("objects written, 0x1020 last", True), ("download skipped", False)):
         bus = oplk_bus(oplk_cn, objects=[crc_threshold])
         sent = []
-        bus.mn.sdo = lambda *request, _sdo=bus.mn.sdo: sent.append(request[:4]) or _sdo(*request)
+        bus.mn.sdo = lambda *request, _sdo=bus.mn.sdo, **kw: sent.append(request[:4]) or _sdo(*request, **kw)
         try:
             bus.boot()
             rec = bus.mn.records[1]
             (event,) = _events(bus, EventKind.CONFIGURATION)
-            assert event.text.endswith(expected)
+            assert expected in event.text
             if downloads:       # 2 mappings of 4 objects (7 writes each), 0x1006, 0x1C0B/3, 0x1C14, 0x1C0F/3, 0x1020
                 assert len(sent) == 20 and sent[-2:] == [(1, SDO_WRITE, 0x1020, 1), (1, SDO_WRITE, 0x1020, 2)]
             else:
