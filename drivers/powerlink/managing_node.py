@@ -229,7 +229,7 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
     configuration it was sent, it is in PreOperational1 or 2 (else NMTResetNode) and configured:
     its verify configuration 0x1020 is the stamp of its download (a CONFIGURATION event says the
     download is skipped), or its download just ended; else the download starts (SDO writes, then
-    0x1020, then NMTResetConfiguration: :meth:`ManagingNode._download_progress`)."""
+    0x1020, then NMTResetConfiguration: :func:`_download_progress`)."""
     rec.answered = True
     rec.ident = response
     rec.device_type = response.device_type
@@ -251,8 +251,43 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
         mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"node {rec.node_id} reports this configuration "
                   f"(0x1020 date {rec.stamp[0]}, time {rec.stamp[1]}): download skipped")
         return True
-    mn._write(rec, rec.download)
+    _write(mn, rec, rec.download)
     return False
+
+
+def _write(mn: ManagingNode, rec: CnRecord, writes: list[configuration.Write]) -> None:
+    """Start ``writes`` to ``rec``'s node, in order, as its download's transfers."""
+    rec.writes = []                              # sdo() re-enters _sdo_progress: nothing to finish yet
+    rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in writes]
+
+
+def _download_progress(mn: ManagingNode, rec: CnRecord) -> None:
+    """Every transfer of ``rec``'s download ended: after its objects, 0x1020; after 0x1020,
+    NMTResetConfiguration applies it (the node then identifies again). A refusal ends it."""
+    if rec.writes_failed():
+        return
+    if not rec.stamping:
+        rec.stamping = True
+        _write(mn, rec, configuration.stamp_writes(rec.stamp))
+        return
+    rec.configured, rec.stamping, rec.writes = True, False, []
+    mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"node {rec.node_id}: {len(rec.download) + 2} "
+              "objects written, 0x1020 last; NMTResetConfiguration applies them")
+    mn._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
+
+
+def _next_ident(mn: ManagingNode) -> int:
+    """The next unidentified node to send an IdentRequest, round robin, leaving out the nodes
+    being configured (their download's transfers run or failed, or the NMTResetConfiguration
+    applying it is younger than RETRY_CYCLES: :func:`_admit` would not take the answer);
+    INVALID_NODE_ID if none."""
+    count = len(mn.unidentified)
+    for _ in range(count):
+        mn._ident_cursor = (mn._ident_cursor + 1) % count
+        rec = mn.unidentified[mn._ident_cursor]
+        if not rec.writes and not _resetting(mn, rec):
+            return rec.node_id
+    return frames.INVALID_NODE_ID
 
 
 def _boot_failure(mn: ManagingNode) -> str:
@@ -548,7 +583,7 @@ class ManagingNode:
             target = self.status_requests.popleft()
             service = _STATUS_REQUEST
         elif self.unidentified:
-            target = self._next_ident()
+            target = _next_ident(self)
             service = _IDENT_REQUEST if target != frames.INVALID_NODE_ID else _NO_SERVICE
         self._set_soa(service, target, FLAG1_ER if service == _IDENT_REQUEST else 0)
         reply = link.transfer(self.soa.view)
@@ -559,19 +594,6 @@ class ManagingNode:
                 self.invite.append(awaiting)
         elif reply is not None and target in self.records:
             self._asnd_in(self.records[target], reply)
-
-    def _next_ident(self) -> int:
-        """The next unidentified node to send an IdentRequest, round robin, leaving out the nodes
-        being configured (their download's transfers run or failed, or the NMTResetConfiguration
-        applying it is younger than RETRY_CYCLES: :func:`_admit` would not take the answer);
-        INVALID_NODE_ID if none."""
-        count = len(self.unidentified)
-        for _ in range(count):
-            self._ident_cursor = (self._ident_cursor + 1) % count
-            rec = self.unidentified[self._ident_cursor]
-            if not rec.writes and not _resetting(self, rec):
-                return rec.node_id
-        return frames.INVALID_NODE_ID
 
     def _set_soa(self, service: int, target: int, flags1: int = 0) -> None:
         soa = (self.state, service, target, flags1)
@@ -663,26 +685,7 @@ class ManagingNode:
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
         if rec.writes and not rec.configured and all(w.done for w in rec.writes):
-            self._download_progress(rec)
-
-    def _write(self, rec: CnRecord, writes: list[configuration.Write]) -> None:
-        """Start ``writes`` to ``rec``'s node, in order, as its download's transfers."""
-        rec.writes = []                              # sdo() re-enters _sdo_progress: nothing to finish yet
-        rec.writes = [self.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in writes]
-
-    def _download_progress(self, rec: CnRecord) -> None:
-        """Every transfer of ``rec``'s download ended: after its objects, 0x1020; after 0x1020,
-        NMTResetConfiguration applies it (the node then identifies again). A refusal ends it."""
-        if rec.writes_failed():
-            return
-        if not rec.stamping:
-            rec.stamping = True
-            self._write(rec, configuration.stamp_writes(rec.stamp))
-            return
-        rec.configured, rec.stamping, rec.writes = True, False, []
-        self._event(EventKind.CONFIGURATION, rec.node_id, text=f"node {rec.node_id}: {len(rec.download) + 2} "
-                    "objects written, 0x1020 last; NMTResetConfiguration applies them")
-        self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
+            _download_progress(self, rec)
 
     # -- node commands from the application ---------------------------------------------------------
     def stop_node(self, node_id: int) -> None:
