@@ -59,14 +59,17 @@ def test_a_boot_downloads_once_0x1020_last_and_the_next_boot_skips(bench):
         identity = bus.network.nodes[node.node_id].identity
         assert (identity.configuration_date, identity.configuration_time) == stamp != (0, 0)
         assert "objects written, 0x1020 last" in _configuration_events(bus)[node.node_id]
-    # the drive's mapping as the simulated drive declares it, independently: entries, bit offsets, lengths
+    # a drive's two mappings were written entry by entry, as the simulated drive's own encoder
+    # (drivers.sim.object_dictionary.mapping_entry) lays out the payload it exchanges
+    for mapping, index in ((pdo.TPDO, 0x1A00), (pdo.RPDO, 0x1600)):
+        written = [int.from_bytes(d, "little") for i, s, d in log[2] if i == index and s >= 1]
+        bits, expected = 0, []
+        for _, obj, subindex, name in mapping.objects():
+            expected.append(mapping_entry(obj, subindex, bits, 8 * mapping.entry(name).size))
+            bits += 8 * mapping.entry(name).size
+        assert written == expected and bits == 8 * mapping.size
+        assert log[2].index((index, 0, bytes(1))) < log[2].index((index, 0, bytes([len(expected)])))  # 0 first
     objects = bus.network.nodes[2].drive.objects
-    bits = 0
-    for k, (_, index, subindex, name) in enumerate(pdo.TPDO.objects(), 1):
-        size = 8 * pdo.TPDO.entry(name).size
-        assert objects.value(0x1A00, k) == mapping_entry(index, subindex, bits, size)
-        bits += size
-    assert objects.value(0x1A00, 0) == len(pdo.TPDO.objects()) and bits == 8 * pdo.TPDO.size
     assert objects.value(0x1006, 0) == 400 and objects.value(0x1C0B, 3) == 15
     for log_ in log.values():
         log_.clear()
