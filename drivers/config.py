@@ -158,6 +158,7 @@ MANAGED_OBJECTS = {0x1006: "the cycle length (bus.cycle_time_s)", 0x1020: "verif
                    0x1400: "the RPDO communication parameters", 0x1600: "the RPDO mapping",
                    0x1800: "the TPDO communication parameters", 0x1A00: "the TPDO mapping",
                    0x1C0B: "the loss of SoC threshold (bus.threshold)",
+                   0x1C0D: "the loss of PReq threshold (bus.threshold)",
                    0x1C14: "the loss of SoC tolerance (bus.soc_tolerance_s)"}
 
 

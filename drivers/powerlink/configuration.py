@@ -7,8 +7,9 @@ The download, in order:
 1. the PDO mappings: an io node's from the bus YAML's ``inputs`` (into its PRes: TPDO mapping
    0x1A00) and ``outputs`` (from its PReq: RPDO mapping 0x1600); a CiA 402 drive's from the
    mappings its process image uses (:data:`~drivers.powerlink.pdo.TPDO`, :data:`~drivers.powerlink.pdo.RPDO`);
-2. the data link layer: the cycle length 0x1006 (``bus.cycle_time_s`` in µs), the loss of SoC
-   threshold 0x1C0B/3 (``bus.threshold``) and tolerance 0x1C14 (``bus.soc_tolerance_s`` in ns);
+2. the data link layer: the cycle length 0x1006 (``bus.cycle_time_s`` in µs), the node's loss of
+   SoC and loss of PReq thresholds 0x1C0B/3, 0x1C0D/3 (``bus.threshold``, what the managing node's
+   own counters use) and its loss of SoC tolerance 0x1C14 (``bus.soc_tolerance_s`` in ns);
 3. the node's own ``objects:`` (drive parameters such as 0x6065 or 0x6072), in YAML order;
 4. last, and only once everything before succeeded, the verify configuration 0x1020/1 (date) and
    0x1020/2 (time) of :func:`stamp`: a download interrupted midway never leaves a node whose
@@ -49,7 +50,8 @@ RPDO_COMMUNICATION = 0x1400    # subindex 2: the mapping version its PReq must c
 MAPPING_VERSION = 2
 CYCLE_LENGTH = 0x1006          # NMT_CycleLen_U32 [µs]
 LOSS_SOC = 0x1C0B              # DLL_CNLossSoC_REC: 1 cumulative count, 2 threshold count, 3 threshold
-LOSS_SOC_THRESHOLD = 3
+LOSS_PREQ = 0x1C0D             # DLL_CNLossPReq_REC: the same three
+THRESHOLD = 3
 SOC_TOLERANCE = 0x1C14         # DLL_LossOfFrameTolerance_U32 [ns]
 VERIFY_CONFIGURATION = 0x1020  # CFM_VerifyConfiguration_REC: 1 ConfDate (days since 1984), 2 ConfTime (ms)
 MS_PER_DAY = 86_400_000
@@ -102,7 +104,8 @@ def download(node: NodeConfig, bus: BusConfig) -> list[Write]:
         writes += (mapping_writes(TPDO_MAPPING, TPDO_COMMUNICATION, inputs)
                    + mapping_writes(RPDO_MAPPING, RPDO_COMMUNICATION, outputs))
     writes += [Write(CYCLE_LENGTH, 0, UNSIGNED32, bus.cycle_us),
-               Write(LOSS_SOC, LOSS_SOC_THRESHOLD, UNSIGNED32, bus.threshold),
+               Write(LOSS_SOC, THRESHOLD, UNSIGNED32, bus.threshold),
+               Write(LOSS_PREQ, THRESHOLD, UNSIGNED32, bus.threshold),
                Write(SOC_TOLERANCE, 0, UNSIGNED32, bus.soc_tolerance_ns)]
     writes += [Write(o.index, o.subindex, o.data_type, o.value) for o in node.objects]
     return writes

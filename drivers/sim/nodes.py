@@ -122,7 +122,7 @@ class SimulatedNodes(ImmediateLink):
         nodes = self._fast_nodes
         soa_ok = seen = True
         for k, node in enumerate(self._node_list):
-            ok = node.nmt is _OPERATIONAL and not node.pending and not node.drive.dirty
+            ok = node.nmt is _OPERATIONAL and not node.pending and not node.drive.dirty and not node.loss_preq.count
             nodes[k, isochronous.ELIGIBLE] = ok
             nodes[k, isochronous.FLAGS1] = node.pres_flags1()
             soa_ok = soa_ok and ok and not node.loss_soc.count
@@ -132,10 +132,15 @@ class SimulatedNodes(ImmediateLink):
         io[isochronous.PHASE] = self.phase
         bank = self.bank
         bank.read_aux()
+        at = io[isochronous.AT]
         isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, bank.pres, bank.x, bank.flags,
                                       self.plant.motor_position, self.plant.motor_velocity, bank.aux_src,
                                       bank.aux_rows, bank.torque,
                                       bank.dt, self._cycle_us, self._ratio, bank.control_period)
+        if io[isochronous.AT] != at:                 # steady state: every eligible node is polled, none
+            for k, node in enumerate(self._node_list):   # counts a lost PReq while the kernel runs
+                if nodes[k, isochronous.ELIGIBLE]:
+                    node.preq_seen = True
         if io[isochronous.SOCS] or io[isochronous.STEPPED]:
             self.phase = int(io[isochronous.PHASE])
             seen = bool(io[isochronous.SOC_SEEN])

@@ -188,18 +188,19 @@ def identity_objects(od: ObjectDictionary, identity: Callable[[], Identity], upd
                                   lambda v, n=name: update(**{n: v}), 0, 0xFFFF_FFFF))
 
 
-def dll_objects(od: ObjectDictionary, loss_soc: ThresholdCounter, cycle_us: int) -> None:
+def dll_objects(od: ObjectDictionary, loss_soc: ThresholdCounter, loss_preq: ThresholdCounter, cycle_us: int) -> None:
     """A CN's data link layer objects (DS 301 §4.7.8, as openPOWERLINK's CN holds them): 0x1006
-    cycle length [µs], 0x1C0B loss of SoC (1 cumulative count, 2 threshold count, 3 threshold: the
-    counter ``loss_soc`` the node counts with) and 0x1C14 loss of SoC tolerance [ns], kept: a
-    lock-step SoC is there or lost, never late."""
+    cycle length [µs]; 0x1C0B loss of SoC and 0x1C0D loss of PReq (1 cumulative count, 2 threshold
+    count, 3 threshold: the counters ``loss_soc`` and ``loss_preq`` the node counts with); 0x1C14
+    loss of SoC tolerance [ns], kept: a lock-step SoC is there or lost, never late."""
     _variable(od, 0x1006, 0, UNSIGNED32, cycle_us)
-    _constant(od, 0x1C0B, 0, UNSIGNED8, 3)
-    od.add(0x1C0B, 1, Entry(UNSIGNED32, RW, lambda: loss_soc.cumulative,
-                            lambda v: setattr(loss_soc, "cumulative", v), 0, 0xFFFF_FFFF))
-    od.add(0x1C0B, 2, Entry(UNSIGNED32, RO, lambda: loss_soc.count))
-    od.add(0x1C0B, 3, Entry(UNSIGNED32, RW, lambda: loss_soc.threshold,
-                            lambda v: setattr(loss_soc, "threshold", v), 0, 0xFFFF_FFFF))
+    for index, counter in ((0x1C0B, loss_soc), (0x1C0D, loss_preq)):
+        _constant(od, index, 0, UNSIGNED8, 3)
+        od.add(index, 1, Entry(UNSIGNED32, RW, lambda c=counter: c.cumulative,
+                               lambda v, c=counter: setattr(c, "cumulative", v), 0, 0xFFFF_FFFF))
+        od.add(index, 2, Entry(UNSIGNED32, RO, lambda c=counter: c.count))
+        od.add(index, 3, Entry(UNSIGNED32, RW, lambda c=counter: c.threshold,
+                               lambda v, c=counter: setattr(c, "threshold", v), 0, 0xFFFF_FFFF))
     _variable(od, 0x1C14, 0, UNSIGNED32, 100_000)     # openPOWERLINK's default, 100 µs
 
 

@@ -21,9 +21,10 @@ def test_an_io_node_maps_its_objects_in_order():
     # DS 301 §6.4.9: index | subindex << 16 | bit offset << 32 | bit length << 48; the i16 starts at bit 8
     assert (0x1A00, 2, UNSIGNED64, 0x6401 | 2 << 16 | 8 << 32 | 16 << 48) in writes
     assert [w[:2] for w in writes[:2]] == [(0x1A00, 0), (0x1800, 2)]     # emptied, then its version
-    assert writes[-4] == (0x1600, 0, UNSIGNED8, 1)                         # the count last
-    # then the cycle length [µs], the CN's loss of SoC threshold and its tolerance [ns] (one cycle)
-    assert writes[-3:] == [(0x1006, 0, UNSIGNED32, 400), (0x1C0B, 3, UNSIGNED32, 15), (0x1C14, 0, UNSIGNED32, 400_000)]
+    assert writes[-5] == (0x1600, 0, UNSIGNED8, 1)                         # the count last
+    # then the cycle length [µs], the CN's loss of SoC and PReq thresholds, its SoC tolerance [ns] (one cycle)
+    assert writes[-4:] == [(0x1006, 0, UNSIGNED32, 400), (0x1C0B, 3, UNSIGNED32, 15), (0x1C0D, 3, UNSIGNED32, 15),
+                           (0x1C14, 0, UNSIGNED32, 400_000)]
     assert mapping_entry(node.inputs[0], 0) == 0x0008_0000_0001_6000
 
 
