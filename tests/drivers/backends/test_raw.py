@@ -124,6 +124,7 @@ def test_the_second_boot_of_the_same_cn_skips_its_download(oplk_cn, realtime):
             rec = bus.mn.records[1]
             (event,) = _events(bus, EventKind.CONFIGURATION)
             assert expected in event.text
+            print(f"\nopenPOWERLINK CN boot, {expected}: {bus.mn.bus_cycle} cycles ({bus.mn.bus_cycle * CYCLE_S:.2f} s)")
             if downloads:       # 2 mappings of 4 objects (7 writes each), 0x1006, 0x1C0B/3, 0x1C0D/3, 0x1C14, 0x1C0F/3, 0x1020
                 assert len(sent) == 21 and sent[-2:] == [(1, SDO_WRITE, 0x1020, 1), (1, SDO_WRITE, 0x1020, 2)]
             else:
