@@ -12,7 +12,11 @@ later, still before the controller's next read.
 Boot: PreOp1 (SoA/ASnd only: IdentRequest to every configured CN) -> PreOp2 (SoC + PReq with
 RD=0; the CNs follow on the first SoC; NMTEnableReadyToOperate to each) -> ReadyToOperate
 (NMTStartNode to each) -> Operational once every configured CN reports Operational, then RD=1.
-:meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it.
+:meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it. A node is
+admitted only once configured: its IdentResponse's verify configuration 0x1020 is the stamp of its
+download (:mod:`~drivers.powerlink.configuration`), else the download runs by SDO in PreOp1,
+0x1020 last, then NMTResetConfiguration and identification again; no IdentRequest goes to a node
+meanwhile.
 
 Identification: the IdentResponse (:mod:`~drivers.powerlink.ident`) is kept per CN as a named
 record (``CnRecord.ident``); the CN's MAC address is learned from its source address and becomes

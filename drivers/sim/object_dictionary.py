@@ -2,7 +2,7 @@
 §6), as its SDO server reaches it: typed entries with their access, values encoded little-endian.
 
 :func:`drive_dictionary` builds a two-axis drive's: the communication profile (0x1001/0x1003
-error register and history, 0x1006 cycle length, 0x1008 device name, 0x1400/0x1600 RPDO and
+error register and history, 0x1008 device name, 0x1400/0x1600 RPDO and
 0x1800/0x1A00 TPDO communication and mapping parameters) and, per channel (index + 0x800 for the second), the CiA 402 objects with
 the standard's types: positions in encoder increments, speeds in increments/s (0x6080 in rpm),
 current and torque in per mille of the rated values 0x6075/0x6076, each channel scaled by the
@@ -11,8 +11,9 @@ row of factors its process data travels by (the drive's ``SCALE`` columns, fille
 the process data is (:func:`drivers.powerlink.scaling.quantize`): an SDO read of 0x6064 is the
 TPDO's actual position.
 
-A mapping object accepts new entries only while its sub-index 0 is 0 (DS 301 §6.4.9.2), and each
-entry must name an object the dictionary holds; the simulated drives go on exchanging the mapping
+:func:`identity_objects` and :func:`dll_objects` add the node's own (0x1000, 0x1018, 0x1020; 0x1006,
+0x1C0B, 0x1C0D, 0x1C14). A mapping object accepts new entries only while its sub-index 0 is 0 (DS
+301 §6.4.9.2), and each entry must name an object the dictionary holds; the simulated drives go on exchanging the mapping
 :mod:`drivers.powerlink.pdo` declares, so what is written there is kept and read back, not applied.
 """
 from __future__ import annotations
