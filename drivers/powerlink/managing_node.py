@@ -252,8 +252,8 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
         return False
     if (response.configuration_date, response.configuration_time) == rec.stamp:
         rec.configured = True
-        mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"node {rec.node_id} reports this configuration "
-                  f"(0x1020 date {rec.stamp[0]}, time {rec.stamp[1]}): download skipped")
+        mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"reports this configuration (0x1020 date "
+                  f"{rec.stamp[0]}, time {rec.stamp[1]}): download skipped")
         return True
     _write(mn, rec, rec.download)
     return False
@@ -275,8 +275,8 @@ def _download_progress(mn: ManagingNode, rec: CnRecord) -> None:
         _write(mn, rec, configuration.stamp_writes(rec.stamp))
         return
     rec.configured, rec.stamping, rec.writes = True, False, []
-    mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"node {rec.node_id}: {len(rec.download) + 2} "
-              "objects written, 0x1020 last; NMTResetConfiguration applies them")
+    mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"{len(rec.download) + 2} objects written, 0x1020 "
+              "last; NMTResetConfiguration applies them")
     mn._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
 
 
