@@ -152,7 +152,8 @@ class CnRecord:
         self.download = configuration.download(node, bus)   # written in PreOp1, then 0x1020, then NMTResetConfiguration
         self.stamp = configuration.stamp(self.download)     # the 0x1020 (date, time) that says it is there
         self.configured = False                        # its 0x1020 matched, or the download just ended
-        self.writes: list[SdoRequest] = []             # the download's transfers, while it runs
+        self.writes: list[SdoRequest] = []             # the download's transfer under way (or refused)
+        self.queue: deque[configuration.Write] = deque()   # and the writes after it
         self.stamping = False                          # those transfers are the closing 0x1020 writes
         self.config_error = ""
         self.mismatch = ""                             # what its IdentResponse got wrong, "" when right
@@ -260,20 +261,36 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
 
 
 def _write(mn: ManagingNode, rec: CnRecord, writes: list[configuration.Write]) -> None:
-    """Start ``writes`` to ``rec``'s node, in order, as its download's transfers."""
+    """Write ``writes`` to ``rec``'s node in order, one transfer after the other (the next starts
+    once the last succeeded: :func:`_download_progress`)."""
+    rec.queue = deque(writes)
+    _write_next(mn, rec)
+
+
+def _write_next(mn: ManagingNode, rec: CnRecord) -> None:
+    """Start the first write of ``rec``'s queue."""
+    w = rec.queue.popleft()
     rec.writes = []                              # sdo() re-enters _sdo_progress: nothing to finish yet
-    rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in writes]
+    rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type)]
 
 
 def _download_progress(mn: ManagingNode, rec: CnRecord) -> None:
-    """Every transfer of ``rec``'s download ended: after its objects, 0x1020; after 0x1020,
-    NMTResetConfiguration applies it (the node then identifies again). A refusal ends it."""
+    """A transfer of ``rec``'s download ended: the next write; after its objects, 0x1020; after
+    0x1020, NMTResetConfiguration applies it (the node then identifies again). A refusal ends it:
+    nothing more is written."""
     if rec.writes_failed():
         return
-    if not rec.stamping:
+    if rec.queue:
+        _write_next(mn, rec)
+    elif not rec.stamping:
         rec.stamping = True
         _write(mn, rec, configuration.stamp_writes(rec.stamp))
-        return
+    else:
+        _configured(mn, rec)
+
+
+def _configured(mn: ManagingNode, rec: CnRecord) -> None:
+    """``rec``'s download ended with 0x1020: NMTResetConfiguration applies it."""
     rec.configured, rec.stamping, rec.writes = True, False, []
     mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"{len(rec.download) + 2} objects written, 0x1020 "
               "last; NMTResetConfiguration applies them")
@@ -558,6 +575,7 @@ class ManagingNode:
         rec.sdo.reset()
         rec.configured = False                       # its 0x1020 says what it holds after the reset
         rec.writes, rec.stamping = [], False
+        rec.queue.clear()
         rec.status_wanted = False
         if rec.node_id in self.status_requests:
             self.status_requests.remove(rec.node_id)

@@ -108,15 +108,16 @@ def test_a_changed_object_downloads_that_node_again(bench):
 
 def test_a_refused_write_is_a_boot_error_naming_node_and_object_and_0x1020_stays(bench):
     """The statusword 0x6041 is read-only: the node answers the write with abort 0x06010002, the boot
-    fails naming node and object, nothing is written after it (0x1020 stays 0), the node never starts."""
+    fails naming node and object, nothing is written after it (neither the next object nor 0x1020,
+    which stays 0), the node never starts."""
     bench["boot_timeout_s"] = 0.1
-    bench["nodes"][2]["objects"] = [{"index": 0x6041, "subindex": 0, "type": "u16", "value": 6}]
+    bench["nodes"][2]["objects"] = [{"index": 0x6041, "subindex": 0, "type": "u16", "value": 6}, FOLLOWING_ERROR_WINDOW]
     bus = open_bus(bench)                         # commissioning met the refusal too: 0x1020 stays 0
     log = _log(bus.network)
     try:
         with pytest.raises(BootTimeoutError, match=r"node 3: 0x6041/0: 0x06010002 attempt to write a read-only object"):
             bus.boot()
-        assert log[3][-1][:2] == (0x6041, 0)
+        assert log[3][-1][:2] == (0x6041, 0)                   # the last write: not 0x6065, not 0x1020
         identity = bus.network.nodes[3].identity
         assert (identity.configuration_date, identity.configuration_time) == (0, 0)
         assert bus.network.nodes[3].nmt == NmtState.PRE_OPERATIONAL_1
