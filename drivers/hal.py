@@ -60,7 +60,7 @@ class LinkError(BusError):
 
 def open_bus(section: Mapping, **options) -> Bus:
     """Open the bus described by a ``bus:`` YAML mapping; ``options`` go to the backend factory
-    (``sim``: ``plant=``, ``record_frames=``)."""
+    (``sim``: ``plant=``, ``record_frames=``, ``commissioned=``)."""
     config = parse_bus_config(section)
     target = BACKENDS.get(config.backend)
     if target is None:
