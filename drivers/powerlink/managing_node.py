@@ -16,14 +16,16 @@ RD=0; the CNs follow on the first SoC; NMTEnableReadyToOperate to each) -> Ready
 
 Identification: the IdentResponse (:mod:`~drivers.powerlink.ident`) is kept per CN as a named
 record (``CnRecord.ident``); the CN's MAC address is learned from its source address and becomes
-the destination of its PReq. The SoA carrying the IdentRequest sets ER, which resets the CN's
-error signalling (:mod:`~drivers.powerlink.status`).
+the destination of its PReq. An identified CN's error signalling is reset first (StatusRequests with
+ER until it answers EC, :class:`~drivers.powerlink.status.ErrorSignalling`); only StatusRequest SoAs
+carry ER and EA, as openPOWERLINK's MN sends them.
 
 Errors: per CN, DS 301 threshold counters for lost, late (arrival after ``pres_timeout_s``) and
 malformed PRes. A trip removes the CN from the isochronous phase, latches the matching fault code
 for its axes, sends NMTResetNode and lets the node boot again (IdentRequest, then the same steps).
-A PRes whose EN differs from the EA the MN last sent gets a StatusRequest; the StatusResponse is
-kept (``CnRecord.status``), each new error entry is a NODE_ERROR event, and EA then echoes EN.
+Once the reset is done, a PRes whose EN differs from the EA the MN last sent gets a StatusRequest;
+the StatusResponse is kept (``CnRecord.status``), each new error entry is a NODE_ERROR event, and EA
+then echoes EN.
 
 Time: every SoC carries NetTime = ``epoch_ns`` + bus cycle x cycle time (:meth:`ManagingNode.net_time_ns`)
 and RelativeTime = bus cycle x cycle time in µs. ``epoch_ns`` is the host clock at construction in
@@ -44,7 +46,7 @@ from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
 from drivers.powerlink import configuration, frames, ident, services, status
 from drivers.powerlink.checks import steady_pres, take_tpdo
-from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_ER, FLAG1_RD, FrameError, InconsistentFrame,
+from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_RD, FrameError, InconsistentFrame,
                                       RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
@@ -125,6 +127,7 @@ class CnRecord:
         self.status: status.StatusResponse | None = None  # its last StatusResponse
         self.en = 0                                        # the EN it reported last: the PReq's EA echoes it
         self.status_wanted = False
+        self.signalling = status.ErrorSignalling()
         self.stopped = False
         self.io = node.profile == "io"
         if self.io:
@@ -173,11 +176,13 @@ class CnRecord:
         self.preq.seal()
 
     def take_status(self, response: status.StatusResponse, ready: bool) -> tuple[list[status.ErrorEntry], bool]:
-        """Keep ``response`` and echo its EN in the PReq (``ready``: see :meth:`set_preq_flags`); the
-        history entries in it that the last one did not hold, and whether EN changed."""
+        """Keep ``response``, step the signalling's reset and, once it is done, echo EN in the PReq
+        (``ready``: see :meth:`set_preq_flags`); the history entries in it that the last one did not
+        hold, and whether EA changed. Another StatusRequest is wanted when ``status_wanted``."""
         old = set(self.status.entries) if self.status is not None else set()
-        self.status, self.status_wanted = response, False
-        en = response.flags1 & FLAG1_EN
+        self.status = response
+        self.status_wanted = self.signalling.response(response.flags1)
+        en = response.flags1 & FLAG1_EN if self.signalling.state == status.Signalling.READY else 0
         changed, self.en = en != self.en, en
         if changed:
             self.set_preq_flags(ready)
@@ -508,6 +513,7 @@ class ManagingNode:
         rec.configured = not rec.download            # a reset node is back to its default objects
         rec.writes = []
         rec.status_wanted = False
+        rec.signalling.restart()
         if rec.node_id in self.status_requests:
             self.status_requests.remove(rec.node_id)
         for c in rec.counters:
@@ -539,7 +545,11 @@ class ManagingNode:
             self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
             target = self.unidentified[self._ident_cursor].node_id
             service = _IDENT_REQUEST
-        self._set_soa(service, target, FLAG1_ER if service == _IDENT_REQUEST else 0)
+        flags1 = 0
+        if service == _STATUS_REQUEST:
+            rec = self.records[target]
+            flags1 = rec.signalling.er | (FLAG1_EA if rec.en else 0)
+        self._set_soa(service, target, flags1)
         reply = link.transfer(self.soa.view)
         if target == frames.MN_NODE_ID:
             frame, awaiting = self.outbox.popleft()
@@ -577,10 +587,12 @@ class ManagingNode:
         nmt = response.nmt_status
         rec.identified = True
         rec.nmt = NmtState(nmt)
-        rec.en = 0                                   # the IdentRequest's ER reset its error signalling
+        rec.en = 0                                   # until its signalling's reset is done
+        rec.signalling.restart()
         rec.preq.buf[frames.DST_MAC_AT:frames.SRC_MAC_AT] = bytes.fromhex(response.mac.replace(":", ""))
         rec.set_preq_flags(self.state == _OPERATIONAL)
         self.unidentified.remove(rec)
+        self.request_status(rec.node_id)             # starts the reset of its error signalling
         if self.state != NmtState.PRE_OPERATIONAL_1:
             self.polled.append(rec)
             self.polled.sort(key=lambda r: r.node_id)
@@ -597,6 +609,8 @@ class ManagingNode:
     def _status(self, rec: CnRecord, response: status.StatusResponse) -> None:
         """Keep the StatusResponse, report the entries not seen before, echo EN as EA."""
         entries, en_changed = rec.take_status(response, self.state == _OPERATIONAL)
+        if rec.status_wanted:
+            self.status_requests.append(rec.node_id)
         for entry in entries:
             self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
                         f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
