@@ -44,6 +44,7 @@ from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
+from drivers.health import BusFlag, health_buffer, raise_flag
 from drivers.powerlink import configuration, frames, ident, services, status
 from drivers.powerlink.checks import steady_pres, take_tpdo
 from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_RD, FrameError, InconsistentFrame,
@@ -271,9 +272,12 @@ def _boot_failure(mn: ManagingNode) -> str:
 
 
 class ManagingNode:
-    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None) -> None:
-        """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step)."""
+    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None,
+                 health=None) -> None:
+        """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step);
+        ``health``: the views of the bus' health buffer it counts into (:mod:`drivers.health`; None: its own)."""
         self.config = config
+        self.health = health_buffer(len(config.nodes), len(config.axes))[1] if health is None else health
         self.epoch_ns = config.net_time_epoch_s * 1_000_000_000 if epoch_ns is None else epoch_ns
         self.link = link
         self.events = events
@@ -486,6 +490,13 @@ class ManagingNode:
                 self._cn_state(rec, NmtState(nmt))
 
     def _pres_error(self, rec: CnRecord, counter: ThresholdCounter, code: FaultCode) -> None:
+        h = self.health
+        if counter is rec.loss:
+            h.pres_lost[self._row[rec.node_id]] += 1
+            raise_flag(h.flags, BusFlag.PRES_LOST)
+        elif counter is rec.late:
+            h.pres_late[self._row[rec.node_id]] += 1
+            raise_flag(h.flags, BusFlag.PRES_LATE)
         if rec.pres_error(counter):
             self._event(EventKind.THRESHOLD, rec.node_id, code,
                         f"{code.name} threshold {counter.threshold} reached on node {rec.node_id}")
@@ -611,6 +622,11 @@ class ManagingNode:
         entries, en_changed = rec.take_status(response, self.state == _OPERATIONAL)
         if rec.status_wanted:
             self.status_requests.append(rec.node_id)
+        if response.entries:
+            first, last = response.entries[0], self.health.node_error
+            last[0], last[1], last[2], last[3] = rec.node_id, first.code, first.type, first.info
+        if entries:
+            raise_flag(self.health.flags, BusFlag.NODE_ERROR)
         for entry in entries:
             self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
                         f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
@@ -650,6 +666,10 @@ class ManagingNode:
         while rec.sdo.finished:
             req = rec.sdo.finished.popleft()
             if req.abort_code:
+                last = self.health.sdo_abort
+                last[0], last[1], last[2], last[3], last[4] = (rec.node_id, req.index, req.subindex, req.abort_code,
+                                                               req.write)
+                raise_flag(self.health.flags, BusFlag.SDO_ABORT)
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
         if rec.writes and not rec.configured and all(w.done for w in rec.writes) and rec.download_done():

@@ -12,6 +12,7 @@ from controller.daemon.io.protocol import Context
 from controller.daemon.io.pump import Publisher
 from controller.daemon.shm import H, SharedBlock
 from controller.daemon.telemetry import stats_summary
+from drivers.health import describe as describe_health
 
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
 
@@ -51,6 +52,8 @@ class Answers:
                 "shutdown_requested": bool(h[H.SHUTDOWN]), "log": p.log_status(),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(p.faults),
+                "bus": describe_health(self.block.bus, self.ctx.bus_node_ids, self.ctx.bus_axes) if self.block.bus.size
+                else None,
                 "last_transition": p.last_transition, "stepped": self.ctx.stepped,
                 "horizon": int(h[H.HORIZON]) if self.ctx.stepped else None,
                 "config": {"joints": list(self.ctx.joint_names), "period": self.ctx.period,

@@ -19,6 +19,7 @@ from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import STAB_STATUS_NAMES, TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
+from drivers.health import flag_names as bus_flag_names
 from models.common.support import SUPPORT_NAMES
 from stabilizer.contact import LOADS_STATUS_NAMES
 from models.transmission import LEG_LABELS, status_message
@@ -101,13 +102,14 @@ def fault_fields(reason: float, detail: float, names: Names) -> dict[str, Any]:
 
 
 def telemetry_message(layout: RecordLayout, rec: np.ndarray, names: Names | None = None) -> dict[str, Any]:
-    """One record decoded, with ``state_name``, ``stab_flag_names`` and ``fault_name`` added
+    """One record decoded, with ``state_name``, ``stab_flag_names``, ``bus_flag_names`` and ``fault_name`` added
     (and, given ``names``, the fault's code, place and sentence: :func:`fault_fields`)."""
     out: dict[str, Any] = {}
     for key, v in layout.decode(rec).items():
         out[key] = [finite_or_none(x) for x in v] if isinstance(v, list) else finite_or_none(v)
     out["state_name"] = name_of(State, rec[layout.slices["state"]][0])
     out["stab_flag_names"] = stab_flag_names(rec[layout.slices["stab_flags"]][0])
+    out["bus_flag_names"] = bus_flag_names(rec[layout.slices["bus_flags"]][0])
     fault = rec[layout.slices["fault"]][0]
     out["fault_name"] = name_of(Reason, fault) if fault else None
     out["support_name"] = _support_name(rec[layout.slices["support"]][0])
