@@ -2,7 +2,7 @@
 
 The managing node and the process image write it as things happen (never per cycle); the daemon's
 loop copies it into shared memory each cycle, its telemetry record takes :data:`BusFlag` bits from it,
-and ``status`` reads it back by name (:func:`describe`)::
+and ``status`` reads it back by name (controller.daemon.io.messages.bus_health)::
 
     flags           bit k: BusFlag k happened since the last ``bus.read()`` (setpoint_saturated: an
                     axis' last write saturated one of its setpoints)
@@ -17,13 +17,9 @@ and ``status`` reads it back by name (:func:`describe`)::
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
-
 import numpy as np
 from numba import njit
 
-from drivers.powerlink.status import PROFILE_MASK, PROFILE_POWERLINK, TYPE_STATUS
-from drivers.service_channel import ABORT_TEXT
 from models.common.layout import Field, Layout
 
 HEALTH = Layout("bus health", [
@@ -63,6 +59,29 @@ def flag_saturation(flags, saturated):
             return
 
 
+def count_pres_error(health, row: int, late: bool) -> None:
+    """A PRes of the node in ``row`` lost (or, ``late``, late): counted, its flag raised."""
+    (health.pres_late if late else health.pres_lost)[row] += 1
+    raise_flag(health.flags, BusFlag.PRES_LATE if late else BusFlag.PRES_LOST)
+
+
+def keep_sdo_abort(health, node_id: int, index: int, subindex: int, code: int, write: bool) -> None:
+    """An SDO transfer aborted: kept as the last one, its flag raised."""
+    last = health.sdo_abort
+    last[0], last[1], last[2], last[3], last[4] = node_id, index, subindex, code, write
+    raise_flag(health.flags, BusFlag.SDO_ABORT)
+
+
+def keep_node_error(health, node_id: int, entries, new: bool) -> None:
+    """A StatusResponse's error ``entries`` (status ones first): the first kept as the last node error
+    when there is one; ``new``: it brought entries not seen before (the flag)."""
+    if entries:
+        first, last = entries[0], health.node_error
+        last[0], last[1], last[2], last[3] = node_id, first.code, first.type, first.info
+    if new:
+        raise_flag(health.flags, BusFlag.NODE_ERROR)
+
+
 def health_buffer(nodes: int, axes: int):
     """A zeroed health buffer for ``nodes`` nodes and ``axes`` axes, and its views."""
     buf = np.zeros(HEALTH.size(nodes=nodes, axes=axes))
@@ -73,23 +92,3 @@ def flag_names(mask: float) -> list[str]:
     """The :data:`BUS_FLAGS` names of the bits set in ``mask`` (I/O side; allocates)."""
     m = int(mask) if np.isfinite(mask) else 0
     return [name for k, name in enumerate(BUS_FLAGS) if m >> k & 1]
-
-
-def describe(buf: np.ndarray, node_ids: tuple[int, ...], axis_names: tuple[str, ...]) -> dict[str, Any]:
-    """A health buffer by name, JSON-ready (I/O side; allocates): the counters per node id and axis
-    name (only the non-zero ones), the last SDO abort and the last node error entry (None before any)."""
-    v = HEALTH.views(buf, nodes=len(node_ids), axes=len(axis_names))
-    node, index, subindex, code, write = (int(x) for x in v.sdo_abort)
-    abort = None if not node else {
-        "node": node, "index": index, "subindex": subindex, "object": f"0x{index:04X}/{subindex}",
-        "access": "write" if write else "read", "code": code,
-        "name": ABORT_TEXT.get(code, "unknown abort code")}
-    node, ecode, etype, info = (int(x) for x in v.node_error)
-    error = None if not node else {
-        "node": node, "code": ecode, "type": etype, "active": bool(etype & TYPE_STATUS), "info": info,
-        "profile": "POWERLINK" if etype & PROFILE_MASK == PROFILE_POWERLINK else "CiA 402"}
-    return {"flags": flag_names(v.flags[0]),
-            "pres_lost": {str(n): int(c) for n, c in zip(node_ids, v.pres_lost) if c},
-            "pres_late": {str(n): int(c) for n, c in zip(node_ids, v.pres_late) if c},
-            "saturations": {a: int(c) for a, c in zip(axis_names, v.saturations) if c},
-            "last_sdo_abort": abort, "last_node_error": error}

@@ -44,7 +44,7 @@ from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
-from drivers.health import BusFlag, health_buffer, raise_flag
+from drivers.health import count_pres_error, health_buffer, keep_node_error, keep_sdo_abort
 from drivers.powerlink import configuration, frames, ident, services, status
 from drivers.powerlink.checks import steady_pres, take_tpdo
 from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_RD, FrameError, InconsistentFrame,
@@ -176,6 +176,15 @@ class CnRecord:
         self.preq.buf[frames.FLAGS1_AT] = (FLAG1_RD if ready else 0) | (FLAG1_EA if self.en else 0)
         self.preq.seal()
 
+    def reset_signalling(self) -> None:
+        """Identified (again): its error signalling is reset from the next StatusRequest on, EA = 0 until done."""
+        self.en = 0
+        self.signalling.restart()
+
+    def status_flags(self) -> int:
+        """A StatusRequest's flags1 to it: ER while its signalling is being reset, EA echoing its last EN."""
+        return self.signalling.er | (FLAG1_EA if self.en else 0)
+
     def take_status(self, response: status.StatusResponse, ready: bool) -> tuple[list[status.ErrorEntry], bool]:
         """Keep ``response``, step the signalling's reset and, once it is done, echo EN in the PReq
         (``ready``: see :meth:`set_preq_flags`); the history entries in it that the last one did not
@@ -272,8 +281,7 @@ def _boot_failure(mn: ManagingNode) -> str:
 
 
 class ManagingNode:
-    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None,
-                 health=None) -> None:
+    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None, health=None) -> None:
         """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step);
         ``health``: the views of the bus' health buffer it counts into (:mod:`drivers.health`; None: its own)."""
         self.config = config
@@ -490,13 +498,8 @@ class ManagingNode:
                 self._cn_state(rec, NmtState(nmt))
 
     def _pres_error(self, rec: CnRecord, counter: ThresholdCounter, code: FaultCode) -> None:
-        h = self.health
-        if counter is rec.loss:
-            h.pres_lost[self._row[rec.node_id]] += 1
-            raise_flag(h.flags, BusFlag.PRES_LOST)
-        elif counter is rec.late:
-            h.pres_late[self._row[rec.node_id]] += 1
-            raise_flag(h.flags, BusFlag.PRES_LATE)
+        if counter is not rec.malformed:
+            count_pres_error(self.health, self._row[rec.node_id], counter is rec.late)
         if rec.pres_error(counter):
             self._event(EventKind.THRESHOLD, rec.node_id, code,
                         f"{code.name} threshold {counter.threshold} reached on node {rec.node_id}")
@@ -524,7 +527,6 @@ class ManagingNode:
         rec.configured = not rec.download            # a reset node is back to its default objects
         rec.writes = []
         rec.status_wanted = False
-        rec.signalling.restart()
         if rec.node_id in self.status_requests:
             self.status_requests.remove(rec.node_id)
         for c in rec.counters:
@@ -556,11 +558,7 @@ class ManagingNode:
             self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
             target = self.unidentified[self._ident_cursor].node_id
             service = _IDENT_REQUEST
-        flags1 = 0
-        if service == _STATUS_REQUEST:
-            rec = self.records[target]
-            flags1 = rec.signalling.er | (FLAG1_EA if rec.en else 0)
-        self._set_soa(service, target, flags1)
+        self._set_soa(service, target, self.records[target].status_flags() if service == _STATUS_REQUEST else 0)
         reply = link.transfer(self.soa.view)
         if target == frames.MN_NODE_ID:
             frame, awaiting = self.outbox.popleft()
@@ -598,8 +596,7 @@ class ManagingNode:
         nmt = response.nmt_status
         rec.identified = True
         rec.nmt = NmtState(nmt)
-        rec.en = 0                                   # until its signalling's reset is done
-        rec.signalling.restart()
+        rec.reset_signalling()
         rec.preq.buf[frames.DST_MAC_AT:frames.SRC_MAC_AT] = bytes.fromhex(response.mac.replace(":", ""))
         rec.set_preq_flags(self.state == _OPERATIONAL)
         self.unidentified.remove(rec)
@@ -622,11 +619,7 @@ class ManagingNode:
         entries, en_changed = rec.take_status(response, self.state == _OPERATIONAL)
         if rec.status_wanted:
             self.status_requests.append(rec.node_id)
-        if response.entries:
-            first, last = response.entries[0], self.health.node_error
-            last[0], last[1], last[2], last[3] = rec.node_id, first.code, first.type, first.info
-        if entries:
-            raise_flag(self.health.flags, BusFlag.NODE_ERROR)
+        keep_node_error(self.health, rec.node_id, response.entries, bool(entries))
         for entry in entries:
             self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
                         f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
@@ -666,10 +659,7 @@ class ManagingNode:
         while rec.sdo.finished:
             req = rec.sdo.finished.popleft()
             if req.abort_code:
-                last = self.health.sdo_abort
-                last[0], last[1], last[2], last[3], last[4] = (rec.node_id, req.index, req.subindex, req.abort_code,
-                                                               req.write)
-                raise_flag(self.health.flags, BusFlag.SDO_ABORT)
+                keep_sdo_abort(self.health, rec.node_id, req.index, req.subindex, req.abort_code, req.write)
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
         if rec.writes and not rec.configured and all(w.done for w in rec.writes) and rec.download_done():

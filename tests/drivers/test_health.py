@@ -3,8 +3,9 @@ DS 301 threshold counters, the abort code the simulated CN's SDO server sent (DS
 StatusResponse entry the CN wrote."""
 from __future__ import annotations
 
+from controller.daemon.io.messages import bus_health as describe
 from drivers.codes import FaultCode
-from drivers.health import BusFlag, describe, flag_names
+from drivers.health import BusFlag, flag_names
 from drivers.powerlink.status import MODE_ACTIVE, PROFILE_CIA402, TYPE_STATUS
 from drivers.service_channel import ABORT_TEXT
 

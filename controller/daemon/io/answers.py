@@ -7,12 +7,11 @@ from dataclasses import asdict
 from typing import Any
 
 from controller.daemon.codes import State
-from controller.daemon.io.messages import finite_or_none, name_of, profiler_summary, telemetry_message
+from controller.daemon.io.messages import bus_health, finite_or_none, name_of, profiler_summary, telemetry_message
 from controller.daemon.io.protocol import Context
 from controller.daemon.io.pump import Publisher
 from controller.daemon.shm import H, SharedBlock
 from controller.daemon.telemetry import stats_summary
-from drivers.health import describe as describe_health
 
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
 
@@ -52,7 +51,7 @@ class Answers:
                 "shutdown_requested": bool(h[H.SHUTDOWN]), "log": p.log_status(),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(p.faults),
-                "bus": describe_health(self.block.bus, self.ctx.bus_node_ids, self.ctx.bus_axes) if self.block.bus.size
+                "bus": bus_health(self.block.bus, self.ctx.bus_node_ids, self.ctx.bus_axes) if self.block.bus.size
                 else None,
                 "last_transition": p.last_transition, "stepped": self.ctx.stepped,
                 "horizon": int(h[H.HORIZON]) if self.ctx.stepped else None,

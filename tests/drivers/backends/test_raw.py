@@ -169,7 +169,8 @@ def test_the_error_signalling_reset_runs_as_openpowerlinks_cn_answers(oplk_cn, t
         bus.close()
     out = subprocess.run([tshark, "-r", str(path), "-Y", "epl.soa.svid == 2 || epl.asnd.svid == 2", "-T", "fields",
                           "-e", "epl.soa.er", "-e", "epl.asnd.sres.ec"], capture_output=True, text=True, check=True)
-    steps = " ".join(f"ER{er}" if er else f"EC{ec}" for er, ec in (line.split("\t") for line in out.stdout.splitlines()))
+    rows = (line.split("\t") for line in out.stdout.splitlines())
+    steps = " ".join(f"ER{er}" if er else f"EC{ec}" for er, ec in rows)
     assert re.fullmatch(r"ER1 EC1 (ER1 EC1 )+(ER0 EC1 )+ER0 EC0", steps), steps
 
 

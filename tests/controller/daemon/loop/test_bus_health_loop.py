@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.daemon.io.messages import telemetry_message
+from controller.daemon.io.messages import bus_health as describe, telemetry_message
 from controller.daemon.shm import H, read_record
 from controller.daemon.telemetry import RecordLayout
 from controller.tools.ctl import bus_lines
-from drivers.health import describe
+from drivers.health import health_buffer
 
 from tests.controller.daemon.loop_harness import Harness
 
@@ -50,8 +50,6 @@ def test_lost_pres_show_in_the_record_of_their_cycle_and_in_status(h):
 
 
 def test_status_prints_the_last_sdo_abort_node_error_and_saturations_one_line_each():
-    from drivers.health import health_buffer
-
     buf, v = health_buffer(2, 3)
     v.sdo_abort[:] = (2, 0x6041, 0, 0x0602_0000, 1)
     v.node_error[:] = (1, 0x4310, 0x9192, 1)              # a status entry: active, CiA 402
