@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import socket
 import threading
+import time
 
 import pytest
 
@@ -52,6 +53,9 @@ def test_two_lost_pres_injected_at_the_far_end_give_the_udp_verdict():
         far = threading.Thread(target=serve_wire, args=(config, InertiaPlant.from_config(config), veth.cn, veth.name),
                                kwargs={"idle_timeout_s": 60.0}, daemon=True)
         far.start()
+        deadline = time.monotonic() + 120.0           # its wire socket is open once its control channel answers
+        while control_request(config.udp.host, config.udp.port, {"op": "ping"}, 0.5) is None:
+            assert far.is_alive() and time.monotonic() < deadline, "the far end did not start"
         bus = open_bus(section | {"backend": "raw", "interface": veth.mn}, lockstep=True)
         try:
             raw = _verdict(bus)
