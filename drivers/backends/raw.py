@@ -28,7 +28,9 @@ inviting SoA waits for its answer or for the far end's *silence* frame
 (:data:`drivers.raw_socket.SILENCE_ETHERTYPE`), and every answer counts as on time (delay 0, the
 simulated nodes answer at once), so losses come from the simulation only, whatever the host's
 speed; a far end silent for :data:`~drivers.backends.udp.LOCKSTEP_STALL_S` (e.g. a real node,
-which never sends a silence frame) is a :class:`~drivers.hal.LinkError` naming it.
+which never sends a silence frame) is a :class:`~drivers.hal.LinkError` naming it. Faults are injected
+there through the far end's control channel (:class:`FarEndFaults`); on a real wire (real time) they
+are refused (:class:`NoFaults`).
 
 Opening the socket needs root or the ``CAP_NET_RAW`` capability (deploy/INSTALL.md: the systemd
 unit's ``AmbientCapabilities=CAP_NET_RAW``); without it :func:`open_socket` raises a
