@@ -17,6 +17,7 @@ and ``status`` reads it back by name (controller.daemon.io.messages.bus_health):
 from __future__ import annotations
 
 from enum import IntEnum
+
 import numpy as np
 from numba import njit
 

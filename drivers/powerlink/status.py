@@ -20,10 +20,10 @@ Error signalling (DS 301 §6.5.2, as openPOWERLINK's MN runs it, ``dllkframe.c``
 resets the CN's signalling: its StatusRequest SoA carries ER until a StatusResponse with EC set
 answers a request sent with ER (at least one more than the first, whose answer may predate it), then
 ER = 0 until a StatusResponse clears EC (the CN saw ER fall; after more than :data:`EC0_RETRIES`
-answers still with EC, the reset starts over). From then on (:class:`ErrorSignalling` READY) the CN toggles EN in its
-PRes (and StatusResponse) when it adds an entry; the MN, seeing EN differ from the EA it last sent in
-the PReq, asks for a StatusResponse and then echoes EN as EA. A StatusResponse with EC set while READY
-means the CN rebooted: the reset starts over.
+answers still with EC, the reset starts over). From then on (:class:`ErrorSignalling` READY) the CN
+toggles EN in its PRes (and StatusResponse) when it adds an entry; the MN, seeing EN differ from the
+EA it last sent in the PReq, asks for a StatusResponse and then echoes EN as EA. A StatusResponse with
+EC set while READY means the CN rebooted: the reset starts over.
 """
 from __future__ import annotations
 
