@@ -3,12 +3,9 @@ the shared block holds the counters ``status`` answers, and ``bipd ctl status`` 
 thing (in-process lock-step loop on the simulated bus; the counts are the faults injected)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from controller.daemon.io.messages import bus_health as describe, telemetry_message
-from controller.daemon.shm import H, read_record
-from controller.daemon.telemetry import RecordLayout
+from controller.daemon.io.messages import bus_health as describe
 from controller.tools.ctl import bus_lines
 from drivers.health import health_buffer
 
@@ -22,13 +19,6 @@ def h():
     harness.close()
 
 
-def _last(h: Harness) -> dict:
-    layout = RecordLayout(h.loop.n)
-    rec = np.zeros(layout.size)
-    assert read_record(h.block, int(h.block.header[H.RING_COUNT]) - 1, rec)
-    return telemetry_message(layout, rec)
-
-
 def _status(h: Harness) -> dict:
     cfg = h.cfg.bus
     return describe(h.block.bus, tuple(n.node_id for n in cfg.nodes), tuple(a.name for a in cfg.axes))
@@ -36,13 +26,13 @@ def _status(h: Harness) -> dict:
 
 def test_lost_pres_show_in_the_record_of_their_cycle_and_in_status(h):
     h.run(3)
-    assert _last(h)["bus_flag_names"] == [] and bus_lines(_status(h)) == []
+    assert h.last_record()["bus_flag_names"] == [] and bus_lines(_status(h)) == []
     h.bus.faults.drop_pres(2, count=1)
     h.run(1)
-    last = _last(h)
+    last = h.last_record()
     assert last["bus_flag_names"] == ["pres_lost"] and last["bus_flags"] == 1
     h.run(1)
-    assert _last(h)["bus_flag_names"] == []
+    assert h.last_record()["bus_flag_names"] == []
     h.bus.faults.drop_pres(3, count=1)
     h.run(1)
     assert _status(h)["pres_lost"] == {"2": 1, "3": 1}
