@@ -20,14 +20,16 @@ meanwhile.
 
 Identification: the IdentResponse (:mod:`~drivers.powerlink.ident`) is kept per CN as a named
 record (``CnRecord.ident``); the CN's MAC address is learned from its source address and becomes
-the destination of its PReq. The SoA carrying the IdentRequest sets ER, which resets the CN's
-error signalling (:mod:`~drivers.powerlink.status`).
+the destination of its PReq. An identified CN's error signalling is reset first (StatusRequests with
+ER until it answers EC, :class:`~drivers.powerlink.status.ErrorSignalling`); only StatusRequest SoAs
+carry ER and EA, as openPOWERLINK's MN sends them.
 
 Errors: per CN, DS 301 threshold counters for lost, late (arrival after ``pres_timeout_s``) and
 malformed PRes. A trip removes the CN from the isochronous phase, latches the matching fault code
 for its axes, sends NMTResetNode and lets the node boot again (IdentRequest, then the same steps).
-A PRes whose EN differs from the EA the MN last sent gets a StatusRequest; the StatusResponse is
-kept (``CnRecord.status``), each new error entry is a NODE_ERROR event, and EA then echoes EN.
+Once the reset is done, a PRes whose EN differs from the EA the MN last sent gets a StatusRequest;
+the StatusResponse is kept (``CnRecord.status``), each new error entry is a NODE_ERROR event, and EA
+then echoes EN.
 
 Time: every SoC carries NetTime = ``epoch_ns`` + bus cycle x cycle time (:meth:`ManagingNode.net_time_ns`)
 and RelativeTime = bus cycle x cycle time in µs. ``epoch_ns`` is the host clock at construction in
@@ -46,9 +48,10 @@ from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
+from drivers.health import count_pres_error, health_buffer, keep_node_error, keep_sdo_abort
 from drivers.powerlink import configuration, frames, ident, services, status
 from drivers.powerlink.checks import steady_pres, take_tpdo
-from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_ER, FLAG1_RD, FrameError, InconsistentFrame,
+from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_RD, FrameError, InconsistentFrame,
                                       RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
@@ -129,6 +132,7 @@ class CnRecord:
         self.status: status.StatusResponse | None = None  # its last StatusResponse
         self.en = 0                                        # the EN it reported last: the PReq's EA echoes it
         self.status_wanted = False
+        self.signalling = status.ErrorSignalling()
         self.stopped = False
         self.io = node.profile == "io"
         if self.io:
@@ -179,12 +183,23 @@ class CnRecord:
         self.preq.buf[frames.FLAGS1_AT] = (FLAG1_RD if ready else 0) | (FLAG1_EA if self.en else 0)
         self.preq.seal()
 
+    def reset_signalling(self) -> None:
+        """Identified (again): its error signalling is reset from the next StatusRequest on, EA = 0 until done."""
+        self.en = 0
+        self.signalling.restart()
+
+    def status_flags(self) -> int:
+        """A StatusRequest's flags1 to it: ER while its signalling is being reset, EA echoing its last EN."""
+        return self.signalling.er | (FLAG1_EA if self.en else 0)
+
     def take_status(self, response: status.StatusResponse, ready: bool) -> tuple[list[status.ErrorEntry], bool]:
-        """Keep ``response`` and echo its EN in the PReq (``ready``: see :meth:`set_preq_flags`); the
-        history entries in it that the last one did not hold, and whether EN changed."""
+        """Keep ``response``, step the signalling's reset and, once it is done, echo EN in the PReq
+        (``ready``: see :meth:`set_preq_flags`); the history entries in it that the last one did not
+        hold, and whether EA changed. Another StatusRequest is wanted when ``status_wanted``."""
         old = set(self.status.entries) if self.status is not None else set()
-        self.status, self.status_wanted = response, False
-        en = response.flags1 & FLAG1_EN
+        self.status = response
+        self.status_wanted = self.signalling.response(response.flags1)
+        en = response.flags1 & FLAG1_EN if self.signalling.state == status.Signalling.READY else 0
         changed, self.en = en != self.en, en
         if changed:
             self.set_preq_flags(ready)
@@ -334,9 +349,11 @@ def _boot_failure(mn: ManagingNode) -> str:
 
 
 class ManagingNode:
-    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None) -> None:
-        """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step)."""
+    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None, health=None) -> None:
+        """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step);
+        ``health``: the views of the bus' health buffer it counts into (:mod:`drivers.health`; None: its own)."""
         self.config = config
+        self.health = health_buffer(len(config.nodes), len(config.axes))[1] if health is None else health
         self.epoch_ns = config.net_time_epoch_s * 1_000_000_000 if epoch_ns is None else epoch_ns
         self.link = link
         self.events = events
@@ -549,6 +566,8 @@ class ManagingNode:
                 self._cn_state(rec, NmtState(nmt))
 
     def _pres_error(self, rec: CnRecord, counter: ThresholdCounter, code: FaultCode) -> None:
+        if counter is not rec.malformed:
+            count_pres_error(self.health, self._row[rec.node_id], counter is rec.late)
         if rec.pres_error(counter):
             self._event(EventKind.THRESHOLD, rec.node_id, code,
                         f"{code.name} threshold {counter.threshold} reached on node {rec.node_id}")
@@ -607,7 +626,7 @@ class ManagingNode:
         elif self.unidentified:
             target = _next_ident(self)
             service = _IDENT_REQUEST if target != frames.INVALID_NODE_ID else _NO_SERVICE
-        self._set_soa(service, target, FLAG1_ER if service == _IDENT_REQUEST else 0)
+        self._set_soa(service, target, self.records[target].status_flags() if service == _STATUS_REQUEST else 0)
         reply = link.transfer(self.soa.view)
         if target == frames.MN_NODE_ID:
             frame, awaiting = self.outbox.popleft()
@@ -645,10 +664,11 @@ class ManagingNode:
         nmt = response.nmt_status
         rec.identified = True
         rec.nmt = NmtState(nmt)
-        rec.en = 0                                   # the IdentRequest's ER reset its error signalling
+        rec.reset_signalling()
         rec.preq.buf[frames.DST_MAC_AT:frames.SRC_MAC_AT] = bytes.fromhex(response.mac.replace(":", ""))
         rec.set_preq_flags(self.state == _OPERATIONAL)
         self.unidentified.remove(rec)
+        self.request_status(rec.node_id)             # starts the reset of its error signalling
         if self.state != NmtState.PRE_OPERATIONAL_1:
             self.polled.append(rec)
             self.polled.sort(key=lambda r: r.node_id)
@@ -665,6 +685,9 @@ class ManagingNode:
     def _status(self, rec: CnRecord, response: status.StatusResponse) -> None:
         """Keep the StatusResponse, report the entries not seen before, echo EN as EA."""
         entries, en_changed = rec.take_status(response, self.state == _OPERATIONAL)
+        if rec.status_wanted:
+            self.status_requests.append(rec.node_id)
+        keep_node_error(self.health, rec.node_id, response.entries, bool(entries))
         for entry in entries:
             self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
                         f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
@@ -704,6 +727,7 @@ class ManagingNode:
         while rec.sdo.finished:
             req = rec.sdo.finished.popleft()
             if req.abort_code:
+                keep_sdo_abort(self.health, rec.node_id, req.index, req.subindex, req.abort_code, req.write)
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
         if rec.writes and not rec.configured and all(w.done for w in rec.writes):

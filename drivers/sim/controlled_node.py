@@ -11,6 +11,10 @@ serves the drive's object dictionary and the node's identity objects.
 Every fault that becomes active on one of its drive's channels is an error entry (time-stamped
 with the NetTime of the last SoC) of its StatusResponse and toggles EN in its PRes
 (:mod:`~drivers.powerlink.status`); pending ASnd frames show as RS with the generic priority PR.
+Its exception signalling is openPOWERLINK's CN's (``dllkframe.c``, StatusRequest): EC set at power-up
+and after every reset, so that the MN sees it rebooted; a StatusRequest whose ER differs from the last
+one's sets EC and clears EN when ER rose, clears both when it fell, and the StatusResponse it answers
+already carries the new flags.
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ class ControlledNode:
         "history",
         "ident",
         "identity",
+        "last_er",
         "loss_preq",
         "loss_soc",
         "nmt",
@@ -86,7 +91,8 @@ class ControlledNode:
         self.ident = ident.ident_frame(node_id)
         self.status = status.status_frame(node_id)
         self.pending: deque[memoryview] = deque()      # ASnd frames waiting for an UnspecifiedInvite
-        self.exception = 0                          # flags1 bits EN and EC of its PRes and StatusResponse
+        self.exception = status.FLAG1_EC            # flags1 bits EN and EC of its PRes and StatusResponse
+        self.last_er = 0                            # the ER of the last StatusRequest
         self.history: deque[status.ErrorEntry] = deque(maxlen=HISTORY_LENGTH)
         self.soc_time = (config.net_time_epoch_s, 0)     # NetTime of the last SoC seen
         self._codes = list(drive.fault_code)        # the drive's fault codes when last looked at
@@ -137,7 +143,7 @@ class ControlledNode:
     # -- asynchronous phase -----------------------------------------------------------------------
     def on_soa(self, service: int, target: int, flags1: int = 0) -> memoryview | None:
         """End of the isochronous phase: SoC-loss accounting, then the ASnd if invited (``flags1``:
-        the SoA's, ER resets the error signalling)."""
+        the SoA's, whose ER a StatusRequest carries: module docstring)."""
         if self.nmt is _NOT_ACTIVE:
             self._event(NmtEvent.SOA)
         if self.nmt in _CYCLIC:
@@ -155,14 +161,13 @@ class ControlledNode:
         self._sdo_out()
         if target != self.node_id:
             return None
-        if flags1 & FLAG1_ER:
-            self.exception = status.FLAG1_EC
-        else:
-            self.exception &= ~status.FLAG1_EC
         if service == _IDENT_REQUEST:
             ident.write_ident(self.ident.buf, self.identity, self.flags2(), self.nmt, RPDO.size, TPDO.size)
             return self.ident.seal()
         if service == _STATUS_REQUEST:
+            er = flags1 & FLAG1_ER
+            if er != self.last_er:
+                self.exception, self.last_er = (status.FLAG1_EC if er else 0), er
             status.write_status(self.status.buf, self.exception, self.flags2(), self.nmt, self.drive.error_register,
                                 self._entries())
             return self.status.seal()
@@ -187,6 +192,7 @@ class ControlledNode:
             self.sdo.reset()
             self.soc_seen = False
             self._rpdo_seen = b""
+            self.exception, self.last_er = status.FLAG1_EC, 0
         elif self.nmt == NmtState.OPERATIONAL and cn_next_state(self.nmt, command) != self.nmt:
             self._leave_operational(FaultCode.COMMUNICATION)
         self._event(command)

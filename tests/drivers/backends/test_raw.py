@@ -3,6 +3,8 @@ wrote): identification, boot to Operational, real-time cycles, loss of the node 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ from drivers.events import EventKind
 from drivers.hal import LinkError, open_bus
 from drivers.powerlink.managing_node import BootTimeoutError
 from drivers.powerlink.nmt import NmtCommand, NmtState
+from drivers.powerlink.status import Signalling
 from drivers.service_channel import SDO_WRITE, UNSIGNED8, UNSIGNED32
 from controller.tools.oplk import CN_DEVICE_TYPE, node_section
 from tests.paths import ROOT
@@ -181,6 +184,32 @@ def test_the_cn_killed_mid_cycle_trips_the_loss_counter_and_boots_again(oplk_cn,
         assert bytes(bus.mn.records[1].preq.buf[:6]) == oplk_cn.mac
     finally:
         bus.close()
+
+
+def test_the_error_signalling_reset_runs_as_openpowerlinks_cn_answers(oplk_cn, tmp_path):
+    """The MN's StatusRequests carry ER until the CN answers one after the first with EC, then ER = 0
+    until EC clears (openPOWERLINK's own MN handshake, dllkframe.c handleErrorSignaling). Its CN answers
+    each StatusRequest with the flags it had before (it updates them afterwards): ER 1 (answered with EC 1
+    after its start, EC 0 when an earlier managing node finished the handshake), 1, then 0 at least twice,
+    as tshark decodes the capture."""
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed (Debian package tshark)")
+    bus = oplk_bus(oplk_cn)
+    path = tmp_path / "signalling.pcapng"
+    try:
+        bus.capture(str(path))
+        bus.boot()
+        for _ in range(20):
+            bus.exchange()
+        assert bus.mn.records[1].signalling.state == Signalling.READY
+    finally:
+        bus.close()
+    out = subprocess.run([tshark, "-r", str(path), "-Y", "epl.soa.svid == 2 || epl.asnd.svid == 2", "-T", "fields",
+                          "-e", "epl.soa.er", "-e", "epl.asnd.sres.ec"], capture_output=True, text=True, check=True)
+    rows = (line.split("\t") for line in out.stdout.splitlines())
+    steps = " ".join(f"ER{er}" if er else f"EC{ec}" for er, ec in rows)
+    assert re.fullmatch(r"ER1 EC[01] (ER1 EC1 )+(ER0 EC1 )+ER0 EC0", steps), steps
 
 
 def test_an_unknown_interface_is_named():

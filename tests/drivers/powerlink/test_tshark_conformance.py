@@ -230,3 +230,34 @@ def test_pres_with_pending_requests_carries_their_priority(run):
         pr = next((v for k, v in _walk(epl) if k.endswith(".pr")), "0")
         flags[(rs, pr)] += 1
     assert set(flags) == {("0", "0"), ("1", str(PRIORITY_GENERIC))}, flags       # the SDO answer waits once
+
+
+def _signalling(frames: list, node: str) -> list[tuple[str, str]]:
+    """Node ``node``'s StatusRequest SoAs and StatusResponses in order: ("ER", bit) and ("EC", bit)."""
+    out = []
+    for f in frames:
+        epl = f["epl"]
+        if kind(f) == "SoA StatusRequest" and epl["epl.soa.svtg"] == node:
+            out.append(("ER", epl["epl.soa.er"]))
+        elif kind(f) == "ASnd StatusResponse" and epl["epl.src"] == node:
+            out.append(("EC", epl["epl.asnd.sres.ec"]))
+    return out
+
+
+def test_each_boot_resets_the_error_signalling_before_en_counts(run):
+    """openPOWERLINK's MN handshake (dllkframe.c handleErrorSignaling) as the dissector reads it: StatusRequests
+    with ER until an answer to the second or a later one shows EC, then ER = 0 until EC clears; the sim CN
+    answers with its new flags at once, so each boot takes exactly three (ER 1, 1, 0; EC 1, 1, 0). Node 3
+    booted twice: the handshake ran twice, and ER is never set outside it."""
+    frames, _ = run
+    handshake = [("ER", "1"), ("EC", "1"), ("ER", "1"), ("EC", "1"), ("ER", "0"), ("EC", "0")]
+    for node in ("1", "2", "3"):
+        seen = _signalling(frames, node)
+        boots = 2 if node == "3" else 1
+        starts = [k for k, step in enumerate(seen) if step == ("ER", "1") and (k == 0 or seen[k - 2] != ("ER", "1"))]
+        assert len(starts) == boots, (node, seen)
+        for k in starts:
+            assert seen[k:k + len(handshake)] == handshake, (node, seen)
+        assert sum(step == ("ER", "1") for step in seen) == 2 * boots, (node, seen)
+    # the drive fault's request (node 2) came after its handshake, with ER = 0 and EC = 0
+    assert _signalling(frames, "2")[len(handshake):][:2] == [("ER", "0"), ("EC", "0")]
