@@ -24,10 +24,10 @@ class Actuation:
     """τ_ff, limits and axes of the joints ``io`` reads and writes."""
 
     def __init__(self, io: JointIO, platform: Platform, est: Estimation, models, limits: Limits, axes: AxisTasks,
-                 fv: np.ndarray, fs: np.ndarray, refs, fault: Callable[..., None],
+                 fv: np.ndarray, fs: np.ndarray, vs: float, refs, fault: Callable[..., None],
                  event: Callable[..., None]) -> None:
         self.io, self.platform, self.est, self.models, self.limits, self.axes = io, platform, est, models, limits, axes
-        self.fv, self.fs = fv, fs                  # joint friction (drive_feedforward)
+        self.fv, self.fs, self.vs = fv, fs, vs     # joint friction, the Coulomb sign's v_s (drive_feedforward)
         self.q_ref, self.qd_ref, self.qdd_ref = refs
         self.fault, self.event = fault, event
         n = io.q.shape[0]
@@ -45,7 +45,7 @@ class Actuation:
         d, io = self.models, self.io
         feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
         self._other_sole()
-        drive_feedforward(io.P, io.Jp, io.bias, self.fv, self.fs, self.qdd_ref, self.qd_ref,
+        drive_feedforward(io.P, io.Jp, io.bias, self.fv, self.fs, self.vs, self.qdd_ref, self.qd_ref,
                           self.ff_scratch, self.tau_ff)
 
     def _other_sole(self) -> None:
