@@ -575,19 +575,20 @@ def zmp_share(W, px, py, ramp):
 
 
 @njit(cache=True)
-def contact_share(mbuf, dbuf, qd, qdd, g, f, ramp, scratch, tau):
+def contact_share(mbuf, dbuf, qd, qdd, g, f, ramp, lo, hi, scratch, tau):
     """Subtracts from ``tau`` the joint torques that the other sole's share of the ground wrench
     saves, tau -= J_fᵀ W_f: the closed-chain inverse dynamics tau = A qdd + h - J_cᵀ f_c of a robot
     on two feet (Khalil & Dombre, closed loops; Featherstone 2008, ch. 8), the model rooted at one
     sole, f_c at operational frame f (the other sole). W is the whole ground wrench the motion
     (qd, qdd) takes in this rooting, the wrench the Newton-Euler pass sums at the root body plus
-    the root body's own weight. The other sole takes the share w of :func:`zmp_share` (the plan's
-    ``ramp`` blended with the ZMP of W) of the force, and the same share of the moment the two
+    the root body's own weight. The other sole takes the share w of the force, :func:`zmp_share` (the
+    plan's ``ramp`` blended with the ZMP of W) clamped to [lo, hi] (what the feet's load cells allow;
+    0, 1: nothing), and the same share of the moment the two
     soles' forces leave over (Kajita et al. 2010): f_c = (w f, w (n_O − p × w f)) at the frame's
     origin p, so that each sole's centre of pressure stays near its own origin while the ZMP runs
     from one sole to the other (docs/equations.md, double support). Over the poses and Jacobians of
     the last :func:`update_cycle` (frame f must be a root frame or :func:`update` must have run; the
-    rooting a sole: its origin on the sole, z out of the floor); tau is left unchanged for ramp = 0.
+    rooting a sole: its origin on the sole, z out of the floor); tau is left unchanged for ramp = lo = 0.
     ``scratch`` (n,) takes the pass' joint torques. Returns w. Allocation-free."""
     check_inputs(qd, qdd, g)
     if tau.shape[0] != qd.shape[0] or scratch.shape[0] != qd.shape[0]:
@@ -598,7 +599,7 @@ def contact_share(mbuf, dbuf, qd, qdd, g, f, ramp, scratch, tau):
     V, Ac, F, w6, f6 = d.V, d.Ac, d.F, d.w6, d.f6
     if f < 0 or f >= fbody.shape[0]:
         raise ValueError("contact frame index out of range")
-    if ramp == 0.0:
+    if ramp == 0.0 and lo <= 0.0:
         return 0.0
     r = int(root[0])
     b0 = int(rootb[r])
@@ -608,7 +609,7 @@ def contact_share(mbuf, dbuf, qd, qdd, g, f, ramp, scratch, tau):
     for u in range(6):
         W[u] += F[b0, u]
     p = Tf[f]
-    w = zmp_share(W, p[0, 3], p[1, 3], ramp)
+    w = min(max(zmp_share(W, p[0, 3], p[1, 3], ramp), lo), hi)
     c0, c1, c2 = _cross(p[0, 3], p[1, 3], p[2, 3], w * W[0], w * W[1], w * W[2])
     n_p[0], n_p[1], n_p[2] = w * W[0], w * W[1], w * W[2]     # the wrench at the frame's origin
     n_p[3], n_p[4], n_p[5] = w * (W[3] - c0), w * (W[4] - c1), w * (W[5] - c2)

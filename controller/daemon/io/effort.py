@@ -69,9 +69,9 @@ def tree_torques(mbuf, dbuf, A, h, G, P, fv, fs, g, roots, soles, frames, shares
         feedforward(A, h, G, qdd, True, out[k])
         if soles[0] >= 0:
             if roots[k] == soles[0]:
-                contact_share(mbuf, dbuf, qd, qdd, g, frames[1], shares[k], scratch, out[k])
+                contact_share(mbuf, dbuf, qd, qdd, g, frames[1], shares[k], 0.0, 1.0, scratch, out[k])
             elif roots[k] == soles[1]:
-                contact_share(mbuf, dbuf, qd, qdd, g, frames[0], 1.0 - shares[k], scratch, out[k])
+                contact_share(mbuf, dbuf, qd, qdd, g, frames[0], 1.0 - shares[k], 0.0, 1.0, scratch, out[k])
         if not _drive_terms(P, q, qd, qdd, Jp, zero, fv, fs, scratch, out[k]):
             return k
     return -1

@@ -54,9 +54,11 @@ class Actuation:
         if est.right_share == est.right_share:     # not NaN
             left, right = est.soles[0], est.soles[1]
             if est.model_root == left:
-                self.models.contact(right, est.right_share, self.io.qd, self.qdd_ref, self.tau_ff)
+                self.models.contact(right, est.right_share, est.share_lo, est.share_hi, self.io.qd, self.qdd_ref,
+                                    self.tau_ff)
             elif est.model_root == right:
-                self.models.contact(left, 1.0 - est.right_share, self.io.qd, self.qdd_ref, self.tau_ff)
+                self.models.contact(left, 1.0 - est.right_share, 1.0 - est.share_hi, 1.0 - est.share_lo, self.io.qd,
+                                    self.qdd_ref, self.tau_ff)
 
     @staticmethod
     def _no_other_sole() -> None:

@@ -35,7 +35,7 @@ def ours(r, root: str, other: str, q, qd, qdd, g, ramp):
     d = r.update(q, qd, g)
     tau = d.A @ qdd + d.h
     f = int(m.rootf[m.root_names.index(other)])
-    w = td.contact_share(m.buf, r.data.buf, qd, qdd, g, f, ramp, np.zeros(r.n), tau)
+    w = td.contact_share(m.buf, r.data.buf, qd, qdd, g, f, ramp, 0.0, 1.0, np.zeros(r.n), tau)
     return tau, w
 
 
@@ -142,7 +142,7 @@ def test_the_splits_endpoints_are_each_soles_single_support(root):
 @njit
 def _contact_cycles(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau, count):
     for _ in range(count):
-        td.contact_share(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau)
+        td.contact_share(mbuf, dbuf, qd, qdd, g, f, w, 0.0, 1.0, scratch, tau)
 
 
 def test_contact_share_allocates_nothing():
@@ -160,4 +160,4 @@ def test_contact_share_refuses_a_frame_out_of_range():
     m = r.model
     q, qd, qdd, g = next(random_states(r, 1, seed=2))
     with pytest.raises(ValueError, match="contact frame"):
-        td.contact_share(m.buf, r.data.buf, qd, qdd, g, len(m.frame_names), 0.5, np.zeros(r.n), np.zeros(r.n))
+        td.contact_share(m.buf, r.data.buf, qd, qdd, g, len(m.frame_names), 0.5, 0.0, 1.0, np.zeros(r.n), np.zeros(r.n))
