@@ -35,7 +35,7 @@ from controller.daemon.endpoints import CurveConfigError, ServerCurve, is_loopba
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")
 LOAD_SPLITS = ("planned", "measured", "confirmed")
-COULOMB_VELOCITY = 0.01   # rad/s: the feed-forward's Coulomb sign tanh(q̇_ref / v_s) (Makkar et al. 2005, models.friction)
+COULOMB_VELOCITY = 0.01   # rad/s: the feed-forward's Coulomb sign tanh(q̇_ref / v_s) (Makkar et al. 2005)
 
 
 @dataclass(frozen=True)
