@@ -58,10 +58,11 @@ def test_hung_thesis_walk_keeps_the_drive_following_error_bound(hung_walk):
     assert r.following_error_max_deg <= FOLLOWING_BOUND_DEG, r.following_error_deg
 
 
-GROUND_FOLLOWING_DEG = 0.70
-"""The ground walk's peak drive following error kept (measured 0.00°, stepped lock-step; 1.00° with the
-double-support feed-forward that put both soles' centres of pressure at the ZMP, docs/equations.md):
-above the thesis' 0.3° still, the touch-down's impact unmodelled."""
+GROUND_FOLLOWING_DEG = 0.75
+"""The ground walk's peak drive following error kept (measured 0.694°, stepped lock-step; 1.003° with the
+double-support feed-forward that put both soles' centres of pressure at the ZMP, 0.822° with the ZMP
+split on the plan's ramp alone, docs/equations.md): above the thesis' 0.3° still, the touch-down's impact
+unmodelled."""
 
 
 @pytest.mark.hil
