@@ -1,7 +1,7 @@
 """Estimation: what the cycle believes of the robot beyond its joints.
 
 The feet's loads (stabilizer.contact: plausibility, the support phase they show, the right foot's
-share, low-passed for ``control.load_split: measured``), the tilt the models' gravity follows (the
+share, low-passed for ``control.load_split: measured`` or ``confirmed``), the tilt the models' gravity follows (the
 platform's angles, or an IMU's through the tilt observer, stabilizer.tilt_observer; with the
 support's acceleration folded in, Gastebois 2017 §2.5.4), the models under that gravity (R_M->O0ᵀ g,
 thesis eq. 46) and their rooting per support phase (models.common.support), then the pelvis' state in
