@@ -211,8 +211,6 @@ def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path)
     from controller.daemon.shm import Cmd
     from stabilizer.tilt_observer import UNCONFIRMED_S
 
-    from tests.controller.daemon.loop.test_stabilizer_status import last_record
-
     unconfirmed_s = 0.4
     assert unconfirmed_s != UNCONFIRMED_S
     h = imu_harness(tmp_path, unconfirmed_s=unconfirmed_s)
@@ -229,16 +227,16 @@ def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path)
         np.testing.assert_array_equal(loop.tilt_in, f0)
         assert np.abs(plant.sensors["imu_gravity"] - f0).max() > 0.8     # the IMU reads the 5° pitch
         assert not [e for e in h.events() if e[1] == Event.WARNING]
-        assert "tilt_held" not in last_record(h)["stab_flag_names"]
+        assert "tilt_held" not in h.last_record()["stab_flag_names"]
         h.run(round(0.2 * unconfirmed_s / loop.period), heartbeat_every=25)
         warnings = [e for e in h.events() if e[1] == Event.WARNING]
         assert [(e[2], e[3]) for e in warnings] == [(Reason.TILT_INPUT, 1.0)], warnings
         np.testing.assert_array_equal(loop.tilt_in, f0)
-        assert last_record(h)["stab_flag_names"] == ["tilt_held"]          # in HOLD: no stabilizer flags
+        assert h.last_record()["stab_flag_names"] == ["tilt_held"]          # in HOLD: no stabilizer flags
         plant.sensors["sole"][:] = flat
         h.run(1000, heartbeat_every=25)
         np.testing.assert_allclose(loop.tilt_in, plant.sensors["imu_gravity"], atol=1e-3)   # believed again
         assert not [e for e in h.events() if e[1] == Event.WARNING]
-        assert "tilt_held" not in last_record(h)["stab_flag_names"]
+        assert "tilt_held" not in h.last_record()["stab_flag_names"]
     finally:
         h.close()

@@ -23,7 +23,6 @@ from stabilizer.contact import DWELL_S, LOADS_MISSING, RELEASE_LOAD
 
 from tests.numpy_allocs import CountingHandler
 from tests.controller.daemon.loop_harness import Harness
-from tests.controller.daemon.loop.test_stabilizer_status import last_record
 from tests.paths import DEPLOY
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
@@ -81,7 +80,7 @@ def test_lifting_the_right_foot_is_sensed_as_left_support_within_the_dwell(lifte
     contacts = [e for e in events if e[1] == Event.CONTACT]
     assert [int(e[2]) for e in contacts] == [LEFT]            # once: no chatter
     assert contacts[0][3] < 0.05                              # the right foot's share of the load
-    rec = last_record(h)
+    rec = h.last_record()
     assert rec["contact"] == LEFT and rec["feet_load"][1] < RELEASE_LOAD
     assert rec["feet_load"][0] == pytest.approx(105.0 * 9.81, rel=0.05)
 
@@ -119,7 +118,7 @@ def test_loads_lost_from_the_bus_are_a_warning_and_no_support(lifted):
     assert [int(e[3]) for e in warnings] == [LOADS_MISSING]
     assert h.loop.contact == -1 and np.isnan(h.loop.load_share)
     h.loop._telemetry(0.0, 0)
-    assert int(last_record(h)["stab_flags"]) & LOADS_MASK
+    assert int(h.last_record()["stab_flags"]) & LOADS_MASK
 
 
 @pytest.mark.parametrize("split", ["measured", "planned", "confirmed"])
