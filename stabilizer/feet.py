@@ -1,0 +1,187 @@
+"""Feet that find the ground (Gastebois 2017, chapter 4's programme): each foot's four load cells give
+its load and centre of pressure; a loaded foot complies in its two ankle axes to centre that pressure,
+the stance sole lying flat gives the ground's slope, and a foot landing on an edge is reported.
+
+Centre of pressure of foot f in its sole frame, from cells at c_k (sole frame, x forward, y left)
+carrying loads F_k (N, along the sole normal):
+
+    L = sum F_k,    p = sum F_k c_k / L                                                    (1)
+
+Sole compliance (an admittance per ankle axis, docs/stabilizer.md "Feet that find the ground"): the
+ground's wrench about the target point t (the cells' centre) is the torque m = (p - t) x (L n), n the
+sole normal; about ankle joint j (its axis w_j in the sole frame, the foot moving) it is
+
+    m_j = w_j . m = L (w_jx (p_y - t_y) - w_jy (p_x - t_x))                                 (2)
+
+and the ankle yields to it, dq_j/dt = m_j / D, within +-``max_rate`` and |dq_j| <= ``max_offset``
+(and the joint's soft limits); the offset dq_j is added to the reference the generator gives. A foot
+below ``min_load`` releases its offset, dq_j/dt = -dq_j / ``release_tau`` (same rate limit).
+
+Ground slope by proprioception: while the stance foot lies flat (each of its cells carries at least
+``flat_fraction`` of the foot's load), the world's up u in the stance sole's axes (the pelvis
+estimator's: IMU gravity through the stance leg, stabilizer.pelvis_state eq. 2) is low-passed
+(``slope_tau``) into the ground's up; its slope in the terrain's convention, the floor's axes
+R = RotY(-pitch) RotX(roll) (pitch > 0 uphill, roll > 0 rising to the left),
+
+    pitch = atan2(u_x, sqrt(u_y^2 + u_z^2)),    roll = atan2(u_y, u_z)                      (3)
+
+and the same up as the (alpha, beta) of a platform under the sole, R = RotX(alpha) RotY(beta)
+(models.tilt.sole_gravity): alpha = atan2(u_y, sqrt(u_x^2 + u_z^2)), beta = atan2(-u_x, u_z).
+
+Edge or step: within ``edge_window`` cycles of a foot's landing (its load rising through
+``min_load``), a cell carrying less than ``edge_fraction`` of the foot's load for ``edge_cycles``
+cycles in a row reports the landing once: the bit mask of those cells (bit k: the foot's k-th cell).
+
+State and parameters are flat buffers declared once (:data:`STATE`, :data:`PARAMS`); kernels
+allocation-free, ``@njit(cache=True)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from models.common.layout import Field, Layout
+
+CELLS = 4
+FEET = 2
+PARAMS = Layout("feet params", [Field(name) for name in (
+    "compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "flat_fraction", "slope_tau",
+    "edge_fraction", "edge_cycles", "edge_window")])
+P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_OFFSET, P_RELEASE_TAU = (
+    PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau"))
+P_FLAT, P_SLOPE_TAU, P_EDGE_FRACTION, P_EDGE_CYCLES, P_EDGE_WINDOW = (
+    PARAMS.offset(k) for k in ("flat_fraction", "slope_tau", "edge_fraction", "edge_cycles", "edge_window"))
+
+# load, cop (sole frame), loaded (0/1), offset / rate (the ankles' compliance: foot, axis), up (the ground's,
+# in the stance sole's axes; NaN before the first flat stance), slope (pitch, roll: eq. 3), tilt (alpha, beta),
+# flat (0/1, the stance foot this cycle), landing (cycles since the foot landed, -1: outside the window),
+# low (cycles in a row with a cell under edge_fraction), edge (the reported cells' mask, 0: none; cleared
+# when the foot lifts), new_edge (the mask reported this cycle, else 0: the loop's event)
+STATE = Layout("feet state", [
+    Field("load", (FEET,)), Field("cop", (FEET, 2)), Field("loaded", (FEET,)), Field("offset", (FEET, 2)),
+    Field("rate", (FEET, 2)), Field("up", (3,)), Field("slope", (2,)), Field("tilt", (2,)), Field("flat", (1,)),
+    Field("landing", (FEET,)), Field("low", (FEET,)), Field("edge", (FEET,)), Field("new_edge", (FEET,))])
+_views = STATE.kernel_views
+
+
+def new_state() -> np.ndarray:
+    """A fresh state: no foot loaded, no slope known (NaN), no landing under way."""
+    buf = np.zeros(STATE.size())
+    v = STATE.views(buf)
+    v.up[:] = np.nan
+    v.slope[:] = np.nan
+    v.tilt[:] = np.nan
+    v.landing[:] = -1.0
+    return buf
+
+
+def views(buf: np.ndarray):
+    """Named numpy views of a state buffer (tools, tests)."""
+    return STATE.views(buf)
+
+
+@njit(cache=True)
+def observe(p, buf, loads, cells, stance, up, period):
+    """Loads, CoPs (eq. 1), landings and edges of both feet from ``loads`` (left cells, then right), the
+    cells' sole-frame positions ``cells`` (foot, cell, xy); the ground's slope from the pelvis estimator's
+    ``up`` (stance sole axes) while the ``stance`` foot (0, 1; -1 none) lies flat (eq. 3)."""
+    st, _ = _views(buf)
+    lo_frac, n_edge, window = p[P_EDGE_FRACTION], p[P_EDGE_CYCLES], p[P_EDGE_WINDOW]
+    for f in range(FEET):
+        load = cx = cy = 0.0
+        for c in range(CELLS):
+            v = loads[CELLS * f + c]
+            load += v
+            cx += v * cells[f, c, 0]
+            cy += v * cells[f, c, 1]
+        st.new_edge[f] = 0.0
+        st.load[f] = load
+        loaded = load >= p[P_MIN_LOAD]
+        if not loaded:
+            st.loaded[f] = 0.0
+            st.landing[f] = -1.0
+            st.edge[f] = 0.0
+            continue
+        st.cop[f, 0], st.cop[f, 1] = cx / load, cy / load
+        if st.loaded[f] == 0.0:                     # it lands: a window opens
+            st.loaded[f] = 1.0
+            st.landing[f] = 0.0
+            st.low[f] = 0.0
+        if st.landing[f] < 0.0:
+            continue
+        mask = 0
+        for c in range(CELLS):
+            if loads[CELLS * f + c] < lo_frac * load:
+                mask |= 1 << c
+        st.low[f] = st.low[f] + 1.0 if mask else 0.0
+        if st.low[f] >= n_edge and st.edge[f] == 0.0:
+            st.edge[f] = st.new_edge[f] = float(mask)
+        st.landing[f] += 1.0
+        if st.landing[f] > window:
+            st.landing[f] = -1.0
+    s = int(stance)
+    flat = s >= 0 and st.loaded[s] > 0.0 and math.isfinite(up[0])
+    if flat:
+        for c in range(CELLS):
+            if loads[CELLS * s + c] < p[P_FLAT] * st.load[s]:
+                flat = False
+    st.flat[0] = 1.0 if flat else 0.0
+    if not flat:
+        return
+    g = st.up
+    if not math.isfinite(g[0]):
+        for i in range(3):
+            g[i] = up[i]
+    else:
+        k = period / (p[P_SLOPE_TAU] + period)
+        n2 = 0.0
+        for i in range(3):
+            g[i] += k * (up[i] - g[i])
+            n2 += g[i] * g[i]
+        n2 = math.sqrt(n2)
+        for i in range(3):
+            g[i] /= n2
+    st.slope[0] = math.atan2(g[0], math.sqrt(g[1] * g[1] + g[2] * g[2]))
+    st.slope[1] = math.atan2(g[1], g[2])
+    st.tilt[0] = math.atan2(g[1], math.sqrt(g[0] * g[0] + g[2] * g[2]))
+    st.tilt[1] = math.atan2(-g[0], g[2])
+
+
+@njit(cache=True)
+def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period, q_cmd, qd_cmd):
+    """q_cmd = q_ref and qd_cmd = qd_ref plus the ankles' compliance (eq. 2, module docstring) of the
+    feet :func:`observe` saw this cycle: ``centre`` (foot, xy) the target, ``ankles`` (foot, axis) the
+    joints, ``axes`` (foot, axis, xy) their axes in the sole frame, ``lo``/``hi`` the soft limits.
+    Off (offsets zero) unless enabled and ``powered``."""
+    st, _ = _views(buf)
+    for j in range(q_ref.shape[0]):
+        q_cmd[j] = q_ref[j]
+        qd_cmd[j] = qd_ref[j]
+    on = p[P_COMPLIANCE] != 0.0 and powered
+    vmax, dmax = p[P_MAX_RATE], p[P_MAX_OFFSET]
+    for f in range(FEET):
+        ex, ey = st.cop[f, 0] - centre[f, 0], st.cop[f, 1] - centre[f, 1]
+        load = st.load[f]
+        for a in range(2):
+            j = int(ankles[f, a])
+            old = st.offset[f, a]
+            if not on:
+                rate = 0.0
+                new = 0.0
+            else:
+                if st.loaded[f] > 0.0:
+                    rate = load * (axes[f, a, 0] * ey - axes[f, a, 1] * ex) / p[P_DAMPING]
+                else:
+                    rate = -old / p[P_RELEASE_TAU]
+                rate = min(vmax, max(-vmax, rate))
+                new = min(dmax, max(-dmax, old + rate * period))
+                new = min(hi[j] - q_ref[j], max(lo[j] - q_ref[j], new))
+                if q_ref[j] + new > hi[j] or q_ref[j] + new < lo[j]:    # the reference itself is outside
+                    new = 0.0
+                rate = (new - old) / period
+            st.offset[f, a] = new
+            st.rate[f, a] = rate
+            q_cmd[j] += new
+            qd_cmd[j] += rate
