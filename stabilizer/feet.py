@@ -13,9 +13,13 @@ sole normal; about ankle joint j (its axis w_j in the sole frame, the foot movin
 
     m_j = w_j . m = L (w_jx (p_y - t_y) - w_jy (p_x - t_x))                                 (2)
 
-and the ankle yields to it, dq_j/dt = m_j / D, within +-``max_rate`` and |dq_j| <= ``max_offset``
-(and the joint's soft limits); the offset dq_j is added to the reference the generator gives. A foot
-below ``min_load`` releases its offset, dq_j/dt = -dq_j / ``release_tau`` (same rate limit).
+and the ankle turns against it, dq_j/dt = -m_j / D, within +-``max_rate`` and |dq_j| <= ``max_offset``
+(and the joint's soft limits); the offset dq_j is added to the reference the generator gives. With
+the sole flat on the ground the foot cannot turn: the leg turns over it instead, towards the side
+that carries too much (a pressure at the heel leans the leg forward), and the robot's CoG with it, which
+moves the pressure back toward t (the ankle strategy; yielding, +m_j / D, leans the leg away and
+tips the robot over: measured, a fall backwards on a 4 deg uphill floor within 2 s). A foot below
+``min_load`` releases its offset, dq_j/dt = -dq_j / ``release_tau`` (same rate limit).
 
 Ground slope by proprioception: while the stance foot lies flat (each of its cells carries at least
 ``flat_fraction`` of the foot's load), the world's up u in the stance sole's axes (the pelvis
@@ -172,7 +176,7 @@ def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period,
                 new = 0.0
             else:
                 if st.loaded[f] > 0.0:
-                    rate = load * (axes[f, a, 0] * ey - axes[f, a, 1] * ex) / p[P_DAMPING]
+                    rate = -load * (axes[f, a, 0] * ey - axes[f, a, 1] * ex) / p[P_DAMPING]
                 else:
                     rate = -old / p[P_RELEASE_TAU]
                 rate = min(vmax, max(-vmax, rate))

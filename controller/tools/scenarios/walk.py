@@ -50,7 +50,8 @@ WALK_STABILIZERS: dict[str, tuple[tuple[str, Any], ...]] = {"whole-body": (("sta
 """Stabilized walks by mode name: the daemon settings (dotted key, value) that make the gait's playback
 stabilized (the operator then sends ``stabilizer enable=true`` during the approach)."""
 OPEN_LOOP = "none: the open-loop gait"
-NO_ESTIMATE = "no ground-slope estimator exists yet"
+NO_ESTIMATE = "the stance sole never lay flat: no slope estimated"
+SLOPE_NOTE = "the ground's pitch (> 0 uphill) and roll (> 0 rising to the left), deg: the stance sole lying flat (docs/stabilizer.md)"
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 
@@ -217,7 +218,7 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
     result.push = None if push is None else push.describe()
     result.stabilizer = stabilizer
     result.stabilizer_note = stabilizer or OPEN_LOOP
-    result.estimated_slope_note = NO_ESTIMATE
+    result.estimated_slope_note = NO_ESTIMATE if result.estimated_slope_deg is None else SLOPE_NOTE
     if o.plot_dir is not None:
         result.plots = [str(p) for p in plot_paths(Path(o.plot_dir))]
     if report is not None:
