@@ -13,13 +13,24 @@ sole normal; about ankle joint j (its axis w_j in the sole frame, the foot movin
 
     m_j = w_j . m = L (w_jx (p_y - t_y) - w_jy (p_x - t_x))                                 (2)
 
-and the ankle turns against it, dq_j/dt = -m_j / D, within +-``max_rate`` and |dq_j| <= ``max_offset``
+with p low-passed (time constant ``cop_tau``), and the ankle turns against it, dq_j/dt = -m_j / D, within +-``max_rate`` and |dq_j| <= ``max_offset``
 (and the joint's soft limits); the offset dq_j is added to the reference the generator gives. With
 the sole flat on the ground the foot cannot turn: the leg turns over it instead, towards the side
 that carries too much (a pressure at the heel leans the leg forward), and the robot's CoG with it, which
 moves the pressure back toward t (the ankle strategy; yielding, +m_j / D, leans the leg away and
-tips the robot over: measured, a fall backwards on a 4 deg uphill floor within 2 s). A foot below
-``min_load`` releases its offset, dq_j/dt = -dq_j / ``release_tau`` (same rate limit).
+tips the robot over: measured, a fall backwards on a 4 deg uphill floor within 2 s). The roll axis
+(the one nearer the sole's x) moves in single support only: in double support the two feet's lateral
+pressures are internal forces of the closed chain through the ground, and centring each one fights
+the other (it holds its offset there). The low-pass is what keeps the loop stable: leaning the leg by q over a flat foot
+moves the CoG by x = h q (h its height over the ankle) but the pressure is p = x - (h/g) x''
+(Kajita et al. 2003, the cart-table model), so with k = L / D the loop q' = -k (p_f - t), p_f the
+pressure low-passed with time constant T, has the characteristic polynomial
+
+    (T - k h^2 / g) s^2 + s + k h = 0                                                         (2')
+
+stable for T > k h^2 / g only; unfiltered (T = 0) one root is unstable whatever k (BIP 2000, L ~ 1000 N
+on one sole or on both, h ~ 0.8 m, D = 1000 N m s/rad: k h^2 / g ~ 0.07 s; ``cop_tau`` 0.2 s). A foot below ``min_load`` releases its offset,
+dq_j/dt = -dq_j / ``release_tau`` (same rate limit).
 
 Ground slope by proprioception: while the stance foot lies flat (each of its cells carries at least
 ``flat_fraction`` of the foot's load), the world's up u in the stance sole's axes (the pelvis
@@ -51,20 +62,20 @@ from models.common.layout import Field, Layout
 CELLS = 4
 FEET = 2
 PARAMS = Layout("feet params", [Field(name) for name in (
-    "compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "flat_fraction", "slope_tau",
+    "compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau", "flat_fraction", "slope_tau",
     "edge_fraction", "edge_cycles", "edge_window")])
-P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_OFFSET, P_RELEASE_TAU = (
-    PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau"))
+P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_OFFSET, P_RELEASE_TAU, P_COP_TAU = (
+    PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau"))
 P_FLAT, P_SLOPE_TAU, P_EDGE_FRACTION, P_EDGE_CYCLES, P_EDGE_WINDOW = (
     PARAMS.offset(k) for k in ("flat_fraction", "slope_tau", "edge_fraction", "edge_cycles", "edge_window"))
 
-# load, cop (sole frame), loaded (0/1), offset / rate (the ankles' compliance: foot, axis), up (the ground's,
+# load, cop (sole frame), cop_f (cop low-passed: the compliance's), loaded (0/1), offset / rate (the ankles' compliance: foot, axis), up (the ground's,
 # in the stance sole's axes; NaN before the first flat stance), slope (pitch, roll: eq. 3), tilt (alpha, beta),
 # flat (0/1, the stance foot this cycle), landing (cycles since the foot landed, -1: outside the window),
 # low (cycles in a row with a cell under edge_fraction), edge (the reported cells' mask, 0: none; cleared
 # when the foot lifts), new_edge (the mask reported this cycle, else 0: the loop's event)
 STATE = Layout("feet state", [
-    Field("load", (FEET,)), Field("cop", (FEET, 2)), Field("loaded", (FEET,)), Field("offset", (FEET, 2)),
+    Field("load", (FEET,)), Field("cop", (FEET, 2)), Field("cop_f", (FEET, 2)), Field("loaded", (FEET,)), Field("offset", (FEET, 2)),
     Field("rate", (FEET, 2)), Field("up", (3,)), Field("slope", (2,)), Field("tilt", (2,)), Field("flat", (1,)),
     Field("landing", (FEET,)), Field("low", (FEET,)), Field("edge", (FEET,)), Field("new_edge", (FEET,))])
 _views = STATE.kernel_views
@@ -109,10 +120,15 @@ def observe(p, buf, loads, cells, stance, up, period):
             st.edge[f] = 0.0
             continue
         st.cop[f, 0], st.cop[f, 1] = cx / load, cy / load
+        kc = period / (p[P_COP_TAU] + period)
         if st.loaded[f] == 0.0:                     # it lands: a window opens
+            st.cop_f[f, 0], st.cop_f[f, 1] = st.cop[f, 0], st.cop[f, 1]
+            kc = 0.0
             st.loaded[f] = 1.0
             st.landing[f] = 0.0
             st.low[f] = 0.0
+        for i in range(2):
+            st.cop_f[f, i] += kc * (st.cop[f, i] - st.cop_f[f, i])
         if st.landing[f] < 0.0:
             continue
         mask = 0
@@ -166,7 +182,7 @@ def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period,
     on = p[P_COMPLIANCE] != 0.0 and powered
     vmax, dmax = p[P_MAX_RATE], p[P_MAX_OFFSET]
     for f in range(FEET):
-        ex, ey = st.cop[f, 0] - centre[f, 0], st.cop[f, 1] - centre[f, 1]
+        ex, ey = st.cop_f[f, 0] - centre[f, 0], st.cop_f[f, 1] - centre[f, 1]
         load = st.load[f]
         for a in range(2):
             j = int(ankles[f, a])
@@ -176,7 +192,11 @@ def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period,
                 new = 0.0
             else:
                 if st.loaded[f] > 0.0:
-                    rate = -load * (axes[f, a, 0] * ey - axes[f, a, 1] * ex) / p[P_DAMPING]
+                    rolls = abs(axes[f, a, 0]) > abs(axes[f, a, 1])
+                    # a roll axis in double support holds: each foot centring its own pressure laterally
+                    # fights the other through the ground (measured: a fall within 2 s)
+                    rate = 0.0 if rolls and st.loaded[1 - f] > 0.0 else (
+                        -load * (axes[f, a, 0] * ey - axes[f, a, 1] * ex) / p[P_DAMPING])
                 else:
                     rate = -old / p[P_RELEASE_TAU]
                 rate = min(vmax, max(-vmax, rate))

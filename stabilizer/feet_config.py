@@ -7,10 +7,11 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
       min_load: 50.0           # N on a foot's cells: it is loaded (compliance, slope, landings)
       compliance:
         enabled: false         # the ankles yield to the sole's centre of pressure (safe default: off)
-        damping: 400.0         # N m s/rad, D of dq/dt = m_j / D
-        max_rate: 0.1          # rad/s
+        damping: 1000.0        # N m s/rad, D of dq/dt = -m_j / D
+        max_rate: 0.05         # rad/s
         max_offset_deg: 6.0    # |offset| added to each ankle's reference
         release_tau: 0.2       # s, an unloaded foot's offset back to zero
+        cop_tau: 0.2           # s, the pressure's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
       slope:
         flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
         tau: 0.3               # s, the slope's low-pass
@@ -30,17 +31,18 @@ from models.common.errors import ConfigError
 from models.common.validation import Section
 
 from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_WINDOW
-from stabilizer.feet import P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
+from stabilizer.feet import P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
 
 
 @dataclass(frozen=True)
 class FeetConfig:
     min_load: float = 50.0
     compliance: bool = False
-    damping: float = 400.0
-    max_rate: float = 0.1
+    damping: float = 1000.0
+    max_rate: float = 0.05
     max_offset: float = math.radians(6.0)
     release_tau: float = 0.2
+    cop_tau: float = 0.2
     flat_fraction: float = 0.1
     slope_tau: float = 0.3
     edge_fraction: float = 0.05
@@ -52,6 +54,7 @@ class FeetConfig:
         p = np.zeros(PARAMS.size())
         p[P_COMPLIANCE], p[P_MIN_LOAD], p[P_DAMPING] = float(self.compliance), self.min_load, self.damping
         p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_RELEASE_TAU] = self.max_rate, self.max_offset, self.release_tau
+        p[P_COP_TAU] = self.cop_tau
         p[P_FLAT], p[P_SLOPE_TAU] = self.flat_fraction, self.slope_tau
         p[P_EDGE_FRACTION], p[P_EDGE_CYCLES] = self.edge_fraction, float(self.edge_cycles)
         p[P_EDGE_WINDOW] = float(round(self.edge_window / period))
@@ -80,6 +83,7 @@ def parse_feet(sec: Section) -> FeetConfig:
         raise ConfigError(c.where, c.path("max_offset"), f"{math.degrees(max_offset):g} deg: expected within "
                           "(0, 20] deg of the ankle's reference")
     release_tau = c.number("release_tau", d.release_tau, positive=True)
+    cop_tau = c.number("cop_tau", d.cop_tau, positive=True)
     c.done()
     s = sec.sub("slope", {})
     flat = _fraction(s, "flat_fraction", d.flat_fraction, 0.25)
@@ -93,8 +97,8 @@ def parse_feet(sec: Section) -> FeetConfig:
     window = e.number("window_s", d.edge_window, positive=True)
     e.done()
     sec.done()
-    return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, flat, tau, fraction, cycles,
-                      window)
+    return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, cop_tau, flat, tau, fraction,
+                      cycles, window)
 
 
 @dataclass(frozen=True)

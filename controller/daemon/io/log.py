@@ -103,6 +103,7 @@ CHANNELS = (
             labels=_stab_labels),
     Channel("/pelvis", (("position", "pelvis_pos"), ("velocity", "pelvis_vel"), ("rpy", "pelvis_rpy"),
                         ("stance", "stance"))),
+    Channel("/feet", (("ground_slope", "ground_slope"), ("edge", "edge"))),
     Channel("/task_times", (("wake_us", "wake_us"), ("task_us", "task_us")), static=(("tasks", TASKS),)),
     Channel(RIG, (("following_error_mm", "rig_ferr"),), static=(("legs", LEG_NAMES),)),
 )
