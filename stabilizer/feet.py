@@ -18,10 +18,13 @@ with p low-passed (time constant ``cop_tau``), and the ankle turns against it, d
 the sole flat on the ground the foot cannot turn: the leg turns over it instead, towards the side
 that carries too much (a pressure at the heel leans the leg forward), and the robot's CoG with it, which
 moves the pressure back toward t (the ankle strategy; yielding, +m_j / D, leans the leg away and
-tips the robot over: measured, a fall backwards on a 4 deg uphill floor within 2 s). The roll axis
-(the one nearer the sole's x) moves in single support only: in double support the two feet's lateral
-pressures are internal forces of the closed chain through the ground, and centring each one fights
-the other (it holds its offset there). The low-pass is what keeps the loop stable: leaning the leg by q over a flat foot
+tips the robot over: measured, a fall backwards on a 4 deg uphill floor within 2 s). In double
+support the two feet and the ground close a chain: the difference between the feet's pressures is
+an internal force, which centring each foot's own pressure drives without end (measured: the two
+sagittal offsets diverging, +2.6 and -10 deg, then a fall). There the sagittal axes both take the
+feet's summed moment (sum of L (p - t) over the feet in eq. 2: the common mode, the CoG over the
+soles) and the roll axes (the ones nearer the sole's x) hold their offsets; each foot on its own in
+single support. The low-pass is what keeps the loop stable: leaning the leg by q over a flat foot
 moves the CoG by x = h q (h its height over the ankle) but the pressure is p = x - (h/g) x''
 (Kajita et al. 2003, the cart-table model), so with k = L / D the loop q' = -k (p_f - t), p_f the
 pressure low-passed with time constant T, has the characteristic polynomial
@@ -181,9 +184,15 @@ def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period,
         qd_cmd[j] = qd_ref[j]
     on = p[P_COMPLIANCE] != 0.0 and powered
     vmax, dmax = p[P_MAX_RATE], p[P_MAX_OFFSET]
+    both = st.loaded[0] > 0.0 and st.loaded[1] > 0.0
+    mx = my = 0.0                                   # both feet's moments (L e) summed: double support's
     for f in range(FEET):
-        ex, ey = st.cop_f[f, 0] - centre[f, 0], st.cop_f[f, 1] - centre[f, 1]
-        load = st.load[f]
+        mx += st.load[f] * (st.cop_f[f, 0] - centre[f, 0])
+        my += st.load[f] * (st.cop_f[f, 1] - centre[f, 1])
+    for f in range(FEET):
+        if not both:
+            mx = st.load[f] * (st.cop_f[f, 0] - centre[f, 0])
+            my = st.load[f] * (st.cop_f[f, 1] - centre[f, 1])
         for a in range(2):
             j = int(ankles[f, a])
             old = st.offset[f, a]
@@ -193,10 +202,7 @@ def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period,
             else:
                 if st.loaded[f] > 0.0:
                     rolls = abs(axes[f, a, 0]) > abs(axes[f, a, 1])
-                    # a roll axis in double support holds: each foot centring its own pressure laterally
-                    # fights the other through the ground (measured: a fall within 2 s)
-                    rate = 0.0 if rolls and st.loaded[1 - f] > 0.0 else (
-                        -load * (axes[f, a, 0] * ey - axes[f, a, 1] * ex) / p[P_DAMPING])
+                    rate = 0.0 if rolls and both else -(axes[f, a, 0] * my - axes[f, a, 1] * mx) / p[P_DAMPING]
                 else:
                     rate = -old / p[P_RELEASE_TAU]
                 rate = min(vmax, max(-vmax, rate))

@@ -7,11 +7,11 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
       min_load: 50.0           # N on a foot's cells: it is loaded (compliance, slope, landings)
       compliance:
         enabled: false         # the ankles yield to the sole's centre of pressure (safe default: off)
-        damping: 1000.0        # N m s/rad, D of dq/dt = -m_j / D
-        max_rate: 0.05         # rad/s
-        max_offset_deg: 6.0    # |offset| added to each ankle's reference
+        damping: 2000.0        # N m s/rad, D of dq/dt = -m_j / D
+        max_rate: 0.03         # rad/s
+        max_offset_deg: 10.0   # |offset| added to each ankle's reference
         release_tau: 0.2       # s, an unloaded foot's offset back to zero
-        cop_tau: 0.2           # s, the pressure's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
+        cop_tau: 0.3           # s, the pressure's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
       slope:
         flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
         tau: 0.3               # s, the slope's low-pass
@@ -38,11 +38,11 @@ from stabilizer.feet import P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_L
 class FeetConfig:
     min_load: float = 50.0
     compliance: bool = False
-    damping: float = 1000.0
-    max_rate: float = 0.05
-    max_offset: float = math.radians(6.0)
+    damping: float = 2000.0
+    max_rate: float = 0.03
+    max_offset: float = math.radians(10.0)
     release_tau: float = 0.2
-    cop_tau: float = 0.2
+    cop_tau: float = 0.3
     flat_fraction: float = 0.1
     slope_tau: float = 0.3
     edge_fraction: float = 0.05

@@ -161,3 +161,18 @@ def test_an_edge_landing_is_reported_once_with_its_unloaded_cells(geometry):
 def test_bad_feet_config_names_the_key(doc, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         parse_feet(Section("bipd.yaml", "feet", doc))
+
+
+def test_double_support_moves_the_common_mode_only(geometry):
+    """Both feet loaded, one pressed at its heel and the other at its toe by the same moment: their sum is
+    zero, so no ankle moves (the difference is the closed chain's internal force); the same pressure on
+    both moves both sagittal ankles alike, and never a roll axis."""
+    p = FeetConfig(compliance=True).params(PERIOD)
+    c = geometry.centre
+    opposite = loads_at(geometry, 0, (c[0, 0] - 0.05, 0.02), 500.0) + loads_at(geometry, 1, (c[1, 0] + 0.05, 0.02), 500.0)
+    trace, _ = run(p, geometry, opposite, np.zeros(15), 200)
+    assert np.abs(trace[-1]).max() < 1e-12
+    same = loads_at(geometry, 0, (c[0, 0] - 0.05, 0.02), 500.0) + loads_at(geometry, 1, (c[1, 0] - 0.05, 0.02), 500.0)
+    trace, _ = run(p, geometry, same, np.zeros(15), 200)
+    sag, roll = geometry.ankles[:, 0], geometry.ankles[:, 1]
+    assert np.all(np.abs(trace[-1, sag]) > 1e-3) and np.abs(trace[-1, roll]).max() == 0.0

@@ -36,7 +36,8 @@ from models.common.validation import read_yaml
 from controller.tools.scenarios.runner import Options, PlotError, Say, ScenarioError, Session
 from controller.tools.scenarios.scenarios import WalkFile, push
 from controller.tools.scenarios.whole_body import PUSH_DIRECTIONS
-from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell, evaluate_walk
+from controller.tools.scenarios.walk_metrics import (FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell,
+                                                     edge_landings, evaluate_walk)
 
 WALK_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000.yaml"
 WALK_STABILIZER = WALK_CONFIG.parent / "robots" / "bip2000_stabilizer.yaml"
@@ -214,6 +215,7 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
         joints = list(session.daemon_config["joints"])
         result = evaluate_walk(str(gait), mount(hung), gait_steps(gait), tel, tru, session.op.series.events,
                                joints, axes, played.stats, played.sim_s, played.wall_s, played.aborted)
+        result.edges = edge_landings(session.op.series.events, float(session.daemon_config["period"]))
     result.terrain = (terrain or Terrain()).describe()
     result.push = None if push is None else push.describe()
     result.stabilizer = stabilizer

@@ -139,9 +139,10 @@ def estimated_slope(tel: dict[str, np.ndarray]) -> dict[str, float] | None:
     return {"pitch": round(float(pitch), 4), "roll": round(float(roll), 4)}
 
 
-def edge_landings(events: list[dict]) -> list[dict[str, Any]]:
-    """The EDGE events: when (s), which foot, its unloaded cells."""
-    return [{"t": e.get("t"), "foot": e.get("foot"), "cells": e.get("cells")} for e in events if e.get("kind") == "EDGE"]
+def edge_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
+    """The EDGE events: when (s, the loop's time: cycle x ``period``), which foot, its unloaded cells."""
+    return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "cells": e.get("cells")}
+            for e in events if e.get("kind") == "EDGE"]
 
 
 def evaluate_walk(gait: str, mount: str, steps: int | None, tel: dict[str, np.ndarray],
@@ -171,4 +172,4 @@ def evaluate_walk(gait: str, mount: str, steps: int | None, tel: dict[str, np.nd
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3),
         speed_x_realtime=round(sim_s / wall_s, 2) if wall_s > 0 else None,
         states=states, faults=[str(e.get("reason")) for e in events if e.get("kind") == "FAULT"],
-        aborted=aborted, estimated_slope_deg=estimated_slope(tel), edges=edge_landings(events))
+        aborted=aborted, estimated_slope_deg=estimated_slope(tel))
