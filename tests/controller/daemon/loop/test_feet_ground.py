@@ -42,6 +42,7 @@ def standing(tmp_path_factory, monkeypatch_module):
     doc = yaml.safe_load(CONFIG.read_text())
     doc["robot"] = str(CONFIG.parent / doc["robot"])
     doc["control"]["support"] = "ground"
+    doc["feet"] = {"compliance": {"enabled": True}}
     path = tmp_path_factory.mktemp("feet") / "bipd.yaml"
     path.write_text(yaml.safe_dump(doc))
     terrain = Terrain(pitch=math.radians(PITCH_DEG))
