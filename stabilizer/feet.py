@@ -36,9 +36,13 @@ on one sole or on both, h ~ 0.8 m, D = 1000 N m s/rad: k h^2 / g ~ 0.07 s; ``cop
 dq_j/dt = -dq_j / ``release_tau`` (same rate limit).
 
 Ground slope by proprioception: while the stance foot lies flat (each of its cells carries at least
-``flat_fraction`` of the foot's load), the world's up u in the stance sole's axes (the pelvis
-estimator's: IMU gravity through the stance leg, stabilizer.pelvis_state eq. 2) is low-passed
-(``slope_tau``) into the ground's up; its slope in the terrain's convention, the floor's axes
+``flat_fraction`` of the foot's load), the world's up in the stance sole's axes, from the pelvis IMU's
+specific force f seen through the stance leg (R_sole_pelvis and the pelvis origin's velocity v_rel
+relative to the sole, the pelvis estimator's kinematics: stabilizer.pelvis_state eq. 1-2),
+
+    g0 u = R_sole_pelvis f - d/dt v_rel        (taken while | |f| - g0 | < ``accept``)
+
+is low-passed (``slope_tau``) into the ground's up; its slope in the terrain's convention, the floor's axes
 R = RotY(-pitch) RotX(roll) (pitch > 0 uphill, roll > 0 rising to the left),
 
     pitch = atan2(u_x, sqrt(u_y^2 + u_z^2)),    roll = atan2(u_y, u_z)                      (3)
@@ -66,21 +70,24 @@ CELLS = 4
 FEET = 2
 PARAMS = Layout("feet params", [Field(name) for name in (
     "compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau", "flat_fraction", "slope_tau",
-    "edge_fraction", "edge_cycles", "edge_window")])
+    "edge_fraction", "edge_cycles", "edge_window", "g0", "accept")])
 P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_OFFSET, P_RELEASE_TAU, P_COP_TAU = (
     PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau"))
-P_FLAT, P_SLOPE_TAU, P_EDGE_FRACTION, P_EDGE_CYCLES, P_EDGE_WINDOW = (
-    PARAMS.offset(k) for k in ("flat_fraction", "slope_tau", "edge_fraction", "edge_cycles", "edge_window"))
+P_FLAT, P_SLOPE_TAU, P_EDGE_FRACTION, P_EDGE_CYCLES, P_EDGE_WINDOW, P_G0, P_ACCEPT = (
+    PARAMS.offset(k) for k in ("flat_fraction", "slope_tau", "edge_fraction", "edge_cycles", "edge_window", "g0",
+                               "accept"))
 
 # load, cop (sole frame), cop_f (cop low-passed: the compliance's), loaded (0/1), offset / rate (the ankles' compliance: foot, axis), up (the ground's,
 # in the stance sole's axes; NaN before the first flat stance), slope (pitch, roll: eq. 3), tilt (alpha, beta),
 # flat (0/1, the stance foot this cycle), landing (cycles since the foot landed, -1: outside the window),
 # low (cycles in a row with a cell under edge_fraction), edge (the reported cells' mask, 0: none; cleared
-# when the foot lifts), new_edge (the mask reported this cycle, else 0: the loop's event)
+# when the foot lifts), new_edge (the mask reported this cycle, else 0: the loop's event), v_prev (the last
+# cycle's v_rel, NaN: none), u (this cycle's measured up, scratch), last (the last cycle's stance)
 STATE = Layout("feet state", [
     Field("load", (FEET,)), Field("cop", (FEET, 2)), Field("cop_f", (FEET, 2)), Field("loaded", (FEET,)), Field("offset", (FEET, 2)),
     Field("rate", (FEET, 2)), Field("up", (3,)), Field("slope", (2,)), Field("tilt", (2,)), Field("flat", (1,)),
-    Field("landing", (FEET,)), Field("low", (FEET,)), Field("edge", (FEET,)), Field("new_edge", (FEET,))])
+    Field("landing", (FEET,)), Field("low", (FEET,)), Field("edge", (FEET,)), Field("new_edge", (FEET,)),
+    Field("v_prev", (3,)), Field("u", (3,)), Field("last", (1,))])
 _views = STATE.kernel_views
 
 
@@ -92,6 +99,8 @@ def new_state() -> np.ndarray:
     v.slope[:] = np.nan
     v.tilt[:] = np.nan
     v.landing[:] = -1.0
+    v.v_prev[:] = np.nan
+    v.last[0] = -1.0
     return buf
 
 
@@ -101,10 +110,11 @@ def views(buf: np.ndarray):
 
 
 @njit(cache=True)
-def observe(p, buf, loads, cells, stance, up, period):
+def observe(p, buf, loads, cells, stance, force, rel_R, v_rel, period):
     """Loads, CoPs (eq. 1), landings and edges of both feet from ``loads`` (left cells, then right), the
-    cells' sole-frame positions ``cells`` (foot, cell, xy); the ground's slope from the pelvis estimator's
-    ``up`` (stance sole axes) while the ``stance`` foot (0, 1; -1 none) lies flat (eq. 3)."""
+    cells' sole-frame positions ``cells`` (foot, cell, xy); the ground's slope (eq. 3) from the pelvis
+    IMU's specific force ``force`` (pelvis axes; zeros: none) and the pelvis' rotation ``rel_R`` and origin
+    velocity ``v_rel`` in the ``stance`` sole's frame (0, 1; -1 none) while that foot lies flat."""
     st, _ = _views(buf)
     lo_frac, n_edge, window = p[P_EDGE_FRACTION], p[P_EDGE_CYCLES], p[P_EDGE_WINDOW]
     for f in range(FEET):
@@ -145,7 +155,16 @@ def observe(p, buf, loads, cells, stance, up, period):
         if st.landing[f] > window:
             st.landing[f] = -1.0
     s = int(stance)
-    flat = s >= 0 and st.loaded[s] > 0.0 and math.isfinite(up[0])
+    up, vp = st.u, st.v_prev
+    known = vp[0] == vp[0] and s == int(st.last[0])         # v_rel of the same sole last cycle
+    st.last[0] = float(s)
+    fn = math.sqrt(force[0] * force[0] + force[1] * force[1] + force[2] * force[2])
+    g0 = p[P_G0]
+    for i in range(3):
+        a = (v_rel[i] - vp[i]) / period if known else 0.0
+        up[i] = (rel_R[i, 0] * force[0] + rel_R[i, 1] * force[1] + rel_R[i, 2] * force[2] - a) / g0
+        vp[i] = v_rel[i] if s >= 0 else np.nan
+    flat = s >= 0 and known and st.loaded[s] > 0.0 and abs(fn - g0) < p[P_ACCEPT]
     if flat:
         for c in range(CELLS):
             if loads[CELLS * s + c] < p[P_FLAT] * st.load[s]:

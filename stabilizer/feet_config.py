@@ -31,7 +31,8 @@ from models.common.errors import ConfigError
 from models.common.validation import Section
 
 from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_WINDOW
-from stabilizer.feet import P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
+from stabilizer.pelvis_state import ACCEPT
+from stabilizer.feet import P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,10 @@ class FeetConfig:
     edge_cycles: int = 10
     edge_window: float = 0.2
 
-    def params(self, period: float) -> np.ndarray:
-        """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``."""
+    def params(self, period: float, g0: float = 9.81) -> np.ndarray:
+        """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
         p = np.zeros(PARAMS.size())
+        p[P_G0], p[P_ACCEPT] = g0, ACCEPT
         p[P_COMPLIANCE], p[P_MIN_LOAD], p[P_DAMPING] = float(self.compliance), self.min_load, self.damping
         p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_RELEASE_TAU] = self.max_rate, self.max_offset, self.release_tau
         p[P_COP_TAU] = self.cop_tau

@@ -19,6 +19,7 @@ from stabilizer.feet_config import FeetConfig, feet_geometry, parse_feet
 from tests.paths import DEPLOY
 
 PERIOD = 0.002
+NO_IMU, I3, Z3 = np.zeros(3), np.eye(3), np.zeros(3)      # no specific force; the pelvis on the sole, still
 ROBOT = DEPLOY / "robots" / "bip2000.yaml"
 
 
@@ -50,7 +51,7 @@ def run(p, geometry, loads, q_ref, cycles, lo=None, hi=None):
     hi = np.full(n, 1.0) if hi is None else hi
     q_cmd, qd_cmd, trace = np.zeros(n), np.zeros(n), []
     for _ in range(cycles):
-        observe(p, buf, loads, geometry.cells, -1.0, np.full(3, np.nan), PERIOD)
+        observe(p, buf, loads, geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
         comply(p, buf, geometry.centre, geometry.ankles, geometry.axes, q_ref, np.zeros(n), lo, hi, True, PERIOD,
                q_cmd, qd_cmd)
         trace.append(q_cmd.copy())
@@ -96,7 +97,7 @@ def test_rate_offset_and_joint_limits_hold_and_an_unloaded_foot_lets_go(geometry
     st = views(buf)
     q_cmd, qd_cmd = np.zeros(n), np.zeros(n)
     for _ in range(1000):
-        observe(p, buf, np.zeros(2 * CELLS), geometry.cells, -1.0, np.full(3, np.nan), PERIOD)
+        observe(p, buf, np.zeros(2 * CELLS), geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
         comply(p, buf, geometry.centre, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n), np.full(n, -1.0),
                hi, True, PERIOD, q_cmd, qd_cmd)
     assert np.abs(st.offset).max() < 1e-4 and np.abs(q_cmd).max() < 1e-4     # 10 release_tau
@@ -114,7 +115,7 @@ def test_the_slope_of_a_flat_stance_sole(geometry, pitch_deg, roll_deg):
     buf = new_state()
     loads = loads_at(geometry, 0, geometry.centre[0], 500.0) + loads_at(geometry, 1, geometry.centre[1], 500.0)
     for _ in range(10):
-        observe(p, buf, loads, geometry.cells, 0.0, up, PERIOD)
+        observe(p, buf, loads, geometry.cells, 0.0, 9.81 * up, I3, Z3, PERIOD)
     st = views(buf)
     assert np.allclose(st.slope, [pitch, roll], atol=1e-12)
     g = np.zeros(3)
@@ -123,7 +124,7 @@ def test_the_slope_of_a_flat_stance_sole(geometry, pitch_deg, roll_deg):
     # a stance foot on its heel (front cells under flat_fraction) does not update the slope
     heel = loads_at(geometry, 0, (-0.059, 0.0), 500.0)
     for _ in range(100):
-        observe(p, buf, heel, geometry.cells, 0.0, np.array([0.0, 0.0, 1.0]), PERIOD)
+        observe(p, buf, heel, geometry.cells, 0.0, np.array([0.0, 0.0, 9.81]), I3, Z3, PERIOD)
     assert np.allclose(st.slope, [pitch, roll], atol=1e-12) and st.flat[0] == 0.0
 
 
@@ -135,7 +136,7 @@ def test_an_edge_landing_is_reported_once_with_its_unloaded_cells(geometry):
     on_edge = loads_at(geometry, 1, (0.14, 0.0), 400.0)      # the right foot on its front cells only
     reported = []
     for k in range(cfg.edge_cycles + 20):
-        observe(p, buf, on_edge, geometry.cells, -1.0, np.full(3, np.nan), PERIOD)
+        observe(p, buf, on_edge, geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
         reported.append(st.new_edge.copy())
     reported = np.array(reported)
     front = [k for k in range(CELLS) if geometry.cells[1, k, 0] > geometry.centre[1, 0]]
@@ -143,11 +144,11 @@ def test_an_edge_landing_is_reported_once_with_its_unloaded_cells(geometry):
     assert np.flatnonzero(reported[:, 1]).tolist() == [cfg.edge_cycles - 1]
     assert reported[cfg.edge_cycles - 1, 1] == rear_mask and st.edge[1] == rear_mask and not reported[:, 0].any()
     # lifted, then landing flat: nothing
-    observe(p, buf, np.zeros(2 * CELLS), geometry.cells, -1.0, np.full(3, np.nan), PERIOD)
+    observe(p, buf, np.zeros(2 * CELLS), geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
     assert st.edge[1] == 0.0
     flat = loads_at(geometry, 1, geometry.centre[1], 400.0)
     for _ in range(200):
-        observe(p, buf, flat, geometry.cells, -1.0, np.full(3, np.nan), PERIOD)
+        observe(p, buf, flat, geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
         assert st.new_edge[1] == 0.0
 
 

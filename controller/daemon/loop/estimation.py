@@ -146,11 +146,10 @@ class Estimation:
             m = md.robot.model
             self.sole_frames = np.array([m.index("frame", SOLES[s]) for s in (LEFT, RIGHT)], np.int64)
             self.pelvis_body = m.index("body", md.base)
-            # the pelvis IMU wherever the bus has one (the slope's gravity, stabilizer.pelvis_state eq. 2)
-            self.pelvis_uses_imu = io.imu_rows.size > 0
-            if self.pelvis_uses_imu and not self.pelvis_imu:
+            self.pelvis_uses_imu = self.pelvis_imu
+            self.pelvis_f = self.imu if self.pelvis_imu else z(3)
+            if io.imu_rows.size > 0 and not self.pelvis_imu:    # read for the feet's slope (stabilizer.feet)
                 io.pelvis_imu = z(3)
-            self.pelvis_f = io.pelvis_imu if self.pelvis_uses_imu else z(3)
             if (self.soles is not None and not ctl.platform_axes and platform.rig is None
                     and steps[-1] == self._platform_tilt):
                 steps[-1] = self._ground_slope

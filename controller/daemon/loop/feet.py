@@ -32,11 +32,13 @@ class Feet:
         self.state = est.feet_state
         self.v = views(self.state)
         self.active = est.estimates_pelvis
-        self.p = cfg.params(period)
+        self.p = cfg.params(period, est.g0)
         if self.active:
             g = feet_geometry(robot)
             self.cells, self.centre, self.ankles, self.axes = g.cells, g.centre, g.ankles, g.axes
-            self.up, self.stance = est.pelvis.up, est.pelvis.stance
+            pv = est.pelvis
+            self.stance, self.rel_R, self.v_rel = pv.stance, pv.rel_R, pv.v_rel
+            self.imu = est.io.pelvis_imu if est.io.pelvis_imu.size == 3 else np.zeros(3)   # zeros: no slope
         else:
             self.comply = self._pass
 
@@ -44,7 +46,8 @@ class Feet:
         """This cycle's feet (module docstring), an EDGE event per edge landing."""
         if not self.active:
             return
-        observe(self.p, self.state, self.est.loads, self.cells, self.stance[0], self.up, self.period)
+        observe(self.p, self.state, self.est.loads, self.cells, self.stance[0], self.imu, self.rel_R, self.v_rel,
+                self.period)
         e = self.v.new_edge
         for f in range(2):
             if e[f] != 0.0:
