@@ -15,6 +15,8 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
       slope:
         flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
         tau: 0.3               # s, the slope's low-pass
+        tilt_input: false      # on the ground without a platform, the slope is the models' and the
+                               # stabilizer's tilt input (the platform's angles otherwise: level)
       edge:
         fraction: 0.05         # a cell under this share of the foot's load is unloaded
         cycles: 10             # for this many cycles in a row
@@ -46,6 +48,7 @@ class FeetConfig:
     cop_tau: float = 0.3
     flat_fraction: float = 0.1
     slope_tau: float = 0.3
+    tilt_input: bool = False
     edge_fraction: float = 0.05
     edge_cycles: int = 10
     edge_window: float = 0.2
@@ -90,6 +93,9 @@ def parse_feet(sec: Section) -> FeetConfig:
     s = sec.sub("slope", {})
     flat = _fraction(s, "flat_fraction", d.flat_fraction, 0.25)
     tau = s.number("tau", d.slope_tau, positive=True)
+    tilt_input = s.raw("tilt_input", d.tilt_input)
+    if not isinstance(tilt_input, bool):
+        raise ConfigError(s.where, s.path("tilt_input"), f"expected true or false, got {tilt_input!r}")
     s.done()
     e = sec.sub("edge", {})
     fraction = _fraction(e, "fraction", d.edge_fraction, 0.25)
@@ -99,8 +105,8 @@ def parse_feet(sec: Section) -> FeetConfig:
     window = e.number("window_s", d.edge_window, positive=True)
     e.done()
     sec.done()
-    return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, cop_tau, flat, tau, fraction,
-                      cycles, window)
+    return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, cop_tau, flat, tau, tilt_input,
+                      fraction, cycles, window)
 
 
 @dataclass(frozen=True)

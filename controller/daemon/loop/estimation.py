@@ -24,6 +24,7 @@ from stabilizer.contact import (CONTACT_STATE, DWELL_S, LOADS_OK, MAX_LOAD, MIN_
 from stabilizer.contact import right_share as measured_share
 from stabilizer.feet import new_state as new_feet_state
 from stabilizer.feet import views as feet_views
+from stabilizer.feet_config import FeetConfig
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM
 from stabilizer.pelvis_state import ACCEPT, TILT_TAU_S, VEL_TAU_S, estimate, new_state
 from stabilizer.pelvis_state import views as pelvis_views
@@ -61,7 +62,8 @@ class Estimation:
     """Sensing (``sense``, after the joints are read) and the models' update (``update``)."""
 
     def __init__(self, io: JointIO, platform: Platform, models, stab, wb: bool, period: float, ctl,
-                 tilt_in: np.ndarray, acc_in: np.ndarray, event: Callable[..., None]) -> None:
+                 tilt_in: np.ndarray, acc_in: np.ndarray, event: Callable[..., None],
+                 feet: FeetConfig = FeetConfig()) -> None:
         self.io, self.platform, self.models, self.period, self.event = io, platform, models, period, event
         md, bus = models, io.bus
         z = np.zeros
@@ -137,8 +139,9 @@ class Estimation:
         self.pelvis = pelvis_views(self.pelvis_state)
         frames = md.robot.model.frame_names if md.kind == "tree" else ()
         self.estimates_pelvis = self.has_loads and all(SOLES[s] in frames for s in (LEFT, RIGHT))
-        # the feet's own state (stabilizer.feet, the feet room's): on the ground without a platform, the slope
-        # the stance sole lying flat shows is the tilt input a platform's angles would be
+        # the feet's own state (stabilizer.feet, the feet room's): on the ground without a platform, with
+        # feet.slope.tilt_input, the slope the stance sole lying flat shows is the tilt input a platform's
+        # angles would be
         self.feet_state = new_feet_state()
         self.ground_tilt = feet_views(self.feet_state).tilt
         self.pelvis_uses_imu = False
@@ -150,7 +153,7 @@ class Estimation:
             self.pelvis_f = self.imu if self.pelvis_imu else z(3)
             if io.imu_rows.size > 0 and not self.pelvis_imu:    # read for the feet's slope (stabilizer.feet)
                 io.pelvis_imu = z(3)
-            if (self.soles is not None and not ctl.platform_axes and platform.rig is None
+            if (feet.tilt_input and self.soles is not None and not ctl.platform_axes and platform.rig is None
                     and steps[-1] == self._platform_tilt):
                 steps[-1] = self._ground_slope
         self.steps = tuple(steps)

@@ -98,7 +98,7 @@ class ControlLoop:
             stabilize = None if stabilizer is None else Stabilize(
                 stabilizer, io.q, tilt_in, acc_in, ctl.stabilizer_failure_cycles, journal.post)
         self.est = est = Estimation(io, self.platform, md, stabilize, wb, self.period, ctl, tilt_in, acc_in,
-                                    journal.post)
+                                    journal.post, cfg.feet)
         self.tilt_in, self.acc_in, self.tilt, self.g_level = tilt_in, acc_in, est.tilt, est.g_level
         self.feet_load, self.foot_abc, self.imu = est.feet_load, est.foot_abc, est.imu
         self.sup = sup = Supervisor(cfg, block, io, self.platform, est, axes, stabilize, m, md.joint_names, soft,
