@@ -108,7 +108,7 @@ class ControlLoop:
         self.follow, self.hold, self.move, self.squat = sup.follow, sup.hold, sup.move, sup.squat
         self.playback, self.stopping = sup.playback, sup.stopping
         self.feet = feet = Feet(cfg.feet, robot, est, sup.q_ref, sup.qd_ref, soft, self.period, journal.post)
-        self.act = Actuation(io, self.platform, est, md, limits, axes, m.viscous, m.coulomb,
+        self.act = Actuation(io, self.platform, est, md, limits, axes, m.viscous, m.coulomb, ctl.coulomb_velocity,
                              (feet.q_cmd, feet.qd_cmd, sup.qdd_ref), sup.fault, journal.post)
         self.tau_ff = self.act.tau_ff
         self.marks = np.zeros(7, np.int64)

@@ -18,7 +18,7 @@ _Q, _QD, _Q_REF, _TAU = FIELD["q"], FIELD["qd"], FIELD["q_ref"], FIELD["tau"]
 _COM, _MARGINS, _FORCE, _STAB_FLAGS = FIELD["com"], FIELD["margins"], FIELD["force"], FIELD["stab_flags"]
 _WAKE_US, _TASK_US, _OVERRUNS, _MISSED = FIELD["wake_us"], FIELD["task_us"], FIELD["overruns"], FIELD["missed"]
 _PLATFORM, _FAULT_INFO, _SUPPORT, _RIG_FERR = FIELD["platform"], FIELD["fault_info"], FIELD["support"], FIELD["rig_ferr"]
-_FEET_LOAD, _CONTACT, _TILT = FIELD["feet_load"], FIELD["contact"], FIELD["tilt"]
+_FEET_LOAD, _CONTACT, _TILT, _BUS_FLAGS = FIELD["feet_load"], FIELD["contact"], FIELD["tilt"], FIELD["bus_flags"]
 # the pelvis estimator's outputs (stabilizer.pelvis_state.OUTPUTS): (record field, state offset, size)
 _PELVIS_OFFSETS = PELVIS_STATE.offsets()
 _PELVIS = np.array([(FIELD[name], _PELVIS_OFFSETS[out], size) for name, out, size in
@@ -33,7 +33,7 @@ _FEET = np.array([(FIELD[name], _FEET_OFFSETS[out], 2) for name, out in (("groun
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact, tilt, pelvis, feet):
+                 feet_load, contact, tilt, pelvis, bus_flags, feet):
     """One telemetry record (``offs``: RecordLayout.offsets). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
     rec[offs[_T]] = t
@@ -73,13 +73,15 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     for k in range(_PELVIS.shape[0]):
         for i in range(_PELVIS[k, 2]):
             rec[offs[_PELVIS[k, 0]] + i] = pelvis[_PELVIS[k, 1] + i]
+    rec[offs[_BUS_FLAGS]] = bus_flags
     for k in range(_FEET.shape[0]):
         for i in range(_FEET[k, 2]):
             rec[offs[_FEET[k, 0]] + i] = feet[_FEET[k, 1] + i]
 
 
 class Recorder:
-    """Writes the cycle's record from the rooms' state (``record``), allocation-free."""
+    """Writes the cycle's record from the rooms' state (``record``) and copies the bus' health
+    (drivers.health) into the shared block, allocation-free."""
 
     def __init__(self, block: SharedBlock, n: int, sup, io, est, platform, models, marks: np.ndarray,
                  q_ref: np.ndarray) -> None:
@@ -93,6 +95,8 @@ class Recorder:
         self.force = stab.force if stab is not None else np.zeros(3)
         self.telemetry_us = 0.0
         self.missed = 0
+        self.health = io.bus.health
+        self.bus_flags = io.bus.health_views.flags
 
     def record(self, t: float, cycle: int, latency_ns: int) -> None:
         sup, est, io = self.sup, self.est, self.io
@@ -106,5 +110,7 @@ class Recorder:
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
-                     est.feet_load, est.contact_field, est.tilt, est.pelvis_state, est.feet_state)
+                     est.feet_load, est.contact_field, est.tilt, est.pelvis_state, self.bus_flags[0],
+                     est.feet_state)
         end_record(self.block)
+        self.block.bus[:] = self.health

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from controller.tools.client import Client
+from drivers.codes import FaultCode
 from controller.daemon.io.log import log_info
-from tests.controller.daemon_process import wait_state
+from tests.controller.daemon_process import wait_state, wait_transition
 from tests.paths import ROBOTS
 
 
@@ -37,16 +38,9 @@ def test_daemon_moves_and_stops_on_sigterm(daemon):
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
     client.call("move_joints", q=[0.0, 0.2, -0.5, 0.3], duration=1.0)
-    assert wait_state(client, "HOLD") == "HOLD"
-    done = client.call("status")["last_transition"]["cycle"]
-    end = time.monotonic() + 60.0            # status reads the I/O process' latest record, which in lock-step
-    while time.monotonic() < end:            # may trail the loop: read it once it is past the transition
-        s = client.call("status")
-        if s["t"] is not None and s["t"] > done * s["config"]["period"]:
-            break
-        time.sleep(0.05)
+    s = wait_transition(client, "MOVING", "HOLD")
     assert s["last_transition"]["reason"] == "TRAJECTORY_DONE", s["last_transition"]
-    assert abs(s["q"][2] + 0.5) < 5e-3, (s["t"], done, s["q"])
+    assert abs(s["q"][2] + 0.5) < 5e-3, (s["t"], s["last_transition"], s["q"])
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
@@ -89,9 +83,15 @@ def test_inject_fault_over_zmq_faults_then_resets(daemon):
     assert err.value.code == "bad_args"
     client.call("inject_fault", fault="drop_pres", node=2, count=1)      # one loss is tolerated
     time.sleep(0.5)
-    assert client.call("status")["state"] == "HOLD"
+    status = client.call("status")
+    assert status["state"] == "HOLD" and status["bus"]["pres_lost"] == {"2": 1}      # but counted
     client.call("inject_fault", fault="drive_fault", axis="knee", kind="following_error")
     assert wait_state(client, "FAULT") == "FAULT"
+    deadline = time.monotonic() + 10.0                   # the node's StatusResponse follows its EN
+    while client.call("status")["bus"]["last_node_error"] is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    error = client.call("status")["bus"]["last_node_error"]
+    assert (error["node"], error["code"], error["active"]) == (2, FaultCode.FOLLOWING_ERROR, True)
     client.call("reset")
     assert wait_state(client, "DISABLED") == "DISABLED"
 
