@@ -13,6 +13,8 @@ from datetime import date, datetime, timezone
 
 from drivers.service_channel import FORMATS, INTEGER_RANGES, SIZES, TYPE_CODES, TYPE_NAMES
 from drivers.identity import DEVICE_TYPE_SERVO_402, HOST_NAME_SIZE, Identity
+from drivers.powerlink import pdo
+from drivers.powerlink.frames import MAX_PDO_PAYLOAD
 from models.common.errors import quote
 
 NET_TIME_EPOCH_S = 1_767_225_600         # 2026-01-01T00:00:00Z
@@ -183,6 +185,8 @@ class NodeConfig:
     inputs: tuple[PdoObject, ...] = ()   # io: the objects its PRes carries, in order
     outputs: tuple[PdoObject, ...] = ()  # io: the objects its PReq carries, in order
     objects: tuple[ObjectValue, ...] = ()   # written at boot after the mapping (drive parameters...)
+    rpdo: pdo.PdoMapping = pdo.RPDO      # cia402: its PReq mapping (``mapping.rpdo``), both channels
+    tpdo: pdo.PdoMapping = pdo.TPDO      # cia402: its PRes mapping (``mapping.tpdo``)
 
     @property
     def input_size(self) -> int:
@@ -391,6 +395,30 @@ def _object_values(items, node_id: int, where: str) -> tuple[ObjectValue, ...]:
     return tuple(objects)
 
 
+MAPPING_KEYS = {"rpdo": "preq_payload_limit", "tpdo": "pres_payload_limit"}
+
+
+def _drive_mapping(section, node_id: int, where: str) -> tuple[pdo.PdoMapping, pdo.PdoMapping]:
+    """``nodes[i].mapping``: the drive's RPDO and TPDO (``rpdo:`` / ``tpdo:`` lists of one channel's
+    objects, drivers.powerlink.pdo.drive_mapping; each defaults to pdo.RPDO / pdo.TPDO), each payload
+    within the node's limit (``preq_payload_limit`` / ``pres_payload_limit`` bytes, its XDD's
+    0x1F98/4 and /5; default the frame's 1490)."""
+    if section is None:
+        return pdo.RPDO, pdo.TPDO
+    section = _mapping(section, where)
+    _known(section, {*MAPPING_KEYS, *MAPPING_KEYS.values()}, where)
+    mappings = []
+    for direction, key in MAPPING_KEYS.items():
+        limit = _integer(section.get(key, MAX_PDO_PAYLOAD), f"{where}.{key}", 1, MAX_PDO_PAYLOAD)
+        default = pdo.RPDO if direction == "rpdo" else pdo.TPDO
+        try:
+            mappings.append(pdo.drive_mapping(section[direction], direction, limit) if direction in section
+                            else pdo.drive_mapping([e.name for e in default.entries], direction, limit))
+        except pdo.PdoMappingError as exc:
+            raise BusConfigError(f"{where}.{direction} (node {node_id}): {exc}") from None
+    return mappings[0], mappings[1]
+
+
 def parse_bus_config(section: Mapping) -> BusConfig:
     """Validate the ``bus:`` mapping of a robot YAML file."""
     where = "bus"
@@ -432,7 +460,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     for i, raw in enumerate(raw_nodes):
         w = f"bus.nodes[{i}]"
         raw = _mapping(raw, w)
-        _known(raw, {"node_id", "axes", "profile", "identity", "inputs", "outputs", "objects"}, w)
+        _known(raw, {"node_id", "axes", "profile", "identity", "inputs", "outputs", "objects", "mapping"}, w)
         if "node_id" not in raw:
             raise BusConfigError(f"{w}.node_id is missing")
         node_id = _integer(raw["node_id"], f"{w}.node_id", 1, MN_NODE_ID - 1)
@@ -454,6 +482,8 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                                     _pdo_objects(raw.get("inputs"), f"{w}.inputs"),
                                     _pdo_objects(raw.get("outputs"), f"{w}.outputs"), objects))
             continue
+        if "mapping" in raw and profile == "io":
+            raise BusConfigError(f"{w}.mapping is a cia402 node's; an io node maps its inputs and outputs")
         if "inputs" in raw or "outputs" in raw:
             raise BusConfigError(f"{w}: inputs and outputs are an io node's; a cia402 node's process data "
                                  "follow its axes")
@@ -491,7 +521,9 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                               sensor)
             node_axes.append(axis)
             axes.append(axis)
-        nodes.append(NodeConfig(node_id, tuple(node_axes), identity, profile, expected, objects=objects))
+        rpdo, tpdo = _drive_mapping(raw.get("mapping"), node_id, f"{w}.mapping")
+        nodes.append(NodeConfig(node_id, tuple(node_axes), identity, profile, expected, objects=objects,
+                                rpdo=rpdo, tpdo=tpdo))
     for name, spec in SENSORS.items():
         wired = [a.name for a in axes if a.sensor == name]
         if wired and len(wired) != spec.inputs:

@@ -99,7 +99,8 @@ class UdpLink:
         # both kernels compiled (or loaded from the cache) now, never inside a control cycle
         _parse_answers(self._rx_array, 0, 0, self._offsets, self._lengths, self._delays_ns)
         frame = np.zeros(frames.MIN_FRAME, np.uint8)
-        _queue_period(self._tx_array, HEADER.size, frame, frame[None, :], np.zeros(0, np.int64), frame, 0, 0, 1, 0)
+        _queue_period(self._tx_array, HEADER.size, frame, frame[None, :], np.zeros(1, np.int64), np.zeros(0, np.int64), frame,
+                      0, 0, 1, 0)
 
     def transfer(self, frame: memoryview) -> memoryview | None:
         """Hold back a frame nothing answers; send an answered one (a SoA inviting a CN) with what is
@@ -118,12 +119,12 @@ class UdpLink:
         for preq in preqs:
             queue(preq, 1)
 
-    def queue_period(self, soc: np.ndarray, preq_rows: np.ndarray, rows: np.ndarray, soa: np.ndarray,
-                     first_cycle: int, cycles: int, cycle_us: int, epoch_ns: int) -> None:
+    def queue_period(self, soc: np.ndarray, preq_rows: np.ndarray, preq_lengths: np.ndarray, rows: np.ndarray,
+                     soa: np.ndarray, first_cycle: int, cycles: int, cycle_us: int, epoch_ns: int) -> None:
         """Queue a steady control period at once (Link protocol): the same entries as
         :meth:`queue_isochronous` and :meth:`transfer` of each frame would."""
-        end = _queue_period(self._tx_array, self._fill, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us,
-                            epoch_ns)
+        end = _queue_period(self._tx_array, self._fill, soc, preq_rows, preq_lengths, rows, soa, first_cycle, cycles,
+                            cycle_us, epoch_ns)
         if end < 0:
             raise LinkError(f"the frames of one control period exceed one UDP datagram ({DATAGRAM} bytes)")
         self._fill = end
@@ -255,8 +256,9 @@ def _put_entry(tx, at, frame, answer):
 
 
 @njit(cache=True)
-def _queue_period(tx, at, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us, epoch_ns):
+def _queue_period(tx, at, soc, preq_rows, preq_lengths, rows, soa, first_cycle, cycles, cycle_us, epoch_ns):
     """The entries of a steady control period from ``tx[at]`` (UdpLink.queue_period); their end or -1.
+    The PReq of row ``r`` is ``preq_rows[r, :preq_lengths[r]]``.
     Each SoC gets its NetTime (``epoch_ns`` + its cycle's time), RelativeTime (ManagingNode._queue_isochronous)
     and FCS in place."""
     fcs = soc.shape[0] - frames.FCS_SIZE
@@ -270,7 +272,7 @@ def _queue_period(tx, at, soc, preq_rows, rows, soa, first_cycle, cycles, cycle_
         at = _put_entry(tx, at, soc, 0)
         for j in range(rows.shape[0]):
             if at >= 0:
-                at = _put_entry(tx, at, preq_rows[rows[j]], 1)
+                at = _put_entry(tx, at, preq_rows[rows[j], :preq_lengths[rows[j]]], 1)
         if k < cycles - 1 and at >= 0:
             at = _put_entry(tx, at, soa, 0)
         if at < 0:

@@ -1,7 +1,8 @@
 """The HAL :class:`~drivers.hal.Bus` on a POWERLINK managing node; backends differ only by link.
 
 ``read()`` and ``write()`` are one Numba pass each over the process image
-(:mod:`drivers.powerlink.process_image`), compiled (or loaded from the cache) when the bus is built.
+(:mod:`drivers.powerlink.process_image`), compiled (or loaded from the cache) when the bus is built;
+each axis' field tables come from its node's mappings (``NodeConfig.rpdo`` / ``tpdo``), built then.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from drivers.health import flag_saturation
 from drivers.powerlink.capture import Capture, CaptureLink
 from drivers.powerlink.managing_node import Link, ManagingNode
 from drivers.powerlink.nmt import NmtState
-from drivers.powerlink.pdo import RPDO
+from drivers.powerlink.pdo import CATALOG, FIELD_COLUMNS, RPDO_FIELDS, TPDO_FIELDS
 from drivers.powerlink.process_image import SATURATION_BITS, read_tpdo, write_rpdo
 from drivers.powerlink.scaling import scale_table
 from drivers.service_channel import DOMAIN, SDO_READ, SDO_WRITE, SdoRequest
@@ -37,7 +38,11 @@ class PowerlinkBus(Bus):
         self._lockstep = epoch_ns is None            # capture time stamps: simulated time, else the host clock
         row = {n.node_id: k for k, n in enumerate(config.nodes)}
         self._axis_node = np.array([row[a.node_id] for a in config.axes], np.int64)     # row of mn.tpdo / preq_rows
-        self._axis_channel = np.array([a.channel for a in config.axes], np.int64)
+        nodes = {n.node_id: n for n in config.nodes}          # each axis' fields where its node's mapping puts them
+        self._tfields = np.array([nodes[a.node_id].tpdo.table(a.channel) for a in config.axes], np.int64).reshape(
+            len(config.axes), len(TPDO_FIELDS), len(FIELD_COLUMNS))
+        self._rfields = np.array([nodes[a.node_id].rpdo.table(a.channel) for a in config.axes], np.int64).reshape(
+            len(config.axes), len(RPDO_FIELDS), len(FIELD_COLUMNS))
         self._newly_faulted = np.zeros(len(config.axes), np.int64)
         self._newly_saturated = np.zeros(len(config.axes), np.int64)
         self.scales = scale_table(config.axes)          # SI -> the CiA 402 integers, per axis (pdo.SCALES)
@@ -48,10 +53,11 @@ class PowerlinkBus(Bus):
         """Compile (or load) the read and write kernels now, on copies: never inside a control cycle."""
         none = np.zeros(0, np.int64)
         scales = self.scales[:0]
-        read_tpdo(self.mn.tpdo.copy(), self.mn.latched.copy(), none, none, scales, none, none, none,
+        read_tpdo(self.mn.tpdo.copy(), self.mn.latched.copy(), none, self._tfields[:0], scales, none, none, none,
                   self.position[:0], self.position[:0], self.position[:0], self.aux[:0], none, none, none)
         write_rpdo(none, none, none, none, self.position[:0], self.position[:0], self.position[:0],
-                   self.mn.preq_rows.copy(), none, none, scales, none, self.saturations[:0], none, True)
+                   self.mn.preq_rows.copy(), self.mn.preq_lengths, none, self._rfields[:0], scales, none,
+                   self.saturations[:0], none, True)
         flag_saturation(self._flags.copy(), none)
 
     def boot(self) -> None:
@@ -62,7 +68,7 @@ class PowerlinkBus(Bus):
 
     def read(self) -> None:
         self._flags[0] = 0.0                        # drivers.health: the flags say what happened since
-        count = read_tpdo(self.mn.tpdo, self.mn.latched, self._axis_node, self._axis_channel, self.scales,
+        count = read_tpdo(self.mn.tpdo, self.mn.latched, self._axis_node, self._tfields, self.scales,
                           self._latched, self.statusword, self.mode_display, self.position, self.velocity, self.current, self.aux,
                           self.state, self.fault_code, self._newly_faulted)
         if count:
@@ -84,13 +90,13 @@ class PowerlinkBus(Bus):
 
     def _write(self, resets_done: bool) -> tuple[int, int]:
         return write_rpdo(self.intent, self.state, self._controlword, self.mode, self.target_position,
-                          self.target_velocity, self.torque_offset, self.mn.preq_rows, self._axis_node,
-                          self._axis_channel, self.scales, self.saturated, self.saturations, self._newly_saturated,
+                          self.target_velocity, self.torque_offset, self.mn.preq_rows, self.mn.preq_lengths,
+                          self._axis_node, self._rfields, self.scales, self.saturated, self.saturations, self._newly_saturated,
                           resets_done)
 
     def _saturation_event(self, i: int) -> None:
         name, bits = self.axis_names[i], int(self.saturated[i])
-        fields = [f"{n} 0x{RPDO.entry(n).index:04X} = "
+        fields = [f"{n} 0x{CATALOG[n].index:04X} = "
                   f"{float(getattr(self, n)[i]):.6g}" for n, bit in SATURATION_BITS.items() if bits & bit]
         self.events.append(BusEvent(self.control_cycle, EventKind.SETPOINT_SATURATED, self._node_of[i], bits, name,
                                     f"axis {name}: {', '.join(fields)} outside its process data integer, "

@@ -5,7 +5,7 @@ check of a control period's PRes in one pass (EPSG DS 301 §4.6.1.1.4 PRes, §4.
 <drivers.powerlink.managing_node.ManagingNode.period>`: is every answer of the period a valid PRes
 (as :func:`~drivers.powerlink.frames.read_pres` checks it) from the node polled in its slot,
 reporting NMTStatus Operational and no new exception (EN as the MN last acknowledged it),
-carrying the TPDO mapping's PDO version and size, within
+carrying the PDO version and the size of the node's TPDO mapping, within
 ``pres_timeout_s``? Then nothing but the TPDO values of the last cycle is news to the MN. Any
 other answer (lost, late, malformed, another state) sends the period through the Python path,
 which counts and reports it.
@@ -17,13 +17,10 @@ from numba import njit
 
 from drivers.powerlink import frames
 from drivers.powerlink.nmt import NmtState
-from drivers.powerlink.pdo import TPDO
 
 _OPERATIONAL = int(NmtState.OPERATIONAL)
 _PRES = int(frames.MessageType.PRES)
 _PRES_MAC = np.frombuffer(frames.PRES_MAC, np.uint8).copy()
-_TPDO_SIZE = TPDO.size
-_PRES_MIN = frames.PDO_OFFSET + TPDO.size       # read_pres's header struct with the TPDO
 _ETHERTYPE_HI, _ETHERTYPE_LO = frames.ETHERTYPE >> 8, frames.ETHERTYPE & 0xFF     # big-endian on the wire
 
 
@@ -73,12 +70,13 @@ def get_f32(buf, at):
 
 
 @njit(cache=True)
-def take_tpdo(buf, offsets, first, count, rows, tpdo):
-    """The TPDO payload of the PRes ``first + j`` (``buf[offsets[first + j]]``) into ``tpdo[rows[j]]``, j < ``count``."""
-    size = tpdo.shape[1]
+def take_tpdo(buf, offsets, first, count, rows, sizes, tpdo):
+    """The TPDO payload (``sizes[j]`` bytes) of the PRes ``first + j`` (``buf[offsets[first + j]]``) into
+    ``tpdo[rows[j]]``, j < ``count``."""
     for j in range(count):
+        size = sizes[j]
         at = offsets[first + j] + frames.PDO_OFFSET
-        tpdo[rows[j], :] = buf[at:at + size]
+        tpdo[rows[j], :size] = buf[at:at + size]
 
 
 @njit(cache=True)
@@ -94,17 +92,17 @@ def framed(buf, at, n, fcs):
 
 
 @njit(cache=True)
-def steady_pres(buf, offsets, lengths, delays_ns, count, expect, en, timeout_s, fcs):
+def steady_pres(buf, offsets, lengths, delays_ns, count, expect, en, sizes, timeout_s, fcs):
     """True when answer ``k`` (``lengths[k]`` bytes at ``buf[offsets[k]]``, wire delay
     ``delays_ns[k]``; with an FCS when ``fcs``) is a valid Operational PRes from node
-    ``expect[k % len(expect)]``, its EN bit ``en[k % len(expect)]`` (no new exception), within
-    ``timeout_s``, for every ``k < count`` (module docstring)."""
+    ``expect[k % len(expect)]``, its EN bit ``en[k % len(expect)]`` (no new exception), carrying
+    ``sizes[k % len(expect)]`` TPDO bytes, within ``timeout_s``, for every ``k < count`` (module docstring)."""
     polled = expect.shape[0]
     if polled == 0 or count % polled:
         return False
     for k in range(count):
         at, n = offsets[k], lengths[k]
-        if n < _PRES_MIN or delays_ns[k] * 1e-9 > timeout_s or not framed(buf, at, n, fcs):
+        if n < frames.PDO_OFFSET + sizes[k % polled] or delays_ns[k] * 1e-9 > timeout_s or not framed(buf, at, n, fcs):
             return False
         for i in range(_PRES_MAC.shape[0]):
             if buf[at + frames.DST_MAC_AT + i] != _PRES_MAC[i]:
@@ -113,7 +111,7 @@ def steady_pres(buf, offsets, lengths, delays_ns, count, expect, en, timeout_s, 
         if (buf[at + frames.MESSAGE_TYPE_AT] != _PRES or buf[at + frames.DST_NODE_AT] != frames.BROADCAST_NODE_ID
                 or buf[at + frames.SRC_NODE_AT] != expect[k % polled] or buf[at + frames.NMT_STATUS_AT] != _OPERATIONAL
                 or buf[at + frames.FLAGS1_AT] & frames.FLAG1_EN != en[k % polled]
-                or buf[at + frames.PDO_VERSION_AT] != frames.PDO_VERSION or size != _TPDO_SIZE
+                or buf[at + frames.PDO_VERSION_AT] != frames.PDO_VERSION or size != sizes[k % polled]
                 or size > n - frames.PDO_OFFSET - frames.FCS_SIZE * fcs):
             return False
     return True

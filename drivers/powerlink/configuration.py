@@ -5,8 +5,10 @@ NMTResetConfiguration, §6.2.1 verify configuration 0x1020).
 The download, in order:
 
 1. the PDO mappings: an io node's from the bus YAML's ``inputs`` (into its PRes: TPDO mapping
-   0x1A00) and ``outputs`` (from its PReq: RPDO mapping 0x1600); a CiA 402 drive's from the
-   mappings its process image uses (:data:`~drivers.powerlink.pdo.TPDO`, :data:`~drivers.powerlink.pdo.RPDO`);
+   0x1A00) and ``outputs`` (from its PReq: RPDO mapping 0x1600); a CiA 402 drive's from its
+   mappings (``NodeConfig.tpdo`` / ``rpdo``: the bus YAML's ``mapping:`` or the default
+   :data:`~drivers.powerlink.pdo.TPDO`, :data:`~drivers.powerlink.pdo.RPDO`), the same objects
+   its process image's field tables derive from;
 2. the data link layer: the cycle length 0x1006 (``bus.cycle_time_s`` in µs), the node's loss of
    SoC and loss of PReq thresholds 0x1C0B/3, 0x1C0D/3 (``bus.threshold``, what the managing node's
    own counters use) and its loss of SoC tolerance 0x1C14 (``bus.soc_tolerance_s`` in ns);
@@ -89,8 +91,7 @@ def mapping_writes(mapping: int, communication: int, objects: tuple[PdoObject, .
 
 def drive_objects(mapping: pdo.PdoMapping) -> tuple[PdoObject, ...]:
     """The objects a CiA 402 drive's ``mapping`` carries, both channels, in payload order."""
-    return tuple(PdoObject(index, subindex, TYPE_NAMES[mapping.entry(name).data_type])
-                 for _, index, subindex, name in mapping.objects())
+    return tuple(PdoObject(m.index, m.subindex, TYPE_NAMES[m.data_type]) for m in mapping.mapped())
 
 
 def download(node: NodeConfig, bus: BusConfig) -> list[Write]:
@@ -98,7 +99,7 @@ def download(node: NodeConfig, bus: BusConfig) -> list[Write]:
     if node.profile == "io":
         inputs, outputs = node.inputs, node.outputs
     else:
-        inputs, outputs = drive_objects(pdo.TPDO), drive_objects(pdo.RPDO)
+        inputs, outputs = drive_objects(node.tpdo), drive_objects(node.rpdo)
     writes = []
     if inputs or outputs:
         writes += (mapping_writes(TPDO_MAPPING, TPDO_COMMUNICATION, inputs)

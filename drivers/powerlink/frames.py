@@ -235,6 +235,11 @@ def set_soc_time(buf: bytearray, net_time_s: int, net_time_ns: int, relative_tim
     _SOC_TIME.pack_into(buf, NET_TIME_AT, net_time_s, net_time_ns, relative_time_us)
 
 
+def pdo_frame_length(payload_size: int) -> int:
+    """The length of a PReq or PRes carrying ``payload_size`` PDO bytes, FCS included."""
+    return max(PDO_OFFSET + payload_size + FCS_SIZE, MIN_FRAME)
+
+
 def preq_frame(dst: int, payload_size: int, pdo_version: int = PDO_VERSION, buf=None) -> TxFrame:
     """A PReq from the MN to CN ``dst`` carrying ``payload_size`` PDO bytes at :data:`PDO_OFFSET`;
     ``buf``: see :class:`TxFrame`."""

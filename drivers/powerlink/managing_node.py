@@ -54,7 +54,6 @@ from drivers.powerlink.checks import steady_pres, take_tpdo
 from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_RD, FrameError, InconsistentFrame,
                                       RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
-from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.powerlink.sdo import SdoClient
 from drivers.service_channel import DOMAIN, SDO_WRITE, SdoRequest, abort_text
 from drivers.powerlink.threshold import ThresholdCounter
@@ -63,10 +62,7 @@ RETRY_CYCLES = 25
 # A PReq's RPDO channel before the controller writes one (and on a channel no axis uses).
 _RPDO_DEFAULTS = {"controlword": 0, "modes_of_operation": int(Mode.CSP), "target_position": 0,
                   "target_velocity": 0, "torque_offset": 0}
-_TPDO_SIZE = TPDO.size
 _PDO_OFFSET = frames.PDO_OFFSET
-PREQ_LENGTH = max(frames.PDO_OFFSET + RPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
-_PRES_TPDO = frames.pres_header(TPDO.struct)      # PRes header and TPDO: one unpack
 _PDO_VERSION = frames.PDO_VERSION
 _RS = frames.FLAG2_RS_MASK
 _read_pres = frames.read_pres
@@ -76,6 +72,11 @@ _NO_SERVICE, _IDENT_REQUEST, _STATUS_REQUEST, _NMT_INVITE, _UNSPECIFIED_INVITE =
     RequestedService.NO_SERVICE, RequestedService.IDENT_REQUEST, RequestedService.STATUS_REQUEST,
     RequestedService.NMT_REQUEST_INVITE, RequestedService.UNSPECIFIED_INVITE)
 _NMT_COMMAND = ServiceId.NMT_COMMAND
+
+
+def preq_length(node: NodeConfig) -> int:
+    """The length of ``node``'s PReq frame, FCS included: its outputs or its drive's RPDO."""
+    return frames.pdo_frame_length(node.output_size if node.profile == "io" else node.rpdo.size)
 
 
 class Link(Protocol):
@@ -90,9 +91,9 @@ class Link(Protocol):
     holds back goes out now.
 
     Two optional members let :meth:`ManagingNode.period` hand a steady period to Numba (the UDP
-    link has both): ``queue_period(soc, preq_rows, rows, soa, first_cycle, cycles, cycle_us)``
+    link has both): ``queue_period(soc, preq_rows, preq_lengths, rows, soa, first_cycle, cycles, cycle_us)``
     queues all its frames at once (each SoC's times and FCS written into ``soc``, the PReqs
-    ``preq_rows[rows]``, the SoA after every cycle but the last), and ``answers`` holds the last
+    ``preq_rows[r, :preq_lengths[r]]`` for r in ``rows``, the SoA after every cycle but the last), and ``answers`` holds the last
     collect's answers as arrays (receive buffer, then per answer its offset, length and wire delay
     in ns) for :func:`~drivers.powerlink.checks.steady_pres`.
     """
@@ -139,10 +140,11 @@ class CnRecord:
             self.pres_size = node.input_size
             self.preq = frames.preq_frame(node.node_id, node.output_size)
         else:
-            self.pres_size = _TPDO_SIZE
-            self.preq = frames.preq_frame(node.node_id, RPDO.size, buf=preq_buffer)
-            RPDO.struct.pack_into(self.preq.buf, frames.PDO_OFFSET, *[_RPDO_DEFAULTS[e.name] for e in RPDO.entries]
-                                  * RPDO.channels)
+            self.pres_size = node.tpdo.size
+            self.preq = frames.preq_frame(node.node_id, node.rpdo.size, buf=preq_buffer)
+            node.rpdo.struct.pack_into(self.preq.buf, frames.PDO_OFFSET,
+                                       *[_RPDO_DEFAULTS[e.name] for e in node.rpdo.entries] * node.rpdo.channels)
+        self.pres_header = frames.pres_header(node.tpdo.struct)     # PRes header and TPDO: one unpack
         self.preq.seal()
         self.tpdo = np.zeros(self.pres_size, np.uint8) if tpdo is None else tpdo[:self.pres_size]
         self.loss = ThresholdCounter(bus.threshold)
@@ -357,12 +359,13 @@ class ManagingNode:
         self.epoch_ns = config.net_time_epoch_s * 1_000_000_000 if epoch_ns is None else epoch_ns
         self.link = link
         self.events = events
-        self.preq_rows = np.zeros((len(config.nodes), PREQ_LENGTH), np.uint8)    # one PReq frame per CN
-        width = max([TPDO.size] + [n.input_size for n in config.nodes])
+        self.preq_lengths = np.array([preq_length(n) for n in config.nodes], np.int64)
+        self.preq_rows = np.zeros((len(config.nodes), max(self.preq_lengths)), np.uint8)  # one PReq frame per CN
+        width = max(n.input_size if n.profile == "io" else n.tpdo.size for n in config.nodes)
         self.tpdo = np.zeros((len(config.nodes), width), np.uint8)      # per CN: its last valid TPDO payload
         self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
         self.records = {n.node_id: CnRecord(n, config, None if n.profile == "io" else
-                                            memoryview(self.preq_rows[i]), self.tpdo[i])
+                                            memoryview(self.preq_rows[i])[:self.preq_lengths[i]], self.tpdo[i])
                         for i, n in enumerate(config.nodes)}
         self._row = {n.node_id: i for i, n in enumerate(config.nodes)}
         self.state = NmtState.NOT_ACTIVE
@@ -387,6 +390,7 @@ class ManagingNode:
         self._soa_array = np.frombuffer(self.soa.buf, np.uint8)
         self._expect = np.zeros(0, np.int64)             # node ids of the polled CNs, in order
         self._rows = np.zeros(0, np.int64)               # and their rows of preq_rows
+        self._sizes = np.zeros(0, np.int64)              # and their TPDO sizes
         self._en = np.zeros(0, np.int64)                 # and the EN each last reported
         if self._answers is not None:
             self._steady((), 0)                          # compiles (or loads) the check before any cycle
@@ -479,7 +483,8 @@ class ManagingNode:
         soa = self.soa.view
         polled = self._cycle
         if self._queue_period is not None:
-            self._queue_period(self._soc_array, self.preq_rows, self._rows, self._soa_array, self.bus_cycle,
+            self._queue_period(self._soc_array, self.preq_rows, self.preq_lengths, self._rows, self._soa_array,
+                               self.bus_cycle,
                                cycles, self._cycle_us, self.epoch_ns)
         else:
             for k in range(cycles):
@@ -490,7 +495,7 @@ class ManagingNode:
         link.transfer(soa)                           # the last SoA after the answers: the CNs step on
         if self._answers is not None and self._steady(polled, len(replies)):
             count = len(polled)                      # all valid and Operational: only the values are news
-            take_tpdo(self._answers[0], self._answers[1], len(replies) - count, count, self._rows, self.tpdo)
+            take_tpdo(self._answers[0], self._answers[1], len(replies) - count, count, self._rows, self._sizes, self.tpdo)
             self.bus_cycle += cycles                 # _bookkeeping has nothing else to do in steady state
             return
         for k in range(cycles):
@@ -504,7 +509,8 @@ class ManagingNode:
             if not rec.identified or rec.erring or rec.nmt is not _OPERATIONAL:
                 return False
         buf, offsets, lengths, delays = self._answers
-        return steady_pres(buf, offsets, lengths, delays, count, self._expect, self._en, self._pres_timeout, self._fcs)
+        return steady_pres(buf, offsets, lengths, delays, count, self._expect, self._en, self._sizes, self._pres_timeout,
+                           self._fcs)
 
     def _bookkeeping(self) -> None:
         if self.state != _OPERATIONAL or self.joining:
@@ -519,6 +525,7 @@ class ManagingNode:
         self._expect = np.array([rec.node_id for rec in self._cycle], np.int64)
         self._rows = np.array([self._row[rec.node_id] for rec in self._cycle], np.int64)
         self._en = np.array([rec.en for rec in self._cycle], np.int64)
+        self._sizes = np.array([rec.pres_size for rec in self._cycle], np.int64)
 
     def _queue_isochronous(self, bus_cycle: int) -> None:
         rel = bus_cycle * self._cycle_us
@@ -545,7 +552,7 @@ class ManagingNode:
                 self._pres_error(rec, rec.late, FaultCode.LATE_PRES)
                 continue
             try:
-                fields = _read_pres(reply, fcs=fcs) if rec.io else _read_pres(reply, _PRES_TPDO, fcs)
+                fields = _read_pres(reply, fcs=fcs) if rec.io else _read_pres(reply, rec.pres_header, fcs)
                 src, nmt, flags1, flags2, version, size = fields[:6]
                 if src != rec.node_id or (size != rec.pres_size and (nmt == _OPERATIONAL or not rec.io)) or (
                         not rec.io and version != _PDO_VERSION):

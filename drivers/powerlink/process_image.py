@@ -1,7 +1,7 @@
 """The HAL's arrays <-> the PDO payloads, each way one Numba pass over every axis (DS 301 §6.4).
 
-:func:`read_tpdo` decodes each axis' TPDO channel (drivers.powerlink.pdo, by the declared fields)
-from the last valid PRes payload of its node into the bus arrays, the CiA 402 integers turned
+:func:`read_tpdo` decodes each axis' TPDO fields (by the field table its node's mapping gives its
+channel, drivers.powerlink.pdo, built once when the bus opens) from the last valid PRes payload of its node into the bus arrays, the CiA 402 integers turned
 into SI by the axis' scale factors (drivers.powerlink.scaling), with the CiA 402 state its
 statusword reports (IEC 61800-7-201 §6.2) or the code a node-level error latched;
 :func:`write_rpdo` turns the axis intents into controlwords (the master side of the enable
@@ -21,13 +21,7 @@ from drivers.cia402 import State
 from drivers.hal import Intent
 from drivers.powerlink import frames, pdo
 from drivers.powerlink.checks import crc32, get_f32, le, put_le
-from drivers.powerlink.scaling import get_scaled, put_scaled
-
-pdo.TPDO.require("drivers.powerlink.process_image.read_tpdo", statusword=pdo.UNSIGNED16,
-                 modes_of_operation_display=pdo.INTEGER8, error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32,
-                 aux_input_y=pdo.REAL32, aux_input_z=pdo.REAL32)
-pdo.RPDO.require("drivers.powerlink.process_image.write_rpdo", controlword=pdo.UNSIGNED16,
-                 modes_of_operation=pdo.INTEGER8)
+from drivers.powerlink.scaling import OFFSET, get_integer, get_scaled, put_scaled
 
 SATURATION_BITS = {"target_position": 1, "target_velocity": 2, "torque_offset": 4}
 """The bit of each scaled RPDO field in an axis' ``saturated`` word."""
@@ -41,16 +35,14 @@ ENABLE_WORDS = np.array([cia402.enable_controlword(s) for s in State], np.int64)
 """ENABLE_WORDS[state]: the controlword of the next step of the enable sequence."""
 _FAULT = int(State.FAULT)
 _FAULT_REACTION = int(State.FAULT_REACTION_ACTIVE)
-_TPDO_CHANNEL = pdo.TPDO.channel_struct.size
-_RPDO_CHANNEL = pdo.RPDO.channel_struct.size
-_AUX_INPUTS = len(pdo.AUX_INPUTS)
 
 
 @njit(cache=True)
-def read_tpdo(tpdo, node_latched, axis_node, axis_channel, scales, latched, statusword, mode_display, position,
+def read_tpdo(tpdo, node_latched, axis_node, tfields, scales, latched, statusword, mode_display, position,
               velocity, current, aux, state, fault_code, newly_faulted):
-    """Axis ``a``'s TPDO channel ``axis_channel[a]`` of payload row ``tpdo[axis_node[a]]`` into the
-    arrays, in SI by its row of ``scales``; a node's latched code (``node_latched``, then cleared) moves to its axes' ``latched``,
+    """Axis ``a``'s TPDO fields (its field table ``tfields[a]``, drivers.powerlink.pdo) of payload
+    row ``tpdo[axis_node[a]]`` into the arrays, in SI by its row of ``scales`` (an unmapped velocity,
+    current or aux input reads NaN, an unmapped error code 0); a node's latched code (``node_latched``, then cleared) moves to its axes' ``latched``,
     which reports the axis in FAULT with that code. The axes entering FAULT or FAULT_REACTION_ACTIVE
     from another state go to ``newly_faulted`` in axis order; returns how many."""
     n = axis_node.shape[0]
@@ -62,19 +54,21 @@ def read_tpdo(tpdo, node_latched, axis_node, axis_channel, scales, latched, stat
     count = 0
     for a in range(n):
         row = tpdo[axis_node[a]]
-        at = axis_channel[a] * _TPDO_CHANNEL
-        sw = le(row, at + pdo.TPDO_STATUSWORD, 2)
+        f = tfields[a]
+        sw = le(row, f[pdo.T_STATUSWORD, OFFSET], 2)
         statusword[a] = sw
-        mode_display[a] = np.int64(np.int8(row[at + pdo.TPDO_MODE_DISPLAY]))
-        position[a] = get_scaled(row, at, pdo.TPDO_POSITION, scales[a])
-        velocity[a] = get_scaled(row, at, pdo.TPDO_VELOCITY, scales[a])
-        current[a] = get_scaled(row, at, pdo.TPDO_CURRENT, scales[a])
-        for k in range(_AUX_INPUTS):
-            aux[a, k] = get_f32(row, at + pdo.TPDO_AUX[k])
+        mode_display[a] = get_integer(row, 0, f[pdo.T_MODE_DISPLAY])
+        position[a] = get_scaled(row, 0, f[pdo.T_POSITION], scales[a])
+        velocity[a] = get_scaled(row, 0, f[pdo.T_VELOCITY], scales[a])
+        current[a] = get_scaled(row, 0, f[pdo.T_CURRENT], scales[a])
+        for k in range(len(pdo.T_AUX)):
+            at = f[pdo.T_AUX[k], OFFSET]
+            aux[a, k] = get_f32(row, at) if at >= 0 else np.nan
         if latched[a]:
             now, code = _FAULT, latched[a]
         else:
-            now, code = STATE_OF_BITS[sw & 0x6F], le(row, at + pdo.TPDO_ERROR_CODE, 2)
+            at = f[pdo.T_ERROR_CODE, OFFSET]
+            now, code = STATE_OF_BITS[sw & 0x6F], le(row, at, 2) if at >= 0 else 0
         fault_code[a] = code
         before = state[a]
         if now != before:
@@ -86,10 +80,11 @@ def read_tpdo(tpdo, node_latched, axis_node, axis_channel, scales, latched, stat
 
 
 @njit(cache=True)
-def write_rpdo(intent, state, controlword, mode, target_position, target_velocity, torque_offset, preq, axis_node,
-               axis_channel, scales, saturated, saturations, newly_saturated, resets_done):
-    """Controlwords from the intents, then every axis' RPDO channel into its PReq row of ``preq``
-    (the setpoints scaled by its row of ``scales``) and every row's FCS. Returns (pending resets,
+def write_rpdo(intent, state, controlword, mode, target_position, target_velocity, torque_offset, preq, preq_lengths,
+               axis_node, rfields, scales, saturated, saturations, newly_saturated, resets_done):
+    """Controlwords from the intents, then every axis' RPDO fields (its field table ``rfields[a]``)
+    into its PReq row of ``preq`` (the setpoints scaled by its row of ``scales``; an unmapped one is
+    not sent) and the FCS of every row, a frame of ``preq_lengths[row]`` bytes. Returns (pending resets,
     axes newly saturated). An axis resetting a fault needs the Python side (node states): unless
     ``resets_done`` (its ``controlword`` is then set), returns how many do, having packed nothing.
     Else each axis' ``saturated`` word gets the bits of its setpoints that did not fit (counted in
@@ -111,15 +106,16 @@ def write_rpdo(intent, state, controlword, mode, target_position, target_velocit
     count = 0
     for a in range(n):
         row = preq[axis_node[a]]
-        at = frames.PDO_OFFSET + axis_channel[a] * _RPDO_CHANNEL
-        put_le(row, at + pdo.RPDO_CONTROLWORD, controlword[a], 2)
-        put_le(row, at + pdo.RPDO_MODE, mode[a] & 0xFF, 1)
+        f = rfields[a]
+        at = frames.PDO_OFFSET
+        put_le(row, at + f[pdo.R_CONTROLWORD, OFFSET], controlword[a], 2)
+        put_le(row, at + f[pdo.R_MODE, OFFSET], mode[a] & 0xFF, 1)
         bits = 0
-        if put_scaled(row, at, pdo.RPDO_TARGET_POSITION, target_position[a], scales[a]):
+        if put_scaled(row, at, f[pdo.R_TARGET_POSITION], target_position[a], scales[a]):
             bits |= _POSITION_BIT
-        if put_scaled(row, at, pdo.RPDO_TARGET_VELOCITY, target_velocity[a], scales[a]):
+        if put_scaled(row, at, f[pdo.R_TARGET_VELOCITY], target_velocity[a], scales[a]):
             bits |= _VELOCITY_BIT
-        if put_scaled(row, at, pdo.RPDO_TORQUE_OFFSET, torque_offset[a], scales[a]):
+        if put_scaled(row, at, f[pdo.R_TORQUE_OFFSET], torque_offset[a], scales[a]):
             bits |= _TORQUE_BIT
         if bits:
             saturations[a] += 1
@@ -127,7 +123,7 @@ def write_rpdo(intent, state, controlword, mode, target_position, target_velocit
                 newly_saturated[count] = a
                 count += 1
         saturated[a] = bits
-    fcs = preq.shape[1] - frames.FCS_SIZE
     for k in range(preq.shape[0]):
+        fcs = preq_lengths[k] - frames.FCS_SIZE
         put_le(preq[k], fcs, crc32(preq[k], 0, fcs), 4)
     return 0, count

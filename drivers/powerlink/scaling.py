@@ -3,8 +3,9 @@
 Each axis has one row of scale factors (:func:`scale_table`, columns in the order of
 :data:`drivers.powerlink.pdo.SCALES`) from its bus YAML drive parameters: a value ``v`` in SI
 travels as ``rint(v * scale)``, saturated to its data type's range. A field is described by the
-tuple :meth:`drivers.powerlink.pdo.PdoMapping.field` gives (offset, size, lowest, highest, scale
-column), so the kernels here serve any integer type the mapping declares. Nothing is allocated.
+row of a field table (:meth:`drivers.powerlink.pdo.PdoMapping.table`: offset, size, lowest,
+highest, scale column), so the kernels here serve any integer type the mapping declares; a field
+the mapping does not carry (offset -1) reads NaN and is not written. Nothing is allocated.
 """
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from numba import njit
 
 from drivers.config import AxisConfig
 from drivers.powerlink.checks import le, put_le
-from drivers.powerlink.pdo import SCALES
+from drivers.powerlink.pdo import FIELD_COLUMNS, SCALES
 
-OFFSET, SIZE, LOW, HIGH, COLUMN = range(5)     # the entries of a field tuple
+OFFSET, SIZE, LOW, HIGH, COLUMN = (FIELD_COLUMNS.index(n) for n in ("offset", "size", "low", "high", "scale"))
 
 
 def scale_table(axes: Iterable[AxisConfig]) -> np.ndarray:
@@ -46,6 +47,8 @@ def quantize(value, scale, low, high):
 def put_scaled(row, at, field, value, scales):
     """``value`` (SI) as the integer ``field`` at ``row[at + offset]``; True when it did not fit (it
     is then saturated, and a NaN leaves the bytes of the last value in place)."""
+    if field[OFFSET] < 0:
+        return False
     q, clamped = quantize(value, scales[field[COLUMN]], field[LOW], field[HIGH])
     if value == value:
         put_le(row, at + field[OFFSET], q, field[SIZE])
@@ -64,5 +67,7 @@ def get_integer(row, at, field):
 
 @njit(cache=True)
 def get_scaled(row, at, field, scales):
-    """The integer ``field`` at ``row[at + offset]`` back in SI."""
+    """The integer ``field`` at ``row[at + offset]`` back in SI (NaN: not mapped)."""
+    if field[OFFSET] < 0:
+        return np.nan
     return get_integer(row, at, field) / scales[field[COLUMN]]

@@ -1,7 +1,8 @@
 """A simulated POWERLINK controlled node (EPSG DS 301) hosting one two-axis drive.
 
 It follows the CN NMT table of :mod:`.nmt`, answers PReq with a PRes carrying its drive's TPDO,
-applies the RPDO only when Operational and the MN sets RD, answers IdentRequest (its YAML
+applies the RPDO only when Operational and the MN sets RD (both as the mappings in its object
+dictionary say, applied at every NMT reset), answers IdentRequest (its YAML
 identity, :mod:`~drivers.powerlink.ident`), StatusRequest and SDO invitations in the asynchronous
 phase, and counts lost SoC and, in ReadyToOperate and Operational, lost PReq (a SoA after a SoC
 without its PReq, as openPOWERLINK's CN does) with DS 301 threshold counters (0x1C0B, 0x1C0D): a
@@ -29,7 +30,6 @@ from drivers.sim.object_dictionary import dll_objects, identity_objects
 from drivers.powerlink import frames, ident, services, status
 from drivers.powerlink.frames import FLAG1_EN, FLAG1_ER, FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
-from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.powerlink.sdo import SdoServer
 from drivers.powerlink.threshold import ThresholdCounter
 
@@ -39,8 +39,6 @@ _PREQ_DUE = (NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)     # the MN polls
 _NOT_ACTIVE, _PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.NOT_ACTIVE, NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
 _IDENT_REQUEST, _STATUS_REQUEST, _UNSPECIFIED_INVITE = (RequestedService.IDENT_REQUEST, RequestedService.STATUS_REQUEST,
                                                         RequestedService.UNSPECIFIED_INVITE)
-_UNPACK_RPDO = RPDO.struct.unpack_from
-_PDO_OFFSET = frames.PDO_OFFSET
 _RS_MAX = frames.FLAG2_RS_MASK
 _PR_GENERIC = status.PRIORITY_GENERIC << frames.FLAG2_PR_SHIFT
 HISTORY_LENGTH = status.ENTRIES       # error history entries a node keeps (newest first)
@@ -87,7 +85,7 @@ class ControlledNode:
         self.loss_preq = ThresholdCounter(config.threshold)
         self.soc_seen = False
         self.preq_seen = False                  # its PReq came since the last SoA
-        self.pres = frames.pres_frame(node_id, TPDO.size, buf=drive.pres_buffer)   # the drive maps its TPDO in
+        self.pres = self._pres_frame()
         self.ident = ident.ident_frame(node_id)
         self.status = status.status_frame(node_id)
         self.pending: deque[memoryview] = deque()      # ASnd frames waiting for an UnspecifiedInvite
@@ -120,14 +118,14 @@ class ControlledNode:
             self.loss_preq.good()
         if frame != self._rpdo_seen:
             _, flags1, version, size = frames.read_preq(frame, self.fcs)
-            if size != RPDO.size or version != frames.PDO_VERSION:
+            if size != self.drive.rpdo_size or version != frames.PDO_VERSION:
                 raise InconsistentFrame(f"PReq to node {self.node_id} carries {size} bytes of PDO version "
-                                        f"0x{version:02X}, the mapping declares {RPDO.size} bytes of 0x10")
+                                        f"0x{version:02X}, its mapping 0x1600 maps {self.drive.rpdo_size} bytes of 0x10")
             if operational and flags1 & FLAG1_RD:
                 self._rpdo_seen = bytes(frame)
-                self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
+                self.drive.apply_rpdo(frame)
         elif operational and self.drive.dirty:     # the frame last applied: validated, RD set
-            self.drive.apply_rpdo(_UNPACK_RPDO(frame, _PDO_OFFSET))
+            self.drive.apply_rpdo(frame)
         frames.set_pres_status(self.pres.buf, nmt, self.pres_flags1(), self.flags2())
         return self.pres.seal()
 
@@ -162,7 +160,8 @@ class ControlledNode:
         if target != self.node_id:
             return None
         if service == _IDENT_REQUEST:
-            ident.write_ident(self.ident.buf, self.identity, self.flags2(), self.nmt, RPDO.size, TPDO.size)
+            ident.write_ident(self.ident.buf, self.identity, self.flags2(), self.nmt, self.drive.rpdo_size,
+                              self.drive.tpdo_size)
             return self.ident.seal()
         if service == _STATUS_REQUEST:
             er = flags1 & FLAG1_ER
@@ -186,6 +185,7 @@ class ControlledNode:
         """Apply an NMT state command."""
         if command in _RESETS:
             self.drive.reset()
+            self.apply_mapping()
             self.loss_soc.clear()
             self.loss_preq.clear()
             self.pending.clear()
@@ -196,6 +196,17 @@ class ControlledNode:
         elif self.nmt == NmtState.OPERATIONAL and cn_next_state(self.nmt, command) != self.nmt:
             self._leave_operational(FaultCode.COMMUNICATION)
         self._event(command)
+
+    def apply_mapping(self) -> None:
+        """The drive applies the PDO mappings its object dictionary holds (on every NMT reset, which
+        passes through ResetConfiguration, DS 301 §7.1.3); the PRes follows its TPDO's size."""
+        self.drive.apply_mapping()
+        self.pres = self._pres_frame()
+
+    def _pres_frame(self) -> frames.TxFrame:
+        """Its PRes, in the drive's PRes buffer (the drive maps its TPDO in)."""
+        size = self.drive.tpdo_size
+        return frames.pres_frame(self.node_id, size, buf=self.drive.pres_buffer[:frames.pdo_frame_length(size)])
 
     def note_faults(self) -> None:
         """After each drive step: each fault newly active on a channel becomes a history entry,

@@ -28,8 +28,10 @@ increments, increments/s and per mille of the rated torque, and reports its actu
 velocity and current as increments, increments/s and per mille of the rated current, each rounded
 to nearest (drivers.powerlink.scaling; a value beyond its integer saturates and sets the
 statusword's internal limit bit). Each drive's TPDO lives in its node's PRes frame buffer
-(:attr:`Drive.pres_buffer`, one row of ``DriveBank.pres``). The kernel writes every axis' channel
-(statusword, mode display, actual position/velocity/current, error code) after each bus cycle;
+(:attr:`Drive.pres_buffer`, one row of ``DriveBank.pres``), laid out by the mapping its object
+dictionary holds, applied at power-up and at every NMT reset (:meth:`Drive.apply_mapping`); the
+PReq is read by its RPDO mapping the same way. The kernel writes every axis' mapped objects
+(statusword, mode display, actual position/velocity/current/torque, error code, aux input) after each bus cycle;
 a state, mode or fault change between two steps rewrites that channel at once
 (:meth:`Drive._publish`), so a PRes always carries the drive's current TPDO.
 """
@@ -45,8 +47,9 @@ from drivers.config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
 from drivers.sim.plant import Plant
 from drivers.powerlink import frames, pdo
 from drivers.powerlink.checks import put_le
-from drivers.powerlink.scaling import put_scaled, scale_table
-from drivers.sim.object_dictionary import DRIVE_COLUMNS, ObjectDictionary, drive_dictionary
+from drivers.powerlink.scaling import OFFSET, SIZE, get_integer, get_scaled, put_scaled, scale_table
+from drivers.powerlink.configuration import RPDO_MAPPING, TPDO_MAPPING
+from drivers.sim.object_dictionary import DRIVE_COLUMNS, ObjectDictionary, drive_dictionary, mapped_objects
 
 # DriveBank's arrays, declared once: (column, width, meaning); the column constants derive from them.
 X_COLUMNS = (                  # DriveBank.x, one float row per axis
@@ -139,13 +142,10 @@ _FOLLOWING_ERROR = int(FaultCode.FOLLOWING_ERROR)
 _LIMIT_BIT = cia402.SW_INTERNAL_LIMIT
 _FOLLOWING_BIT = cia402.SW_FOLLOWING_ERROR
 FAULT_HISTORY_LENGTH = 8
+CHANNELS = 2                 # PDO channels (axes) of a drive
 
 _STATUSWORD = tuple(cia402.STATUSWORD[s] | cia402.SW_REMOTE
                     | (cia402.SW_FOLLOWS_COMMAND if s == State.OPERATION_ENABLED else 0) for s in State)
-_TPDO_CHANNEL_SIZE = pdo.TPDO.channel_struct.size
-pdo.TPDO.require("drivers.sim.drive._write_tpdo", statusword=pdo.UNSIGNED16, modes_of_operation_display=pdo.INTEGER8,
-                 error_code=pdo.UNSIGNED16, aux_input_x=pdo.REAL32, aux_input_y=pdo.REAL32, aux_input_z=pdo.REAL32)
-PRES_LENGTH = max(frames.PDO_OFFSET + pdo.TPDO.size + frames.FCS_SIZE, frames.MIN_FRAME)
 _KERNEL_MODE = {cia402.Mode.CSP: LOOP_POSITION, cia402.Mode.CSV: LOOP_SPEED, cia402.Mode.CST: LOOP_TORQUE}
 # _STEADY[state][cw & 0x0F]: a controlword repeated (no fault-reset edge) leaves ``state`` as it is.
 _STEADY = tuple(tuple(cia402.NEXT_STATE[s][cia402.decode_command(n, n)] == s for n in range(16)) for s in State)
@@ -154,24 +154,34 @@ _FAULT_RESET, _OPERATION_ENABLED = Command.FAULT_RESET, State.OPERATION_ENABLED
 
 
 @njit(cache=True)
-def _write_tpdo(pres, x, flags, a):
-    """Axis ``a``'s TPDO channel (drivers.powerlink.pdo.TPDO) into its PRes row, as struct would pack it."""
-    row = pres[flags[a, PRES_ROW]]
-    at = frames.PDO_OFFSET + flags[a, CHANNEL] * _TPDO_CHANNEL_SIZE
-    scales = x[a, SCALE:]
-    clamped = put_scaled(row, at, pdo.TPDO_POSITION, x[a, ACT_POS], scales)
-    clamped |= put_scaled(row, at, pdo.TPDO_VELOCITY, x[a, ACT_VEL], scales)
-    clamped |= put_scaled(row, at, pdo.TPDO_CURRENT, x[a, ACT_CUR], scales)
-    put_le(row, at + pdo.TPDO_STATUSWORD, flags[a, SW_BASE] | flags[a, STATUS_BITS] | (_LIMIT_BIT if clamped else 0), 2)
-    put_le(row, at + pdo.TPDO_MODE_DISPLAY, flags[a, MODE_DISPLAY], 1)
-    put_le(row, at + pdo.TPDO_ERROR_CODE, flags[a, ERROR_CODE], 2)
-    for k in range(len(pdo.TPDO_AUX)):
-        put_le(row, at + pdo.TPDO_AUX[k], np.float32(x[a, AUX + k]).view(np.uint32), 4)
+def _put_field(row, field, value):
+    """The integer ``value`` as the unscaled ``field`` of a field table at ``row[PDO_OFFSET + offset]``, if mapped."""
+    if field[OFFSET] >= 0:
+        put_le(row, frames.PDO_OFFSET + field[OFFSET], value, field[SIZE])
 
 
 @njit(cache=True)
-def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, phase, ratio, control_period, pres):
-    """One bus cycle of every axis, its TPDO written into ``pres``; returns the number of axes
+def _write_tpdo(pres, x, flags, tfields, a):
+    """Axis ``a``'s TPDO fields (its field table ``tfields[a]``, from the mapping the drive applied)
+    into its PRes row, as struct would pack them; an object the mapping does not carry is not written."""
+    row = pres[flags[a, PRES_ROW]]
+    f = tfields[a]
+    at = frames.PDO_OFFSET
+    scales = x[a, SCALE:]
+    clamped = put_scaled(row, at, f[pdo.T_POSITION], x[a, ACT_POS], scales)
+    clamped |= put_scaled(row, at, f[pdo.T_VELOCITY], x[a, ACT_VEL], scales)
+    clamped |= put_scaled(row, at, f[pdo.T_CURRENT], x[a, ACT_CUR], scales)
+    clamped |= put_scaled(row, at, f[pdo.T_TORQUE], x[a, ACT_CUR] * x[a, KT], scales)
+    _put_field(row, f[pdo.T_STATUSWORD], flags[a, SW_BASE] | flags[a, STATUS_BITS] | (_LIMIT_BIT if clamped else 0))
+    _put_field(row, f[pdo.T_MODE_DISPLAY], flags[a, MODE_DISPLAY] & 0xFF)
+    _put_field(row, f[pdo.T_ERROR_CODE], flags[a, ERROR_CODE])
+    for k in range(len(pdo.T_AUX)):
+        _put_field(row, f[pdo.T_AUX[k]], np.int64(np.float32(x[a, AUX + k]).view(np.uint32)))
+
+
+@njit(cache=True)
+def step_axes(x, flags, tfields, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, phase, ratio, control_period, pres):
+    """One bus cycle of every axis, its TPDO written into ``pres`` (``tfields``: see :func:`_write_tpdo`); returns the number of axes
     reporting a new fault. Axis ``aux_rows[s]`` reads ``aux_src[s]`` (a plant sensor) on its
     auxiliary input, at the same instant as the encoders."""
     n_new = 0
@@ -267,8 +277,33 @@ def step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt, pha
         x[a, ACT_VEL] = vel
         x[a, ACT_CUR] = current
         flags[a, STATUS_BITS] = bits
-        _write_tpdo(pres, x, flags, a)
+        _write_tpdo(pres, x, flags, tfields, a)
     return n_new
+
+
+@njit(cache=True)
+def put_setpoints(frame, f, x, row):
+    """The setpoints of the field table ``f`` in the PReq ``frame`` into ``x[row]`` (SI, by its scales);
+    one the mapping does not carry keeps its value."""
+    scales = x[row, SCALE:]
+    for field, column in ((pdo.R_TARGET_POSITION, CMD_POS), (pdo.R_TARGET_VELOCITY, CMD_VEL),
+                          (pdo.R_TORQUE_OFFSET, CMD_TORQUE)):
+        if f[field, OFFSET] >= 0:
+            x[row, column] = get_scaled(frame, frames.PDO_OFFSET, f[field], scales)
+
+
+@njit(cache=True)
+def read_rpdo(frame, rfields, rows, x, words):
+    """Channel ``ch`` (axis ``rows[ch]``, -1: none) of the PReq ``frame`` by its field table
+    ``rfields[rows[ch]]``: its controlword and mode into ``words[ch]``, its setpoints into ``x``."""
+    for ch in range(rows.shape[0]):
+        row = rows[ch]
+        if row < 0:
+            continue
+        f = rfields[row]
+        for k, field in enumerate((pdo.R_CONTROLWORD, pdo.R_MODE)):       # unmapped: 0, no command
+            words[ch, k] = get_integer(frame, frames.PDO_OFFSET, f[field]) if f[field, OFFSET] >= 0 else 0
+        put_setpoints(frame, f, x, row)
 
 
 class DriveBank:
@@ -311,7 +346,9 @@ class DriveBank:
         self.time = 0.0
         self.torque = np.zeros(n)
         self.owners: dict[int, tuple[Drive, int]] = {}
-        self.pres = np.zeros((len(config.nodes), PRES_LENGTH), np.uint8)   # one PRes frame per drive
+        self.pres = np.zeros((len(config.nodes), frames.MAX_FRAME), np.uint8)   # one PRes frame per drive, from byte 0
+        self.tfields = np.full((n, len(pdo.TPDO_FIELDS), len(pdo.FIELD_COLUMNS)), -1, np.int64)   # per axis, as mapped
+        self.rfields = np.full((n, len(pdo.RPDO_FIELDS), len(pdo.FIELD_COLUMNS)), -1, np.int64)
         self._drives = 0
         self.ratio = config.cycles_per_control
         self.dt = config.cycle_time_s
@@ -320,7 +357,7 @@ class DriveBank:
     def step(self, phase: int) -> None:
         """One bus cycle of every drive, then of the plant."""
         self.read_aux()
-        self.after_step(step_axes(self.x, self.flags, self.plant.motor_position, self.plant.motor_velocity,
+        self.after_step(step_axes(self.x, self.flags, self.tfields, self.plant.motor_position, self.plant.motor_velocity,
                                   self.aux_src, self.aux_rows,
                                   self.torque, self.dt, phase, self.ratio, self.control_period, self.pres))
 
@@ -379,7 +416,7 @@ class Drive:
         self.pres_row = pres_row = bank.pres_row()
         self.pres_buffer = memoryview(bank.pres[pres_row])    # its node's PRes frame, TPDO mapped in
         # per PDO channel slot (the configured ``channel``, not the position in the YAML list)
-        slots = pdo.RPDO.channels
+        slots = CHANNELS
         self.rows = [-1] * slots
         for a in axes:
             self.rows[a.channel] = a.index
@@ -394,21 +431,37 @@ class Drive:
         self.fault_cause_until = [0.0] * slots
         self.history: list[int] = []
         self.dirty = True
+        self._rows = np.array(self.rows, np.int64)
+        self._words = np.zeros((slots, 2), np.int64)       # per channel: the controlword and mode a PReq carries
         self.objects = self._object_dictionary(axes)
+        self.rpdo_size = self.tpdo_size = 0
+        self.apply_mapping()
+
+    def apply_mapping(self) -> None:
+        """Exchange the PDO mappings its object dictionary holds (0x1600 the PReq's, 0x1A00 the
+        PRes'), as a CN applies them on NMTResetConfiguration: each channel's field tables in the
+        bank, the payload sizes (:attr:`rpdo_size`, :attr:`tpdo_size`), the PRes payload rewritten
+        from zero (an object it maps that the drive does not produce stays 0)."""
+        rpdo, self.rpdo_size = mapped_objects(self.objects, RPDO_MAPPING)
+        tpdo, self.tpdo_size = mapped_objects(self.objects, TPDO_MAPPING)
+        for ch in self.slots:
+            self.bank.rfields[self.rows[ch]] = pdo.field_table(rpdo, pdo.RPDO_FIELDS, ch)
+            self.bank.tfields[self.rows[ch]] = pdo.field_table(tpdo, pdo.TPDO_FIELDS, ch)
+        self.bank.pres[self.pres_row, frames.PDO_OFFSET:] = 0
         for ch in self.slots:
             self._publish(ch)
 
     # -- PDO side -------------------------------------------------------------------------------
-    def apply_rpdo(self, values: tuple) -> None:
-        """Setpoints of one PReq: (controlword, mode, position, velocity, torque) per channel, the
-        last three the standard's integers (increments, increments/s, per mille of rated torque)."""
+    def apply_rpdo(self, frame) -> None:
+        """The PReq ``frame``, read by the RPDO mapping the drive applied: per channel, the controlword
+        and mode into its state machine, the setpoints (increments, increments/s, per mille of the
+        rated torque; one the mapping does not carry keeps its value) into the bank."""
         self.dirty = False
-        x = self.bank.x
-        per = pdo.RPDO.per_channel
+        words = self._words
+        read_rpdo(np.frombuffer(frame, np.uint8), self.bank.rfields, self._rows, self.bank.x, words)
         for ch in self.slots:
-            base = ch * per
-            cw = values[base]
-            mode = values[base + 1]
+            cw = int(words[ch, 0])
+            mode = int(words[ch, 1])
             command = cia402.decode_command(cw, self.last_cw[ch])
             self.last_cw[ch] = cw
             state = self.state[ch]
@@ -422,10 +475,6 @@ class Drive:
                 self._publish(ch)
             if nxt != state:
                 self._enter(ch, nxt)
-            row = self.rows[ch]
-            x[row, CMD_POS] = values[base + 2] / x[row, _POSITION_SCALE]
-            x[row, CMD_VEL] = values[base + 3] / x[row, _VELOCITY_SCALE]
-            x[row, CMD_TORQUE] = values[base + 4] / x[row, _TORQUE_SCALE]
             self._steady(ch)
 
     def statusword(self, ch: int) -> int:
@@ -440,7 +489,7 @@ class Drive:
         flags[row, MODE_DISPLAY] = self.op_mode[ch]
         flags[row, ERROR_CODE] = self.fault_code[ch]
         self._steady(ch)
-        _write_tpdo(self.bank.pres, self.bank.x, flags, row)
+        _write_tpdo(self.bank.pres, self.bank.x, flags, self.bank.tfields, row)
 
     def _steady(self, ch: int) -> None:
         """IDEM_CW of channel ``ch``: its last controlword if repeating it changes nothing but the

@@ -39,16 +39,16 @@ from drivers.udp_protocol import ANSWER, ENTRY
 from drivers.sim import drive
 from drivers.powerlink import frames
 from drivers.powerlink.checks import crc32, framed, le, put_le
-from drivers.powerlink.scaling import get_scaled
 from drivers.powerlink.nmt import NMT_STATE_CODES, NmtState
 from drivers.powerlink import pdo
-from drivers.powerlink.pdo import RPDO
+from drivers.powerlink.scaling import OFFSET
 
 # Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes
-# row in DriveBank.pres, its PRes flags1 (RD, EN), the axis row of each RPDO channel (-1: unused).
-NODE_ID, ELIGIBLE, PRES_ROW, FLAGS1 = range(4)
-CHANNEL_ROWS = 4
-N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
+# row in DriveBank.pres, its PRes flags1 (RD, EN), its PRes frame length and RPDO size (the
+# mappings its drive applied), the axis row of each RPDO channel (-1: unused).
+NODE_ID, ELIGIBLE, PRES_ROW, FLAGS1, PRES_LENGTH, RPDO_SIZE = range(6)
+CHANNEL_ROWS = 6
+N_NODE_COLUMNS = CHANNEL_ROWS + drive.CHANNELS
 # Entries of the ``io`` array. In: datagram size, SoA allowed, a plant step pending. In/out: read
 # and write offsets, the phase, every CN saw the last SoC. Out: an answer was wanted, SoC frames
 # handled, the drives stepped at a SoA (then: axes with a new fault, another SoA follows), the
@@ -57,9 +57,6 @@ N_NODE_COLUMNS = CHANNEL_ROWS + RPDO.channels
  NET_TIME_NS) = range(14)
 N_IO = 14
 
-RPDO.require("drivers.sim.isochronous._apply", controlword=pdo.UNSIGNED16, modes_of_operation=pdo.INTEGER8)
-_CHANNEL_SIZE = RPDO.channel_struct.size
-_RPDO_SIZE = RPDO.size
 _OPERATIONAL = int(NmtState.OPERATIONAL)
 _SOC, _PREQ, _SOA = int(frames.MessageType.SOC), int(frames.MessageType.PREQ), int(frames.MessageType.SOA)
 _SOC_MAC = np.frombuffer(frames.SOC_MAC, np.uint8).copy()
@@ -102,7 +99,7 @@ def _idle_soa(rx, at, n):
 
 
 @njit(cache=True)
-def _apply(rx, at, n, node, x, flags):
+def _apply(rx, at, n, node, x, flags, rfields):
     """Validate a PReq to ``node`` (read_preq, on_preq) and write its setpoints if that is all
     applying it does; False (nothing written) otherwise."""
     dst = rx[at + frames.DST_NODE_AT]
@@ -112,7 +109,7 @@ def _apply(rx, at, n, node, x, flags):
     if rx[mac] != 0x02 or rx[mac + 1] or rx[mac + 2] or rx[mac + 3] or rx[mac + 4] or rx[mac + 5] != dst:
         return False
     size = le(rx, at + frames.SIZE_AT, 2)
-    if (size != _RPDO_SIZE or size > n - frames.PDO_OFFSET - frames.FCS_SIZE
+    if (size != node[RPDO_SIZE] or size > n - frames.PDO_OFFSET - frames.FCS_SIZE
             or rx[at + frames.PDO_VERSION_AT] != frames.PDO_VERSION or not rx[at + frames.FLAGS1_AT] & frames.FLAG1_RD):
         return False
     base = at + frames.PDO_OFFSET
@@ -120,27 +117,28 @@ def _apply(rx, at, n, node, x, flags):
         row = node[CHANNEL_ROWS + ch]
         if row < 0:
             continue
-        c = base + ch * _CHANNEL_SIZE
-        mode = np.int64(np.int8(rx[c + pdo.RPDO_MODE]))
-        if le(rx, c + pdo.RPDO_CONTROLWORD, 2) != flags[row, drive.IDEM_CW] or mode != flags[row, drive.MODE_DISPLAY]:
+        f = rfields[row]
+        if f[pdo.R_CONTROLWORD, OFFSET] < 0 or f[pdo.R_MODE, OFFSET] < 0:
             return False
+        mode = np.int64(np.int8(rx[base + f[pdo.R_MODE, OFFSET]]))
+        if (le(rx, base + f[pdo.R_CONTROLWORD, OFFSET], 2) != flags[row, drive.IDEM_CW]
+                or mode != flags[row, drive.MODE_DISPLAY]):
+            return False
+    frame = rx[at:at + n]
     for ch in range(N_NODE_COLUMNS - CHANNEL_ROWS):
         row = node[CHANNEL_ROWS + ch]
         if row >= 0:
-            c = base + ch * _CHANNEL_SIZE
-            scales = x[row, drive.SCALE:]
-            x[row, drive.CMD_POS] = get_scaled(rx, c, pdo.RPDO_TARGET_POSITION, scales)
-            x[row, drive.CMD_VEL] = get_scaled(rx, c, pdo.RPDO_TARGET_VELOCITY, scales)
-            x[row, drive.CMD_TORQUE] = get_scaled(rx, c, pdo.RPDO_TORQUE_OFFSET, scales)
+            drive.put_setpoints(frame, rfields[row], x, row)
     return True
 
 
 @njit(cache=True)
-def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque,
+def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, tfields, rfields, plant_pos, plant_vel, aux_src, aux_rows, torque,
                       dt, cycle_us, ratio, control_period):
     """Handle the datagram's frames from ``io[AT]`` up to the first one left to Python or the first
     SoA stepped (module docstring); answers written into ``tx`` from ``io[OUT]``; ``node_of``: row
-    of ``nodes`` per node id (-1: none); the drive arrays as :func:`~drivers.sim.drive.step_axes` takes them."""
+    of ``nodes`` per node id (-1: none); the drive arrays as :func:`~drivers.sim.drive.step_axes` takes them,
+    ``rfields`` the bank's RPDO field tables."""
     size = io[SIZE]
     at = io[AT]
     out = io[OUT]
@@ -167,9 +165,9 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
             io[SOCS] += 1
         elif kind == _PREQ:
             k = node_of[rx[frame + frames.DST_NODE_AT]]
-            if k < 0 or not nodes[k, ELIGIBLE] or not _apply(rx, frame, n, nodes[k], x, flags):
+            if k < 0 or not nodes[k, ELIGIBLE] or not _apply(rx, frame, n, nodes[k], x, flags, rfields):
                 break
-            reply = pres[nodes[k, PRES_ROW]]           # on_preq: status, then seal
+            reply = pres[nodes[k, PRES_ROW], :nodes[k, PRES_LENGTH]]     # on_preq: status, then seal
             m = reply.shape[0]
             reply[frames.NMT_STATUS_AT] = _OPERATIONAL
             reply[frames.FLAGS1_AT] = nodes[k, FLAGS1]
@@ -179,7 +177,7 @@ def serve_isochronous(rx, tx, io, nodes, node_of, pres, x, flags, plant_pos, pla
         elif kind == _SOA:
             if io[PENDING] or not io[SOA_OK] or not io[SOC_SEEN] or not _idle_soa(rx, frame, n):
                 break
-            io[NEW_FAULTS] = drive.step_axes(x, flags, plant_pos, plant_vel, aux_src, aux_rows, torque, dt,
+            io[NEW_FAULTS] = drive.step_axes(x, flags, tfields, plant_pos, plant_vel, aux_src, aux_rows, torque, dt,
                                              io[PHASE], ratio, control_period, pres)
             io[PHASE] = (io[PHASE] + 1) % ratio
             io[SOC_SEEN] = 0

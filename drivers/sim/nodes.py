@@ -96,6 +96,7 @@ class SimulatedNodes(ImmediateLink):
             for n in config.nodes:
                 if not (n.identity.configuration_date or n.identity.configuration_time):
                     commission(self.nodes[n.node_id].drive.objects, n, config)
+                    self.nodes[n.node_id].apply_mapping()
         self.faults = FaultInjector(self)
         self.reply_delay_s = 0.0
         self.rx_errors = 0
@@ -106,7 +107,7 @@ class SimulatedNodes(ImmediateLink):
         self._node_of = np.full(256, -1, np.int64)
         for k, node in enumerate(self._node_list):
             drive = node.drive
-            self._fast_nodes[k, :isochronous.CHANNEL_ROWS] = (node.node_id, 0, drive.pres_row, 0)
+            self._fast_nodes[k, :isochronous.CHANNEL_ROWS] = (node.node_id, 0, drive.pres_row, 0, 0, 0)
             for ch in drive.slots:
                 self._fast_nodes[k, isochronous.CHANNEL_ROWS + ch] = drive.rows[ch]
             self._node_of[node.node_id] = k
@@ -125,6 +126,8 @@ class SimulatedNodes(ImmediateLink):
             ok = node.nmt is _OPERATIONAL and not node.pending and not node.drive.dirty and not node.loss_preq.count
             nodes[k, isochronous.ELIGIBLE] = ok
             nodes[k, isochronous.FLAGS1] = node.pres_flags1()
+            nodes[k, isochronous.PRES_LENGTH] = node.pres.length
+            nodes[k, isochronous.RPDO_SIZE] = node.drive.rpdo_size
             soa_ok = soa_ok and ok and not node.loss_soc.count
             seen = seen and node.soc_seen
         io[isochronous.SOA_OK] = soa_ok
@@ -133,7 +136,8 @@ class SimulatedNodes(ImmediateLink):
         bank = self.bank
         bank.read_aux()
         at = io[isochronous.AT]
-        isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, bank.pres, bank.x, bank.flags,
+        isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, bank.pres, bank.x, bank.flags, bank.tfields,
+                                      bank.rfields,
                                       self.plant.motor_position, self.plant.motor_velocity, bank.aux_src,
                                       bank.aux_rows, bank.torque,
                                       bank.dt, self._cycle_us, self._ratio, bank.control_period)

@@ -13,8 +13,10 @@ TPDO's actual position.
 
 :func:`identity_objects` and :func:`dll_objects` add the node's own (0x1000, 0x1018, 0x1020; 0x1006,
 0x1C0B, 0x1C0D, 0x1C14). A mapping object accepts new entries only while its sub-index 0 is 0 (DS
-301 §6.4.9.2), and each entry must name an object the dictionary holds; the simulated drives go on exchanging the mapping
-:mod:`drivers.powerlink.pdo` declares, so what is written there is kept and read back, not applied.
+301 §6.4.9.2), and each entry must name an object the dictionary holds. A drive leaves the factory
+with the default mappings (:data:`drivers.powerlink.pdo.RPDO`, :data:`~drivers.powerlink.pdo.TPDO`);
+what is written there is applied on the next NMT reset (:func:`mapped_objects`,
+:meth:`drivers.sim.drive.Drive.apply_mapping`).
 """
 from __future__ import annotations
 
@@ -142,11 +144,7 @@ def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMap
     _constant(od, comm, 0, UNSIGNED8, 2)
     _variable(od, comm, 1, UNSIGNED8, 0)                 # 0: PReq from the MN / PRes to everyone
     _variable(od, comm, 2, UNSIGNED8, PDO_VERSION)
-    entries, bits = [], 0
-    for _, index, subindex, name in declared.objects():
-        length = 8 * _size(declared, name)
-        entries.append(mapping_entry(index, subindex, bits, length))
-        bits += length
+    entries = [mapping_entry(m.index, m.subindex, 8 * m.offset, 8 * SIZES[m.data_type]) for m in declared.mapped()]
     count = [len(entries)]
 
     def set_count(v: object) -> None:
@@ -167,8 +165,17 @@ def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMap
         od.add(mapping, k + 1, Entry(UNSIGNED64, RW, lambda k=k: slots[k], entry_setter(k)))
 
 
-def _size(declared: pdo.PdoMapping, name: str) -> int:
-    return next(e.size for e in declared.entries if e.name == name)
+def mapped_objects(od: ObjectDictionary, mapping: int) -> tuple[tuple[pdo.Mapped, ...], int]:
+    """The objects the mapping object ``mapping`` (0x1600, 0x1A00) of ``od`` maps, each with its byte
+    offset and the data type ``od`` gives it, and the payload size in bytes (the end of the last)."""
+    mapped, end = [], 0
+    for k in range(1, int(od.value(mapping, 0)) + 1):
+        value = int(od.value(mapping, k))
+        index, subindex = value & 0xFFFF, (value >> 16) & 0xFF
+        offset, length = (value >> 32) & 0xFFFF, value >> 48
+        mapped.append(pdo.Mapped(index, subindex, offset // 8, od.entries[(index, subindex)].data_type))
+        end = max(end, (offset + length + 7) // 8)
+    return tuple(mapped), end
 
 
 DRIVE_COLUMNS = ("KP", "KV", "KI", "KT", "I_MAX", "V_MAX", "FE_LIMIT", "P_DEM", "CMD_POS", "CMD_VEL", "CMD_TORQUE",
@@ -226,10 +233,10 @@ def drive_dictionary(drive, columns: dict[str, int], params: dict[int, DrivePara
     _constant(od, 0x1008, 0, VISIBLE_STRING, DEVICE_NAME)
     for ch in drive.slots:
         _axis(od, drive, columns, params[ch], ch, ch * pdo.AXIS_OFFSET)
-    for mapping in (pdo.RPDO, pdo.TPDO):            # a channel without a motor: its mapped objects read 0
-        for _, index, subindex, name in mapping.objects():
-            if (index, subindex) not in od.entries:
-                _constant(od, index, subindex, mapping.entry(name).data_type, 0)
+    for ch in range(len(drive.rows)):               # a channel without a motor: its mappable objects read 0
+        for e in pdo.CATALOG.values():
+            if (e.index + ch * pdo.AXIS_OFFSET, e.subindex) not in od.entries:
+                _constant(od, e.index + ch * pdo.AXIS_OFFSET, e.subindex, e.data_type, 0)
     _mapping(od, 0x1400, 0x1600, pdo.RPDO)
     _mapping(od, 0x1800, 0x1A00, pdo.TPDO)
     return od
