@@ -214,6 +214,9 @@ def _pres(node_id: int, nmt: int = 0xFD, size: int = TPDO.size, pdo_version: int
     return bytes(f.seal())
 
 
+SIZES = np.full(2, TPDO.size, np.int64)      # the TPDO size each of nodes 1 and 2 maps
+
+
 @pytest.mark.parametrize("spoil", ["none", "lost", "late", "fcs", "other node", "pre-operational", "pdo size",
                                    "pdo version", "short datagram"])
 def test_steady_pres_accepts_only_valid_operational_pres_in_time(spoil):
@@ -239,7 +242,7 @@ def test_steady_pres_accepts_only_valid_operational_pres_in_time(spoil):
     buf = np.frombuffer(b"".join(answers), np.uint8)
     lengths = np.array([len(a) for a in answers], np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    ok = steady_pres(buf, offsets, lengths, np.array(delays, np.int64), 4, np.array([1, 2], np.int64), np.zeros(2, np.int64), 5e-5, True)
+    ok = steady_pres(buf, offsets, lengths, np.array(delays, np.int64), 4, np.array([1, 2], np.int64), np.zeros(2, np.int64), SIZES, 5e-5, True)
     assert ok == (spoil == "none")
 
 
@@ -250,6 +253,6 @@ def test_steady_pres_takes_socket_frames_without_fcs(cut):
     buf = np.frombuffer(b"".join(answers), np.uint8)
     lengths = np.array([len(a) for a in answers], np.int64)
     offsets = np.array([0, lengths[0]], np.int64)
-    ok = steady_pres(buf, offsets, lengths, np.zeros(2, np.int64), 2, np.array([1, 2], np.int64), np.zeros(2, np.int64), 5e-5, False)
+    ok = steady_pres(buf, offsets, lengths, np.zeros(2, np.int64), 2, np.array([1, 2], np.int64), np.zeros(2, np.int64), SIZES, 5e-5, False)
     assert ok == (cut == 0)
-    assert not steady_pres(buf, offsets, lengths, np.zeros(2, np.int64), 2, np.array([1, 2], np.int64), np.zeros(2, np.int64), 5e-5, True)
+    assert not steady_pres(buf, offsets, lengths, np.zeros(2, np.int64), 2, np.array([1, 2], np.int64), np.zeros(2, np.int64), SIZES, 5e-5, True)

@@ -10,8 +10,7 @@ import pytest
 from drivers.cia402 import State
 from drivers.hal import Intent
 from drivers.powerlink import frames, pdo
-from drivers.powerlink.managing_node import PREQ_LENGTH
-from drivers.powerlink.pdo import RPDO, TPDO, PdoLayoutError
+from drivers.powerlink.pdo import RPDO, TPDO
 from drivers.powerlink.process_image import read_tpdo, write_rpdo
 from drivers.sim import drive, isochronous
 
@@ -22,6 +21,8 @@ SCALES = np.array([[2 ** 17 / (2 * math.pi)] * 2 + [2000.0, 200.0]] * 2)
 TPDO_VALUES = [(0x1237 + 0x100 * ch, -8 - ch, 123456 + ch, -654321 - ch, -1234 + ch, 0x4310 + ch, 5.5 + ch, -6.75 - ch,
                 7.125 + ch) for ch in range(TPDO.channels)]
 RPDO_VALUES = [(0x000F + 0x80 * ch, 9 + ch, -2_000_000_000 - ch, 4_500_000 + ch, -32768 + ch) for ch in range(RPDO.channels)]
+TFIELDS = np.stack([TPDO.table(ch) for ch in range(TPDO.channels)])     # axis a on channel a
+RFIELDS = np.stack([RPDO.table(ch) for ch in range(RPDO.channels)])
 # IEC 61800-7-201 (CiA 402) data type of each mapped object, and the CiA 301 size of each type (bytes).
 STANDARD_TYPES = {0x6040: pdo.UNSIGNED16, 0x6041: pdo.UNSIGNED16, 0x6060: pdo.INTEGER8, 0x6061: pdo.INTEGER8,
                   0x607A: pdo.INTEGER32, 0x6064: pdo.INTEGER32, 0x60FF: pdo.INTEGER32, 0x606C: pdo.INTEGER32,
@@ -39,19 +40,19 @@ def test_offsets_follow_the_declared_order_and_types():
             assert entry.data_type == STANDARD_TYPES[entry.index], hex(entry.index)
             assert entry.size == TYPE_SIZES[entry.data_type]
             assert mapping.offset(entry.name) == at
-            if entry.scale is not None:
-                bits = 8 * entry.size
-                assert mapping.field(entry.name) == (at, entry.size, -2 ** (bits - 1), 2 ** (bits - 1) - 1,
-                                                     pdo.SCALES.index(entry.scale))
+            fields = pdo.RPDO_FIELDS if mapping is RPDO else pdo.TPDO_FIELDS
+            for ch in range(mapping.channels):          # the field table: channel 1 after channel 0
+                row = mapping.table(ch)[fields.index(entry.name)]
+                assert row[:2].tolist() == [ch * mapping.channel_struct.size + at, entry.size]
+                if entry.scale is not None:
+                    bits = 8 * entry.size
+                    assert row[2:].tolist() == [-2 ** (bits - 1), 2 ** (bits - 1) - 1, pdo.SCALES.index(entry.scale)]
             at += entry.size
         assert at == mapping.channel_struct.size and mapping.size == at * mapping.channels
-    assert (pdo.RPDO_TARGET_POSITION[0], pdo.TPDO_CURRENT[0]) == (3, 11)      # 2 + 1; 2 + 1 + 4 + 4
+    assert (RPDO.table(0)[pdo.R_TARGET_POSITION, 0], TPDO.table(1)[pdo.T_CURRENT, 0]) == (3, 38)  # 2 + 1; 27 + 2 + 1 + 4 + 4
+    assert (TPDO.table(0)[pdo.T_TORQUE] == -1).all()        # 0x6077 is not in the default TPDO
     with pytest.raises(KeyError, match="maps no field 'torque'"):
         RPDO.offset("torque")
-    with pytest.raises(PdoLayoutError, match="controlword"):
-        RPDO.require("a test", controlword=pdo.REAL32)
-    with pytest.raises(PdoLayoutError, match="integer data type"):
-        pdo.PdoEntry("x", 0x607A, 0, pdo.REAL64, "position")
 
 
 def test_the_drive_kernel_writes_the_declared_tpdo():
@@ -67,7 +68,7 @@ def test_the_drive_kernel_writes_the_declared_tpdo():
         x[a, drive.ACT_POS], x[a, drive.ACT_VEL], x[a, drive.ACT_CUR] = v[2] / SCALES[a, 0], v[3] / SCALES[a, 1], \
             v[4] / SCALES[a, 3]
         x[a, drive.AUX:drive.AUX + 3] = v[6:]
-        drive._write_tpdo(pres, x, flags, a)
+        drive._write_tpdo(pres, x, flags, TFIELDS, a)
     assert TPDO.struct.unpack_from(pres[0], frames.PDO_OFFSET) == sum(TPDO_VALUES, ())
 
 
@@ -80,7 +81,7 @@ def test_the_bus_reads_the_declared_tpdo():
     latched, statusword, mode, state, code = ints
     floats = [np.zeros(n) for _ in range(3)]
     aux = np.zeros((n, 3))
-    read_tpdo(tpdo, np.zeros(1, np.int64), np.zeros(n, np.int64), np.arange(n), SCALES, latched, statusword, mode,
+    read_tpdo(tpdo, np.zeros(1, np.int64), np.zeros(n, np.int64), TFIELDS, SCALES, latched, statusword, mode,
               *floats, aux, state, code, np.zeros(n, np.int64))
     for ch, v in enumerate(TPDO_VALUES):
         got = (statusword[ch], mode[ch], floats[0][ch] * SCALES[ch, 0], floats[1][ch] * SCALES[ch, 1],
@@ -93,13 +94,14 @@ def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():
     """process_image.write_rpdo packs what RPDO.struct unpacks (the SI setpoints as the integers
     that scale to them), and the CN's Numba path (isochronous._apply) reads those setpoints back."""
     n = RPDO.channels
-    preq = np.zeros((1, PREQ_LENGTH), np.uint8)
+    preq = np.zeros((1, frames.pdo_frame_length(RPDO.size)), np.uint8)
     cw = np.array([v[0] for v in RPDO_VALUES], np.int64)
     columns = [np.array([v[k] for v in RPDO_VALUES], float) / scale for k, scale in
                ((1, 1.0), (2, SCALES[:, 0]), (3, SCALES[:, 1]), (4, SCALES[:, 2]))]
     saturated, saturations = np.zeros(n, np.int64), np.zeros(n, np.int64)
     assert write_rpdo(np.full(n, int(Intent.FAULT_RESET), np.int64), np.zeros(n, np.int64), cw,
-                      columns[0].astype(np.int64), *columns[1:], preq, np.zeros(n, np.int64), np.arange(n), SCALES,
+                      columns[0].astype(np.int64), *columns[1:], preq, np.array([preq.shape[1]]), np.zeros(n, np.int64),
+                      RFIELDS, SCALES,
                       saturated, saturations, np.zeros(n, np.int64), True) == (0, 0)
     assert RPDO.struct.unpack_from(preq[0], frames.PDO_OFFSET) == sum(RPDO_VALUES, ())
     assert not saturated.any() and not saturations.any()
@@ -114,9 +116,10 @@ def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():
     flags = np.zeros((n, drive.N_FLAGS), np.int64)
     flags[:, drive.IDEM_CW], flags[:, drive.MODE_DISPLAY] = cw, columns[0]
     node = np.zeros(isochronous.N_NODE_COLUMNS, np.int64)
-    node[[isochronous.NODE_ID, isochronous.ELIGIBLE, isochronous.PRES_ROW, isochronous.FLAGS1]] = 1, 1, 0, 1
+    node[[isochronous.NODE_ID, isochronous.ELIGIBLE, isochronous.PRES_ROW, isochronous.FLAGS1,
+          isochronous.RPDO_SIZE]] = 1, 1, 0, 1, RPDO.size
     node[isochronous.CHANNEL_ROWS:] = np.arange(n)        # axis rows 0 and 1
-    assert isochronous._apply(rx, 0, rx.shape[0], node, x, flags)
+    assert isochronous._apply(rx, 0, rx.shape[0], node, x, flags, RFIELDS)
     for a, v in enumerate(RPDO_VALUES):
         assert (x[a, drive.CMD_POS], x[a, drive.CMD_VEL], x[a, drive.CMD_TORQUE]) == pytest.approx(
             (columns[1][a], columns[2][a], columns[3][a]), rel=1e-15)

@@ -13,7 +13,6 @@ from drivers.config import BusConfigError, parse_bus_config
 from drivers.events import EventKind
 from drivers.hal import Intent, open_bus
 from drivers.powerlink import frames, pdo
-from drivers.powerlink.managing_node import PREQ_LENGTH
 from drivers.powerlink.pdo import RPDO
 from drivers.powerlink.process_image import SATURATION_BITS, write_rpdo
 from drivers.powerlink.scaling import get_scaled, put_scaled, scale_table
@@ -34,7 +33,7 @@ def _reference(value: float, scale: float, fmt: str) -> bytes:
 
 @pytest.mark.parametrize("name", ["target_position", "target_velocity", "torque_offset"])
 def test_put_scaled_rounds_and_saturates_as_the_reference(name):
-    field = RPDO.field(name)
+    field = RPDO.table(0)[pdo.RPDO_FIELDS.index(name)]
     entry = RPDO.entry(name)
     scale = SCALES[0, field[4]]
     rng = np.random.default_rng(7)
@@ -54,15 +53,16 @@ def test_write_rpdo_saturates_counts_and_reports_once():
     """1e39 and -inf saturate at INTEGER32's ends (REAL32 made them inf), a NaN keeps the last value;
     the axis' bits name the fields, its count grows every saturated write, the first one reports it."""
     n = 2
-    preq = np.zeros((1, PREQ_LENGTH), np.uint8)
+    preq = np.zeros((1, frames.pdo_frame_length(RPDO.size)), np.uint8)
     saturated, saturations, newly = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     position, velocity, torque = np.array([0.25, 0.0]), np.zeros(n), np.array([0.0, 0.1])
     scales = np.repeat(SCALES, n, axis=0)
 
     def write():
         return write_rpdo(np.full(n, int(Intent.DISABLED), np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
-                          np.full(n, 8, np.int64), position, velocity, torque, preq, np.zeros(n, np.int64),
-                          np.arange(n), scales, saturated, saturations, newly, False)
+                          np.full(n, 8, np.int64), position, velocity, torque, preq, np.array([preq.shape[1]]),
+                          np.zeros(n, np.int64), np.stack([RPDO.table(ch) for ch in range(n)]), scales, saturated,
+                          saturations, newly, False)
 
     def sent(ch):
         return RPDO.struct.unpack_from(preq[0], frames.PDO_OFFSET)[ch * RPDO.per_channel + 2:(ch + 1) * RPDO.per_channel]
