@@ -24,7 +24,7 @@ from drivers.backends.sim import open_sim
 from drivers.backends.sim import open_in_process
 from drivers.config import parse_bus_config
 from drivers.powerlink import frames
-from drivers.powerlink.pdo import TPDO
+from drivers.pdo import TPDO
 
 BENCH_BUS = {
     "backend": "sim",

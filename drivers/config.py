@@ -13,8 +13,7 @@ from datetime import date, datetime, timezone
 
 from drivers.service_channel import FORMATS, INTEGER_RANGES, SIZES, TYPE_CODES, TYPE_NAMES
 from drivers.identity import DEVICE_TYPE_SERVO_402, HOST_NAME_SIZE, Identity
-from drivers.powerlink import pdo
-from drivers.powerlink.frames import MAX_PDO_PAYLOAD
+from drivers import pdo
 from models.common.errors import quote
 
 NET_TIME_EPOCH_S = 1_767_225_600         # 2026-01-01T00:00:00Z
@@ -400,20 +399,19 @@ MAPPING_KEYS = {"rpdo": "preq_payload_limit", "tpdo": "pres_payload_limit"}
 
 def _drive_mapping(section, node_id: int, where: str) -> tuple[pdo.PdoMapping, pdo.PdoMapping]:
     """``nodes[i].mapping``: the drive's RPDO and TPDO (``rpdo:`` / ``tpdo:`` lists of one channel's
-    objects, drivers.powerlink.pdo.drive_mapping; each defaults to pdo.RPDO / pdo.TPDO), each payload
-    within the node's limit (``preq_payload_limit`` / ``pres_payload_limit`` bytes, its XDD's
-    0x1F98/4 and /5; default the frame's 1490)."""
+    objects, drivers.pdo.drive_mapping; each defaults to pdo.RPDO / pdo.TPDO), each payload within
+    the node's limit if the YAML gives one (``preq_payload_limit`` / ``pres_payload_limit`` bytes, the
+    UNSIGNED16 0x1F98/4 and /5 of its XDD)."""
     if section is None:
         return pdo.RPDO, pdo.TPDO
     section = _mapping(section, where)
     _known(section, {*MAPPING_KEYS, *MAPPING_KEYS.values()}, where)
     mappings = []
     for direction, key in MAPPING_KEYS.items():
-        limit = _integer(section.get(key, MAX_PDO_PAYLOAD), f"{where}.{key}", 1, MAX_PDO_PAYLOAD)
-        default = pdo.RPDO if direction == "rpdo" else pdo.TPDO
+        limit = _integer(section[key], f"{where}.{key}", 1, 0xFFFF) if key in section else None
+        items = section.get(direction, [e.name for e in (pdo.RPDO if direction == "rpdo" else pdo.TPDO).entries])
         try:
-            mappings.append(pdo.drive_mapping(section[direction], direction, limit) if direction in section
-                            else pdo.drive_mapping([e.name for e in default.entries], direction, limit))
+            mappings.append(pdo.drive_mapping(items, direction, limit))
         except pdo.PdoMappingError as exc:
             raise BusConfigError(f"{where}.{direction} (node {node_id}): {exc}") from None
     return mappings[0], mappings[1]

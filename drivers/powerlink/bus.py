@@ -18,7 +18,7 @@ from drivers.health import flag_saturation
 from drivers.powerlink.capture import Capture, CaptureLink
 from drivers.powerlink.managing_node import Link, ManagingNode
 from drivers.powerlink.nmt import NmtState
-from drivers.powerlink.pdo import CATALOG, FIELD_COLUMNS, RPDO_FIELDS, TPDO_FIELDS
+from drivers.pdo import CATALOG, FIELD_COLUMNS, RPDO_FIELDS, TPDO_FIELDS
 from drivers.powerlink.process_image import SATURATION_BITS, read_tpdo, write_rpdo
 from drivers.powerlink.scaling import scale_table
 from drivers.service_channel import DOMAIN, SDO_READ, SDO_WRITE, SdoRequest

@@ -7,7 +7,7 @@ The download, in order:
 1. the PDO mappings: an io node's from the bus YAML's ``inputs`` (into its PRes: TPDO mapping
    0x1A00) and ``outputs`` (from its PReq: RPDO mapping 0x1600); a CiA 402 drive's from its
    mappings (``NodeConfig.tpdo`` / ``rpdo``: the bus YAML's ``mapping:`` or the default
-   :data:`~drivers.powerlink.pdo.TPDO`, :data:`~drivers.powerlink.pdo.RPDO`), the same objects
+   :data:`~drivers.pdo.TPDO`, :data:`~drivers.pdo.RPDO`), the same objects
    its process image's field tables derive from;
 2. the data link layer: the cycle length 0x1006 (``bus.cycle_time_s`` in µs), the node's loss of
    SoC and loss of PReq thresholds 0x1C0B/3, 0x1C0D/3 (``bus.threshold``, what the managing node's
@@ -42,7 +42,8 @@ import struct
 from typing import NamedTuple
 
 from drivers.config import BusConfig, NodeConfig, PdoObject
-from drivers.powerlink import frames, pdo
+from drivers import pdo
+from drivers.powerlink import frames
 from drivers.service_channel import FORMATS, TYPE_NAMES, UNSIGNED8, UNSIGNED32, UNSIGNED64
 
 TPDO_MAPPING = 0x1A00          # the node's PRes payload

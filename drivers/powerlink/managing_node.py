@@ -74,9 +74,14 @@ _NO_SERVICE, _IDENT_REQUEST, _STATUS_REQUEST, _NMT_INVITE, _UNSPECIFIED_INVITE =
 _NMT_COMMAND = ServiceId.NMT_COMMAND
 
 
-def preq_length(node: NodeConfig) -> int:
-    """The length of ``node``'s PReq frame, FCS included: its outputs or its drive's RPDO."""
-    return frames.pdo_frame_length(node.output_size if node.profile == "io" else node.rpdo.size)
+def pdo_rows(config: BusConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per CN: the length of its PReq frame (FCS included: its outputs or its drive's RPDO), a row to
+    build that frame in, a row for the TPDO payload of its last valid PRes (its inputs or its drive's TPDO)."""
+    io = [n.profile == "io" for n in config.nodes]
+    lengths = np.array([frames.pdo_frame_length(n.output_size if i else n.rpdo.size) for n, i in zip(config.nodes, io)],
+                       np.int64)
+    width = max(n.input_size if i else n.tpdo.size for n, i in zip(config.nodes, io))
+    return lengths, np.zeros((len(io), max(lengths)), np.uint8), np.zeros((len(io), width), np.uint8)
 
 
 class Link(Protocol):
@@ -359,10 +364,7 @@ class ManagingNode:
         self.epoch_ns = config.net_time_epoch_s * 1_000_000_000 if epoch_ns is None else epoch_ns
         self.link = link
         self.events = events
-        self.preq_lengths = np.array([preq_length(n) for n in config.nodes], np.int64)
-        self.preq_rows = np.zeros((len(config.nodes), max(self.preq_lengths)), np.uint8)  # one PReq frame per CN
-        width = max(n.input_size if n.profile == "io" else n.tpdo.size for n in config.nodes)
-        self.tpdo = np.zeros((len(config.nodes), width), np.uint8)      # per CN: its last valid TPDO payload
+        self.preq_lengths, self.preq_rows, self.tpdo = pdo_rows(config)
         self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
         self.records = {n.node_id: CnRecord(n, config, None if n.profile == "io" else
                                             memoryview(self.preq_rows[i])[:self.preq_lengths[i]], self.tpdo[i])
@@ -390,8 +392,7 @@ class ManagingNode:
         self._soa_array = np.frombuffer(self.soa.buf, np.uint8)
         self._expect = np.zeros(0, np.int64)             # node ids of the polled CNs, in order
         self._rows = np.zeros(0, np.int64)               # and their rows of preq_rows
-        self._sizes = np.zeros(0, np.int64)              # and their TPDO sizes
-        self._en = np.zeros(0, np.int64)                 # and the EN each last reported
+        self._en = self._sizes = np.zeros(0, np.int64)   # and the EN each last reported, their TPDO sizes
         if self._answers is not None:
             self._steady((), 0)                          # compiles (or loads) the check before any cycle
 
@@ -484,8 +485,7 @@ class ManagingNode:
         polled = self._cycle
         if self._queue_period is not None:
             self._queue_period(self._soc_array, self.preq_rows, self.preq_lengths, self._rows, self._soa_array,
-                               self.bus_cycle,
-                               cycles, self._cycle_us, self.epoch_ns)
+                               self.bus_cycle, cycles, self._cycle_us, self.epoch_ns)
         else:
             for k in range(cycles):
                 self._queue_isochronous(self.bus_cycle + k)

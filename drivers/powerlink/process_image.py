@@ -1,7 +1,7 @@
 """The HAL's arrays <-> the PDO payloads, each way one Numba pass over every axis (DS 301 §6.4).
 
 :func:`read_tpdo` decodes each axis' TPDO fields (by the field table its node's mapping gives its
-channel, drivers.powerlink.pdo, built once when the bus opens) from the last valid PRes payload of its node into the bus arrays, the CiA 402 integers turned
+channel, drivers.pdo, built once when the bus opens) from the last valid PRes payload of its node into the bus arrays, the CiA 402 integers turned
 into SI by the axis' scale factors (drivers.powerlink.scaling), with the CiA 402 state its
 statusword reports (IEC 61800-7-201 §6.2) or the code a node-level error latched;
 :func:`write_rpdo` turns the axis intents into controlwords (the master side of the enable
@@ -19,7 +19,8 @@ from numba import njit
 from drivers import cia402
 from drivers.cia402 import State
 from drivers.hal import Intent
-from drivers.powerlink import frames, pdo
+from drivers import pdo
+from drivers.powerlink import frames
 from drivers.powerlink.checks import crc32, get_f32, le, put_le
 from drivers.powerlink.scaling import OFFSET, get_integer, get_scaled, put_scaled
 
@@ -40,7 +41,7 @@ _FAULT_REACTION = int(State.FAULT_REACTION_ACTIVE)
 @njit(cache=True)
 def read_tpdo(tpdo, node_latched, axis_node, tfields, scales, latched, statusword, mode_display, position,
               velocity, current, aux, state, fault_code, newly_faulted):
-    """Axis ``a``'s TPDO fields (its field table ``tfields[a]``, drivers.powerlink.pdo) of payload
+    """Axis ``a``'s TPDO fields (its field table ``tfields[a]``, drivers.pdo) of payload
     row ``tpdo[axis_node[a]]`` into the arrays, in SI by its row of ``scales`` (an unmapped velocity,
     current or aux input reads NaN, an unmapped error code 0); a node's latched code (``node_latched``, then cleared) moves to its axes' ``latched``,
     which reports the axis in FAULT with that code. The axes entering FAULT or FAULT_REACTION_ACTIVE

@@ -1,9 +1,9 @@
 """SI values <-> the integers of the CiA 402 process data (IEC 61800-7-201), in Numba.
 
 Each axis has one row of scale factors (:func:`scale_table`, columns in the order of
-:data:`drivers.powerlink.pdo.SCALES`) from its bus YAML drive parameters: a value ``v`` in SI
+:data:`drivers.pdo.SCALES`) from its bus YAML drive parameters: a value ``v`` in SI
 travels as ``rint(v * scale)``, saturated to its data type's range. A field is described by the
-row of a field table (:meth:`drivers.powerlink.pdo.PdoMapping.table`: offset, size, lowest,
+row of a field table (:meth:`drivers.pdo.PdoMapping.table`: offset, size, lowest,
 highest, scale column), so the kernels here serve any integer type the mapping declares; a field
 the mapping does not carry (offset -1) reads NaN and is not written. Nothing is allocated.
 """
@@ -16,7 +16,7 @@ from numba import njit
 
 from drivers.config import AxisConfig
 from drivers.powerlink.checks import le, put_le
-from drivers.powerlink.pdo import FIELD_COLUMNS, SCALES
+from drivers.pdo import FIELD_COLUMNS, SCALES
 
 OFFSET, SIZE, LOW, HIGH, COLUMN = (FIELD_COLUMNS.index(n) for n in ("offset", "size", "low", "high", "scale"))
 

@@ -45,7 +45,8 @@ from drivers.cia402 import Command, State
 from drivers.codes import FaultCode, error_register_bits
 from drivers.config import AUX_VALUES, SENSORS, AxisConfig, BusConfig
 from drivers.sim.plant import Plant
-from drivers.powerlink import frames, pdo
+from drivers import pdo
+from drivers.powerlink import frames
 from drivers.powerlink.checks import put_le
 from drivers.powerlink.scaling import OFFSET, SIZE, get_integer, get_scaled, put_scaled, scale_table
 from drivers.powerlink.configuration import RPDO_MAPPING, TPDO_MAPPING
@@ -83,7 +84,7 @@ X_COLUMNS = (                  # DriveBank.x, one float row per axis
     ("AUX", 3, "auxiliary sensor input, TPDO 0x2400:1..3 (NaN: nothing wired; drivers.config.SENSORS)"),
     ("FE_ACTUAL", 1, "following error of this bus cycle, CSP demand − actual [motor rad]"),
     ("FE_PEAK", 1, "peak |following error| since last taken [motor rad]"),
-    ("SCALE", len(pdo.SCALES), "SI -> process data integers (drivers.powerlink.pdo.SCALES, scaling.scale_table)"),
+    ("SCALE", len(pdo.SCALES), "SI -> process data integers (drivers.pdo.SCALES, scaling.scale_table)"),
 )
 FLAG_COLUMNS = (               # DriveBank.flags, one integer row per axis
     ("MODE", 1, "control loop of the kernel (LOOP_*)"),

@@ -40,7 +40,7 @@ from drivers.sim import drive
 from drivers.powerlink import frames
 from drivers.powerlink.checks import crc32, framed, le, put_le
 from drivers.powerlink.nmt import NMT_STATE_CODES, NmtState
-from drivers.powerlink import pdo
+from drivers import pdo
 from drivers.powerlink.scaling import OFFSET
 
 # Columns of the ``nodes`` table (one row per CN): node id, eligible for the fast path, its PRes

@@ -14,7 +14,7 @@ TPDO's actual position.
 :func:`identity_objects` and :func:`dll_objects` add the node's own (0x1000, 0x1018, 0x1020; 0x1006,
 0x1C0B, 0x1C0D, 0x1C14). A mapping object accepts new entries only while its sub-index 0 is 0 (DS
 301 §6.4.9.2), and each entry must name an object the dictionary holds. A drive leaves the factory
-with the default mappings (:data:`drivers.powerlink.pdo.RPDO`, :data:`~drivers.powerlink.pdo.TPDO`);
+with the default mappings (:data:`drivers.pdo.RPDO`, :data:`~drivers.pdo.TPDO`);
 what is written there is applied on the next NMT reset (:func:`mapped_objects`,
 :meth:`drivers.sim.drive.Drive.apply_mapping`).
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from drivers.config import DriveParams
 from drivers.identity import Identity
-from drivers.powerlink import pdo
+from drivers import pdo
 from drivers.powerlink.scaling import quantize
 from drivers.powerlink.frames import PDO_VERSION
 from drivers.powerlink.threshold import ThresholdCounter
@@ -216,7 +216,7 @@ def drive_dictionary(drive, columns: dict[str, int], params: dict[int, DrivePara
                      history_length: int) -> ObjectDictionary:
     """The dictionary of a simulated two-axis CiA 402 drive (:class:`drivers.sim.drive.Drive`),
     reading its state row ``drive.bank.x[row]`` at ``columns`` (the names :data:`DRIVE_COLUMNS`;
-    ``SCALE`` the first of the :data:`drivers.powerlink.pdo.SCALES` factors), channel ``ch``
+    ``SCALE`` the first of the :data:`drivers.pdo.SCALES` factors), channel ``ch``
     reporting the rated values and encoder resolution of ``params[ch]``."""
     od = ObjectDictionary()
     od.add(0x1001, 0, Entry(UNSIGNED8, RO, lambda: drive.error_register))

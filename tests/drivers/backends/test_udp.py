@@ -20,19 +20,15 @@ from drivers.fault_api import FaultError
 from drivers.hal import BackendError, LinkError, open_bus
 from drivers.sim.plant import InertiaPlant
 
-from tests.drivers.helpers import cycle
+from tests.drivers.helpers import boot_and_move, cycle
+
+
+def _step(bus, k: int) -> None:
+    bus.target_position[:] = bus.target_position + 0.002 * np.cos(0.1 * k)
 
 
 def drive(bus) -> np.ndarray:
-    bus.boot()
-    for axis in bus.axes.values():
-        axis.enable()
-    for k in range(25):
-        bus.read()
-        bus.target_position[:] = bus.target_position + 0.002 * np.cos(0.1 * k)
-        bus.write()
-        bus.exchange()
-    bus.read()
+    boot_and_move(bus, 25, _step)
     return bus.position.copy()
 
 

@@ -8,7 +8,8 @@ import pytest
 from drivers.config import parse_bus_config
 from drivers.events import EventKind
 from drivers.hal import open_bus
-from drivers.powerlink import configuration, pdo
+from drivers import pdo
+from drivers.powerlink import configuration
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.managing_node import BootTimeoutError
 from drivers.powerlink.nmt import NmtState

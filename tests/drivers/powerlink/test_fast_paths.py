@@ -17,7 +17,7 @@ from drivers.sim.drive import ACT_CUR, ACT_POS, ACT_VEL, AUX, CMD_POS, SCALE
 from drivers.powerlink import frames
 from drivers.powerlink.frames import ChecksumError, InconsistentFrame
 from drivers.powerlink.checks import steady_pres
-from drivers.powerlink.pdo import RPDO, SCALES, TPDO
+from drivers.pdo import RPDO, SCALES, TPDO
 
 from tests.drivers.helpers import cycle
 

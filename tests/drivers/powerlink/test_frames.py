@@ -20,7 +20,7 @@ from drivers.powerlink.frames import (
     TruncatedFrame,
 )
 from drivers.powerlink.nmt import NmtState
-from drivers.powerlink.pdo import RPDO, TPDO
+from drivers.pdo import RPDO, TPDO
 
 
 def soc(s: int = 0, ns: int = 0, rel: int = 0, flags1: int = 0, flags2: int = 0) -> bytes:

@@ -1,4 +1,4 @@
-"""A CiA 402 drive's PDO mapping from the bus YAML (``nodes[i].mapping``, drivers/powerlink/pdo.py):
+"""A CiA 402 drive's PDO mapping from the bus YAML (``nodes[i].mapping``, drivers/pdo.py):
 validated at load; the process image, the managing node and the simulated drive follow it; a
 factory-fresh simulated drive gets it downloaded by SDO and applies it on NMTResetConfiguration;
 the default mapping leaves every frame byte for byte as it was."""
@@ -17,12 +17,13 @@ import pytest
 
 from drivers.backends.sim import open_in_process, open_sim
 from drivers.config import BusConfigError, parse_bus_config
-from drivers.powerlink import configuration, frames, pdo
-from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.process_image import read_tpdo
+from drivers import pdo
+from drivers.powerlink import configuration, frames
+from drivers.pdo import RPDO, TPDO
 from drivers.sim import drive
 from drivers.sim.object_dictionary import mapped_objects
 from tests.drivers.conftest import _BENCH
+from tests.drivers.helpers import boot_and_move, decode_tpdo
 
 TSHARK = shutil.which("tshark")
 OPTIONS = ("-o", "eth.check_fcs:TRUE", "--disable-protocol", "opensafety")     # as test_tshark_conformance
@@ -49,17 +50,11 @@ def _mapped(section: dict, mapping: dict) -> dict:
 def drive_60(bus, feedforward: bool = True) -> None:
     """Boot, enable, 60 control periods of moving setpoints (a velocity and torque feedforward unless
     not ``feedforward``), read."""
-    bus.boot()
-    for axis in bus.axes.values():
-        axis.enable()
-    for k in range(60):
-        bus.read()
+    def setpoints(bus, k: int) -> None:
         bus.target_position[:] = bus.position + 0.01 * math.sin(0.1 * k)
         bus.target_velocity[:] = 0.01 * k * feedforward
         bus.torque_offset[:] = 0.002 * k * feedforward
-        bus.write()
-        bus.exchange()
-    bus.read()
+    boot_and_move(bus, 60, setpoints)
 
 
 def run(section: dict, opener=open_sim, feedforward: bool = True, **options):
@@ -119,19 +114,15 @@ def test_the_field_tables_read_and_write_where_the_mapping_puts_each_object():
     tables = np.stack([tpdo.table(ch) for ch in (0, 1)])
     scales = np.array([[1000.0, 100.0, 2000.0, 200.0]] * 2)
     values = [(123456 + ch, -321 - ch, 0x1237, -654321, 8, -1234 + ch, 0x4310 + ch) for ch in (0, 1)]
-    payload = np.zeros((1, tpdo.size), np.uint8)
-    tpdo.struct.pack_into(payload[0], 0, *sum(values, ()))
-    n = 2
-    ints = [np.zeros(n, np.int64) for _ in range(5)]
-    latched, statusword, mode, state, code = ints
-    floats = [np.zeros(n) for _ in range(3)]
-    aux = np.zeros((n, 3))
-    read_tpdo(payload, np.zeros(1, np.int64), np.zeros(n, np.int64), tables, scales, latched, statusword, mode,
-              *floats, aux, state, code, np.zeros(n, np.int64))
+    payload = np.zeros(tpdo.size, np.uint8)
+    tpdo.struct.pack_into(payload, 0, *sum(values, ()))
+    got = decode_tpdo(payload, tables, scales)
     for ch, v in enumerate(values):
-        assert (floats[0][ch] * 1000.0, statusword[ch], floats[1][ch] * 100.0, mode[ch], floats[2][ch] * 200.0,
-                code[ch]) == pytest.approx((v[0], v[2], v[3], v[4], v[5], v[6]), rel=1e-12)
-    assert np.isnan(aux).all()
+        assert (got["position"][ch] * 1000.0, got["statusword"][ch], got["velocity"][ch] * 100.0,
+                got["mode_display"][ch], got["current"][ch] * 200.0, got["fault_code"][ch]) == pytest.approx(
+            (v[0], v[2], v[3], v[4], v[5], v[6]), rel=1e-12)
+    assert np.isnan(got["aux"]).all()
+    n = 2
     pres = np.zeros((1, frames.MAX_FRAME), np.uint8)
     x = np.zeros((n, drive.N_COLUMNS))
     flags = np.zeros((n, drive.N_FLAGS), np.int64)

@@ -1,4 +1,4 @@
-"""The PDO fast paths and the declared mappings (drivers/powerlink/pdo.py, DS 301 §6.4) agree:
+"""The PDO fast paths and the declared mappings (drivers/pdo.py, DS 301 §6.4) agree:
 each side encodes with one and decodes with the other, every field a distinct value."""
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import pytest
 
 from drivers.cia402 import State
 from drivers.hal import Intent
-from drivers.powerlink import frames, pdo
-from drivers.powerlink.pdo import RPDO, TPDO
-from drivers.powerlink.process_image import read_tpdo, write_rpdo
+from drivers import pdo
+from drivers.powerlink import frames
+from drivers.pdo import RPDO, TPDO
+from drivers.powerlink.process_image import write_rpdo
 from drivers.sim import drive, isochronous
+from tests.drivers.helpers import decode_tpdo
 
 # Per axis: increments per rad (2^17 per revolution), per mille per N·m (rated 0.5 N·m), per mille per A (rated 5 A).
 SCALES = np.array([[2 ** 17 / (2 * math.pi)] * 2 + [2000.0, 200.0]] * 2)
@@ -74,20 +76,14 @@ def test_the_drive_kernel_writes_the_declared_tpdo():
 
 def test_the_bus_reads_the_declared_tpdo():
     """process_image.read_tpdo decodes a payload TPDO.struct packed, field by field, into SI."""
-    tpdo = np.zeros((1, TPDO.size), np.uint8)
-    TPDO.struct.pack_into(tpdo[0], 0, *sum(TPDO_VALUES, ()))
-    n = TPDO.channels
-    ints = [np.zeros(n, np.int64) for _ in range(5)]
-    latched, statusword, mode, state, code = ints
-    floats = [np.zeros(n) for _ in range(3)]
-    aux = np.zeros((n, 3))
-    read_tpdo(tpdo, np.zeros(1, np.int64), np.zeros(n, np.int64), TFIELDS, SCALES, latched, statusword, mode,
-              *floats, aux, state, code, np.zeros(n, np.int64))
+    tpdo = np.zeros(TPDO.size, np.uint8)
+    TPDO.struct.pack_into(tpdo, 0, *sum(TPDO_VALUES, ()))
+    got = decode_tpdo(tpdo, TFIELDS, SCALES)
     for ch, v in enumerate(TPDO_VALUES):
-        got = (statusword[ch], mode[ch], floats[0][ch] * SCALES[ch, 0], floats[1][ch] * SCALES[ch, 1],
-               floats[2][ch] * SCALES[ch, 3], code[ch], *aux[ch])
-        assert got == pytest.approx(v, rel=1e-12)
-        assert state[ch] == State.OPERATION_ENABLED
+        assert (got["statusword"][ch], got["mode_display"][ch], got["position"][ch] * SCALES[ch, 0],
+                got["velocity"][ch] * SCALES[ch, 1], got["current"][ch] * SCALES[ch, 3], got["fault_code"][ch],
+                *got["aux"][ch]) == pytest.approx(v, rel=1e-12)
+        assert got["state"][ch] == State.OPERATION_ENABLED
 
 
 def test_the_bus_writes_the_declared_rpdo_and_the_drive_applies_it():

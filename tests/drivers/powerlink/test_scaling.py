@@ -12,8 +12,9 @@ import pytest
 from drivers.config import BusConfigError, parse_bus_config
 from drivers.events import EventKind
 from drivers.hal import Intent, open_bus
-from drivers.powerlink import frames, pdo
-from drivers.powerlink.pdo import RPDO
+from drivers import pdo
+from drivers.powerlink import frames
+from drivers.pdo import RPDO
 from drivers.powerlink.process_image import SATURATION_BITS, write_rpdo
 from drivers.powerlink.scaling import get_scaled, put_scaled, scale_table
 from drivers.sim import drive as sim_drive

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from drivers.backends.sim import open_in_process
 from drivers.config import parse_bus_config
 from drivers.events import EventKind
-from drivers.powerlink import pdo
+from drivers import pdo
 from drivers.powerlink.sdo import RETRIES, RETRY_CYCLES, SdoClient, SdoServer
 from drivers.powerlink.sdo import command as cmd
 from drivers.service_channel import (DOMAIN, INTEGER8, INTEGER16, INTEGER32, INTEGER64, REAL32, REAL64, SDO_READ,

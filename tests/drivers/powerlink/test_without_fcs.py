@@ -11,7 +11,7 @@ from drivers.identity import Identity
 from drivers.powerlink import frames
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.ident import IDENT
-from drivers.powerlink.pdo import TPDO
+from drivers.pdo import TPDO
 from drivers.sim.nodes import ImmediateLink, SimulatedNodes
 from tests.drivers.conftest import _BENCH
 from tests.drivers.helpers import cycle

@@ -13,7 +13,8 @@ from drivers.config import parse_bus_config
 from drivers.sim.drive import ACT_CUR, ACT_POS, CMD_POS, CMD_TORQUE, LOOP_POSITION, LOOP_TORQUE, FE_ACTUAL, FE_LIMIT, P_DEM
 from drivers.events import EventKind
 from drivers.fault_api import FaultError
-from drivers.powerlink import frames, pdo
+from drivers import pdo
+from drivers.powerlink import frames
 from drivers.service_channel import UNSIGNED8, UNSIGNED16, UNSIGNED32, SdoAbort
 from drivers.sim.nodes import SimulatedNodes
 

@@ -129,7 +129,7 @@ def imu_harness(tmp_path, **tilt) -> Harness:
 
 @pytest.mark.slow
 def test_with_the_imu_source_the_tilt_comes_from_the_imu_over_the_bus(tmp_path):
-    """tilt.source: imu: the loop reads the foot IMU on ankle_1's auxiliary input (drivers.powerlink.pdo)
+    """tilt.source: imu: the loop reads the foot IMU on ankle_1's auxiliary input (drivers.pdo)
     through the tilt observer (stabilizer.tilt_observer; the clamped plant's sole is flat): at rest
     its specific force is the IMU's, the apparent tilt and the feed-forward's gravity follow it while
     the platform turns and reach the platform's angles once it stops, and the stabilizer gets the

@@ -35,7 +35,6 @@ from drivers.service_channel import (FORMATS, INTEGER8, INTEGER16, INTEGER32, IN
                                      SIZES, TYPE_NAMES, UNSIGNED8, UNSIGNED16, UNSIGNED32)
 
 AXIS_OFFSET = 0x800
-MAX_ENTRIES = 254              # DS 301 §6.4.9.2: sub-indices 1..254 of a mapping object
 
 __all__ = ["INTEGER8", "INTEGER16", "INTEGER32", "REAL32", "REAL64", "UNSIGNED8", "UNSIGNED16", "UNSIGNED32",
            "SCALES", "CATALOG", "PdoEntry", "PdoMappingError", "PdoMapping", "Mapped", "RPDO", "TPDO",
@@ -181,8 +180,8 @@ class PdoMapping:
         """Every mapped object of both channels where the payload carries it, in payload order:
         what the mapping object's entries say (drivers.powerlink.configuration)."""
         size = self.channel_struct.size
-        return tuple(Mapped(e.index + ch * AXIS_OFFSET, e.subindex, ch * size + self._offsets[e.name], e.data_type)
-                     for ch in range(self.channels) for e in self.entries)
+        return tuple(Mapped(index, subindex, ch * size + self.offset(name), self.entry(name).data_type)
+                     for ch, index, subindex, name in self.objects())
 
     def table(self, channel: int) -> np.ndarray:
         """The field table of channel ``channel`` (module docstring)."""
@@ -218,11 +217,11 @@ def _catalog_entry(item: object, direction: str) -> PdoEntry:
     return entry
 
 
-def drive_mapping(items: object, direction: str, limit: int) -> PdoMapping:
+def drive_mapping(items: object, direction: str, limit: int | None = None) -> PdoMapping:
     """The two-channel mapping a bus YAML ``mapping.rpdo`` / ``mapping.tpdo`` list declares (each item a
     :data:`CATALOG` name or ``"0xINDEX/SUB [TYPE]"`` of channel 0), checked: known objects of that
     direction with their CiA 402 type, each once, the :data:`REQUIRED` ones present, a payload of
-    at most ``limit`` bytes."""
+    at most ``limit`` bytes (None: the catalog cannot fill a frame, 2 x 31 bytes at most)."""
     if not isinstance(items, list) or not items:
         raise PdoMappingError(f"{direction} must be a non-empty list of CiA 402 objects")
     entries: list[PdoEntry] = []
@@ -237,7 +236,7 @@ def drive_mapping(items: object, direction: str, limit: int) -> PdoMapping:
                               f"in the {direction}")
     mapping = PdoMapping(f"{direction.upper()} ({'PReq, MN -> drive' if direction == 'rpdo' else 'PRes, drive -> MN'})",
                          tuple(entries))
-    if mapping.size > limit:
+    if limit is not None and mapping.size > limit:
         raise PdoMappingError(f"the {direction} carries {mapping.size} bytes for two channels, over the node's "
                               f"{'PReq' if direction == 'rpdo' else 'PRes'} payload limit of {limit} bytes")
     return mapping
