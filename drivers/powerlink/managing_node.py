@@ -12,7 +12,10 @@ later, still before the controller's next read.
 Boot: PreOp1 (SoA/ASnd only: IdentRequest to every configured CN) -> PreOp2 (SoC + PReq with
 RD=0; the CNs follow on the first SoC; NMTEnableReadyToOperate to each) -> ReadyToOperate
 (NMTStartNode to each) -> Operational once every configured CN reports Operational, then RD=1.
-:meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it. A node is
+:meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it, after
+``bus.boot_timeout_s`` plus, for each configuration download it started,
+:data:`DOWNLOAD_CYCLES_PER_WRITE` bus cycles per object written (the downloads share the one
+asynchronous slot per cycle: about 200 cycles per factory-fresh drive). A node is
 admitted only once configured: its IdentResponse's verify configuration 0x1020 is the stamp of its
 download (:mod:`~drivers.powerlink.configuration`), else the download runs by SDO in PreOp1,
 0x1020 last, then NMTResetConfiguration and identification again; no IdentRequest goes to a node
@@ -59,6 +62,7 @@ from drivers.service_channel import DOMAIN, SDO_WRITE, SdoRequest, abort_text
 from drivers.powerlink.threshold import ThresholdCounter
 
 RETRY_CYCLES = 25
+DOWNLOAD_CYCLES_PER_WRITE = 5   # a configuration write by SDO: request, RS, UnspecifiedInvite, answer (sim: 4.4)
 # A PReq's RPDO channel before the controller writes one (and on a channel no axis uses).
 _RPDO_DEFAULTS = {"controlword": 0, "modes_of_operation": int(Mode.CSP), "target_position": 0,
                   "target_velocity": 0, "torque_offset": 0}
@@ -279,6 +283,7 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
                   f"{rec.stamp[0]}, time {rec.stamp[1]}): download skipped")
         return True
     _write(mn, rec, rec.download)
+    mn.download_cycles += DOWNLOAD_CYCLES_PER_WRITE * (len(rec.download) + 2)     # the boot's bound grows
     return False
 
 
@@ -351,8 +356,10 @@ def _boot_failure(mn: ManagingNode) -> str:
             parts.append(f"node {rec.node_id}: configuration download unfinished")
         else:
             parts.append(f"node {rec.node_id} stuck in {rec.nmt.name}")
-    return (f"POWERLINK boot timed out after {mn.config.boot_timeout_s} s in MN state {mn.state.name}: "
-            + "; ".join(parts))
+    extra = mn.download_cycles * mn.config.cycle_time_s
+    return (f"POWERLINK boot timed out after {mn.config.boot_timeout_s} s"
+            + (f" + {extra:.3g} s for the configuration downloads" if extra else "")
+            + f" in MN state {mn.state.name}: " + "; ".join(parts))
 
 
 class ManagingNode:
@@ -362,8 +369,8 @@ class ManagingNode:
         self.config = config
         self.health = health_buffer(len(config.nodes), len(config.axes))[1] if health is None else health
         self.epoch_ns = config.net_time_epoch_s * 1_000_000_000 if epoch_ns is None else epoch_ns
-        self.link = link
-        self.events = events
+        self.link, self.events = link, events
+        self.download_cycles = 0       # what the downloads started add to the boot's bound (module docstring)
         self.preq_lengths, self.preq_rows, self.tpdo = pdo_rows(config)
         self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
         self.records = {n.node_id: CnRecord(n, config, None if n.profile == "io" else
@@ -415,7 +422,7 @@ class ManagingNode:
         self.state = NmtState.PRE_OPERATIONAL_1
         limit = self.bus_cycle + math.ceil(self.config.boot_timeout_s / self.config.cycle_time_s)
         while self.state != NmtState.OPERATIONAL:
-            if self.bus_cycle >= limit:
+            if self.bus_cycle >= limit + self.download_cycles:
                 raise BootTimeoutError(_boot_failure(self))
             self.cycle()
         while self.bus_cycle % self.config.cycles_per_control:

@@ -11,7 +11,7 @@ from drivers.hal import open_bus
 from drivers import pdo
 from drivers.powerlink import configuration
 from drivers.powerlink.bus import PowerlinkBus
-from drivers.powerlink.managing_node import BootTimeoutError
+from drivers.powerlink.managing_node import DOWNLOAD_CYCLES_PER_WRITE, BootTimeoutError
 from drivers.powerlink.nmt import NmtState
 from drivers.sim.object_dictionary import mapping_entry
 from drivers.service_channel import UNSIGNED32
@@ -116,12 +116,28 @@ def test_a_refused_write_is_a_boot_error_naming_node_and_object_and_0x1020_stays
     bus = open_bus(bench)                         # commissioning met the refusal too: 0x1020 stays 0
     log = _log(bus.network)
     try:
-        with pytest.raises(BootTimeoutError, match=r"node 3: 0x6041/0: 0x06010002 attempt to write a read-only object"):
+        with pytest.raises(BootTimeoutError, match=r"after 0\.1 s \+ 0\.084 s for the configuration downloads in MN state "
+                           r"PRE_OPERATIONAL_1: node 3: 0x6041/0: 0x06010002 attempt to write a read-only object"):
             bus.boot()
         assert log[3][-1][:2] == (0x6041, 0)                   # the last write: not 0x6065, not 0x1020
         identity = bus.network.nodes[3].identity
         assert (identity.configuration_date, identity.configuration_time) == (0, 0)
         assert bus.network.nodes[3].nmt == NmtState.PRE_OPERATIONAL_1
+    finally:
+        bus.close()
+
+
+def test_factory_fresh_nodes_get_the_time_their_downloads_take(bench):
+    """boot_timeout_s bounds a commissioned boot (20 cycles here); every download the managing node
+    starts adds DOWNLOAD_CYCLES_PER_WRITE cycles per object written, so three factory-fresh drives
+    (40 writes each, 535 cycles in all) boot within 0.1 s (250 cycles) plus 3 x 200 cycles."""
+    bench["boot_timeout_s"] = 0.1
+    bus = open_bus(bench, commissioned=False)
+    try:
+        bus.boot()
+        writes = [len(r.download) + 2 for r in bus.mn.records.values()]
+        assert writes == [40, 40, 40] and bus.mn.download_cycles == DOWNLOAD_CYCLES_PER_WRITE * sum(writes)
+        assert 250 < bus.mn.bus_cycle < 250 + bus.mn.download_cycles
     finally:
         bus.close()
 
