@@ -122,6 +122,18 @@ class Mapped(NamedTuple):
     data_type: int
 
 
+def mapping_entry(index: int, subindex: int, offset_bits: int, length_bits: int) -> int:
+    """A PDO mapping entry (DS 301 §6.4.9.2, UNSIGNED64): length in bits 63..48, offset in bits
+    47..32, subindex 23..16, index 15..0 (offset and length in bits of the payload). What the managing
+    node writes and what a controlled node reads back: :func:`unpack_mapping_entry`."""
+    return length_bits << 48 | offset_bits << 32 | subindex << 16 | index
+
+
+def unpack_mapping_entry(value: int) -> tuple[int, int, int, int]:
+    """(index, subindex, offset_bits, length_bits) of a mapping entry (:func:`mapping_entry`)."""
+    return value & 0xFFFF, (value >> 16) & 0xFF, (value >> 32) & 0xFFFF, value >> 48
+
+
 def field_table(mapped: Iterable[Mapped], fields: Sequence[str], channel: int) -> np.ndarray:
     """The field table (module docstring) of channel ``channel`` for the catalog objects of ``fields``
     that ``mapped`` carries with their catalog type; the rest -1."""

@@ -73,18 +73,13 @@ class Write(NamedTuple):
         return f"0x{self.index:04X}/{self.subindex}"
 
 
-def mapping_entry(obj: PdoObject, offset_bits: int) -> int:
-    """The UNSIGNED64 mapping entry of ``obj`` at ``offset_bits`` (module docstring)."""
-    return obj.index | obj.subindex << 16 | offset_bits << 32 | (8 * obj.size) << 48
-
-
 def mapping_writes(mapping: int, communication: int, objects: tuple[PdoObject, ...]) -> list[Write]:
     """The writes that map ``objects``, in order, through mapping object ``mapping``: the mapping
     emptied, its version set in ``communication``/2, the entries, then their count."""
     writes = [Write(mapping, 0, UNSIGNED8, 0), Write(communication, MAPPING_VERSION, UNSIGNED8, frames.PDO_VERSION)]
     offset = 0
     for k, obj in enumerate(objects, 1):
-        writes.append(Write(mapping, k, UNSIGNED64, mapping_entry(obj, offset)))
+        writes.append(Write(mapping, k, UNSIGNED64, pdo.mapping_entry(obj.index, obj.subindex, offset, 8 * obj.size)))
         offset += 8 * obj.size
     writes.append(Write(mapping, 0, UNSIGNED8, len(objects)))
     return writes

@@ -132,19 +132,13 @@ def _variable(od: ObjectDictionary, index: int, subindex: int, data_type: int, v
     od.add(index, subindex, Entry(data_type, RW, lambda: cell[0], lambda v: cell.__setitem__(0, v), low, high))
 
 
-def mapping_entry(index: int, subindex: int, offset_bits: int, length_bits: int) -> int:
-    """A PDO mapping entry (DS 301 §6.4.9.2, UNSIGNED64): length 63..48, offset 47..32, subindex
-    23..16, index 15..0, all in bits of the PDO payload."""
-    return length_bits << 48 | offset_bits << 32 | subindex << 16 | index
-
-
 def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMapping) -> None:
     """Communication parameter ``comm`` (NodeID, MappingVersion) and mapping ``mapping`` of a
     declared PDO; entries are written only while sub-index 0 is 0, and must name existing objects."""
     _constant(od, comm, 0, UNSIGNED8, 2)
     _variable(od, comm, 1, UNSIGNED8, 0)                 # 0: PReq from the MN / PRes to everyone
     _variable(od, comm, 2, UNSIGNED8, PDO_VERSION)
-    entries = [mapping_entry(m.index, m.subindex, 8 * m.offset, 8 * SIZES[m.data_type]) for m in declared.mapped()]
+    entries = [pdo.mapping_entry(m.index, m.subindex, 8 * m.offset, 8 * SIZES[m.data_type]) for m in declared.mapped()]
     count = [len(entries)]
 
     def set_count(v: object) -> None:
@@ -154,7 +148,7 @@ def _mapping(od: ObjectDictionary, comm: int, mapping: int, declared: pdo.PdoMap
         def store(v: object) -> None:
             if count[0]:
                 raise Refused(ABORT_UNSUPPORTED_ACCESS)          # write 0 to sub-index 0 first
-            if v and (v & 0xFFFF, (v >> 16) & 0xFF) not in od.entries:
+            if v and pdo.unpack_mapping_entry(v)[:2] not in od.entries:
                 raise Refused(ABORT_NOT_MAPPABLE)
             slots[k] = v
         return store
@@ -171,8 +165,7 @@ def mapped_objects(od: ObjectDictionary, mapping: int) -> tuple[tuple[pdo.Mapped
     mapped, end = [], 0
     for k in range(1, int(od.value(mapping, 0)) + 1):
         value = int(od.value(mapping, k))
-        index, subindex = value & 0xFFFF, (value >> 16) & 0xFF
-        offset, length = (value >> 32) & 0xFFFF, value >> 48
+        index, subindex, offset, length = pdo.unpack_mapping_entry(value)
         mapped.append(pdo.Mapped(index, subindex, offset // 8, od.entries[(index, subindex)].data_type))
         end = max(end, (offset + length + 7) // 8)
     return tuple(mapped), end

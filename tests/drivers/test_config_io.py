@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from drivers.config import BusConfigError, parse_bus_config
-from drivers.powerlink.configuration import download, mapping_entry
+from drivers.pdo import mapping_entry
+from drivers.powerlink.configuration import download
 from drivers.service_channel import UNSIGNED8, UNSIGNED32, UNSIGNED64
 
 
@@ -25,7 +26,8 @@ def test_an_io_node_maps_its_objects_in_order():
     # then the cycle length [µs], the CN's loss of SoC and PReq thresholds, its SoC tolerance [ns] (one cycle)
     assert writes[-4:] == [(0x1006, 0, UNSIGNED32, 400), (0x1C0B, 3, UNSIGNED32, 15), (0x1C0D, 3, UNSIGNED32, 15),
                            (0x1C14, 0, UNSIGNED32, 400_000)]
-    assert mapping_entry(node.inputs[0], 0) == 0x0008_0000_0001_6000
+    obj = node.inputs[0]
+    assert mapping_entry(obj.index, obj.subindex, 0, 8 * obj.size) == 0x0008_0000_0001_6000
 
 
 @pytest.mark.parametrize("section, message", [

@@ -13,7 +13,7 @@ from drivers.powerlink import configuration
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.powerlink.managing_node import DOWNLOAD_CYCLES_PER_WRITE, BootTimeoutError
 from drivers.powerlink.nmt import NmtState
-from drivers.sim.object_dictionary import mapping_entry
+from drivers.pdo import mapping_entry
 from drivers.service_channel import UNSIGNED32
 
 FOLLOWING_ERROR_WINDOW = {"index": 0x6065, "subindex": 0, "type": "u32", "value": 4000}
@@ -60,8 +60,8 @@ def test_a_boot_downloads_once_0x1020_last_and_the_next_boot_skips(bench):
         identity = bus.network.nodes[node.node_id].identity
         assert (identity.configuration_date, identity.configuration_time) == stamp != (0, 0)
         assert "objects written, 0x1020 last" in _configuration_events(bus)[node.node_id]
-    # a drive's two mappings were written entry by entry, as the simulated drive's own encoder
-    # (drivers.sim.object_dictionary.mapping_entry) lays out the payload it exchanges
+    # a drive's two mappings were written entry by entry, laid out as the payload it exchanges
+    # (DS 301 §6.4.9.2; drivers.pdo.mapping_entry, the bit layout checked literally in test_config_io)
     for mapping, index in ((pdo.TPDO, 0x1A00), (pdo.RPDO, 0x1600)):
         written = [int.from_bytes(d, "little") for i, s, d in log[2] if i == index and s >= 1]
         bits, expected = 0, []

@@ -22,7 +22,8 @@ from drivers.powerlink.sdo import command as cmd
 from drivers.service_channel import (DOMAIN, INTEGER8, INTEGER16, INTEGER32, INTEGER64, REAL32, REAL64, SDO_READ,
                                      SDO_WRITE, UNSIGNED8, UNSIGNED16, UNSIGNED32, UNSIGNED64, VISIBLE_STRING, SdoAbort,
                                      SdoRequest, TypeMismatch, abort_text)
-from drivers.sim.object_dictionary import RO, RW, Entry, ObjectDictionary, mapping_entry
+from drivers.pdo import mapping_entry
+from drivers.sim.object_dictionary import RO, RW, Entry, ObjectDictionary
 from tests.drivers.helpers import enabled_bus
 from tests.drivers.powerlink.test_tshark_conformance import OPTIONS, TSHARK
 
