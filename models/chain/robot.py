@@ -51,12 +51,15 @@ class Robot:
         return self.data
 
     def _gravity(self, g) -> np.ndarray:
-        """``g`` (3, base axes) checked, or the robot's level-floor gravity."""
+        """``g`` (3, base axes) checked, or the robot's level-floor gravity; a given ``g`` as a copy of
+        the model's own gravity's array type: the kernels take one array type either way, not a twin
+        compiled again."""
         if g is None:
             return self.model.gravity
-        v = np.ascontiguousarray(g, dtype=np.float64)
+        v = np.array(g, dtype=np.float64)
         if v.shape != (3,) or not np.all(np.isfinite(v)):
             raise GeometryError(f"g must be 3 finite numbers, got {v.tolist()}")
+        v.flags.writeable = self.model.gravity.flags.writeable
         return v
 
     def _dyn(self, q, qd=None, g=None) -> Data:

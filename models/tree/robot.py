@@ -47,9 +47,14 @@ class TreeRobot:
         return v
 
     def _gravity(self, g) -> np.ndarray:
-        g = self.model.gravity if g is None else np.ascontiguousarray(g, dtype=np.float64)
+        """``g`` checked, as a copy of the array type of the model's own gravity (the default): the
+        kernels take one array type whichever is given, not a twin compiled again."""
+        if g is None:
+            return self.model.gravity
+        g = np.array(g, dtype=np.float64)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise GeometryError(f"gravity must be 3 finite numbers, got {np.shape(g)}")
+        g.flags.writeable = self.model.gravity.flags.writeable
         return g
 
     def update(self, q, qd=None, g=None) -> TreeData:

@@ -3,10 +3,11 @@ as they finish, failures and wall-clock overruns recorded and the campaign going
 
 Local by default: ``ray.init(num_cpus=...)`` starts a cluster on this machine, one worker per CPU;
 ``address`` (``ray://host:10001`` or ``auto``) joins a running cluster whose nodes have bipd
-installed. At most one task per CPU is in flight, so a task's wall time counts from its
-submission; a task over ``spec.timeout_s`` (an error bound, never a verdict) is cancelled with
-``force=True`` (Ray kills its worker; the trial's HIL, daemon and loop process die with it, see
-:mod:`.reaper`) and recorded as failed.
+installed. A caller already connected (``ray.is_initialized()``: a script running several campaigns)
+keeps its connection: the campaign runs on it and leaves it open. At most one task per CPU is in
+flight, so a task's wall time counts from its submission; a task over ``spec.timeout_s`` (an error
+bound, never a verdict) is cancelled with ``force=True`` (Ray kills its worker; the trial's HIL,
+daemon and loop process die with it, see :mod:`.reaper`) and recorded as failed.
 """
 from __future__ import annotations
 
@@ -42,13 +43,13 @@ def _task(trial: Trial, spec: Spec, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_ray(address: str | None, num_cpus: int | None) -> int:
-    """Connect (or start a local cluster); the number of trials to keep in flight."""
+    """Connect (or start a local cluster) unless already connected; the number of trials to keep in flight."""
     import ray
 
-    if address is None:
+    if not ray.is_initialized() and address is None:
         ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
-    else:
+    elif not ray.is_initialized():
         ray.init(address=address, log_to_driver=False, configure_logging=False)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
@@ -127,6 +128,7 @@ def run_campaign(spec: Spec, address: str | None = None, num_cpus: int | None = 
     if progress.done >= total:
         say(f"{spec.name}: all {total} trials already finished in {store.path}")
         return store
+    own = not ray.is_initialized()          # a caller's connection is the caller's to close
     slots = start_ray(address, num_cpus)
     say(f"{spec.name}: {total - finished} of {total} trials to run, {slots} at a time, results in {store.path}")
     task = ray.remote(num_cpus=1, max_retries=0)(_task)
@@ -136,7 +138,8 @@ def run_campaign(spec: Spec, address: str | None = None, num_cpus: int | None = 
         else:
             _run_list(spec, store, task, slots, iter(todo), trial, progress)
     finally:
-        ray.shutdown()
+        if own:
+            ray.shutdown()
     return store
 
 

@@ -152,35 +152,41 @@ def test_killed_loop_process_is_named_status_says_fault_and_exit_is_non_zero(dae
 LEG_HEADER = "t,ankle_lateral,ankle_sagittal,knee,hip,support\n"
 
 
-@pytest.mark.parametrize("name,text,where", [
-    ("names.csv", "t,ankle_lateral,ankle_sagittal,knee,elbow\n0,0,0.1,-0.3,0.2\n1,0,0.1,-0.3,0.2\n",
-     "line 1: header column(s) [5] are not joints of this robot and joint column(s) ['hip'] are missing"),
-    ("short.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,double\n",
-     "line 3: expected 6 fields like the header, got 5 (no value for column 'support')"),
-    ("nan.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,nan,-0.3,0.2,double\n",
-     "line 3, column 'ankle_sagittal': expected a finite number"),
-    ("jump.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n0.002,0,0.1,-0.31,0.2,left\n",
-     "line 3: joint 'knee' jumps 0.01 rad in 0.002 s from line 2 (5 rad/s)"),
-    ("limit.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n2,0,0.1,0.1,0.2,left\n",
-     "line 3: joint 'knee' at 0.1 rad is beyond its limit 0.0 rad"),
-    ("support.csv", LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,0.2,hopping\n",
-     "line 3, column 'support': expected one of ['left', 'right', 'double']"),
-])
-def test_bad_trajectory_file_is_refused_before_any_motion(daemon, name, text, where):
-    """The daemon answers ``run`` with bad_file naming the file, line and joint; the loop never
-    leaves HOLD and its reference stays where it was (a good file then moves it: the path is live)."""
+BAD_LEG_FILES = {
+    "names.csv": ("t,ankle_lateral,ankle_sagittal,knee,elbow\n0,0,0.1,-0.3,0.2\n1,0,0.1,-0.3,0.2\n",
+                  "line 1: header column(s) [5] are not joints of this robot and joint column(s) ['hip'] are missing"),
+    "short.csv": (LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,double\n",
+                  "line 3: expected 6 fields like the header, got 5 (no value for column 'support')"),
+    "nan.csv": (LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,nan,-0.3,0.2,double\n",
+                "line 3, column 'ankle_sagittal': expected a finite number"),
+    "jump.csv": (LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n0.002,0,0.1,-0.31,0.2,left\n",
+                 "line 3: joint 'knee' jumps 0.01 rad in 0.002 s from line 2 (5 rad/s)"),
+    "limit.csv": (LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n2,0,0.1,0.1,0.2,left\n",
+                  "line 3: joint 'knee' at 0.1 rad is beyond its limit 0.0 rad"),
+    "support.csv": (LEG_HEADER + "0,0,0.1,-0.3,0.2,double\n1,0,0.1,-0.3,0.2,hopping\n",
+                    "line 3, column 'support': expected one of ['left', 'right', 'double']"),
+}
+
+
+def test_bad_trajectory_files_are_refused_before_any_motion(daemon):
+    """The daemon answers ``run`` of each bad file with bad_file naming the file, line and joint; the
+    loop never leaves HOLD and its reference stays where it was (a good file then moves it: the path
+    is live). One daemon takes every file in turn, as the whole BIP 2000's test below."""
     from controller.tools.client import CommandError
 
     _, client, tmp = daemon
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
     before = hold_reference(client)
-    (tmp / name).write_text(text)
-    with pytest.raises(CommandError) as err:
-        client.call("run", trajectory=name)
-    assert err.value.code == "bad_file"
-    assert str(tmp / name) in err.value.message and where in err.value.message, err.value.message
-    assert "\n" not in err.value.message
+    for name, (text, where) in BAD_LEG_FILES.items():
+        (tmp / name).write_text(text)
+        with pytest.raises(CommandError) as err:
+            client.call("run", trajectory=name)
+        assert err.value.code == "bad_file"
+        assert str(tmp / name) in err.value.message and where in err.value.message, err.value.message
+        assert "\n" not in err.value.message
+        status = client.call("status")
+        assert status["state"] == "HOLD" and status["q_ref"] == before, name
     time.sleep(0.3)                       # lock-step: hundreds of cycles in which a motion would show
     status = client.call("status")
     assert status["state"] == "HOLD" and status["q_ref"] == before

@@ -9,6 +9,7 @@ from numba import njit
 from numba.core.runtime import _nrt_python, rtsys
 
 from models import GeometryError, Robot
+from models.chain.dynamics import rnea
 from models.tree.dynamics import set_root, update, update_cycle
 from models.tree.robot import TreeRobot
 
@@ -184,3 +185,21 @@ def test_kernels_refuse_mismatched_inputs():
         update(m, d, np.zeros(ROBOT.n + 1), np.zeros(ROBOT.n + 1), g)
     with pytest.raises(ValueError, match="data buffer does not match"):
         update(m, d[:-1].copy(), q, q, g)
+
+
+def test_a_given_gravity_runs_the_kernels_compiled_for_the_models_own():
+    """A gravity the caller gives, writable or read-only, reaches the kernels as a copy of the array type
+    of the model's own gravity: no second specialization to compile (the tree's update is one of the
+    slowest cold compiles), and the caller's array is left as it was."""
+    tree, chain = ROBOT, Robot.from_yaml(BIP_LEG)
+    writable, read_only = np.array([0.5, -0.2, -9.7]), np.array([-0.3, 0.4, -9.7])
+    read_only.flags.writeable = False
+    zero_t, zero_c = np.zeros(tree.n), np.zeros(chain.n)
+    tree.gravity(zero_t)
+    chain.rnea(zero_c, zero_c, zero_c)
+    before = len(update.signatures), len(rnea.signatures)
+    for g in (writable, read_only):
+        assert not np.allclose(tree.gravity(zero_t, g), tree.gravity(zero_t))      # the given g was used
+        chain.rnea(zero_c, zero_c, zero_c, g)
+    assert (len(update.signatures), len(rnea.signatures)) == before
+    assert writable.flags.writeable and not read_only.flags.writeable

@@ -38,7 +38,9 @@ class StabilizeWholeBody(StabilizerReference):
     """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta, or
     the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.common.support
     LEFT, RIGHT, DOUBLE) set by :meth:`start`, or the one the feet's ``loads`` (left cells, then right)
-    show; it owns a writable copy of the params (the command's run-time parameters). An input its
+    show; it owns a copy of the params (the command's run-time parameters), read-only as the
+    stabilizer's own (writable only while :meth:`set_params` writes it): every kernel takes the one
+    array type the I/O process's start-posture check compiles too, not a writable twin. An input its
     sources do not use is not copied (a sensor the bus declares but a plant does not measure reads NaN,
     which the step would reject)."""
 
@@ -51,7 +53,9 @@ class StabilizeWholeBody(StabilizerReference):
 
     def __init__(self, stab: WholeBodyStabilizer, q: np.ndarray, tilt: np.ndarray, acc: np.ndarray,
                  failure_cycles: int, event: Callable[..., None], loads: np.ndarray) -> None:
-        super().__init__(stab.params.copy(), failure_cycles, event)
+        params = stab.params.copy()
+        params.flags.writeable = False
+        super().__init__(params, failure_cycles, event)
         self.stab, self.q, self.tilt, self.acc, self.loads = stab, q, tilt, acc, loads
         self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
         self.out_q_ref, self.out_qd_ref, self.out_flags = stab.q_ref, stab.qd_ref, stab.flags

@@ -142,7 +142,7 @@ def test_a_file_torn_at_any_byte_reads_as_a_prefix(tmp_path):
     """Cut anywhere (a write interrupted mid-record), the reader returns the records of the
     complete chunks before the cut, never a wrong value; more bytes never give fewer records."""
     layout = RecordLayout(4)
-    recs = records(layout, 1000)
+    recs = records(layout, 400)                          # 9 chunks of 20 kB: as many chunk boundaries as needed
     w = CycleLogWriter(tmp_path / "full.mcap", layout, NAMES, chunk_bytes=20_000)
     start = (tmp_path / "full.mcap").stat().st_size      # header, schemas, channels, metadata
     for r in recs:
@@ -155,7 +155,7 @@ def test_a_file_torn_at_any_byte_reads_as_a_prefix(tmp_path):
         back = read_log(tmp_path / "torn.mcap")
         same(back.records, recs[:len(back.records)])
         counts.append(len(back.records))
-    assert counts == sorted(counts) and counts[0] == 0 and counts[-1] == 1000 and len(set(counts)) > 5
+    assert counts == sorted(counts) and counts[0] == 0 and counts[-1] == len(recs) and len(set(counts)) > 5
 
 
 def test_bad_logs_are_named(tmp_path):
@@ -244,7 +244,7 @@ def test_a_bit_flipped_anywhere_reads_as_a_prefix_or_one_named_error(tmp_path, c
     """A corrupted file (a bit flipped on the disk or in a copy) is read up to the damage, as a torn
     one is, or refused with one line; never a traceback (zstd's error used to escape ``bipd log info``)."""
     layout = RecordLayout(4)
-    recs = records(layout, 600)
+    recs = records(layout, 200)                          # 5 chunks: header, chunks, summary and footer all hit
     write(tmp_path / "full.mcap", recs, chunk_bytes=20_000)
     data = (tmp_path / "full.mcap").read_bytes()
     bad = tmp_path / "bad.mcap"

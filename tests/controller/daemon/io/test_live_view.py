@@ -92,9 +92,11 @@ def _live_daemon(tmp_path: Path, **live):
         _stop(proc, client)
 
 
-@pytest.fixture
-def live_daemon(tmp_path):
-    yield from _live_daemon(tmp_path)
+@pytest.fixture(scope="module")
+def live_daemon(tmp_path_factory):
+    """One stepped daemon with the live view for the module's tests: the first moves it, the others
+    read its description and parameters (a refused set changes nothing)."""
+    yield from _live_daemon(tmp_path_factory.mktemp("live"))
 
 
 def _subscribe(ws, topics: tuple[str, ...]) -> dict[int, str]:

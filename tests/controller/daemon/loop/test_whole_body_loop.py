@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from numba import typeof
 
 from controller.daemon.codes import Event, Reason, StabParam, State
 from controller.daemon.config import load_daemon_config
@@ -40,6 +41,14 @@ def h():
 def stabilize(h: Harness, support: int = DOUBLE) -> None:
     assert h.command(Cmd.STABILIZER, 1.0, float(StabParam.SUPPORT), float(support))[0]
     assert h.state == State.STABILIZING
+
+
+def set_close_tol(h: Harness, value: float) -> None:
+    """The loop's stabilizer params are read-only between writes (as set_params writes them)."""
+    params = h.loop.stabilize.params
+    params.flags.writeable = True
+    params[P_CLOSE_TOL] = value
+    params.flags.writeable = False
 
 
 def test_every_flag_and_status_has_a_telemetry_bit_and_the_bench_bits_keep_their_place():
@@ -76,7 +85,7 @@ def test_a_warn_flag_is_an_event_and_stabilizing_goes_on(h):
     """The inertia plant holds the robot straight at q = 0, its knees at their limit: at_joint_limit
     (a "warn" flag) rises, an event says so, and the references go on moving."""
     assert FLAG_REACTIONS["at_joint_limit"] == "warn"
-    h.loop.stabilize.params[P_CLOSE_TOL] = 1.0                 # no closure flag in this test
+    set_close_tol(h, 1.0)                                      # no closure flag in this test
     stabilize(h)
     q0 = h.loop.q_ref.copy()
     h.run(2)
@@ -97,7 +106,7 @@ def test_a_hold_flag_holds_the_reference_then_leaves_for_hold(h):
     h.run(50, heartbeat_every=10)
     assert h.loop.qd_ref.any()                                 # moving before the flag
     q_ref = h.loop.q_ref.copy()
-    h.loop.stabilize.params[P_CLOSE_TOL] = -1.0               # every double-support cycle violates the closure
+    set_close_tol(h, -1.0)                                     # every double-support cycle violates the closure
     h.run(n - 1)
     assert h.state == State.STABILIZING
     np.testing.assert_array_equal(h.loop.q_ref, q_ref)
@@ -195,6 +204,9 @@ def test_the_whole_body_kernels_are_compiled_before_the_first_cycle(h):
     from stabilizer import whole_body
 
     kernels = [whole_body.step, whole_body.reset, wbr.copy_margins, generic.flag_mask]
+    # the loop's params copy has the array type of the stabilizer's own, read-only params, which the I/O
+    # process's start-posture check steps on: one compiled step and reset, not a writable twin
+    assert typeof(h.loop.stabilize.params) == typeof(h.loop.stab.params) and not h.loop.stab.params.flags.writeable
     before = [len(k.signatures) for k in kernels]
     stabilize(h)
     h.run(5)

@@ -1,6 +1,6 @@
 """Stepped lock-step: verdicts that do not depend on the host's speed (real HIL process and daemon).
 
-The same short thesis-like tilt (α 10°, β 20°, 2 s quintics, 0.5 s holds, stabilizer on) runs on
+The same short thesis-like tilt (α 5°, β 10°, 1 s quintics, 0.25 s holds, stabilizer on) runs on
 three benches at once: at natural speed, on a slowed host (the HIL sleeps 4 ms per 2 ms control
 period: at most 0.5x real time on any machine) and with a slowed operator (it sleeps 0.2 s of wall
 time per 0.1 s step: relative to it the daemon runs infinitely fast, the condition that made free
@@ -24,7 +24,7 @@ pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip ins
 
 pytestmark = pytest.mark.hil
 
-TILT = Tilt(math.radians(10.0), math.radians(20.0), 2.0, 0.5)
+TILT = Tilt(math.radians(5.0), math.radians(10.0), 1.0, 0.25)   # the slowed benches' wall time is twice its own
 BENCHES = {"natural": Options(), "slowed_host": Options(throttle_s=0.004),
            "slowed_operator": Options(operator_sleep=2.0)}
 MOVE = [0.0, 0.3, -0.6, 0.3]          # rad, near the stance (0, 0.25, -0.5, 0.25): the foot stays down

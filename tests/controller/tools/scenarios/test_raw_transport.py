@@ -1,8 +1,9 @@
 """The HIL over a real wire: ``bipd scenario tilt --transport raw`` against ``--transport udp``.
 
-The thesis tilt (α 10°, β 20°, 7 s quintics, 1 s hold, stabilizer on) runs in stepped lock-step
-twice at once, the frames once over loopback UDP and once over raw Ethernet on a veth pair into a
-network namespace made for the run. The simulation is the same and lock-step keeps the wall clock
+The thesis tilt's angles (α 10°, β 20°, stabilizer on) in 3 s quintics with 0.5 s holds, as
+test_scenarios shortens it (thesis: 7 s, 1 s), runs in stepped lock-step twice at once, the frames
+once over loopback UDP and once over raw Ethernet on a veth pair into a network namespace made for
+the run. The simulation is the same and lock-step keeps the wall clock
 out of it on both wires, so the JSON figures must be equal, tolerance 0 (all but the wall time,
 the speed and the task timings, which measure the host). Every namespace and veth the runs made is
 gone afterwards, also when the bench fails to start.
@@ -50,8 +51,8 @@ def _gone(name: str) -> bool:
 
 
 def _tilt(transport: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "controller.cli", "scenario", "tilt", "--transport", transport,
-                          "--json"], capture_output=True, text=True, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "controller.cli", "scenario", "tilt", "--duration", "3", "--hold", "0.5",
+                          "--transport", transport, "--json"], capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1800)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout)
