@@ -380,6 +380,27 @@ def _settle(client: Client) -> None:
     client.call("step", cycles=3)
 
 
+def _set_reply_and_update(ws, client: Client, name: str, value: float) -> None:
+    """Step the loop until the setParameters reply (id "set") and the subscribers' update of
+    ``name`` to ``value`` have both come, in whichever order: the server may publish the update
+    (the command accepted) before it answers the request."""
+    replied = updated = False
+    for _ in range(int(BOOT_S / 0.2)):
+        _settle(client)                                   # the loop takes it at a cycle boundary
+        try:
+            msg = ws.recv(timeout=0.2)
+        except TimeoutError:
+            continue
+        m = json.loads(msg) if isinstance(msg, str) else {}
+        if m.get("op") == "parameterValues":
+            replied |= m.get("id") == "set"
+            updated |= m.get("id") is None and {"name": name, "value": value} in [
+                {k: p.get(k) for k in ("name", "value")} for p in m["parameters"]]
+        if replied and updated:
+            return
+    raise AssertionError(f"setParameters {name}={value}: reply {replied}, update {updated}")
+
+
 def test_parameters_set_lands_and_a_bad_value_is_refused_with_set_gains_reason(tuning_daemon):
     port, client = tuning_daemon
     gains = yaml.safe_load((DEPLOY / "bipd.yaml").read_text())["control"]["gains"]
@@ -390,10 +411,7 @@ def test_parameters_set_lands_and_a_bad_value_is_refused_with_set_gains_reason(t
         ws.send(json.dumps({"op": "subscribeParameterUpdates", "parameterNames": ["gains.knee.kp"]}))
         ws.send(json.dumps({"op": "setParameters", "id": "set",
                             "parameters": [{"name": "gains.knee.kp", "value": 1234.5}]}))
-        _op(ws, "parameterValues", id="set")
-        _settle(client)                                   # the loop takes it at a cycle boundary
-        while _op(ws, "parameterValues")["parameters"][0]["value"] != 1234.5:
-            pass
+        _set_reply_and_update(ws, client, "gains.knee.kp", 1234.5)
         after = _get(ws, "gains.knee.kp", "gains.knee.ki")
         assert after == {"gains.knee.kp": 1234.5, "gains.knee.ki": gains["ki"][2]}
         client.call("set_gains", axis="hip", kp=10.0, ki=1.0, kd=2.0)   # another client: the same table
