@@ -11,7 +11,7 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         max_rate: 0.03         # rad/s
         max_offset_deg: 10.0   # |offset| added to each ankle's reference
         release_tau: 0.2       # s, an unloaded foot's offset back to zero
-        cop_tau: 0.3           # s, the pressure's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
+        cop_tau: 0.3           # s, the pressure error's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
       slope:
         flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
         tau: 0.3               # s, the slope's low-pass
@@ -19,8 +19,8 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
                                # stabilizer's tilt input (the platform's angles otherwise: level)
       edge:
         fraction: 0.05         # a cell under this share of the foot's load is unloaded
-        cycles: 10             # for this many cycles in a row
-        window_s: 0.2          # s after the landing in which it is looked for
+        share: 0.3             # while the foot carries this share of both feet's load
+        hold_s: 0.25           # s the same cells stay unloaded: longer than the gait's heel or toe phase
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import numpy as np
 from models.common.errors import ConfigError
 from models.common.validation import Section
 
-from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_WINDOW
+from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_SHARE
 from stabilizer.pelvis_state import ACCEPT
 from stabilizer.feet import P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
 
@@ -50,8 +50,8 @@ class FeetConfig:
     slope_tau: float = 0.3
     tilt_input: bool = False
     edge_fraction: float = 0.05
-    edge_cycles: int = 10
-    edge_window: float = 0.2
+    edge_share: float = 0.3
+    edge_hold: float = 0.25
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -61,8 +61,8 @@ class FeetConfig:
         p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_RELEASE_TAU] = self.max_rate, self.max_offset, self.release_tau
         p[P_COP_TAU] = self.cop_tau
         p[P_FLAT], p[P_SLOPE_TAU] = self.flat_fraction, self.slope_tau
-        p[P_EDGE_FRACTION], p[P_EDGE_CYCLES] = self.edge_fraction, float(self.edge_cycles)
-        p[P_EDGE_WINDOW] = float(round(self.edge_window / period))
+        p[P_EDGE_FRACTION], p[P_EDGE_SHARE] = self.edge_fraction, self.edge_share
+        p[P_EDGE_CYCLES] = float(max(1, round(self.edge_hold / period)))
         return p
 
 
@@ -99,14 +99,12 @@ def parse_feet(sec: Section) -> FeetConfig:
     s.done()
     e = sec.sub("edge", {})
     fraction = _fraction(e, "fraction", d.edge_fraction, 0.25)
-    cycles = e.raw("cycles", d.edge_cycles)
-    if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 1:
-        raise ConfigError(e.where, e.path("cycles"), f"expected a whole number of cycles >= 1, got {cycles!r}")
-    window = e.number("window_s", d.edge_window, positive=True)
+    share = _fraction(e, "share", d.edge_share, 1.0)
+    hold = e.number("hold_s", d.edge_hold, positive=True)
     e.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, cop_tau, flat, tau, tilt_input,
-                      fraction, cycles, window)
+                      fraction, share, hold)
 
 
 @dataclass(frozen=True)
