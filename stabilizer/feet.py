@@ -14,7 +14,10 @@ ankle joint j (its axis w_j in the sole frame, the foot moving) it is
     m_j = w_j . m = L (w_jx (p_y - t_y) - w_jy (p_x - t_x))                                 (2)
 
 with p - t low-passed (time constant ``cop_tau``), and the ankle turns against it, dq_j/dt = -m_j / D,
-within +-``max_rate`` and |dq_j| <= ``max_offset`` (and the joint's soft limits); the offset dq_j is
+within +-``max_rate``, its rate changing by at most ``max_accel`` per second (the rate is the drives'
+velocity feed-forward too: a step in it is a torque step in their speed loops, which tipped a foot
+onto its edge in 2 ms when a foot's gate opened on the walk) and |dq_j| <= ``max_offset`` (and the
+joint's soft limits); the offset dq_j is
 added to the reference the generator gives. The target t is the caller's, per foot and cycle: the
 cells' centre standing without a plan, and while a gait plays the centre of pressure the gait plans
 for that sole (models.tree.dynamics.sole_cops: the plan's ground wrench split between the soles as the
@@ -55,13 +58,13 @@ R = RotY(-pitch) RotX(roll) (pitch > 0 uphill, roll > 0 rising to the left),
 and the same up as the (alpha, beta) of a platform under the sole, R = RotX(alpha) RotY(beta)
 (models.tilt.sole_gravity): alpha = atan2(u_y, sqrt(u_x^2 + u_z^2)), beta = atan2(-u_x, u_z).
 
-Edge or step: while the gait plans a foot's sole flat on the ground (the caller's ``planned``: the
-foot in the file's support phase), the foot carries at least ``edge_share`` of both feet's load and
+Edge or step: while the gait plans a foot's sole flat (the caller's ``planned``: a gait plays, which
+keeps both soles parallel to the ground it assumed, the swing foot's too), the foot carries at least ``edge_share`` of both feet's load and
 the same cells each carry less than ``edge_fraction`` of it (its load on a strict subset of its
 cells: a pair along one edge, or one corner) for ``edge_cycles`` cycles in a row, longer than a heel
 or toe phase of the gait's roll lasts, the foot is on an edge or a step: reported once per stance, the
-bit mask of those cells (bit k: the foot's k-th cell), cleared as the foot lifts or leaves the plan's
-support. Unloaded feet (power-on) and heel-first landings, whose heel phase is shorter, report nothing.
+bit mask of those cells (bit k: the foot's k-th cell), cleared as the foot lifts or the plan ends.
+Feet at power-on (no plan) and heel-first landings, whose heel phase is shorter, report nothing.
 
 State and parameters are flat buffers declared once (:data:`STATE`, :data:`PARAMS`); kernels
 allocation-free, ``@njit(cache=True)``.
@@ -78,10 +81,12 @@ from models.common.layout import Field, Layout
 CELLS = 4
 FEET = 2
 PARAMS = Layout("feet params", [Field(name) for name in (
-    "compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau", "flat_fraction", "slope_tau",
+    "compliance", "min_load", "damping", "max_rate", "max_accel", "max_offset", "release_tau", "cop_tau", "flat_fraction",
+    "slope_tau",
     "edge_fraction", "edge_share", "edge_cycles", "g0", "accept")])
-P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_OFFSET, P_RELEASE_TAU, P_COP_TAU = (
-    PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau"))
+P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_ACCEL, P_MAX_OFFSET, P_RELEASE_TAU, P_COP_TAU = (
+    PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_accel", "max_offset", "release_tau",
+                               "cop_tau"))
 P_FLAT, P_SLOPE_TAU, P_EDGE_FRACTION, P_EDGE_SHARE, P_EDGE_CYCLES, P_G0, P_ACCEPT = (
     PARAMS.offset(k) for k in ("flat_fraction", "slope_tau", "edge_fraction", "edge_share", "edge_cycles", "g0",
                                "accept"))
@@ -211,7 +216,7 @@ def comply(p, buf, target, gate, ankles, axes, q_ref, qd_ref, lo, hi, powered, p
         q_cmd[j] = q_ref[j]
         qd_cmd[j] = qd_ref[j]
     on = p[P_COMPLIANCE] != 0.0 and powered
-    vmax, dmax = p[P_MAX_RATE], p[P_MAX_OFFSET]
+    vmax, dmax, dv = p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_MAX_ACCEL] * period
     kc = period / (p[P_COP_TAU] + period)
     for f in range(FEET):
         st.target[f, 0], st.target[f, 1] = target[f, 0], target[f, 1]
@@ -246,7 +251,7 @@ def comply(p, buf, target, gate, ankles, axes, q_ref, qd_ref, lo, hi, powered, p
                     rate = 0.0 if rolls and both else -(axes[f, a, 0] * my - axes[f, a, 1] * mx) / p[P_DAMPING]
                 else:
                     rate = -old / p[P_RELEASE_TAU]
-                rate = min(vmax, max(-vmax, rate))
+                rate = min(vmax, max(-vmax, min(st.rate[f, a] + dv, max(st.rate[f, a] - dv, rate))))
                 new = min(dmax, max(-dmax, old + rate * period))
                 new = min(hi[j] - q_ref[j], max(lo[j] - q_ref[j], new))
                 if q_ref[j] + new > hi[j] or q_ref[j] + new < lo[j]:    # the reference itself is outside

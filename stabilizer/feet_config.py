@@ -9,6 +9,7 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         enabled: false         # the ankles yield to the sole's centre of pressure (safe default: off)
         damping: 2000.0        # N m s/rad, D of dq/dt = -m_j / D
         max_rate: 0.03         # rad/s
+        max_accel: 0.5         # rad/s^2, the rate's change (it is the drives' velocity feed-forward too)
         max_offset_deg: 10.0   # |offset| added to each ankle's reference
         release_tau: 0.2       # s, an unloaded foot's offset back to zero
         cop_tau: 0.3           # s, the pressure error's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
@@ -34,7 +35,8 @@ from models.common.validation import Section
 
 from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_SHARE
 from stabilizer.pelvis_state import ACCEPT
-from stabilizer.feet import P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
+from stabilizer.feet import (P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_ACCEL, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD,
+                             P_RELEASE_TAU, P_SLOPE_TAU)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class FeetConfig:
     compliance: bool = False
     damping: float = 2000.0
     max_rate: float = 0.03
+    max_accel: float = 0.5
     max_offset: float = math.radians(10.0)
     release_tau: float = 0.2
     cop_tau: float = 0.3
@@ -59,6 +62,7 @@ class FeetConfig:
         p[P_G0], p[P_ACCEPT] = g0, ACCEPT
         p[P_COMPLIANCE], p[P_MIN_LOAD], p[P_DAMPING] = float(self.compliance), self.min_load, self.damping
         p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_RELEASE_TAU] = self.max_rate, self.max_offset, self.release_tau
+        p[P_MAX_ACCEL] = self.max_accel
         p[P_COP_TAU] = self.cop_tau
         p[P_FLAT], p[P_SLOPE_TAU] = self.flat_fraction, self.slope_tau
         p[P_EDGE_FRACTION], p[P_EDGE_SHARE] = self.edge_fraction, self.edge_share
@@ -83,6 +87,7 @@ def parse_feet(sec: Section) -> FeetConfig:
         raise ConfigError(c.where, c.path("enabled"), f"expected true or false, got {enabled!r}")
     damping = c.number("damping", d.damping, positive=True)
     max_rate = c.number("max_rate", d.max_rate, positive=True)
+    max_accel = c.number("max_accel", d.max_accel, positive=True)
     max_offset = c.angle("max_offset", d.max_offset)
     if not 0.0 < max_offset <= math.radians(20.0):
         raise ConfigError(c.where, c.path("max_offset"), f"{math.degrees(max_offset):g} deg: expected within "
@@ -103,8 +108,8 @@ def parse_feet(sec: Section) -> FeetConfig:
     hold = e.number("hold_s", d.edge_hold, positive=True)
     e.done()
     sec.done()
-    return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, cop_tau, flat, tau, tilt_input,
-                      fraction, share, hold)
+    return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,
+                      tilt_input, fraction, share, hold)
 
 
 @dataclass(frozen=True)

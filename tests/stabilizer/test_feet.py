@@ -91,8 +91,10 @@ def test_rate_offset_and_joint_limits_hold_and_an_unloaded_foot_lets_go(geometry
     j = geometry.ankles[0, 1]
     hi[j] = 0.01                                       # the lateral ankle's soft limit, 0.01 rad away
     trace, buf = run(p, geometry, loads_at(geometry, 0, (-0.05, 0.05), 1000.0), np.zeros(n), 1000, hi=hi)
-    steps = np.abs(np.diff(trace, axis=0))
-    assert steps.max() <= cfg.max_rate * PERIOD + 1e-12
+    steps = np.diff(trace, axis=0)
+    assert np.abs(steps).max() <= cfg.max_rate * PERIOD + 1e-12
+    ramp = np.diff(steps[:100], axis=0)                   # the rate ramps up (before any limit binds)
+    assert np.abs(ramp).max() <= cfg.max_accel * PERIOD ** 2 + 1e-12 and np.abs(steps[99]).max() > np.abs(steps[0]).max()
     assert np.abs(trace).max() <= cfg.max_offset + 1e-12
     assert abs(abs(trace[-1, geometry.ankles[0, 0]]) - cfg.max_offset) < 1e-12      # saturated
     assert trace[:, j].max() <= hi[j] + 1e-12

@@ -4,8 +4,8 @@
 pressure, the ground's slope while the stance sole lies flat (the telemetry's ``ground_slope``; on the
 ground without a platform it is the (alpha, beta) the models' gravity and the whole-robot stabilizer's
 polygon follow, as a platform's would: controller.daemon.loop.estimation) and an EDGE event (a = foot,
-b = the mask of its unloaded cells) as a foot the gait plans flat stands on an edge (the telemetry's
-``edge``).
+b = the mask of its unloaded cells) as a foot stands on an edge while a gait plays, which keeps both soles
+flat, the swing foot's too (one that lands early on a step up is watched; the telemetry's ``edge``).
 ``comply`` (after the generator's sample): the commanded reference, the generator's plus the ankles'
 compliance (``feet.compliance``), which the axes track and the telemetry's ``q_ref`` shows. Its target
 per foot: while a file with a support phase plays (and after it, holding its last sample), the centre
@@ -43,7 +43,7 @@ class Feet:
         self.v = views(self.state)
         self.active = est.estimates_pelvis
         self.p = cfg.params(period, est.g0)
-        self.planned = np.zeros(2)                 # the feet the plan has on the ground (their edges watched)
+        self.planned = np.zeros(2)                 # the feet the plan keeps flat (their edges watched)
         self.gate = np.zeros(2)                    # the feet that comply
         if self.active:
             g = feet_geometry(robot)
@@ -78,15 +78,15 @@ class Feet:
                self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
 
     def _targets(self) -> None:
-        """Each foot's target centre of pressure, whether it complies and whether the plan has it on the
-        ground (module docstring)."""
+        """Each foot's target centre of pressure, whether it complies and whether the plan keeps it flat
+        (module docstring)."""
         est = self.est
         phase, contact, soles = est.phase, est.contact, est.soles
         share = est.right_share
         plan = phase >= 0.0 and soles is not None and share == share
         for f, side in enumerate((LEFT, RIGHT)):
             on = phase == side or phase == DOUBLE
-            self.planned[f] = 1.0 if plan and on else 0.0
+            self.planned[f] = 1.0 if plan else 0.0     # the gait keeps both soles flat, the swing foot's too
             confirmed = contact == side or contact == DOUBLE
             self.gate[f] = 1.0 if confirmed and (on or not plan) else 0.0
         if not plan:
