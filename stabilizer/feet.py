@@ -29,10 +29,12 @@ moves the pressure back toward t (the ankle strategy; yielding, +m_j / D, leans 
 tips the robot over: measured, a fall backwards on a 4 deg uphill floor within 2 s). In double
 support the two feet and the ground close a chain: the difference between the feet's pressures is
 an internal force, which centring each foot's own pressure drives without end (measured: the two
-sagittal offsets diverging, +2.6 and -10 deg, then a fall). There the sagittal axes both take the
-feet's summed moment (sum of L (p - t) over the feet in eq. 2: the common mode, the CoG over the
-soles) and the roll axes (the ones nearer the sole's x) hold their offsets; each foot on its own in
-single support. The low-pass is what keeps the loop stable: leaning the leg by q over a flat foot
+sagittal offsets diverging, +2.6 and -10 deg, then a fall). There (both feet loaded, whatever
+their gates) the sagittal axes both take the complying feet's summed moment (sum of L (p - t) over
+them in eq. 2: the common mode, the CoG over the soles) and the roll axes (the ones nearer the
+sole's x) hold their offsets (a roll axis moved alone in the chain drove its speed loop's integral
+against the ground: on the walk a foot rolled onto its edge within 40 ms); each foot on its own in
+single support, where a loaded foot whose gate is shut holds its offset. The low-pass is what keeps the loop stable: leaning the leg by q over a flat foot
 moves the CoG by x = h q (h its height over the ankle) but the pressure is p = x - (h/g) x''
 (Kajita et al. 2003, the cart-table model), so with k = L / D the loop q' = -k (p_f - t), p_f the
 pressure low-passed with time constant T, has the characteristic polynomial
@@ -230,8 +232,8 @@ def comply(p, buf, target, gate, ankles, axes, q_ref, qd_ref, lo, hi, powered, p
             else:
                 st.error[f, i] += kc * (e - st.error[f, i])
         st.active[f] = 1.0 if act else 0.0
-    both = st.active[0] > 0.0 and st.active[1] > 0.0
-    mx = my = 0.0                                   # both feet's moments (L e) summed: double support's
+    both = st.loaded[0] > 0.0 and st.loaded[1] > 0.0     # the closed chain: the common mode only
+    mx = my = 0.0                                   # the complying feet's moments (L e) summed: double support's
     for f in range(FEET):
         mx += st.load[f] * st.error[f, 0]
         my += st.load[f] * st.error[f, 1]
@@ -246,11 +248,14 @@ def comply(p, buf, target, gate, ankles, axes, q_ref, qd_ref, lo, hi, powered, p
                 rate = 0.0
                 new = 0.0
             else:
-                if st.active[f] > 0.0:
-                    rolls = abs(axes[f, a, 0]) > abs(axes[f, a, 1])
-                    rate = 0.0 if rolls and both else -(axes[f, a, 0] * my - axes[f, a, 1] * mx) / p[P_DAMPING]
-                else:
+                if st.loaded[f] == 0.0:
                     rate = -old / p[P_RELEASE_TAU]
+                elif both and abs(axes[f, a, 0]) > abs(axes[f, a, 1]):     # a roll axis in the closed chain
+                    rate = 0.0
+                elif both or st.active[f] > 0.0:
+                    rate = -(axes[f, a, 0] * my - axes[f, a, 1] * mx) / p[P_DAMPING]
+                else:                               # loaded alone, its gate shut: it holds
+                    rate = 0.0
                 rate = min(vmax, max(-vmax, min(st.rate[f, a] + dv, max(st.rate[f, a] - dv, rate))))
                 new = min(dmax, max(-dmax, old + rate * period))
                 new = min(hi[j] - q_ref[j], max(lo[j] - q_ref[j], new))
