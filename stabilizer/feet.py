@@ -225,10 +225,8 @@ def comply(p, buf, target, gate, ankles, axes, q_ref, qd_ref, lo, hi, powered, p
         act = gate[f] != 0.0 and st.loaded[f] > 0.0 and target[f, 0] == target[f, 0] and target[f, 1] == target[f, 1]
         for i in range(2):
             e = st.cop[f, i] - target[f, i]
-            if not act:
-                st.error[f, i] = 0.0
-            elif st.active[f] == 0.0:               # it starts: the filter from this error
-                st.error[f, i] = e
+            if not act:                             # (and from zero as it starts: a heel-first landing's
+                st.error[f, i] = 0.0                # pressure at the heel is a transient of the plan's roll)
             else:
                 st.error[f, i] += kc * (e - st.error[f, i])
         st.active[f] = 1.0 if act else 0.0
