@@ -21,7 +21,7 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
       edge:
         fraction: 0.05         # a cell under this share of the foot's load is unloaded
         share: 0.3             # while the foot carries this share of both feet's load
-        hold_s: 0.25           # s the same cells stay unloaded: longer than the gait's heel or toe phase
+        hold_s: 0.15           # s the same cells stay unloaded: longer than the gait's heel or toe phase
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class FeetConfig:
     tilt_input: bool = False
     edge_fraction: float = 0.05
     edge_share: float = 0.3
-    edge_hold: float = 0.25
+    edge_hold: float = 0.15
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
