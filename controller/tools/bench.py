@@ -40,6 +40,7 @@ from controller.tools.ports import free_port
 from models import ConfigError
 from models.common.validation import read_yaml
 
+WALK_PROFILE_CYCLES = 500              # per pass: both passes within the 2-step gait's walk at 2 ms
 WALK_STABILIZER = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip2000_stabilizer.yaml"
 THESIS_STABILIZER_AVG_US = 273.0
 THESIS_WALK_MODELS_AVG_US = 161.0      # thesis §2.6.2: FGM + IDM, walking playback, per 2 ms task
@@ -284,7 +285,8 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
                 daemon.kill()
                 out, _ = daemon.communicate()
         say("profiling the loop in process (lock-step): its compute against its kernels, dispatches per cycle")
-        profile = profile_loop(cfg_path, stance=STANCE if stabilize else None, gait=Path(gait) if walking else None)
+        profile = profile_loop(cfg_path, cycles=WALK_PROFILE_CYCLES if walking else 2000,
+                               stance=STANCE if stabilize else None, gait=Path(gait) if walking else None)
         ct = None
         ct_note = "cyclictest not found: install Debian's rt-tests for the reference"
         if cyclic is not None:
@@ -350,7 +352,7 @@ def print_report(res: dict) -> None:
           f"{res['sim_bus_avg_us']:.0f} us (the drives' side, not controller work)")
     p = res["loop_profile"]
     ratio = p["ratio_compute_vs_kernels"]
-    print(f"  loop in process (lock-step, {p['cycles']} cycles, {p['state']}): compute {p['compute_us']:.1f} us per "
+    print(f"  loop in process (lock-step, {p['cycles']} cycles, {p['compute_state']} then {p['state']}): compute {p['compute_us']:.1f} us per "
           f"cycle = {p['compute_us'] / (res['period_s'] * 1e6):.3f} of the {res['period_s'] * 1e6:g} us period; "
           f"(median, bus excluded) vs its kernels' {p['kernels_us']:.1f} us -> ratio "
           + (f"{ratio:.2f} ({'meets' if ratio <= COMPUTE_VS_KERNELS else 'MISSES'} the target <= "

@@ -160,6 +160,7 @@ def profile_loop(config: str | Path, cycles: int = 2000, stance: list[float] | N
             before, t0 = bus_ns[0], time.perf_counter_ns()
             run(1)
             compute.append((time.perf_counter_ns() - t0 - (bus_ns[0] - before)) / 1e3)
+        compute_state = State(loop.state).name     # where the compute pass ended (a walk still MOVING?)
         counter = _Counter()
         counter.install(loop)
         kernels = []
@@ -177,7 +178,7 @@ def profile_loop(config: str | Path, cycles: int = 2000, stance: list[float] | N
     calls = sum(counter.calls.values())
     compute_us, kernels_us = statistics.median(compute), statistics.median(kernels)
     per_kernel = sorted(((k, c / cycles) for k, c in counter.calls.items() if c), key=lambda kv: -kv[1])
-    return {"cycles": cycles, "state": state, "compute_us": compute_us, "compute_mean_us": statistics.fmean(compute),
+    return {"cycles": cycles, "state": state, "compute_state": compute_state, "compute_us": compute_us, "compute_mean_us": statistics.fmean(compute),
             "kernels_us": kernels_us, "kernels_mean_us": statistics.fmean(kernels),
             "ratio_compute_vs_kernels": compute_us / kernels_us if kernels_us else None,
             "dispatches_per_cycle": calls / cycles, "kernels_per_cycle": dict(per_kernel)}
