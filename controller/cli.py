@@ -511,8 +511,14 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     if args.gait is not None and not Path(args.gait).is_file():
         print(f"bipd bench loop: error: --gait {args.gait}: no such file", file=sys.stderr)
         return 2
-    res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json),
-              period=args.period, gait=None if args.gait is None else Path(args.gait))
+    from controller.tools.client import CommandError
+
+    try:
+        res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json),
+                  period=args.period, gait=None if args.gait is None else Path(args.gait))
+    except CommandError as e:
+        print(f"bipd bench loop: the daemon refused the workload: {e}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(res))
     else:
