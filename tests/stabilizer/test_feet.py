@@ -100,12 +100,15 @@ def test_rate_offset_and_joint_limits_hold_and_an_unloaded_foot_lets_go(geometry
     assert trace[:, j].max() <= hi[j] + 1e-12
     # unloaded: the offsets go back to zero (release_tau, same rate limit)
     st = views(buf)
-    q_cmd, qd_cmd = np.zeros(n), np.zeros(n)
+    q_cmd, qd_cmd, release = np.zeros(n), np.zeros(n), []
     for _ in range(1000):
         observe(p, buf, np.zeros(2 * CELLS), geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
         comply(p, buf, geometry.centre, BOTH, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
                np.full(n, -1.0), hi, True, PERIOD, q_cmd, qd_cmd)
+        release.append(q_cmd[geometry.ankles[0, 0]])
     assert np.abs(st.offset).max() < 1e-4 and np.abs(q_cmd).max() < 1e-4     # 10 release_tau
+    first = abs(release[0] - trace[-1, geometry.ankles[0, 0]])     # from rest at the saturation: the rate ramps
+    assert first <= cfg.max_accel * PERIOD ** 2 + 1e-12 < cfg.max_rate * PERIOD
 
 
 @pytest.mark.parametrize("pitch_deg, roll_deg", [(4.0, 0.0), (-3.0, 2.0), (0.0, -2.0)])
