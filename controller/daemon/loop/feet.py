@@ -13,7 +13,7 @@ of pressure the plan gives that sole, models.tree.dynamics.sole_cops of the gene
 the level gravity the gait was planned for, split with the plan's load share as the feed-forward
 splits the ground wrench; a foot complies while the plan's support has it and its cells confirm it
 (the support phase the loads show). Without a plan, the cells' centre, each foot the cells show
-loaded. A robot without two feet of load cells on the bus has neither: the reference passes through.
+loaded. With the compliance off, the plan's targets are not computed (the cells' centre stands in). A robot without two feet of load cells on the bus has neither: the reference passes through.
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ class Feet:
         self.v = views(self.state)
         self.active = est.estimates_pelvis
         self.p = cfg.params(period, est.g0)
+        self.complies = cfg.compliance             # the plan's targets are computed for it only
         self.planned = np.zeros(2)                 # the feet the plan keeps flat (their edges watched)
         self.gate = np.zeros(2)                    # the feet that comply
         if self.active:
@@ -89,7 +90,7 @@ class Feet:
             self.planned[f] = 1.0 if plan else 0.0     # the gait keeps both soles flat, the swing foot's too
             confirmed = contact == side or contact == DOUBLE
             self.gate[f] = 1.0 if confirmed and (on or not plan) else 0.0
-        if not plan:
+        if not (plan and self.complies):
             self.target[:] = self.centre
             return
         if est.root != self.plan_root:
