@@ -180,7 +180,7 @@ def _time_feet(robot, q0: np.ndarray, samples: int, period: float) -> np.ndarray
         observe(p, buf, x, g.cells, ones, 0.0, up, eye, zero[:3], period)
         sole_cops(m.buf, plan.buf, q0, zero, zero, gravity, other, 0.5, 50.0, scratch, cops)
         target[:] = cops
-        comply(p, buf, target, ones, g.ankles, g.axes, q0, zero, m.qmin, m.qmax, True, period, q_cmd, qd_cmd)
+        comply(p, buf, target, ones, 0.0, g.ankles, g.axes, q0, zero, m.qmin, m.qmax, True, period, q_cmd, qd_cmd)
         if k >= 0:
             ns[k] = clock() - t0
     return ns

@@ -207,10 +207,11 @@ def observe(p, buf, loads, cells, planned, stance, force, rel_R, v_rel, period):
 
 
 @njit(cache=True)
-def comply(p, buf, target, gate, ankles, axes, q_ref, qd_ref, lo, hi, powered, period, q_cmd, qd_cmd):
+def comply(p, buf, target, gate, rolls, ankles, axes, q_ref, qd_ref, lo, hi, powered, period, q_cmd, qd_cmd):
     """q_cmd = q_ref and qd_cmd = qd_ref plus the ankles' compliance (eq. 2, module docstring) of the
     feet :func:`observe` saw this cycle: ``target`` (foot, xy) the centre of pressure each should have
-    (NaN: none), ``gate`` (foot: 1 it may comply, 0 its offset goes), ``ankles`` (foot, axis) the
+    (NaN: none), ``gate`` (foot: 1 it may comply, 0 its offset goes), ``rolls`` (0: the roll axes hold
+    their offsets, in single support too; 1: they comply), ``ankles`` (foot, axis) the
     joints, ``axes`` (foot, axis, xy) their axes in the sole frame, ``lo``/``hi`` the soft limits.
     Off (offsets zero) unless enabled and ``powered``."""
     st, _ = _views(buf)
@@ -248,7 +249,7 @@ def comply(p, buf, target, gate, ankles, axes, q_ref, qd_ref, lo, hi, powered, p
             else:
                 if st.loaded[f] == 0.0:
                     rate = -old / p[P_RELEASE_TAU]
-                elif both and abs(axes[f, a, 0]) > abs(axes[f, a, 1]):     # a roll axis in the closed chain
+                elif (both or rolls == 0.0) and abs(axes[f, a, 0]) > abs(axes[f, a, 1]):   # a roll axis held
                     rate = 0.0
                 elif both or st.active[f] > 0.0:
                     rate = -(axes[f, a, 0] * my - axes[f, a, 1] * mx) / p[P_DAMPING]

@@ -55,7 +55,7 @@ def run(p, geometry, loads, q_ref, cycles, lo=None, hi=None, target=None, gate=B
     q_cmd, qd_cmd, trace = np.zeros(n), np.zeros(n), []
     for _ in range(cycles):
         observe(p, buf, loads, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, target, gate, geometry.ankles, geometry.axes, q_ref, np.zeros(n), lo, hi, True, PERIOD,
+        comply(p, buf, target, gate, 1.0, geometry.ankles, geometry.axes, q_ref, np.zeros(n), lo, hi, True, PERIOD,
                q_cmd, qd_cmd)
         trace.append(q_cmd.copy())
     return np.array(trace), buf
@@ -103,7 +103,7 @@ def test_rate_offset_and_joint_limits_hold_and_an_unloaded_foot_lets_go(geometry
     q_cmd, qd_cmd, release = np.zeros(n), np.zeros(n), []
     for _ in range(1000):
         observe(p, buf, np.zeros(2 * CELLS), geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, BOTH, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+        comply(p, buf, geometry.centre, BOTH, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
                np.full(n, -1.0), hi, True, PERIOD, q_cmd, qd_cmd)
         release.append(q_cmd[geometry.ankles[0, 0]])
     assert np.abs(st.offset).max() < 1e-4 and np.abs(q_cmd).max() < 1e-4     # 10 release_tau
@@ -194,13 +194,13 @@ def test_the_compliance_follows_its_target_and_its_gate(geometry):
     q_cmd, qd_cmd = np.zeros(n), np.zeros(n)
     for _ in range(250):                           # the rate ramps down (max_accel) within 0.1 s
         observe(p, buf, heel, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, NO_PLAN, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+        comply(p, buf, geometry.centre, NO_PLAN, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
                np.full(n, -1.0), np.full(n, 1.0), True, PERIOD, q_cmd, qd_cmd)
     held = views(buf).offset.copy()
     assert np.abs(held).max() > 1e-3
     for _ in range(1000):
         observe(p, buf, heel, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, NO_PLAN, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+        comply(p, buf, geometry.centre, NO_PLAN, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
                np.full(n, -1.0), np.full(n, 1.0), True, PERIOD, q_cmd, qd_cmd)
     assert np.array_equal(views(buf).offset, held)
 

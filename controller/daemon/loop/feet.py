@@ -46,6 +46,7 @@ class Feet:
         self.complies = cfg.compliance             # the plan's targets are computed for it only
         self.planned = np.zeros(2)                 # the feet the plan keeps flat (their edges watched)
         self.gate = np.zeros(2)                    # the feet that comply
+        self.rolls = 1.0                           # the roll axes comply (0 while a plan plays)
         if self.active:
             g = feet_geometry(robot)
             self.cells, self.centre, self.ankles, self.axes = g.cells, g.centre, g.ankles, g.axes
@@ -75,8 +76,8 @@ class Feet:
     def comply(self, powered: bool) -> None:
         """q_cmd, qd_cmd: the generator's reference plus the ankles' compliance toward this cycle's targets."""
         self._targets()
-        comply(self.p, self.state, self.target, self.gate, self.ankles, self.axes, self.q_ref, self.qd_ref, self.lo,
-               self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
+        comply(self.p, self.state, self.target, self.gate, self.rolls, self.ankles, self.axes, self.q_ref, self.qd_ref,
+               self.lo, self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
 
     def _targets(self) -> None:
         """Each foot's target centre of pressure, whether it complies and whether the plan keeps it flat
@@ -85,6 +86,7 @@ class Feet:
         phase, contact, soles = est.phase, est.contact, est.soles
         share = est.right_share
         plan = phase >= 0.0 and soles is not None and share == share
+        self.rolls = 0.0 if plan else 1.0
         for f, side in enumerate((LEFT, RIGHT)):
             on = phase == side or phase == DOUBLE
             self.planned[f] = 1.0 if plan else 0.0     # the gait keeps both soles flat, the swing foot's too
