@@ -22,7 +22,8 @@ added to the reference the generator gives. The target t is the caller's, per fo
 cells' centre standing without a plan, and while a gait plays the centre of pressure the gait plans
 for that sole (models.tree.dynamics.sole_cops: the plan's ground wrench split between the soles as the
 feed-forward splits it), which rolls from heel to toe; a foot complies only while the caller's gate
-says so (the plan's support confirmed by the cells) and its target is known. With
+says so (the plan's support confirmed by the cells) and its target is known, and the caller may hold
+the roll axes (``rolls`` 0: while a gait plays). With
 the sole flat on the ground the foot cannot turn: the leg turns over it instead, towards the side
 that carries too much (a pressure at the heel leans the leg forward), and the robot's CoG with it, which
 moves the pressure back toward t (the ankle strategy; yielding, +m_j / D, leans the leg away and
