@@ -167,6 +167,9 @@ def _print_whole_body_bench(res: dict) -> None:
     print(f"  tracking a gait (stabilized walking, docs/walking.md): median {w['median_us']:6.2f} us  "
           f"p99 {w['p99_us']:6.2f} us  / standing: {res['ratio_walk_vs_standing']:.2f}"
           + (f"  ({res['not_ok_walk']} cycles not OK)" if res["not_ok_walk"] else ""))
+    f = res["feet"]
+    print(f"  the feet room beside it (cells, the plan's centres of pressure, compliance): median "
+          f"{f['median_us']:6.2f} us  p99 {f['p99_us']:6.2f} us  / the stabilized walk step: {res['ratio_feet_vs_walk']:.2f}")
 
 
 def cmd_bench_models(args: argparse.Namespace) -> int:
@@ -505,8 +508,17 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     if args.period is not None and not 2e-4 <= args.period <= 0.1:
         print(f"bipd bench loop: error: --period must be in [0.0002, 0.1] s (got {args.period})", file=sys.stderr)
         return 2
-    res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json),
-              period=args.period)
+    if args.gait is not None and not Path(args.gait).is_file():
+        print(f"bipd bench loop: error: --gait {args.gait}: no such file", file=sys.stderr)
+        return 2
+    from controller.tools.client import CommandError
+
+    try:
+        res = run(args.config, seconds=args.seconds, rate=args.rate, progress=_progress(not args.json),
+                  period=args.period, gait=None if args.gait is None else Path(args.gait))
+    except CommandError as e:
+        print(f"bipd bench loop: the daemon refused the workload: {e}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(res))
     else:
@@ -713,6 +725,9 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--period", type=float, default=None, metavar="S",
                     help="control period in s for loop and bus (default: the config's; 0.0004: one bus cycle "
                          "per control cycle)")
+    bl.add_argument("--gait", metavar="FILE.csv", default=None,
+                    help="stabilized walking instead: BIP 2000 on the ground walks this gait file (bipd gait) under "
+                         "the whole-robot stabilizer, again as it ends (its stabilizer YAML at --period)")
     bl.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bl.set_defaults(func=cmd_bench_loop)
 

@@ -123,7 +123,8 @@ def run_whole_body_benchmark(samples: int = 20000, config: str | Path = WHOLE_BO
     thesis' 273 us for the leg's stabilizer. ``walk_step``: the same cycles tracking a gait
     (:func:`stabilizer.whole_body.set_gait`: a third kinematics, the plan's polygon and walls,
     docs/walking.md), ``ratio_walk_vs_standing`` its median over the standing one's, same run.
-    ``not_ok`` counts the cycles whose status was not OK."""
+    ``feet``: the feet room's cycle beside it (:func:`_time_feet`), ``ratio_feet_vs_walk`` its median
+    over the stabilized walk step's. ``not_ok`` counts the cycles whose status was not OK."""
     from models.gait.plan import GaitParams
     from models.gait.wholebody import flexed_posture
 
@@ -134,12 +135,55 @@ def run_whole_body_benchmark(samples: int = 20000, config: str | Path = WHOLE_BO
     tilts = WHOLE_BODY_TILT_SCALE * _tilts(samples, st.config.period)
     standing, not_ok = _time_whole_body(st, q0, tilts, False)
     walking, not_ok_walk = _time_whole_body(st, q0, tilts, True)
+    feet = _time_feet(st.robot, q0, samples, st.config.period)
     res = {"robot": st.robot.model.name, "samples": samples, "step": _stats(standing), "not_ok": not_ok,
-           "walk_step": _stats(walking), "not_ok_walk": not_ok_walk,
+           "walk_step": _stats(walking), "not_ok_walk": not_ok_walk, "feet": _stats(feet),
            "thesis_bnr_stabilizer_avg_us": THESIS_STABILIZER_AVG_US}
     res["ratio_step_vs_thesis"] = res["step"]["median_us"] / THESIS_STABILIZER_AVG_US
     res["ratio_walk_vs_standing"] = res["walk_step"]["median_us"] / res["step"]["median_us"]
+    res["ratio_feet_vs_walk"] = res["feet"]["median_us"] / res["walk_step"]["median_us"]
     return res
+
+
+def _time_feet(robot, q0: np.ndarray, samples: int, period: float) -> np.ndarray:
+    """ns per cycle of the feet room (controller.daemon.loop.feet) on a walking robot: the cells' loads
+    (stabilizer.feet.observe: CoPs, edge watch, slope), the plan's centres of pressure
+    (models.tree.dynamics.sole_cops: the plan's kinematics and ground wrench, split between the soles)
+    and the compliance toward them (stabilizer.feet.comply), both feet loaded on the plan's ground,
+    their pressure rolling heel to toe."""
+    from models.common.support import LEFT, RIGHT, SOLES
+    from models.tree.dynamics import set_root, sole_cops
+    from models.tree.model import TreeData
+
+    from stabilizer.feet import CELLS, comply, new_state, observe
+    from stabilizer.feet_config import FeetConfig, feet_geometry
+
+    m, n = robot.model, robot.n
+    g = feet_geometry(robot)
+    p = FeetConfig(compliance=True).params(period)
+    buf, plan = new_state(), TreeData(m)
+    set_root(m.buf, plan.buf, m.root_names.index(SOLES[LEFT]))
+    other = int(m.rootf[m.root_names.index(SOLES[RIGHT])])
+    roll = 0.5 + 0.5 * np.sin(np.linspace(0.0, 20.0 * np.pi, samples))          # heel (0) to toe (1)
+    loads = np.empty((samples, 2 * CELLS))
+    front = g.cells[:, :, 0] > g.centre[:, None, 0]
+    for f in range(2):
+        loads[:, CELLS * f:CELLS * (f + 1)] = 200.0 * np.where(front[f], roll[:, None], 1.0 - roll[:, None]) + 10.0
+    zero, ones, eye, up = np.zeros(n), np.ones(2), np.eye(3), np.array([0.0, 0.0, 9.81])
+    target, cops, scratch, q_cmd, qd_cmd = np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(n), np.zeros(n), np.zeros(n)
+    gravity = m.gravity
+    clock = time.perf_counter_ns
+    ns = np.empty(samples)
+    for k in range(-2, samples):                    # two cycles first: compiled / loaded before timing
+        x = loads[max(k, 0)]
+        t0 = clock()
+        observe(p, buf, x, g.cells, ones, 0.0, up, eye, zero[:3], period)
+        sole_cops(m.buf, plan.buf, q0, zero, zero, gravity, other, 0.5, 50.0, scratch, cops)
+        target[:] = cops
+        comply(p, buf, target, ones, 0.0, g.ankles, g.axes, q0, zero, m.qmin, m.qmax, True, period, q_cmd, qd_cmd)
+        if k >= 0:
+            ns[k] = clock() - t0
+    return ns
 
 
 def _time_whole_body(st, q0: np.ndarray, tilts: np.ndarray, walking: bool) -> tuple[np.ndarray, int]:

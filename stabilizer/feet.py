@@ -8,23 +8,34 @@ carrying loads F_k (N, along the sole normal):
     L = sum F_k,    p = sum F_k c_k / L                                                    (1)
 
 Sole compliance (an admittance per ankle axis, docs/stabilizer.md "Feet that find the ground"): the
-ground's wrench about the target point t (the cells' centre) is the torque m = (p - t) x (L n), n the
-sole normal; about ankle joint j (its axis w_j in the sole frame, the foot moving) it is
+ground's wrench about the target point t is the torque m = (p - t) x (L n), n the sole normal; about
+ankle joint j (its axis w_j in the sole frame, the foot moving) it is
 
     m_j = w_j . m = L (w_jx (p_y - t_y) - w_jy (p_x - t_x))                                 (2)
 
-with p low-passed (time constant ``cop_tau``), and the ankle turns against it, dq_j/dt = -m_j / D, within +-``max_rate`` and |dq_j| <= ``max_offset``
-(and the joint's soft limits); the offset dq_j is added to the reference the generator gives. With
+with p - t low-passed (time constant ``cop_tau``), and the ankle turns against it, dq_j/dt = -m_j / D,
+within +-``max_rate``, its rate changing by at most ``max_accel`` per second (the rate is the drives'
+velocity feed-forward too: a step in it is a torque step in their speed loops, which tipped a foot
+onto its edge in 2 ms when a foot's gate opened on the walk) and |dq_j| <= ``max_offset`` (and the
+joint's soft limits); the offset dq_j is
+added to the reference the generator gives. The target t is the caller's, per foot and cycle: the
+cells' centre standing without a plan, and while a gait plays the centre of pressure the gait plans
+for that sole (models.tree.dynamics.sole_cops: the plan's ground wrench split between the soles as the
+feed-forward splits it), which rolls from heel to toe; a foot complies only while the caller's gate
+says so (the plan's support confirmed by the cells) and its target is known, and the caller may hold
+the roll axes (``rolls`` 0: while a gait plays). With
 the sole flat on the ground the foot cannot turn: the leg turns over it instead, towards the side
 that carries too much (a pressure at the heel leans the leg forward), and the robot's CoG with it, which
 moves the pressure back toward t (the ankle strategy; yielding, +m_j / D, leans the leg away and
 tips the robot over: measured, a fall backwards on a 4 deg uphill floor within 2 s). In double
 support the two feet and the ground close a chain: the difference between the feet's pressures is
 an internal force, which centring each foot's own pressure drives without end (measured: the two
-sagittal offsets diverging, +2.6 and -10 deg, then a fall). There the sagittal axes both take the
-feet's summed moment (sum of L (p - t) over the feet in eq. 2: the common mode, the CoG over the
-soles) and the roll axes (the ones nearer the sole's x) hold their offsets; each foot on its own in
-single support. The low-pass is what keeps the loop stable: leaning the leg by q over a flat foot
+sagittal offsets diverging, +2.6 and -10 deg, then a fall). There (both feet loaded, whatever
+their gates) the sagittal axes both take the complying feet's summed moment (sum of L (p - t) over
+them in eq. 2: the common mode, the CoG over the soles) and the roll axes (the ones nearer the
+sole's x) hold their offsets (a roll axis moved alone in the chain drove its speed loop's integral
+against the ground: on the walk a foot rolled onto its edge within 40 ms); each foot on its own in
+single support, where a loaded foot whose gate is shut holds its offset. The low-pass is what keeps the loop stable: leaning the leg by q over a flat foot
 moves the CoG by x = h q (h its height over the ankle) but the pressure is p = x - (h/g) x''
 (Kajita et al. 2003, the cart-table model), so with k = L / D the loop q' = -k (p_f - t), p_f the
 pressure low-passed with time constant T, has the characteristic polynomial
@@ -33,7 +44,7 @@ pressure low-passed with time constant T, has the characteristic polynomial
 
 stable for T > k h^2 / g only; unfiltered (T = 0) one root is unstable whatever k (BIP 2000, L ~ 1000 N
 on one sole or on both, h ~ 0.8 m, D = 1000 N m s/rad: k h^2 / g ~ 0.07 s; ``cop_tau`` 0.2 s). A foot below ``min_load`` releases its offset,
-dq_j/dt = -dq_j / ``release_tau`` (same rate limit).
+dq_j/dt = -dq_j / ``release_tau`` (same rate limit), and so does a foot its gate shuts.
 
 Ground slope by proprioception: while the stance foot lies flat (each of its cells carries at least
 ``flat_fraction`` of the foot's load), the world's up in the stance sole's axes, from the pelvis IMU's
@@ -50,9 +61,13 @@ R = RotY(-pitch) RotX(roll) (pitch > 0 uphill, roll > 0 rising to the left),
 and the same up as the (alpha, beta) of a platform under the sole, R = RotX(alpha) RotY(beta)
 (models.tilt.sole_gravity): alpha = atan2(u_y, sqrt(u_x^2 + u_z^2)), beta = atan2(-u_x, u_z).
 
-Edge or step: within ``edge_window`` cycles of a foot's landing (its load rising through
-``min_load``), a cell carrying less than ``edge_fraction`` of the foot's load for ``edge_cycles``
-cycles in a row reports the landing once: the bit mask of those cells (bit k: the foot's k-th cell).
+Edge or step: while the gait plans a foot's sole flat (the caller's ``planned``: a gait plays, which
+keeps both soles parallel to the ground it assumed, the swing foot's too), the foot carries at least ``edge_share`` of both feet's load and
+the same cells each carry less than ``edge_fraction`` of it (its load on a strict subset of its
+cells: a pair along one edge, or one corner) for ``edge_cycles`` cycles in a row, longer than a heel
+or toe phase of the gait's roll lasts, the foot is on an edge or a step: reported once per stance, the
+bit mask of those cells (bit k: the foot's k-th cell), cleared as the foot lifts or the plan ends.
+Feet at power-on (no plan) and heel-first landings, whose heel phase is shorter, report nothing.
 
 State and parameters are flat buffers declared once (:data:`STATE`, :data:`PARAMS`); kernels
 allocation-free, ``@njit(cache=True)``.
@@ -69,36 +84,40 @@ from models.common.layout import Field, Layout
 CELLS = 4
 FEET = 2
 PARAMS = Layout("feet params", [Field(name) for name in (
-    "compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau", "flat_fraction", "slope_tau",
-    "edge_fraction", "edge_cycles", "edge_window", "g0", "accept")])
-P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_OFFSET, P_RELEASE_TAU, P_COP_TAU = (
-    PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_offset", "release_tau", "cop_tau"))
-P_FLAT, P_SLOPE_TAU, P_EDGE_FRACTION, P_EDGE_CYCLES, P_EDGE_WINDOW, P_G0, P_ACCEPT = (
-    PARAMS.offset(k) for k in ("flat_fraction", "slope_tau", "edge_fraction", "edge_cycles", "edge_window", "g0",
+    "compliance", "min_load", "damping", "max_rate", "max_accel", "max_offset", "release_tau", "cop_tau", "flat_fraction",
+    "slope_tau",
+    "edge_fraction", "edge_share", "edge_cycles", "g0", "accept")])
+P_COMPLIANCE, P_MIN_LOAD, P_DAMPING, P_MAX_RATE, P_MAX_ACCEL, P_MAX_OFFSET, P_RELEASE_TAU, P_COP_TAU = (
+    PARAMS.offset(k) for k in ("compliance", "min_load", "damping", "max_rate", "max_accel", "max_offset", "release_tau",
+                               "cop_tau"))
+P_FLAT, P_SLOPE_TAU, P_EDGE_FRACTION, P_EDGE_SHARE, P_EDGE_CYCLES, P_G0, P_ACCEPT = (
+    PARAMS.offset(k) for k in ("flat_fraction", "slope_tau", "edge_fraction", "edge_share", "edge_cycles", "g0",
                                "accept"))
 
-# load, cop (sole frame), cop_f (cop low-passed: the compliance's), loaded (0/1), offset / rate (the ankles' compliance: foot, axis), up (the ground's,
-# in the stance sole's axes; NaN before the first flat stance), slope (pitch, roll: eq. 3), tilt (alpha, beta),
-# flat (0/1, the stance foot this cycle), landing (cycles since the foot landed, -1: outside the window),
-# low (cycles in a row with a cell under edge_fraction), edge (the reported cells' mask, 0: none; cleared
+# load, cop (sole frame), loaded (0/1), target (the compliance's t, sole frame; NaN: none), error (p - t
+# low-passed), active (0/1: the foot complied this cycle), offset / rate (the ankles' compliance: foot, axis),
+# up (the ground's, in the stance sole's axes; NaN before the first flat stance), slope (pitch, roll: eq. 3),
+# tilt (alpha, beta), flat (0/1, the stance foot this cycle), low (cycles in a row on the cells ``held``),
+# held (the mask of the cells unloaded all that time), edge (the reported cells' mask, 0: none; cleared
 # when the foot lifts), new_edge (the mask reported this cycle, else 0: the loop's event), v_prev (the last
 # cycle's v_rel, NaN: none), u (this cycle's measured up, scratch), last (the last cycle's stance)
 STATE = Layout("feet state", [
-    Field("load", (FEET,)), Field("cop", (FEET, 2)), Field("cop_f", (FEET, 2)), Field("loaded", (FEET,)), Field("offset", (FEET, 2)),
-    Field("rate", (FEET, 2)), Field("up", (3,)), Field("slope", (2,)), Field("tilt", (2,)), Field("flat", (1,)),
-    Field("landing", (FEET,)), Field("low", (FEET,)), Field("edge", (FEET,)), Field("new_edge", (FEET,)),
-    Field("v_prev", (3,)), Field("u", (3,)), Field("last", (1,))])
+    Field("load", (FEET,)), Field("cop", (FEET, 2)), Field("loaded", (FEET,)), Field("target", (FEET, 2)),
+    Field("error", (FEET, 2)), Field("active", (FEET,)), Field("offset", (FEET, 2)), Field("rate", (FEET, 2)),
+    Field("up", (3,)), Field("slope", (2,)), Field("tilt", (2,)), Field("flat", (1,)), Field("low", (FEET,)),
+    Field("held", (FEET,)), Field("edge", (FEET,)), Field("new_edge", (FEET,)), Field("v_prev", (3,)),
+    Field("u", (3,)), Field("last", (1,))])
 _views = STATE.kernel_views
 
 
 def new_state() -> np.ndarray:
-    """A fresh state: no foot loaded, no slope known (NaN), no landing under way."""
+    """A fresh state: no foot loaded, no target, no slope known (NaN)."""
     buf = np.zeros(STATE.size())
     v = STATE.views(buf)
+    v.target[:] = np.nan
     v.up[:] = np.nan
     v.slope[:] = np.nan
     v.tilt[:] = np.nan
-    v.landing[:] = -1.0
     v.v_prev[:] = np.nan
     v.last[0] = -1.0
     return buf
@@ -110,13 +129,17 @@ def views(buf: np.ndarray):
 
 
 @njit(cache=True)
-def observe(p, buf, loads, cells, stance, force, rel_R, v_rel, period):
-    """Loads, CoPs (eq. 1), landings and edges of both feet from ``loads`` (left cells, then right), the
-    cells' sole-frame positions ``cells`` (foot, cell, xy); the ground's slope (eq. 3) from the pelvis
-    IMU's specific force ``force`` (pelvis axes; zeros: none) and the pelvis' rotation ``rel_R`` and origin
-    velocity ``v_rel`` in the ``stance`` sole's frame (0, 1; -1 none) while that foot lies flat."""
+def observe(p, buf, loads, cells, planned, stance, force, rel_R, v_rel, period):
+    """Loads, CoPs (eq. 1) and edges of both feet from ``loads`` (left cells, then right), the cells'
+    sole-frame positions ``cells`` (foot, cell, xy) and ``planned`` (foot: 1 while the gait plans its
+    sole flat on the ground, else 0); the ground's slope (eq. 3) from the pelvis IMU's specific force
+    ``force`` (pelvis axes; zeros: none) and the pelvis' rotation ``rel_R`` and origin velocity ``v_rel``
+    in the ``stance`` sole's frame (0, 1; -1 none) while that foot lies flat."""
     st, _ = _views(buf)
-    lo_frac, n_edge, window = p[P_EDGE_FRACTION], p[P_EDGE_CYCLES], p[P_EDGE_WINDOW]
+    lo_frac, n_edge = p[P_EDGE_FRACTION], p[P_EDGE_CYCLES]
+    total = 0.0
+    for k in range(FEET * CELLS):
+        total += loads[k]
     for f in range(FEET):
         load = cx = cy = 0.0
         for c in range(CELLS):
@@ -126,34 +149,27 @@ def observe(p, buf, loads, cells, stance, force, rel_R, v_rel, period):
             cy += v * cells[f, c, 1]
         st.new_edge[f] = 0.0
         st.load[f] = load
-        loaded = load >= p[P_MIN_LOAD]
-        if not loaded:
-            st.loaded[f] = 0.0
-            st.landing[f] = -1.0
-            st.edge[f] = 0.0
-            continue
-        st.cop[f, 0], st.cop[f, 1] = cx / load, cy / load
-        kc = period / (p[P_COP_TAU] + period)
-        if st.loaded[f] == 0.0:                     # it lands: a window opens
-            st.cop_f[f, 0], st.cop_f[f, 1] = st.cop[f, 0], st.cop[f, 1]
-            kc = 0.0
-            st.loaded[f] = 1.0
-            st.landing[f] = 0.0
-            st.low[f] = 0.0
-        for i in range(2):
-            st.cop_f[f, i] += kc * (st.cop[f, i] - st.cop_f[f, i])
-        if st.landing[f] < 0.0:
+        st.loaded[f] = 1.0 if load >= p[P_MIN_LOAD] else 0.0
+        if st.loaded[f] > 0.0:
+            st.cop[f, 0], st.cop[f, 1] = cx / load, cy / load
+        if st.loaded[f] == 0.0 or planned[f] == 0.0:     # lifted, or not on the plan's ground: a new stance
+            st.low[f] = st.held[f] = st.edge[f] = 0.0
             continue
         mask = 0
         for c in range(CELLS):
             if loads[CELLS * f + c] < lo_frac * load:
                 mask |= 1 << c
-        st.low[f] = st.low[f] + 1.0 if mask else 0.0
+        if mask == 0 or load < p[P_EDGE_SHARE] * total:
+            st.low[f] = st.held[f] = 0.0
+            continue
+        held = mask & int(st.held[f]) if st.low[f] > 0.0 else 0
+        if held == 0:                                   # other cells now: a roll goes on, it starts over
+            st.low[f], st.held[f] = 1.0, float(mask)
+        else:
+            st.low[f] += 1.0
+            st.held[f] = float(held)
         if st.low[f] >= n_edge and st.edge[f] == 0.0:
-            st.edge[f] = st.new_edge[f] = float(mask)
-        st.landing[f] += 1.0
-        if st.landing[f] > window:
-            st.landing[f] = -1.0
+            st.edge[f] = st.new_edge[f] = st.held[f]
     s = int(stance)
     up, vp = st.u, st.v_prev
     known = vp[0] == vp[0] and s == int(st.last[0])         # v_rel of the same sole last cycle
@@ -192,9 +208,11 @@ def observe(p, buf, loads, cells, stance, force, rel_R, v_rel, period):
 
 
 @njit(cache=True)
-def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period, q_cmd, qd_cmd):
+def comply(p, buf, target, gate, rolls, ankles, axes, q_ref, qd_ref, lo, hi, powered, period, q_cmd, qd_cmd):
     """q_cmd = q_ref and qd_cmd = qd_ref plus the ankles' compliance (eq. 2, module docstring) of the
-    feet :func:`observe` saw this cycle: ``centre`` (foot, xy) the target, ``ankles`` (foot, axis) the
+    feet :func:`observe` saw this cycle: ``target`` (foot, xy) the centre of pressure each should have
+    (NaN: none), ``gate`` (foot: 1 it may comply, 0 its offset goes), ``rolls`` (0: the roll axes hold
+    their offsets, in single support too; 1: they comply), ``ankles`` (foot, axis) the
     joints, ``axes`` (foot, axis, xy) their axes in the sole frame, ``lo``/``hi`` the soft limits.
     Off (offsets zero) unless enabled and ``powered``."""
     st, _ = _views(buf)
@@ -202,16 +220,27 @@ def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period,
         q_cmd[j] = q_ref[j]
         qd_cmd[j] = qd_ref[j]
     on = p[P_COMPLIANCE] != 0.0 and powered
-    vmax, dmax = p[P_MAX_RATE], p[P_MAX_OFFSET]
-    both = st.loaded[0] > 0.0 and st.loaded[1] > 0.0
-    mx = my = 0.0                                   # both feet's moments (L e) summed: double support's
+    vmax, dmax, dv = p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_MAX_ACCEL] * period
+    kc = period / (p[P_COP_TAU] + period)
     for f in range(FEET):
-        mx += st.load[f] * (st.cop_f[f, 0] - centre[f, 0])
-        my += st.load[f] * (st.cop_f[f, 1] - centre[f, 1])
+        st.target[f, 0], st.target[f, 1] = target[f, 0], target[f, 1]
+        act = gate[f] != 0.0 and st.loaded[f] > 0.0 and target[f, 0] == target[f, 0] and target[f, 1] == target[f, 1]
+        for i in range(2):
+            e = st.cop[f, i] - target[f, i]
+            if not act:                             # (and from zero as it starts: a heel-first landing's
+                st.error[f, i] = 0.0                # pressure at the heel is a transient of the plan's roll)
+            else:
+                st.error[f, i] += kc * (e - st.error[f, i])
+        st.active[f] = 1.0 if act else 0.0
+    both = st.loaded[0] > 0.0 and st.loaded[1] > 0.0     # the closed chain: the common mode only
+    mx = my = 0.0                                   # the complying feet's moments (L e) summed: double support's
+    for f in range(FEET):
+        mx += st.load[f] * st.error[f, 0]
+        my += st.load[f] * st.error[f, 1]
     for f in range(FEET):
         if not both:
-            mx = st.load[f] * (st.cop_f[f, 0] - centre[f, 0])
-            my = st.load[f] * (st.cop_f[f, 1] - centre[f, 1])
+            mx = st.load[f] * st.error[f, 0]
+            my = st.load[f] * st.error[f, 1]
         for a in range(2):
             j = int(ankles[f, a])
             old = st.offset[f, a]
@@ -219,12 +248,15 @@ def comply(p, buf, centre, ankles, axes, q_ref, qd_ref, lo, hi, powered, period,
                 rate = 0.0
                 new = 0.0
             else:
-                if st.loaded[f] > 0.0:
-                    rolls = abs(axes[f, a, 0]) > abs(axes[f, a, 1])
-                    rate = 0.0 if rolls and both else -(axes[f, a, 0] * my - axes[f, a, 1] * mx) / p[P_DAMPING]
-                else:
+                if st.loaded[f] == 0.0:
                     rate = -old / p[P_RELEASE_TAU]
-                rate = min(vmax, max(-vmax, rate))
+                elif (both or rolls == 0.0) and abs(axes[f, a, 0]) > abs(axes[f, a, 1]):   # a roll axis held
+                    rate = 0.0
+                elif both or st.active[f] > 0.0:
+                    rate = -(axes[f, a, 0] * my - axes[f, a, 1] * mx) / p[P_DAMPING]
+                else:                               # loaded alone, its gate shut: it holds
+                    rate = 0.0
+                rate = min(vmax, max(-vmax, min(st.rate[f, a] + dv, max(st.rate[f, a] - dv, rate))))
                 new = min(dmax, max(-dmax, old + rate * period))
                 new = min(hi[j] - q_ref[j], max(lo[j] - q_ref[j], new))
                 if q_ref[j] + new > hi[j] or q_ref[j] + new < lo[j]:    # the reference itself is outside

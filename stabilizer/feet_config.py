@@ -9,9 +9,10 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         enabled: false         # the ankles yield to the sole's centre of pressure (safe default: off)
         damping: 2000.0        # N m s/rad, D of dq/dt = -m_j / D
         max_rate: 0.03         # rad/s
+        max_accel: 0.5         # rad/s^2, the rate's change (it is the drives' velocity feed-forward too)
         max_offset_deg: 10.0   # |offset| added to each ankle's reference
         release_tau: 0.2       # s, an unloaded foot's offset back to zero
-        cop_tau: 0.3           # s, the pressure's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
+        cop_tau: 0.3           # s, the pressure error's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
       slope:
         flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
         tau: 0.3               # s, the slope's low-pass
@@ -19,8 +20,8 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
                                # stabilizer's tilt input (the platform's angles otherwise: level)
       edge:
         fraction: 0.05         # a cell under this share of the foot's load is unloaded
-        cycles: 10             # for this many cycles in a row
-        window_s: 0.2          # s after the landing in which it is looked for
+        share: 0.3             # while the foot carries this share of both feet's load
+        hold_s: 0.15           # s the same cells stay unloaded: longer than the gait's heel or toe phase
 """
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ import numpy as np
 from models.common.errors import ConfigError
 from models.common.validation import Section
 
-from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_WINDOW
+from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_SHARE
 from stabilizer.pelvis_state import ACCEPT
-from stabilizer.feet import P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
+from stabilizer.feet import (P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_ACCEL, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD,
+                             P_RELEASE_TAU, P_SLOPE_TAU)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class FeetConfig:
     compliance: bool = False
     damping: float = 2000.0
     max_rate: float = 0.03
+    max_accel: float = 0.5
     max_offset: float = math.radians(10.0)
     release_tau: float = 0.2
     cop_tau: float = 0.3
@@ -50,8 +53,8 @@ class FeetConfig:
     slope_tau: float = 0.3
     tilt_input: bool = False
     edge_fraction: float = 0.05
-    edge_cycles: int = 10
-    edge_window: float = 0.2
+    edge_share: float = 0.3
+    edge_hold: float = 0.15
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -59,10 +62,11 @@ class FeetConfig:
         p[P_G0], p[P_ACCEPT] = g0, ACCEPT
         p[P_COMPLIANCE], p[P_MIN_LOAD], p[P_DAMPING] = float(self.compliance), self.min_load, self.damping
         p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_RELEASE_TAU] = self.max_rate, self.max_offset, self.release_tau
+        p[P_MAX_ACCEL] = self.max_accel
         p[P_COP_TAU] = self.cop_tau
         p[P_FLAT], p[P_SLOPE_TAU] = self.flat_fraction, self.slope_tau
-        p[P_EDGE_FRACTION], p[P_EDGE_CYCLES] = self.edge_fraction, float(self.edge_cycles)
-        p[P_EDGE_WINDOW] = float(round(self.edge_window / period))
+        p[P_EDGE_FRACTION], p[P_EDGE_SHARE] = self.edge_fraction, self.edge_share
+        p[P_EDGE_CYCLES] = float(max(1, round(self.edge_hold / period)))
         return p
 
 
@@ -83,6 +87,7 @@ def parse_feet(sec: Section) -> FeetConfig:
         raise ConfigError(c.where, c.path("enabled"), f"expected true or false, got {enabled!r}")
     damping = c.number("damping", d.damping, positive=True)
     max_rate = c.number("max_rate", d.max_rate, positive=True)
+    max_accel = c.number("max_accel", d.max_accel, positive=True)
     max_offset = c.angle("max_offset", d.max_offset)
     if not 0.0 < max_offset <= math.radians(20.0):
         raise ConfigError(c.where, c.path("max_offset"), f"{math.degrees(max_offset):g} deg: expected within "
@@ -99,14 +104,12 @@ def parse_feet(sec: Section) -> FeetConfig:
     s.done()
     e = sec.sub("edge", {})
     fraction = _fraction(e, "fraction", d.edge_fraction, 0.25)
-    cycles = e.raw("cycles", d.edge_cycles)
-    if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 1:
-        raise ConfigError(e.where, e.path("cycles"), f"expected a whole number of cycles >= 1, got {cycles!r}")
-    window = e.number("window_s", d.edge_window, positive=True)
+    share = _fraction(e, "share", d.edge_share, 1.0)
+    hold = e.number("hold_s", d.edge_hold, positive=True)
     e.done()
     sec.done()
-    return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, cop_tau, flat, tau, tilt_input,
-                      fraction, cycles, window)
+    return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,
+                      tilt_input, fraction, share, hold)
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ FIELD_UNITS: dict[str, str] = {
     "stance": "code (the anchoring foot: 0 left, 1 right, -1 none)",
     "bus_flags": f"bit mask (bit k: {', '.join(BUS_FLAGS)}[k])",
     "ground_slope": "rad (pitch > 0 uphill, roll > 0 rising to the left; the floor R = RotY(-pitch) RotX(roll))",
-    "edge": "bit mask per foot (left, right; bit k: its k-th load cell unloaded at the landing)"}
+    "edge": "bit mask per foot (left, right; bit k: its k-th load cell unloaded on the edge it stands on)"}
 #: the fields that hold integers (codes, counters, masks): the cycle log writes them as JSON integers
 INTEGER_FIELDS = frozenset({"cycle", "state", "fault", "stab_flags", "overruns", "missed", "fault_info",
                             "support", "contact", "stance", "bus_flags", "edge"})

@@ -3,7 +3,10 @@
 The daemon (``bipd run``, the sim backend, its own processes and priorities) runs the
 thesis' stabilizer experiment: enable, stance, stabilizer on, the platform tilting
 0 -> (10°, 20°) -> 0 by 7 s quintics, over and over; a robot without a stabilizer (BIP 2000)
-moves every joint back and forth instead (±10 % of its range about the middle, 2 s quintics).
+moves every joint back and forth instead (±10 % of its range about the middle, 2 s quintics); with a
+``gait`` file, BIP 2000 on the ground (its plant's floor) walks it under the whole-robot stabilizer
+(``run trajectory=FILE``, ``stabilizer enable=true`` during the approach; the feet room's compliance
+and edge watch run with it), played again each time it ends (stabilized walking, docs/walking.md).
 ``period`` (e.g. 0.0004: one bus cycle per control cycle) overrides the loop's and the bus'
 control period. Meanwhile a client sends
 ``rate`` requests per second (status and ping, lazy-pirate) and a subscriber reads the
@@ -37,6 +40,8 @@ from controller.tools.ports import free_port
 from models import ConfigError
 from models.common.validation import read_yaml
 
+WALK_PROFILE_CYCLES = 500              # per pass: both passes within the 2-step gait's walk at 2 ms
+WALK_STABILIZER = Path(__file__).resolve().parents[2] / "deploy" / "robots" / "bip2000_stabilizer.yaml"
 THESIS_STABILIZER_AVG_US = 273.0
 THESIS_WALK_MODELS_AVG_US = 161.0      # thesis §2.6.2: FGM + IDM, walking playback, per 2 ms task
 MOVE_S = 2.0                           # the joint moves' duration (no stabilizer)
@@ -160,8 +165,29 @@ def _postures(load: _Load) -> list[list[float]]:
     return [[m + s * h for m, h in zip(mid, half)] for s in (1.0, -1.0)]
 
 
+def _walk_stabilizer(doc: dict, gait: Path, period: float | None, tmp: Path) -> None:
+    """``doc`` made a stabilized walk of ``gait``: on the ground, the file's folder the trajectories', the
+    whole-robot stabilizer (WALK_STABILIZER) at the loop's period (a copy in ``tmp`` when ``period`` is another)."""
+    doc["control"]["support"] = "ground"
+    doc.setdefault("io", {})["trajectory_dir"] = str(gait.resolve().parent)
+    stab = read_yaml(WALK_STABILIZER)
+    stab["robot"] = str((WALK_STABILIZER.parent / stab["robot"]).resolve())
+    if period is not None:
+        stab["period"] = period
+    path = tmp / "stabilizer.yaml"
+    path.write_text(yaml.safe_dump(stab))
+    doc["stabilizer"] = str(path)
+
+
+def _walk(load: "_Load", gait: Path) -> None:
+    """The gait again under the stabilizer (module docstring)."""
+    load.call("run", trajectory=str(gait.resolve()))
+    load.call("stabilizer", enable=True)
+
+
 def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
-        progress: Callable[[str], None] | None = None, period: float | None = None) -> dict:
+        progress: Callable[[str], None] | None = None, period: float | None = None,
+        gait: Path | None = None) -> dict:
     from controller.tools.client import CommandError
 
     say = progress or (lambda _m: None)
@@ -170,11 +196,15 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
     for key in ("robot", "stabilizer"):
         if doc.get(key):
             doc[key] = str((base / doc[key]).resolve())
+    walking = gait is not None
+    tmp_dir = tempfile.TemporaryDirectory(prefix="bipd-bench-")
+    if walking:
+        _walk_stabilizer(doc, Path(gait), period, Path(tmp_dir.name))
     cmd_ep, tel_ep = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     doc.setdefault("io", {}).update(command=cmd_ep, telemetry=tel_ep, log_dir=None)
     doc.setdefault("loop", {})["lockstep"] = False
     doc["bus"]["backend"] = "sim"
-    stabilize = bool(doc.get("stabilizer"))
+    stabilize = bool(doc.get("stabilizer")) and not walking
     if period is not None and stabilize and period != float(doc["loop"].get("period_s", 0.002)):
         raise ConfigError(str(config), "stabilizer", f"--period {period:g} s: the stabilizer YAML fixes its own "
                           "period (the loop's); bench another period on a config without a stabilizer")
@@ -184,7 +214,7 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
     period = float(loop_cfg.get("period_s", 0.002))
     priority = int(loop_cfg.get("priority", 80))
     cpus = tuple(loop_cfg.get("cpus") or ())
-    with tempfile.TemporaryDirectory(prefix="bipd-bench-") as tmp:
+    with tmp_dir as tmp:
         cfg_path = Path(tmp) / "bipd.yaml"
         cfg_path.write_text(yaml.safe_dump(doc))
         say("starting the daemon (sim backend, real time)")
@@ -197,9 +227,12 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
             _wait_state(load, "DISABLED", 120.0)
             load.call("enable")
             _wait_state(load, "HOLD", 10.0)
-            postures = [STANCE] if stabilize else _postures(load)
-            load.call("move_joints", q=postures[0], duration=MOVE_S)
-            _wait_state(load, "HOLD", 10.0)
+            postures = [STANCE] if stabilize or walking else _postures(load)
+            if walking:
+                _walk(load, Path(gait))
+            else:
+                load.call("move_joints", q=postures[0], duration=MOVE_S)
+                _wait_state(load, "HOLD", 10.0)
             if stabilize:
                 load.call("stabilizer", enable=True)
             load.start()
@@ -207,7 +240,8 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
             if shutil.which("cyclictest"):
                 cyclic = subprocess.Popen(cyclictest_command(seconds, period, priority, cpus, ct_json),
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            work = ("stabilizer on, platform tilting (10°, 20°) and back" if stabilize else
+            work = (f"stabilized walking of {Path(gait).name}, again as it ends" if walking else
+                    "stabilizer on, platform tilting (10°, 20°) and back" if stabilize else
                     f"every joint moving ±10 % of its range, {MOVE_S:g} s quintics")
             say(f"measuring for {seconds:g} s at {period * 1e3:g} ms: {work}, {rate:g} requests/s, a telemetry "
                 "subscriber" + (", cyclictest beside" if cyclic else ""))
@@ -217,7 +251,11 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
             next_say = t0 + 5.0
             while time.monotonic() - t0 < seconds:
                 now = time.monotonic()
-                if now >= next_tilt and stabilize:
+                if walking:
+                    if now >= next_tilt and load.call("status")["state"] == "HOLD":
+                        _walk(load, Path(gait))
+                    next_tilt = now + 0.5
+                elif now >= next_tilt and stabilize:
                     a, b = (math.radians(10.0), math.radians(20.0)) if up else (0.0, 0.0)
                     load.call("platform", alpha=a, beta=b, duration=7.0)
                     up = not up
@@ -247,7 +285,8 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
                 daemon.kill()
                 out, _ = daemon.communicate()
         say("profiling the loop in process (lock-step): its compute against its kernels, dispatches per cycle")
-        profile = profile_loop(cfg_path, stance=STANCE if stabilize else None)
+        profile = profile_loop(cfg_path, cycles=WALK_PROFILE_CYCLES if walking else 2000,
+                               stance=STANCE if stabilize else None, gait=Path(gait) if walking else None)
         ct = None
         ct_note = "cyclictest not found: install Debian's rt-tests for the reference"
         if cyclic is not None:
@@ -260,7 +299,7 @@ def run(config: str | Path, seconds: float = 60.0, rate: float = 200.0,
     lat = loop["wake_latency"]
     compute = sum(loop["tasks"][k]["avg_us"] or 0.0 for k in COMPUTE_TASKS)
     res = {"seconds": seconds, "period_s": period, "priority": priority,
-           "workload": "stabilizer" if stabilize else "moves",
+           "workload": "walk" if walking else "stabilizer" if stabilize else "moves",
            "final_state": state, "expected_state": state in (("STABILIZING",) if stabilize else ("HOLD", "MOVING")),
            "loop": loop,
            "requests": {"sent": load.sent, "answered": load.answered, "errors": load.errors,
@@ -313,8 +352,9 @@ def print_report(res: dict) -> None:
           f"{res['sim_bus_avg_us']:.0f} us (the drives' side, not controller work)")
     p = res["loop_profile"]
     ratio = p["ratio_compute_vs_kernels"]
-    print(f"  loop in process (lock-step, {p['cycles']} cycles, {p['state']}): compute {p['compute_us']:.1f} us per "
-          f"cycle (median, bus excluded) vs its kernels' {p['kernels_us']:.1f} us -> ratio "
+    print(f"  loop in process (lock-step, {p['cycles']} cycles, {p['compute_state']} then {p['state']}): compute {p['compute_us']:.1f} us per "
+          f"cycle = {p['compute_us'] / (res['period_s'] * 1e6):.3f} of the {res['period_s'] * 1e6:g} us period; "
+          f"(median, bus excluded) vs its kernels' {p['kernels_us']:.1f} us -> ratio "
           + (f"{ratio:.2f} ({'meets' if ratio <= COMPUTE_VS_KERNELS else 'MISSES'} the target <= "
              f"{COMPUTE_VS_KERNELS:g})" if ratio is not None else "n/a")
           + f"; {p['dispatches_per_cycle']:.1f} Python -> Numba dispatches per cycle")

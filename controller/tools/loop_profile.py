@@ -1,7 +1,9 @@
 """The loop's compute against the kernels it calls, and its Python -> Numba dispatches per cycle.
 
 In process, in lock-step on the simulated bus, under ``bipd bench loop``'s workload (the stabilizer
-and the platform tilting, or joint moves). Two passes of ``cycles`` cycles each:
+and the platform tilting, joint moves, or a gait file played under the whole-robot stabilizer, measured
+from its first single support on: stabilized walking, the feet room's compliance and edge watch with it).
+Two passes of ``cycles`` cycles each:
 
 * compute: the cycle's time minus the bus' own (``bus.read``, ``write``, ``exchange``: the simulated
   drives' side, timed by wrapping those three methods), per cycle, median (a shared host's outliers
@@ -93,11 +95,14 @@ def _bus_timer(bus) -> list[int]:
     return total
 
 
-def profile_loop(config: str | Path, cycles: int = 2000, stance: list[float] | None = None) -> dict:
+def profile_loop(config: str | Path, cycles: int = 2000, stance: list[float] | None = None,
+                 gait: Path | None = None) -> dict:
     """The figures of the module docstring for the daemon config ``config``: with a ``stance``, the
-    stabilizer's workload from there, else the joint moves'."""
+    stabilizer's workload from there; with a ``gait`` file, stabilized walking (the config names the
+    whole-robot stabilizer); else the joint moves'."""
     from controller.daemon.codes import State
     from controller.daemon.config import load_daemon_config
+    from controller.daemon.io.playback import load_trajectory
     from controller.daemon.loop.loop import ControlLoop
     from controller.daemon.loop.timing import LockstepClock
     from controller.daemon.run import open_plant_bus, shared_layout
@@ -134,6 +139,16 @@ def profile_loop(config: str | Path, cycles: int = 2000, stance: list[float] | N
             run(4000, until=lambda: loop.state == State.HOLD)
             command(Cmd.STABILIZER, 1.0)
             command(Cmd.PLATFORM, math.radians(10.0), math.radians(20.0), 7.0)
+        elif gait is not None:                     # as the I/O side loads a file, then the stabilizer over it
+            m = robot.model
+            traj, support = load_trajectory(gait, m.joint_names, m.qmin, m.qmax, m.vmax, loop.period,
+                                            with_support=True, max_samples=block.traj.shape[0])
+            block.traj[:len(traj)] = traj
+            block.support[:len(traj)] = -1.0 if support is None else support
+            block.header[H.TRAJ_LEN] = len(traj)
+            command(Cmd.RUN_BUFFER)
+            command(Cmd.STABILIZER, 1.0)
+            run(len(traj), until=lambda: loop.est.phase in (0.0, 1.0))     # its first single support
         else:                                      # every joint +10 % of its range about its middle
             m = robot.model
             posture = [0.5 * (lo + hi) + 0.1 * (hi - lo) for lo, hi in zip(m.qmin, m.qmax)]
@@ -145,6 +160,7 @@ def profile_loop(config: str | Path, cycles: int = 2000, stance: list[float] | N
             before, t0 = bus_ns[0], time.perf_counter_ns()
             run(1)
             compute.append((time.perf_counter_ns() - t0 - (bus_ns[0] - before)) / 1e3)
+        compute_state = State(loop.state).name     # where the compute pass ended (a walk still MOVING?)
         counter = _Counter()
         counter.install(loop)
         kernels = []
@@ -162,7 +178,7 @@ def profile_loop(config: str | Path, cycles: int = 2000, stance: list[float] | N
     calls = sum(counter.calls.values())
     compute_us, kernels_us = statistics.median(compute), statistics.median(kernels)
     per_kernel = sorted(((k, c / cycles) for k, c in counter.calls.items() if c), key=lambda kv: -kv[1])
-    return {"cycles": cycles, "state": state, "compute_us": compute_us, "compute_mean_us": statistics.fmean(compute),
+    return {"cycles": cycles, "state": state, "compute_state": compute_state, "compute_us": compute_us, "compute_mean_us": statistics.fmean(compute),
             "kernels_us": kernels_us, "kernels_mean_us": statistics.fmean(kernels),
             "ratio_compute_vs_kernels": compute_us / kernels_us if kernels_us else None,
             "dispatches_per_cycle": calls / cycles, "kernels_per_cycle": dict(per_kernel)}

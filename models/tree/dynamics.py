@@ -574,18 +574,39 @@ def zmp_share(W, px, py, ramp):
     return ramp + 4.0 * ramp * (1.0 - ramp) * (alpha - ramp)
 
 
+@njit(cache=True, inline="always")
+def _ground_wrench(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, g, V, Ac, F, w6, scratch, W):
+    """W: the whole ground wrench (force, moment at the root's origin, root axes) the motion (qd, qdd)
+    takes in this rooting: the wrench the Newton-Euler pass sums at the root body plus the root
+    body's own weight; ``scratch`` (n,) takes the pass' joint torques."""
+    b0 = int(rootb[r])
+    _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, True, g, V, Ac, F, w6, scratch)
+    _apply(mass[b0], bh[b0], bI[b0], Ac[b0], W)          # the root body's weight (it does not move)
+    for u in range(6):
+        W[u] += F[b0, u]
+
+
+@njit(cache=True, inline="always")
+def _other_wrench(W, p, w, n_p):
+    """n_p: the other sole's share w of the ground wrench W at its origin p (root axes): force w f,
+    moment w (n_O − p × w f) (Kajita et al. 2010), so that each sole's centre of pressure keeps the
+    same offset from its own origin."""
+    c0, c1, c2 = _cross(p[0, 3], p[1, 3], p[2, 3], w * W[0], w * W[1], w * W[2])
+    n_p[0], n_p[1], n_p[2] = w * W[0], w * W[1], w * W[2]
+    n_p[3], n_p[4], n_p[5] = w * (W[3] - c0), w * (W[4] - c1), w * (W[5] - c2)
+
+
 @njit(cache=True)
 def contact_share(mbuf, dbuf, qd, qdd, g, f, ramp, lo, hi, scratch, tau):
     """Subtracts from ``tau`` the joint torques that the other sole's share of the ground wrench
     saves, tau -= J_fᵀ W_f: the closed-chain inverse dynamics tau = A qdd + h - J_cᵀ f_c of a robot
     on two feet (Khalil & Dombre, closed loops; Featherstone 2008, ch. 8), the model rooted at one
     sole, f_c at operational frame f (the other sole). W is the whole ground wrench the motion
-    (qd, qdd) takes in this rooting, the wrench the Newton-Euler pass sums at the root body plus
-    the root body's own weight. The other sole takes the share w of the force, :func:`zmp_share` (the
-    plan's ``ramp`` blended with the ZMP of W) clamped to [lo, hi] (what the feet's load cells allow;
-    0, 1: nothing), and the same share of the moment the two
-    soles' forces leave over (Kajita et al. 2010): f_c = (w f, w (n_O − p × w f)) at the frame's
-    origin p, so that each sole's centre of pressure stays near its own origin while the ZMP runs
+    (qd, qdd) takes in this rooting (:func:`_ground_wrench`). The other sole takes the share w of the
+    force, :func:`zmp_share` (the plan's ``ramp`` blended with the ZMP of W) clamped to [lo, hi] (what
+    the feet's load cells allow; 0, 1: nothing), and the same share of the moment the two
+    soles' forces leave over (:func:`_other_wrench`), so that each sole's centre of pressure stays
+    near its own origin while the ZMP runs
     from one sole to the other (docs/equations.md, double support). Over the poses and Jacobians of
     the last :func:`update_cycle` (frame f must be a root frame or :func:`update` must have run; the
     rooting a sole: its origin on the sole, z out of the floor); tau is left unchanged for ramp = lo = 0.
@@ -594,29 +615,70 @@ def contact_share(mbuf, dbuf, qd, qdd, g, f, ramp, lo, hi, scratch, tau):
     if tau.shape[0] != qd.shape[0] or scratch.shape[0] != qd.shape[0]:
         raise ValueError("tau and scratch must match qd")
     m, d = _views(mbuf, dbuf, qd)
-    mass, fbody, order, pred, succ, rootb = m.mass, m.fbody, m.order, m.pred, m.succ, m.rootb
-    root, Tf, S, Jf, bh, bI = d.root, d.Tf, d.S, d.Jf, d.bh, d.bI
-    V, Ac, F, w6, f6 = d.V, d.Ac, d.F, d.w6, d.f6
+    fbody = m.fbody
     if f < 0 or f >= fbody.shape[0]:
         raise ValueError("contact frame index out of range")
     if ramp == 0.0 and lo <= 0.0:
         return 0.0
-    r = int(root[0])
-    b0 = int(rootb[r])
-    W, n_p = f6[0], f6[1]
-    _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, True, g, V, Ac, F, w6, scratch)
-    _apply(mass[b0], bh[b0], bI[b0], Ac[b0], W)          # the root body's weight (it does not move)
-    for u in range(6):
-        W[u] += F[b0, u]
-    p = Tf[f]
+    r = int(d.root[0])
+    W, n_p = d.f6[0], d.f6[1]
+    _ground_wrench(r, m.mass, m.order, m.pred, m.succ, m.rootb, d.S, d.bh, d.bI, qd, qdd, g, d.V, d.Ac, d.F, d.w6,
+                   scratch, W)
+    p = d.Tf[f]
     w = min(max(zmp_share(W, p[0, 3], p[1, 3], ramp), lo), hi)
-    c0, c1, c2 = _cross(p[0, 3], p[1, 3], p[2, 3], w * W[0], w * W[1], w * W[2])
-    n_p[0], n_p[1], n_p[2] = w * W[0], w * W[1], w * W[2]     # the wrench at the frame's origin
-    n_p[3], n_p[4], n_p[5] = w * (W[3] - c0), w * (W[4] - c1), w * (W[5] - c2)
-    J = Jf[f]
+    _other_wrench(W, p, w, n_p)
+    J = d.Jf[f]
     for j in range(tau.shape[0]):
         s = 0.0
         for i in range(6):
             s += J[i, j] * n_p[i]
         tau[j] -= s
+    return w
+
+
+@njit(cache=True)
+def sole_cops(mbuf, dbuf, q, qd, qdd, g, f, ramp, min_force, scratch, cop):
+    """The centre of pressure each sole takes in the split :func:`contact_share` makes of the ground
+    wrench of the motion (q, qd, qdd) under gravity g (the plan's, for a gait: its posture, rates and
+    the ground it assumed), the model rooted at one sole and frame f the other: the other sole's
+    share w = :func:`zmp_share` (W, its origin, ``ramp``) of W (:func:`_ground_wrench`), its wrench
+    :func:`_other_wrench`, the root sole's the rest. A sole's centre of pressure in its own axes, from
+    its force f and moment n at its origin (z out of the sole),
+
+        p = (−n_y / f_z, n_x / f_z)
+
+    into ``cop`` (2, 2): row 0 the root sole's, row 1 frame f's; NaN for a sole whose f_z is below
+    ``min_force``. Computes the poses at q into the Data (its rooting). Returns w. Allocation-free."""
+    check_inputs(q, qd, g)
+    check_inputs(q, qdd, g)
+    if scratch.shape[0] != q.shape[0] or cop.shape[0] != 2 or cop.shape[1] != 2:
+        raise ValueError("scratch must match q and cop be (2, 2)")
+    m, d = _views(mbuf, dbuf, q)
+    if f < 0 or f >= m.fbody.shape[0]:
+        raise ValueError("contact frame index out of range")
+    r = int(d.root[0])
+    Tb, pc, bh, bI, Tf = d.Tb, d.pc, d.bh, d.bI, d.Tf
+    _poses(q, r, m.jtype, m.com, m.order, m.pred, m.succ, m.sign, m.pre, m.post, m.rootb, m.rootT, Tb, d.Tax, d.S,
+           pc)
+    _body_inertias(m.mass, m.inertia, Tb, pc, bh, bI)
+    _mul(Tb[int(m.fbody[f])], m.fpose[f], Tf[f])
+    W, n_p = d.f6[0], d.f6[1]
+    _ground_wrench(r, m.mass, m.order, m.pred, m.succ, m.rootb, d.S, bh, bI, qd, qdd, g, d.V, d.Ac, d.F, d.w6,
+                   scratch, W)
+    p = Tf[f]
+    w = zmp_share(W, p[0, 3], p[1, 3], ramp)
+    _other_wrench(W, p, w, n_p)
+    # the root sole: W less the other's (its moment moved back to the root's origin)
+    c0, c1, c2 = _cross(p[0, 3], p[1, 3], p[2, 3], n_p[0], n_p[1], n_p[2])
+    fz = W[2] - n_p[2]
+    ok = fz >= min_force
+    cop[0, 0] = -(W[4] - n_p[4] - c1) / fz if ok else np.nan
+    cop[0, 1] = (W[3] - n_p[3] - c0) / fz if ok else np.nan
+    # the other sole, in its own axes (R its rotation in the root's)
+    fz = p[0, 2] * n_p[0] + p[1, 2] * n_p[1] + p[2, 2] * n_p[2]
+    nx = p[0, 0] * n_p[3] + p[1, 0] * n_p[4] + p[2, 0] * n_p[5]
+    ny = p[0, 1] * n_p[3] + p[1, 1] * n_p[4] + p[2, 1] * n_p[5]
+    ok = fz >= min_force
+    cop[1, 0] = -ny / fz if ok else np.nan
+    cop[1, 1] = nx / fz if ok else np.nan
     return w

@@ -1,7 +1,8 @@
 """The feet's kernels (stabilizer.feet) on BIP 2000's feet: the compliance law's sign against the tree's
 forward kinematics (the sole turned relative to the pelvis), its rate and offset limits, the slope of a
-known up vector in the terrain's and the platform's conventions (models.tilt.sole_gravity), edge
-landings, and the config's named errors."""
+known up vector in the terrain's and the platform's conventions (models.tilt.sole_gravity), the
+compliance toward a moving target and its gate, edge stances against a heel-to-toe roll, and the
+config's named errors."""
 from __future__ import annotations
 
 import math
@@ -20,6 +21,7 @@ from tests.paths import DEPLOY
 
 PERIOD = 0.002
 NO_IMU, I3, Z3 = np.zeros(3), np.eye(3), np.zeros(3)      # no specific force; the pelvis on the sole, still
+NO_PLAN, BOTH = np.zeros(2), np.ones(2)                   # no foot on the plan's ground; both feet (planned, gated)
 ROBOT = DEPLOY / "robots" / "bip2000.yaml"
 
 
@@ -44,15 +46,16 @@ def loads_at(geometry, f, cop, load):
     return out
 
 
-def run(p, geometry, loads, q_ref, cycles, lo=None, hi=None):
+def run(p, geometry, loads, q_ref, cycles, lo=None, hi=None, target=None, gate=BOTH):
     n = q_ref.size
+    target = geometry.centre if target is None else target
     buf = new_state()
     lo = np.full(n, -1.0) if lo is None else lo
     hi = np.full(n, 1.0) if hi is None else hi
     q_cmd, qd_cmd, trace = np.zeros(n), np.zeros(n), []
     for _ in range(cycles):
-        observe(p, buf, loads, geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, geometry.ankles, geometry.axes, q_ref, np.zeros(n), lo, hi, True, PERIOD,
+        observe(p, buf, loads, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
+        comply(p, buf, target, gate, 1.0, geometry.ankles, geometry.axes, q_ref, np.zeros(n), lo, hi, True, PERIOD,
                q_cmd, qd_cmd)
         trace.append(q_cmd.copy())
     return np.array(trace), buf
@@ -88,19 +91,24 @@ def test_rate_offset_and_joint_limits_hold_and_an_unloaded_foot_lets_go(geometry
     j = geometry.ankles[0, 1]
     hi[j] = 0.01                                       # the lateral ankle's soft limit, 0.01 rad away
     trace, buf = run(p, geometry, loads_at(geometry, 0, (-0.05, 0.05), 1000.0), np.zeros(n), 1000, hi=hi)
-    steps = np.abs(np.diff(trace, axis=0))
-    assert steps.max() <= cfg.max_rate * PERIOD + 1e-12
+    steps = np.diff(trace, axis=0)
+    assert np.abs(steps).max() <= cfg.max_rate * PERIOD + 1e-12
+    ramp = np.diff(steps[:100], axis=0)                   # the rate ramps up (before any limit binds)
+    assert np.abs(ramp).max() <= cfg.max_accel * PERIOD ** 2 + 1e-12 and np.abs(steps[99]).max() > np.abs(steps[0]).max()
     assert np.abs(trace).max() <= cfg.max_offset + 1e-12
     assert abs(abs(trace[-1, geometry.ankles[0, 0]]) - cfg.max_offset) < 1e-12      # saturated
     assert trace[:, j].max() <= hi[j] + 1e-12
     # unloaded: the offsets go back to zero (release_tau, same rate limit)
     st = views(buf)
-    q_cmd, qd_cmd = np.zeros(n), np.zeros(n)
+    q_cmd, qd_cmd, release = np.zeros(n), np.zeros(n), []
     for _ in range(1000):
-        observe(p, buf, np.zeros(2 * CELLS), geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n), np.full(n, -1.0),
-               hi, True, PERIOD, q_cmd, qd_cmd)
+        observe(p, buf, np.zeros(2 * CELLS), geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
+        comply(p, buf, geometry.centre, BOTH, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+               np.full(n, -1.0), hi, True, PERIOD, q_cmd, qd_cmd)
+        release.append(q_cmd[geometry.ankles[0, 0]])
     assert np.abs(st.offset).max() < 1e-4 and np.abs(q_cmd).max() < 1e-4     # 10 release_tau
+    first = abs(release[0] - trace[-1, geometry.ankles[0, 0]])     # from rest at the saturation: the rate ramps
+    assert first <= cfg.max_accel * PERIOD ** 2 + 1e-12 < cfg.max_rate * PERIOD
 
 
 @pytest.mark.parametrize("pitch_deg, roll_deg", [(4.0, 0.0), (-3.0, 2.0), (0.0, -2.0)])
@@ -115,7 +123,7 @@ def test_the_slope_of_a_flat_stance_sole(geometry, pitch_deg, roll_deg):
     buf = new_state()
     loads = loads_at(geometry, 0, geometry.centre[0], 500.0) + loads_at(geometry, 1, geometry.centre[1], 500.0)
     for _ in range(10):
-        observe(p, buf, loads, geometry.cells, 0.0, 9.81 * up, I3, Z3, PERIOD)
+        observe(p, buf, loads, geometry.cells, NO_PLAN, 0.0, 9.81 * up, I3, Z3, PERIOD)
     st = views(buf)
     assert np.allclose(st.slope, [pitch, roll], atol=1e-12)
     g = np.zeros(3)
@@ -124,32 +132,77 @@ def test_the_slope_of_a_flat_stance_sole(geometry, pitch_deg, roll_deg):
     # a stance foot on its heel (front cells under flat_fraction) does not update the slope
     heel = loads_at(geometry, 0, (-0.059, 0.0), 500.0)
     for _ in range(100):
-        observe(p, buf, heel, geometry.cells, 0.0, np.array([0.0, 0.0, 9.81]), I3, Z3, PERIOD)
+        observe(p, buf, heel, geometry.cells, NO_PLAN, 0.0, np.array([0.0, 0.0, 9.81]), I3, Z3, PERIOD)
     assert np.allclose(st.slope, [pitch, roll], atol=1e-12) and st.flat[0] == 0.0
 
 
-def test_an_edge_landing_is_reported_once_with_its_unloaded_cells(geometry):
+def edges(p, geometry, frames, planned=BOTH):
+    """The masks reported per cycle (cycle, foot) for the cell loads of each of ``frames``."""
+    buf = new_state()
+    st, out = views(buf), []
+    for loads in frames:
+        observe(p, buf, loads, geometry.cells, planned, -1.0, NO_IMU, I3, Z3, PERIOD)
+        out.append(st.new_edge.copy())
+    return np.array(out), st
+
+
+def test_a_foot_on_an_edge_is_reported_once_with_its_unloaded_cells(geometry):
+    """The right foot on its front cells only, carrying half the load, for longer than edge.hold_s: one
+    report, the rear cells' mask, after hold_s; lifted, then standing flat: nothing more."""
     cfg = FeetConfig()
     p = cfg.params(PERIOD)
-    buf = new_state()
-    st = views(buf)
-    on_edge = loads_at(geometry, 1, (0.14, 0.0), 400.0)      # the right foot on its front cells only
-    reported = []
-    for k in range(cfg.edge_cycles + 20):
-        observe(p, buf, on_edge, geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
-        reported.append(st.new_edge.copy())
-    reported = np.array(reported)
+    n = round(cfg.edge_hold / PERIOD)
+    left = loads_at(geometry, 0, geometry.centre[0], 400.0)
+    on_edge = left + loads_at(geometry, 1, (0.14, 0.0), 400.0)
     front = [k for k in range(CELLS) if geometry.cells[1, k, 0] > geometry.centre[1, 0]]
     rear_mask = sum(1 << k for k in range(CELLS) if k not in front)
-    assert np.flatnonzero(reported[:, 1]).tolist() == [cfg.edge_cycles - 1]
-    assert reported[cfg.edge_cycles - 1, 1] == rear_mask and st.edge[1] == rear_mask and not reported[:, 0].any()
-    # lifted, then landing flat: nothing
-    observe(p, buf, np.zeros(2 * CELLS), geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
-    assert st.edge[1] == 0.0
-    flat = loads_at(geometry, 1, geometry.centre[1], 400.0)
-    for _ in range(200):
-        observe(p, buf, flat, geometry.cells, -1.0, NO_IMU, I3, Z3, PERIOD)
-        assert st.new_edge[1] == 0.0
+    lifted = [left] * 5
+    flat = [left + loads_at(geometry, 1, geometry.centre[1], 400.0)] * 200
+    reported, st = edges(p, geometry, [on_edge] * (n + 50) + lifted + flat)
+    assert np.flatnonzero(reported[:, 1]).tolist() == [n - 1] and not reported[:, 0].any()
+    assert reported[n - 1, 1] == rear_mask and st.edge[1] == 0.0
+
+
+def test_a_heel_to_toe_roll_a_light_foot_and_a_foot_off_the_plan_report_nothing(geometry):
+    """The gait's own stance: the heel alone (a heel-first landing), then flat, then the toes alone, each
+    shorter than hold_s though together longer; a foot on its toes carrying less than edge.share of the
+    load; a foot on its toes the plan does not have on the ground (power-on, no file): no report."""
+    cfg = FeetConfig()
+    p = cfg.params(PERIOD)
+    n = round(cfg.edge_hold / PERIOD)
+    left = loads_at(geometry, 0, geometry.centre[0], 400.0)
+    heel, toe = loads_at(geometry, 1, (-0.06, 0.0), 400.0), loads_at(geometry, 1, (0.14, 0.0), 400.0)
+    roll = [left + heel] * (n - 5) + [left + toe] * (n - 5)
+    assert not edges(p, geometry, roll)[0].any()
+    light = [loads_at(geometry, 0, geometry.centre[0], 900.0) + loads_at(geometry, 1, (0.14, 0.0), 300.0)] * 2 * n
+    assert not edges(p, geometry, light)[0].any()
+    assert not edges(p, geometry, [left + toe] * 2 * n, planned=NO_PLAN)[0].any()
+    assert edges(p, geometry, [left + toe] * 2 * n)[0][:, 1].any()          # the same stance, planned: reported
+
+
+def test_the_compliance_follows_its_target_and_its_gate(geometry):
+    """A foot whose pressure sits where its target is (the gait's heel) does not move, whatever the cells'
+    centre; off its target it leans the leg; gated off while loaded (alone), it holds that offset."""
+    p = FeetConfig(compliance=True).params(PERIOD)
+    heel = loads_at(geometry, 0, (-0.03, 0.0), 600.0)
+    target = np.array([[-0.03, 0.0], [np.nan, np.nan]])
+    trace, _ = run(p, geometry, heel, np.zeros(15), 200, target=target)
+    assert np.abs(trace).max() < 1e-12
+    trace, buf = run(p, geometry, heel, np.zeros(15), 200, target=geometry.centre)
+    assert abs(trace[-1, geometry.ankles[0, 0]]) > 1e-3
+    n = 15
+    q_cmd, qd_cmd = np.zeros(n), np.zeros(n)
+    for _ in range(250):                           # the rate ramps down (max_accel) within 0.1 s
+        observe(p, buf, heel, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
+        comply(p, buf, geometry.centre, NO_PLAN, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+               np.full(n, -1.0), np.full(n, 1.0), True, PERIOD, q_cmd, qd_cmd)
+    held = views(buf).offset.copy()
+    assert np.abs(held).max() > 1e-3
+    for _ in range(1000):
+        observe(p, buf, heel, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
+        comply(p, buf, geometry.centre, NO_PLAN, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+               np.full(n, -1.0), np.full(n, 1.0), True, PERIOD, q_cmd, qd_cmd)
+    assert np.array_equal(views(buf).offset, held)
 
 
 @pytest.mark.parametrize("doc, key", [
@@ -157,7 +210,8 @@ def test_an_edge_landing_is_reported_once_with_its_unloaded_cells(geometry):
     ({"compliance": {"max_offset_deg": 45}}, "feet.compliance.max_offset"),
     ({"compliance": {"damping": -1}}, "feet.compliance.damping"),
     ({"slope": {"flat_fraction": 0.3}}, "feet.slope.flat_fraction"),
-    ({"edge": {"cycles": 0}}, "feet.edge.cycles"),
+    ({"edge": {"share": 1.5}}, "feet.edge.share"),
+    ({"edge": {"hold_s": 0}}, "feet.edge.hold_s"),
     ({"edge": {"speed": 1}}, "feet.edge.speed")])
 def test_bad_feet_config_names_the_key(doc, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):

@@ -107,7 +107,8 @@ class ControlLoop:
         self.commands, self.axes, self.stabilize = sup.commands, axes, stabilize
         self.follow, self.hold, self.move, self.squat = sup.follow, sup.hold, sup.move, sup.squat
         self.playback, self.stopping = sup.playback, sup.stopping
-        self.feet = feet = Feet(cfg.feet, robot, est, sup.q_ref, sup.qd_ref, soft, self.period, journal.post)
+        self.feet = feet = Feet(cfg.feet, robot, est, (sup.q_ref, sup.qd_ref, sup.qdd_ref), soft, self.period,
+                                journal.post)
         self.act = Actuation(io, self.platform, est, md, limits, axes, m.viscous, m.coulomb, ctl.coulomb_velocity,
                              (feet.q_cmd, feet.qd_cmd, sup.qdd_ref), sup.fault, journal.post)
         self.tau_ff = self.act.tau_ff

@@ -53,11 +53,10 @@ def zmp_split(W: pin.Force, p: np.ndarray, ramp: float) -> tuple[float, pin.Forc
     return w, pin.Force(w * f, at_p + np.cross(p, w * f))
 
 
-def pinocchio_split(r, root: str, other: str, q, qd, qdd, g, ramp):
+def pinocchio_ground(r, root: str, other: str, q, qd, qdd, g):
     """Pinocchio, the stance sole ``root`` fixed: the ground wrench the motion takes (the forces the
     universe passes to its child joints plus the root body's weight, in the root frame at its
-    origin), the other sole's share of it (:func:`zmp_split`) applied at its body as an external
-    force, RNEA plus the rotor inertia; (tau, w)."""
+    origin); (the reference tree, its Data after the motion, W, the other sole's frame id)."""
     ref = build_tree(r.description, root)
     model, data, p = ref.model, ref.model.createData(), ref.perm
     model.gravity = pin.Motion(g, np.zeros(3))
@@ -74,7 +73,15 @@ def pinocchio_split(r, root: str, other: str, q, qd, qdd, g, ramp):
     base = _se3(frames[root].pose).inverse()              # the root body's frame in the universe
     inertia = base.act(pin.Inertia(body.mass, np.array(body.com), np.array(body.inertia)))
     W += inertia * pin.Motion(-g, np.zeros(3))
-    fid = ref.frames[other]
+    return ref, data, W, ref.frames[other]
+
+
+def pinocchio_split(r, root: str, other: str, q, qd, qdd, g, ramp):
+    """Pinocchio's ground wrench (:func:`pinocchio_ground`), the other sole's share of it
+    (:func:`zmp_split`) applied at its body as an external force, RNEA plus the rotor inertia; (tau, w)."""
+    ref, data, W, fid = pinocchio_ground(r, root, other, q, qd, qdd, g)
+    model, p = ref.model, ref.perm
+    qp, vp, ap = q[p], qd[p], qdd[p]
     w, Wc = zmp_split(W, data.oMf[fid].translation, ramp)
     jid = model.frames[fid].parentJoint
     fext = [pin.Force.Zero() for _ in range(model.njoints)]
@@ -161,3 +168,40 @@ def test_contact_share_refuses_a_frame_out_of_range():
     q, qd, qdd, g = next(random_states(r, 1, seed=2))
     with pytest.raises(ValueError, match="contact frame"):
         td.contact_share(m.buf, r.data.buf, qd, qdd, g, len(m.frame_names), 0.5, 0.0, 1.0, np.zeros(r.n), np.zeros(r.n))
+
+
+def cop(F: pin.Force) -> np.ndarray:
+    """A sole's centre of pressure from its wrench at its origin, in its axes: (−n_y, n_x) / f_z."""
+    return np.array([-F.angular[1], F.angular[0]]) / F.linear[2]
+
+
+@pytest.mark.parametrize("root", SOLES)
+def test_each_soles_centre_of_pressure_in_the_split_matches_pinocchio(root):
+    """sole_cops: the root sole's centre of pressure (W less the other's share, at the root's origin)
+    and the other sole's (its share moved into its own frame), against Pinocchio's ground wrench split
+    as the feed-forward splits it; both soles' offsets from their origins alike when their axes are;
+    NaN for a sole under min_force (ramp 0: the other sole carries nothing)."""
+    r = robot()
+    m = r.model
+    other = SOLES[1 - SOLES.index(root)]
+    f = int(m.rootf[m.root_names.index(other)])
+    rng = np.random.default_rng(7)
+    out, scratch, pressed = np.zeros((2, 2)), np.zeros(r.n), 0
+    for q, qd, qdd, g in random_states(r, 12, seed=13):
+        g = np.array([0.3 * g[0] / 9.81, 0.3 * g[1] / 9.81, -9.81])  # a vertical load: both soles press
+        ramp = rng.uniform(0.2, 0.8)
+        ref, data, W, fid = pinocchio_ground(r, root, other, q, qd, qdd, g)
+        w_ref, Wc = zmp_split(W, data.oMf[fid].translation, ramp)
+        r.set_root(root)
+        w = td.sole_cops(m.buf, r.data.buf, q, qd, qdd, g, f, ramp, 1.0, scratch, out)
+        assert w == pytest.approx(w_ref, abs=1e-12)
+        for k, F in enumerate((W - Wc, data.oMf[fid].actInv(Wc))):     # a random posture may turn a sole over
+            if F.linear[2] >= 1.0:
+                np.testing.assert_allclose(out[k], cop(F), atol=1e-9)
+                pressed += 1
+            else:
+                assert np.isnan(out[k]).all()
+    assert pressed >= 12
+    q, qd, qdd, g = next(iter(random_states(r, 1, seed=14)))
+    td.sole_cops(m.buf, r.data.buf, q, qd, qdd, np.array([0.0, 0.0, -9.81]), f, 0.0, 1.0, scratch, out)
+    assert np.isnan(out[1]).all() and np.isfinite(out[0]).all()

@@ -1,7 +1,7 @@
 """Feet that find the ground in the loop (controller.daemon.loop.feet, stabilizer.feet): BIP 2000 on the
 in-process MuJoCo biped plant standing on a floor pitched 4° uphill, which neither the daemon nor its
 config is told about (deploy/bip2000.yaml, control.support: ground), lock-step. Powered on, the soles'
-pressure sits at their heels (the front cells unloaded: an EDGE event per foot); the ankles' compliance
+pressure sits at their heels (the front cells unloaded; no gait plays: no EDGE event); the ankles' compliance
 leans the legs over the soles until the pressure the cells measure is at the cells' centre, and the
 stance sole then lying flat gives the floor's slope, against the plant's terrain."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ import yaml
 from controller.daemon.codes import Event, State
 from controller.daemon.config import load_daemon_config
 from controller.daemon.io.messages import event_message
-from controller.daemon.shm import Cmd
+from controller.daemon.shm import H, Cmd
 from stabilizer.feet import views
 
 from tests.controller.daemon import loop_harness
@@ -81,8 +81,37 @@ def test_the_slope_estimate_is_the_floors(standing):
     assert abs(pitch - PITCH_DEG) < SLOPE_DEG and abs(roll) < SLOPE_DEG, (pitch, roll)
 
 
-def test_powered_on_at_their_heels_both_feet_report_their_front_cells(standing):
+def test_powered_on_at_their_heels_without_a_gait_no_foot_reports_an_edge(standing):
+    """Powered on, the soles' front cells carry 1.5 % of the load each, but no gait plans the soles flat:
+    the edge watch waits for one (stabilizer.feet, edge stances)."""
     _, events = standing
-    edges = [event_message(*e) for e in events if e[1] == Event.EDGE]
-    front = [0, 1]                    # deploy/robots/bip2000.yaml feet.*.sensors: front_left, front_right first
-    assert [(e["foot"], e["cells"]) for e in edges] == [("left", front), ("right", front)]
+    assert not [e for e in events if e[1] == Event.EDGE]
+
+
+def test_a_played_file_gives_the_plans_targets_and_the_cycle_allocates_nothing(standing):
+    """A file with a support column played where the robot stands (both feet, the plan's share ramping to
+    the left): each foot's target is the plan's centre of pressure (models.tree.dynamics.sole_cops, both
+    soles' targets finite in double support, the right one gone once the plan unloads it) and the
+    cycle, the plan's twin of the models included, allocates nothing."""
+    from models.common.support import DOUBLE, LEFT
+    from tests.numpy_allocs import CountingHandler
+
+    h, _ = standing
+    loop = h.loop
+    n = 400
+    h.block.traj[:n] = loop.q_ref
+    h.block.support[:n] = DOUBLE
+    h.block.support[n // 2:n] = LEFT
+    h.block.header[H.TRAJ_LEN] = n
+    assert h.command(Cmd.RUN_BUFFER)[0]
+    h.run(2000, heartbeat_every=1, until=lambda: loop.gen is loop.playback)
+    h.run(20, heartbeat_every=1)
+    target = views(loop.feet.state).target
+    assert loop.est.phase == DOUBLE and np.isfinite(target).all()
+    assert not np.allclose(target, loop.feet.centre)            # the plan's, not the cells' centre
+    with CountingHandler() as counter:
+        h.run(20, heartbeat_every=1)
+    assert counter.count == 0
+    h.run(n // 2, heartbeat_every=1, until=lambda: loop.est.phase == LEFT)
+    h.run(2, heartbeat_every=1)
+    assert np.isfinite(target[0]).all() and np.isnan(target[1]).all()

@@ -8,6 +8,7 @@ from controller.tools.scenarios.cli import main
 from controller.tools.scenarios.runner import Options
 from controller.tools.scenarios.walk import WALK_CONFIG, generate_gait, run_walk
 from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG
+from drivers.sim.hil.terrain import Terrain
 
 
 @pytest.mark.parametrize("argv,problem", [
@@ -68,8 +69,29 @@ unmodelled."""
 @pytest.mark.hil
 def test_ground_thesis_walk_keeps_the_feed_forwards_following_error(thesis_gait):
     """On the floor, open-loop: the gait completes and every drive's following error stays within what the
-    ZMP-shared, cell-confirmed double-support feed-forward and the smoothed Coulomb sign brought it to."""
+    ZMP-shared, cell-confirmed double-support feed-forward and the smoothed Coulomb sign brought it to; its
+    heel-first landings and toe-offs report no edge."""
     r = run_walk(thesis_gait, Options(config=WALK_CONFIG), hung=False)
     assert r.completed and not r.fell and r.faults == [], (r.states, r.aborted, r.faults)
+    assert r.edges == []
     assert r.following_error_max_deg is not None
     assert r.following_error_max_deg <= GROUND_FOLLOWING_DEG, r.following_error_deg
+
+
+STEP_EDGE = Terrain(step_height=0.02, step_x=0.36)
+"""A 2 cm step up whose edge lies under the first step's right sole (it lands at 0.259 m, its cells from
+0.20 to 0.40 m): the front cells on the step, the rear ones over the lower floor. Measured (in-process
+lock-step): the right foot lands on the step early, on its front cells, for 0.17 s; the open-loop walk
+then tips back and falls, its other feet's edges reported after it."""
+REAR_CELLS = [2, 3]      # deploy/robots/bip2000.yaml feet.right.sensors: the two rear cells last
+
+
+@pytest.mark.hil
+@pytest.mark.slow        # the kernel-level tests/stabilizer/test_feet.py covers the edge watch itself
+def test_a_sole_across_a_steps_edge_is_reported_once_naming_the_foot(thesis_gait):
+    """Open-loop onto the step: the right foot's landing on the edge (its rear cells unloaded all along) is
+    the first EDGE the walk reports."""
+    r = run_walk(thesis_gait, Options(config=WALK_CONFIG), hung=False, terrain=STEP_EDGE)
+    assert r.edges, (r.fell, r.states)
+    first = r.edges[0]
+    assert first["foot"] == "right" and first["cells"] == REAR_CELLS, r.edges
