@@ -198,7 +198,7 @@ def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, preview: Pre
         ik = solvers[st]
         base = plan.stance_pos[k]
         ik.set_target(0, _pose(plan.swing[k] - base))
-        ik.set_target(1, np.array([cog[k, 0] - base[0], cog[k, 1] - base[1], z_c]))
+        ik.set_target(1, np.array([cog[k, 0] - base[0], cog[k, 1] - base[1], z_c - base[2]]))
         res = ik.solve(qk)
         if not res.ok:
             raise GaitError(f"sample {k} (t = {plan.t[k]:.3f} s, {SUPPORT_NAMES[plan.support[k]]} support): "
