@@ -39,7 +39,7 @@ class GaitParams:
                                  # stop (q = 0 is the knees' limit, which a controller keeps a margin from:
                                  # a file starting there is clamped, then released with a velocity step)
     foot_spacing: float = 0.2    # lateral distance between the soles (the model's at q = 0)
-    sink: float = 1e-4           # the stance sole's sink into the floor under the robot (m): a swing sole leaves
+    sink: float = 6e-5           # the stance sole's sink into the floor under the robot (m): a swing sole leaves
                                  # and meets the floor this far above the stance sole, at rest (soft landing)
     t_sink: float = 0.05         # the landed sole lowered by ``sink`` over the double support's first t_sink,
                                  # the sole about to lift raised by it over its last t_sink (s)

@@ -92,7 +92,7 @@ def test_soles_land_and_lift_softly_sink_above_the_stance_sole(robot, coarse):
     left = np.nonzero(gait.support == LEFT)[0]
     a, b = left[0] - 1, left[-1]                         # the shift's last sample (lift-off), the touch-down
     n = round(COARSE.t_sink / COARSE.period)
-    assert COARSE.sink == 1e-4 and n >= 3
+    assert COARSE.sink == 6e-5 and n >= 3
     assert z[a] == pytest.approx(COARSE.sink, abs=2e-7) and z[b] == pytest.approx(COARSE.sink, abs=2e-7)
     assert abs(z[a - n]) < 2e-7                          # on the floor before the shift's last t_sink
     assert abs(z[b + n]) < 2e-7                          # and back on it t_sink into the double support
