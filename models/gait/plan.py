@@ -7,7 +7,10 @@ first ZMP move), a double support shifting the ZMP onto the first stance foot, t
 single support (the swing foot on its curve) and a double support (the ZMP moving
 linearly to the next stance foot); the last double support brings the ZMP midway between
 the two final footprints and holds it while the CoG settles. The first swing foot is the
-right one. The step length is chosen so that the CoG, at rest at both ends, travels the
+right one. A swing sole leaves and meets the floor ``sink`` above the stance sole at rest (the
+stance sole stands sunk into a compliant floor: aimed at its plane, the swing sole met the floor
+early, still descending) and is lowered into (raised out of) it over the double support's first
+(last) ``t_sink``: a soft landing and lift-off. The step length is chosen so that the CoG, at rest at both ends, travels the
 requested mean speed × the duration of the walking phase (everything after the hold);
 :func:`models.gait.wholebody.generate` then corrects it so that the pelvis does.
 """

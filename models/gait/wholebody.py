@@ -150,7 +150,7 @@ def _pattern(params: GaitParams, preview: PreviewController, cog_start: np.ndarr
     cog[:w], zmp[:w] = cog_start, cog_start
     hold = int(round((params.t_end - min(params.t_double, params.t_end)) / params.period))
     for a in range(2):
-        states, p = preview.run(plan.zmp_ref[w:, a])
+        states, _ = preview.run(plan.zmp_ref[w:, a])
         if hold > 1:
             settle(states[-hold:], plan.zmp_ref[-1, a], params.period)
         cog[w:, a], zmp[w:, a] = states[:, 0], preview.zmp(states)
