@@ -7,7 +7,10 @@ first ZMP move), a double support shifting the ZMP onto the first stance foot, t
 single support (the swing foot on its curve) and a double support (the ZMP moving
 linearly to the next stance foot); the last double support brings the ZMP midway between
 the two final footprints and holds it while the CoG settles. The first swing foot is the
-right one. The step length is chosen so that the CoG, at rest at both ends, travels the
+right one. A swing sole leaves and meets the floor ``sink`` above the stance sole at rest (the
+stance sole stands sunk into a compliant floor: aimed at its plane, the swing sole met the floor
+early, still descending) and is lowered into (raised out of) it over the double support's first
+(last) ``t_sink``: a soft landing and lift-off. The step length is chosen so that the CoG, at rest at both ends, travels the
 requested mean speed × the duration of the walking phase (everything after the hold);
 :func:`models.gait.wholebody.generate` then corrects it so that the pelvis does.
 """
@@ -39,6 +42,15 @@ class GaitParams:
                                  # stop (q = 0 is the knees' limit, which a controller keeps a margin from:
                                  # a file starting there is clamped, then released with a velocity step)
     foot_spacing: float = 0.2    # lateral distance between the soles (the model's at q = 0)
+    sink: float = 6e-5           # the stance sole's sink into the floor under the robot (m): a swing sole leaves
+                                 # and meets the floor this far above the stance sole, at rest (soft landing)
+    t_sink: float = 0.05         # the landed sole lowered by ``sink`` over the double support's first t_sink,
+                                 # the sole about to lift raised by it over its last t_sink (s)
+
+    def sink_profile(self, t: np.ndarray, duration: float) -> np.ndarray:
+        """0 → 1 over the first ``t_sink`` of a phase of ``duration`` (a quintic, at rest at both ends; the
+        whole phase if shorter), at the phase's times ``t`` (s from its start)."""
+        return quintic(t / min(self.t_sink, duration))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -129,7 +141,12 @@ def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: 
     stance_pos[:n_init + 1, :2] = (0.0, half)
     k0 = n_init
     feet = {LEFT: np.array([0.0, half]), RIGHT: np.array([0.0, -half])}
-    for (_, sup, st, sw, a, b, za, zb), n in zip(phases, counts):
+    # soft landing and lift-off: a sole meets and leaves the floor ``sink`` above the stance sole, at rest; in
+    # double support the plan roots at the sole that landed (lowered into the floor over t_sink) and the
+    # other sole, the next to swing, is raised out of it over the last t_sink
+    lifts = [i + 1 < len(phases) and phases[i + 1][3] is not None for i in range(len(phases))]
+    landed = False
+    for i, ((dur, sup, st, sw, a, b, za, zb), n) in enumerate(zip(phases, counts)):
         s_ = (np.arange(1, n + 1)) / n
         ks = slice(k0 + 1, k0 + n + 1)
         support[ks], stance[ks] = sup, st
@@ -137,10 +154,15 @@ def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: 
         stance_pos[ks, :2] = feet[st]
         if sw is None:
             swing[ks, :2] = feet[st ^ 1]
-            swing[ks, 2] = 0.0
+            tk = s_ * dur
+            stance_pos[ks, 2] = params.sink * (1.0 - params.sink_profile(tk, dur)) if landed else 0.0
+            lead = dur - min(params.t_sink, dur)
+            swing[ks, 2] = params.sink * params.sink_profile(tk - lead, dur) if lifts[i] else 0.0
+            landed = False
         else:
             swing[ks, :2] = a + np.outer(quintic(s_), b - a)
-            swing[ks, 2] = params.step_height * bell(s_)
+            swing[ks, 2] = params.sink + params.step_height * bell(s_)
             feet[sw] = b
+            landed = True
         k0 += n
     return Plan(t, support, stance, zmp, swing, stance_pos, n_init, n_init + counts[0], footprints, s)

@@ -59,6 +59,10 @@ class PreviewController:
             X = Ac.T @ X
         self.G_p = G_p
 
+    def zmp(self, states: np.ndarray) -> np.ndarray:
+        """The cart-table's ZMP p = c − (z_c/g) c̈ of CoG states (k, 3)."""
+        return states @ self.C[0]
+
     def run(self, p_ref: np.ndarray, x0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """CoG states (k, 3) and ZMP (k,) tracking p_ref (k,) from x0 (default at rest over
         p_ref[0]); the reference is held at its last value beyond its end."""

@@ -148,10 +148,31 @@ def _pattern(params: GaitParams, preview: PreviewController, cog_start: np.ndarr
     cog = np.empty((len(plan.t), 2))
     zmp = np.empty((len(plan.t), 2))
     cog[:w], zmp[:w] = cog_start, cog_start
+    hold = int(round((params.t_end - min(params.t_double, params.t_end)) / params.period))
     for a in range(2):
-        states, p = preview.run(plan.zmp_ref[w:, a])
-        cog[w:, a], zmp[w:, a] = states[:, 0], p
+        states, _ = preview.run(plan.zmp_ref[w:, a])
+        if hold > 1:
+            settle(states[-hold:], plan.zmp_ref[-1, a], params.period)
+        cog[w:, a], zmp[w:, a] = states[:, 0], preview.zmp(states)
     return plan, cog, zmp
+
+
+def settle(states: np.ndarray, goal: float, period: float) -> None:
+    """Bring the cart-table's CoG states (k, 3: c, ċ, c̈) to rest at ``goal`` by the last sample, in
+    place: c_b = c + σ (goal − c), σ = quintic over the window (0 → 1, σ' = σ'' = 0 at both ends), so
+    the blend joins the preview's motion with continuous velocity and acceleration and ends with the
+    CoG over the held ZMP at rest (c_b' = c_b'' = 0): the preview servo alone leaves it creeping
+    towards it (a few mm/s after 0.7 s), a velocity the file's last sample would stop in one period."""
+    n = states.shape[0]
+    u = np.arange(n) / (n - 1)
+    d = 1.0 / ((n - 1) * period)                  # ds/dt
+    sig = quintic(u)
+    sig1 = 30.0 * u * u * (1.0 - u) ** 2 * d
+    sig2 = 60.0 * u * (1.0 - u) * (1.0 - 2.0 * u) * d * d
+    c, cd, cdd = states[:, 0].copy(), states[:, 1].copy(), states[:, 2].copy()
+    states[:, 0] = c + sig * (goal - c)
+    states[:, 1] = (1.0 - sig) * cd + sig1 * (goal - c)
+    states[:, 2] = (1.0 - sig) * cdd - 2.0 * sig1 * cd + sig2 * (goal - c)
 
 
 def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, preview: PreviewController, plan: Plan,
@@ -177,7 +198,7 @@ def _walk(robot: TreeRobot, params: GaitParams, q_flex: np.ndarray, preview: Pre
         ik = solvers[st]
         base = plan.stance_pos[k]
         ik.set_target(0, _pose(plan.swing[k] - base))
-        ik.set_target(1, np.array([cog[k, 0] - base[0], cog[k, 1] - base[1], z_c]))
+        ik.set_target(1, np.array([cog[k, 0] - base[0], cog[k, 1] - base[1], z_c - base[2]]))
         res = ik.solve(qk)
         if not res.ok:
             raise GaitError(f"sample {k} (t = {plan.t[k]:.3f} s, {SUPPORT_NAMES[plan.support[k]]} support): "

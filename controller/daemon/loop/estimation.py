@@ -36,7 +36,8 @@ from controller.daemon.codes import Event, Reason
 from controller.daemon.loop.joint_io import JointIO
 from controller.daemon.loop.platform import Platform
 
-LOAD_SPLIT_FILTER_S = 0.02   # s, the first-order low-pass of the measured load split (control.load_split)
+LOAD_SPLIT_FILTER_S = 0.005  # s, the first-order low-pass of the measured load split (control.load_split)
+LANDING_LEAD_POWER = 6       # control.load_split: confirmed: the plan leads the landing foot's cells by (1 − u)^6 (1 − m)
 
 
 def support_roots(roots: tuple[str, ...], base: str, support: str) -> np.ndarray:
@@ -283,11 +284,15 @@ class Estimation:
         and the bounds the feet's measured share, low-passed, sets on it (``share_lo``, ``share_hi``) in
         double support while their loads are plausible (else the file's alone: the FEET_LOADS warning said
         why): ``control.load_split: planned`` the file's ramp, unbounded; ``measured`` the measured share;
-        ``confirmed`` the file's, the foot it loads (the right one while the ramp rises) bounded by what
-        its cells read, m, relaxed towards the touch-down: share ≤ m + (1 − u)(1 − m), u the plan's share
-        of that foot. So at the touch-down the plan's prediction leads the cells (which read the impact
-        late), and at the lift-off the foot about to leave keeps the load its cells still read (the robot
-        behind its plan): the feed-forward drops it as the foot does, not before."""
+        ``confirmed`` the file's, the foot it loads (the right one while the ramp rises) carrying what its
+        cells read, m, and at most the plan's lead over them, which fades as the plan loads that foot:
+        m ≤ share ≤ m + (1 − u)^p (1 − m), u the plan's share of that foot, p = LANDING_LEAD_POWER. So at
+        the touch-down the plan's prediction leads the cells (the sole meets the floor during the double
+        support's first t_sink, models.gait.plan), and from there on the feed-forward shares the load as
+        the cells read it (the position-held robot on its two soles shares it as the ground's compliance
+        does, whatever the file planned): at the lift-off the foot about to leave keeps the load its cells
+        still read, and a landing that takes the load faster than planned gets it (the final double
+        support, whose plan moves the ZMP in its first 0.3 s, its ramp over the whole of it)."""
         rising, self.last_planned = planned > self.last_planned, planned
         self.share_lo, self.share_hi = 0.0, 1.0
         m = self.share_f
@@ -297,9 +302,9 @@ class Estimation:
             self.share_lo = self.share_hi = m
             return m
         if rising:
-            self.share_hi = m + (1.0 - planned) * (1.0 - m)
+            self.share_lo, self.share_hi = m, m + (1.0 - planned) ** LANDING_LEAD_POWER * (1.0 - m)
         else:
-            self.share_lo = 1.0 - ((1.0 - m) + planned * m)
+            self.share_lo, self.share_hi = m - planned ** LANDING_LEAD_POWER * m, m
         return planned
 
     def share(self, share: float) -> None:

@@ -79,6 +79,39 @@ def test_swing_sole_at_rest_at_lift_off_and_touch_down(robot, coarse):
     assert speed[0] < 0.01 * speed.max() and speed[-1] < 0.01 * speed.max()
 
 
+def test_soles_land_and_lift_softly_sink_above_the_stance_sole(robot, coarse):
+    """Soft landing and lift-off (forward kinematics of the IK's angles, rooted at the left sole): the
+    right sole leaves the floor at the first single support's start and meets it at its end ``sink``
+    above the left sole, at rest (less than 1 % of its peak speed); it was raised there over the shift's
+    last t_sink, and is lowered onto the left sole's plane over the next double support's first t_sink.
+    Without the sink (a sole aimed at z = 0) the stance sole, sunk into the floor, met the floor ~37 ms
+    early, still descending."""
+    gait, _, _ = coarse
+    robot.set_root("left_sole")
+    z = np.array([robot.frame(q, "right_sole")[2, 3] for q in gait.q])
+    left = np.nonzero(gait.support == LEFT)[0]
+    a, b = left[0] - 1, left[-1]                         # the shift's last sample (lift-off), the touch-down
+    n = round(COARSE.t_sink / COARSE.period)
+    assert COARSE.sink == 6e-5 and n >= 3
+    assert z[a] == pytest.approx(COARSE.sink, abs=2e-7) and z[b] == pytest.approx(COARSE.sink, abs=2e-7)
+    assert abs(z[a - n]) < 2e-7                          # on the floor before the shift's last t_sink
+    assert abs(z[b + n]) < 2e-7                          # and back on it t_sink into the double support
+    assert np.all(np.diff(z[a - n:a + 1]) >= -1e-9) and np.all(np.diff(z[b:b + n + 1]) <= 1e-9)
+    speed = np.abs(np.diff(z[a:b + 1])) / COARSE.period
+    assert speed[0] < 0.01 * speed.max() and speed[-1] < 0.01 * speed.max()
+
+
+def test_the_gait_ends_at_rest(coarse):
+    """The CoG is brought to rest over the final hold (the preview servo alone left the joints moving at
+    ~0.034 rad/s at the last sample, a step the playback's end stops in one period)."""
+    gait, _, _ = coarse
+    rate = np.abs(np.diff(gait.q[-3:], axis=0)).max(axis=1) / COARSE.period
+    peak = np.abs(np.diff(gait.q, axis=0)).max() / COARSE.period
+    assert peak > 1.0 and rate.max() < 1e-3, rate
+    cog = gait.cog_ref[-1]
+    assert cog == pytest.approx(gait.plan.zmp_ref[-1], abs=1e-9)      # over the held ZMP
+
+
 def test_multibody_zmp_of_a_spinning_and_a_sliding_body(robot):
     """Robot frozen but for the trunk: spun about the world y axis through its own CoG at
     constant angular acceleration α, the ZMP moves back by I_yy α / (M g) (the rate of

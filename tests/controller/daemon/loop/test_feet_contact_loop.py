@@ -14,6 +14,7 @@ import yaml
 
 from controller.daemon.codes import Event, Reason, State
 from controller.daemon.config import load_daemon_config
+from controller.daemon.loop.estimation import LANDING_LEAD_POWER
 from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import LOADS_MASK
 from models.common.errors import ConfigError
@@ -138,11 +139,15 @@ def test_the_measured_load_split_replaces_the_plan_in_double_support_while_the_l
         expect = loop.share_f if split == "measured" else planned
         assert loop._split(planned, float(DOUBLE)) == expect
         m = loop.share_f
-        bounds = {"measured": (m, m), "planned": (0.0, 1.0), "confirmed": (m * (1.0 - planned), 1.0)}[split]
-        assert (loop.est.share_lo, loop.est.share_hi) == pytest.approx(bounds)   # the right foot keeps what it carries
-        if split == "confirmed":      # the foot the plan loads: at most what its cells read, relaxed to the touch-down
+        p = LANDING_LEAD_POWER
+        bounds = {"measured": (m, m), "planned": (0.0, 1.0), "confirmed": (m * (1.0 - planned ** p), m)}[split]
+        # the ramp falls: the left foot is loaded, the right one keeps what it carries less the plan's lead
+        assert (loop.est.share_lo, loop.est.share_hi) == pytest.approx(bounds)
+        if split == "confirmed":      # the foot the plan loads: what its cells read, plus the plan's fading lead
             assert loop._split(0.95, float(DOUBLE)) == 0.95
-            assert (loop.est.share_lo, loop.est.share_hi) == pytest.approx((0.0, m + 0.05 * (1.0 - m)))
+            assert (loop.est.share_lo, loop.est.share_hi) == pytest.approx((m, m + 0.05 ** p * (1.0 - m)))
+            assert loop._split(0.0, float(DOUBLE)) == 0.0 and loop._split(0.01, float(DOUBLE)) == 0.01
+            assert loop.est.share_hi == pytest.approx(m + 0.99 ** p * (1.0 - m))   # at the touch-down the plan leads
         assert loop._split(planned, float(LEFT)) == planned         # single support: the file's
         h.bus.aux[list(h.bus.config.sensor_axes("left_loads"))] = np.nan
         loop._measure()
