@@ -10,7 +10,10 @@ Stewart–Gough rig's actuators' following errors, legs A-F, mm of stroke: setpo
 NaN without the rig or while the drives are not powered), feet_load[2] (the load each foot's cells
 carry, N, left then right; NaN without them on the bus), contact (the support phase they show:
 0 left, 1 right, 2 double, -1 none; NaN without them), tilt[2] (the (alpha, beta) the models' gravity
-follows: the platform's, or the one the IMU measures; rad).
+follows: the platform's, or the one the IMU measures; rad), capture_point[2] (the whole-robot
+stabilizer's instantaneous capture point, m, in its horizontal axes e1 forward, e2 left, rooted at the
+stance sole; NaN when not stabilizing), push_strategy (stabilizer.push_recovery.STRATEGY_NAMES
+index: 0 none, 1 ankle, 2 hip, 3 step; NaN when not stabilizing).
 """
 from __future__ import annotations
 
@@ -65,7 +68,8 @@ RECORD_FIELDS: tuple[tuple[str, int | str], ...] = (
     ("t", 1), ("cycle", 1), ("state", 1), ("fault", 1), ("q", "n"), ("qd", "n"), ("q_ref", "n"), ("tau", "n"),
     ("com", 3), ("margins", MAX_WALLS), ("force", 3), ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)),
     ("overruns", 1), ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
-    ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2))
+    ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2), ("capture_point", 2),
+    ("push_strategy", 1))
 #: field name -> its position in a RecordLayout's ``offsets`` (the start of each field, in order)
 FIELD: dict[str, int] = {name: k for k, (name, _) in enumerate(RECORD_FIELDS)}
 

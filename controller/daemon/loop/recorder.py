@@ -18,12 +18,13 @@ _COM, _MARGINS, _FORCE, _STAB_FLAGS = FIELD["com"], FIELD["margins"], FIELD["for
 _WAKE_US, _TASK_US, _OVERRUNS, _MISSED = FIELD["wake_us"], FIELD["task_us"], FIELD["overruns"], FIELD["missed"]
 _PLATFORM, _FAULT_INFO, _SUPPORT, _RIG_FERR = FIELD["platform"], FIELD["fault_info"], FIELD["support"], FIELD["rig_ferr"]
 _FEET_LOAD, _CONTACT, _TILT = FIELD["feet_load"], FIELD["contact"], FIELD["tilt"]
+_CAPTURE, _STRATEGY = FIELD["capture_point"], FIELD["push_strategy"]
 
 
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact, tilt):
+                 feet_load, contact, tilt, stabilizing, capture, strategy):
     """One telemetry record (``offs``: RecordLayout.offsets). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
     rec[offs[_T]] = t
@@ -60,6 +61,9 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[_CONTACT]] = contact
     rec[offs[_TILT]] = tilt[0]
     rec[offs[_TILT] + 1] = tilt[1]
+    rec[offs[_CAPTURE]] = capture[0] if stabilizing else np.nan
+    rec[offs[_CAPTURE] + 1] = capture[1] if stabilizing else np.nan
+    rec[offs[_STRATEGY]] = strategy[0] if stabilizing else np.nan
 
 
 class Recorder:
@@ -73,6 +77,8 @@ class Recorder:
         stab = sup.stabilize
         self.margins = stab.margins if stab is not None else np.full(0, np.nan)
         self.force = stab.force if stab is not None else np.zeros(3)
+        self.capture = stab.capture if stab is not None else np.full(2, np.nan)
+        self.strategy = stab.strategy if stab is not None else np.full(1, np.nan)
         self.telemetry_us = 0.0
         self.missed = 0
 
@@ -88,5 +94,6 @@ class Recorder:
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
-                     est.feet_load, est.contact_field, est.tilt)
+                     est.feet_load, est.contact_field, est.tilt, sup.state == State.STABILIZING,
+                     self.capture, self.strategy)
         end_record(self.block)
