@@ -2,7 +2,7 @@
 point, and the ankle, hip and step strategies it selects (docs/stabilizer.md, "Pushes").
 
 The capture point of the linear inverted pendulum (Pratt et al. 2006; Hof et al. 2005, the
-"extrapolated centre of mass") is, in the horizontal axes (e1, e2) of the apparent gravity,
+"extrapolated centre of mass"; the ankle / hip / step sequence: Horak & Nashner 1986, Stephens 2007) is, in the horizontal axes (e1, e2) of the apparent gravity,
 
     xi = c + c_dot / omega,    omega = sqrt(g0 / z_c),
 
