@@ -8,9 +8,11 @@ The capture point of the linear inverted pendulum (Pratt et al. 2006; Hof et al.
 
 c the whole robot's CoG, z_c its height above the stance sole along apparent up and c_dot its
 velocity J_com(q) q_dot from the measured joint velocities (the stance sole taken as fixed: a sole
-that tips is not seen). The stance sole must bring xi back over the support polygon:
+that tips is not seen). The strategies answer a CoG in motion, |xi - c| = |c_dot| / omega > deadband
+(a CoG at rest is the fields' business, wherever it is); the stance sole must then bring xi back
+over the support polygon:
 
-* ankle strategy (|xi - centroid| > deadband): the CoG is driven against the error,
+* ankle strategy: the CoG is driven against the error,
   v_c = -k_ankle (xi - centroid), |v_c| <= v_ankle; in position control this moves the CoP
   within the feet (the ankles' torques follow the reference);
 * hip strategy (xi within hip_margin of the polygon's edge: the CoP saturates at the edge): the
@@ -77,8 +79,9 @@ def _clipped(k, ex, ey, vmax, v):
 
 
 @njit(cache=True)
-def push_response(u, xi, cy, cz, walls, nw, d, v_cog, v_trunk):
-    """The strategy for the capture point ``xi`` (e1, e2) over the polygon of walls ``walls``
+def push_response(u, xi, c, cy, cz, walls, nw, d, v_cog, v_trunk):
+    """The strategy for the capture point ``xi`` (e1, e2) of the CoG ``c`` (e1, e2: only
+    ``xi - c`` is read) over the polygon of walls ``walls``
     (``nw`` of them; ``d`` scratch) whose centroid is (cy, cz), ``u`` the :data:`PUSH` block:
     the added CoG velocity into v_cog[0:2] and trunk velocity over the pelvis into v_trunk[0:2]
     (zeros when the strategy is off or NONE). Returns (strategy, xi's margin in the polygon, m)."""
@@ -86,9 +89,10 @@ def push_response(u, xi, cy, cz, walls, nw, d, v_cog, v_trunk):
     v_cog[0] = v_cog[1] = v_trunk[0] = v_trunk[1] = 0.0
     if u[U_ON] == 0.0:
         return NONE, margin
-    ex, ey = xi[0] - cy, xi[1] - cz
-    if math.sqrt(ex * ex + ey * ey) <= u[U_DEADBAND] and margin > u[U_HIP_MARGIN]:
+    lx, ly = xi[0] - c[0], xi[1] - c[1]
+    if math.sqrt(lx * lx + ly * ly) <= u[U_DEADBAND]:
         return NONE, margin
+    ex, ey = xi[0] - cy, xi[1] - cz
     _clipped(-u[U_K_ANKLE], ex, ey, u[U_V_ANKLE], v_cog)
     if margin > u[U_HIP_MARGIN]:
         return ANKLE, margin

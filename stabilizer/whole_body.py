@@ -554,7 +554,7 @@ def step(mbuf, dbuf, p, s, inp, out):
         qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
         locked[j] = 0.0
     # the push strategies on the measured capture point (stabilizer.push_recovery)
-    k, out[O_CAPTURE_MARGIN] = push_response(p[P_PUSH:P_PUSH_END], xi, cy, cz, walls, h, dm,
+    k, out[O_CAPTURE_MARGIN] = push_response(p[P_PUSH:P_PUSH_END], xi, vec[0, 1:3], cy, cz, walls, h, dm,
                                              pushv[0:2], pushv[2:4])
     strategy[0] = k
     if k >= ANKLE:

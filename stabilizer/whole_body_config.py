@@ -38,7 +38,7 @@ the unnumbered choices (gains, laws, weights); every error is one
     push:                            # optional: the capture-point strategies (stabilizer.push_recovery)
       k_ankle: 10.0                  # 1/s, CoG velocity per m of capture-point error
       v_ankle: 0.5                   # m/s, its bound
-      deadband: 0.02                 # m, capture-point error below which nothing is added
+      deadband: 0.02                 # m, |xi - c| (the CoG's velocity / omega) below which nothing is added
       hip_margin: 0.02               # m, the capture point this close to the polygon's edge: hip strategy
       k_hip: 20.0                    # 1/s, trunk CoG velocity over the pelvis per m of error
       v_hip: 1.0                     # m/s, its bound

@@ -81,19 +81,20 @@ GAINS = {"on": 1.0, "k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_marg
 SQUARE = np.array([[-0.1, -0.1], [0.1, -0.1], [0.1, 0.1], [-0.1, 0.1]])     # counter-clockwise, centroid 0
 
 
-def _respond(xi):
+def _respond(xi, c=(0.0, 0.0)):
     u = np.zeros(PUSH.size())
     for k, v in GAINS.items():
         u[PUSH.offset(k)] = v
     walls = np.zeros((4, 3))
     compute_walls(SQUARE, 4, 1.0, walls)
     v_cog, v_trunk = np.full(2, np.nan), np.full(2, np.nan)
-    k, margin = push_response(u, np.array(xi, float), 0.0, 0.0, walls, 4, np.zeros(4), v_cog, v_trunk)
+    k, margin = push_response(u, np.array(xi, float), np.array(c, float), 0.0, 0.0, walls, 4, np.zeros(4),
+                              v_cog, v_trunk)
     return k, margin, v_cog, v_trunk
 
 
 @pytest.mark.parametrize("xi, strategy, margin, v_cog, v_trunk", [
-    ((0.01, 0.01), NONE, 0.09, (0.0, 0.0), (0.0, 0.0)),              # within the deadband
+    ((0.01, 0.01), NONE, 0.09, (0.0, 0.0), (0.0, 0.0)),              # |xi - c| within the deadband
     ((0.03, 0.0), ANKLE, 0.07, (-0.3, 0.0), (0.0, 0.0)),             # -k_ankle e
     ((0.0, -0.07), ANKLE, 0.03, (0.0, 0.5), (0.0, 0.0)),             # bounded by v_ankle
     ((0.09, 0.0), HIP, 0.01, (-0.5, 0.0), (1.0, 0.0)),               # near the edge: the trunk along e
@@ -105,6 +106,14 @@ def test_strategy_for_placed_capture_points(xi, strategy, margin, v_cog, v_trunk
     assert (k, m) == (strategy, pytest.approx(margin, abs=1e-12))
     np.testing.assert_allclose(vc, v_cog, atol=1e-12)
     np.testing.assert_allclose(vt, v_trunk, atol=1e-12)
+
+
+@pytest.mark.parametrize("xi", [(0.03, 0.0), (0.09, 0.0), (-0.12, 0.0)])
+def test_a_cog_at_rest_is_left_to_the_fields(xi):
+    """The same capture points with the CoG on them (no velocity): nothing added, wherever it is."""
+    k, _, vc, vt = _respond(xi, c=(xi[0] - 0.015, xi[1]))
+    assert k == NONE
+    assert not vc.any() and not vt.any()
 
 
 def test_push_section_is_optional_and_validated():
