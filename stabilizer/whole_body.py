@@ -22,13 +22,17 @@ virtual robot's kinematics after the call. Nothing is allocated. One cycle:
 5. task hierarchy (:mod:`stabilizer.task_hierarchy`): double support: the other sole
    fixed (closed chain) > CoG > trunk > posture; single support: CoG > the lifted
    foot's pose > trunk > posture; joints leaving their limits are locked and the
-   hierarchy re-solved; rates scaled into the velocity limits and integrated.
+   hierarchy re-solved; rates scaled into the velocity limits and integrated;
+6. push strategies (:mod:`stabilizer.push_recovery`, with a ``push:`` section): the measured
+   CoG's capture point from the joint velocities; its ankle strategy adds to the CoG task's
+   velocity, its hip strategy to the trunk task's, a capture point out of reach is flagged.
 
 Every status that is not OK is a flag with a reaction for the loop (FLAG_REACTIONS).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +46,7 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
+from stabilizer.push_recovery import ANKLE, PUSH, capture_point, push_response
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -63,9 +68,10 @@ STATUS_NAMES = ("ok", "not_reset", "rejected_input", "numeric_failure", "no_supp
 FLAG_NAMES = ("input_rejected", "no_support", "force_saturated", "speed_saturated",
               "joint_speed_saturated", "near_singular", "at_joint_limit", "cog_outside",
               "measured_cog_outside", "trunk_outside", "constraint_violated", "loads_implausible",
-              "support_disagrees")
+              "support_disagrees", "ankle_strategy", "hip_strategy", "step_needed")
 (F_REJECTED, F_NO_SUPPORT, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT,
- F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT, F_LOADS, F_DISAGREE) = range(len(FLAG_NAMES))
+ F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT, F_LOADS, F_DISAGREE, F_ANKLE, F_HIP,
+ F_STEP) = range(len(FLAG_NAMES))
 NFLAGS = len(FLAG_NAMES)
 # the loop's reaction to each flag (docs/multi_cog.md, "Statuses"): "hold" = keep q_ref at rest,
 # event, HOLD (STABILIZER_FAILED) after the configured count; "warn" = event and telemetry, keep stabilizing
@@ -73,7 +79,8 @@ FLAG_REACTIONS = {"input_rejected": "hold", "no_support": "hold", "force_saturat
                   "speed_saturated": "warn", "joint_speed_saturated": "warn", "near_singular": "warn",
                   "at_joint_limit": "warn", "cog_outside": "warn", "measured_cog_outside": "warn",
                   "trunk_outside": "warn", "constraint_violated": "hold", "loads_implausible": "hold",
-                  "support_disagrees": "warn"}
+                  "support_disagrees": "warn", "ankle_strategy": "warn", "hip_strategy": "warn",
+                  "step_needed": "warn"}
 
 CONTACT_PHASE = 0      # the support phase comes with the inputs (the gait's)
 CONTACT_SENSORS = 1    # from the feet's force sensors
@@ -87,7 +94,7 @@ TASK_ROWS = 10         # rows 0-5 the other sole, 6-7 the CoG, 8-9 the trunk's C
 SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
 
 # params: the scalars, a field block (one virtual robot's fields and admittance) for the CoG and
-# one for the trunk, then qmin, qmax, vmax, W (joint weights) [n]; outline[foot, MAX_OUTLINE, 2]
+# one for the trunk, the push block (stabilizer.push_recovery.PUSH), then qmin, qmax, vmax, W (joint weights) [n]; outline[foot, MAX_OUTLINE, 2]
 # (sole frame x, y; foot 0 left, 1 right); gains_cog[MAX_POINTS], gains_trunk[4] (wall gains)
 _P_SCALARS = ("n", "dt", "g0", "tilt_source", "use_acc", "contact", "min_load",
               "root_l", "root_r", "double_stance", "frame_l", "frame_r", "frame_pelvis", "frame_imu",
@@ -112,6 +119,7 @@ B_ADM_VMAX = FIELD_BLOCK.offset("adm_vmax")
 BLOCK = FIELD_BLOCK.size()
 PARAMS = Layout("whole body params", [
     *map(Field, _P_SCALARS), *(Field(f"{robot}_{b}") for robot in ("cog", "trunk") for b in _B_SCALARS),
+    *(Field(f"push_{f.name}") for f in PUSH.fields),
     Field("qmin", ("n",)), Field("qmax", ("n",)), Field("vmax", ("n",)), Field("W", ("n",)),
     Field("outline", (2, MAX_OUTLINE, 2)), Field("gains_cog", (MAX_POINTS,)), Field("gains_trunk", (4,))],
     sizes=("n",))
@@ -147,6 +155,8 @@ P_MAX_LOAD = PARAMS.offset("max_load")
 P_DWELL = PARAMS.offset("dwell")
 P_COG = PARAMS.offset(f"cog_{_B_SCALARS[0]}")       # each robot's field block
 P_TRUNK = PARAMS.offset(f"trunk_{_B_SCALARS[0]}")
+P_PUSH = PARAMS.offset(f"push_{PUSH.fields[0].name}")   # stabilizer.push_recovery's block
+P_PUSH_END = P_PUSH + PUSH.size()
 P_SCALARS = PARAMS.offset("qmin")
 # state: the scalars (contact: stabilizer.contact's CONTACT_STATE), the virtual robot q, the two
 # admittance velocities, the posture target, the other sole's held pose, the apparent-gravity axes
@@ -174,14 +184,16 @@ S_SCALARS = STATE.offset("q")
 # the horizontal e1 forward, e2 left), cog_velocity, forces[MAX_POINTS + 1, 3] (walls in hull-edge
 # order, then the attractor), total_force, trunk_force [3]; margins[MAX_POINTS]; flags[NFLAGS];
 # polygon[MAX_POINTS, 2] (e1, e2) and walls[MAX_POINTS, 3] (the first O_NHULL entries are valid);
-# up[3] (apparent up in the stance sole's axes)
+# up[3] (apparent up in the stance sole's axes); capture_point[2] (e1, e2), strategy[1] and
+# push_velocity[4] (CoG e1, e2, trunk e1, e2) of stabilizer.push_recovery
 OUT = Layout("whole body out", [
     Field("min_margin"), Field("measured_margin"), Field("trunk_margin"), Field("tilt"), Field("support"),
     Field("nhull"), Field("close_pos"), Field("close_rot"), Field("sigma_feet"), Field("sigma_cog"),
-    Field("sigma_trunk"), Field("q_ref", ("n",)), Field("qd_ref", ("n",)), Field("cog", (3,)),
+    Field("sigma_trunk"), Field("omega"), Field("capture_margin"), Field("q_ref", ("n",)), Field("qd_ref", ("n",)), Field("cog", (3,)),
     Field("cog_velocity", (3,)), Field("forces", (MAX_POINTS + 1, 3)), Field("total_force", (3,)),
     Field("trunk_force", (3,)), Field("margins", (MAX_POINTS,)), Field("flags", (NFLAGS,)),
-    Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,))], sizes=("n",))
+    Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,)),
+    Field("capture_point", (2,)), Field("strategy", (1,)), Field("push_velocity", (4,))], sizes=("n",))
 O_MIN_MARGIN = OUT.offset("min_margin")
 O_MEASURED_MARGIN = OUT.offset("measured_margin")
 O_TRUNK_MARGIN = OUT.offset("trunk_margin")
@@ -191,11 +203,14 @@ O_NHULL = OUT.offset("nhull")
 O_CLOSE_POS = OUT.offset("close_pos")
 O_CLOSE_ROT = OUT.offset("close_rot")
 O_SIGMA = OUT.offset("sigma_feet")
+O_OMEGA = OUT.offset("omega")
+O_CAPTURE_MARGIN = OUT.offset("capture_margin")
 O_SCALARS = OUT.offset("q_ref")
-# inputs: q_measured[n], the support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS]
+# inputs: q_measured[n], the support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS],
+# qd_measured[n] (the push strategies' CoG velocity)
 INPUTS = Layout("whole body inputs", [
     Field("q", ("n",)), Field("support", (1,)), Field("tilt", (3,)), Field("acc", (2,)),
-    Field("loads", (2 * MAX_SENSORS,))], sizes=("n",))
+    Field("loads", (2 * MAX_SENSORS,)), Field("qd", ("n",))], sizes=("n",))
 _param_views, _state_views, _out_views = PARAMS.kernel_views, STATE.kernel_views, OUT.kernel_views
 _input_views = INPUTS.kernel_views
 
@@ -503,7 +518,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     Tf, Jf, com, Jcom = d.Tf, d.Jf, d.com, d.Jcom
     if s[S_RESET] == 0.0:
         return reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
-    q_meas, phase, tilt, acc, loads = iv.q, iv.support[0], iv.tilt, iv.acc, iv.loads
+    q_meas, phase, tilt, acc, loads, qd_meas = iv.q, iv.support[0], iv.tilt, iv.acc, iv.loads, iv.qd
+    xi, strategy, pushv = ov.capture_point, ov.strategy, ov.push_velocity
     sensed = p[P_CONTACT] == CONTACT_SENSORS
     if sensed and loads_status(loads, p[P_MIN_LOAD], p[P_MAX_LOAD]) != LOADS_OK:
         return reject(qd_ref, vel, flags, F_LOADS, REJECTED_INPUT)
@@ -526,6 +542,7 @@ def step(mbuf, dbuf, p, s, inp, out):
         return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
+    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], qd_meas, p[P_G0], xi)
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
     for a in range(3):
         fbias[0, a] = fbias[1, a] = 0.0
@@ -624,7 +641,14 @@ def step(mbuf, dbuf, p, s, inp, out):
                             + Rr[2] * (Jcom[g, 2, j] - Jf[fp, 2, j]))
         qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
         locked[j] = 0.0
-    xd[6], xd[7], xd[8], xd[9] = vel[1], vel[2], vec[1, 1], vec[1, 2]
+    # the push strategies on the measured capture point (stabilizer.push_recovery)
+    k, out[O_CAPTURE_MARGIN] = push_response(p[P_PUSH:P_PUSH_END], xi, vec[0, 1:3], cy, cz, walls, h, dm,
+                                             pushv[0:2], pushv[2:4])
+    strategy[0] = k
+    if k >= ANKLE:
+        flags[F_ANKLE + k - ANKLE] = 1.0
+    xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
+    xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward
         for r in range(TASK_ROWS):
             xd[r] += ff[r]
@@ -713,6 +737,10 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     p[P_LMIN], p[P_LMAX], p[P_SIGMA] = cfg.lambda_min, cfg.lambda_max, cfg.sigma_threshold
     p[P_MARGIN], p[P_POST_K] = cfg.limit_margin, cfg.posture_gain
     p[P_TRUNK_HX], p[P_TRUNK_HY] = cfg.trunk_box
+    if cfg.push is not None:
+        p[P_PUSH + PUSH.offset("on")] = 1.0
+        for name, value in asdict(cfg.push).items():
+            p[P_PUSH + PUSH.offset(name)] = value
     _field_block(p, P_COG, cfg.cog)
     _field_block(p, P_TRUNK, cfg.trunk)
     qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = PARAMS.views(p, n=n)
@@ -757,6 +785,7 @@ class WholeBodyStabilizer(StabilizerShell):
         iv = INPUTS.views(self.inputs, n=n)
         self.in_q, self.in_support, self.in_tilt, self.in_acc, self.in_loads = (iv.q, iv.support, iv.tilt, iv.acc,
                                                                                 iv.loads)
+        self.in_qd = iv.qd
         for name, arr in OUT.views(self.out, n=n)._asdict().items():
             setattr(self, name, arr)
 
@@ -764,6 +793,16 @@ class WholeBodyStabilizer(StabilizerShell):
     def from_yaml(cls, path: str | Path) -> WholeBodyStabilizer:
         cfg = load_config(path)
         return cls(TreeRobot.from_yaml(cfg.robot_path), cfg)
+
+    @property
+    def omega(self) -> float:
+        """sqrt(g0 / z_c) of the measured CoG (1/s; stabilizer.push_recovery)."""
+        return float(self.out[O_OMEGA])
+
+    @property
+    def capture_margin(self) -> float:
+        """The capture point's signed distance to the support polygon (m, < 0 outside)."""
+        return float(self.out[O_CAPTURE_MARGIN])
 
     @property
     def trunk_margin(self) -> float:
@@ -790,14 +829,17 @@ class WholeBodyStabilizer(StabilizerShell):
         reset(self.params, self.state, q, self.out)
 
     def step(self, q_measured: ArrayLike, support: int, tilt: ArrayLike = (0.0, 0.0),
-             acceleration: ArrayLike = (0.0, 0.0), loads: ArrayLike | None = None) -> int:
+             acceleration: ArrayLike = (0.0, 0.0), loads: ArrayLike | None = None,
+             qd_measured: ArrayLike | None = None) -> int:
         """Copy the inputs and run one cycle; returns the kernel status. ``support``:
         LEFT, RIGHT or DOUBLE (ignored with support source sensors); ``tilt``: the
         platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
-        force sensors (N), left foot first, in the robot file's sensor order."""
+        force sensors (N), left foot first, in the robot file's sensor order; ``qd_measured``: the
+        joint velocities (rad/s, zeros if None) of the push strategies' capture point."""
         self.in_q[:] = q_measured
         self.in_support[0] = support
         self.in_tilt[:len(tilt)] = tilt
         self.in_acc[:] = acceleration
         self.in_loads[:] = 0.0 if loads is None else loads
+        self.in_qd[:] = 0.0 if qd_measured is None else qd_measured
         return step(self.mbuf, self.dbuf, self.params, self.state, self.inputs, self.out)

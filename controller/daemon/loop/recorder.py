@@ -8,6 +8,7 @@ from numba import njit
 from stabilizer.contact import LOADS_OK
 from stabilizer.pelvis_state import STATE as PELVIS_STATE
 
+from controller.daemon.codes import State
 from controller.daemon.shm import SharedBlock, begin_record, end_record
 from controller.daemon.telemetry import FIELD, LOADS_MASK, MAX_WALLS, ST_OVERRUNS, TASKS, TILT_HELD_MASK, RecordLayout
 from controller.daemon.loop.states import POWERED
@@ -23,12 +24,13 @@ _PELVIS_OFFSETS = PELVIS_STATE.offsets()
 _PELVIS = np.array([(FIELD[name], _PELVIS_OFFSETS[out], size) for name, out, size in
                     (("pelvis_pos", "position", 3), ("pelvis_vel", "velocity", 3), ("pelvis_rpy", "rpy", 3),
                      ("stance", "stance", 1))], np.int64)
+_CAPTURE, _STRATEGY = FIELD["capture_point"], FIELD["push_strategy"]
 
 
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact, tilt, pelvis):
+                 feet_load, contact, tilt, pelvis, stabilizing, capture, strategy):
     """One telemetry record (``offs``: RecordLayout.offsets). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
     rec[offs[_T]] = t
@@ -68,6 +70,9 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     for k in range(_PELVIS.shape[0]):
         for i in range(_PELVIS[k, 2]):
             rec[offs[_PELVIS[k, 0]] + i] = pelvis[_PELVIS[k, 1] + i]
+    rec[offs[_CAPTURE]] = capture[0] if stabilizing else np.nan
+    rec[offs[_CAPTURE] + 1] = capture[1] if stabilizing else np.nan
+    rec[offs[_STRATEGY]] = strategy[0] if stabilizing else np.nan
 
 
 class Recorder:
@@ -81,6 +86,8 @@ class Recorder:
         stab = sup.stabilize
         self.margins = stab.margins if stab is not None else np.full(0, np.nan)
         self.force = stab.force if stab is not None else np.zeros(3)
+        self.capture = stab.capture if stab is not None else np.full(2, np.nan)
+        self.strategy = stab.strategy if stab is not None else np.full(1, np.nan)
         self.telemetry_us = 0.0
         self.missed = 0
 
@@ -96,5 +103,6 @@ class Recorder:
                      latency_ns / 1e3, self.marks, self.telemetry_us,
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
-                     est.feet_load, est.contact_field, est.tilt, est.pelvis_state)
+                     est.feet_load, est.contact_field, est.tilt, est.pelvis_state,
+                     sup.state == State.STABILIZING, self.capture, self.strategy)
         end_record(self.block)

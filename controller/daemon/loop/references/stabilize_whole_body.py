@@ -38,7 +38,8 @@ class StabilizeWholeBody(StabilizerReference):
     """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta, or
     the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.common.support
     LEFT, RIGHT, DOUBLE) set by :meth:`start`, or the one the feet's ``loads`` (left cells, then right)
-    show; it owns a writable copy of the params (the command's run-time parameters). An input its
+    show, with the measured joint velocities ``qd`` (the push strategies' capture point); it owns a
+    writable copy of the params (the command's run-time parameters). An input its
     sources do not use is not copied (a sensor the bus declares but a plant does not measure reads NaN,
     which the step would reject)."""
 
@@ -50,9 +51,10 @@ class StabilizeWholeBody(StabilizerReference):
                    StabParam.POSTURE_GAIN: P_POST_K, StabParam.ATTRACTOR_GAIN: P_COG + B_AK}
 
     def __init__(self, stab: WholeBodyStabilizer, q: np.ndarray, tilt: np.ndarray, acc: np.ndarray,
-                 failure_cycles: int, event: Callable[..., None], loads: np.ndarray) -> None:
+                 failure_cycles: int, event: Callable[..., None], loads: np.ndarray, qd: np.ndarray) -> None:
         super().__init__(stab.params.copy(), failure_cycles, event)
-        self.stab, self.q, self.tilt, self.acc, self.loads = stab, q, tilt, acc, loads
+        self.stab, self.q, self.tilt, self.acc, self.loads, self.qd = stab, q, tilt, acc, loads, qd
+        self.capture, self.strategy = stab.capture_point, stab.strategy
         self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
         self.out_q_ref, self.out_qd_ref, self.out_flags = stab.q_ref, stab.qd_ref, stab.flags
         self.margins, self.force = np.full(MAX_WALLS, np.nan), stab.total_force
@@ -81,6 +83,7 @@ class StabilizeWholeBody(StabilizerReference):
         s.in_support[0] = self.commanded
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
+        s.in_qd[:] = self.qd
         if self.sensed:
             s.in_loads[:] = self.loads
         status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
