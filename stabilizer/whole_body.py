@@ -46,7 +46,7 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import ANKLE, PUSH, capture_point, push_response
+from stabilizer.push_recovery import ANKLE, PELVIS, PUSH, V_ON, V_R, V_VEL, capture_point, push_response
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -207,10 +207,10 @@ O_OMEGA = OUT.offset("omega")
 O_CAPTURE_MARGIN = OUT.offset("capture_margin")
 O_SCALARS = OUT.offset("q_ref")
 # inputs: q_measured[n], the support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS],
-# qd_measured[n] (the push strategies' CoG velocity)
+# qd_measured[n] and the pelvis estimate (stabilizer.push_recovery.PELVIS): the push strategies' CoG velocity
 INPUTS = Layout("whole body inputs", [
     Field("q", ("n",)), Field("support", (1,)), Field("tilt", (3,)), Field("acc", (2,)),
-    Field("loads", (2 * MAX_SENSORS,)), Field("qd", ("n",))], sizes=("n",))
+    Field("loads", (2 * MAX_SENSORS,)), Field("qd", ("n",)), Field("pelvis", (PELVIS.size(),))], sizes=("n",))
 _param_views, _state_views, _out_views = PARAMS.kernel_views, STATE.kernel_views, OUT.kernel_views
 _input_views = INPUTS.kernel_views
 
@@ -542,8 +542,8 @@ def step(mbuf, dbuf, p, s, inp, out):
         return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
-    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], qd_meas, p[P_G0], xi)
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
+    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp, 0:3], Tf[fp, 0:3, 0:3], iv.pelvis, qd_meas, p[P_G0], xi)
     for a in range(3):
         fbias[0, a] = fbias[1, a] = 0.0
     if tracking:                                     # the gait's posture: the tasks' targets and rates
@@ -785,7 +785,7 @@ class WholeBodyStabilizer(StabilizerShell):
         iv = INPUTS.views(self.inputs, n=n)
         self.in_q, self.in_support, self.in_tilt, self.in_acc, self.in_loads = (iv.q, iv.support, iv.tilt, iv.acc,
                                                                                 iv.loads)
-        self.in_qd = iv.qd
+        self.in_qd, self.in_pelvis = iv.qd, iv.pelvis
         for name, arr in OUT.views(self.out, n=n)._asdict().items():
             setattr(self, name, arr)
 
@@ -830,16 +830,23 @@ class WholeBodyStabilizer(StabilizerShell):
 
     def step(self, q_measured: ArrayLike, support: int, tilt: ArrayLike = (0.0, 0.0),
              acceleration: ArrayLike = (0.0, 0.0), loads: ArrayLike | None = None,
-             qd_measured: ArrayLike | None = None) -> int:
+             qd_measured: ArrayLike | None = None,
+             pelvis: tuple[ArrayLike, ArrayLike] | None = None) -> int:
         """Copy the inputs and run one cycle; returns the kernel status. ``support``:
         LEFT, RIGHT or DOUBLE (ignored with support source sensors); ``tilt``: the
         platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
         force sensors (N), left foot first, in the robot file's sensor order; ``qd_measured``: the
-        joint velocities (rad/s, zeros if None) of the push strategies' capture point."""
+        joint velocities (rad/s, zeros if None) and ``pelvis`` the pelvis estimate (its world
+        velocity, m/s, and rotation pelvis -> world; None: none) of the push strategies' capture point."""
         self.in_q[:] = q_measured
         self.in_support[0] = support
         self.in_tilt[:len(tilt)] = tilt
         self.in_acc[:] = acceleration
         self.in_loads[:] = 0.0 if loads is None else loads
         self.in_qd[:] = 0.0 if qd_measured is None else qd_measured
+        self.in_pelvis[:] = 0.0
+        if pelvis is not None:
+            self.in_pelvis[V_ON] = 1.0
+            self.in_pelvis[V_VEL:V_VEL + 3] = pelvis[0]
+            self.in_pelvis[V_R:V_R + 9] = np.asarray(pelvis[1], dtype=np.float64).ravel()
         return step(self.mbuf, self.dbuf, self.params, self.state, self.inputs, self.out)

@@ -31,10 +31,20 @@ G0 = float(np.linalg.norm(ROBOT.description.gravity))
 TOL = 1e-9          # m: the kernel's capture point against Pinocchio's
 
 
-def reference_capture_point(q: np.ndarray, qd: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+def _platform(alpha: float, beta: float) -> np.ndarray:
+    """R = RotX(alpha) RotY(beta): the tilted sole's axes in the world."""
+    ca, sa, cb, sb = math.cos(alpha), math.sin(alpha), math.cos(beta), math.sin(beta)
+    return np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]]) @ np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
+
+
+def reference_capture_point(q: np.ndarray, qd: np.ndarray, alpha: float, beta: float,
+                            v_sole: np.ndarray | None = None):
     """xi = c + c_dot / sqrt(g0 / z_c) in the horizontal axes of apparent gravity, from Pinocchio rooted
     at the left sole (its centerOfMass leaves the fixed root body out: M c = M_moving c_pin + m_root
-    c_root) and apparent up u = R^T z, R = RotX(alpha) RotY(beta), e1 = the sole's x made horizontal."""
+    c_root) and apparent up u = R^T z, R = RotX(alpha) RotY(beta), e1 = the sole's x made horizontal.
+    ``v_sole``: the sole translating at that velocity (its axes): c_dot gains it; returns xi then with
+    the pelvis estimate such a motion gives (its world velocity, Pinocchio's pelvis frame velocity plus
+    v_sole, turned by R, and its world rotation R R_sole_pelvis)."""
     ref = build_tree(ROBOT.description, "left_sole")
     data = ref.model.createData()
     p = ref.perm
@@ -46,20 +56,28 @@ def reference_capture_point(q: np.ndarray, qd: np.ndarray, alpha: float, beta: f
     total = ROBOT.model.total_mass
     c = ((total - m_root) * c_pin + m_root * data.oMf[ref.coms[ref.root_body]].translation) / total
     cd = (total - m_root) * v_pin / total
-    ca, sa, cb, sb = math.cos(alpha), math.sin(alpha), math.cos(beta), math.sin(beta)
-    R = np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]]) @ np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
+    R = _platform(alpha, beta)
+    pelvis = None
+    if v_sole is not None:
+        cd = cd + v_sole
+        pin.forwardKinematics(ref.model, data, q[p], qd[p])
+        fid = ref.frames["pelvis"]
+        vp = pin.getFrameVelocity(ref.model, data, fid, pin.LOCAL_WORLD_ALIGNED).linear
+        pelvis = (R @ (vp + v_sole), R @ data.oMf[fid].rotation)
     u = R.T @ np.array([0.0, 0.0, 1.0])
     e1 = np.array([1.0, 0.0, 0.0]) - u[0] * u
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(u, e1)
     omega = math.sqrt(G0 / (u @ c))
-    return np.array([e1 @ (c + cd / omega), e2 @ (c + cd / omega)])
+    xi = np.array([e1 @ (c + cd / omega), e2 @ (c + cd / omega)])
+    return xi if v_sole is None else (xi, pelvis)
 
 
 @pytest.mark.parametrize("alpha, beta", [(0.0, 0.0), (0.05, -0.08)])
 def test_capture_point_matches_pinocchio(alpha, beta):
     """At 20 postures near the flexed one with random joint velocities (up to 2 rad/s), the
-    stabilizer's capture point equals Pinocchio's within 1e-9 m."""
+    stabilizer's capture point equals Pinocchio's within 1e-9 m, from the joints alone and with a
+    pelvis estimate whose soles translate."""
     st = wb.WholeBodyStabilizer.from_yaml(CONFIG)
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -69,6 +87,11 @@ def test_capture_point_matches_pinocchio(alpha, beta):
         assert st.step(q, DOUBLE, (alpha, beta), qd_measured=qd) == wb.OK
         np.testing.assert_allclose(st.capture_point, reference_capture_point(q, qd, alpha, beta), rtol=0, atol=TOL)
         assert st.omega == pytest.approx(math.sqrt(G0 / (ROBOT.com(q) @ _up(alpha, beta))), rel=1e-12)
+        # the soles carried at 0.5 m/s the joints do not show (a push tipping them): the pelvis
+        # estimate's velocity brings it into c_dot (push_recovery eq. P2)
+        xi, pelvis = reference_capture_point(q, qd, alpha, beta, v_sole=rng.uniform(-0.5, 0.5, 3))
+        assert st.step(q, DOUBLE, (alpha, beta), qd_measured=qd, pelvis=pelvis) == wb.OK
+        np.testing.assert_allclose(st.capture_point, xi, rtol=0, atol=TOL)
 
 
 def _up(alpha: float, beta: float) -> np.ndarray:

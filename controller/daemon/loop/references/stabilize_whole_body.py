@@ -14,6 +14,8 @@ from numba import njit
 
 from models.common.support import DOUBLE
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
+from stabilizer.pelvis_state import STATE as PELVIS_STATE
+from stabilizer.push_recovery import V_ON, V_R, V_VEL
 from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
                                    P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
@@ -34,11 +36,31 @@ def copy_margins(margins, n, out):
         out[w] = margins[w] if w < n else np.nan
 
 
+_STARTED, _VELOCITY, _ROTATION = (PELVIS_STATE.offset(k) for k in ("started", "velocity", "R"))
+
+
+@njit(cache=True)
+def pelvis_input(state, out):
+    """The pelvis estimate's velocity and rotation (a :mod:`stabilizer.pelvis_state` buffer, empty
+    when none is estimated) into the capture point's input ``out`` (stabilizer.push_recovery.PELVIS),
+    off before the estimate is anchored or while it is not finite."""
+    on = state.shape[0] > 0 and state[_STARTED] > 0.0
+    for i in range(3):
+        if on and not np.isfinite(state[_VELOCITY + i]):
+            on = False
+    out[V_ON] = 1.0 if on else 0.0
+    for i in range(3):
+        out[V_VEL + i] = state[_VELOCITY + i] if on else 0.0
+    for i in range(9):
+        out[V_R + i] = state[_ROTATION + i] if on else 0.0
+
+
 class StabilizeWholeBody(StabilizerReference):
     """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta, or
     the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.common.support
     LEFT, RIGHT, DOUBLE) set by :meth:`start`, or the one the feet's ``loads`` (left cells, then right)
-    show, with the measured joint velocities ``qd`` (the push strategies' capture point); it owns a
+    show, with the measured joint velocities ``qd`` and the pelvis estimate ``pelvis`` (the push
+    strategies' capture point; set by the estimation when it estimates it); it owns a
     writable copy of the params (the command's run-time parameters). An input its
     sources do not use is not copied (a sensor the bus declares but a plant does not measure reads NaN,
     which the step would reject)."""
@@ -84,6 +106,7 @@ class StabilizeWholeBody(StabilizerReference):
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
         s.in_qd[:] = self.qd
+        pelvis_input(self.pelvis, s.in_pelvis)
         if self.sensed:
             s.in_loads[:] = self.loads
         status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
