@@ -8,8 +8,10 @@ support (``stabilizer enable=true support=double|left``) unless the posture is h
 scenario: a platform tilt (α about the world's forward x: roll; β about its lateral y: pitch; the
 plate's axes RotX(α) RotY(β)) or a push on the pelvis. Every wait is in simulated time.
 
-The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°) or a
-sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate. Its CoG margin is the signed
+The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°), a
+sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate, or the run ends with its CoG
+outside the support polygon (tipped on the soles' edges, not yet down: a push whose fall is slower
+than the run). Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
 of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
 a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
@@ -198,6 +200,10 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
             reason = (f"fallen (pelvis down or tilted) at t = {tru['t'][k]:.2f} s" if tru["fallen"][k] > 0.5
                       else f"stance sole lifted {lift[k].max() * 1e3:.1f} mm > {FOOT_LIFT_M * 1e3:g} mm at "
                            f"t = {tru['t'][k]:.2f} s")
+        elif np.isfinite(margin[-1]) and margin[-1] < 0.0:      # balanced on the soles' edges: still falling
+            fell_at = float(tru["t"][-1])
+            reason = (f"the CoG ends {-margin[-1] * 1e3:.1f} mm outside the support polygon at t = {fell_at:.2f} s "
+                      "(on the soles' edges, not at rest)")
     else:
         reason = "no ground truth received from the HIL process"
     flags = sorted({n for e in op.series.events if e.get("kind") == "STABILIZER" for n in e.get("rose") or []})
