@@ -10,8 +10,8 @@ plate's axes RotX(α) RotY(β)) or a push on the pelvis. Every wait is in simula
 
 The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°), a
 sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate, or the run ends with its CoG
-outside the support polygon (tipped on the soles' edges, not yet down: a push whose fall is slower
-than the run). Its CoG margin is the signed
+outside the polygon its soles had at the start (tipped on their edges, not yet down: a push whose
+fall is slower than the run). Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
 of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
 a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
@@ -200,10 +200,12 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
             reason = (f"fallen (pelvis down or tilted) at t = {tru['t'][k]:.2f} s" if tru["fallen"][k] > 0.5
                       else f"stance sole lifted {lift[k].max() * 1e3:.1f} mm > {FOOT_LIFT_M * 1e3:g} mm at "
                            f"t = {tru['t'][k]:.2f} s")
-        elif np.isfinite(margin[-1]) and margin[-1] < 0.0:      # balanced on the soles' edges: still falling
-            fell_at = float(tru["t"][-1])
-            reason = (f"the CoG ends {-margin[-1] * 1e3:.1f} mm outside the support polygon at t = {fell_at:.2f} s "
-                      "(on the soles' edges, not at rest)")
+        else:                       # the soles' polygon at the start: a robot rocking onto one sole is not out
+            end = cog_margin(tru["com_world"][-1:], tru["support_polygon"][:1], tru["support_count"][:1])[0]
+            if end < 0.0:           # balanced on the soles' edges, still tipping
+                fell_at = float(tru["t"][-1])
+                reason = (f"the CoG ends {-end * 1e3:.1f} mm outside the soles' polygon at t = {fell_at:.2f} s "
+                          "(tipped on their edges, not at rest)")
     else:
         reason = "no ground truth received from the HIL process"
     flags = sorted({n for e in op.series.events if e.get("kind") == "STABILIZER" for n in e.get("rose") or []})
