@@ -18,7 +18,10 @@ Geometry (:mod:`models.geometry`): each link carries the same ``<visual>`` and `
 elements, named after the shape. URDF has no capsule, so a capsule is a ``<cylinder>`` along the
 segment (its origin at the midpoint, its z axis along the segment) and a ``<sphere>`` at each end
 (``NAME``, ``NAME_start``, ``NAME_end``); a sole is a ``<box>``. Each sub-tree's ``<material>``
-is declared once at the top and named by its visuals.
+is declared once at the top and named by its visuals. A body whose YAML names ``visual`` or
+``collision`` meshes (:class:`models.tree.config.Mesh`) has those instead of the derived shapes, each
+a ``<mesh filename scale>`` (``BODY_visual_K``, ``BODY_collision_K``) whose filename is the absolute
+path, or the URL (``package://``, ``file://``) as the YAML wrote it.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import numpy as np
 
 from models.chain.config import Body
 from models.geometry import Box, Capsule, joint_origin, link_capsules, materials, rotation_from_z, sole_box
-from models.tree.config import Frame, TreeDescription, TreeJoint
+from models.tree.config import Frame, Mesh, Shapes, TreeDescription, TreeJoint
 
 
 def rpy(R: np.ndarray) -> tuple[float, float, float]:
@@ -88,7 +91,13 @@ def _pieces(shape: Capsule | Box) -> list[tuple[str, np.ndarray, str]]:
             (shape.name + "_end", _pose(np.eye(3), shape.end), sphere)]
 
 
-def _link(name: str, body: Body, shapes: list[Capsule | Box], material: str) -> str:
+def _meshes(body: str, kind: str, meshes: tuple[Mesh, ...]) -> list[tuple[str, np.ndarray, str]]:
+    """(name, pose, URDF geometry) of a body's visual or collision meshes."""
+    return [(f"{body}_{kind}_{k}", np.array(m.pose),
+             f"<mesh filename={quoteattr(m.filename)} scale=\"{number_list(*m.scale)}\"/>") for k, m in enumerate(meshes)]
+
+
+def _link(name: str, body: Body, shapes: list[Capsule | Box], material: str, meshes: Shapes = Shapes()) -> str:
     parts = []
     if body.mass > 0.0:
         (ixx, ixy, ixz), (_, iyy, iyz), (_, _, izz) = body.inertia
@@ -99,7 +108,9 @@ def _link(name: str, body: Body, shapes: list[Capsule | Box], material: str) -> 
                      f'iyy="{number_list(iyy)}" iyz="{number_list(iyz)}" izz="{number_list(izz)}"/>\n'
                      "    </inertial>")
     pieces = [p for shape in shapes for p in _pieces(shape)]
-    parts += [_shape(kind, *p, material) for kind in ("visual", "collision") for p in pieces]
+    for kind in ("visual", "collision"):
+        own = getattr(meshes, kind)
+        parts += [_shape(kind, *p, material) for p in (_meshes(name, kind, own) if own else pieces)]
     if not parts:
         return f"  <link name={quoteattr(name)}/>"
     return f"  <link name={quoteattr(name)}>\n" + "\n".join(parts) + "\n  </link>"
@@ -133,7 +144,8 @@ def to_urdf(desc: TreeDescription, geometry: bool = True) -> str:
             shapes[shape.body].append(shape)
         out += [f"  <material name={quoteattr(name)}><color rgba=\"{number_list(*rgba)}\"/></material>"
                 for name, rgba in dict(paint.values()).items()]
-    out += [_link(name, desc.bodies[name], shapes[name], paint[name][0]) for name in desc.body_names]
+    out += [_link(name, desc.bodies[name], shapes[name], paint[name][0], desc.shapes.get(name, Shapes()) if geometry
+                  else Shapes()) for name in desc.body_names]
     out += [_joint(t) for t in desc.joints]
     for f in desc.frames:
         link = frame_link(desc, f)

@@ -84,38 +84,55 @@ class Client:
         return sock
 
     def _connected(self) -> zmq.Socket:
-        sock = self._open(zmq.REQ)
+        sock = self._open(zmq.DEALER)               # a REQ socket would take a stale reply for the next one's
         sock.routing_id = self._prefix.encode()       # the same after a reconnection: the daemon knows a retry
         sock.connect(self.endpoint)
         return sock
 
     def request(self, cmd: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send one request and return the whole reply ``{"id", "ok", ...}``; every attempt
-        carries the same id."""
+        carries the same id (lazy pirate: a new socket per attempt, under the same routing id)."""
         id_ = f"{self._prefix}-{next(self._ids)}"
         payload = json.dumps({"id": id_, "cmd": cmd, "args": args or {}}).encode()
         for _ in range(self.retries):
-            if self._send(payload) and self._sock.poll(int(self.timeout_s * 1000), zmq.POLLIN):
-                raw = self._sock.recv()
-                try:
-                    reply = json.loads(raw)
-                except (ValueError, UnicodeDecodeError):
-                    raise CommandError("bad_reply", f"the daemon's reply is not JSON: {raw[:80]!r}.") from None
-                if not isinstance(reply, dict) or reply.get("id") != id_ or not isinstance(reply.get("ok"), bool):
-                    raise CommandError("bad_reply", f"the daemon's reply does not answer request {id_}: {raw[:80]!r}.")
+            if self._send(payload) and (reply := self._reply(id_)) is not None:
                 return reply
-            self._sock.close()                 # lazy pirate: a REQ socket cannot resend, open a new one
+            self._sock.close()
             self._sock = self._connected()
         raise ClientTimeout(f"no reply from {self.endpoint} to {cmd} after {self.retries} attempts "
                             f"of {self.timeout_s:g} s")
 
+    def _reply(self, id_: str) -> dict[str, Any] | None:
+        """The reply to request ``id_`` within the timeout, None if none came. A reply to one of this
+        client's earlier requests is dropped: a request retried after a late reply is answered once per
+        attempt, and the late copies must not pass for the next request's answer."""
+        deadline = time.monotonic() + self.timeout_s
+        while (left := deadline - time.monotonic()) > 0 and self._sock.poll(max(1, round(left * 1000)), zmq.POLLIN):
+            raw = self._sock.recv_multipart()[-1]
+            try:
+                reply = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                raise CommandError("bad_reply", f"the daemon's reply is not JSON: {raw[:80]!r}.") from None
+            if isinstance(reply, dict) and self._earlier(reply.get("id"), id_):
+                continue
+            if not isinstance(reply, dict) or reply.get("id") != id_ or not isinstance(reply.get("ok"), bool):
+                raise CommandError("bad_reply", f"the daemon's reply does not answer request {id_}: {raw[:80]!r}.")
+            return reply
+        return None
+
+    def _earlier(self, reply_id: object, id_: str) -> bool:
+        """``reply_id`` is one of this client's requests before ``id_``."""
+        prefix = f"{self._prefix}-"
+        return (isinstance(reply_id, str) and reply_id.startswith(prefix) and reply_id[len(prefix):].isdigit()
+                and int(reply_id[len(prefix):]) < int(id_[len(prefix):]))
+
     def _send(self, payload: bytes) -> bool:
-        """Queue the request; False if no connection takes it within the timeout (a REQ socket's
-        send waits for a peer, and one whose handshake failed, e.g. a wrong CURVE key, never comes)."""
+        """Queue the request; False if no connection takes it within the timeout (the socket's send
+        waits for a peer, and one whose handshake failed, e.g. a wrong CURVE key, never comes)."""
         if not self._sock.poll(int(self.timeout_s * 1000), zmq.POLLOUT):
             return False
         try:
-            self._sock.send(payload, zmq.NOBLOCK)
+            self._sock.send_multipart([b"", payload], zmq.NOBLOCK)     # the delimiter a REQ socket would add
         except zmq.Again:                     # the connection went between the poll and the send
             return False
         return True

@@ -10,7 +10,12 @@ the parent body: its inertial is moved into the body's frame and added (Steiner)
 is kept by name as an operational frame. An axis a hair off parallel to its parent's puts the
 common normal kilometres away (huge b and d, or a recomposition off by more than
 :data:`EXACT`): that joint keeps its placement as a fixed pose before zero parameters instead.
-Inertias are re-expressed in the new frames: c' = R c + p, I' = R I R^T. URDF has no rotor
+Inertias are re-expressed in the new frames: c' = R c + p, I' = R I R^T; so are the links' mesh
+visuals and collisions (``<mesh filename scale>``: the body's ``visual`` / ``collision`` list, a
+merged link's on its body, the pose T(body, link) T(link, mesh); a relative filename made absolute
+against the URDF's directory, a ``package://`` or ``file://`` URL kept as written; primitive shapes,
+which the YAML derives anew, are left out, and so is a mesh of another format or whose file is not
+there, named in a comment at the top of the YAML). URDF has no rotor
 inertia; a ``<!-- armature: J kg m^2 -->`` comment inside a ``<joint>`` (written by
 :mod:`models.urdf`) is read back, and so is the export's gravity comment.
 """
@@ -20,14 +25,14 @@ import math
 import os
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import yaml
 
 from models.common.errors import ConfigError, ModelError, quote
 from models.chain.model import mdh_matrix
-from models.tree.config import tree_from_dict
+from models.tree.config import MESH_FORMATS, tree_from_dict
 from models.tree.model import rotation
 from models.urdf import rpy
 
@@ -78,11 +83,49 @@ class UrdfJoint:
 
 
 @dataclass(frozen=True)
+class UrdfMesh:
+    """A link's ``<visual>`` or ``<collision>`` mesh: its file (absolute path or URL), scale and
+    pose (4x4) in the link frame."""
+
+    filename: str
+    scale: tuple[float, ...]
+    origin: np.ndarray
+
+
+@dataclass(frozen=True)
 class Urdf:
     name: str
     links: dict[str, Inertial | None]
     joints: tuple[UrdfJoint, ...]
     gravity: tuple[float, float, float]
+    meshes: dict[str, dict[str, list[UrdfMesh]]] = field(default_factory=dict)   # link -> kind -> meshes
+    left_out: tuple[str, ...] = ()          # the meshes the YAML cannot name, each with the reason
+
+
+def _meshes(where: str, link: str, el: ET.Element, left_out: list[str]) -> dict[str, list[UrdfMesh]]:
+    """The mesh visuals and collisions of a link (module docstring); a mesh of another format than
+    :data:`MESH_FORMATS`, or a file that is not there, goes to ``left_out`` with the reason."""
+    out: dict[str, list[UrdfMesh]] = {}
+    for kind in ("visual", "collision"):
+        for k, shape in enumerate(el.findall(kind)):
+            mesh = shape.find("geometry/mesh")
+            if mesh is None:
+                continue
+            what = f"link {link!r} {kind} {k}"
+            name = mesh.get("filename") or ""
+            if not name:
+                raise UrdfError(where, f"{what}: a <mesh> without a filename")
+            if "://" not in name and not os.path.isabs(name) and os.path.isfile(where):
+                name = os.path.abspath(os.path.join(os.path.dirname(where), name))
+            scale = _floats(where, f"{what} mesh scale", mesh.get("scale"), 3, (1.0, 1.0, 1.0))
+            if not name.lower().endswith(MESH_FORMATS):
+                left_out.append(f"{what}: {name} (not one of {', '.join(MESH_FORMATS)})")
+                continue
+            if not name.startswith("package://") and not os.path.isfile(name.removeprefix("file://")):
+                left_out.append(f"{what}: {name} (no such file)")
+                continue
+            out.setdefault(kind, []).append(UrdfMesh(name, scale, _origin(where, what, shape.find("origin"))))
+    return out
 
 
 def pose(xyz, rpy_: tuple[float, float, float]) -> np.ndarray:
@@ -218,15 +261,18 @@ def parse_urdf(text: str, where: str) -> Urdf:
     if root.tag != "robot":
         raise UrdfError(where, f"the root element is <{root.tag}>, not <robot>")
     links: dict[str, Inertial | None] = {}
+    meshes: dict[str, dict[str, list[UrdfMesh]]] = {}
+    left_out: list[str] = []
     for el in root.findall("link"):
         name = el.get("name") or ""
         if not name or name in links:
             raise UrdfError(where, f"link {name!r} is unnamed or named twice")
         links[name] = _inertial(where, name, el.find("inertial"))
+        meshes[name] = _meshes(where, name, el, left_out)
     joints = tuple(_joint(where, el, links) for el in root.findall("joint"))
     m = _GRAVITY.search(text)                         # a comment, before <robot> as the export writes it
     gravity = tuple(float(x) for x in m.groups()) if m else (0.0, 0.0, -9.81)
-    return Urdf(root.get("name") or "robot", links, joints, gravity)
+    return Urdf(root.get("name") or "robot", links, joints, gravity, meshes, tuple(left_out))
 
 
 def axis_frame(axis: np.ndarray) -> np.ndarray:
@@ -282,6 +328,14 @@ def kk_parameters(T: np.ndarray) -> tuple[float, float, float, float, float, flo
 class _Body:
     name: str
     parts: list[tuple[np.ndarray, Inertial]]        # (pose in the body frame, inertial in that pose)
+    meshes: dict[str, list[dict]] = field(default_factory=dict)   # kind -> the YAML's mesh entries
+
+
+def _mesh_entry(T: np.ndarray, m: UrdfMesh) -> dict:
+    """The robot YAML's entry of a mesh placed at T (its pose in the body frame)."""
+    origin = _frame("", T)
+    del origin["body"]
+    return {"mesh": m.filename, "scale": [float(x) for x in m.scale], "origin": origin}
 
 
 def _merge(where: str, body: _Body, need_mass: str | None) -> dict:
@@ -293,12 +347,12 @@ def _merge(where: str, body: _Body, need_mass: str | None) -> dict:
         if need_mass:
             raise UrdfError(where, f"link {body.name!r} (carried by {need_mass}) has no inertial or zero mass, "
                                    "with every link fixed to it")
-        return {"name": body.name, "mass": 0.0, "com": [0.0, 0.0, 0.0], "inertia": [[0.0] * 3] * 3}
+        return {"name": body.name, "mass": 0.0, "com": [0.0, 0.0, 0.0], "inertia": [[0.0] * 3] * 3} | body.meshes
     com = parts[0][1] if len(parts) == 1 else sum(mass * c for mass, c, _ in parts) / m
     Ic = sum(I + mass * (((c - com) @ (c - com)) * np.eye(3) - np.outer(c - com, c - com)) for mass, c, I in parts)
     Ic = 0.5 * (Ic + Ic.T)
     return {"name": body.name, "mass": float(m), "com": [float(x) for x in com],
-            "inertia": [[float(x) for x in row] for row in Ic]}
+            "inertia": [[float(x) for x in row] for row in Ic]} | body.meshes
 
 
 def _frame(body: str, T: np.ndarray) -> dict:
@@ -360,6 +414,9 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
         inertial = urdf.links[link]
         if inertial is not None:
             bodies[owner[link]].parts.append((in_body[link], inertial))
+        for kind, meshes in urdf.meshes.get(link, {}).items():
+            bodies[owner[link]].meshes.setdefault(kind, []).extend(
+                _mesh_entry(in_body[link] @ m.origin, m) for m in meshes)
         for j in children[link]:
             if j.problem is not None:
                 raise j.problem
@@ -410,10 +467,12 @@ def convert(urdf: Urdf, where: str, root: str | None = None, feet: tuple[str, ..
     return doc
 
 
-def to_yaml(doc: dict, source: str) -> str:
-    """The robot YAML text of a converted document (floats written to round-trip exactly)."""
+def to_yaml(doc: dict, source: str, left_out: tuple[str, ...] = ()) -> str:
+    """The robot YAML text of a converted document (floats written to round-trip exactly), with a
+    comment line per mesh ``left_out``."""
     head = (f"# imported by bipd import urdf from {os.path.basename(source)}: Khalil-Kleinfinger tree parameters, each joint's\n"
             "# frame z along its axis; bodies are the URDF links with their fixed children merged in.\n")
+    head += "".join(f"# mesh left out: {why}\n" for why in left_out)
     return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
 
 
@@ -438,6 +497,7 @@ def _checked(doc: dict, where: str) -> None:
 def import_urdf(text: str, where: str, root: str | None = None, feet: tuple[str, ...] = (),
                 cut: tuple[str, ...] = ()) -> str:
     """The robot YAML of a URDF document (``where`` names it in errors)."""
-    doc = convert(parse_urdf(text, where), where, root, feet, cut)
+    urdf = parse_urdf(text, where)
+    doc = convert(urdf, where, root, feet, cut)
     _checked(doc, where)
-    return to_yaml(doc, where)
+    return to_yaml(doc, where, urdf.left_out)

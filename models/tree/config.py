@@ -22,12 +22,19 @@ A tree file is a chain file (:mod:`models.chain.config`) grown by a few keys:
 - ``subtrees: {name: joint}``: the bodies a joint carries, away from the base.
 - ``feet: {name: {frame, outline: [[x, y], ...], sensors: [frame, ...]}}``: the
   sole polygon and the force-sensor frames, in the sole frame's (x, y) plane.
+- per body (``base`` or a joint's ``body``), optionally ``visual`` and ``collision``: a mesh or a
+  list of them, each ``{mesh: PATH, scale: [sx, sy, sz], origin: {xyz, rpy | rpy_deg}}`` (the
+  mesh's frame in the body's; a negative scale mirrors). PATH is relative to the YAML file (or absolute, or a
+  ``file://`` URL: the file must exist), or a ``package://`` URL, kept as written for ROS tools
+  (:func:`mesh_file` resolves it through ``ROS_PACKAGE_PATH``); formats :data:`MESH_FORMATS`.
+  A body without them is drawn and collides as its derived capsules (:mod:`models.geometry`).
 
 Every error names the file and the key, in one sentence.
 """
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +77,30 @@ class Foot:
     sensors: tuple[str, ...]
 
 
+IDENTITY = tuple(tuple(float(r == c) for c in range(4)) for r in range(4))
+MESH_FORMATS = (".stl", ".obj", ".dae")
+"""Mesh files a body may name (MuJoCo loads the first two; URDF viewers all three)."""
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """A mesh drawn or collided with a body: ``filename`` an absolute path or a URL (a YAML's
+    relative path resolved against its directory), ``scale`` per axis, ``pose`` (4x4 row-major)
+    of the mesh's frame in the body's frame."""
+
+    filename: str
+    scale: tuple[float, float, float]
+    pose: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """A body's meshes, ``visual`` and ``collision`` (empty: the derived capsules)."""
+
+    visual: tuple[Mesh, ...] = ()
+    collision: tuple[Mesh, ...] = ()
+
+
 @dataclass(frozen=True)
 class TreeDescription:
     name: str
@@ -83,6 +114,7 @@ class TreeDescription:
     subtrees: dict[str, tuple[str, ...]]
     feet: tuple[Foot, ...]
     transmission: Transmission | None = field(default=None, compare=False)   # motor i drives joint i
+    shapes: dict[str, Shapes] = field(default_factory=dict)   # body -> its meshes (bodies with some)
 
     @property
     def n(self) -> int:
@@ -105,8 +137,71 @@ def _body(s: Section) -> Body:
                 inertia=_inertia(s.where, s.path("inertia"), s.raw("inertia")))
 
 
-def _tree_joint(where: str, i: int, v: Any, tree: bool, previous: str) -> TreeJoint:
-    """Split the tree keys off a joint and validate the rest as a chain joint."""
+def mesh_file(mesh: Mesh) -> Path:
+    """The file of a mesh: its path, a ``file://`` URL's, or a ``package://PKG/REST`` URL's found in
+    a directory of ``ROS_PACKAGE_PATH`` (DIR/PKG/REST, or DIR/REST when DIR is named PKG)."""
+    name = mesh.filename
+    if name.startswith("file://"):
+        return Path(name[len("file://"):])
+    if not name.startswith("package://"):
+        return Path(name)
+    pkg, _, rest = name[len("package://"):].partition("/")
+    for d in filter(None, os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep)):
+        for cand in (Path(d) / pkg / rest, Path(d) / rest if Path(d).name == pkg else None):
+            if cand is not None and cand.is_file():
+                return cand
+    raise ConfigError(name, "ROS_PACKAGE_PATH", f"package {pkg!r} holding {rest!r} is in no directory of it "
+                                                "(set ROS_PACKAGE_PATH to the directories that hold the package)")
+
+
+def _mesh(where: str, ms: Section) -> Mesh:
+    """One ``{mesh, scale, origin}`` entry (module docstring)."""
+    name = ms.raw("mesh")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(where, ms.path("mesh"), f"expected a mesh file name, got {name!r}")
+    if not name.lower().endswith(MESH_FORMATS):
+        raise ConfigError(where, ms.path("mesh"), f"{name!r} is not one of {', '.join(MESH_FORMATS)}")
+    if "://" not in name:
+        name = str((Path(where).parent / name).resolve())
+    pose = IDENTITY
+    if ms.has("origin"):
+        origin = ms.sub("origin")
+        pose = _rpy_pose(origin)
+        origin.done()
+    mesh = Mesh(name, ms.vector("scale", 3, (1.0, 1.0, 1.0)), pose)
+    if 0.0 in mesh.scale:
+        raise ConfigError(where, ms.path("scale"), f"a scale factor is zero, got {list(mesh.scale)}")
+    if not name.startswith("package://") and not mesh_file(mesh).is_file():
+        raise ConfigError(where, ms.path("mesh"), f"mesh file {str(mesh_file(mesh))!r} does not exist")
+    ms.done()
+    return mesh
+
+
+def _meshes(where: str, s: Section, key: str, body: str) -> tuple[Mesh, ...]:
+    """A body's ``visual`` or ``collision`` meshes (module docstring); each error names the body."""
+    raw = s.raw(key, None)
+    if raw is None:
+        return ()
+    items = raw if isinstance(raw, list) else [raw]
+    out = []
+    for k, item in enumerate(items):
+        key_k = s.path(key) + (f"[{k}]" if isinstance(raw, list) else "")
+        try:
+            out.append(_mesh(where, Section(where, key_k, item)))
+        except ConfigError as e:
+            problem = str(e)[len(f"{e.where}: {e.key}: "):]
+            raise ConfigError(where, e.key, f"body {body!r}: {problem}") from None
+    return tuple(out)
+
+
+def _shapes(where: str, s: Section, body: str) -> Shapes | None:
+    """A body's :class:`Shapes`, or None without ``visual`` or ``collision`` keys."""
+    shapes = Shapes(_meshes(where, s, "visual", body), _meshes(where, s, "collision", body))
+    return shapes if shapes.visual or shapes.collision else None
+
+
+def _tree_joint(where: str, i: int, v: Any, tree: bool, previous: str) -> tuple[TreeJoint, Shapes | None]:
+    """Split the tree keys (and the body's meshes) off a joint and validate the rest as a chain joint."""
     key = f"joints[{i}]"
     if not isinstance(v, dict):
         raise ConfigError(where, key, f"expected a mapping, got {type(v).__name__}")
@@ -137,12 +232,16 @@ def _tree_joint(where: str, i: int, v: Any, tree: bool, previous: str) -> TreeJo
         sec = Section(where, f"{key}.placement", v.pop("placement"))
         placement = _rpy_pose(sec)
         sec.done()
-    child = None
-    if isinstance(v.get("body"), dict) and "name" in v["body"]:
+    child, shapes = None, None
+    if isinstance(v.get("body"), dict):
         v["body"] = dict(v["body"])
-        child = _name(where, f"{key}.body.name", v["body"].pop("name"))
+        if "name" in v["body"]:
+            child = _name(where, f"{key}.body.name", v["body"].pop("name"))
+        meshes = {k: v["body"].pop(k) for k in ("visual", "collision") if k in v["body"]}
+        if meshes:
+            shapes = _shapes(where, Section(where, f"{key}.body", meshes), child or str(v.get("name")))
     joint = _joint(where, i, v)
-    return TreeJoint(joint, parent, child or joint.name, gamma, b, placement)
+    return TreeJoint(joint, parent, child or joint.name, gamma, b, placement), shapes
 
 
 def _rpy_pose(s: Section) -> tuple[tuple[float, ...], ...]:
@@ -242,15 +341,18 @@ def tree_from_dict(data: Any, where: str = "<dict>") -> TreeDescription:
         bs = top.sub("base")
         base = _name(where, bs.path("name"), bs.raw("name"))
         base_body = _body(bs)
+        shapes = {base: _shapes(where, bs, base)}
         bs.done()
     else:
-        base, base_body = "base", Body(0.0, (0.0, 0.0, 0.0), ((0.0,) * 3,) * 3)
+        base, base_body, shapes = "base", Body(0.0, (0.0, 0.0, 0.0), ((0.0,) * 3,) * 3), {}
     raw = top.raw("joints")
     if not isinstance(raw, list) or not raw:
         raise ConfigError(where, "joints", "expected a non-empty list of joints")
     joints: list[TreeJoint] = []
     for i, v in enumerate(raw):
-        joints.append(_tree_joint(where, i, v, tree, joints[-1].child if joints else base))
+        joint, body_shapes = _tree_joint(where, i, v, tree, joints[-1].child if joints else base)
+        joints.append(joint)
+        shapes[joint.child] = body_shapes
     names = [j.joint.name for j in joints]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -291,7 +393,7 @@ def tree_from_dict(data: Any, where: str = "<dict>") -> TreeDescription:
         frames += (Frame("tool", joints[-1].child, pose),)
     top.done()
     return TreeDescription(name, where, gravity, base, bodies, tuple(joints), frames, roots, subtrees, feet,
-                           transmission)
+                           transmission, {body: s for body, s in shapes.items() if s is not None})
 
 
 def _carried(joints: list[TreeJoint], j: int) -> tuple[str, ...]:

@@ -100,11 +100,16 @@ def euler_rates(angles, w, out):
     out[0] = w[0] - sp * yaw
 
 
+def rotation_xyz(angles) -> np.ndarray:
+    """R = Rx(roll) Ry(pitch) Rz(yaw) of ``angles`` (3,): the inverse of :func:`euler_xyz` (allocates)."""
+    return _rx(angles[0]) @ _ry(angles[1]) @ _rz(angles[2])
+
+
 def velocity_map(q: np.ndarray) -> np.ndarray:
     """T(q) (6, 6): Pinocchio's free-flyer velocity v = (R' pdot, R' w) from our
     base rates (pdot, roll', pitch', yaw'); setup and tests (allocates)."""
-    r, p, y = q[3], q[4], q[5]
-    R = _rx(r) @ _ry(p) @ _rz(y)
+    r, p = q[3], q[4]
+    R = rotation_xyz(q[3:6])
     E = np.array([[1.0, 0.0, math.sin(p)], [0.0, math.cos(r), -math.sin(r) * math.cos(p)],
                   [0.0, math.sin(r), math.cos(r) * math.cos(p)]])
     T = np.zeros((6, 6))
@@ -117,8 +122,8 @@ def velocity_map_rate(q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     at base rates qd, d/dt (R' pdot) = R' pddot - [w_b] R' pdot and d/dt (R' w) =
     R' wdot with wdot = E qdd + roll' x_w x (Rx y pitch') + (roll' x + pitch' Rx y) x
     (Rx Ry z yaw')."""
-    r, p, y = q[3], q[4], q[5]
-    R = _rx(r) @ _ry(p) @ _rz(y)
+    r, p = q[3], q[4]
+    R = rotation_xyz(q[3:6])
     a1, a2 = _rx(r)[:, 1], (_rx(r) @ _ry(p))[:, 2]
     x = np.array([1.0, 0.0, 0.0])
     w = x * qd[3] + a1 * qd[4] + a2 * qd[5]

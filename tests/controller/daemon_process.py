@@ -58,8 +58,9 @@ def booted(tmp_path: Path, doc: dict, *, clock: str = "--lockstep", boot_s: floa
             proc.wait()
 
 
-def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
-    """Poll ``status`` until the loop reports ``state``; the last state seen."""
+def wait_state(client: Client, state: str, timeout: float = 120.0) -> str:
+    """Poll ``status`` until the loop reports ``state``; the last state seen. The timeout is only a
+    failing test's bound: a loaded host's daemon may take its time, and waiting costs nothing once reached."""
     end, s = time.monotonic() + timeout, "no reply"
     while time.monotonic() < end:
         try:
@@ -70,3 +71,19 @@ def wait_state(client: Client, state: str, timeout: float = 20.0) -> str:
             return s
         time.sleep(0.05)
     return s
+
+
+def wait_transition(client: Client, from_state: str, to_state: str, timeout: float = 120.0) -> dict:
+    """Poll ``status`` until its last transition is ``from_state`` -> ``to_state`` and its telemetry
+    record is past that transition (status reads the I/O process's latest record, which in lock-step may
+    trail the loop); that status. A state alone would not do: a command's reply comes before the loop
+    takes it, so the state before the command still reads as the one after."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        s = client.call("status")
+        tr = s["last_transition"] or {}
+        if (tr.get("from_state"), tr.get("to_state")) == (from_state, to_state) and s["t"] is not None \
+                and s["t"] > tr["cycle"] * s["config"]["period"]:
+            return s
+        time.sleep(0.05)
+    raise AssertionError(f"no {from_state} -> {to_state} within {timeout} s: last {s['last_transition']}")

@@ -6,7 +6,9 @@
 geometric model (thesis eq. 1-6, frames 0..n and the tool) and the CoG as a sphere, in ``base``;
 with a foot, the support polygon (eq. 50-51) as a line loop in ``world``, red once a CoG margin
 (eq. 70-71) is negative, and the stabilizer's field force as an arrow at the CoG
-(``FORCE_SCALE`` m per N). Messages are JSON-ready dicts; times are ``{sec, nsec}`` of a stamp in ns.
+(``FORCE_SCALE`` m per N). :class:`TreeScene` does the same for a kinematic tree placed in the
+world by the pelvis estimate, with the soles' support polygon and load arrows. Messages are
+JSON-ready dicts; times are ``{sec, nsec}`` of a stamp in ns.
 """
 from __future__ import annotations
 
@@ -21,12 +23,16 @@ from models.chain.kinematics import forward_kinematics
 from models.chain.robot import Robot
 from models.tree import dynamics as td
 from models.tree.model import TreeData
+from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
+from models.polygon import hull
+from models.tree.floating import rotation_xyz
 from models.tree.robot import TreeRobot
 from models.tilt import rotation_world_foot
 from stabilizer.ground import base_to_world, foot_origin
 from stabilizer.support_polygon import project_outline, rectangle_outline
 
 FORCE_SCALE = 0.01            # m of arrow per N of field force
+SOLE_FORCE_SCALE = 0.0005     # m of arrow per N of a sole's load (BIP 2000's 1030 N: 0.5 m)
 BASE, WORLD = "base", "world"
 
 _NUMBER = {"type": "number"}
@@ -52,6 +58,7 @@ INSIDE_COLOR = {"r": 0.1, "g": 0.8, "b": 0.2, "a": 1.0}
 OUTSIDE_COLOR = {"r": 0.9, "g": 0.1, "b": 0.1, "a": 1.0}
 FORCE_COLOR = {"r": 0.8, "g": 0.1, "b": 0.8, "a": 1.0}
 IDENTITY = {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}
+ORIGIN = {"position": {"x": 0.0, "y": 0.0, "z": 0.0}, "orientation": IDENTITY}
 
 
 def vec(p: np.ndarray) -> dict[str, float]:
@@ -87,6 +94,20 @@ def arrow_rotation(d: np.ndarray) -> dict[str, float]:
         return {"x": 0.0, "y": 0.0, "z": 1.0, "w": 0.0}
     norm = math.sqrt(w * w + d[1] * d[1] + d[2] * d[2])
     return {"x": 0.0, "y": -d[2] / norm, "z": d[1] / norm, "w": w / norm}
+
+
+def arrow(start: np.ndarray, d: np.ndarray, length: float) -> dict[str, Any]:
+    """A ``foxglove.ArrowPrimitive`` of ``length`` m from ``start`` along the unit vector ``d``
+    (shaft 0.8, head 0.2 of it)."""
+    return {"pose": {"position": vec(start), "orientation": arrow_rotation(d)},
+            "shaft_length": 0.8 * length, "shaft_diameter": 0.005,
+            "head_length": 0.2 * length, "head_diameter": 0.012, "color": FORCE_COLOR}
+
+
+def line_loop(points, color: dict[str, float]) -> dict[str, Any]:
+    """A closed ``foxglove.LinePrimitive`` through ``points`` (x, y, z rows, m)."""
+    return {"type": LINE_LOOP, "pose": ORIGIN, "thickness": 3.0, "scale_invariant": True, "color": color,
+            "points": [{"x": float(x), "y": float(y), "z": float(z)} for x, y, z in points]}
 
 
 class Every:
@@ -194,67 +215,92 @@ class Scene:
         return rec[self.layout.slices["com"]]
 
     def entities(self, rec: np.ndarray, ns: int, tilt_known: bool) -> list[dict[str, Any]]:
-        """The ``foxglove.SceneEntity`` list of a record stamped ``ns``."""
+        """The ``foxglove.SceneEntity`` list of a record stamped ``ns``: the robot and its CoG in
+        ``base``, then (``tilt_known``: placed in the world) what :meth:`world_entity` draws."""
         s = self.layout.slices
         when = stamp(ns)
         out = []
-        framed = self.frames(rec[s["q"]])
-        if framed:
+        if self.frames(rec[s["q"]]):
             out.append({"timestamp": when, "frame_id": self.base, "id": "leg", "frame_locked": True,
-                        "lines": [self.lines() | {"pose": {"position": vec(np.zeros(3)), "orientation": IDENTITY},
-                                                  "thickness": 4.0, "scale_invariant": True, "color": LEG_COLOR}]})
+                        "lines": [self.lines() | {"pose": ORIGIN, "thickness": 4.0, "scale_invariant": True,
+                                                  "color": LEG_COLOR}]})
         com = self.cog(rec)
         if np.all(np.isfinite(com)):
             out.append({"timestamp": when, "frame_id": self.base, "id": "cog", "frame_locked": True,
                         "spheres": [{"pose": {"position": vec(com), "orientation": IDENTITY},
                                      "size": vec(np.full(3, 0.02)), "color": COG_COLOR}]})
-        if not tilt_known:
-            return out
+        if tilt_known:
+            out.append({"timestamp": when, "frame_id": WORLD, "id": "support", "frame_locked": True}
+                       | self.world_entity(rec, com))
+        return out
+
+    def support_color(self, rec: np.ndarray) -> dict[str, float]:
+        """Red once a CoG margin (eq. 70-71) of the record is negative, else green."""
+        margins = rec[self.layout.slices["margins"]]
+        margins = margins[np.isfinite(margins)]
+        return OUTSIDE_COLOR if margins.size and margins.min() < 0.0 else INSIDE_COLOR
+
+    def world_entity(self, rec: np.ndarray, com: np.ndarray) -> dict[str, Any]:
+        """The support polygon (eq. 50-51) and the stabilizer's field force at the CoG, in ``world``."""
         g = self.ground
         project_outline(g.outline, len(g.outline), self.R, g.z, self._poly)
-        margins = rec[s["margins"]]
-        margins = margins[np.isfinite(margins)]
-        color = OUTSIDE_COLOR if margins.size and margins.min() < 0.0 else INSIDE_COLOR
-        support = {"timestamp": when, "frame_id": WORLD, "id": "support", "frame_locked": True,
-                   "lines": [{"type": LINE_LOOP, "pose": {"position": vec(np.zeros(3)), "orientation": IDENTITY},
-                              "thickness": 3.0, "scale_invariant": True, "color": color,
-                              "points": [{"x": 0.0, "y": float(y), "z": float(z)} for y, z in self._poly]}]}
-        force = rec[s["force"]]
+        out: dict[str, Any] = {"lines": [line_loop([(0.0, y, z) for y, z in self._poly], self.support_color(rec))]}
+        force = rec[self.layout.slices["force"]]
         size = float(np.linalg.norm(force))
         if np.all(np.isfinite(com)) and math.isfinite(size) and size > 0.0:
             base_to_world(self.R, self.o, com, self._cog)
-            length = FORCE_SCALE * size
-            support["arrows"] = [{"pose": {"position": vec(self._cog), "orientation": arrow_rotation(force / size)},
-                                  "shaft_length": 0.8 * length, "shaft_diameter": 0.005,
-                                  "head_length": 0.2 * length, "head_diameter": 0.012, "color": FORCE_COLOR}]
-        out.append(support)
+            out["arrows"] = [arrow(self._cog, force / size, FORCE_SCALE * size)]
         return out
 
 
 class TreeScene(Scene):
     """The scene of a kinematic tree's records (BIP 2000), drawn in its base body's frame (the
-    URDF's root link): ``T`` holds every body's frame (Khalil & Dombre's tree transform, the
-    description's base as root) and ``edges`` each joint's (parent body, child body), named as
+    URDF's root link, the pelvis): ``T`` holds every body's frame (Khalil & Dombre's tree transform,
+    the description's base as root) and ``edges`` each joint's (parent body, child body), named as
     the URDF's links. The lines join each body to its children; the CoG is the model's at the
-    recorded q (the record's CoG is in whichever rooting the loop used). A tree has no ``foot``
-    section: no world -> base transform and no support polygon."""
+    recorded q (the record's CoG is in whichever rooting the loop used).
+
+    In the world (the pelvis estimate's, stabilizer.pelvis_state: anchored at the first stance sole,
+    z up), once the record holds one: world -> base is T(pelvis_pos, R = Rx Ry Rz (pelvis_rpy)); the
+    support polygon is the convex hull (models.polygon, Andrew 1979) of the outlines of the soles in
+    contact (the load cells' ``contact``, else the played file's ``support``; models.common.support),
+    projected along z at their mean height; each loaded sole carries an arrow along its normal from
+    its frame's origin, ``SOLE_FORCE_SCALE`` m per N of its ``feet_load``; the CoG is marked at that
+    height below it (its ground projection)."""
 
     def __init__(self, robot: TreeRobot) -> None:
         self.layout = RecordLayout(robot.n)
         self.model, self.ground = robot.model, None
         self.data = TreeData(robot.model)
-        self.base = robot.description.base
+        desc = robot.description
+        self.base = desc.base
         bodies = robot.model.body_names
-        self.links = tuple((t.parent, t.child) for t in robot.description.joints)
+        self.links = tuple((t.parent, t.child) for t in desc.joints)
         self.edges = tuple((bodies.index(parent), bodies.index(child)) for parent, child in self.links)
         self.T = np.zeros((len(bodies), 4, 4))
+        self.R, self.o = np.eye(3), np.zeros(3)
+        feet = {f.frame: f for f in desc.feet}
+        # the soles (models.common.support order: left, right) a robot with both has; their frames' poses in base
+        self.soles = tuple(feet[SOLES[k]] for k in (LEFT, RIGHT)) if all(SOLES[k] in feet for k in (LEFT, RIGHT)) else ()
+        self._sole_frames = [robot.model.index("frame", f.frame) for f in self.soles]
+        self.sole_T = np.zeros((len(self.soles), 4, 4))
         self._inv = np.eye(4)
         self._rel = np.eye(4)
         self._com = np.full(3, np.nan)
+        self._cog = np.zeros(3)
+
+    def place(self, rec: np.ndarray) -> bool:
+        """world -> base from the record's pelvis estimate; False while it has none."""
+        s = self.layout.slices
+        pos, rpy = rec[s["pelvis_pos"]], rec[s["pelvis_rpy"]]
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(rpy))):
+            return False
+        self.R, self.o = rotation_xyz(rpy), pos.copy()
+        return True
 
     def frames(self, q: np.ndarray) -> bool:
-        """Every body's frame in the base body's at ``q`` into ``T`` (and the CoG); False when
-        ``q`` is not finite."""
+        """Every body's frame in the base body's at ``q`` into ``T`` (the soles' into ``sole_T``, and
+        the CoG); False when ``q`` is not finite."""
         if not np.all(np.isfinite(q)):
             self._com[:] = np.nan
             return False
@@ -263,6 +309,8 @@ class TreeScene(Scene):
         R, p = d.Tb[0, :3, :3], d.Tb[0, :3, 3]
         self._inv[:3, :3], self._inv[:3, 3] = R.T, -R.T @ p
         np.matmul(self._inv, d.Tb, out=self.T)
+        for k, f in enumerate(self._sole_frames):
+            np.matmul(self._inv, d.Tf[f], out=self.sole_T[k])
         self._com[:] = R.T @ (d.com[0] - p)
         return True
 
@@ -273,6 +321,43 @@ class TreeScene(Scene):
     def cog(self, rec: np.ndarray) -> np.ndarray:
         """The model's CoG at the last :meth:`frames`, in the base body's frame (NaN without one)."""
         return self._com
+
+    def in_contact(self, rec: np.ndarray) -> tuple[int, ...]:
+        """The indices into ``soles`` of the soles in contact (class docstring)."""
+        s = self.layout.slices
+        phase = rec[s["contact"]][0]
+        if not math.isfinite(phase):
+            phase = rec[s["support"]][0]
+        return {LEFT: (0,), RIGHT: (1,), DOUBLE: (0, 1)}.get(int(phase), ()) if math.isfinite(phase) else ()
+
+    def support_polygon(self, rec: np.ndarray) -> np.ndarray:
+        """The support polygon's vertices (h, 3) in the world, counter-clockwise (class docstring);
+        none without a sole in contact or a finite q at the last :meth:`frames`."""
+        feet = self.in_contact(rec) if self.soles and np.all(np.isfinite(self._com)) else ()
+        pts = [self.R @ (self.sole_T[k, :3, :3] @ [x, y, 0.0] + self.sole_T[k, :3, 3]) + self.o
+               for k in feet for x, y in self.soles[k].outline]
+        if len(pts) < 3:
+            return np.zeros((0, 3))
+        pts = np.array(pts)
+        poly = hull(pts[:, :2])
+        return np.column_stack([poly, np.full(len(poly), pts[:, 2].mean())])
+
+    def world_entity(self, rec: np.ndarray, com: np.ndarray) -> dict[str, Any]:
+        """The support polygon, the soles' load arrows and the CoG's ground projection, in ``world``."""
+        poly = self.support_polygon(rec)
+        out: dict[str, Any] = {"lines": [line_loop(poly, self.support_color(rec))] if len(poly) else []}
+        loads = rec[self.layout.slices["feet_load"]]
+        arrows = []
+        for k, load in enumerate(loads[:len(self.soles)].tolist()):
+            if math.isfinite(load) and load > 0.0 and np.all(np.isfinite(com)):
+                T = self.sole_T[k]
+                arrows.append(arrow(self.R @ T[:3, 3] + self.o, self.R @ T[:3, 2], SOLE_FORCE_SCALE * load))
+        out["arrows"] = arrows
+        if len(poly) and np.all(np.isfinite(com)):
+            base_to_world(self.R, self.o, com, self._cog)
+            out["spheres"] = [{"pose": {"position": vec([self._cog[0], self._cog[1], poly[0, 2]]),
+                                        "orientation": IDENTITY}, "size": vec(np.full(3, 0.02)), "color": COG_COLOR}]
+        return out
 
 
 def scene_of(robot: Robot | TreeRobot, ground: Ground | None) -> Scene:

@@ -25,7 +25,7 @@ import math
 import platform
 import re
 import statistics
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -271,14 +271,27 @@ def collect_ground(options: Options, say: Say = lambda _m: None, workers: int = 
         at = round(mid_single_support(gait), 3)
         with ThreadPoolExecutor(workers) as pool:
             rows = {label: [pool.submit(ground, gait, label, kw, m) for m in modes] for label, kw in GROUNDS}
-            pushes = [pool.submit(pushed, gait, d, at, m) for d in WALK_PUSHES for m in modes]
-            standing = [pool.submit(wr.largest_push, d, WholeBodyOptions(stabilizer=s), STANDING_PUSH_RUNS, say)
+            pushes = [({"direction": d, "stabilizer": m}, pool.submit(pushed, gait, d, at, m))
+                      for d in WALK_PUSHES for m in modes]
+            standing = [({"direction": d, "stabilizer": s},
+                         pool.submit(wr.largest_push, d, WholeBodyOptions(stabilizer=s), STANDING_PUSH_RUNS, say))
                         for s in (True, False) for d in wr.PUSHES]
-            res = {"grounds": {label: [f.result() for f in fs] for label, fs in rows.items()},
-                   "walk_pushes": [f.result() for f in pushes], "standing_pushes": [f.result() for f in standing]}
+            res = {"grounds": {label: [_outcome(f, label, say) for f in fs] for label, fs in rows.items()},
+                   "walk_pushes": [_outcome(f, "walk push", say, **k) for k, f in pushes],
+                   "standing_pushes": [_outcome(f, "standing push", say, **k) for k, f in standing]}
     return {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
             "speed_m_h": THESIS_SPEED_M_H, "steps": GROUND_STEPS, "step_x_m": STEP_X_M, "push_at_s": at,
             "stabilized_walks": list(WALK_STABILIZERS), **res}
+
+
+def _outcome(future: Future, label: str, say: Say, **keys: Any) -> dict[str, Any]:
+    """A run's figures, or ``keys`` (what the run was: direction, stabilizer) with ``error`` naming why
+    it could not give them: one run that raises costs its own cell, not the whole table's hours of runs."""
+    try:
+        return future.result()
+    except Exception as e:       # noqa: BLE001 - any run's failure is reported in its cell and said
+        say(f"{label}: the run failed: {type(e).__name__}: {e}")
+        return {**keys, "error": f"{type(e).__name__}: {e}"}
 
 
 def _searched(r) -> SimpleNamespace:
@@ -288,12 +301,19 @@ def _searched(r) -> SimpleNamespace:
 
 def _ground_cell(w: dict[str, Any]) -> str:
     """A walk on unknown ground: completed or fell, travel, following error, min ZMP margin."""
+    if failed := _failed(w):
+        return failed
     travel = "n/a" if w["distance_m"] is None else f"{w['distance_m']:.2f} m"
     fe = "n/a" if w["following_error_max_deg"] is None else f"{w['following_error_max_deg']:.2f}°"
     zmp = "n/a" if w["min_zmp_margin_m"] is None else f"{round(1e3 * w['min_zmp_margin_m'], 1) + 0.0:.1f} mm"
     verdict = (f"**fell** at {w['fell_at_s']:.2f} s" if w["fell"] else "completed" if w["completed"]
                else f"ended early ({w['aborted']})")
     return f"{verdict}, {travel}; FE {fe}; ZMP {zmp}"
+
+
+def _failed(run: dict[str, Any]) -> str | None:
+    """The cell of a run that failed (:func:`_outcome`), None for one that gave figures."""
+    return f"run failed ({run['error']})" if "error" in run else None
 
 
 def _pushed_cell(held: float, fell: float | None) -> str:
@@ -313,12 +333,13 @@ def ground_markdown(res: dict[str, Any]) -> str:
         rows.append(f"| {label} | {cells[0]} | {cells[1]} |")
     for direction in WALK_PUSHES:
         found = [p for p in res["walk_pushes"] if p["direction"] == direction]
-        cells = [_pushed_cell(p["held_Ns"], p["fell_Ns"]) for p in found] + [none] * (2 - len(found))
+        cells = [_failed(p) or _pushed_cell(p["held_Ns"], p["fell_Ns"]) for p in found] + [none] * (2 - len(found))
         rows.append(f"| largest push survived, {direction}, pelvis, {res['push_at_s']:.2f} s into the gait "
                     f"(mid-single-support) | {cells[0]} | {cells[1]} |")
     for direction in sorted({p["direction"] for p in res["standing_pushes"]}):
         by = {p["stabilizer"]: p for p in res["standing_pushes"] if p["direction"] == direction}
-        cells = [_pushed_cell(by[s]["impulse_Ns"], None if by[s]["fell_N"] is None else 0.1 * by[s]["fell_N"])
+        cells = [_failed(by[s]) or _pushed_cell(
+                     by[s]["impulse_Ns"], None if by[s]["fell_N"] is None else 0.1 * by[s]["fell_N"])
                  for s in (False, True)]
         rows.append(f"| largest push survived standing, {direction}, pelvis, both feet (whole-body bench) | "
                     f"{cells[0]} | {cells[1]} |")

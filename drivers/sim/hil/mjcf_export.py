@@ -17,7 +17,11 @@ gains ``kp``, ``kv``; the keyframe's ctrl is the stance). Any other robot is fix
 (:func:`drivers.sim.hil.mjcf.spec_from_description`).
 
 Every robot gets the link capsules and a material per sub-tree (:mod:`models.geometry`); the
-capsules touch the floor only (a fallen robot lies on it), never each other or the soles.
+capsules touch the floor only (a fallen robot lies on it), never each other or the soles. A body
+whose YAML names meshes (:class:`models.tree.config.Mesh`) gets a mesh asset per file
+(``BODY_visual_K``, ``BODY_collision_K``, the file's absolute path, its scale): visual meshes touch
+nothing (geom group 1, the capsules then move to the hidden group 3), collision meshes replace the
+body's capsules (they touch the floor as the capsules did; hidden in group 3 beside visual meshes). MuJoCo loads STL and OBJ meshes.
 """
 from __future__ import annotations
 
@@ -25,24 +29,52 @@ import mujoco
 import numpy as np
 
 from models.geometry import link_capsules, materials
-from models.tree.config import TreeDescription
+from models.tree.config import TreeDescription, mesh_file
 
 from drivers.sim.hil.mjcf import spec_from_description
 from drivers.sim.hil.mjcf_biped import PELVIS, build_biped
+from drivers.sim.hil.mjcf_text import MjcfError
 from drivers.sim.hil.plant_biped import SETTLE_GAINS, flexed_posture
 
 STANCE = "stance"            # the keyframe of the standing posture
 ACTUATORS = ("motor", "position")
+MUJOCO_MESHES = (".stl", ".obj")
+
+
+def _add_meshes(spec: mujoco.MjSpec, desc: TreeDescription, paint: dict) -> None:
+    """The YAML's meshes (module docstring) as assets and geoms of their bodies."""
+    for body, shapes in desc.shapes.items():
+        for kind, meshes in (("visual", shapes.visual), ("collision", shapes.collision)):
+            for k, m in enumerate(meshes):
+                path = mesh_file(m)
+                if path.suffix.lower() not in MUJOCO_MESHES:
+                    raise MjcfError(f"{desc.source}: body {body!r}: MuJoCo cannot load the {kind} mesh {str(path)!r} "
+                                    f"(only {', '.join(MUJOCO_MESHES)} files)")
+                name = f"{body}_{kind}_{k}"
+                spec.add_mesh(name=name, file=str(path), scale=list(m.scale))
+                T = np.array(m.pose)
+                quat = np.zeros(4)
+                mujoco.mju_mat2Quat(quat, np.ascontiguousarray(T[:3, :3]).ravel())
+                touch = dict(contype=1, conaffinity=0, condim=3, group=3 if shapes.visual else 1) \
+                    if kind == "collision" else dict(contype=0, conaffinity=0, group=1)
+                spec.body(body).add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=name, pos=T[:3, 3],
+                                         quat=quat, material=paint[body][0], **touch)
 
 
 def _add_geometry(spec: mujoco.MjSpec, desc: TreeDescription) -> None:
-    """The capsules of :func:`models.geometry.link_capsules` with their sub-tree's material."""
+    """The capsules of :func:`models.geometry.link_capsules` with their sub-tree's material, and
+    the YAML's meshes (module docstring)."""
     paint = materials(desc)
     for name, rgba in dict(paint.values()).items():
         spec.add_material(name=name, rgba=list(rgba))
+    _add_meshes(spec, desc, paint)
     for c in link_capsules(desc):
         body = spec.body(c.body)
-        shape = dict(contype=1, conaffinity=0, condim=3, material=paint[c.body][0], group=1)
+        own = desc.shapes.get(c.body)
+        if own is not None and own.collision:
+            continue
+        shape = dict(contype=1, conaffinity=0, condim=3, material=paint[c.body][0],
+                     group=3 if own is not None and own.visual else 1)
         if np.array_equal(c.start, c.end):
             body.add_geom(name=c.name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[c.radius, 0.0, 0.0],
                           pos=c.start, **shape)

@@ -14,7 +14,7 @@ import pytest
 
 from controller.tools.client import Client
 from controller.daemon.io.log import log_info
-from tests.controller.daemon_process import wait_state
+from tests.controller.daemon_process import wait_state, wait_transition
 from tests.paths import ROBOTS
 
 
@@ -37,16 +37,9 @@ def test_daemon_moves_and_stops_on_sigterm(daemon):
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
     client.call("move_joints", q=[0.0, 0.2, -0.5, 0.3], duration=1.0)
-    assert wait_state(client, "HOLD") == "HOLD"
-    done = client.call("status")["last_transition"]["cycle"]
-    end = time.monotonic() + 60.0            # status reads the I/O process' latest record, which in lock-step
-    while time.monotonic() < end:            # may trail the loop: read it once it is past the transition
-        s = client.call("status")
-        if s["t"] is not None and s["t"] > done * s["config"]["period"]:
-            break
-        time.sleep(0.05)
+    s = wait_transition(client, "MOVING", "HOLD")
     assert s["last_transition"]["reason"] == "TRAJECTORY_DONE", s["last_transition"]
-    assert abs(s["q"][2] + 0.5) < 5e-3, (s["t"], done, s["q"])
+    assert abs(s["q"][2] + 0.5) < 5e-3, (s["t"], s["last_transition"], s["q"])
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out

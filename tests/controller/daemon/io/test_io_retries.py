@@ -149,3 +149,44 @@ def test_two_clients_using_the_same_id_are_not_each_others_retries(rig):
     finally:
         for s in socks:
             s.close()
+
+
+def test_a_late_duplicate_reply_is_not_taken_for_the_next_answer():
+    """A request retried after its reply was late is answered once per attempt, and both copies
+    reach the client (same routing id); the late copy, arriving after the client sent its next
+    request, must be dropped, not read as that request's answer (which a REQ socket does: a
+    'bad_reply' on a loaded host)."""
+    ctx = zmq.Context.instance()
+    router = ctx.socket(zmq.ROUTER)
+    router.linger = 0
+    router.router_handover = 1                     # as the daemon's: a reconnecting client takes its id over
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    stop = threading.Event()
+
+    def serve() -> None:
+        seen, late = 0, []
+        while not stop.is_set():
+            if not router.poll(20):
+                continue
+            *envelope, raw = router.recv_multipart()
+            req = json.loads(raw)
+            seen += 1
+            reply = json.dumps({"id": req["id"], "ok": True, "result": {"cmd": req["cmd"]}}).encode()
+            if seen == 1:
+                continue                               # the first attempt's reply is late: not yet sent
+            for frames in late:                        # ... and arrives once the client has sent its next request
+                router.send_multipart(frames)
+            late = [[*envelope, reply]] if seen == 2 else []
+            router.send_multipart([*envelope, reply])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with Client(f"tcp://127.0.0.1:{port}", timeout_s=0.5, retries=2) as c:
+            assert c.call("status") == {"cmd": "status"}
+            assert c.call("stats") == {"cmd": "stats"}
+            assert c.call("ping") == {"cmd": "ping"}
+    finally:
+        stop.set()
+        thread.join(2)
+        router.close()

@@ -22,7 +22,7 @@ from controller.daemon.io.scene import Ground, Scene
 from controller.daemon.telemetry import INTEGER_FIELDS, RecordLayout
 from models.chain.robot import Robot
 from tests.controller.daemon.io.test_io_log import START_NS, records
-from tests.controller.daemon_process import wait_state
+from tests.controller.daemon_process import wait_state, wait_transition
 from tests.paths import ROBOTS
 
 NS = 1_000_000_000
@@ -149,6 +149,38 @@ def test_ros2_channels_decode_to_the_records(tmp_path, leg):
         assert ("arrows" in ents["support"]) == (t >= 100 * 0.002)       # the force arrow once there is one
 
 
+def test_every_channel_as_rosbag2_and_foxglove_read_it(tmp_path, leg):
+    """What rosbag2's MCAP storage needs to list the file (``ros2 bag info``): a summary with
+    statistics (their message counts), a schema record behind every channel (it throws "Could not
+    find schema for topic" otherwise); what Foxglove needs to decode each channel: its message
+    encoding and a schema of the matching encoding (cdr: ros2msg with a ROS 2 type name; json:
+    jsonschema). The header keeps the ros2 profile mcap_ros2's writer gives (docs/logs.md)."""
+    layout = RecordLayout(leg.n)
+    w = CycleLogWriter(tmp_path / "c.mcap", layout, leg.joint_names, scene=Scene(leg, Ground.of(leg, None)),
+                       start_ns=START_NS)
+    for r in _leg_records(leg, 40):
+        w.append(r)
+    w.close()
+    with open(tmp_path / "c.mcap", "rb") as f:
+        reader = make_reader(f)
+        header, summary = reader.get_header(), reader.get_summary()
+        counts: dict[int, int] = {}
+        for _, channel, _ in reader.iter_messages():
+            counts[channel.id] = counts.get(channel.id, 0) + 1
+    assert header.profile == "ros2"
+    assert summary.statistics.channel_message_counts == counts
+    assert summary.statistics.message_count == sum(counts.values()) > 40
+    pairs = {}
+    for channel in summary.channels.values():
+        schema = summary.schemas[channel.schema_id]            # KeyError: a channel without a schema
+        assert channel.schema_id != 0 and schema.data, channel.topic
+        pairs[channel.topic] = (channel.message_encoding, schema.encoding)
+        if channel.message_encoding == "cdr":
+            assert schema.name.split("/")[1] == "msg", schema.name
+    assert pairs[JOINT_STATES] == pairs[TF] == ("cdr", "ros2msg")
+    assert {pair for topic, pair in pairs.items() if topic not in (JOINT_STATES, TF)} == {("json", "jsonschema")}
+
+
 def _events(names: Names) -> list[dict]:
     """An event of every kind and of each shape event_message gives."""
     out = [event_message(10, Event.TRANSITION, State.DISABLED, Reason.COMMAND + 1000 * State.HOLD),
@@ -231,7 +263,7 @@ def test_a_daemons_log_matches_its_telemetry(daemon):
     client.call("enable")
     assert wait_state(client, "HOLD") == "HOLD"
     client.call("move_joints", q=[0.0, 0.2, -0.5, 0.3], duration=0.5)
-    assert wait_state(client, "HOLD") == "HOLD"
+    wait_transition(client, "MOVING", "HOLD")
     client.call("shutdown")                  # in lock-step the loop publishes back to back: stop it, then drain
     proc.communicate(timeout=30)
     frames = []

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from controller.tools.scenarios.cli import main
-from controller.tools.scenarios.results import GROUNDS, ground_markdown
+from controller.tools.scenarios.results import GROUNDS, _outcome, ground_markdown
 from controller.tools.scenarios.walk import (PUSH_BODY, PUSH_S, PUSH_SIDES, mid_single_support,
                                              parse_push)
 from controller.tools.scenarios.whole_body import PUSH_DIRECTIONS
@@ -94,3 +94,34 @@ def test_the_table_says_no_stabilized_walk_ran():
         assert row.endswith("| n/a: no stabilized walk in this run |")
     assert "completed, 0.41 m; FE 1.00°; ZMP 36.7 mm" in rows[0]
     assert rows[-1].endswith("| 50.0 N s (falls at 56.2) | 50.0 N s (falls at 56.2) |")
+
+
+def test_a_failed_run_costs_its_own_cell_not_the_table():
+    """One run raising (a HIL that would not start, say) is said and shown in its cell, named; the
+    other rows keep their figures."""
+    from concurrent.futures import Future
+    said: list[str] = []
+    bad: Future = Future()
+    bad.set_exception(RuntimeError("the HIL server did not answer"))
+    good: Future = Future()
+    good.set_result({"direction": "forward", "held_Ns": 10.0, "fell_Ns": 15.0})
+    failed = _outcome(bad, "flat", said.append)
+    assert failed == {"error": "RuntimeError: the HIL server did not answer"}
+    push_failed = _outcome(bad, "push", said.append, direction="left", stabilizer="whole-body")
+    assert push_failed == {"direction": "left", "stabilizer": "whole-body", "error": failed["error"]}
+    standing_failed = dict(push_failed, direction="forward", stabilizer=True)
+    assert said[0] == "flat: the run failed: RuntimeError: the HIL server did not answer"
+    walk = {"fell": False, "fell_at_s": None, "completed": True, "aborted": None, "distance_m": 0.41,
+            "following_error_max_deg": 1.0, "min_zmp_margin_m": 0.0367}
+    res = {"steps": 2, "speed_m_h": 360.0, "date": "d", "machine": "m", "step_x_m": 0.175, "push_at_s": 5.2,
+           "grounds": {label: [walk, failed] for label, _ in GROUNDS},
+           "walk_pushes": [_outcome(good, "push", said.append), push_failed],
+           "standing_pushes": [standing_failed, {"direction": "forward", "stabilizer": False, "impulse_Ns": 50.0,
+                                        "fell_N": 562.5}]}
+    rows = [r for r in ground_markdown(res).splitlines() if r.startswith("| ") and "---" not in r][1:]
+    assert "completed, 0.41 m; FE 1.00°" in rows[0] and rows[0].endswith(
+        "| run failed (RuntimeError: the HIL server did not answer) |")
+    assert "10.0 N s (falls at 15.0)" in rows[len(GROUNDS)]
+    assert rows[len(GROUNDS) + 1].endswith("| n/a: no stabilized walk in this run |")   # left: only its failed run
+    assert "run failed (RuntimeError" in rows[len(GROUNDS) + 1]
+    assert rows[-1].endswith("| 50.0 N s (falls at 56.2) | run failed (RuntimeError: the HIL server did not answer) |")
