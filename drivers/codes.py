@@ -9,6 +9,7 @@ class FaultCode(IntEnum):
     COMMUNICATION = 0x8100       # CiA 301: node left Operational (stopped, reset by command)
     LATE_PRES = 0x8236           # E_DLL_LATE_PRES_TH
     INVALID_FORMAT = 0x8241      # E_DLL_INVALID_FORMAT: malformed PRes threshold
+    LOSS_PREQ = 0x8242           # E_DLL_LOSS_PREQ_TH (detected by the CN)
     LOSS_PRES = 0x8243           # E_DLL_LOSS_PRES_TH
     LOSS_SOC = 0x8245            # E_DLL_LOSS_SOC_TH (detected by the CN)
     OVER_TEMPERATURE = 0x4310    # CiA 402: excess temperature, drive

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import date, datetime, timezone
 
-from drivers.service_channel import FORMATS, SIZES, TYPE_CODES, TYPE_NAMES
+from drivers.service_channel import FORMATS, INTEGER_RANGES, SIZES, TYPE_CODES, TYPE_NAMES
 from drivers.identity import DEVICE_TYPE_SERVO_402, HOST_NAME_SIZE, Identity
 from models.common.errors import quote
 
@@ -139,6 +139,30 @@ class PdoObject:
 
 
 @dataclass(frozen=True)
+class ObjectValue:
+    """One object the managing node writes into a node at boot (its ``objects:`` in the bus YAML)."""
+
+    index: int
+    subindex: int
+    type: str                            # a PDO_TYPES name
+    value: int | float
+
+    @property
+    def data_type(self) -> int:
+        """Its CANopen data type code."""
+        return TYPE_CODES[self.type]
+
+
+# Objects the configuration download writes itself (drivers.powerlink.configuration): not in ``objects:``.
+MANAGED_OBJECTS = {0x1006: "the cycle length (bus.cycle_time_s)", 0x1020: "verify configuration",
+                   0x1400: "the RPDO communication parameters", 0x1600: "the RPDO mapping",
+                   0x1800: "the TPDO communication parameters", 0x1A00: "the TPDO mapping",
+                   0x1C0B: "the loss of SoC threshold (bus.threshold)",
+                   0x1C0D: "the loss of PReq threshold (bus.threshold)",
+                   0x1C14: "the loss of SoC tolerance (bus.soc_tolerance_s)"}
+
+
+@dataclass(frozen=True)
 class ExpectedIdentity:
     """What a node's IdentResponse must report (0x1000, 0x1018/1..3); None: not checked.
     A CiA 402 node's device type defaults to a servo drive's."""
@@ -158,6 +182,7 @@ class NodeConfig:
     expected: ExpectedIdentity = ExpectedIdentity(DEVICE_TYPE_SERVO_402)   # what the MN checks in it
     inputs: tuple[PdoObject, ...] = ()   # io: the objects its PRes carries, in order
     outputs: tuple[PdoObject, ...] = ()  # io: the objects its PReq carries, in order
+    objects: tuple[ObjectValue, ...] = ()   # written at boot after the mapping (drive parameters...)
 
     @property
     def input_size(self) -> int:
@@ -190,11 +215,18 @@ class BusConfig:
     udp: UdpConfig = UdpConfig()
     plant: str = "leg"               # the sim backend's plant, by name (controller.daemon.run.PLANTS)
     interface: str = ""              # the raw backend's Ethernet interface (bus.interface)
+    soc_tolerance_s: float | None = None   # a CN's loss of SoC tolerance 0x1C14 (None: one cycle)
     net_time_epoch_s: int = NET_TIME_EPOCH_S     # SoC NetTime of bus cycle 0 in lock-step (s since 1970, UTC)
 
     @property
     def cycle_us(self) -> int:
         return round(self.cycle_time_s * 1e6)
+
+    @property
+    def soc_tolerance_ns(self) -> int:
+        """What the configuration writes into each CN's 0x1C14: how late past 0x1006 a SoC may be
+        before the CN counts it lost (default one cycle: the managing node's wake-up jitter)."""
+        return round(1e9 * (self.cycle_time_s if self.soc_tolerance_s is None else self.soc_tolerance_s))
 
     @property
     def cycles_per_control(self) -> int:
@@ -323,13 +355,49 @@ def _pdo_objects(items, where: str) -> tuple[PdoObject, ...]:
     return tuple(objects)
 
 
+def _object_values(items, node_id: int, where: str) -> tuple[ObjectValue, ...]:
+    """``nodes[i].objects``: a list of ``{index, subindex, type, value}``, each checked against its type."""
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise BusConfigError(f"{where} must be a list of {{index, subindex, type, value}} mappings")
+    objects, seen = [], set()
+    for k, item in enumerate(items):
+        w = f"{where}[{k}]"
+        item = _mapping(item, w)
+        _known(item, {"index", "subindex", "type", "value"}, w)
+        missing = [key for key in ("index", "type", "value") if key not in item]
+        if missing:
+            raise BusConfigError(f"{w} lacks {', '.join(missing)}")
+        index = _integer(item["index"], f"{w}.index", 1, 0xFFFF)
+        subindex = _integer(item.get("subindex", 0), f"{w}.subindex", 0, 0xFF)
+        name = f"{w} (node {node_id}, 0x{index:04X}/{subindex})"
+        if index in MANAGED_OBJECTS:
+            raise BusConfigError(f"{name} is {MANAGED_OBJECTS[index]}, which the configuration writes itself")
+        if (index, subindex) in seen:
+            raise BusConfigError(f"{name} is written twice")
+        seen.add((index, subindex))
+        type_, value = item["type"], item["value"]
+        if type_ not in PDO_TYPES:
+            raise BusConfigError(f"{name}: type must be one of {', '.join(PDO_TYPES)}, got {quote(type_)}")
+        bounds = INTEGER_RANGES.get(TYPE_CODES[type_])
+        if bounds is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or not bounds[0] <= value <= bounds[1]:
+                raise BusConfigError(f"{name}: a {type_} value must be an integer in {bounds[0]}..{bounds[1]}, "
+                                     f"got {quote(value)}")
+        else:
+            value = _number(value, f"{name}.value", positive=False)
+        objects.append(ObjectValue(index, subindex, type_, value))
+    return tuple(objects)
+
+
 def parse_bus_config(section: Mapping) -> BusConfig:
     """Validate the ``bus:`` mapping of a robot YAML file."""
     where = "bus"
     section = _mapping(section, where)
     _known(section, {"backend", "cycle_time_s", "control_period_s", "boot_timeout_s", "pres_timeout_s",
                      "threshold", "events_max", "drive_defaults", "plant_defaults", "nodes", "udp", "plant",
-                     "interface", "net_time_epoch"}, where)
+                     "interface", "net_time_epoch", "soc_tolerance_s"}, where)
     if "backend" not in section:
         raise BusConfigError("bus.backend is missing (a backend name such as 'sim' or 'udp')")
     backend = section["backend"]
@@ -364,7 +432,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     for i, raw in enumerate(raw_nodes):
         w = f"bus.nodes[{i}]"
         raw = _mapping(raw, w)
-        _known(raw, {"node_id", "axes", "profile", "identity", "inputs", "outputs"}, w)
+        _known(raw, {"node_id", "axes", "profile", "identity", "inputs", "outputs", "objects"}, w)
         if "node_id" not in raw:
             raise BusConfigError(f"{w}.node_id is missing")
         node_id = _integer(raw["node_id"], f"{w}.node_id", 1, MN_NODE_ID - 1)
@@ -375,6 +443,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
         if profile not in PROFILES:
             raise BusConfigError(f"{w}.profile must be one of {', '.join(PROFILES)}, got {quote(profile)}")
         identity = _identity(raw.get("identity"), node_id, f"{w}.identity")
+        objects = _object_values(raw.get("objects"), node_id, f"{w}.objects")
         expected = _expected(raw.get("identity"), profile)
         if profile == "io":
             if "axes" in raw:
@@ -383,7 +452,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                 raise BusConfigError(f"{w}.profile io needs bus.backend raw (the simulated nodes are CiA 402 drives)")
             nodes.append(NodeConfig(node_id, (), identity, profile, expected,
                                     _pdo_objects(raw.get("inputs"), f"{w}.inputs"),
-                                    _pdo_objects(raw.get("outputs"), f"{w}.outputs")))
+                                    _pdo_objects(raw.get("outputs"), f"{w}.outputs"), objects))
             continue
         if "inputs" in raw or "outputs" in raw:
             raise BusConfigError(f"{w}: inputs and outputs are an io node's; a cia402 node's process data "
@@ -422,7 +491,7 @@ def parse_bus_config(section: Mapping) -> BusConfig:
                               sensor)
             node_axes.append(axis)
             axes.append(axis)
-        nodes.append(NodeConfig(node_id, tuple(node_axes), identity, profile, expected))
+        nodes.append(NodeConfig(node_id, tuple(node_axes), identity, profile, expected, objects=objects))
     for name, spec in SENSORS.items():
         wired = [a.name for a in axes if a.sensor == name]
         if wired and len(wired) != spec.inputs:
@@ -451,8 +520,19 @@ def parse_bus_config(section: Mapping) -> BusConfig:
     return BusConfig(backend=backend, nodes=tuple(nodes), axes=tuple(axes), cycle_time_s=cycle,
                      control_period_s=period, boot_timeout_s=boot_timeout, pres_timeout_s=pres_timeout,
                      threshold=threshold, events_max=events_max, udp=udp, plant=plant,
-                     interface=interface,
+                     interface=interface, soc_tolerance_s=_soc_tolerance(section.get("soc_tolerance_s")),
                      net_time_epoch_s=_epoch(section.get("net_time_epoch", NET_TIME_EPOCH_S)))
+
+
+def _soc_tolerance(value) -> float | None:
+    """``bus.soc_tolerance_s``: 0x1C14 in whole nanoseconds of an UNSIGNED32 (None: one cycle)."""
+    if value is None:
+        return None
+    tolerance = _number(value, "bus.soc_tolerance_s")
+    if tolerance * 1e9 > UINT32_MAX:
+        raise BusConfigError(f"bus.soc_tolerance_s must be below {UINT32_MAX / 1e9:.3f} s (0x1C14 is UNSIGNED32 ns), "
+                             f"got {quote(value)}")
+    return tolerance
 
 
 def _epoch(value) -> int:

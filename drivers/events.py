@@ -16,6 +16,7 @@ class EventKind(Enum):
     NODE_ERROR = "node error entry"
     AXIS_FAULT = "axis fault"
     SDO_ABORT = "SDO aborted"
+    CONFIGURATION = "node configuration downloaded or up to date"
     SETPOINT_SATURATED = "setpoint outside its process data integer"
 
 

@@ -33,6 +33,7 @@ from drivers.codes import FaultCode
 from drivers.config import AxisConfig, BusConfig, parse_bus_config
 from drivers.events import BusEvent, EventKind
 from drivers.fault_api import FaultApi
+from drivers.health import health_buffer
 from drivers.service_channel import DOMAIN, SdoRequest
 
 BACKENDS: dict[str, str] = {
@@ -60,7 +61,7 @@ class LinkError(BusError):
 
 def open_bus(section: Mapping, **options) -> Bus:
     """Open the bus described by a ``bus:`` YAML mapping; ``options`` go to the backend factory
-    (``sim``: ``plant=``, ``record_frames=``)."""
+    (``sim``: ``plant=``, ``record_frames=``, ``commissioned=``)."""
     config = parse_bus_config(section)
     target = BACKENDS.get(config.backend)
     if target is None:
@@ -177,10 +178,12 @@ class Bus(ABC):
         self.torque_offset = np.zeros(n)
         self.mode = np.full(n, int(cia402.Mode.CSP), np.int64)
         self.intent = np.full(n, int(Intent.DISABLED), np.int64)
+        # what the bus has gone through (drivers.health), written as it happens
+        self.health, self.health_views = health_buffer(len(config.nodes), n)
         # setpoints that did not fit their process data integer, saturated (drivers.powerlink.process_image):
         # the fields of the last write (bits), the writes so far that saturated one
         self.saturated = np.zeros(n, np.int64)
-        self.saturations = np.zeros(n, np.int64)
+        self.saturations = self.health_views.saturations
         self.events: deque[BusEvent] = deque(maxlen=config.events_max)
         self.axes = {a.name: Axis(self, a) for a in config.axes}
         self.control_cycle = 0

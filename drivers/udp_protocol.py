@@ -28,6 +28,7 @@ benches on 2 cores) spins little. ``spin_s`` comes from the ``spin_s=`` argument
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import select
@@ -134,3 +135,19 @@ def answered(frame) -> bool:
     kind = frame[frames.MESSAGE_TYPE_AT]
     return kind == _PREQ or (kind == _SOA and frame[frames.SERVICE_AT] != _NO_SERVICE
                              and frame[frames.SERVICE_TARGET_AT] != frames.MN_NODE_ID)
+
+
+def control_request(host: str, port: int, request: dict, timeout_s: float) -> dict | None:
+    """One CONTROL request to the server at ``host:port`` on a socket of its own (tools, and the fault
+    injection of a simulated far end on another wire); its JSON answer, None when none came in
+    ``timeout_s``."""
+    payload = json.dumps(request).encode()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(timeout_s)
+        s.sendto(HEADER.pack(MAGIC, CONTROL, 1, 0) + payload, (host, port))
+        try:
+            data = s.recv(DATAGRAM)
+        except (TimeoutError, ConnectionRefusedError):
+            return None
+    magic, kind, _, _ = HEADER.unpack_from(data)
+    return json.loads(data[HEADER.size:]) if magic == MAGIC and kind == CONTROL_REPLY else None

@@ -291,7 +291,8 @@ def _set_gains(args: dict[str, Any], ctx: Context) -> np.ndarray:
 def _inject_fault(args: dict[str, Any], ctx: Context) -> np.ndarray:
     """Simulated fault (drivers.sim.faults): [kind, target, count or sub-kind, value]."""
     if not ctx.bus_axes:
-        raise Reject(Error.NOT_SUPPORTED, "fault injection needs a simulated bus (sim or udp backend).")
+        raise Reject(Error.NOT_SUPPORTED, "fault injection needs a simulated bus (sim or udp backend, or raw in "
+                     "lock-step to the HIL).")
     name = args["fault"]
     names = {k.name.lower(): k for k in FaultKind}
     if not isinstance(name, str) or name not in names:
@@ -438,7 +439,7 @@ COMMANDS: tuple[Command, ...] = (
                 Arg("kp", "number", "proportional gain", range="[0, io.max_gain]"),
                 Arg("ki", "number", "integral gain", range="[0, io.max_gain]"),
                 Arg("kd", "number", "derivative gain", range="[0, io.max_gain]"))),
-    Command("inject_fault", "Raise a simulated bus or drive fault (sim and udp backends).", Lane.MAILBOX, EVERY - {S.BOOT, S.ESTOP},
+    Command("inject_fault", "Raise a simulated bus or drive fault (sim, udp; raw in lock-step).", Lane.MAILBOX, EVERY - {S.BOOT, S.ESTOP},
             (INJECT_FAULT,), validate=_inject_fault, args=(
                 Arg("fault", "string", "the fault", range=", ".join(k.name.lower() for k in FaultKind)),
                 Arg("node", "integer", "the POWERLINK node (node faults)", range="1..239", required=False),

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from drivers.health import HEALTH
 from models import ConfigError
 from models.tree.robot import TreeRobot
 
@@ -45,7 +46,8 @@ def shared_layout(cfg: DaemonConfig) -> Layout:
     """The shared block's layout for ``cfg`` (the rig buffer only with the Stewart-Gough rig)."""
     robot = cfg.robot()
     return Layout(robot.n, len(cfg.bus.axes), RecordLayout(robot.n).size,
-                  rig_nodes=RIG_NODES if cfg.control.rig is not None else 0)
+                  rig_nodes=RIG_NODES if cfg.control.rig is not None else 0,
+                  bus_health=HEALTH.size(nodes=len(cfg.bus.nodes), axes=len(cfg.bus.axes)))
 
 
 def open_plant_bus(cfg: DaemonConfig, robot):
@@ -212,6 +214,7 @@ def io_context(cfg: DaemonConfig, robot):
                   platform_amax=platform_limits[1], rig_vmax=rig_limits[0], rig_amax=rig_limits[1],
                   bus_axes=tuple(a.name for a in cfg.bus.axes), stepped=cfg.loop.stepped,
                   bus_nodes=tuple(a.node_id for a in cfg.bus.axes),
+                  bus_node_ids=tuple(n.node_id for n in cfg.bus.nodes),
                   soft_limit_margin=cfg.control.soft_limit_margin, rig=_rig_model(cfg),
                   rig_convention=cfg.control.rig.convention if cfg.control.rig is not None else THESIS,
                   whole_body=cfg.stabilizer_path is not None and isinstance(robot, TreeRobot),

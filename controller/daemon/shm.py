@@ -30,6 +30,9 @@ One ``multiprocessing.shared_memory`` block holds, as preallocated numpy views:
   period) before it sends ``RUN_BUFFER``;
 * ``support``  the support phase of each ``traj`` sample (models.common.support: 0 left, 1 right,
   2 double; -1 throughout when the file has no support column);
+* ``bus``      the bus' health (:mod:`drivers.health`: its flags, last SDO abort and node error entry,
+  PRes lost and late per node, saturations per axis), copied by the loop after each cycle's record;
+  ``status`` reads it (a figure may be one cycle stale);
 * ``rig``      a recorded rig motion (an earthquake, :mod:`controller.daemon.rig.earthquake`) the I/O side
   fills (checked against the rig's stroke) before it sends ``RIG_BUFFER``: the spline's nodes
   x, ẋ, ẍ (``rig[0..2, :RIG_LEN]``, (nodes, 6) each); empty unless the daemon drives the rig.
@@ -99,6 +102,7 @@ class Layout:
     event_slots: int = 1024
     traj_samples: int = 150_000      # 5 min at 2 ms
     rig_nodes: int = 0               # the rig buffer (0 without the rig; RIG_NODES with it)
+    bus_health: int = 0              # the bus' health buffer's size (drivers.health.HEALTH)
 
     @property
     def slot_size(self) -> int:
@@ -114,6 +118,7 @@ class Layout:
                 ("traj", np.float64, (self.traj_samples, self.n_joints)),
                 ("support", np.float64, (self.traj_samples,)),
                 ("rig", np.float64, (3, self.rig_nodes, 6)),
+                ("bus", np.float64, (self.bus_health,)),
                 ("lanes", np.int64, (len(LANES), 2))]
 
     def nbytes(self) -> int:
@@ -138,6 +143,7 @@ class SharedBlock:
         self.ring: np.ndarray
         self.events: np.ndarray
         self.stats: np.ndarray
+        self.bus: np.ndarray
         self.traj: np.ndarray
         self.support: np.ndarray
         self.rig: np.ndarray

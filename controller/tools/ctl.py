@@ -90,8 +90,31 @@ def _transition(tr: dict[str, Any] | None) -> str:
     return "—" if not tr else f"{tr.get('from_state')} -> {tr.get('to_state')} ({tr.get('reason')}, cycle {tr.get('cycle')})"
 
 
+def bus_lines(bus: dict[str, Any] | None) -> list[str]:
+    """The bus' health (``status``'s ``bus``, drivers.health.describe) for people: one line per thing
+    that is not zero (PRes lost, PRes late, setpoint saturations, the last SDO abort, the last node error)."""
+    if not bus:
+        return []
+    lines = []
+    for key, label in (("pres_lost", "PRes lost"), ("pres_late", "PRes late")):
+        if bus[key]:
+            lines.append(f"{label}: " + ", ".join(f"node {n} {c}" for n, c in bus[key].items()))
+    if bus["saturations"]:
+        lines.append("setpoint saturations: " + ", ".join(f"{a} {c}" for a, c in bus["saturations"].items()))
+    abort = bus["last_sdo_abort"]
+    if abort:
+        lines.append(f"last SDO abort: node {abort['node']} {abort['access']} {abort['object']}: "
+                     f"0x{abort['code']:08X} {abort['name']}")
+    error = bus["last_node_error"]
+    if error:
+        lines.append(f"last node error: node {error['node']} 0x{error['code']:04X} "
+                     f"({'active' if error['active'] else 'history'}, {error['profile']}, info {error['info']})")
+    return lines
+
+
 def _print_status(st: dict[str, Any]) -> None:
-    """``status`` for people: the state, the last transition, faults, and each joint by name in degrees."""
+    """``status`` for people: the state, the last transition, faults, the bus' troubles and each joint by name
+    in degrees."""
     t = "—" if st.get("t") is None else f"{st['t']:.3f} s"
     print(f"state: {st['state']}   t: {t}   cycle: {st['cycle']}" + ("   (stepped)" if st.get("stepped") else ""))
     print(f"last transition: {_transition(st.get('last_transition'))}")
@@ -101,6 +124,8 @@ def _print_status(st: dict[str, Any]) -> None:
     for key in ("loop_exited", "shutdown_requested"):
         if st.get(key):
             print(f"{key}: yes" + (f" (exit {st.get('exit_code')}: {st.get('loop_error')})" if key == "loop_exited" else ""))
+    for line in bus_lines(st.get("bus")):
+        print(line)
     names = st.get("config", {}).get("joints", [])
     rows = [(n, *(st.get(k) and st[k][i] for k in ("q", "q_ref", "qd"))) for i, n in enumerate(names)]
     if rows and st.get("q") is not None:

@@ -28,7 +28,9 @@ inviting SoA waits for its answer or for the far end's *silence* frame
 (:data:`drivers.raw_socket.SILENCE_ETHERTYPE`), and every answer counts as on time (delay 0, the
 simulated nodes answer at once), so losses come from the simulation only, whatever the host's
 speed; a far end silent for :data:`~drivers.backends.udp.LOCKSTEP_STALL_S` (e.g. a real node,
-which never sends a silence frame) is a :class:`~drivers.hal.LinkError` naming it.
+which never sends a silence frame) is a :class:`~drivers.hal.LinkError` naming it. Faults are injected
+there through the far end's control channel (:class:`FarEndFaults`); on a real wire (real time) they
+are refused (:class:`NoFaults`).
 
 Opening the socket needs root or the ``CAP_NET_RAW`` capability (deploy/INSTALL.md: the systemd
 unit's ``AmbientCapabilities=CAP_NET_RAW``); without it :func:`open_socket` raises a
@@ -42,14 +44,14 @@ from time import perf_counter_ns, sleep
 
 import numpy as np
 
-from drivers.config import BusConfig
+from drivers.config import BusConfig, UdpConfig
 from drivers.fault_api import FaultApi, FaultError
 from drivers.hal import LinkError
 from drivers.raw_socket import MIN_ETHERNET, SILENCE_ETHERTYPE, SILENCE_NODE_AT, open_socket
 from drivers.powerlink import frames
 from drivers.powerlink.bus import PowerlinkBus
 from drivers.backends.udp import LOCKSTEP_STALL_S
-from drivers.udp_protocol import answered
+from drivers.udp_protocol import answered, control_request
 
 DEFAULT_SPIN_S = 2.0e-4               # s: busy-poll before sleeping in select(2) for an answer
 WAKE_SPIN_S = 2.0e-4                  # s: the cycle start is approached by sleeping to this, then spinning
@@ -299,11 +301,30 @@ class NoFaults(FaultApi):
                          "disconnect or stop the node itself")
 
 
+class FarEndFaults(FaultApi):
+    """Fault injection on a simulated far end (the HIL's controlled nodes, drivers.sim.hil.wire): the
+    request goes over its control channel (``bus.udp.host:port``), which it serves only after every
+    frame already on the wire, so the fault lands between the same two frames as over ``udp``."""
+
+    def __init__(self, config: UdpConfig) -> None:
+        self.config = config
+
+    def apply(self, name: str, **args) -> None:
+        c = self.config
+        answer = control_request(c.host, c.port, {"op": "fault", "name": name, "args": args},
+                                 max(c.timeout_s, LOCKSTEP_STALL_S))
+        if answer is None:
+            raise LinkError(f"the far end's control channel at {c.host}:{c.port} did not answer fault {name!r}")
+        if "error" in answer:
+            raise FaultError(answer["error"])
+
+
 def open_raw(config: BusConfig, spin_s: float = DEFAULT_SPIN_S, lockstep: bool = False) -> PowerlinkBus:
-    """A bus on ``bus.interface`` (raw Ethernet, module docstring); ``lockstep``: a simulated far end."""
+    """A bus on ``bus.interface`` (raw Ethernet, module docstring); ``lockstep``: a simulated far end,
+    whose faults are injected through its control channel (:class:`FarEndFaults`)."""
     if not config.interface:
         raise LinkError("the raw backend needs bus.interface (the Ethernet interface the nodes are on)")
     slots = config.cycles_per_control * len(config.nodes) + 1
     link = RawLink(config.interface, config.cycle_time_s, len(config.nodes), slots, spin_s, config.pres_timeout_s,
                    lockstep)
-    return PowerlinkBus(config, link, NoFaults())
+    return PowerlinkBus(config, link, FarEndFaults(config.udp) if lockstep else NoFaults())

@@ -39,15 +39,18 @@ class RecordingLink(ImmediateLink):
 class SimBus(PowerlinkBus):
     """A :class:`PowerlinkBus` whose controlled nodes are simulated in-process (``bus.network``)."""
 
-    def __init__(self, config: BusConfig, plant: Plant | None = None, record_frames: bool = False) -> None:
-        self.network = SimulatedNodes(config, plant)
+    def __init__(self, config: BusConfig, plant: Plant | None = None, record_frames: bool = False,
+                 commissioned: bool = True) -> None:
+        self.network = SimulatedNodes(config, plant, commissioned=commissioned)
         link = RecordingLink(self.network) if record_frames else self.network
         super().__init__(config, link, self.network.faults)
 
 
-def open_sim(config: BusConfig, plant: Plant | None = None, record_frames: bool = False) -> SimBus:
-    """A bus on a simulated network of ``config``'s nodes driving ``plant`` (default: InertiaPlant)."""
-    return SimBus(config, plant, record_frames)
+def open_sim(config: BusConfig, plant: Plant | None = None, record_frames: bool = False,
+             commissioned: bool = True) -> SimBus:
+    """A bus on a simulated network of ``config``'s nodes driving ``plant`` (default: InertiaPlant);
+    ``commissioned``: its nodes already hold their configuration (:class:`SimulatedNodes`)."""
+    return SimBus(config, plant, record_frames, commissioned)
 
 
 def open_in_process(config: BusConfig, plant: Plant | None = None, fast: bool = True,

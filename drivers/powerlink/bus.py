@@ -13,6 +13,7 @@ from drivers.config import BusConfig
 from drivers.events import BusEvent, EventKind
 from drivers.fault_api import FaultApi
 from drivers.hal import Bus, BusStateError, Intent
+from drivers.health import flag_saturation
 from drivers.powerlink.capture import Capture, CaptureLink
 from drivers.powerlink.managing_node import Link, ManagingNode
 from drivers.powerlink.nmt import NmtState
@@ -31,7 +32,8 @@ class PowerlinkBus(Bus):
         super().__init__(config)
         self.link = link
         self.faults = faults
-        self.mn = ManagingNode(config, link, self.events, epoch_ns)
+        self.mn = ManagingNode(config, link, self.events, epoch_ns, self.health_views)
+        self._flags = self.health_views.flags
         self._lockstep = epoch_ns is None            # capture time stamps: simulated time, else the host clock
         row = {n.node_id: k for k, n in enumerate(config.nodes)}
         self._axis_node = np.array([row[a.node_id] for a in config.axes], np.int64)     # row of mn.tpdo / preq_rows
@@ -49,7 +51,8 @@ class PowerlinkBus(Bus):
         read_tpdo(self.mn.tpdo.copy(), self.mn.latched.copy(), none, none, scales, none, none, none,
                   self.position[:0], self.position[:0], self.position[:0], self.aux[:0], none, none, none)
         write_rpdo(none, none, none, none, self.position[:0], self.position[:0], self.position[:0],
-                   self.mn.preq_rows.copy(), none, none, scales, none, none, none, True)
+                   self.mn.preq_rows.copy(), none, none, scales, none, self.saturations[:0], none, True)
+        flag_saturation(self._flags.copy(), none)
 
     def boot(self) -> None:
         self._check_open()
@@ -58,6 +61,7 @@ class PowerlinkBus(Bus):
         self.target_position[:] = self.position
 
     def read(self) -> None:
+        self._flags[0] = 0.0                        # drivers.health: the flags say what happened since
         count = read_tpdo(self.mn.tpdo, self.mn.latched, self._axis_node, self._axis_channel, self.scales,
                           self._latched, self.statusword, self.mode_display, self.position, self.velocity, self.current, self.aux,
                           self.state, self.fault_code, self._newly_faulted)
@@ -74,6 +78,7 @@ class PowerlinkBus(Bus):
             for i in np.flatnonzero(self.intent == Intent.FAULT_RESET).tolist():
                 self._controlword[i] = self._fault_reset_word(i)
             pending, count = self._write(True)
+        flag_saturation(self._flags, self.saturated)
         for j in range(count):
             self._saturation_event(int(self._newly_saturated[j]))
 

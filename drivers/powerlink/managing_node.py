@@ -12,18 +12,24 @@ later, still before the controller's next read.
 Boot: PreOp1 (SoA/ASnd only: IdentRequest to every configured CN) -> PreOp2 (SoC + PReq with
 RD=0; the CNs follow on the first SoC; NMTEnableReadyToOperate to each) -> ReadyToOperate
 (NMTStartNode to each) -> Operational once every configured CN reports Operational, then RD=1.
-:meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it.
+:meth:`boot` raises :class:`BootTimeoutError` naming the nodes that did not make it. A node is
+admitted only once configured: its IdentResponse's verify configuration 0x1020 is the stamp of its
+download (:mod:`~drivers.powerlink.configuration`), else the download runs by SDO in PreOp1,
+0x1020 last, then NMTResetConfiguration and identification again; no IdentRequest goes to a node
+meanwhile.
 
 Identification: the IdentResponse (:mod:`~drivers.powerlink.ident`) is kept per CN as a named
 record (``CnRecord.ident``); the CN's MAC address is learned from its source address and becomes
-the destination of its PReq. The SoA carrying the IdentRequest sets ER, which resets the CN's
-error signalling (:mod:`~drivers.powerlink.status`).
+the destination of its PReq. An identified CN's error signalling is reset first (StatusRequests with
+ER until it answers EC, :class:`~drivers.powerlink.status.ErrorSignalling`); only StatusRequest SoAs
+carry ER and EA, as openPOWERLINK's MN sends them.
 
 Errors: per CN, DS 301 threshold counters for lost, late (arrival after ``pres_timeout_s``) and
 malformed PRes. A trip removes the CN from the isochronous phase, latches the matching fault code
 for its axes, sends NMTResetNode and lets the node boot again (IdentRequest, then the same steps).
-A PRes whose EN differs from the EA the MN last sent gets a StatusRequest; the StatusResponse is
-kept (``CnRecord.status``), each new error entry is a NODE_ERROR event, and EA then echoes EN.
+Once the reset is done, a PRes whose EN differs from the EA the MN last sent gets a StatusRequest;
+the StatusResponse is kept (``CnRecord.status``), each new error entry is a NODE_ERROR event, and EA
+then echoes EN.
 
 Time: every SoC carries NetTime = ``epoch_ns`` + bus cycle x cycle time (:meth:`ManagingNode.net_time_ns`)
 and RelativeTime = bus cycle x cycle time in µs. ``epoch_ns`` is the host clock at construction in
@@ -42,9 +48,10 @@ from drivers.cia402 import Mode
 from drivers.codes import FaultCode
 from drivers.config import BusConfig, NodeConfig
 from drivers.events import BusEvent, EventKind
+from drivers.health import count_pres_error, health_buffer, keep_node_error, keep_sdo_abort
 from drivers.powerlink import configuration, frames, ident, services, status
 from drivers.powerlink.checks import steady_pres, take_tpdo
-from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_ER, FLAG1_RD, FrameError, InconsistentFrame,
+from drivers.powerlink.frames import (FLAG1_EA, FLAG1_EN, FLAG1_RD, FrameError, InconsistentFrame,
                                       RequestedService, ServiceId)
 from drivers.powerlink.nmt import NmtCommand, NmtState
 from drivers.powerlink.pdo import RPDO, TPDO
@@ -112,7 +119,7 @@ class BootTimeoutError(RuntimeError):
 class CnRecord:
     """What the MN knows about one configured CN."""
 
-    def __init__(self, node: NodeConfig, threshold: int, preq_buffer=None, tpdo=None) -> None:
+    def __init__(self, node: NodeConfig, bus: BusConfig, preq_buffer=None, tpdo=None) -> None:
         """``tpdo``: the row that holds the TPDO payload of its last valid PRes (ManagingNode.tpdo);
         an I/O node (profile io) has PReq and PRes payloads of its mapped outputs and inputs."""
         self.node = node
@@ -125,6 +132,7 @@ class CnRecord:
         self.status: status.StatusResponse | None = None  # its last StatusResponse
         self.en = 0                                        # the EN it reported last: the PReq's EA echoes it
         self.status_wanted = False
+        self.signalling = status.ErrorSignalling()
         self.stopped = False
         self.io = node.profile == "io"
         if self.io:
@@ -137,17 +145,20 @@ class CnRecord:
                                   * RPDO.channels)
         self.preq.seal()
         self.tpdo = np.zeros(self.pres_size, np.uint8) if tpdo is None else tpdo[:self.pres_size]
-        self.loss = ThresholdCounter(threshold)
-        self.late = ThresholdCounter(threshold)
-        self.malformed = ThresholdCounter(threshold)
+        self.loss = ThresholdCounter(bus.threshold)
+        self.late = ThresholdCounter(bus.threshold)
+        self.malformed = ThresholdCounter(bus.threshold)
         self.counters = (self.loss, self.late, self.malformed)
         self.erring = False
         self.last_command: NmtCommand | None = None
         self.command_cycle = -RETRY_CYCLES - 1
         self.sdo = SdoClient()
-        self.download = configuration.download(node)    # written in PreOp1, then NMTResetConfiguration
-        self.configured = not self.download
-        self.writes: list[SdoRequest] = []             # the download's transfers, while it runs
+        self.download = configuration.download(node, bus)   # written in PreOp1, then 0x1020, then NMTResetConfiguration
+        self.stamp = configuration.stamp(self.download)     # the 0x1020 (date, time) that says it is there
+        self.configured = False                        # its 0x1020 matched, or the download just ended
+        self.writes: list[SdoRequest] = []             # the download's transfer under way (or refused)
+        self.queue: deque[configuration.Write] = deque()   # and the writes after it
+        self.stamping = False                          # those transfers are the closing 0x1020 writes
         self.config_error = ""
         self.mismatch = ""                             # what its IdentResponse got wrong, "" when right
 
@@ -172,27 +183,35 @@ class CnRecord:
         self.preq.buf[frames.FLAGS1_AT] = (FLAG1_RD if ready else 0) | (FLAG1_EA if self.en else 0)
         self.preq.seal()
 
+    def reset_signalling(self) -> None:
+        """Identified (again): its error signalling is reset from the next StatusRequest on, EA = 0 until done."""
+        self.en = 0
+        self.signalling.restart()
+
+    def status_flags(self) -> int:
+        """A StatusRequest's flags1 to it: ER while its signalling is being reset, EA echoing its last EN."""
+        return self.signalling.er | (FLAG1_EA if self.en else 0)
+
     def take_status(self, response: status.StatusResponse, ready: bool) -> tuple[list[status.ErrorEntry], bool]:
-        """Keep ``response`` and echo its EN in the PReq (``ready``: see :meth:`set_preq_flags`); the
-        history entries in it that the last one did not hold, and whether EN changed."""
+        """Keep ``response``, step the signalling's reset and, once it is done, echo EN in the PReq
+        (``ready``: see :meth:`set_preq_flags`); the history entries in it that the last one did not
+        hold, and whether EA changed. Another StatusRequest is wanted when ``status_wanted``."""
         old = set(self.status.entries) if self.status is not None else set()
-        self.status, self.status_wanted = response, False
-        en = response.flags1 & FLAG1_EN
+        self.status = response
+        self.status_wanted = self.signalling.response(response.flags1)
+        en = response.flags1 & FLAG1_EN if self.signalling.state == status.Signalling.READY else 0
         changed, self.en = en != self.en, en
         if changed:
             self.set_preq_flags(ready)
         return [e for e in response.entries if e not in old and not e.active], changed
 
-    def download_done(self) -> bool:
-        """Its configuration download ended: True when NMTResetConfiguration may apply it (the node
-        then identifies again), False when an abort became its boot error."""
+    def writes_failed(self) -> bool:
+        """Whether a write of its download was refused; the first refusal becomes its boot error
+        ("node N: 0xIIII/S: <abort code and name>") and nothing more is written."""
         failed = next((w for w in self.writes if w.abort_code), None)
         if failed is not None:
-            self.config_error = f"{failed.describe()} of its configuration aborted: {abort_text(failed.abort_code)}"
-            return False
-        self.configured = True
-        self.writes = []
-        return True
+            self.config_error = f"node {self.node_id}: 0x{failed.index:04X}/{failed.subindex}: {abort_text(failed.abort_code)}"
+        return failed is not None
 
     def set_outputs(self, payload: bytes) -> None:
         """Put ``payload`` (an io node's mapped outputs, in mapping order) into its next PReqs; its
@@ -218,11 +237,19 @@ def service_cycle(mn: ManagingNode) -> None:
     mn.bus_cycle += 1
 
 
+def _resetting(mn: ManagingNode, rec: CnRecord) -> bool:
+    """Whether ``rec``'s node was sent NMTResetConfiguration less than RETRY_CYCLES ago (an answer
+    may still be from before it)."""
+    return rec.last_command == NmtCommand.RESET_CONFIGURATION and mn.bus_cycle - rec.command_cycle <= RETRY_CYCLES
+
+
 def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bool:
     """Whether a node that answered an IdentRequest may join the cycle now: its identity is the
     YAML's (else an IDENT_MISMATCH event, once), its answer is not from before a reset
-    configuration it was sent, it is in PreOperational1 or 2 (else NMTResetNode) and configured
-    (else its configuration download starts: SDO writes, then NMTResetConfiguration)."""
+    configuration it was sent, it is in PreOperational1 or 2 (else NMTResetNode) and configured:
+    its verify configuration 0x1020 is the stamp of its download (a CONFIGURATION event says the
+    download is skipped), or its download just ended; else the download starts (SDO writes, then
+    0x1020, then NMTResetConfiguration: :func:`_download_progress`)."""
     rec.answered = True
     rec.ident = response
     rec.device_type = response.device_type
@@ -230,17 +257,73 @@ def _admit(mn: ManagingNode, rec: CnRecord, response: ident.IdentResponse) -> bo
     if mismatch and rec.mismatch != mismatch:
         mn._event(EventKind.IDENT_MISMATCH, rec.node_id, response.device_type, f"node reports {mismatch}")
     rec.mismatch = mismatch
-    if mismatch or (rec.last_command == NmtCommand.RESET_CONFIGURATION
-                    and mn.bus_cycle - rec.command_cycle <= RETRY_CYCLES):
+    if mismatch or _resetting(mn, rec):
         return False
     if response.nmt_status not in (NmtState.PRE_OPERATIONAL_1, NmtState.PRE_OPERATIONAL_2):
         mn._command(rec, NmtCommand.RESET_NODE)
         return False
     if rec.configured and not rec.config_error:
         return True
-    if not rec.writes:
-        rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type) for w in rec.download]
+    if rec.writes or rec.config_error:                 # its download runs, or failed
+        return False
+    if (response.configuration_date, response.configuration_time) == rec.stamp:
+        rec.configured = True
+        mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"reports this configuration (0x1020 date "
+                  f"{rec.stamp[0]}, time {rec.stamp[1]}): download skipped")
+        return True
+    _write(mn, rec, rec.download)
     return False
+
+
+def _write(mn: ManagingNode, rec: CnRecord, writes: list[configuration.Write]) -> None:
+    """Write ``writes`` to ``rec``'s node in order, one transfer after the other (the next starts
+    once the last succeeded: :func:`_download_progress`)."""
+    rec.queue = deque(writes)
+    _write_next(mn, rec)
+
+
+def _write_next(mn: ManagingNode, rec: CnRecord) -> None:
+    """Start the first write of ``rec``'s queue."""
+    w = rec.queue.popleft()
+    rec.writes = []                              # sdo() re-enters _sdo_progress: nothing to finish yet
+    rec.writes = [mn.sdo(rec.node_id, SDO_WRITE, w.index, w.subindex, w.value, w.data_type)]
+
+
+def _download_progress(mn: ManagingNode, rec: CnRecord) -> None:
+    """A transfer of ``rec``'s download ended: the next write; after its objects, 0x1020; after
+    0x1020, NMTResetConfiguration applies it (the node then identifies again). A refusal ends it:
+    nothing more is written."""
+    if rec.writes_failed():
+        return
+    if rec.queue:
+        _write_next(mn, rec)
+    elif not rec.stamping:
+        rec.stamping = True
+        _write(mn, rec, configuration.stamp_writes(rec.stamp))
+    else:
+        _configured(mn, rec)
+
+
+def _configured(mn: ManagingNode, rec: CnRecord) -> None:
+    """``rec``'s download ended with 0x1020: NMTResetConfiguration applies it."""
+    rec.configured, rec.stamping, rec.writes = True, False, []
+    mn._event(EventKind.CONFIGURATION, rec.node_id, text=f"{len(rec.download) + 2} objects written, 0x1020 "
+              "last; NMTResetConfiguration applies them")
+    mn._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
+
+
+def _next_ident(mn: ManagingNode) -> int:
+    """The next unidentified node to send an IdentRequest, round robin, leaving out the nodes
+    being configured (their download's transfers run or failed, or the NMTResetConfiguration
+    applying it is younger than RETRY_CYCLES: :func:`_admit` would not take the answer);
+    INVALID_NODE_ID if none."""
+    count = len(mn.unidentified)
+    for _ in range(count):
+        mn._ident_cursor = (mn._ident_cursor + 1) % count
+        rec = mn.unidentified[mn._ident_cursor]
+        if not rec.writes and not _resetting(mn, rec):
+            return rec.node_id
+    return frames.INVALID_NODE_ID
 
 
 def _boot_failure(mn: ManagingNode) -> str:
@@ -266,9 +349,11 @@ def _boot_failure(mn: ManagingNode) -> str:
 
 
 class ManagingNode:
-    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None) -> None:
-        """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step)."""
+    def __init__(self, config: BusConfig, link: Link, events: deque, epoch_ns: int | None = None, health=None) -> None:
+        """``epoch_ns``: NetTime of bus cycle 0, ns since 1970 (None: ``bus.net_time_epoch``, lock-step);
+        ``health``: the views of the bus' health buffer it counts into (:mod:`drivers.health`; None: its own)."""
         self.config = config
+        self.health = health_buffer(len(config.nodes), len(config.axes))[1] if health is None else health
         self.epoch_ns = config.net_time_epoch_s * 1_000_000_000 if epoch_ns is None else epoch_ns
         self.link = link
         self.events = events
@@ -276,7 +361,7 @@ class ManagingNode:
         width = max([TPDO.size] + [n.input_size for n in config.nodes])
         self.tpdo = np.zeros((len(config.nodes), width), np.uint8)      # per CN: its last valid TPDO payload
         self.latched = np.zeros(len(config.nodes), np.int64)   # per CN: code to latch on its axes (bus.read clears)
-        self.records = {n.node_id: CnRecord(n, config.threshold, None if n.profile == "io" else
+        self.records = {n.node_id: CnRecord(n, config, None if n.profile == "io" else
                                             memoryview(self.preq_rows[i]), self.tpdo[i])
                         for i, n in enumerate(config.nodes)}
         self._row = {n.node_id: i for i, n in enumerate(config.nodes)}
@@ -481,6 +566,8 @@ class ManagingNode:
                 self._cn_state(rec, NmtState(nmt))
 
     def _pres_error(self, rec: CnRecord, counter: ThresholdCounter, code: FaultCode) -> None:
+        if counter is not rec.malformed:
+            count_pres_error(self.health, self._row[rec.node_id], counter is rec.late)
         if rec.pres_error(counter):
             self._event(EventKind.THRESHOLD, rec.node_id, code,
                         f"{code.name} threshold {counter.threshold} reached on node {rec.node_id}")
@@ -505,8 +592,9 @@ class ManagingNode:
         rec.identified = False
         rec.nmt = NmtState.NOT_ACTIVE
         rec.sdo.reset()
-        rec.configured = not rec.download            # a reset node is back to its default objects
-        rec.writes = []
+        rec.configured = False                       # its 0x1020 says what it holds after the reset
+        rec.writes, rec.stamping = [], False
+        rec.queue.clear()
         rec.status_wanted = False
         if rec.node_id in self.status_requests:
             self.status_requests.remove(rec.node_id)
@@ -536,10 +624,9 @@ class ManagingNode:
             target = self.status_requests.popleft()
             service = _STATUS_REQUEST
         elif self.unidentified:
-            self._ident_cursor = (self._ident_cursor + 1) % len(self.unidentified)
-            target = self.unidentified[self._ident_cursor].node_id
-            service = _IDENT_REQUEST
-        self._set_soa(service, target, FLAG1_ER if service == _IDENT_REQUEST else 0)
+            target = _next_ident(self)
+            service = _IDENT_REQUEST if target != frames.INVALID_NODE_ID else _NO_SERVICE
+        self._set_soa(service, target, self.records[target].status_flags() if service == _STATUS_REQUEST else 0)
         reply = link.transfer(self.soa.view)
         if target == frames.MN_NODE_ID:
             frame, awaiting = self.outbox.popleft()
@@ -577,10 +664,11 @@ class ManagingNode:
         nmt = response.nmt_status
         rec.identified = True
         rec.nmt = NmtState(nmt)
-        rec.en = 0                                   # the IdentRequest's ER reset its error signalling
+        rec.reset_signalling()
         rec.preq.buf[frames.DST_MAC_AT:frames.SRC_MAC_AT] = bytes.fromhex(response.mac.replace(":", ""))
         rec.set_preq_flags(self.state == _OPERATIONAL)
         self.unidentified.remove(rec)
+        self.request_status(rec.node_id)             # starts the reset of its error signalling
         if self.state != NmtState.PRE_OPERATIONAL_1:
             self.polled.append(rec)
             self.polled.sort(key=lambda r: r.node_id)
@@ -597,6 +685,9 @@ class ManagingNode:
     def _status(self, rec: CnRecord, response: status.StatusResponse) -> None:
         """Keep the StatusResponse, report the entries not seen before, echo EN as EA."""
         entries, en_changed = rec.take_status(response, self.state == _OPERATIONAL)
+        if rec.status_wanted:
+            self.status_requests.append(rec.node_id)
+        keep_node_error(self.health, rec.node_id, response.entries, bool(entries))
         for entry in entries:
             self._event(EventKind.NODE_ERROR, rec.node_id, entry.code,
                         f"node {rec.node_id} reports error 0x{entry.code:04X} (entry type 0x{entry.type:04X})")
@@ -636,10 +727,11 @@ class ManagingNode:
         while rec.sdo.finished:
             req = rec.sdo.finished.popleft()
             if req.abort_code:
+                keep_sdo_abort(self.health, rec.node_id, req.index, req.subindex, req.abort_code, req.write)
                 self._event(EventKind.SDO_ABORT, rec.node_id, req.abort_code,
                             f"{req.describe()} aborted: {abort_text(req.abort_code)}")
-        if rec.writes and not rec.configured and all(w.done for w in rec.writes) and rec.download_done():
-            self._command(rec, NmtCommand.RESET_CONFIGURATION, force=True)
+        if rec.writes and not rec.configured and all(w.done for w in rec.writes):
+            _download_progress(self, rec)
 
     # -- node commands from the application ---------------------------------------------------------
     def stop_node(self, node_id: int) -> None:

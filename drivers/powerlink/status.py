@@ -15,13 +15,20 @@ occurred), its mode (bits 12-13: 1 active, 2 cleared, 3 occurred) and its profil
 2 POWERLINK communication, 0x192 = 402 the CiA 402 drive profile); status entries come first, and
 an entry of type 0 ends the list.
 
-Error signalling: the CN toggles EN in its PRes (and StatusResponse) when it adds an entry; the MN,
-seeing EN differ from the EA it last sent in the PReq, asks for a StatusResponse and then echoes
-EN as EA. ER in a SoA addressed to the CN resets its signalling: the CN clears EN and answers EC.
+Error signalling (DS 301 §6.5.2, as openPOWERLINK's MN runs it, ``dllkframe.c``
+``handleErrorSignaling``): a CN starts with EC set (so that the MN sees it rebooted). The MN first
+resets the CN's signalling: its StatusRequest SoA carries ER until a StatusResponse with EC set
+answers a request sent with ER (at least one more than the first, whose answer may predate it), then
+ER = 0 until a StatusResponse clears EC (the CN saw ER fall; after more than :data:`EC0_RETRIES`
+answers still with EC, the reset starts over). From then on (:class:`ErrorSignalling` READY) the CN
+toggles EN in its PRes (and StatusResponse) when it adds an entry; the MN, seeing EN differ from the
+EA it last sent in the PReq, asks for a StatusResponse and then echoes EN as EA. A StatusResponse with
+EC set while READY means the CN rebooted: the reset starts over.
 """
 from __future__ import annotations
 
 import struct
+from enum import IntEnum
 from typing import NamedTuple
 
 from drivers.powerlink import frames
@@ -29,6 +36,7 @@ from drivers.powerlink.frames import InconsistentFrame, TruncatedFrame
 from drivers.powerlink.nmt import NMT_STATE_CODES
 
 FLAG1_EC = 0x08
+EC0_RETRIES = 10                        # openPOWERLINK's ERRSIG_WAIT_EC0_TIMEOUT_CNT
 HEAD = struct.Struct("<BBB3xQ")
 ENTRY = struct.Struct("<HHIIQ")
 ENTRIES = 13
@@ -56,6 +64,57 @@ class ErrorEntry(NamedTuple):
     @property
     def active(self) -> bool:
         return bool(self.type & TYPE_STATUS)
+
+
+class Signalling(IntEnum):
+    """The MN's error-signalling state for one CN (openPOWERLINK's ``STATE_MN_ERRSIG_INIT_*``)."""
+
+    WAIT_EC1 = 0        # StatusRequests carry ER until the CN answers with EC
+    WAIT_EC0 = 1        # ER = 0 until the CN answers with EC cleared
+    READY = 2           # EN/EA signalling runs
+
+
+class ErrorSignalling:
+    """The MN's side of one CN's exception signalling (module docstring): the ER flag its
+    StatusRequest SoA carries and the state after each StatusResponse."""
+
+    __slots__ = ("answers", "state")
+
+    def __init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        """Reset the CN's signalling from the next StatusRequest on (its boot, or EC seen while READY)."""
+        self.state = Signalling.WAIT_EC1
+        self.answers = 0
+
+    @property
+    def er(self) -> int:
+        """The ER bit of the next StatusRequest SoA to this CN."""
+        return frames.FLAG1_ER if self.state == Signalling.WAIT_EC1 else 0
+
+    def response(self, flags1: int) -> bool:
+        """Take a StatusResponse's ``flags1``; whether another StatusRequest is needed."""
+        ec = bool(flags1 & FLAG1_EC)
+        if self.state == Signalling.WAIT_EC1:
+            if ec and self.answers:
+                self.state, self.answers = Signalling.WAIT_EC0, 0
+            else:
+                self.answers += 1
+            return True
+        if self.state == Signalling.WAIT_EC0:
+            if not ec:
+                self.state = Signalling.READY
+                return False
+            if self.answers > EC0_RETRIES:
+                self.restart()
+            else:
+                self.answers += 1
+            return True
+        if ec:
+            self.restart()
+            return True
+        return False
 
 
 class StatusResponse(NamedTuple):

@@ -3,13 +3,18 @@
 It follows the CN NMT table of :mod:`.nmt`, answers PReq with a PRes carrying its drive's TPDO,
 applies the RPDO only when Operational and the MN sets RD, answers IdentRequest (its YAML
 identity, :mod:`~drivers.powerlink.ident`), StatusRequest and SDO invitations in the asynchronous
-phase, and counts lost SoC with a DS 301 threshold counter: a trip is an NMT error (back to PreOp1)
-and a fault (0x8245) on both axes of its drive. Its DS 301 SDO server (:mod:`drivers.powerlink.sdo`)
+phase, and counts lost SoC and, in ReadyToOperate and Operational, lost PReq (a SoA after a SoC
+without its PReq, as openPOWERLINK's CN does) with DS 301 threshold counters (0x1C0B, 0x1C0D): a
+trip is an NMT error (back to PreOp1) and a fault (0x8245, 0x8242) on both axes of its drive. Its DS 301 SDO server (:mod:`drivers.powerlink.sdo`)
 serves the drive's object dictionary and the node's identity objects.
 
 Every fault that becomes active on one of its drive's channels is an error entry (time-stamped
 with the NetTime of the last SoC) of its StatusResponse and toggles EN in its PRes
 (:mod:`~drivers.powerlink.status`); pending ASnd frames show as RS with the generic priority PR.
+Its exception signalling is openPOWERLINK's CN's (``dllkframe.c``, StatusRequest): EC set at power-up
+and after every reset, so that the MN sees it rebooted; a StatusRequest whose ER differs from the last
+one's sets EC and clears EN when ER rose, clears both when it fell, and the StatusResponse it answers
+already carries the new flags.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from drivers.codes import FaultCode
 from drivers.config import BusConfig
 from drivers.identity import Identity
 from drivers.sim.drive import Drive
-from drivers.sim.object_dictionary import identity_objects
+from drivers.sim.object_dictionary import dll_objects, identity_objects
 from drivers.powerlink import frames, ident, services, status
 from drivers.powerlink.frames import FLAG1_EN, FLAG1_ER, FLAG1_RD, InconsistentFrame, RequestedService, ServiceId
 from drivers.powerlink.nmt import NmtCommand, NmtEvent, NmtState, cn_next_state
@@ -29,6 +34,7 @@ from drivers.powerlink.sdo import SdoServer
 from drivers.powerlink.threshold import ThresholdCounter
 
 _CYCLIC = (NmtState.PRE_OPERATIONAL_2, NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)
+_PREQ_DUE = (NmtState.READY_TO_OPERATE, NmtState.OPERATIONAL)     # the MN polls it: a missing PReq counts
 # Enum member lookups cost ~0.2 µs each on Python 3.11: the per-cycle code uses these aliases.
 _NOT_ACTIVE, _PRE_OPERATIONAL_1, _OPERATIONAL = NmtState.NOT_ACTIVE, NmtState.PRE_OPERATIONAL_1, NmtState.OPERATIONAL
 _IDENT_REQUEST, _STATUS_REQUEST, _UNSPECIFIED_INVITE = (RequestedService.IDENT_REQUEST, RequestedService.STATUS_REQUEST,
@@ -52,11 +58,14 @@ class ControlledNode:
         "history",
         "ident",
         "identity",
+        "last_er",
+        "loss_preq",
         "loss_soc",
         "nmt",
         "nmt_history",
         "node_id",
         "pending",
+        "preq_seen",
         "pres",
         "rx_errors",
         "sdo",
@@ -75,16 +84,20 @@ class ControlledNode:
         self.nmt = NmtState.NOT_ACTIVE
         self.nmt_history: list[NmtState] = [NmtState.NOT_ACTIVE]
         self.loss_soc = ThresholdCounter(config.threshold)
+        self.loss_preq = ThresholdCounter(config.threshold)
         self.soc_seen = False
+        self.preq_seen = False                  # its PReq came since the last SoA
         self.pres = frames.pres_frame(node_id, TPDO.size, buf=drive.pres_buffer)   # the drive maps its TPDO in
         self.ident = ident.ident_frame(node_id)
         self.status = status.status_frame(node_id)
         self.pending: deque[memoryview] = deque()      # ASnd frames waiting for an UnspecifiedInvite
-        self.exception = 0                          # flags1 bits EN and EC of its PRes and StatusResponse
+        self.exception = status.FLAG1_EC            # flags1 bits EN and EC of its PRes and StatusResponse
+        self.last_er = 0                            # the ER of the last StatusRequest
         self.history: deque[status.ErrorEntry] = deque(maxlen=HISTORY_LENGTH)
         self.soc_time = (config.net_time_epoch_s, 0)     # NetTime of the last SoC seen
         self._codes = list(drive.fault_code)        # the drive's fault codes when last looked at
         identity_objects(drive.objects, lambda: self.identity, self._identify)
+        dll_objects(drive.objects, self.loss_soc, self.loss_preq, config.cycle_us)
         self.sdo = SdoServer(drive.objects)
         self._rpdo_seen = b""
         self.rx_errors = 0
@@ -102,6 +115,9 @@ class ControlledNode:
         if nmt not in _CYCLIC:
             return None
         operational = nmt is _OPERATIONAL
+        self.preq_seen = True
+        if self.loss_preq.count:
+            self.loss_preq.good()
         if frame != self._rpdo_seen:
             _, flags1, version, size = frames.read_preq(frame, self.fcs)
             if size != RPDO.size or version != frames.PDO_VERSION:
@@ -127,7 +143,7 @@ class ControlledNode:
     # -- asynchronous phase -----------------------------------------------------------------------
     def on_soa(self, service: int, target: int, flags1: int = 0) -> memoryview | None:
         """End of the isochronous phase: SoC-loss accounting, then the ASnd if invited (``flags1``:
-        the SoA's, ER resets the error signalling)."""
+        the SoA's, whose ER a StatusRequest carries: module docstring)."""
         if self.nmt is _NOT_ACTIVE:
             self._event(NmtEvent.SOA)
         if self.nmt in _CYCLIC:
@@ -137,19 +153,21 @@ class ControlledNode:
             elif self.loss_soc.error():
                 self._leave_operational(FaultCode.LOSS_SOC)
                 self._event(NmtEvent.DLL_ERROR)
-        self.soc_seen = False
+            if (self.soc_seen and not self.preq_seen and self.nmt in _PREQ_DUE and self.loss_preq.error()):
+                self._leave_operational(FaultCode.LOSS_PREQ)
+                self._event(NmtEvent.DLL_ERROR)
+        self.soc_seen = self.preq_seen = False
         self.sdo.tick()
         self._sdo_out()
         if target != self.node_id:
             return None
-        if flags1 & FLAG1_ER:
-            self.exception = status.FLAG1_EC
-        else:
-            self.exception &= ~status.FLAG1_EC
         if service == _IDENT_REQUEST:
             ident.write_ident(self.ident.buf, self.identity, self.flags2(), self.nmt, RPDO.size, TPDO.size)
             return self.ident.seal()
         if service == _STATUS_REQUEST:
+            er = flags1 & FLAG1_ER
+            if er != self.last_er:
+                self.exception, self.last_er = (status.FLAG1_EC if er else 0), er
             status.write_status(self.status.buf, self.exception, self.flags2(), self.nmt, self.drive.error_register,
                                 self._entries())
             return self.status.seal()
@@ -169,10 +187,12 @@ class ControlledNode:
         if command in _RESETS:
             self.drive.reset()
             self.loss_soc.clear()
+            self.loss_preq.clear()
             self.pending.clear()
             self.sdo.reset()
             self.soc_seen = False
             self._rpdo_seen = b""
+            self.exception, self.last_er = status.FLAG1_EC, 0
         elif self.nmt == NmtState.OPERATIONAL and cn_next_state(self.nmt, command) != self.nmt:
             self._leave_operational(FaultCode.COMMUNICATION)
         self._event(command)

@@ -518,5 +518,4 @@ class Drive:
 
     def _object_dictionary(self, axes: tuple[AxisConfig, ...]) -> ObjectDictionary:
         columns = dict(zip(DRIVE_COLUMNS, _columns(X_COLUMNS, *DRIVE_COLUMNS)))
-        return drive_dictionary(self, columns, {a.channel: a.drive for a in axes}, self.bank.config.cycle_us,
-                                FAULT_HISTORY_LENGTH)
+        return drive_dictionary(self, columns, {a.channel: a.drive for a in axes}, FAULT_HISTORY_LENGTH)

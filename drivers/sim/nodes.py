@@ -12,7 +12,10 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from drivers.sim import isochronous
-from drivers.config import BusConfig
+from drivers.config import BusConfig, NodeConfig
+from drivers.powerlink import configuration
+from drivers.service_channel import encode
+from drivers.sim.object_dictionary import ObjectDictionary
 from drivers.sim.drive import Drive, DriveBank
 from drivers.sim.faults import FaultInjector
 from drivers.sim.plant import InertiaPlant, Plant
@@ -23,6 +26,16 @@ from drivers.powerlink.nmt import NmtCommand, NmtState
 
 _OPERATIONAL = NmtState.OPERATIONAL
 _PREQ, _SOC, _SOA, _ASND = (int(t) for t in (MessageType.PREQ, MessageType.SOC, MessageType.SOA, MessageType.ASND))
+
+
+def commission(objects: ObjectDictionary, node: NodeConfig, config: BusConfig) -> None:
+    """Write into ``objects`` what the managing node's configuration download would, 0x1020 last
+    (:mod:`drivers.powerlink.configuration`); at the first refusal stop, 0x1020 unwritten: the
+    managing node's own download then meets the refusal and names it."""
+    writes = configuration.download(node, config)
+    for w in writes + configuration.stamp_writes(configuration.stamp(writes)):
+        if objects.write(w.index, w.subindex, encode(w.data_type, w.value)):
+            return
 
 
 class ImmediateLink(ABC):
@@ -60,9 +73,14 @@ class ImmediateLink(ABC):
 
 
 class SimulatedNodes(ImmediateLink):
-    def __init__(self, config: BusConfig, plant: Plant | None = None, fcs: bool = True) -> None:
+    def __init__(self, config: BusConfig, plant: Plant | None = None, fcs: bool = True,
+                 commissioned: bool = True) -> None:
         """``fcs``: frames come and go with their FCS (the ``sim`` and ``udp`` links); False: as a
-        socket carries them, without (frames.py), e.g. behind a raw Ethernet interface."""
+        socket carries them, without (frames.py), e.g. behind a raw Ethernet interface.
+        ``commissioned``: each node starts holding the configuration ``config`` downloads into it,
+        0x1020 included, as the drives of a robot in service keep it in non-volatile memory (the
+        managing node then skips the download), unless its YAML identity reports a verify
+        configuration of its own (a node configured by another); False: as from the factory."""
         super().__init__()
         self.config = config
         self.fcs = fcs
@@ -74,6 +92,10 @@ class SimulatedNodes(ImmediateLink):
         self.nodes = {n.node_id: ControlledNode(n.node_id, Drive(self.bank, n.axes), config, n.identity, fcs)
                       for n in config.nodes}
         self._node_list = list(self.nodes.values())
+        if commissioned:
+            for n in config.nodes:
+                if not (n.identity.configuration_date or n.identity.configuration_time):
+                    commission(self.nodes[n.node_id].drive.objects, n, config)
         self.faults = FaultInjector(self)
         self.reply_delay_s = 0.0
         self.rx_errors = 0
@@ -100,7 +122,7 @@ class SimulatedNodes(ImmediateLink):
         nodes = self._fast_nodes
         soa_ok = seen = True
         for k, node in enumerate(self._node_list):
-            ok = node.nmt is _OPERATIONAL and not node.pending and not node.drive.dirty
+            ok = node.nmt is _OPERATIONAL and not node.pending and not node.drive.dirty and not node.loss_preq.count
             nodes[k, isochronous.ELIGIBLE] = ok
             nodes[k, isochronous.FLAGS1] = node.pres_flags1()
             soa_ok = soa_ok and ok and not node.loss_soc.count
@@ -110,10 +132,15 @@ class SimulatedNodes(ImmediateLink):
         io[isochronous.PHASE] = self.phase
         bank = self.bank
         bank.read_aux()
+        at = io[isochronous.AT]
         isochronous.serve_isochronous(rx, tx, io, nodes, self._node_of, bank.pres, bank.x, bank.flags,
                                       self.plant.motor_position, self.plant.motor_velocity, bank.aux_src,
                                       bank.aux_rows, bank.torque,
                                       bank.dt, self._cycle_us, self._ratio, bank.control_period)
+        if io[isochronous.AT] != at:                 # steady state: every eligible node is polled, none
+            for k, node in enumerate(self._node_list):   # counts a lost PReq while the kernel runs
+                if nodes[k, isochronous.ELIGIBLE]:
+                    node.preq_seen = True
         if io[isochronous.SOCS] or io[isochronous.STEPPED]:
             self.phase = int(io[isochronous.PHASE])
             seen = bool(io[isochronous.SOC_SEEN])

@@ -2,7 +2,7 @@
 §6), as its SDO server reaches it: typed entries with their access, values encoded little-endian.
 
 :func:`drive_dictionary` builds a two-axis drive's: the communication profile (0x1001/0x1003
-error register and history, 0x1006 cycle length, 0x1008 device name, 0x1400/0x1600 RPDO and
+error register and history, 0x1008 device name, 0x1400/0x1600 RPDO and
 0x1800/0x1A00 TPDO communication and mapping parameters) and, per channel (index + 0x800 for the second), the CiA 402 objects with
 the standard's types: positions in encoder increments, speeds in increments/s (0x6080 in rpm),
 current and torque in per mille of the rated values 0x6075/0x6076, each channel scaled by the
@@ -11,8 +11,9 @@ row of factors its process data travels by (the drive's ``SCALE`` columns, fille
 the process data is (:func:`drivers.powerlink.scaling.quantize`): an SDO read of 0x6064 is the
 TPDO's actual position.
 
-A mapping object accepts new entries only while its sub-index 0 is 0 (DS 301 §6.4.9.2), and each
-entry must name an object the dictionary holds; the simulated drives go on exchanging the mapping
+:func:`identity_objects` and :func:`dll_objects` add the node's own (0x1000, 0x1018, 0x1020; 0x1006,
+0x1C0B, 0x1C0D, 0x1C14). A mapping object accepts new entries only while its sub-index 0 is 0 (DS
+301 §6.4.9.2), and each entry must name an object the dictionary holds; the simulated drives go on exchanging the mapping
 :mod:`drivers.powerlink.pdo` declares, so what is written there is kept and read back, not applied.
 """
 from __future__ import annotations
@@ -26,10 +27,11 @@ from drivers.identity import Identity
 from drivers.powerlink import pdo
 from drivers.powerlink.scaling import quantize
 from drivers.powerlink.frames import PDO_VERSION
+from drivers.powerlink.threshold import ThresholdCounter
 from drivers.service_channel import (ABORT_GENERAL, ABORT_NO_OBJECT, ABORT_NO_SUBINDEX, ABORT_NOT_MAPPABLE, ABORT_READ_ONLY, ABORT_TYPE_MISMATCH,
                                      ABORT_UNSUPPORTED_ACCESS, ABORT_VALUE_RANGE, ABORT_VALUE_TOO_HIGH,
                                      ABORT_VALUE_TOO_LOW, ABORT_WRITE_ONLY, INTEGER8, INTEGER16, INTEGER32,
-                                     INTEGER_RANGES, REAL64, SIZES, UNSIGNED8, UNSIGNED16, UNSIGNED32, UNSIGNED64,
+                                     INTEGER_RANGES, REAL32, REAL64, SIZES, UNSIGNED8, UNSIGNED16, UNSIGNED32, UNSIGNED64,
                                      VISIBLE_STRING, TypeMismatch, decode, encode)
 
 DEVICE_NAME = "bipd simulated CiA 402 drive"
@@ -169,8 +171,8 @@ def _size(declared: pdo.PdoMapping, name: str) -> int:
     return next(e.size for e in declared.entries if e.name == name)
 
 
-DRIVE_COLUMNS = ("KP", "KV", "KI", "KT", "I_MAX", "V_MAX", "FE_LIMIT", "P_DEM", "CMD_POS", "ACT_POS", "ACT_VEL",
-                 "ACT_CUR", "FE_ACTUAL", "SCALE")
+DRIVE_COLUMNS = ("KP", "KV", "KI", "KT", "I_MAX", "V_MAX", "FE_LIMIT", "P_DEM", "CMD_POS", "CMD_VEL", "CMD_TORQUE",
+                 "ACT_POS", "ACT_VEL", "ACT_CUR", "AUX", "FE_ACTUAL", "SCALE")
 
 
 def identity_objects(od: ObjectDictionary, identity: Callable[[], Identity], update: Callable[..., None]) -> None:
@@ -187,7 +189,23 @@ def identity_objects(od: ObjectDictionary, identity: Callable[[], Identity], upd
                                   lambda v, n=name: update(**{n: v}), 0, 0xFFFF_FFFF))
 
 
-def drive_dictionary(drive, columns: dict[str, int], params: dict[int, DriveParams], cycle_us: int,
+def dll_objects(od: ObjectDictionary, loss_soc: ThresholdCounter, loss_preq: ThresholdCounter, cycle_us: int) -> None:
+    """A CN's data link layer objects (DS 301 §4.7.8, as openPOWERLINK's CN holds them): 0x1006
+    cycle length [µs]; 0x1C0B loss of SoC and 0x1C0D loss of PReq (1 cumulative count, 2 threshold
+    count, 3 threshold: the counters ``loss_soc`` and ``loss_preq`` the node counts with); 0x1C14
+    loss of SoC tolerance [ns], kept: a lock-step SoC is there or lost, never late."""
+    _variable(od, 0x1006, 0, UNSIGNED32, cycle_us)
+    for index, counter in ((0x1C0B, loss_soc), (0x1C0D, loss_preq)):
+        _constant(od, index, 0, UNSIGNED8, 3)
+        od.add(index, 1, Entry(UNSIGNED32, RW, lambda c=counter: c.cumulative,
+                               lambda v, c=counter: setattr(c, "cumulative", v), 0, 0xFFFF_FFFF))
+        od.add(index, 2, Entry(UNSIGNED32, RO, lambda c=counter: c.count))
+        od.add(index, 3, Entry(UNSIGNED32, RW, lambda c=counter: c.threshold,
+                               lambda v, c=counter: setattr(c, "threshold", v), 0, 0xFFFF_FFFF))
+    _variable(od, 0x1C14, 0, UNSIGNED32, 100_000)     # openPOWERLINK's default, 100 µs
+
+
+def drive_dictionary(drive, columns: dict[str, int], params: dict[int, DriveParams],
                      history_length: int) -> ObjectDictionary:
     """The dictionary of a simulated two-axis CiA 402 drive (:class:`drivers.sim.drive.Drive`),
     reading its state row ``drive.bank.x[row]`` at ``columns`` (the names :data:`DRIVE_COLUMNS`;
@@ -205,12 +223,15 @@ def drive_dictionary(drive, columns: dict[str, int], params: dict[int, DrivePara
     od.add(0x1003, 0, Entry(UNSIGNED8, RW, lambda: len(history), clear_history))
     for k in range(history_length):
         od.add(0x1003, k + 1, Entry(UNSIGNED32, RO, lambda k=k: history[k] if k < len(history) else 0))
-    _variable(od, 0x1006, 0, UNSIGNED32, cycle_us)
     _constant(od, 0x1008, 0, VISIBLE_STRING, DEVICE_NAME)
-    _mapping(od, 0x1400, 0x1600, pdo.RPDO)
-    _mapping(od, 0x1800, 0x1A00, pdo.TPDO)
     for ch in drive.slots:
         _axis(od, drive, columns, params[ch], ch, ch * pdo.AXIS_OFFSET)
+    for mapping in (pdo.RPDO, pdo.TPDO):            # a channel without a motor: its mapped objects read 0
+        for _, index, subindex, name in mapping.objects():
+            if (index, subindex) not in od.entries:
+                _constant(od, index, subindex, mapping.entry(name).data_type, 0)
+    _mapping(od, 0x1400, 0x1600, pdo.RPDO)
+    _mapping(od, 0x1800, 0x1A00, pdo.TPDO)
     return od
 
 
@@ -247,6 +268,10 @@ def _axis(od: ObjectDictionary, drive, c: dict[str, int], params: DriveParams, c
                                                          lambda: float(x[row, c["KT"]]))))
     od.add(0x6078 + off, 0, Entry(INTEGER16, RO, scaled(INTEGER16, c["ACT_CUR"], current)))
     od.add(0x607A + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["CMD_POS"], position)))
+    od.add(0x60FF + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["CMD_VEL"], velocity)))
+    od.add(0x60B2 + off, 0, Entry(INTEGER16, RO, scaled(INTEGER16, c["CMD_TORQUE"], torque)))
+    for sub in range(1, 4):                          # auxiliary input (manufacturer-specific), as the TPDO's
+        od.add(0x2400 + off, sub, Entry(REAL32, RO, lambda k=c["AUX"] + sub - 1: float(x[row, k])))
     od.add(0x60F4 + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["FE_ACTUAL"], position)))
     od.add(0x60FC + off, 0, Entry(INTEGER32, RO, scaled(INTEGER32, c["P_DEM"], position)))
     od.add(0x6065 + off, 0, Entry(UNSIGNED32, RW, scaled(UNSIGNED32, c["FE_LIMIT"], position),

@@ -7,11 +7,12 @@ from dataclasses import asdict
 from typing import Any
 
 from controller.daemon.codes import State
-from controller.daemon.io.messages import finite_or_none, name_of, profiler_summary, telemetry_message
+from controller.daemon.io.messages import bus_health, finite_or_none, name_of, profiler_summary, telemetry_message
 from controller.daemon.io.protocol import Context
 from controller.daemon.io.pump import Publisher
 from controller.daemon.shm import H, SharedBlock
 from controller.daemon.telemetry import stats_summary
+from drivers.health import HEALTH
 
 FAULT_KEYS = ("fault_name", "fault_code", "fault_axis", "fault_node", "fault_joint", "fault_detail")
 
@@ -51,11 +52,20 @@ class Answers:
                 "shutdown_requested": bool(h[H.SHUTDOWN]), "log": p.log_status(),
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(p.faults),
+                "bus": self._bus(),
                 "last_transition": p.last_transition, "stepped": self.ctx.stepped,
                 "horizon": int(h[H.HORIZON]) if self.ctx.stepped else None,
                 "config": {"joints": list(self.ctx.joint_names), "period": self.ctx.period,
                            "decimation": io["decimation"], "command_endpoint": io["command_endpoint"],
                            "telemetry_endpoint": io["telemetry_endpoint"], **self.ctx.summary}}
+
+    def _bus(self) -> dict[str, Any] | None:
+        """The bus' health by name (messages.bus_health); None when the context does not name the bus'
+        nodes and axes (a context built from the robot alone, in tests)."""
+        nodes, axes, buf = self.ctx.bus_node_ids, self.ctx.bus_axes, self.block.bus
+        if not buf.size or HEALTH.size(nodes=len(nodes), axes=len(axes)) != buf.size:
+            return None
+        return bus_health(buf, nodes, axes)
 
     def stats(self, pending: int) -> dict[str, Any]:
         p = self.publisher

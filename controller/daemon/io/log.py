@@ -48,6 +48,7 @@ from mcap_ros2.writer import Writer as Ros2Writer
 from zstandard import ZstdError
 
 from controller.daemon.codes import Event, Reason, State
+from drivers.health import BUS_FLAGS, flag_names as bus_flag_names
 from controller.daemon.telemetry import (FIELD_UNITS, INTEGER_FIELDS, STAB_FLAGS, TASKS, RecordLayout,
                                          stab_flag_names)
 from models.rig.config import LEG_NAMES
@@ -84,7 +85,8 @@ class Channel:
 def _loop_labels(rec: np.ndarray, layout: RecordLayout) -> dict[str, Any]:
     fault = rec[layout.slices["fault"]][0]
     return {"state_name": name_of(State, rec[layout.slices["state"]][0]),
-            "fault_name": name_of(Reason, fault) if fault else None}
+            "fault_name": name_of(Reason, fault) if fault else None,
+            "bus_flag_names": bus_flag_names(rec[layout.slices["bus_flags"]][0])}
 
 
 def _stab_labels(rec: np.ndarray, layout: RecordLayout) -> dict[str, Any]:
@@ -97,7 +99,8 @@ CHANNELS = (
     Channel("/joint_torque", (("effort", "tau"),), joints=True),
     Channel("/loop", (("cycle", "cycle"), ("state", "state"), ("fault", "fault"), ("fault_info", "fault_info"),
                       ("overruns", "overruns"), ("missed", "missed"), ("support", "support"),
-                      ("feet_load", "feet_load"), ("contact", "contact")), labels=_loop_labels),
+                      ("feet_load", "feet_load"), ("contact", "contact"), ("bus_flags", "bus_flags")),
+            labels=_loop_labels),
     Channel("/cog", (("com", "com"), ("margins", "margins"))),
     Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform"), ("tilt", "tilt"),
             ("capture_point", "capture_point"), ("push_strategy", "push_strategy")),
@@ -137,7 +140,8 @@ def _schema(ch: Channel, layout: RecordLayout) -> dict[str, Any]:
     for key, _ in ch.static:
         props[key] = _strings("names, in the order of the arrays")
     if ch.labels is _loop_labels:
-        props.update(state_name=_typed(NAME, "state's name"), fault_name=_typed(OPTIONAL_NAME, "fault's Reason name"))
+        props.update(state_name=_typed(NAME, "state's name"), fault_name=_typed(OPTIONAL_NAME, "fault's Reason name"),
+                     bus_flag_names=_strings("names of the bits set in bus_flags"))
     elif ch.labels is _stab_labels:
         props["flag_names"] = _strings("names of the bits set in flags")
     return {"type": "object", "title": ch.topic.strip("/"), "properties": props, "required": list(props),
@@ -265,7 +269,8 @@ class CycleLogWriter:
             self._world_base = np.eye(4)
         self._mcap.add_metadata("bipd", {
             "format": FORMAT, "version": str(VERSION), "n": str(layout.n), "joint_names": json.dumps(names),
-            "tasks": json.dumps(list(TASKS)), "stab_flags": json.dumps(list(STAB_FLAGS)), "period": repr(period),
+            "tasks": json.dumps(list(TASKS)), "stab_flags": json.dumps(list(STAB_FLAGS)),
+            "bus_flags": json.dumps(list(BUS_FLAGS)), "period": repr(period),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": json.dumps(meta or {})})
         self._started = False               # bipd.start written (by the first message)
         self._commit(self._mcap.flush)
@@ -493,7 +498,7 @@ def _read_mcap(path: Path) -> CycleLog:
             col = np.array([m.get(key) if isinstance(m.get(key), list) else [m.get(key)] for m in msgs],
                            dtype=float)             # a field a file predates (support) reads NaN
             records[:, s] = col.reshape(count, s.stop - s.start)
-    header = {k: json.loads(v) if k in ("joint_names", "tasks", "stab_flags", "meta") else v
+    header = {k: json.loads(v) if k in ("joint_names", "tasks", "stab_flags", "bus_flags", "meta") else v
               for k, v in meta.items()}
     header["start_ns"] = _start_ns(scan)
     header["complete"] = scan.complete

@@ -19,6 +19,9 @@ from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import STAB_STATUS_NAMES, TASKS, RecordLayout, stab_flag_names
 from drivers.cia402 import State as DriveState
 from drivers.codes import FaultCode
+from drivers.health import HEALTH, flag_names as bus_flag_names
+from drivers.powerlink.status import PROFILE_MASK, PROFILE_POWERLINK, TYPE_STATUS
+from drivers.service_channel import ABORT_TEXT
 from models.common.support import SUPPORT_NAMES
 from stabilizer.contact import LOADS_STATUS_NAMES
 from models.transmission import LEG_LABELS, status_message
@@ -101,13 +104,14 @@ def fault_fields(reason: float, detail: float, names: Names) -> dict[str, Any]:
 
 
 def telemetry_message(layout: RecordLayout, rec: np.ndarray, names: Names | None = None) -> dict[str, Any]:
-    """One record decoded, with ``state_name``, ``stab_flag_names`` and ``fault_name`` added
+    """One record decoded, with ``state_name``, ``stab_flag_names``, ``bus_flag_names`` and ``fault_name`` added
     (and, given ``names``, the fault's code, place and sentence: :func:`fault_fields`)."""
     out: dict[str, Any] = {}
     for key, v in layout.decode(rec).items():
         out[key] = [finite_or_none(x) for x in v] if isinstance(v, list) else finite_or_none(v)
     out["state_name"] = name_of(State, rec[layout.slices["state"]][0])
     out["stab_flag_names"] = stab_flag_names(rec[layout.slices["stab_flags"]][0])
+    out["bus_flag_names"] = bus_flag_names(rec[layout.slices["bus_flags"]][0])
     fault = rec[layout.slices["fault"]][0]
     out["fault_name"] = name_of(Reason, fault) if fault else None
     out["support_name"] = _support_name(rec[layout.slices["support"]][0])
@@ -187,3 +191,23 @@ def profiler_summary(wake_us: np.ndarray, task_us: np.ndarray) -> dict[str, Any]
     return {"wake_us": distribution(wake_us),
             "task_us": {name: distribution(task_us[:, i]) for i, name in enumerate(TASKS)},
             "total_us": distribution(task_us.sum(axis=1)) if len(task_us) else None}
+
+
+def bus_health(buf: np.ndarray, node_ids: tuple[int, ...], axis_names: tuple[str, ...]) -> dict[str, Any]:
+    """A health buffer by name, JSON-ready (I/O side; allocates): the counters per node id and axis
+    name (only the non-zero ones), the last SDO abort and the last node error entry (None before any)."""
+    v = HEALTH.views(buf, nodes=len(node_ids), axes=len(axis_names))
+    node, index, subindex, code, write = (int(x) for x in v.sdo_abort)
+    abort = None if not node else {
+        "node": node, "index": index, "subindex": subindex, "object": f"0x{index:04X}/{subindex}",
+        "access": "write" if write else "read", "code": code,
+        "name": ABORT_TEXT.get(code, "unknown abort code")}
+    node, ecode, etype, info = (int(x) for x in v.node_error)
+    error = None if not node else {
+        "node": node, "code": ecode, "type": etype, "active": bool(etype & TYPE_STATUS), "info": info,
+        "profile": "POWERLINK" if etype & PROFILE_MASK == PROFILE_POWERLINK else "CiA 402"}
+    return {"flags": bus_flag_names(v.flags[0]),
+            "pres_lost": {str(n): int(c) for n, c in zip(node_ids, v.pres_lost) if c},
+            "pres_late": {str(n): int(c) for n, c in zip(node_ids, v.pres_late) if c},
+            "saturations": {a: int(c) for a, c in zip(axis_names, v.saturations) if c},
+            "last_sdo_abort": abort, "last_node_error": error}

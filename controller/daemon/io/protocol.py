@@ -72,6 +72,7 @@ class Context:
     summary: dict[str, Any] = field(default_factory=dict)
     bus_axes: tuple[str, ...] = ()      # bus axis names (inject_fault); empty: no simulated bus
     bus_nodes: tuple[int, ...] = ()     # POWERLINK node of each bus axis (named in faults)
+    bus_node_ids: tuple[int, ...] = ()  # the configured nodes, in the bus YAML's order (drivers.health)
     stepped: bool = False               # the loop runs in stepped lock-step (``step`` is served)
     max_step_cycles: int = 1_000_000    # one ``step`` advances at most this many cycles
     soft_limit_margin: float = 0.0      # rad inside qmin, qmax a trajectory must stay (the loop's soft limits)

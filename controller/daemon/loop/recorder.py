@@ -18,7 +18,7 @@ _Q, _QD, _Q_REF, _TAU = FIELD["q"], FIELD["qd"], FIELD["q_ref"], FIELD["tau"]
 _COM, _MARGINS, _FORCE, _STAB_FLAGS = FIELD["com"], FIELD["margins"], FIELD["force"], FIELD["stab_flags"]
 _WAKE_US, _TASK_US, _OVERRUNS, _MISSED = FIELD["wake_us"], FIELD["task_us"], FIELD["overruns"], FIELD["missed"]
 _PLATFORM, _FAULT_INFO, _SUPPORT, _RIG_FERR = FIELD["platform"], FIELD["fault_info"], FIELD["support"], FIELD["rig_ferr"]
-_FEET_LOAD, _CONTACT, _TILT = FIELD["feet_load"], FIELD["contact"], FIELD["tilt"]
+_FEET_LOAD, _CONTACT, _TILT, _BUS_FLAGS = FIELD["feet_load"], FIELD["contact"], FIELD["tilt"], FIELD["bus_flags"]
 # the pelvis estimator's outputs (stabilizer.pelvis_state.OUTPUTS): (record field, state offset, size)
 _PELVIS_OFFSETS = PELVIS_STATE.offsets()
 _PELVIS = np.array([(FIELD[name], _PELVIS_OFFSETS[out], size) for name, out, size in
@@ -30,7 +30,7 @@ _CAPTURE, _STRATEGY = FIELD["capture_point"], FIELD["push_strategy"]
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact, tilt, pelvis, stabilizing, capture, strategy):
+                 feet_load, contact, tilt, pelvis, stabilizing, capture, strategy, bus_flags):
     """One telemetry record (``offs``: RecordLayout.offsets). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
     rec[offs[_T]] = t
@@ -73,10 +73,12 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[_CAPTURE]] = capture[0] if stabilizing else np.nan
     rec[offs[_CAPTURE] + 1] = capture[1] if stabilizing else np.nan
     rec[offs[_STRATEGY]] = strategy[0] if stabilizing else np.nan
+    rec[offs[_BUS_FLAGS]] = bus_flags
 
 
 class Recorder:
-    """Writes the cycle's record from the rooms' state (``record``), allocation-free."""
+    """Writes the cycle's record from the rooms' state (``record``) and copies the bus' health
+    (drivers.health) into the shared block, allocation-free."""
 
     def __init__(self, block: SharedBlock, n: int, sup, io, est, platform, models, marks: np.ndarray) -> None:
         self.block, self.sup, self.io, self.est, self.platform, self.models = block, sup, io, est, platform, models
@@ -90,6 +92,8 @@ class Recorder:
         self.strategy = stab.strategy if stab is not None else np.full(1, np.nan)
         self.telemetry_us = 0.0
         self.missed = 0
+        self.health = io.bus.health
+        self.bus_flags = io.bus.health_views.flags
 
     def record(self, t: float, cycle: int, latency_ns: int) -> None:
         sup, est, io = self.sup, self.est, self.io
@@ -104,5 +108,6 @@ class Recorder:
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
                      est.feet_load, est.contact_field, est.tilt, est.pelvis_state,
-                     sup.state == State.STABILIZING, self.capture, self.strategy)
+                     sup.state == State.STABILIZING, self.capture, self.strategy, self.bus_flags[0])
         end_record(self.block)
+        self.block.bus[:] = self.health

@@ -39,7 +39,7 @@ from controller.daemon.loop.states import AFTER, POWERED, WHILE_ENABLING, Outcom
 from controller.daemon.trajectories import QUINTIC, squat_excursion
 
 BUS_CODES = frozenset({FaultCode.COMMUNICATION, FaultCode.LATE_PRES, FaultCode.INVALID_FORMAT,
-                       FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
+                       FaultCode.LOSS_PREQ, FaultCode.LOSS_PRES, FaultCode.LOSS_SOC})
 Handler = Callable[[np.ndarray, int, float], "tuple[bool, int] | None"]
 _FAULT, _FAULT_REACTION = int(DriveState.FAULT), int(DriveState.FAULT_REACTION_ACTIVE)
 

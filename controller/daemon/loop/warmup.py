@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.cia402 import State as DriveState
+from drivers.health import health_buffer
 
 from models.common.support import DOUBLE
 
@@ -51,6 +52,7 @@ class DryBus:
             setattr(self, name, getattr(bus, name).copy())
         self.config, self.axis_names = bus.config, bus.axis_names
         self.axes = {name: DryAxis(self, i) for i, name in enumerate(bus.axis_names)}
+        self.health, self.health_views = health_buffer(len(bus.config.nodes), len(bus.axis_names))
 
     def boot(self) -> None:
         pass

@@ -203,18 +203,9 @@ def daemon_command(config: Path, lockstep: bool, backend: str = "udp") -> list[s
 
 def udp_control(port: int, request: dict, timeout_s: float = 1.0) -> dict | None:
     """One control request to the HIL's UDP server (drivers.udp_protocol); None without an answer."""
-    from drivers.udp_protocol import CONTROL, CONTROL_REPLY, HEADER, MAGIC
+    from drivers.udp_protocol import control_request
 
-    payload = json.dumps(request).encode()
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(timeout_s)
-        s.sendto(HEADER.pack(MAGIC, CONTROL, 1, 0) + payload, ("127.0.0.1", port))
-        try:
-            data = s.recv(65536)
-        except (TimeoutError, ConnectionRefusedError):
-            return None
-    magic, kind, _, _ = HEADER.unpack_from(data)
-    return json.loads(data[HEADER.size:]) if magic == MAGIC and kind == CONTROL_REPLY else None
+    return control_request("127.0.0.1", port, request, timeout_s)
 
 
 def raw_wire(transport: str) -> Veth | None:

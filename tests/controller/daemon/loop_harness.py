@@ -6,7 +6,9 @@ import numpy as np
 from controller.daemon.config import load_daemon_config
 from controller.daemon.loop.loop import ControlLoop
 from controller.daemon.loop.timing import LockstepClock
-from controller.daemon.shm import H, Cmd, SharedBlock, post_command, read_events, take_replies
+from controller.daemon.io.messages import telemetry_message
+from controller.daemon.shm import H, Cmd, SharedBlock, post_command, read_events, read_record, take_replies
+from controller.daemon.telemetry import RecordLayout
 from drivers.hal import open_bus
 from drivers.sim.plant import InertiaPlant
 from controller.daemon.run import open_plant_bus, shared_layout
@@ -47,6 +49,13 @@ class Harness:
             if until is not None and until():
                 return k + 1
         return cycles
+
+    def last_record(self) -> dict:
+        """The newest telemetry record, decoded (controller.daemon.io.messages.telemetry_message)."""
+        layout = RecordLayout(self.loop.n)
+        rec = np.zeros(layout.size)
+        assert read_record(self.block, int(self.block.header[H.RING_COUNT]) - 1, rec)
+        return telemetry_message(layout, rec)
 
     def events(self):
         ev, self.events_seen, _ = read_events(self.block, self.events_seen)

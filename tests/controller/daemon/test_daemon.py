@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from controller.tools.client import Client
+from drivers.codes import FaultCode
 from controller.daemon.io.log import log_info
 from tests.controller.daemon_process import wait_state, wait_transition
 from tests.paths import ROBOTS
@@ -82,9 +83,15 @@ def test_inject_fault_over_zmq_faults_then_resets(daemon):
     assert err.value.code == "bad_args"
     client.call("inject_fault", fault="drop_pres", node=2, count=1)      # one loss is tolerated
     time.sleep(0.5)
-    assert client.call("status")["state"] == "HOLD"
+    status = client.call("status")
+    assert status["state"] == "HOLD" and status["bus"]["pres_lost"] == {"2": 1}      # but counted
     client.call("inject_fault", fault="drive_fault", axis="knee", kind="following_error")
     assert wait_state(client, "FAULT") == "FAULT"
+    deadline = time.monotonic() + 10.0                   # the node's StatusResponse follows its EN
+    while client.call("status")["bus"]["last_node_error"] is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    error = client.call("status")["bus"]["last_node_error"]
+    assert (error["node"], error["code"], error["active"]) == (2, FaultCode.FOLLOWING_ERROR, True)
     client.call("reset")
     assert wait_state(client, "DISABLED") == "DISABLED"
 

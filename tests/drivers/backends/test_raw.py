@@ -3,6 +3,8 @@ wrote): identification, boot to Operational, real-time cycles, loss of the node 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -15,7 +17,8 @@ from drivers.events import EventKind
 from drivers.hal import LinkError, open_bus
 from drivers.powerlink.managing_node import BootTimeoutError
 from drivers.powerlink.nmt import NmtCommand, NmtState
-from drivers.service_channel import UNSIGNED8
+from drivers.powerlink.status import Signalling
+from drivers.service_channel import SDO_WRITE, UNSIGNED8, UNSIGNED32
 from controller.tools.oplk import CN_DEVICE_TYPE, node_section
 from tests.paths import ROOT
 
@@ -24,10 +27,12 @@ CYCLE_S = 0.002
 
 def oplk_bus(cn, **node):
     """A raw bus with the openPOWERLINK CN as its io node 1 (2 ms cycle, PRes late after 1.5 ms), its
-    inputs and outputs mapped at every boot (the CN keeps a mapping across managing-node sessions)."""
+    inputs and outputs mapped unless its 0x1020 says it holds that configuration (the CN keeps it
+    across managing-node sessions). The CN counts a SoC lost 20 ms past its cycle: a Python MN on a
+    shared machine stalls for milliseconds, and the CN's own loss of SoC is not what is judged here."""
     return open_bus({"backend": "raw", "interface": cn.interface, "cycle_time_s": CYCLE_S,
                      "control_period_s": CYCLE_S, "pres_timeout_s": 0.0015, "boot_timeout_s": 5.0,
-                     "nodes": [node_section(1) | node]})
+                     "soc_tolerance_s": 0.02, "nodes": [node_section(1) | node]})
 
 
 def _events(bus, kind: EventKind) -> list:
@@ -107,6 +112,41 @@ def test_the_mapping_download_puts_process_data_in_both_directions(oplk_cn, real
         bus.close()
 
 
+def test_the_second_boot_of_the_same_cn_skips_its_download(oplk_cn, realtime):
+    """openPOWERLINK's CN reports the 0x1020 it was written in its IdentResponse (after
+    NMTResetConfiguration): a first boot with this configuration (a CRC threshold 0x1C0F/3 no other
+    test writes) downloads it, 0x1020 last; a second managing-node session finds it there and
+    writes nothing; the CN holds what was written (cycle length 0x1006 in µs, 0x1C0F/3, 0x1C14 in ns)."""
+    crc_threshold = {"index": 0x1C0F, "subindex": 3, "type": "u32", "value": 31}
+    for expected, downloads in (("objects written, 0x1020 last", True), ("download skipped", False)):
+        bus = oplk_bus(oplk_cn, objects=[crc_threshold])
+        sent = []
+        bus.mn.sdo = lambda *request, _sdo=bus.mn.sdo, **kw: sent.append(request[:4]) or _sdo(*request, **kw)
+        try:
+            bus.boot()
+            rec = bus.mn.records[1]
+            (event,) = _events(bus, EventKind.CONFIGURATION)
+            assert expected in event.text
+            print(f"\nopenPOWERLINK CN boot, {expected}: {bus.mn.bus_cycle} cycles ({bus.mn.bus_cycle * CYCLE_S:.2f} s)")
+            if downloads:       # 2 mappings of 4 objects (7 writes each), 0x1006, 0x1C0B/3, 0x1C0D/3, 0x1C14, 0x1C0F/3, 0x1020
+                assert len(sent) == 21 and sent[-2:] == [(1, SDO_WRITE, 0x1020, 1), (1, SDO_WRITE, 0x1020, 2)]
+            else:
+                assert not sent
+            assert (rec.ident.configuration_date, rec.ident.configuration_time) == rec.stamp
+            for index, subindex, value in ((0x1006, 0, 2000), (0x1C0F, 3, 31), (0x1C14, 0, 20_000_000),
+                                           (0x1A00, 0, 4)):
+                req = bus.sdo_read(1, index, subindex, UNSIGNED32 if index != 0x1A00 else UNSIGNED8)
+                while not req.done:
+                    bus.mn.cycle()
+                assert req.result() == value, hex(index)
+        finally:
+            bus.close()
+        # Without SoC the CN counts them lost and falls back to PreOperational1 by itself (two
+        # losses, 2 x (2 ms + 20 ms)); a session that found it still Operational would send it
+        # NMTResetNode, which reloads its defaults, 0x1020 included, and download again.
+        time.sleep(0.5)
+
+
 def test_a_wrong_identity_is_a_boot_error_naming_node_and_device_type(oplk_cn):
     bus = oplk_bus(oplk_cn, identity={"device_type": 0x00020192})
     try:
@@ -144,6 +184,32 @@ def test_the_cn_killed_mid_cycle_trips_the_loss_counter_and_boots_again(oplk_cn,
         assert bytes(bus.mn.records[1].preq.buf[:6]) == oplk_cn.mac
     finally:
         bus.close()
+
+
+def test_the_error_signalling_reset_runs_as_openpowerlinks_cn_answers(oplk_cn, tmp_path):
+    """The MN's StatusRequests carry ER until the CN answers one after the first with EC, then ER = 0
+    until EC clears (openPOWERLINK's own MN handshake, dllkframe.c handleErrorSignaling). Its CN answers
+    each StatusRequest with the flags it had before (it updates them afterwards): ER 1 (answered with EC 1
+    after its start, EC 0 when an earlier managing node finished the handshake), 1, then 0 at least twice,
+    as tshark decodes the capture."""
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed (Debian package tshark)")
+    bus = oplk_bus(oplk_cn)
+    path = tmp_path / "signalling.pcapng"
+    try:
+        bus.capture(str(path))
+        bus.boot()
+        for _ in range(20):
+            bus.exchange()
+        assert bus.mn.records[1].signalling.state == Signalling.READY
+    finally:
+        bus.close()
+    out = subprocess.run([tshark, "-r", str(path), "-Y", "epl.soa.svid == 2 || epl.asnd.svid == 2", "-T", "fields",
+                          "-e", "epl.soa.er", "-e", "epl.asnd.sres.ec"], capture_output=True, text=True, check=True)
+    rows = (line.split("\t") for line in out.stdout.splitlines())
+    steps = " ".join(f"ER{er}" if er else f"EC{ec}" for er, ec in rows)
+    assert re.fullmatch(r"ER1 EC[01] (ER1 EC1 )+(ER0 EC1 )+ER0 EC0", steps), steps
 
 
 def test_an_unknown_interface_is_named():

@@ -12,7 +12,8 @@ from tests.drivers.helpers import cycle
 
 
 def kinds(bus, node_id):
-    return [e.kind for e in bus.events if e.node_id == node_id]
+    """The events about ``node_id`` but its configuration's (up to date at each identification)."""
+    return [e.kind for e in bus.events if e.node_id == node_id and e.kind != EventKind.CONFIGURATION]
 
 
 def test_one_lost_pres_is_tolerated(bus):
@@ -98,3 +99,32 @@ def test_disconnected_node_stays_out_until_reconnected(bus):
     bus.faults.reconnect_node(2)
     cycle(bus, 10)
     assert bus.node_operational(2)
+
+
+def test_lost_preq_trips_on_the_node_side_as_openpowerlinks_cn_counts_it(bus):
+    """A SoC, then the SoA without the node's PReq, in Operational: +8 on its loss of PReq counter
+    (0x1C0D/2), -1 per PReq received; two in a row reach 0x1C0D/3 (bus.threshold 15, written at
+    boot): NMT error (PreOp1) and E_DLL_LOSS_PREQ_TH on both axes. Threshold 0 disables the trip."""
+    node = bus.network.nodes[1]
+    od = node.drive.objects
+
+    def cycle_without_preq():
+        node.on_soc((0, 0))
+        node.on_soa(0, 0)
+
+    assert od.value(0x1C0D, 3) == 15
+    cycle_without_preq()
+    assert (od.value(0x1C0D, 1), od.value(0x1C0D, 2), node.nmt) == (1, 8, NmtState.OPERATIONAL)
+    cycle(bus)                                   # a control period of cycles with its PReq: 5 x -1
+    assert od.value(0x1C0D, 2) == 3
+    cycle_without_preq()
+    assert (od.value(0x1C0D, 2), node.nmt) == (11, NmtState.OPERATIONAL)
+    cycle_without_preq()
+    assert node.nmt == NmtState.PRE_OPERATIONAL_1 and od.value(0x1C0D, 1) == 3
+    assert node.drive.fault_code[0] == node.drive.fault_code[1] == FaultCode.LOSS_PREQ == 0x8242
+    cycle(bus, 4)
+    assert node.nmt == NmtState.OPERATIONAL
+    assert od.write(0x1C0D, 3, bytes(4)) == 0                   # threshold 0: counted, never tripped
+    for _ in range(4):
+        cycle_without_preq()
+    assert node.nmt == NmtState.OPERATIONAL and od.value(0x1C0D, 1) == 7

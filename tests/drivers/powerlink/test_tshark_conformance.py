@@ -1,5 +1,6 @@
 """Wireshark's EPL dissector (Debian ``tshark``) judges the frames of a sim-backend run captured by
-``bus.capture``: boot (IdentRequest/IdentResponse), cycles, NMT commands, a drive fault (EN, then
+``bus.capture``: boot (IdentRequest/IdentResponse; node 1, whose YAML identity reports a verify
+configuration of its own, gets its configuration download by SDO and NMTResetConfiguration), cycles, NMT commands, a drive fault (EN, then
 StatusRequest/StatusResponse), an explicit StatusRequest, NMTStopNode and NMTResetNode with the node's
 second boot. Every frame must decode as POWERLINK with a good FCS, no malformed frame and no
 error-level expert item per frame type, and the decoded fields must be what the MN and the CNs meant.
@@ -67,7 +68,7 @@ def run(tmp_path_factory, request):
     cycle(bus, 3)
     bus.reset_node(3)
     cycle(bus, 30)
-    records = {n: (r.ident, r.status) for n, r in bus.mn.records.items()}
+    records = {n: (r.ident, r.status, r.stamp) for n, r in bus.mn.records.items()}
     bus.close()
     out = subprocess.run([TSHARK, *OPTIONS, "-r", str(path), "-T", "json", "-V"],
                          capture_output=True, text=True, check=True, timeout=300)
@@ -133,7 +134,9 @@ def test_every_frame_type_decodes_without_malformed_frames_or_errors(run):
 def test_ident_response_carries_the_yaml_identity_to_broadcast(run):
     frames, records = run
     idents = [f for f in frames if kind(f) == "ASnd IdentResponse"]
-    assert sorted(int(f["epl"]["epl.src"]) for f in idents) == [1, 2, 3, 3]        # node 3 booted twice
+    # node 1 reports a 0x1020 of its own: it is configured, then identifies again; node 3 booted twice
+    assert sorted(int(f["epl"]["epl.src"]) for f in idents) == [1, 1, 2, 3, 3]
+    verify = iter([(15_310, 43_200_000), records[1][2]])     # node 1's: the YAML's, then its download's stamp
     for f in idents:
         epl = f["epl"]
         node = int(epl["epl.src"])
@@ -142,6 +145,7 @@ def test_ident_response_carries_the_yaml_identity_to_broadcast(run):
         assert (epl["epl.asnd.ires.devicetype"], epl["epl.asnd.ires.devicetype.add"]) == ("0x0192", "2")
         assert int(epl["epl.asnd.ires.state"], 16) == NmtState.PRE_OPERATIONAL_1
         if node == 1:
+            date, time = next(verify)
             assert {"vendorid": int(epl["epl.asnd.ires.vendorid"]), "productcode": int(epl["epl.asnd.ires.productcode"]),
                     "revision": int(epl["epl.asnd.ires.revisionno"]), "serial": int(epl["epl.asnd.ires.serialno"]),
                     "date": int(epl["epl.asnd.ires.confdate"]), "time": int(epl["epl.asnd.ires.conftime"]),
@@ -149,7 +153,7 @@ def test_ident_response_carries_the_yaml_identity_to_broadcast(run):
                     "gateway": epl["epl.asnd.ires.gateway"], "host": epl["epl.asnd.ires.hostname"],
                     "response": int(epl["epl.asnd.ires.resptime"])} == {
                 "vendorid": 0xABC, "productcode": 0x0402_0001, "revision": 0x0002_0007, "serial": 0xCAFE_0001,
-                "date": 15_310, "time": 43_200_000, "ip": "192.168.100.31", "subnet": "255.255.0.0",
+                "date": date, "time": time, "ip": "192.168.100.31", "subnet": "255.255.0.0",
                 "gateway": "192.168.100.1", "host": "left-ankle", "response": 12_000}
         else:                                              # the documented defaults
             assert (epl["epl.asnd.ires.ip"], epl["epl.asnd.ires.hostname"], epl["epl.asnd.ires.serialno"]) == (
@@ -171,8 +175,9 @@ def test_nmt_commands_and_states_are_those_meant(run):
     commands = [(int(f["epl"]["epl.dest"]), int(f["epl"]["epl.asnd.nmtcommand.cid"], 16))
                 for f in frames if kind(f) == "ASnd NMTCommand"]
     boot = [(n, NmtCommand.ENABLE_READY_TO_OPERATE) for n in (1, 2, 3)] + [(n, NmtCommand.START_NODE) for n in (1, 2, 3)]
-    assert sorted(commands[:6]) == sorted(boot)
-    assert commands[6:] == [(3, NmtCommand.STOP_NODE), (3, NmtCommand.RESET_NODE),
+    assert commands[0] == (1, NmtCommand.RESET_CONFIGURATION)      # node 1's download applied in PreOp1
+    assert sorted(commands[1:7]) == sorted(boot)
+    assert commands[7:] == [(3, NmtCommand.STOP_NODE), (3, NmtCommand.RESET_NODE),
                             (3, NmtCommand.ENABLE_READY_TO_OPERATE), (3, NmtCommand.START_NODE)]
     last = {}
     for f in frames:
@@ -225,3 +230,34 @@ def test_pres_with_pending_requests_carries_their_priority(run):
         pr = next((v for k, v in _walk(epl) if k.endswith(".pr")), "0")
         flags[(rs, pr)] += 1
     assert set(flags) == {("0", "0"), ("1", str(PRIORITY_GENERIC))}, flags       # the SDO answer waits once
+
+
+def _signalling(frames: list, node: str) -> list[tuple[str, str]]:
+    """Node ``node``'s StatusRequest SoAs and StatusResponses in order: ("ER", bit) and ("EC", bit)."""
+    out = []
+    for f in frames:
+        epl = f["epl"]
+        if kind(f) == "SoA StatusRequest" and epl["epl.soa.svtg"] == node:
+            out.append(("ER", epl["epl.soa.er"]))
+        elif kind(f) == "ASnd StatusResponse" and epl["epl.src"] == node:
+            out.append(("EC", epl["epl.asnd.sres.ec"]))
+    return out
+
+
+def test_each_boot_resets_the_error_signalling_before_en_counts(run):
+    """openPOWERLINK's MN handshake (dllkframe.c handleErrorSignaling) as the dissector reads it: StatusRequests
+    with ER until an answer to the second or a later one shows EC, then ER = 0 until EC clears; the sim CN
+    answers with its new flags at once, so each boot takes exactly three (ER 1, 1, 0; EC 1, 1, 0). Node 3
+    booted twice: the handshake ran twice, and ER is never set outside it."""
+    frames, _ = run
+    handshake = [("ER", "1"), ("EC", "1"), ("ER", "1"), ("EC", "1"), ("ER", "0"), ("EC", "0")]
+    for node in ("1", "2", "3"):
+        seen = _signalling(frames, node)
+        boots = 2 if node == "3" else 1
+        starts = [k for k, step in enumerate(seen) if step == ("ER", "1") and (k == 0 or seen[k - 2] != ("ER", "1"))]
+        assert len(starts) == boots, (node, seen)
+        for k in starts:
+            assert seen[k:k + len(handshake)] == handshake, (node, seen)
+        assert sum(step == ("ER", "1") for step in seen) == 2 * boots, (node, seen)
+    # the drive fault's request (node 2) came after its handshake, with ER = 0 and EC = 0
+    assert _signalling(frames, "2")[len(handshake):][:2] == [("ER", "0"), ("EC", "0")]

@@ -10,10 +10,10 @@ import yaml
 
 from controller.daemon.codes import Event, Reason, State
 from controller.daemon.config import load_daemon_config
-from controller.daemon.io.messages import event_message, telemetry_message
+from controller.daemon.io.messages import event_message
 from controller.daemon.loop.references.stabilize import Stabilize, flag_mask
-from controller.daemon.shm import H, Cmd, read_record
-from controller.daemon.telemetry import STAB_FLAGS, RecordLayout, stab_flag_names
+from controller.daemon.shm import Cmd
+from controller.daemon.telemetry import STAB_FLAGS, stab_flag_names
 from models.common.errors import ConfigError
 from stabilizer.stabilizer import F_OUTSIDE, NFLAGS, NOT_RESET, REJECTED_INPUT, S_RESET
 
@@ -32,13 +32,6 @@ def h():
     harness.events()
     yield harness
     harness.close()
-
-
-def last_record(h: Harness) -> dict:
-    layout = RecordLayout(h.loop.n)
-    rec = np.zeros(layout.size)
-    assert read_record(h.block, int(h.block.header[H.RING_COUNT]) - 1, rec)
-    return telemetry_message(layout, rec)
 
 
 def nan_platform(h: Harness, monkeypatch, pattern: list[bool]) -> None:
@@ -71,7 +64,7 @@ def test_failing_stabilizer_holds_its_reference_then_leaves_for_hold(h):
     assert h.state == State.STABILIZING
     np.testing.assert_array_equal(h.loop.q_ref, q_ref)   # the last reference, held at rest
     assert not h.loop.qd_ref.any()
-    rec = last_record(h)
+    rec = h.last_record()
     assert "not_reset" in rec["stab_flag_names"]
     events = h.events()
     stab = [e for e in events if e[1] == Event.STABILIZER]
@@ -83,7 +76,7 @@ def test_failing_stabilizer_holds_its_reference_then_leaves_for_hold(h):
     assert (Event.WARNING, float(Reason.STABILIZER_FAILED), float(NOT_RESET)) in [e[1:] for e in events]
     transition = [e for e in events if e[1] == Event.TRANSITION][0]
     assert event_message(*transition)["reason"] == "STABILIZER_FAILED"
-    assert last_record(h)["stab_flag_names"] == []       # no stabilizer, no flags
+    assert h.last_record()["stab_flag_names"] == []       # no stabilizer, no flags
 
 
 def test_short_input_rejections_are_ridden_through_and_reported(h, monkeypatch):
@@ -91,10 +84,10 @@ def test_short_input_rejections_are_ridden_through_and_reported(h, monkeypatch):
     burst = [True] * (n - 1) + [False] * 20               # one short of the limit, then good inputs
     nan_platform(h, monkeypatch, burst + burst)
     h.run(1)
-    assert "rejected_input" in last_record(h)["stab_flag_names"]
+    assert "rejected_input" in h.last_record()["stab_flag_names"]
     h.run(2 * len(burst))
     assert h.state == State.STABILIZING                  # each burst ends before the limit
-    assert "rejected_input" not in last_record(h)["stab_flag_names"]
+    assert "rejected_input" not in h.last_record()["stab_flag_names"]
     stab = [event_message(*e) for e in h.events() if e[1] == Event.STABILIZER]
     assert [e["status"] for e in stab] == ["rejected_input"] * 2 and "rejected_input" in stab[0]["rose"]
 
