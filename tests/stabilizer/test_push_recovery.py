@@ -140,12 +140,14 @@ def test_a_cog_at_rest_is_left_to_the_fields(xi):
 
 
 def test_push_section_is_optional_and_validated():
-    """Without ``push:`` the strategies are off (nothing added); a negative gain is one clear error."""
-    d = yaml.safe_load(CONFIG.read_text())
-    assert config_from_dict(d, str(CONFIG)).push.k_ankle == d["push"]["k_ankle"]
-    bare = copy.deepcopy(d)
-    del bare["push"]
+    """Without ``push:`` (the deployed YAML) the strategies are off; with it its gains are read; a negative
+    gain is one clear error."""
+    bare = yaml.safe_load(CONFIG.read_text())
     assert config_from_dict(bare, str(CONFIG)).push is None
+    d = copy.deepcopy(bare)
+    d["push"] = {"k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0,
+                 "v_hip": 1.0, "step_margin": 0.0}
+    assert config_from_dict(d, str(CONFIG)).push.k_ankle == 10.0
     bad = copy.deepcopy(d)
     bad["push"]["k_hip"] = -1.0
     with pytest.raises(Exception, match="push.k_hip"):

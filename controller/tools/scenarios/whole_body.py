@@ -52,6 +52,11 @@ TILT_DIRECTIONS = {"+alpha": (1.0, 0.0), "-alpha": (-1.0, 0.0), "+beta": (0.0, 1
                    "+alpha+beta": (1.0, 1.0), "+alpha-beta": (1.0, -1.0), "-alpha+beta": (-1.0, 1.0),
                    "-alpha-beta": (-1.0, -1.0)}
 """(α, β) per unit amplitude: roll and pitch both ways and the four diagonals (both angles = the amplitude)."""
+PUSH_STRATEGIES = tuple((f"push.{k}", v) for k, v in {
+    "k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0, "v_hip": 1.0,
+    "step_margin": 0.0}.items())
+"""The capture-point strategies' representative gains (stabilizer.push_recovery) as ``stabilizer_set`` keys:
+off in the deployed stabilizer YAML (on the feet's loads they upset the thesis' tilt, docs/stabilizer.md)."""
 
 
 @dataclass(frozen=True)
