@@ -35,6 +35,7 @@ from numba import njit
 
 from models.common.validation import Section
 from models.common.errors import ConfigError, TransmissionFault
+from models.friction import coulomb_sign
 
 # Layout of the flat parameter array ``Transmission.params`` for n joints and nb blocks:
 # [n, nb], then per joint (n each) ROTOR, VISCOUS, COULOMB, GAIN, ZERO, SIGN, then per block
@@ -416,9 +417,11 @@ def reflected_inertia(P, Jp, out):
 
 
 @njit(cache=True)
-def reflected_friction(P, Jp, qd, tau):
+def reflected_friction(P, Jp, qd, vs, tau):
     """Motor-side friction seen at the joints, J_p^T (F_v q̇_m + F_c sign(q̇_m)) with
-    q̇_m = J_p q̇: the joint torque spent against it. tau may alias qd."""
+    q̇_m = J_p q̇: the joint torque spent against it. tau may alias qd. ``vs`` > 0 (rad/s of the
+    joints) smooths each motor's sign over v_s |row of J_p| (models.friction.coulomb_sign: the motor
+    speed a joint speed v_s along that row gives), vs = 0 keeps it exact."""
     n = Jp.shape[0]
     for i1 in range(n):
         i2 = _partner(Jp, i1)
@@ -430,8 +433,8 @@ def reflected_friction(P, Jp, qd, tau):
         v2 = j21 * x1 + j22 * x2
         fv1, fv2 = _get(P[ROTOR + _VISCOUS * n:], i1, i2)
         fc1, fc2 = _get(P[ROTOR + _COULOMB * n:], i1, i2)
-        f1 = fv1 * v1 + fc1 * np.sign(v1)
-        f2 = fv2 * v2 + fc2 * np.sign(v2)
+        f1 = fv1 * v1 + fc1 * coulomb_sign(v1, vs * math.sqrt(j11 * j11 + j12 * j12))
+        f2 = fv2 * v2 + fc2 * coulomb_sign(v2, vs * math.sqrt(j21 * j21 + j22 * j22))
         _put(tau, i1, i2, j11 * f1 + j21 * f2, j12 * f1 + j22 * f2)
 
 
@@ -700,7 +703,7 @@ class Transmission:
         """Motor-side friction torque seen at the joints (N m)."""
         _, jp = self._jacobian(q)
         out = np.empty(self.n)
-        reflected_friction(self.params, jp, self._q(qd), out)
+        reflected_friction(self.params, jp, self._q(qd), 0.0, out)
         return out
 
     @property

@@ -34,7 +34,8 @@ from controller.daemon.endpoints import CurveConfigError, ServerCurve, is_loopba
 
 MODES = ("csp", "cst")
 SUPPORTS = ("hung", "ground")
-LOAD_SPLITS = ("planned", "measured")
+LOAD_SPLITS = ("planned", "measured", "confirmed")
+COULOMB_VELOCITY = 0.01   # rad/s: the feed-forward's Coulomb sign tanh(q̇_ref / v_s) (Makkar et al. 2005)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class ControlConfig:
                                    # at the pelvis held by a gantry (hung)
     load_split: str = "planned"    # ground, double support: the feet's load shares in the feed-forward from the
                                    # played file's ramp (planned) or the feet's load cells (measured)
+    coulomb_velocity: float = COULOMB_VELOCITY   # rad/s, v_s of the feed-forward's tanh(q̇_ref / v_s) Coulomb sign
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,8 @@ def _control(sec: Section, n: int, base: Path, tree: bool) -> ControlConfig:
         watchdog=sec.number("watchdog_s", 1.0, positive=True),
         enable_timeout=sec.number("enable_timeout_s", 2.0, positive=True),
         stop_duration=sec.number("stop_duration_s", 0.5, positive=True),
-        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5), rig=rig)
+        stabilizer_failure_cycles=_count(sec, "stabilizer_failure_cycles", 5), rig=rig,
+        coulomb_velocity=sec.number("coulomb_velocity_rad_s", COULOMB_VELOCITY, nonnegative=True))
     sec.done()
     return cfg
 

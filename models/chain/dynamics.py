@@ -13,6 +13,7 @@ from numba import carray, njit
 from models.chain.kinematics import body_inertias, forward_kinematics, kinematics
 from models.chain.model import PRISMATIC, data_views, model_views
 from models.common.layout import at as _at
+from models.friction import coulomb_sign
 
 
 @njit(cache=True)
@@ -133,10 +134,11 @@ def gravity_vector(mass, Jb, g, G):
 
 
 @njit(cache=True)
-def joint_friction(viscous, coulomb, qd, tau_f):
-    """Fv qd + Fs sign(qd) (Lammari 2012, eq. IV.10)."""
+def joint_friction(viscous, coulomb, qd, vs, tau_f):
+    """Fv qd + Fs sign(qd) (Lammari 2012, eq. IV.10); its sign smoothed over ``vs`` > 0 rad/s
+    (models.friction.coulomb_sign: a feed-forward's), exact for vs = 0 (a plant's)."""
     for j in range(qd.shape[0]):
-        tau_f[j] = viscous[j] * qd[j] + coulomb[j] * np.sign(qd[j])
+        tau_f[j] = viscous[j] * qd[j] + coulomb[j] * coulomb_sign(qd[j], vs)
 
 
 @njit(cache=True)
@@ -163,7 +165,7 @@ def update(mbuf, dbuf, q, qd):
         for j in range(n):
             s += C[i, j] * qd[j]
         h[i] = s
-    joint_friction(fv, fs, qd, tau_f)
+    joint_friction(fv, fs, qd, 0.0, tau_f)
 
 
 @njit(cache=True, inline="always")

@@ -557,17 +557,39 @@ def update_cycle(mbuf, dbuf, q, qd, g):
     _update(mbuf, dbuf, q, qd, g, False)
 
 
+@njit(cache=True, inline="always")
+def zmp_share(W, px, py, ramp):
+    """The other sole's share w of the ground wrench W (force, moment at the root sole's origin, in its
+    axes: z out of the floor) and the ZMP's place between the soles (Kajita et al. 2010, the force
+    distribution ratio α): the ZMP (x, y) = (−n_y, n_x) / f_z projected on the segment from the root
+    sole's origin to the other's (px, py), clamped to [0, 1], blended with the plan's ``ramp`` r as
+    w = r + 4 r (1 − r) (α − r): the plan's at the phase's ends (0 as the other foot touches down, 1
+    as the root foot lifts off: the root switch does not step the torque), the ZMP's midway. r itself
+    without a vertical load (f_z <= 0) or with coincident soles."""
+    d2 = px * px + py * py
+    if W[2] <= 0.0 or d2 == 0.0:
+        return ramp
+    alpha = ((-W[4] / W[2]) * px + (W[3] / W[2]) * py) / d2
+    alpha = min(max(alpha, 0.0), 1.0)
+    return ramp + 4.0 * ramp * (1.0 - ramp) * (alpha - ramp)
+
+
 @njit(cache=True)
-def contact_share(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau):
-    """Subtracts from ``tau`` the joint torques that a share ``w`` of the ground wrench carried at
-    operational frame f saves, tau -= w J_fᵀ W: the closed-chain inverse dynamics
-    tau = A qdd + h - J_cᵀ f_c of a robot on two feet (Khalil & Dombre, closed loops; Featherstone
-    2008, ch. 8) with the contact wrench f_c = w W at the sole that is not the root. W is the whole
-    ground wrench the motion (qd, qdd) takes in this rooting, the wrench the Newton-Euler pass
-    sums at the root body plus the root body's own weight (docs/equations.md, double support).
-    Over the poses and Jacobians of the last :func:`update_cycle` (frame f must be a root frame
-    or :func:`update` must have run); tau is left unchanged for w = 0. ``scratch`` (n,) takes the
-    pass' joint torques. Allocation-free."""
+def contact_share(mbuf, dbuf, qd, qdd, g, f, ramp, lo, hi, scratch, tau):
+    """Subtracts from ``tau`` the joint torques that the other sole's share of the ground wrench
+    saves, tau -= J_fᵀ W_f: the closed-chain inverse dynamics tau = A qdd + h - J_cᵀ f_c of a robot
+    on two feet (Khalil & Dombre, closed loops; Featherstone 2008, ch. 8), the model rooted at one
+    sole, f_c at operational frame f (the other sole). W is the whole ground wrench the motion
+    (qd, qdd) takes in this rooting, the wrench the Newton-Euler pass sums at the root body plus
+    the root body's own weight. The other sole takes the share w of the force, :func:`zmp_share` (the
+    plan's ``ramp`` blended with the ZMP of W) clamped to [lo, hi] (what the feet's load cells allow;
+    0, 1: nothing), and the same share of the moment the two
+    soles' forces leave over (Kajita et al. 2010): f_c = (w f, w (n_O − p × w f)) at the frame's
+    origin p, so that each sole's centre of pressure stays near its own origin while the ZMP runs
+    from one sole to the other (docs/equations.md, double support). Over the poses and Jacobians of
+    the last :func:`update_cycle` (frame f must be a root frame or :func:`update` must have run; the
+    rooting a sole: its origin on the sole, z out of the floor); tau is left unchanged for ramp = lo = 0.
+    ``scratch`` (n,) takes the pass' joint torques. Returns w. Allocation-free."""
     check_inputs(qd, qdd, g)
     if tau.shape[0] != qd.shape[0] or scratch.shape[0] != qd.shape[0]:
         raise ValueError("tau and scratch must match qd")
@@ -577,8 +599,8 @@ def contact_share(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau):
     V, Ac, F, w6, f6 = d.V, d.Ac, d.F, d.w6, d.f6
     if f < 0 or f >= fbody.shape[0]:
         raise ValueError("contact frame index out of range")
-    if w == 0.0:
-        return
+    if ramp == 0.0 and lo <= 0.0:
+        return 0.0
     r = int(root[0])
     b0 = int(rootb[r])
     W, n_p = f6[0], f6[1]
@@ -587,12 +609,14 @@ def contact_share(mbuf, dbuf, qd, qdd, g, f, w, scratch, tau):
     for u in range(6):
         W[u] += F[b0, u]
     p = Tf[f]
-    c0, c1, c2 = _cross(p[0, 3], p[1, 3], p[2, 3], W[0], W[1], W[2])
-    n_p[0], n_p[1], n_p[2] = W[0], W[1], W[2]             # the wrench at the frame's origin
-    n_p[3], n_p[4], n_p[5] = W[3] - c0, W[4] - c1, W[5] - c2
+    w = min(max(zmp_share(W, p[0, 3], p[1, 3], ramp), lo), hi)
+    c0, c1, c2 = _cross(p[0, 3], p[1, 3], p[2, 3], w * W[0], w * W[1], w * W[2])
+    n_p[0], n_p[1], n_p[2] = w * W[0], w * W[1], w * W[2]     # the wrench at the frame's origin
+    n_p[3], n_p[4], n_p[5] = w * (W[3] - c0), w * (W[4] - c1), w * (W[5] - c2)
     J = Jf[f]
     for j in range(tau.shape[0]):
         s = 0.0
         for i in range(6):
             s += J[i, j] * n_p[i]
-        tau[j] -= w * s
+        tau[j] -= s
+    return w

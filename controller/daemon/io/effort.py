@@ -6,7 +6,8 @@ check compares with τmax (:mod:`controller.daemon.loop.safety`, joint side):
 τ = A(q) q̈ + C(q, q̇) q̇ + G(q) (the models' Newton-Euler, Lammari 2012 eq. IV.7-IV.10) − J_cᵀ f_c
 (a tree on the ground in double support: the planned share of the ground wrench on the sole that
 does not root the model, models.tree.dynamics.contact_share) + the rotors J_pᵀ J_m J_p q̈ and the
-motor and joint friction at q̇ (:func:`controller.daemon.loop.axes.drive_feedforward`). Under level
+motor and joint friction at q̇ (:func:`controller.daemon.loop.axes.drive_feedforward`, with the exact sign of
+q̇: a bound of the loop's smoothed one, models.friction). Under level
 gravity (a file does not know the platform's tilt) and without J_pᵀ J_m J̇_p q̇ (second order in
 q̇). The rooting is the loop's: the chain's base; a tree hung by the pelvis, the pelvis; a tree on
 the ground, the stance sole of each sample's support phase (double support keeps the last one; a
@@ -33,7 +34,7 @@ def _drive_terms(P, q, qd, qdd, Jp, zero, fv, fs, scratch, tau):
     """τ += the rotors, motor and joint friction through the transmission at q (loop.axes)."""
     if transmission_jacobian(P, q, Jp) != 0:
         return False
-    drive_feedforward(P, Jp, zero, fv, fs, qdd, qd, scratch, tau)
+    drive_feedforward(P, Jp, zero, fv, fs, 0.0, qdd, qd, scratch, tau)     # the exact sign: a bound
     return True
 
 
@@ -68,9 +69,9 @@ def tree_torques(mbuf, dbuf, A, h, G, P, fv, fs, g, roots, soles, frames, shares
         feedforward(A, h, G, qdd, True, out[k])
         if soles[0] >= 0:
             if roots[k] == soles[0]:
-                contact_share(mbuf, dbuf, qd, qdd, g, frames[1], shares[k], scratch, out[k])
+                contact_share(mbuf, dbuf, qd, qdd, g, frames[1], shares[k], 0.0, 1.0, scratch, out[k])
             elif roots[k] == soles[1]:
-                contact_share(mbuf, dbuf, qd, qdd, g, frames[0], 1.0 - shares[k], scratch, out[k])
+                contact_share(mbuf, dbuf, qd, qdd, g, frames[0], 1.0 - shares[k], 0.0, 1.0, scratch, out[k])
         if not _drive_terms(P, q, qd, qdd, Jp, zero, fv, fs, scratch, out[k]):
             return k
     return -1

@@ -24,10 +24,10 @@ class Actuation:
     """τ_ff, limits and axes of the joints ``io`` reads and writes."""
 
     def __init__(self, io: JointIO, platform: Platform, est: Estimation, models, limits: Limits, axes: AxisTasks,
-                 fv: np.ndarray, fs: np.ndarray, refs, fault: Callable[..., None],
+                 fv: np.ndarray, fs: np.ndarray, vs: float, refs, fault: Callable[..., None],
                  event: Callable[..., None]) -> None:
         self.io, self.platform, self.est, self.models, self.limits, self.axes = io, platform, est, models, limits, axes
-        self.fv, self.fs = fv, fs                  # joint friction (drive_feedforward)
+        self.fv, self.fs, self.vs = fv, fs, vs     # joint friction, the Coulomb sign's v_s (drive_feedforward)
         self.q_ref, self.qd_ref, self.qdd_ref = refs
         self.fault, self.event = fault, event
         n = io.q.shape[0]
@@ -45,7 +45,7 @@ class Actuation:
         d, io = self.models, self.io
         feedforward(d.A, d.h, d.G, self.qdd_ref, True, self.tau_ff)
         self._other_sole()
-        drive_feedforward(io.P, io.Jp, io.bias, self.fv, self.fs, self.qdd_ref, self.qd_ref,
+        drive_feedforward(io.P, io.Jp, io.bias, self.fv, self.fs, self.vs, self.qdd_ref, self.qd_ref,
                           self.ff_scratch, self.tau_ff)
 
     def _other_sole(self) -> None:
@@ -54,9 +54,11 @@ class Actuation:
         if est.right_share == est.right_share:     # not NaN
             left, right = est.soles[0], est.soles[1]
             if est.model_root == left:
-                self.models.contact(right, est.right_share, self.io.qd, self.qdd_ref, self.tau_ff)
+                self.models.contact(right, est.right_share, est.share_lo, est.share_hi, self.io.qd, self.qdd_ref,
+                                    self.tau_ff)
             elif est.model_root == right:
-                self.models.contact(left, 1.0 - est.right_share, self.io.qd, self.qdd_ref, self.tau_ff)
+                self.models.contact(left, 1.0 - est.right_share, 1.0 - est.share_hi, 1.0 - est.share_lo, self.io.qd,
+                                    self.qdd_ref, self.tau_ff)
 
     @staticmethod
     def _no_other_sole() -> None:

@@ -83,19 +83,22 @@ def feedforward(A: np.ndarray, h: np.ndarray, G: np.ndarray, qdd_ref: np.ndarray
 
 @njit(cache=True)
 def drive_feedforward(P: np.ndarray, Jp: np.ndarray, bias: np.ndarray, fv: np.ndarray, fs: np.ndarray,
-                      qdd_ref: np.ndarray, qd_ref: np.ndarray, scratch: np.ndarray, out: np.ndarray) -> None:
+                      vs: float, qdd_ref: np.ndarray, qd_ref: np.ndarray, scratch: np.ndarray,
+                      out: np.ndarray) -> None:
     """Adds to ``out`` what the drives take beyond the rigid-body A q̈ + C q̇ + G (the
     plants' model, Lammari 2012 eq. IV.10 through the transmission, thesis eq. 30-32):
     the rotors J_pᵀ J_m (J_p q̈_ref + J̇_p q̇) (``bias`` = J̇_p q̇), the motor friction
     J_pᵀ f_m(J_p q̇_ref) and the joint friction f_j(q̇_ref) (``fv``, ``fs`` of the model).
-    Friction follows the reference velocity: at rest it adds nothing."""
+    Friction follows the reference velocity, its Coulomb sign smoothed as tanh(q̇_ref / v_s)
+    (``vs``, control.coulomb_velocity_rad_s; models.friction): at rest it adds nothing, and a
+    reference hovering about zero does not flip ±F_c from cycle to cycle."""
     rotor_torque(P, Jp, bias, qdd_ref, scratch)
     for j in range(out.size):
         out[j] += scratch[j]
-    reflected_friction(P, Jp, qd_ref, scratch)
+    reflected_friction(P, Jp, qd_ref, vs, scratch)
     for j in range(out.size):
         out[j] += scratch[j]
-    joint_friction(fv, fs, qd_ref, scratch)
+    joint_friction(fv, fs, qd_ref, vs, scratch)
     for j in range(out.size):
         out[j] += scratch[j]
 

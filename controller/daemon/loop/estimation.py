@@ -1,7 +1,7 @@
 """Estimation: what the cycle believes of the robot beyond its joints.
 
 The feet's loads (stabilizer.contact: plausibility, the support phase they show, the right foot's
-share, low-passed for ``control.load_split: measured``), the tilt the models' gravity follows (the
+share, low-passed for ``control.load_split: measured`` or ``confirmed``), the tilt the models' gravity follows (the
 platform's angles, or an IMU's through the tilt observer, stabilizer.tilt_observer; with the
 support's acceleration folded in, Gastebois 2017 §2.5.4), the models under that gravity (R_M->O0ᵀ g,
 thesis eq. 46) and their rooting per support phase (models.common.support), then the pelvis' state in
@@ -81,7 +81,11 @@ class Estimation:
         self.loads_state = LOADS_OK                # stabilizer.contact.loads_status of the last cycle
         # control.load_split: measured: in double support on the ground the feed-forward shares the ground
         # wrench by the feet's measured loads, low-passed (LOAD_SPLIT_FILTER_S); the plan's ramp without them
-        self.measured_split = ctl.load_split == "measured" and self.has_loads
+        # (measured), or the plan's ramp confirmed by them (confirmed, ``split``)
+        self.measured_split = ctl.load_split != "planned" and self.has_loads
+        self.confirmed_split = ctl.load_split == "confirmed"
+        self.last_planned = math.nan               # the plan's ramp of the previous cycle (its direction)
+        self.share_lo, self.share_hi = 0.0, 1.0    # the bounds the cells set on the right sole's share
         self.split_gain = period / (period + LOAD_SPLIT_FILTER_S)
         self.share_f = math.nan                    # the filtered measured share (NaN: none)
         self.tilt_source = stab.tilt_source if stab is not None else TILT_PLATFORM
@@ -251,11 +255,27 @@ class Estimation:
         self.event(Event.SUPPORT, self.phase, float(self.root))
 
     def split(self, planned: float, phase: float) -> float:
-        """The right sole's load share the feed-forward takes: the played file's, or in double support with
-        ``control.load_split: measured`` the feet's measured share, low-passed, while their loads are
-        plausible (else the file's again: the FEET_LOADS warning said why)."""
-        if self.measured_split and phase == DOUBLE and self.share_f == self.share_f:
-            return self.share_f
+        """The right sole's load share the feed-forward takes (the ramp contact_share blends with the ZMP)
+        and the bounds the feet's measured share, low-passed, sets on it (``share_lo``, ``share_hi``) in
+        double support while their loads are plausible (else the file's alone: the FEET_LOADS warning said
+        why): ``control.load_split: planned`` the file's ramp, unbounded; ``measured`` the measured share;
+        ``confirmed`` the file's, the foot it loads (the right one while the ramp rises) bounded by what
+        its cells read, m, relaxed towards the touch-down: share ≤ m + (1 − u)(1 − m), u the plan's share
+        of that foot. So at the touch-down the plan's prediction leads the cells (which read the impact
+        late), and at the lift-off the foot about to leave keeps the load its cells still read (the robot
+        behind its plan): the feed-forward drops it as the foot does, not before."""
+        rising, self.last_planned = planned > self.last_planned, planned
+        self.share_lo, self.share_hi = 0.0, 1.0
+        m = self.share_f
+        if not (self.measured_split and phase == DOUBLE and m == m):
+            return planned
+        if not self.confirmed_split:
+            self.share_lo = self.share_hi = m
+            return m
+        if rising:
+            self.share_hi = m + (1.0 - planned) * (1.0 - m)
+        else:
+            self.share_lo = 1.0 - ((1.0 - m) + planned * m)
         return planned
 
     def share(self, share: float) -> None:

@@ -104,7 +104,7 @@ class ControlLoop:
         self.commands, self.axes, self.stabilize = sup.commands, axes, stabilize
         self.follow, self.hold, self.move, self.squat = sup.follow, sup.hold, sup.move, sup.squat
         self.playback, self.stopping = sup.playback, sup.stopping
-        self.act = Actuation(io, self.platform, est, md, limits, axes, m.viscous, m.coulomb,
+        self.act = Actuation(io, self.platform, est, md, limits, axes, m.viscous, m.coulomb, ctl.coulomb_velocity,
                              (sup.q_ref, sup.qd_ref, sup.qdd_ref), sup.fault, journal.post)
         self.tau_ff = self.act.tau_ff
         self.marks = np.zeros(7, np.int64)

@@ -15,9 +15,10 @@ The loop (controller.daemon.loop.loop) is written once against this interface:
 * ``set_root(r)``    the rooting the next update uses (one number; a chain has one root);
 * ``imu_gravity(frame, f, g0, tilt)``  (a tree) the gravity input from the specific force ``f`` an IMU
   at operational frame ``frame`` measures in its axes, over the last update's frames;
-* ``contact(other, w, qd, qdd, tau)``  subtracts from the feed-forward ``tau`` the share ``w`` of
-  the ground wrench that rooting ``other``'s frame (the other sole) carries in double support
-  (models.tree.dynamics.contact_share; a chain has no second foot);
+* ``contact(other, w, lo, hi, qd, qdd, tau)``  subtracts from the feed-forward ``tau`` the share ``w``
+  (blended with the ZMP's place between the soles, within [lo, hi]: the feet's cells) of the ground wrench that rooting
+  ``other``'s frame (the other sole) carries in double support (models.tree.dynamics.contact_share;
+  a chain has no second foot);
 * ``joint_names``, ``model`` (its arrays qmin, qmax, vmax, taumax, viscous, coulomb),
   ``transmission`` (:class:`models.transmission.Transmission`), ``roots`` (the rootings' names),
   ``base`` (the root of a robot hung by its base: the pelvis on the gantry), ``foot``.
@@ -89,7 +90,8 @@ class ChainModels:
     def set_root(self, r: int) -> None:
         """A chain has its base only."""
 
-    def contact(self, other: int, w: float, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray) -> None:
+    def contact(self, other: int, w: float, lo: float, hi: float, qd: np.ndarray, qdd: np.ndarray,
+                tau: np.ndarray) -> None:
         """A chain has one foot: nothing to share."""
 
 
@@ -128,9 +130,12 @@ class TreeModels:
         docstring; :func:`imu_gravity`)."""
         return imu_gravity(self.frames, frame, f, g0, self.gravity, tilt)
 
-    def contact(self, other: int, w: float, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray) -> None:
-        """tau -= w J_cᵀ W at rooting ``other``'s frame, over the last update (its rooting)."""
-        contact_share(self.mbuf, self.dbuf, qd, qdd, self.gravity, int(self.rootf[other]), w, self.scratch, tau)
+    def contact(self, other: int, w: float, lo: float, hi: float, qd: np.ndarray, qdd: np.ndarray,
+                tau: np.ndarray) -> None:
+        """tau -= J_cᵀ f_c, the share of the ground wrench at rooting ``other``'s frame (the ramp ``w`` blended
+        with the ZMP's, within [lo, hi]), over the last update (its rooting)."""
+        contact_share(self.mbuf, self.dbuf, qd, qdd, self.gravity, int(self.rootf[other]), w, lo, hi, self.scratch,
+                      tau)
 
 
 def robot_models(robot: Robot | TreeRobot) -> ChainModels | TreeModels:

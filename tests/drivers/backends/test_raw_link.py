@@ -14,10 +14,12 @@ from drivers.backends.raw import RawLink
 from drivers.raw_socket import open_socket
 from drivers.powerlink import frames
 
-CYCLE_S = 0.02
-PRES_TIMEOUT_S = 0.002          # the listen window is then max(2 ms, half the cycle) = 10 ms
-# per cycle: the responder's delay before its PRes (None: no answer); wide margins for a loaded host
-DELAYS = (0.0, 0.005, None, 0.014, 0.0)
+CYCLE_S = 0.4
+PRES_TIMEOUT_S = 0.04           # the listen window is then max(2 ms, half the cycle) = 200 ms
+# per cycle: the responder's delay before its PRes (None: no answer). The times are the semantics' at a
+# scale where a loaded host's scheduling (tens of ms under a load of 10 on 2 cores) cannot move a PRes
+# from one class to another: on time is 40 ms, late 60 ms past it, the stale one 80 ms past its window.
+DELAYS = (0.0, 0.1, None, 0.28, 0.0)
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from controller.daemon.config import COULOMB_VELOCITY
+
 from tests.controller.daemon.loop_harness import Harness
 
 
@@ -42,7 +44,9 @@ def plant_torque(robot, q, qd, qdd, g) -> np.ndarray:
 
 
 def test_feedforward_is_the_plants_inverse_dynamics_on_a_tilted_floor(h):
+    """With the exact Coulomb sign (v_s = 0), the plants' own friction model."""
     loop, bus = h.loop, h.bus
+    loop.act.vs = 0.0
     robot = loop.robot
     tr, mdl = robot.transmission, robot.model
     g_level = np.array(robot.description.gravity)
@@ -61,6 +65,45 @@ def test_feedforward_is_the_plants_inverse_dynamics_on_a_tilted_floor(h):
         loop._feedforward()
         expected = plant_torque(robot, q, qd, qdd, base_gravity(alpha, beta, g_level))
         np.testing.assert_allclose(loop.tau_ff, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+    loop.act.vs = COULOMB_VELOCITY
+
+
+def test_the_coulomb_feed_forward_is_smoothed_over_v_s_and_does_not_flip_at_rest(h):
+    """The loop's Coulomb terms are F_c tanh(q̇ / v_s) at the joints and J_pᵀ F_c tanh(q̇_m / (v_s ‖J_p,i·‖))
+    at the motors (Makkar et al. 2005; docs/equations.md), the difference from the exact sign composed
+    here with numpy; a reference at ±1e-7 rad/s moves the feed-forward by under 1e-3 N·m where the exact
+    sign stepped it by 2 F_c."""
+    loop = h.loop
+    robot = loop.robot
+    tr, mdl = robot.transmission, robot.model
+    m = tr.motors
+    fc_m, fc_j = np.array(m.coulomb), mdl.coulomb
+    vs = loop.act.vs
+    assert vs == COULOMB_VELOCITY > 0.0
+    q = 0.5 * (mdl.qmin + mdl.qmax)
+    loop.q[:] = q
+    loop.io.bus.position[loop.leg_idx] = tr.to_motor(q)
+    loop.io.bus.velocity[loop.leg_idx] = 0.0
+    assert loop._measure() == 0
+    loop._cycle_compute()
+    jp = tr.jacobian(q)
+    rows = np.linalg.norm(jp, axis=1)
+
+    def ff(qd, v_s):
+        loop.act.vs = v_s
+        loop.qd_ref[:], loop.qdd_ref[:] = qd, 0.0
+        loop._feedforward()
+        return loop.tau_ff.copy()
+
+    rng = np.random.default_rng(4)
+    for qd in (rng.uniform(-0.03, 0.03, 4), np.array([0.004, -0.012, 0.02, -0.001])):
+        vm = jp @ qd
+        expected = jp.T @ (fc_m * (np.tanh(vm / (vs * rows)) - np.sign(vm))) + fc_j * (np.tanh(qd / vs) - np.sign(qd))
+        np.testing.assert_allclose(ff(qd, vs) - ff(qd, 0.0), expected, rtol=1e-9, atol=1e-9)
+    up, down = np.full(4, 1e-7), np.full(4, -1e-7)
+    assert np.abs(ff(up, vs) - ff(down, vs)).max() < 1e-3
+    assert np.abs(ff(up, 0.0) - ff(down, 0.0)).max() > 1.0          # the exact sign: 2 J_pᵀ F_c, N·m
+    loop.act.vs = vs
 
 
 def imu_harness(tmp_path, **tilt) -> Harness:
@@ -168,8 +211,6 @@ def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path)
     from controller.daemon.shm import Cmd
     from stabilizer.tilt_observer import UNCONFIRMED_S
 
-    from tests.controller.daemon.loop.test_stabilizer_status import last_record
-
     unconfirmed_s = 0.4
     assert unconfirmed_s != UNCONFIRMED_S
     h = imu_harness(tmp_path, unconfirmed_s=unconfirmed_s)
@@ -186,16 +227,16 @@ def test_an_imu_tilt_the_foot_does_not_confirm_is_held_and_warned_once(tmp_path)
         np.testing.assert_array_equal(loop.tilt_in, f0)
         assert np.abs(plant.sensors["imu_gravity"] - f0).max() > 0.8     # the IMU reads the 5° pitch
         assert not [e for e in h.events() if e[1] == Event.WARNING]
-        assert "tilt_held" not in last_record(h)["stab_flag_names"]
+        assert "tilt_held" not in h.last_record()["stab_flag_names"]
         h.run(round(0.2 * unconfirmed_s / loop.period), heartbeat_every=25)
         warnings = [e for e in h.events() if e[1] == Event.WARNING]
         assert [(e[2], e[3]) for e in warnings] == [(Reason.TILT_INPUT, 1.0)], warnings
         np.testing.assert_array_equal(loop.tilt_in, f0)
-        assert last_record(h)["stab_flag_names"] == ["tilt_held"]          # in HOLD: no stabilizer flags
+        assert h.last_record()["stab_flag_names"] == ["tilt_held"]          # in HOLD: no stabilizer flags
         plant.sensors["sole"][:] = flat
         h.run(1000, heartbeat_every=25)
         np.testing.assert_allclose(loop.tilt_in, plant.sensors["imu_gravity"], atol=1e-3)   # believed again
         assert not [e for e in h.events() if e[1] == Event.WARNING]
-        assert "tilt_held" not in last_record(h)["stab_flag_names"]
+        assert "tilt_held" not in h.last_record()["stab_flag_names"]
     finally:
         h.close()

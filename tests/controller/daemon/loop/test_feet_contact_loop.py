@@ -23,7 +23,6 @@ from stabilizer.contact import DWELL_S, LOADS_MISSING, RELEASE_LOAD
 
 from tests.numpy_allocs import CountingHandler
 from tests.controller.daemon.loop_harness import Harness
-from tests.controller.daemon.loop.test_stabilizer_status import last_record
 from tests.paths import DEPLOY
 
 pytest.importorskip("mujoco", reason="the biped plant needs the sim extra: pip install 'bipd[sim]'")
@@ -81,7 +80,7 @@ def test_lifting_the_right_foot_is_sensed_as_left_support_within_the_dwell(lifte
     contacts = [e for e in events if e[1] == Event.CONTACT]
     assert [int(e[2]) for e in contacts] == [LEFT]            # once: no chatter
     assert contacts[0][3] < 0.05                              # the right foot's share of the load
-    rec = last_record(h)
+    rec = h.last_record()
     assert rec["contact"] == LEFT and rec["feet_load"][1] < RELEASE_LOAD
     assert rec["feet_load"][0] == pytest.approx(105.0 * 9.81, rel=0.05)
 
@@ -119,10 +118,10 @@ def test_loads_lost_from_the_bus_are_a_warning_and_no_support(lifted):
     assert [int(e[3]) for e in warnings] == [LOADS_MISSING]
     assert h.loop.contact == -1 and np.isnan(h.loop.load_share)
     h.loop._telemetry(0.0, 0)
-    assert int(last_record(h)["stab_flags"]) & LOADS_MASK
+    assert int(h.last_record()["stab_flags"]) & LOADS_MASK
 
 
-@pytest.mark.parametrize("split", ["measured", "planned"])
+@pytest.mark.parametrize("split", ["measured", "planned", "confirmed"])
 def test_the_measured_load_split_replaces_the_plan_in_double_support_while_the_loads_are_plausible(tmp_path, split):
     doc = yaml.safe_load(CONFIG.read_text())
     doc["robot"] = str(CONFIG.parent / doc["robot"])
@@ -138,6 +137,12 @@ def test_the_measured_load_split_replaces_the_plan_in_double_support_while_the_l
         assert loop.share_f == pytest.approx(measured, abs=0.01)    # the low-pass has settled
         expect = loop.share_f if split == "measured" else planned
         assert loop._split(planned, float(DOUBLE)) == expect
+        m = loop.share_f
+        bounds = {"measured": (m, m), "planned": (0.0, 1.0), "confirmed": (m * (1.0 - planned), 1.0)}[split]
+        assert (loop.est.share_lo, loop.est.share_hi) == pytest.approx(bounds)   # the right foot keeps what it carries
+        if split == "confirmed":      # the foot the plan loads: at most what its cells read, relaxed to the touch-down
+            assert loop._split(0.95, float(DOUBLE)) == 0.95
+            assert (loop.est.share_lo, loop.est.share_hi) == pytest.approx((0.0, m + 0.05 * (1.0 - m)))
         assert loop._split(planned, float(LEFT)) == planned         # single support: the file's
         h.bus.aux[list(h.bus.config.sensor_axes("left_loads"))] = np.nan
         loop._measure()
@@ -152,8 +157,8 @@ def test_an_unknown_load_split_is_refused_naming_the_key(tmp_path):
     doc["control"]["load_split"] = "sensed"
     path = tmp_path / "bipd.yaml"
     path.write_text(yaml.safe_dump(doc))
-    with pytest.raises(ConfigError, match=r"bipd.yaml: control.load_split: expected one of \('planned', 'measured'\), "
-                                          r"got 'sensed'"):
+    with pytest.raises(ConfigError, match=r"bipd.yaml: control.load_split: expected one of "
+                                          r"\('planned', 'measured', 'confirmed'\), got 'sensed'"):
         load_daemon_config(path)
 
 

@@ -216,13 +216,25 @@ def test_the_support_needs_its_roots(tmp_path, roots, support, fragment):
     assert e.value.key == "control.support" and fragment in str(e.value), str(e.value)
 
 
+@pytest.fixture
+def planned_ground(tmp_path):
+    """On the ground, the double support's split by the plan's ramp alone (``load_split: planned``): the
+    feet never leave the floor in a constant posture, so the cells would contradict the plan."""
+    h = Harness(config=load_daemon_config(config_file(tmp_path, support="ground", load_split="planned"),
+                                          backend="sim", lockstep=True))
+    yield h
+    h.close()
+
+
 @pytest.mark.slow
-def test_on_the_ground_the_feedforward_hands_the_load_over_without_a_jump(ground):
+def test_on_the_ground_the_feedforward_hands_the_load_over_without_a_jump(planned_ground):
     """A constant posture played with WALK's support column: the two single supports'
     feed-forwards differ by the robot's weight moved from one leg to the other; in double support
-    the feed-forward moves it over in even steps (the split of docs/equations.md), and neither the
-    root switches nor the file's start (the robot stood on both feet) add a step of their own; the
-    cycles allocate nothing."""
+    the feed-forward moves it over in steps (the ZMP split of docs/equations.md: the posture's ZMP stays
+    midway, so the blend w = r + 4 r (1 − r)(α − r) moves faster than the ramp r near its ends), none a
+    fifth of that weight, and neither the root switches nor the file's start (the robot stood on both
+    feet) add a step of their own; the cycles allocate nothing."""
+    ground = planned_ground
     enabled(ground)
     h, loop = ground, ground.loop
     support = np.concatenate([np.full(k, float(p)) for p, k in WALK])
@@ -250,7 +262,8 @@ def test_on_the_ground_the_feedforward_hands_the_load_over_without_a_jump(ground
     assert moved > 50.0                                     # N·m: the weight changed legs
     step = np.abs(np.diff(tau, axis=0)).max(axis=1)
     ramp = moved / WALK[2][1]                               # the double support's share per cycle
-    assert step.max() < 1.1 * ramp and step[switches - 1].max() < 0.1 * ramp
+    assert step.max() < 0.2 * moved                         # 17.1 N·m of 109, measured
+    assert step[switches - 1].max() < 0.15 * ramp           # 0.25 N·m: the blend's last step, no switch's
     h.block.header[H.TRAJ_LEN] = n                          # again, counting the allocations
     assert h.command(Cmd.RUN_BUFFER) == (True, 0)
     h.run(2000, heartbeat_every=50, until=lambda: loop.gen is loop.playback)

@@ -23,7 +23,6 @@ from stabilizer.whole_body import FLAG_NAMES, FLAG_REACTIONS, NOT_RESET, P_CLOSE
 
 from tests.numpy_allocs import CountingHandler
 from tests.controller.daemon.loop_harness import Harness
-from tests.controller.daemon.loop.test_stabilizer_status import last_record
 from tests.paths import DEPLOY
 
 CONFIG = DEPLOY / "bip2000_platform.yaml"
@@ -84,7 +83,7 @@ def test_a_warn_flag_is_an_event_and_stabilizing_goes_on(h):
     stabilize(h)
     q0 = h.loop.q_ref.copy()
     h.run(2)
-    assert "at_joint_limit" in last_record(h)["stab_flag_names"]
+    assert "at_joint_limit" in h.last_record()["stab_flag_names"]
     h.run(200, heartbeat_every=10)
     assert h.state == State.STABILIZING
     rose = [event_message(*e) for e in h.events() if e[1] == Event.STABILIZER]
@@ -106,7 +105,7 @@ def test_a_hold_flag_holds_the_reference_then_leaves_for_hold(h):
     assert h.state == State.STABILIZING
     np.testing.assert_array_equal(h.loop.q_ref, q_ref)
     assert not h.loop.qd_ref.any()
-    assert "constraint_violated" in last_record(h)["stab_flag_names"]
+    assert "constraint_violated" in h.last_record()["stab_flag_names"]
     stab = [event_message(*e) for e in h.events() if e[1] == Event.STABILIZER]
     assert sum("constraint_violated" in e["rose"] for e in stab) == 1        # its onset only
     h.run(1)
@@ -120,7 +119,7 @@ def test_a_failing_status_is_named_and_held(h):
     q_ref = h.loop.q_ref.copy()
     h.run(2)
     np.testing.assert_array_equal(h.loop.q_ref, q_ref)
-    assert "not_reset" in last_record(h)["stab_flag_names"]
+    assert "not_reset" in h.last_record()["stab_flag_names"]
     stab = [event_message(*e) for e in h.events() if e[1] == Event.STABILIZER]
     assert stab[-1]["status"] == "not_reset" and stab[-1]["status"] == STATUS_NAMES[NOT_RESET]
     h.run(h.cfg.control.stabilizer_failure_cycles)

@@ -23,13 +23,17 @@ def test_walk_usage_errors_exit_2_before_anything_runs(argv, problem, capsys):
 
 
 @pytest.fixture(scope="module")
-def hung_walk(tmp_path_factory):
-    """The thesis' walking experiment (Gastebois 2017 §2.6.2): 2 steps at 360 m/h, BIP 2000 hung from
-    the gantry by the pelvis, on a fresh bench (gait generated here)."""
+def thesis_gait(tmp_path_factory):
+    """The thesis' 2 steps at 360 m/h, generated once for the module's walks."""
     pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip install 'bipd[sim]'")
-    folder = tmp_path_factory.mktemp("walk")
-    return run_walk(generate_gait(folder, WALK_CONFIG, 2, 360.0, lambda _m: None), Options(config=WALK_CONFIG),
-                    hung=True)
+    return generate_gait(tmp_path_factory.mktemp("walk"), WALK_CONFIG, 2, 360.0, lambda _m: None)
+
+
+@pytest.fixture(scope="module")
+def hung_walk(thesis_gait):
+    """The thesis' walking experiment (Gastebois 2017 §2.6.2): BIP 2000 hung from the gantry by the
+    pelvis, on a fresh bench."""
+    return run_walk(thesis_gait, Options(config=WALK_CONFIG), hung=True)
 
 
 @pytest.mark.hil
@@ -52,3 +56,20 @@ def test_hung_thesis_walk_keeps_the_drive_following_error_bound(hung_walk):
     r = hung_walk
     assert r.following_error_max_deg is not None
     assert r.following_error_max_deg <= FOLLOWING_BOUND_DEG, r.following_error_deg
+
+
+GROUND_FOLLOWING_DEG = 0.75
+"""The ground walk's peak drive following error kept (measured 0.694°, stepped lock-step; 1.003° with the
+double-support feed-forward that put both soles' centres of pressure at the ZMP, 0.822° with the ZMP
+split on the plan's ramp alone, docs/equations.md): above the thesis' 0.3° still, the touch-down's impact
+unmodelled."""
+
+
+@pytest.mark.hil
+def test_ground_thesis_walk_keeps_the_feed_forwards_following_error(thesis_gait):
+    """On the floor, open-loop: the gait completes and every drive's following error stays within what the
+    ZMP-shared, cell-confirmed double-support feed-forward and the smoothed Coulomb sign brought it to."""
+    r = run_walk(thesis_gait, Options(config=WALK_CONFIG), hung=False)
+    assert r.completed and not r.fell and r.faults == [], (r.states, r.aborted, r.faults)
+    assert r.following_error_max_deg is not None
+    assert r.following_error_max_deg <= GROUND_FOLLOWING_DEG, r.following_error_deg
