@@ -29,6 +29,8 @@ class Event(IntEnum):
     STABILIZER = 6       # a = stabilizer status, b = stab_flags bits that rose (telemetry.STAB_FLAGS)
     SUPPORT = 7          # a = new support phase (models.common.support: 0 left, 1 right, 2 double), b = model root index
     CONTACT = 8          # a = the support phase the feet's loads show (-1: none), b = the right foot's load share
+    EDGE = 9             # a = the foot that landed on an edge or a step (0 left, 1 right), b = the mask of its
+    #                      unloaded cells (bit k: its k-th cell of the robot's feet.*.sensors; stabilizer.feet)
 
 
 class Reason(IntEnum):

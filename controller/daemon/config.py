@@ -22,6 +22,7 @@ from models.tree.config import is_tree
 from models.tree.robot import TreeRobot
 from models.common.validation import Section, read_yaml
 from stabilizer.config import load_config as load_stabilizer_config
+from stabilizer.feet_config import FeetConfig, parse_feet
 from stabilizer.ground import TILT_IMU
 from stabilizer.stabilizer import Stabilizer
 from stabilizer.whole_body import WholeBodyStabilizer
@@ -117,6 +118,7 @@ class DaemonConfig:
     loop: LoopConfig
     control: ControlConfig
     io: IoConfig
+    feet: FeetConfig = FeetConfig()
 
     def robot(self) -> Robot | TreeRobot:
         return load_robot(self.robot_path)
@@ -494,8 +496,9 @@ def parse_daemon_config(data: Any, where: str, base: Path) -> DaemonConfig:
     elif stabilizer_path is not None:
         _check_stabilizer(stabilizer_path, robot_path, loop.period, bus, where)
     io = _io(top.sub("io", {}), base)
+    feet = parse_feet(top.sub("feet", {}))
     top.done()
-    return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io)
+    return DaemonConfig(Path(where), robot_path, stabilizer_path, dict(bus_section), bus, loop, control, io, feet)
 
 
 def load_daemon_config(path: str | Path, backend: str | None = None,

@@ -23,7 +23,7 @@ from drivers.health import HEALTH, flag_names as bus_flag_names
 from drivers.powerlink.status import PROFILE_MASK, PROFILE_POWERLINK, TYPE_STATUS
 from drivers.service_channel import ABORT_TEXT
 from models.common.support import SUPPORT_NAMES
-from stabilizer.contact import LOADS_STATUS_NAMES
+from stabilizer.contact import CELLS, LOADS_STATUS_NAMES
 from models.transmission import LEG_LABELS, status_message
 
 
@@ -151,6 +151,10 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
         out.update(support=_support_name(a), root=int(b) if math.isfinite(b) else None)
     elif code == Event.CONTACT:
         out.update(support=_support_name(a), right_share=finite_or_none(b))
+    elif code == Event.EDGE:
+        f = int(a) if math.isfinite(a) else -1
+        mask = int(b) if math.isfinite(b) else 0
+        out.update(foot=SUPPORT_NAMES[f] if f in (0, 1) else None, cells=[k for k in range(CELLS) if mask >> k & 1])
     elif code == Event.OVERRUN:
         out.update(missed=int(a) if math.isfinite(a) else None, cycle_us=finite_or_none(b))
     else:

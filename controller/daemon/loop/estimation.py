@@ -22,6 +22,9 @@ from models.tilt import rotation_world_foot
 from stabilizer.contact import (CONTACT_STATE, DWELL_S, LOADS_OK, MAX_LOAD, MIN_LOAD, RELEASE_LOAD,
                                 debounced_contact, foot_loads, loads_status)
 from stabilizer.contact import right_share as measured_share
+from stabilizer.feet import new_state as new_feet_state
+from stabilizer.feet import views as feet_views
+from stabilizer.feet_config import FeetConfig
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM
 from stabilizer.pelvis_state import ACCEPT, TILT_TAU_S, VEL_TAU_S, estimate, new_state
 from stabilizer.pelvis_state import views as pelvis_views
@@ -59,7 +62,8 @@ class Estimation:
     """Sensing (``sense``, after the joints are read) and the models' update (``update``)."""
 
     def __init__(self, io: JointIO, platform: Platform, models, stab, wb: bool, period: float, ctl,
-                 tilt_in: np.ndarray, acc_in: np.ndarray, event: Callable[..., None]) -> None:
+                 tilt_in: np.ndarray, acc_in: np.ndarray, event: Callable[..., None],
+                 feet: FeetConfig = FeetConfig()) -> None:
         self.io, self.platform, self.models, self.period, self.event = io, platform, models, period, event
         md, bus = models, io.bus
         z = np.zeros
@@ -134,18 +138,30 @@ class Estimation:
                 steps.append(self._rig_acceleration)
             elif self.imu is not None:             # use_acceleration: the support's, from the IMU
                 steps.append(self._imu_acceleration)
-        self.steps = tuple(steps)
-        self.gravity = self._imu_gravity if self.pelvis_imu else self._tilted_gravity
         # the pelvis' state in the world (stabilizer.pelvis_state), the telemetry's and the stabilizer's
         self.pelvis_state = new_state()
         self.pelvis = pelvis_views(self.pelvis_state)
         frames = md.robot.model.frame_names if md.kind == "tree" else ()
         self.estimates_pelvis = self.has_loads and all(SOLES[s] in frames for s in (LEFT, RIGHT))
+        # the feet's own state (stabilizer.feet, the feet room's): on the ground without a platform, with
+        # feet.slope.tilt_input, the slope the stance sole lying flat shows is the tilt input a platform's
+        # angles would be
+        self.feet_state = new_feet_state()
+        self.ground_tilt = feet_views(self.feet_state).tilt
+        self.pelvis_uses_imu = False
         if self.estimates_pelvis:
             m = md.robot.model
             self.sole_frames = np.array([m.index("frame", SOLES[s]) for s in (LEFT, RIGHT)], np.int64)
             self.pelvis_body = m.index("body", md.base)
+            self.pelvis_uses_imu = self.pelvis_imu
             self.pelvis_f = self.imu if self.pelvis_imu else z(3)
+            if io.imu_rows.size > 0 and not self.pelvis_imu:    # read for the feet's slope (stabilizer.feet)
+                io.pelvis_imu = z(3)
+            if (feet.tilt_input and self.soles is not None and not ctl.platform_axes and platform.rig is None
+                    and steps[-1] == self._platform_tilt):
+                steps[-1] = self._ground_slope
+        self.steps = tuple(steps)
+        self.gravity = self._imu_gravity if self.pelvis_imu else self._tilted_gravity
         if stab is not None and wb:
             stab.pelvis = self.pelvis_state
 
@@ -168,6 +184,14 @@ class Estimation:
 
     def _platform_tilt(self) -> None:
         self.tilt_in[0], self.tilt_in[1] = self.plat[0], self.plat[1]
+
+    def _ground_slope(self) -> None:
+        """The ground's slope as a platform's (alpha, beta) (stabilizer.feet eq. 3), level until known."""
+        g, t = self.ground_tilt, self.tilt_in
+        if g[0] == g[0]:
+            t[0], t[1] = g[0], g[1]
+        else:
+            t[0] = t[1] = 0.0
 
     def _rig_acceleration(self) -> None:
         self.acc_in[:] = self.platform.support_acc
@@ -231,7 +255,7 @@ class Estimation:
         self.models.update(self.feet_q, self.qd)
         if self.estimates_pelvis:
             md = self.models
-            estimate(md.mbuf, md.dbuf, self.qd, self.pelvis_f, self.pelvis_imu, self.contact, self.sole_frames,
+            estimate(md.mbuf, md.dbuf, self.qd, self.pelvis_f, self.pelvis_uses_imu, self.contact, self.sole_frames,
                      self.pelvis_body, self.period, self.g0, TILT_TAU_S, VEL_TAU_S, ACCEPT, self.pelvis_state)
 
     # ------------------------------------------------------------------ support and rooting

@@ -6,8 +6,10 @@ One cycle (docs/cycle.md), each step a room with its own state::
     platform.measure           the platform's tilt (hinges or rig: controller.daemon.loop.platform)
     io.read                    motor -> joint, sensors (one kernel: controller.daemon.loop.joint_io)
     est.sense, est.update      feet, tilt, the models under its gravity (controller.daemon.loop.estimation)
+    feet.observe               the soles' pressure, the ground's slope, edge landings (controller.daemon.loop.feet)
     sup.drive_faults, commands mailbox -> transitions (controller.daemon.loop.supervisor, states)
     sup.reference              the active generator -> q_ref, qd_ref, qdd_ref; the platform's setpoints
+    feet.comply                q_ref plus the ankles' sole compliance -> the commanded reference
     act.step                   safety, axes, joint -> motor (one kernel), platform setpoints
     bus.write(); exchange()    next PReq payloads; five POWERLINK cycles
     recorder.record, profiler  one record in the shared ring, task times
@@ -41,6 +43,7 @@ from controller.daemon.shm import H, SharedBlock
 from controller.daemon.loop.actuation import Actuation
 from controller.daemon.loop.axes import AxisTasks
 from controller.daemon.loop.estimation import Estimation, support_acceleration  # noqa: F401 (tests' import)
+from controller.daemon.loop.feet import Feet
 from controller.daemon.loop.joint_io import JointIO
 from controller.daemon.loop.platform import platform_room
 from controller.daemon.loop.profiler import profile_cycle
@@ -95,7 +98,7 @@ class ControlLoop:
             stabilize = None if stabilizer is None else Stabilize(
                 stabilizer, io.q, tilt_in, acc_in, ctl.stabilizer_failure_cycles, journal.post)
         self.est = est = Estimation(io, self.platform, md, stabilize, wb, self.period, ctl, tilt_in, acc_in,
-                                    journal.post)
+                                    journal.post, cfg.feet)
         self.tilt_in, self.acc_in, self.tilt, self.g_level = tilt_in, acc_in, est.tilt, est.g_level
         self.feet_load, self.foot_abc, self.imu = est.feet_load, est.foot_abc, est.imu
         self.sup = sup = Supervisor(cfg, block, io, self.platform, est, axes, stabilize, m, md.joint_names, soft,
@@ -104,11 +107,12 @@ class ControlLoop:
         self.commands, self.axes, self.stabilize = sup.commands, axes, stabilize
         self.follow, self.hold, self.move, self.squat = sup.follow, sup.hold, sup.move, sup.squat
         self.playback, self.stopping = sup.playback, sup.stopping
+        self.feet = feet = Feet(cfg.feet, robot, est, sup.q_ref, sup.qd_ref, soft, self.period, journal.post)
         self.act = Actuation(io, self.platform, est, md, limits, axes, m.viscous, m.coulomb, ctl.coulomb_velocity,
-                             (sup.q_ref, sup.qd_ref, sup.qdd_ref), sup.fault, journal.post)
+                             (feet.q_cmd, feet.qd_cmd, sup.qdd_ref), sup.fault, journal.post)
         self.tau_ff = self.act.tau_ff
         self.marks = np.zeros(7, np.int64)
-        self.recorder = Recorder(block, n, sup, io, est, self.platform, md, self.marks)
+        self.recorder = Recorder(block, n, sup, io, est, self.platform, md, self.marks, feet.q_cmd)
         self.stepped = cfg.loop.stepped    # run only up to the horizon a client grants (H.HORIZON)
 
     # the rooms' state under the loop's former names (tests, tools)
@@ -135,6 +139,7 @@ class ControlLoop:
         self.bus.boot()
         self._measure()
         self.q_ref[:] = self.q
+        self.feet.comply(False)                    # the commanded reference: the boot's q
         self.est.update()                          # the boot's estimate (a tilt input unusable from the start warns)
         dry_run(self)
         self.recorder.record(0.0, self.journal.cycle, 0)
@@ -170,10 +175,12 @@ class ControlLoop:
         if status != TR_OK:
             sup.fault(Reason.TRANSMISSION, status, self.io.nonfinite_axis(self.io.qm))
         self.est.update()
+        self.feet.observe()
         marks[2] = now_ns()
         sup.drive_faults()
         sup.commands_step(t, self.journal.cycle)
         sup.reference(t)
+        self.feet.comply(sup.state in POWERED)
         marks[3] = now_ns()
         if sup.state in POWERED:
             self.act.step()

@@ -6,6 +6,7 @@ import numpy as np
 from numba import njit
 
 from stabilizer.contact import LOADS_OK
+from stabilizer.feet import STATE as FEET_STATE
 from stabilizer.pelvis_state import STATE as PELVIS_STATE
 
 from controller.daemon.codes import State
@@ -25,12 +26,16 @@ _PELVIS = np.array([(FIELD[name], _PELVIS_OFFSETS[out], size) for name, out, siz
                     (("pelvis_pos", "position", 3), ("pelvis_vel", "velocity", 3), ("pelvis_rpy", "rpy", 3),
                      ("stance", "stance", 1))], np.int64)
 _CAPTURE, _STRATEGY = FIELD["capture_point"], FIELD["push_strategy"]
+# the feet's (stabilizer.feet.STATE): (record field, state offset, size)
+_FEET_OFFSETS = FEET_STATE.offsets()
+_FEET = np.array([(FIELD[name], _FEET_OFFSETS[out], 2) for name, out in (("ground_slope", "slope"), ("edge", "edge"))],
+                 np.int64)
 
 
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact, tilt, pelvis, stabilizing, capture, strategy, bus_flags):
+                 feet_load, contact, tilt, pelvis, stabilizing, capture, strategy, bus_flags, feet):
     """One telemetry record (``offs``: RecordLayout.offsets). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
     rec[offs[_T]] = t
@@ -74,14 +79,19 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[_CAPTURE] + 1] = capture[1] if stabilizing else np.nan
     rec[offs[_STRATEGY]] = strategy[0] if stabilizing else np.nan
     rec[offs[_BUS_FLAGS]] = bus_flags
+    for k in range(_FEET.shape[0]):
+        for i in range(_FEET[k, 2]):
+            rec[offs[_FEET[k, 0]] + i] = feet[_FEET[k, 1] + i]
 
 
 class Recorder:
     """Writes the cycle's record from the rooms' state (``record``) and copies the bus' health
     (drivers.health) into the shared block, allocation-free."""
 
-    def __init__(self, block: SharedBlock, n: int, sup, io, est, platform, models, marks: np.ndarray) -> None:
+    def __init__(self, block: SharedBlock, n: int, sup, io, est, platform, models, marks: np.ndarray,
+                 q_ref: np.ndarray) -> None:
         self.block, self.sup, self.io, self.est, self.platform, self.models = block, sup, io, est, platform, models
+        self.q_ref = q_ref                         # the commanded reference (the feet room's)
         self.marks = marks
         self.layout = RecordLayout(n)
         self.rec_offsets = self.layout.offsets
@@ -99,7 +109,7 @@ class Recorder:
         sup, est, io = self.sup, self.est, self.io
         rec = begin_record(self.block)
         write_record(rec, self.rec_offsets, t, float(cycle), float(sup.state), float(sup.fault_reason),
-                     sup.fault_detail, io.q, io.qd, sup.q_ref, sup.axes.tau, self.models.com,
+                     sup.fault_detail, io.q, io.qd, self.q_ref, sup.axes.tau, self.models.com,
                      self.margins, self.force,
                      float(sup.stab_flags
                            | (TILT_HELD_MASK if est.tilt_held else 0)
@@ -108,6 +118,6 @@ class Recorder:
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
                      est.feet_load, est.contact_field, est.tilt, est.pelvis_state,
-                     sup.state == State.STABILIZING, self.capture, self.strategy, self.bus_flags[0])
+                     sup.state == State.STABILIZING, self.capture, self.strategy, self.bus_flags[0], est.feet_state)
         end_record(self.block)
         self.block.bus[:] = self.health

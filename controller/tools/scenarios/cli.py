@@ -356,8 +356,12 @@ def _print_walk(res: dict[str, Any]) -> None:
           + (f"step {100 * t['step_height_m']:+g} cm at {t['step_x_m']:g} m" if t["step_height_m"] else "no step")
           + "; " + ("no push" if res["push"] is None else
                     f"push {res['push']['impulse_Ns']:g} N s {res['push']['direction']} at {res['push']['at_s']:g} s"))
+    slope = res["estimated_slope_deg"]
     print(f"  stabilizer: {res['stabilizer_note']}; estimated slope: "
-          f"{res['estimated_slope_note'] if res['estimated_slope_deg'] is None else res['estimated_slope_deg']}")
+          + (res["estimated_slope_note"] if slope is None else
+             f"pitch {slope['pitch']:+.2f} deg, roll {slope['roll']:+.2f} deg"))
+    for e in res.get("edges", []):
+        print(f"  edge landing: {e['foot']} foot at t = {e['t']:.2f} s, cells {e['cells']} unloaded")
     b = res["bounds"]
     knee = res["knee_error_deg"]
     print(f"  knee tracking error {'n/a' if knee is None else f'{knee:.3f} deg'} "

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 TELEMETRY_KEYS = ("t", "q", "q_ref", "qd", "tau", "com", "margins", "platform", "overruns", "rig_ferr", "tilt",
-                  "feet_load", "contact", "pelvis_pos", "pelvis_vel", "pelvis_rpy", "stance")
+                  "feet_load", "contact", "pelvis_pos", "pelvis_vel", "pelvis_rpy", "stance", "ground_slope", "edge")
 TRUTH_KEYS = ("t", "platform", "cop", "foot_tilt", "foot_lift", "hip_height", "com_world", "support_margin")
 
 

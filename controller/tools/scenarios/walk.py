@@ -36,7 +36,8 @@ from models.common.validation import read_yaml
 from controller.tools.scenarios.runner import Options, PlotError, Say, ScenarioError, Session
 from controller.tools.scenarios.scenarios import WalkFile, push
 from controller.tools.scenarios.whole_body import PUSH_DIRECTIONS
-from controller.tools.scenarios.walk_metrics import FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell, evaluate_walk
+from controller.tools.scenarios.walk_metrics import (FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell,
+                                                     edge_landings, evaluate_walk)
 
 WALK_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000.yaml"
 WALK_STABILIZER = WALK_CONFIG.parent / "robots" / "bip2000_stabilizer.yaml"
@@ -50,7 +51,8 @@ WALK_STABILIZERS: dict[str, tuple[tuple[str, Any], ...]] = {"whole-body": (("sta
 """Stabilized walks by mode name: the daemon settings (dotted key, value) that make the gait's playback
 stabilized (the operator then sends ``stabilizer enable=true`` during the approach)."""
 OPEN_LOOP = "none: the open-loop gait"
-NO_ESTIMATE = "no ground-slope estimator exists yet"
+NO_ESTIMATE = "the stance sole never lay flat: no slope estimated"
+SLOPE_NOTE = "the ground's pitch (> 0 uphill) and roll (> 0 rising to the left), deg: the stance sole lying flat (docs/stabilizer.md)"
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 
@@ -213,11 +215,12 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
         joints = list(session.daemon_config["joints"])
         result = evaluate_walk(str(gait), mount(hung), gait_steps(gait), tel, tru, session.op.series.events,
                                joints, axes, played.stats, played.sim_s, played.wall_s, played.aborted)
+        result.edges = edge_landings(session.op.series.events, float(session.daemon_config["period"]))
     result.terrain = (terrain or Terrain()).describe()
     result.push = None if push is None else push.describe()
     result.stabilizer = stabilizer
     result.stabilizer_note = stabilizer or OPEN_LOOP
-    result.estimated_slope_note = NO_ESTIMATE
+    result.estimated_slope_note = NO_ESTIMATE if result.estimated_slope_deg is None else SLOPE_NOTE
     if o.plot_dir is not None:
         result.plots = [str(p) for p in plot_paths(Path(o.plot_dir))]
     if report is not None:

@@ -118,11 +118,31 @@ class WalkResult:
     push: dict[str, Any] | None = None         # the impulse on the pelvis during the walk
     stabilizer: str | None = None              # the stabilized walk's mode, None: open-loop gait
     stabilizer_note: str = ""                  # what ran, in words
-    estimated_slope_deg: float | None = None   # the ground slope the robot estimated (no estimator yet)
+    estimated_slope_deg: dict[str, float] | None = None   # the ground's pitch, roll the robot estimated at the end
     estimated_slope_note: str = ""
+    edges: list[dict[str, Any]] = field(default_factory=list)   # the feet's landings on an edge (EDGE events)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def estimated_slope(tel: dict[str, np.ndarray]) -> dict[str, float] | None:
+    """The last ground slope the telemetry holds (``ground_slope``: pitch > 0 uphill, roll > 0 rising to the
+    left, stabilizer.feet eq. 3) in degrees, None if it never knew one."""
+    g = tel.get("ground_slope")
+    if g is None:
+        return None
+    known = g[np.isfinite(g).all(axis=1)] if g.ndim == 2 else g[:0]
+    if not known.size:
+        return None
+    pitch, roll = np.degrees(known[-1])
+    return {"pitch": round(float(pitch), 4), "roll": round(float(roll), 4)}
+
+
+def edge_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
+    """The EDGE events: when (s, the loop's time: cycle x ``period``), which foot, its unloaded cells."""
+    return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "cells": e.get("cells")}
+            for e in events if e.get("kind") == "EDGE"]
 
 
 def evaluate_walk(gait: str, mount: str, steps: int | None, tel: dict[str, np.ndarray],
@@ -152,4 +172,4 @@ def evaluate_walk(gait: str, mount: str, steps: int | None, tel: dict[str, np.nd
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3),
         speed_x_realtime=round(sim_s / wall_s, 2) if wall_s > 0 else None,
         states=states, faults=[str(e.get("reason")) for e in events if e.get("kind") == "FAULT"],
-        aborted=aborted)
+        aborted=aborted, estimated_slope_deg=estimated_slope(tel))

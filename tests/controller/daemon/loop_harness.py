@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from controller.daemon.codes import State
 from controller.daemon.config import load_daemon_config
 from controller.daemon.loop.loop import ControlLoop
 from controller.daemon.loop.timing import LockstepClock
@@ -68,3 +69,12 @@ class Harness:
     def close(self) -> None:
         self.bus.close()
         self.block.close()
+
+
+def enabled_bip2000(config) -> Harness:
+    """The whole BIP 2000 of daemon YAML ``config`` on the inertia plant (sim bus, lock-step), enabled, in HOLD."""
+    harness = Harness(leg_plant=False, config=load_daemon_config(config, backend="sim", lockstep=True))
+    assert harness.command(Cmd.ENABLE)[0]
+    harness.run(300, until=lambda: harness.state == State.HOLD)
+    assert harness.state == State.HOLD
+    return harness

@@ -62,6 +62,7 @@ def test_feedforward_is_the_plants_inverse_dynamics_on_a_tilted_floor(h):
         assert loop._measure() == 0
         loop._cycle_compute()
         loop.qd_ref[:], loop.qdd_ref[:] = qd, qdd
+        loop.feet.comply(True)                                 # the commanded reference the actuation reads
         loop._feedforward()
         expected = plant_torque(robot, q, qd, qdd, base_gravity(alpha, beta, g_level))
         np.testing.assert_allclose(loop.tau_ff, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
@@ -92,6 +93,7 @@ def test_the_coulomb_feed_forward_is_smoothed_over_v_s_and_does_not_flip_at_rest
     def ff(qd, v_s):
         loop.act.vs = v_s
         loop.qd_ref[:], loop.qdd_ref[:] = qd, 0.0
+        loop.feet.comply(True)
         loop._feedforward()
         return loop.tau_ff.copy()
 

@@ -146,7 +146,8 @@ def test_soft_limit_clamps_and_warns(h):
     knee_max = h.loop.robot.model.qmax[2]
     assert h.command(Cmd.MOVE_JOINTS, 0.0, 0.0, knee_max, 0.0, 0.5)[0]
     h.run(400, heartbeat_every=50, until=lambda: h.state == State.HOLD)
-    assert h.loop.q_ref[2] <= knee_max - h.cfg.control.soft_limit_margin + 1e-12
+    # the commanded reference (the generator's plus the feet's compliance) is what the safety clamps
+    assert h.loop.feet.q_cmd[2] <= knee_max - h.cfg.control.soft_limit_margin + 1e-12
     assert any(e[1] == Event.WARNING and e[2] == Reason.SOFT_LIMIT for e in h.events())
 
 

@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 
 from controller.daemon.codes import Error, StabParam, State
-from controller.daemon.config import load_daemon_config
 from controller.daemon.shm import H, Cmd
 from models.common.support import DOUBLE
 
 from tests.numpy_allocs import CountingHandler
-from tests.controller.daemon.loop_harness import Harness
+from tests.controller.daemon.loop_harness import Harness, enabled_bip2000
 from tests.paths import DEPLOY
 
 CONFIG = DEPLOY / "bip2000_platform.yaml"
@@ -24,10 +23,7 @@ SAMPLES, FLEX, LEAN = 1500, 0.3, 0.06
 @pytest.fixture
 def h():
     """Enabled, standing flexed in HOLD (stabilized there to reach the posture: the inertia plant has no gravity)."""
-    harness = Harness(leg_plant=False, config=load_daemon_config(CONFIG, backend="sim", lockstep=True))
-    assert harness.command(Cmd.ENABLE)[0]
-    harness.run(300, until=lambda: harness.state == State.HOLD)
-    assert harness.state == State.HOLD
+    harness = enabled_bip2000(CONFIG)
     q = posture(harness, 0.0)
     assert harness.command(Cmd.MOVE_JOINTS, *q, 2.0)[0]
     harness.run(1500, heartbeat_every=10, until=lambda: harness.state == State.HOLD)

@@ -22,7 +22,7 @@ from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from stabilizer.whole_body import FLAG_NAMES, FLAG_REACTIONS, NOT_RESET, P_CLOSE_TOL, S_RESET, STATUS_NAMES
 
 from tests.numpy_allocs import CountingHandler
-from tests.controller.daemon.loop_harness import Harness
+from tests.controller.daemon.loop_harness import Harness, enabled_bip2000
 from tests.paths import DEPLOY
 
 CONFIG = DEPLOY / "bip2000_platform.yaml"
@@ -31,10 +31,7 @@ CONFIG = DEPLOY / "bip2000_platform.yaml"
 @pytest.fixture
 def h():
     """Enabled, in HOLD, events read."""
-    harness = Harness(leg_plant=False, config=load_daemon_config(CONFIG, backend="sim", lockstep=True))
-    assert harness.command(Cmd.ENABLE)[0]
-    harness.run(300, until=lambda: harness.state == State.HOLD)
-    assert harness.state == State.HOLD
+    harness = enabled_bip2000(CONFIG)
     harness.events()
     yield harness
     harness.close()

@@ -188,3 +188,13 @@ def test_the_walk_table_has_its_own_readme_block(tmp_path):
     readme.write_text(f"{BEGIN}\nleg table\n{END}\ntext\n{WALK_MARKERS[0]}\nold walks\n{WALK_MARKERS[1]}\n")
     update_readme(readme, "new walks\n", WALK_MARKERS)
     assert readme.read_text() == f"{BEGIN}\nleg table\n{END}\ntext\n{WALK_MARKERS[0]}\nnew walks\n{WALK_MARKERS[1]}\n"
+
+
+def test_the_walks_slope_is_the_last_known_and_its_edges_are_timed():
+    from controller.tools.scenarios.walk_metrics import edge_landings, estimated_slope
+
+    g = np.radians([[np.nan, np.nan], [4.0, -1.0], [3.5, 0.5], [np.nan, np.nan]])
+    assert estimated_slope({"ground_slope": g}) == {"pitch": 3.5, "roll": 0.5}
+    assert estimated_slope({"ground_slope": np.full((3, 2), np.nan)}) is None
+    events = [{"cycle": 1500, "kind": "EDGE", "foot": "right", "cells": [2, 3]}, {"cycle": 9, "kind": "CONTACT"}]
+    assert edge_landings(events, 0.002) == [{"t": 3.0, "foot": "right", "cells": [2, 3]}]

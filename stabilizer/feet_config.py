@@ -1,0 +1,154 @@
+"""The daemon YAML's ``feet:`` section (stabilizer.feet: sole compliance, ground slope, edge landings) and
+the feet's geometry from a tree robot's description. Every error is one ConfigError naming the key.
+
+.. code-block:: yaml
+
+    feet:
+      min_load: 50.0           # N on a foot's cells: it is loaded (compliance, slope, landings)
+      compliance:
+        enabled: false         # the ankles yield to the sole's centre of pressure (safe default: off)
+        damping: 2000.0        # N m s/rad, D of dq/dt = -m_j / D
+        max_rate: 0.03         # rad/s
+        max_offset_deg: 10.0   # |offset| added to each ankle's reference
+        release_tau: 0.2       # s, an unloaded foot's offset back to zero
+        cop_tau: 0.3           # s, the pressure's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
+      slope:
+        flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
+        tau: 0.3               # s, the slope's low-pass
+        tilt_input: false      # on the ground without a platform, the slope is the models' and the
+                               # stabilizer's tilt input (the platform's angles otherwise: level)
+      edge:
+        fraction: 0.05         # a cell under this share of the foot's load is unloaded
+        cycles: 10             # for this many cycles in a row
+        window_s: 0.2          # s after the landing in which it is looked for
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.common.errors import ConfigError
+from models.common.validation import Section
+
+from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_WINDOW
+from stabilizer.pelvis_state import ACCEPT
+from stabilizer.feet import P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU
+
+
+@dataclass(frozen=True)
+class FeetConfig:
+    min_load: float = 50.0
+    compliance: bool = False
+    damping: float = 2000.0
+    max_rate: float = 0.03
+    max_offset: float = math.radians(10.0)
+    release_tau: float = 0.2
+    cop_tau: float = 0.3
+    flat_fraction: float = 0.1
+    slope_tau: float = 0.3
+    tilt_input: bool = False
+    edge_fraction: float = 0.05
+    edge_cycles: int = 10
+    edge_window: float = 0.2
+
+    def params(self, period: float, g0: float = 9.81) -> np.ndarray:
+        """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
+        p = np.zeros(PARAMS.size())
+        p[P_G0], p[P_ACCEPT] = g0, ACCEPT
+        p[P_COMPLIANCE], p[P_MIN_LOAD], p[P_DAMPING] = float(self.compliance), self.min_load, self.damping
+        p[P_MAX_RATE], p[P_MAX_OFFSET], p[P_RELEASE_TAU] = self.max_rate, self.max_offset, self.release_tau
+        p[P_COP_TAU] = self.cop_tau
+        p[P_FLAT], p[P_SLOPE_TAU] = self.flat_fraction, self.slope_tau
+        p[P_EDGE_FRACTION], p[P_EDGE_CYCLES] = self.edge_fraction, float(self.edge_cycles)
+        p[P_EDGE_WINDOW] = float(round(self.edge_window / period))
+        return p
+
+
+def _fraction(sec: Section, name: str, default: float, high: float) -> float:
+    v = sec.number(name, default)
+    if not 0.0 <= v < high:
+        raise ConfigError(sec.where, sec.path(name), f"{v:g}: expected a share of the foot's load in [0, {high:g})")
+    return v
+
+
+def parse_feet(sec: Section) -> FeetConfig:
+    """The validated ``feet:`` section (module docstring); absent keys take the defaults."""
+    d = FeetConfig()
+    min_load = sec.number("min_load", d.min_load, positive=True)
+    c = sec.sub("compliance", {})
+    enabled = c.raw("enabled", d.compliance)
+    if not isinstance(enabled, bool):
+        raise ConfigError(c.where, c.path("enabled"), f"expected true or false, got {enabled!r}")
+    damping = c.number("damping", d.damping, positive=True)
+    max_rate = c.number("max_rate", d.max_rate, positive=True)
+    max_offset = c.angle("max_offset", d.max_offset)
+    if not 0.0 < max_offset <= math.radians(20.0):
+        raise ConfigError(c.where, c.path("max_offset"), f"{math.degrees(max_offset):g} deg: expected within "
+                          "(0, 20] deg of the ankle's reference")
+    release_tau = c.number("release_tau", d.release_tau, positive=True)
+    cop_tau = c.number("cop_tau", d.cop_tau, positive=True)
+    c.done()
+    s = sec.sub("slope", {})
+    flat = _fraction(s, "flat_fraction", d.flat_fraction, 0.25)
+    tau = s.number("tau", d.slope_tau, positive=True)
+    tilt_input = s.raw("tilt_input", d.tilt_input)
+    if not isinstance(tilt_input, bool):
+        raise ConfigError(s.where, s.path("tilt_input"), f"expected true or false, got {tilt_input!r}")
+    s.done()
+    e = sec.sub("edge", {})
+    fraction = _fraction(e, "fraction", d.edge_fraction, 0.25)
+    cycles = e.raw("cycles", d.edge_cycles)
+    if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 1:
+        raise ConfigError(e.where, e.path("cycles"), f"expected a whole number of cycles >= 1, got {cycles!r}")
+    window = e.number("window_s", d.edge_window, positive=True)
+    e.done()
+    sec.done()
+    return FeetConfig(min_load, enabled, damping, max_rate, max_offset, release_tau, cop_tau, flat, tau, tilt_input,
+                      fraction, cycles, window)
+
+
+@dataclass(frozen=True)
+class FeetGeometry:
+    """Per foot (left, right: the description's ``feet`` order): cells (foot, cell, xy) in the sole frame,
+    their centre (foot, xy), the ankle joints (foot, axis: the joint nearer the shank, then the one
+    carrying the foot) and their axes (foot, axis, xy) in the sole frame, the foot moving."""
+    cells: np.ndarray
+    centre: np.ndarray
+    ankles: np.ndarray
+    axes: np.ndarray
+
+
+def feet_geometry(robot) -> FeetGeometry:
+    """The feet of a tree robot (models.tree.robot.TreeRobot) with two feet of four cells each; the ankle
+    axes at its zero posture, the model rooted away from the sole (its base, else the other sole)."""
+    from models.tree.robot import TreeRobot
+
+    desc = robot.description
+    frames = {f.name: f for f in desc.frames}
+    names = [t.joint.name for t in desc.joints]
+    twin = TreeRobot(desc)
+    cells, ankles, axes = np.zeros((2, CELLS, 2)), np.zeros((2, 2), np.int64), np.zeros((2, 2, 2))
+    for f, foot in enumerate(desc.feet):
+        sole = np.array(frames[foot.frame].pose)
+        inv = np.linalg.inv(sole)
+        cells[f] = [(inv @ np.array(frames[s].pose))[:2, 3] for s in foot.sensors]
+        child = frames[foot.frame].body
+        chain = []
+        for _ in range(2):
+            j = next(k for k, t in enumerate(desc.joints) if t.child == child)
+            chain.append(j)
+            child = desc.joints[j].parent
+        ankles[f] = chain[::-1]
+        other = desc.feet[1 - f].frame
+        twin.set_root(desc.base if desc.base in desc.roots else other)
+        q0 = np.zeros(desc.n)
+        R = twin.frame(q0, foot.frame)[:3, :3]
+        w = R.T @ twin.frame_jacobian(q0, foot.frame)[3:]
+        for a in range(2):
+            axes[f, a] = w[:2, ankles[f, a]]
+        if not all(abs(np.linalg.norm(w[:, ankles[f, a]]) - 1.0) < 1e-9 for a in range(2)):
+            raise ConfigError(desc.source, f"feet.{foot.name}", f"the joints {names[chain[0]]}, {names[chain[1]]} "
+                              "carrying the sole are not both revolute")
+    return FeetGeometry(cells, cells.mean(axis=1), ankles, axes)
