@@ -27,8 +27,24 @@ over the support polygon:
   trunk's CoG is spun over the pelvis in the direction of the error, v_t = k_hip (xi - centroid),
   |v_t| <= v_hip, while the CoG task keeps pulling back: the trunk's angular momentum gives the
   ground reaction a horizontal component against the fall (the CMP leaves the CoP);
-* step (xi beyond step_margin outside the polygon): no posture can capture the robot; it is
-  reported (flag) for a recovery step.
+* step (xi beyond step_margin outside the polygon): no posture can capture the robot; with
+  ``step_time`` > 0 a recovery step is taken (Stephens 2007; the capture step of Pratt et al. 2006):
+  standing on two feet and not stepping already, the foot whose sole centre is nearest xi swings for
+  ``step_time`` s while the other stands alone, its centre moved by xi - centroid (it lands at
+  xi + the offset it had from the centroid, at most ``step_max`` m away), on the gait's swing profile
+  (models.gait.plan: quintic along the ground, a ``step_height`` bell up); then both feet stand again,
+  and no other step is planned for ``step_settle`` s.
+
+Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
+obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
+(Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
+per horizontal axis predicts with it and corrects on the kinematic CoG c_k (eq. P2's position):
+
+    c_hat_dot = v_hat + l1 (c_k - c_hat),    v_hat_dot = omega^2 (c_hat - p) + l2 (c_k - c_hat)    (P3)
+
+l1 = 2 lambda, l2 = lambda^2 + omega^2 (the error's two poles at -lambda, ``observer_rate``), and
+xi = c_hat + v_hat / omega. The pressure at the toes while the joints hold (the soles tipping) drives
+v_hat forward through the model, which the joints' velocities alone do not show.
 
 Nothing is allocated; the kernels work on the whole-robot stabilizer's buffers
 (:mod:`stabilizer.whole_body` packs :data:`PUSH` into its params).
@@ -40,13 +56,15 @@ import math
 from numba import njit
 
 from models.common.layout import Field, Layout
+from models.gait.plan import bell, quintic
 
 from stabilizer.walls import signed_distances
 
 NONE, ANKLE, HIP, STEP = range(4)
 STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
-    "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin")])
+    "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
+    "step_time", "step_height", "step_max", "step_settle")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -55,6 +73,17 @@ U_HIP_MARGIN = PUSH.offset("hip_margin")
 U_K_HIP = PUSH.offset("k_hip")
 U_V_HIP = PUSH.offset("v_hip")
 U_STEP_MARGIN = PUSH.offset("step_margin")
+U_OBSERVER_RATE = PUSH.offset("observer_rate")
+U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
+    "step_time", "step_height", "step_max", "step_settle"))
+#: a recovery step's state: phase (IDLE, SWING, SETTLE), the swing foot, the time since it lifted (s), the
+#: swing sole's pose at lift-off relative to the stance sole, the move of its centre (stance sole axes, m)
+#: and where that centre lands (e1, e2 of the planning cycle, m)
+IDLE, SWING, SETTLE = range(3)
+RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
+                                          Field("shift", (3,)), Field("target", (2,))])
+R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
+R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
 #: the pelvis estimate the capture point takes (stabilizer.pelvis_state): on (0: none, the joints'
 #: velocities alone), the pelvis origin's velocity (world, m/s), R_wp (pelvis -> world, row-major)
 PELVIS = Layout("capture point pelvis input", [Field("on"), Field("velocity", (3,)), Field("R", (3, 3))])
@@ -97,6 +126,30 @@ def capture_point(Rws, com, Jcom, Jp, Rp, pelvis, qd, g0, xi):
 
 
 @njit(cache=True)
+def observe_lipm(obs, ck, p, omega, lam, dt, xi):
+    """One step ``dt`` of the observer (module docstring, eq. P3) per horizontal axis a: ``obs[a]`` =
+    (c_hat, v_hat), NaN until the first call, which starts it at rest on the kinematic CoG ``ck``; ``p``
+    the measured centre of pressure; ``lam`` the error's pole rate (1/s). Writes xi = c_hat + v_hat / omega
+    into xi[0:2]. The prediction is the pendulum's exact transition over dt (p held: c - p and v_hat turn
+    by cosh, sinh), then the correction on this cycle's measurement, an Euler step (explicit Euler on
+    the diverging mode, or the measurement set against last cycle's estimate, biased xi by 0.6 % of its
+    distance to p)."""
+    w2 = omega * omega
+    l1, l2 = 2.0 * lam, lam * lam + w2
+    ch, sh = math.cosh(omega * dt), math.sinh(omega * dt)
+    for a in range(2):
+        if not math.isfinite(obs[a, 0]):
+            obs[a, 0], obs[a, 1] = ck[a], 0.0
+        r, v = obs[a, 0] - p[a], obs[a, 1]
+        c = p[a] + ch * r + (sh / omega * v if omega > 0.0 else dt * v)   # predicted to this cycle
+        v = omega * sh * r + ch * v
+        e = ck[a] - c                                                    # this cycle's measurement
+        obs[a, 0] = c + dt * l1 * e
+        obs[a, 1] = v + dt * l2 * e
+        xi[a] = obs[a, 0] + obs[a, 1] / omega if omega > 0.0 else obs[a, 0]
+
+
+@njit(cache=True)
 def _clipped(k, ex, ey, vmax, v):
     """v = k (ex, ey) with |v| <= vmax."""
     v[0], v[1] = k * ex, k * ey
@@ -126,3 +179,62 @@ def push_response(u, xi, c, cy, cz, walls, nw, d, v_cog, v_trunk):
         return ANKLE, margin
     _clipped(u[U_K_HIP], ex, ey, u[U_V_HIP], v_trunk)
     return (STEP if margin < -u[U_STEP_MARGIN] else HIP), margin
+
+
+@njit(cache=True)
+def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec):
+    """A recovery step (module docstring) into ``rec`` (:data:`RECOVERY`), planned on two feet: ``centres``
+    the soles' centres (foot, e1 / e2), ``Tl``, ``Tr`` the left and right soles' poses and ``Rws`` the
+    gravity axes, all in the model's root frame; ``u`` the :data:`PUSH` block. Returns the swing foot
+    (0 left, 1 right)."""
+    d0 = (xi[0] - centres[0, 0]) ** 2 + (xi[1] - centres[0, 1]) ** 2
+    d1 = (xi[0] - centres[1, 0]) ** 2 + (xi[1] - centres[1, 1]) ** 2
+    foot = 0 if d0 < d1 else 1                      # the nearest sole; a tie: the right one (the gait's first)
+    Ts, Tw = (Tr, Tl) if foot == 0 else (Tl, Tr)
+    de1, de2 = xi[0] - cy, xi[1] - cz
+    ln = math.sqrt(de1 * de1 + de2 * de2)
+    if ln > u[U_STEP_MAX]:
+        de1, de2 = de1 * u[U_STEP_MAX] / ln, de2 * u[U_STEP_MAX] / ln
+    for r in range(3):                               # the stance sole's view: Ts^-1 Tw, Ts^T (e1 de1 + e2 de2)
+        for c in range(4):
+            acc = 0.0
+            for k in range(3):
+                acc += Ts[k, r] * (Tw[k, c] - (Ts[k, 3] if c == 3 else 0.0))
+            rec[R_START + 4 * r + c] = acc
+        rec[R_SHIFT + r] = (Ts[0, r] * (Rws[1, 0] * de1 + Rws[2, 0] * de2) + Ts[1, r] * (Rws[1, 1] * de1 + Rws[2, 1] * de2)
+                            + Ts[2, r] * (Rws[1, 2] * de1 + Rws[2, 2] * de2))
+    for c in range(4):
+        rec[R_START + 12 + c] = 1.0 if c == 3 else 0.0
+    rec[R_TARGET], rec[R_TARGET + 1] = centres[foot, 0] + de1, centres[foot, 1] + de2
+    rec[R_PHASE], rec[R_FOOT], rec[R_T] = SWING, foot, 0.0
+    return foot
+
+
+@njit(cache=True)
+def swing_pose(u, rec, up, dt, H, v):
+    """The swing sole's pose at the step's time into ``H`` (4 x 4, the stance sole's frame, the model's
+    root): its lift-off pose moved by quintic(s) of the shift and lifted ``step_height`` bell(s) along
+    ``up`` (apparent up in the stance sole's axes), s = t / step_time (models.gait.plan's swing); into
+    ``v`` (3) its velocity over the next ``dt`` (the lifted foot task's feed-forward)."""
+    T = u[U_STEP_TIME]
+    s0, s1 = rec[R_T] / T, (rec[R_T] + dt) / T
+    a, b = quintic(s0), u[U_STEP_HEIGHT] * bell(s0)
+    da, db = (quintic(s1) - a) / dt, (u[U_STEP_HEIGHT] * bell(s1) - b) / dt
+    for r in range(4):
+        for c in range(4):
+            H[r, c] = rec[R_START + 4 * r + c]
+    for r in range(3):
+        H[r, 3] += a * rec[R_SHIFT + r] + b * up[r]
+        v[r] = da * rec[R_SHIFT + r] + db * up[r]
+
+
+@njit(cache=True)
+def advance_step(u, rec, dt):
+    """The step's clock: SWING until ``step_time``, SETTLE for ``step_settle`` more, then IDLE."""
+    if rec[R_PHASE] == IDLE:
+        return
+    rec[R_T] += dt
+    if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
+        rec[R_PHASE] = SETTLE
+    elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:
+        rec[R_PHASE] = IDLE

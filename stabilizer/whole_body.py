@@ -46,7 +46,9 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import ANKLE, PELVIS, PUSH, V_ON, V_R, V_VEL, capture_point, push_response
+from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_PHASE, R_TARGET, RECOVERY, STEP, SWING,
+                                      U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step, capture_point,
+                                      observe_lipm, plan_step, push_response, swing_pose)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -68,10 +70,10 @@ STATUS_NAMES = ("ok", "not_reset", "rejected_input", "numeric_failure", "no_supp
 FLAG_NAMES = ("input_rejected", "no_support", "force_saturated", "speed_saturated",
               "joint_speed_saturated", "near_singular", "at_joint_limit", "cog_outside",
               "measured_cog_outside", "trunk_outside", "constraint_violated", "loads_implausible",
-              "support_disagrees", "ankle_strategy", "hip_strategy", "step_needed")
+              "support_disagrees", "ankle_strategy", "hip_strategy", "step_needed", "recovery_step")
 (F_REJECTED, F_NO_SUPPORT, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT,
  F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT, F_LOADS, F_DISAGREE, F_ANKLE, F_HIP,
- F_STEP) = range(len(FLAG_NAMES))
+ F_STEP, F_RECOVERY) = range(len(FLAG_NAMES))
 NFLAGS = len(FLAG_NAMES)
 # the loop's reaction to each flag (docs/multi_cog.md, "Statuses"): "hold" = keep q_ref at rest,
 # event, HOLD (STABILIZER_FAILED) after the configured count; "warn" = event and telemetry, keep stabilizing
@@ -80,7 +82,7 @@ FLAG_REACTIONS = {"input_rejected": "hold", "no_support": "hold", "force_saturat
                   "at_joint_limit": "warn", "cog_outside": "warn", "measured_cog_outside": "warn",
                   "trunk_outside": "warn", "constraint_violated": "hold", "loads_implausible": "hold",
                   "support_disagrees": "warn", "ankle_strategy": "warn", "hip_strategy": "warn",
-                  "step_needed": "warn"}
+                  "step_needed": "warn", "recovery_step": "warn"}
 
 CONTACT_PHASE = 0      # the support phase comes with the inputs (the gait's)
 CONTACT_SENSORS = 1    # from the feet's force sensors
@@ -121,7 +123,8 @@ PARAMS = Layout("whole body params", [
     *map(Field, _P_SCALARS), *(Field(f"{robot}_{b}") for robot in ("cog", "trunk") for b in _B_SCALARS),
     *(Field(f"push_{f.name}") for f in PUSH.fields),
     Field("qmin", ("n",)), Field("qmax", ("n",)), Field("vmax", ("n",)), Field("W", ("n",)),
-    Field("outline", (2, MAX_OUTLINE, 2)), Field("gains_cog", (MAX_POINTS,)), Field("gains_trunk", (4,))],
+    Field("outline", (2, MAX_OUTLINE, 2)), Field("gains_cog", (MAX_POINTS,)), Field("gains_trunk", (4,)),
+    Field("cells", (2, MAX_SENSORS))],
     sizes=("n",))
 P_N = PARAMS.offset("n")
 P_DT = PARAMS.offset("dt")
@@ -172,7 +175,9 @@ STATE = Layout("whole body state", [
     Field("M", (6, 6)), Field("work", (6, 6)), Field("e", (6,)), Field("hv", ("n",)),
     Field("pts", (MAX_POINTS, 2)), Field("srt", (MAX_POINTS, 2)), Field("hull", (2 * MAX_POINTS + 1, 2)),
     Field("K", (3, 3)), Field("C", (3, 3)), Field("A3", (3, 3)), Field("vec", (4, 3)), Field("tpoly", (4, 2)),
-    Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,))],
+    Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,)),
+    Field("cog_observer", (2, 2)), Field("recovery", (RECOVERY.size(),)), Field("centres", (2, 2)),
+    Field("swing_velocity", (3,))],
     sizes=("n",))
 S_RESET = STATE.offset("reset")
 S_ENGAGED = STATE.offset("engaged")
@@ -193,7 +198,8 @@ OUT = Layout("whole body out", [
     Field("cog_velocity", (3,)), Field("forces", (MAX_POINTS + 1, 3)), Field("total_force", (3,)),
     Field("trunk_force", (3,)), Field("margins", (MAX_POINTS,)), Field("flags", (NFLAGS,)),
     Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,)),
-    Field("capture_point", (2,)), Field("strategy", (1,)), Field("push_velocity", (4,))], sizes=("n",))
+    Field("capture_point", (2,)), Field("strategy", (1,)), Field("push_velocity", (4,)),
+    Field("recovery_step", (3,))], sizes=("n",))
 O_MIN_MARGIN = OUT.offset("min_margin")
 O_MEASURED_MARGIN = OUT.offset("measured_margin")
 O_TRUNK_MARGIN = OUT.offset("trunk_margin")
@@ -265,6 +271,9 @@ def reset(p, s, q_measured, out):
     s[S_TRACKING] = 0.0
     s[S_SUPPORT] = -1.0
     s[S_CONTACT] = math.nan
+    sv.cog_observer[:, :] = math.nan
+    sv.recovery[:] = 0.0
+    ov.recovery_step[:] = math.nan
     s[S_RESET] = 1.0
 
 
@@ -373,6 +382,42 @@ def contact_points(p, support, Tf, Rws, pts):
             pts[m, 1] = Rws[2, 0] * x0 + Rws[2, 1] * x1 + Rws[2, 2] * x2
             m += 1
     return m
+
+
+@njit(cache=True)
+def pressure_centre(cells, loads, Tf, Rws, min_load, out):
+    """The soles' centre of pressure (e1, e2) into out[0:2], from the feet's cells (frame indices
+    ``cells[foot, k]``, the loads' order) at the measured posture ``Tf``: sum F_k x_k / sum F_k over
+    both feet (stabilizer.feet eq. 1, the two soles together). False when they carry less than
+    ``min_load`` (no pressure to read)."""
+    total = s1 = s2 = 0.0
+    for foot in range(2):
+        for k in range(MAX_SENSORS):
+            f, load = int(cells[foot, k]), loads[foot * MAX_SENSORS + k]
+            total += load
+            s1 += load * (Rws[1, 0] * Tf[f, 0, 3] + Rws[1, 1] * Tf[f, 1, 3] + Rws[1, 2] * Tf[f, 2, 3])
+            s2 += load * (Rws[2, 0] * Tf[f, 0, 3] + Rws[2, 1] * Tf[f, 1, 3] + Rws[2, 2] * Tf[f, 2, 3])
+    if total < min_load:
+        return False
+    out[0], out[1] = s1 / total, s2 / total
+    return True
+
+
+@njit(cache=True)
+def sole_centres(p, Tf, Rws, out):
+    """Each sole's outline centre (the mean of its vertices), (e1, e2), into out[foot]."""
+    outline = param_layout(p)[0].outline
+    for foot in range(2):
+        f, nv = int(p[P_FRAME_L] if foot == 0 else p[P_FRAME_R]), int(p[P_NV_L] if foot == 0 else p[P_NV_R])
+        ox = oy = 0.0
+        for k in range(nv):
+            ox += outline[foot, k, 0] / nv
+            oy += outline[foot, k, 1] / nv
+        for a in range(2):
+            R = Rws[1 + a]
+            out[foot, a] = (R[0] * (Tf[f, 0, 3] + Tf[f, 0, 0] * ox + Tf[f, 0, 1] * oy)
+                            + R[1] * (Tf[f, 1, 3] + Tf[f, 1, 0] * ox + Tf[f, 1, 1] * oy)
+                            + R[2] * (Tf[f, 2, 3] + Tf[f, 2, 0] * ox + Tf[f, 2, 1] * oy))
 
 
 @njit(cache=True)
@@ -531,6 +576,10 @@ def step(mbuf, dbuf, p, s, inp, out):
         if not sensed:
             return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
         return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
+    rec, u = sv.recovery, p[P_PUSH:P_PUSH_END]
+    stepping = rec[R_PHASE] == SWING
+    if stepping:                                     # a recovery step: the other foot stands alone
+        support = 1 - int(rec[R_FOOT])
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
     other = 1 - stance
     set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
@@ -544,6 +593,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
     out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp, 0:3], Tf[fp, 0:3, 0:3], iv.pelvis, qd_meas, p[P_G0], xi)
+    lam = p[P_PUSH + U_OBSERVER_RATE]
+    if lam > 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
+        observe_lipm(sv.cog_observer, vec[0, 1:3], vec[2], out[O_OMEGA], lam, dt, xi)
     for a in range(3):
         fbias[0, a] = fbias[1, a] = 0.0
     if tracking:                                     # the gait's posture: the tasks' targets and rates
@@ -578,6 +630,9 @@ def step(mbuf, dbuf, p, s, inp, out):
             for c in range(4):
                 hold[a, c] = Tf[fo, a, c]
         s[S_SUPPORT] = support
+    if stepping:                                     # the swing sole on its curve, the lifted foot's task
+        swing_pose(u, rec, up, dt, hold, sv.swing_velocity)
+        flags[F_RECOVERY] = 1.0
     for i in range(h):
         poly[i, 0], poly[i, 1] = hull[i, 0], hull[i, 1]
     compute_walls(poly, h, 1.0, walls)
@@ -628,6 +683,9 @@ def step(mbuf, dbuf, p, s, inp, out):
 
     # the tasks' rows: the other sole (base axes), the CoGs' horizontal rows (e1, e2)
     ep, eo = pose_error(Tf[fo], hold, p[P_FEET_K], xd)
+    if stepping:                                     # the swing curve's own velocity fed forward
+        for r in range(3):
+            xd[r] += sv.swing_velocity[r]
     out[O_CLOSE_POS], out[O_CLOSE_ROT] = ep, eo
     if support == DOUBLE and (ep > p[P_CLOSE_TOL] or eo > p[P_CLOSE_TOL_ROT]):
         flags[F_CONSTRAINT] = 1.0
@@ -647,6 +705,12 @@ def step(mbuf, dbuf, p, s, inp, out):
     strategy[0] = k
     if k >= ANKLE:
         flags[F_ANKLE + k - ANKLE] = 1.0
+    if k == STEP and u[U_STEP_TIME] > 0.0 and rec[R_PHASE] == IDLE and support == DOUBLE and not tracking:
+        sole_centres(p, Tf, Rws, sv.centres)
+        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec)
+        ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
+    elif rec[R_PHASE] != SWING:
+        ov.recovery_step[:] = math.nan
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
     xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward
@@ -679,6 +743,7 @@ def step(mbuf, dbuf, p, s, inp, out):
 
     # commit: integrate the virtual robot; its posture is the reference
     s[S_ENGAGED] += dt
+    advance_step(u, rec, dt)
     for a in range(3):
         v_cog[a] = vel[a]
         v_trunk[a] = vec[1, a]
@@ -743,7 +808,7 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
             p[P_PUSH + PUSH.offset(name)] = value
     _field_block(p, P_COG, cfg.cog)
     _field_block(p, P_TRUNK, cfg.trunk)
-    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = PARAMS.views(p, n=n)
+    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk, cells = PARAMS.views(p, n=n)
     qmin[:], qmax[:] = model.qmin, model.qmax
     vmax[:] = cfg.velocity_scale * model.vmax
     W[:] = cfg.joint_weights
@@ -751,6 +816,8 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
         ol = np.array(feet[sole].outline)
         outline[code, :len(ol)] = ol
     gains_cog[:] = cfg.cog.walls.gains[0]
+    for code, sole in SOLES.items():
+        cells[code] = [model.index("frame", name) for name in feet[sole].sensors]
     gains_trunk[:] = cfg.trunk.walls.gains[0]
     p.flags.writeable = False
     return p

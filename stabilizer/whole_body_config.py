@@ -43,6 +43,11 @@ the unnumbered choices (gains, laws, weights); every error is one
       k_hip: 20.0                    # 1/s, trunk CoG velocity over the pelvis per m of error
       v_hip: 1.0                     # m/s, its bound
       step_margin: 0.0               # m, the capture point this far outside: a step is needed
+      observer_rate: 0.0             # 1/s, > 0: the capture point from the soles' centre of pressure (LIPM observer)
+      step_time: 0.0                 # s, > 0: a recovery step of this swing time when a step is needed
+      step_height: 0.03              # m, its swing foot's clearance
+      step_max: 0.3                  # m, the longest move of its sole
+      step_settle: 1.0               # s, after its landing, before another step may be planned
 """
 from __future__ import annotations
 
@@ -83,6 +88,11 @@ class PushConfig:
     k_hip: float
     v_hip: float
     step_margin: float
+    observer_rate: float = 0.0
+    step_time: float = 0.0
+    step_height: float = 0.03
+    step_max: float = 0.3
+    step_settle: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -119,7 +129,9 @@ def _push(sec: MapSection) -> PushConfig:
     pos = {"low": 0.0, "low_open": True}
     out = PushConfig(sec.number("k_ankle", **pos), sec.number("v_ankle", **pos), sec.number("deadband", low=0.0),
                      sec.number("hip_margin", low=0.0), sec.number("k_hip", low=0.0), sec.number("v_hip", low=0.0),
-                     sec.number("step_margin", low=0.0))
+                     sec.number("step_margin", low=0.0), sec.number("observer_rate", 0.0, low=0.0),
+                     sec.number("step_time", 0.0, low=0.0), sec.number("step_height", 0.03, low=0.0),
+                     sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0))
     sec.done()
     return out
 

@@ -18,8 +18,9 @@ from models.gait.wholebody import flexed_posture
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.push_recovery import ANKLE, HIP, NONE, PUSH, STEP, push_response
+from stabilizer.push_recovery import ANKLE, HIP, NONE, PUSH, STEP, observe_lipm, push_response
 from stabilizer.walls import compute_walls
+from models.polygon import polygon_centroid
 from stabilizer.whole_body_config import config_from_dict
 
 from tests.paths import ROBOTS
@@ -152,3 +153,79 @@ def test_push_section_is_optional_and_validated():
     bad["push"]["k_hip"] = -1.0
     with pytest.raises(Exception, match="push.k_hip"):
         config_from_dict(bad, str(CONFIG))
+
+
+def _lipm(c0: np.ndarray, v0: np.ndarray, p: np.ndarray, omega: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """The linear inverted pendulum over a fixed pressure centre p, in closed form (c_ddot = omega^2 (c - p))."""
+    ch, sh = math.cosh(omega * t), math.sinh(omega * t)
+    return p + (c0 - p) * ch + v0 / omega * sh, (c0 - p) * omega * sh + v0 * ch
+
+
+@pytest.mark.parametrize("lam", [15.0, 30.0])
+def test_lipm_observer_follows_the_analytic_pendulum_after_a_push(lam):
+    """eq. P3 on the closed-form pendulum: at rest over its pressure centre, then a push (a velocity step of
+    (0.3, -0.1) m/s the position alone shows) and the free fall over the same pressure centre: the observed
+    capture point is the pendulum's c + c_dot / omega within 1 mm once 8 / lambda has passed (the error's double pole), 0.7 s of
+    fall (the CoG 0.26 m out, the capture point 0.77 m), and its error never grows on the way."""
+    omega, dt, p = math.sqrt(G0 / 0.8), 0.002, np.array([0.04, -0.01])
+    v0 = np.array([0.3, -0.1])
+    obs, xi = np.full((2, 2), np.nan), np.zeros(2)
+    for k in range(250):                                    # 0.5 s at rest on the pressure centre
+        observe_lipm(obs, p, p, omega, lam, dt, xi)
+    np.testing.assert_allclose(xi, p, atol=1e-12)
+    errors = []
+    for k in range(1, 351):
+        c, v = _lipm(p, v0, p, omega, k * dt)
+        observe_lipm(obs, c, p, omega, lam, dt, xi)
+        errors.append(np.abs(xi - (c + v / omega)).max())
+    settled = int(8.0 / lam / dt)
+    assert max(errors[settled:]) < 1e-3, max(errors[settled:])
+    assert np.abs(c + v / omega - p).max() > 0.7           # the fall's capture point is far out by then
+    assert max(errors[settled:]) < 0.05 * max(errors[:settled])
+
+
+def _stepping_stabilizer() -> wb.WholeBodyStabilizer:
+    d = yaml.safe_load(CONFIG.read_text())
+    d["push"] = {**{k: v for k, v in GAINS.items() if k != "on"}, "step_time": 0.4, "step_height": 0.03,
+                 "step_max": 0.2, "step_settle": 0.5}
+    cfg = config_from_dict(d, str(CONFIG))
+    return wb.WholeBodyStabilizer(TreeRobot.from_yaml(cfg.robot_path), cfg)
+
+
+def test_a_recovery_step_swings_the_nearest_foot_to_the_capture_point():
+    """The CoG carried forward at 1 m/s (and 0.1 m/s to the right) at the flexed posture: its capture point
+    is beyond the polygon and nearest the right sole, which swings (single support on the left, the flag
+    recovery_step): its sole rises the swing's 30 mm at mid-step and lands 0.4 s later moved along the ground
+    by the capture point's offset from the polygon's centroid, clipped to step_max (within 2 mm), on two feet
+    again; the left sole does not move. On the level platform the e1, e2 axes are the left sole's x, y."""
+    st = _stepping_stabilizer()
+    robot = st.robot
+    q = Q0.copy()
+    robot.set_root("left_sole")
+    st.reset(q)
+    eps, Jc = 1e-6, np.zeros((2, robot.n))           # the CoG's horizontal Jacobian, by central differences
+    for j in range(robot.n):
+        dq = np.zeros(robot.n)
+        dq[j] = eps
+        Jc[:, j] = (robot.com(q + dq) - robot.com(q - dq))[:2] / (2 * eps)
+    qd = np.linalg.pinv(Jc) @ np.array([1.0, -0.1])
+    right0, left0 = robot.frame(q, "right_sole").copy(), robot.frame(q, "left_sole").copy()
+    assert st.step(q, DOUBLE, (0.0, 0.0), qd_measured=qd) == wb.OK
+    assert st.strategy[0] == STEP and st.recovery_step[0] == 1.0       # the right foot
+    nh = int(st.out[wb.O_NHULL])
+    shift = st.capture_point - np.array(polygon_centroid(st.polygon[:nh].copy(), nh))
+    shift *= min(1.0, 0.2 / np.linalg.norm(shift))
+    target = st.recovery_step[1:].copy()
+    flagged, heights = [], []
+    for k in range(int(0.45 / st.config.period)):
+        assert st.step(st.q_ref, DOUBLE, (0.0, 0.0)) == wb.OK
+        flagged.append(st.flags[wb.F_RECOVERY] == 1.0)
+        heights.append(robot.frame(st.q_ref, "right_sole")[2, 3] - right0[2, 3])
+    assert flagged[0] and not flagged[-1] and int(st.out[wb.O_SUPPORT]) == DOUBLE
+    assert max(heights) == pytest.approx(0.03, abs=0.002)
+    moved = robot.frame(st.q_ref, "right_sole")[:3, 3] - right0[:3, 3]
+    np.testing.assert_allclose(moved, [*shift, 0.0], atol=0.002)
+    np.testing.assert_allclose(robot.frame(st.q_ref, "left_sole"), left0, atol=1e-9)
+    foot = next(f for f in robot.description.feet if f.frame == "right_sole")
+    centre = robot.frame(st.q_ref, "right_sole") @ np.array([*np.mean(np.array(foot.outline), axis=0), 0.0, 1.0])
+    np.testing.assert_allclose(centre[:2], target, atol=0.002)          # where the event says it lands

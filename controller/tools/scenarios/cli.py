@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     wb.add_argument("--no-stabilizer", action="store_true", help="hold the posture in position instead")
     wb.add_argument("--push-strategies", action="store_true",
                     help="the stabilizer's capture-point strategies on (ankle, hip; representative gains)")
+    wb.add_argument("--push-observer", type=float, metavar="RATE",
+                    help="with the strategies, the capture point from the soles' centre of pressure (the LIPM "
+                         "observer, its poles at -RATE 1/s)")
     wb.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
                     help="the stabilizer's tilt: the platform's angles or the pelvis IMU over the bus")
     wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
@@ -438,12 +441,12 @@ def _walk_variant(args: argparse.Namespace, p: argparse.ArgumentParser) -> dict[
 
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
-    from controller.tools.scenarios.whole_body import (PUSH_STRATEGIES, PelvisPush, PlatformTilt, WholeBodyOptions,
+    from controller.tools.scenarios.whole_body import (PelvisPush, PlatformTilt, WholeBodyOptions, push_strategies,
                                                        run_whole_body)
 
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
                          support_source=args.support_source, transport=args.transport,
-                         stabilizer_set=PUSH_STRATEGIES if args.push_strategies else ())
+                         stabilizer_set=push_strategies(args.push_strategies, args.push_observer))
     if args.config is not None:
         o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:

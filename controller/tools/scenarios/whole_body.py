@@ -59,6 +59,16 @@ PUSH_STRATEGIES = tuple((f"push.{k}", v) for k, v in {
 off in the deployed stabilizer YAML (on the feet's loads they upset the thesis' tilt, docs/stabilizer.md)."""
 
 
+def push_strategies(on: bool, observer_rate: float | None = None) -> tuple[tuple[str, Any], ...]:
+    """The ``stabilizer_set`` keys of the strategies (:data:`PUSH_STRATEGIES`) when ``on`` or an
+    ``observer_rate`` (1/s) is given, that one then the capture point's LIPM observer's; none else."""
+    if observer_rate is None:
+        return PUSH_STRATEGIES if on else ()
+    if not observer_rate > 0.0:
+        raise ScenarioError(f"--push-observer must be > 0 (1/s), got {observer_rate}")
+    return (*PUSH_STRATEGIES, ("push.observer_rate", observer_rate))
+
+
 @dataclass(frozen=True)
 class WholeBodyOptions:
     config: Path = CONFIG

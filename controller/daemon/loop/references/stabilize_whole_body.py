@@ -15,10 +15,10 @@ from numba import njit
 from models.common.support import DOUBLE
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
 from stabilizer.pelvis_state import STATE as PELVIS_STATE
-from stabilizer.push_recovery import V_ON, V_R, V_VEL
+from stabilizer.push_recovery import U_OBSERVER_RATE, V_ON, V_R, V_VEL
 from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
-                                   P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
+                                   P_PUSH, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
 
 from controller.daemon.codes import StabParam
 from controller.daemon.telemetry import MAX_WALLS, stab_bit_map
@@ -78,6 +78,8 @@ class StabilizeWholeBody(StabilizerReference):
         self.stab, self.q, self.tilt, self.acc, self.loads, self.qd = stab, q, tilt, acc, loads, qd
         self.capture, self.strategy = stab.capture_point, stab.strategy
         self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
+        # the loads feed the sensed support and the capture point's observer (stabilizer.push_recovery eq. P3)
+        self.reads_loads = self.sensed or self.params[P_PUSH + U_OBSERVER_RATE] > 0.0
         self.out_q_ref, self.out_qd_ref, self.out_flags = stab.q_ref, stab.qd_ref, stab.flags
         self.margins, self.force = np.full(MAX_WALLS, np.nan), stab.total_force
         self.tilt_source = TILT_IMU if self.params[P_TILT_SOURCE] == TILT_IMU else TILT_PLATFORM
@@ -107,7 +109,7 @@ class StabilizeWholeBody(StabilizerReference):
         s.in_acc[:] = self.acc
         s.in_qd[:] = self.qd
         pelvis_input(self.pelvis, s.in_pelvis)
-        if self.sensed:
+        if self.reads_loads:
             s.in_loads[:] = self.loads
         status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
         if status == 0 and self.sensed:
