@@ -167,7 +167,11 @@ EVENT_SCHEMA = {"type": "object", "title": "events", "required": ["t", "cycle", 
     "support": _typed(["string", "null"], "support phase name (SUPPORT, CONTACT)"),
     "root": _typed(["integer", "null"], "the model's root body index (SUPPORT)"),
     "right_share": _typed(["number", "null"], "the right foot's share of the load, 0..1 (CONTACT)"),
-    "foot": _typed(["string", "null"], "the foot that landed on an edge or a step (EDGE)"),
+    "foot": _typed(["string", "null"], "the foot that landed on an edge or a step (EDGE), or a recovery step "
+                   "swings (RECOVERY_STEP)"),
+    "target": {"type": ["array", "null"], "items": {"type": "number"},
+               "description": "m, where the recovery step's sole centre lands: e1 forward, e2 left of the "
+                              "stabilizer's stance sole (RECOVERY_STEP)"},
     "cells": {"type": "array", "items": {"type": "integer"},
               "description": "its unloaded load cells, indices into the robot's feet.*.sensors (EDGE)"},
     "missed": _typed(["integer", "null"], "cycles missed (OVERRUN)"),

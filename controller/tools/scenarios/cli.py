@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     wb.add_argument("--push-observer", type=float, metavar="RATE",
                     help="with the strategies, the capture point from the soles' centre of pressure (the LIPM "
                          "observer, its poles at -RATE 1/s)")
+    wb.add_argument("--push-step", type=float, metavar="SECONDS",
+                    help="with the strategies, a recovery step of this swing time when the capture point leaves "
+                         "the polygon")
     wb.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
                     help="the stabilizer's tilt: the platform's angles or the pelvis IMU over the bus")
     wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
@@ -446,7 +449,8 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
 
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
                          support_source=args.support_source, transport=args.transport,
-                         stabilizer_set=push_strategies(args.push_strategies, args.push_observer))
+                         stabilizer_set=push_strategies(args.push_strategies, args.push_observer,
+                                                                        args.push_step))
     if args.config is not None:
         o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:

@@ -11,7 +11,9 @@ plate's axes RotX(α) RotY(β)) or a push on the pelvis. Every wait is in simula
 The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°), a
 sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate, or the run ends with its CoG
 outside the polygon its soles had at the start (tipped on their edges, not yet down: a push whose
-fall is slower than the run). Its CoG margin is the signed
+fall is slower than the run). With recovery steps allowed (``push.step_time`` > 0) a sole may lift:
+then both lifted is a fall, and the run must end with the CoG inside the polygon its soles have at
+the end. Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
 of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
 a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
@@ -59,14 +61,17 @@ PUSH_STRATEGIES = tuple((f"push.{k}", v) for k, v in {
 off in the deployed stabilizer YAML (on the feet's loads they upset the thesis' tilt, docs/stabilizer.md)."""
 
 
-def push_strategies(on: bool, observer_rate: float | None = None) -> tuple[tuple[str, Any], ...]:
-    """The ``stabilizer_set`` keys of the strategies (:data:`PUSH_STRATEGIES`) when ``on`` or an
-    ``observer_rate`` (1/s) is given, that one then the capture point's LIPM observer's; none else."""
-    if observer_rate is None:
-        return PUSH_STRATEGIES if on else ()
-    if not observer_rate > 0.0:
-        raise ScenarioError(f"--push-observer must be > 0 (1/s), got {observer_rate}")
-    return (*PUSH_STRATEGIES, ("push.observer_rate", observer_rate))
+def push_strategies(on: bool, observer_rate: float | None = None,
+                    step_time: float | None = None) -> tuple[tuple[str, Any], ...]:
+    """The ``stabilizer_set`` keys of the strategies (:data:`PUSH_STRATEGIES`) when ``on``, an
+    ``observer_rate`` (1/s: the capture point's LIPM observer) or a ``step_time`` (s: recovery steps of
+    that swing) is given; none else."""
+    extra = tuple((f"push.{k}", v) for k, v in (("observer_rate", observer_rate), ("step_time", step_time))
+                  if v is not None)
+    for key, v in extra:
+        if not v > 0.0:
+            raise ScenarioError(f"{key} must be > 0, got {v}")
+    return (*PUSH_STRATEGIES, *extra) if on or extra else ()
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,7 @@ class WholeBodyResult:
     max_tilt_error_deg: float | None     # the loop's tilt (telemetry ``tilt``) against the plate's hinges, max
     contacts: list[str]                  # the support phases the feet's loads showed (CONTACT events), in order
     supports: list[str]                  # the stabilizer's support phases (SUPPORT events), in order
+    recovery_steps: list[dict[str, Any]]  # RECOVERY_STEP events: cycle, foot, target (e1, e2, m)
     states: list[str]
     stab_flags: list[str]
     aborted: str | None
@@ -192,11 +198,17 @@ def _stance(support: str) -> list[int]:
     return [0, 1] if support == "double" else [LEFT]
 
 
-def _fell(support: str):
+def steps_allowed(options: WholeBodyOptions) -> bool:
+    """The stabilizer may take a recovery step (``push.step_time`` > 0 among its settings)."""
+    return any(k == "push.step_time" and v > 0.0 for k, v in options.stabilizer_set) and options.stabilizer
+
+
+def _fell(support: str, steps: bool):
     feet = _stance(support)
 
     def fell(msg: dict) -> bool:
-        return bool(msg["fallen"]) or any(msg["foot_lift"][f] > FOOT_LIFT_M for f in feet)
+        lifted = [msg["foot_lift"][f] > FOOT_LIFT_M for f in feet]
+        return bool(msg["fallen"]) or (all(lifted) if steps else any(lifted))
     return fell
 
 
@@ -208,7 +220,9 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
         else np.empty(0)
     reason, fell_at = None, None
     if tru["t"].size:
-        hit = (tru["fallen"] > 0.5) | (lift > FOOT_LIFT_M).any(axis=1)
+        steps = steps_allowed(o)
+        up = lift > FOOT_LIFT_M
+        hit = (tru["fallen"] > 0.5) | (up.all(axis=1) if steps else up.any(axis=1))
         if hit.any():
             k = int(np.argmax(hit))
             fell_at = float(tru["t"][k])
@@ -216,7 +230,8 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
                       else f"stance sole lifted {lift[k].max() * 1e3:.1f} mm > {FOOT_LIFT_M * 1e3:g} mm at "
                            f"t = {tru['t'][k]:.2f} s")
         else:                       # the soles' polygon at the start: a robot rocking onto one sole is not out
-            end = cog_margin(tru["com_world"][-1:], tru["support_polygon"][:1], tru["support_count"][:1])[0]
+            k = -1 if steps else 0  # (after a step: the polygon it stepped to)
+            end = cog_margin(tru["com_world"][-1:], tru["support_polygon"][k:][:1], tru["support_count"][k:][:1])[0]
             if end < 0.0:           # balanced on the soles' edges, still tipping
                 fell_at = float(tru["t"][-1])
                 reason = (f"the CoG ends {-end * 1e3:.1f} mm outside the soles' polygon at t = {fell_at:.2f} s "
@@ -243,6 +258,8 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
         max_tilt_error_deg=tilt_err,
         contacts=[e.get("support") or "none" for e in op.series.events if e.get("kind") == "CONTACT"],
         supports=[e.get("support") for e in op.series.events if e.get("kind") == "SUPPORT"],
+        recovery_steps=[{"cycle": e.get("cycle"), "foot": e.get("foot"), "target": e.get("target")}
+                        for e in op.series.events if e.get("kind") == "RECOVERY_STEP"],
         states=state_sequence(tel["state"]), stab_flags=flags, aborted=aborted,
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3))
 
@@ -266,7 +283,7 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         procs = Processes(config, ep, True, False, folder, veth=veth)
         try:
             with RecordingOperator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
-                                   fell=_fell(options.support)) as op:
+                                   fell=_fell(options.support, steps_allowed(options))) as op:
                 op.wait_ready()
                 result = _run(scenario, options, op, config, say)
                 if options.plot_dir is not None:

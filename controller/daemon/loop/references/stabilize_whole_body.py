@@ -20,7 +20,7 @@ from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CON
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
                                    P_PUSH, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
 
-from controller.daemon.codes import StabParam
+from controller.daemon.codes import Event, StabParam, pack_point
 from controller.daemon.telemetry import MAX_WALLS, stab_bit_map
 from controller.daemon.loop.references.stabilize import StabilizerReference
 
@@ -87,6 +87,8 @@ class StabilizeWholeBody(StabilizerReference):
         self.n = stab.n
         self.support = self.commanded = float(DOUBLE)   # the support in use; the command's
         self.double_stance = int(self.params[P_DOUBLE_STANCE])
+        self.step_foot = stab.recovery_step[0:1]  # the recovery step planned this cycle (NaN: none)
+        self.stepping = False
         self.pelvis = np.zeros(0)           # the pelvis' state in the world (stabilizer.pelvis_state), set by
                                             # the estimation when it estimates it
 
@@ -98,6 +100,7 @@ class StabilizeWholeBody(StabilizerReference):
         """From ``q_from`` in the commanded ``support`` (the one in use until the feet's loads show theirs)."""
         s = self.stab
         self.support = self.commanded = support
+        self.stepping = False
         reset(self.params, s.state, q_from, s.out)
         self.flags = self.failed = 0
 
@@ -114,5 +117,10 @@ class StabilizeWholeBody(StabilizerReference):
         status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
         if status == 0 and self.sensed:
             self.support = s.out[O_SUPPORT]
+        planned = status == 0 and self.step_foot[0] == self.step_foot[0]      # finite: a step swings
+        if planned and not self.stepping:
+            r = s.recovery_step
+            self.event(Event.RECOVERY_STEP, r[0], pack_point(r[1], r[2]))
+        self.stepping = planned
         copy_margins(s.margins, int(s.out[O_NHULL]) if status == 0 else 0, self.margins)
         return status
