@@ -11,9 +11,9 @@ plate's axes RotX(α) RotY(β)) or a push on the pelvis. Every wait is in simula
 The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°), a
 sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate, or the run ends with its CoG
 outside the polygon its soles had at the start (tipped on their edges, not yet down: a push whose
-fall is slower than the run). With recovery steps allowed (``push.step_time`` > 0) a sole may lift:
-then both lifted is a fall, and the run must end with the CoG inside the polygon its soles have at
-the end. Its CoG margin is the signed
+fall is slower than the run). With recovery steps allowed (``push.step_time`` > 0) the foot a
+RECOVERY_STEP event swung may lift (the run goes on until both soles are up), and the run must end
+with the CoG inside the polygon its soles have at the end. Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
 of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
 a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from models.common.support import LEFT, SOLES
+from models.common.support import LEFT, SOLES, SUPPORT_NAMES
 from models.ik.numerical import IkSolver, Task
 from models.tree.robot import TreeRobot
 from models.common.validation import read_yaml
@@ -214,15 +214,15 @@ def _fell(support: str, steps: bool):
 
 def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str | None) -> WholeBodyResult:
     tel, tru = op.series.arrays()
-    feet = _stance(o.support)
+    stepped = {SUPPORT_NAMES.index(e["foot"]) for e in op.series.events
+               if e.get("kind") == "RECOVERY_STEP" and e.get("foot") in SUPPORT_NAMES[:2]}
+    feet = [f for f in _stance(o.support) if f not in stepped]      # a stepping sole's lift is no fall
     lift = tru["foot_lift"][:, feet] if tru["t"].size else np.empty((0, len(feet)))
     margin = cog_margin(tru["com_world"], tru["support_polygon"], tru["support_count"]) if tru["t"].size \
         else np.empty(0)
     reason, fell_at = None, None
     if tru["t"].size:
-        steps = steps_allowed(o)
-        up = lift > FOOT_LIFT_M
-        hit = (tru["fallen"] > 0.5) | (up.all(axis=1) if steps else up.any(axis=1))
+        hit = (tru["fallen"] > 0.5) | (lift > FOOT_LIFT_M).any(axis=1)
         if hit.any():
             k = int(np.argmax(hit))
             fell_at = float(tru["t"][k])
@@ -230,7 +230,7 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
                       else f"stance sole lifted {lift[k].max() * 1e3:.1f} mm > {FOOT_LIFT_M * 1e3:g} mm at "
                            f"t = {tru['t'][k]:.2f} s")
         else:                       # the soles' polygon at the start: a robot rocking onto one sole is not out
-            k = -1 if steps else 0  # (after a step: the polygon it stepped to)
+            k = -1 if stepped else 0    # (after a step: the polygon it stepped to)
             end = cog_margin(tru["com_world"][-1:], tru["support_polygon"][k:][:1], tru["support_count"][k:][:1])[0]
             if end < 0.0:           # balanced on the soles' edges, still tipping
                 fell_at = float(tru["t"][-1])
