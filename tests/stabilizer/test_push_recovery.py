@@ -149,10 +149,11 @@ def test_push_section_is_optional_and_validated():
     d["push"] = {"k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0,
                  "v_hip": 1.0, "step_margin": 0.0}
     assert config_from_dict(d, str(CONFIG)).push.k_ankle == 10.0
-    bad = copy.deepcopy(d)
-    bad["push"]["k_hip"] = -1.0
-    with pytest.raises(Exception, match="push.k_hip"):
-        config_from_dict(bad, str(CONFIG))
+    for key in ("k_hip", "observer_rate", "step_time"):
+        bad = copy.deepcopy(d)
+        bad["push"][key] = -1.0
+        with pytest.raises(Exception, match=f"push.{key}"):
+            config_from_dict(bad, str(CONFIG))
 
 
 def _lipm(c0: np.ndarray, v0: np.ndarray, p: np.ndarray, omega: float, t: float) -> tuple[np.ndarray, np.ndarray]:

@@ -447,10 +447,12 @@ def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     from controller.tools.scenarios.whole_body import (PelvisPush, PlatformTilt, WholeBodyOptions, push_strategies,
                                                        run_whole_body)
 
+    for flag, v in (("--push-observer", args.push_observer), ("--push-step", args.push_step)):
+        if v is not None and not v > 0.0:
+            p.error(f"{flag} must be > 0, got {v:g}")
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
                          support_source=args.support_source, transport=args.transport,
-                         stabilizer_set=push_strategies(args.push_strategies, args.push_observer,
-                                                                        args.push_step))
+                         stabilizer_set=push_strategies(args.push_strategies, args.push_observer, args.push_step))
     if args.config is not None:
         o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:
