@@ -22,13 +22,17 @@ virtual robot's kinematics after the call. Nothing is allocated. One cycle:
 5. task hierarchy (:mod:`stabilizer.task_hierarchy`): double support: the other sole
    fixed (closed chain) > CoG > trunk > posture; single support: CoG > the lifted
    foot's pose > trunk > posture; joints leaving their limits are locked and the
-   hierarchy re-solved; rates scaled into the velocity limits and integrated.
+   hierarchy re-solved; rates scaled into the velocity limits and integrated;
+6. push strategies (:mod:`stabilizer.push_recovery`, with a ``push:`` section): the measured
+   CoG's capture point from the joint velocities; its ankle strategy adds to the CoG task's
+   velocity, its hip strategy to the trunk task's, a capture point out of reach is flagged.
 
 Every status that is not OK is a flag with a reaction for the loop (FLAG_REACTIONS).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +46,9 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
+from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_PHASE, R_TARGET, RECOVERY, STEP, SWING,
+                                      U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step, capture_point,
+                                      observe_lipm, plan_step, push_response, swing_pose)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -63,9 +70,10 @@ STATUS_NAMES = ("ok", "not_reset", "rejected_input", "numeric_failure", "no_supp
 FLAG_NAMES = ("input_rejected", "no_support", "force_saturated", "speed_saturated",
               "joint_speed_saturated", "near_singular", "at_joint_limit", "cog_outside",
               "measured_cog_outside", "trunk_outside", "constraint_violated", "loads_implausible",
-              "support_disagrees")
+              "support_disagrees", "ankle_strategy", "hip_strategy", "step_needed", "recovery_step")
 (F_REJECTED, F_NO_SUPPORT, F_FORCE_SAT, F_SPEED_SAT, F_JOINT_SPEED_SAT, F_SINGULAR, F_LIMIT,
- F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT, F_LOADS, F_DISAGREE) = range(len(FLAG_NAMES))
+ F_OUTSIDE, F_MEASURED_OUTSIDE, F_TRUNK_OUTSIDE, F_CONSTRAINT, F_LOADS, F_DISAGREE, F_ANKLE, F_HIP,
+ F_STEP, F_RECOVERY) = range(len(FLAG_NAMES))
 NFLAGS = len(FLAG_NAMES)
 # the loop's reaction to each flag (docs/multi_cog.md, "Statuses"): "hold" = keep q_ref at rest,
 # event, HOLD (STABILIZER_FAILED) after the configured count; "warn" = event and telemetry, keep stabilizing
@@ -73,7 +81,8 @@ FLAG_REACTIONS = {"input_rejected": "hold", "no_support": "hold", "force_saturat
                   "speed_saturated": "warn", "joint_speed_saturated": "warn", "near_singular": "warn",
                   "at_joint_limit": "warn", "cog_outside": "warn", "measured_cog_outside": "warn",
                   "trunk_outside": "warn", "constraint_violated": "hold", "loads_implausible": "hold",
-                  "support_disagrees": "warn"}
+                  "support_disagrees": "warn", "ankle_strategy": "warn", "hip_strategy": "warn",
+                  "step_needed": "warn", "recovery_step": "warn"}
 
 CONTACT_PHASE = 0      # the support phase comes with the inputs (the gait's)
 CONTACT_SENSORS = 1    # from the feet's force sensors
@@ -87,7 +96,7 @@ TASK_ROWS = 10         # rows 0-5 the other sole, 6-7 the CoG, 8-9 the trunk's C
 SIG_FEET, SIG_COG, SIG_TRUNK = range(3)
 
 # params: the scalars, a field block (one virtual robot's fields and admittance) for the CoG and
-# one for the trunk, then qmin, qmax, vmax, W (joint weights) [n]; outline[foot, MAX_OUTLINE, 2]
+# one for the trunk, the push block (stabilizer.push_recovery.PUSH), then qmin, qmax, vmax, W (joint weights) [n]; outline[foot, MAX_OUTLINE, 2]
 # (sole frame x, y; foot 0 left, 1 right); gains_cog[MAX_POINTS], gains_trunk[4] (wall gains)
 _P_SCALARS = ("n", "dt", "g0", "tilt_source", "use_acc", "contact", "min_load",
               "root_l", "root_r", "double_stance", "frame_l", "frame_r", "frame_pelvis", "frame_imu",
@@ -112,8 +121,10 @@ B_ADM_VMAX = FIELD_BLOCK.offset("adm_vmax")
 BLOCK = FIELD_BLOCK.size()
 PARAMS = Layout("whole body params", [
     *map(Field, _P_SCALARS), *(Field(f"{robot}_{b}") for robot in ("cog", "trunk") for b in _B_SCALARS),
+    *(Field(f"push_{f.name}") for f in PUSH.fields),
     Field("qmin", ("n",)), Field("qmax", ("n",)), Field("vmax", ("n",)), Field("W", ("n",)),
-    Field("outline", (2, MAX_OUTLINE, 2)), Field("gains_cog", (MAX_POINTS,)), Field("gains_trunk", (4,))],
+    Field("outline", (2, MAX_OUTLINE, 2)), Field("gains_cog", (MAX_POINTS,)), Field("gains_trunk", (4,)),
+    Field("cells", (2, MAX_SENSORS))],
     sizes=("n",))
 P_N = PARAMS.offset("n")
 P_DT = PARAMS.offset("dt")
@@ -147,6 +158,8 @@ P_MAX_LOAD = PARAMS.offset("max_load")
 P_DWELL = PARAMS.offset("dwell")
 P_COG = PARAMS.offset(f"cog_{_B_SCALARS[0]}")       # each robot's field block
 P_TRUNK = PARAMS.offset(f"trunk_{_B_SCALARS[0]}")
+P_PUSH = PARAMS.offset(f"push_{PUSH.fields[0].name}")   # stabilizer.push_recovery's block
+P_PUSH_END = P_PUSH + PUSH.size()
 P_SCALARS = PARAMS.offset("qmin")
 # state: the scalars (contact: stabilizer.contact's CONTACT_STATE), the virtual robot q, the two
 # admittance velocities, the posture target, the other sole's held pose, the apparent-gravity axes
@@ -162,7 +175,9 @@ STATE = Layout("whole body state", [
     Field("M", (6, 6)), Field("work", (6, 6)), Field("e", (6,)), Field("hv", ("n",)),
     Field("pts", (MAX_POINTS, 2)), Field("srt", (MAX_POINTS, 2)), Field("hull", (2 * MAX_POINTS + 1, 2)),
     Field("K", (3, 3)), Field("C", (3, 3)), Field("A3", (3, 3)), Field("vec", (4, 3)), Field("tpoly", (4, 2)),
-    Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,))],
+    Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,)),
+    Field("cog_observer", (2, 2)), Field("recovery", (RECOVERY.size(),)), Field("centres", (2, 2)),
+    Field("swing_velocity", (3,))],
     sizes=("n",))
 S_RESET = STATE.offset("reset")
 S_ENGAGED = STATE.offset("engaged")
@@ -174,14 +189,17 @@ S_SCALARS = STATE.offset("q")
 # the horizontal e1 forward, e2 left), cog_velocity, forces[MAX_POINTS + 1, 3] (walls in hull-edge
 # order, then the attractor), total_force, trunk_force [3]; margins[MAX_POINTS]; flags[NFLAGS];
 # polygon[MAX_POINTS, 2] (e1, e2) and walls[MAX_POINTS, 3] (the first O_NHULL entries are valid);
-# up[3] (apparent up in the stance sole's axes)
+# up[3] (apparent up in the stance sole's axes); capture_point[2] (e1, e2), strategy[1] and
+# push_velocity[4] (CoG e1, e2, trunk e1, e2) of stabilizer.push_recovery
 OUT = Layout("whole body out", [
     Field("min_margin"), Field("measured_margin"), Field("trunk_margin"), Field("tilt"), Field("support"),
     Field("nhull"), Field("close_pos"), Field("close_rot"), Field("sigma_feet"), Field("sigma_cog"),
-    Field("sigma_trunk"), Field("q_ref", ("n",)), Field("qd_ref", ("n",)), Field("cog", (3,)),
+    Field("sigma_trunk"), Field("omega"), Field("capture_margin"), Field("q_ref", ("n",)), Field("qd_ref", ("n",)), Field("cog", (3,)),
     Field("cog_velocity", (3,)), Field("forces", (MAX_POINTS + 1, 3)), Field("total_force", (3,)),
     Field("trunk_force", (3,)), Field("margins", (MAX_POINTS,)), Field("flags", (NFLAGS,)),
-    Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,))], sizes=("n",))
+    Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,)),
+    Field("capture_point", (2,)), Field("strategy", (1,)), Field("push_velocity", (4,)),
+    Field("recovery_step", (3,))], sizes=("n",))
 O_MIN_MARGIN = OUT.offset("min_margin")
 O_MEASURED_MARGIN = OUT.offset("measured_margin")
 O_TRUNK_MARGIN = OUT.offset("trunk_margin")
@@ -191,11 +209,14 @@ O_NHULL = OUT.offset("nhull")
 O_CLOSE_POS = OUT.offset("close_pos")
 O_CLOSE_ROT = OUT.offset("close_rot")
 O_SIGMA = OUT.offset("sigma_feet")
+O_OMEGA = OUT.offset("omega")
+O_CAPTURE_MARGIN = OUT.offset("capture_margin")
 O_SCALARS = OUT.offset("q_ref")
-# inputs: q_measured[n], the support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS]
+# inputs: q_measured[n], the support phase, tilt[3], acceleration[2], loads[2 * MAX_SENSORS],
+# qd_measured[n] and the pelvis estimate (stabilizer.push_recovery.PELVIS): the push strategies' CoG velocity
 INPUTS = Layout("whole body inputs", [
     Field("q", ("n",)), Field("support", (1,)), Field("tilt", (3,)), Field("acc", (2,)),
-    Field("loads", (2 * MAX_SENSORS,))], sizes=("n",))
+    Field("loads", (2 * MAX_SENSORS,)), Field("qd", ("n",)), Field("pelvis", (PELVIS.size(),))], sizes=("n",))
 _param_views, _state_views, _out_views = PARAMS.kernel_views, STATE.kernel_views, OUT.kernel_views
 _input_views = INPUTS.kernel_views
 
@@ -250,6 +271,9 @@ def reset(p, s, q_measured, out):
     s[S_TRACKING] = 0.0
     s[S_SUPPORT] = -1.0
     s[S_CONTACT] = math.nan
+    sv.cog_observer[:, :] = math.nan
+    sv.recovery[:] = 0.0
+    ov.recovery_step[:] = math.nan
     s[S_RESET] = 1.0
 
 
@@ -358,6 +382,42 @@ def contact_points(p, support, Tf, Rws, pts):
             pts[m, 1] = Rws[2, 0] * x0 + Rws[2, 1] * x1 + Rws[2, 2] * x2
             m += 1
     return m
+
+
+@njit(cache=True)
+def pressure_centre(cells, loads, Tf, Rws, min_load, out):
+    """The soles' centre of pressure (e1, e2) into out[0:2], from the feet's cells (frame indices
+    ``cells[foot, k]``, the loads' order) at the measured posture ``Tf``: sum F_k x_k / sum F_k over
+    both feet (stabilizer.feet eq. 1, the two soles together). False when they carry less than
+    ``min_load`` (no pressure to read)."""
+    total = s1 = s2 = 0.0
+    for foot in range(2):
+        for k in range(MAX_SENSORS):
+            f, load = int(cells[foot, k]), loads[foot * MAX_SENSORS + k]
+            total += load
+            s1 += load * (Rws[1, 0] * Tf[f, 0, 3] + Rws[1, 1] * Tf[f, 1, 3] + Rws[1, 2] * Tf[f, 2, 3])
+            s2 += load * (Rws[2, 0] * Tf[f, 0, 3] + Rws[2, 1] * Tf[f, 1, 3] + Rws[2, 2] * Tf[f, 2, 3])
+    if total < min_load:
+        return False
+    out[0], out[1] = s1 / total, s2 / total
+    return True
+
+
+@njit(cache=True)
+def sole_centres(p, Tf, Rws, out):
+    """Each sole's outline centre (the mean of its vertices), (e1, e2), into out[foot]."""
+    outline = param_layout(p)[0].outline
+    for foot in range(2):
+        f, nv = int(p[P_FRAME_L] if foot == 0 else p[P_FRAME_R]), int(p[P_NV_L] if foot == 0 else p[P_NV_R])
+        ox = oy = 0.0
+        for k in range(nv):
+            ox += outline[foot, k, 0] / nv
+            oy += outline[foot, k, 1] / nv
+        for a in range(2):
+            R = Rws[1 + a]
+            out[foot, a] = (R[0] * (Tf[f, 0, 3] + Tf[f, 0, 0] * ox + Tf[f, 0, 1] * oy)
+                            + R[1] * (Tf[f, 1, 3] + Tf[f, 1, 0] * ox + Tf[f, 1, 1] * oy)
+                            + R[2] * (Tf[f, 2, 3] + Tf[f, 2, 0] * ox + Tf[f, 2, 1] * oy))
 
 
 @njit(cache=True)
@@ -503,7 +563,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     Tf, Jf, com, Jcom = d.Tf, d.Jf, d.com, d.Jcom
     if s[S_RESET] == 0.0:
         return reject(qd_ref, vel, flags, F_REJECTED, NOT_RESET)
-    q_meas, phase, tilt, acc, loads = iv.q, iv.support[0], iv.tilt, iv.acc, iv.loads
+    q_meas, phase, tilt, acc, loads, qd_meas = iv.q, iv.support[0], iv.tilt, iv.acc, iv.loads, iv.qd
+    xi, strategy, pushv = ov.capture_point, ov.strategy, ov.push_velocity
     sensed = p[P_CONTACT] == CONTACT_SENSORS
     if sensed and loads_status(loads, p[P_MIN_LOAD], p[P_MAX_LOAD]) != LOADS_OK:
         return reject(qd_ref, vel, flags, F_LOADS, REJECTED_INPUT)
@@ -515,6 +576,10 @@ def step(mbuf, dbuf, p, s, inp, out):
         if not sensed:
             return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
         return reject(qd_ref, vel, flags, F_NO_SUPPORT, NO_SUPPORT)
+    rec, u = sv.recovery, p[P_PUSH:P_PUSH_END]
+    stepping = rec[R_PHASE] == SWING
+    if stepping:                                     # a recovery step: the other foot stands alone
+        support = 1 - int(rec[R_FOOT])
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
     other = 1 - stance
     set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
@@ -527,6 +592,10 @@ def step(mbuf, dbuf, p, s, inp, out):
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
+    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp, 0:3], Tf[fp, 0:3, 0:3], iv.pelvis, qd_meas, p[P_G0], xi)
+    lam = p[P_PUSH + U_OBSERVER_RATE]
+    if lam > 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
+        observe_lipm(sv.cog_observer, vec[0, 1:3], vec[2], out[O_OMEGA], lam, dt, xi)
     for a in range(3):
         fbias[0, a] = fbias[1, a] = 0.0
     if tracking:                                     # the gait's posture: the tasks' targets and rates
@@ -561,6 +630,9 @@ def step(mbuf, dbuf, p, s, inp, out):
             for c in range(4):
                 hold[a, c] = Tf[fo, a, c]
         s[S_SUPPORT] = support
+    if stepping:                                     # the swing sole on its curve, the lifted foot's task
+        swing_pose(u, rec, up, dt, hold, sv.swing_velocity)
+        flags[F_RECOVERY] = 1.0
     for i in range(h):
         poly[i, 0], poly[i, 1] = hull[i, 0], hull[i, 1]
     compute_walls(poly, h, 1.0, walls)
@@ -611,6 +683,9 @@ def step(mbuf, dbuf, p, s, inp, out):
 
     # the tasks' rows: the other sole (base axes), the CoGs' horizontal rows (e1, e2)
     ep, eo = pose_error(Tf[fo], hold, p[P_FEET_K], xd)
+    if stepping:                                     # the swing curve's own velocity fed forward
+        for r in range(3):
+            xd[r] += sv.swing_velocity[r]
     out[O_CLOSE_POS], out[O_CLOSE_ROT] = ep, eo
     if support == DOUBLE and (ep > p[P_CLOSE_TOL] or eo > p[P_CLOSE_TOL_ROT]):
         flags[F_CONSTRAINT] = 1.0
@@ -624,7 +699,20 @@ def step(mbuf, dbuf, p, s, inp, out):
                             + Rr[2] * (Jcom[g, 2, j] - Jf[fp, 2, j]))
         qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
         locked[j] = 0.0
-    xd[6], xd[7], xd[8], xd[9] = vel[1], vel[2], vec[1, 1], vec[1, 2]
+    # the push strategies on the measured capture point (stabilizer.push_recovery)
+    k, out[O_CAPTURE_MARGIN] = push_response(p[P_PUSH:P_PUSH_END], xi, vec[0, 1:3], cy, cz, walls, h, dm,
+                                             pushv[0:2], pushv[2:4])
+    strategy[0] = k
+    if k >= ANKLE:
+        flags[F_ANKLE + k - ANKLE] = 1.0
+    if k == STEP and u[U_STEP_TIME] > 0.0 and rec[R_PHASE] == IDLE and support == DOUBLE and not tracking:
+        sole_centres(p, Tf, Rws, sv.centres)
+        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec)
+        ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
+    elif rec[R_PHASE] != SWING:
+        ov.recovery_step[:] = math.nan
+    xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
+    xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward
         for r in range(TASK_ROWS):
             xd[r] += ff[r]
@@ -655,6 +743,7 @@ def step(mbuf, dbuf, p, s, inp, out):
 
     # commit: integrate the virtual robot; its posture is the reference
     s[S_ENGAGED] += dt
+    advance_step(u, rec, dt)
     for a in range(3):
         v_cog[a] = vel[a]
         v_trunk[a] = vec[1, a]
@@ -713,9 +802,13 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
     p[P_LMIN], p[P_LMAX], p[P_SIGMA] = cfg.lambda_min, cfg.lambda_max, cfg.sigma_threshold
     p[P_MARGIN], p[P_POST_K] = cfg.limit_margin, cfg.posture_gain
     p[P_TRUNK_HX], p[P_TRUNK_HY] = cfg.trunk_box
+    if cfg.push is not None:
+        p[P_PUSH + PUSH.offset("on")] = 1.0
+        for name, value in asdict(cfg.push).items():
+            p[P_PUSH + PUSH.offset(name)] = value
     _field_block(p, P_COG, cfg.cog)
     _field_block(p, P_TRUNK, cfg.trunk)
-    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk = PARAMS.views(p, n=n)
+    qmin, qmax, vmax, W, outline, gains_cog, gains_trunk, cells = PARAMS.views(p, n=n)
     qmin[:], qmax[:] = model.qmin, model.qmax
     vmax[:] = cfg.velocity_scale * model.vmax
     W[:] = cfg.joint_weights
@@ -723,6 +816,8 @@ def pack_params(robot: TreeRobot, cfg: WholeBodyConfig) -> np.ndarray:
         ol = np.array(feet[sole].outline)
         outline[code, :len(ol)] = ol
     gains_cog[:] = cfg.cog.walls.gains[0]
+    for code, sole in SOLES.items():
+        cells[code] = [model.index("frame", name) for name in feet[sole].sensors]
     gains_trunk[:] = cfg.trunk.walls.gains[0]
     p.flags.writeable = False
     return p
@@ -757,6 +852,7 @@ class WholeBodyStabilizer(StabilizerShell):
         iv = INPUTS.views(self.inputs, n=n)
         self.in_q, self.in_support, self.in_tilt, self.in_acc, self.in_loads = (iv.q, iv.support, iv.tilt, iv.acc,
                                                                                 iv.loads)
+        self.in_qd, self.in_pelvis = iv.qd, iv.pelvis
         for name, arr in OUT.views(self.out, n=n)._asdict().items():
             setattr(self, name, arr)
 
@@ -764,6 +860,16 @@ class WholeBodyStabilizer(StabilizerShell):
     def from_yaml(cls, path: str | Path) -> WholeBodyStabilizer:
         cfg = load_config(path)
         return cls(TreeRobot.from_yaml(cfg.robot_path), cfg)
+
+    @property
+    def omega(self) -> float:
+        """sqrt(g0 / z_c) of the measured CoG (1/s; stabilizer.push_recovery)."""
+        return float(self.out[O_OMEGA])
+
+    @property
+    def capture_margin(self) -> float:
+        """The capture point's signed distance to the support polygon (m, < 0 outside)."""
+        return float(self.out[O_CAPTURE_MARGIN])
 
     @property
     def trunk_margin(self) -> float:
@@ -790,14 +896,24 @@ class WholeBodyStabilizer(StabilizerShell):
         reset(self.params, self.state, q, self.out)
 
     def step(self, q_measured: ArrayLike, support: int, tilt: ArrayLike = (0.0, 0.0),
-             acceleration: ArrayLike = (0.0, 0.0), loads: ArrayLike | None = None) -> int:
+             acceleration: ArrayLike = (0.0, 0.0), loads: ArrayLike | None = None,
+             qd_measured: ArrayLike | None = None,
+             pelvis: tuple[ArrayLike, ArrayLike] | None = None) -> int:
         """Copy the inputs and run one cycle; returns the kernel status. ``support``:
         LEFT, RIGHT or DOUBLE (ignored with support source sensors); ``tilt``: the
         platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
-        force sensors (N), left foot first, in the robot file's sensor order."""
+        force sensors (N), left foot first, in the robot file's sensor order; ``qd_measured``: the
+        joint velocities (rad/s, zeros if None) and ``pelvis`` the pelvis estimate (its world
+        velocity, m/s, and rotation pelvis -> world; None: none) of the push strategies' capture point."""
         self.in_q[:] = q_measured
         self.in_support[0] = support
         self.in_tilt[:len(tilt)] = tilt
         self.in_acc[:] = acceleration
         self.in_loads[:] = 0.0 if loads is None else loads
+        self.in_qd[:] = 0.0 if qd_measured is None else qd_measured
+        self.in_pelvis[:] = 0.0
+        if pelvis is not None:
+            self.in_pelvis[V_ON] = 1.0
+            self.in_pelvis[V_VEL:V_VEL + 3] = pelvis[0]
+            self.in_pelvis[V_R:V_R + 9] = np.asarray(pelvis[1], dtype=np.float64).ravel()
         return step(self.mbuf, self.dbuf, self.params, self.state, self.inputs, self.out)

@@ -35,6 +35,19 @@ the unnumbered choices (gains, laws, weights); every error is one
       limit_margin: 0.02             # rad
       velocity_scale: 1.0            # fraction of the joint velocity limits, (0, 1]
       posture_gain: 1.0              # 1/s, towards the posture at reset, in the null space
+    push:                            # optional: the capture-point strategies (stabilizer.push_recovery)
+      k_ankle: 10.0                  # 1/s, CoG velocity per m of capture-point error
+      v_ankle: 0.5                   # m/s, its bound
+      deadband: 0.02                 # m, |xi - c| (the CoG's velocity / omega) below which nothing is added
+      hip_margin: 0.02               # m, the capture point this close to the polygon's edge: hip strategy
+      k_hip: 20.0                    # 1/s, trunk CoG velocity over the pelvis per m of error
+      v_hip: 1.0                     # m/s, its bound
+      step_margin: 0.0               # m, the capture point this far outside: a step is needed
+      observer_rate: 0.0             # 1/s, > 0: the capture point from the soles' centre of pressure (LIPM observer)
+      step_time: 0.0                 # s, > 0: a recovery step of this swing time when a step is needed
+      step_height: 0.03              # m, its swing foot's clearance
+      step_max: 0.3                  # m, the longest move of its sole
+      step_settle: 1.0               # s, after its landing, before another step may be planned
 """
 from __future__ import annotations
 
@@ -65,6 +78,24 @@ class VirtualRobotConfig:
 
 
 @dataclass(frozen=True)
+class PushConfig:
+    """The push strategies' gains (stabilizer.push_recovery; SI units)."""
+
+    k_ankle: float
+    v_ankle: float
+    deadband: float
+    hip_margin: float
+    k_hip: float
+    v_hip: float
+    step_margin: float
+    observer_rate: float = 0.0
+    step_time: float = 0.0
+    step_height: float = 0.03
+    step_max: float = 0.3
+    step_settle: float = 1.0
+
+
+@dataclass(frozen=True)
 class WholeBodyConfig:
     source: str
     robot_path: Path
@@ -91,6 +122,18 @@ class WholeBodyConfig:
     limit_margin: float
     velocity_scale: float
     posture_gain: float
+    push: PushConfig | None = None
+
+
+def _push(sec: MapSection) -> PushConfig:
+    pos = {"low": 0.0, "low_open": True}
+    out = PushConfig(sec.number("k_ankle", **pos), sec.number("v_ankle", **pos), sec.number("deadband", low=0.0),
+                     sec.number("hip_margin", low=0.0), sec.number("k_hip", low=0.0), sec.number("v_hip", low=0.0),
+                     sec.number("step_margin", low=0.0), sec.number("observer_rate", 0.0, low=0.0),
+                     sec.number("step_time", 0.0, low=0.0), sec.number("step_height", 0.03, low=0.0),
+                     sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0))
+    sec.done()
+    return out
 
 
 def _virtual_robot(sec: MapSection) -> VirtualRobotConfig:
@@ -165,10 +208,11 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
     vscale = tasks.number("velocity_scale", 1.0, low=0.0, low_open=True, high=1.0)
     post = tasks.number("posture_gain", 0.0, low=0.0)
     tasks.done()
+    push = _push(top.sub("push")) if top.has("push") else None
     top.done()
     return WholeBodyConfig(where, robot_path, period, tsource, imu_frame, use_acc, ssource, min_load,
                            release_load, max_load, dwell_s, droot, cog, trunk, subtree, (box[0], box[1]), weights, lam_min,
-                           lam_max, threshold, feet_gain, (tol[0], tol[1]), margin, vscale, post)
+                           lam_max, threshold, feet_gain, (tol[0], tol[1]), margin, vscale, post, push)
 
 
 def load_config(path: str | Path) -> WholeBodyConfig:

@@ -31,6 +31,8 @@ class Event(IntEnum):
     CONTACT = 8          # a = the support phase the feet's loads show (-1: none), b = the right foot's load share
     EDGE = 9             # a = the foot that landed on an edge or a step (0 left, 1 right), b = the mask of its
     #                      unloaded cells (bit k: its k-th cell of the robot's feet.*.sensors; stabilizer.feet)
+    RECOVERY_STEP = 10   # a = the foot a push's recovery step swings (0 left, 1 right), b = pack_point(where its sole's
+    #                      centre lands: e1, e2 of the whole-robot stabilizer, m; stabilizer.push_recovery)
 
 
 class Reason(IntEnum):
@@ -74,6 +76,23 @@ def unpack_detail(detail: float) -> tuple[int, int]:
     """(code, index) of :func:`pack_detail`; index -1 when there is none."""
     d = int(detail)
     return d % DETAIL_INDEX, d // DETAIL_INDEX - 1
+
+
+POINT_STEP = 1e-4        # m: pack_point's resolution
+POINT_SPAN = 100000      # its codes per coordinate (+-5 m)
+
+
+def pack_point(x: float, y: float) -> float:
+    """(x, y) (m, within +-5 m) as one float, to 0.1 mm (an event's b)."""
+    def code(v: float) -> int:
+        return min(max(round(v / POINT_STEP) + POINT_SPAN // 2, 0), POINT_SPAN - 1)
+    return float(code(x) * POINT_SPAN + code(y))
+
+
+def unpack_point(b: float) -> tuple[float, float]:
+    """(x, y) of :func:`pack_point`."""
+    k = int(b)
+    return ((k // POINT_SPAN - POINT_SPAN // 2) * POINT_STEP, (k % POINT_SPAN - POINT_SPAN // 2) * POINT_STEP)
 
 
 class Error(IntEnum):

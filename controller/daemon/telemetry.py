@@ -10,12 +10,15 @@ Stewart–Gough rig's actuators' following errors, legs A-F, mm of stroke: setpo
 NaN without the rig or while the drives are not powered), feet_load[2] (the load each foot's cells
 carry, N, left then right; NaN without them on the bus), contact (the support phase they show:
 0 left, 1 right, 2 double, -1 none; NaN without them), tilt[2] (the (alpha, beta) the models' gravity
-follows: the platform's, or the one the IMU measures; rad), the pelvis estimate (pelvis_pos, pelvis_vel,
-pelvis_rpy, stance), bus_flags (bit k: drivers.health.BUS_FLAGS[k],
-what the bus went through during the cycle's write and exchange: a PRes lost or late, a setpoint saturated,
-an SDO transfer aborted, a node's new error entry), ground_slope[2] (the ground's pitch and roll the stance
-sole lying flat shows, stabilizer.feet eq. 3; NaN until known) and edge[2] (each foot's mask of unloaded
-cells when it landed on an edge or a step, 0 otherwise).
+follows: the platform's, or the one the IMU measures; rad), pelvis_pos[3], pelvis_vel[3], pelvis_rpy[3],
+stance (the pelvis estimate, FIELD_UNITS), capture_point[2] (the whole-robot
+stabilizer's instantaneous capture point, m, in its horizontal axes e1 forward, e2 left, rooted at the
+stance sole; NaN when not stabilizing), push_strategy (stabilizer.push_recovery.STRATEGY_NAMES
+index: 0 none, 1 ankle, 2 hip, 3 step; NaN when not stabilizing), bus_flags (bit k:
+drivers.health.BUS_FLAGS[k], what the bus went through during the cycle's write and exchange: a PRes lost
+or late, a setpoint saturated, an SDO transfer aborted, a node's new error entry), ground_slope[2] (the
+ground's pitch and roll the stance sole lying flat shows, stabilizer.feet eq. 3; NaN until known) and edge[2]
+(each foot's mask of unloaded cells when it landed on an edge or a step, 0 otherwise).
 """
 from __future__ import annotations
 
@@ -72,8 +75,8 @@ RECORD_FIELDS: tuple[tuple[str, int | str], ...] = (
     ("com", 3), ("margins", MAX_WALLS), ("force", 3), ("stab_flags", 1), ("wake_us", 1), ("task_us", len(TASKS)),
     ("overruns", 1), ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
     ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2),
-    ("pelvis_pos", 3), ("pelvis_vel", 3), ("pelvis_rpy", 3), ("stance", 1), ("bus_flags", 1), ("ground_slope", 2),
-    ("edge", 2))
+    ("pelvis_pos", 3), ("pelvis_vel", 3), ("pelvis_rpy", 3), ("stance", 1),
+    ("capture_point", 2), ("push_strategy", 1), ("bus_flags", 1), ("ground_slope", 2), ("edge", 2))
 #: each field's unit (the cycle log's schemas say it); codes name their enum, counts what they count
 FIELD_UNITS: dict[str, str] = {
     "t": "s (the loop's time since its start)", "cycle": "cycles", "state": "code (controller.daemon.codes.State)",
@@ -88,12 +91,14 @@ FIELD_UNITS: dict[str, str] = {
     "tilt": "rad (alpha, beta)", "pelvis_pos": "m, in the world anchored at the first stance sole",
     "pelvis_vel": "m/s, in that world", "pelvis_rpy": "rad (R = Rx Ry Rz, the floating base's angles)",
     "stance": "code (the anchoring foot: 0 left, 1 right, -1 none)",
+    "capture_point": "m (e1 forward, e2 left, from the stance sole; NaN when not stabilizing)",
+    "push_strategy": "code (stabilizer.push_recovery.STRATEGY_NAMES; NaN when not stabilizing)",
     "bus_flags": f"bit mask (bit k: {', '.join(BUS_FLAGS)}[k])",
     "ground_slope": "rad (pitch > 0 uphill, roll > 0 rising to the left; the floor R = RotY(-pitch) RotX(roll))",
     "edge": "bit mask per foot (left, right; bit k: its k-th load cell unloaded on the edge it stands on)"}
 #: the fields that hold integers (codes, counters, masks): the cycle log writes them as JSON integers
 INTEGER_FIELDS = frozenset({"cycle", "state", "fault", "stab_flags", "overruns", "missed", "fault_info",
-                            "support", "contact", "stance", "bus_flags", "edge"})
+                            "support", "contact", "stance", "push_strategy", "bus_flags", "edge"})
 #: field name -> its position in a RecordLayout's ``offsets`` (the start of each field, in order)
 FIELD: dict[str, int] = {name: k for k, (name, _) in enumerate(RECORD_FIELDS)}
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numba import vectorize
 
 from models.common.support import DOUBLE, LEFT, RIGHT
 
@@ -61,15 +62,18 @@ class GaitParams:
         return self.t_shift + self.steps * self.t_single + (self.steps - 1) * self.t_double + self.t_end
 
 
-def quintic(s: np.ndarray) -> np.ndarray:
-    """10s³ − 15s⁴ + 6s⁵: 0 → 1 with zero velocity and acceleration at both ends."""
-    s = np.clip(s, 0.0, 1.0)
+@vectorize(["float64(float64)"], cache=True)
+def quintic(s):
+    """10s³ − 15s⁴ + 6s⁵: 0 → 1 with zero velocity and acceleration at both ends (a ufunc: arrays, and
+    scalars in Numba kernels, the recovery step's swing: stabilizer.push_recovery)."""
+    s = min(max(s, 0.0), 1.0)
     return s ** 3 * (10.0 - 15.0 * s + 6.0 * s * s)
 
 
-def bell(s: np.ndarray) -> np.ndarray:
-    """64 s³(1 − s)³: 0 at both ends with zero velocity and acceleration, 1 at s = ½."""
-    s = np.clip(s, 0.0, 1.0)
+@vectorize(["float64(float64)"], cache=True)
+def bell(s):
+    """64 s³(1 − s)³: 0 at both ends with zero velocity and acceleration, 1 at s = ½ (a ufunc, as quintic)."""
+    s = min(max(s, 0.0), 1.0)
     return 64.0 * s ** 3 * (1.0 - s) ** 3
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from controller.daemon.codes import Event, Reason, State, unpack_detail
+from controller.daemon.codes import Event, Reason, State, unpack_detail, unpack_point
 from controller.daemon.loop.safety import check_name, describe
 from controller.daemon.shm import Cmd
 from controller.daemon.telemetry import STAB_STATUS_NAMES, TASKS, RecordLayout, stab_flag_names
@@ -155,6 +155,10 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
         f = int(a) if math.isfinite(a) else -1
         mask = int(b) if math.isfinite(b) else 0
         out.update(foot=SUPPORT_NAMES[f] if f in (0, 1) else None, cells=[k for k in range(CELLS) if mask >> k & 1])
+    elif code == Event.RECOVERY_STEP:
+        f = int(a) if math.isfinite(a) else -1
+        out.update(foot=SUPPORT_NAMES[f] if f in (0, 1) else None,
+                   target=[round(v, 4) for v in unpack_point(b)] if math.isfinite(b) else None)
     elif code == Event.OVERRUN:
         out.update(missed=int(a) if math.isfinite(a) else None, cycle_us=finite_or_none(b))
     else:

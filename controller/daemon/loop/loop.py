@@ -93,7 +93,7 @@ class ControlLoop:
         tilt_in, acc_in = np.zeros(3), np.zeros(2)
         if wb:
             stabilize = StabilizeWholeBody(stabilizer, io.q, tilt_in, acc_in, ctl.stabilizer_failure_cycles,
-                                           journal.post, io.loads)
+                                           journal.post, io.loads, io.qd)
         else:
             stabilize = None if stabilizer is None else Stabilize(
                 stabilizer, io.q, tilt_in, acc_in, ctl.stabilizer_failure_cycles, journal.post)

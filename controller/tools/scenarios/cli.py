@@ -178,6 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "(bipd ctl rig_motion's KIND:key=value,...; needs a rig config, e.g. deploy/bip2000_rig.yaml)")
     wb.add_argument("--config", type=Path, help="the daemon YAML (default deploy/bip2000_platform.yaml)")
     wb.add_argument("--no-stabilizer", action="store_true", help="hold the posture in position instead")
+    wb.add_argument("--push-strategies", action="store_true",
+                    help="the stabilizer's capture-point strategies on (ankle, hip; representative gains)")
+    wb.add_argument("--push-observer", type=float, metavar="RATE",
+                    help="with the strategies, the capture point from the soles' centre of pressure (the LIPM "
+                         "observer, its poles at -RATE 1/s)")
+    wb.add_argument("--push-step", type=float, metavar="SECONDS",
+                    help="with the strategies, a recovery step of this swing time when the capture point leaves "
+                         "the polygon")
     wb.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
                     help="the stabilizer's tilt: the platform's angles or the pelvis IMU over the bus")
     wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
@@ -436,10 +444,15 @@ def _walk_variant(args: argparse.Namespace, p: argparse.ArgumentParser) -> dict[
 
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
-    from controller.tools.scenarios.whole_body import PelvisPush, PlatformTilt, WholeBodyOptions, run_whole_body
+    from controller.tools.scenarios.whole_body import (PelvisPush, PlatformTilt, WholeBodyOptions, push_strategies,
+                                                       run_whole_body)
 
+    for flag, v in (("--push-observer", args.push_observer), ("--push-step", args.push_step)):
+        if v is not None and not v > 0.0:
+            p.error(f"{flag} must be > 0, got {v:g}")
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
-                         support_source=args.support_source, transport=args.transport)
+                         support_source=args.support_source, transport=args.transport,
+                         stabilizer_set=push_strategies(args.push_strategies, args.push_observer, args.push_step))
     if args.config is not None:
         o = dataclasses.replace(o, config=args.config)
     if args.rig_motion is not None:

@@ -8,8 +8,12 @@ support (``stabilizer enable=true support=double|left``) unless the posture is h
 scenario: a platform tilt (α about the world's forward x: roll; β about its lateral y: pitch; the
 plate's axes RotX(α) RotY(β)) or a push on the pelvis. Every wait is in simulated time.
 
-The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°) or a
-sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate. Its CoG margin is the signed
+The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°), a
+sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate, or the run ends with its CoG
+outside the polygon its soles had at the start (tipped on their edges, not yet down: a push whose
+fall is slower than the run). With recovery steps allowed (``push.step_time`` > 0) the foot a
+RECOVERY_STEP event swung may lift (the run goes on until both soles are up), and the run must end
+with the CoG inside the polygon its soles have at the end. Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
 of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
 a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from models.common.support import LEFT, SOLES
+from models.common.support import LEFT, SOLES, SUPPORT_NAMES
 from models.ik.numerical import IkSolver, Task
 from models.tree.robot import TreeRobot
 from models.common.validation import read_yaml
@@ -50,6 +54,24 @@ TILT_DIRECTIONS = {"+alpha": (1.0, 0.0), "-alpha": (-1.0, 0.0), "+beta": (0.0, 1
                    "+alpha+beta": (1.0, 1.0), "+alpha-beta": (1.0, -1.0), "-alpha+beta": (-1.0, 1.0),
                    "-alpha-beta": (-1.0, -1.0)}
 """(α, β) per unit amplitude: roll and pitch both ways and the four diagonals (both angles = the amplitude)."""
+PUSH_STRATEGIES = tuple((f"push.{k}", v) for k, v in {
+    "k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0, "v_hip": 1.0,
+    "step_margin": 0.0}.items())
+"""The capture-point strategies' representative gains (stabilizer.push_recovery) as ``stabilizer_set`` keys:
+off in the deployed stabilizer YAML (on the feet's loads they upset the thesis' tilt, docs/stabilizer.md)."""
+
+
+def push_strategies(on: bool, observer_rate: float | None = None,
+                    step_time: float | None = None) -> tuple[tuple[str, Any], ...]:
+    """The ``stabilizer_set`` keys of the strategies (:data:`PUSH_STRATEGIES`) when ``on``, an
+    ``observer_rate`` (1/s: the capture point's LIPM observer) or a ``step_time`` (s: recovery steps of
+    that swing) is given; none else."""
+    extra = tuple((f"push.{k}", v) for k, v in (("observer_rate", observer_rate), ("step_time", step_time))
+                  if v is not None)
+    for key, v in extra:
+        if not v > 0.0:
+            raise ScenarioError(f"{key} must be > 0, got {v}")
+    return (*PUSH_STRATEGIES, *extra) if on or extra else ()
 
 
 @dataclass(frozen=True)
@@ -160,6 +182,7 @@ class WholeBodyResult:
     max_tilt_error_deg: float | None     # the loop's tilt (telemetry ``tilt``) against the plate's hinges, max
     contacts: list[str]                  # the support phases the feet's loads showed (CONTACT events), in order
     supports: list[str]                  # the stabilizer's support phases (SUPPORT events), in order
+    recovery_steps: list[dict[str, Any]]  # RECOVERY_STEP events: cycle, foot, target (e1, e2, m)
     states: list[str]
     stab_flags: list[str]
     aborted: str | None
@@ -175,17 +198,25 @@ def _stance(support: str) -> list[int]:
     return [0, 1] if support == "double" else [LEFT]
 
 
-def _fell(support: str):
+def steps_allowed(options: WholeBodyOptions) -> bool:
+    """The stabilizer may take a recovery step (``push.step_time`` > 0 among its settings)."""
+    return any(k == "push.step_time" and v > 0.0 for k, v in options.stabilizer_set) and options.stabilizer
+
+
+def _fell(support: str, steps: bool):
     feet = _stance(support)
 
     def fell(msg: dict) -> bool:
-        return bool(msg["fallen"]) or any(msg["foot_lift"][f] > FOOT_LIFT_M for f in feet)
+        lifted = [msg["foot_lift"][f] > FOOT_LIFT_M for f in feet]
+        return bool(msg["fallen"]) or (all(lifted) if steps else any(lifted))
     return fell
 
 
 def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str | None) -> WholeBodyResult:
     tel, tru = op.series.arrays()
-    feet = _stance(o.support)
+    stepped = {SUPPORT_NAMES.index(e["foot"]) for e in op.series.events
+               if e.get("kind") == "RECOVERY_STEP" and e.get("foot") in SUPPORT_NAMES[:2]}
+    feet = [f for f in _stance(o.support) if f not in stepped]      # a stepping sole's lift is no fall
     lift = tru["foot_lift"][:, feet] if tru["t"].size else np.empty((0, len(feet)))
     margin = cog_margin(tru["com_world"], tru["support_polygon"], tru["support_count"]) if tru["t"].size \
         else np.empty(0)
@@ -198,6 +229,13 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
             reason = (f"fallen (pelvis down or tilted) at t = {tru['t'][k]:.2f} s" if tru["fallen"][k] > 0.5
                       else f"stance sole lifted {lift[k].max() * 1e3:.1f} mm > {FOOT_LIFT_M * 1e3:g} mm at "
                            f"t = {tru['t'][k]:.2f} s")
+        else:                       # the soles' polygon at the start: a robot rocking onto one sole is not out
+            k = -1 if stepped else 0    # (after a step: the polygon it stepped to)
+            end = cog_margin(tru["com_world"][-1:], tru["support_polygon"][k:][:1], tru["support_count"][k:][:1])[0]
+            if end < 0.0:           # balanced on the soles' edges, still tipping
+                fell_at = float(tru["t"][-1])
+                reason = (f"the CoG ends {-end * 1e3:.1f} mm outside the soles' polygon at t = {fell_at:.2f} s "
+                          "(tipped on their edges, not at rest)")
     else:
         reason = "no ground truth received from the HIL process"
     flags = sorted({n for e in op.series.events if e.get("kind") == "STABILIZER" for n in e.get("rose") or []})
@@ -220,6 +258,8 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
         max_tilt_error_deg=tilt_err,
         contacts=[e.get("support") or "none" for e in op.series.events if e.get("kind") == "CONTACT"],
         supports=[e.get("support") for e in op.series.events if e.get("kind") == "SUPPORT"],
+        recovery_steps=[{"cycle": e.get("cycle"), "foot": e.get("foot"), "target": e.get("target")}
+                        for e in op.series.events if e.get("kind") == "RECOVERY_STEP"],
         states=state_sequence(tel["state"]), stab_flags=flags, aborted=aborted,
         sim_s=round(sim_s, 3), wall_s=round(wall_s, 3))
 
@@ -243,7 +283,7 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         procs = Processes(config, ep, True, False, folder, veth=veth)
         try:
             with RecordingOperator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
-                                   fell=_fell(options.support)) as op:
+                                   fell=_fell(options.support, steps_allowed(options))) as op:
                 op.wait_ready()
                 result = _run(scenario, options, op, config, say)
                 if options.plot_dir is not None:

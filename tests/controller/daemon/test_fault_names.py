@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from controller.daemon.codes import Reason, State, pack_detail, unpack_detail
+from controller.daemon.codes import Event, Reason, State, pack_detail, pack_point, unpack_detail
 from controller.tools.client import Client
 from controller.daemon.io.messages import Names, event_message, fault_fields
 from controller.daemon.io.protocol import Context
@@ -108,6 +108,13 @@ def test_hard_limit_names_the_limit_and_the_joint(h):
 def test_detail_packs_code_and_index_exactly():
     for code, index in ((0x8243, 5), (0, -1), (0xFFFF, 0), (3, 14)):
         assert unpack_detail(pack_detail(code, index)) == (code, index)
+
+
+def test_a_recovery_step_event_names_its_foot_and_target_to_the_tenth_of_a_millimetre():
+    for x, y in ((0.23891, -0.22082), (-0.3, 0.0), (1.25, 4.9999)):
+        m = event_message(5, Event.RECOVERY_STEP, 1.0, pack_point(x, y))
+        assert (m["kind"], m["foot"]) == ("RECOVERY_STEP", "right")
+        assert m["target"] == [pytest.approx(x, abs=5e-5), pytest.approx(y, abs=5e-5)]
 
 
 def test_unknown_codes_and_reasons_stay_numbers_not_wrong_names():

@@ -57,6 +57,8 @@ class StabilizerReference:
     use_acc: bool = False
     observer: ObserverSettings = ObserverSettings()
     param_slots: dict[int, int] = {}
+    capture: np.ndarray = np.full(2, np.nan)     # the capture point (e1, e2) and the push strategy, where
+    strategy: np.ndarray = np.full(1, np.nan)    # the stabilizer has them (stabilizer.push_recovery)
 
     def __init__(self, params: np.ndarray, failure_cycles: int, event: Callable[..., None]) -> None:
         self.params = params

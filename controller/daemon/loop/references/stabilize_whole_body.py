@@ -14,11 +14,13 @@ from numba import njit
 
 from models.common.support import DOUBLE
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
+from stabilizer.pelvis_state import STATE as PELVIS_STATE
+from stabilizer.push_recovery import U_OBSERVER_RATE, V_ON, V_R, V_VEL
 from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
-                                   P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
+                                   P_PUSH, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
 
-from controller.daemon.codes import StabParam
+from controller.daemon.codes import Event, StabParam, pack_point
 from controller.daemon.telemetry import MAX_WALLS, stab_bit_map
 from controller.daemon.loop.references.stabilize import StabilizerReference
 
@@ -34,13 +36,34 @@ def copy_margins(margins, n, out):
         out[w] = margins[w] if w < n else np.nan
 
 
+_STARTED, _VELOCITY, _ROTATION = (PELVIS_STATE.offset(k) for k in ("started", "velocity", "R"))
+
+
+@njit(cache=True)
+def pelvis_input(state, out):
+    """The pelvis estimate's velocity and rotation (a :mod:`stabilizer.pelvis_state` buffer, empty
+    when none is estimated) into the capture point's input ``out`` (stabilizer.push_recovery.PELVIS),
+    off before the estimate is anchored or while it is not finite."""
+    on = state.shape[0] > 0 and state[_STARTED] > 0.0
+    for i in range(3):
+        if on and not np.isfinite(state[_VELOCITY + i]):
+            on = False
+    out[V_ON] = 1.0 if on else 0.0
+    for i in range(3):
+        out[V_VEL + i] = state[_VELOCITY + i] if on else 0.0
+    for i in range(9):
+        out[V_R + i] = state[_ROTATION + i] if on else 0.0
+
+
 class StabilizeWholeBody(StabilizerReference):
     """:func:`stabilizer.whole_body.step` on the loop's measured ``q``, ``tilt`` (platform alpha, beta, or
     the pelvis IMU's specific force) and ``acc``, in the support phase ``support`` (models.common.support
     LEFT, RIGHT, DOUBLE) set by :meth:`start`, or the one the feet's ``loads`` (left cells, then right)
-    show; it owns a copy of the params (the command's run-time parameters), read-only as the
-    stabilizer's own (writable only while :meth:`set_params` writes it): every kernel takes the one
-    array type the I/O process's start-posture check compiles too, not a writable twin. An input its
+    show, with the measured joint velocities ``qd`` and the pelvis estimate ``pelvis`` (the push
+    strategies' capture point; set by the estimation when it estimates it); it owns a copy of the
+    params (the command's run-time parameters), read-only as the stabilizer's own (writable only
+    while :meth:`set_params` writes it): every kernel takes the one array type the I/O process's
+    start-posture check compiles too, not a writable twin. An input its
     sources do not use is not copied (a sensor the bus declares but a plant does not measure reads NaN,
     which the step would reject)."""
 
@@ -52,12 +75,15 @@ class StabilizeWholeBody(StabilizerReference):
                    StabParam.POSTURE_GAIN: P_POST_K, StabParam.ATTRACTOR_GAIN: P_COG + B_AK}
 
     def __init__(self, stab: WholeBodyStabilizer, q: np.ndarray, tilt: np.ndarray, acc: np.ndarray,
-                 failure_cycles: int, event: Callable[..., None], loads: np.ndarray) -> None:
+                 failure_cycles: int, event: Callable[..., None], loads: np.ndarray, qd: np.ndarray) -> None:
         params = stab.params.copy()
         params.flags.writeable = False
         super().__init__(params, failure_cycles, event)
-        self.stab, self.q, self.tilt, self.acc, self.loads = stab, q, tilt, acc, loads
+        self.stab, self.q, self.tilt, self.acc, self.loads, self.qd = stab, q, tilt, acc, loads, qd
+        self.capture, self.strategy = stab.capture_point, stab.strategy
         self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
+        # the loads feed the sensed support and the capture point's observer (stabilizer.push_recovery eq. P3)
+        self.reads_loads = self.sensed or self.params[P_PUSH + U_OBSERVER_RATE] > 0.0
         self.out_q_ref, self.out_qd_ref, self.out_flags = stab.q_ref, stab.qd_ref, stab.flags
         self.margins, self.force = np.full(MAX_WALLS, np.nan), stab.total_force
         self.tilt_source = TILT_IMU if self.params[P_TILT_SOURCE] == TILT_IMU else TILT_PLATFORM
@@ -65,6 +91,8 @@ class StabilizeWholeBody(StabilizerReference):
         self.n = stab.n
         self.support = self.commanded = float(DOUBLE)   # the support in use; the command's
         self.double_stance = int(self.params[P_DOUBLE_STANCE])
+        self.step_foot = stab.recovery_step[0:1]  # the recovery step planned this cycle (NaN: none)
+        self.stepping = False
         self.pelvis = np.zeros(0)           # the pelvis' state in the world (stabilizer.pelvis_state), set by
                                             # the estimation when it estimates it
 
@@ -76,6 +104,7 @@ class StabilizeWholeBody(StabilizerReference):
         """From ``q_from`` in the commanded ``support`` (the one in use until the feet's loads show theirs)."""
         s = self.stab
         self.support = self.commanded = support
+        self.stepping = False
         reset(self.params, s.state, q_from, s.out)
         self.flags = self.failed = 0
 
@@ -85,10 +114,17 @@ class StabilizeWholeBody(StabilizerReference):
         s.in_support[0] = self.commanded
         s.in_tilt[:] = self.tilt
         s.in_acc[:] = self.acc
-        if self.sensed:
+        s.in_qd[:] = self.qd
+        pelvis_input(self.pelvis, s.in_pelvis)
+        if self.reads_loads:
             s.in_loads[:] = self.loads
         status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
         if status == 0 and self.sensed:
             self.support = s.out[O_SUPPORT]
+        planned = status == 0 and self.step_foot[0] == self.step_foot[0]      # finite: a step swings
+        if planned and not self.stepping:
+            r = s.recovery_step
+            self.event(Event.RECOVERY_STEP, r[0], pack_point(r[1], r[2]))
+        self.stepping = planned
         copy_margins(s.margins, int(s.out[O_NHULL]) if status == 0 else 0, self.margins)
         return status

@@ -1,0 +1,240 @@
+"""Answering a push on two feet: the CoG's velocity as a state through the instantaneous capture
+point, and the ankle, hip and step strategies it selects (docs/stabilizer.md, "Pushes").
+
+The capture point of the linear inverted pendulum (Pratt et al. 2006; Hof et al. 2005, the
+"extrapolated centre of mass"; the ankle / hip / step sequence: Horak & Nashner 1986, Stephens 2007) is, in the horizontal axes (e1, e2) of the apparent gravity,
+
+    xi = c + c_dot / omega,    omega = sqrt(g0 / z_c),
+
+c the whole robot's CoG, z_c its height above the stance sole along apparent up and c_dot its
+velocity. From the joints alone, c_dot = J_com(q) q_dot takes the stance sole as fixed: a push that
+tips the soles about their toes while the joints hold is not seen. With the pelvis estimate
+(:mod:`stabilizer.pelvis_state`: the IMU's acceleration fused with the stance leg's kinematics, its
+velocity v_p in the world) the CoG is the pelvis plus the body about it,
+
+    c_dot = R_root_w v_p + (J_com(q) - J_p(q)) q_dot,    R_root_w = R_root_pelvis(q) R_wp'      (P2)
+
+J_p the pelvis origin's Jacobian, R_wp the estimate's pelvis orientation: exact when the sole
+translates, short of w_sole x (c - p) when it rotates (no gyro: the sole's rotation is seen at the
+pelvis only, c - p being the CoG's offset from the pelvis, ~0.1 m). The strategies answer a CoG in motion, |xi - c| = |c_dot| / omega > deadband
+(a CoG at rest is the fields' business, wherever it is); the stance sole must then bring xi back
+over the support polygon:
+
+* ankle strategy: the CoG is driven against the error,
+  v_c = -k_ankle (xi - centroid), |v_c| <= v_ankle; in position control this moves the CoP
+  within the feet (the ankles' torques follow the reference);
+* hip strategy (xi within hip_margin of the polygon's edge: the CoP saturates at the edge): the
+  trunk's CoG is spun over the pelvis in the direction of the error, v_t = k_hip (xi - centroid),
+  |v_t| <= v_hip, while the CoG task keeps pulling back: the trunk's angular momentum gives the
+  ground reaction a horizontal component against the fall (the CMP leaves the CoP);
+* step (xi beyond step_margin outside the polygon): no posture can capture the robot; with
+  ``step_time`` > 0 a recovery step is taken (Stephens 2007; the capture step of Pratt et al. 2006):
+  standing on two feet and not stepping already, the foot whose sole centre is nearest xi swings for
+  ``step_time`` s while the other stands alone, its centre moved by xi - centroid (it lands at
+  xi + the offset it had from the centroid, at most ``step_max`` m away), on the gait's swing profile
+  (models.gait.plan: quintic along the ground, a ``step_height`` bell up); then both feet stand again,
+  and no other step is planned for ``step_settle`` s.
+
+Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
+obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
+(Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
+per horizontal axis predicts with it and corrects on the kinematic CoG c_k (eq. P2's position):
+
+    c_hat_dot = v_hat + l1 (c_k - c_hat),    v_hat_dot = omega^2 (c_hat - p) + l2 (c_k - c_hat)    (P3)
+
+l1 = 2 lambda, l2 = lambda^2 + omega^2 (the error's two poles at -lambda, ``observer_rate``), and
+xi = c_hat + v_hat / omega. The pressure at the toes while the joints hold (the soles tipping) drives
+v_hat forward through the model, which the joints' velocities alone do not show.
+
+Nothing is allocated; the kernels work on the whole-robot stabilizer's buffers
+(:mod:`stabilizer.whole_body` packs :data:`PUSH` into its params).
+"""
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from models.common.layout import Field, Layout
+from models.gait.plan import bell, quintic
+
+from stabilizer.walls import signed_distances
+
+NONE, ANKLE, HIP, STEP = range(4)
+STRATEGY_NAMES = ("none", "ankle", "hip", "step")
+PUSH = Layout("push recovery params", [Field(k) for k in (
+    "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
+    "step_time", "step_height", "step_max", "step_settle")])
+U_ON = PUSH.offset("on")
+U_K_ANKLE = PUSH.offset("k_ankle")
+U_V_ANKLE = PUSH.offset("v_ankle")
+U_DEADBAND = PUSH.offset("deadband")
+U_HIP_MARGIN = PUSH.offset("hip_margin")
+U_K_HIP = PUSH.offset("k_hip")
+U_V_HIP = PUSH.offset("v_hip")
+U_STEP_MARGIN = PUSH.offset("step_margin")
+U_OBSERVER_RATE = PUSH.offset("observer_rate")
+U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
+    "step_time", "step_height", "step_max", "step_settle"))
+#: a recovery step's state: phase (IDLE, SWING, SETTLE), the swing foot, the time since it lifted (s), the
+#: swing sole's pose at lift-off relative to the stance sole, the move of its centre (stance sole axes, m)
+#: and where that centre lands (e1, e2 of the planning cycle, m)
+IDLE, SWING, SETTLE = range(3)
+RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
+                                          Field("shift", (3,)), Field("target", (2,))])
+R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
+R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
+#: the pelvis estimate the capture point takes (stabilizer.pelvis_state): on (0: none, the joints'
+#: velocities alone), the pelvis origin's velocity (world, m/s), R_wp (pelvis -> world, row-major)
+PELVIS = Layout("capture point pelvis input", [Field("on"), Field("velocity", (3,)), Field("R", (3, 3))])
+V_ON, V_VEL, V_R = PELVIS.offset("on"), PELVIS.offset("velocity"), PELVIS.offset("R")
+
+
+@njit(cache=True)
+def capture_point(Rws, com, Jcom, Jp, Rp, pelvis, qd, g0, xi):
+    """The instantaneous capture point (module docstring) into xi[0:2] (e1, e2; the rows 1, 2 of
+    Rws, whose row 0 is apparent up, in the root's axes), from the CoG ``com`` (3, root frame),
+    its Jacobian ``Jcom`` (3 x n), the pelvis origin's Jacobian ``Jp`` (3 x n, linear rows) and
+    rotation ``Rp`` (3 x 3) in the root frame, the joint velocities ``qd`` and the pelvis estimate
+    ``pelvis`` (:data:`PELVIS`: on, the pelvis' world velocity, its world rotation row-major).
+    With the estimate, c_dot = Rp R_wp' v_p + (Jcom - Jp) qd (module docstring, eq. P2), else
+    Jcom qd. Returns omega (1/s), 0.0 when the CoG is not above the sole (xi is then the CoG)."""
+    n = qd.shape[0]
+    z = Rws[0, 0] * com[0] + Rws[0, 1] * com[1] + Rws[0, 2] * com[2]
+    omega = math.sqrt(g0 / z) if z > 0.0 else 0.0
+    est = pelvis[V_ON] != 0.0
+    v0 = v1 = v2 = 0.0
+    if est:                                  # the pelvis' world velocity in the root's axes: Rp R_wp' v_p
+        for i in range(3):
+            b = 0.0
+            for k in range(3):
+                b += pelvis[V_R + 3 * k + i] * pelvis[V_VEL + k]
+            v0 += Rp[0, i] * b
+            v1 += Rp[1, i] * b
+            v2 += Rp[2, i] * b
+    for a in range(2):
+        R = Rws[1 + a]
+        c = R[0] * com[0] + R[1] * com[1] + R[2] * com[2]
+        cd = R[0] * v0 + R[1] * v1 + R[2] * v2
+        for j in range(n):
+            jc0, jc1, jc2 = Jcom[0, j], Jcom[1, j], Jcom[2, j]
+            if est:
+                jc0, jc1, jc2 = jc0 - Jp[0, j], jc1 - Jp[1, j], jc2 - Jp[2, j]
+            cd += (R[0] * jc0 + R[1] * jc1 + R[2] * jc2) * qd[j]
+        xi[a] = c + cd / omega if omega > 0.0 else c
+    return omega
+
+
+@njit(cache=True)
+def observe_lipm(obs, ck, p, omega, lam, dt, xi):
+    """One step ``dt`` of the observer (module docstring, eq. P3) per horizontal axis a: ``obs[a]`` =
+    (c_hat, v_hat), NaN until the first call, which starts it at rest on the kinematic CoG ``ck``; ``p``
+    the measured centre of pressure; ``lam`` the error's pole rate (1/s). Writes xi = c_hat + v_hat / omega
+    into xi[0:2]. The prediction is the pendulum's exact transition over dt (p held: c - p and v_hat turn
+    by cosh, sinh), then the correction on this cycle's measurement, an Euler step (explicit Euler on
+    the diverging mode, or the measurement set against last cycle's estimate, biased xi by 0.6 % of its
+    distance to p)."""
+    w2 = omega * omega
+    l1, l2 = 2.0 * lam, lam * lam + w2
+    ch, sh = math.cosh(omega * dt), math.sinh(omega * dt)
+    for a in range(2):
+        if not math.isfinite(obs[a, 0]):
+            obs[a, 0], obs[a, 1] = ck[a], 0.0
+        r, v = obs[a, 0] - p[a], obs[a, 1]
+        c = p[a] + ch * r + (sh / omega * v if omega > 0.0 else dt * v)   # predicted to this cycle
+        v = omega * sh * r + ch * v
+        e = ck[a] - c                                                    # this cycle's measurement
+        obs[a, 0] = c + dt * l1 * e
+        obs[a, 1] = v + dt * l2 * e
+        xi[a] = obs[a, 0] + obs[a, 1] / omega if omega > 0.0 else obs[a, 0]
+
+
+@njit(cache=True)
+def _clipped(k, ex, ey, vmax, v):
+    """v = k (ex, ey) with |v| <= vmax."""
+    v[0], v[1] = k * ex, k * ey
+    s = math.sqrt(v[0] * v[0] + v[1] * v[1])
+    if s > vmax:
+        v[0] *= vmax / s
+        v[1] *= vmax / s
+
+
+@njit(cache=True)
+def push_response(u, xi, c, cy, cz, walls, nw, d, v_cog, v_trunk):
+    """The strategy for the capture point ``xi`` (e1, e2) of the CoG ``c`` (e1, e2: only
+    ``xi - c`` is read) over the polygon of walls ``walls``
+    (``nw`` of them; ``d`` scratch) whose centroid is (cy, cz), ``u`` the :data:`PUSH` block:
+    the added CoG velocity into v_cog[0:2] and trunk velocity over the pelvis into v_trunk[0:2]
+    (zeros when the strategy is off or NONE). Returns (strategy, xi's margin in the polygon, m)."""
+    margin = signed_distances(walls, nw, xi[0], xi[1], d)
+    v_cog[0] = v_cog[1] = v_trunk[0] = v_trunk[1] = 0.0
+    if u[U_ON] == 0.0:
+        return NONE, margin
+    lx, ly = xi[0] - c[0], xi[1] - c[1]
+    if math.sqrt(lx * lx + ly * ly) <= u[U_DEADBAND]:
+        return NONE, margin
+    ex, ey = xi[0] - cy, xi[1] - cz
+    _clipped(-u[U_K_ANKLE], ex, ey, u[U_V_ANKLE], v_cog)
+    if margin > u[U_HIP_MARGIN]:
+        return ANKLE, margin
+    _clipped(u[U_K_HIP], ex, ey, u[U_V_HIP], v_trunk)
+    return (STEP if margin < -u[U_STEP_MARGIN] else HIP), margin
+
+
+@njit(cache=True)
+def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec):
+    """A recovery step (module docstring) into ``rec`` (:data:`RECOVERY`), planned on two feet: ``centres``
+    the soles' centres (foot, e1 / e2), ``Tl``, ``Tr`` the left and right soles' poses and ``Rws`` the
+    gravity axes, all in the model's root frame; ``u`` the :data:`PUSH` block. Returns the swing foot
+    (0 left, 1 right)."""
+    d0 = (xi[0] - centres[0, 0]) ** 2 + (xi[1] - centres[0, 1]) ** 2
+    d1 = (xi[0] - centres[1, 0]) ** 2 + (xi[1] - centres[1, 1]) ** 2
+    foot = 0 if d0 < d1 else 1                      # the nearest sole; a tie: the right one (the gait's first)
+    Ts, Tw = (Tr, Tl) if foot == 0 else (Tl, Tr)
+    de1, de2 = xi[0] - cy, xi[1] - cz
+    ln = math.sqrt(de1 * de1 + de2 * de2)
+    if ln > u[U_STEP_MAX]:
+        de1, de2 = de1 * u[U_STEP_MAX] / ln, de2 * u[U_STEP_MAX] / ln
+    for r in range(3):                               # the stance sole's view: Ts^-1 Tw, Ts^T (e1 de1 + e2 de2)
+        for c in range(4):
+            acc = 0.0
+            for k in range(3):
+                acc += Ts[k, r] * (Tw[k, c] - (Ts[k, 3] if c == 3 else 0.0))
+            rec[R_START + 4 * r + c] = acc
+        rec[R_SHIFT + r] = (Ts[0, r] * (Rws[1, 0] * de1 + Rws[2, 0] * de2) + Ts[1, r] * (Rws[1, 1] * de1 + Rws[2, 1] * de2)
+                            + Ts[2, r] * (Rws[1, 2] * de1 + Rws[2, 2] * de2))
+    for c in range(4):
+        rec[R_START + 12 + c] = 1.0 if c == 3 else 0.0
+    rec[R_TARGET], rec[R_TARGET + 1] = centres[foot, 0] + de1, centres[foot, 1] + de2
+    rec[R_PHASE], rec[R_FOOT], rec[R_T] = SWING, foot, 0.0
+    return foot
+
+
+@njit(cache=True)
+def swing_pose(u, rec, up, dt, H, v):
+    """The swing sole's pose at the step's time into ``H`` (4 x 4, the stance sole's frame, the model's
+    root): its lift-off pose moved by quintic(s) of the shift and lifted ``step_height`` bell(s) along
+    ``up`` (apparent up in the stance sole's axes), s = t / step_time (models.gait.plan's swing); into
+    ``v`` (3) its velocity over the next ``dt`` (the lifted foot task's feed-forward)."""
+    T = u[U_STEP_TIME]
+    s0, s1 = rec[R_T] / T, (rec[R_T] + dt) / T
+    a, b = quintic(s0), u[U_STEP_HEIGHT] * bell(s0)
+    da, db = (quintic(s1) - a) / dt, (u[U_STEP_HEIGHT] * bell(s1) - b) / dt
+    for r in range(4):
+        for c in range(4):
+            H[r, c] = rec[R_START + 4 * r + c]
+    for r in range(3):
+        H[r, 3] += a * rec[R_SHIFT + r] + b * up[r]
+        v[r] = da * rec[R_SHIFT + r] + db * up[r]
+
+
+@njit(cache=True)
+def advance_step(u, rec, dt):
+    """The step's clock: SWING until ``step_time``, SETTLE for ``step_settle`` more, then IDLE."""
+    if rec[R_PHASE] == IDLE:
+        return
+    rec[R_T] += dt
+    if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
+        rec[R_PHASE] = SETTLE
+    elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:
+        rec[R_PHASE] = IDLE

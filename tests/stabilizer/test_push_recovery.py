@@ -1,0 +1,232 @@
+"""The push strategies (stabilizer.push_recovery, docs/stabilizer.md "Pushes"): the capture point the
+whole-robot stabilizer computes from the measured joints against Pinocchio's CoG and CoG velocity
+(centerOfMass with velocities) on the same description, upright and on a tilted platform; the
+strategy chosen and the velocities added for capture points placed by hand around a square polygon."""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from models.common.support import DOUBLE
+from models.gait.plan import GaitParams
+from models.gait.wholebody import flexed_posture
+from models.tree.reference import build_tree
+from models.tree.robot import TreeRobot
+from stabilizer import whole_body as wb
+from stabilizer.push_recovery import ANKLE, HIP, NONE, PUSH, STEP, observe_lipm, push_response
+from stabilizer.walls import compute_walls
+from models.polygon import polygon_centroid
+from stabilizer.whole_body_config import config_from_dict
+
+from tests.paths import ROBOTS
+
+CONFIG = ROBOTS / "bip2000_stabilizer.yaml"
+ROBOT = TreeRobot.from_yaml(ROBOTS / "bip2000.yaml")
+Q0 = flexed_posture(ROBOT, GaitParams(flex=0.06))
+G0 = float(np.linalg.norm(ROBOT.description.gravity))
+TOL = 1e-9          # m: the kernel's capture point against Pinocchio's
+
+
+def _platform(alpha: float, beta: float) -> np.ndarray:
+    """R = RotX(alpha) RotY(beta): the tilted sole's axes in the world."""
+    ca, sa, cb, sb = math.cos(alpha), math.sin(alpha), math.cos(beta), math.sin(beta)
+    return np.array([[1, 0, 0], [0, ca, -sa], [0, sa, ca]]) @ np.array([[cb, 0, sb], [0, 1, 0], [-sb, 0, cb]])
+
+
+def reference_capture_point(q: np.ndarray, qd: np.ndarray, alpha: float, beta: float,
+                            v_sole: np.ndarray | None = None):
+    """xi = c + c_dot / sqrt(g0 / z_c) in the horizontal axes of apparent gravity, from Pinocchio rooted
+    at the left sole (its centerOfMass leaves the fixed root body out: M c = M_moving c_pin + m_root
+    c_root) and apparent up u = R^T z, R = RotX(alpha) RotY(beta), e1 = the sole's x made horizontal.
+    ``v_sole``: the sole translating at that velocity (its axes): c_dot gains it; returns xi then with
+    the pelvis estimate such a motion gives (its world velocity, Pinocchio's pelvis frame velocity plus
+    v_sole, turned by R, and its world rotation R R_sole_pelvis)."""
+    ref = build_tree(ROBOT.description, "left_sole")
+    data = ref.model.createData()
+    p = ref.perm
+    c_pin = pin.centerOfMass(ref.model, data, q[p], qd[p]).copy()
+    v_pin = data.vcom[0].copy()
+    pin.computeJointJacobians(ref.model, data, q[p])
+    pin.updateFramePlacements(ref.model, data)
+    m_root = ROBOT.description.bodies[ref.root_body].mass
+    total = ROBOT.model.total_mass
+    c = ((total - m_root) * c_pin + m_root * data.oMf[ref.coms[ref.root_body]].translation) / total
+    cd = (total - m_root) * v_pin / total
+    R = _platform(alpha, beta)
+    pelvis = None
+    if v_sole is not None:
+        cd = cd + v_sole
+        pin.forwardKinematics(ref.model, data, q[p], qd[p])
+        fid = ref.frames["pelvis"]
+        vp = pin.getFrameVelocity(ref.model, data, fid, pin.LOCAL_WORLD_ALIGNED).linear
+        pelvis = (R @ (vp + v_sole), R @ data.oMf[fid].rotation)
+    u = R.T @ np.array([0.0, 0.0, 1.0])
+    e1 = np.array([1.0, 0.0, 0.0]) - u[0] * u
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(u, e1)
+    omega = math.sqrt(G0 / (u @ c))
+    xi = np.array([e1 @ (c + cd / omega), e2 @ (c + cd / omega)])
+    return xi if v_sole is None else (xi, pelvis)
+
+
+@pytest.mark.parametrize("alpha, beta", [(0.0, 0.0), (0.05, -0.08)])
+def test_capture_point_matches_pinocchio(alpha, beta):
+    """At 20 postures near the flexed one with random joint velocities (up to 2 rad/s), the
+    stabilizer's capture point equals Pinocchio's within 1e-9 m, from the joints alone and with a
+    pelvis estimate whose soles translate."""
+    st = wb.WholeBodyStabilizer.from_yaml(CONFIG)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        q = Q0 + rng.uniform(-0.1, 0.1, ROBOT.n)
+        qd = rng.uniform(-2.0, 2.0, ROBOT.n)
+        st.reset(q)
+        assert st.step(q, DOUBLE, (alpha, beta), qd_measured=qd) == wb.OK
+        np.testing.assert_allclose(st.capture_point, reference_capture_point(q, qd, alpha, beta), rtol=0, atol=TOL)
+        assert st.omega == pytest.approx(math.sqrt(G0 / (ROBOT.com(q) @ _up(alpha, beta))), rel=1e-12)
+        # the soles carried at 0.5 m/s the joints do not show (a push tipping them): the pelvis
+        # estimate's velocity brings it into c_dot (push_recovery eq. P2)
+        xi, pelvis = reference_capture_point(q, qd, alpha, beta, v_sole=rng.uniform(-0.5, 0.5, 3))
+        assert st.step(q, DOUBLE, (alpha, beta), qd_measured=qd, pelvis=pelvis) == wb.OK
+        np.testing.assert_allclose(st.capture_point, xi, rtol=0, atol=TOL)
+
+
+def _up(alpha: float, beta: float) -> np.ndarray:
+    ca, sa, cb, sb = math.cos(alpha), math.sin(alpha), math.cos(beta), math.sin(beta)
+    return np.array([-ca * sb, sa, ca * cb])
+
+
+GAINS = {"on": 1.0, "k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0,
+         "v_hip": 1.0, "step_margin": 0.01}
+SQUARE = np.array([[-0.1, -0.1], [0.1, -0.1], [0.1, 0.1], [-0.1, 0.1]])     # counter-clockwise, centroid 0
+
+
+def _respond(xi, c=(0.0, 0.0)):
+    u = np.zeros(PUSH.size())
+    for k, v in GAINS.items():
+        u[PUSH.offset(k)] = v
+    walls = np.zeros((4, 3))
+    compute_walls(SQUARE, 4, 1.0, walls)
+    v_cog, v_trunk = np.full(2, np.nan), np.full(2, np.nan)
+    k, margin = push_response(u, np.array(xi, float), np.array(c, float), 0.0, 0.0, walls, 4, np.zeros(4),
+                              v_cog, v_trunk)
+    return k, margin, v_cog, v_trunk
+
+
+@pytest.mark.parametrize("xi, strategy, margin, v_cog, v_trunk", [
+    ((0.01, 0.01), NONE, 0.09, (0.0, 0.0), (0.0, 0.0)),              # |xi - c| within the deadband
+    ((0.03, 0.0), ANKLE, 0.07, (-0.3, 0.0), (0.0, 0.0)),             # -k_ankle e
+    ((0.0, -0.07), ANKLE, 0.03, (0.0, 0.5), (0.0, 0.0)),             # bounded by v_ankle
+    ((0.09, 0.0), HIP, 0.01, (-0.5, 0.0), (1.0, 0.0)),               # near the edge: the trunk along e
+    ((0.0, 0.105), HIP, -0.005, (0.0, -0.5), (0.0, 1.0)),            # just outside, within step_margin
+    ((-0.12, 0.0), STEP, -0.02, (0.5, 0.0), (-1.0, 0.0)),            # beyond step_margin: a step
+])
+def test_strategy_for_placed_capture_points(xi, strategy, margin, v_cog, v_trunk):
+    k, m, vc, vt = _respond(xi)
+    assert (k, m) == (strategy, pytest.approx(margin, abs=1e-12))
+    np.testing.assert_allclose(vc, v_cog, atol=1e-12)
+    np.testing.assert_allclose(vt, v_trunk, atol=1e-12)
+
+
+@pytest.mark.parametrize("xi", [(0.03, 0.0), (0.09, 0.0), (-0.12, 0.0)])
+def test_a_cog_at_rest_is_left_to_the_fields(xi):
+    """The same capture points with the CoG on them (no velocity): nothing added, wherever it is."""
+    k, _, vc, vt = _respond(xi, c=(xi[0] - 0.015, xi[1]))
+    assert k == NONE
+    assert not vc.any() and not vt.any()
+
+
+def test_push_section_is_optional_and_validated():
+    """Without ``push:`` (the deployed YAML) the strategies are off; with it its gains are read; a negative
+    gain is one clear error."""
+    bare = yaml.safe_load(CONFIG.read_text())
+    assert config_from_dict(bare, str(CONFIG)).push is None
+    d = copy.deepcopy(bare)
+    d["push"] = {"k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0,
+                 "v_hip": 1.0, "step_margin": 0.0}
+    assert config_from_dict(d, str(CONFIG)).push.k_ankle == 10.0
+    for key in ("k_hip", "observer_rate", "step_time"):
+        bad = copy.deepcopy(d)
+        bad["push"][key] = -1.0
+        with pytest.raises(Exception, match=f"push.{key}"):
+            config_from_dict(bad, str(CONFIG))
+
+
+def _lipm(c0: np.ndarray, v0: np.ndarray, p: np.ndarray, omega: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """The linear inverted pendulum over a fixed pressure centre p, in closed form (c_ddot = omega^2 (c - p))."""
+    ch, sh = math.cosh(omega * t), math.sinh(omega * t)
+    return p + (c0 - p) * ch + v0 / omega * sh, (c0 - p) * omega * sh + v0 * ch
+
+
+@pytest.mark.parametrize("lam", [15.0, 30.0])
+def test_lipm_observer_follows_the_analytic_pendulum_after_a_push(lam):
+    """eq. P3 on the closed-form pendulum: at rest over its pressure centre, then a push (a velocity step of
+    (0.3, -0.1) m/s the position alone shows) and the free fall over the same pressure centre: the observed
+    capture point is the pendulum's c + c_dot / omega within 1 mm once 8 / lambda has passed (the error's double pole), 0.7 s of
+    fall (the CoG 0.26 m out, the capture point 0.77 m), and its error never grows on the way."""
+    omega, dt, p = math.sqrt(G0 / 0.8), 0.002, np.array([0.04, -0.01])
+    v0 = np.array([0.3, -0.1])
+    obs, xi = np.full((2, 2), np.nan), np.zeros(2)
+    for k in range(250):                                    # 0.5 s at rest on the pressure centre
+        observe_lipm(obs, p, p, omega, lam, dt, xi)
+    np.testing.assert_allclose(xi, p, atol=1e-12)
+    errors = []
+    for k in range(1, 351):
+        c, v = _lipm(p, v0, p, omega, k * dt)
+        observe_lipm(obs, c, p, omega, lam, dt, xi)
+        errors.append(np.abs(xi - (c + v / omega)).max())
+    settled = int(8.0 / lam / dt)
+    assert max(errors[settled:]) < 1e-3, max(errors[settled:])
+    assert np.abs(c + v / omega - p).max() > 0.7           # the fall's capture point is far out by then
+    assert max(errors[settled:]) < 0.05 * max(errors[:settled])
+
+
+def _stepping_stabilizer() -> wb.WholeBodyStabilizer:
+    d = yaml.safe_load(CONFIG.read_text())
+    d["push"] = {**{k: v for k, v in GAINS.items() if k != "on"}, "step_time": 0.4, "step_height": 0.03,
+                 "step_max": 0.2, "step_settle": 0.5}
+    cfg = config_from_dict(d, str(CONFIG))
+    return wb.WholeBodyStabilizer(TreeRobot.from_yaml(cfg.robot_path), cfg)
+
+
+def test_a_recovery_step_swings_the_nearest_foot_to_the_capture_point():
+    """The CoG carried forward at 1 m/s (and 0.1 m/s to the right) at the flexed posture: its capture point
+    is beyond the polygon and nearest the right sole, which swings (single support on the left, the flag
+    recovery_step): its sole rises the swing's 30 mm at mid-step and lands 0.4 s later moved along the ground
+    by the capture point's offset from the polygon's centroid, clipped to step_max (within 2 mm), on two feet
+    again; the left sole does not move. On the level platform the e1, e2 axes are the left sole's x, y."""
+    st = _stepping_stabilizer()
+    robot = st.robot
+    q = Q0.copy()
+    robot.set_root("left_sole")
+    st.reset(q)
+    eps, Jc = 1e-6, np.zeros((2, robot.n))           # the CoG's horizontal Jacobian, by central differences
+    for j in range(robot.n):
+        dq = np.zeros(robot.n)
+        dq[j] = eps
+        Jc[:, j] = (robot.com(q + dq) - robot.com(q - dq))[:2] / (2 * eps)
+    qd = np.linalg.pinv(Jc) @ np.array([1.0, -0.1])
+    right0, left0 = robot.frame(q, "right_sole").copy(), robot.frame(q, "left_sole").copy()
+    assert st.step(q, DOUBLE, (0.0, 0.0), qd_measured=qd) == wb.OK
+    assert st.strategy[0] == STEP and st.recovery_step[0] == 1.0       # the right foot
+    nh = int(st.out[wb.O_NHULL])
+    shift = st.capture_point - np.array(polygon_centroid(st.polygon[:nh].copy(), nh))
+    shift *= min(1.0, 0.2 / np.linalg.norm(shift))
+    target = st.recovery_step[1:].copy()
+    flagged, heights = [], []
+    for k in range(int(0.45 / st.config.period)):
+        assert st.step(st.q_ref, DOUBLE, (0.0, 0.0)) == wb.OK
+        flagged.append(st.flags[wb.F_RECOVERY] == 1.0)
+        heights.append(robot.frame(st.q_ref, "right_sole")[2, 3] - right0[2, 3])
+    assert flagged[0] and not flagged[-1] and int(st.out[wb.O_SUPPORT]) == DOUBLE
+    assert max(heights) == pytest.approx(0.03, abs=0.002)
+    moved = robot.frame(st.q_ref, "right_sole")[:3, 3] - right0[:3, 3]
+    np.testing.assert_allclose(moved, [*shift, 0.0], atol=0.002)
+    np.testing.assert_allclose(robot.frame(st.q_ref, "left_sole"), left0, atol=1e-9)
+    foot = next(f for f in robot.description.feet if f.frame == "right_sole")
+    centre = robot.frame(st.q_ref, "right_sole") @ np.array([*np.mean(np.array(foot.outline), axis=0), 0.0, 1.0])
+    np.testing.assert_allclose(centre[:2], target, atol=0.002)          # where the event says it lands
