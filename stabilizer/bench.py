@@ -172,17 +172,21 @@ def _time_feet(robot, q0: np.ndarray, samples: int, period: float) -> np.ndarray
     zero, ones, eye, up = np.zeros(n), np.ones(2), np.eye(3), np.array([0.0, 0.0, 9.81])
     target, cops, scratch, q_cmd, qd_cmd = np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(n), np.zeros(n), np.zeros(n)
     gravity = m.gravity
-    clock = time.perf_counter_ns
-    ns = np.empty(samples)
-    for k in range(-2, samples):                    # two cycles first: compiled / loaded before timing
-        x = loads[max(k, 0)]
-        t0 = clock()
+
+    def cycle(x: np.ndarray) -> None:
         observe(p, buf, x, g.cells, ones, 0.0, up, eye, zero[:3], period)
         sole_cops(m.buf, plan.buf, q0, zero, zero, gravity, other, 0.5, 50.0, scratch, cops)
         target[:] = cops
         comply(p, buf, target, ones, 0.0, g.ankles, g.axes, q0, zero, m.qmin, m.qmax, True, period, q_cmd, qd_cmd)
-        if k >= 0:
-            ns[k] = clock() - t0
+
+    for _ in range(2):                              # compiled / loaded before timing
+        cycle(loads[0])
+    clock = time.perf_counter_ns
+    ns = np.empty(samples)
+    for k in range(samples):
+        t0 = clock()
+        cycle(loads[k])
+        ns[k] = clock() - t0
     return ns
 
 

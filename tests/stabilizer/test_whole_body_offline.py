@@ -71,17 +71,19 @@ def test_offline_margins_against_an_independent_computation_and_the_stabilizer_h
 @pytest.mark.bench
 def test_whole_body_benchmark_figures_are_the_statistics_of_the_timed_calls(monkeypatch):
     samples = 201
-    ns = np.random.default_rng(2).integers(5_000, 50_000, 2 * samples)     # standing, then walking
+    ns = np.random.default_rng(2).integers(5_000, 50_000, 3 * samples)     # standing, walking, the feet room
     clock = SimulatedClock(ns)
     monkeypatch.setattr(bench, "time", SimpleNamespace(perf_counter_ns=clock))
     res = bench.run_whole_body_benchmark(samples=samples)
     assert next(clock.durations, None) is None
-    us, walk = ns[:samples] / 1e3, ns[samples:] / 1e3
+    us, walk, feet = ns[:samples] / 1e3, ns[samples:2 * samples] / 1e3, ns[2 * samples:] / 1e3
     assert res["step"]["median_us"] == pytest.approx(np.median(us), rel=1e-12)
     assert res["step"]["p99_us"] == pytest.approx(np.percentile(us, 99), rel=1e-12)
     assert res["ratio_step_vs_thesis"] == pytest.approx(np.median(us) / 273.0, rel=1e-12)
     assert res["walk_step"]["median_us"] == pytest.approx(np.median(walk), rel=1e-12)
     assert res["ratio_walk_vs_standing"] == pytest.approx(np.median(walk) / np.median(us), rel=1e-12)
+    assert res["feet"]["median_us"] == pytest.approx(np.median(feet), rel=1e-12)
+    assert res["ratio_feet_vs_walk"] == pytest.approx(np.median(feet) / np.median(walk), rel=1e-12)
     assert res["not_ok"] == 0 and res["not_ok_walk"] == 0
 
 
