@@ -308,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             from controller.tools.scenarios.whole_body import CONFIG, WholeBodyOptions
 
             config = CONFIG if args.config == DEFAULT_CONFIG else args.config
+            _check_write(args, p, (wr.PAGE, wr.MARKERS))
             res = wr.collect(WholeBodyOptions(config=config), args.runs or 4, _say)
             return _table(args, res, wr.markdown(res), wr.MARKERS, wr.PAGE)
         if args.scenario == "results":
@@ -315,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                                                             WALK_PAGE, collect, collect_ground, collect_walks,
                                                             ground_markdown, markdown, update_readme, walk_markdown)
 
+            _check_write(args, p, *([(LEG_PAGE, (BEGIN, END))] if args.part in ("all", "leg") else []),
+                         *([(WALK_PAGE, WALK_MARKERS), (WALK_PAGE, GROUND_MARKERS)] if args.part in ("all", "walk")
+                           else []))
             res, tables = {}, []
             if args.part in ("all", "leg"):
                 res["leg"] = collect(options, args.runs or 5, _say)
@@ -333,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.scenario == "rig-results":
             from controller.tools.scenarios.rig import MARKERS, PAGE, collect as rig_collect, markdown as rig_markdown
 
+            _check_write(args, p, (PAGE, MARKERS))
             res = rig_collect(options, args.runs, _say)
             return _table(args, res, rig_markdown(res), MARKERS, PAGE)
         if args.scenario == "largest-tilt":
@@ -516,6 +521,18 @@ def _write(p: argparse.ArgumentParser) -> None:
                    help="rewrite each table between its markers in its page of docs/results/ (or of DIR)")
 
 
+def _check_write(args: argparse.Namespace, p: argparse.ArgumentParser, *pages: tuple[str, tuple[str, str]]) -> None:
+    """``--write``: each (page, markers) the command will rewrite exists with its block, before any run
+    (a usage error, exit 2)."""
+    from controller.tools.scenarios.results import check_page
+
+    for page, markers in pages if args.write else ():
+        try:
+            check_page(args.write / page, markers)
+        except ScenarioError as e:
+            p.error(f"--write {args.write}: {e}")
+
+
 def _table(args: argparse.Namespace, res: dict[str, Any], table: str, markers: tuple[str, str], page: str) -> int:
     """A results table: with ``--write`` into its ``page`` between ``markers``; printed (``--json``: ``res``)."""
     from controller.tools.scenarios.results import update_readme
@@ -543,6 +560,7 @@ def _rig_tree(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
                          plot_dir=getattr(args, "plot", None), transport=args.transport)
     try:
         if args.scenario == "rig-results":
+            _check_write(args, p, (TREE_PAGE, TREE_MARKERS))
             res = collect_tree(o, args.runs, _say)
             return _table(args, res, markdown_tree(res), TREE_MARKERS, TREE_PAGE)
         res = run_whole_body(RigMotion(args.motion), o, _say,

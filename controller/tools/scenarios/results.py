@@ -143,8 +143,10 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n" + note + "\n"
 
 
-def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
-    """Replace the text between the result markers of ``path`` (a results page)."""
+def check_page(path: Path, markers: tuple[str, str] = (BEGIN, END)) -> tuple[str, re.Pattern[str]]:
+    """The text of ``path`` (a results page) and the pattern of its block between ``markers``;
+    :class:`ScenarioError` naming the page when there is no such page or block (checked before a
+    results command runs, so hours of runs are never lost to a wrong ``--write`` folder)."""
     begin, end = markers
     if not path.is_file():
         raise ScenarioError(f"{path}: no such results page to rewrite")
@@ -152,6 +154,13 @@ def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
         raise ScenarioError(f"{path} has no {begin} ... {end} block to rewrite")
+    return text, pattern
+
+
+def update_readme(path: Path, table: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """Replace the text between the result markers of ``path`` (a results page)."""
+    text, pattern = check_page(path, markers)
+    begin, end = markers
     path.write_text(pattern.sub(lambda _m: f"{begin}\n{table}{end}", text))
 
 

@@ -6,6 +6,7 @@ import pytest
 from controller.tools.scenarios.results import BEGIN, END, markdown, update_readme
 from controller.tools.scenarios.scenarios import TILT_DIRECTIONS_DEG
 from controller.tools.scenarios.runner import ScenarioError
+from tests.paths import ROOT
 
 
 def _results(speeds: list[float]) -> dict:
@@ -68,3 +69,25 @@ def test_eight_tilt_directions_each_held_or_fell_with_the_speed_they_ran_at():
     assert {(r.split("= (")[1].split(")")[0]) for r in rows} == {f"{a:+g}°, {b:+g}°" for a, b in TILT_DIRECTIONS_DEG}
     assert "stepped lock-step at 5.5× real time (median)" in table      # speeds 2..9: median 5.5
     assert "verdicts and figures do not depend on that speed" in table
+
+
+@pytest.mark.parametrize("argv, page", [
+    (["results", "--part", "walk"], "bip2000.md"), (["results", "--part", "leg"], "leg.md"),
+    (["results", "--part", "whole-body"], "bip2000.md"), (["rig-results"], "leg.md"),
+    (["rig-results", "--config", "deploy/bip2000.yaml"], "bip2000.md")])
+def test_a_write_folder_without_the_page_is_refused_before_any_run(argv, page, tmp_path, monkeypatch, capsys):
+    """--write into a folder without the results page: exit 2 naming the page, and nothing collected
+    (a results run is minutes to hours of simulation)."""
+    from controller.tools.scenarios import cli, results, rig, whole_body_results
+
+    def never(*_a, **_k):
+        raise AssertionError("a run started before --write was checked")
+
+    for module, name in ((results, "collect"), (results, "collect_walks"), (results, "collect_ground"),
+                         (whole_body_results, "collect"), (rig, "collect"), (rig, "collect_tree")):
+        monkeypatch.setattr(module, name, never)
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*argv, "--write", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert f"{tmp_path / page}: no such results page to rewrite" in capsys.readouterr().err
