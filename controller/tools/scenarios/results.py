@@ -309,7 +309,8 @@ def _searched(r) -> SimpleNamespace:
 
 
 def _ground_cell(w: dict[str, Any]) -> str:
-    """A walk on unknown ground: completed or fell, travel, following error, min ZMP margin."""
+    """A walk on unknown ground: completed or fell, travel, following error, min ZMP margin, and the
+    ground's pitch / roll the robot estimated by the end when it knew one."""
     if failed := _failed(w):
         return failed
     travel = "n/a" if w["distance_m"] is None else f"{w['distance_m']:.2f} m"
@@ -317,7 +318,9 @@ def _ground_cell(w: dict[str, Any]) -> str:
     zmp = "n/a" if w["min_zmp_margin_m"] is None else f"{round(1e3 * w['min_zmp_margin_m'], 1) + 0.0:.1f} mm"
     verdict = (f"**fell** at {w['fell_at_s']:.2f} s" if w["fell"] else "completed" if w["completed"]
                else f"ended early ({w['aborted']})")
-    return f"{verdict}, {travel}; FE {fe}; ZMP {zmp}"
+    slope = w.get("estimated_slope_deg")
+    seen = "" if not slope else f"; slope est. {slope['pitch']:+.2f}° / {slope['roll']:+.2f}°"
+    return f"{verdict}, {travel}; FE {fe}; ZMP {zmp}{seen}"
 
 
 def _failed(run: dict[str, Any]) -> str | None:
@@ -359,5 +362,7 @@ def ground_markdown(res: dict[str, Any]) -> str:
             "error, motor turn (thesis bound 0.3°); ZMP: min margin of the whole robot's CoP to the support "
             "polygon (negative: outside). Pushes: impulses on the pelvis over 0.1 s, the largest survived by "
             f"bisection ({WALK_PUSH_RUNS} runs from {WALK_PUSH_MAX_NS:g} N s walking, {STANDING_PUSH_RUNS} from "
-            "100 N s standing). The slope the robot estimated: none (no ground estimator exists yet).")
+            "100 N s standing). Slope est.: the ground's pitch / roll the robot estimated by the walk's end "
+            "from its stance sole lying flat (IMU through the stance leg, docs/stabilizer.md), where it knew "
+            "one (pitch > 0 uphill, roll > 0 rising to the left).")
     return "\n".join(rows) + "\n" + note + "\n"

@@ -92,8 +92,10 @@ def test_the_table_says_no_stabilized_walk_ran():
     assert len(rows) == len(GROUNDS) + 3
     for row in rows[:-1]:
         assert row.endswith("| n/a: no stabilized walk in this run |")
-    assert "completed, 0.41 m; FE 1.00°; ZMP 36.7 mm" in rows[0]
+    assert "completed, 0.41 m; FE 1.00°; ZMP 36.7 mm |" in rows[0]        # no slope known: none said
     assert rows[-1].endswith("| 50.0 N s (falls at 56.2) | 50.0 N s (falls at 56.2) |")
+    res["grounds"]["flat"] = [dict(walk, estimated_slope_deg={"pitch": 2.046, "roll": -0.037})]
+    assert "completed, 0.41 m; FE 1.00°; ZMP 36.7 mm; slope est. +2.05° / -0.04° |" in ground_markdown(res)
 
 
 def test_a_failed_run_costs_its_own_cell_not_the_table():
