@@ -82,8 +82,8 @@ def wait_transition(client: Client, from_state: str, to_state: str, timeout: flo
     while time.monotonic() < end:
         s = client.call("status")
         tr = s["last_transition"] or {}
-        if (tr.get("from_state"), tr.get("to_state")) == (from_state, to_state) and s["t"] is not None \
-                and s["t"] > tr["cycle"] * s["config"]["period"]:
+        if (tr.get("from_state"), tr.get("to_state")) == (from_state, to_state) \
+                and s["record_cycle"] is not None and s["record_cycle"] > tr["cycle"]:
             return s
         time.sleep(0.05)
     raise AssertionError(f"no {from_state} -> {to_state} within {timeout} s: last {s['last_transition']}")

@@ -50,6 +50,7 @@ class Answers:
                 "loop_exited": bool(h[H.LOOP_EXIT]), "exit_code": int(h[H.LOOP_EXIT_CODE]),
                 "loop_error": loop_error,
                 "shutdown_requested": bool(h[H.SHUTDOWN]), "log": p.log_status(),
+                "record_cycle": last.get("cycle"),         # the loop cycle the t, q, qd, q_ref below are of
                 "t": last.get("t"), "q": last.get("q"), "qd": last.get("qd"), "q_ref": last.get("q_ref"),
                 **{k: last.get(k) for k in FAULT_KEYS}, "faults": list(p.faults),
                 "bus": self._bus(),

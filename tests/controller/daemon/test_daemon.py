@@ -21,16 +21,17 @@ from tests.paths import ROBOTS
 
 def hold_reference(client: Client, timeout: float = 20.0) -> list[float]:
     """q_ref as HOLD set it, once the state is HOLD: ``status`` takes q_ref from the last (decimated)
-    telemetry record, which may predate the transition its state reports; a record published after
-    that status does not."""
-    t0 = client.call("status")["t"]
+    telemetry record the I/O process has pumped, which may lag the loop by many records and predate
+    the transition its state reports; a record of a cycle at or after the loop's cycle when HOLD is
+    already reported does not."""
+    c0 = client.call("status")["cycle"]
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         s = client.call("status")
-        if s["t"] is not None and (t0 is None or s["t"] > t0):
+        if s["record_cycle"] is not None and s["record_cycle"] >= c0:
             return s["q_ref"]
         time.sleep(0.01)
-    raise AssertionError(f"no telemetry record after t = {t0} within {timeout} s")
+    raise AssertionError(f"no telemetry record of cycle {c0} or later within {timeout} s")
 
 
 def test_daemon_moves_and_stops_on_sigterm(daemon):
