@@ -28,7 +28,8 @@ FOLLOWING_BOUND_DEG = 0.3
 OUTSIDE_M = 1e-6         # a ZMP counts as outside its polygon beyond this (the load cells' CoP on an edge
                          # comes out within rounding of it)
 KNEES = ("l_knee", "r_knee")
-TRUTH_KEYS = ("t", "pelvis_position", "zmp", "support_polygon", "support_count", "fallen", "following_error")
+TRUTH_KEYS = ("t", "pelvis_position", "zmp", "support_polygon", "support_count", "fallen", "following_error",
+              "foot_lift", "foot_load", "contact")
 """The HIL truth fields a walk records."""
 
 
@@ -121,6 +122,7 @@ class WalkResult:
     estimated_slope_deg: dict[str, float] | None = None   # the ground's pitch, roll the robot estimated at the end
     estimated_slope_note: str = ""
     edges: list[dict[str, Any]] = field(default_factory=list)   # the feet's landings on an edge (EDGE events)
+    landings: list[dict[str, Any]] = field(default_factory=list)   # each swing foot's contact against the plan's
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,6 +145,36 @@ def edge_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
     """The EDGE events: when (s, the loop's time: cycle x ``period``), which foot, its unloaded cells."""
     return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "cells": e.get("cells")}
             for e in events if e.get("kind") == "EDGE"]
+
+
+FEET = ("left", "right")
+"""The feet in the order of the truth's per-foot columns (``foot_lift``, ``foot_load``, ``contact``)."""
+
+
+def plan_phases(events: list[dict], period: float) -> list[tuple[float, str]]:
+    """The file's support phases as the loop played them (SUPPORT events): (loop time s, phase)."""
+    return [(e["cycle"] * period, str(e.get("support"))) for e in events if e.get("kind") == "SUPPORT"]
+
+
+def landings(events: list[dict], period: float, truth: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Each swing of the plan (a single support on one foot, then double support): the swinging foot, the
+    plan's touch-down (the loop's time), and when its cells first carried a load (the HIL's ``contact``
+    flag) after they had let go of it since its lift-off: ``early_s`` > 0 that much before the plan, < 0
+    after it; None if it never came (a fall, a fault). A toe catching an obstacle mid-swing counts."""
+    phases = plan_phases(events, period)
+    t, contact = truth["t"], truth["contact"]
+    out = []
+    for (t_lift, stance), (t_down, nxt) in zip(phases, phases[1:]):
+        if stance not in FEET or nxt != "double":
+            continue
+        foot = 1 - FEET.index(stance)
+        after = t >= t_lift
+        free = np.flatnonzero(after & (contact[:, foot] < 0.5))
+        hit = np.flatnonzero((t > t[free[0]]) & (contact[:, foot] >= 0.5)) if free.size else free
+        at = float(t[hit[0]]) if hit.size else None
+        out.append({"foot": FEET[foot], "plan_s": round(t_down, 4), "contact_s": None if at is None else round(at, 4),
+                    "early_s": None if at is None else round(t_down - at, 4)})
+    return out
 
 
 def evaluate_walk(gait: str, mount: str, steps: int | None, tel: dict[str, np.ndarray],
