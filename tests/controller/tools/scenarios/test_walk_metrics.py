@@ -202,13 +202,14 @@ def test_the_walks_slope_is_the_last_known_and_its_edges_are_timed():
 
 def _two_swings():
     """The plan: double support, the right foot swings 1.0 -> 2.0 s, the left 2.3 -> 3.3 s (SUPPORT events
-    at 2 ms cycles); the HIL's contact flags every 0.1 s: the right foot lets go at 1.1 s and meets the
-    ground at 1.8 s (0.2 s before the plan), the left lets go at 2.4 s and never lands."""
+    at 2 ms cycles); the HIL's contact flags every 0.1 s: the right foot lets go at 1.1 s (a flicker at
+    1.2 s) and meets the ground at 1.8 s (0.2 s before the plan), the left lets go at 2.4 s and never lands."""
     events = [{"cycle": c, "kind": "SUPPORT", "support": s}
               for c, s in ((0, "double"), (500, "left"), (1000, "double"), (1150, "right"), (1650, "double"))]
     t = np.round(np.arange(41) * 0.1, 10)
     contact = np.ones((t.size, 2))
     contact[(t >= 1.1) & (t < 1.8), 1] = 0.0
+    contact[t == 1.2, 1] = 1.0                            # the flicker of a load being shed: not a landing
     contact[t >= 2.4, 0] = 0.0
     lift = np.zeros((t.size, 2))
     lift[(t >= 1.1) & (t < 1.8), 1] = 0.01
@@ -224,6 +225,9 @@ def test_landings_time_each_swing_foot_against_the_plans_touch_down():
     assert landings(events, 0.002, truth) == [
         {"foot": "right", "plan_s": 2.0, "contact_s": 1.8, "early_s": 0.2},
         {"foot": "left", "plan_s": 3.3, "contact_s": None, "early_s": None}]
+    ended = events[:4]                                    # the run ended (a fault) in the left's swing, which
+    truth["contact"][truth["t"] >= 3.0, 0] = 1.0          # had met the ground at 3.0 s
+    assert landings(ended, 0.002, truth)[1] == {"foot": "left", "plan_s": None, "contact_s": 3.0, "early_s": None}
 
 
 def test_feet_plot_draws_lift_load_and_the_largest_following_error(tmp_path, figures):
