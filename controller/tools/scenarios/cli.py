@@ -373,6 +373,11 @@ def _print_walk(res: dict[str, Any]) -> None:
              f"pitch {slope['pitch']:+.2f} deg, roll {slope['roll']:+.2f} deg"))
     for e in res.get("edges", []):
         print(f"  edge landing: {e['foot']} foot at t = {e['t']:.2f} s, cells {e['cells']} unloaded")
+    for g in res.get("landings", []):
+        when = ("never" if g["contact_s"] is None else f"at t = {g['contact_s']:.2f} s"
+                + ("" if g["early_s"] is None else f", {abs(g['early_s']):.3f} s {'before' if g['early_s'] > 0 else 'after'}"
+                   f" the plan's touch-down"))
+        print(f"  landing: {g['foot']} foot {when}")
     b = res["bounds"]
     knee = res["knee_error_deg"]
     print(f"  knee tracking error {'n/a' if knee is None else f'{knee:.3f} deg'} "

@@ -217,6 +217,57 @@ def plot_walk_tracking(tel: dict, tru: dict, joints: list[str], axes: list[str],
     return _save(plt, fig, path)
 
 
+WALK_LEAD_S = 0.5
+"""The feet plot starts this long before the plan's first single support (s)."""
+
+
+def plot_walk_feet(tru: dict, phases: list[tuple[float, str]], following_limit_deg: float | None, axes: list[str],
+                   title: str, path: Path) -> str:
+    """How the feet met the ground (HIL truth) against the plan's support ``phases`` (loop time, phase;
+    each touch-down, single to double support, a dashed line): each sole's lowest corner above the
+    floor (mm), each foot's load on its cells (N), and the drives' largest following error (deg of
+    motor turn, log scale, its axis named at its peak, the drives' fault window dashed), from
+    :data:`WALK_LEAD_S` before the first single support."""
+    from controller.tools.scenarios.walk_metrics import FEET
+
+    plt, fig, ax = _figure(3, 1, (12.0, 9.0))
+    lift, load, drive = ax[0, 0], ax[1, 0], ax[2, 0]
+    t = tru["t"]
+    if t.size:
+        for f, foot in enumerate(FEET):
+            lift.plot(t, 1e3 * tru["foot_lift"][:, f], label=f"{foot} sole")
+            load.plot(t, tru["foot_load"][:, f], label=f"{foot} foot")
+        fe = np.degrees(np.abs(tru["following_error"]))
+        worst = fe.max(axis=1)
+        drive.semilogy(t, np.maximum(worst, 1e-3), color="k", lw=0.9, label="largest over the drives")
+        peak = int(np.argmax(worst))
+        drive.annotate(f"{axes[int(np.argmax(fe[peak]))]} {worst[peak]:.1f}°", (t[peak], worst[peak]), fontsize=8,
+                       ha="right", va="top")
+    if following_limit_deg is not None:
+        drive.axhline(following_limit_deg, color="r", ls="--", lw=0.8, label="fault window (0x6065)")
+    for (start, phase), nxt in zip(phases, phases[1:] + [(None, None)]):
+        end = nxt[0] if nxt[0] is not None else (float(t[-1]) if t.size else start)
+        for a in (lift, load, drive):
+            if phase in FEET:
+                a.axvspan(start, end, color="C0" if phase == "left" else "C1", alpha=0.08)
+            if phase == "double" and start != phases[0][0]:
+                a.axvline(start, color="k", ls="--", lw=0.6)
+    walking = [start for start, phase in phases if phase in FEET]
+    if walking and t.size:
+        for a in (lift, load, drive):          # from just before the first lift-off: standing tells nothing
+            a.set_xlim(walking[0] - WALK_LEAD_S, float(t[-1]))
+    lift.set_ylabel("sole above the floor [mm]")
+    lift.set_title(f"{title}; shaded: the plan's single supports (blue left, orange right), dashed: its touch-downs",
+                   fontsize=9)
+    load.set_ylabel("load on the cells [N]")
+    drive.set_ylabel("following error [deg of motor turn]")
+    drive.set_xlabel("t [s] (the loop's time)")
+    for a in (lift, load, drive):
+        a.grid(True, alpha=0.3)
+        a.legend(loc="upper left", fontsize=7)
+    return _save(plt, fig, path)
+
+
 def write_whole_body_plots(tel: dict, tru: dict, margin: np.ndarray, commanded: np.ndarray | None,
                            joints: list[str], feet: list[int], name: str, out: Path) -> list[str]:
     """A whole-robot run's PNGs in ``out`` (HIL truth, world x forward, y left): the CoG's margin to the

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 import tempfile
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from controller.tools.scenarios.runner import Options, PlotError, Say, ScenarioE
 from controller.tools.scenarios.scenarios import WalkFile, push
 from controller.tools.scenarios.whole_body import PUSH_DIRECTIONS
 from controller.tools.scenarios.walk_metrics import (FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell,
-                                                     edge_landings, evaluate_walk)
+                                                     edge_landings, evaluate_walk, landings)
 
 WALK_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000.yaml"
 WALK_STABILIZER = WALK_CONFIG.parent / "robots" / "bip2000_stabilizer.yaml"
@@ -161,6 +162,11 @@ def bus_axes(config: Path) -> list[str]:
     return [a.name for a in parse_bus_config(read_yaml(config)["bus"]).axes]
 
 
+def following_window_deg(config: Path) -> float:
+    """The drives' smallest following-error window (0x6065) of a daemon YAML, degrees of motor turn."""
+    return math.degrees(min(a.drive.following_error_limit for a in parse_bus_config(read_yaml(config)["bus"]).axes))
+
+
 def gait_steps(gait: Path) -> int | None:
     """The number of steps of a ``bipd gait`` file (its sidecar), None without one."""
     try:
@@ -191,8 +197,8 @@ def generate_gait(folder: Path, config: Path, steps: int, speed_m_h: float, say:
 
 
 def plot_paths(out: Path, name: str = "walk") -> list[Path]:
-    """Where :func:`run_walk` draws its PNGs: ZMP path, tracking."""
-    return [out / f"{name}_zmp.png", out / f"{name}_tracking.png"]
+    """Where :func:`run_walk` draws its PNGs: ZMP path, tracking, feet against the plan."""
+    return [out / f"{name}_zmp.png", out / f"{name}_tracking.png", out / f"{name}_feet.png"]
 
 
 def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
@@ -202,8 +208,8 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
     ``push``, stabilized by the mode ``stabilizer`` of :data:`WALK_STABILIZERS` (None: open-loop);
     ``report(result)`` gets the figures before any plot is drawn (``options.plot_dir``), so a plotting
     failure (:class:`PlotError`) never loses them."""
-    from controller.tools.scenarios.plots import plot_walk_tracking, plot_zmp_path
-    from controller.tools.scenarios.walk_metrics import support_margins
+    from controller.tools.scenarios.plots import plot_walk_feet, plot_walk_tracking, plot_zmp_path
+    from controller.tools.scenarios.walk_metrics import plan_phases, support_margins
 
     o = walk_options(options, gait, hung, terrain, stabilizer)
     axes = bus_axes(o.config)
@@ -215,7 +221,10 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
         joints = list(session.daemon_config["joints"])
         result = evaluate_walk(str(gait), mount(hung), gait_steps(gait), tel, tru, session.op.series.events,
                                joints, axes, played.stats, played.sim_s, played.wall_s, played.aborted)
-        result.edges = edge_landings(session.op.series.events, float(session.daemon_config["period"]))
+        period = float(session.daemon_config["period"])
+        events = session.op.series.events
+        result.edges = edge_landings(events, period)
+        result.landings = [] if hung else landings(events, period, tru)
     result.terrain = (terrain or Terrain()).describe()
     result.push = None if push is None else push.describe()
     result.stabilizer = stabilizer
@@ -226,13 +235,15 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
     if report is not None:
         report(result)
     if o.plot_dir is not None:
-        zmp, tracking = plot_paths(Path(o.plot_dir))
+        zmp, tracking, feet = plot_paths(Path(o.plot_dir))
         try:
             Path(o.plot_dir).mkdir(parents=True, exist_ok=True)
             margins = support_margins(tru["zmp"], tru["support_polygon"], tru["support_count"])
             plot_zmp_path(tru, margins, f"walk ({mount(hung)}): ZMP/CoP in the support polygon", zmp, hung)
             plot_walk_tracking(tel, tru, joints, axes,
                                KNEE_BOUND_DEG, FOLLOWING_BOUND_DEG, f"walk ({mount(hung)}): tracking", tracking)
+            plot_walk_feet(tru, plan_phases(events, period), following_window_deg(o.config), axes,
+                           f"walk ({mount(hung)}): the feet", feet)
         except Exception as e:      # noqa: BLE001 -- whatever broke, the result is out and stays valid
             raise PlotError(f"the plots in {o.plot_dir} could not be drawn ({type(e).__name__}: {e}); "
                             "the result above is complete") from e

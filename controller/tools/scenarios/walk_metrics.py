@@ -28,7 +28,8 @@ FOLLOWING_BOUND_DEG = 0.3
 OUTSIDE_M = 1e-6         # a ZMP counts as outside its polygon beyond this (the load cells' CoP on an edge
                          # comes out within rounding of it)
 KNEES = ("l_knee", "r_knee")
-TRUTH_KEYS = ("t", "pelvis_position", "zmp", "support_polygon", "support_count", "fallen", "following_error")
+TRUTH_KEYS = ("t", "pelvis_position", "zmp", "support_polygon", "support_count", "fallen", "following_error",
+              "foot_lift", "foot_load", "contact")
 """The HIL truth fields a walk records."""
 
 
@@ -121,6 +122,7 @@ class WalkResult:
     estimated_slope_deg: dict[str, float] | None = None   # the ground's pitch, roll the robot estimated at the end
     estimated_slope_note: str = ""
     edges: list[dict[str, Any]] = field(default_factory=list)   # the feet's landings on an edge (EDGE events)
+    landings: list[dict[str, Any]] = field(default_factory=list)   # each swing foot's contact against the plan's
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,6 +145,53 @@ def edge_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
     """The EDGE events: when (s, the loop's time: cycle x ``period``), which foot, its unloaded cells."""
     return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "cells": e.get("cells")}
             for e in events if e.get("kind") == "EDGE"]
+
+
+FEET = ("left", "right")
+"""The feet in the order of the truth's per-foot columns (``foot_lift``, ``foot_load``, ``contact``)."""
+
+
+def plan_phases(events: list[dict], period: float) -> list[tuple[float, str]]:
+    """The file's support phases as the loop played them (SUPPORT events): (loop time s, phase)."""
+    return [(e["cycle"] * period, str(e.get("support"))) for e in events if e.get("kind") == "SUPPORT"]
+
+
+FREE_S = 0.1
+"""A swing foot's cells must have carried nothing this long (s) before a load counts as its touch-down:
+as the soft lift-off sheds the load the contact flag flickers about its threshold for a few frames."""
+
+
+def _touch_down(t: np.ndarray, loaded: np.ndarray, t_lift: float) -> float | None:
+    """The first time ``loaded`` after a run of unloaded frames lasting :data:`FREE_S` from ``t_lift`` on."""
+    free_since = None
+    for i in np.flatnonzero(t >= t_lift):
+        if not loaded[i]:
+            free_since = t[i] if free_since is None else free_since
+        elif free_since is not None and t[i] - free_since >= FREE_S:
+            return float(t[i])
+        else:
+            free_since = None
+    return None
+
+
+def landings(events: list[dict], period: float, truth: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Each swing of the plan (a single support on one foot, then double support): the swinging foot, the
+    plan's touch-down (the loop's time), and when its cells first carried a load (the HIL's ``contact``
+    flag) after they had let go of it for :data:`FREE_S` since its lift-off: ``early_s`` > 0 that much before the plan, < 0
+    after it; None if it never came (a fall, a fault). A toe catching an obstacle mid-swing counts. A swing
+    the run ended in (a fall, a fault) has no plan time (None) but its contact if there was one."""
+    phases = plan_phases(events, period)
+    t, contact = truth["t"], truth["contact"]
+    out = []
+    for (t_lift, stance), (t_down, nxt) in zip(phases, phases[1:] + [(None, None)]):
+        if stance not in FEET or nxt not in ("double", None):
+            continue
+        foot = 1 - FEET.index(stance)
+        at = _touch_down(t, contact[:, foot] >= 0.5, t_lift)
+        out.append({"foot": FEET[foot], "plan_s": None if t_down is None else round(t_down, 4),
+                    "contact_s": None if at is None else round(at, 4),
+                    "early_s": None if at is None or t_down is None else round(t_down - at, 4)})
+    return out
 
 
 def evaluate_walk(gait: str, mount: str, steps: int | None, tel: dict[str, np.ndarray],

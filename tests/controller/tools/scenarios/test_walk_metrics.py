@@ -198,3 +198,49 @@ def test_the_walks_slope_is_the_last_known_and_its_edges_are_timed():
     assert estimated_slope({"ground_slope": np.full((3, 2), np.nan)}) is None
     events = [{"cycle": 1500, "kind": "EDGE", "foot": "right", "cells": [2, 3]}, {"cycle": 9, "kind": "CONTACT"}]
     assert edge_landings(events, 0.002) == [{"t": 3.0, "foot": "right", "cells": [2, 3]}]
+
+
+def _two_swings():
+    """The plan: double support, the right foot swings 1.0 -> 2.0 s, the left 2.3 -> 3.3 s (SUPPORT events
+    at 2 ms cycles); the HIL's contact flags every 0.1 s: the right foot lets go at 1.1 s (a flicker at
+    1.2 s) and meets the ground at 1.8 s (0.2 s before the plan), the left lets go at 2.4 s and never lands."""
+    events = [{"cycle": c, "kind": "SUPPORT", "support": s}
+              for c, s in ((0, "double"), (500, "left"), (1000, "double"), (1150, "right"), (1650, "double"))]
+    t = np.round(np.arange(41) * 0.1, 10)
+    contact = np.ones((t.size, 2))
+    contact[(t >= 1.1) & (t < 1.8), 1] = 0.0
+    contact[t == 1.2, 1] = 1.0                            # the flicker of a load being shed: not a landing
+    contact[t >= 2.4, 0] = 0.0
+    lift = np.zeros((t.size, 2))
+    lift[(t >= 1.1) & (t < 1.8), 1] = 0.01
+    truth = {"t": t, "contact": contact, "foot_lift": lift, "foot_load": 500.0 * contact,
+             "following_error": np.radians(np.column_stack([np.full(t.size, 0.2), np.where(t == 1.8, 30.0, 0.1)]))}
+    return events, truth
+
+
+def test_landings_time_each_swing_foot_against_the_plans_touch_down():
+    from controller.tools.scenarios.walk_metrics import landings
+
+    events, truth = _two_swings()
+    assert landings(events, 0.002, truth) == [
+        {"foot": "right", "plan_s": 2.0, "contact_s": 1.8, "early_s": 0.2},
+        {"foot": "left", "plan_s": 3.3, "contact_s": None, "early_s": None}]
+    ended = events[:4]                                    # the run ended (a fault) in the left's swing, which
+    truth["contact"][truth["t"] >= 3.0, 0] = 1.0          # had met the ground at 3.0 s
+    assert landings(ended, 0.002, truth)[1] == {"foot": "left", "plan_s": None, "contact_s": 3.0, "early_s": None}
+
+
+def test_feet_plot_draws_lift_load_and_the_largest_following_error(tmp_path, figures):
+    from controller.tools.scenarios.walk_metrics import plan_phases
+
+    events, truth = _two_swings()
+    plots.plot_walk_feet(truth, plan_phases(events, 0.002), 114.6, ["l_knee", "r_knee"], "synthetic",
+                         tmp_path / "feet.png")
+    lift, load, drive = figures[0].axes[:3]
+    right = next(ln for ln in lift.get_lines() if ln.get_label() == "right sole")
+    assert right.get_ydata().max() == pytest.approx(10.0)
+    worst = next(ln for ln in drive.get_lines() if ln.get_label() == "largest over the drives")
+    assert worst.get_ydata().max() == pytest.approx(30.0) and drive.texts[0].get_text() == "r_knee 30.0°"
+    dashed = [ln.get_xdata()[0] for ln in lift.get_lines() if ln.get_linestyle() == "--"]
+    assert dashed == pytest.approx([2.0, 3.3])            # the two touch-downs, not the first double support
+    assert (tmp_path / "feet.png").stat().st_size > 10_000
