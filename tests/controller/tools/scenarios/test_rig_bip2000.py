@@ -35,7 +35,7 @@ KEYS = {"scenario", "params", "stabilizer", "support", "fell", "fall_reason", "f
         "max_stance_lift_m", "min_pelvis_height_m", "plate_travel_m", "plate_tracking_error_m", "plate_lag_s",
         "plate_error_at_lag_m", "max_tracking_error_deg", "max_tracking_error_joint", "max_rig_following_error_mm",
         "max_tilt_error_deg", "contacts", "supports",
-        "states", "stab_flags", "aborted", "sim_s", "wall_s", "plots"}
+        "states", "stab_flags", "recovery_steps", "aborted", "sim_s", "wall_s", "plots"}
 
 
 @pytest.mark.parametrize("config", [TREE_RIG_CONFIG, RIG_CONFIG], ids=["bip2000", "leg"])
@@ -88,7 +88,7 @@ def test_a_gentle_motion_runs_end_to_end_through_the_cli(tmp_path):
     code, r = _cli("--motion", GENTLE, "--plot", str(tmp_path))
     assert code == 0 and set(r) == KEYS, (code, sorted(set(r) ^ KEYS))
     assert not r["fell"] and r["fall_reason"] is None and r["fell_at_s"] is None and r["aborted"] is None
-    assert r["states"] == ["STABILIZING"] and r["stabilizer"] and r["support"] == "double"
+    assert r["states"] == ["STABILIZING"] and r["stabilizer"] and r["support"] == "double" and r["recovery_steps"] == []
     assert r["min_cog_margin_m"] > 0.05
     # the plate's truth covers the commanded fore-aft travel (the motion's own samples), and only along x
     motion, tau = motion_from_spec(GENTLE), np.linspace(0.0, 1.0, 2001)
