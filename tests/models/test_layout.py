@@ -125,7 +125,7 @@ def test_header_slots_are_the_kernels_constants() -> None:
     assert stab.P_SCALARS == len([f for f in stab.PARAMS.fields if not f.shape])
     assert (stab.P_N, stab.P_POST_INITIAL, stab.O_LAMBDA) == (0, 34, 5)
     assert wb.P_COG + wb.BLOCK == wb.P_TRUNK and wb.P_TRUNK + wb.BLOCK == wb.P_PUSH and wb.P_PUSH_END == wb.P_SCALARS
-    assert wb.S_SCALARS - wb.S_CONTACT == wb.CONTACT_STATE and wb.O_SCALARS - wb.O_SIGMA == 3
+    assert wb.S_SCALARS - wb.S_CONTACT == wb.CONTACT_STATE and wb.O_OMEGA - wb.O_SIGMA == len((wb.SIG_FEET, wb.SIG_COG, wb.SIG_TRUNK))
     assert tree.HEADER == len(tree.MODEL.sizes)
     assert ik.IK.offset("opts") == len(ik.IK.sizes)
 
