@@ -16,9 +16,20 @@ velocity v_p in the world) the CoG is the pelvis plus the body about it,
 
 J_p the pelvis origin's Jacobian, R_wp the estimate's pelvis orientation: exact when the sole
 translates, short of w_sole x (c - p) when it rotates (no gyro: the sole's rotation is seen at the
-pelvis only, c - p being the CoG's offset from the pelvis, ~0.1 m). The strategies answer a CoG in motion, |xi - c| = |c_dot| / omega > deadband
-(a CoG at rest is the fields' business, wherever it is); the stance sole must then bring xi back
-over the support polygon:
+pelvis only, c - p being the CoG's offset from the pelvis, ~0.1 m).
+
+The strategies answer a push, not a slow drift (:func:`push_gate`): with l = xi - c = c_dot / omega and
+its slow part l_s (a first-order low-pass of time constant tau = ``engage_time``),
+
+    l_s_dot = (l - l_s) / tau,
+    engage when |l - l_s| > deadband and |l| > deadband,   release when |l| <= deadband    (P4)
+
+and never while a gait plays. A push changes the CoG's velocity within its 0.1 s, faster than tau: l - l_s
+takes nearly all of it. A tilt of the ground, the fields' own motion (at most ``cog.admittance.max_speed``)
+or the observer settling on a shifted centre of pressure build l up over seconds: l_s follows and
+l - l_s = tau l_dot = tau c_ddot / omega stays small (the CoG's slow drift is the fields' business). Once
+engaged the gate holds until the CoG's velocity is captured (|l| back within the deadband). Engaged, the
+stance sole must bring xi back over the support polygon:
 
 * ankle strategy: the CoG is driven against the error,
   v_c = -k_ankle (xi - centroid), |v_c| <= v_ankle; in position control this moves the CoP
@@ -64,7 +75,7 @@ NONE, ANKLE, HIP, STEP = range(4)
 STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
-    "step_time", "step_height", "step_max", "step_settle")])
+    "step_time", "step_height", "step_max", "step_settle", "engage_time")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -74,6 +85,7 @@ U_K_HIP = PUSH.offset("k_hip")
 U_V_HIP = PUSH.offset("v_hip")
 U_STEP_MARGIN = PUSH.offset("step_margin")
 U_OBSERVER_RATE = PUSH.offset("observer_rate")
+U_ENGAGE_TIME = PUSH.offset("engage_time")
 U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
     "step_time", "step_height", "step_max", "step_settle"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE), the swing foot, the time since it lifted (s), the
@@ -84,6 +96,9 @@ RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("
                                           Field("shift", (3,)), Field("target", (2,))])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
+#: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
+GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
+G_ENGAGED, G_SLOW = GATE.offset("engaged"), GATE.offset("slow")
 #: the pelvis estimate the capture point takes (stabilizer.pelvis_state): on (0: none, the joints'
 #: velocities alone), the pelvis origin's velocity (world, m/s), R_wp (pelvis -> world, row-major)
 PELVIS = Layout("capture point pelvis input", [Field("on"), Field("velocity", (3,)), Field("R", (3, 3))])
@@ -160,18 +175,34 @@ def _clipped(k, ex, ey, vmax, v):
 
 
 @njit(cache=True)
-def push_response(u, xi, c, cy, cz, walls, nw, d, v_cog, v_trunk):
-    """The strategy for the capture point ``xi`` (e1, e2) of the CoG ``c`` (e1, e2: only
-    ``xi - c`` is read) over the polygon of walls ``walls``
-    (``nw`` of them; ``d`` scratch) whose centroid is (cy, cz), ``u`` the :data:`PUSH` block:
-    the added CoG velocity into v_cog[0:2] and trunk velocity over the pelvis into v_trunk[0:2]
-    (zeros when the strategy is off or NONE). Returns (strategy, xi's margin in the polygon, m)."""
+def push_gate(u, gate, xi, c, gait, dt):
+    """The gate (module docstring, eq. P4) for the capture point ``xi`` of the CoG ``c`` (e1, e2), one
+    cycle ``dt`` on its state ``gate`` (:data:`GATE`); ``gait``: a gait plays (the strategies stand
+    aside). Returns whether the strategies are engaged."""
+    lx, ly = xi[0] - c[0], xi[1] - c[1]
+    fx, fy = lx - gate[G_SLOW], ly - gate[G_SLOW + 1]
+    a = min(1.0, dt / u[U_ENGAGE_TIME])
+    gate[G_SLOW] += a * fx
+    gate[G_SLOW + 1] += a * fy
+    db = u[U_DEADBAND]
+    moving = math.sqrt(lx * lx + ly * ly) > db
+    if gait or u[U_ON] == 0.0 or not moving:
+        gate[G_ENGAGED] = 0.0
+    elif math.sqrt(fx * fx + fy * fy) > db:
+        gate[G_ENGAGED] = 1.0
+    return gate[G_ENGAGED] != 0.0
+
+
+@njit(cache=True)
+def push_response(u, engaged, xi, cy, cz, walls, nw, d, v_cog, v_trunk):
+    """The strategy for the capture point ``xi`` (e1, e2) over the polygon of walls ``walls``
+    (``nw`` of them; ``d`` scratch) whose centroid is (cy, cz), ``u`` the :data:`PUSH` block,
+    ``engaged`` the gate's verdict (:func:`push_gate`): the added CoG velocity into v_cog[0:2] and
+    trunk velocity over the pelvis into v_trunk[0:2] (zeros when not engaged or NONE). Returns
+    (strategy, xi's margin in the polygon, m)."""
     margin = signed_distances(walls, nw, xi[0], xi[1], d)
     v_cog[0] = v_cog[1] = v_trunk[0] = v_trunk[1] = 0.0
-    if u[U_ON] == 0.0:
-        return NONE, margin
-    lx, ly = xi[0] - c[0], xi[1] - c[1]
-    if math.sqrt(lx * lx + ly * ly) <= u[U_DEADBAND]:
+    if not engaged:
         return NONE, margin
     ex, ey = xi[0] - cy, xi[1] - cz
     _clipped(-u[U_K_ANKLE], ex, ey, u[U_V_ANKLE], v_cog)

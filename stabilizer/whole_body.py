@@ -24,7 +24,8 @@ virtual robot's kinematics after the call. Nothing is allocated. One cycle:
    foot's pose > trunk > posture; joints leaving their limits are locked and the
    hierarchy re-solved; rates scaled into the velocity limits and integrated;
 6. push strategies (:mod:`stabilizer.push_recovery`, with a ``push:`` section): the measured
-   CoG's capture point from the joint velocities; its ankle strategy adds to the CoG task's
+   CoG's capture point from the joint velocities; engaged by a push (a fast change of the CoG's
+   velocity, never while a gait plays: ``push_gate``), its ankle strategy adds to the CoG task's
    velocity, its hip strategy to the trunk task's, a capture point out of reach is flagged.
 
 Every status that is not OK is a flag with a reaction for the loop (FLAG_REACTIONS).
@@ -46,9 +47,10 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_PHASE, R_TARGET, RECOVERY, STEP, SWING,
-                                      U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step, capture_point,
-                                      observe_lipm, plan_step, push_response, swing_pose)
+from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_PHASE, R_TARGET,
+                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
+                                      advance_step, capture_point, observe_lipm, plan_step, push_gate, push_response,
+                                      swing_pose)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -177,7 +179,7 @@ STATE = Layout("whole body state", [
     Field("K", (3, 3)), Field("C", (3, 3)), Field("A3", (3, 3)), Field("vec", (4, 3)), Field("tpoly", (4, 2)),
     Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,)),
     Field("cog_observer", (2, 2)), Field("recovery", (RECOVERY.size(),)), Field("centres", (2, 2)),
-    Field("swing_velocity", (3,))],
+    Field("swing_velocity", (3,)), Field("push_gate", (GATE.size(),))],
     sizes=("n",))
 S_RESET = STATE.offset("reset")
 S_ENGAGED = STATE.offset("engaged")
@@ -273,6 +275,7 @@ def reset(p, s, q_measured, out):
     s[S_CONTACT] = math.nan
     sv.cog_observer[:, :] = math.nan
     sv.recovery[:] = 0.0
+    sv.push_gate[:] = 0.0
     ov.recovery_step[:] = math.nan
     s[S_RESET] = 1.0
 
@@ -700,8 +703,8 @@ def step(mbuf, dbuf, p, s, inp, out):
         qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
         locked[j] = 0.0
     # the push strategies on the measured capture point (stabilizer.push_recovery)
-    k, out[O_CAPTURE_MARGIN] = push_response(p[P_PUSH:P_PUSH_END], xi, vec[0, 1:3], cy, cz, walls, h, dm,
-                                             pushv[0:2], pushv[2:4])
+    engaged = push_gate(u, sv.push_gate, xi, vec[0, 1:3], tracking, dt)
+    k, out[O_CAPTURE_MARGIN] = push_response(u, engaged, xi, cy, cz, walls, h, dm, pushv[0:2], pushv[2:4])
     strategy[0] = k
     if k >= ANKLE:
         flags[F_ANKLE + k - ANKLE] = 1.0

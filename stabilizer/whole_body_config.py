@@ -48,6 +48,7 @@ the unnumbered choices (gains, laws, weights); every error is one
       step_height: 0.03              # m, its swing foot's clearance
       step_max: 0.3                  # m, the longest move of its sole
       step_settle: 1.0               # s, after its landing, before another step may be planned
+      engage_time: 0.2               # s, > 0: the slow part's time constant; a |xi - c| built up slower is no push
 """
 from __future__ import annotations
 
@@ -93,6 +94,7 @@ class PushConfig:
     step_height: float = 0.03
     step_max: float = 0.3
     step_settle: float = 1.0
+    engage_time: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,8 @@ def _push(sec: MapSection) -> PushConfig:
                      sec.number("hip_margin", low=0.0), sec.number("k_hip", low=0.0), sec.number("v_hip", low=0.0),
                      sec.number("step_margin", low=0.0), sec.number("observer_rate", 0.0, low=0.0),
                      sec.number("step_time", 0.0, low=0.0), sec.number("step_height", 0.03, low=0.0),
-                     sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0))
+                     sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0),
+                     sec.number("engage_time", 0.2, low=0.0, low_open=True))
     sec.done()
     return out
 

@@ -18,7 +18,7 @@ from models.gait.wholebody import flexed_posture
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.push_recovery import ANKLE, HIP, NONE, PUSH, STEP, observe_lipm, push_response
+from stabilizer.push_recovery import ANKLE, GATE, HIP, NONE, PUSH, STEP, observe_lipm, push_gate, push_response
 from stabilizer.walls import compute_walls
 from models.polygon import polygon_centroid
 from stabilizer.whole_body_config import config_from_dict
@@ -101,7 +101,7 @@ def _up(alpha: float, beta: float) -> np.ndarray:
 
 
 GAINS = {"on": 1.0, "k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0,
-         "v_hip": 1.0, "step_margin": 0.01}
+         "v_hip": 1.0, "step_margin": 0.01, "engage_time": 0.2}
 SQUARE = np.array([[-0.1, -0.1], [0.1, -0.1], [0.1, 0.1], [-0.1, 0.1]])     # counter-clockwise, centroid 0
 
 
@@ -112,8 +112,9 @@ def _respond(xi, c=(0.0, 0.0)):
     walls = np.zeros((4, 3))
     compute_walls(SQUARE, 4, 1.0, walls)
     v_cog, v_trunk = np.full(2, np.nan), np.full(2, np.nan)
-    k, margin = push_response(u, np.array(xi, float), np.array(c, float), 0.0, 0.0, walls, 4, np.zeros(4),
-                              v_cog, v_trunk)
+    xi = np.array(xi, float)
+    engaged = push_gate(u, np.zeros(GATE.size()), xi, np.array(c, float), False, 0.002)   # from rest: a step
+    k, margin = push_response(u, engaged, xi, 0.0, 0.0, walls, 4, np.zeros(4), v_cog, v_trunk)
     return k, margin, v_cog, v_trunk
 
 
@@ -140,15 +141,50 @@ def test_a_cog_at_rest_is_left_to_the_fields(xi):
     assert not vc.any() and not vt.any()
 
 
+def _gate_run(offsets, gait=False, dt=0.002):
+    """push_gate over a sequence of capture-point offsets xi - c along e1 (the CoG at the origin): engaged per cycle."""
+    u = np.zeros(PUSH.size())
+    for k, v in GAINS.items():
+        u[PUSH.offset(k)] = v
+    gate, c = np.zeros(GATE.size()), np.zeros(2)
+    return np.array([push_gate(u, gate, np.array([x, 0.0]), c, gait, dt) for x in offsets])
+
+
+def test_the_gate_ignores_a_slow_drift_and_engages_on_a_push():
+    """eq. P4: an offset xi - c built up to 0.1 m (5 deadbands) along a 3 s quintic, a tilt's pace (its fast
+    part at most tau x 1.875 x 0.1 / 3 = 12.5 mm) never engages; a push (0 to 0.1 m in 0.1 s, held 0.3 s, back
+    to 0 in 0.5 s) engages during the push, at the ramp's closed-form instant t* = -tau ln(1 - deadband /
+    (r tau)) within two cycles, holds while |xi - c| > deadband (its fast part long gone), releases the
+    cycle it falls within it; the same push while a gait plays never engages."""
+    dt, tau, db = 0.002, GAINS["engage_time"], GAINS["deadband"]
+    s = np.arange(0.0, 3.0, dt) / 3.0
+    slow = 0.1 * (10 * s**3 - 15 * s**4 + 6 * s**5)
+    assert not _gate_run(slow).any()
+    r = 1.0                                                       # m/s, the push's ramp
+    push = np.concatenate([np.arange(1, 51) * r * dt, np.full(150, 0.1), np.linspace(0.1, 0.0, 250)])
+    on = _gate_run(push)
+    t_star = -tau * math.log(1.0 - db / (r * tau))
+    assert abs(int(np.argmax(on)) * dt - t_star) <= 2 * dt, (int(np.argmax(on)) * dt, t_star)
+    moving = push > db
+    np.testing.assert_array_equal(on[int(np.argmax(on)):], moving[int(np.argmax(on)):])
+    assert not _gate_run(push, gait=True).any()
+
+
 def test_push_section_is_optional_and_validated():
-    """Without ``push:`` (the deployed YAML) the strategies are off; with it its gains are read; a negative
-    gain is one clear error."""
+    """Without ``push:`` the strategies are off; with it (the deployed YAML) its gains are read; a negative
+    gain or a zero engage_time is one clear error."""
     bare = yaml.safe_load(CONFIG.read_text())
-    assert config_from_dict(bare, str(CONFIG)).push is None
+    assert config_from_dict(bare, str(CONFIG)).push.engage_time > 0.0
     d = copy.deepcopy(bare)
+    del d["push"]
+    assert config_from_dict(d, str(CONFIG)).push is None
     d["push"] = {"k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0,
                  "v_hip": 1.0, "step_margin": 0.0}
     assert config_from_dict(d, str(CONFIG)).push.k_ankle == 10.0
+    bad = copy.deepcopy(d)
+    bad["push"]["engage_time"] = 0.0
+    with pytest.raises(Exception, match="push.engage_time"):
+        config_from_dict(bad, str(CONFIG))
     for key in ("k_hip", "observer_rate", "step_time"):
         bad = copy.deepcopy(d)
         bad["push"][key] = -1.0
