@@ -179,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     wb.add_argument("--config", type=Path, help="the daemon YAML (default deploy/bip2000_platform.yaml)")
     wb.add_argument("--no-stabilizer", action="store_true", help="hold the posture in position instead")
     wb.add_argument("--push-strategies", action="store_true",
-                    help="the stabilizer's capture-point strategies on (ankle, hip; representative gains)")
+                    help="the stabilizer's capture-point strategies on (ankle, hip; the deployed YAML's gains) "
+                         "for a stabilizer YAML without them")
     wb.add_argument("--push-observer", type=float, metavar="RATE",
                     help="with the strategies, the capture point from the soles' centre of pressure (the LIPM "
                          "observer, its poles at -RATE 1/s)")

@@ -58,8 +58,8 @@ PUSH_STRATEGIES = tuple((f"push.{k}", v) for k, v in {
     "k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0, "v_hip": 1.0,
     "step_margin": 0.0}.items())
 """The capture-point strategies' representative gains (stabilizer.push_recovery) as ``stabilizer_set`` keys:
-off in the deployed stabilizer YAML: they upset the thesis' tilt and the stabilized walk, with the pressure
-observer too (docs/stabilizer.md, "Pushes")."""
+those the deployed stabilizer YAML ships (with its pressure observer and its gate), for a YAML without them
+(docs/stabilizer.md, "Pushes")."""
 
 
 def push_strategies(on: bool, observer_rate: float | None = None,
