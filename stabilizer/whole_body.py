@@ -388,11 +388,20 @@ def contact_points(p, support, Tf, Rws, pts):
 
 
 @njit(cache=True)
+def _finite(a):
+    """Every entry of ``a`` finite."""
+    for i in range(a.shape[0]):
+        if not math.isfinite(a[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
 def pressure_centre(cells, loads, Tf, Rws, min_load, out):
     """The soles' centre of pressure (e1, e2) into out[0:2], from the feet's cells (frame indices
     ``cells[foot, k]``, the loads' order) at the measured posture ``Tf``: sum F_k x_k / sum F_k over
     both feet (stabilizer.feet eq. 1, the two soles together). False when they carry less than
-    ``min_load`` (no pressure to read)."""
+    ``min_load`` or a cell reads NaN (no pressure to read)."""
     total = s1 = s2 = 0.0
     for foot in range(2):
         for k in range(MAX_SENSORS):
@@ -400,7 +409,7 @@ def pressure_centre(cells, loads, Tf, Rws, min_load, out):
             total += load
             s1 += load * (Rws[1, 0] * Tf[f, 0, 3] + Rws[1, 1] * Tf[f, 1, 3] + Rws[1, 2] * Tf[f, 2, 3])
             s2 += load * (Rws[2, 0] * Tf[f, 0, 3] + Rws[2, 1] * Tf[f, 1, 3] + Rws[2, 2] * Tf[f, 2, 3])
-    if total < min_load:
+    if not total >= min_load:                        # or NaN: a cell not measured
         return False
     out[0], out[1] = s1 / total, s2 / total
     return True
@@ -571,9 +580,11 @@ def step(mbuf, dbuf, p, s, inp, out):
     sensed = p[P_CONTACT] == CONTACT_SENSORS
     if sensed and loads_status(loads, p[P_MIN_LOAD], p[P_MAX_LOAD]) != LOADS_OK:
         return reject(qd_ref, vel, flags, F_LOADS, REJECTED_INPUT)
-    for i in range(inp.shape[0]):
-        if not np.isfinite(inp[i]):
-            return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
+    # every input finite; the loads only when they give the support (for the observer alone, loads a plant
+    # does not measure read NaN: no pressure to read, pressure_centre)
+    if not (_finite(iv.q) and _finite(iv.support) and _finite(iv.tilt) and _finite(iv.acc) and _finite(iv.qd)
+            and _finite(iv.pelvis) and (_finite(loads) or not sensed)):
+        return reject(qd_ref, vel, flags, F_REJECTED, REJECTED_INPUT)
     support = support_phase(p, phase, loads, s[S_CONTACT:S_CONTACT + CONTACT_STATE])
     if support < 0:
         if not sensed:
