@@ -2,11 +2,12 @@
 feet on the level platform in the HIL (drivers.sim.hil.plant_biped), 62.5 N·s forward on the pelvis (625 N
 for 0.1 s; 1.19 times the held posture's largest), stepped lock-step (host-independent: two runs give the same figures to the last digit). The held
 posture's largest forward push is 52.5 N·s (it falls on the rebound at 53.75: docs/stabilizer.md "Pushes").
-The stabilizer runs the capture-point strategies with the soles' pressure observer (``bipd scenario
-whole-body --push-strategies --push-observer 20``; without the observer the strategies fall from 55 N·s).
-With recovery steps too (``--push-step 0.4``), at 60 N·s forward (at 62.5 the step ends in a trunk_roll
-following-error fault): the robot tips forward, rebounds, and the right foot steps back under the rebound's
-capture point. The three runs go concurrently."""
+The stabilizer runs the capture-point strategies with the soles' pressure observer and their gate (the
+deployed YAML; without the observer the strategies fall from 55 N·s). With recovery steps allowed too
+(``--push-step 0.4``), at 60 N·s forward the robot tips forward and rebounds, and the gated strategies
+capture the rebound with both soles down: no step is planned (engaged on the deadband alone, the strategies
+stepped the right foot back under the rebound's capture point, ending 63 mm outside the first polygon).
+The three runs go concurrently."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -46,9 +47,10 @@ def test_the_stabilizer_keeps_the_robot_standing(runs):
     assert r.min_cog_margin_m > 0.0
 
 
-def test_with_recovery_steps_it_steps_and_stands(runs):
+def test_with_recovery_steps_allowed_the_gated_strategies_need_none(runs):
     r = runs["stepping"]
     assert r.aborted is None and not r.fell, (r.fall_reason, r.aborted)
-    assert [s["foot"] for s in r.recovery_steps] == ["right"]
-    assert "recovery_step" in r.stab_flags
-    assert r.max_stance_lift_m < 0.01               # the other sole stayed down
+    assert r.recovery_steps == [] and "recovery_step" not in r.stab_flags
+    assert "ankle_strategy" in r.stab_flags         # the gate opened on the push
+    assert r.max_stance_lift_m < 0.01               # both soles stayed down
+    assert r.min_cog_margin_m > 0.0
