@@ -30,7 +30,7 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         accel: 1.0             # m/s^2, the descent's rate ramp
         delay_s: 0.06          # s after the plan's touch-down before a late landing descends
         release_s: 0.3         # s from the next lift-off over which a carried offset goes
-        report_m: 0.001        # an offset this large is reported (the TOUCHDOWN event)
+        min_offset_m: 0.001    # an early contact above this height of the plan, an offset this large (reported)
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class FeetConfig:
     accel: float = 1.0
     delay: float = 0.06
     release: float = 0.3
-    report: float = 0.001
+    min_offset: float = 0.001
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -92,7 +92,7 @@ class FeetConfig:
         p = np.zeros(td.PARAMS.size())
         p[td.P_ENABLED], p[td.P_TOUCH], p[td.P_BOUND] = float(self.touchdown), self.touch_load, self.bound
         p[td.P_SPEED], p[td.P_ACCEL], p[td.P_DELAY] = self.speed, self.accel, self.delay
-        p[td.P_RELEASE], p[td.P_REPORT] = self.release, self.report
+        p[td.P_RELEASE], p[td.P_MIN] = self.release, self.min_offset
         return p
 
 
@@ -140,7 +140,7 @@ def parse_feet(sec: Section) -> FeetConfig:
     touch = (t.number("touch_load", d.touch_load, positive=True), t.number("bound_m", d.bound, positive=True),
              t.number("speed", d.speed, positive=True), t.number("accel", d.accel, positive=True),
              t.number("delay_s", d.delay, positive=True), t.number("release_s", d.release, positive=True),
-             t.number("report_m", d.report, positive=True))
+             t.number("min_offset_m", d.min_offset, positive=True))
     t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,

@@ -13,14 +13,16 @@ period):
 
 * swinging (the plan's single support on the other foot): a carried offset is released,
   d_f = d_0 (1 - quintic(t / t_release)), t from the plan's lift-off; an early contact, L_f >= ``touch_load``
-  while the plan descends (z_f(t) < z_f(t - T)), holds the sole where it met the ground:
+  while the plan descends (z_f(t) < z_f(t - T)) still ``min_offset`` or more above the other sole (lower, the
+  floor the plan assumed: on the flat floor a sole meets it within µm of the plan, and a µm offset moves the
+  drives' following error by hundredths of a degree), holds the sole where it met the ground:
   d_f = h - z_f with h = z_f + d_f at the contact (it stops descending, the plan's timing kept);
 * from the plan's touch-down: held, carried unchanged through the foot's stance, until its next lift-off;
   a late contact (not loaded ``delay`` after the plan's touch-down, longer than the flat floor's late
   landings) keeps descending, d_f' = -v with v ramping up to ``speed`` at ``accel``, until L_f >= ``touch_load``
   or d_f = -``bound``.
 
-A touch-down whose held offset reaches ``report`` in size is reported once (``new``: the loop's event).
+A touch-down whose held offset reaches ``min_offset`` in size is reported once (``new``: the loop's event).
 State and parameters are flat buffers declared once (:data:`STATE`, :data:`PARAMS`); the kernel is
 allocation-free, ``@njit(cache=True)``.
 """
@@ -37,9 +39,9 @@ from models.tree.model import data_layout as data_views
 FEET = 2
 LEG = 6
 PARAMS = Layout("touchdown params", [Field(name) for name in (
-    "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "report")])
-P_ENABLED, P_TOUCH, P_BOUND, P_SPEED, P_ACCEL, P_DELAY, P_RELEASE, P_REPORT = (
-    PARAMS.offset(k) for k in ("enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "report"))
+    "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset")])
+P_ENABLED, P_TOUCH, P_BOUND, P_SPEED, P_ACCEL, P_DELAY, P_RELEASE, P_MIN = (
+    PARAMS.offset(k) for k in ("enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset"))
 
 # the modes of a foot: free (no offset, no plan), watch (swinging before any contact), hold (an early contact
 # in the swing), search (late: descending after the plan's touch-down), carried (held until the next lift-off)
@@ -85,7 +87,7 @@ def _offset(p, st, f, phase, load, z, period):
             st.swung[f], st.t[f], st.start[f], st.mode[f] = 1.0, 0.0, st.offset[f], WATCH
         if st.mode[f] == WATCH:
             d = st.start[f] * (1.0 - quintic(st.t[f] / p[P_RELEASE]))
-            if touched and descending:
+            if touched and descending and z > p[P_MIN]:
                 st.mode[f], st.held[f] = HOLD, z + d
             st.offset[f] = d
         if st.mode[f] == HOLD:
@@ -98,13 +100,13 @@ def _offset(p, st, f, phase, load, z, period):
             st.mode[f] = SEARCH
         elif st.mode[f] == HOLD:
             st.mode[f] = CARRIED
-            if abs(st.offset[f]) >= p[P_REPORT]:
+            if abs(st.offset[f]) >= p[P_MIN]:
                 st.new[f] = st.offset[f]
     if st.mode[f] != SEARCH:
         return
     if touched or st.offset[f] <= -p[P_BOUND]:
         st.mode[f], st.rate[f] = CARRIED, 0.0
-        if abs(st.offset[f]) >= p[P_REPORT]:
+        if abs(st.offset[f]) >= p[P_MIN]:
             st.new[f] = st.offset[f]
         return
     if st.t[f] < p[P_DELAY]:
@@ -224,6 +226,8 @@ def touchdown(p, buf, phase, loads, mbuf, dbuf, q_ref, soles, legs, lo, hi, powe
         for c in range(LEG):
             j = int(legs[f, c])
             dq = min(hi[j] - q_cmd[j], max(lo[j] - q_cmd[j], st.dq[f, c]))
+            if q_cmd[j] > hi[j] or q_cmd[j] < lo[j]:    # the reference itself is outside: left as it is
+                dq = 0.0
             qd_cmd[j] += (dq - st.dq_prev[f, c]) / period
             q_cmd[j] += dq
             st.dq_prev[f, c] = dq
