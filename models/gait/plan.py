@@ -38,11 +38,10 @@ class GaitParams:
     t_single: float = 1.0        # single support of each step
     t_double: float = 0.3        # double support between steps
     t_end: float = 1.0           # final double support: the ZMP to the middle in t_double, then held (the CoG settles)
-    step_height: float = 0.04    # swing-foot clearance
+    step_height: float = 0.035   # swing-foot height at mid-swing (the bell's top; 0.04 before the quick lift
+                                 # added its clearance: the trailing ankle then passed its soft limit)
     clearance: float = 0.012     # the swing sole rises this far over its first t_lift (and comes down from it
     t_lift: float = 0.25         # over its last), under the bell: its toe clears a riser just ahead of it
-    t_rise: float = 0.0          # the sole moves along the ground from t_rise after its lift-off to t_rise before
-                                 # its touch-down (s)
     flex: float = 0.05           # pelvis lowered from the zero posture (slightly flexed legs)
     start_flex: float = 5e-4     # pelvis lowered at the first sample: knees ~0.07 rad off their stretched
                                  # stop (q = 0 is the knees' limit, which a controller keeps a margin from:
@@ -69,12 +68,6 @@ class GaitParams:
         step (5 mm of the 0.256 m at 360 m/h) by s ≈ 0.13, where the sole is near its clearance already."""
         c, h, r = self.clearance, self.step_height, self.t_lift / self.t_single
         return c * np.minimum(quintic(s / r), quintic((1.0 - s) / r)) + (h - c) * bell(s)
-
-    def along(self, s: np.ndarray) -> np.ndarray:
-        """The swing sole's share of its move along the ground at the swing's progress ``s``: a quintic from
-        ``t_rise`` after the lift-off to ``t_rise`` before the touch-down."""
-        r = self.t_rise / self.t_single
-        return quintic((s - r) / (1.0 - 2.0 * r))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -187,7 +180,7 @@ def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: 
             swing[ks, 2] = params.sink * params.sink_profile(tk - lead, dur) if lifts[i] else 0.0
             landed = False
         else:
-            swing[ks, :2] = a + np.outer(params.along(s_), b - a)
+            swing[ks, :2] = a + np.outer(quintic(s_), b - a)
             swing[ks, 2] = params.sink + params.lift(s_)
             feet[sw] = b
             landed = True

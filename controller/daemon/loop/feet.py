@@ -15,10 +15,10 @@ splits the ground wrench; a foot complies while the plan's support has it and it
 (the support phase the loads show). Without a plan, the cells' centre, each foot the cells show
 loaded. With the compliance off, the plan's targets are not computed (the cells' centre stands in). Then
 the touch-down (``feet.touchdown``, stabilizer.touchdown): each sole's vertical offset from the plan as its
-cells find the ground, on the legs' joints by their Jacobian at the commanded reference rooted at the pelvis
-(the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it moved and
-the telemetry's ``touchdown``. A robot without two feet of load cells on the bus has none of these: the
-reference passes through.
+cells find the ground, on the legs' joints by their Jacobian at the generator's reference rooted at the
+pelvis (the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it
+moved; on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
+the bus has none of these: the reference passes through.
 """
 from __future__ import annotations
 
@@ -94,7 +94,9 @@ class Feet:
                self.lo, self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
         if not self.landed:
             return
-        touchdown(self.td_p, self.td, self.est.phase, self.v.load, self.mbuf, self.legs_twin.buf, self.q_ref, self.soles,
+        est = self.est
+        phase = est.phase if est.soles is not None else -1.0     # hung (no sole on the ground): no touch-down
+        touchdown(self.td_p, self.td, phase, self.v.load, self.mbuf, self.legs_twin.buf, self.q_ref, self.soles,
                   self.legs, self.lo, self.hi, powered, self.period, self.td_q, self.q_cmd, self.qd_cmd)
         new = self.td_v.new
         for f in range(2):

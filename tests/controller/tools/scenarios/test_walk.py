@@ -95,3 +95,20 @@ def test_a_sole_across_a_steps_edge_is_reported_once_naming_the_foot(thesis_gait
     assert r.edges, (r.fell, r.states)
     first = r.edges[0]
     assert first["foot"] == "right" and first["cells"] == REAR_CELLS, r.edges
+
+
+STEP_UP = Terrain(step_height=0.01, step_x=0.175)
+"""A 1 cm step up just ahead of the standing toes (the results table's): both soles land on it, 0.11 s before
+the plan's touch-downs."""
+
+
+@pytest.mark.hil
+@pytest.mark.slow        # tests/stabilizer/test_touchdown.py covers the touch-down's kernel itself
+def test_an_unknown_1cm_step_up_completes_the_touch_down_held_where_the_cells_found_it(thesis_gait):
+    """Open-loop onto a 1 cm step the gait was not told about: the walk completes without a fall or a fault
+    (before the touch-down: fell at 8.40 s), each foot's landing held about 1 cm above the plan's
+    (a TOUCHDOWN event per foot, right then left)."""
+    r = run_walk(thesis_gait, Options(config=WALK_CONFIG), hung=False, terrain=STEP_UP)
+    assert r.completed and not r.fell and r.faults == [], (r.states, r.aborted, r.faults)
+    assert [e["foot"] for e in r.touchdowns] == ["right", "left"], r.touchdowns
+    assert all(0.008 <= e["offset_m"] <= 0.011 for e in r.touchdowns), r.touchdowns
