@@ -41,7 +41,7 @@ class GaitParams:
     step_height: float = 0.035   # swing-foot height at mid-swing (the bell's top; 0.04 before the quick lift
                                  # added its clearance: the trailing ankle then passed its soft limit)
     clearance: float = 0.012     # the swing sole rises this far over its first t_lift (and comes down from it
-    t_lift: float = 0.25         # over its last), under the bell: its toe clears a riser just ahead of it
+    t_lift: float = 0.3          # over its last), under the bell: its toe clears a riser just ahead of it
     flex: float = 0.05           # pelvis lowered from the zero posture (slightly flexed legs)
     start_flex: float = 5e-4     # pelvis lowered at the first sample: knees ~0.07 rad off their stretched
                                  # stop (q = 0 is the knees' limit, which a controller keeps a margin from:
@@ -65,7 +65,8 @@ class GaitParams:
             z(s) = c min(quintic(s / r), quintic((1 − s) / r)) + (h − c) bell(s),    r = t_lift / t_single,
 
         at rest at both ends; the move along the ground, a quintic over the whole swing, has gone 2 % of a
-        step (5 mm of the 0.256 m at 360 m/h) by s ≈ 0.13, where the sole is near its clearance already."""
+        step (5 mm of the 0.256 m at 360 m/h) by s ≈ 0.13, where the sole is 7 mm up (3.6 mm with the bell
+        alone)."""
         c, h, r = self.clearance, self.step_height, self.t_lift / self.t_single
         return c * np.minimum(quintic(s / r), quintic((1.0 - s) / r)) + (h - c) * bell(s)
 

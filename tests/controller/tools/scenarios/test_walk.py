@@ -98,7 +98,7 @@ def test_a_sole_across_a_steps_edge_is_reported_once_naming_the_foot(thesis_gait
 
 
 STEP_UP = Terrain(step_height=0.01, step_x=0.175)
-"""A 1 cm step up just ahead of the standing toes (the results table's): both soles land on it, 0.11 s before
+"""A 1 cm step up just ahead of the standing toes (the results table's): both soles land on it, 0.13 s before
 the plan's touch-downs."""
 
 
