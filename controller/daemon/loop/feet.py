@@ -66,10 +66,10 @@ class Feet:
             self.plan_root = -1
             self.level, self.rootf = est.models.level, est.models.rootf
             self.cops, self.scratch = np.zeros((2, 2)), np.zeros(robot.n)
-            self.td_p, self.td = cfg.touchdown_params(), touchdown_state()
-            self.td_v = touchdown_views(self.td)
-            self.landed = cfg.touchdown
+            self.landed = cfg.touchdown                # the touch-down's state and twin for it only
             if self.landed:
+                self.td_p, self.td = cfg.touchdown_params(), touchdown_state()
+                self.td_v = touchdown_views(self.td)
                 self.legs_twin, self.soles, self.legs = _legs(robot)
                 self.td_q = np.zeros(robot.n)
         else:
