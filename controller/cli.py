@@ -38,6 +38,7 @@ from models import ConfigError, ModelError, Robot
 from models.tree.model import TreeModel
 from models.tree.config import is_tree, tree_from_dict
 from models.tree.robot import TreeRobot
+from models.gait.plan import GaitParams
 from models.common.validation import read_yaml
 
 from controller.daemon.extras import missing
@@ -387,7 +388,7 @@ GAIT_PERIOD_S = (1e-4, 0.1)        # sampling period bounds, s: a 100 µs bus cy
 GAIT_MAX_SPEED_M_H = 3600.0        # 1 m/s: ten times the thesis walk (the reach check refuses far less)
 
 
-def gait_args_problem(speed: float, steps: int, period: float, out: Path) -> str | None:
+def gait_args_problem(speed: float, steps: int, period: float, out: Path, clearance: float = 0.0) -> str | None:
     """What is wrong with ``bipd gait``'s generation options, checked before any work; None if nothing."""
     if not (math.isfinite(speed) and 0.0 < speed <= GAIT_MAX_SPEED_M_H):
         return f"--speed must be in (0, {GAIT_MAX_SPEED_M_H:g}] m/h, got {speed:g}"
@@ -396,13 +397,14 @@ def gait_args_problem(speed: float, steps: int, period: float, out: Path) -> str
     lo, hi = GAIT_PERIOD_S
     if not (math.isfinite(period) and lo <= period <= hi):
         return f"--period must be {lo:g} to {hi:g} s, got {period:g}"
+    if not (math.isfinite(clearance) and 0.0 <= clearance < GaitParams.step_height):
+        return f"--clearance must be in [0, {GaitParams.step_height:g}) m (below the swing's bell), got {clearance:g}"
     if not out.parent.is_dir():
         return f"--out {out}: the folder {out.parent} does not exist"
     return None
 
 
 def cmd_gait(args: argparse.Namespace) -> int:
-    from models.gait.plan import GaitParams
     from models.gait.wholebody import GaitInfeasible
     from models.tree.robot import TreeRobot
 
@@ -430,11 +432,11 @@ def cmd_gait(args: argparse.Namespace) -> int:
     if args.out is None or args.speed is None:
         print("bipd gait: error: give --speed and --out (or --check FILE)", file=sys.stderr)
         return 2
-    problem = gait_args_problem(args.speed, args.steps, args.period, Path(args.out))
+    problem = gait_args_problem(args.speed, args.steps, args.period, Path(args.out), args.clearance)
     if problem:
         print(f"bipd gait: error: {problem}", file=sys.stderr)
         return 2
-    params = GaitParams(speed=args.speed / 3600.0, steps=args.steps, period=args.period)
+    params = GaitParams(speed=args.speed / 3600.0, steps=args.steps, period=args.period, clearance=args.clearance)
     try:
         gait, report, seconds = make_gait(robot, params, _progress(True))
     except GaitInfeasible as e:                    # refused before solving: a request, not a failure
@@ -758,6 +760,9 @@ def build_parser() -> argparse.ArgumentParser:
     ga.add_argument("--out", help="CSV to write (a FILE.csv.json sidecar holds the parameters)")
     ga.add_argument("--robot", default=str(DEFAULT_TREE), help="robot tree YAML (default: BIP 2000)")
     ga.add_argument("--period", type=float, default=0.002, help="sampling period, s (default 0.002)")
+    ga.add_argument("--clearance", type=float, default=GaitParams.clearance, metavar="M",
+                    help="the swing sole rises this far over its first 0.15 s (a riser ahead of the toe), m (default "
+                         f"{GaitParams.clearance:g}; 0: the bell alone; below its {GaitParams.step_height:g} m)")
     ga.add_argument("--plot", metavar="DIR", help="also write PNGs of the CoG/ZMP paths and the joint angles")
     ga.add_argument("--check", metavar="FILE", help="re-check a gait file instead of generating one")
     ga.set_defaults(func=cmd_gait)

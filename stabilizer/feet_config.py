@@ -22,6 +22,15 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         fraction: 0.05         # a cell under this share of the foot's load is unloaded
         share: 0.3             # while the foot carries this share of both feet's load
         hold_s: 0.15           # s the same cells stay unloaded: longer than the gait's heel or toe phase
+      touchdown:               # a landing found by the swing foot's cells (stabilizer.touchdown)
+        enabled: false         # safe default: off (the plan's soles, wherever the ground is)
+        touch_load: 50.0       # N on the swing foot's cells: it met the ground
+        bound_m: 0.025         # a late landing descends at most this far below the plan
+        speed: 0.05            # m/s, its descent
+        accel: 1.0             # m/s^2, the descent's rate ramp
+        delay_s: 0.06          # s after the plan's touch-down before a late landing descends
+        release_s: 0.3         # s from the next lift-off over which a carried offset goes
+        min_offset_m: 0.001    # an early contact above this height of the plan, an offset this large (reported)
 """
 from __future__ import annotations
 
@@ -35,6 +44,7 @@ from models.common.validation import Section
 
 from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_SHARE
 from stabilizer.pelvis_state import ACCEPT
+from stabilizer import touchdown as td
 from stabilizer.feet import (P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_ACCEL, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD,
                              P_RELEASE_TAU, P_SLOPE_TAU)
 
@@ -55,6 +65,14 @@ class FeetConfig:
     edge_fraction: float = 0.05
     edge_share: float = 0.3
     edge_hold: float = 0.15
+    touchdown: bool = False
+    touch_load: float = 50.0
+    bound: float = 0.025
+    speed: float = 0.05
+    accel: float = 1.0
+    delay: float = 0.06
+    release: float = 0.3
+    min_offset: float = 0.001
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -67,6 +85,14 @@ class FeetConfig:
         p[P_FLAT], p[P_SLOPE_TAU] = self.flat_fraction, self.slope_tau
         p[P_EDGE_FRACTION], p[P_EDGE_SHARE] = self.edge_fraction, self.edge_share
         p[P_EDGE_CYCLES] = float(max(1, round(self.edge_hold / period)))
+        return p
+
+    def touchdown_params(self) -> np.ndarray:
+        """The touch-down kernel's parameter buffer (stabilizer.touchdown.PARAMS)."""
+        p = np.zeros(td.PARAMS.size())
+        p[td.P_ENABLED], p[td.P_TOUCH], p[td.P_BOUND] = float(self.touchdown), self.touch_load, self.bound
+        p[td.P_SPEED], p[td.P_ACCEL], p[td.P_DELAY] = self.speed, self.accel, self.delay
+        p[td.P_RELEASE], p[td.P_MIN] = self.release, self.min_offset
         return p
 
 
@@ -107,9 +133,18 @@ def parse_feet(sec: Section) -> FeetConfig:
     share = _fraction(e, "share", d.edge_share, 1.0)
     hold = e.number("hold_s", d.edge_hold, positive=True)
     e.done()
+    t = sec.sub("touchdown", {})
+    landing = t.raw("enabled", d.touchdown)
+    if not isinstance(landing, bool):
+        raise ConfigError(t.where, t.path("enabled"), f"expected true or false, got {landing!r}")
+    touch = (t.number("touch_load", d.touch_load, positive=True), t.number("bound_m", d.bound, positive=True),
+             t.number("speed", d.speed, positive=True), t.number("accel", d.accel, positive=True),
+             t.number("delay_s", d.delay, positive=True), t.number("release_s", d.release, positive=True),
+             t.number("min_offset_m", d.min_offset, positive=True))
+    t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,
-                      tilt_input, fraction, share, hold)
+                      tilt_input, fraction, share, hold, landing, *touch)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ class Event(IntEnum):
     #                      unloaded cells (bit k: its k-th cell of the robot's feet.*.sensors; stabilizer.feet)
     RECOVERY_STEP = 10   # a = the foot a push's recovery step swings (0 left, 1 right), b = pack_point(where its sole's
     #                      centre lands: e1, e2 of the whole-robot stabilizer, m; stabilizer.push_recovery)
+    TOUCHDOWN = 11       # a = the foot whose landing the cells moved (0 left, 1 right), b = its sole's offset from the
+    #                      plan, carried through its stance (m, > 0 higher: an early contact; stabilizer.touchdown)
 
 
 class Reason(IntEnum):

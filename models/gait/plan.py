@@ -4,7 +4,8 @@ World frame: on the floor midway between the soles of the initial posture, x for
 y left, z up. Phases: the initial move (from the legs just off their stretched stop, pelvis
 ``start_flex`` below the zero posture, to the flexed posture, a quintic in joint space), a hold in the flexed posture (the preview control starts there, ahead of the
 first ZMP move), a double support shifting the ZMP onto the first stance foot, then per step a
-single support (the swing foot on its curve) and a double support (the ZMP moving
+single support (the swing foot on its curve: a quintic along the ground, a quick lift to a
+``clearance`` under a ``step_height`` bell up: the toe clears a riser just ahead of it) and a double support (the ZMP moving
 linearly to the next stance foot); the last double support brings the ZMP midway between
 the two final footprints and holds it while the CoG settles. The first swing foot is the
 right one. A swing sole leaves and meets the floor ``sink`` above the stance sole at rest (the
@@ -37,7 +38,10 @@ class GaitParams:
     t_single: float = 1.0        # single support of each step
     t_double: float = 0.3        # double support between steps
     t_end: float = 1.0           # final double support: the ZMP to the middle in t_double, then held (the CoG settles)
-    step_height: float = 0.04    # swing-foot clearance
+    step_height: float = 0.035   # swing-foot height at mid-swing (the bell's top; 0.04 before the quick lift
+                                 # added its clearance: the trailing ankle then passed its soft limit)
+    clearance: float = 0.012     # the swing sole rises this far over its first t_lift (and comes down from it
+    t_lift: float = 0.3          # over its last), under the bell: its toe clears a riser just ahead of it
     flex: float = 0.05           # pelvis lowered from the zero posture (slightly flexed legs)
     start_flex: float = 5e-4     # pelvis lowered at the first sample: knees ~0.07 rad off their stretched
                                  # stop (q = 0 is the knees' limit, which a controller keeps a margin from:
@@ -52,6 +56,19 @@ class GaitParams:
         """0 → 1 over the first ``t_sink`` of a phase of ``duration`` (a quintic, at rest at both ends; the
         whole phase if shorter), at the phase's times ``t`` (s from its start)."""
         return quintic(t / min(self.t_sink, duration))
+
+    def lift(self, s: np.ndarray) -> np.ndarray:
+        """The swing sole's height above its lift-off plane at the swing's progress ``s`` (0 → 1): a quick
+        lift to ``clearance`` over the swing's first ``t_lift`` (a quintic; its mirror over the last) under
+        the rest of the ``step_height`` as a bell,
+
+            z(s) = c min(quintic(s / r), quintic((1 − s) / r)) + (h − c) bell(s),    r = t_lift / t_single,
+
+        at rest at both ends; the move along the ground, a quintic over the whole swing, has gone 2 % of a
+        step (5 mm of the 0.256 m at 360 m/h) by s ≈ 0.13, where the sole is 7 mm up (3.6 mm with the bell
+        alone)."""
+        c, h, r = self.clearance, self.step_height, self.t_lift / self.t_single
+        return c * np.minimum(quintic(s / r), quintic((1.0 - s) / r)) + (h - c) * bell(s)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -165,7 +182,7 @@ def make_plan(params: GaitParams, cog_start: np.ndarray, centre: np.ndarray, s: 
             landed = False
         else:
             swing[ks, :2] = a + np.outer(quintic(s_), b - a)
-            swing[ks, 2] = params.sink + params.step_height * bell(s_)
+            swing[ks, 2] = params.sink + params.lift(s_)
             feet[sw] = b
             landed = True
         k0 += n

@@ -277,6 +277,8 @@ def gait_error(capsys, argv: list[str]) -> str:
     (["--speed", "360", "--steps", "0"], "--steps must be 1 to 100, got 0"),
     (["--speed", "360", "--period", "1e-7"], "--period must be 0.0001 to 0.1 s, got 1e-07"),
     (["--speed", "360", "--period", "1e9"], "--period must be 0.0001 to 0.1 s, got 1e+09"),
+    (["--speed", "360", "--clearance", "0.035"], "--clearance must be in [0, 0.035) m (below the swing's bell), got 0.035"),
+    (["--speed", "360", "--clearance", "-0.01"], "--clearance must be in [0, 0.035) m (below the swing's bell), got -0.01"),
 ])
 def test_gait_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch, opts, problem):
     """Usage errors exit 2 with one line, before the robot's gait is computed."""

@@ -159,6 +159,9 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
         f = int(a) if math.isfinite(a) else -1
         out.update(foot=SUPPORT_NAMES[f] if f in (0, 1) else None,
                    target=[round(v, 4) for v in unpack_point(b)] if math.isfinite(b) else None)
+    elif code == Event.TOUCHDOWN:
+        f = int(a) if math.isfinite(a) else -1
+        out.update(foot=SUPPORT_NAMES[f] if f in (0, 1) else None, offset_m=finite_or_none(b))
     elif code == Event.OVERRUN:
         out.update(missed=int(a) if math.isfinite(a) else None, cycle_us=finite_or_none(b))
     else:

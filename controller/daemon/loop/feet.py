@@ -13,7 +13,12 @@ of pressure the plan gives that sole, models.tree.dynamics.sole_cops of the gene
 the level gravity the gait was planned for, split with the plan's load share as the feed-forward
 splits the ground wrench; a foot complies while the plan's support has it and its cells confirm it
 (the support phase the loads show). Without a plan, the cells' centre, each foot the cells show
-loaded. With the compliance off, the plan's targets are not computed (the cells' centre stands in). A robot without two feet of load cells on the bus has neither: the reference passes through.
+loaded. With the compliance off, the plan's targets are not computed (the cells' centre stands in). Then
+the touch-down (``feet.touchdown``, stabilizer.touchdown): each sole's vertical offset from the plan as its
+cells find the ground, on the legs' joints by their Jacobian at the generator's reference rooted at the
+pelvis (the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it
+moved; on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
+the bus has none of these: the reference passes through.
 """
 from __future__ import annotations
 
@@ -21,11 +26,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from models.common.errors import ConfigError
 from models.common.support import DOUBLE, LEFT, RIGHT
-from models.tree.dynamics import set_root, sole_cops
+from models.tree.dynamics import kinematics, set_root, sole_cops
 from models.tree.model import TreeData
 from stabilizer.feet import P_MIN_LOAD, comply, observe, views
 from stabilizer.feet_config import FeetConfig, feet_geometry
+from stabilizer.touchdown import LEG, new_state as touchdown_state, touchdown, views as touchdown_views
 
 from controller.daemon.codes import Event
 
@@ -59,6 +66,12 @@ class Feet:
             self.plan_root = -1
             self.level, self.rootf = est.models.level, est.models.rootf
             self.cops, self.scratch = np.zeros((2, 2)), np.zeros(robot.n)
+            self.landed = cfg.touchdown                # the touch-down's state and twin for it only
+            if self.landed:
+                self.td_p, self.td = cfg.touchdown_params(), touchdown_state()
+                self.td_v = touchdown_views(self.td)
+                self.legs_twin, self.soles, self.legs = _legs(robot)
+                self.td_q = np.zeros(robot.n)
         else:
             self.comply = self._pass
 
@@ -74,10 +87,21 @@ class Feet:
                 self.event(Event.EDGE, float(f), e[f])
 
     def comply(self, powered: bool) -> None:
-        """q_cmd, qd_cmd: the generator's reference plus the ankles' compliance toward this cycle's targets."""
+        """q_cmd, qd_cmd: the generator's reference plus the ankles' compliance toward this cycle's targets,
+        plus the touch-down's offsets (a TOUCHDOWN event per landing it moved)."""
         self._targets()
         comply(self.p, self.state, self.target, self.gate, self.rolls, self.ankles, self.axes, self.q_ref, self.qd_ref,
                self.lo, self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
+        if not self.landed:
+            return
+        est = self.est
+        phase = est.phase if est.soles is not None else -1.0     # hung (no sole on the ground): no touch-down
+        touchdown(self.td_p, self.td, phase, self.v.load, self.mbuf, self.legs_twin.buf, self.q_ref, self.soles,
+                  self.legs, self.lo, self.hi, powered, self.period, self.td_q, self.q_cmd, self.qd_cmd)
+        new = self.td_v.new
+        for f in range(2):
+            if new[f] != 0.0:
+                self.event(Event.TOUCHDOWN, float(f), new[f])
 
     def _targets(self) -> None:
         """Each foot's target centre of pressure, whether it complies and whether the plan keeps it flat
@@ -108,3 +132,24 @@ class Feet:
     def _pass(self, powered: bool) -> None:
         self.q_cmd[:] = self.q_ref
         self.qd_cmd[:] = self.qd_ref
+
+
+def _legs(robot) -> tuple[TreeData, np.ndarray, np.ndarray]:
+    """A twin of the models rooted at the pelvis (the robot's base), the soles' frame indices (left, right) and
+    the six joints carrying each (the columns of its sole's Jacobian there)."""
+    desc, model = robot.description, robot.model
+    if desc.base not in model.root_names:
+        raise ConfigError(desc.source, "feet.touchdown", f"the touch-down needs the robot rooted at its base "
+                          f"{desc.base} (roots: {', '.join(model.root_names)})")
+    twin = TreeData(model)
+    set_root(model.buf, twin.buf, model.root_names.index(desc.base))
+    kinematics(model.buf, twin.buf, np.zeros(robot.n))
+    soles = np.array([model.frame_names.index(foot.frame) for foot in desc.feet], dtype=np.int64)
+    legs = np.zeros((2, LEG), dtype=np.int64)
+    for f, s in enumerate(soles):
+        cols = np.nonzero(np.abs(twin.Jf[s]).sum(axis=0) > 0.0)[0]
+        if len(cols) != LEG:
+            raise ConfigError(desc.source, "feet.touchdown", f"the touch-down needs {LEG} joints carrying the sole "
+                              f"{desc.feet[f].frame} from the base, it has {len(cols)}")
+        legs[f] = cols
+    return twin, soles, legs

@@ -374,6 +374,9 @@ def _print_walk(res: dict[str, Any]) -> None:
              f"pitch {slope['pitch']:+.2f} deg, roll {slope['roll']:+.2f} deg"))
     for e in res.get("edges", []):
         print(f"  edge landing: {e['foot']} foot at t = {e['t']:.2f} s, cells {e['cells']} unloaded")
+    for e in res.get("touchdowns", []):
+        print(f"  adapted touch-down: {e['foot']} foot at t = {e['t']:.2f} s, its sole "
+              f"{1000 * abs(e['offset_m']):.1f} mm {'above' if e['offset_m'] > 0 else 'below'} the plan")
     for g in res.get("landings", []):
         when = ("never" if g["contact_s"] is None else f"at t = {g['contact_s']:.2f} s"
                 + ("" if g["early_s"] is None else f", {abs(g['early_s']):.3f} s {'before' if g['early_s'] > 0 else 'after'}"

@@ -123,6 +123,7 @@ class WalkResult:
     estimated_slope_note: str = ""
     edges: list[dict[str, Any]] = field(default_factory=list)   # the feet's landings on an edge (EDGE events)
     landings: list[dict[str, Any]] = field(default_factory=list)   # each swing foot's contact against the plan's
+    touchdowns: list[dict[str, Any]] = field(default_factory=list)   # the landings the cells moved (TOUCHDOWN events)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +146,13 @@ def edge_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
     """The EDGE events: when (s, the loop's time: cycle x ``period``), which foot, its unloaded cells."""
     return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "cells": e.get("cells")}
             for e in events if e.get("kind") == "EDGE"]
+
+
+def adapted_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
+    """The TOUCHDOWN events: when (s, the loop's time), which foot, its sole's offset from the plan (m, > 0
+    higher: an early contact held; < 0 a late one that descended)."""
+    return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "offset_m": e.get("offset_m")}
+            for e in events if e.get("kind") == "TOUCHDOWN"]
 
 
 FEET = ("left", "right")

@@ -117,6 +117,12 @@ def test_a_recovery_step_event_names_its_foot_and_target_to_the_tenth_of_a_milli
         assert m["target"] == [pytest.approx(x, abs=5e-5), pytest.approx(y, abs=5e-5)]
 
 
+def test_a_touchdown_event_names_its_foot_and_the_offset():
+    assert event_message(5, Event.TOUCHDOWN, 0.0, 0.0096)["foot"] == "left"
+    m = event_message(5, Event.TOUCHDOWN, 1.0, -0.012)
+    assert (m["kind"], m["foot"], m["offset_m"]) == ("TOUCHDOWN", "right", -0.012)
+
+
 def test_unknown_codes_and_reasons_stay_numbers_not_wrong_names():
     names = Names(("a", "b"), ("m1", "m2"), (1, 1))
     f = fault_fields(Reason.DRIVE_FAULT, pack_detail(0x1234, 1), names)

@@ -217,14 +217,15 @@ def test_reach_is_where_a_joint_meets_its_limit():
 
 
 # The feasible range the README states: at 180-360 m/h from 2 steps on (180 m/h from 1), at 540 m/h
-# from 4 steps on, never at 720 m/h.
+# from 4 steps on, at 720 m/h from 10 steps on (the swing's 3.5 cm bell: never with the 4 cm one).
 def feasible(steps: int, speed_m_h: float) -> bool:
-    return speed_m_h <= 180 or (speed_m_h <= 360 and steps >= 2) or (speed_m_h <= 540 and steps >= 4)
+    return (speed_m_h <= 180 or (speed_m_h <= 360 and steps >= 2) or (speed_m_h <= 540 and steps >= 4)
+            or steps >= 10)
 
 
 REFUSAL = (r"^step length [\d.]+ m: (the (left|right) ankle [\d.]+ m (ahead of|behind) its hip at t = [\d.]+ s, "
            r"(beyond the legs' reach of [\d.]+ m|where the legs cannot put it) at this CoG height|the (left|right) leg needs \w+ at -?[\d.]+ rad|"
-           r"the legs would move \w+ at about [\d.]+ rad/s, above 90% of its velocity limit)")
+           r"the legs would move \w+ at about [\d.]+ rad/s, above \d+% of its velocity limit)")
 
 
 @pytest.mark.slow

@@ -42,7 +42,7 @@ def standing(tmp_path_factory, monkeypatch_module):
     doc = yaml.safe_load(CONFIG.read_text())
     doc["robot"] = str(CONFIG.parent / doc["robot"])
     doc["control"]["support"] = "ground"
-    doc["feet"] = {"compliance": {"enabled": True}}
+    doc["feet"] = {"compliance": {"enabled": True}, "touchdown": {"enabled": True}}
     path = tmp_path_factory.mktemp("feet") / "bipd.yaml"
     path.write_text(yaml.safe_dump(doc))
     terrain = Terrain(pitch=math.radians(PITCH_DEG))
@@ -92,7 +92,7 @@ def test_a_played_file_gives_the_plans_targets_and_the_cycle_allocates_nothing(s
     """A file with a support column played where the robot stands (both feet, the plan's share ramping to
     the left): each foot's target is the plan's centre of pressure (models.tree.dynamics.sole_cops, both
     soles' targets finite in double support, the right one gone once the plan unloads it) and the
-    cycle, the plan's twin of the models included, allocates nothing."""
+    cycle, the plan's twin of the models and the touch-down's included, allocates nothing."""
     from models.common.support import DOUBLE, LEFT
     from tests.numpy_allocs import CountingHandler
 

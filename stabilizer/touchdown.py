@@ -1,0 +1,233 @@
+"""Touch-down found by the swing foot's load cells, the plan's timing kept (docs/walking.md, "A touch-down
+the cells find").
+
+The gait plans every landing on the floor it assumed (z = 0). Per foot f, a vertical offset d_f of its sole
+from the plan (m, > 0: higher), along the pelvis' z (the gait keeps the pelvis upright), is added to the leg's
+joints by the leg's own Jacobian (the sole f's origin and axes in the pelvis frame, J_f: 6 x 6 over the leg's
+joints, at the reference q*):
+
+    J_f(q*) dq_f = (0, 0, d_f, 0, 0, 0),    q = q* + dq_f,    qd = qd* + (dq_f(t) - dq_f(t - T)) / T     (1)
+
+and d_f follows the foot's cells (L_f its load, z_f the plan's height of sole f above the other sole, T the
+period):
+
+* swinging (the plan's single support on the other foot): a carried offset is released,
+  d_f = d_0 (1 - quintic(t / t_release)), t from the plan's lift-off; an early contact, L_f >= ``touch_load``
+  while the plan descends (z_f(t) < z_f(t - T)) still ``min_offset`` or more above the other sole (lower, the
+  floor the plan assumed: on the flat floor a sole meets it within µm of the plan, and a µm offset moves the
+  drives' following error by hundredths of a degree), holds the sole where it met the ground:
+  d_f = h - z_f with h = z_f + d_f at the contact (it stops descending, the plan's timing kept);
+* from the plan's touch-down: held, carried unchanged through the foot's stance, until its next lift-off;
+  a late contact (not loaded ``delay`` after the plan's touch-down, longer than the flat floor's late
+  landings) keeps descending, d_f' = -v with v ramping up to ``speed`` at ``accel``, until L_f >= ``touch_load``
+  or d_f = -``bound``.
+
+A touch-down whose held offset reaches ``min_offset`` in size is reported once (``new``: the loop's event).
+State and parameters are flat buffers declared once (:data:`STATE`, :data:`PARAMS`); the kernel is
+allocation-free, ``@njit(cache=True)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from models.common.layout import Field, Layout
+from models.gait.plan import quintic
+from models.tree.dynamics import kinematics
+from models.tree.model import data_layout as data_views
+
+FEET = 2
+LEG = 6
+PARAMS = Layout("touchdown params", [Field(name) for name in (
+    "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset")])
+P_ENABLED, P_TOUCH, P_BOUND, P_SPEED, P_ACCEL, P_DELAY, P_RELEASE, P_MIN = (
+    PARAMS.offset(k) for k in ("enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset"))
+
+# the modes of a foot: free (no offset, no plan), watch (swinging before any contact), hold (an early contact
+# in the swing), search (late: descending after the plan's touch-down), carried (held until the next lift-off)
+FREE, WATCH, HOLD, SEARCH, CARRIED = 0.0, 1.0, 2.0, 3.0, 4.0
+
+# mode, offset d_f (m), rate (m/s), held height h, start (d_0 at the lift-off), z_prev (the plan's height last
+# cycle), t (s since the plan's lift-off or touch-down), swung (1: the plan swings the foot), new (the offset
+# reported this cycle, else 0: the loop's event), dq / dq_prev (the joint offsets of eq. 1, this cycle's and the
+# last's), then scratch: z (the plan's sole heights), T0 (the soles' poses at q*), a (6 x 7: the system of
+# eq. 1)
+STATE = Layout("touchdown state", [
+    Field("mode", (FEET,)), Field("offset", (FEET,)), Field("rate", (FEET,)), Field("held", (FEET,)),
+    Field("start", (FEET,)), Field("z_prev", (FEET,)), Field("t", (FEET,)), Field("swung", (FEET,)),
+    Field("new", (FEET,)), Field("dq", (FEET, LEG)), Field("dq_prev", (FEET, LEG)), Field("z", (FEET,)),
+    Field("T0", (FEET, 4, 4)), Field("a", (LEG, LEG + 1))])
+_views = STATE.kernel_views
+
+
+def new_state() -> np.ndarray:
+    """A fresh state: no offset, both feet free."""
+    return np.zeros(STATE.size())
+
+
+def views(buf: np.ndarray):
+    """Named numpy views of a state buffer (tools, tests)."""
+    return STATE.views(buf)
+
+
+@njit(cache=True)
+def _offset(p, st, f, phase, load, z, period):
+    """This cycle's d_f (module docstring) from the plan's ``phase`` (0 left, 1 right single support, 2
+    double, < 0 none), the foot's ``load`` and its plan height ``z``."""
+    st.new[f] = 0.0
+    touched = load >= p[P_TOUCH]
+    descending = z < st.z_prev[f]
+    st.z_prev[f] = z
+    if phase < 0.0:                                   # no plan: the offset stays as it is
+        st.rate[f] = 0.0
+        return
+    st.t[f] += period
+    if int(phase) == 1 - f:                           # the plan swings this foot
+        if st.swung[f] == 0.0:                        # its lift-off
+            st.swung[f], st.t[f], st.start[f], st.mode[f] = 1.0, 0.0, st.offset[f], WATCH
+        if st.mode[f] == WATCH:
+            d = st.start[f] * (1.0 - quintic(st.t[f] / p[P_RELEASE]))
+            if touched and descending and z > p[P_MIN]:
+                st.mode[f], st.held[f] = HOLD, z + d
+            st.offset[f] = d
+        if st.mode[f] == HOLD:
+            st.offset[f] = st.held[f] - z
+        st.rate[f] = 0.0
+        return
+    if st.swung[f] != 0.0:                            # the plan's touch-down
+        st.swung[f], st.t[f] = 0.0, 0.0
+        if st.mode[f] == WATCH:
+            st.mode[f] = SEARCH
+        elif st.mode[f] == HOLD:
+            st.mode[f] = CARRIED
+            if abs(st.offset[f]) >= p[P_MIN]:
+                st.new[f] = st.offset[f]
+    if st.mode[f] != SEARCH:
+        return
+    if touched or st.offset[f] <= -p[P_BOUND]:
+        st.mode[f], st.rate[f] = CARRIED, 0.0
+        if abs(st.offset[f]) >= p[P_MIN]:
+            st.new[f] = st.offset[f]
+        return
+    if st.t[f] < p[P_DELAY]:
+        return
+    st.rate[f] = max(st.rate[f] - p[P_ACCEL] * period, -p[P_SPEED])
+    st.offset[f] = max(st.offset[f] + st.rate[f] * period, -p[P_BOUND])
+
+
+@njit(cache=True)
+def _solve(a, n):
+    """Gaussian elimination with partial pivoting of the n x (n + 1) augmented system ``a``, in place: the
+    solution in its last column (a singular leg leaves it zero)."""
+    for c in range(n):
+        piv = c
+        for r in range(c + 1, n):
+            if abs(a[r, c]) > abs(a[piv, c]):
+                piv = r
+        if abs(a[piv, c]) < 1e-12:
+            for r in range(n):
+                a[r, n] = 0.0
+            return
+        if piv != c:
+            for k in range(n + 1):
+                a[c, k], a[piv, k] = a[piv, k], a[c, k]
+        for r in range(c + 1, n):
+            m = a[r, c] / a[c, c]
+            for k in range(c, n + 1):
+                a[r, k] -= m * a[c, k]
+    for c in range(n - 1, -1, -1):
+        s = a[c, n]
+        for k in range(c + 1, n):
+            s -= a[c, k] * a[k, n]
+        a[c, n] = s / a[c, c]
+
+
+@njit(cache=True)
+def offsets(p, buf, phase, loads, z, powered, period):
+    """Each foot's offset d_f (module docstring) from the plan's ``phase``, the feet's ``loads`` (N) and the
+    plan's sole heights ``z`` (foot: above the other sole, m). Off (offsets zero) unless enabled and
+    ``powered``."""
+    st, _ = _views(buf)
+    on = p[P_ENABLED] != 0.0 and powered
+    for f in range(FEET):
+        if on:
+            _offset(p, st, f, phase, loads[f], z[f], period)
+        else:
+            st.mode[f] = st.offset[f] = st.rate[f] = st.swung[f] = st.new[f] = 0.0
+
+
+@njit(cache=True)
+def _sole_system(a, Tf, Jf, s, legs, f, target, T0):
+    """a = [J_f | target − x_f]: sole s's Jacobian over the leg's joints and the error of its pose Tf[s] to
+    T0 moved up by ``target`` along z (translation; rotation as the vee of the skew part of R0ᵀ R, in base
+    axes, to first order)."""
+    for r in range(LEG):
+        for c in range(LEG):
+            a[r, c] = Jf[s, r, int(legs[f, c])]
+    for i in range(3):
+        a[i, LEG] = T0[i, 3] - Tf[s, i, 3]
+    a[2, LEG] += target
+    # R0 Rᵀ − R Rᵀ0 ≈ 2 [w]x for the small turn w (base axes) from R to R0
+    m01 = m12 = m20 = 0.0
+    for k in range(3):
+        m12 += T0[1, k] * Tf[s, 2, k] - Tf[s, 1, k] * T0[2, k]
+        m20 += T0[2, k] * Tf[s, 0, k] - Tf[s, 2, k] * T0[0, k]
+        m01 += T0[0, k] * Tf[s, 1, k] - Tf[s, 0, k] * T0[1, k]
+    a[3, LEG], a[4, LEG], a[5, LEG] = -0.5 * m12, -0.5 * m20, -0.5 * m01
+
+
+@njit(cache=True)
+def touchdown(p, buf, phase, loads, mbuf, dbuf, q_ref, soles, legs, lo, hi, powered, period, q, q_cmd, qd_cmd):
+    """Each foot's offset d_f (:func:`offsets`) and its joints' dq_f (eq. 1, one Newton step from the
+    linear solve: the Jacobian again at q* + dq_f) added to ``q_cmd`` and ``qd_cmd`` (within the soft limits
+    ``lo``/``hi``): ``phase`` the plan's support phase, ``loads`` the feet's loads (N), ``mbuf``/``dbuf`` the
+    models and a Data rooted at the pelvis (its kinematics are this kernel's), ``q_ref`` the reference
+    q*, ``soles`` (foot) the soles' frame indices, ``legs`` (foot, 6) the joints carrying each sole, ``q``
+    scratch (n)."""
+    st, _ = _views(buf)
+    if p[P_ENABLED] == 0.0 or not powered:
+        offsets(p, buf, phase, loads, st.z_prev, powered, period)
+        for f in range(FEET):
+            for c in range(LEG):
+                st.dq[f, c] = st.dq_prev[f, c] = 0.0
+        return
+    d, _ = data_views(mbuf, dbuf)
+    Tf, Jf = d.Tf, d.Jf
+    kinematics(mbuf, dbuf, q_ref)
+    z, T0, a = st.z, st.T0, st.a
+    for f in range(FEET):
+        z[f] = Tf[int(soles[f]), 2, 3] - Tf[int(soles[1 - f]), 2, 3]
+    offsets(p, buf, phase, loads, z, powered, period)
+    for f in range(FEET):
+        s = int(soles[f])
+        for i in range(4):
+            for k in range(4):
+                T0[f, i, k] = Tf[s, i, k]
+        _sole_system(a, Tf, Jf, s, legs, f, st.offset[f], T0[f])
+        if st.offset[f] != 0.0:
+            _solve(a, LEG)
+        for c in range(LEG):
+            st.dq[f, c] = a[c, LEG] if st.offset[f] != 0.0 else 0.0
+    if st.offset[0] != 0.0 or st.offset[1] != 0.0:     # the Newton step at q* + dq
+        for j in range(q_ref.shape[0]):
+            q[j] = q_ref[j]
+        for f in range(FEET):
+            for c in range(LEG):
+                q[int(legs[f, c])] += st.dq[f, c]
+        kinematics(mbuf, dbuf, q)
+        for f in range(FEET):
+            if st.offset[f] == 0.0:
+                continue
+            _sole_system(a, Tf, Jf, int(soles[f]), legs, f, st.offset[f], T0[f])
+            _solve(a, LEG)
+            for c in range(LEG):
+                st.dq[f, c] += a[c, LEG]
+    for f in range(FEET):
+        for c in range(LEG):
+            j = int(legs[f, c])
+            dq = min(hi[j] - q_cmd[j], max(lo[j] - q_cmd[j], st.dq[f, c]))
+            if q_cmd[j] > hi[j] or q_cmd[j] < lo[j]:    # the reference itself is outside: left as it is
+                dq = 0.0
+            qd_cmd[j] += (dq - st.dq_prev[f, c]) / period
+            q_cmd[j] += dq
+            st.dq_prev[f, c] = dq

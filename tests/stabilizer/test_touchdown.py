@@ -1,0 +1,189 @@
+"""The touch-down kernel (stabilizer.touchdown): its joint offsets move the sole along the pelvis' z and
+nothing else (Pinocchio's forward kinematics of BIP 2000 rooted at the pelvis), an early contact holds the
+sole where it met the ground until the plan's touch-down and carries it through the stance, the next
+lift-off releases it, a late contact descends until the cells load (or to the bound), a landing on the
+plan's floor moves nothing, the config's named errors; allocation-free."""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from numba import njit
+
+from models.common.errors import ConfigError
+from models.common.validation import Section
+from models.gait.plan import GaitParams, make_plan
+from models.tree.reference import build_tree
+from models.tree.robot import TreeRobot
+from stabilizer.feet_config import FeetConfig, parse_feet
+from stabilizer.touchdown import CARRIED, new_state, offsets, touchdown, views
+
+from tests.nrt import assert_allocation_free
+from tests.paths import DEPLOY
+
+PERIOD = 0.002
+LEFT, RIGHT, DOUBLE = 0.0, 1.0, 2.0
+TOUCH = 300.0                              # N on the cells once a sole is down
+P = FeetConfig(touchdown=True).touchdown_params()
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return TreeRobot.from_yaml(DEPLOY / "robots" / "bip2000.yaml")
+
+
+def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot):
+    """dq of eq. 1 for d = 10 mm on the right leg, flexed: Pinocchio's right sole relative to the pelvis
+    rises 10 mm (to 5 µm: the Newton step; the linear solve alone is 0.65 mm off), turns < 0.1 mrad; the
+    left leg and the trunk untouched."""
+    from controller.daemon.loop.feet import _legs
+    q = np.zeros(robot.n)
+    q[[2, 8]], q[[3, 9]], q[[4, 10]] = -0.3, 0.6, -0.3          # hips, knees, ankles: legs flexed
+    twin, soles, legs = _legs(robot)
+    st = new_state()
+    v = views(st)
+    v.offset[1], v.mode[1] = 0.01, CARRIED                      # the right sole carried 10 mm up
+    q_cmd, qd_cmd = q.copy(), np.zeros(robot.n)
+    lo, hi = np.full(robot.n, -3.0), np.full(robot.n, 3.0)
+    touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), robot.model.buf, twin.buf, q, soles, legs, lo, hi, True,
+              PERIOD, np.zeros(robot.n), q_cmd, qd_cmd)
+    moved = np.nonzero(q_cmd != q)[0]
+    assert set(moved) <= set(legs[1]) and len(moved) >= 3
+    ref = build_tree(robot.description, "pelvis")
+    model, data = ref.model, ref.model.createData()
+    before, after = [], []
+    for qq, out in ((q, before), (q_cmd, after)):
+        pin.framesForwardKinematics(model, data, qq[ref.perm])
+        out.extend(data.oMf[ref.frames[name]].copy() for name in ("left_sole", "right_sole"))
+    rise = after[1].translation - before[1].translation
+    assert rise == pytest.approx([0.0, 0.0, 0.01], abs=5e-6)
+    assert np.linalg.norm(pin.log3(before[1].rotation.T @ after[1].rotation)) < 1e-4
+    assert np.allclose(after[0].homogeneous, before[0].homogeneous)
+
+
+def swing(z0: float, n: int) -> np.ndarray:
+    """A landing sole's plan height over the last n cycles of its swing: z0 down to 0 (a quintic)."""
+    s = np.arange(1, n + 1) / n
+    return z0 * (1.0 - s ** 3 * (10.0 - 15.0 * s + 6.0 * s * s))
+
+
+class Walk:
+    """The offsets' kernel (stabilizer.touchdown.offsets) on the right foot's plan height ``z`` and loads."""
+
+    def __init__(self):
+        self.st = new_state()
+        self.offsets, self.events = [], []
+
+    def cycle(self, phase: float, z: float, right_load: float) -> None:
+        offsets(P, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), True, PERIOD)
+        v = views(self.st)
+        self.offsets.append(v.offset[1])
+        if v.new[1] != 0.0:
+            self.events.append(v.new[1])
+
+
+def test_early_contact_holds_the_sole_carries_it_and_the_next_lift_off_releases_it():
+    """A step 10 mm up: the cells load as the plan's sole passes 10 mm down; the sole stays there (the
+    offset rises as the plan descends, 10 mm at the plan's touch-down, one event), through the double
+    and the stance's single support; the next swing releases it over ``release_s``."""
+    w, down = Walk(), swing(0.03, 150)
+    for z in down:
+        w.cycle(LEFT, z, TOUCH if z <= 0.01 else 0.0)
+    held = np.array(w.offsets) + down
+    hit = int(np.argmax(down <= 0.01))
+    assert np.allclose(held[hit:], held[hit]) and held[hit] == pytest.approx(0.01, abs=5e-4)
+    for _ in range(400):                                        # double support, then the right's stance
+        w.cycle(DOUBLE, 0.0, TOUCH)
+    for _ in range(400):
+        w.cycle(RIGHT, 0.0, 2 * TOUCH)
+    assert w.offsets[-1] == pytest.approx(held[hit]) and w.events == [pytest.approx(held[hit])]
+    release = int(round(FeetConfig().release / PERIOD))
+    for k in range(release + 10):                                # its next swing
+        w.cycle(LEFT, 0.02, 0.0)
+        if k == release // 2:
+            assert 0.3 * held[hit] < w.offsets[-1] < 0.7 * held[hit]
+    assert w.offsets[-1] == 0.0
+
+
+@pytest.mark.parametrize("drop, contact", [(0.01, 0.01), (0.05, FeetConfig().bound)])
+def test_late_contact_descends_until_the_cells_load_or_the_bound(drop, contact):
+    """A step ``drop`` down: nothing loads at the plan's touch-down; after ``delay_s`` the sole descends at
+    up to ``speed`` until its cells load at ``drop`` below the plan (or it reaches the bound), then holds."""
+    w = Walk()
+    for z in swing(0.03, 150):
+        w.cycle(LEFT, z, 0.0)
+    delay = int(round(FeetConfig().delay / PERIOD))
+    for k in range(600):
+        w.cycle(DOUBLE, 0.0, TOUCH if -w.offsets[-1] >= drop - 1e-9 else 0.0)
+        if k == delay - 1:
+            assert w.offsets[-1] == 0.0
+    rates = np.diff(w.offsets) / PERIOD
+    assert w.offsets[-1] == pytest.approx(-contact, abs=FeetConfig().speed * PERIOD + 1e-9)
+    assert rates.min() >= -FeetConfig().speed - 1e-9
+    assert w.events == [pytest.approx(w.offsets[-1])]
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_a_landing_on_the_plans_floor_moves_nothing(early):
+    """The flat floor: the cells load 0.5 mm above the plan's floor, still descending (below ``min_offset_m``:
+    that floor), or 30 ms after the plan's touch-down (the soft landing's late meet): no offset, no event."""
+    w = Walk()
+    for z in swing(0.03, 150):
+        w.cycle(LEFT, z, TOUCH if early and z <= 0.0005 else 0.0)
+    for k in range(300):
+        w.cycle(DOUBLE, 0.0, TOUCH if early or k >= 15 else 0.0)
+    assert max(abs(o) for o in w.offsets) == 0.0 and w.events == []
+
+
+def test_the_plans_swing_lifts_before_its_toe_moves_forward():
+    """The gait's swing (models.gait.plan): the quick lift to ``clearance`` puts the sole of the first swing
+    (0.256 m) 7.1 mm up when it has moved 5 mm forward (a riser 5 mm ahead of the toe), both ends, against
+    3.6 mm with the bell alone (``clearance`` 0: the bell as it was, its top ``step_height``)."""
+    cog, centre = np.zeros(2), np.zeros(2)
+    heights = {}
+    for c in (GaitParams.clearance, 0.0):
+        params = GaitParams(period=0.002, clearance=c)
+        plan = make_plan(params, cog, centre, 0.256)
+        k0 = int(np.argmax(plan.support != DOUBLE))
+        sw = plan.swing[k0:k0 + int(round(params.t_single / params.period))]
+        x, z = np.abs(sw[:, 0] - sw[0, 0]), sw[:, 2] - params.sink
+        ends = []
+        for xs, zs in ((x, z), (x[-1] - x[::-1], z[::-1])):
+            ends.append(zs[int(np.argmax(xs > 0.005))])
+        heights[c] = ends
+    assert heights[GaitParams.clearance] == pytest.approx([0.0071, 0.0071], abs=3e-4)
+    assert heights[0.0] == pytest.approx([0.0036, 0.0036], abs=3e-4)
+    bell_only = make_plan(GaitParams(period=0.002, clearance=0.0), cog, centre, 0.256).swing[:, 2]
+    s = np.linspace(0.0, 1.0, 501)
+    assert np.allclose(GaitParams(clearance=0.0).lift(s), GaitParams().step_height * 64 * s ** 3 * (1 - s) ** 3)
+    assert bell_only.max() == pytest.approx(GaitParams().sink + GaitParams().step_height)
+
+
+def test_config_touchdown_section_and_its_errors():
+    sec = Section("t.yaml", "feet", {"touchdown": {"enabled": True, "bound_m": 0.02}})
+    cfg = parse_feet(sec)
+    assert cfg.touchdown and cfg.bound == 0.02 and cfg.speed == FeetConfig().speed
+    with pytest.raises(ConfigError, match="feet.touchdown.enabled"):
+        parse_feet(Section("t.yaml", "feet", {"touchdown": {"enabled": "yes"}}))
+    with pytest.raises(ConfigError, match="feet.touchdown.bound_m"):
+        parse_feet(Section("t.yaml", "feet", {"touchdown": {"bound_m": -1.0}}))
+    with pytest.raises(ConfigError, match="feet.touchdown.sped"):
+        parse_feet(Section("t.yaml", "feet", {"touchdown": {"sped": 1.0}}))
+
+
+@njit
+def _cycles(p, st, loads, mbuf, dbuf, q, soles, legs, lo, hi, scratch, q_cmd, qd_cmd, count):
+    for k in range(count):
+        loads[1] = 0.0 if k % 2 else TOUCH
+        touchdown(p, st, DOUBLE, loads, mbuf, dbuf, q, soles, legs, lo, hi, True, PERIOD, scratch, q_cmd, qd_cmd)
+
+
+def test_touchdown_allocation_free(robot):
+    from controller.daemon.loop.feet import _legs
+    twin, soles, legs = _legs(robot)
+    st = new_state()
+    v = views(st)
+    v.offset[1], v.mode[1] = 0.01, CARRIED                      # the solve and the Newton step run
+    n = robot.n
+    assert_allocation_free(_cycles, P, st, np.array([TOUCH, 0.0]), robot.model.buf, twin.buf, np.zeros(n), soles,
+                           legs, np.full(n, -3.0), np.full(n, 3.0), np.zeros(n), np.zeros(n), np.zeros(n))
