@@ -47,8 +47,9 @@ from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_PHASE, R_TARGET, RECOVERY, STEP, SWING,
-                                      U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step, capture_point,
-                                      observe_lipm, plan_step, push_response, swing_pose)
+                                      U_OBSERVER_RATE, U_SHIFT_SPEED, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step,
+                                      capture_point, load_shift, observe_lipm, plan_step, push_response, swing_pose,
+                                      unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -705,9 +706,18 @@ def step(mbuf, dbuf, p, s, inp, out):
     strategy[0] = k
     if k >= ANKLE:
         flags[F_ANKLE + k - ANKLE] = 1.0
-    if k == STEP and u[U_STEP_TIME] > 0.0 and rec[R_PHASE] == IDLE and support == DOUBLE and not tracking:
+    swing = -2                                       # -2: no step this cycle, -1: the sole nearest xi
+    if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
-        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec)
+        if u[U_SHIFT_SPEED] > 0.0 and k >= ANKLE or rec[R_PHASE] != IDLE:   # a sole lifting: shift, then step
+            unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD]) \
+                if u[U_SHIFT_SPEED] > 0.0 else -1
+            f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
+            swing = f if f >= 0 else swing
+        if k == STEP and rec[R_PHASE] == IDLE:
+            swing = -1
+    if swing > -2:
+        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan
