@@ -80,11 +80,12 @@ U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH = (PUSH.offset(k) for k in ("shift_spe
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
-#: of the planning cycle, m)
+#: of the planning cycle, m) and lifting (1: the push lifted the swing sole, the sideways step)
 IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
-                                          Field("shift", (3,)), Field("target", (2,))])
+                                          Field("shift", (3,)), Field("target", (2,)), Field("lifting")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
+R_LIFTING = RECOVERY.offset("lifting")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
 #: the pelvis estimate the capture point takes (stabilizer.pelvis_state): on (0: none, the joints'
 #: velocities alone), the pelvis origin's velocity (world, m/s), R_wp (pelvis -> world, row-major)
@@ -250,12 +251,14 @@ def load_shift(u, rec, unloaded, centres, c, v_cog, v_trunk):
         if unloaded < 0:
             return -1
         if u[U_SHIFT_TIME] == 0.0:
+            rec[R_LIFTING] = 1.0
             return unloaded
         rec[R_PHASE], rec[R_FOOT], rec[R_T] = SHIFT, 1 - unloaded, 0.0
     if rec[R_PHASE] != SHIFT:
         return -1
     foot = int(rec[R_FOOT])
     if unloaded == foot:
+        rec[R_LIFTING] = 1.0
         return foot
     other = 1 - foot
     _clipped(u[U_K_ANKLE], centres[other, 0] - c[0], centres[other, 1] - c[1], u[U_SHIFT_SPEED], v_cog)
@@ -291,6 +294,6 @@ def advance_step(u, rec, dt):
     if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step: settle as after one
         rec[R_PHASE], rec[R_T] = SETTLE, u[U_STEP_TIME]
     if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
-        rec[R_PHASE] = SETTLE
+        rec[R_PHASE], rec[R_LIFTING] = SETTLE, 0.0
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:
         rec[R_PHASE] = IDLE

@@ -46,8 +46,8 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_PHASE, R_TARGET, RECOVERY, STEP, SWING,
-                                      U_OBSERVER_RATE, U_SHIFT_SPEED, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step,
+from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_TARGET, RECOVERY, STEP,
+                                      SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step,
                                       capture_point, load_shift, observe_lipm, plan_step, push_response, swing_pose,
                                       unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
@@ -709,9 +709,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     swing = -2                                       # -2: no step this cycle, -1: the sole nearest xi
     if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
-        if u[U_SHIFT_SPEED] > 0.0 and k >= ANKLE or rec[R_PHASE] != IDLE:   # a sole lifting: shift, then step
-            unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD]) \
-                if u[U_SHIFT_SPEED] > 0.0 else -1
+        if k >= ANKLE or rec[R_PHASE] != IDLE:      # a push lifting a sole: (shift, then) a sideways step
+            unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
             f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
             swing = f if f >= 0 else swing
         if k == STEP and rec[R_PHASE] == IDLE:
@@ -721,6 +720,8 @@ def step(mbuf, dbuf, p, s, inp, out):
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan
+    if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P4)
+        pushv[:] = 0.0
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
     xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward
