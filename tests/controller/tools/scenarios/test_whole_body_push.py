@@ -6,7 +6,10 @@ The stabilizer runs the capture-point strategies with the soles' pressure observ
 whole-body --push-strategies --push-observer 20``; without the observer the strategies fall from 55 N·s).
 With recovery steps too (``--push-step 0.4``), at 60 N·s forward (at 62.5 the step ends in a trunk_roll
 following-error fault): the robot tips forward, rebounds, and the right foot steps back under the rebound's
-capture point. The three runs go concurrently."""
+capture point. Sideways, 62.5 N·s left with recovery steps (the held posture falls at 52.5; the strategies
+and the observer without the sideways step fall at 62.5, the right sole lifting 10.2 mm): the sole the push
+lifts swings at once and the robot stands (docs/stabilizer.md "The sideways step"). The runs go
+concurrently."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +23,13 @@ pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip ins
 pytestmark = pytest.mark.hil
 
 PUSH, STEPPED_PUSH = PelvisPush(625.0, "forward", 0.1), PelvisPush(600.0, "forward", 0.1)
+SIDE_PUSH = PelvisPush(625.0, "left", 0.1)
 RUNS = {"held": (PUSH, WholeBodyOptions(stabilizer=False)),
         "observer": (PUSH, WholeBodyOptions(stabilizer_set=push_strategies(True, observer_rate=20.0))),
         "stepping": (STEPPED_PUSH, WholeBodyOptions(stabilizer_set=push_strategies(True, observer_rate=20.0,
-                                                                                  step_time=0.4)))}
+                                                                                  step_time=0.4))),
+        "sideways": (SIDE_PUSH, WholeBodyOptions(stabilizer_set=push_strategies(True, observer_rate=20.0,
+                                                                               step_time=0.4)))}
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +58,10 @@ def test_with_recovery_steps_it_steps_and_stands(runs):
     assert [s["foot"] for s in r.recovery_steps] == ["right"]
     assert "recovery_step" in r.stab_flags
     assert r.max_stance_lift_m < 0.01               # the other sole stayed down
+
+
+def test_a_sideways_push_is_answered_by_the_lifting_sole_stepping(runs):
+    r = runs["sideways"]
+    assert r.aborted is None and not r.fell, (r.fall_reason, r.aborted)
+    assert [s["foot"] for s in r.recovery_steps] == ["right"]      # the sole the push lifted, not the loaded one
+    assert r.max_stance_lift_m < 0.01               # the left sole stayed down
