@@ -35,6 +35,21 @@ over the support polygon:
   (models.gait.plan: quintic along the ground, a ``step_height`` bell up); then both feet stand again,
   and no other step is planned for ``step_settle`` s.
 
+A sideways push tips the robot onto one sole's outer edge and lifts the other before the capture point
+leaves the polygon (the kinematic CoG, rooted at the loaded sole, does not see the roll). Standing on two
+feet with a strategy engaged, a sole whose cells carry less than ``release_load`` while the other's carry
+``min_load`` is a step the push has begun: with ``shift_time`` 0 it swings at once (the ankle and hip
+velocities off during its swing: the single support's CoG task alone answers); with ``shift_time`` > 0 a
+load shift comes first,
+
+    v_c = k_ankle (o_u - c),  |v_c| <= shift_speed,  for at most shift_time,                           (P4)
+
+o_u the unloaded sole's centre, until the loaded sole unloads in its turn and swings (a side step after an
+unloading phase). Any step's landing keeps its centre ``step_width`` from the stance sole's along the line
+n between the two centres at lift-off (no crossover: the legs would meet),
+
+    (o_w + d - o_s) . n >= step_width   (d moved along n until it holds).                              (P5)
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
