@@ -306,8 +306,8 @@ def advance_step(u, rec, dt):
     if rec[R_PHASE] == IDLE:
         return
     rec[R_T] += dt
-    if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step: settle as after one
-        rec[R_PHASE], rec[R_T] = SETTLE, u[U_STEP_TIME]
+    if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step (foot -1): settle as after one
+        rec[R_PHASE], rec[R_T], rec[R_FOOT] = SETTLE, u[U_STEP_TIME], -1.0
     if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
         rec[R_PHASE], rec[R_LIFTING] = SETTLE, 0.0
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:

@@ -46,8 +46,8 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_TARGET, RECOVERY, STEP,
-                                      SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step,
+from stabilizer.push_recovery import (ANKLE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_TARGET, RECOVERY, SETTLE,
+                                      STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL, advance_step,
                                       capture_point, load_shift, observe_lipm, plan_step, push_response, swing_pose,
                                       unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
@@ -582,6 +582,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     if stepping:                                     # a recovery step: the other foot stands alone
         support = 1 - int(rec[R_FOOT])
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
+    if support == DOUBLE and rec[R_PHASE] == SETTLE and rec[R_FOOT] >= 0.0:
+        stance = 1 - int(rec[R_FOOT])                # after a step the sole that stayed down roots it: the landed
+                                                     # one may not lie flat yet (its up would be wrong)
     other = 1 - stance
     set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
     fo = int(p[P_FRAME_L] if other == LEFT else p[P_FRAME_R])
@@ -626,11 +629,11 @@ def step(mbuf, dbuf, p, s, inp, out):
     commanded = input_phase(phase)
     if sensed and commanded >= 0 and commanded != support:
         flags[F_DISAGREE] = 1.0
-    if s[S_SUPPORT] != support and not tracking:     # a new support: the other sole stays where it is
-        for a in range(4):
+    if s[S_SUPPORT] != support + 3 * stance and not tracking:   # a new support or root: the other sole stays
+        for a in range(4):                                        # where it is
             for c in range(4):
                 hold[a, c] = Tf[fo, a, c]
-        s[S_SUPPORT] = support
+        s[S_SUPPORT] = support + 3 * stance
     if stepping:                                     # the swing sole on its curve, the lifted foot's task
         swing_pose(u, rec, up, dt, hold, sv.swing_velocity)
         flags[F_RECOVERY] = 1.0
