@@ -46,6 +46,21 @@ stance sole must bring xi back over the support polygon:
   (models.gait.plan: quintic along the ground, a ``step_height`` bell up); then both feet stand again,
   and no other step is planned for ``step_settle`` s.
 
+A sideways push tips the robot onto one sole's outer edge and lifts the other before the capture point
+leaves the polygon (the kinematic CoG, rooted at the loaded sole, does not see the roll). Standing on two
+feet with a strategy engaged, a sole whose cells carry less than ``release_load`` while the other's carry
+``min_load`` is a step the push has begun: with ``shift_time`` 0 it swings at once (the ankle and hip
+velocities off during its swing: the single support's CoG task alone answers); with ``shift_time`` > 0 a
+load shift comes first,
+
+    v_c = k_ankle (o_u - c),  |v_c| <= shift_speed,  for at most shift_time,                           (P5)
+
+o_u the unloaded sole's centre, until the loaded sole unloads in its turn and swings (a side step after an
+unloading phase). Any step's landing keeps its centre ``step_width`` from the stance sole's along the line
+n between the two centres at lift-off (no crossover: the legs would meet),
+
+    (o_w + d - o_s) . n >= step_width   (d moved along n until it holds).                              (P6)
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
@@ -75,7 +90,8 @@ NONE, ANKLE, HIP, STEP = range(4)
 STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
-    "step_time", "step_height", "step_max", "step_settle", "engage_time")])
+    "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
+    "step_width")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -88,13 +104,16 @@ U_OBSERVER_RATE = PUSH.offset("observer_rate")
 U_ENGAGE_TIME = PUSH.offset("engage_time")
 U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
     "step_time", "step_height", "step_max", "step_settle"))
-#: a recovery step's state: phase (IDLE, SWING, SETTLE), the swing foot, the time since it lifted (s), the
-#: swing sole's pose at lift-off relative to the stance sole, the move of its centre (stance sole axes, m)
-#: and where that centre lands (e1, e2 of the planning cycle, m)
-IDLE, SWING, SETTLE = range(3)
+U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH = (PUSH.offset(k) for k in ("shift_speed", "shift_time", "step_width"))
+#: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
+#: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
+#: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
+#: of the planning cycle, m) and lifting (1: the push lifted the swing sole, the sideways step)
+IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
-                                          Field("shift", (3,)), Field("target", (2,))])
+                                          Field("shift", (3,)), Field("target", (2,)), Field("lifting")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
+R_LIFTING = RECOVERY.offset("lifting")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
 #: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
@@ -213,19 +232,29 @@ def push_response(u, engaged, xi, cy, cz, walls, nw, d, v_cog, v_trunk):
 
 
 @njit(cache=True)
-def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec):
+def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
     """A recovery step (module docstring) into ``rec`` (:data:`RECOVERY`), planned on two feet: ``centres``
     the soles' centres (foot, e1 / e2), ``Tl``, ``Tr`` the left and right soles' poses and ``Rws`` the
-    gravity axes, all in the model's root frame; ``u`` the :data:`PUSH` block. Returns the swing foot
-    (0 left, 1 right)."""
-    d0 = (xi[0] - centres[0, 0]) ** 2 + (xi[1] - centres[0, 1]) ** 2
-    d1 = (xi[0] - centres[1, 0]) ** 2 + (xi[1] - centres[1, 1]) ** 2
-    foot = 0 if d0 < d1 else 1                      # the nearest sole; a tie: the right one (the gait's first)
+    gravity axes, all in the model's root frame; ``u`` the :data:`PUSH` block; ``foot`` the swing foot
+    (0 left, 1 right; -1: the sole nearest xi). The landing centre keeps ``step_width`` from the stance
+    sole's along the line between the two centres (eq. P6: no crossover, the legs would meet). Returns the
+    swing foot."""
+    if foot < 0:
+        d0 = (xi[0] - centres[0, 0]) ** 2 + (xi[1] - centres[0, 1]) ** 2
+        d1 = (xi[0] - centres[1, 0]) ** 2 + (xi[1] - centres[1, 1]) ** 2
+        foot = 0 if d0 < d1 else 1                  # the nearest sole; a tie: the right one (the gait's first)
     Ts, Tw = (Tr, Tl) if foot == 0 else (Tl, Tr)
     de1, de2 = xi[0] - cy, xi[1] - cz
     ln = math.sqrt(de1 * de1 + de2 * de2)
     if ln > u[U_STEP_MAX]:
         de1, de2 = de1 * u[U_STEP_MAX] / ln, de2 * u[U_STEP_MAX] / ln
+    n1, n2 = centres[foot, 0] - centres[1 - foot, 0], centres[foot, 1] - centres[1 - foot, 1]
+    ln = math.sqrt(n1 * n1 + n2 * n2)
+    if ln > 0.0:                                    # eq. P6: (c_w + shift - c_s) . n >= step_width
+        n1, n2 = n1 / ln, n2 / ln
+        short = u[U_STEP_WIDTH] - (ln + de1 * n1 + de2 * n2)
+        if short > 0.0:
+            de1, de2 = de1 + short * n1, de2 + short * n2
     for r in range(3):                               # the stance sole's view: Ts^-1 Tw, Ts^T (e1 de1 + e2 de2)
         for c in range(4):
             acc = 0.0
@@ -239,6 +268,49 @@ def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec):
     rec[R_TARGET], rec[R_TARGET + 1] = centres[foot, 0] + de1, centres[foot, 1] + de2
     rec[R_PHASE], rec[R_FOOT], rec[R_T] = SWING, foot, 0.0
     return foot
+
+
+@njit(cache=True)
+def unloaded_sole(loads, cells, min_load, release_load):
+    """The sole (0 left, 1 right) whose ``cells`` load cells (``loads[cells * foot:]``) carry less than
+    ``release_load`` while the other's carry at least ``min_load`` (the robot tips on the other's edge);
+    -1 when both or neither carry it."""
+    f0 = f1 = 0.0
+    for c in range(cells):
+        f0 += loads[c]
+        f1 += loads[cells + c]
+    if f0 < release_load and f1 >= min_load:
+        return 0
+    if f1 < release_load and f0 >= min_load:
+        return 1
+    return -1
+
+
+@njit(cache=True)
+def load_shift(u, rec, unloaded, centres, c, v_cog, v_trunk):
+    """The sideways step's first phase (module docstring, eq. P5), one cycle. IDLE with a sole ``unloaded``
+    (:func:`unloaded_sole`, -1 none): with ``shift_time`` 0 that sole, lifting already, swings at once; else
+    SHIFT starts, the other (loaded) sole to swing: the CoG ``c`` (e1, e2) is driven towards the unloaded
+    sole's centre (``centres``, foot, e1 / e2), v_c = k_ankle (centre - c), |v_c| <= shift_speed, into
+    v_cog[0:2], the trunk's added velocity zeroed, until the loaded sole is unloaded in its turn or
+    ``shift_time`` has passed (:func:`advance_step`: SETTLE, no step). Returns the foot to swing now, or -1."""
+    if rec[R_PHASE] == IDLE:
+        if unloaded < 0:
+            return -1
+        if u[U_SHIFT_TIME] == 0.0:
+            rec[R_LIFTING] = 1.0
+            return unloaded
+        rec[R_PHASE], rec[R_FOOT], rec[R_T] = SHIFT, 1 - unloaded, 0.0
+    if rec[R_PHASE] != SHIFT:
+        return -1
+    foot = int(rec[R_FOOT])
+    if unloaded == foot:
+        rec[R_LIFTING] = 1.0
+        return foot
+    other = 1 - foot
+    _clipped(u[U_K_ANKLE], centres[other, 0] - c[0], centres[other, 1] - c[1], u[U_SHIFT_SPEED], v_cog)
+    v_trunk[0] = v_trunk[1] = 0.0
+    return -1
 
 
 @njit(cache=True)
@@ -261,11 +333,14 @@ def swing_pose(u, rec, up, dt, H, v):
 
 @njit(cache=True)
 def advance_step(u, rec, dt):
-    """The step's clock: SWING until ``step_time``, SETTLE for ``step_settle`` more, then IDLE."""
+    """The step's clock: SHIFT for at most ``shift_time``, SWING until ``step_time``, SETTLE for
+    ``step_settle`` more, then IDLE."""
     if rec[R_PHASE] == IDLE:
         return
     rec[R_T] += dt
+    if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step (foot -1): settle as after one
+        rec[R_PHASE], rec[R_T], rec[R_FOOT] = SETTLE, u[U_STEP_TIME], -1.0
     if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
-        rec[R_PHASE] = SETTLE
+        rec[R_PHASE], rec[R_LIFTING] = SETTLE, 0.0
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:
         rec[R_PHASE] = IDLE

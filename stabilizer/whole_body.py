@@ -47,10 +47,10 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_PHASE, R_TARGET,
-                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
-                                      advance_step, capture_point, observe_lipm, plan_step, push_gate, push_response,
-                                      swing_pose)
+from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_TARGET,
+                                      RECOVERY, SETTLE, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
+                                      advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
+                                      push_response, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -595,6 +595,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     if stepping:                                     # a recovery step: the other foot stands alone
         support = 1 - int(rec[R_FOOT])
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
+    if support == DOUBLE and rec[R_PHASE] == SETTLE and rec[R_FOOT] >= 0.0:
+        stance = 1 - int(rec[R_FOOT])                # after a step the sole that stayed down roots it: the landed
+                                                     # one may not lie flat yet (its up would be wrong)
     other = 1 - stance
     set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
     fo = int(p[P_FRAME_L] if other == LEFT else p[P_FRAME_R])
@@ -639,11 +642,11 @@ def step(mbuf, dbuf, p, s, inp, out):
     commanded = input_phase(phase)
     if sensed and commanded >= 0 and commanded != support:
         flags[F_DISAGREE] = 1.0
-    if s[S_SUPPORT] != support and not tracking:     # a new support: the other sole stays where it is
-        for a in range(4):
+    if s[S_SUPPORT] != support + 3 * stance and not tracking:   # a new support or root: the other sole stays
+        for a in range(4):                                        # where it is
             for c in range(4):
                 hold[a, c] = Tf[fo, a, c]
-        s[S_SUPPORT] = support
+        s[S_SUPPORT] = support + 3 * stance
     if stepping:                                     # the swing sole on its curve, the lifted foot's task
         swing_pose(u, rec, up, dt, hold, sv.swing_velocity)
         flags[F_RECOVERY] = 1.0
@@ -719,12 +722,22 @@ def step(mbuf, dbuf, p, s, inp, out):
     strategy[0] = k
     if k >= ANKLE:
         flags[F_ANKLE + k - ANKLE] = 1.0
-    if k == STEP and u[U_STEP_TIME] > 0.0 and rec[R_PHASE] == IDLE and support == DOUBLE and not tracking:
+    swing = -2                                       # -2: no step this cycle, -1: the sole nearest xi
+    if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
-        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec)
+        if k >= ANKLE or rec[R_PHASE] != IDLE:      # a push lifting a sole: (shift, then) a sideways step
+            unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
+            f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
+            swing = f if f >= 0 else swing
+        if k == STEP and rec[R_PHASE] == IDLE:
+            swing = -1
+    if swing > -2:
+        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan
+    if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5)
+        pushv[:] = 0.0
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
     xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward

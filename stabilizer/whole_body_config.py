@@ -49,6 +49,9 @@ the unnumbered choices (gains, laws, weights); every error is one
       step_max: 0.3                  # m, the longest move of its sole
       step_settle: 1.0               # s, after its landing, before another step may be planned
       engage_time: 0.2               # s, > 0: the slow part's time constant; a |xi - c| built up slower is no push
+      shift_time: 0.0                # s, > 0: a sole lifting under a push first has the CoG driven back over it
+      shift_speed: 0.2               # m/s, that load shift's speed (0: the lifting sole swings at once)
+      step_width: 0.16               # m, the least lateral distance between the soles' centres a step leaves
 """
 from __future__ import annotations
 
@@ -95,6 +98,9 @@ class PushConfig:
     step_max: float = 0.3
     step_settle: float = 1.0
     engage_time: float = 0.2
+    shift_speed: float = 0.2
+    shift_time: float = 0.0
+    step_width: float = 0.16
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,9 @@ def _push(sec: MapSection) -> PushConfig:
                      sec.number("step_margin", low=0.0), sec.number("observer_rate", 0.0, low=0.0),
                      sec.number("step_time", 0.0, low=0.0), sec.number("step_height", 0.03, low=0.0),
                      sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0),
-                     sec.number("engage_time", 0.2, low=0.0, low_open=True))
+                     sec.number("engage_time", 0.2, low=0.0, low_open=True),
+                     sec.number("shift_speed", 0.2, low=0.0), sec.number("shift_time", 0.0, low=0.0),
+                     sec.number("step_width", 0.16, low=0.0))
     sec.done()
     return out
 

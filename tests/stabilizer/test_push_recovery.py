@@ -18,7 +18,9 @@ from models.gait.wholebody import flexed_posture
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.push_recovery import ANKLE, GATE, HIP, NONE, PUSH, STEP, observe_lipm, push_gate, push_response
+from stabilizer.push_recovery import (ANKLE, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_SHIFT,
+                                      R_TARGET, RECOVERY, SETTLE, SHIFT, STEP, SWING, advance_step, load_shift,
+                                      observe_lipm, plan_step, push_gate, push_response, unloaded_sole)
 from stabilizer.walls import compute_walls
 from models.polygon import polygon_centroid
 from stabilizer.whole_body_config import config_from_dict
@@ -266,3 +268,71 @@ def test_a_recovery_step_swings_the_nearest_foot_to_the_capture_point():
     foot = next(f for f in robot.description.feet if f.frame == "right_sole")
     centre = robot.frame(st.q_ref, "right_sole") @ np.array([*np.mean(np.array(foot.outline), axis=0), 0.0, 1.0])
     np.testing.assert_allclose(centre[:2], target, atol=0.002)          # where the event says it lands
+
+
+def _push_block(**values: float) -> np.ndarray:
+    u = np.zeros(PUSH.size())
+    base = {"on": 1.0, "k_ankle": 10.0, "step_time": 0.4, "step_max": 0.3, "step_settle": 1.0, "step_width": 0.16}
+    for k, v in {**base, **values}.items():
+        u[PUSH.offset(k)] = v
+    return u
+
+
+# two level soles 0.2 m apart, the left one the root (its axes: x forward, y left), their centres and the
+# gravity axes (rows up, e1, e2) of a level floor; a push to the left tips the robot onto the left sole
+CENTRES = np.array([[0.0, 0.0], [0.0, -0.2]])
+RWS = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+T_LEFT, T_RIGHT = np.eye(4), np.eye(4)
+T_RIGHT[1, 3] = -0.2
+
+
+@pytest.mark.parametrize("left, right, unloaded", [
+    (1000.0, 0.0, 1), (0.0, 1000.0, 0), (500.0, 500.0, -1), (1000.0, 40.0, -1), (20.0, 20.0, -1)])
+def test_the_unloaded_sole_is_the_one_below_release_while_the_other_carries(left, right, unloaded):
+    """A sole below release_load (30 N) while the other carries min_load (50 N): the robot tips on the
+    other's edge; 40 N is within the hysteresis (still in contact), both light is no support at all."""
+    loads = np.array([left / 4] * 4 + [right / 4] * 4)
+    assert unloaded_sole(loads, 4, 50.0, 30.0) == unloaded
+
+
+def test_a_sideways_push_swings_the_lifting_sole_without_crossing_the_other():
+    """Tipped onto the left sole (the right one unloaded) with the capture point over the left sole (the
+    rule of the forward step would swing the left, loaded sole): the right sole swings at once, flagged as
+    the sideways step; the capture point's offset from the centroid (0.05, 0.25) would land it 5 cm left
+    of the left sole's centre, across it: it lands step_width (0.16 m) to the right of it instead (eq. P6),
+    the outlines 4 cm apart, and SWING, SETTLE, IDLE follow on the step's clock."""
+    u, rec = _push_block(), np.zeros(RECOVERY.size())
+    xi, cy, cz = np.array([0.05, 0.15]), 0.0, -0.1
+    foot = load_shift(u, rec, 1, CENTRES, np.array([0.0, -0.1]), np.zeros(2), np.zeros(2))
+    assert foot == 1 and rec[R_LIFTING] == 1.0
+    assert plan_step(u, xi, cy, cz, CENTRES, RWS, T_LEFT, T_RIGHT, rec, foot) == 1
+    np.testing.assert_allclose(rec[R_TARGET:R_TARGET + 2], [0.05, -0.16], atol=1e-12)
+    np.testing.assert_allclose(rec[R_SHIFT:R_SHIFT + 3], [0.05, 0.04, 0.0], atol=1e-12)
+    gap = (-0.06) - (rec[R_TARGET + 1] + 0.06)       # the left outline's right edge - the landed one's left edge
+    assert gap == pytest.approx(0.04)
+    phases = []
+    for _ in range(int(1.5 / 0.01)):
+        advance_step(u, rec, 0.01)
+        phases.append(int(rec[R_PHASE]))
+    assert phases[0] == SWING and SETTLE in phases and phases[-1] == IDLE and rec[R_LIFTING] == 0.0
+    assert plan_step(u, xi, cy, cz, CENTRES, RWS, T_LEFT, T_RIGHT, np.zeros(RECOVERY.size()), -1) == 0   # nearest
+
+
+def test_a_load_shift_drives_the_cog_over_the_unloaded_sole_then_swings_the_other():
+    """With shift_time > 0 the unloaded right sole is not swung: SHIFT drives the CoG towards its centre at
+    shift_speed (the trunk's velocity zeroed) until the left sole unloads in its turn, which then swings; a
+    shift that does not unload it ends in SETTLE after shift_time, no step."""
+    u, rec = _push_block(shift_time=0.3, shift_speed=0.2), np.zeros(RECOVERY.size())
+    c, v_cog, v_trunk = np.array([0.0, -0.05]), np.zeros(2), np.array([1.0, 1.0])
+    assert load_shift(u, rec, 1, CENTRES, c, v_cog, v_trunk) == -1
+    assert rec[R_PHASE] == SHIFT and rec[R_FOOT] == 0.0
+    np.testing.assert_allclose(v_cog, [0.0, -0.2])                 # k (0.15 m) = 1.5 m/s, clipped to 0.2
+    np.testing.assert_allclose(v_trunk, [0.0, 0.0])
+    advance_step(u, rec, 0.01)
+    assert load_shift(u, rec, -1, CENTRES, c, v_cog, v_trunk) == -1 and rec[R_PHASE] == SHIFT
+    assert load_shift(u, rec, 0, CENTRES, c, v_cog, v_trunk) == 0 and rec[R_LIFTING] == 1.0
+    rec[:] = 0.0
+    load_shift(u, rec, 1, CENTRES, c, v_cog, v_trunk)
+    for _ in range(31):
+        advance_step(u, rec, 0.01)
+    assert rec[R_PHASE] == SETTLE

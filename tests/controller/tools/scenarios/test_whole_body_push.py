@@ -7,7 +7,9 @@ deployed YAML; without the observer the strategies fall from 55 N·s). With reco
 (``--push-step 0.4``), at 60 N·s forward the robot tips forward and rebounds, and the gated strategies
 capture the rebound with both soles down: no step is planned (engaged on the deadband alone, the strategies
 stepped the right foot back under the rebound's capture point, ending 63 mm outside the first polygon).
-The three runs go concurrently."""
+Sideways, 62.5 N·s left with recovery steps (the held posture falls at 52.5; the strategies and the observer
+without the sideways step fall at 62.5, the right sole lifting 10.2 mm): the sole the push lifts swings at
+once and the robot stands (docs/stabilizer.md "The sideways step"). The runs go concurrently."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -21,10 +23,13 @@ pytest.importorskip("mujoco", reason="the HIL bench needs the sim extra: pip ins
 pytestmark = pytest.mark.hil
 
 PUSH, STEPPED_PUSH = PelvisPush(625.0, "forward", 0.1), PelvisPush(600.0, "forward", 0.1)
+SIDE_PUSH = PelvisPush(625.0, "left", 0.1)
 RUNS = {"held": (PUSH, WholeBodyOptions(stabilizer=False)),
         "observer": (PUSH, WholeBodyOptions(stabilizer_set=push_strategies(True, observer_rate=20.0))),
         "stepping": (STEPPED_PUSH, WholeBodyOptions(stabilizer_set=push_strategies(True, observer_rate=20.0,
-                                                                                  step_time=0.4)))}
+                                                                                  step_time=0.4))),
+        "sideways": (SIDE_PUSH, WholeBodyOptions(stabilizer_set=push_strategies(True, observer_rate=20.0,
+                                                                               step_time=0.4)))}
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +59,10 @@ def test_with_recovery_steps_allowed_the_gated_strategies_need_none(runs):
     assert "ankle_strategy" in r.stab_flags         # the gate opened on the push
     assert r.max_stance_lift_m < 0.01               # both soles stayed down
     assert r.min_cog_margin_m > 0.0
+
+
+def test_a_sideways_push_is_answered_by_the_lifting_sole_stepping(runs):
+    r = runs["sideways"]
+    assert r.aborted is None and not r.fell, (r.fall_reason, r.aborted)
+    assert [s["foot"] for s in r.recovery_steps] == ["right"]      # the sole the push lifted, not the loaded one
+    assert r.max_stance_lift_m < 0.01               # the left sole stayed down
