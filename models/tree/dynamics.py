@@ -17,8 +17,8 @@ and checks the buffer sizes on the way. The stages (poses, frames, CoGs, composi
 inertias, CRBA, Newton-Euler, Christoffel C, the ground wrench) are compiled once
 each with ``forceinline=True``: Numba types them once and LLVM inlines them into
 every public kernel that calls them (as fast as Numba's ``inline="always"``, which
-types them again in each caller: 75 s of cold compile for the tree kernels against
-35 s). The layouts, the small helpers and :func:`_update` (so that
+types them again in each caller: twice the cold compile for update_cycle, update,
+kinematics and contact_share). The layouts, the small helpers and :func:`_update` (so that
 :func:`update_cycle` is specialised at compile time) stay ``inline="always"``.
 """
 from __future__ import annotations
