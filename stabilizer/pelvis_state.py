@@ -106,7 +106,7 @@ def _anchor_from_up(up, heading, R, ground):
     ground[0], ground[1] = roll, pitch
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _relative(r, fr, pb, qd, Tb, S, fbody, fpose, bjoint, pred, sR, sp, rel_R, rel_p, v_rel, x3):
     """The pelvis (body pb) in sole frame fr's frame: rotation rel_R, origin rel_p and the
     velocity of its origin relative to the sole v_rel = R_s' (v_p - v_s - w_s x (p_p - p_s))."""

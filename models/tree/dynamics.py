@@ -13,10 +13,13 @@ two joints (a Jacobian column, A_ij, C_ij) is non-zero only when one joint moves
 the other's body: the kernels walk the chain of joints from a body to the root
 (``bjoint``) instead of testing all n. Allocation-free: every workspace lives in
 the Data buffer; ``@njit(cache=True)``; each public kernel unpacks its views once
-and checks the buffer sizes on the way. The stage helpers and the layouts are
-inlined into each public kernel (``inline="always"``): calls that pass dozens of
-array views cost more than the stages, and :func:`update_cycle` is specialised at
-compile time; the price is a longer first compile (tens of seconds, then cached).
+and checks the buffer sizes on the way. The stages (poses, frames, CoGs, composite
+inertias, CRBA, Newton-Euler, Christoffel C, the ground wrench) are compiled once
+each with ``forceinline=True``: Numba types them once and LLVM inlines them into
+every public kernel that calls them (as fast as Numba's ``inline="always"``, which
+types them again in each caller: twice the cold compile for update_cycle, update,
+kinematics and contact_share). The layouts, the small helpers and :func:`_update` (so that
+:func:`update_cycle` is specialised at compile time) stay ``inline="always"``.
 """
 from __future__ import annotations
 
@@ -99,7 +102,7 @@ def _joint_step(Tax, revolute, x, post, out):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc):
     """Body poses Tb, axis frames Tax, motion axes S and body CoGs pc, root
     outwards (Khalil & Dombre, tree MDH)."""
@@ -153,7 +156,7 @@ def point_jacobian(S, support, p, J):
         J[3, j], J[4, j], J[5, j] = S[j, 3], S[j, 4], S[j, 5]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _frame(f, r, fbody, fpose, pred, bjoint, S, Tb, Tf, Jf):
     """Pose Tf[f] of frame f and the Jacobian Jf[f] of its origin, walking the
     joints that move its body (the other columns are zero)."""
@@ -172,7 +175,7 @@ def _frame(f, r, fbody, fpose, pred, bjoint, S, Tb, Tf, Jf):
         j = int(bjoint[r, int(pred[r, j])])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _group_coms(r, gmass, order, pred, succ, rootb, S, pc, gc, cg, Jcom):
     """CoG of each group and its Jacobian. gc[b, 4 g: 4 g + 4] = (mass, first
     moment) of group g's bodies in the subtree of b (summed leaves inwards); column j of the
@@ -220,7 +223,7 @@ def kinematics(mbuf, dbuf, q):
     _group_coms(r, gmass, order, pred, succ, rootb, S, pc, gc, cg, Jcom)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _body_inertias(mass, inertia, Tb, pc, bh, bI):
     """First moment m pc and inertia about the base origin of every body:
     I_O = R I R^T + m (|c|^2 1 - c c^T) (Huygens-Steiner)."""
@@ -259,7 +262,7 @@ def _dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _composites(r, mass, inertia, order, pred, succ, Tb, pc, bh, bI, cm, ch, cI):
     """Body inertias about the base origin, then the composite (subtree) mass,
     first moment and inertia of every body, leaves inwards."""
@@ -280,7 +283,7 @@ def _composites(r, mass, inertia, order, pred, succ, Tb, pc, bh, bI, cm, ch, cI)
                 cI[p, i, c] += cI[s, i, c]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _crba(r, arm, pred, succ, bjoint, S, cm, ch, cI, f, A):
     """A_ij = S_i . (Ic(succ j) S_j) for each joint i on the chain from j to the
     root, symmetric, zero elsewhere, plus the rotor inertia on the diagonal."""
@@ -317,7 +320,7 @@ def composite_inertia(mbuf, dbuf, q):
     _crba(r, arm, pred, succ, bjoint, S, cm, ch, cI, w6, A)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _gravity(r, succ, S, cm, ch, g, G):
     """G_j = -g . (M s_v + s_w x h) of the subtree joint j moves."""
     for j in range(S.shape[0]):
@@ -327,7 +330,7 @@ def _gravity(r, succ, S, cm, ch, g, G):
                  + g[2] * (cm[s] * S[j, 2] + c2))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _velocities(r, order, pred, succ, rootb, S, qd, V):
     b0 = int(rootb[r])
     for u in range(6):
@@ -339,7 +342,7 @@ def _velocities(r, order, pred, succ, rootb, S, qd, V):
             V[s, u] = V[p, u] + S[j, u] * x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V, Ac, F, hv, tau):
     """Recursive Newton-Euler (Featherstone 2008, RNEA; Lammari 2012 eq. IV.7-IV.9):
     V_s = V_p + S qd, a_s = a_p + S qdd + V_s x S qd with a_root = (-g, 0), body
@@ -445,7 +448,7 @@ def _coriolis_factor(m, hv, I, V, Bf, B22):
     B22[2, 1] -= 0.5 * n0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _coriolis(r, mass, order, pred, succ, bjoint, S, V, bh, bI, cm, ch, cI, Sd, Bf, B22, f6, C):
     """C(q, qd) in Christoffel form by the recursive algorithm of Echeandia &
     Wensing 2021: Sd_j = V_succ x S_j, composite factors Bc = [[0, -[Bf]], [0,
@@ -574,7 +577,7 @@ def zmp_share(W, px, py, ramp):
     return ramp + 4.0 * ramp * (1.0 - ramp) * (alpha - ramp)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _ground_wrench(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, g, V, Ac, F, w6, scratch, W):
     """W: the whole ground wrench (force, moment at the root's origin, root axes) the motion (qd, qdd)
     takes in this rooting: the wrench the Newton-Euler pass sums at the root body plus the root
