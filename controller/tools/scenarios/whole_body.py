@@ -54,11 +54,11 @@ TILT_DIRECTIONS = {"+alpha": (1.0, 0.0), "-alpha": (-1.0, 0.0), "+beta": (0.0, 1
                    "+alpha+beta": (1.0, 1.0), "+alpha-beta": (1.0, -1.0), "-alpha+beta": (-1.0, 1.0),
                    "-alpha-beta": (-1.0, -1.0)}
 """(α, β) per unit amplitude: roll and pitch both ways and the four diagonals (both angles = the amplitude)."""
-PUSH_STRATEGIES = tuple((f"push.{k}", v) for k, v in {
-    "k_ankle": 10.0, "v_ankle": 0.5, "deadband": 0.02, "hip_margin": 0.02, "k_hip": 20.0, "v_hip": 1.0,
-    "step_margin": 0.0}.items())
-"""The capture-point strategies' representative gains (stabilizer.push_recovery) as ``stabilizer_set`` keys:
-those the deployed stabilizer YAML ships (with its pressure observer and its gate), for a YAML without them
+STABILIZER = CONFIG.parent / "robots" / "bip2000_stabilizer.yaml"
+PUSH_STRATEGIES = tuple((f"push.{k}", v) for k, v in read_yaml(STABILIZER)["push"].items() if k in (
+    "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin"))
+"""The capture-point strategies' gains (stabilizer.push_recovery) as ``stabilizer_set`` keys, read from the
+deployed stabilizer YAML (with its pressure observer and its gate), for a YAML without them
 (docs/stabilizer.md, "Pushes")."""
 
 
