@@ -32,7 +32,8 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         release_s: 0.3         # s from the next lift-off over which a carried offset goes
         min_offset_m: 0.001    # an early contact above this height of the plan, an offset this large (reported)
         tilt_margin_m: 0.005   # a landed sole whose pressure lies this far behind its rear cells bears on an edge
-        tilt_delay_s: 0.02     # s it must for, longer than a flat floor's heel-first landing, before it turns
+        tilt_share: 0.3        # while the foot carries this share of both feet's load (a heel-first landing does not)
+        tilt_delay_s: 0.03     # s in a row, longer than a flat floor's heel-first landing, before it turns
         tilt_speed: 0.2        # rad/s, the sole's turn toes down about the edge (rad/s^2: tilt_accel 2.0)
         tilt_accel: 2.0
         tilt_max_deg: 6.0      # the turn's bound (a 2 cm drop under a 0.26 m sole: 4.4 deg)
@@ -81,7 +82,8 @@ class FeetConfig:
     release: float = 0.3
     min_offset: float = 0.001
     tilt_margin: float = 0.005
-    tilt_delay: float = 0.02
+    tilt_share: float = 0.3
+    tilt_delay: float = 0.03
     tilt_speed: float = 0.2
     tilt_accel: float = 2.0
     tilt_max: float = math.radians(6.0)
@@ -108,7 +110,7 @@ class FeetConfig:
         p[td.P_SPEED], p[td.P_ACCEL], p[td.P_DELAY] = self.speed, self.accel, self.delay
         p[td.P_DAMPING], p[td.P_YIELD] = self.yield_damping, self.yield_speed
         p[td.P_RELEASE], p[td.P_MIN] = self.release, self.min_offset
-        p[td.P_TILT_MARGIN], p[td.P_TILT_DELAY] = self.tilt_margin, self.tilt_delay
+        p[td.P_TILT_MARGIN], p[td.P_TILT_SHARE], p[td.P_TILT_DELAY] = self.tilt_margin, self.tilt_share, self.tilt_delay
         p[td.P_TILT_SPEED], p[td.P_TILT_ACCEL], p[td.P_TILT_MAX] = self.tilt_speed, self.tilt_accel, self.tilt_max
         return p
 
@@ -158,7 +160,8 @@ def parse_feet(sec: Section) -> FeetConfig:
              t.number("speed", d.speed, positive=True), t.number("accel", d.accel, positive=True),
              t.number("delay_s", d.delay, positive=True), t.number("release_s", d.release, positive=True),
              t.number("min_offset_m", d.min_offset, positive=True),
-             t.number("tilt_margin_m", d.tilt_margin, positive=True), t.number("tilt_delay_s", d.tilt_delay, positive=True),
+             t.number("tilt_margin_m", d.tilt_margin, positive=True), _fraction(t, "tilt_share", d.tilt_share, 1.0),
+             t.number("tilt_delay_s", d.tilt_delay, positive=True),
              t.number("tilt_speed", d.tilt_speed, positive=True), t.number("tilt_accel", d.tilt_accel, positive=True),
              t.angle("tilt_max", d.tilt_max), t.number("yield_damping", d.yield_damping, positive=True),
              t.number("yield_speed", d.yield_speed, positive=True))

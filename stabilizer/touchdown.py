@@ -28,8 +28,9 @@ period):
 
 A sole landed across an edge (a step down whose edge lies under its heel) bears on its heel only, its toes over
 the drop: from the plan's touch-down through the foot's stance, while its cells carry ``touch_load`` with their
-centre of pressure p_x behind the rear cells (x_r, sole frame) by ``tilt_margin`` or more, for ``tilt_delay``
-in a row (longer than a flat floor's heel-first landing), the sole turns toes down about the line it bears on
+centre of pressure p_x behind the rear cells (x_r, sole frame) by ``tilt_margin`` or more and ``tilt_share``
+of both feet's load, for ``tilt_delay`` in a row (a flat floor's heel-first landing is over before the foot
+carries that share, or lasts less), the sole turns toes down about the line it bears on
 (the pivot x_c = p_x as the turn starts), its pitch theta_f (rad, > 0 toes down) at a rate ramping at
 ``tilt_accel`` up to ``tilt_speed``, until its toes load (p_x back within the margin) or theta_f = ``tilt_max``;
 held, carried through the stance and released with the offset at the next lift-off. The leg's joints take
@@ -61,11 +62,11 @@ FEET = 2
 LEG = 6
 PARAMS = Layout("touchdown params", [Field(name) for name in (
     "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset", "tilt_margin",
-    "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max", "yield_damping", "yield_speed")])
+    "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max", "yield_damping", "yield_speed")])
 P_ENABLED, P_TOUCH, P_BOUND, P_SPEED, P_ACCEL, P_DELAY, P_RELEASE, P_MIN = (
     PARAMS.offset(k) for k in ("enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset"))
-P_TILT_MARGIN, P_TILT_DELAY, P_TILT_SPEED, P_TILT_ACCEL, P_TILT_MAX, P_DAMPING, P_YIELD = (
-    PARAMS.offset(k) for k in ("tilt_margin", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max",
+P_TILT_MARGIN, P_TILT_SHARE, P_TILT_DELAY, P_TILT_SPEED, P_TILT_ACCEL, P_TILT_MAX, P_DAMPING, P_YIELD = (
+    PARAMS.offset(k) for k in ("tilt_margin", "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max",
                                "yield_damping", "yield_speed"))
 
 # the modes of a foot: free (no offset, no plan), watch (swinging before any contact), hold (an early contact
@@ -100,10 +101,10 @@ def views(buf: np.ndarray):
 
 
 @njit(cache=True)
-def _tilt(p, st, f, load, cop_x, heel, period):
-    """This cycle's theta_f of a foot in its stance (eq. 2, module docstring): ``cop_x`` its cells' centre of
-    pressure and ``heel`` its rear cells' x (sole frame, m)."""
-    behind = load >= p[P_TOUCH] and cop_x < heel - p[P_TILT_MARGIN]
+def _tilt(p, st, f, load, share, cop_x, heel, period):
+    """This cycle's theta_f of a foot in its stance (eq. 2, module docstring): ``share`` its part of both feet's
+    load, ``cop_x`` its cells' centre of pressure and ``heel`` its rear cells' x (sole frame, m)."""
+    behind = load >= p[P_TOUCH] and share >= p[P_TILT_SHARE] and cop_x < heel - p[P_TILT_MARGIN]
     st.behind[f] = st.behind[f] + period if behind else 0.0
     if st.behind[f] >= p[P_TILT_DELAY] and st.pitch[f] < p[P_TILT_MAX]:
         if st.pitch[f] == 0.0:
@@ -118,7 +119,7 @@ def _tilt(p, st, f, load, cop_x, heel, period):
 
 
 @njit(cache=True)
-def _offset(p, st, f, phase, load, z, cop_x, heel, period):
+def _offset(p, st, f, phase, load, share, z, cop_x, heel, period):
     """This cycle's d_f and theta_f (module docstring) from the plan's ``phase`` (0 left, 1 right single support,
     2 double, < 0 none), the foot's ``load``, its plan height ``z``, its cells' centre of pressure ``cop_x`` and
     rear cells' x ``heel``."""
@@ -158,7 +159,7 @@ def _offset(p, st, f, phase, load, z, cop_x, heel, period):
             if abs(st.offset[f]) >= p[P_MIN]:
                 st.new[f] = st.offset[f]
     if st.mode[f] == SEARCH or st.mode[f] == CARRIED:
-        _tilt(p, st, f, load, cop_x, heel, period)
+        _tilt(p, st, f, load, share, cop_x, heel, period)
     if st.mode[f] != SEARCH:
         return
     if touched or st.offset[f] <= -p[P_BOUND]:
@@ -209,7 +210,9 @@ def offsets(p, buf, phase, loads, z, cops, heels, powered, period):
     on = p[P_ENABLED] != 0.0 and powered
     for f in range(FEET):
         if on:
-            _offset(p, st, f, phase, loads[f], z[f], cops[f, 0], heels[f], period)
+            total = loads[0] + loads[1]
+            share = loads[f] / total if total > 0.0 else 0.0
+            _offset(p, st, f, phase, loads[f], share, z[f], cops[f, 0], heels[f], period)
         else:
             st.mode[f] = st.offset[f] = st.rate[f] = st.swung[f] = st.new[f] = 0.0
             st.pitch[f] = st.pitch_rate[f] = st.behind[f] = st.tilted[f] = st.new_tilt[f] = 0.0
