@@ -37,8 +37,6 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         tilt_speed: 0.2        # rad/s, the sole's turn toes down about the edge (rad/s^2: tilt_accel 2.0)
         tilt_accel: 2.0
         tilt_max_deg: 6.0      # the turn's bound (a 2 cm drop under a 0.26 m sole: 4.4 deg)
-        yield_damping: 10000.0 # N s/m: an early contact's sole yields to its load over touch_load until the plan's
-        yield_speed: 0.1       # touch-down (eq. 1'), within this speed (m/s)
 """
 from __future__ import annotations
 
@@ -87,8 +85,6 @@ class FeetConfig:
     tilt_speed: float = 0.2
     tilt_accel: float = 2.0
     tilt_max: float = math.radians(6.0)
-    yield_damping: float = 1.0e4
-    yield_speed: float = 0.1
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -108,7 +104,6 @@ class FeetConfig:
         p = np.zeros(td.PARAMS.size())
         p[td.P_ENABLED], p[td.P_TOUCH], p[td.P_BOUND] = float(self.touchdown), self.touch_load, self.bound
         p[td.P_SPEED], p[td.P_ACCEL], p[td.P_DELAY] = self.speed, self.accel, self.delay
-        p[td.P_DAMPING], p[td.P_YIELD] = self.yield_damping, self.yield_speed
         p[td.P_RELEASE], p[td.P_MIN] = self.release, self.min_offset
         p[td.P_TILT_MARGIN], p[td.P_TILT_SHARE], p[td.P_TILT_DELAY] = self.tilt_margin, self.tilt_share, self.tilt_delay
         p[td.P_TILT_SPEED], p[td.P_TILT_ACCEL], p[td.P_TILT_MAX] = self.tilt_speed, self.tilt_accel, self.tilt_max
@@ -163,10 +158,9 @@ def parse_feet(sec: Section) -> FeetConfig:
              t.number("tilt_margin_m", d.tilt_margin, positive=True), _fraction(t, "tilt_share", d.tilt_share, 1.0),
              t.number("tilt_delay_s", d.tilt_delay, positive=True),
              t.number("tilt_speed", d.tilt_speed, positive=True), t.number("tilt_accel", d.tilt_accel, positive=True),
-             t.angle("tilt_max", d.tilt_max), t.number("yield_damping", d.yield_damping, positive=True),
-             t.number("yield_speed", d.yield_speed, positive=True))
-    if not 0.0 < touch[-3] <= math.radians(15.0):
-        raise ConfigError(t.where, t.path("tilt_max"), f"{math.degrees(touch[-3]):g} deg: expected within (0, 15] deg")
+             t.angle("tilt_max", d.tilt_max))
+    if not 0.0 < touch[-1] <= math.radians(15.0):
+        raise ConfigError(t.where, t.path("tilt_max"), f"{math.degrees(touch[-1]):g} deg: expected within (0, 15] deg")
     t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,

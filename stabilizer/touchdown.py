@@ -16,11 +16,7 @@ period):
   while the plan descends (z_f(t) < z_f(t - T)) still ``min_offset`` or more above the other sole (lower, the
   floor the plan assumed: on the flat floor a sole meets it within µm of the plan, and a µm offset moves the
   drives' following error by hundredths of a degree), holds the sole where it met the ground:
-  d_f = h - z_f with h = z_f + d_f as the last cycle put it (it stops descending, the plan's timing kept), and then
-  yields to its load until the plan's touch-down, an admittance holding it at ``touch_load`` (the sole met
-  the ground at the plan's descent speed, ~0.1 m/s: the drives' lag pressed it 2000-4000 N into it):
-
-      h' = clip((L_f - touch_load) / B, -``yield_speed``, ``yield_speed``),    B = ``yield_damping``          (1')
+  d_f = h - z_f with h = z_f + d_f at the contact (it stops descending, the plan's timing kept);
 * from the plan's touch-down: held, carried unchanged through the foot's stance, until its next lift-off;
   a late contact (not loaded ``delay`` after the plan's touch-down, longer than the flat floor's late
   landings) keeps descending, d_f' = -v with v ramping up to ``speed`` at ``accel``, until L_f >= ``touch_load``
@@ -62,12 +58,11 @@ FEET = 2
 LEG = 6
 PARAMS = Layout("touchdown params", [Field(name) for name in (
     "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset", "tilt_margin",
-    "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max", "yield_damping", "yield_speed")])
+    "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max")])
 P_ENABLED, P_TOUCH, P_BOUND, P_SPEED, P_ACCEL, P_DELAY, P_RELEASE, P_MIN = (
     PARAMS.offset(k) for k in ("enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset"))
-P_TILT_MARGIN, P_TILT_SHARE, P_TILT_DELAY, P_TILT_SPEED, P_TILT_ACCEL, P_TILT_MAX, P_DAMPING, P_YIELD = (
-    PARAMS.offset(k) for k in ("tilt_margin", "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max",
-                               "yield_damping", "yield_speed"))
+P_TILT_MARGIN, P_TILT_SHARE, P_TILT_DELAY, P_TILT_SPEED, P_TILT_ACCEL, P_TILT_MAX = (
+    PARAMS.offset(k) for k in ("tilt_margin", "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max"))
 
 # the modes of a foot: free (no offset, no plan), watch (swinging before any contact), hold (an early contact
 # in the swing), search (late: descending after the plan's touch-down), carried (held until the next lift-off)
@@ -126,7 +121,6 @@ def _offset(p, st, f, phase, load, share, z, cop_x, heel, period):
     st.new[f] = st.new_tilt[f] = 0.0
     touched = load >= p[P_TOUCH]
     descending = z < st.z_prev[f]
-    last = st.z_prev[f] + st.offset[f]               # where the last cycle put the sole (its cells' load is there)
     st.z_prev[f] = z
     if phase < 0.0:                                   # no plan: the offset stays as it is
         st.rate[f] = st.pitch_rate[f] = 0.0
@@ -140,12 +134,9 @@ def _offset(p, st, f, phase, load, share, z, cop_x, heel, period):
         st.pitch[f] = st.pitch_start[f] * release
         if st.mode[f] == WATCH:
             d = st.start[f] * release
-            st.offset[f] = d
             if touched and descending and z > p[P_MIN]:
-                st.mode[f], st.held[f] = HOLD, last
-        elif st.mode[f] == HOLD:                      # eq. 1': from the cycle after the contact
-            v = p[P_YIELD]
-            st.held[f] += min(v, max(-v, (load - p[P_TOUCH]) / p[P_DAMPING])) * period
+                st.mode[f], st.held[f] = HOLD, z + d
+            st.offset[f] = d
         if st.mode[f] == HOLD:
             st.offset[f] = st.held[f] - z
         st.rate[f] = 0.0
