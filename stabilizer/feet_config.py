@@ -34,8 +34,8 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         tilt_margin_m: 0.005   # a landed sole whose pressure lies this far behind its rear cells bears on an edge
         tilt_share: 0.3        # while the foot carries this share of both feet's load (a heel-first landing does not)
         tilt_delay_s: 0.03     # s in a row, longer than a flat floor's heel-first landing, before it turns
-        tilt_speed: 0.2        # rad/s, the sole's turn toes down about the edge (rad/s^2: tilt_accel 2.0)
-        tilt_accel: 2.0
+        tilt_speed: 0.4        # rad/s, the sole's turn toes down about the edge (0.2: the 2 cm step down's robot
+        tilt_accel: 4.0        # tipped onto the toes at 2.9 deg, its left landed early, it fell); rad/s^2
         tilt_max_deg: 6.0      # the turn's bound (a 2 cm drop under a 0.26 m sole: 4.4 deg)
 """
 from __future__ import annotations
@@ -82,8 +82,8 @@ class FeetConfig:
     tilt_margin: float = 0.005
     tilt_share: float = 0.3
     tilt_delay: float = 0.03
-    tilt_speed: float = 0.2
-    tilt_accel: float = 2.0
+    tilt_speed: float = 0.4
+    tilt_accel: float = 4.0
     tilt_max: float = math.radians(6.0)
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
