@@ -121,7 +121,7 @@ its cells and toes over the drop; the left lands on the lower floor, late."""
 
 
 @pytest.mark.hil
-@pytest.mark.slow        # tests/stabilizer/test_touchdown.py covers the turn's kernel and its pose itself
+@pytest.mark.slow        # 20-26 s; tests/stabilizer/test_touchdown.py covers the turn's kernel and its pose itself
 def test_an_unknown_1cm_step_down_completes_the_sole_across_its_edge_turned_toes_down(thesis_gait):
     """Open-loop down a 1 cm step the gait was not told about: the walk completes without a fall or a fault
     (before the turn: fell at 8.85 s, the right sole tipping the robot forward over the edge); the right sole,
