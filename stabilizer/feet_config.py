@@ -31,6 +31,12 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         delay_s: 0.06          # s after the plan's touch-down before a late landing descends
         release_s: 0.3         # s from the next lift-off over which a carried offset goes
         min_offset_m: 0.001    # an early contact above this height of the plan, an offset this large (reported)
+        tilt_margin_m: 0.005   # a landed sole whose pressure lies this far behind its rear cells bears on an edge
+        tilt_share: 0.3        # while the foot carries this share of both feet's load (a heel-first landing does not)
+        tilt_delay_s: 0.03     # s in a row, longer than a flat floor's heel-first landing, before it turns
+        tilt_speed: 0.4        # rad/s, the sole's turn toes down about the edge (0.2: the 2 cm step down's robot
+        tilt_accel: 4.0        # tipped onto the toes at 2.9 deg, its left landed early, it fell); rad/s^2
+        tilt_max_deg: 6.0      # the turn's bound (a 2 cm drop under a 0.26 m sole: 4.4 deg)
 """
 from __future__ import annotations
 
@@ -73,6 +79,12 @@ class FeetConfig:
     delay: float = 0.06
     release: float = 0.3
     min_offset: float = 0.001
+    tilt_margin: float = 0.005
+    tilt_share: float = 0.3
+    tilt_delay: float = 0.03
+    tilt_speed: float = 0.4
+    tilt_accel: float = 4.0
+    tilt_max: float = math.radians(6.0)
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -93,6 +105,8 @@ class FeetConfig:
         p[td.P_ENABLED], p[td.P_TOUCH], p[td.P_BOUND] = float(self.touchdown), self.touch_load, self.bound
         p[td.P_SPEED], p[td.P_ACCEL], p[td.P_DELAY] = self.speed, self.accel, self.delay
         p[td.P_RELEASE], p[td.P_MIN] = self.release, self.min_offset
+        p[td.P_TILT_MARGIN], p[td.P_TILT_SHARE], p[td.P_TILT_DELAY] = self.tilt_margin, self.tilt_share, self.tilt_delay
+        p[td.P_TILT_SPEED], p[td.P_TILT_ACCEL], p[td.P_TILT_MAX] = self.tilt_speed, self.tilt_accel, self.tilt_max
         return p
 
 
@@ -140,7 +154,13 @@ def parse_feet(sec: Section) -> FeetConfig:
     touch = (t.number("touch_load", d.touch_load, positive=True), t.number("bound_m", d.bound, positive=True),
              t.number("speed", d.speed, positive=True), t.number("accel", d.accel, positive=True),
              t.number("delay_s", d.delay, positive=True), t.number("release_s", d.release, positive=True),
-             t.number("min_offset_m", d.min_offset, positive=True))
+             t.number("min_offset_m", d.min_offset, positive=True),
+             t.number("tilt_margin_m", d.tilt_margin, positive=True), _fraction(t, "tilt_share", d.tilt_share, 1.0),
+             t.number("tilt_delay_s", d.tilt_delay, positive=True),
+             t.number("tilt_speed", d.tilt_speed, positive=True), t.number("tilt_accel", d.tilt_accel, positive=True),
+             t.angle("tilt_max", d.tilt_max))
+    if not 0.0 < touch[-1] <= math.radians(15.0):
+        raise ConfigError(t.where, t.path("tilt_max"), f"{math.degrees(touch[-1]):g} deg: expected within (0, 15] deg")
     t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,

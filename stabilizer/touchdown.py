@@ -22,11 +22,29 @@ period):
   landings) keeps descending, d_f' = -v with v ramping up to ``speed`` at ``accel``, until L_f >= ``touch_load``
   or d_f = -``bound``.
 
-A touch-down whose held offset reaches ``min_offset`` in size is reported once (``new``: the loop's event).
+A sole landed across an edge (a step down whose edge lies under its heel) bears on its heel only, its toes over
+the drop: from the plan's touch-down through the foot's stance, while its cells carry ``touch_load`` with their
+centre of pressure p_x behind the rear cells (x_r, sole frame) by ``tilt_margin`` or more and ``tilt_share``
+of both feet's load, for ``tilt_delay`` in a row (a flat floor's heel-first landing is over before the foot
+carries that share, or lasts less), the sole turns toes down about the line it bears on
+(the pivot x_c = p_x as the turn starts), its pitch theta_f (rad, > 0 toes down) at a rate ramping at
+``tilt_accel`` up to ``tilt_speed``, until its toes load (p_x back within the margin) or theta_f = ``tilt_max``;
+held, carried through the stance and released with the offset at the next lift-off. The leg's joints take
+the sole's goal pose, turned about its y axis through the pivot:
+
+    T_goal = T_f(q*) Tz(d_f) . Tx(x_c) Ry(theta_f) Tx(-x_c)                                                  (2)
+
+(in eq. 1's solve: the pelvis, and so the robot, stays upright while the foot turns under it; turning the
+whole robot over the edge with the foot is what made it fall forward).
+
+A touch-down whose held offset reaches ``min_offset`` in size is reported once (``new``: the loop's event), and
+so is a turned sole as its toes find the ground (``new_tilt``: theta_f).
 State and parameters are flat buffers declared once (:data:`STATE`, :data:`PARAMS`); the kernel is
 allocation-free, ``@njit(cache=True)``.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -39,9 +57,12 @@ from models.tree.model import data_layout as data_views
 FEET = 2
 LEG = 6
 PARAMS = Layout("touchdown params", [Field(name) for name in (
-    "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset")])
+    "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset", "tilt_margin",
+    "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max")])
 P_ENABLED, P_TOUCH, P_BOUND, P_SPEED, P_ACCEL, P_DELAY, P_RELEASE, P_MIN = (
     PARAMS.offset(k) for k in ("enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset"))
+P_TILT_MARGIN, P_TILT_SHARE, P_TILT_DELAY, P_TILT_SPEED, P_TILT_ACCEL, P_TILT_MAX = (
+    PARAMS.offset(k) for k in ("tilt_margin", "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max"))
 
 # the modes of a foot: free (no offset, no plan), watch (swinging before any contact), hold (an early contact
 # in the swing), search (late: descending after the plan's touch-down), carried (held until the next lift-off)
@@ -50,12 +71,16 @@ FREE, WATCH, HOLD, SEARCH, CARRIED = 0.0, 1.0, 2.0, 3.0, 4.0
 # mode, offset d_f (m), rate (m/s), held height h, start (d_0 at the lift-off), z_prev (the plan's height last
 # cycle), t (s since the plan's lift-off or touch-down), swung (1: the plan swings the foot), new (the offset
 # reported this cycle, else 0: the loop's event), dq / dq_prev (the joint offsets of eq. 1, this cycle's and the
-# last's), then scratch: z (the plan's sole heights), T0 (the soles' poses at q*), a (6 x 7: the system of
-# eq. 1)
+# last's), pitch / pitch_rate / pivot (eq. 2: theta_f, its rate, x_c), pitch_start (theta_f at the lift-off),
+# behind (s the cells' pressure has been behind the rear cells), tilted (1: this stance's turn reported),
+# new_tilt (theta_f reported this cycle, else 0), then scratch: z (the plan's sole heights), T0 (the soles' goal
+# poses, eq. 2), a (6 x 7: the system of eq. 1)
 STATE = Layout("touchdown state", [
     Field("mode", (FEET,)), Field("offset", (FEET,)), Field("rate", (FEET,)), Field("held", (FEET,)),
     Field("start", (FEET,)), Field("z_prev", (FEET,)), Field("t", (FEET,)), Field("swung", (FEET,)),
-    Field("new", (FEET,)), Field("dq", (FEET, LEG)), Field("dq_prev", (FEET, LEG)), Field("z", (FEET,)),
+    Field("new", (FEET,)), Field("dq", (FEET, LEG)), Field("dq_prev", (FEET, LEG)), Field("pitch", (FEET,)),
+    Field("pitch_rate", (FEET,)), Field("pivot", (FEET,)), Field("pitch_start", (FEET,)), Field("behind", (FEET,)),
+    Field("tilted", (FEET,)), Field("new_tilt", (FEET,)), Field("z", (FEET,)),
     Field("T0", (FEET, 4, 4)), Field("a", (LEG, LEG + 1))])
 _views = STATE.kernel_views
 
@@ -71,22 +96,44 @@ def views(buf: np.ndarray):
 
 
 @njit(cache=True)
-def _offset(p, st, f, phase, load, z, period):
-    """This cycle's d_f (module docstring) from the plan's ``phase`` (0 left, 1 right single support, 2
-    double, < 0 none), the foot's ``load`` and its plan height ``z``."""
-    st.new[f] = 0.0
+def _tilt(p, st, f, load, share, cop_x, heel, period):
+    """This cycle's theta_f of a foot in its stance (eq. 2, module docstring): ``share`` its part of both feet's
+    load, ``cop_x`` its cells' centre of pressure and ``heel`` its rear cells' x (sole frame, m)."""
+    behind = load >= p[P_TOUCH] and share >= p[P_TILT_SHARE] and cop_x < heel - p[P_TILT_MARGIN]
+    st.behind[f] = st.behind[f] + period if behind else 0.0
+    if st.behind[f] >= p[P_TILT_DELAY] and st.pitch[f] < p[P_TILT_MAX]:
+        if st.pitch[f] == 0.0:
+            st.pivot[f] = cop_x
+        st.pitch_rate[f] = min(st.pitch_rate[f] + p[P_TILT_ACCEL] * period, p[P_TILT_SPEED])
+        st.pitch[f] = min(st.pitch[f] + st.pitch_rate[f] * period, p[P_TILT_MAX])
+        return
+    if st.pitch_rate[f] != 0.0 and not behind and st.tilted[f] == 0.0:   # its toes found the ground
+        st.tilted[f] = st.new_tilt[f] = st.pitch[f]
+    if not behind:
+        st.pitch_rate[f] = 0.0
+
+
+@njit(cache=True)
+def _offset(p, st, f, phase, load, share, z, cop_x, heel, period):
+    """This cycle's d_f and theta_f (module docstring) from the plan's ``phase`` (0 left, 1 right single support,
+    2 double, < 0 none), the foot's ``load``, its plan height ``z``, its cells' centre of pressure ``cop_x`` and
+    rear cells' x ``heel``."""
+    st.new[f] = st.new_tilt[f] = 0.0
     touched = load >= p[P_TOUCH]
     descending = z < st.z_prev[f]
     st.z_prev[f] = z
     if phase < 0.0:                                   # no plan: the offset stays as it is
-        st.rate[f] = 0.0
+        st.rate[f] = st.pitch_rate[f] = 0.0
         return
     st.t[f] += period
     if int(phase) == 1 - f:                           # the plan swings this foot
         if st.swung[f] == 0.0:                        # its lift-off
             st.swung[f], st.t[f], st.start[f], st.mode[f] = 1.0, 0.0, st.offset[f], WATCH
+            st.pitch_start[f], st.pitch_rate[f], st.behind[f], st.tilted[f] = st.pitch[f], 0.0, 0.0, 0.0
+        release = 1.0 - quintic(st.t[f] / p[P_RELEASE])
+        st.pitch[f] = st.pitch_start[f] * release
         if st.mode[f] == WATCH:
-            d = st.start[f] * (1.0 - quintic(st.t[f] / p[P_RELEASE]))
+            d = st.start[f] * release
             if touched and descending and z > p[P_MIN]:
                 st.mode[f], st.held[f] = HOLD, z + d
             st.offset[f] = d
@@ -102,6 +149,8 @@ def _offset(p, st, f, phase, load, z, period):
             st.mode[f] = CARRIED
             if abs(st.offset[f]) >= p[P_MIN]:
                 st.new[f] = st.offset[f]
+    if st.mode[f] == SEARCH or st.mode[f] == CARRIED:
+        _tilt(p, st, f, load, share, cop_x, heel, period)
     if st.mode[f] != SEARCH:
         return
     if touched or st.offset[f] <= -p[P_BOUND]:
@@ -143,50 +192,70 @@ def _solve(a, n):
 
 
 @njit(cache=True)
-def offsets(p, buf, phase, loads, z, powered, period):
-    """Each foot's offset d_f (module docstring) from the plan's ``phase``, the feet's ``loads`` (N) and the
-    plan's sole heights ``z`` (foot: above the other sole, m). Off (offsets zero) unless enabled and
+def offsets(p, buf, phase, loads, z, cops, heels, powered, period):
+    """Each foot's offset d_f and pitch theta_f (module docstring) from the plan's ``phase``, the feet's ``loads``
+    (N), the plan's sole heights ``z`` (foot: above the other sole, m), the cells' centres of pressure ``cops``
+    (foot, xy: sole frame, m) and the rear cells' x ``heels`` (foot). Off (offsets zero) unless enabled and
     ``powered``."""
     st, _ = _views(buf)
     on = p[P_ENABLED] != 0.0 and powered
     for f in range(FEET):
         if on:
-            _offset(p, st, f, phase, loads[f], z[f], period)
+            total = loads[0] + loads[1]
+            share = loads[f] / total if total > 0.0 else 0.0
+            _offset(p, st, f, phase, loads[f], share, z[f], cops[f, 0], heels[f], period)
         else:
             st.mode[f] = st.offset[f] = st.rate[f] = st.swung[f] = st.new[f] = 0.0
+            st.pitch[f] = st.pitch_rate[f] = st.behind[f] = st.tilted[f] = st.new_tilt[f] = 0.0
 
 
 @njit(cache=True)
-def _sole_system(a, Tf, Jf, s, legs, f, target, T0):
-    """a = [J_f | target − x_f]: sole s's Jacobian over the leg's joints and the error of its pose Tf[s] to
-    T0 moved up by ``target`` along z (translation; rotation as the vee of the skew part of R0ᵀ R, in base
-    axes, to first order)."""
+def _goal(G, Tf, s, d, theta, xc):
+    """G = Tz(d) Tf[s] Tx(xc) Ry(theta) Tx(-xc) (eq. 2): sole s's pose at q*, moved up by ``d`` along the base's
+    z and turned by ``theta`` about its own y axis through the point ``xc`` on its x axis."""
+    c, sn = math.cos(theta), math.sin(theta)
+    # P = Tx(xc) Ry(theta) Tx(-xc): rotation Ry, translation (xc (1 - c), 0, xc sn)
+    tx, tz = xc * (1.0 - c), xc * sn
+    for i in range(3):
+        r0, r1, r2 = Tf[s, i, 0], Tf[s, i, 1], Tf[s, i, 2]
+        G[i, 0] = r0 * c - r2 * sn
+        G[i, 1] = r1
+        G[i, 2] = r0 * sn + r2 * c
+        G[i, 3] = Tf[s, i, 3] + r0 * tx + r2 * tz
+    G[2, 3] += d
+
+
+@njit(cache=True)
+def _sole_system(a, Tf, Jf, s, legs, f, G):
+    """a = [J_f | G − x_f]: sole s's Jacobian over the leg's joints and the error of its pose Tf[s] to the goal
+    G (translation; rotation as the vee of the skew part of G_R R^T, in base axes, to first order)."""
     for r in range(LEG):
         for c in range(LEG):
             a[r, c] = Jf[s, r, int(legs[f, c])]
     for i in range(3):
-        a[i, LEG] = T0[i, 3] - Tf[s, i, 3]
-    a[2, LEG] += target
+        a[i, LEG] = G[i, 3] - Tf[s, i, 3]
     # R0 Rᵀ − R Rᵀ0 ≈ 2 [w]x for the small turn w (base axes) from R to R0
     m01 = m12 = m20 = 0.0
     for k in range(3):
-        m12 += T0[1, k] * Tf[s, 2, k] - Tf[s, 1, k] * T0[2, k]
-        m20 += T0[2, k] * Tf[s, 0, k] - Tf[s, 2, k] * T0[0, k]
-        m01 += T0[0, k] * Tf[s, 1, k] - Tf[s, 0, k] * T0[1, k]
+        m12 += G[1, k] * Tf[s, 2, k] - Tf[s, 1, k] * G[2, k]
+        m20 += G[2, k] * Tf[s, 0, k] - Tf[s, 2, k] * G[0, k]
+        m01 += G[0, k] * Tf[s, 1, k] - Tf[s, 0, k] * G[1, k]
     a[3, LEG], a[4, LEG], a[5, LEG] = -0.5 * m12, -0.5 * m20, -0.5 * m01
 
 
 @njit(cache=True)
-def touchdown(p, buf, phase, loads, mbuf, dbuf, q_ref, soles, legs, lo, hi, powered, period, q, q_cmd, qd_cmd):
-    """Each foot's offset d_f (:func:`offsets`) and its joints' dq_f (eq. 1, one Newton step from the
-    linear solve: the Jacobian again at q* + dq_f) added to ``q_cmd`` and ``qd_cmd`` (within the soft limits
-    ``lo``/``hi``): ``phase`` the plan's support phase, ``loads`` the feet's loads (N), ``mbuf``/``dbuf`` the
-    models and a Data rooted at the pelvis (its kinematics are this kernel's), ``q_ref`` the reference
-    q*, ``soles`` (foot) the soles' frame indices, ``legs`` (foot, 6) the joints carrying each sole, ``q``
-    scratch (n)."""
+def touchdown(p, buf, phase, loads, cops, heels, mbuf, dbuf, q_ref, soles, legs, lo, hi, powered, period, q, q_cmd,
+              qd_cmd):
+    """Each foot's offset d_f and pitch theta_f (:func:`offsets`) and its joints' dq_f (eq. 1 to eq. 2's goal, one
+    Newton step from the linear solve: the Jacobian again at q* + dq_f) added to ``q_cmd`` and ``qd_cmd``
+    (within the soft limits ``lo``/``hi``): ``phase`` the plan's support phase, ``loads`` the feet's loads (N),
+    ``cops`` (foot, xy) their cells' centres of pressure and ``heels`` (foot) their rear cells' x (sole frame,
+    m), ``mbuf``/``dbuf`` the models and a Data rooted at the pelvis (its kinematics are this kernel's),
+    ``q_ref`` the reference q*, ``soles`` (foot) the soles' frame indices, ``legs`` (foot, 6) the joints carrying
+    each sole, ``q`` scratch (n)."""
     st, _ = _views(buf)
     if p[P_ENABLED] == 0.0 or not powered:
-        offsets(p, buf, phase, loads, st.z_prev, powered, period)
+        offsets(p, buf, phase, loads, st.z_prev, cops, heels, powered, period)
         for f in range(FEET):
             for c in range(LEG):
                 st.dq[f, c] = st.dq_prev[f, c] = 0.0
@@ -194,21 +263,22 @@ def touchdown(p, buf, phase, loads, mbuf, dbuf, q_ref, soles, legs, lo, hi, powe
     d, _ = data_views(mbuf, dbuf)
     Tf, Jf = d.Tf, d.Jf
     kinematics(mbuf, dbuf, q_ref)
-    z, T0, a = st.z, st.T0, st.a
+    z, G, a = st.z, st.T0, st.a
     for f in range(FEET):
         z[f] = Tf[int(soles[f]), 2, 3] - Tf[int(soles[1 - f]), 2, 3]
-    offsets(p, buf, phase, loads, z, powered, period)
+    offsets(p, buf, phase, loads, z, cops, heels, powered, period)
+    moved = False
     for f in range(FEET):
         s = int(soles[f])
-        for i in range(4):
-            for k in range(4):
-                T0[f, i, k] = Tf[s, i, k]
-        _sole_system(a, Tf, Jf, s, legs, f, st.offset[f], T0[f])
-        if st.offset[f] != 0.0:
+        on = st.offset[f] != 0.0 or st.pitch[f] != 0.0
+        moved = moved or on
+        _goal(G[f], Tf, s, st.offset[f], st.pitch[f], st.pivot[f])
+        _sole_system(a, Tf, Jf, s, legs, f, G[f])
+        if on:
             _solve(a, LEG)
         for c in range(LEG):
-            st.dq[f, c] = a[c, LEG] if st.offset[f] != 0.0 else 0.0
-    if st.offset[0] != 0.0 or st.offset[1] != 0.0:     # the Newton step at q* + dq
+            st.dq[f, c] = a[c, LEG] if on else 0.0
+    if moved:                                          # the Newton step at q* + dq
         for j in range(q_ref.shape[0]):
             q[j] = q_ref[j]
         for f in range(FEET):
@@ -216,9 +286,9 @@ def touchdown(p, buf, phase, loads, mbuf, dbuf, q_ref, soles, legs, lo, hi, powe
                 q[int(legs[f, c])] += st.dq[f, c]
         kinematics(mbuf, dbuf, q)
         for f in range(FEET):
-            if st.offset[f] == 0.0:
+            if st.offset[f] == 0.0 and st.pitch[f] == 0.0:
                 continue
-            _sole_system(a, Tf, Jf, int(soles[f]), legs, f, st.offset[f], T0[f])
+            _sole_system(a, Tf, Jf, int(soles[f]), legs, f, G[f])
             _solve(a, LEG)
             for c in range(LEG):
                 st.dq[f, c] += a[c, LEG]

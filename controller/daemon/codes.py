@@ -35,6 +35,8 @@ class Event(IntEnum):
     #                      centre lands: e1, e2 of the whole-robot stabilizer, m; stabilizer.push_recovery)
     TOUCHDOWN = 11       # a = the foot whose landing the cells moved (0 left, 1 right), b = its sole's offset from the
     #                      plan, carried through its stance (m, > 0 higher: an early contact; stabilizer.touchdown)
+    TOE_DOWN = 12        # a = the foot landed across an edge whose sole the cells turned toes down (0 left, 1 right),
+    #                      b = its pitch as its toes found the ground, carried through its stance (rad; stabilizer.touchdown)
 
 
 class Reason(IntEnum):

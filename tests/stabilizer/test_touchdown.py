@@ -2,7 +2,8 @@
 nothing else (Pinocchio's forward kinematics of BIP 2000 rooted at the pelvis), an early contact holds the
 sole where it met the ground until the plan's touch-down and carries it through the stance, the next
 lift-off releases it, a late contact descends until the cells load (or to the bound), a landing on the
-plan's floor moves nothing, the config's named errors; allocation-free."""
+plan's floor moves nothing, a sole bearing on its heel across an edge turns toes down about it until they
+load (a heel-first landing turns nothing), the config's named errors; allocation-free."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,6 +26,8 @@ PERIOD = 0.002
 LEFT, RIGHT, DOUBLE = 0.0, 1.0, 2.0
 TOUCH = 300.0                              # N on the cells once a sole is down
 P = FeetConfig(touchdown=True).touchdown_params()
+HEELS = np.array([-0.06, -0.06])           # deploy/robots/bip2000.yaml: the rear cells' x in the sole frame
+CENTRED = np.zeros((2, 2))                 # the cells' centre of pressure at the soles' origins
 
 
 @pytest.fixture(scope="module")
@@ -32,21 +35,25 @@ def robot():
     return TreeRobot.from_yaml(DEPLOY / "robots" / "bip2000.yaml")
 
 
-def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot):
-    """dq of eq. 1 for d = 10 mm on the right leg, flexed: Pinocchio's right sole relative to the pelvis
-    rises 10 mm (to 5 µm: the Newton step; the linear solve alone is 0.65 mm off), turns < 0.1 mrad; the
-    left leg and the trunk untouched."""
+@pytest.mark.parametrize("offset, pitch, pivot, tol", [(0.01, 0.0, 0.0, 5e-6), (0.0, 0.04, -0.085, 5e-6),
+                                                       (-0.01, 0.08, -0.085, 1e-4)])
+def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch, pivot, tol):
+    """dq of eq. 1 for the right leg, flexed, to eq. 2's goal: Pinocchio's right sole relative to the pelvis
+    rises ``offset`` (10 mm: to 5 µm with the Newton step; the linear solve alone is 0.65 mm off) and turns
+    toes down by ``pitch`` about its y axis through the point ``pivot`` on its x axis (a heel on an edge: that
+    point stays where it was), to 5 µm and 0.1 mrad (the one Newton step leaves 50 µm for both at once: 10 mm
+    down, 4.6° toes down); the left leg and the trunk untouched."""
     from controller.daemon.loop.feet import _legs
     q = np.zeros(robot.n)
     q[[2, 8]], q[[3, 9]], q[[4, 10]] = -0.3, 0.6, -0.3          # hips, knees, ankles: legs flexed
     twin, soles, legs = _legs(robot)
     st = new_state()
     v = views(st)
-    v.offset[1], v.mode[1] = 0.01, CARRIED                      # the right sole carried 10 mm up
+    v.offset[1], v.pitch[1], v.pivot[1], v.mode[1] = offset, pitch, pivot, CARRIED
     q_cmd, qd_cmd = q.copy(), np.zeros(robot.n)
     lo, hi = np.full(robot.n, -3.0), np.full(robot.n, 3.0)
-    touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), robot.model.buf, twin.buf, q, soles, legs, lo, hi, True,
-              PERIOD, np.zeros(robot.n), q_cmd, qd_cmd)
+    touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), CENTRED, HEELS, robot.model.buf, twin.buf, q, soles, legs, lo,
+              hi, True, PERIOD, np.zeros(robot.n), q_cmd, qd_cmd)
     moved = np.nonzero(q_cmd != q)[0]
     assert set(moved) <= set(legs[1]) and len(moved) >= 3
     ref = build_tree(robot.description, "pelvis")
@@ -55,9 +62,11 @@ def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot):
     for qq, out in ((q, before), (q_cmd, after)):
         pin.framesForwardKinematics(model, data, qq[ref.perm])
         out.extend(data.oMf[ref.frames[name]].copy() for name in ("left_sole", "right_sole"))
-    rise = after[1].translation - before[1].translation
-    assert rise == pytest.approx([0.0, 0.0, 0.01], abs=5e-6)
-    assert np.linalg.norm(pin.log3(before[1].rotation.T @ after[1].rotation)) < 1e-4
+    turn = pin.SE3(pin.utils.rotate("y", pitch), np.array([pivot, 0.0, 0.0]) - pin.utils.rotate("y", pitch) @
+                   np.array([pivot, 0.0, 0.0]))
+    goal = pin.SE3(np.eye(3), np.array([0.0, 0.0, offset])) * before[1] * turn
+    assert after[1].translation == pytest.approx(goal.translation, abs=tol)
+    assert np.linalg.norm(pin.log3(goal.rotation.T @ after[1].rotation)) < 1e-4
     assert np.allclose(after[0].homogeneous, before[0].homogeneous)
 
 
@@ -74,12 +83,19 @@ class Walk:
         self.st = new_state()
         self.offsets, self.events = [], []
 
-    def cycle(self, phase: float, z: float, right_load: float) -> None:
-        offsets(P, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), True, PERIOD)
+        self.pitches, self.tilts = [], []
+        self.cops = CENTRED.copy()
+
+    def cycle(self, phase: float, z: float, right_load: float, right_cop_x: float = 0.0) -> None:
+        self.cops[1, 0] = right_cop_x
+        offsets(P, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), self.cops, HEELS, True, PERIOD)
         v = views(self.st)
         self.offsets.append(v.offset[1])
+        self.pitches.append(v.pitch[1])
         if v.new[1] != 0.0:
             self.events.append(v.new[1])
+        if v.new_tilt[1] != 0.0:
+            self.tilts.append(v.new_tilt[1])
 
 
 def test_early_contact_holds_the_sole_carries_it_and_the_next_lift_off_releases_it():
@@ -159,6 +175,51 @@ def test_the_plans_swing_lifts_before_its_toe_moves_forward():
     assert bell_only.max() == pytest.approx(GaitParams().sink + GaitParams().step_height)
 
 
+HEEL_EDGE = -0.085
+"""The right sole's heel 9 mm onto the upper level of a step down (the results table's edge at 0.175 m): its cells'
+pressure, extrapolated, 25 mm behind its rear cells."""
+
+
+def test_a_sole_bearing_on_its_heel_turns_toes_down_until_they_load_then_the_next_lift_off_releases_it():
+    """A step 1 cm down under all but the heel: the right lands on time on the edge, its pressure behind the rear
+    cells; after ``tilt_delay_s`` the sole turns toes down about that line, its rate ramping at ``tilt_accel`` up
+    to ``tilt_speed``, until the toes meet the lower floor (1 cm / 0.251 m = 0.0398 rad: the pressure then
+    within the cells); held (one TOE_DOWN) through the stance, its next swing releases it over ``release_s``."""
+    cfg, w = FeetConfig(), Walk()
+    toe = 0.01 / 0.251
+    for z in swing(0.03, 150):
+        w.cycle(LEFT, z, 0.0)
+    for k in range(300):
+        w.cycle(DOUBLE, 0.0, TOUCH, HEEL_EDGE if w.pitches[-1] < toe else 0.03)
+    for _ in range(200):
+        w.cycle(RIGHT, 0.0, 2 * TOUCH, 0.03)
+    p = np.array(w.pitches[150:])
+    start = int(round(cfg.tilt_delay / PERIOD))
+    assert np.all(p[:start - 1] == 0.0) and p[start + 1] > 0.0
+    rate = np.diff(p) / PERIOD
+    assert rate.max() <= cfg.tilt_speed + 1e-9 and np.diff(rate).max() <= cfg.tilt_accel * PERIOD + 1e-9
+    assert p[-1] == pytest.approx(toe, abs=cfg.tilt_speed * PERIOD) and w.tilts == [p[-1]]
+    assert views(w.st).pivot[1] == HEEL_EDGE and w.events == []
+    release = int(round(cfg.release / PERIOD))
+    for _ in range(release + 2):
+        w.cycle(LEFT, 0.02, 0.0)
+    assert w.pitches[-release // 2] == pytest.approx(0.5 * p[-1], rel=0.05) and w.pitches[-1] == 0.0
+
+
+@pytest.mark.parametrize("cop_x, for_s, load", [(HEEL_EDGE, 0.026, TOUCH), (-0.064, 0.3, TOUCH),
+                                                (HEEL_EDGE, 0.3, 0.25 * TOUCH / 0.75)])
+def test_a_heel_first_landing_or_a_pressure_within_the_cells_turns_nothing(cop_x, for_s, load):
+    """The pressure behind the rear cells for less than ``tilt_delay_s`` (a heel-first landing on the flat floor),
+    or for long but within ``tilt_margin_m`` of them, or while the foot carries under ``tilt_share`` of both
+    feet's load (25 %): no turn, no event."""
+    w = Walk()
+    for z in swing(0.03, 150):
+        w.cycle(LEFT, z, 0.0)
+    for k in range(300):
+        w.cycle(DOUBLE, 0.0, load, cop_x if k * PERIOD < for_s else 0.03)
+    assert max(w.pitches) == 0.0 and w.tilts == []
+
+
 def test_config_touchdown_section_and_its_errors():
     sec = Section("t.yaml", "feet", {"touchdown": {"enabled": True, "bound_m": 0.02}})
     cfg = parse_feet(sec)
@@ -167,15 +228,20 @@ def test_config_touchdown_section_and_its_errors():
         parse_feet(Section("t.yaml", "feet", {"touchdown": {"enabled": "yes"}}))
     with pytest.raises(ConfigError, match="feet.touchdown.bound_m"):
         parse_feet(Section("t.yaml", "feet", {"touchdown": {"bound_m": -1.0}}))
+    with pytest.raises(ConfigError, match="feet.touchdown.tilt_max"):
+        parse_feet(Section("t.yaml", "feet", {"touchdown": {"tilt_max_deg": 30.0}}))
+    assert parse_feet(Section("t.yaml", "feet", {"touchdown": {"tilt_max_deg": 3.0}})).tilt_max == pytest.approx(
+        np.radians(3.0))
     with pytest.raises(ConfigError, match="feet.touchdown.sped"):
         parse_feet(Section("t.yaml", "feet", {"touchdown": {"sped": 1.0}}))
 
 
 @njit
-def _cycles(p, st, loads, mbuf, dbuf, q, soles, legs, lo, hi, scratch, q_cmd, qd_cmd, count):
+def _cycles(p, st, loads, cops, heels, mbuf, dbuf, q, soles, legs, lo, hi, scratch, q_cmd, qd_cmd, count):
     for k in range(count):
         loads[1] = 0.0 if k % 2 else TOUCH
-        touchdown(p, st, DOUBLE, loads, mbuf, dbuf, q, soles, legs, lo, hi, True, PERIOD, scratch, q_cmd, qd_cmd)
+        touchdown(p, st, DOUBLE, loads, cops, heels, mbuf, dbuf, q, soles, legs, lo, hi, True, PERIOD, scratch, q_cmd,
+                  qd_cmd)
 
 
 def test_touchdown_allocation_free(robot):
@@ -185,5 +251,7 @@ def test_touchdown_allocation_free(robot):
     v = views(st)
     v.offset[1], v.mode[1] = 0.01, CARRIED                      # the solve and the Newton step run
     n = robot.n
-    assert_allocation_free(_cycles, P, st, np.array([TOUCH, 0.0]), robot.model.buf, twin.buf, np.zeros(n), soles,
+    v.pitch[0], v.pivot[0] = 0.04, -0.085                       # and the left sole turned about its heel
+    assert_allocation_free(_cycles, P, st, np.array([TOUCH, 0.0]), CENTRED, HEELS, robot.model.buf, twin.buf,
+                           np.zeros(n), soles,
                            legs, np.full(n, -3.0), np.full(n, 3.0), np.zeros(n), np.zeros(n), np.zeros(n))

@@ -17,7 +17,8 @@ loaded. With the compliance off, the plan's targets are not computed (the cells'
 the touch-down (``feet.touchdown``, stabilizer.touchdown): each sole's vertical offset from the plan as its
 cells find the ground, on the legs' joints by their Jacobian at the generator's reference rooted at the
 pelvis (the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it
-moved; on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
+moved, a TOE_DOWN event (a = foot, b = the sole's pitch, rad) per sole landed across an edge it turned toes
+down until they found the ground; on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
 the bus has none of these: the reference passes through.
 """
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Feet:
                 self.td_v = touchdown_views(self.td)
                 self.legs_twin, self.soles, self.legs = _legs(robot)
                 self.td_q = np.zeros(robot.n)
+                self.heels = self.cells[:, :, 0].min(axis=1).copy()   # the rear cells' x (sole frame)
         else:
             self.comply = self._pass
 
@@ -88,7 +90,7 @@ class Feet:
 
     def comply(self, powered: bool) -> None:
         """q_cmd, qd_cmd: the generator's reference plus the ankles' compliance toward this cycle's targets,
-        plus the touch-down's offsets (a TOUCHDOWN event per landing it moved)."""
+        plus the touch-down's offsets (a TOUCHDOWN event per landing it moved, a TOE_DOWN per sole it turned)."""
         self._targets()
         comply(self.p, self.state, self.target, self.gate, self.rolls, self.ankles, self.axes, self.q_ref, self.qd_ref,
                self.lo, self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
@@ -96,12 +98,15 @@ class Feet:
             return
         est = self.est
         phase = est.phase if est.soles is not None else -1.0     # hung (no sole on the ground): no touch-down
-        touchdown(self.td_p, self.td, phase, self.v.load, self.mbuf, self.legs_twin.buf, self.q_ref, self.soles,
-                  self.legs, self.lo, self.hi, powered, self.period, self.td_q, self.q_cmd, self.qd_cmd)
-        new = self.td_v.new
+        touchdown(self.td_p, self.td, phase, self.v.load, self.v.cop, self.heels, self.mbuf, self.legs_twin.buf,
+                  self.q_ref, self.soles, self.legs, self.lo, self.hi, powered, self.period, self.td_q, self.q_cmd,
+                  self.qd_cmd)
+        new, tilt = self.td_v.new, self.td_v.new_tilt
         for f in range(2):
             if new[f] != 0.0:
                 self.event(Event.TOUCHDOWN, float(f), new[f])
+            if tilt[f] != 0.0:
+                self.event(Event.TOE_DOWN, float(f), tilt[f])
 
     def _targets(self) -> None:
         """Each foot's target centre of pressure, whether it complies and whether the plan keeps it flat

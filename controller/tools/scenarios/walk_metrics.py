@@ -124,6 +124,7 @@ class WalkResult:
     edges: list[dict[str, Any]] = field(default_factory=list)   # the feet's landings on an edge (EDGE events)
     landings: list[dict[str, Any]] = field(default_factory=list)   # each swing foot's contact against the plan's
     touchdowns: list[dict[str, Any]] = field(default_factory=list)   # the landings the cells moved (TOUCHDOWN events)
+    toe_downs: list[dict[str, Any]] = field(default_factory=list)   # the soles turned over an edge (TOE_DOWN events)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,17 +143,26 @@ def estimated_slope(tel: dict[str, np.ndarray]) -> dict[str, float] | None:
     return {"pitch": round(float(pitch), 4), "roll": round(float(roll), 4)}
 
 
+def _event_rows(events: list[dict], period: float, kind: str, *keys: str) -> list[dict[str, Any]]:
+    """The ``kind`` events: when (s, the loop's time: cycle x ``period``) and their ``keys``."""
+    return [{"t": round(e["cycle"] * period, 6), **{k: e.get(k) for k in keys}} for e in events if e.get("kind") == kind]
+
+
 def edge_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
-    """The EDGE events: when (s, the loop's time: cycle x ``period``), which foot, its unloaded cells."""
-    return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "cells": e.get("cells")}
-            for e in events if e.get("kind") == "EDGE"]
+    """The EDGE events: when (s, the loop's time), which foot, its unloaded cells."""
+    return _event_rows(events, period, "EDGE", "foot", "cells")
 
 
 def adapted_landings(events: list[dict], period: float) -> list[dict[str, Any]]:
     """The TOUCHDOWN events: when (s, the loop's time), which foot, its sole's offset from the plan (m, > 0
     higher: an early contact held; < 0 a late one that descended)."""
-    return [{"t": round(e["cycle"] * period, 6), "foot": e.get("foot"), "offset_m": e.get("offset_m")}
-            for e in events if e.get("kind") == "TOUCHDOWN"]
+    return _event_rows(events, period, "TOUCHDOWN", "foot", "offset_m")
+
+
+def toe_downs(events: list[dict], period: float) -> list[dict[str, Any]]:
+    """The TOE_DOWN events: when (s, the loop's time), which foot, the pitch (deg, toes down) its sole, landed
+    across an edge, turned to until its toes found the ground."""
+    return _event_rows(events, period, "TOE_DOWN", "foot", "pitch_deg")
 
 
 FEET = ("left", "right")

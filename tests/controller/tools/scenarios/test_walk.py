@@ -113,3 +113,21 @@ def test_an_unknown_1cm_step_up_completes_the_touch_down_held_where_the_cells_fo
     assert r.completed and not r.fell and r.faults == [], (r.states, r.aborted, r.faults)
     assert [e["foot"] for e in r.touchdowns] == ["right", "left"], r.touchdowns
     assert all(0.008 <= e["offset_m"] <= 0.011 for e in r.touchdowns), r.touchdowns
+
+
+STEP_DOWN = Terrain(step_height=-0.01, step_x=0.175)
+"""A 1 cm step down (the results table's): the right sole lands on time with 9 mm of its heel on the upper level,
+its cells and toes over the drop; the left lands on the lower floor, late."""
+
+
+@pytest.mark.hil
+@pytest.mark.slow        # 20-26 s; tests/stabilizer/test_touchdown.py covers the turn's kernel and its pose itself
+def test_an_unknown_1cm_step_down_completes_the_sole_across_its_edge_turned_toes_down(thesis_gait):
+    """Open-loop down a 1 cm step the gait was not told about: the walk completes without a fall or a fault
+    (before the turn: fell at 8.85 s, the right sole tipping the robot forward over the edge); the right sole,
+    bearing on its heel, turned toes down until they met the lower floor (1 cm under its 0.25 m: about 2.3°,
+    one TOE_DOWN), the left's late landing found below the plan (a TOUCHDOWN < 0)."""
+    r = run_walk(thesis_gait, Options(config=WALK_CONFIG), hung=False, terrain=STEP_DOWN)
+    assert r.completed and not r.fell and r.faults == [], (r.states, r.aborted, r.faults, r.fell_at_s)
+    assert [e["foot"] for e in r.toe_downs] == ["right"] and 1.5 <= r.toe_downs[0]["pitch_deg"] <= 4.0, r.toe_downs
+    assert [(e["foot"], e["offset_m"] < 0.0) for e in r.touchdowns] == [("left", True)], r.touchdowns
