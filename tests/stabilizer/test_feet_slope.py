@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from models.tree.model import rotation
 from stabilizer.feet import CELLS, new_state, observe, views
 from stabilizer.feet_config import FeetConfig
 
@@ -25,11 +26,7 @@ TURN = ((0.05, 0.7), (0.08, 0.9), (0.1, 0.4))
 
 
 def rot(axis: int, a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    i, j = (axis + 1) % 3, (axis + 2) % 3
-    R = np.eye(3)
-    R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
-    return R
+    return rotation(axis, a)[:3, :3]
 
 
 def floor(pitch_deg: float, roll_deg: float) -> np.ndarray:
