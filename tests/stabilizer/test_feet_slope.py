@@ -67,8 +67,8 @@ def test_the_swaying_pelvis_gives_the_floors_slope(pitch_deg, roll_deg):
 
 def test_a_first_sample_off_by_a_transient_does_not_hold_the_estimate():
     """One flat-stance cycle reads the floor 8 deg steeper (a velocity spike), the next ``slope_tau`` of
-    cycles the floor's 4 deg: the estimate is their mean (eq. 3', 4 + 8 / 151 deg); a low-pass seeded with
-    the first sample would still be 2.9 deg off."""
+    cycles the floor's 4 deg: the estimate is their mean (eq. 3', 4 + 8 / (n + 1) deg); a low-pass seeded
+    with the first sample would still be 8 / e = 2.9 deg off."""
     p = FeetConfig().params(PERIOD)
     buf = new_state()
     loads = np.zeros(2 * CELLS)
