@@ -15,7 +15,7 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         cop_tau: 0.3           # s, the pressure error's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
       slope:
         flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
-        tau: 0.3               # s, the slope's low-pass
+        tau: 1.0               # s, the slope's mean over its first tau of flat stance, then its low-pass
         tilt_input: false      # on the ground without a platform, the slope is the models' and the
                                # stabilizer's tilt input (the platform's angles otherwise: level)
       edge:
@@ -66,7 +66,7 @@ class FeetConfig:
     release_tau: float = 0.2
     cop_tau: float = 0.3
     flat_fraction: float = 0.1
-    slope_tau: float = 0.3
+    slope_tau: float = 1.0
     tilt_input: bool = False
     edge_fraction: float = 0.05
     edge_share: float = 0.3
