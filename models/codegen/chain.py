@@ -91,15 +91,17 @@ def composite_source(shown: str, tree: TreeDescription, stem: str) -> str:
     firsts = base_chains(tree)
     mods = [f"{stem}_{f}" for f in firsts]
     rebuild = f"python -m models.codegen {shown} --composite --out models/generated/{stem}_composite.py"
-    calls = "".join(f"    if chain_inputs(tbuf, pbuf, dbuf, {c}, base, q, g, qc, gc):\n"
-                    f"        {m}.inertia(qc, Ac)\n"
-                    f"        {m}.gravity(qc, gc, Gc)\n"
-                    f"        chain_results(tbuf, pbuf, dbuf, {c}, Ac, Gc)\n" for c, m in enumerate(mods))
+    calls = "    c = np.int64(0)          # a typed int, not a literal: one compile for every chain\n" + (
+        "    c += 1\n".join(f"    if chain_inputs(tbuf, pbuf, dbuf, c, base, q, g, qc, gc):\n"
+                            f"        {m}.inertia(qc, Ac)\n"
+                            f"        {m}.gravity(qc, gc, Gc)\n"
+                            f"        chain_results(tbuf, pbuf, dbuf, c, Ac, Gc)\n" for m in mods))
     return (f'"""Generated chain models of {tree.name} coupled compositely, GENERATED: do not edit.\n\n'
             f"Rebuild with ``{rebuild}``; each chain module with\n"
             f"``python -m models.codegen {shown} --chain FIRST_JOINT --out models/generated/{stem}_FIRST_JOINT.py``\n"
             "(tests/models/test_generated.py fails when a file is stale).\n"
             '"""\n'
+            "import numpy as np\n"
             "from numba import njit\n\n"
             "from models.composite.generated import chain_inputs, chain_results, generated_begin, generated_end\n"
             f"from . import {', '.join(mods)}\n\n"

@@ -4,6 +4,7 @@ Rebuild with ``python -m models.codegen deploy/robots/bip2000.yaml --composite -
 ``python -m models.codegen deploy/robots/bip2000.yaml --chain FIRST_JOINT --out models/generated/bip2000_FIRST_JOINT.py``
 (tests/models/test_generated.py fails when a file is stale).
 """
+import numpy as np
 from numba import njit
 
 from models.composite.generated import chain_inputs, chain_results, generated_begin, generated_end
@@ -18,16 +19,19 @@ def update(tbuf, pbuf, dbuf, base, qc, Ac, Gc, gc, q, qd, g):
     """The composite models with A_c and G_c of each hanging chain from its
     generated kernels (models.composite.generated); allocation-free."""
     generated_begin(tbuf, pbuf, dbuf, q, qd, g)
-    if chain_inputs(tbuf, pbuf, dbuf, 0, base, q, g, qc, gc):
+    c = np.int64(0)          # a typed int, not a literal: one compile for every chain
+    if chain_inputs(tbuf, pbuf, dbuf, c, base, q, g, qc, gc):
         bip2000_l_hip_yaw.inertia(qc, Ac)
         bip2000_l_hip_yaw.gravity(qc, gc, Gc)
-        chain_results(tbuf, pbuf, dbuf, 0, Ac, Gc)
-    if chain_inputs(tbuf, pbuf, dbuf, 1, base, q, g, qc, gc):
+        chain_results(tbuf, pbuf, dbuf, c, Ac, Gc)
+    c += 1
+    if chain_inputs(tbuf, pbuf, dbuf, c, base, q, g, qc, gc):
         bip2000_r_hip_yaw.inertia(qc, Ac)
         bip2000_r_hip_yaw.gravity(qc, gc, Gc)
-        chain_results(tbuf, pbuf, dbuf, 1, Ac, Gc)
-    if chain_inputs(tbuf, pbuf, dbuf, 2, base, q, g, qc, gc):
+        chain_results(tbuf, pbuf, dbuf, c, Ac, Gc)
+    c += 1
+    if chain_inputs(tbuf, pbuf, dbuf, c, base, q, g, qc, gc):
         bip2000_trunk_yaw.inertia(qc, Ac)
         bip2000_trunk_yaw.gravity(qc, gc, Gc)
-        chain_results(tbuf, pbuf, dbuf, 2, Ac, Gc)
+        chain_results(tbuf, pbuf, dbuf, c, Ac, Gc)
     generated_end(tbuf, pbuf, dbuf, qd, g)

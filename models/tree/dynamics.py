@@ -343,11 +343,13 @@ def _velocities(r, order, pred, succ, rootb, S, qd, V):
 
 
 @njit(cache=True, forceinline=True)
-def _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V, Ac, F, hv, tau):
+def _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, kqdd, g, V, Ac, F, hv, tau):
     """Recursive Newton-Euler (Featherstone 2008, RNEA; Lammari 2012 eq. IV.7-IV.9):
     V_s = V_p + S qd, a_s = a_p + S qdd + V_s x S qd with a_root = (-g, 0), body
     force f = I a + V x* (I V), then tau_j = S_j . f(succ j) while summing the
-    forces towards the root; qdd is taken as 0 unless ``with_qdd``."""
+    forces towards the root; the acceleration taken is ``kqdd`` qdd (1.0: the
+    motion's, 0.0: none, h = C qd + G). A float, not a flag: Numba types a
+    constant True/False as a literal and would compile one copy per value."""
     n = qd.shape[0]
     b0 = int(rootb[r])
     _velocities(r, order, pred, succ, rootb, S, qd, V)
@@ -357,7 +359,7 @@ def _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, with_qdd, g, V,
     for k in range(n):
         j = int(order[r, k])
         p, s = int(pred[r, j]), int(succ[r, j])
-        x, xd = qd[j], qdd[j] if with_qdd else 0.0
+        x, xd = qd[j], kqdd * qdd[j]
         # V_s x (S qd): (w x sv + v x sw, w x sw)
         a0, a1, a2 = _cross(V[s, 3], V[s, 4], V[s, 5], S[j, 0], S[j, 1], S[j, 2])
         b0_, b1_, b2_ = _cross(V[s, 0], V[s, 1], V[s, 2], S[j, 3], S[j, 4], S[j, 5])
@@ -412,7 +414,7 @@ def rnea(mbuf, dbuf, q, qd, qdd, g, tau):
     r = int(root[0])
     _poses(q, r, jtype, com, order, pred, succ, sign, pre, post, rootb, rootT, Tb, Tax, S, pc)
     _body_inertias(mass, inertia, Tb, pc, bh, bI)
-    _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, True, g, V, Ac, F, w6, tau)
+    _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, 1.0, g, V, Ac, F, w6, tau)
     for j in range(q.shape[0]):
         tau[j] += arm[j] * qdd[j] + fv[j] * qd[j] + fs[j] * np.sign(qd[j])
 
@@ -537,7 +539,7 @@ def _update(mbuf, dbuf, q, qd, g, with_c):
                 s += C[i, j] * qd[j]
             h[i] = s
     else:
-        _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qd, False, g, V, Ac, F, w6, h)
+        _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qd, 0.0, g, V, Ac, F, w6, h)
     for j in range(n):
         tau_f[j] = fv[j] * qd[j] + fs[j] * np.sign(qd[j])
 
@@ -583,7 +585,7 @@ def _ground_wrench(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, g, V, 
     takes in this rooting: the wrench the Newton-Euler pass sums at the root body plus the root
     body's own weight; ``scratch`` (n,) takes the pass' joint torques."""
     b0 = int(rootb[r])
-    _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, True, g, V, Ac, F, w6, scratch)
+    _rnea(r, mass, order, pred, succ, rootb, S, bh, bI, qd, qdd, 1.0, g, V, Ac, F, w6, scratch)
     _apply(mass[b0], bh[b0], bI[b0], Ac[b0], W)          # the root body's weight (it does not move)
     for u in range(6):
         W[u] += F[b0, u]

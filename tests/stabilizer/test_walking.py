@@ -35,11 +35,9 @@ def posture(st, lean):
 def walk(st, beta, walls=True):
     """The lean played under the stabilizer on a platform pitched by ``beta`` (rad); returns the largest
     |q_ref - q*| and the CoG's margin at the end."""
-    st.params.flags.writeable = True
-    gains = PARAMS.views(st.params, n=st.n).gains_cog
-    kept = gains.copy()
+    kept = PARAMS.views(st.params, n=st.n).gains_cog.copy()
     if not walls:                       # the CoG's walls without force: only the attractor on the gait's CoG
-        gains[:] = 0.0
+        _set_cog_gains(st, 0.0)
     st.reset(posture(st, 0.0))
     n = int(T / DT)
     err = margin = 0.0
@@ -53,9 +51,16 @@ def walk(st, beta, walls=True):
             err = max(err, float(np.abs(st.q_ref - q_gait).max()))
             margin = float(st.out[O_MIN_MARGIN])
     finally:
-        gains[:] = kept
-        st.params.flags.writeable = False
+        _set_cog_gains(st, kept)
     return err, margin
+
+
+def _set_cog_gains(st, gains):
+    """The CoG walls' gains written into the params, which are read-only again before the next step (as the
+    loop keeps them: a writable params array is another type to Numba, a second 13 s compile of step)."""
+    st.params.flags.writeable = True
+    PARAMS.views(st.params, n=st.n).gains_cog[:] = gains
+    st.params.flags.writeable = False
 
 
 def test_on_the_planned_ground_the_stabilized_reference_is_the_gait(st):

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numba import njit
 
 from models import Robot, description_from_dict
 from models.common.errors import GeometryError
-from models.ik.numerical import CHAIN, IkError, IkSolver, IkStatus, Task, rotation_error, solve
+from models.ik.numerical import IkError, IkSolver, IkStatus, Task, rotation_error
 
 from tests.nrt import assert_allocation_free
+from tests.models.ik.loops import solve_loop
 from tests.models.chains import bip_leg, random_robot
 from tests.paths import ROBOTS
 
@@ -339,15 +339,6 @@ def test_bad_problems_are_refused_in_one_sentence(kwargs, message):
 
 
 # ---------------------------------------------------------------- real time
-@njit
-def _solve_loop(mbuf, dbuf, buf, q0, q, count):
-    s = 0
-    for _ in range(count):
-        q[:] = q0
-        s += solve(CHAIN, mbuf, dbuf, buf, q)
-    return s
-
-
 @pytest.mark.slow
 def test_solver_is_allocation_free():
     T = R6.fk(np.full(6, 0.4))
@@ -355,4 +346,4 @@ def test_solver_is_allocation_free():
                       null_gain=0.5)
     q0, q = np.full(6, 0.3), np.zeros(6)
     assert solver.solve_into(q0.copy()) == IkStatus.OK
-    assert_allocation_free(_solve_loop, R6.model.buf, R6.data.buf, solver.buf, q0, q)
+    assert_allocation_free(solve_loop, solver.engine, R6.model.buf, R6.data.buf, solver.buf, q0, q)

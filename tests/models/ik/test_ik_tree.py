@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numba import njit
 
-from models.ik.numerical import TREE, IkSolver, IkStatus, Task, solve
+from models.ik.numerical import IkSolver, IkStatus, Task
 from models.tree.robot import TreeRobot
 
 from tests.nrt import assert_allocation_free
+from tests.models.ik.loops import solve_loop
 from tests.models.trees import BIP2000
 
 BIP = TreeRobot.from_yaml(BIP2000)
@@ -109,15 +109,6 @@ def test_tree_frame_names_are_checked():
         IkSolver(BIP, [Task("tool", "position", np.zeros(3))])
 
 
-@njit
-def _solve_loop(mbuf, dbuf, buf, q0, q, count):
-    s = 0
-    for _ in range(count):
-        q[:] = q0
-        s += solve(TREE, mbuf, dbuf, buf, q)
-    return s
-
-
 @pytest.mark.slow
 def test_tree_solver_is_allocation_free():
     BIP.set_root("left_sole")
@@ -125,4 +116,4 @@ def test_tree_solver_is_allocation_free():
     solver = IkSolver(BIP, cog_tasks(q))
     q0 = q + 0.05
     assert solver.solve_into(q0.copy()) == IkStatus.OK
-    assert_allocation_free(_solve_loop, BIP.model.buf, BIP.data.buf, solver.buf, q0, np.zeros(BIP.n))
+    assert_allocation_free(solve_loop, solver.engine, BIP.model.buf, BIP.data.buf, solver.buf, q0, np.zeros(BIP.n))
