@@ -91,7 +91,7 @@ STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
-    "step_width")])
+    "step_width", "step_delay")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -104,16 +104,19 @@ U_OBSERVER_RATE = PUSH.offset("observer_rate")
 U_ENGAGE_TIME = PUSH.offset("engage_time")
 U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
     "step_time", "step_height", "step_max", "step_settle"))
-U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH = (PUSH.offset(k) for k in ("shift_speed", "shift_time", "step_width"))
+U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY = (PUSH.offset(k) for k in (
+    "shift_speed", "shift_time", "step_width", "step_delay"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
-#: of the planning cycle, m) and lifting (1: the push lifted the swing sole, the sideways step)
+#: of the planning cycle, m), lifting (1: the push lifted the swing sole, the sideways step) and need (s: how
+#: long, IDLE, the capture point has stayed beyond step_margin outside the polygon, eq. P7)
 IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
-                                          Field("shift", (3,)), Field("target", (2,)), Field("lifting")])
+                                          Field("shift", (3,)), Field("target", (2,)), Field("lifting"),
+                                          Field("need")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
-R_LIFTING = RECOVERY.offset("lifting")
+R_LIFTING, R_NEED = RECOVERY.offset("lifting"), RECOVERY.offset("need")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
 #: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
@@ -229,6 +232,23 @@ def push_response(u, engaged, xi, cy, cz, walls, nw, d, v_cog, v_trunk):
         return ANKLE, margin
     _clipped(u[U_K_HIP], ex, ey, u[U_V_HIP], v_trunk)
     return (STEP if margin < -u[U_STEP_MARGIN] else HIP), margin
+
+
+@njit(cache=True)
+def step_due(u, rec, wanted, dt):
+    """The recovery step's trigger (module docstring, eq. P7), one cycle ``dt``: IDLE, the time a step has
+    been ``wanted`` on end (the capture point beyond step_margin outside the polygon, or a sole unloaded
+    under a push) grows in ``rec``'s need (reset when it is not); a step is due once the need reaches
+    ``step_delay``. Not IDLE (a step or its load shift under way): due, the need reset. Returns whether a
+    step may start (or go on) this cycle."""
+    if rec[R_PHASE] != IDLE:
+        rec[R_NEED] = 0.0
+        return True
+    if not wanted:
+        rec[R_NEED] = 0.0
+        return False
+    rec[R_NEED] += dt
+    return rec[R_NEED] >= u[U_STEP_DELAY]
 
 
 @njit(cache=True)

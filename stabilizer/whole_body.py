@@ -50,7 +50,7 @@ from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_TARGET,
                                       RECOVERY, SETTLE, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
                                       advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
-                                      push_response, swing_pose, unloaded_sole)
+                                      push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -725,12 +725,13 @@ def step(mbuf, dbuf, p, s, inp, out):
     swing = -2                                       # -2: no step this cycle, -1: the sole nearest xi
     if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
-        if k >= ANKLE or rec[R_PHASE] != IDLE:      # a push lifting a sole: (shift, then) a sideways step
-            unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
+        unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
+        # eq. P7: a step wanted (xi out, or a push lifting a sole) for step_delay on end, or one under way
+        if step_due(u, rec, k == STEP or (k >= ANKLE and unloaded >= 0), dt):
             f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
-            swing = f if f >= 0 else swing
-        if k == STEP and rec[R_PHASE] == IDLE:
-            swing = -1
+            swing = f if f >= 0 else swing          # a sole the push lifts swings; else the one nearest xi
+            if k == STEP and rec[R_PHASE] == IDLE and swing == -2:
+                swing = -1
     if swing > -2:
         plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]

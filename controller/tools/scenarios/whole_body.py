@@ -199,9 +199,11 @@ def _stance(support: str) -> list[int]:
     return [0, 1] if support == "double" else [LEFT]
 
 
-def steps_allowed(options: WholeBodyOptions) -> bool:
-    """The stabilizer may take a recovery step (``push.step_time`` > 0 among its settings)."""
-    return any(k == "push.step_time" and v > 0.0 for k, v in options.stabilizer_set) and options.stabilizer
+def steps_allowed(config: Path, options: WholeBodyOptions) -> bool:
+    """The stabilizer may take a recovery step: ``push.step_time`` > 0 in the stabilizer YAML the bench's
+    daemon YAML ``config`` names (the deployed one or its copy with ``options.stabilizer_set``)."""
+    stab = read_yaml(config).get("stabilizer")
+    return options.stabilizer and bool(stab) and float((read_yaml(stab).get("push") or {}).get("step_time", 0.0)) > 0.0
 
 
 def _fell(support: str, steps: bool):
@@ -284,7 +286,7 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         procs = Processes(config, ep, True, False, folder, veth=veth)
         try:
             with RecordingOperator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
-                                   fell=_fell(options.support, steps_allowed(options))) as op:
+                                   fell=_fell(options.support, steps_allowed(config, options))) as op:
                 op.wait_ready()
                 result = _run(scenario, options, op, config, say)
                 if options.plot_dir is not None:
