@@ -61,6 +61,14 @@ n between the two centres at lift-off (no crossover: the legs would meet),
 
     (o_w + d - o_s) . n >= step_width   (d moved along n until it holds).                              (P6)
 
+A step is taken only for a need that lasts: IDLE, ``need`` (s) counts the cycles on end a step is wanted
+(the strategy STEP, or a strategy engaged and a sole unloaded), reset to 0 whenever it is not,
+
+    need <- need + dt while wanted,   step when need >= step_delay                                    (P7)
+
+(:func:`step_due`): a small push unloads a sole for tens of ms and a single cycle's spike puts xi out;
+neither steps. A step under way is not delayed.
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
