@@ -118,13 +118,14 @@ U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY = (PUSH.offset(k) for k 
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
 #: of the planning cycle, m), lifting (1: the push lifted the swing sole, the sideways step) and need (s: how
-#: long, IDLE, the capture point has stayed beyond step_margin outside the polygon, eq. P7)
+#: long, IDLE, a step has been wanted on end, eq. P7) and root (the sole that stayed down through the last
+#: recovery step, plus one; 0: none yet): it roots the double support from then on
 IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
                                           Field("shift", (3,)), Field("target", (2,)), Field("lifting"),
-                                          Field("need")])
+                                          Field("need"), Field("root")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
-R_LIFTING, R_NEED = RECOVERY.offset("lifting"), RECOVERY.offset("need")
+R_LIFTING, R_NEED, R_ROOT = RECOVERY.offset("lifting"), RECOVERY.offset("need"), RECOVERY.offset("root")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
 #: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
@@ -361,14 +362,14 @@ def swing_pose(u, rec, up, dt, H, v):
 
 @njit(cache=True)
 def advance_step(u, rec, dt):
-    """The step's clock: SHIFT for at most ``shift_time``, SWING until ``step_time``, SETTLE for
-    ``step_settle`` more, then IDLE."""
+    """The step's clock: SHIFT for at most ``shift_time``, SWING until ``step_time`` (the sole that stayed
+    down then roots the double support, ``root``), SETTLE for ``step_settle`` more, then IDLE."""
     if rec[R_PHASE] == IDLE:
         return
     rec[R_T] += dt
     if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step (foot -1): settle as after one
         rec[R_PHASE], rec[R_T], rec[R_FOOT] = SETTLE, u[U_STEP_TIME], -1.0
     if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
-        rec[R_PHASE], rec[R_LIFTING] = SETTLE, 0.0
+        rec[R_PHASE], rec[R_LIFTING], rec[R_ROOT] = SETTLE, 0.0, 2.0 - rec[R_FOOT]
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:
         rec[R_PHASE] = IDLE

@@ -47,8 +47,8 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_TARGET,
-                                      RECOVERY, SETTLE, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
+from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
+                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
                                       advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
                                       push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
@@ -595,8 +595,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     if stepping:                                     # a recovery step: the other foot stands alone
         support = 1 - int(rec[R_FOOT])
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
-    if support == DOUBLE and rec[R_PHASE] == SETTLE and rec[R_FOOT] >= 0.0:
-        stance = 1 - int(rec[R_FOOT])                # after a step the sole that stayed down roots it: the landed
+    if support == DOUBLE and rec[R_ROOT] > 0.0:
+        stance = int(rec[R_ROOT]) - 1                # after a step the sole that stayed down roots it: the landed
                                                      # one may not lie flat yet (its up would be wrong)
     other = 1 - stance
     set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
