@@ -61,6 +61,14 @@ n between the two centres at lift-off (no crossover: the legs would meet),
 
     (o_w + d - o_s) . n >= step_width   (d moved along n until it holds).                              (P6)
 
+A step is taken only for a need that lasts: IDLE, ``need`` (s) counts the cycles on end a step is wanted
+(the strategy STEP, or a strategy engaged and a sole unloaded), reset to 0 whenever it is not,
+
+    need <- need + dt while wanted,   step when need >= step_delay                                    (P7)
+
+(:func:`step_due`): a small push unloads a sole for tens of ms and a single cycle's spike puts xi out;
+neither steps. A step under way is not delayed.
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
@@ -91,7 +99,7 @@ STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
-    "step_width")])
+    "step_width", "step_delay")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -104,16 +112,20 @@ U_OBSERVER_RATE = PUSH.offset("observer_rate")
 U_ENGAGE_TIME = PUSH.offset("engage_time")
 U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
     "step_time", "step_height", "step_max", "step_settle"))
-U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH = (PUSH.offset(k) for k in ("shift_speed", "shift_time", "step_width"))
+U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY = (PUSH.offset(k) for k in (
+    "shift_speed", "shift_time", "step_width", "step_delay"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
-#: of the planning cycle, m) and lifting (1: the push lifted the swing sole, the sideways step)
+#: of the planning cycle, m), lifting (1: the push lifted the swing sole, the sideways step) and need (s: how
+#: long, IDLE, a step has been wanted on end, eq. P7) and root (the sole that stayed down through the last
+#: recovery step, plus one; 0: none yet): it roots the double support from then on
 IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
-                                          Field("shift", (3,)), Field("target", (2,)), Field("lifting")])
+                                          Field("shift", (3,)), Field("target", (2,)), Field("lifting"),
+                                          Field("need"), Field("root")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
-R_LIFTING = RECOVERY.offset("lifting")
+R_LIFTING, R_NEED, R_ROOT = RECOVERY.offset("lifting"), RECOVERY.offset("need"), RECOVERY.offset("root")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
 #: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
@@ -232,6 +244,23 @@ def push_response(u, engaged, xi, cy, cz, walls, nw, d, v_cog, v_trunk):
 
 
 @njit(cache=True)
+def step_due(u, rec, wanted, dt):
+    """The recovery step's trigger (module docstring, eq. P7), one cycle ``dt``: IDLE, the time a step has
+    been ``wanted`` on end (the capture point beyond step_margin outside the polygon, or a sole unloaded
+    under a push) grows in ``rec``'s need (reset when it is not); a step is due once the need reaches
+    ``step_delay``. Not IDLE (a step or its load shift under way): due, the need reset. Returns whether a
+    step may start (or go on) this cycle."""
+    if rec[R_PHASE] != IDLE:
+        rec[R_NEED] = 0.0
+        return True
+    if not wanted:
+        rec[R_NEED] = 0.0
+        return False
+    rec[R_NEED] += dt
+    return rec[R_NEED] >= u[U_STEP_DELAY]
+
+
+@njit(cache=True)
 def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
     """A recovery step (module docstring) into ``rec`` (:data:`RECOVERY`), planned on two feet: ``centres``
     the soles' centres (foot, e1 / e2), ``Tl``, ``Tr`` the left and right soles' poses and ``Rws`` the
@@ -333,14 +362,14 @@ def swing_pose(u, rec, up, dt, H, v):
 
 @njit(cache=True)
 def advance_step(u, rec, dt):
-    """The step's clock: SHIFT for at most ``shift_time``, SWING until ``step_time``, SETTLE for
-    ``step_settle`` more, then IDLE."""
+    """The step's clock: SHIFT for at most ``shift_time``, SWING until ``step_time`` (the sole that stayed
+    down then roots the double support, ``root``), SETTLE for ``step_settle`` more, then IDLE."""
     if rec[R_PHASE] == IDLE:
         return
     rec[R_T] += dt
     if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step (foot -1): settle as after one
         rec[R_PHASE], rec[R_T], rec[R_FOOT] = SETTLE, u[U_STEP_TIME], -1.0
     if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
-        rec[R_PHASE], rec[R_LIFTING] = SETTLE, 0.0
+        rec[R_PHASE], rec[R_LIFTING], rec[R_ROOT] = SETTLE, 0.0, 2.0 - rec[R_FOOT]
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:
         rec[R_PHASE] = IDLE

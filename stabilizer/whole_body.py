@@ -47,10 +47,10 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_TARGET,
-                                      RECOVERY, SETTLE, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
+from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
+                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
                                       advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
-                                      push_response, swing_pose, unloaded_sole)
+                                      push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -595,8 +595,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     if stepping:                                     # a recovery step: the other foot stands alone
         support = 1 - int(rec[R_FOOT])
     stance = support if support != DOUBLE else int(p[P_DOUBLE_STANCE])
-    if support == DOUBLE and rec[R_PHASE] == SETTLE and rec[R_FOOT] >= 0.0:
-        stance = 1 - int(rec[R_FOOT])                # after a step the sole that stayed down roots it: the landed
+    if support == DOUBLE and rec[R_ROOT] > 0.0:
+        stance = int(rec[R_ROOT]) - 1                # after a step the sole that stayed down roots it: the landed
                                                      # one may not lie flat yet (its up would be wrong)
     other = 1 - stance
     set_root(mbuf, dbuf, int(p[P_ROOT_L] if stance == LEFT else p[P_ROOT_R]))
@@ -725,12 +725,13 @@ def step(mbuf, dbuf, p, s, inp, out):
     swing = -2                                       # -2: no step this cycle, -1: the sole nearest xi
     if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
-        if k >= ANKLE or rec[R_PHASE] != IDLE:      # a push lifting a sole: (shift, then) a sideways step
-            unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
+        unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
+        # eq. P7: a step wanted (xi out, or a push lifting a sole) for step_delay on end, or one under way
+        if step_due(u, rec, k == STEP or (k >= ANKLE and unloaded >= 0), dt):
             f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
-            swing = f if f >= 0 else swing
-        if k == STEP and rec[R_PHASE] == IDLE:
-            swing = -1
+            swing = f if f >= 0 else swing          # a sole the push lifts swings; else the one nearest xi
+            if k == STEP and rec[R_PHASE] == IDLE and swing == -2:
+                swing = -1
     if swing > -2:
         plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]

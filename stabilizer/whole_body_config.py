@@ -52,6 +52,7 @@ the unnumbered choices (gains, laws, weights); every error is one
       shift_time: 0.0                # s, > 0: a sole lifting under a push first has the CoG driven back over it
       shift_speed: 0.2               # m/s, that load shift's speed (0: the lifting sole swings at once)
       step_width: 0.16               # m, the least lateral distance between the soles' centres a step leaves
+      step_delay: 0.0                # s, how long the capture point must stay beyond step_margin before a step
 """
 from __future__ import annotations
 
@@ -101,6 +102,7 @@ class PushConfig:
     shift_speed: float = 0.2
     shift_time: float = 0.0
     step_width: float = 0.16
+    step_delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def _push(sec: MapSection) -> PushConfig:
                      sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0),
                      sec.number("engage_time", 0.2, low=0.0, low_open=True),
                      sec.number("shift_speed", 0.2, low=0.0), sec.number("shift_time", 0.0, low=0.0),
-                     sec.number("step_width", 0.16, low=0.0))
+                     sec.number("step_width", 0.16, low=0.0), sec.number("step_delay", 0.0, low=0.0))
     sec.done()
     return out
 

@@ -18,9 +18,10 @@ from models.gait.wholebody import flexed_posture
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.push_recovery import (ANKLE, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_SHIFT,
-                                      R_TARGET, RECOVERY, SETTLE, SHIFT, STEP, SWING, advance_step, load_shift,
-                                      observe_lipm, plan_step, push_gate, push_response, unloaded_sole)
+from stabilizer.push_recovery import (ANKLE, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_LIFTING, R_NEED, R_PHASE,
+                                      R_SHIFT, R_TARGET, RECOVERY, SETTLE, SHIFT, STEP, SWING, advance_step,
+                                      load_shift, observe_lipm, plan_step, push_gate, push_response, step_due,
+                                      unloaded_sole)
 from stabilizer.walls import compute_walls
 from models.polygon import polygon_centroid
 from stabilizer.whole_body_config import config_from_dict
@@ -336,3 +337,45 @@ def test_a_load_shift_drives_the_cog_over_the_unloaded_sole_then_swings_the_othe
     for _ in range(31):
         advance_step(u, rec, 0.01)
     assert rec[R_PHASE] == SETTLE
+
+
+def test_a_step_is_due_only_once_the_need_has_lasted_step_delay():
+    """eq. P7 on an exact clock (dt = 1/512 s, step_delay = 50 dt): a sole unloaded for 49 cycles (a small
+    push's brief unloading) and loaded again never makes a step due, and the need starts again from zero;
+    wanted on end, the step is due at the 50th cycle and not before; a step under way is always due, its
+    need cleared."""
+    dt = 1.0 / 512.0
+    u, rec = _push_block(step_delay=50 * dt), np.zeros(RECOVERY.size())
+    assert not any(step_due(u, rec, True, dt) for _ in range(49))
+    assert not step_due(u, rec, False, dt) and rec[R_NEED] == 0.0
+    due = [step_due(u, rec, True, dt) for _ in range(60)]
+    assert due.index(True) == 49 and all(due[49:])
+    rec[R_PHASE] = SWING
+    assert step_due(u, rec, False, dt) and rec[R_NEED] == 0.0
+
+
+def test_the_deployed_stabilizer_steps_only_after_step_delay():
+    """The deployed YAML (push.step_time, push.step_delay): the CoG carried forward at 1 m/s (0.1 m/s to the
+    right) at the flexed posture puts the capture point beyond the polygon every cycle; the recovery step
+    (the right foot, the nearest) is planned at the cycle the need reaches step_delay, none before: one
+    cycle of a capture point out (a velocity spike) is no step."""
+    st = wb.WholeBodyStabilizer.from_yaml(CONFIG)
+    delay, period = st.config.push.step_delay, st.config.period
+    assert st.config.push.step_time > 0.0 and delay > 0.0
+    robot = st.robot
+    robot.set_root("left_sole")
+    eps, Jc = 1e-6, np.zeros((2, robot.n))
+    for j in range(robot.n):
+        dq = np.zeros(robot.n)
+        dq[j] = eps
+        Jc[:, j] = (robot.com(Q0 + dq) - robot.com(Q0 - dq))[:2] / (2 * eps)
+    qd = np.linalg.pinv(Jc) @ np.array([1.0, -0.1])
+    st.reset(Q0)
+    planned = []
+    for _ in range(int(round(delay / period)) + 5):
+        assert st.step(Q0, DOUBLE, (0.0, 0.0), qd_measured=qd) == wb.OK
+        assert st.strategy[0] == STEP
+        planned.append(st.recovery_step[0])
+    first = next(k for k, f in enumerate(planned) if f == 1.0)
+    assert np.isnan(planned[:first]).all()
+    assert (first + 1) * period == pytest.approx(delay, abs=0.5 * period)

@@ -11,9 +11,9 @@ plate's axes RotX(α) RotY(β)) or a push on the pelvis. Every wait is in simula
 The robot *fell* when the HIL's ``fallen`` latches (pelvis 0.20 m down or tilted beyond 30°), a
 sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate, or the run ends with its CoG
 outside the polygon its soles had at the start (tipped on their edges, not yet down: a push whose
-fall is slower than the run). With recovery steps allowed (``push.step_time`` > 0) the foot a
-RECOVERY_STEP event swung may lift (the run goes on until both soles are up), and the run must end
-with the CoG inside the polygon its soles have at the end. Its CoG margin is the signed
+fall is slower than the run). A sole a RECOVERY_STEP event swung (``push.step_time`` > 0 in the
+stabilizer YAML) may lift: the run goes on, and must end with the CoG inside the polygon its soles have at
+the end. Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
 of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
 a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
@@ -199,24 +199,30 @@ def _stance(support: str) -> list[int]:
     return [0, 1] if support == "double" else [LEFT]
 
 
-def steps_allowed(options: WholeBodyOptions) -> bool:
-    """The stabilizer may take a recovery step (``push.step_time`` > 0 among its settings)."""
-    return any(k == "push.step_time" and v > 0.0 for k, v in options.stabilizer_set) and options.stabilizer
+def _stepped(events: list[dict]) -> set[int]:
+    """The soles a RECOVERY_STEP event swung (0 left, 1 right)."""
+    return {SUPPORT_NAMES.index(e["foot"]) for e in events
+            if e.get("kind") == "RECOVERY_STEP" and e.get("foot") in SUPPORT_NAMES[:2]}
 
 
-def _fell(support: str, steps: bool):
+def _fell(support: str, events: Callable[[], list[dict]]):
+    """The in-run fall test of a truth frame: the HIL's ``fallen``, or a stance sole lifted that no recovery
+    step swung (``events()``: the run's events so far), as :func:`_evaluate` judges the run."""
     feet = _stance(support)
 
     def fell(msg: dict) -> bool:
-        lifted = [msg["foot_lift"][f] > FOOT_LIFT_M for f in feet]
-        return bool(msg["fallen"]) or (all(lifted) if steps else any(lifted))
+        if msg["fallen"]:
+            return True
+        if not any(msg["foot_lift"][f] > FOOT_LIFT_M for f in feet):
+            return False
+        swung = _stepped(events())
+        return any(msg["foot_lift"][f] > FOOT_LIFT_M for f in feet if f not in swung)
     return fell
 
 
 def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str | None) -> WholeBodyResult:
     tel, tru = op.series.arrays()
-    stepped = {SUPPORT_NAMES.index(e["foot"]) for e in op.series.events
-               if e.get("kind") == "RECOVERY_STEP" and e.get("foot") in SUPPORT_NAMES[:2]}
+    stepped = _stepped(op.series.events)
     feet = [f for f in _stance(o.support) if f not in stepped]      # a stepping sole's lift is no fall
     lift = tru["foot_lift"][:, feet] if tru["t"].size else np.empty((0, len(feet)))
     margin = cog_margin(tru["com_world"], tru["support_polygon"], tru["support_count"]) if tru["t"].size \
@@ -283,8 +289,10 @@ def run_whole_body(scenario, options: WholeBodyOptions = WholeBodyOptions(), say
         say(f"starting the biped HIL on the platform and the daemon (stepped lock-step, {wire})")
         procs = Processes(config, ep, True, False, folder, veth=veth)
         try:
+            bench: list[RecordingOperator] = []             # the fall test reads the run's events
             with RecordingOperator(ep, procs, say, stepped=True, truth_keys=TRUTH_KEYS,
-                                   fell=_fell(options.support, steps_allowed(options))) as op:
+                                   fell=_fell(options.support, lambda: bench[0].series.events if bench else [])) as op:
+                bench.append(op)
                 op.wait_ready()
                 result = _run(scenario, options, op, config, say)
                 if options.plot_dir is not None:
