@@ -2,14 +2,15 @@
 feet on the level platform in the HIL (drivers.sim.hil.plant_biped), 62.5 N·s forward on the pelvis (625 N
 for 0.1 s; 1.19 times the held posture's largest), stepped lock-step (host-independent: two runs give the same figures to the last digit). The held
 posture's largest forward push is 52.5 N·s (it falls on the rebound at 53.75: docs/stabilizer.md "Pushes").
-The stabilizer runs the capture-point strategies with the soles' pressure observer and their gate (the
-deployed YAML; without the observer the strategies fall from 55 N·s). With recovery steps allowed too
-(``--push-step 0.4``), at 60 N·s forward the robot tips forward and rebounds, and the gated strategies
+The stabilizer runs the deployed YAML: the capture-point strategies with the soles' pressure observer and
+their gate (without the observer the strategies fall from 55 N·s), and recovery steps of 0.4 s taken only
+for a need that lasts ``step_delay`` (docs/stabilizer.md, "The step's trigger"); the stepping runs set the
+same swing explicitly. At 60 N·s forward the robot tips forward and rebounds, and the gated strategies
 capture the rebound with both soles down: no step is planned (engaged on the deadband alone, the strategies
 stepped the right foot back under the rebound's capture point, ending 63 mm outside the first polygon).
-Sideways, 62.5 N·s left with recovery steps (the held posture falls at 52.5; the strategies and the observer
-without the sideways step fall at 62.5, the right sole lifting 10.2 mm): the sole the push lifts swings at
-once and the robot stands (docs/stabilizer.md "The sideways step"). The runs go concurrently."""
+Sideways, 62.5 N·s left (the held posture falls at 52.5; the strategies and the observer without the
+sideways step fall at 62.5, the right sole lifting 10.2 mm): the sole the push lifts swings and the robot
+stands (docs/stabilizer.md "The sideways step"). The runs go concurrently."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
