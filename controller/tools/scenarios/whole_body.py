@@ -13,7 +13,7 @@ sole it stands on lifts more than :data:`FOOT_LIFT_M` off the plate, or the run 
 outside the polygon its soles had at the start (tipped on their edges, not yet down: a push whose
 fall is slower than the run). A sole a RECOVERY_STEP event swung (``push.step_time`` > 0 in the
 stabilizer YAML) may lift: the run goes on, and must end with the CoG inside the polygon its soles have at
-the end. Its CoG margin is the signed
+the end; a sole that lifts before its step is planned has fallen (the run stops there). Its CoG margin is the signed
 distance (positive inside) of the whole robot's CoG, projected along gravity, to the support polygon
 of the soles in contact (the HIL's ground truth). On the Stewart–Gough rig (deploy/bip2000_rig.yaml,
 a rig motion as the scenario: :class:`.rig.RigMotion`) the plate's truth is also held against the
@@ -245,6 +245,9 @@ def _evaluate(scenario, o: WholeBodyOptions, op: RecordingOperator, aborted: str
                           "(tipped on their edges, not at rest)")
     else:
         reason = "no ground truth received from the HIL process"
+    if reason is None and op.fell:  # a sole lifted before its recovery step was planned: the run stopped there
+        fell_at = float(tru["t"][-1])
+        reason = f"{aborted or 'the in-run fall test fired'} (a stance sole lifted before its recovery step)"
     flags = sorted({n for e in op.series.events if e.get("kind") == "STABILIZER" for n in e.get("rose") or []})
     # the plate's hinge angles in the same frame as the tilt: its encoders through rigid gears, the truth's
     tilt_err = float(np.degrees(np.nanmax(np.abs(tel["tilt"] - tel["platform"])))) if tel["t"].size else None
