@@ -26,7 +26,7 @@ PERIOD = 0.002
 LEFT, RIGHT, DOUBLE = 0.0, 1.0, 2.0
 TOUCH = 300.0                              # N on the cells once a sole is down
 P = FeetConfig(touchdown=True).touchdown_params()
-HEELS = np.array([-0.06, -0.06])           # deploy/robots/bip2000.yaml: the rear cells' x in the sole frame
+BOXES = np.array([[-0.06, 0.14, -0.045, 0.045]] * 2)   # deploy/robots/bip2000.yaml: the cells' extent in the sole frame
 CENTRED = np.zeros((2, 2))                 # the cells' centre of pressure at the soles' origins
 
 
@@ -49,10 +49,10 @@ def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch
     twin, soles, legs = _legs(robot)
     st = new_state()
     v = views(st)
-    v.offset[1], v.pitch[1], v.pivot[1], v.mode[1] = offset, pitch, pivot, CARRIED
+    v.offset[1], v.turn[1, 0], v.pivot[1, 0], v.mode[1] = offset, pitch, pivot, CARRIED
     q_cmd, qd_cmd = q.copy(), np.zeros(robot.n)
     lo, hi = np.full(robot.n, -3.0), np.full(robot.n, 3.0)
-    touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), CENTRED, HEELS, robot.model.buf, twin.buf, q, soles, legs, lo,
+    touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), CENTRED, BOXES, robot.model.buf, twin.buf, q, soles, legs, lo,
               hi, True, PERIOD, np.zeros(robot.n), q_cmd, qd_cmd)
     moved = np.nonzero(q_cmd != q)[0]
     assert set(moved) <= set(legs[1]) and len(moved) >= 3
@@ -88,14 +88,14 @@ class Walk:
 
     def cycle(self, phase: float, z: float, right_load: float, right_cop_x: float = 0.0) -> None:
         self.cops[1, 0] = right_cop_x
-        offsets(P, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), self.cops, HEELS, True, PERIOD)
+        offsets(P, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), self.cops, BOXES, True, PERIOD)
         v = views(self.st)
         self.offsets.append(v.offset[1])
-        self.pitches.append(v.pitch[1])
+        self.pitches.append(v.turn[1, 0])
         if v.new[1] != 0.0:
             self.events.append(v.new[1])
-        if v.new_tilt[1] != 0.0:
-            self.tilts.append(v.new_tilt[1])
+        if v.new_turn[1, 0] != 0.0:
+            self.tilts.append(v.new_turn[1, 0])
 
 
 def test_early_contact_holds_the_sole_carries_it_and_the_next_lift_off_releases_it():
@@ -199,7 +199,7 @@ def test_a_sole_bearing_on_its_heel_turns_toes_down_until_they_load_then_the_nex
     rate = np.diff(p) / PERIOD
     assert rate.max() <= cfg.tilt_speed + 1e-9 and np.diff(rate).max() <= cfg.tilt_accel * PERIOD + 1e-9
     assert p[-1] == pytest.approx(toe, abs=cfg.tilt_speed * PERIOD) and w.tilts == [p[-1]]
-    assert views(w.st).pivot[1] == HEEL_EDGE and w.events == []
+    assert views(w.st).pivot[1, 0] == HEEL_EDGE and w.events == []
     release = int(round(cfg.release / PERIOD))
     for _ in range(release + 2):
         w.cycle(LEFT, 0.02, 0.0)
@@ -237,10 +237,10 @@ def test_config_touchdown_section_and_its_errors():
 
 
 @njit
-def _cycles(p, st, loads, cops, heels, mbuf, dbuf, q, soles, legs, lo, hi, scratch, q_cmd, qd_cmd, count):
+def _cycles(p, st, loads, cops, boxes, mbuf, dbuf, q, soles, legs, lo, hi, scratch, q_cmd, qd_cmd, count):
     for k in range(count):
         loads[1] = 0.0 if k % 2 else TOUCH
-        touchdown(p, st, DOUBLE, loads, cops, heels, mbuf, dbuf, q, soles, legs, lo, hi, True, PERIOD, scratch, q_cmd,
+        touchdown(p, st, DOUBLE, loads, cops, boxes, mbuf, dbuf, q, soles, legs, lo, hi, True, PERIOD, scratch, q_cmd,
                   qd_cmd)
 
 
@@ -251,7 +251,7 @@ def test_touchdown_allocation_free(robot):
     v = views(st)
     v.offset[1], v.mode[1] = 0.01, CARRIED                      # the solve and the Newton step run
     n = robot.n
-    v.pitch[0], v.pivot[0] = 0.04, -0.085                       # and the left sole turned about its heel
-    assert_allocation_free(_cycles, P, st, np.array([TOUCH, 0.0]), CENTRED, HEELS, robot.model.buf, twin.buf,
+    v.turn[0, 0], v.pivot[0, 0] = 0.04, -0.085                       # and the left sole turned about its heel
+    assert_allocation_free(_cycles, P, st, np.array([TOUCH, 0.0]), CENTRED, BOXES, robot.model.buf, twin.buf,
                            np.zeros(n), soles,
                            legs, np.full(n, -3.0), np.full(n, 3.0), np.zeros(n), np.zeros(n), np.zeros(n))

@@ -73,7 +73,9 @@ class Feet:
                 self.td_v = touchdown_views(self.td)
                 self.legs_twin, self.soles, self.legs = _legs(robot)
                 self.td_q = np.zeros(robot.n)
-                self.heels = self.cells[:, :, 0].min(axis=1).copy()   # the rear cells' x (sole frame)
+                c = self.cells                         # the cells' extent (sole frame): stabilizer.touchdown BOX_*
+                self.boxes = np.stack([c[:, :, 0].min(axis=1), c[:, :, 0].max(axis=1), c[:, :, 1].min(axis=1),
+                                       c[:, :, 1].max(axis=1)], axis=1)
         else:
             self.comply = self._pass
 
@@ -98,15 +100,17 @@ class Feet:
             return
         est = self.est
         phase = est.phase if est.soles is not None else -1.0     # hung (no sole on the ground): no touch-down
-        touchdown(self.td_p, self.td, phase, self.v.load, self.v.cop, self.heels, self.mbuf, self.legs_twin.buf,
+        touchdown(self.td_p, self.td, phase, self.v.load, self.v.cop, self.boxes, self.mbuf, self.legs_twin.buf,
                   self.q_ref, self.soles, self.legs, self.lo, self.hi, powered, self.period, self.td_q, self.q_cmd,
                   self.qd_cmd)
-        new, tilt = self.td_v.new, self.td_v.new_tilt
+        new, turn = self.td_v.new, self.td_v.new_turn
         for f in range(2):
             if new[f] != 0.0:
                 self.event(Event.TOUCHDOWN, float(f), new[f])
-            if tilt[f] != 0.0:
-                self.event(Event.TOE_DOWN, float(f), tilt[f])
+            if turn[f, 0] != 0.0:
+                self.event(Event.TOE_DOWN, float(f), turn[f, 0])
+            if turn[f, 1] != 0.0:
+                self.event(Event.SIDE_DOWN, float(f), turn[f, 1])
 
     def _targets(self) -> None:
         """Each foot's target centre of pressure, whether it complies and whether the plan keeps it flat
