@@ -37,6 +37,8 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         tilt_speed: 0.4        # rad/s, the sole's turn toes down about the edge (0.2: the 2 cm step down's robot
         tilt_accel: 4.0        # tipped onto the toes at 2.9 deg, its left landed early, it fell); rad/s^2
         tilt_max_deg: 6.0      # the turn's bound (a 2 cm drop under a 0.26 m sole: 4.4 deg)
+        tilt_edges: false      # true: a pressure past any edge of the cells (front, right, left too) turns the
+                               # sole about it until it lies flat (eq. 2'); false: the heel's edge only
 """
 from __future__ import annotations
 
@@ -85,6 +87,7 @@ class FeetConfig:
     tilt_speed: float = 0.4
     tilt_accel: float = 4.0
     tilt_max: float = math.radians(6.0)
+    tilt_edges: bool = False
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -107,6 +110,7 @@ class FeetConfig:
         p[td.P_RELEASE], p[td.P_MIN] = self.release, self.min_offset
         p[td.P_TILT_MARGIN], p[td.P_TILT_SHARE], p[td.P_TILT_DELAY] = self.tilt_margin, self.tilt_share, self.tilt_delay
         p[td.P_TILT_SPEED], p[td.P_TILT_ACCEL], p[td.P_TILT_MAX] = self.tilt_speed, self.tilt_accel, self.tilt_max
+        p[td.P_TILT_EDGES] = float(self.tilt_edges)
         return p
 
 
@@ -151,6 +155,9 @@ def parse_feet(sec: Section) -> FeetConfig:
     landing = t.raw("enabled", d.touchdown)
     if not isinstance(landing, bool):
         raise ConfigError(t.where, t.path("enabled"), f"expected true or false, got {landing!r}")
+    edges = t.raw("tilt_edges", d.tilt_edges)
+    if not isinstance(edges, bool):
+        raise ConfigError(t.where, t.path("tilt_edges"), f"expected true or false, got {edges!r}")
     touch = (t.number("touch_load", d.touch_load, positive=True), t.number("bound_m", d.bound, positive=True),
              t.number("speed", d.speed, positive=True), t.number("accel", d.accel, positive=True),
              t.number("delay_s", d.delay, positive=True), t.number("release_s", d.release, positive=True),
@@ -164,7 +171,7 @@ def parse_feet(sec: Section) -> FeetConfig:
     t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,
-                      tilt_input, fraction, share, hold, landing, *touch)
+                      tilt_input, fraction, share, hold, landing, *touch, edges)
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,20 @@ carries that share, or lasts less), the sole turns toes down about the line it b
 held, carried through the stance and released with the offset at the next lift-off. The leg's joints take
 the sole's goal pose, turned about its y axis through the pivot:
 
-    T_goal = T_f(q*) Tz(d_f) . Tx(x_c) Ry(theta_f) Tx(-x_c)                                                  (2)
+    T_goal = Tz(d_f) T_f(q*) . Tx(x_c) Ry(theta_f) Tx(-x_c)                                                  (2)
 
 (in eq. 1's solve: the pelvis, and so the robot, stays upright while the foot turns under it; turning the
 whole robot over the edge with the foot is what made it fall forward).
 
+With ``tilt_edges`` on, every edge of the cells' box counts (a sole lying flat on whatever is under it): a
+pressure past the front cells turns the sole toes up (theta_f < 0) about the line it bears on, and one past
+the right or left cells (y_r, y_l) by the margin turns it about its x axis through y_c = p_y (phi_f, rad, > 0:
+its right side down), each by the same law, until the pressure is back within the margin:
+
+    T_goal = Tz(d_f) T_f(q*) . T(c) Ry(theta_f) Rx(phi_f) T(-c),    c = (x_c, y_c, 0)                       (2')
+
 A touch-down whose held offset reaches ``min_offset`` in size is reported once (``new``: the loop's event), and
-so is a turned sole as its toes find the ground (``new_tilt``: theta_f).
+so is a turned sole as its sunk edge finds the ground (``new_turn``: theta_f, phi_f).
 State and parameters are flat buffers declared once (:data:`STATE`, :data:`PARAMS`); the kernel is
 allocation-free, ``@njit(cache=True)``.
 """
@@ -58,11 +65,14 @@ FEET = 2
 LEG = 6
 PARAMS = Layout("touchdown params", [Field(name) for name in (
     "enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset", "tilt_margin",
-    "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max")])
+    "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max", "tilt_edges")])
 P_ENABLED, P_TOUCH, P_BOUND, P_SPEED, P_ACCEL, P_DELAY, P_RELEASE, P_MIN = (
     PARAMS.offset(k) for k in ("enabled", "touch_load", "bound", "speed", "accel", "delay", "release", "min_offset"))
-P_TILT_MARGIN, P_TILT_SHARE, P_TILT_DELAY, P_TILT_SPEED, P_TILT_ACCEL, P_TILT_MAX = (
-    PARAMS.offset(k) for k in ("tilt_margin", "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max"))
+P_TILT_MARGIN, P_TILT_SHARE, P_TILT_DELAY, P_TILT_SPEED, P_TILT_ACCEL, P_TILT_MAX, P_TILT_EDGES = (
+    PARAMS.offset(k) for k in ("tilt_margin", "tilt_share", "tilt_delay", "tilt_speed", "tilt_accel", "tilt_max",
+                               "tilt_edges"))
+# the cells' box of a foot (sole frame, m): the rear and front cells' x, the right and left cells' y
+BOX_REAR, BOX_FRONT, BOX_RIGHT, BOX_LEFT = 0, 1, 2, 3
 
 # the modes of a foot: free (no offset, no plan), watch (swinging before any contact), hold (an early contact
 # in the swing), search (late: descending after the plan's touch-down), carried (held until the next lift-off)
@@ -71,16 +81,17 @@ FREE, WATCH, HOLD, SEARCH, CARRIED = 0.0, 1.0, 2.0, 3.0, 4.0
 # mode, offset d_f (m), rate (m/s), held height h, start (d_0 at the lift-off), z_prev (the plan's height last
 # cycle), t (s since the plan's lift-off or touch-down), swung (1: the plan swings the foot), new (the offset
 # reported this cycle, else 0: the loop's event), dq / dq_prev (the joint offsets of eq. 1, this cycle's and the
-# last's), pitch / pitch_rate / pivot (eq. 2: theta_f, its rate, x_c), pitch_start (theta_f at the lift-off),
-# behind (s the cells' pressure has been behind the rear cells), tilted (1: this stance's turn reported),
-# new_tilt (theta_f reported this cycle, else 0), then scratch: z (the plan's sole heights), T0 (the soles' goal
-# poses, eq. 2), a (6 x 7: the system of eq. 1)
+# last's), per foot and axis (0: pitch theta_f about y, 1: roll phi_f about x, eq. 2'): turn / turn_rate / pivot
+# (the angle, its rate, the pivot x_c or y_c), turn_start (the angle at the lift-off), outside (s the cells'
+# pressure has been outside their box on that axis), tilted (1: this stance's turn reported), new_turn (the
+# angle reported this cycle, else 0), then scratch: z (the plan's sole heights), T0 (the soles' goal poses,
+# eq. 2), a (6 x 7: the system of eq. 1)
 STATE = Layout("touchdown state", [
     Field("mode", (FEET,)), Field("offset", (FEET,)), Field("rate", (FEET,)), Field("held", (FEET,)),
     Field("start", (FEET,)), Field("z_prev", (FEET,)), Field("t", (FEET,)), Field("swung", (FEET,)),
-    Field("new", (FEET,)), Field("dq", (FEET, LEG)), Field("dq_prev", (FEET, LEG)), Field("pitch", (FEET,)),
-    Field("pitch_rate", (FEET,)), Field("pivot", (FEET,)), Field("pitch_start", (FEET,)), Field("behind", (FEET,)),
-    Field("tilted", (FEET,)), Field("new_tilt", (FEET,)), Field("z", (FEET,)),
+    Field("new", (FEET,)), Field("dq", (FEET, LEG)), Field("dq_prev", (FEET, LEG)), Field("turn", (FEET, 2)),
+    Field("turn_rate", (FEET, 2)), Field("pivot", (FEET, 2)), Field("turn_start", (FEET, 2)),
+    Field("outside", (FEET, 2)), Field("tilted", (FEET, 2)), Field("new_turn", (FEET, 2)), Field("z", (FEET,)),
     Field("T0", (FEET, 4, 4)), Field("a", (LEG, LEG + 1))])
 _views = STATE.kernel_views
 
@@ -96,42 +107,70 @@ def views(buf: np.ndarray):
 
 
 @njit(cache=True)
-def _tilt(p, st, f, load, share, cop_x, heel, period):
-    """This cycle's theta_f of a foot in its stance (eq. 2, module docstring): ``share`` its part of both feet's
-    load, ``cop_x`` its cells' centre of pressure and ``heel`` its rear cells' x (sole frame, m)."""
-    behind = load >= p[P_TOUCH] and share >= p[P_TILT_SHARE] and cop_x < heel - p[P_TILT_MARGIN]
-    st.behind[f] = st.behind[f] + period if behind else 0.0
-    if st.behind[f] >= p[P_TILT_DELAY] and st.pitch[f] < p[P_TILT_MAX]:
-        if st.pitch[f] == 0.0:
-            st.pivot[f] = cop_x
-        st.pitch_rate[f] = min(st.pitch_rate[f] + p[P_TILT_ACCEL] * period, p[P_TILT_SPEED])
-        st.pitch[f] = min(st.pitch[f] + st.pitch_rate[f] * period, p[P_TILT_MAX])
+def _turn(p, st, f, ax, gate, c, lo, hi, sense, both, period):
+    """This cycle's turn of foot f about axis ``ax`` (eq. 2/2', module docstring): ``gate`` its load and share
+    allow it, ``c`` its cells' centre of pressure along the axis' lever, ``lo``/``hi`` its cells' extent there
+    (sole frame, m), ``sense`` the turn's sign for a pressure past ``hi`` (the side past ``lo`` sinks for the
+    other sign), ``both``: past ``hi`` counts too (else only past ``lo``: the heel's edge)."""
+    m = p[P_TILT_MARGIN]
+    side = 0.0
+    if gate and c < lo - m:
+        side = -1.0
+    elif gate and both and c > hi + m:
+        side = 1.0
+    st.outside[f, ax] = st.outside[f, ax] + period if side != 0.0 else 0.0
+    way = sense * side
+    angle = st.turn[f, ax]
+    if st.outside[f, ax] >= p[P_TILT_DELAY] and way * angle >= 0.0 and abs(angle) < p[P_TILT_MAX]:
+        if angle == 0.0:
+            st.pivot[f, ax] = c
+        st.turn_rate[f, ax] = min(st.turn_rate[f, ax] + p[P_TILT_ACCEL] * period, p[P_TILT_SPEED])
+        st.turn[f, ax] = min(max(angle + way * st.turn_rate[f, ax] * period, -p[P_TILT_MAX]), p[P_TILT_MAX])
         return
-    if st.pitch_rate[f] != 0.0 and not behind and st.tilted[f] == 0.0:   # its toes found the ground
-        st.tilted[f] = st.new_tilt[f] = st.pitch[f]
-    if not behind:
-        st.pitch_rate[f] = 0.0
+    if st.turn_rate[f, ax] != 0.0 and side == 0.0 and st.tilted[f, ax] == 0.0:   # the sunk side found the ground
+        st.tilted[f, ax] = 1.0
+        st.new_turn[f, ax] = st.turn[f, ax]
+    if side == 0.0:
+        st.turn_rate[f, ax] = 0.0
 
 
 @njit(cache=True)
-def _offset(p, st, f, phase, load, share, z, cop_x, heel, period):
-    """This cycle's d_f and theta_f (module docstring) from the plan's ``phase`` (0 left, 1 right single support,
-    2 double, < 0 none), the foot's ``load``, its plan height ``z``, its cells' centre of pressure ``cop_x`` and
-    rear cells' x ``heel``."""
-    st.new[f] = st.new_tilt[f] = 0.0
+def _tilt(p, st, f, load, share, cop, box, period):
+    """This cycle's theta_f and phi_f of a foot in its stance (eq. 2, 2'): ``share`` its part of both feet's
+    load, ``cop`` its cells' centre of pressure and ``box`` its cells' extent (BOX_*; sole frame, m)."""
+    gate = load >= p[P_TOUCH] and share >= p[P_TILT_SHARE]
+    both = p[P_TILT_EDGES] != 0.0
+    _turn(p, st, f, 0, gate, cop[0], box[BOX_REAR], box[BOX_FRONT], -1.0, both, period)
+    if both:
+        _turn(p, st, f, 1, gate, cop[1], box[BOX_RIGHT], box[BOX_LEFT], 1.0, True, period)
+
+
+@njit(cache=True)
+def _offset(p, st, f, phase, load, share, z, cop, box, period):
+    """This cycle's d_f, theta_f and phi_f (module docstring) from the plan's ``phase`` (0 left, 1 right single
+    support, 2 double, < 0 none), the foot's ``load``, its plan height ``z``, its cells' centre of pressure
+    ``cop`` (xy) and extent ``box`` (BOX_*)."""
+    st.new[f] = 0.0
+    for ax in range(2):
+        st.new_turn[f, ax] = 0.0
     touched = load >= p[P_TOUCH]
     descending = z < st.z_prev[f]
     st.z_prev[f] = z
     if phase < 0.0:                                   # no plan: the offset stays as it is
-        st.rate[f] = st.pitch_rate[f] = 0.0
+        st.rate[f] = 0.0
+        for ax in range(2):
+            st.turn_rate[f, ax] = 0.0
         return
     st.t[f] += period
     if int(phase) == 1 - f:                           # the plan swings this foot
         if st.swung[f] == 0.0:                        # its lift-off
             st.swung[f], st.t[f], st.start[f], st.mode[f] = 1.0, 0.0, st.offset[f], WATCH
-            st.pitch_start[f], st.pitch_rate[f], st.behind[f], st.tilted[f] = st.pitch[f], 0.0, 0.0, 0.0
+            for ax in range(2):
+                st.turn_start[f, ax] = st.turn[f, ax]
+                st.turn_rate[f, ax] = st.outside[f, ax] = st.tilted[f, ax] = 0.0
         release = 1.0 - quintic(st.t[f] / p[P_RELEASE])
-        st.pitch[f] = st.pitch_start[f] * release
+        for ax in range(2):
+            st.turn[f, ax] = st.turn_start[f, ax] * release
         if st.mode[f] == WATCH:
             d = st.start[f] * release
             if touched and descending and z > p[P_MIN]:
@@ -150,7 +189,7 @@ def _offset(p, st, f, phase, load, share, z, cop_x, heel, period):
             if abs(st.offset[f]) >= p[P_MIN]:
                 st.new[f] = st.offset[f]
     if st.mode[f] == SEARCH or st.mode[f] == CARRIED:
-        _tilt(p, st, f, load, share, cop_x, heel, period)
+        _tilt(p, st, f, load, share, cop, box, period)
     if st.mode[f] != SEARCH:
         return
     if touched or st.offset[f] <= -p[P_BOUND]:
@@ -192,36 +231,44 @@ def _solve(a, n):
 
 
 @njit(cache=True)
-def offsets(p, buf, phase, loads, z, cops, heels, powered, period):
-    """Each foot's offset d_f and pitch theta_f (module docstring) from the plan's ``phase``, the feet's ``loads``
-    (N), the plan's sole heights ``z`` (foot: above the other sole, m), the cells' centres of pressure ``cops``
-    (foot, xy: sole frame, m) and the rear cells' x ``heels`` (foot). Off (offsets zero) unless enabled and
-    ``powered``."""
+def offsets(p, buf, phase, loads, z, cops, boxes, powered, period):
+    """Each foot's offset d_f, pitch theta_f and roll phi_f (module docstring) from the plan's ``phase``, the
+    feet's ``loads`` (N), the plan's sole heights ``z`` (foot: above the other sole, m), the cells' centres of
+    pressure ``cops`` (foot, xy: sole frame, m) and their extents ``boxes`` (foot, BOX_*: the rear and front
+    cells' x, the right and left cells' y). Off (offsets zero) unless enabled and ``powered``."""
     st, _ = _views(buf)
     on = p[P_ENABLED] != 0.0 and powered
     for f in range(FEET):
         if on:
             total = loads[0] + loads[1]
             share = loads[f] / total if total > 0.0 else 0.0
-            _offset(p, st, f, phase, loads[f], share, z[f], cops[f, 0], heels[f], period)
+            _offset(p, st, f, phase, loads[f], share, z[f], cops[f], boxes[f], period)
         else:
             st.mode[f] = st.offset[f] = st.rate[f] = st.swung[f] = st.new[f] = 0.0
-            st.pitch[f] = st.pitch_rate[f] = st.behind[f] = st.tilted[f] = st.new_tilt[f] = 0.0
+            for ax in range(2):
+                st.turn[f, ax] = st.turn_rate[f, ax] = st.outside[f, ax] = st.tilted[f, ax] = 0.0
+                st.new_turn[f, ax] = 0.0
 
 
 @njit(cache=True)
-def _goal(G, Tf, s, d, theta, xc):
-    """G = Tz(d) Tf[s] Tx(xc) Ry(theta) Tx(-xc) (eq. 2): sole s's pose at q*, moved up by ``d`` along the base's
-    z and turned by ``theta`` about its own y axis through the point ``xc`` on its x axis."""
-    c, sn = math.cos(theta), math.sin(theta)
-    # P = Tx(xc) Ry(theta) Tx(-xc): rotation Ry, translation (xc (1 - c), 0, xc sn)
-    tx, tz = xc * (1.0 - c), xc * sn
+def _goal(G, Tf, s, d, theta, phi, xc, yc):
+    """G = Tz(d) Tf[s] T(c) Ry(theta) Rx(phi) T(-c) (eq. 2'): sole s's pose at q*, moved up by ``d`` along the
+    base's z and turned by ``theta`` about its own y axis and ``phi`` about its x axis through the point
+    c = (xc, yc, 0) of its plane."""
+    ct, st_, cp, sp = math.cos(theta), math.sin(theta), math.cos(phi), math.sin(phi)
+    # R = Ry(theta) Rx(phi) by rows; P = T(c) R T(-c): rotation R, translation c - R c
+    r00, r01, r02 = ct, st_ * sp, st_ * cp
+    r10, r11, r12 = 0.0, cp, -sp
+    r20, r21, r22 = -st_, ct * sp, ct * cp
+    tx = xc - (r00 * xc + r01 * yc)
+    ty = yc - (r10 * xc + r11 * yc)
+    tz = -(r20 * xc + r21 * yc)
     for i in range(3):
-        r0, r1, r2 = Tf[s, i, 0], Tf[s, i, 1], Tf[s, i, 2]
-        G[i, 0] = r0 * c - r2 * sn
-        G[i, 1] = r1
-        G[i, 2] = r0 * sn + r2 * c
-        G[i, 3] = Tf[s, i, 3] + r0 * tx + r2 * tz
+        a0, a1, a2 = Tf[s, i, 0], Tf[s, i, 1], Tf[s, i, 2]
+        G[i, 0] = a0 * r00 + a1 * r10 + a2 * r20
+        G[i, 1] = a0 * r01 + a1 * r11 + a2 * r21
+        G[i, 2] = a0 * r02 + a1 * r12 + a2 * r22
+        G[i, 3] = Tf[s, i, 3] + a0 * tx + a1 * ty + a2 * tz
     G[2, 3] += d
 
 
@@ -244,18 +291,18 @@ def _sole_system(a, Tf, Jf, s, legs, f, G):
 
 
 @njit(cache=True)
-def touchdown(p, buf, phase, loads, cops, heels, mbuf, dbuf, q_ref, soles, legs, lo, hi, powered, period, q, q_cmd,
+def touchdown(p, buf, phase, loads, cops, boxes, mbuf, dbuf, q_ref, soles, legs, lo, hi, powered, period, q, q_cmd,
               qd_cmd):
-    """Each foot's offset d_f and pitch theta_f (:func:`offsets`) and its joints' dq_f (eq. 1 to eq. 2's goal, one
+    """Each foot's offset d_f and turn theta_f, phi_f (:func:`offsets`) and its joints' dq_f (eq. 1 to eq. 2's goal, one
     Newton step from the linear solve: the Jacobian again at q* + dq_f) added to ``q_cmd`` and ``qd_cmd``
     (within the soft limits ``lo``/``hi``): ``phase`` the plan's support phase, ``loads`` the feet's loads (N),
-    ``cops`` (foot, xy) their cells' centres of pressure and ``heels`` (foot) their rear cells' x (sole frame,
+    ``cops`` (foot, xy) their cells' centres of pressure and ``boxes`` (foot, BOX_*) their extents (sole frame,
     m), ``mbuf``/``dbuf`` the models and a Data rooted at the pelvis (its kinematics are this kernel's),
     ``q_ref`` the reference q*, ``soles`` (foot) the soles' frame indices, ``legs`` (foot, 6) the joints carrying
     each sole, ``q`` scratch (n)."""
     st, _ = _views(buf)
     if p[P_ENABLED] == 0.0 or not powered:
-        offsets(p, buf, phase, loads, st.z_prev, cops, heels, powered, period)
+        offsets(p, buf, phase, loads, st.z_prev, cops, boxes, powered, period)
         for f in range(FEET):
             for c in range(LEG):
                 st.dq[f, c] = st.dq_prev[f, c] = 0.0
@@ -266,13 +313,13 @@ def touchdown(p, buf, phase, loads, cops, heels, mbuf, dbuf, q_ref, soles, legs,
     z, G, a = st.z, st.T0, st.a
     for f in range(FEET):
         z[f] = Tf[int(soles[f]), 2, 3] - Tf[int(soles[1 - f]), 2, 3]
-    offsets(p, buf, phase, loads, z, cops, heels, powered, period)
+    offsets(p, buf, phase, loads, z, cops, boxes, powered, period)
     moved = False
     for f in range(FEET):
         s = int(soles[f])
-        on = st.offset[f] != 0.0 or st.pitch[f] != 0.0
+        on = st.offset[f] != 0.0 or st.turn[f, 0] != 0.0 or st.turn[f, 1] != 0.0
         moved = moved or on
-        _goal(G[f], Tf, s, st.offset[f], st.pitch[f], st.pivot[f])
+        _goal(G[f], Tf, s, st.offset[f], st.turn[f, 0], st.turn[f, 1], st.pivot[f, 0], st.pivot[f, 1])
         _sole_system(a, Tf, Jf, s, legs, f, G[f])
         if on:
             _solve(a, LEG)
@@ -286,7 +333,7 @@ def touchdown(p, buf, phase, loads, cops, heels, mbuf, dbuf, q_ref, soles, legs,
                 q[int(legs[f, c])] += st.dq[f, c]
         kinematics(mbuf, dbuf, q)
         for f in range(FEET):
-            if st.offset[f] == 0.0 and st.pitch[f] == 0.0:
+            if st.offset[f] == 0.0 and st.turn[f, 0] == 0.0 and st.turn[f, 1] == 0.0:
                 continue
             _sole_system(a, Tf, Jf, int(soles[f]), legs, f, G[f])
             _solve(a, LEG)

@@ -37,6 +37,8 @@ class Event(IntEnum):
     #                      plan, carried through its stance (m, > 0 higher: an early contact; stabilizer.touchdown)
     TOE_DOWN = 12        # a = the foot landed across an edge whose sole the cells turned toes down (0 left, 1 right),
     #                      b = its pitch as its toes found the ground, carried through its stance (rad; stabilizer.touchdown)
+    SIDE_DOWN = 13       # a = the foot landed on one side's edge whose sole the cells turned about it (0 left, 1 right),
+    #                      b = its roll as the sunk side found the ground (rad, > 0 right side down; stabilizer.touchdown)
 
 
 class Reason(IntEnum):

@@ -26,7 +26,8 @@ PERIOD = 0.002
 LEFT, RIGHT, DOUBLE = 0.0, 1.0, 2.0
 TOUCH = 300.0                              # N on the cells once a sole is down
 P = FeetConfig(touchdown=True).touchdown_params()
-HEELS = np.array([-0.06, -0.06])           # deploy/robots/bip2000.yaml: the rear cells' x in the sole frame
+EDGES = FeetConfig(touchdown=True, tilt_edges=True).touchdown_params()   # every edge of the cells turns the sole
+BOXES = np.array([[-0.06, 0.14, -0.045, 0.045]] * 2)   # deploy/robots/bip2000.yaml: the cells' extent in the sole frame
 CENTRED = np.zeros((2, 2))                 # the cells' centre of pressure at the soles' origins
 
 
@@ -35,24 +36,26 @@ def robot():
     return TreeRobot.from_yaml(DEPLOY / "robots" / "bip2000.yaml")
 
 
-@pytest.mark.parametrize("offset, pitch, pivot, tol", [(0.01, 0.0, 0.0, 5e-6), (0.0, 0.04, -0.085, 5e-6),
-                                                       (-0.01, 0.08, -0.085, 1e-4)])
-def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch, pivot, tol):
+@pytest.mark.parametrize("offset, pitch, roll, pivot, tol", [
+    (0.01, 0.0, 0.0, (0.0, 0.0), 5e-6), (0.0, 0.04, 0.0, (-0.085, 0.0), 5e-6), (-0.01, 0.08, 0.0, (-0.085, 0.0), 1e-4),
+    (0.0, -0.05, 0.0, (0.17, 0.0), 5e-6), (0.0, 0.0, 0.04, (0.0, 0.06), 5e-6), (0.0, -0.03, -0.035, (0.17, -0.06), 5e-6)])
+def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch, roll, pivot, tol):
     """dq of eq. 1 for the right leg, flexed, to eq. 2's goal: Pinocchio's right sole relative to the pelvis
     rises ``offset`` (10 mm: to 5 µm with the Newton step; the linear solve alone is 0.65 mm off) and turns
-    toes down by ``pitch`` about its y axis through the point ``pivot`` on its x axis (a heel on an edge: that
-    point stays where it was), to 5 µm and 0.1 mrad (the one Newton step leaves 50 µm for both at once: 10 mm
-    down, 4.6° toes down); the left leg and the trunk untouched."""
+    by ``pitch`` (toes down) about its y axis and ``roll`` (right side down) about its x axis through the point
+    ``pivot`` of its plane (eq. 2': a heel, toe or side on an edge: that line stays where it was), to 5 µm and
+    0.1 mrad (the one Newton step leaves 50 µm for both at once: 10 mm down, 4.6° toes down); the left leg and
+    the trunk untouched."""
     from controller.daemon.loop.feet import _legs
     q = np.zeros(robot.n)
     q[[2, 8]], q[[3, 9]], q[[4, 10]] = -0.3, 0.6, -0.3          # hips, knees, ankles: legs flexed
     twin, soles, legs = _legs(robot)
     st = new_state()
     v = views(st)
-    v.offset[1], v.pitch[1], v.pivot[1], v.mode[1] = offset, pitch, pivot, CARRIED
+    v.offset[1], v.turn[1], v.pivot[1], v.mode[1] = offset, (pitch, roll), pivot, CARRIED
     q_cmd, qd_cmd = q.copy(), np.zeros(robot.n)
     lo, hi = np.full(robot.n, -3.0), np.full(robot.n, 3.0)
-    touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), CENTRED, HEELS, robot.model.buf, twin.buf, q, soles, legs, lo,
+    touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), CENTRED, BOXES, robot.model.buf, twin.buf, q, soles, legs, lo,
               hi, True, PERIOD, np.zeros(robot.n), q_cmd, qd_cmd)
     moved = np.nonzero(q_cmd != q)[0]
     assert set(moved) <= set(legs[1]) and len(moved) >= 3
@@ -62,8 +65,8 @@ def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch
     for qq, out in ((q, before), (q_cmd, after)):
         pin.framesForwardKinematics(model, data, qq[ref.perm])
         out.extend(data.oMf[ref.frames[name]].copy() for name in ("left_sole", "right_sole"))
-    turn = pin.SE3(pin.utils.rotate("y", pitch), np.array([pivot, 0.0, 0.0]) - pin.utils.rotate("y", pitch) @
-                   np.array([pivot, 0.0, 0.0]))
+    R, c = pin.utils.rotate("y", pitch) @ pin.utils.rotate("x", roll), np.array([*pivot, 0.0])
+    turn = pin.SE3(R, c - R @ c)
     goal = pin.SE3(np.eye(3), np.array([0.0, 0.0, offset])) * before[1] * turn
     assert after[1].translation == pytest.approx(goal.translation, abs=tol)
     assert np.linalg.norm(pin.log3(goal.rotation.T @ after[1].rotation)) < 1e-4
@@ -79,23 +82,27 @@ def swing(z0: float, n: int) -> np.ndarray:
 class Walk:
     """The offsets' kernel (stabilizer.touchdown.offsets) on the right foot's plan height ``z`` and loads."""
 
-    def __init__(self):
-        self.st = new_state()
+    def __init__(self, p: np.ndarray = P):
+        self.st, self.p = new_state(), p
         self.offsets, self.events = [], []
-
-        self.pitches, self.tilts = [], []
+        self.pitches, self.tilts, self.turns, self.turned = [], [], [], []
         self.cops = CENTRED.copy()
 
-    def cycle(self, phase: float, z: float, right_load: float, right_cop_x: float = 0.0) -> None:
-        self.cops[1, 0] = right_cop_x
-        offsets(P, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), self.cops, HEELS, True, PERIOD)
+    def cycle(self, phase: float, z: float, right_load: float, right_cop_x: float = 0.0, right_cop_y: float = 0.0) -> None:
+        self.cops[1] = right_cop_x, right_cop_y
+        offsets(self.p, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), self.cops, BOXES, True,
+                PERIOD)
         v = views(self.st)
         self.offsets.append(v.offset[1])
-        self.pitches.append(v.pitch[1])
+        self.pitches.append(v.turn[1, 0])
+        self.turns.append(v.turn[1].copy())
         if v.new[1] != 0.0:
             self.events.append(v.new[1])
-        if v.new_tilt[1] != 0.0:
-            self.tilts.append(v.new_tilt[1])
+        if v.new_turn[1, 0] != 0.0:
+            self.tilts.append(v.new_turn[1, 0])
+        for ax in range(2):
+            if v.new_turn[1, ax] != 0.0:
+                self.turned.append((ax, v.new_turn[1, ax]))
 
 
 def test_early_contact_holds_the_sole_carries_it_and_the_next_lift_off_releases_it():
@@ -199,25 +206,70 @@ def test_a_sole_bearing_on_its_heel_turns_toes_down_until_they_load_then_the_nex
     rate = np.diff(p) / PERIOD
     assert rate.max() <= cfg.tilt_speed + 1e-9 and np.diff(rate).max() <= cfg.tilt_accel * PERIOD + 1e-9
     assert p[-1] == pytest.approx(toe, abs=cfg.tilt_speed * PERIOD) and w.tilts == [p[-1]]
-    assert views(w.st).pivot[1] == HEEL_EDGE and w.events == []
+    assert views(w.st).pivot[1, 0] == HEEL_EDGE and w.events == []
     release = int(round(cfg.release / PERIOD))
     for _ in range(release + 2):
         w.cycle(LEFT, 0.02, 0.0)
     assert w.pitches[-release // 2] == pytest.approx(0.5 * p[-1], rel=0.05) and w.pitches[-1] == 0.0
 
 
-@pytest.mark.parametrize("cop_x, for_s, load", [(HEEL_EDGE, 0.026, TOUCH), (-0.064, 0.3, TOUCH),
-                                                (HEEL_EDGE, 0.3, 0.25 * TOUCH / 0.75)])
-def test_a_heel_first_landing_or_a_pressure_within_the_cells_turns_nothing(cop_x, for_s, load):
-    """The pressure behind the rear cells for less than ``tilt_delay_s`` (a heel-first landing on the flat floor),
-    or for long but within ``tilt_margin_m`` of them, or while the foot carries under ``tilt_share`` of both
-    feet's load (25 %): no turn, no event."""
-    w = Walk()
+@pytest.mark.parametrize("p", [P, EDGES], ids=["heel", "edges"])
+@pytest.mark.parametrize("cop, for_s, load", [((HEEL_EDGE, 0.0), 0.026, TOUCH), ((-0.064, 0.0), 0.3, TOUCH),
+                                              ((HEEL_EDGE, 0.0), 0.3, 0.25 * TOUCH / 0.75),
+                                              ((0.17, 0.0), 0.026, TOUCH), ((0.144, -0.049), 0.3, TOUCH),
+                                              ((0.03, 0.07), 0.3, 0.25 * TOUCH / 0.75)])
+def test_a_heel_first_landing_or_a_pressure_within_the_cells_turns_nothing(p, cop, for_s, load):
+    """The pressure past the cells for less than ``tilt_delay_s`` (a heel-first landing or a toe-off on the flat
+    floor), or for long but within ``tilt_margin_m`` of them, or while the foot carries under ``tilt_share`` of
+    both feet's load (25 %): no turn, no event, the heel's edge alone or every edge."""
+    w = Walk(p)
     for z in swing(0.03, 150):
         w.cycle(LEFT, z, 0.0)
     for k in range(300):
-        w.cycle(DOUBLE, 0.0, load, cop_x if k * PERIOD < for_s else 0.03)
-    assert max(w.pitches) == 0.0 and w.tilts == []
+        w.cycle(DOUBLE, 0.0, load, *(cop if k * PERIOD < for_s else (0.03, 0.0)))
+    assert np.abs(w.turns).max() == 0.0 and w.turned == []
+
+
+FLOOR = 0.03
+"""rad: the ground under the landed sole turned this much from the plan's sole (a 1.7° slope met on time)."""
+
+
+@pytest.mark.parametrize("cop, axis, sign", [((0.17, 0.0), 0, -1.0), ((HEEL_EDGE, 0.01), 0, 1.0),
+                                             ((0.03, 0.06), 1, 1.0), ((0.05, -0.06), 1, -1.0)],
+                         ids=["toes", "heel", "left", "right"])
+def test_with_every_edge_a_sole_bearing_on_one_turns_about_it_until_it_lies_flat(cop, axis, sign):
+    """eq. 2': a sole landed on its toe line (uphill), its heel, its left or its right side, the ground turned
+    ``FLOOR`` from it: its pressure past that edge by more than the margin, the sole turns about the line it
+    bears on (pitch: toes up for the toes, down for the heel; roll > 0, the right side down, on the left edge)
+    at the heel's law (``tilt_delay_s``, then the rate ramping at ``tilt_accel`` up to ``tilt_speed``) until it
+    lies on the ground (its pressure then within the cells), one event with that angle, the other axis
+    untouched; held through the stance; released over ``release_s`` from the next lift-off. With the heel's
+    edge alone (``tilt_edges`` off) only the heel turns it."""
+    cfg = FeetConfig()
+    for p in (EDGES, P):
+        w = Walk(p)
+        for z in swing(0.03, 150):
+            w.cycle(LEFT, z, 0.0)
+        for k in range(300):
+            flat = sign * w.turns[-1][axis] >= FLOOR
+            w.cycle(DOUBLE, 0.0, TOUCH, *((0.03, 0.0) if flat else cop))
+        for _ in range(200):
+            w.cycle(RIGHT, 0.0, 2 * TOUCH, 0.03)
+        t = np.array(w.turns[150:])
+        if p is P and axis == 0 and sign < 0.0 or p is P and axis == 1:
+            assert np.abs(t).max() == 0.0 and w.turned == []
+            continue
+        start = int(round(cfg.tilt_delay / PERIOD))
+        a = sign * t[:, axis]
+        assert np.all(a[:start - 1] == 0.0) and a[start + 1] > 0.0 and np.abs(t[:, 1 - axis]).max() == 0.0
+        rate = np.diff(a) / PERIOD
+        assert rate.max() <= cfg.tilt_speed + 1e-9 and np.diff(rate).max() <= cfg.tilt_accel * PERIOD + 1e-9
+        assert a[-1] == pytest.approx(FLOOR, abs=cfg.tilt_speed * PERIOD) and w.turned == [(axis, t[-1, axis])]
+        assert views(w.st).pivot[1, axis] == cop[axis] and w.events == []
+        release = int(round(cfg.release / PERIOD))
+        for _ in range(release + 2):
+            w.cycle(LEFT, 0.02, 0.0)
+        assert np.abs(w.turns[-1]).max() == 0.0
 
 
 def test_config_touchdown_section_and_its_errors():
@@ -237,10 +289,10 @@ def test_config_touchdown_section_and_its_errors():
 
 
 @njit
-def _cycles(p, st, loads, cops, heels, mbuf, dbuf, q, soles, legs, lo, hi, scratch, q_cmd, qd_cmd, count):
+def _cycles(p, st, loads, cops, boxes, mbuf, dbuf, q, soles, legs, lo, hi, scratch, q_cmd, qd_cmd, count):
     for k in range(count):
         loads[1] = 0.0 if k % 2 else TOUCH
-        touchdown(p, st, DOUBLE, loads, cops, heels, mbuf, dbuf, q, soles, legs, lo, hi, True, PERIOD, scratch, q_cmd,
+        touchdown(p, st, DOUBLE, loads, cops, boxes, mbuf, dbuf, q, soles, legs, lo, hi, True, PERIOD, scratch, q_cmd,
                   qd_cmd)
 
 
@@ -251,7 +303,7 @@ def test_touchdown_allocation_free(robot):
     v = views(st)
     v.offset[1], v.mode[1] = 0.01, CARRIED                      # the solve and the Newton step run
     n = robot.n
-    v.pitch[0], v.pivot[0] = 0.04, -0.085                       # and the left sole turned about its heel
-    assert_allocation_free(_cycles, P, st, np.array([TOUCH, 0.0]), CENTRED, HEELS, robot.model.buf, twin.buf,
+    v.turn[0, 0], v.pivot[0, 0] = 0.04, -0.085                       # and the left sole turned about its heel
+    assert_allocation_free(_cycles, P, st, np.array([TOUCH, 0.0]), CENTRED, BOXES, robot.model.buf, twin.buf,
                            np.zeros(n), soles,
                            legs, np.full(n, -3.0), np.full(n, 3.0), np.zeros(n), np.zeros(n), np.zeros(n))

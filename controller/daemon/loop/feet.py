@@ -18,7 +18,8 @@ the touch-down (``feet.touchdown``, stabilizer.touchdown): each sole's vertical 
 cells find the ground, on the legs' joints by their Jacobian at the generator's reference rooted at the
 pelvis (the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it
 moved, a TOE_DOWN event (a = foot, b = the sole's pitch, rad) per sole landed across an edge it turned toes
-down until they found the ground; on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
+down until they found the ground (with ``tilt_edges``, up too, and a SIDE_DOWN, b = its roll, per sole turned
+about a side); on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
 the bus has none of these: the reference passes through.
 """
 from __future__ import annotations
@@ -73,7 +74,9 @@ class Feet:
                 self.td_v = touchdown_views(self.td)
                 self.legs_twin, self.soles, self.legs = _legs(robot)
                 self.td_q = np.zeros(robot.n)
-                self.heels = self.cells[:, :, 0].min(axis=1).copy()   # the rear cells' x (sole frame)
+                c = self.cells                         # the cells' extent (sole frame): stabilizer.touchdown BOX_*
+                self.boxes = np.stack([c[:, :, 0].min(axis=1), c[:, :, 0].max(axis=1), c[:, :, 1].min(axis=1),
+                                       c[:, :, 1].max(axis=1)], axis=1)
         else:
             self.comply = self._pass
 
@@ -98,15 +101,17 @@ class Feet:
             return
         est = self.est
         phase = est.phase if est.soles is not None else -1.0     # hung (no sole on the ground): no touch-down
-        touchdown(self.td_p, self.td, phase, self.v.load, self.v.cop, self.heels, self.mbuf, self.legs_twin.buf,
+        touchdown(self.td_p, self.td, phase, self.v.load, self.v.cop, self.boxes, self.mbuf, self.legs_twin.buf,
                   self.q_ref, self.soles, self.legs, self.lo, self.hi, powered, self.period, self.td_q, self.q_cmd,
                   self.qd_cmd)
-        new, tilt = self.td_v.new, self.td_v.new_tilt
+        new, turn = self.td_v.new, self.td_v.new_turn
         for f in range(2):
             if new[f] != 0.0:
                 self.event(Event.TOUCHDOWN, float(f), new[f])
-            if tilt[f] != 0.0:
-                self.event(Event.TOE_DOWN, float(f), tilt[f])
+            if turn[f, 0] != 0.0:
+                self.event(Event.TOE_DOWN, float(f), turn[f, 0])
+            if turn[f, 1] != 0.0:
+                self.event(Event.SIDE_DOWN, float(f), turn[f, 1])
 
     def _targets(self) -> None:
         """Each foot's target centre of pressure, whether it complies and whether the plan keeps it flat

@@ -379,6 +379,8 @@ def _print_walk(res: dict[str, Any]) -> None:
               f"{1000 * abs(e['offset_m']):.1f} mm {'above' if e['offset_m'] > 0 else 'below'} the plan")
     for e in res.get("toe_downs", []):
         print(f"  toes down over an edge: {e['foot']} foot at t = {e['t']:.2f} s, its sole turned {e['pitch_deg']:.2f} deg")
+    for e in res.get("side_downs", []):
+        print(f"  side down over an edge: {e['foot']} foot at t = {e['t']:.2f} s, its sole rolled {e['roll_deg']:.2f} deg")
     for g in res.get("landings", []):
         when = ("never" if g["contact_s"] is None else f"at t = {g['contact_s']:.2f} s"
                 + ("" if g["early_s"] is None else f", {abs(g['early_s']):.3f} s {'before' if g['early_s'] > 0 else 'after'}"

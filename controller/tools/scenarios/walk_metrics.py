@@ -125,6 +125,7 @@ class WalkResult:
     landings: list[dict[str, Any]] = field(default_factory=list)   # each swing foot's contact against the plan's
     touchdowns: list[dict[str, Any]] = field(default_factory=list)   # the landings the cells moved (TOUCHDOWN events)
     toe_downs: list[dict[str, Any]] = field(default_factory=list)   # the soles turned over an edge (TOE_DOWN events)
+    side_downs: list[dict[str, Any]] = field(default_factory=list)  # the soles turned about a side (SIDE_DOWN events)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,6 +164,12 @@ def toe_downs(events: list[dict], period: float) -> list[dict[str, Any]]:
     """The TOE_DOWN events: when (s, the loop's time), which foot, the pitch (deg, toes down) its sole, landed
     across an edge, turned to until its toes found the ground."""
     return _event_rows(events, period, "TOE_DOWN", "foot", "pitch_deg")
+
+
+def side_downs(events: list[dict], period: float) -> list[dict[str, Any]]:
+    """The SIDE_DOWN events: when (s, the loop's time), which foot, the roll (deg, > 0 right side down) its sole,
+    landed on one side's edge, turned to until that side found the ground."""
+    return _event_rows(events, period, "SIDE_DOWN", "foot", "roll_deg")
 
 
 FEET = ("left", "right")

@@ -128,6 +128,11 @@ def test_a_toe_down_event_names_its_foot_and_the_pitch_in_degrees():
     assert (m["kind"], m["foot"], m["pitch_deg"]) == ("TOE_DOWN", "right", pytest.approx(2.2918, abs=1e-4))
 
 
+def test_a_side_down_event_names_its_foot_and_the_roll_in_degrees():
+    m = event_message(5, Event.SIDE_DOWN, 0.0, -0.03)
+    assert (m["kind"], m["foot"], m["roll_deg"]) == ("SIDE_DOWN", "left", pytest.approx(-1.7189, abs=1e-4))
+
+
 def test_unknown_codes_and_reasons_stay_numbers_not_wrong_names():
     names = Names(("a", "b"), ("m1", "m2"), (1, 1))
     f = fault_fields(Reason.DRIVE_FAULT, pack_detail(0x1234, 1), names)
