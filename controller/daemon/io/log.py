@@ -449,6 +449,20 @@ class McapScan:
     complete: bool                  # the footer was reached (not a torn file)
 
 
+class _Bounded:
+    """A file whose reads may not ask for more bytes than it has left: a damaged length field (a flipped
+    bit in a chunk's size reads as 64 GB) is a ValueError, not an allocation of that size."""
+
+    def __init__(self, f, size: int) -> None:
+        self._f, self._size = f, size
+
+    def read(self, n: int = -1) -> bytes:
+        left = self._size - self._f.tell()
+        if n is not None and n > left:
+            raise ValueError(f"a record claims {n} bytes where {left} are left")
+        return self._f.read(n)
+
+
 def scan_mcap(path: Path) -> McapScan:
     """Read an MCAP file front to back; a torn tail (a killed writer) or a damaged record (a failed CRC,
     a chunk that does not decompress) ends the scan: the records before it stand."""
@@ -456,7 +470,7 @@ def scan_mcap(path: Path) -> McapScan:
     schemas: dict[int, str] = {}
     types: dict[int, tuple[str, str]] = {}
     with open(path, "rb") as f:
-        records = StreamReader(f, validate_crcs=True).records
+        records = StreamReader(_Bounded(f, os.fstat(f.fileno()).st_size), validate_crcs=True).records
         try:
             for r in records:
                 if isinstance(r, Message):
