@@ -90,8 +90,8 @@ class Walk:
 
     def cycle(self, phase: float, z: float, right_load: float, right_cop_x: float = 0.0, right_cop_y: float = 0.0) -> None:
         self.cops[1] = right_cop_x, right_cop_y
-        offsets(self.p, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), self.cops, BOXES, True,
-                PERIOD)
+        offsets(self.p, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), np.zeros(2), self.cops,
+                BOXES, True, PERIOD)
         v = views(self.st)
         self.offsets.append(v.offset[1])
         self.pitches.append(v.turn[1, 0])
