@@ -40,12 +40,15 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         tilt_edges: false      # true: a pressure past any edge of the cells (front, right, left too) turns the
                                # sole about it until it lies flat (eq. 2'); false: the heel's edge only
         step_up: false         # true: a swing lands on the level its stance sole found and rises over a step up
-                               # learned, or struck, before it moves forward (eq. 4); false: the plan's floor
+                               # learned, or struck, before it moves forward (eq. 3); false: the plan's floor
         step_min_m: 0.003      # the stance sole this much above the swing sole at its lift-off: a step up
-        step_lift_s: 0.2       # s, the swing's rise to the learned level, and its forward move held meanwhile
-        step_clearance_m: 0.01 # over the learned level while the plan rises, gone as it lands
+        step_lift_s: 0.25      # s, the swing's rise to the learned level, and its forward move held meanwhile
+        step_clearance_m: 0.015 # over the learned level while the plan rises, gone as it lands
         strike_min_m: 0.003    # a rising swing sole this high in the plan whose cells load: a strike
-        strike_raise_m: 0.02   # the sole rises this much more per strike (to bound_m in all)
+        strike_raise_m: 0.01   # the sole rises this much more per strike (to bound_m in all), and lands no lower
+                               # than where it struck
+        strike_s: 0.1          # s, that raise, and the sole's move forward held again meanwhile
+        strike_back_m: 0.005   # the toe steps back from what it struck by up to this meanwhile
 """
 from __future__ import annotations
 
@@ -97,10 +100,12 @@ class FeetConfig:
     tilt_edges: bool = False
     step_up: bool = False
     step_min: float = 0.003
-    step_lift: float = 0.2
-    step_clearance: float = 0.01
+    step_lift: float = 0.25
+    step_clearance: float = 0.015
     strike_min: float = 0.003
-    strike_raise: float = 0.02
+    strike_raise: float = 0.01
+    strike_s: float = 0.1
+    strike_back: float = 0.005
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -127,6 +132,7 @@ class FeetConfig:
         p[td.P_STEP_UP], p[td.P_STEP_MIN], p[td.P_LIFT] = float(self.step_up), self.step_min, self.step_lift
         p[td.P_CLEARANCE], p[td.P_STRIKE_MIN], p[td.P_STRIKE_RAISE] = (self.step_clearance, self.strike_min,
                                                                       self.strike_raise)
+        p[td.P_STRIKE_S], p[td.P_STRIKE_BACK] = self.strike_s, self.strike_back
         return p
 
 
@@ -188,7 +194,8 @@ def parse_feet(sec: Section) -> FeetConfig:
     step = (t.number("step_min_m", d.step_min, positive=True), t.number("step_lift_s", d.step_lift, positive=True),
             t.number("step_clearance_m", d.step_clearance, positive=True),
             t.number("strike_min_m", d.strike_min, positive=True),
-            t.number("strike_raise_m", d.strike_raise, positive=True))
+            t.number("strike_raise_m", d.strike_raise, positive=True), t.number("strike_s", d.strike_s, positive=True),
+            t.number("strike_back_m", d.strike_back, nonnegative=True))
     t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,
