@@ -17,7 +17,7 @@ from models.gait.plan import GaitParams, make_plan
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer.feet_config import FeetConfig, parse_feet
-from stabilizer.touchdown import CARRIED, new_state, offsets, touchdown, views
+from stabilizer.touchdown import CARRIED, SOFT_BAND, _within, new_state, offsets, touchdown, views
 
 from tests.nrt import assert_allocation_free
 from tests.paths import DEPLOY
@@ -270,6 +270,22 @@ def test_a_rising_sole_that_strikes_something_rises_over_it_before_it_moves_on()
     assert height[hit + n] - z[hit + n] == pytest.approx(cfg.strike_raise, abs=1e-3)
     assert np.allclose(progress[hit + n + 1:], x[hit + n + 1:], atol=1e-12)
     assert height[-1] - z[-1] == pytest.approx(z[hit], abs=1e-12)   # it lands no lower than where it struck
+
+
+def test_an_offset_is_eased_into_its_soft_limit():
+    """eq. 1's joint offsets within the soft limits (a room of 0.1 rad below the reference, 0.2 above): unchanged
+    until SOFT_BAND short of the limit, then eased into it, never past it, monotonic, its slope continuous (the
+    trailing ankle, raised over a learned step, met its limit with the offset stopped at once: a jolt)."""
+    low, high = -0.1, 0.2
+    dq = np.linspace(-0.4, 0.4, 8001)
+    out = np.array([_within(d, low, high) for d in dq])
+    inside = (dq >= low + SOFT_BAND) & (dq <= high - SOFT_BAND)
+    assert np.array_equal(out[inside], dq[inside])
+    assert out.min() > low and out.max() < high and out[0] == pytest.approx(low, abs=1e-4)
+    assert np.all(np.diff(out) > 0.0)
+    slope = np.diff(out) / np.diff(dq)
+    assert np.abs(np.diff(slope)).max() < 0.01
+    assert _within(0.05, -0.01, 0.0) == 0.0 and _within(-0.05, -0.01, 0.0) == pytest.approx(-0.01, abs=1e-4)
 
 
 HEEL_EDGE = -0.085
