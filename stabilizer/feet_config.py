@@ -39,6 +39,16 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         tilt_max_deg: 6.0      # the turn's bound (a 2 cm drop under a 0.26 m sole: 4.4 deg)
         tilt_edges: false      # true: a pressure past any edge of the cells (front, right, left too) turns the
                                # sole about it until it lies flat (eq. 2'); false: the heel's edge only
+        step_up: false         # true: a swing lands on the level its stance sole found and rises over a step up
+                               # learned, or struck, before it moves forward (eq. 3); false: the plan's floor
+        step_min_m: 0.003      # the stance sole this much above the swing sole at its lift-off: a step up
+        step_lift_s: 0.25      # s, the swing's rise to the learned level, and its forward move held meanwhile
+        step_clearance_m: 0.015 # over the learned level while the plan rises, gone as it lands
+        strike_min_m: 0.003    # a rising swing sole this high in the plan whose cells load: a strike
+        strike_raise_m: 0.01   # the sole rises this much more per strike (to bound_m in all), and lands no lower
+                               # than where it struck
+        strike_s: 0.1          # s, that raise, and the sole's move forward held again meanwhile
+        strike_back_m: 0.005   # the toe steps back from what it struck by up to this meanwhile
 """
 from __future__ import annotations
 
@@ -88,6 +98,14 @@ class FeetConfig:
     tilt_accel: float = 4.0
     tilt_max: float = math.radians(6.0)
     tilt_edges: bool = False
+    step_up: bool = False
+    step_min: float = 0.003
+    step_lift: float = 0.25
+    step_clearance: float = 0.015
+    strike_min: float = 0.003
+    strike_raise: float = 0.01
+    strike_s: float = 0.1
+    strike_back: float = 0.005
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -111,6 +129,10 @@ class FeetConfig:
         p[td.P_TILT_MARGIN], p[td.P_TILT_SHARE], p[td.P_TILT_DELAY] = self.tilt_margin, self.tilt_share, self.tilt_delay
         p[td.P_TILT_SPEED], p[td.P_TILT_ACCEL], p[td.P_TILT_MAX] = self.tilt_speed, self.tilt_accel, self.tilt_max
         p[td.P_TILT_EDGES] = float(self.tilt_edges)
+        p[td.P_STEP_UP], p[td.P_STEP_MIN], p[td.P_LIFT] = float(self.step_up), self.step_min, self.step_lift
+        p[td.P_CLEARANCE], p[td.P_STRIKE_MIN], p[td.P_STRIKE_RAISE] = (self.step_clearance, self.strike_min,
+                                                                      self.strike_raise)
+        p[td.P_STRIKE_S], p[td.P_STRIKE_BACK] = self.strike_s, self.strike_back
         return p
 
 
@@ -155,9 +177,10 @@ def parse_feet(sec: Section) -> FeetConfig:
     landing = t.raw("enabled", d.touchdown)
     if not isinstance(landing, bool):
         raise ConfigError(t.where, t.path("enabled"), f"expected true or false, got {landing!r}")
-    edges = t.raw("tilt_edges", d.tilt_edges)
-    if not isinstance(edges, bool):
-        raise ConfigError(t.where, t.path("tilt_edges"), f"expected true or false, got {edges!r}")
+    edges, step_up = t.raw("tilt_edges", d.tilt_edges), t.raw("step_up", d.step_up)
+    for key, flag in (("tilt_edges", edges), ("step_up", step_up)):
+        if not isinstance(flag, bool):
+            raise ConfigError(t.where, t.path(key), f"expected true or false, got {flag!r}")
     touch = (t.number("touch_load", d.touch_load, positive=True), t.number("bound_m", d.bound, positive=True),
              t.number("speed", d.speed, positive=True), t.number("accel", d.accel, positive=True),
              t.number("delay_s", d.delay, positive=True), t.number("release_s", d.release, positive=True),
@@ -168,10 +191,15 @@ def parse_feet(sec: Section) -> FeetConfig:
              t.angle("tilt_max", d.tilt_max))
     if not 0.0 < touch[-1] <= math.radians(15.0):
         raise ConfigError(t.where, t.path("tilt_max"), f"{math.degrees(touch[-1]):g} deg: expected within (0, 15] deg")
+    step = (t.number("step_min_m", d.step_min, positive=True), t.number("step_lift_s", d.step_lift, positive=True),
+            t.number("step_clearance_m", d.step_clearance, positive=True),
+            t.number("strike_min_m", d.strike_min, positive=True),
+            t.number("strike_raise_m", d.strike_raise, positive=True), t.number("strike_s", d.strike_s, positive=True),
+            t.number("strike_back_m", d.strike_back, nonnegative=True))
     t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,
-                      tilt_input, fraction, share, hold, landing, *touch, edges)
+                      tilt_input, fraction, share, hold, landing, *touch, edges, step_up, *step)
 
 
 @dataclass(frozen=True)

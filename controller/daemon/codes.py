@@ -39,6 +39,8 @@ class Event(IntEnum):
     #                      b = its pitch as its toes found the ground, carried through its stance (rad; stabilizer.touchdown)
     SIDE_DOWN = 13       # a = the foot landed on one side's edge whose sole the cells turned about it (0 left, 1 right),
     #                      b = its roll as the sunk side found the ground (rad, > 0 right side down; stabilizer.touchdown)
+    STRIKE = 14          # a = the swing foot whose rising sole struck something (0 left, 1 right), b = the raise over the
+    #                      plan it now rises to (m; stabilizer.touchdown eq. 4)
 
 
 class Reason(IntEnum):

@@ -17,7 +17,7 @@ from models.gait.plan import GaitParams, make_plan
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer.feet_config import FeetConfig, parse_feet
-from stabilizer.touchdown import CARRIED, new_state, offsets, touchdown, views
+from stabilizer.touchdown import CARRIED, SOFT_BAND, _within, new_state, offsets, touchdown, views
 
 from tests.nrt import assert_allocation_free
 from tests.paths import DEPLOY
@@ -36,23 +36,26 @@ def robot():
     return TreeRobot.from_yaml(DEPLOY / "robots" / "bip2000.yaml")
 
 
-@pytest.mark.parametrize("offset, pitch, roll, pivot, tol", [
-    (0.01, 0.0, 0.0, (0.0, 0.0), 5e-6), (0.0, 0.04, 0.0, (-0.085, 0.0), 5e-6), (-0.01, 0.08, 0.0, (-0.085, 0.0), 1e-4),
-    (0.0, -0.05, 0.0, (0.17, 0.0), 5e-6), (0.0, 0.0, 0.04, (0.0, 0.06), 5e-6), (0.0, -0.03, -0.035, (0.17, -0.06), 5e-6)])
-def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch, roll, pivot, tol):
+@pytest.mark.parametrize("offset, pitch, roll, pivot, tol, back", [
+    (0.01, 0.0, 0.0, (0.0, 0.0), 5e-6, 0.0), (0.0, 0.04, 0.0, (-0.085, 0.0), 5e-6, 0.0),
+    (-0.01, 0.08, 0.0, (-0.085, 0.0), 1e-4, 0.0), (0.0, -0.05, 0.0, (0.17, 0.0), 5e-6, 0.0),
+    (0.0, 0.0, 0.04, (0.0, 0.06), 5e-6, 0.0), (0.0, -0.03, -0.035, (0.17, -0.06), 5e-6, 0.0),
+    (0.02, 0.0, 0.0, (0.0, 0.0), 1e-4, -0.012)])
+def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch, roll, pivot, tol, back):
     """dq of eq. 1 for the right leg, flexed, to eq. 2's goal: Pinocchio's right sole relative to the pelvis
     rises ``offset`` (10 mm: to 5 µm with the Newton step; the linear solve alone is 0.65 mm off) and turns
     by ``pitch`` (toes down) about its y axis and ``roll`` (right side down) about its x axis through the point
     ``pivot`` of its plane (eq. 2': a heel, toe or side on an edge: that line stays where it was), to 5 µm and
-    0.1 mrad (the one Newton step leaves 50 µm for both at once: 10 mm down, 4.6° toes down); the left leg and
-    the trunk untouched."""
+    0.1 mrad (the one Newton step leaves 50 µm for both at once: 10 mm down, 4.6° toes down; 30 µm for 20 mm up and 12 mm back), and held ``back``
+    along the pelvis' x (eq. 3: a swing rising over a step before it moves forward); the left leg and the trunk
+    untouched."""
     from controller.daemon.loop.feet import _legs
     q = np.zeros(robot.n)
     q[[2, 8]], q[[3, 9]], q[[4, 10]] = -0.3, 0.6, -0.3          # hips, knees, ankles: legs flexed
     twin, soles, legs = _legs(robot)
     st = new_state()
     v = views(st)
-    v.offset[1], v.turn[1], v.pivot[1], v.mode[1] = offset, (pitch, roll), pivot, CARRIED
+    v.offset[1], v.turn[1], v.pivot[1], v.mode[1], v.back[1] = offset, (pitch, roll), pivot, CARRIED, back
     q_cmd, qd_cmd = q.copy(), np.zeros(robot.n)
     lo, hi = np.full(robot.n, -3.0), np.full(robot.n, 3.0)
     touchdown(P, st, DOUBLE, np.array([TOUCH, TOUCH]), CENTRED, BOXES, robot.model.buf, twin.buf, q, soles, legs, lo,
@@ -67,7 +70,7 @@ def test_offset_moves_the_sole_along_the_pelvis_z_pinocchio(robot, offset, pitch
         out.extend(data.oMf[ref.frames[name]].copy() for name in ("left_sole", "right_sole"))
     R, c = pin.utils.rotate("y", pitch) @ pin.utils.rotate("x", roll), np.array([*pivot, 0.0])
     turn = pin.SE3(R, c - R @ c)
-    goal = pin.SE3(np.eye(3), np.array([0.0, 0.0, offset])) * before[1] * turn
+    goal = pin.SE3(np.eye(3), np.array([back, 0.0, offset])) * before[1] * turn
     assert after[1].translation == pytest.approx(goal.translation, abs=tol)
     assert np.linalg.norm(pin.log3(goal.rotation.T @ after[1].rotation)) < 1e-4
     assert np.allclose(after[0].homogeneous, before[0].homogeneous)
@@ -90,8 +93,8 @@ class Walk:
 
     def cycle(self, phase: float, z: float, right_load: float, right_cop_x: float = 0.0, right_cop_y: float = 0.0) -> None:
         self.cops[1] = right_cop_x, right_cop_y
-        offsets(self.p, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), self.cops, BOXES, True,
-                PERIOD)
+        offsets(self.p, self.st, phase, np.array([TOUCH, right_load]), np.array([0.0, z]), np.zeros(2), self.cops,
+                BOXES, True, PERIOD)
         v = views(self.st)
         self.offsets.append(v.offset[1])
         self.pitches.append(v.turn[1, 0])
@@ -180,6 +183,109 @@ def test_the_plans_swing_lifts_before_its_toe_moves_forward():
     s = np.linspace(0.0, 1.0, 501)
     assert np.allclose(GaitParams(clearance=0.0).lift(s), GaitParams().step_height * 64 * s ** 3 * (1 - s) ** 3)
     assert bell_only.max() == pytest.approx(GaitParams().sink + GaitParams().step_height)
+
+
+STEP_UP = FeetConfig(touchdown=True, step_up=True).touchdown_params()
+
+
+def second_swing() -> tuple[np.ndarray, np.ndarray]:
+    """The plan's second swing (the trailing foot's 0.512 m step, models.gait.plan): its sole's x and height over
+    the stance sole from its lift-off, per cycle."""
+    params = GaitParams(period=PERIOD)
+    plan = make_plan(params, np.zeros(2), np.zeros(2), 0.512)
+    k0 = int(np.argmax(plan.support != DOUBLE))
+    sw = plan.swing[k0:k0 + int(round(params.t_single / PERIOD))]
+    return sw[:, 0] - sw[0, 0], sw[:, 2] - params.sink
+
+
+def swing_over(level: float, loads=None, p: np.ndarray = STEP_UP) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """The right foot's second swing (:func:`second_swing`) while the left stands ``level`` up (its carried
+    offset: its landing found the step), its cells reading ``loads`` (N per cycle; none by default): the sole's
+    progress along x and its height over the left sole's plan floor (m) per cycle, and the strikes' raises."""
+    x, z = second_swing()
+    st = new_state()
+    v = views(st)
+    v.offset[0], v.mode[0] = level, CARRIED
+    cops, progress, height, strikes = CENTRED.copy(), [], [], []
+    for k in range(len(z)):
+        load = 0.0 if loads is None else loads[k]
+        offsets(p, st, LEFT, np.array([TOUCH, load]), np.array([0.0, z[k]]), np.array([0.0, x[k]]), cops, BOXES,
+                True, PERIOD)
+        progress.append(x[k] + v.back[1])
+        height.append(z[k] + v.offset[1])
+        if v.new_strike[1] != 0.0:
+            strikes.append(v.new_strike[1])
+    return np.array(progress), np.array(height), strikes
+
+
+@pytest.mark.parametrize("step", [0.01, 0.02])
+def test_a_learned_step_up_is_risen_before_the_swing_moves_forward_and_landed_on(step):
+    """eq. 3: the stance sole carries the ``step`` its landing found (1 or 2 cm up); the trailing foot, its toe
+    5 mm behind the riser, lifts: by the time its sole has moved 5 mm forward it is above the step by at least
+    4 mm (the plan alone: 4 mm over the lower floor, under the riser's top); it lands on the step on the plan's
+    time (its offset the learned level at the plan's touch-down), never ahead of the plan along x, and back on
+    the plan's x once ``step_lift_s`` is over. With ``step_up`` off it is the plan's swing on the lower floor."""
+    cfg = FeetConfig()
+    progress, height, strikes = swing_over(step)
+    x, z = second_swing()
+    at = int(np.argmax(progress > 0.005))
+    assert height[at] >= step + 0.004 and z[int(np.argmax(x > 0.005))] < 0.005
+    assert height[-1] - z[-1] == pytest.approx(step, abs=1e-12) and strikes == []
+    assert np.all(progress <= x + 1e-12) and np.allclose(progress[int(cfg.step_lift / PERIOD) + 1:],
+                                                         x[int(cfg.step_lift / PERIOD) + 1:], atol=1e-12)
+    assert np.all(np.diff(height[int(len(z) / 2):]) <= 1e-9)       # it descends onto the step from the top
+    off = swing_over(step, p=P)
+    assert np.array_equal(off[0], x) and np.array_equal(off[1], z)
+
+
+def test_a_swing_over_the_level_it_stood_on_is_the_plans():
+    """The flat floor: both soles on the plan's floor (no carried offset), or the stance sole under ``step_min_m``
+    above the swing one: the swing is the plan's along x, and lands on the stance sole's level."""
+    x, z = second_swing()
+    progress, height, _ = swing_over(0.0)
+    assert np.array_equal(progress, x) and np.array_equal(height, z)
+    progress, height, _ = swing_over(0.002)
+    assert np.array_equal(progress, x) and height[-1] - z[-1] == pytest.approx(0.002)
+
+
+def test_a_rising_sole_that_strikes_something_rises_over_it_before_it_moves_on():
+    """A toe that catches a riser while the plan rises (its cells pull, −420 N: the riser's friction on the rising
+    toe, as the 2 cm step up's first swing read in the HIL) rises ``strike_raise_m`` more over ``strike_s`` while its
+    move forward stops where it struck and its toe steps back from the face (``strike_back_m`` of bump, 2 mm of it
+    as the catch-up starts meanwhile; not past the face for a quarter of it), then catches up with the plan, and lands no lower than where it struck (a riser's face: its top is higher);
+    the load of a sole still on the ground at its lift-off (the plan under ``strike_min_m``) or of a descending
+    sole's landing is no strike."""
+    cfg = FeetConfig()
+    x, z = second_swing()
+    hit = int(np.argmax(z > 0.008))
+    loads = np.zeros(len(z))
+    loads[:5] = 400.0                                            # unloading as it lifts
+    loads[hit:hit + 3] = -420.0
+    loads[-3:] = 400.0                                           # its landing
+    progress, height, strikes = swing_over(0.0, loads)
+    n = int(round(cfg.strike_s / PERIOD))
+    assert strikes == [pytest.approx(cfg.strike_raise)]
+    assert progress[hit:hit + n // 4].max() <= progress[hit] + 1e-12            # not a step further meanwhile
+    assert progress[hit:hit + n].min() <= progress[hit] - 0.3 * cfg.strike_back
+    assert height[hit + n] - z[hit + n] == pytest.approx(cfg.strike_raise, abs=1e-3)
+    assert np.allclose(progress[hit + n + 1:], x[hit + n + 1:], atol=1e-12)
+    assert height[-1] - z[-1] == pytest.approx(z[hit], abs=1e-12)   # it lands no lower than where it struck
+
+
+def test_an_offset_is_eased_into_its_soft_limit():
+    """eq. 1's joint offsets within the soft limits (a room of 0.1 rad below the reference, 0.2 above): unchanged
+    until SOFT_BAND short of the limit, then eased into it, never past it, monotonic, its slope continuous (the
+    trailing ankle, raised over a learned step, met its limit with the offset stopped at once: a jolt)."""
+    low, high = -0.1, 0.2
+    dq = np.linspace(-0.4, 0.4, 8001)
+    out = np.array([_within(d, low, high) for d in dq])
+    inside = (dq >= low + SOFT_BAND) & (dq <= high - SOFT_BAND)
+    assert np.array_equal(out[inside], dq[inside])
+    assert out.min() > low and out.max() < high and out[0] == pytest.approx(low, abs=1e-4)
+    assert np.all(np.diff(out) > 0.0)
+    slope = np.diff(out) / np.diff(dq)
+    assert np.abs(np.diff(slope)).max() < 0.01
+    assert _within(0.05, -0.01, 0.0) == 0.0 and _within(-0.05, -0.01, 0.0) == pytest.approx(-0.01, abs=1e-4)
 
 
 HEEL_EDGE = -0.085

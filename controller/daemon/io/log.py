@@ -168,11 +168,13 @@ EVENT_SCHEMA = {"type": "object", "title": "events", "required": ["t", "cycle", 
     "root": _typed(["integer", "null"], "the model's root body index (SUPPORT)"),
     "right_share": _typed(["number", "null"], "the right foot's share of the load, 0..1 (CONTACT)"),
     "foot": _typed(["string", "null"], "the foot that landed on an edge or a step (EDGE), or a recovery step "
-                   "swings (RECOVERY_STEP), or whose landing its cells moved (TOUCHDOWN) or turned (TOE_DOWN, SIDE_DOWN)"),
+                   "swings (RECOVERY_STEP), or whose landing its cells moved (TOUCHDOWN) or turned (TOE_DOWN, SIDE_DOWN), or "
+                   "whose rising sole struck something (STRIKE)"),
     "offset_m": _typed(["number", "null"], "m, the landed sole's offset from the plan, > 0 higher (TOUCHDOWN)"),
     "pitch_deg": _typed(["number", "null"], "deg, the sole landed across an edge turned toes down (TOE_DOWN)"),
     "roll_deg": _typed(["number", "null"], "deg, the sole landed on a side's edge turned about it, > 0 right side "
                        "down (SIDE_DOWN)"),
+    "raise_m": _typed(["number", "null"], "m, the raise over the plan a struck swing sole rises to (STRIKE)"),
     "target": {"type": ["array", "null"], "items": {"type": "number"},
                "description": "m, where the recovery step's sole centre lands: e1 forward, e2 left of the "
                               "stabilizer's stance sole (RECOVERY_STEP)"},

@@ -168,6 +168,9 @@ def event_message(cycle: int, code: int, a: float, b: float, names: Names | None
     elif code == Event.SIDE_DOWN:
         f = int(a) if math.isfinite(a) else -1
         out.update(foot=SUPPORT_NAMES[f] if f in (0, 1) else None, roll_deg=finite_or_none(math.degrees(b)))
+    elif code == Event.STRIKE:
+        f = int(a) if math.isfinite(a) else -1
+        out.update(foot=SUPPORT_NAMES[f] if f in (0, 1) else None, raise_m=finite_or_none(b))
     elif code == Event.OVERRUN:
         out.update(missed=int(a) if math.isfinite(a) else None, cycle_us=finite_or_none(b))
     else:

@@ -19,7 +19,7 @@ cells find the ground, on the legs' joints by their Jacobian at the generator's 
 pelvis (the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it
 moved, a TOE_DOWN event (a = foot, b = the sole's pitch, rad) per sole landed across an edge it turned toes
 down until they found the ground (with ``tilt_edges``, up too, and a SIDE_DOWN, b = its roll, per sole turned
-about a side); on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
+about a side), a STRIKE (b = the raise, m) per rising swing sole that struck something; on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
 the bus has none of these: the reference passes through.
 """
 from __future__ import annotations
@@ -104,8 +104,10 @@ class Feet:
         touchdown(self.td_p, self.td, phase, self.v.load, self.v.cop, self.boxes, self.mbuf, self.legs_twin.buf,
                   self.q_ref, self.soles, self.legs, self.lo, self.hi, powered, self.period, self.td_q, self.q_cmd,
                   self.qd_cmd)
-        new, turn = self.td_v.new, self.td_v.new_turn
+        new, turn, struck = self.td_v.new, self.td_v.new_turn, self.td_v.new_strike
         for f in range(2):
+            if struck[f] != 0.0:
+                self.event(Event.STRIKE, float(f), struck[f])
             if new[f] != 0.0:
                 self.event(Event.TOUCHDOWN, float(f), new[f])
             if turn[f, 0] != 0.0:

@@ -379,6 +379,8 @@ def _print_walk(res: dict[str, Any]) -> None:
               f"{1000 * abs(e['offset_m']):.1f} mm {'above' if e['offset_m'] > 0 else 'below'} the plan")
     for e in res.get("toe_downs", []):
         print(f"  toes down over an edge: {e['foot']} foot at t = {e['t']:.2f} s, its sole turned {e['pitch_deg']:.2f} deg")
+    for e in res.get("strikes", []):
+        print(f"  swing strike: {e['foot']} foot at t = {e['t']:.2f} s, its sole rising {1000 * e['raise_m']:.1f} mm over the plan")
     for e in res.get("side_downs", []):
         print(f"  side down over an edge: {e['foot']} foot at t = {e['t']:.2f} s, its sole rolled {e['roll_deg']:.2f} deg")
     for g in res.get("landings", []):

@@ -39,7 +39,7 @@ from controller.tools.scenarios.scenarios import WalkFile, push
 from controller.tools.scenarios.whole_body import PUSH_DIRECTIONS
 from controller.tools.scenarios.walk_metrics import (FOLLOWING_BOUND_DEG, KNEE_BOUND_DEG, TRUTH_KEYS, WalkResult, biped_fell,
                                                      adapted_landings, edge_landings, evaluate_walk, landings,
-                                                     toe_downs, side_downs)
+                                                     toe_downs, side_downs, strikes)
 
 WALK_CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000.yaml"
 WALK_STABILIZER = WALK_CONFIG.parent / "robots" / "bip2000_stabilizer.yaml"
@@ -228,6 +228,7 @@ def run_walk(gait: Path, options: Options, hung: bool, say: Say | None = None,
         result.touchdowns = adapted_landings(events, period)
         result.toe_downs = toe_downs(events, period)
         result.side_downs = side_downs(events, period)
+        result.strikes = strikes(events, period)
         result.landings = [] if hung else landings(events, period, tru)
     result.terrain = (terrain or Terrain()).describe()
     result.push = None if push is None else push.describe()

@@ -126,6 +126,7 @@ class WalkResult:
     touchdowns: list[dict[str, Any]] = field(default_factory=list)   # the landings the cells moved (TOUCHDOWN events)
     toe_downs: list[dict[str, Any]] = field(default_factory=list)   # the soles turned over an edge (TOE_DOWN events)
     side_downs: list[dict[str, Any]] = field(default_factory=list)  # the soles turned about a side (SIDE_DOWN events)
+    strikes: list[dict[str, Any]] = field(default_factory=list)     # the rising swing soles that struck (STRIKE events)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -170,6 +171,12 @@ def side_downs(events: list[dict], period: float) -> list[dict[str, Any]]:
     """The SIDE_DOWN events: when (s, the loop's time), which foot, the roll (deg, > 0 right side down) its sole,
     landed on one side's edge, turned to until that side found the ground."""
     return _event_rows(events, period, "SIDE_DOWN", "foot", "roll_deg")
+
+
+def strikes(events: list[dict], period: float) -> list[dict[str, Any]]:
+    """The STRIKE events: when (s, the loop's time), which foot, the raise (m) over the plan its rising sole, having
+    struck something (a riser), rose to."""
+    return _event_rows(events, period, "STRIKE", "foot", "raise_m")
 
 
 FEET = ("left", "right")

@@ -141,3 +141,8 @@ def test_unknown_codes_and_reasons_stay_numbers_not_wrong_names():
     assert f["fault_detail"] == "non-finite q̇ on a"
     assert event_message(1, 2, 99.0, 7.0, names)["reason"] == 99
     assert event_message(1, 3, Reason.SOFT_LIMIT, 1.0, names)["joint"] == "b"      # warnings name the joint
+
+
+def test_a_strike_event_names_its_foot_and_the_raise():
+    m = event_message(5, Event.STRIKE, 1.0, 0.01)
+    assert (m["kind"], m["foot"], m["raise_m"]) == ("STRIKE", "right", 0.01)

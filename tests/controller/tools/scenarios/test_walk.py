@@ -115,6 +115,28 @@ def test_an_unknown_1cm_step_up_completes_the_touch_down_held_where_the_cells_fo
     assert all(0.008 <= e["offset_m"] <= 0.011 for e in r.touchdowns), r.touchdowns
 
 
+STEP_UP_2CM = Terrain(step_height=0.02, step_x=0.175)
+"""The results table's 2 cm step up: the right toe, 5 mm behind the riser, catches it as it rises."""
+STEP_UP_FE_DEG = 6.0
+"""deg of motor turn: the stabilized 2 cm step up's following error is 4.68° (r_knee, the right's landing 12 mm
+early on the step it struck; 11.33° on the 1 cm step and a FAULT on the 2 cm one before the feet learned the step)."""
+
+
+@pytest.mark.hil
+@pytest.mark.slow        # a HIL walk, 20-40 s; tests/stabilizer/test_touchdown.py covers the learned step and strike
+def test_an_unknown_2cm_step_up_completes_stabilized_the_strike_and_the_learned_step_risen_over(thesis_gait):
+    """Under the whole-body stabilizer onto a 2 cm step the gait was not told about (before: FAULT r_hip_pitch at
+    6.38 s, the toe caught on the riser): the walk completes without a fall or a fault, the drives' following error
+    under STEP_UP_FE_DEG; the right's rising toe strikes the riser (one STRIKE) and its landing is found about 2 cm
+    up, the left, which learned that step from it, rises over the riser and lands on it (TOUCHDOWNs right, left)."""
+    r = run_walk(thesis_gait, Options(config=WALK_CONFIG), hung=False, terrain=STEP_UP_2CM, stabilizer="whole-body")
+    assert r.completed and not r.fell and r.faults == [], (r.states, r.aborted, r.faults)
+    assert r.following_error_max_deg < STEP_UP_FE_DEG, (r.following_error_max_deg, r.following_error_axis)
+    assert [e["foot"] for e in r.strikes] == ["right"], r.strikes
+    assert [e["foot"] for e in r.touchdowns] == ["right", "left"], r.touchdowns
+    assert all(0.017 <= e["offset_m"] <= 0.021 for e in r.touchdowns), r.touchdowns
+
+
 STEP_DOWN = Terrain(step_height=-0.01, step_x=0.175)
 """A 1 cm step down (the results table's): the right sole lands on time with 9 mm of its heel on the upper level,
 its cells and toes over the drop; the left lands on the lower floor, late."""
