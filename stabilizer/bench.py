@@ -177,7 +177,7 @@ def _time_feet(robot, q0: np.ndarray, samples: int, period: float) -> np.ndarray
         observe(p, buf, x, g.cells, ones, 0.0, up, eye, zero[:3], period)
         sole_cops(m.buf, plan.buf, q0, zero, zero, gravity, other, 0.5, 50.0, scratch, cops)
         target[:] = cops
-        comply(p, buf, target, ones, 0.0, g.ankles, g.axes, q0, zero, m.qmin, m.qmax, True, period, q_cmd, qd_cmd)
+        comply(p, buf, target, ones, 1.0, g.ankles, g.axes, q0, zero, m.qmin, m.qmax, True, period, q_cmd, qd_cmd)
 
     for _ in range(2):                              # compiled / loaded before timing
         cycle(loads[0])

@@ -13,6 +13,12 @@ the feet's geometry from a tree robot's description. Every error is one ConfigEr
         max_offset_deg: 10.0   # |offset| added to each ankle's reference
         release_tau: 0.2       # s, an unloaded foot's offset back to zero
         cop_tau: 0.3           # s, the pressure error's low-pass (> k h^2 / g: stabilizer.feet eq. 2')
+      flatten:                 # while a gait plays: a sole on an edge (``edge`` below) in double support
+        enabled: false         # yields in its ankles until its cells load (eq. 4-5; replaces the centring
+                               # above while a gait plays); safe default: off
+        damping: 500.0         # N m s/rad, D_w of eq. 5
+        max_rate: 0.1          # rad/s (an offset is released at this rate too, over the swing)
+        max_accel: 1.0         # rad/s^2
       slope:
         flat_fraction: 0.1     # each stance cell carries this share of the foot's load: it lies flat
         tau: 1.0               # s, the slope's mean over its first tau of flat stance, then its low-pass
@@ -63,8 +69,9 @@ from models.common.validation import Section
 from stabilizer.feet import CELLS, PARAMS, P_COMPLIANCE, P_DAMPING, P_EDGE_CYCLES, P_EDGE_FRACTION, P_EDGE_SHARE
 from stabilizer.pelvis_state import ACCEPT
 from stabilizer import touchdown as td
-from stabilizer.feet import (P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_MAX_ACCEL, P_MAX_OFFSET, P_MAX_RATE, P_MIN_LOAD,
-                             P_RELEASE_TAU, P_SLOPE_TAU)
+from stabilizer.feet import (P_ACCEPT, P_G0, P_COP_TAU, P_FLAT, P_FLATTEN, P_MAX_ACCEL, P_MAX_OFFSET,
+                             P_MAX_RATE, P_MIN_LOAD, P_RELEASE_TAU, P_SLOPE_TAU, P_WALK_ACCEL, P_WALK_DAMPING,
+                             P_WALK_RATE)
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,10 @@ class FeetConfig:
     strike_raise: float = 0.01
     strike_s: float = 0.1
     strike_back: float = 0.005
+    flatten: bool = False
+    walk_damping: float = 500.0
+    walk_rate: float = 0.1
+    walk_accel: float = 1.0
 
     def params(self, period: float, g0: float = 9.81) -> np.ndarray:
         """The kernels' parameter buffer (stabilizer.feet.PARAMS) at the loop's ``period``, gravity ``g0``."""
@@ -118,6 +129,8 @@ class FeetConfig:
         p[P_FLAT], p[P_SLOPE_TAU] = self.flat_fraction, self.slope_tau
         p[P_EDGE_FRACTION], p[P_EDGE_SHARE] = self.edge_fraction, self.edge_share
         p[P_EDGE_CYCLES] = float(max(1, round(self.edge_hold / period)))
+        p[P_FLATTEN], p[P_WALK_DAMPING] = float(self.flatten), self.walk_damping
+        p[P_WALK_RATE], p[P_WALK_ACCEL] = self.walk_rate, self.walk_accel
         return p
 
     def touchdown_params(self) -> np.ndarray:
@@ -161,6 +174,13 @@ def parse_feet(sec: Section) -> FeetConfig:
     release_tau = c.number("release_tau", d.release_tau, positive=True)
     cop_tau = c.number("cop_tau", d.cop_tau, positive=True)
     c.done()
+    w = sec.sub("flatten", {})
+    flatten = w.raw("enabled", d.flatten)
+    if not isinstance(flatten, bool):
+        raise ConfigError(w.where, w.path("enabled"), f"expected true or false, got {flatten!r}")
+    walk = (w.number("damping", d.walk_damping, positive=True),
+            w.number("max_rate", d.walk_rate, positive=True), w.number("max_accel", d.walk_accel, positive=True))
+    w.done()
     s = sec.sub("slope", {})
     flat = _fraction(s, "flat_fraction", d.flat_fraction, 0.25)
     tau = s.number("tau", d.slope_tau, positive=True)
@@ -199,7 +219,7 @@ def parse_feet(sec: Section) -> FeetConfig:
     t.done()
     sec.done()
     return FeetConfig(min_load, enabled, damping, max_rate, max_accel, max_offset, release_tau, cop_tau, flat, tau,
-                      tilt_input, fraction, share, hold, landing, *touch, edges, step_up, *step)
+                      tilt_input, fraction, share, hold, landing, *touch, edges, step_up, *step, flatten, *walk)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def run(p, geometry, loads, q_ref, cycles, lo=None, hi=None, target=None, gate=B
     q_cmd, qd_cmd, trace = np.zeros(n), np.zeros(n), []
     for _ in range(cycles):
         observe(p, buf, loads, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, target, gate, 1.0, geometry.ankles, geometry.axes, q_ref, np.zeros(n), lo, hi, True, PERIOD,
+        comply(p, buf, target, gate, 0.0, geometry.ankles, geometry.axes, q_ref, np.zeros(n), lo, hi, True, PERIOD,
                q_cmd, qd_cmd)
         trace.append(q_cmd.copy())
     return np.array(trace), buf
@@ -103,7 +103,7 @@ def test_rate_offset_and_joint_limits_hold_and_an_unloaded_foot_lets_go(geometry
     q_cmd, qd_cmd, release = np.zeros(n), np.zeros(n), []
     for _ in range(1000):
         observe(p, buf, np.zeros(2 * CELLS), geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, BOTH, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+        comply(p, buf, geometry.centre, BOTH, 0.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
                np.full(n, -1.0), hi, True, PERIOD, q_cmd, qd_cmd)
         release.append(q_cmd[geometry.ankles[0, 0]])
     assert np.abs(st.offset).max() < 1e-4 and np.abs(q_cmd).max() < 1e-4     # 10 release_tau
@@ -194,13 +194,13 @@ def test_the_compliance_follows_its_target_and_its_gate(geometry):
     q_cmd, qd_cmd = np.zeros(n), np.zeros(n)
     for _ in range(250):                           # the rate ramps down (max_accel) within 0.1 s
         observe(p, buf, heel, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, NO_PLAN, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+        comply(p, buf, geometry.centre, NO_PLAN, 0.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
                np.full(n, -1.0), np.full(n, 1.0), True, PERIOD, q_cmd, qd_cmd)
     held = views(buf).offset.copy()
     assert np.abs(held).max() > 1e-3
     for _ in range(1000):
         observe(p, buf, heel, geometry.cells, NO_PLAN, -1.0, NO_IMU, I3, Z3, PERIOD)
-        comply(p, buf, geometry.centre, NO_PLAN, 1.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
+        comply(p, buf, geometry.centre, NO_PLAN, 0.0, geometry.ankles, geometry.axes, np.zeros(n), np.zeros(n),
                np.full(n, -1.0), np.full(n, 1.0), True, PERIOD, q_cmd, qd_cmd)
     assert np.array_equal(views(buf).offset, held)
 
@@ -209,6 +209,10 @@ def test_the_compliance_follows_its_target_and_its_gate(geometry):
     ({"compliance": {"enabled": "yes"}}, "feet.compliance.enabled"),
     ({"compliance": {"max_offset_deg": 45}}, "feet.compliance.max_offset"),
     ({"compliance": {"damping": -1}}, "feet.compliance.damping"),
+    ({"flatten": {"enabled": 1}}, "feet.flatten.enabled"),
+    ({"flatten": {"damping": 0}}, "feet.flatten.damping"),
+    ({"flatten": {"max_rate": -0.1}}, "feet.flatten.max_rate"),
+    ({"flatten": {"band": 0.1}}, "feet.flatten.band"),
     ({"slope": {"flat_fraction": 0.3}}, "feet.slope.flat_fraction"),
     ({"edge": {"share": 1.5}}, "feet.edge.share"),
     ({"edge": {"hold_s": 0}}, "feet.edge.hold_s"),
@@ -231,3 +235,77 @@ def test_double_support_moves_the_common_mode_only(geometry):
     trace, _ = run(p, geometry, same, np.zeros(15), 200)
     sag, roll = geometry.ankles[:, 0], geometry.ankles[:, 1]
     assert np.all(np.abs(trace[-1, sag]) > 1e-3) and np.abs(trace[-1, roll]).max() == 0.0
+
+
+def flatten(p, geometry, robot, frames, cycles, n=15):
+    """The sole-flattening law (a gait plays, both feet gated) over ``cycles``: ``frames(dR)`` gives the
+    cells' loads from the right sole's turn dR relative to the pelvis (the tree's forward kinematics);
+    the turns per cycle and the offsets' trace."""
+    buf = new_state()
+    robot.set_root("pelvis")
+    sole = robot.description.feet[1].frame
+    q0, q_cmd, qd_cmd = np.zeros(n), np.zeros(n), np.zeros(n)
+    R0 = robot.frame(q0, sole)[:3, :3]
+    turns, trace = [], []
+    for _ in range(cycles):
+        dR = R0.T @ robot.frame(q_cmd, sole)[:3, :3]
+        turns.append(dR)
+        observe(p, buf, frames(dR), geometry.cells, BOTH, -1.0, NO_IMU, I3, Z3, PERIOD)
+        comply(p, buf, np.full((2, 2), np.nan), BOTH, 1.0, geometry.ankles, geometry.axes, q0, np.zeros(n),
+               np.full(n, -1.0), np.full(n, 1.0), True, PERIOD, q_cmd, qd_cmd)
+        trace.append(q_cmd.copy())
+    return np.array(turns), np.array(trace)
+
+
+@pytest.mark.parametrize("edge", ["heel", "toes", "right", "left"])
+def test_a_sole_on_an_edge_in_double_support_turns_flat(robot, geometry, edge):
+    """The right sole lands tilted 2 deg on one edge of its cells (its cells there carry its load, the
+    others none), the left flat: after edge.hold_s the right ankles turn the sole about that edge until
+    its other cells come down (the sole flat to 0.3 deg, measured by the tree's forward kinematics), then
+    hold; the left foot and every other joint stay put."""
+    cfg = FeetConfig(flatten=True)
+    p = cfg.params(PERIOD)
+    c = geometry.cells[1]
+    x0, x1, y0, y1 = c[:, 0].min(), c[:, 0].max(), c[:, 1].min(), c[:, 1].max()
+    cx, cy = geometry.centre[1]
+    # the loaded edge's pressure, and the lifted side's rise under a turn dR (the sole's x or y axis)
+    cop, rise = {"heel": ((x0, cy), lambda dR: dR[2, 0]), "toes": ((x1, cy), lambda dR: -dR[2, 0]),
+                 "right": ((cx, y0), lambda dR: dR[2, 1]), "left": ((cx, y1), lambda dR: -dR[2, 1])}[edge]
+    tilt = math.radians(2.0)
+    left = loads_at(geometry, 0, geometry.centre[0], 500.0)
+
+    def frames(dR):
+        on_edge = tilt + rise(dR) > 0.0
+        return left + loads_at(geometry, 1, cop if on_edge else geometry.centre[1], 500.0)
+
+    turns, trace = flatten(p, geometry, robot, frames, 1000)
+    final = tilt + np.array([rise(dR) for dR in turns])
+    held = round(cfg.edge_hold / PERIOD)
+    assert np.abs(trace[:held - 1]).max() == 0.0             # an edge is an edge after hold_s only
+    assert final[-1] <= 0.0 and final.min() > -math.radians(0.3), np.degrees(final[[-1]])
+    assert np.abs(np.diff(trace[-100:], axis=0)).max() == 0.0    # flat: it holds
+    changed = np.flatnonzero(np.abs(trace).max(axis=0) > 0.0)
+    assert set(changed) <= set(geometry.ankles[1])
+    # alone on the ground the same sole holds (yielding there tips the robot about that edge)
+    left = np.zeros(2 * CELLS)
+    assert np.abs(flatten(p, geometry, robot, frames, 300)[1]).max() == 0.0
+
+
+@pytest.mark.parametrize("support", ["double", "single"])
+def test_a_flat_sole_rolling_heel_to_toe_gets_no_correction(robot, geometry, support):
+    """The gait's own stance: the right sole flat, its pressure rolling from its rear cells' line to its
+    front cells' line over 0.6 s (each edge's cells under edge.fraction for less than edge.hold_s), then
+    lifting, the left foot down or lifted: every offset stays exactly zero."""
+    p = FeetConfig(flatten=True).params(PERIOD)
+    c = geometry.cells[1]
+    x0, x1, cy = c[:, 0].min(), c[:, 0].max(), geometry.centre[1, 1]
+    left = loads_at(geometry, 0, geometry.centre[0], 500.0 if support == "double" else 0.0)
+    k = iter(range(10 ** 6))
+    cycles = round(0.6 / PERIOD)
+
+    def frames(dR):
+        i = next(k)
+        return left + loads_at(geometry, 1, (x0 + (x1 - x0) * i / cycles, cy), 500.0 if i <= cycles else 0.0)
+
+    _, trace = flatten(p, geometry, robot, frames, cycles + 50)
+    assert np.abs(trace).max() == 0.0

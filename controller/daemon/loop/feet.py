@@ -13,7 +13,9 @@ of pressure the plan gives that sole, models.tree.dynamics.sole_cops of the gene
 the level gravity the gait was planned for, split with the plan's load share as the feed-forward
 splits the ground wrench; a foot complies while the plan's support has it and its cells confirm it
 (the support phase the loads show). Without a plan, the cells' centre, each foot the cells show
-loaded. With the compliance off, the plan's targets are not computed (the cells' centre stands in). Then
+loaded. With the compliance off, or ``feet.flatten`` on (while a plan plays the soles then only turn to
+lie flat on an edge they stand on, stabilizer.feet eq. 4-5: no target), the plan's targets are not
+computed (the cells' centre stands in). Then
 the touch-down (``feet.touchdown``, stabilizer.touchdown): each sole's vertical offset from the plan as its
 cells find the ground, on the legs' joints by their Jacobian at the generator's reference rooted at the
 pelvis (the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it
@@ -52,10 +54,10 @@ class Feet:
         self.v = views(self.state)
         self.active = est.estimates_pelvis
         self.p = cfg.params(period, est.g0)
-        self.complies = cfg.compliance             # the plan's targets are computed for it only
+        self.complies = cfg.compliance and not cfg.flatten   # the plan's targets are computed for it only
         self.planned = np.zeros(2)                 # the feet the plan keeps flat (their edges watched)
         self.gate = np.zeros(2)                    # the feet that comply
-        self.rolls = 1.0                           # the roll axes comply (0 while a plan plays)
+        self.playing = 0.0                         # 1 while a plan plays
         if self.active:
             g = feet_geometry(robot)
             self.cells, self.centre, self.ankles, self.axes = g.cells, g.centre, g.ankles, g.axes
@@ -95,8 +97,8 @@ class Feet:
         """q_cmd, qd_cmd: the generator's reference plus the ankles' compliance toward this cycle's targets,
         plus the touch-down's offsets (a TOUCHDOWN event per landing it moved, a TOE_DOWN per sole it turned)."""
         self._targets()
-        comply(self.p, self.state, self.target, self.gate, self.rolls, self.ankles, self.axes, self.q_ref, self.qd_ref,
-               self.lo, self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
+        comply(self.p, self.state, self.target, self.gate, self.playing, self.ankles, self.axes, self.q_ref,
+               self.qd_ref, self.lo, self.hi, powered, self.period, self.q_cmd, self.qd_cmd)
         if not self.landed:
             return
         est = self.est
@@ -122,7 +124,7 @@ class Feet:
         phase, contact, soles = est.phase, est.contact, est.soles
         share = est.right_share
         plan = phase >= 0.0 and soles is not None and share == share
-        self.rolls = 0.0 if plan else 1.0
+        self.playing = 1.0 if plan else 0.0
         for f, side in enumerate((LEFT, RIGHT)):
             on = phase == side or phase == DOUBLE
             self.planned[f] = 1.0 if plan else 0.0     # the gait keeps both soles flat, the swing foot's too
