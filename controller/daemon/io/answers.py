@@ -33,6 +33,9 @@ class Answers:
         if cmd == "ping":
             return {"pong": True, "state": state, "ready": bool(h[H.READY]), "cycle": int(h[H.LOOP_CYCLE])}
         if cmd == "status":
+            # what the loop posted before its state was read is part of the answer: a status that says
+            # FAULT names it, however many requests came back to back before the I/O pass's own drain
+            self.publisher.drain()
             return self.status(state, loop_error)
         if cmd == "stats":
             return self.stats(pending)

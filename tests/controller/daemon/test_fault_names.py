@@ -55,6 +55,22 @@ def status_after_fault(h: Harness) -> dict:
         server.close()
 
 
+def test_a_status_answer_names_the_fault_the_loop_posted_before_it(h):
+    """No pass over shared memory between the fault and the request (requests handled back to back):
+    the answer itself reads what the loop posted, so FAULT comes with its reason and event."""
+    h.bus.faults.drive_fault("knee", "over_temperature")
+    h.run(50, until=lambda: h.state == State.FAULT)
+    robot = h.loop.robot
+    ctx = Context.from_description(robot.description, period=h.cfg.loop.period)
+    server = IoServer(h.block, ctx, LOCAL, reply_timeout=0.5)
+    try:
+        st = server.answers.answer("status", 0, None)
+    finally:
+        server.close()
+    assert st["state"] == "FAULT" and st["fault_name"] == "DRIVE_FAULT"
+    assert st["faults"][-1]["reason"] == "DRIVE_FAULT" and st["record_cycle"] == st["cycle"]
+
+
 def test_drive_fault_names_code_axis_and_node(h):
     h.bus.faults.drive_fault("knee", "over_temperature")
     st = status_after_fault(h)
