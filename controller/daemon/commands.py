@@ -385,7 +385,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("ping", "Liveness: state, ready, cycle.", Lane.IO, EVERY),
     Command("stats", "The profiler's statistics and the I/O side's counters.", Lane.IO, EVERY),
     Command("status", "State, the loop's cycle, last telemetry (`record_cycle`: the cycle it is of, which lags "
-            "`cycle` by the decimation and the I/O's pumping), faults, last transition.", Lane.IO, EVERY),
+            "`cycle` while the loop runs), faults, last transition; the answer first reads everything the loop "
+            "had posted, so a FAULT state comes with its fault event.", Lane.IO, EVERY),
     Command("step", "Stepped lock-step only: run the loop this many more cycles; answered once it has.",
             Lane.IO, EVERY, validate=_step, args=(
                 Arg("cycles", "integer", "cycles to run (exactly one of cycles, seconds)",
