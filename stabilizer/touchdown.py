@@ -112,18 +112,18 @@ FREE, WATCH, HOLD, SEARCH, CARRIED = 0.0, 1.0, 2.0, 3.0, 4.0
 # angle reported this cycle, else 0), the swing's learned step (eq. 3): level (the stance sole's offset at the
 # lift-off: the level it lands on), x0 (the plan's sole x over the other at the lift-off), zmax (the plan's highest
 # sole this swing), raise_t (s since its raise began, NO_RAISE: none), raise_s (its duration T_R), retract (its
-# step back r, m), raise_from / raise_to (R_0, R: the raise gone
-# as the sole lands, then K_0, K: the one it lands with), progress_from (P_0, m), back (the sole's x behind the plan, m), strikes (this swing's), new_strike (the raise of a strike this
-# cycle, else 0: the loop's event), then scratch: z and x (the plan's sole heights and x over the other sole),
-# T0 (the soles' goal poses, eq. 2), a (6 x 7: the system of eq. 1)
+# step back r, m), raise_from / raise_to (R_0, R: the raise gone as the sole lands, then K_0, K: the one it lands
+# with), progress_from (P_0, m), back (the sole's x behind the plan, m), strikes (this swing's), new_strike (the
+# raise of a strike this cycle, else 0: the loop's event), then scratch: z and x (the plan's sole heights and x
+# over the other sole), T0 (the soles' goal poses, eq. 2), a (6 x 7: the system of eq. 1)
 STATE = Layout("touchdown state", [
     Field("mode", (FEET,)), Field("offset", (FEET,)), Field("rate", (FEET,)), Field("held", (FEET,)),
     Field("start", (FEET,)), Field("z_prev", (FEET,)), Field("t", (FEET,)), Field("swung", (FEET,)),
     Field("new", (FEET,)), Field("dq", (FEET, LEG)), Field("dq_prev", (FEET, LEG)), Field("turn", (FEET, 2)),
     Field("turn_rate", (FEET, 2)), Field("pivot", (FEET, 2)), Field("turn_start", (FEET, 2)),
     Field("outside", (FEET, 2)), Field("tilted", (FEET, 2)), Field("new_turn", (FEET, 2)), Field("level", (FEET,)),
-    Field("x0", (FEET,)), Field("zmax", (FEET,)), Field("raise_t", (FEET,)), Field("raise_s", (FEET,)), Field("retract", (FEET,)), Field("raise_from", (FEET, 2)),
-    Field("raise_to", (FEET, 2)), Field("progress_from", (FEET,)), Field("back", (FEET,)), Field("strikes", (FEET,)),
+    Field("x0", (FEET,)), Field("zmax", (FEET,)), Field("raise_t", (FEET,)), Field("raise_s", (FEET,)),
+    Field("retract", (FEET,)), Field("raise_from", (FEET, 2)), Field("raise_to", (FEET, 2)), Field("progress_from", (FEET,)), Field("back", (FEET,)), Field("strikes", (FEET,)),
     Field("new_strike", (FEET,)), Field("z", (FEET,)), Field("x", (FEET,)), Field("T0", (FEET, 4, 4)),
     Field("a", (LEG, LEG + 1))])
 _views = STATE.kernel_views
@@ -211,7 +211,8 @@ def _strike(p, st, f, x, z):
     st.raise_to[f, 1] = kept + lift
     st.raise_to[f, 0] = max(fade + p[P_STRIKE_RAISE] - lift, 0.0)
     st.progress_from[f] = x - st.x0[f] + st.back[f]
-    st.raise_t[f], st.raise_s[f], st.retract[f], st.strikes[f] = 0.0, p[P_STRIKE_S], p[P_STRIKE_BACK], st.strikes[f] + 1.0
+    st.raise_t[f], st.raise_s[f], st.retract[f] = 0.0, p[P_STRIKE_S], p[P_STRIKE_BACK]
+    st.strikes[f] += 1.0
     st.new_strike[f] = st.raise_to[f, 0] + st.raise_to[f, 1]
 
 

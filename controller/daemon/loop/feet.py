@@ -21,8 +21,9 @@ cells find the ground, on the legs' joints by their Jacobian at the generator's 
 pelvis (the room's own twin of the models), a TOUCHDOWN event (a = foot, b = the offset, m) per landing it
 moved, a TOE_DOWN event (a = foot, b = the sole's pitch, rad) per sole landed across an edge it turned toes
 down until they found the ground (with ``tilt_edges``, up too, and a SIDE_DOWN, b = its roll, per sole turned
-about a side), a STRIKE (b = the raise, m) per rising swing sole that struck something; on the ground only (hung by the pelvis no sole lands). A robot without two feet of load cells on
-the bus has none of these: the reference passes through.
+about a side), a STRIKE (b = the raise, m) per rising swing sole that struck something; on the ground only
+(hung by the pelvis no sole lands). A robot without two feet of load cells on the bus has none of these: the
+reference passes through.
 """
 from __future__ import annotations
 
