@@ -14,7 +14,7 @@ import pytest
 
 from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from models.tree.floating import _rx, _ry, _rz
-from stabilizer.pelvis_state import ACCEPT, TILT_TAU_S, VEL_TAU_S, estimate, new_state, views
+from stabilizer.pelvis_state import ACCEPT, GYRO_TAU_S, TILT_TAU_S, VEL_TAU_S, estimate, new_state, turn, views
 
 from tests.models.trees import bip2000
 
@@ -82,13 +82,19 @@ class Walk:
     def velocity(self, t: float, h: float = 1e-6) -> np.ndarray:
         return (self.pelvis(t + h)[:3, 3] - self.pelvis(t - h)[:3, 3]) / (2 * h)
 
+    def gyro(self, t: float, h: float = 1e-6) -> np.ndarray:
+        """The pelvis' angular velocity in its axes: vee(R' dR/dt)."""
+        R, dR = self.pelvis(t)[:3, :3], (self.pelvis(t + h)[:3, :3] - self.pelvis(t - h)[:3, :3]) / (2 * h)
+        W = R.T @ dR
+        return 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
+
 
 @pytest.fixture(scope="module")
 def walk():
     return Walk()
 
 
-def _run(walk: Walk, use_imu: bool, glitch: float = 0.0):
+def _run(walk: Walk, use_imu: bool, glitch: float = 0.0, use_gyro: bool = False):
     """The estimator over the walk on the models rooted at the left sole; per cycle the errors of
     position, velocity, orientation (the angle of R_est' R_true) and of the world's up seen from the
     stance sole (the ground's slope), the stance foot it took and the true one. ``glitch``: the
@@ -108,8 +114,9 @@ def _run(walk: Walk, use_imu: bool, glitch: float = 0.0):
         f = walk.imu(t) if use_imu else np.zeros(3)
         if c == 0:
             f = _rx(glitch) @ f
-        estimate(m.buf, d.buf, qd, f, use_imu, walk.phases[k][0], soles, pelvis, PERIOD, G0, TILT_TAU_S, VEL_TAU_S,
-                 ACCEPT, buf)
+        w = walk.gyro(t) if use_gyro else np.zeros(3)
+        estimate(m.buf, d.buf, qd, f, w, use_imu, use_gyro, walk.phases[k][0], soles, pelvis, PERIOD, G0, TILT_TAU_S,
+                 VEL_TAU_S, GYRO_TAU_S, ACCEPT, buf)
         T = walk.pelvis(t)
         angle = 2 * np.arcsin(min(1.0, np.linalg.norm(v.R - T[:3, :3]) / (2 * np.sqrt(2))))   # of R_est' R
         out.append((np.linalg.norm(v.position - T[:3, 3]), np.linalg.norm(v.velocity - walk.velocity(t)),
