@@ -33,8 +33,10 @@ heading, a complementary filter (Mahony et al. 2008):
 
     z_m = (f - R' a_k) / |f - R' a_k|,   R <- R exp(k [z_m x R' z]),   R <- Rz(k dpsi) R      (4)
 
-k = dt / (gyro_tau + dt), a_k the pelvis' world acceleration (the rate of v_k below), dpsi the anchor's
-heading less the stance sole's. The stance sole's world orientation is then measured, not assumed
+k = max(dt / (gyro_tau + dt), 1 / n) at the n-th sample (the mean of the first ``gyro_tau`` of them, then
+a low-pass: the first anchor's one sample of f may carry an acceleration, 0.5 m/s² = 2.9 deg on the HIL's
+first cycle), a_k the pelvis' world acceleration (the rate of v_k below), dpsi the anchor's heading less
+the stance sole's. The stance sole's world orientation is then measured, not assumed
 flat: R_w_sole = R rel_R', turning at w_s = R w - R_w_sole w_rel (w_rel the pelvis' angular velocity
 relative to the sole, through the leg), and eq. 1 becomes, the sole turning about its origin (one
 tipping about its toe or edge moves the pelvis alike: the edge lies in the sole's plane, the pelvis
@@ -67,7 +69,8 @@ from models.tree.model import data_layout, model_layout
 # the sole's frame; v_prev: the last cycle's), sole_R / sole_p (the sole's pose in the rooting's base), three scratch
 # 3-vectors, and with a gyro (eq. 3-5): w_rel (the pelvis' angular velocity relative to the stance sole, sole
 # axes), rate (the pelvis' angular velocity, world), sole_world / sole_rate (the stance sole's world rotation
-# and angular velocity: its tip), vk / vk_prev (the kinematic velocity, world: this cycle's, the last's), E scratch
+# and angular velocity: its tip), vk / vk_prev (the kinematic velocity, world: this cycle's, the last's), E scratch,
+# gyro (1: R and rate are the gyro's), samples (the gravity samples eq. 4 has taken)
 STATE = Layout("pelvis state", [
     Field("position", (3,)), Field("velocity", (3,)), Field("rpy", (3,)), Field("stance", (1,)),
     Field("R", (3, 3)), Field("ground", (2,)), Field("anchor_R", (3, 3)), Field("anchor_p", (3,)),
@@ -75,7 +78,7 @@ STATE = Layout("pelvis state", [
     Field("rel_p", (3,)), Field("v_rel", (3,)), Field("v_prev", (3,)), Field("sole_R", (3, 3)),
     Field("sole_p", (3,)), Field("x3", (3, 3)), Field("w_rel", (3,)), Field("rate", (3,)),
     Field("sole_world", (3, 3)), Field("sole_rate", (3,)), Field("vk", (3,)), Field("vk_prev", (3,)),
-    Field("E", (3, 3))])
+    Field("E", (3, 3)), Field("gyro", (1,)), Field("samples", (1,))])
 OUTPUTS = ("position", "velocity", "rpy", "stance")    # the telemetry's (controller.daemon.telemetry)
 TILT_TAU_S = 0.5      # s, the IMU's gravity low-pass (the ground's slope settles in a few of them)
 VEL_TAU_S = 0.05      # s, the kinematic velocity's weight against the integrated IMU acceleration
@@ -222,7 +225,8 @@ def _kinematic_velocity(Rs, ws, v_rel, rel_p, vk):
 @njit(cache=True, inline="always")
 def _towards_gravity(R, f, a, g0, heading, Rs, k, d, E):
     """Eq. 4: R turned by k of its error against the accelerometer's up z_m = (f - R' a) / g0 (pelvis
-    axes, a the pelvis' world acceleration), d = k z_m x R' z, and about the world's z by k of the
+    axes, a the pelvis' world acceleration), by k of the angle between them about z_m x R' z, and about
+    the world's z by k of the
     stance sole's heading error (the anchor's ``heading`` less Rs' yaw); d, E scratch."""
     m0, m1, m2 = (f[0] - (R[0, 0] * a[0] + R[1, 0] * a[1] + R[2, 0] * a[2])), \
         (f[1] - (R[0, 1] * a[0] + R[1, 1] * a[1] + R[2, 1] * a[2])), \
@@ -231,7 +235,11 @@ def _towards_gravity(R, f, a, g0, heading, Rs, k, d, E):
     if n > 0.5 * g0:
         m0, m1, m2 = m0 / n, m1 / n, m2 / n
         u0, u1, u2 = R[2, 0], R[2, 1], R[2, 2]                  # R' z: the estimate's up, pelvis axes
-        d[0], d[1], d[2] = k * (m1 * u2 - m2 * u1), k * (m2 * u0 - m0 * u2), k * (m0 * u1 - m1 * u0)
+        d[0], d[1], d[2] = m1 * u2 - m2 * u1, m2 * u0 - m0 * u2, m0 * u1 - m1 * u0
+        sn = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+        x = k * math.atan2(sn, m0 * u0 + m1 * u1 + m2 * u2) / sn if sn > 1e-12 else k
+        for i in range(3):                                       # k of the angle between them
+            d[i] *= x
         turn(R, d, False, E)
     e = heading - math.atan2(Rs[1, 0], Rs[0, 0])
     d[0], d[1], d[2] = 0.0, 0.0, k * math.atan2(math.sin(e), math.cos(e))
@@ -258,6 +266,7 @@ def estimate(mbuf, dbuf, qd, f, w, use_imu, use_gyro, contact, sole_frames, pelv
     gravity_like = use_imu and abs(fn - g0) < accept
     started = st.started[0] > 0.0
     carried = use_gyro and started                            # R carried by the gyro (eq. 3)
+    st.gyro[0] = 1.0 if carried else 0.0
     if carried:
         for i in range(3):
             st.rate[i] = w[i] * period
@@ -322,7 +331,9 @@ def estimate(mbuf, dbuf, qd, f, w, use_imu, use_gyro, contact, sole_frames, pelv
         if gravity_like and s == old:
             for i in range(3):                                 # the pelvis' world acceleration
                 x3[0, i] = (vk[i] - st.vk_prev[i]) / period
-            _towards_gravity(R, f, x3[0], g0, st.heading[0], Rs, period / (gyro_tau + period), x3[1], st.E)
+            st.samples[0] += 1.0
+            k = max(period / (gyro_tau + period), 1.0 / st.samples[0])
+            _towards_gravity(R, f, x3[0], g0, st.heading[0], Rs, k, x3[1], st.E)
             _sole_world(R, rel_R, w, w_rel, Rs, ws)
             _kinematic_velocity(Rs, ws, v_rel, rel_p, vk)
         _compose(Rs, ap, rel_R, rel_p, x3, pos)

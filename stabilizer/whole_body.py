@@ -48,7 +48,7 @@ from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
-                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
+                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_GYRO, V_ON, V_R, V_RATE, V_VEL,
                                       advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
                                       push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
@@ -609,9 +609,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
-    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp, 0:3], Tf[fp, 0:3, 0:3], iv.pelvis, qd_meas, p[P_G0], xi)
+    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp], Tf[fp], iv.pelvis, qd_meas, p[P_G0], xi)
     lam = p[P_PUSH + U_OBSERVER_RATE]
-    if lam > 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
+    if lam > 0.0 and iv.pelvis[V_GYRO] == 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
         observe_lipm(sv.cog_observer, vec[0, 1:3], vec[2], out[O_OMEGA], lam, dt, xi)
     for a in range(3):
         fbias[0, a] = fbias[1, a] = 0.0
@@ -932,7 +932,8 @@ class WholeBodyStabilizer(StabilizerShell):
         platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
         force sensors (N), left foot first, in the robot file's sensor order; ``qd_measured``: the
         joint velocities (rad/s, zeros if None) and ``pelvis`` the pelvis estimate (its world
-        velocity, m/s, and rotation pelvis -> world; None: none) of the push strategies' capture point."""
+        velocity, m/s, and rotation pelvis -> world, and with a gyro its world angular velocity, rad/s;
+        None: none) of the push strategies' capture point."""
         self.in_q[:] = q_measured
         self.in_support[0] = support
         self.in_tilt[:len(tilt)] = tilt
@@ -944,4 +945,7 @@ class WholeBodyStabilizer(StabilizerShell):
             self.in_pelvis[V_ON] = 1.0
             self.in_pelvis[V_VEL:V_VEL + 3] = pelvis[0]
             self.in_pelvis[V_R:V_R + 9] = np.asarray(pelvis[1], dtype=np.float64).ravel()
+            if len(pelvis) > 2:                            # a gyro's rate (eq. P2')
+                self.in_pelvis[V_GYRO] = 1.0
+                self.in_pelvis[V_RATE:V_RATE + 3] = pelvis[2]
         return step(self.mbuf, self.dbuf, self.params, self.state, self.inputs, self.out)
