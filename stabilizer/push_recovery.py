@@ -26,8 +26,8 @@ the pelvis frame's angular rows), and
 with the CoG and its velocity turned by the least rotation taking the true up u = Rp R_wp' z onto
 apparent up before they are projected on e1, e2 (z_c = u . c): a sole tipped about its toe carries the
 CoG ahead by about z_c times the tip angle (to first order the tip turns about the sole's origin; the
-polygon's edges, in the sole's plane, stay put). The LIPM observer (P3) is then not run: the gyro
-measures the tip the observer infers from the pressure.
+polygon's edges, in the sole's plane, stay put): the tipping point ``tip_point`` the stabilizer puts
+out beside xi (the strategies keep theirs).
 
 The strategies answer a push, not a slow drift (:func:`push_gate`): with l = xi - c = c_dot / omega and
 its slow part l_s (a first-order low-pass of time constant tau = ``engage_time``),
@@ -151,17 +151,14 @@ V_GYRO, V_RATE = PELVIS.offset("gyro"), PELVIS.offset("rate")
 
 
 @njit(cache=True)
-def capture_point(Rws, com, Jcom, Jp, Tp, pelvis, qd, g0, xi):
+def capture_point(Rws, com, Jcom, Jp, Rp, pelvis, qd, g0, xi):
     """The instantaneous capture point (module docstring) into xi[0:2] (e1, e2; the rows 1, 2 of
     Rws, whose row 0 is apparent up, in the root's axes), from the CoG ``com`` (3, root frame),
-    its Jacobian ``Jcom`` (3 x n), the pelvis frame's Jacobian ``Jp`` (6 x n: linear rows, then
-    angular) and pose ``Tp`` (4 x 4) in the root frame, the joint velocities ``qd`` and the pelvis
-    estimate ``pelvis`` (:data:`PELVIS`). With the estimate, c_dot = Rp R_wp' v_p + (Jcom - Jp) qd
-    (module docstring, eq. P2), with its gyro eq. P2' (:func:`gyro_capture_point`), else Jcom qd.
-    Returns omega (1/s), 0.0 when the CoG is not above the sole (xi is then the CoG)."""
-    if pelvis[V_ON] != 0.0 and pelvis[V_GYRO] != 0.0:
-        return gyro_capture_point(Rws, com, Jcom, Jp, Tp, pelvis, qd, g0, xi)
-    Rp = Tp
+    its Jacobian ``Jcom`` (3 x n), the pelvis origin's Jacobian ``Jp`` (3 x n, linear rows) and
+    rotation ``Rp`` (3 x 3) in the root frame, the joint velocities ``qd`` and the pelvis estimate
+    ``pelvis`` (:data:`PELVIS`: on, the pelvis' world velocity, its world rotation row-major).
+    With the estimate, c_dot = Rp R_wp' v_p + (Jcom - Jp) qd (module docstring, eq. P2), else
+    Jcom qd. Returns omega (1/s), 0.0 when the CoG is not above the sole (xi is then the CoG)."""
     n = qd.shape[0]
     z = Rws[0, 0] * com[0] + Rws[0, 1] * com[1] + Rws[0, 2] * com[2]
     omega = math.sqrt(g0 / z) if z > 0.0 else 0.0
@@ -210,8 +207,10 @@ def _turn(v, cs, x0, x1, x2):
 
 @njit(cache=True)
 def gyro_capture_point(Rws, com, Jcom, Jp, Tp, pelvis, qd, g0, xi):
-    """Eq. P2' (module docstring): the capture point with the pelvis estimate's gyro, the root sole's
-    rotation and tip measured; arguments as :func:`capture_point`. Returns omega (1/s)."""
+    """Eq. P2' (module docstring): the capture point with the pelvis estimate's gyro (``pelvis[V_GYRO]``
+    set), the root sole's rotation and tip measured, into xi[0:2]; arguments as :func:`capture_point`
+    but the pelvis frame's whole Jacobian ``Jp`` (6 x n: linear rows, then angular) and pose ``Tp``
+    (4 x 4). Returns omega (1/s)."""
     n = qd.shape[0]
     v0, v1, v2 = _in_root(Tp, pelvis, V_VEL)               # the pelvis' velocity,
     w0, w1, w2 = _in_root(Tp, pelvis, V_RATE)              # its angular velocity,

@@ -49,8 +49,8 @@ from models.tree.robot import TreeRobot
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
                                       RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_GYRO, V_ON, V_R, V_RATE, V_VEL,
-                                      advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
-                                      push_response, step_due, swing_pose, unloaded_sole)
+                                      advance_step, capture_point, gyro_capture_point, load_shift, observe_lipm,
+                                      plan_step, push_gate, push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -192,7 +192,8 @@ S_SCALARS = STATE.offset("q")
 # order, then the attractor), total_force, trunk_force [3]; margins[MAX_POINTS]; flags[NFLAGS];
 # polygon[MAX_POINTS, 2] (e1, e2) and walls[MAX_POINTS, 3] (the first O_NHULL entries are valid);
 # up[3] (apparent up in the stance sole's axes); capture_point[2] (e1, e2), strategy[1] and
-# push_velocity[4] (CoG e1, e2, trunk e1, e2) of stabilizer.push_recovery
+# push_velocity[4] (CoG e1, e2, trunk e1, e2) of stabilizer.push_recovery; recovery_step[3]; tip_point[2]
+# (e1, e2: the capture point with the pelvis estimate's gyro, push_recovery eq. P2'; NaN without one)
 OUT = Layout("whole body out", [
     Field("min_margin"), Field("measured_margin"), Field("trunk_margin"), Field("tilt"), Field("support"),
     Field("nhull"), Field("close_pos"), Field("close_rot"), Field("sigma_feet"), Field("sigma_cog"),
@@ -201,7 +202,7 @@ OUT = Layout("whole body out", [
     Field("trunk_force", (3,)), Field("margins", (MAX_POINTS,)), Field("flags", (NFLAGS,)),
     Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,)),
     Field("capture_point", (2,)), Field("strategy", (1,)), Field("push_velocity", (4,)),
-    Field("recovery_step", (3,))], sizes=("n",))
+    Field("recovery_step", (3,)), Field("tip_point", (2,))], sizes=("n",))
 O_MIN_MARGIN = OUT.offset("min_margin")
 O_MEASURED_MARGIN = OUT.offset("measured_margin")
 O_TRUNK_MARGIN = OUT.offset("trunk_margin")
@@ -609,9 +610,13 @@ def step(mbuf, dbuf, p, s, inp, out):
     gravity_axes(up, Rws)
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
-    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp], Tf[fp], iv.pelvis, qd_meas, p[P_G0], xi)
+    out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp, 0:3], Tf[fp, 0:3, 0:3], iv.pelvis, qd_meas, p[P_G0], xi)
+    if iv.pelvis[V_GYRO] != 0.0:                     # the soles' tip measured (push_recovery eq. P2')
+        gyro_capture_point(Rws, com[0], Jcom[0], Jf[fp], Tf[fp], iv.pelvis, qd_meas, p[P_G0], ov.tip_point)
+    else:
+        ov.tip_point[:] = math.nan
     lam = p[P_PUSH + U_OBSERVER_RATE]
-    if lam > 0.0 and iv.pelvis[V_GYRO] == 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
+    if lam > 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
         observe_lipm(sv.cog_observer, vec[0, 1:3], vec[2], out[O_OMEGA], lam, dt, xi)
     for a in range(3):
         fbias[0, a] = fbias[1, a] = 0.0

@@ -84,7 +84,7 @@ class StabilizeWholeBody(StabilizerReference):
         params.flags.writeable = False
         super().__init__(params, failure_cycles, event)
         self.stab, self.q, self.tilt, self.acc, self.loads, self.qd = stab, q, tilt, acc, loads, qd
-        self.capture, self.strategy = stab.capture_point, stab.strategy
+        self.capture, self.strategy, self.tip = stab.capture_point, stab.strategy, stab.tip_point
         self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
         # the loads feed the sensed support and the capture point's observer (stabilizer.push_recovery eq. P3)
         self.reads_loads = self.sensed or self.params[P_PUSH + U_OBSERVER_RATE] > 0.0
