@@ -27,7 +27,8 @@ with the CoG and its velocity turned by the least rotation taking the true up u 
 apparent up before they are projected on e1, e2 (z_c = u . c): a sole tipped about its toe carries the
 CoG ahead by about z_c times the tip angle (to first order the tip turns about the sole's origin; the
 polygon's edges, in the sole's plane, stay put): the tipping point ``tip_point`` the stabilizer puts
-out beside xi (the strategies keep theirs).
+out beside xi (the strategies keep theirs). With ``tip_step`` it beyond step_margin outside the polygon
+wants a step too (eq. P7), planned on it.
 
 The strategies answer a push, not a slow drift (:func:`push_gate`): with l = xi - c = c_dot / omega and
 its slow part l_s (a first-order low-pass of time constant tau = ``engage_time``),
@@ -73,7 +74,8 @@ n between the two centres at lift-off (no crossover: the legs would meet),
     (o_w + d - o_s) . n >= step_width   (d moved along n until it holds).                              (P6)
 
 A step is taken only for a need that lasts: IDLE, ``need`` (s) counts the cycles on end a step is wanted
-(the strategy STEP, or a strategy engaged and a sole unloaded), reset to 0 whenever it is not,
+(the strategy STEP, or a strategy engaged and a sole unloaded, or with ``tip_step`` the gyro's tipping
+point beyond step_margin outside the polygon, eq. P2'), reset to 0 whenever it is not,
 
     need <- need + dt while wanted,   step when need >= step_delay                                    (P7)
 
@@ -110,7 +112,7 @@ STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
-    "step_width", "step_delay")])
+    "step_width", "step_delay", "tip_step")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -123,8 +125,8 @@ U_OBSERVER_RATE = PUSH.offset("observer_rate")
 U_ENGAGE_TIME = PUSH.offset("engage_time")
 U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
     "step_time", "step_height", "step_max", "step_settle"))
-U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY = (PUSH.offset(k) for k in (
-    "shift_speed", "shift_time", "step_width", "step_delay"))
+U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY, U_TIP_STEP = (PUSH.offset(k) for k in (
+    "shift_speed", "shift_time", "step_width", "step_delay", "tip_step"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2

@@ -48,7 +48,8 @@ from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
-                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_GYRO, V_ON, V_R, V_RATE, V_VEL,
+                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_MARGIN, U_STEP_TIME, U_TIP_STEP,
+                                      V_GYRO, V_ON, V_R, V_RATE, V_VEL,
                                       advance_step, capture_point, gyro_capture_point, load_shift, observe_lipm,
                                       plan_step, push_gate, push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
@@ -728,17 +729,24 @@ def step(mbuf, dbuf, p, s, inp, out):
     if k >= ANKLE:
         flags[F_ANKLE + k - ANKLE] = 1.0
     swing = -2                                       # -2: no step this cycle, -1: the sole nearest xi
+    xs = xi                                          # the capture point a step is planned on
     if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
         unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
+        # with tip_step the gyro's tipping point out (eq. P2') is a step wanted too, planned on it
+        tip = ov.tip_point
+        tipping = (k != STEP and u[U_TIP_STEP] != 0.0 and tip[0] == tip[0]
+                   and signed_distances(walls, h, tip[0], tip[1], dm) < -u[U_STEP_MARGIN])
+        if tipping:
+            xs = tip
         # eq. P7: a step wanted (xi out, or a push lifting a sole) for step_delay on end, or one under way
-        if step_due(u, rec, k == STEP or (k >= ANKLE and unloaded >= 0), dt):
+        if step_due(u, rec, k == STEP or tipping or (k >= ANKLE and unloaded >= 0), dt):
             f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
             swing = f if f >= 0 else swing          # a sole the push lifts swings; else the one nearest xi
-            if k == STEP and rec[R_PHASE] == IDLE and swing == -2:
+            if (k == STEP or tipping) and rec[R_PHASE] == IDLE and swing == -2:
                 swing = -1
     if swing > -2:
-        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
+        plan_step(u, xs, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan

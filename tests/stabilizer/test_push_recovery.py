@@ -310,6 +310,40 @@ def test_a_recovery_step_swings_the_nearest_foot_to_the_capture_point():
     np.testing.assert_allclose(centre[:2], target, atol=0.002)          # where the event says it lands
 
 
+@pytest.mark.parametrize("tip_step", [False, True])
+def test_a_tipping_point_out_wants_a_step_with_tip_step(tip_step):
+    """At rest on the level platform but the soles tipped 14 deg forward about the left sole's origin (the
+    pelvis estimate's gyro carrying it, eq. P2'): the strategies' capture point stays over the soles, the
+    tipping point lies beyond the toes; with ``tip_step`` (and no step_delay) a step is planned there, the
+    swing sole's (the one nearest it) centre moved by the tipping point's offset from the centroid (clipped
+    to step_max), without it none."""
+    d = yaml.safe_load(CONFIG.read_text())
+    d["push"] = {**{k: v for k, v in GAINS.items() if k != "on"}, "step_time": 0.4, "step_max": 0.2,
+                 "tip_step": tip_step}
+    cfg = config_from_dict(d, str(CONFIG))
+    st = wb.WholeBodyStabilizer(TreeRobot.from_yaml(cfg.robot_path), cfg)
+    q = Q0.copy()
+    robot = st.robot
+    robot.set_root("left_sole")
+    R = pin.exp3(np.radians(14.0) * np.array([0.0, 1.0, 0.0]))
+    st.reset(q)
+    pelvis = (np.zeros(3), R @ robot.frame(q, "pelvis")[:3, :3], np.zeros(3))
+    assert st.step(q, DOUBLE, (0.0, 0.0), qd_measured=np.zeros(robot.n), pelvis=pelvis) == wb.OK
+    nh = int(st.out[wb.O_NHULL])
+    front = st.polygon[:nh, 0].max()
+    assert st.capture_point[0] < front and st.tip_point[0] > front + 0.02
+    assert st.strategy[0] != STEP
+    if not tip_step:
+        assert np.isnan(st.recovery_step).all()
+        return
+    shift = st.tip_point - np.array(polygon_centroid(st.polygon[:nh].copy(), nh))
+    shift *= min(1.0, 0.2 / np.linalg.norm(shift))
+    sole = ("left_sole", "right_sole")[int(st.recovery_step[0])]         # the one nearest the tipping point
+    foot = next(f for f in robot.description.feet if f.frame == sole)
+    centre = robot.frame(q, sole) @ np.array([*np.mean(np.array(foot.outline), axis=0), 0.0, 1.0])
+    np.testing.assert_allclose(st.recovery_step[1:], centre[:2] + shift, atol=1e-3)
+
+
 def _push_block(**values: float) -> np.ndarray:
     u = np.zeros(PUSH.size())
     base = {"on": 1.0, "k_ankle": 10.0, "step_time": 0.4, "step_max": 0.3, "step_settle": 1.0, "step_width": 0.16}
