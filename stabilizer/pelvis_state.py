@@ -31,12 +31,13 @@ every cycle (from the first anchor on, with no foot loaded too),
 and pulled slowly (time constant ``gyro_tau``) towards the accelerometer's gravity and the anchor's
 heading, a complementary filter (Mahony et al. 2008):
 
-    z_m = (f - R' a_k) / |f - R' a_k|,   R <- R exp(k [z_m x R' z]),   R <- Rz(k dpsi) R      (4)
+    z_m = (f - R' a_k) / |f - R' a_k|,   R <- R exp(k theta n),   R <- Rz(k dpsi) R              (4)
 
-k = dt / (T + dt), T the time the filter has run, at least GYRO_RISE_S and at most ``gyro_tau`` (nearly
-the mean of its samples, then a low-pass: the first anchor's one sample of f may carry an acceleration,
-0.5 m/s² = 2.9 deg on the HIL's first cycle), a_k the pelvis' world acceleration (the rate of v_k
-below), dpsi the anchor's heading less the stance sole's. The stance sole's world orientation is then measured, not assumed
+theta the angle between R' z and z_m, n the unit axis along z_m x R' z; k = dt / (T + dt), T the time
+the filter has run, at least GYRO_RISE_S and at most ``gyro_tau`` (nearly the mean of its samples, then
+a low-pass: the first anchor's one sample of f may carry an acceleration, 0.5 m/s² = 2.9 deg on the
+HIL's first cycle), a_k the pelvis' world acceleration (the rate of v_k below), dpsi the anchor's
+heading less the stance sole's. The stance sole's world orientation is then measured, not assumed
 flat: R_w_sole = R rel_R', turning at w_s = R w - R_w_sole w_rel (w_rel the pelvis' angular velocity
 relative to the sole, through the leg), and eq. 1 becomes, the sole turning about its origin (one
 tipping about its toe or edge moves the pelvis alike: the edge lies in the sole's plane, the pelvis
@@ -179,9 +180,15 @@ def _exp(d, E):
     t = math.sqrt(t2)
     a = math.sin(t) / t if t > 1e-12 else 1.0
     b = (1.0 - math.cos(t)) / t2 if t > 1e-12 else 0.5
-    E[0, 0], E[0, 1], E[0, 2] = 1.0 - b * (d[1] * d[1] + d[2] * d[2]), -a * d[2] + b * d[0] * d[1], a * d[1] + b * d[0] * d[2]
-    E[1, 0], E[1, 1], E[1, 2] = a * d[2] + b * d[0] * d[1], 1.0 - b * (d[0] * d[0] + d[2] * d[2]), -a * d[0] + b * d[1] * d[2]
-    E[2, 0], E[2, 1], E[2, 2] = -a * d[1] + b * d[0] * d[2], a * d[0] + b * d[1] * d[2], 1.0 - b * (d[0] * d[0] + d[1] * d[1])
+    E[0, 0] = 1.0 - b * (d[1] * d[1] + d[2] * d[2])
+    E[0, 1] = -a * d[2] + b * d[0] * d[1]
+    E[0, 2] = a * d[1] + b * d[0] * d[2]
+    E[1, 0] = a * d[2] + b * d[0] * d[1]
+    E[1, 1] = 1.0 - b * (d[0] * d[0] + d[2] * d[2])
+    E[1, 2] = -a * d[0] + b * d[1] * d[2]
+    E[2, 0] = -a * d[1] + b * d[0] * d[2]
+    E[2, 1] = a * d[0] + b * d[1] * d[2]
+    E[2, 2] = 1.0 - b * (d[0] * d[0] + d[1] * d[1])
 
 
 @njit(cache=True)

@@ -161,7 +161,8 @@ def test_imu_and_kinematics_on_a_slope(walk, gyro):
     cycle."""
     errors = _run(walk, use_imu=True, use_gyro=gyro)
     pos, vel, ang, slope = (np.array([e[i] for e in errors]) for i in range(4))
-    print(f"pelvis errors{' (gyro)' if gyro else ''}: position {pos.max() * 1e3:.3f} mm, velocity {vel.max() * 1e3:.3f} mm/s, "
+    print(f"pelvis errors{' (gyro)' if gyro else ''}: position {pos.max() * 1e3:.3f} mm, "
+          f"velocity {vel.max() * 1e3:.3f} mm/s, "
           f"orientation {ang.max():.4f} deg, slope {slope.max():.4f} deg")
     assert slope.max() < 0.02 and ang.max() < 0.05
     assert pos.max() < 1e-3 and vel.max() < 5e-3

@@ -124,7 +124,8 @@ class JointIO:
         b = self.bus
         return read_joints(b.position, b.velocity, b.aux, self.leg_idx, self.P, self.qm, self.qmd, self.q, self.Jp,
                            self.qd, self._rows_l, self._loads_l, self._rows_r, self._loads_r, self.imu_rows,
-                           self.pelvis_imu, self.gyro_rows, self.pelvis_gyro, self.Jp2, self.bias_q, self.bias, self.bias_b, self.bias_status)
+                           self.pelvis_imu, self.gyro_rows, self.pelvis_gyro, self.Jp2, self.bias_q, self.bias,
+                           self.bias_b, self.bias_status)
 
     def write(self, q_cmd: np.ndarray, qd_cmd: np.ndarray, tau: np.ndarray) -> tuple[bool, int, int]:
         """Joint -> motor setpoints on the bus (one kernel): (failed, status, bus axis) as write_joints."""
