@@ -99,7 +99,7 @@ STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
-    "step_width", "step_delay", "drop_speed", "drop_time", "two_step", "reach", "side_trunk_speed")])
+    "step_width", "step_delay")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -114,9 +114,6 @@ U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in
     "step_time", "step_height", "step_max", "step_settle"))
 U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY = (PUSH.offset(k) for k in (
     "shift_speed", "shift_time", "step_width", "step_delay"))
-U_DROP_SPEED, U_DROP_TIME, U_TWO_STEP = PUSH.offset("drop_speed"), PUSH.offset("drop_time"), PUSH.offset("two_step")
-U_REACH = PUSH.offset("reach")
-U_SIDE_TRUNK_SPEED = PUSH.offset("side_trunk_speed")
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
@@ -126,10 +123,9 @@ U_SIDE_TRUNK_SPEED = PUSH.offset("side_trunk_speed")
 IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
                                           Field("shift", (3,)), Field("target", (2,)), Field("lifting"),
-                                          Field("need"), Field("root"), Field("second")])
+                                          Field("need"), Field("root")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
 R_LIFTING, R_NEED, R_ROOT = RECOVERY.offset("lifting"), RECOVERY.offset("need"), RECOVERY.offset("root")
-R_SECOND = RECOVERY.offset("second")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
 #: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
@@ -344,84 +340,6 @@ def load_shift(u, rec, unloaded, centres, c, v_cog, v_trunk):
     _clipped(u[U_K_ANKLE], centres[other, 0] - c[0], centres[other, 1] - c[1], u[U_SHIFT_SPEED], v_cog)
     v_trunk[0] = v_trunk[1] = 0.0
     return -1
-
-
-@njit(cache=True)
-def inner_aim(u, rec, centres, foot, cy, cz, aim):
-    """The two-step side step's first landing (module docstring, eq. P10): with ``two_step`` on, the point
-    ``aim`` (e1, e2) plan_step is to take for xi so that the lifting sole ``foot`` lands ``step_width`` from
-    the other's centre along their line n (``centres``: foot, e1 / e2; (cy, cz) the polygon's centroid):
-    aim = (cy, cz) + (step_width - |o_w - o_s|) n; the loaded sole's step is then due (``rec``'s second).
-    Returns whether it applies."""
-    if u[U_TWO_STEP] == 0.0:
-        return False
-    n1, n2 = centres[foot, 0] - centres[1 - foot, 0], centres[foot, 1] - centres[1 - foot, 1]
-    ln = math.sqrt(n1 * n1 + n2 * n2)
-    if ln == 0.0:
-        return False
-    k = (u[U_STEP_WIDTH] - ln) / ln
-    aim[0], aim[1] = cy + k * n1, cz + k * n2
-    rec[R_SECOND] = 1.0
-    return True
-
-
-@njit(cache=True)
-def second_step(rec, out):
-    """The two-step side step's second step (eq. P10), one cycle: once the first has landed (SETTLE, ``rec``'s
-    second pending) the sole that stayed down, the loaded one, swings if the capture point is ``out`` of the
-    polygon (the step strategy), else none is taken. Returns the foot to swing, or -1."""
-    if rec[R_SECOND] == 0.0 or rec[R_PHASE] != SETTLE:
-        return -1
-    rec[R_SECOND] = 0.0
-    return int(rec[R_ROOT]) - 1 if out else -1
-
-
-@njit(cache=True)
-def side_trunk(u, rec, Rws, v_trunk):
-    """EXPERIMENT (branch pushside's eq. P8): the trunk's CoG over the pelvis driven into the fall."""
-    t0, t1, t2 = rec[R_START + 3], rec[R_START + 7], rec[R_START + 11]
-    d1 = Rws[1, 0] * t0 + Rws[1, 1] * t1 + Rws[1, 2] * t2
-    d2 = Rws[2, 0] * t0 + Rws[2, 1] * t1 + Rws[2, 2] * t2
-    ln = math.sqrt(d1 * d1 + d2 * d2)
-    k = -u[U_SIDE_TRUNK_SPEED] / ln if ln > 0.0 else 0.0
-    if u[U_REACH] < 0.0 and rec[R_T] > -u[U_REACH]:          # EXPERIMENT: a burst of -reach s
-        k = 0.0
-    v_trunk[0], v_trunk[1] = k * d1, k * d2
-
-
-@njit(cache=True)
-def reach_down(u, rec, up, dt, H, v):
-    """The sideways step's landing below the stance sole's plane (eq. P11), one cycle of a swing the push
-    lifted: the swing pose ``H`` (swing_pose's) and its velocity ``v`` lowered along apparent ``up`` by
-    ``reach`` quintic(s), s = t / step_time: the sole reaches the ground of a robot rolled onto the other's edge."""
-    if rec[R_LIFTING] == 0.0 or u[U_REACH] <= 0.0:
-        return
-    T = u[U_STEP_TIME]
-    s0, s1 = rec[R_T] / T, (rec[R_T] + dt) / T
-    a = u[U_REACH] * quintic(s0)
-    da = (u[U_REACH] * quintic(s1) - a) / dt
-    for r in range(3):
-        H[r, 3] -= a * up[r]
-        v[r] -= da * up[r]
-
-
-@njit(cache=True)
-def side_drop(u, rec, up, Jcom, qd0):
-    """The CoG lowered during the sideways step's swing (module docstring, eq. P9), one cycle: for the first
-    ``drop_time`` s of a swing the push lifted, the posture level's target ``qd0`` (n) gains the least-norm
-    joint velocity that moves the CoG down along apparent ``up`` (3, the root's axes) at ``drop_speed`` m/s,
-    -drop_speed J_z' / (J_z J_z'), J_z = up' ``Jcom`` (3 x n, the CoG's Jacobian in the root frame)."""
-    if rec[R_PHASE] != SWING or rec[R_LIFTING] == 0.0 or rec[R_T] >= u[U_DROP_TIME] or u[U_DROP_SPEED] == 0.0:
-        return
-    n = qd0.shape[0]
-    nn = 0.0
-    for j in range(n):
-        nn += (up[0] * Jcom[0, j] + up[1] * Jcom[1, j] + up[2] * Jcom[2, j]) ** 2
-    if nn == 0.0:
-        return
-    k = -u[U_DROP_SPEED] / nn
-    for j in range(n):
-        qd0[j] += k * (up[0] * Jcom[0, j] + up[1] * Jcom[1, j] + up[2] * Jcom[2, j])
 
 
 @njit(cache=True)

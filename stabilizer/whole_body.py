@@ -49,8 +49,8 @@ from models.tree.robot import TreeRobot
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
                                       RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
-                                      advance_step, capture_point, inner_aim, load_shift, reach_down, side_trunk, observe_lipm, plan_step, push_gate,
-                                      push_response, second_step, side_drop, step_due, swing_pose, unloaded_sole)
+                                      advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
+                                      push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -649,7 +649,6 @@ def step(mbuf, dbuf, p, s, inp, out):
         s[S_SUPPORT] = support + 3 * stance
     if stepping:                                     # the swing sole on its curve, the lifted foot's task
         swing_pose(u, rec, up, dt, hold, sv.swing_velocity)
-        reach_down(u, rec, up, dt, hold, sv.swing_velocity)
         flags[F_RECOVERY] = 1.0
     for i in range(h):
         poly[i, 0], poly[i, 1] = hull[i, 0], hull[i, 1]
@@ -733,21 +732,13 @@ def step(mbuf, dbuf, p, s, inp, out):
             swing = f if f >= 0 else swing          # a sole the push lifts swings; else the one nearest xi
             if k == STEP and rec[R_PHASE] == IDLE and swing == -2:
                 swing = -1
-            f = second_step(rec, k == STEP)         # eq. P10: the loaded sole out after the first landed
-            swing = f if f >= 0 else swing
-    aim = xi
-    if swing >= 0 and rec[R_PHASE] == IDLE and rec[R_LIFTING] != 0.0 and inner_aim(u, rec, sv.centres, swing, cy, cz,
-                                                                                     vec[3, 1:3]):
-        aim = vec[3, 1:3]                            # eq. P10: the lifting sole lands step_width from the other
     if swing > -2:
-        plan_step(u, aim, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
+        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan
     if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5)
         pushv[:] = 0.0
-        side_drop(u, rec, up, Jcom[0], qd0)          # the CoG lowered while it swings (eq. P9)
-        side_trunk(u, rec, Rws, pushv[2:4])
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
     xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward

@@ -53,9 +53,6 @@ the unnumbered choices (gains, laws, weights); every error is one
       shift_speed: 0.2               # m/s, that load shift's speed (0: the lifting sole swings at once)
       step_width: 0.16               # m, the least lateral distance between the soles' centres a step leaves
       step_delay: 0.0                # s, how long the capture point must stay beyond step_margin before a step
-      drop_speed: 0.0                # m/s, the sideways step's swing lowers the CoG this fast (eq. P9; 0: not)
-      drop_time: 0.0                 # s, for this long from its lift-off
-      two_step: 0                    # 1: the lifting sole lands step_width from the other, then that one steps (eq. P10)
 """
 from __future__ import annotations
 
@@ -106,11 +103,6 @@ class PushConfig:
     shift_time: float = 0.0
     step_width: float = 0.16
     step_delay: float = 0.0
-    drop_speed: float = 0.0
-    drop_time: float = 0.0
-    two_step: float = 0.0
-    reach: float = 0.0
-    side_trunk_speed: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -152,11 +144,7 @@ def _push(sec: MapSection) -> PushConfig:
                      sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0),
                      sec.number("engage_time", 0.2, low=0.0, low_open=True),
                      sec.number("shift_speed", 0.2, low=0.0), sec.number("shift_time", 0.0, low=0.0),
-                     sec.number("step_width", 0.16, low=0.0), sec.number("step_delay", 0.0, low=0.0),
-                     sec.number("drop_speed", 0.0, low=0.0), sec.number("drop_time", 0.0, low=0.0),
-                     sec.number("two_step", 0.0, low=0.0, high=1.0),
-                     sec.number("reach", 0.0),
-                     sec.number("side_trunk_speed", 0.0, low=0.0))
+                     sec.number("step_width", 0.16, low=0.0), sec.number("step_delay", 0.0, low=0.0))
     sec.done()
     return out
 
