@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     wb.add_argument("--push-step", type=float, metavar="SECONDS",
                     help="with the strategies, a recovery step of this swing time when the capture point leaves "
                          "the polygon")
+    wb.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a key of the stabilizer YAML (dotted, e.g. push.step_width=0.2) set in the run's copy, "
+                         "after the --push-* flags' keys; repeatable")
     wb.add_argument("--tilt-source", choices=("platform", "imu"), default="platform",
                     help="the stabilizer's tilt: the platform's angles or the pelvis IMU over the bus")
     wb.add_argument("--support-source", choices=("phase", "sensors"), default="phase",
@@ -464,17 +467,26 @@ def _walk_variant(args: argparse.Namespace, p: argparse.ArgumentParser) -> dict[
 
 def _whole_body(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
     """``bipd scenario whole-body``: one run of :mod:`.whole_body`; exit 1 if the robot fell."""
-    from controller.tools.scenarios.whole_body import (PelvisPush, PlatformTilt, WholeBodyOptions, push_strategies,
+    from controller.tools.scenarios.whole_body import (PelvisPush, PlatformTilt, WholeBodyOptions,
+                                                       check_stabilizer_set, parse_sets, push_strategies,
                                                        run_whole_body)
 
     for flag, v in (("--push-observer", args.push_observer), ("--push-step", args.push_step)):
         if v is not None and not v > 0.0:
             p.error(f"{flag} must be > 0, got {v:g}")
+    try:
+        keys = push_strategies(args.push_strategies, args.push_observer, args.push_step) + parse_sets(args.set)
+    except ScenarioError as e:
+        p.error(str(e))
     o = WholeBodyOptions(stabilizer=not args.no_stabilizer, support=args.support, tilt_source=args.tilt_source,
-                         support_source=args.support_source, transport=args.transport,
-                         stabilizer_set=push_strategies(args.push_strategies, args.push_observer, args.push_step))
+                         support_source=args.support_source, transport=args.transport, stabilizer_set=keys)
     if args.config is not None:
         o = dataclasses.replace(o, config=args.config)
+    if args.set:
+        try:
+            check_stabilizer_set(o.config, keys)        # refused before anything starts
+        except ConfigError as e:
+            p.error(str(e))
     if args.rig_motion is not None:
         if args.push is not None:
             p.error("give --push or --rig-motion, not both")

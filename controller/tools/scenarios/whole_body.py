@@ -29,16 +29,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from models.common.support import LEFT, SOLES, SUPPORT_NAMES
 from models.ik.numerical import IkSolver, Task
 from models.tree.robot import TreeRobot
+from models.common.errors import ConfigError
 from models.common.validation import read_yaml
+from stabilizer.whole_body_config import config_from_dict
 
 from controller.tools.scenarios.metrics import FOOT_LIFT_M, plate_tracking, rig_following_errors, state_sequence, tracking_error
 from controller.tools.scenarios.plots import plot_paths, write_whole_body_plots
 from controller.tools.scenarios.runner import (SETTLE_S, RecordingOperator, Processes, Say, ScenarioError, play_measured, plot_errors,
-                     raw_wire, write_config)
+                     raw_wire, set_dotted, write_config)
 from controller.tools.scenarios.scenarios import push, push_params, tilt_and_back
 
 CONFIG = Path(__file__).resolve().parents[3] / "deploy" / "bip2000_platform.yaml"
@@ -73,6 +76,37 @@ def push_strategies(on: bool, observer_rate: float | None = None,
         if not v > 0.0:
             raise ScenarioError(f"{key} must be > 0, got {v}")
     return (*PUSH_STRATEGIES, *extra) if on or extra else ()
+
+
+def parse_sets(items: list[str]) -> tuple[tuple[str, Any], ...]:
+    """``KEY=VALUE`` items (``bipd scenario whole-body --set``: a dotted key of the stabilizer YAML, the value
+    a YAML scalar) as ``stabilizer_set`` keys; an item without a key and a value is a ScenarioError."""
+    out = []
+    for item in items:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip() or not text.strip() or any(not k for k in key.strip().split(".")):
+            raise ScenarioError(f"--set {item!r}: expected KEY=VALUE, a dotted key of the stabilizer YAML "
+                                f"(e.g. push.step_width=0.2)")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ScenarioError(f"--set {item!r}: the value is not a YAML scalar") from None
+        out.append((key.strip(), value))
+    return tuple(out)
+
+
+def check_stabilizer_set(config: Path, keys: tuple[tuple[str, Any], ...]) -> None:
+    """Validate the stabilizer YAML that the daemon YAML ``config`` names with ``keys`` set (dotted key,
+    value), as the run's copy will be: an unknown key or a bad value is a ConfigError naming it, raised
+    before any process starts."""
+    doc = read_yaml(config)
+    if not isinstance(doc, dict) or not isinstance(doc.get("stabilizer"), str):
+        raise ConfigError(str(config), "stabilizer", "names no stabilizer YAML for --set to change")
+    path = Path(config).resolve().parent / doc["stabilizer"]
+    stab = read_yaml(path)
+    for key, value in keys:
+        set_dotted(stab, key, value)
+    config_from_dict(stab, str(path))
 
 
 @dataclass(frozen=True)
