@@ -337,7 +337,8 @@ def roll_grade(u, rec, beyond, lifting):
     ``lifting``, the tipping point ``beyond`` m outside the polygon (eq. P2'; negative inside, NaN without a
     gyro) grades it, g = clip((beyond - roll_start) / roll_span, 0, 1), the largest g since the sole unloaded
     kept in ``rec``'s grade (0 again once none is lifting; always 0 with roll_span 0). A step under way keeps
-    the grade it was planned with. Returns the grade."""
+    the grade it was planned with, and IDLE again with the sole still lifting (landed in the air: the robot
+    rolled on the other's edge) the next step takes it too. Returns the grade."""
     if rec[R_PHASE] != IDLE:
         return rec[R_GRADE]
     if not lifting:
@@ -490,4 +491,4 @@ def advance_step(u, rec, dt):
     if rec[R_PHASE] == SWING and rec[R_T] >= T:
         rec[R_PHASE], rec[R_LIFTING], rec[R_ROOT] = SETTLE, 0.0, 2.0 - rec[R_FOOT]
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= T + u[U_STEP_SETTLE]:
-        rec[R_PHASE], rec[R_GRADE] = IDLE, 0.0
+        rec[R_PHASE] = IDLE

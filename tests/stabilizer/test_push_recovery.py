@@ -490,13 +490,15 @@ def test_the_sideways_step_is_graded_by_the_tipping_point(beyond, grade):
 
 def test_the_grade_keeps_its_largest_value_until_no_sole_lifts():
     """eq. P10's grade holds the largest since the sole unloaded (the tipping point passing its peak before
-    the step is due does not weaken it), is kept through the step it was planned with, is 0 again once no
-    sole lifts, and stays 0 with roll_span 0 (the shipped behaviour before the gyro)."""
+    the step is due does not weaken it), is kept through the step it was planned with and after it while the
+    sole still lifts (it landed in the air), is 0 again once no sole lifts, and stays 0 with roll_span 0 (the shipped behaviour before the gyro)."""
     u, rec = _push_block(**ROLL), np.zeros(RECOVERY.size())
     assert [roll_grade(u, rec, b, True) for b in (-0.03, -0.01, 0.0, -0.02)] == pytest.approx([0.0, 0.5, 1.0, 1.0])
     rec[R_PHASE] = SWING
     assert roll_grade(u, rec, -0.05, False) == 1.0
-    rec[R_PHASE] = IDLE
+    while rec[R_PHASE] != IDLE:                       # the swing and its settling, on the step's clock
+        advance_step(u, rec, 0.01)
+    assert roll_grade(u, rec, -0.05, True) == 1.0     # landed in the air, the sole still lifting: the next too
     assert roll_grade(u, rec, 0.0, False) == 0.0 and rec[R_GRADE] == 0.0
     u[PUSH.offset("roll_span")] = 0.0
     assert roll_grade(u, rec, 0.05, True) == 0.0
