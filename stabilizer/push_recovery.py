@@ -82,6 +82,20 @@ point beyond step_margin outside the polygon, eq. P2'), reset to 0 whenever it i
 (:func:`step_due`): a small push unloads a sole for tens of ms and a single cycle's spike puts xi out;
 neither steps. A step under way is not delayed.
 
+With the pelvis gyro the sideways step is graded by how far the push tips the robot (docs/stabilizer.md, "The
+sideways step graded by the gyro"): IDLE, a sole lifting under a push, the tipping point xi_t (eq. P2') d_t m
+outside the support polygon (negative inside) gives the grade
+
+    g = max over the lift of clip((d_t - roll_start) / roll_span, 0, 1),
+    x = x_step + g (x_roll - x_step) for the delay, swing time, height and width,
+    v_t = -g roll_trunk (o_w - o_s) / |o_w - o_s| during the swing                                     (P10)
+
+(x_step the ``step_*`` key, x_roll the ``roll_*`` one; o_w, o_s the swing and stance soles' centres at
+lift-off, v_t the trunk's CoG over the pelvis, into the fall): g 0 is the step above to the digit, g 1 the
+early, slow, high and wide swing with the trunk thrown into the fall that a push rolling the robot past the
+loaded sole's edge needs. The grade holds through the step and after it while the sole still lifts (it
+landed in the air), 0 again once no sole lifts, and always 0 without a gyro (xi_t NaN) or with roll_span 0.
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
