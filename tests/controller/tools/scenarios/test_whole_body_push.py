@@ -82,7 +82,6 @@ def graded():
         return {k: f.result() for k, f in out.items()}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("side, swing, stance_e2", [("left", "right", 0.0), ("right", "left", -0.2)])
 def test_a_75_Ns_sideways_push_stands_on_the_step_the_gyro_grades_in_full(graded, side, swing, stance_e2):
     """The lifting sole swings graded in full: it lands roll_width (0.45 m) from the stance sole's centre
