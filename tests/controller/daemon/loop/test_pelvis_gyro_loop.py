@@ -61,9 +61,10 @@ def _tilt_errors(tmp_path, gyro: bool) -> np.ndarray:
 
 def test_the_gyro_follows_the_pelvis_through_a_push(tmp_path):
     """Without the gyro the estimate's anchor is a flat sole and its orientation misses the tip (measured
-    2.67 deg); with it the orientation stays within 0.15 deg of the plant's (measured 0.062 deg)."""
+    2.67 deg); with it the orientation stays within 0.2 deg of the plant's (measured 0.13 deg: what is left
+    1.6 s after the start of the gravity correction's start-up, eq. 4)."""
     without, with_gyro = _tilt_errors(tmp_path / "a", False), _tilt_errors(tmp_path / "b", True)
     print(f"pelvis orientation error through a {PUSH_N * PUSH_S:g} N s push: {without.max():.3f} deg without the "
           f"gyro, {with_gyro.max():.3f} deg with it")
     assert without.max() > 1.0
-    assert with_gyro.max() < 0.15
+    assert with_gyro.max() < 0.2
