@@ -108,11 +108,12 @@ class Sensor:
 # "imu" the bench foot accelerometer's specific force in R0 (m/s²); "sole" the bench sole's load
 # cells as (total load along x0 (N), centre of pressure y0, z0 (m), NaN when unloaded);
 # "pelvis_imu" BIP 2000's pelvis accelerometer, specific force in pelvis axes (m/s²: the biped
-# plant's imu_gravity, drivers.sim.hil.plant_biped);
+# plant's imu_gravity, drivers.sim.hil.plant_biped); "pelvis_gyro" its rate gyro, the pelvis' angular
+# velocity in pelvis axes (rad/s: the biped plant's imu_rate; optional, stabilizer.pelvis_state);
 # "left_loads", "right_loads" each foot's four uniaxial load cells (N, along the sole normal, in the
 # robot file's feet.*.sensors order)
 SENSORS = {"imu": Sensor("imu_gravity", 0, 3), "sole": Sensor("sole", 0, 3),
-           "pelvis_imu": Sensor("imu_gravity", 0, 3),
+           "pelvis_imu": Sensor("imu_gravity", 0, 3), "pelvis_gyro": Sensor("imu_rate", 0, 3),
            "left_loads": Sensor("foot_forces", 0, 4), "right_loads": Sensor("foot_forces", 4, 4)}
 
 

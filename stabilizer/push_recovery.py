@@ -16,7 +16,19 @@ velocity v_p in the world) the CoG is the pelvis plus the body about it,
 
 J_p the pelvis origin's Jacobian, R_wp the estimate's pelvis orientation: exact when the sole
 translates, short of w_sole x (c - p) when it rotates (no gyro: the sole's rotation is seen at the
-pelvis only, c - p being the CoG's offset from the pelvis, ~0.1 m).
+pelvis only, c - p being the CoG's offset from the pelvis, ~0.1 m). With the estimate's gyro
+(stabilizer.pelvis_state eq. 3-5: R_wp carried by it, w_p the pelvis' angular velocity in the world)
+the root sole's rotation is measured too, w_r = Rp R_wp' w_p - J_w(q) q_dot in the root's axes (J_w
+the pelvis frame's angular rows), and
+
+    c_dot = Rp R_wp' v_p + w_r x (c - p) + (J_com(q) - J_p(q)) q_dot                             (P2')
+
+with the CoG and its velocity turned by the least rotation taking the true up u = Rp R_wp' z onto
+apparent up before they are projected on e1, e2 (z_c = u . c): a sole tipped about its toe carries the
+CoG ahead by about z_c times the tip angle (to first order the tip turns about the sole's origin; the
+polygon's edges, in the sole's plane, stay put): the tipping point ``tip_point`` the stabilizer puts
+out beside xi (the strategies keep theirs). With ``tip_step`` it beyond step_margin outside the polygon
+wants a step too (eq. P7), planned on it.
 
 The strategies answer a push, not a slow drift (:func:`push_gate`): with l = xi - c = c_dot / omega and
 its slow part l_s (a first-order low-pass of time constant tau = ``engage_time``),
@@ -62,7 +74,8 @@ n between the two centres at lift-off (no crossover: the legs would meet),
     (o_w + d - o_s) . n >= step_width   (d moved along n until it holds).                              (P6)
 
 A step is taken only for a need that lasts: IDLE, ``need`` (s) counts the cycles on end a step is wanted
-(the strategy STEP, or a strategy engaged and a sole unloaded), reset to 0 whenever it is not,
+(the strategy STEP, or a strategy engaged and a sole unloaded, or with ``tip_step`` the gyro's tipping
+point beyond step_margin outside the polygon, eq. P2'), reset to 0 whenever it is not,
 
     need <- need + dt while wanted,   step when need >= step_delay                                    (P7)
 
@@ -99,7 +112,7 @@ STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
-    "step_width", "step_delay")])
+    "step_width", "step_delay", "tip_step")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -112,8 +125,8 @@ U_OBSERVER_RATE = PUSH.offset("observer_rate")
 U_ENGAGE_TIME = PUSH.offset("engage_time")
 U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in (
     "step_time", "step_height", "step_max", "step_settle"))
-U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY = (PUSH.offset(k) for k in (
-    "shift_speed", "shift_time", "step_width", "step_delay"))
+U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY, U_TIP_STEP = (PUSH.offset(k) for k in (
+    "shift_speed", "shift_time", "step_width", "step_delay", "tip_step"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
@@ -131,9 +144,12 @@ R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"),
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
 G_ENGAGED, G_SLOW = GATE.offset("engaged"), GATE.offset("slow")
 #: the pelvis estimate the capture point takes (stabilizer.pelvis_state): on (0: none, the joints'
-#: velocities alone), the pelvis origin's velocity (world, m/s), R_wp (pelvis -> world, row-major)
-PELVIS = Layout("capture point pelvis input", [Field("on"), Field("velocity", (3,)), Field("R", (3, 3))])
+#: velocities alone), the pelvis origin's velocity (world, m/s), R_wp (pelvis -> world, row-major), gyro (1: R_wp
+#: and the pelvis' angular velocity ``rate`` (world, rad/s) are a gyro's: eq. P2')
+PELVIS = Layout("capture point pelvis input", [Field("on"), Field("velocity", (3,)), Field("R", (3, 3)),
+                                               Field("gyro"), Field("rate", (3,))])
 V_ON, V_VEL, V_R = PELVIS.offset("on"), PELVIS.offset("velocity"), PELVIS.offset("R")
+V_GYRO, V_RATE = PELVIS.offset("gyro"), PELVIS.offset("rate")
 
 
 @njit(cache=True)
@@ -168,6 +184,66 @@ def capture_point(Rws, com, Jcom, Jp, Rp, pelvis, qd, g0, xi):
                 jc0, jc1, jc2 = jc0 - Jp[0, j], jc1 - Jp[1, j], jc2 - Jp[2, j]
             cd += (R[0] * jc0 + R[1] * jc1 + R[2] * jc2) * qd[j]
         xi[a] = c + cd / omega if omega > 0.0 else c
+    return omega
+
+
+@njit(cache=True, inline="always")
+def _in_root(Tp, P, off):
+    """Rp R_wp' x: the world vector x = P[off:off + 3] in the root's axes (Rp = Tp's rotation, R_wp the
+    estimate's, row-major at P[V_R:])."""
+    y0 = P[V_R] * P[off] + P[V_R + 3] * P[off + 1] + P[V_R + 6] * P[off + 2]
+    y1 = P[V_R + 1] * P[off] + P[V_R + 4] * P[off + 1] + P[V_R + 7] * P[off + 2]
+    y2 = P[V_R + 2] * P[off] + P[V_R + 5] * P[off + 1] + P[V_R + 8] * P[off + 2]
+    return (Tp[0, 0] * y0 + Tp[0, 1] * y1 + Tp[0, 2] * y2, Tp[1, 0] * y0 + Tp[1, 1] * y1 + Tp[1, 2] * y2,
+            Tp[2, 0] * y0 + Tp[2, 1] * y1 + Tp[2, 2] * y2)
+
+
+@njit(cache=True, inline="always")
+def _turn(v, cs, x0, x1, x2):
+    """Q x, Q the least rotation taking a unit vector a to b, v = a x b, cs = a . b (Rodrigues)."""
+    c0, c1, c2 = v[1] * x2 - v[2] * x1, v[2] * x0 - v[0] * x2, v[0] * x1 - v[1] * x0
+    k = 1.0 / (1.0 + cs)
+    return (x0 + c0 + k * (v[1] * c2 - v[2] * c1), x1 + c1 + k * (v[2] * c0 - v[0] * c2),
+            x2 + c2 + k * (v[0] * c1 - v[1] * c0))
+
+
+@njit(cache=True)
+def gyro_capture_point(Rws, com, Jcom, Jp, Tp, pelvis, qd, g0, xi):
+    """Eq. P2' (module docstring): the capture point with the pelvis estimate's gyro (``pelvis[V_GYRO]``
+    set), the root sole's rotation and tip measured, into xi[0:2]; arguments as :func:`capture_point`
+    but the pelvis frame's whole Jacobian ``Jp`` (6 x n: linear rows, then angular) and pose ``Tp``
+    (4 x 4). Returns omega (1/s)."""
+    n = qd.shape[0]
+    v0, v1, v2 = _in_root(Tp, pelvis, V_VEL)               # the pelvis' velocity,
+    w0, w1, w2 = _in_root(Tp, pelvis, V_RATE)              # its angular velocity,
+    g = pelvis[V_R + 6:V_R + 9]                            # and the world's up (R_wp' z), in the root's axes
+    u0 = Tp[0, 0] * g[0] + Tp[0, 1] * g[1] + Tp[0, 2] * g[2]
+    u1 = Tp[1, 0] * g[0] + Tp[1, 1] * g[1] + Tp[1, 2] * g[2]
+    u2 = Tp[2, 0] * g[0] + Tp[2, 1] * g[1] + Tp[2, 2] * g[2]
+    d0, d1, d2 = com[0] - Tp[0, 3], com[1] - Tp[1, 3], com[2] - Tp[2, 3]
+    cd0, cd1, cd2 = v0, v1, v2
+    for j in range(n):                                     # the root's rate: the pelvis' less the joints'
+        x = qd[j]
+        w0 -= Jp[3, j] * x
+        w1 -= Jp[4, j] * x
+        w2 -= Jp[5, j] * x
+        cd0 += (Jcom[0, j] - Jp[0, j]) * x
+        cd1 += (Jcom[1, j] - Jp[1, j]) * x
+        cd2 += (Jcom[2, j] - Jp[2, j]) * x
+    cd0 += w1 * d2 - w2 * d1
+    cd1 += w2 * d0 - w0 * d2
+    cd2 += w0 * d1 - w1 * d0
+    a = Rws[0]                                             # the true up turned onto apparent up: Q
+    v = (u1 * a[2] - u2 * a[1], u2 * a[0] - u0 * a[2], u0 * a[1] - u1 * a[0])
+    cs = u0 * a[0] + u1 * a[1] + u2 * a[2]
+    c0, c1, c2 = _turn(v, cs, com[0], com[1], com[2])
+    e0, e1, e2 = _turn(v, cs, cd0, cd1, cd2)
+    z = u0 * com[0] + u1 * com[1] + u2 * com[2]
+    omega = math.sqrt(g0 / z) if z > 0.0 else 0.0
+    for k in range(2):
+        R = Rws[1 + k]
+        c = R[0] * c0 + R[1] * c1 + R[2] * c2
+        xi[k] = c + (R[0] * e0 + R[1] * e1 + R[2] * e2) / omega if omega > 0.0 else c
     return omega
 
 

@@ -48,9 +48,10 @@ from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
-                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_TIME, V_ON, V_R, V_VEL,
-                                      advance_step, capture_point, load_shift, observe_lipm, plan_step, push_gate,
-                                      push_response, step_due, swing_pose, unloaded_sole)
+                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_MARGIN, U_STEP_TIME, U_TIP_STEP,
+                                      V_GYRO, V_ON, V_R, V_RATE, V_VEL,
+                                      advance_step, capture_point, gyro_capture_point, load_shift, observe_lipm,
+                                      plan_step, push_gate, push_response, step_due, swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -192,7 +193,8 @@ S_SCALARS = STATE.offset("q")
 # order, then the attractor), total_force, trunk_force [3]; margins[MAX_POINTS]; flags[NFLAGS];
 # polygon[MAX_POINTS, 2] (e1, e2) and walls[MAX_POINTS, 3] (the first O_NHULL entries are valid);
 # up[3] (apparent up in the stance sole's axes); capture_point[2] (e1, e2), strategy[1] and
-# push_velocity[4] (CoG e1, e2, trunk e1, e2) of stabilizer.push_recovery
+# push_velocity[4] (CoG e1, e2, trunk e1, e2) of stabilizer.push_recovery; recovery_step[3]; tip_point[2]
+# (e1, e2: the capture point with the pelvis estimate's gyro, push_recovery eq. P2'; NaN without one)
 OUT = Layout("whole body out", [
     Field("min_margin"), Field("measured_margin"), Field("trunk_margin"), Field("tilt"), Field("support"),
     Field("nhull"), Field("close_pos"), Field("close_rot"), Field("sigma_feet"), Field("sigma_cog"),
@@ -201,7 +203,7 @@ OUT = Layout("whole body out", [
     Field("trunk_force", (3,)), Field("margins", (MAX_POINTS,)), Field("flags", (NFLAGS,)),
     Field("polygon", (MAX_POINTS, 2)), Field("walls", (MAX_POINTS, 3)), Field("up", (3,)),
     Field("capture_point", (2,)), Field("strategy", (1,)), Field("push_velocity", (4,)),
-    Field("recovery_step", (3,))], sizes=("n",))
+    Field("recovery_step", (3,)), Field("tip_point", (2,))], sizes=("n",))
 O_MIN_MARGIN = OUT.offset("min_margin")
 O_MEASURED_MARGIN = OUT.offset("measured_margin")
 O_TRUNK_MARGIN = OUT.offset("trunk_margin")
@@ -610,6 +612,10 @@ def step(mbuf, dbuf, p, s, inp, out):
     _rot(Rws, com[0, 0], com[0, 1], com[0, 2], vec[0])
     g, fp = int(p[P_GROUP_TRUNK]), int(p[P_FRAME_PELVIS])
     out[O_OMEGA] = capture_point(Rws, com[0], Jcom[0], Jf[fp, 0:3], Tf[fp, 0:3, 0:3], iv.pelvis, qd_meas, p[P_G0], xi)
+    if iv.pelvis[V_GYRO] != 0.0:                     # the soles' tip measured (push_recovery eq. P2')
+        gyro_capture_point(Rws, com[0], Jcom[0], Jf[fp], Tf[fp], iv.pelvis, qd_meas, p[P_G0], ov.tip_point)
+    else:
+        ov.tip_point[:] = math.nan
     lam = p[P_PUSH + U_OBSERVER_RATE]
     if lam > 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
         observe_lipm(sv.cog_observer, vec[0, 1:3], vec[2], out[O_OMEGA], lam, dt, xi)
@@ -723,17 +729,24 @@ def step(mbuf, dbuf, p, s, inp, out):
     if k >= ANKLE:
         flags[F_ANKLE + k - ANKLE] = 1.0
     swing = -2                                       # -2: no step this cycle, -1: the sole nearest xi
+    xs = xi                                          # the capture point a step is planned on
     if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
         unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
+        # with tip_step the gyro's tipping point out (eq. P2') is a step wanted too, planned on it
+        tip = ov.tip_point
+        tipping = (k != STEP and u[U_TIP_STEP] != 0.0 and tip[0] == tip[0]
+                   and signed_distances(walls, h, tip[0], tip[1], dm) < -u[U_STEP_MARGIN])
+        if tipping:
+            xs = tip
         # eq. P7: a step wanted (xi out, or a push lifting a sole) for step_delay on end, or one under way
-        if step_due(u, rec, k == STEP or (k >= ANKLE and unloaded >= 0), dt):
+        if step_due(u, rec, k == STEP or tipping or (k >= ANKLE and unloaded >= 0), dt):
             f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
             swing = f if f >= 0 else swing          # a sole the push lifts swings; else the one nearest xi
-            if k == STEP and rec[R_PHASE] == IDLE and swing == -2:
+            if (k == STEP or tipping) and rec[R_PHASE] == IDLE and swing == -2:
                 swing = -1
     if swing > -2:
-        plan_step(u, xi, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
+        plan_step(u, xs, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan
@@ -932,7 +945,8 @@ class WholeBodyStabilizer(StabilizerShell):
         platform's (alpha, beta) or the IMU's specific force (3); ``loads``: the 8
         force sensors (N), left foot first, in the robot file's sensor order; ``qd_measured``: the
         joint velocities (rad/s, zeros if None) and ``pelvis`` the pelvis estimate (its world
-        velocity, m/s, and rotation pelvis -> world; None: none) of the push strategies' capture point."""
+        velocity, m/s, and rotation pelvis -> world, and with a gyro its world angular velocity, rad/s;
+        None: none) of the push strategies' capture point."""
         self.in_q[:] = q_measured
         self.in_support[0] = support
         self.in_tilt[:len(tilt)] = tilt
@@ -944,4 +958,7 @@ class WholeBodyStabilizer(StabilizerShell):
             self.in_pelvis[V_ON] = 1.0
             self.in_pelvis[V_VEL:V_VEL + 3] = pelvis[0]
             self.in_pelvis[V_R:V_R + 9] = np.asarray(pelvis[1], dtype=np.float64).ravel()
+            if len(pelvis) > 2:                            # a gyro's rate (eq. P2')
+                self.in_pelvis[V_GYRO] = 1.0
+                self.in_pelvis[V_RATE:V_RATE + 3] = pelvis[2]
         return step(self.mbuf, self.dbuf, self.params, self.state, self.inputs, self.out)

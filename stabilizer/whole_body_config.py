@@ -53,6 +53,7 @@ the unnumbered choices (gains, laws, weights); every error is one
       shift_speed: 0.2               # m/s, that load shift's speed (0: the lifting sole swings at once)
       step_width: 0.16               # m, the least lateral distance between the soles' centres a step leaves
       step_delay: 0.0                # s, how long the capture point must stay beyond step_margin before a step
+      tip_step: false                # true: with a pelvis gyro, its tipping point beyond step_margin wants a step too
 """
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ class PushConfig:
     shift_time: float = 0.0
     step_width: float = 0.16
     step_delay: float = 0.0
+    tip_step: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,14 @@ class WholeBodyConfig:
     push: PushConfig | None = None
 
 
+def _flag(sec: MapSection, name: str) -> bool:
+    """An optional true / false key (default false)."""
+    v = sec.raw(name, False)
+    if not isinstance(v, bool):
+        raise sec.fail(name, f"expected true or false, got {quote(v)}")
+    return v
+
+
 def _push(sec: MapSection) -> PushConfig:
     pos = {"low": 0.0, "low_open": True}
     out = PushConfig(sec.number("k_ankle", **pos), sec.number("v_ankle", **pos), sec.number("deadband", low=0.0),
@@ -144,7 +154,8 @@ def _push(sec: MapSection) -> PushConfig:
                      sec.number("step_max", 0.3, low=0.0), sec.number("step_settle", 1.0, low=0.0),
                      sec.number("engage_time", 0.2, low=0.0, low_open=True),
                      sec.number("shift_speed", 0.2, low=0.0), sec.number("shift_time", 0.0, low=0.0),
-                     sec.number("step_width", 0.16, low=0.0), sec.number("step_delay", 0.0, low=0.0))
+                     sec.number("step_width", 0.16, low=0.0), sec.number("step_delay", 0.0, low=0.0),
+                     _flag(sec, "tip_step"))
     sec.done()
     return out
 

@@ -18,7 +18,9 @@ index: 0 none, 1 ankle, 2 hip, 3 step; NaN when not stabilizing), bus_flags (bit
 drivers.health.BUS_FLAGS[k], what the bus went through during the cycle's write and exchange: a PRes lost
 or late, a setpoint saturated, an SDO transfer aborted, a node's new error entry), ground_slope[2] (the
 ground's pitch and roll the stance sole lying flat shows, stabilizer.feet eq. 3; NaN until known) and edge[2]
-(each foot's mask of unloaded cells when it landed on an edge or a step, 0 otherwise).
+(each foot's mask of unloaded cells when it landed on an edge or a step, 0 otherwise), tip_point[2] (the
+capture point with the pelvis gyro's estimate, the soles' tip measured: stabilizer.push_recovery eq. P2'; NaN
+when not stabilizing or without the gyro).
 """
 from __future__ import annotations
 
@@ -76,7 +78,8 @@ RECORD_FIELDS: tuple[tuple[str, int | str], ...] = (
     ("overruns", 1), ("missed", 1), ("platform", 2), ("fault_info", 1), ("support", 1),
     ("rig_ferr", RIG_ACTUATORS), ("feet_load", 2), ("contact", 1), ("tilt", 2),
     ("pelvis_pos", 3), ("pelvis_vel", 3), ("pelvis_rpy", 3), ("stance", 1),
-    ("capture_point", 2), ("push_strategy", 1), ("bus_flags", 1), ("ground_slope", 2), ("edge", 2))
+    ("capture_point", 2), ("push_strategy", 1), ("bus_flags", 1), ("ground_slope", 2), ("edge", 2),
+    ("tip_point", 2))
 #: each field's unit (the cycle log's schemas say it); codes name their enum, counts what they count
 FIELD_UNITS: dict[str, str] = {
     "t": "s (the loop's time since its start)", "cycle": "cycles", "state": "code (controller.daemon.codes.State)",
@@ -95,7 +98,8 @@ FIELD_UNITS: dict[str, str] = {
     "push_strategy": "code (stabilizer.push_recovery.STRATEGY_NAMES; NaN when not stabilizing)",
     "bus_flags": f"bit mask (bit k: {', '.join(BUS_FLAGS)}[k])",
     "ground_slope": "rad (pitch > 0 uphill, roll > 0 rising to the left; the floor R = RotY(-pitch) RotX(roll))",
-    "edge": "bit mask per foot (left, right; bit k: its k-th load cell unloaded on the edge it stands on)"}
+    "edge": "bit mask per foot (left, right; bit k: its k-th load cell unloaded on the edge it stands on)",
+    "tip_point": "m (e1 forward, e2 left, from the stance sole; NaN when not stabilizing or without a pelvis gyro)"}
 #: the fields that hold integers (codes, counters, masks): the cycle log writes them as JSON integers
 INTEGER_FIELDS = frozenset({"cycle", "state", "fault", "stab_flags", "overruns", "missed", "fault_info",
                             "support", "contact", "stance", "push_strategy", "bus_flags", "edge"})

@@ -14,7 +14,7 @@ import pytest
 
 from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from models.tree.floating import _rx, _ry, _rz
-from stabilizer.pelvis_state import ACCEPT, TILT_TAU_S, VEL_TAU_S, estimate, new_state, views
+from stabilizer.pelvis_state import ACCEPT, GYRO_TAU_S, TILT_TAU_S, VEL_TAU_S, estimate, new_state, turn, views
 
 from tests.models.trees import bip2000
 
@@ -82,13 +82,19 @@ class Walk:
     def velocity(self, t: float, h: float = 1e-6) -> np.ndarray:
         return (self.pelvis(t + h)[:3, 3] - self.pelvis(t - h)[:3, 3]) / (2 * h)
 
+    def gyro(self, t: float, h: float = 1e-6) -> np.ndarray:
+        """The pelvis' angular velocity in its axes: vee(R' dR/dt)."""
+        R, dR = self.pelvis(t)[:3, :3], (self.pelvis(t + h)[:3, :3] - self.pelvis(t - h)[:3, :3]) / (2 * h)
+        W = R.T @ dR
+        return 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
+
 
 @pytest.fixture(scope="module")
 def walk():
     return Walk()
 
 
-def _run(walk: Walk, use_imu: bool, glitch: float = 0.0):
+def _run(walk: Walk, use_imu: bool, glitch: float = 0.0, use_gyro: bool = False):
     """The estimator over the walk on the models rooted at the left sole; per cycle the errors of
     position, velocity, orientation (the angle of R_est' R_true) and of the world's up seen from the
     stance sole (the ground's slope), the stance foot it took and the true one. ``glitch``: the
@@ -108,8 +114,9 @@ def _run(walk: Walk, use_imu: bool, glitch: float = 0.0):
         f = walk.imu(t) if use_imu else np.zeros(3)
         if c == 0:
             f = _rx(glitch) @ f
-        estimate(m.buf, d.buf, qd, f, use_imu, walk.phases[k][0], soles, pelvis, PERIOD, G0, TILT_TAU_S, VEL_TAU_S,
-                 ACCEPT, buf)
+        w = walk.gyro(t) if use_gyro else np.zeros(3)
+        estimate(m.buf, d.buf, qd, f, w, use_imu, use_gyro, walk.phases[k][0], soles, pelvis, PERIOD, G0, TILT_TAU_S,
+                 VEL_TAU_S, GYRO_TAU_S, ACCEPT, buf)
         T = walk.pelvis(t)
         angle = 2 * np.arcsin(min(1.0, np.linalg.norm(v.R - T[:3, :3]) / (2 * np.sqrt(2))))   # of R_est' R
         out.append((np.linalg.norm(v.position - T[:3, 3]), np.linalg.norm(v.velocity - walk.velocity(t)),
@@ -146,13 +153,16 @@ def test_a_support_change_while_the_legs_move_does_not_jump():
     assert [e[4] for e in errors] == [e[5] for e in errors]
 
 
-def test_imu_and_kinematics_on_a_slope(walk):
-    """With the IMU on a 2 deg x 3 deg floor, over the whole walk: the slope within 0.02 deg, the
-    pelvis orientation within 0.05 deg, its position within 1 mm, its velocity within 5 mm/s, and no
-    support change makes the position jump more than the walk moves it in one cycle."""
-    errors = _run(walk, use_imu=True)
+@pytest.mark.parametrize("gyro", [False, True])
+def test_imu_and_kinematics_on_a_slope(walk, gyro):
+    """With the IMU (and its gyro, eq. 3-5) on a 2 deg x 3 deg floor, over the whole walk: the slope
+    within 0.02 deg, the pelvis orientation within 0.05 deg, its position within 1 mm, its velocity
+    within 5 mm/s, and no support change makes the position jump more than the walk moves it in one
+    cycle."""
+    errors = _run(walk, use_imu=True, use_gyro=gyro)
     pos, vel, ang, slope = (np.array([e[i] for e in errors]) for i in range(4))
-    print(f"pelvis errors: position {pos.max() * 1e3:.3f} mm, velocity {vel.max() * 1e3:.3f} mm/s, "
+    print(f"pelvis errors{' (gyro)' if gyro else ''}: position {pos.max() * 1e3:.3f} mm, "
+          f"velocity {vel.max() * 1e3:.3f} mm/s, "
           f"orientation {ang.max():.4f} deg, slope {slope.max():.4f} deg")
     assert slope.max() < 0.02 and ang.max() < 0.05
     assert pos.max() < 1e-3 and vel.max() < 5e-3
@@ -172,3 +182,86 @@ def test_the_filter_recovers_the_slope(walk):
     assert slope[0] > 1.9
     assert slope[settled:].max() < 0.1
     print(f"slope error from 2 deg off: {slope[settled:].max():.3f} deg after {settled * PERIOD:.1f} s")
+
+
+def _expm(w: np.ndarray) -> np.ndarray:
+    """exp([w]) by its power series (independent of the kernel's closed form)."""
+    W = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+    out, term = np.eye(3), np.eye(3)
+    for k in range(1, 40):
+        term = term @ W / k
+        out = out + term
+    return out
+
+
+def test_a_constant_rate_turns_by_its_exponential():
+    """Eq. 3 over 500 cycles of a constant rate (0.7, -1.3, 0.4) rad/s from a turned start: R0 exp([w] N dt)
+    within 1e-9, in the body's axes and, ``world``, on the left (exp([w] N dt) R0)."""
+    w = np.array([0.7, -1.3, 0.4])
+    R0 = _rz(0.3) @ _ry(-0.2) @ _rx(0.5)
+    for world in (False, True):
+        R, E = R0.copy(), np.zeros((3, 3))
+        for _ in range(500):
+            turn(R, w * PERIOD, world, E)
+        want = _expm(w * 500 * PERIOD) @ R0 if world else R0 @ _expm(w * 500 * PERIOD)
+        assert np.abs(R - want).max() < 1e-9, np.abs(R - want).max()
+
+
+def _tip(use_gyro: bool, angle: float = np.radians(6.0), duration: float = 0.3, hold: float = 0.3):
+    """The left sole standing flat, then tipping about its toe edge (0.1 m ahead of its origin) by ``angle``
+    (pitch, a quintic over ``duration``) and held, the joints still (a push): the estimator's worst errors
+    (orientation deg, horizontal position m, horizontal velocity m/s) against the truth during and after
+    the tip (eq. 5 turns the sole about its origin: the vertical ones carry the toe's 0.1 m lever)."""
+    robot = bip2000()
+    robot.set_root("pelvis")
+    m = robot.model
+    q = (m.qmin + m.qmax) / 2
+    sole = robot.kinematics(q).Tf[m.index("frame", SOLES[LEFT])].copy()
+    pelvis_in_sole = np.linalg.inv(sole)
+
+    def theta(t: float) -> float:
+        x = np.clip((t - 0.5) / duration, 0.0, 1.0)
+        return angle * (10 * x**3 - 15 * x**4 + 6 * x**5)
+
+    def pose(t: float) -> np.ndarray:
+        T = np.eye(4)
+        toe = np.array([0.1, 0.0, 0.0])
+        T[:3, :3] = _ry(theta(t))
+        T[:3, 3] = toe - T[:3, :3] @ toe
+        return T @ pelvis_in_sole
+
+    model = bip2000()
+    model.set_root(SOLES[LEFT])
+    soles = np.array([model.model.index("frame", SOLES[s]) for s in (LEFT, RIGHT)], np.int64)
+    buf, v, errs = new_state(), None, []
+    v = views(buf)
+    qd = np.zeros(m.n)
+    h = 1e-5
+    for c in range(int(round((0.5 + duration + hold) / PERIOD))):
+        t = c * PERIOD
+        model.update(q, qd)
+        T, Tp, Tm = pose(t), pose(t + h), pose(t - h)
+        acc = (Tp[:3, 3] - 2 * T[:3, 3] + Tm[:3, 3]) / h**2
+        f = T[:3, :3].T @ (acc + np.array([0.0, 0.0, G0]))
+        W = T[:3, :3].T @ (Tp[:3, :3] - Tm[:3, :3]) / (2 * h)
+        w = 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
+        estimate(model.model.buf, model.data.buf, qd, f, w, True, use_gyro, LEFT, soles,
+                 model.model.index("body", "pelvis"), PERIOD, G0, TILT_TAU_S, VEL_TAU_S, GYRO_TAU_S, ACCEPT, buf)
+        angle_err = 2 * np.arcsin(min(1.0, np.linalg.norm(v.R - T[:3, :3]) / (2 * np.sqrt(2))))
+        vel = (Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
+        errs.append((np.degrees(angle_err), np.linalg.norm(v.position[:2] - T[:2, 3]),
+                     np.linalg.norm(v.velocity[:2] - vel[:2])))
+    return np.max(errs, axis=0)
+
+
+def test_the_gyro_sees_the_sole_tip():
+    """A sole tipping 6 deg about its toe in 0.3 s while the joints hold: without the gyro the estimate
+    takes the tip for a slope change it follows with TILT_TAU_S (the orientation several degrees off,
+    the pelvis' horizontal velocity wrong by a large part of its 0.5 m/s), with it (eq. 3-5) the
+    orientation stays within 0.1 deg and the horizontal velocity within 0.02 m/s."""
+    without, with_gyro = _tip(False), _tip(True)
+    print(f"tip 6 deg: orientation error {without[0]:.3f} deg without the gyro, {with_gyro[0]:.4f} deg with it; "
+          f"velocity {without[2]:.3f} / {with_gyro[2]:.4f} m/s, position {without[1] * 1e3:.1f} / "
+          f"{with_gyro[1] * 1e3:.2f} mm")
+    assert without[0] > 2.0
+    assert with_gyro[0] < 0.1 and with_gyro[2] < 0.02

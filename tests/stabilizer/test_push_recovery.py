@@ -98,6 +98,45 @@ def test_capture_point_matches_pinocchio(alpha, beta):
         np.testing.assert_allclose(st.capture_point, xi, rtol=0, atol=TOL)
 
 
+def test_capture_point_with_a_gyro_sees_the_sole_tip():
+    """The left sole tipped (2 to 8 deg about a random horizontal axis through its origin) and turning at a
+    random 1 rad/s the joints do not show, the apparent gravity level (the platform's tilt 0): with the
+    pelvis estimate's gyro (eq. P2': Pinocchio's pelvis frame velocity and rotation carried by the sole's
+    motion, plus the pelvis' angular velocity) the capture point is the world's, c_w + c_w_dot / sqrt(g0 /
+    z_w) (Pinocchio's CoG and its velocity, c_w = R c, c_w_dot = w x c_w + R c_dot), within 1e-9 m: the
+    stabilizer's tip_point; its capture_point (eq. P2, the strategies') misses the tip by centimetres, and
+    without the gyro there is no tip_point (NaN)."""
+    st = wb.WholeBodyStabilizer.from_yaml(CONFIG)
+    rng = np.random.default_rng(11)
+    ref = build_tree(ROBOT.description, "left_sole")
+    data = ref.model.createData()
+    p, fid = ref.perm, ref.frames["pelvis"]
+    m_root, total = ROBOT.description.bodies[ref.root_body].mass, ROBOT.model.total_mass
+    for _ in range(10):
+        q = Q0 + rng.uniform(-0.1, 0.1, ROBOT.n)
+        qd = rng.uniform(-2.0, 2.0, ROBOT.n)
+        c_pin = pin.centerOfMass(ref.model, data, q[p], qd[p]).copy()
+        v_pin = data.vcom[0].copy()
+        pin.forwardKinematics(ref.model, data, q[p], qd[p])
+        pin.updateFramePlacements(ref.model, data)
+        c = ((total - m_root) * c_pin + m_root * data.oMf[ref.coms[ref.root_body]].translation) / total
+        cd = (total - m_root) * v_pin / total
+        vel = pin.getFrameVelocity(ref.model, data, fid, pin.LOCAL_WORLD_ALIGNED)
+        phi = rng.uniform(0, 2 * math.pi)
+        R = pin.exp3(np.radians(rng.uniform(2.0, 8.0)) * np.array([math.cos(phi), math.sin(phi), 0.0]))
+        w = rng.uniform(-1.0, 1.0, 3)
+        cw, pw = R @ c, R @ data.oMf[fid].translation
+        cwd = np.cross(w, cw) + R @ cd
+        want = cw[:2] + cwd[:2] / math.sqrt(G0 / cw[2])
+        pelvis = (np.cross(w, pw) + R @ vel.linear, R @ data.oMf[fid].rotation, w + R @ vel.angular)
+        st.reset(q)
+        assert st.step(q, DOUBLE, (0.0, 0.0), qd_measured=qd, pelvis=pelvis) == wb.OK
+        np.testing.assert_allclose(st.tip_point, want, rtol=0, atol=TOL)
+        assert np.abs(st.capture_point - want).max() > 0.01            # eq. P2's, the strategies'
+        assert st.step(q, DOUBLE, (0.0, 0.0), qd_measured=qd, pelvis=pelvis[:2]) == wb.OK
+        assert np.isnan(st.tip_point).all()
+
+
 def _up(alpha: float, beta: float) -> np.ndarray:
     ca, sa, cb, sb = math.cos(alpha), math.sin(alpha), math.cos(beta), math.sin(beta)
     return np.array([-ca * sb, sa, ca * cb])
@@ -269,6 +308,40 @@ def test_a_recovery_step_swings_the_nearest_foot_to_the_capture_point():
     foot = next(f for f in robot.description.feet if f.frame == "right_sole")
     centre = robot.frame(st.q_ref, "right_sole") @ np.array([*np.mean(np.array(foot.outline), axis=0), 0.0, 1.0])
     np.testing.assert_allclose(centre[:2], target, atol=0.002)          # where the event says it lands
+
+
+@pytest.mark.parametrize("tip_step", [False, True])
+def test_a_tipping_point_out_wants_a_step_with_tip_step(tip_step):
+    """At rest on the level platform but the soles tipped 14 deg forward about the left sole's origin (the
+    pelvis estimate's gyro carrying it, eq. P2'): the strategies' capture point stays over the soles, the
+    tipping point lies beyond the toes; with ``tip_step`` (and no step_delay) a step is planned there, the
+    swing sole's (the one nearest it) centre moved by the tipping point's offset from the centroid (clipped
+    to step_max), without it none."""
+    d = yaml.safe_load(CONFIG.read_text())
+    d["push"] = {**{k: v for k, v in GAINS.items() if k != "on"}, "step_time": 0.4, "step_max": 0.2,
+                 "tip_step": tip_step}
+    cfg = config_from_dict(d, str(CONFIG))
+    st = wb.WholeBodyStabilizer(TreeRobot.from_yaml(cfg.robot_path), cfg)
+    q = Q0.copy()
+    robot = st.robot
+    robot.set_root("left_sole")
+    R = pin.exp3(np.radians(14.0) * np.array([0.0, 1.0, 0.0]))
+    st.reset(q)
+    pelvis = (np.zeros(3), R @ robot.frame(q, "pelvis")[:3, :3], np.zeros(3))
+    assert st.step(q, DOUBLE, (0.0, 0.0), qd_measured=np.zeros(robot.n), pelvis=pelvis) == wb.OK
+    nh = int(st.out[wb.O_NHULL])
+    front = st.polygon[:nh, 0].max()
+    assert st.capture_point[0] < front and st.tip_point[0] > front + 0.02
+    assert st.strategy[0] != STEP
+    if not tip_step:
+        assert np.isnan(st.recovery_step).all()
+        return
+    shift = st.tip_point - np.array(polygon_centroid(st.polygon[:nh].copy(), nh))
+    shift *= min(1.0, 0.2 / np.linalg.norm(shift))
+    sole = ("left_sole", "right_sole")[int(st.recovery_step[0])]         # the one nearest the tipping point
+    foot = next(f for f in robot.description.feet if f.frame == sole)
+    centre = robot.frame(q, sole) @ np.array([*np.mean(np.array(foot.outline), axis=0), 0.0, 1.0])
+    np.testing.assert_allclose(st.recovery_step[1:], centre[:2] + shift, atol=1e-3)
 
 
 def _push_block(**values: float) -> np.ndarray:

@@ -103,7 +103,7 @@ CHANNELS = (
             labels=_loop_labels),
     Channel("/cog", (("com", "com"), ("margins", "margins"))),
     Channel("/stabilizer", (("force", "force"), ("flags", "stab_flags"), ("platform", "platform"), ("tilt", "tilt"),
-            ("capture_point", "capture_point"), ("push_strategy", "push_strategy")),
+            ("capture_point", "capture_point"), ("push_strategy", "push_strategy"), ("tip_point", "tip_point")),
             labels=_stab_labels),
     Channel("/pelvis", (("position", "pelvis_pos"), ("velocity", "pelvis_vel"), ("rpy", "pelvis_rpy"),
                         ("stance", "stance"))),

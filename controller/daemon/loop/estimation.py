@@ -6,8 +6,9 @@ platform's angles, or an IMU's through the tilt observer, stabilizer.tilt_observ
 support's acceleration folded in, Gastebois 2017 §2.5.4), the models under that gravity (R_M->O0ᵀ g,
 thesis eq. 46) and their rooting per support phase (models.common.support), then the pelvis' state in
 the world (stabilizer.pelvis_state: the stance sole the loads show, the leg's kinematics and the pelvis
-IMU; a tree with both soles and load cells). The variants (IMU or platform tilt, a pelvis IMU, loads or
-none, the rig's acceleration or the IMU's) are chosen at construction.
+IMU, its rate gyro when the bus carries one; a tree with both soles and load cells). The variants (IMU or
+platform tilt, a pelvis IMU, a gyro, loads or none, the rig's acceleration or the IMU's) are chosen at
+construction.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from stabilizer.feet import new_state as new_feet_state
 from stabilizer.feet import views as feet_views
 from stabilizer.feet_config import FeetConfig
 from stabilizer.ground import TILT_IMU, TILT_OK, TILT_PLATFORM
-from stabilizer.pelvis_state import ACCEPT, TILT_TAU_S, VEL_TAU_S, estimate, new_state
+from stabilizer.pelvis_state import ACCEPT, GYRO_TAU_S, TILT_TAU_S, VEL_TAU_S, estimate, new_state
 from stabilizer.pelvis_state import views as pelvis_views
 from stabilizer.tilt_observer import ObserverSettings, observe_tilt
 from stabilizer.tilt_observer import new_state as new_observer
@@ -149,15 +150,21 @@ class Estimation:
         # angles would be
         self.feet_state = new_feet_state()
         self.ground_tilt = feet_views(self.feet_state).tilt
-        self.pelvis_uses_imu = False
+        self.pelvis_uses_imu = self.pelvis_uses_gyro = False
+        self.pelvis_w = z(3)                       # the pelvis gyro's rate (pelvis axes, rad/s; zeros: none)
         if self.estimates_pelvis:
             m = md.robot.model
             self.sole_frames = np.array([m.index("frame", SOLES[s]) for s in (LEFT, RIGHT)], np.int64)
             self.pelvis_body = m.index("body", md.base)
-            self.pelvis_uses_imu = self.pelvis_imu
-            self.pelvis_f = self.imu if self.pelvis_imu else z(3)
             if io.imu_rows.size > 0 and not self.pelvis_imu:    # read for the feet's slope (stabilizer.feet)
                 io.pelvis_imu = z(3)
+            # a rate gyro on the bus (sensor pelvis_gyro): the orientation is the gyro's, the accelerometer's
+            # gravity its slow correction (stabilizer.pelvis_state eq. 3-5), whatever the stabilizer's tilt
+            self.pelvis_uses_gyro = io.gyro_rows.size > 0
+            if self.pelvis_uses_gyro:
+                io.pelvis_gyro = self.pelvis_w
+            self.pelvis_uses_imu = self.pelvis_imu or (self.pelvis_uses_gyro and io.imu_rows.size > 0)
+            self.pelvis_f = self.imu if self.pelvis_imu else io.pelvis_imu if self.pelvis_uses_imu else z(3)
             if (feet.tilt_input and self.soles is not None and not ctl.platform_axes and platform.rig is None
                     and steps[-1] == self._platform_tilt):
                 steps[-1] = self._ground_slope
@@ -256,8 +263,9 @@ class Estimation:
         self.models.update(self.feet_q, self.qd)
         if self.estimates_pelvis:
             md = self.models
-            estimate(md.mbuf, md.dbuf, self.qd, self.pelvis_f, self.pelvis_uses_imu, self.contact, self.sole_frames,
-                     self.pelvis_body, self.period, self.g0, TILT_TAU_S, VEL_TAU_S, ACCEPT, self.pelvis_state)
+            estimate(md.mbuf, md.dbuf, self.qd, self.pelvis_f, self.pelvis_w, self.pelvis_uses_imu,
+                     self.pelvis_uses_gyro, self.contact, self.sole_frames, self.pelvis_body, self.period, self.g0,
+                     TILT_TAU_S, VEL_TAU_S, GYRO_TAU_S, ACCEPT, self.pelvis_state)
 
     # ------------------------------------------------------------------ support and rooting
     def support(self, phase: float) -> None:

@@ -2,11 +2,11 @@
 
 In: the legs' motor angles and rates gathered from the bus, the transmission's joints
 q = f^-1(q_m) (Newton from the last q), J_p(q), q̇ = J_p^-1 q̇_m (thesis eq. 12-32), the bus
-sensors decoded (the feet's load cells, a pelvis IMU; drivers.config.Sensor: three values per
+sensors decoded (the feet's load cells, a pelvis IMU and gyro; drivers.config.Sensor: three values per
 axis' auxiliary input, in bus order) and the rotor bias J̇_p q̇ (models.transmission.motor_bias).
 Out: τ_m = J_p^-T τ and, in CSP, q_m(q_ref), q̇_m = J_p q̇_ref, checked finite, scattered to the
 bus (models.transmission via controller.daemon.loop.axes.motor_setpoints).
-The variant (loads or none, a pelvis IMU or none, CSP or CST) is chosen here once: an absent sensor
+The variant (loads or none, a pelvis IMU or gyro or none, CSP or CST) is chosen here once: an absent sensor
 is an empty output view, so the kernel's loops run zero times.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ def sensor_values(aux, rows, out):
 
 @njit(cache=True)
 def read_joints(position, velocity, aux, idx, P, qm, qmd, q, Jp, qd, rows_l, loads_l, rows_r, loads_r,
-                imu_rows, imu, jp2, bias_q, bias, bias_b, bias_status):
+                imu_rows, imu, gyro_rows, gyro, jp2, bias_q, bias, bias_b, bias_status):
     """The cycle's way in (module docstring); returns the transmission's status (models.transmission),
     the sensors decoded and the rotor bias' status in ``bias_status[0]`` only when it is OK."""
     for k in range(idx.shape[0]):
@@ -52,6 +52,7 @@ def read_joints(position, velocity, aux, idx, P, qm, qmd, q, Jp, qd, rows_l, loa
     sensor_values(aux, rows_l, loads_l)
     sensor_values(aux, rows_r, loads_r)
     sensor_values(aux, imu_rows, imu)
+    sensor_values(aux, gyro_rows, gyro)
     bias_status[0] = motor_bias(P, q, qd, jp2, bias_q, bias, bias_b)
     return OK
 
@@ -115,13 +116,16 @@ class JointIO:
         self._loads_r = self.loads_r if self.has_loads else self.loads[:0]
         self.imu_rows = np.array(bus.config.sensor_axes("pelvis_imu"), np.int64)
         self.pelvis_imu = np.zeros(0)              # set by the estimation when it takes a pelvis IMU
+        self.gyro_rows = np.array(bus.config.sensor_axes("pelvis_gyro"), np.int64)
+        self.pelvis_gyro = np.zeros(0)             # its rate gyro: set by the estimation when it takes one
 
     def read(self) -> int:
         """Motor -> joint and the sensors (one kernel); the transmission's status."""
         b = self.bus
         return read_joints(b.position, b.velocity, b.aux, self.leg_idx, self.P, self.qm, self.qmd, self.q, self.Jp,
                            self.qd, self._rows_l, self._loads_l, self._rows_r, self._loads_r, self.imu_rows,
-                           self.pelvis_imu, self.Jp2, self.bias_q, self.bias, self.bias_b, self.bias_status)
+                           self.pelvis_imu, self.gyro_rows, self.pelvis_gyro, self.Jp2, self.bias_q, self.bias,
+                           self.bias_b, self.bias_status)
 
     def write(self, q_cmd: np.ndarray, qd_cmd: np.ndarray, tau: np.ndarray) -> tuple[bool, int, int]:
         """Joint -> motor setpoints on the bus (one kernel): (failed, status, bus axis) as write_joints."""

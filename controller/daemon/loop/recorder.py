@@ -25,7 +25,7 @@ _PELVIS_OFFSETS = PELVIS_STATE.offsets()
 _PELVIS = np.array([(FIELD[name], _PELVIS_OFFSETS[out], size) for name, out, size in
                     (("pelvis_pos", "position", 3), ("pelvis_vel", "velocity", 3), ("pelvis_rpy", "rpy", 3),
                      ("stance", "stance", 1))], np.int64)
-_CAPTURE, _STRATEGY = FIELD["capture_point"], FIELD["push_strategy"]
+_CAPTURE, _STRATEGY, _TIP = FIELD["capture_point"], FIELD["push_strategy"], FIELD["tip_point"]
 # the feet's (stabilizer.feet.STATE): (record field, state offset, size)
 _FEET_OFFSETS = FEET_STATE.offsets()
 _FEET = np.array([(FIELD[name], _FEET_OFFSETS[out], 2) for name, out in (("ground_slope", "slope"), ("edge", "edge"))],
@@ -35,7 +35,7 @@ _FEET = np.array([(FIELD[name], _FEET_OFFSETS[out], 2) for name, out in (("groun
 @njit(cache=True)
 def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, tau, com, margins,
                  force, stab_flags, wake_us, marks, telemetry_us, overruns, missed, plat, support, rig_ferr,
-                 feet_load, contact, tilt, pelvis, stabilizing, capture, strategy, bus_flags, feet):
+                 feet_load, contact, tilt, pelvis, stabilizing, capture, strategy, bus_flags, feet, tip):
     """One telemetry record (``offs``: RecordLayout.offsets). The telemetry task's own time is the
     previous cycle's (this one is still being written)."""
     rec[offs[_T]] = t
@@ -78,6 +78,8 @@ def write_record(rec, offs, t, cycle, state, fault, fault_info, q, qd, q_ref, ta
     rec[offs[_CAPTURE]] = capture[0] if stabilizing else np.nan
     rec[offs[_CAPTURE] + 1] = capture[1] if stabilizing else np.nan
     rec[offs[_STRATEGY]] = strategy[0] if stabilizing else np.nan
+    rec[offs[_TIP]] = tip[0] if stabilizing else np.nan
+    rec[offs[_TIP] + 1] = tip[1] if stabilizing else np.nan
     rec[offs[_BUS_FLAGS]] = bus_flags
     for k in range(_FEET.shape[0]):
         for i in range(_FEET[k, 2]):
@@ -100,6 +102,7 @@ class Recorder:
         self.force = stab.force if stab is not None else np.zeros(3)
         self.capture = stab.capture if stab is not None else np.full(2, np.nan)
         self.strategy = stab.strategy if stab is not None else np.full(1, np.nan)
+        self.tip = stab.tip if stab is not None else np.full(2, np.nan)
         self.telemetry_us = 0.0
         self.missed = 0
         self.health = io.bus.health
@@ -118,6 +121,7 @@ class Recorder:
                      self.block.stats[ST_OVERRUNS], float(self.missed), self.platform.plat, est.phase,
                      self.platform.following_error(sup.state in POWERED),
                      est.feet_load, est.contact_field, est.tilt, est.pelvis_state,
-                     sup.state == State.STABILIZING, self.capture, self.strategy, self.bus_flags[0], est.feet_state)
+                     sup.state == State.STABILIZING, self.capture, self.strategy, self.bus_flags[0], est.feet_state,
+                     self.tip)
         end_record(self.block)
         self.block.bus[:] = self.health

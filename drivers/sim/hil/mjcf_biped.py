@@ -25,7 +25,8 @@ axes: z up, x forward; at reset the pelvis frame (x forward, y left, z up) is le
 
 Every scene has the floor (the hung feet never reach it; the feet's support is :data:`FLOOR` or the
 plate :data:`PLATFORM`), an IMU site at the pelvis origin (pelvis
-axes) with an accelerometer ``imu`` and an orientation sensor ``imu_quat``, and per foot a contact
+axes) with an accelerometer ``imu``, a rate gyro ``imu_gyro`` (angular velocity, rad/s, pelvis axes) and
+an orientation sensor ``imu_quat``, and per foot a contact
 sensor (:data:`SOLE_DATA` per support/sole contact, as the bench leg's ``sole``; its name is the foot's).
 
 Transmission (thesis eq. 30-32, any number of joints): one fixed tendon per motor (named after its
@@ -62,7 +63,7 @@ GANTRY_HEIGHT = 1.25     # m, pelvis origin above the floor when hung (legs 0.92
 FRICTION = 1.0           # sole/floor sliding friction coefficient
 CONTACT_TIMECONST = 0.005  # s, contact stiffness (MuJoCo solref time constant, >= 2 steps)
 PLATFORM_DEPTH = 0.5     # m, the floor below the plate's top face (a 25° tilt of the plate sinks 0.17 m)
-FLOOR, PELVIS, IMU, IMU_QUAT = "floor", "pelvis", "imu", "imu_quat"
+FLOOR, PELVIS, IMU, IMU_QUAT, IMU_GYRO = "floor", "pelvis", "imu", "imu_quat", "imu_gyro"
 _CONTACT_DATA = sum(1 << int(getattr(mujoco.mjtConDataField, f"mjCONDATA_{f.upper()}")) for f in SOLE_DATA.split())
 
 
@@ -209,6 +210,7 @@ def build_biped(desc: TreeDescription, tr: Transmission, q0: Sequence[float], *,
                                      friction=[FRICTION, 0.005, 1e-4], solref=solref)
     spec.add_sensor(name=IMU, type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE,
                     objname=IMU)
+    spec.add_sensor(name=IMU_GYRO, type=mujoco.mjtSensor.mjSENS_GYRO, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=IMU)
     spec.add_sensor(name=IMU_QUAT, type=mujoco.mjtSensor.mjSENS_FRAMEQUAT, objtype=mujoco.mjtObj.mjOBJ_SITE,
                     objname=IMU)
     names = [t.joint.name for t in desc.joints]

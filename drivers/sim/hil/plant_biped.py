@@ -22,14 +22,15 @@ the soles on the ground, below the pelvis when hung):
 - ``imu_gravity`` (3, m/s²): accelerometer at the pelvis origin in pelvis axes (specific force,
   (0, 0, 9.81) at rest, level); ``imu_orientation`` (w, x, y, z): pelvis → world rotation, which is
   also the ground truth of the pelvis orientation (the IMU sits at the pelvis origin, pelvis axes);
+  ``imu_rate`` (3, rad/s): the IMU's rate gyro, the pelvis' angular velocity in pelvis axes;
 - ``foot_forces`` (8, N): load cells along the sole normal, left foot then right, each in the YAML's
   ``feet.*.sensors`` order. A rigid sole on four cells: each floor/sole contact force is split among
   them by the bilinear weights of its point in the cells' rectangle (extrapolated, so a cell can pull
   when the point lies outside the rectangle), which keeps the total and the moment: the CoP from the
   cells is the contact forces' CoP;
 
-the IMU's specific force and the eight cells travel over the bus where its axes declare them
-(``sensor: pelvis_imu``, ``left_loads``, ``right_loads``: drivers.config.SENSORS);
+the IMU's specific force and rate and the eight cells travel over the bus where its axes declare them
+(``sensor: pelvis_imu``, ``pelvis_gyro``, ``left_loads``, ``right_loads``: drivers.config.SENSORS);
 
 and the ground truth for scenarios:
 
@@ -97,7 +98,7 @@ from models.urdf import frame_link
 from drivers.config import BusConfig, BusConfigError
 from drivers.sim.plant import Plant
 from drivers.sim.hil.mjcf import PLATFORM, PLATFORM_JOINTS, SOLE_SLOT
-from drivers.sim.hil.mjcf_biped import IMU, IMU_QUAT, PELVIS, build_biped, foot_geometry
+from drivers.sim.hil.mjcf_biped import IMU, IMU_GYRO, IMU_QUAT, PELVIS, build_biped, foot_geometry
 from drivers.sim.hil.plant_mujoco import MujocoPlantError, SimulationError
 from drivers.sim.hil.push import Push
 from drivers.sim.hil.stewart_mjcf import ACTUATORS, gear, rig_params
@@ -118,7 +119,7 @@ LEVEL_TOL = 1e-3                 # rad / m, how flat and level q0 must put the s
 TRUTH = (("imu_gravity", 3), ("imu_orientation", 4), ("foot_forces", 8), ("pelvis_position", 3),
          ("pelvis_height", 0), ("tilt", 0), ("com_world", 3), ("foot_load", 2), ("contact", 2), ("cop", 4),
          ("zmp", 2), ("support_polygon", 16), ("support_count", 0), ("foot_lift", 2), ("fallen", 0),
-         ("platform", 2), ("plate_position", 3))
+         ("platform", 2), ("plate_position", 3), ("imu_rate", 3))
 _OFFSET = {}
 _N_TRUTH = 0
 for _name, _size in TRUTH:
@@ -129,7 +130,7 @@ _ACC, _QUAT, _FORCES, _PELVIS = _OFFSET["imu_gravity"], _OFFSET["imu_orientation
 _HEIGHT, _TILT, _COM, _LOAD = _OFFSET["pelvis_height"], _OFFSET["tilt"], _OFFSET["com_world"], _OFFSET["foot_load"]
 _CONTACT, _COP, _ZMP, _POLY = _OFFSET["contact"], _OFFSET["cop"], _OFFSET["zmp"], _OFFSET["support_polygon"]
 _COUNT, _LIFT, _FALLEN, _PLAT = _OFFSET["support_count"], _OFFSET["foot_lift"], _OFFSET["fallen"], _OFFSET["platform"]
-_PLATE_POS = _OFFSET["plate_position"]
+_PLATE_POS, _GYRO = _OFFSET["plate_position"], _OFFSET["imu_rate"]
 # Per-foot constants (sole frame): cell (x, y), cell corner flags, box corners (x, y); then the height at reset.
 _CELLS, _CORNER, _BOX = _N_TRUTH, _N_TRUTH + 16, _N_TRUTH + 32
 _HEIGHT0 = _BOX + 16
@@ -139,7 +140,8 @@ _N_FLOAT = _WORK + 64
 _PELVIS_BODY, _SOLE_BODY, _ACC_ADR, _QUAT_ADR, _CONTACT_ADR, _SLOTS = 0, 1, 3, 4, 5, 7
 _DIVERGED = 8                    # MuJoCo warnings of a non-finite state (3)
 _PLATE_BODY = 11                 # the feet's support: the world (the floor) or the plate
-_N_IDX = 12
+_GYRO_ADR = 12
+_N_IDX = 13
 _DIVERGED_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
                       mujoco.mjtWarning.mjWARN_BADQACC)
 _STATUS_DIVERGED = -1
@@ -295,6 +297,8 @@ def _observe(P, qpos, qvel, qadr, dadr, q, qd, jp, jp2, v, wrap, wrap_idx, appli
         motor_vel[order[i]] = v[0, i]
     for r in range(3):
         buf[_ACC + r] = sensordata[idx[_ACC_ADR] + r]
+    for r in range(3):
+        buf[_GYRO + r] = sensordata[idx[_GYRO_ADR] + r]
     for r in range(4):
         buf[_QUAT + r] = sensordata[idx[_QUAT_ADR] + r]
     pelvis = idx[_PELVIS_BODY]
@@ -378,7 +382,8 @@ class BipedPlant(Plant):
         frames = {fr.name: fr for fr in desc.frames}
         soles = [frames[ft.frame] for ft in desc.feet]          # a sole frame is a MuJoCo body (models.urdf)
         idx[_SOLE_BODY:_SOLE_BODY + 2] = [m.body(frame_link(desc, f) or f.body).id for f in soles]
-        idx[_ACC_ADR], idx[_QUAT_ADR] = m.sensor(IMU).adr[0], m.sensor(IMU_QUAT).adr[0]
+        idx[_ACC_ADR], idx[_QUAT_ADR], idx[_GYRO_ADR] = (m.sensor(IMU).adr[0], m.sensor(IMU_QUAT).adr[0],
+                                                         m.sensor(IMU_GYRO).adr[0])
         idx[_CONTACT_ADR:_CONTACT_ADR + 2] = [m.sensor(ft.name).adr[0] for ft in desc.feet]
         idx[_SLOTS] = m.sensor(desc.feet[0].name).dim[0] // SOLE_SLOT
         idx[_DIVERGED:_DIVERGED + 3] = [int(w) for w in _DIVERGED_WARNINGS]

@@ -58,7 +58,8 @@ class StabilizerReference:
     observer: ObserverSettings = ObserverSettings()
     param_slots: dict[int, int] = {}
     capture: np.ndarray = np.full(2, np.nan)     # the capture point (e1, e2) and the push strategy, where
-    strategy: np.ndarray = np.full(1, np.nan)    # the stabilizer has them (stabilizer.push_recovery)
+    strategy: np.ndarray = np.full(1, np.nan)    # the stabilizer has them (stabilizer.push_recovery), and the
+    tip: np.ndarray = np.full(2, np.nan)         # one with the pelvis gyro (eq. P2')
 
     def __init__(self, params: np.ndarray, failure_cycles: int, event: Callable[..., None]) -> None:
         self.params = params

@@ -15,7 +15,7 @@ from numba import njit
 from models.common.support import DOUBLE
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
 from stabilizer.pelvis_state import STATE as PELVIS_STATE
-from stabilizer.push_recovery import U_OBSERVER_RATE, V_ON, V_R, V_VEL
+from stabilizer.push_recovery import U_OBSERVER_RATE, V_GYRO, V_ON, V_R, V_RATE, V_VEL
 from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
                                    P_PUSH, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
@@ -36,12 +36,13 @@ def copy_margins(margins, n, out):
         out[w] = margins[w] if w < n else np.nan
 
 
-_STARTED, _VELOCITY, _ROTATION = (PELVIS_STATE.offset(k) for k in ("started", "velocity", "R"))
+_STARTED, _VELOCITY, _ROTATION, _GYRO, _RATE = (PELVIS_STATE.offset(k) for k in ("started", "velocity", "R", "gyro",
+                                                                                   "rate"))
 
 
 @njit(cache=True)
 def pelvis_input(state, out):
-    """The pelvis estimate's velocity and rotation (a :mod:`stabilizer.pelvis_state` buffer, empty
+    """The pelvis estimate's velocity, rotation and gyro rate (a :mod:`stabilizer.pelvis_state` buffer, empty
     when none is estimated) into the capture point's input ``out`` (stabilizer.push_recovery.PELVIS),
     off before the estimate is anchored or while it is not finite."""
     on = state.shape[0] > 0 and state[_STARTED] > 0.0
@@ -53,6 +54,9 @@ def pelvis_input(state, out):
         out[V_VEL + i] = state[_VELOCITY + i] if on else 0.0
     for i in range(9):
         out[V_R + i] = state[_ROTATION + i] if on else 0.0
+    out[V_GYRO] = state[_GYRO] if on else 0.0               # and its gyro's rate (push_recovery eq. P2')
+    for i in range(3):
+        out[V_RATE + i] = state[_RATE + i] if on else 0.0
 
 
 class StabilizeWholeBody(StabilizerReference):
@@ -80,7 +84,7 @@ class StabilizeWholeBody(StabilizerReference):
         params.flags.writeable = False
         super().__init__(params, failure_cycles, event)
         self.stab, self.q, self.tilt, self.acc, self.loads, self.qd = stab, q, tilt, acc, loads, qd
-        self.capture, self.strategy = stab.capture_point, stab.strategy
+        self.capture, self.strategy, self.tip = stab.capture_point, stab.strategy, stab.tip_point
         self.sensed = self.params[P_CONTACT] == CONTACT_SENSORS
         # the loads feed the sensed support and the capture point's observer (stabilizer.push_recovery eq. P3)
         self.reads_loads = self.sensed or self.params[P_PUSH + U_OBSERVER_RATE] > 0.0

@@ -1,5 +1,6 @@
 """BIP 2000's pelvis IMU and feet load cells travel over the simulated POWERLINK bus (deploy/bip2000.yaml):
-the biped plant's specific force at the pelvis (pelvis axes) on trunk_pitch's auxiliary input, each foot's
+the biped plant's specific force at the pelvis (pelvis axes) on trunk_pitch's auxiliary input, its rate gyro
+on trunk_roll's, each foot's
 four load cells on both channels of its ankle node (cells 1-3 on the first, cell 4 and NaN on the second,
 REAL32), the same bytes on the sim and the udp backend; a four-value sensor declared on one axis only is
 refused naming it."""
@@ -40,7 +41,7 @@ def test_the_pelvis_imu_and_the_feet_loads_reach_the_managing_node(backend):
     history, step = [], plant.step
 
     def recording_step(dt, torque):                          # the sensors each bus cycle's PRes can carry
-        history.append({k: plant.sensors[k].copy() for k in ("imu_gravity", "foot_forces")})
+        history.append({k: plant.sensors[k].copy() for k in ("imu_gravity", "imu_rate", "foot_forces")})
         step(dt, torque)
     plant.step = recording_step
     bus = (open_bus(dict(SECTION, backend="sim"), plant=plant) if backend == "sim"
@@ -54,13 +55,15 @@ def test_the_pelvis_imu_and_the_feet_loads_reach_the_managing_node(backend):
             assert lag, n                                    # the IMU of one recent bus cycle, to REAL32
             s = history[-lag[0]]                             # and the loads of that same cycle
             np.testing.assert_allclose(bus_values(bus, "pelvis_imu"), s["imu_gravity"], rtol=1e-6, atol=1e-5)
+            np.testing.assert_allclose(bus_values(bus, "pelvis_gyro"), s["imu_rate"], rtol=1e-6, atol=1e-7)
             np.testing.assert_allclose(bus_values(bus, "left_loads"), s["foot_forces"][:4], rtol=1e-6, atol=1e-4)
             np.testing.assert_allclose(bus_values(bus, "right_loads"), s["foot_forces"][4:], rtol=1e-6, atol=1e-4)
         # standing: the eight cells carry the robot's weight (105 kg), the IMU reads about +g up
         total = bus_values(bus, "left_loads").sum() + bus_values(bus, "right_loads").sum()
         assert total == pytest.approx(105.0 * 9.81, rel=0.05), total
         assert bus_values(bus, "pelvis_imu")[2] == pytest.approx(9.81, rel=0.05)
-        wired = {r for name in ("pelvis_imu", "left_loads", "right_loads") for r in bus.config.sensor_axes(name)}
+        wired = {r for name in ("pelvis_imu", "pelvis_gyro", "left_loads", "right_loads")
+                 for r in bus.config.sensor_axes(name)}
         second = bus.config.sensor_axes("left_loads")[1]
         assert np.isnan(bus.aux[second, 1:]).all()           # cell 4 and padding
         assert np.isnan(np.delete(bus.aux, sorted(wired), axis=0)).all()
