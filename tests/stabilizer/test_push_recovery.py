@@ -462,11 +462,12 @@ ROLL = {"step_delay": 0.1, "step_height": 0.03, "roll_start": -0.02, "roll_span"
                                            (-0.01, 0.5), (0.0, 1.0), (0.04, 1.0)])
 def test_the_sideways_step_is_graded_by_the_tipping_point(beyond, grade):
     """eq. P10 on the left-tipped soles of the sideways test: the tipping point ``beyond`` m outside the
-    polygon while the right sole lifts grades the step linearly from roll_start (-2 cm, inside) over roll_span
-    (2 cm), 0 without a gyro (NaN); each step parameter is then step_* + g (roll_* - step_*): the need it
-    waits (0.1 s to 0.03 s, exact 1/512 s cycles), the least width of the landing from the left sole's centre
-    (0.16 to 0.45 m; the soles stand 0.2 m apart), the swing's time (0.4 to 0.6 s) and height (0.03 to 0.1 m), and the trunk driven into the fall
-    (to the left, away from the swinging right sole) at g 0.3 m/s."""
+    polygon while the right sole lifts grades the step linearly from roll_start (-2 cm, inside) over
+    roll_span (2 cm), 0 without a gyro (NaN); each step parameter is then step_* + g (roll_* - step_*):
+    the need it waits (0.1 s to 0.03 s, exact 1/512 s cycles), the least width of the landing from the
+    left sole's centre (0.16 to 0.45 m; the soles stand 0.2 m apart), the swing's time (0.4 to 0.6 s)
+    and height (0.03 to 0.1 m), and the trunk driven into the fall (to the left, away from the swinging
+    right sole) at g 0.3 m/s."""
     dt = 1.0 / 512.0
     u, rec = _push_block(**ROLL), np.zeros(RECOVERY.size())
     due = []
@@ -489,9 +490,10 @@ def test_the_sideways_step_is_graded_by_the_tipping_point(beyond, grade):
 
 
 def test_the_grade_keeps_its_largest_value_until_no_sole_lifts():
-    """eq. P10's grade holds the largest since the sole unloaded (the tipping point passing its peak before
-    the step is due does not weaken it), is kept through the step it was planned with and after it while the
-    sole still lifts (it landed in the air), is 0 again once no sole lifts, and stays 0 with roll_span 0 (the shipped behaviour before the gyro)."""
+    """eq. P10's grade holds the largest since the sole unloaded (the tipping point passing its peak
+    before the step is due does not weaken it), is kept through the step it was planned with and after
+    it while the sole still lifts (it landed in the air), is 0 again once no sole lifts, and stays 0
+    with roll_span 0 (the shipped behaviour before the gyro)."""
     u, rec = _push_block(**ROLL), np.zeros(RECOVERY.size())
     assert [roll_grade(u, rec, b, True) for b in (-0.03, -0.01, 0.0, -0.015)] == pytest.approx([0.0, 0.5, 1.0, 1.0])
     rec[R_PHASE] = SWING
