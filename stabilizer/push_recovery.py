@@ -82,6 +82,20 @@ point beyond step_margin outside the polygon, eq. P2'), reset to 0 whenever it i
 (:func:`step_due`): a small push unloads a sole for tens of ms and a single cycle's spike puts xi out;
 neither steps. A step under way is not delayed.
 
+With the pelvis gyro the sideways step is graded by how far the push tips the robot (docs/stabilizer.md, "The
+sideways step graded by the gyro"): IDLE, a sole lifting under a push, the tipping point xi_t (eq. P2') d_t m
+outside the support polygon (negative inside) gives the grade
+
+    g = max over the lift of clip((d_t - roll_start) / roll_span, 0, 1),
+    x = x_step + g (x_roll - x_step) for the delay, swing time, height and width,
+    v_t = -g roll_trunk (o_w - o_s) / |o_w - o_s| during the swing                                     (P10)
+
+(x_step the ``step_*`` key, x_roll the ``roll_*`` one; o_w, o_s the swing and stance soles' centres at
+lift-off, v_t the trunk's CoG over the pelvis, into the fall): g 0 is the step above to the digit, g 1 the
+early, slow, high and wide swing with the trunk thrown into the fall that a push rolling the robot past the
+loaded sole's edge needs. The grade holds through the step and after it while the sole still lifts (it
+landed in the air), 0 again once no sole lifts, and always 0 without a gyro (xi_t NaN) or with roll_span 0.
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
@@ -112,7 +126,8 @@ STRATEGY_NAMES = ("none", "ankle", "hip", "step")
 PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
-    "step_width", "step_delay", "tip_step")])
+    "step_width", "step_delay", "tip_step", "roll_start", "roll_span", "roll_delay", "roll_time", "roll_height",
+    "roll_width", "roll_trunk")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -127,19 +142,24 @@ U_STEP_TIME, U_STEP_HEIGHT, U_STEP_MAX, U_STEP_SETTLE = (PUSH.offset(k) for k in
     "step_time", "step_height", "step_max", "step_settle"))
 U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY, U_TIP_STEP = (PUSH.offset(k) for k in (
     "shift_speed", "shift_time", "step_width", "step_delay", "tip_step"))
+U_ROLL_START, U_ROLL_SPAN, U_ROLL_TRUNK = PUSH.offset("roll_start"), PUSH.offset("roll_span"), PUSH.offset("roll_trunk")
+U_ROLL_DELAY, U_ROLL_TIME, U_ROLL_HEIGHT, U_ROLL_WIDTH = (PUSH.offset(k) for k in (
+    "roll_delay", "roll_time", "roll_height", "roll_width"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
 #: of the planning cycle, m), lifting (1: the push lifted the swing sole, the sideways step) and need (s: how
 #: long, IDLE, a step has been wanted on end, eq. P7) and root (the sole that stayed down through the last
-#: recovery step, plus one; 0: none yet): it roots the double support from then on
+#: recovery step, plus one; 0: none yet): it roots the double support from then on, and grade (eq. P10: 0, the
+#: step as step_* give it, to 1, as roll_* do)
 IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
                                           Field("shift", (3,)), Field("target", (2,)), Field("lifting"),
-                                          Field("need"), Field("root")])
+                                          Field("need"), Field("root"), Field("grade")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
 R_LIFTING, R_NEED, R_ROOT = RECOVERY.offset("lifting"), RECOVERY.offset("need"), RECOVERY.offset("root")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
+R_GRADE = RECOVERY.offset("grade")
 #: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
 G_ENGAGED, G_SLOW = GATE.offset("engaged"), GATE.offset("slow")
@@ -319,6 +339,42 @@ def push_response(u, engaged, xi, cy, cz, walls, nw, d, v_cog, v_trunk):
     return (STEP if margin < -u[U_STEP_MARGIN] else HIP), margin
 
 
+@njit(cache=True, inline="always")
+def graded(u, rec, base, full):
+    """A step parameter at ``rec``'s grade g (eq. P10): u[base] + g (u[full] - u[base])."""
+    return u[base] + rec[R_GRADE] * (u[full] - u[base])
+
+
+@njit(cache=True)
+def roll_grade(u, rec, beyond, lifting):
+    """The sideways answer's grade (module docstring, eq. P10), one cycle: IDLE with a sole the push is
+    ``lifting``, the tipping point ``beyond`` m outside the polygon (eq. P2'; negative inside, NaN without a
+    gyro) grades it, g = clip((beyond - roll_start) / roll_span, 0, 1), the largest g since the sole unloaded
+    kept in ``rec``'s grade (0 again once none is lifting; always 0 with roll_span 0). A step under way keeps
+    the grade it was planned with, and IDLE again with the sole still lifting (landed in the air: the robot
+    rolled on the other's edge) the next step takes it too. Returns the grade."""
+    if rec[R_PHASE] != IDLE:
+        return rec[R_GRADE]
+    if not lifting:
+        rec[R_GRADE] = 0.0
+    elif u[U_ROLL_SPAN] > 0.0 and beyond > u[U_ROLL_START]:
+        rec[R_GRADE] = max(rec[R_GRADE], min(1.0, (beyond - u[U_ROLL_START]) / u[U_ROLL_SPAN]))
+    return rec[R_GRADE]
+
+
+@njit(cache=True)
+def roll_trunk(u, rec, Rws, v_trunk):
+    """The trunk into the fall during a sideways step's swing (eq. P10), one cycle: the trunk's CoG over the
+    pelvis moved at g ``roll_trunk`` m/s (g ``rec``'s grade) away from the swing sole, along the stance sole's
+    line to it in the horizontal axes (rows 1, 2 of ``Rws``, the stance sole's axes), into v_trunk[0:2]."""
+    t0, t1, t2 = rec[R_START + 3], rec[R_START + 7], rec[R_START + 11]
+    d1 = Rws[1, 0] * t0 + Rws[1, 1] * t1 + Rws[1, 2] * t2
+    d2 = Rws[2, 0] * t0 + Rws[2, 1] * t1 + Rws[2, 2] * t2
+    ln = math.sqrt(d1 * d1 + d2 * d2)
+    k = -rec[R_GRADE] * u[U_ROLL_TRUNK] / ln if ln > 0.0 else 0.0
+    v_trunk[0], v_trunk[1] = k * d1, k * d2
+
+
 @njit(cache=True)
 def step_due(u, rec, wanted, dt):
     """The recovery step's trigger (module docstring, eq. P7), one cycle ``dt``: IDLE, the time a step has
@@ -333,7 +389,7 @@ def step_due(u, rec, wanted, dt):
         rec[R_NEED] = 0.0
         return False
     rec[R_NEED] += dt
-    return rec[R_NEED] >= u[U_STEP_DELAY]
+    return rec[R_NEED] >= graded(u, rec, U_STEP_DELAY, U_ROLL_DELAY)
 
 
 @njit(cache=True)
@@ -357,7 +413,7 @@ def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
     ln = math.sqrt(n1 * n1 + n2 * n2)
     if ln > 0.0:                                    # eq. P6: (c_w + shift - c_s) . n >= step_width
         n1, n2 = n1 / ln, n2 / ln
-        short = u[U_STEP_WIDTH] - (ln + de1 * n1 + de2 * n2)
+        short = graded(u, rec, U_STEP_WIDTH, U_ROLL_WIDTH) - (ln + de1 * n1 + de2 * n2)
         if short > 0.0:
             de1, de2 = de1 + short * n1, de2 + short * n2
     for r in range(3):                               # the stance sole's view: Ts^-1 Tw, Ts^T (e1 de1 + e2 de2)
@@ -424,10 +480,10 @@ def swing_pose(u, rec, up, dt, H, v):
     root): its lift-off pose moved by quintic(s) of the shift and lifted ``step_height`` bell(s) along
     ``up`` (apparent up in the stance sole's axes), s = t / step_time (models.gait.plan's swing); into
     ``v`` (3) its velocity over the next ``dt`` (the lifted foot task's feed-forward)."""
-    T = u[U_STEP_TIME]
+    T, height = graded(u, rec, U_STEP_TIME, U_ROLL_TIME), graded(u, rec, U_STEP_HEIGHT, U_ROLL_HEIGHT)
     s0, s1 = rec[R_T] / T, (rec[R_T] + dt) / T
-    a, b = quintic(s0), u[U_STEP_HEIGHT] * bell(s0)
-    da, db = (quintic(s1) - a) / dt, (u[U_STEP_HEIGHT] * bell(s1) - b) / dt
+    a, b = quintic(s0), height * bell(s0)
+    da, db = (quintic(s1) - a) / dt, (height * bell(s1) - b) / dt
     for r in range(4):
         for c in range(4):
             H[r, c] = rec[R_START + 4 * r + c]
@@ -443,9 +499,10 @@ def advance_step(u, rec, dt):
     if rec[R_PHASE] == IDLE:
         return
     rec[R_T] += dt
+    T = graded(u, rec, U_STEP_TIME, U_ROLL_TIME)
     if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step (foot -1): settle as after one
-        rec[R_PHASE], rec[R_T], rec[R_FOOT] = SETTLE, u[U_STEP_TIME], -1.0
-    if rec[R_PHASE] == SWING and rec[R_T] >= u[U_STEP_TIME]:
+        rec[R_PHASE], rec[R_T], rec[R_FOOT] = SETTLE, T, -1.0
+    if rec[R_PHASE] == SWING and rec[R_T] >= T:
         rec[R_PHASE], rec[R_LIFTING], rec[R_ROOT] = SETTLE, 0.0, 2.0 - rec[R_FOOT]
-    elif rec[R_PHASE] == SETTLE and rec[R_T] >= u[U_STEP_TIME] + u[U_STEP_SETTLE]:
+    elif rec[R_PHASE] == SETTLE and rec[R_T] >= T + u[U_STEP_SETTLE]:
         rec[R_PHASE] = IDLE

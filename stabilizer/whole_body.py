@@ -51,7 +51,8 @@ from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R
                                       RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_MARGIN, U_STEP_TIME, U_TIP_STEP,
                                       V_GYRO, V_ON, V_R, V_RATE, V_VEL,
                                       advance_step, capture_point, gyro_capture_point, load_shift, observe_lipm,
-                                      plan_step, push_gate, push_response, step_due, swing_pose, unloaded_sole)
+                                      plan_step, push_gate, push_response, roll_grade, roll_trunk, step_due,
+                                      swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -735,8 +736,9 @@ def step(mbuf, dbuf, p, s, inp, out):
         unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
         # with tip_step the gyro's tipping point out (eq. P2') is a step wanted too, planned on it
         tip = ov.tip_point
-        tipping = (k != STEP and u[U_TIP_STEP] != 0.0 and tip[0] == tip[0]
-                   and signed_distances(walls, h, tip[0], tip[1], dm) < -u[U_STEP_MARGIN])
+        beyond = -signed_distances(walls, h, tip[0], tip[1], dm) if tip[0] == tip[0] else math.nan
+        tipping = k != STEP and u[U_TIP_STEP] != 0.0 and beyond > u[U_STEP_MARGIN]
+        roll_grade(u, rec, beyond, k >= ANKLE and unloaded >= 0)     # eq. P10: the sideways answer's grade
         if tipping:
             xs = tip
         # eq. P7: a step wanted (xi out, or a push lifting a sole) for step_delay on end, or one under way
@@ -750,8 +752,9 @@ def step(mbuf, dbuf, p, s, inp, out):
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan
-    if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5)
+    if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5),
         pushv[:] = 0.0
+        roll_trunk(u, rec, Rws, pushv[2:4])          # the trunk into the fall as graded (eq. P10)
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
     xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward

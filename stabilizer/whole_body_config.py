@@ -54,10 +54,17 @@ the unnumbered choices (gains, laws, weights); every error is one
       step_width: 0.16               # m, the least lateral distance between the soles' centres a step leaves
       step_delay: 0.0                # s, how long the capture point must stay beyond step_margin before a step
       tip_step: false                # true: with a pelvis gyro, its tipping point beyond step_margin wants a step too
+      roll_start: 0.0                # m, with a pelvis gyro and a sole lifting under a push: the tipping point this far
+      roll_span: 0.0                 # m, beyond the polygon (< 0: inside) and this much further grades its step 0 to 1
+      roll_delay: 0.0                # s, the step's step_delay at grade 1 (every roll_* key: step_*'s by default)
+      roll_time: 0.0                 # s, its step_time at grade 1
+      roll_height: 0.03              # m, its step_height at grade 1
+      roll_width: 0.16               # m, its step_width at grade 1
+      roll_trunk: 0.0                # m/s, the trunk's CoG over the pelvis into the fall during its swing at grade 1
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +112,13 @@ class PushConfig:
     step_width: float = 0.16
     step_delay: float = 0.0
     tip_step: bool = False
+    roll_start: float = 0.0
+    roll_span: float = 0.0
+    roll_delay: float = 0.0
+    roll_time: float = 0.0
+    roll_height: float = 0.03
+    roll_width: float = 0.16
+    roll_trunk: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -147,7 +161,7 @@ def _flag(sec: MapSection, name: str) -> bool:
 
 def _push(sec: MapSection) -> PushConfig:
     pos = {"low": 0.0, "low_open": True}
-    out = PushConfig(sec.number("k_ankle", **pos), sec.number("v_ankle", **pos), sec.number("deadband", low=0.0),
+    base = PushConfig(sec.number("k_ankle", **pos), sec.number("v_ankle", **pos), sec.number("deadband", low=0.0),
                      sec.number("hip_margin", low=0.0), sec.number("k_hip", low=0.0), sec.number("v_hip", low=0.0),
                      sec.number("step_margin", low=0.0), sec.number("observer_rate", 0.0, low=0.0),
                      sec.number("step_time", 0.0, low=0.0), sec.number("step_height", 0.03, low=0.0),
@@ -156,6 +170,12 @@ def _push(sec: MapSection) -> PushConfig:
                      sec.number("shift_speed", 0.2, low=0.0), sec.number("shift_time", 0.0, low=0.0),
                      sec.number("step_width", 0.16, low=0.0), sec.number("step_delay", 0.0, low=0.0),
                      _flag(sec, "tip_step"))
+    out = replace(base, roll_start=sec.number("roll_start", 0.0), roll_span=sec.number("roll_span", 0.0, low=0.0),
+                  roll_delay=sec.number("roll_delay", base.step_delay, low=0.0),
+                  roll_time=sec.number("roll_time", base.step_time, low=0.0, low_open=base.step_time > 0.0),
+                  roll_height=sec.number("roll_height", base.step_height, low=0.0),
+                  roll_width=sec.number("roll_width", base.step_width, low=0.0),
+                  roll_trunk=sec.number("roll_trunk", 0.0, low=0.0))
     sec.done()
     return out
 

@@ -18,10 +18,10 @@ from models.gait.wholebody import flexed_posture
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.push_recovery import (ANKLE, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_LIFTING, R_NEED, R_PHASE,
-                                      R_SHIFT, R_TARGET, RECOVERY, SETTLE, SHIFT, STEP, SWING, advance_step,
-                                      load_shift, observe_lipm, plan_step, push_gate, push_response, step_due,
-                                      unloaded_sole)
+from stabilizer.push_recovery import (ANKLE, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_GRADE, R_LIFTING, R_NEED,
+                                      R_PHASE, R_SHIFT, R_TARGET, RECOVERY, SETTLE, SHIFT, STEP, SWING, advance_step,
+                                      load_shift, observe_lipm, plan_step, push_gate, push_response, roll_grade,
+                                      roll_trunk, step_due, swing_pose, unloaded_sole)
 from stabilizer.walls import compute_walls
 from models.polygon import polygon_centroid
 from stabilizer.whole_body_config import config_from_dict
@@ -452,3 +452,55 @@ def test_the_deployed_stabilizer_steps_only_after_step_delay():
     first = next(k for k, f in enumerate(planned) if f == 1.0)
     assert np.isnan(planned[:first]).all()
     assert (first + 1) * period == pytest.approx(delay, abs=0.5 * period)
+
+
+ROLL = {"step_delay": 0.1, "step_height": 0.03, "roll_start": -0.02, "roll_span": 0.02, "roll_delay": 0.03,
+        "roll_time": 0.6, "roll_height": 0.1, "roll_width": 0.45, "roll_trunk": 0.3}
+
+
+@pytest.mark.parametrize("beyond, grade", [(math.nan, 0.0), (-0.05, 0.0), (-0.02, 0.0), (-0.015, 0.25),
+                                           (-0.01, 0.5), (0.0, 1.0), (0.04, 1.0)])
+def test_the_sideways_step_is_graded_by_the_tipping_point(beyond, grade):
+    """eq. P10 on the left-tipped soles of the sideways test: the tipping point ``beyond`` m outside the
+    polygon while the right sole lifts grades the step linearly from roll_start (-2 cm, inside) over
+    roll_span (2 cm), 0 without a gyro (NaN); each step parameter is then step_* + g (roll_* - step_*):
+    the need it waits (0.1 s to 0.03 s, exact 1/512 s cycles), the least width of the landing from the
+    left sole's centre (0.16 to 0.45 m; the soles stand 0.2 m apart), the swing's time (0.4 to 0.6 s)
+    and height (0.03 to 0.1 m), and the trunk driven into the fall (to the left, away from the swinging
+    right sole) at g 0.3 m/s."""
+    dt = 1.0 / 512.0
+    u, rec = _push_block(**ROLL), np.zeros(RECOVERY.size())
+    due = []
+    for _ in range(100):
+        assert roll_grade(u, rec, beyond, True) == pytest.approx(grade)
+        due.append(step_due(u, rec, True, dt))
+    assert due.index(True) + 1 == math.ceil((0.1 + grade * (0.03 - 0.1)) * 512 - 1e-9)
+    plan_step(u, np.array([0.0, -0.1]), 0.0, -0.1, CENTRES, RWS, T_LEFT, T_RIGHT, rec, 1)
+    assert rec[R_TARGET + 1] == pytest.approx(-max(0.2, 0.16 + grade * (0.45 - 0.16)), abs=1e-12)   # eq. P6
+    v = np.zeros(2)
+    roll_trunk(u, rec, RWS, v)
+    np.testing.assert_allclose(v, [0.0, 0.3 * grade], atol=1e-12)
+    T, H, w, heights = 0.4 + grade * (0.6 - 0.4), np.zeros((4, 4)), np.zeros(3), []
+    for k in range(round(T / dt) + 2):
+        swing_pose(u, rec, np.array([0.0, 0.0, 1.0]), dt, H, w)
+        heights.append(H[2, 3])
+        advance_step(u, rec, dt)
+        assert (rec[R_PHASE] == SWING) == ((k + 1) * dt < T)
+    assert max(heights) == pytest.approx(0.03 + grade * 0.07, abs=1e-4)
+
+
+def test_the_grade_keeps_its_largest_value_until_no_sole_lifts():
+    """eq. P10's grade holds the largest since the sole unloaded (the tipping point passing its peak
+    before the step is due does not weaken it), is kept through the step it was planned with and after
+    it while the sole still lifts (it landed in the air), is 0 again once no sole lifts, and stays 0
+    with roll_span 0 (the shipped behaviour before the gyro)."""
+    u, rec = _push_block(**ROLL), np.zeros(RECOVERY.size())
+    assert [roll_grade(u, rec, b, True) for b in (-0.03, -0.01, 0.0, -0.015)] == pytest.approx([0.0, 0.5, 1.0, 1.0])
+    rec[R_PHASE] = SWING
+    assert roll_grade(u, rec, -0.05, False) == 1.0
+    while rec[R_PHASE] != IDLE:                       # the swing and its settling, on the step's clock
+        advance_step(u, rec, 0.01)
+    assert roll_grade(u, rec, -0.05, True) == 1.0     # landed in the air, the sole still lifting: the next too
+    assert roll_grade(u, rec, 0.0, False) == 0.0 and rec[R_GRADE] == 0.0
+    u[PUSH.offset("roll_span")] = 0.0
+    assert roll_grade(u, rec, 0.05, True) == 0.0

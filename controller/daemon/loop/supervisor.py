@@ -103,7 +103,7 @@ class Supervisor:
             self.squat = None                      # run squat: not_supported (as the I/O side says)
         self.playback = Playback(block.traj, self.period, block.support)
         self.stopping = Stop(n, cfg.control.stop_duration)
-        self.stab_sensed = isinstance(stabilize, StabilizeWholeBody) and stabilize.sensed   # support.source: sensors
+        self.stab_tree = isinstance(stabilize, StabilizeWholeBody)   # its support: the feet's, or a recovery step's
         # a played gait under the whole-robot stabilizer; ``walk_armed``: asked for during the approach
         self.walk = StabilizedPlayback(self.playback, stabilize) if isinstance(stabilize, StabilizeWholeBody) else None
         self.walk_armed = False
@@ -451,8 +451,8 @@ class Supervisor:
             est.share(est.split(self.playback.share, self.playback.phase))   # held after the file
             if self.playback.phase != est.phase:
                 est.support(self.playback.phase)
-        elif self.stab_sensed and self.gen is self.stabilize and self.stabilize.support != est.phase:
-            # the feet's loads show another support
+        elif self.stab_tree and self.gen is self.stabilize and self.stabilize.support != est.phase:
+            # the feet's loads show another support, or a recovery step swings (its stance sole carries the load)
             est.stab_support(self.stabilize)
         if outcome != Outcome.RUNNING:
             self._finished(outcome, t)

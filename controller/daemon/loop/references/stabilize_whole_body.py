@@ -15,10 +15,11 @@ from numba import njit
 from models.common.support import DOUBLE
 from stabilizer.ground import TILT_IMU, TILT_PLATFORM
 from stabilizer.pelvis_state import STATE as PELVIS_STATE
-from stabilizer.push_recovery import U_OBSERVER_RATE, V_GYRO, V_ON, V_R, V_RATE, V_VEL
+from stabilizer.push_recovery import R_ROOT, U_OBSERVER_RATE, V_GYRO, V_ON, V_R, V_RATE, V_VEL
 from stabilizer.whole_body import (B_ADM_D, B_ADM_M, B_ADM_VMAX, B_AK, B_WR, CONTACT_SENSORS, FLAG_NAMES,
                                    FLAG_REACTIONS, O_NHULL, O_SUPPORT, P_COG, P_CONTACT, P_DOUBLE_STANCE, P_POST_K,
-                                   P_PUSH, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset, step)
+                                   P_PUSH, P_TILT_SOURCE, P_USE_ACC, STATUS_NAMES, WholeBodyStabilizer, reset,
+                                   state_layout, step)
 
 from controller.daemon.codes import Event, StabParam, pack_point
 from controller.daemon.telemetry import MAX_WALLS, stab_bit_map
@@ -97,12 +98,17 @@ class StabilizeWholeBody(StabilizerReference):
         self.double_stance = int(self.params[P_DOUBLE_STANCE])
         self.step_foot = stab.recovery_step[0:1]  # the recovery step planned this cycle (NaN: none)
         self.stepping = False
+        self.recovery = state_layout(self.params, stab.state)[0].recovery   # the recovery step's state (a view)
         self.pelvis = np.zeros(0)           # the pelvis' state in the world (stabilizer.pelvis_state), set by
                                             # the estimation when it estimates it
 
     def stance(self) -> int:
-        """The sole that roots the virtual robot in this support (LEFT or RIGHT)."""
-        return self.double_stance if self.support == DOUBLE else int(self.support)
+        """The sole that roots the virtual robot in this support (LEFT or RIGHT): in double support after a
+        recovery step the one that stayed down (stabilizer.push_recovery's root), as the stabilizer roots it."""
+        if self.support != DOUBLE:
+            return int(self.support)
+        root = self.recovery[R_ROOT]
+        return int(root) - 1 if root > 0.0 else self.double_stance
 
     def start(self, q_from: np.ndarray, support: float = DOUBLE) -> None:
         """From ``q_from`` in the commanded ``support`` (the one in use until the feet's loads show theirs)."""
@@ -123,7 +129,7 @@ class StabilizeWholeBody(StabilizerReference):
         if self.reads_loads:
             s.in_loads[:] = self.loads
         status = step(s.mbuf, s.dbuf, self.params, s.state, s.inputs, s.out)
-        if status == 0 and self.sensed:
+        if status == 0:                     # the feet's, or the command's but a recovery step's stance sole
             self.support = s.out[O_SUPPORT]
         planned = status == 0 and self.step_foot[0] == self.step_foot[0]      # finite: a step swings
         if planned and not self.stepping:

@@ -10,7 +10,11 @@ capture the rebound with both soles down: no step is planned (engaged on the dea
 stepped the right foot back under the rebound's capture point, ending 63 mm outside the first polygon).
 Sideways, 62.5 N·s left (the held posture falls at 52.5; the strategies and the observer without the
 sideways step fall at 62.5, the right sole lifting 10.2 mm): the sole the push lifts swings and the robot
-stands (docs/stabilizer.md "The sideways step"). The runs go concurrently."""
+stands (docs/stabilizer.md "The sideways step"), its step ungraded by the gyro (eq. P10). 75 N·s left and right
+with the shipped YAML (the gyro's tipping point grading the sideways step in full: docs/stabilizer.md "The
+sideways step graded by the gyro") stand; with roll_span 0 (the step ungraded) 75 N·s left falls at 2.94 s,
+and before the daemon's models followed the stabilizer's stance sole 75 N·s right faulted (|τ| beyond the
+hard limit on l_ankle_lateral at 2.12 s). The runs go concurrently."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -67,3 +71,22 @@ def test_a_sideways_push_is_answered_by_the_lifting_sole_stepping(runs):
     assert r.aborted is None and not r.fell, (r.fall_reason, r.aborted)
     assert [s["foot"] for s in r.recovery_steps] == ["right"]      # the sole the push lifted, not the loaded one
     assert r.max_stance_lift_m < 0.01               # the left sole stayed down
+    assert abs(r.recovery_steps[0]["target"][1]) < 0.21   # today's width (0.2 m): the grade stays 0 (eq. P10)
+
+
+@pytest.fixture(scope="module")
+def graded():
+    pushes = {side: PelvisPush(750.0, side, 0.1) for side in ("left", "right")}
+    with ThreadPoolExecutor(len(pushes)) as pool:
+        out = {k: pool.submit(run_whole_body, push, WholeBodyOptions()) for k, push in pushes.items()}
+        return {k: f.result() for k, f in out.items()}
+
+
+@pytest.mark.parametrize("side, swing, stance_e2", [("left", "right", 0.0), ("right", "left", -0.2)])
+def test_a_75_Ns_sideways_push_stands_on_the_step_the_gyro_grades_in_full(graded, side, swing, stance_e2):
+    """The lifting sole swings graded in full: it lands roll_width (0.45 m) from the stance sole's centre
+    (e2 of the double support's root, the left sole), no drive faults, both soles' fall tests pass."""
+    r = graded[side]
+    assert r.aborted is None and not r.fell, (r.fall_reason, r.aborted)
+    assert r.recovery_steps and {s["foot"] for s in r.recovery_steps} == {swing}
+    assert abs(r.recovery_steps[0]["target"][1] - stance_e2) == pytest.approx(0.45, abs=0.005)
