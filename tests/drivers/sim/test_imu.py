@@ -59,7 +59,7 @@ def test_the_bus_carries_the_plants_imu_on_the_declared_axis(bench, backend):
 def test_sensor_key_is_checked(bench):
     assert parse_bus_config(bench).imu_axis is None
     assert parse_bus_config(with_imu(bench, "knee")).imu_axis == parse_bus_config(bench).axes[2].index
-    with pytest.raises(BusConfigError, match=r"bus.nodes\[0\].axes\[0\].sensor must be one of imu, sole, pelvis_imu, "
+    with pytest.raises(BusConfigError, match=r"bus.nodes\[0\].axes\[0\].sensor must be one of imu, sole, pelvis_imu, pelvis_gyro, "
                                              r"left_loads, right_loads, got 'gps'"):
         bench["nodes"][0]["axes"][0]["sensor"] = "gps"
         parse_bus_config(bench)
