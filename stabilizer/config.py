@@ -104,7 +104,7 @@ class StabilizerConfig:
 
 class MapSection(Section):
     """A YAML mapping being validated (models.common.validation.Section) with bounded numbers,
-    number lists and choices."""
+    number lists, choices and flags."""
 
     def fail(self, name: str, message: str) -> ConfigError:
         return ConfigError(self.where, self.path(name), message)
@@ -126,6 +126,13 @@ class MapSection(Section):
         v = self.raw(name, default)
         if v not in options:
             raise self.fail(name, f"expected one of {list(options)}, got {quote(v)}")
+        return v
+
+    def flag(self, name: str, default: Any = ...) -> bool:
+        """A true / false key."""
+        v = self.raw(name, default)
+        if not isinstance(v, bool):
+            raise self.fail(name, f"expected true or false, got {quote(v)}")
         return v
 
     def sub(self, name: str, default: Any = ...) -> MapSection:
@@ -186,9 +193,7 @@ def config_from_dict(data: Any, where: str) -> StabilizerConfig:
 
     tilt = top.sub("tilt")
     source = tilt.choice("source", tuple(TILT_SOURCES))
-    use_acc = tilt.raw("use_acceleration", False)
-    if not isinstance(use_acc, bool):
-        raise tilt.fail("use_acceleration", f"expected true or false, got {quote(use_acc)}")
+    use_acc = tilt.flag("use_acceleration", False)
     if use_acc and source == "imu":
         raise tilt.fail("use_acceleration", "the imu source already measures the acceleration (specific force)")
     observer = _observer(tilt, period)

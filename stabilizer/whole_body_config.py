@@ -151,14 +151,6 @@ class WholeBodyConfig:
     push: PushConfig | None = None
 
 
-def _flag(sec: MapSection, name: str) -> bool:
-    """An optional true / false key (default false)."""
-    v = sec.raw(name, False)
-    if not isinstance(v, bool):
-        raise sec.fail(name, f"expected true or false, got {quote(v)}")
-    return v
-
-
 def _push(sec: MapSection) -> PushConfig:
     pos = {"low": 0.0, "low_open": True}
     base = PushConfig(sec.number("k_ankle", **pos), sec.number("v_ankle", **pos), sec.number("deadband", low=0.0),
@@ -169,7 +161,7 @@ def _push(sec: MapSection) -> PushConfig:
                      sec.number("engage_time", 0.2, low=0.0, low_open=True),
                      sec.number("shift_speed", 0.2, low=0.0), sec.number("shift_time", 0.0, low=0.0),
                      sec.number("step_width", 0.16, low=0.0), sec.number("step_delay", 0.0, low=0.0),
-                     _flag(sec, "tip_step"))
+                     sec.flag("tip_step", False))
     out = replace(base, roll_start=sec.number("roll_start", 0.0), roll_span=sec.number("roll_span", 0.0, low=0.0),
                   roll_delay=sec.number("roll_delay", base.step_delay, low=0.0),
                   roll_time=sec.number("roll_time", base.step_time, low=0.0, low_open=base.step_time > 0.0),
@@ -210,9 +202,7 @@ def config_from_dict(data: Any, where: str) -> WholeBodyConfig:
     imu_frame = tilt.raw("imu_frame", "pelvis")
     if not isinstance(imu_frame, str):
         raise tilt.fail("imu_frame", f"expected a frame name, got {quote(imu_frame)}")
-    use_acc = tilt.raw("use_acceleration", False)
-    if not isinstance(use_acc, bool):
-        raise tilt.fail("use_acceleration", f"expected true or false, got {quote(use_acc)}")
+    use_acc = tilt.flag("use_acceleration", False)
     if use_acc and tsource == "imu":
         raise tilt.fail("use_acceleration", "the imu source already measures the acceleration (specific force)")
     tilt.done()
