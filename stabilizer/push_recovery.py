@@ -305,7 +305,10 @@ def _clipped(k, ex, ey, vmax, v):
 def push_gate(u, gate, xi, c, gait, dt):
     """The gate (module docstring, eq. P4) for the capture point ``xi`` of the CoG ``c`` (e1, e2), one
     cycle ``dt`` on its state ``gate`` (:data:`GATE`); ``gait``: a gait plays (the strategies stand
-    aside). Returns whether the strategies are engaged."""
+    aside). Returns whether the strategies are engaged; never without a ``push:`` section (``u`` all zeros)."""
+    if u[U_ON] == 0.0:
+        gate[G_ENGAGED] = 0.0
+        return False
     lx, ly = xi[0] - c[0], xi[1] - c[1]
     fx, fy = lx - gate[G_SLOW], ly - gate[G_SLOW + 1]
     a = min(1.0, dt / u[U_ENGAGE_TIME])
@@ -313,7 +316,7 @@ def push_gate(u, gate, xi, c, gait, dt):
     gate[G_SLOW + 1] += a * fy
     db = u[U_DEADBAND]
     moving = math.sqrt(lx * lx + ly * ly) > db
-    if gait or u[U_ON] == 0.0 or not moving:
+    if gait or not moving:
         gate[G_ENGAGED] = 0.0
     elif math.sqrt(fx * fx + fy * fy) > db:
         gate[G_ENGAGED] = 1.0

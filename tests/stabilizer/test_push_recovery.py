@@ -234,6 +234,24 @@ def test_push_section_is_optional_and_validated():
             config_from_dict(bad, str(CONFIG))
 
 
+def test_a_stabilizer_without_a_push_section_runs_with_the_strategies_off():
+    """``push:`` is optional: without it the whole-body stabilizer runs (its gate never engages, whatever the
+    CoG's velocity) instead of failing on the block's zero engage_time, and nothing is added: strategy NONE."""
+    d = yaml.safe_load(CONFIG.read_text())
+    del d["push"]
+    cfg = config_from_dict(d, str(CONFIG))
+    st = wb.WholeBodyStabilizer(TreeRobot.from_yaml(cfg.robot_path), cfg)
+    st.robot.set_root("left_sole")
+    st.reset(Q0.copy())
+    qd = np.zeros(st.robot.n)
+    qd[2] = qd[8] = 1.0                                   # both hips pitching: the CoG moving fast
+    for _ in range(3):
+        assert st.step(Q0.copy(), DOUBLE, (0.0, 0.0), qd_measured=qd) == wb.OK
+        assert st.strategy[0] == NONE
+    assert not push_gate(np.zeros(PUSH.size()), np.zeros(GATE.size()), np.array([1.0, 0.0]), np.zeros(2), False,
+                         0.002)
+
+
 def _lipm(c0: np.ndarray, v0: np.ndarray, p: np.ndarray, omega: float, t: float) -> tuple[np.ndarray, np.ndarray]:
     """The linear inverted pendulum over a fixed pressure centre p, in closed form (c_ddot = omega^2 (c - p))."""
     ch, sh = math.cosh(omega * t), math.sinh(omega * t)
