@@ -127,7 +127,8 @@ PUSH = Layout("push recovery params", [Field(k) for k in (
     "on", "k_ankle", "v_ankle", "deadband", "hip_margin", "k_hip", "v_hip", "step_margin", "observer_rate",
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
     "step_width", "step_delay", "tip_step", "roll_start", "roll_span", "roll_delay", "roll_time", "roll_height",
-    "roll_width", "roll_trunk")])
+    "roll_width", "roll_trunk", "hip_start", "hip_span", "hip_speed", "hip_ramp", "hip_reach", "hip_hold",
+    "hip_back")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -145,6 +146,15 @@ U_SHIFT_SPEED, U_SHIFT_TIME, U_STEP_WIDTH, U_STEP_DELAY, U_TIP_STEP = (PUSH.offs
 U_ROLL_START, U_ROLL_SPAN, U_ROLL_TRUNK = PUSH.offset("roll_start"), PUSH.offset("roll_span"), PUSH.offset("roll_trunk")
 U_ROLL_DELAY, U_ROLL_TIME, U_ROLL_HEIGHT, U_ROLL_WIDTH = (PUSH.offset(k) for k in (
     "roll_delay", "roll_time", "roll_height", "roll_width"))
+U_HIP_START, U_HIP_SPAN, U_HIP_SPEED, U_HIP_RAMP, U_HIP_REACH, U_HIP_HOLD, U_HIP_BACK = (PUSH.offset(k) for k in (
+    "hip_start", "hip_span", "hip_speed", "hip_ramp", "hip_reach", "hip_hold", "hip_back"))
+#: the forward hip strategy's state (:func:`hip_spin`, eq. P11): phase (ARMED, SPINNING, SPENT), the time since
+#: it fired (s), its grade (0..1), the trunk's CoG offset over the pelvis commanded so far and at its peak (m,
+#: along dir), dir (e1, e2: the unit direction of the tipping point from the polygon's centroid when it fired)
+ARMED, SPINNING, SPENT = range(3)
+SPIN = Layout("hip spin state", [Field("phase"), Field("t"), Field("grade"), Field("x"), Field("peak"),
+                                 Field("dir", (2,))])
+H_PHASE, H_T, H_GRADE, H_X, H_PEAK, H_DIR = (SPIN.offset(k) for k in ("phase", "t", "grade", "x", "peak", "dir"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
@@ -509,3 +519,48 @@ def advance_step(u, rec, dt):
         rec[R_PHASE], rec[R_LIFTING], rec[R_ROOT] = SETTLE, 0.0, 2.0 - rec[R_FOOT]
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= T + u[U_STEP_SETTLE]:
         rec[R_PHASE] = IDLE
+
+
+@njit(cache=True)
+def hip_spin(u, spin, beyond, tip, cy, cz, armed, dt):
+    """The forward hip strategy graded by the gyro (module docstring, eq. P11), one cycle ``dt`` on its state
+    ``spin`` (:data:`SPIN`). ARMED, ``armed`` (two soles down, no gait, no step) and the tipping point ``tip``
+    (e1, e2; eq. P2') ``beyond`` m outside the polygon past ``hip_start`` (NaN without a gyro: never) fires it,
+    along the unit direction d of tip from the centroid (cy, cz). Fired, the trunk's CoG over the pelvis moves
+    along d at g hip_speed r(s) (g the grade, the largest clip((beyond - hip_start) / hip_span, 0, 1) so far;
+    r rising as quintic(s / hip_ramp), 1, falling as quintic((T - s) / hip_ramp), T = hip_reach / hip_speed +
+    hip_ramp: hip_reach m at grade 1), stops hip_hold s, and comes back over hip_back s as
+    x_peak (1 - quintic(s' / hip_back)); then SPENT until the tipping point is back within hip_start (one
+    answer per excursion). Returns the speed along d over this cycle, (x(s + dt) - x(s)) / dt (0 when not
+    spinning); ``spin``'s x is then x(s + dt)."""
+    start, span = u[U_HIP_START], u[U_HIP_SPAN]
+    out = beyond > start                                   # False for NaN
+    if spin[H_PHASE] == SPENT:
+        if not out:
+            spin[H_PHASE] = ARMED
+        return 0.0
+    if spin[H_PHASE] == ARMED:
+        dx, dy = tip[0] - cy, tip[1] - cz
+        ln = math.sqrt(dx * dx + dy * dy)
+        if not (armed and out and span > 0.0 and ln > 0.0):
+            return 0.0
+        spin[H_PHASE], spin[H_T], spin[H_GRADE], spin[H_X], spin[H_PEAK] = SPINNING, 0.0, 0.0, 0.0, 0.0
+        spin[H_DIR], spin[H_DIR + 1] = dx / ln, dy / ln
+    t, ramp, hold = spin[H_T], u[U_HIP_RAMP], u[U_HIP_HOLD]
+    T = u[U_HIP_REACH] / u[U_HIP_SPEED] + ramp
+    if t < T:
+        if out:
+            spin[H_GRADE] = max(spin[H_GRADE], min(1.0, (beyond - start) / span))
+        r = quintic((t + 0.5 * dt) / ramp) * quintic((T - t - 0.5 * dt) / ramp)    # at mid-cycle
+        x = spin[H_X] + spin[H_GRADE] * u[U_HIP_SPEED] * r * dt
+        spin[H_PEAK] = x
+    elif t < T + hold:
+        x = spin[H_PEAK]
+    else:
+        x = spin[H_PEAK] * (1.0 - quintic((t + dt - T - hold) / u[U_HIP_BACK]))
+    v = (x - spin[H_X]) / dt
+    spin[H_X] = x
+    spin[H_T] = t + dt
+    if spin[H_T] >= T + hold + u[U_HIP_BACK]:
+        spin[H_PHASE] = SPENT
+    return v

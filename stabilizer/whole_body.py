@@ -47,10 +47,11 @@ from models.tree.dynamics import kinematics, set_root
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
-from stabilizer.push_recovery import (ANKLE, GATE, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT, R_TARGET,
-                                      RECOVERY, STEP, SWING, U_OBSERVER_RATE, U_STEP_MARGIN, U_STEP_TIME, U_TIP_STEP,
-                                      V_GYRO, V_ON, V_R, V_RATE, V_VEL,
-                                      advance_step, capture_point, gyro_capture_point, load_shift, observe_lipm,
+from stabilizer.push_recovery import (ANKLE, GATE, H_DIR, H_X, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT,
+                                      R_TARGET, RECOVERY, SPIN, STEP, SWING, U_OBSERVER_RATE, U_STEP_MARGIN,
+                                      U_STEP_TIME, U_TIP_STEP, V_GYRO, V_ON, V_R, V_RATE, V_VEL,
+                                      advance_step, capture_point, gyro_capture_point, hip_spin, load_shift,
+                                      observe_lipm,
                                       plan_step, push_gate, push_response, roll_grade, roll_trunk, step_due,
                                       swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
@@ -181,7 +182,7 @@ STATE = Layout("whole body state", [
     Field("K", (3, 3)), Field("C", (3, 3)), Field("A3", (3, 3)), Field("vec", (4, 3)), Field("tpoly", (4, 2)),
     Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,)),
     Field("cog_observer", (2, 2)), Field("recovery", (RECOVERY.size(),)), Field("centres", (2, 2)),
-    Field("swing_velocity", (3,)), Field("push_gate", (GATE.size(),))],
+    Field("swing_velocity", (3,)), Field("push_gate", (GATE.size(),)), Field("hip_spin", (SPIN.size(),))],
     sizes=("n",))
 S_RESET = STATE.offset("reset")
 S_ENGAGED = STATE.offset("engaged")
@@ -279,6 +280,7 @@ def reset(p, s, q_measured, out):
     sv.cog_observer[:, :] = math.nan
     sv.recovery[:] = 0.0
     sv.push_gate[:] = 0.0
+    sv.hip_spin[:] = 0.0
     ov.recovery_step[:] = math.nan
     s[S_RESET] = 1.0
 
@@ -682,17 +684,28 @@ def step(mbuf, dbuf, p, s, inp, out):
                       K, C, A3, flags, fbias[0]) != 0:
         return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
 
+    # eq. P11: the trunk spun into a fall the gyro's tipping point sees past the toes (two soles down, no gait,
+    # no step); its box and attractor carried by the spin's offset, its speed vs added to the task below
+    tip = ov.tip_point
+    beyond = -signed_distances(walls, h, tip[0], tip[1], dm) if tip[0] == tip[0] else math.nan
+    unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD]) if support == DOUBLE else -1
+    spin = sv.hip_spin
+    vs = hip_spin(u, spin, beyond, tip, cy, cz, support == DOUBLE and not tracking and rec[R_PHASE] == IDLE
+                  and unloaded < 0, dt)
+    off = spin[H_X] - vs * dt                        # the offset at this cycle (0 unless spinning)
+    ox, oy = off * spin[H_DIR], off * spin[H_DIR + 1]
+
     # virtual robot 2: the trunk's CoG over the pelvis (relative, world axes)
     _rot(Rws, com[g, 0] - Tf[fp, 0, 3], com[g, 1] - Tf[fp, 1, 3], com[g, 2] - Tf[fp, 2, 3], vec[2])
     hx, hy = p[P_TRUNK_HX], p[P_TRUNK_HY]
-    tpoly[0, 0], tpoly[0, 1], tpoly[1, 0], tpoly[1, 1] = hx, -hy, hx, hy
-    tpoly[2, 0], tpoly[2, 1], tpoly[3, 0], tpoly[3, 1] = -hx, hy, -hx, -hy
+    tpoly[0, 0], tpoly[0, 1], tpoly[1, 0], tpoly[1, 1] = ox + hx, oy - hy, ox + hx, oy + hy
+    tpoly[2, 0], tpoly[2, 1], tpoly[3, 0], tpoly[3, 1] = ox - hx, oy + hy, ox - hx, oy - hy
     compute_walls(tpoly, 4, 1.0, twalls)
     tm = signed_distances(twalls, 4, vec[2, 1], vec[2, 2], tmarg)
     out[O_TRUNK_MARGIN] = tm
     if tm < 0.0:
         flags[F_TRUNK_OUTSIDE] = 1.0
-    vec[3, 0], vec[3, 1], vec[3, 2] = vec[2, 0], 0.0, 0.0
+    vec[3, 0], vec[3, 1], vec[3, 2] = vec[2, 0], ox, oy
     if tracking:                                                  # the gait's trunk over the pelvis
         vec[3, 1], vec[3, 2] = trunk_plan[1], trunk_plan[2]
     for a in range(3):
@@ -733,10 +746,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     xs = xi                                          # the capture point a step is planned on
     if u[U_STEP_TIME] > 0.0 and support == DOUBLE and not tracking:
         sole_centres(p, Tf, Rws, sv.centres)
-        unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD])
         # with tip_step the gyro's tipping point out (eq. P2') is a step wanted too, planned on it
-        tip = ov.tip_point
-        beyond = -signed_distances(walls, h, tip[0], tip[1], dm) if tip[0] == tip[0] else math.nan
         tipping = k != STEP and u[U_TIP_STEP] != 0.0 and beyond > u[U_STEP_MARGIN]
         roll_grade(u, rec, beyond, k >= ANKLE and unloaded >= 0)     # eq. P10: the sideways answer's grade
         if tipping:
@@ -755,6 +765,8 @@ def step(mbuf, dbuf, p, s, inp, out):
     if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5),
         pushv[:] = 0.0
         roll_trunk(u, rec, Rws, pushv[2:4])          # the trunk into the fall as graded (eq. P10)
+    pushv[2] += vs * sv.hip_spin[H_DIR]              # eq. P11: the trunk's spin into the fall
+    pushv[3] += vs * sv.hip_spin[H_DIR + 1]
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
     xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
     if tracking:                                     # eq. (walking): the gait's rates fed forward

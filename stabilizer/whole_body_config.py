@@ -61,6 +61,13 @@ the unnumbered choices (gains, laws, weights); every error is one
       roll_height: 0.03              # m, its step_height at grade 1
       roll_width: 0.16               # m, its step_width at grade 1
       roll_trunk: 0.0                # m/s, the trunk's CoG over the pelvis into the fall during its swing at grade 1
+      hip_start: 0.0                 # m, with a pelvis gyro, two soles down: the tipping point this far beyond the
+      hip_span: 0.0                  # m, polygon (< 0: inside) and this much further grades the trunk's spin 0 to 1 (0: off)
+      hip_speed: 0.5                 # m/s, > 0: the trunk's CoG over the pelvis moved into the fall at this speed at grade 1,
+      hip_ramp: 0.05                 # s, > 0: reached and left in this time (quintics: bounded jerk),
+      hip_reach: 0.0                 # m, this far at grade 1 (a ramp's travel included),
+      hip_hold: 0.0                  # s, held this long,
+      hip_back: 1.0                  # s, > 0: and brought back in this time (a quintic)
 """
 from __future__ import annotations
 
@@ -119,6 +126,13 @@ class PushConfig:
     roll_height: float = 0.03
     roll_width: float = 0.16
     roll_trunk: float = 0.0
+    hip_start: float = 0.0
+    hip_span: float = 0.0
+    hip_speed: float = 0.5
+    hip_ramp: float = 0.05
+    hip_reach: float = 0.0
+    hip_hold: float = 0.0
+    hip_back: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -167,7 +181,13 @@ def _push(sec: MapSection) -> PushConfig:
                   roll_time=sec.number("roll_time", base.step_time, low=0.0, low_open=base.step_time > 0.0),
                   roll_height=sec.number("roll_height", base.step_height, low=0.0),
                   roll_width=sec.number("roll_width", base.step_width, low=0.0),
-                  roll_trunk=sec.number("roll_trunk", 0.0, low=0.0))
+                  roll_trunk=sec.number("roll_trunk", 0.0, low=0.0),
+                  hip_start=sec.number("hip_start", 0.0), hip_span=sec.number("hip_span", 0.0, low=0.0),
+                  hip_speed=sec.number("hip_speed", 0.5, low=0.0, low_open=True),
+                  hip_ramp=sec.number("hip_ramp", 0.05, low=0.0, low_open=True),
+                  hip_reach=sec.number("hip_reach", 0.0, low=0.0),
+                  hip_hold=sec.number("hip_hold", 0.0, low=0.0),
+                  hip_back=sec.number("hip_back", 1.0, low=0.0, low_open=True))
     sec.done()
     return out
 

@@ -18,9 +18,9 @@ from models.gait.wholebody import flexed_posture
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.push_recovery import (ANKLE, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_GRADE, R_LIFTING, R_NEED,
-                                      R_PHASE, R_SHIFT, R_TARGET, RECOVERY, SETTLE, SHIFT, STEP, SWING, advance_step,
-                                      load_shift, observe_lipm, plan_step, push_gate, push_response, roll_grade,
+from stabilizer.push_recovery import (ANKLE, ARMED, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_GRADE, R_LIFTING, R_NEED,
+                                      R_PHASE, R_SHIFT, R_TARGET, RECOVERY, SETTLE, SHIFT, SPENT, SPIN, STEP, SWING,
+                                      advance_step, hip_spin, load_shift, observe_lipm, plan_step, push_gate, push_response, roll_grade,
                                       roll_trunk, step_due, swing_pose, unloaded_sole)
 from stabilizer.walls import compute_walls
 from models.polygon import polygon_centroid
@@ -522,3 +522,75 @@ def test_the_grade_keeps_its_largest_value_until_no_sole_lifts():
     assert roll_grade(u, rec, 0.0, False) == 0.0 and rec[R_GRADE] == 0.0
     u[PUSH.offset("roll_span")] = 0.0
     assert roll_grade(u, rec, 0.05, True) == 0.0
+
+
+# eq. P11 on exact clocks (1/512 s): the spin's times are whole cycles (out 0.375 s, hold 0.25 s, back 1.5 s)
+SPIN_KEYS = {"hip_start": -0.005, "hip_span": 0.005, "hip_speed": 1.0, "hip_ramp": 0.125, "hip_reach": 0.25,
+             "hip_hold": 0.25, "hip_back": 1.5}
+# the tipping point's distance beyond the toes' edge after a forward push starts (docs/stabilizer.md, "The tipping
+# point": the stepped HIL's xi_t less the edge's 0.170 m): 75 N s goes out and stays, 62.5 N s peaks 10 mm inside
+TIP_T = [0.0, 0.04, 0.08, 0.12, 0.16, 0.20, 0.40, 2.0]
+TIP_75 = [-0.148, -0.092, -0.019, 0.017, 0.023, 0.029, 0.063, 0.5]
+TIP_625 = [-0.148, -0.100, -0.040, -0.010, -0.020, -0.030, -0.080, -0.1]
+
+
+def _spin(beyond_at, u, cycles, tip=(0.3, -0.1), centroid=(0.0, -0.1), armed=True):
+    """Run hip_spin for ``cycles`` of 1/512 s, the tipping point ``beyond_at(t)`` m out (placed at ``tip``, the
+    polygon's centroid at ``centroid``): the speeds and the spin state after each cycle."""
+    dt, spin = 1.0 / 512.0, np.zeros(SPIN.size())
+    v, states = np.zeros(cycles), np.zeros((cycles, SPIN.size()))
+    for k in range(cycles):
+        v[k] = hip_spin(u, spin, beyond_at(k * dt), np.array(tip), centroid[0], centroid[1], armed, dt)
+        states[k] = spin
+    return v, states
+
+
+def test_the_trunk_spins_at_a_75_like_tipping_point_and_not_at_a_62_5_like_one():
+    """eq. P11: the spin fires the first cycle the tipping point is past hip_start (5 mm inside the toes: 75 N s
+    passes it 95.6 ms after the push starts, on its measured path), never on 62.5 N s's (its peak 10 mm inside),
+    without a gyro (NaN) or not armed (a sole lifting, a step, a gait); fired, the trunk's CoG goes along the
+    tipping point's direction from the centroid (+e1 here), the grade 1 from 5 mm further, and comes back to 0."""
+    dt, u = 1.0 / 512.0, _push_block(**SPIN_KEYS)
+    v, st = _spin(lambda t: float(np.interp(t, TIP_T, TIP_75)), u, 1400)
+    t_star = 0.08 + 0.04 * (0.019 - 0.005) / 0.036           # -0.005 m on the segment 0.08 -> 0.12 s
+    fired = int(np.argmax(st[:, SPIN.offset("phase")] != ARMED))
+    assert fired == math.floor(t_star / dt) + 1
+    assert st[-1, SPIN.offset("grade")] == 1.0 and st[-1, SPIN.offset("phase")] == SPENT
+    np.testing.assert_array_equal(st[fired, SPIN.offset("dir"):SPIN.offset("dir") + 2], [1.0, 0.0])
+    assert np.sum(v) * dt == pytest.approx(0.0, abs=1e-12) and st[-1, SPIN.offset("x")] == 0.0
+    for path, armed in ((TIP_625, True), ([math.nan] * len(TIP_T), True), (TIP_75, False)):
+        v, st = _spin(lambda t: float(np.interp(t, TIP_T, path)), u, 1400, armed=armed)
+        assert not v.any() and (st[:, SPIN.offset("phase")] == ARMED).all()
+
+
+@pytest.mark.parametrize("beyond, grade", [(-0.0025, 0.5), (0.01, 1.0)])
+def test_the_trunk_spin_is_bounded_and_comes_back(beyond, grade):
+    """eq. P11's profile, the tipping point held ``beyond`` m out (grade 0.5, 1): the speed within g hip_speed,
+    its change within quintic's 1.875 g hip_speed / hip_ramp per s (bounded jerk: no step in the speed the
+    trunk_pitch drive would have to follow), g hip_reach out by the end of the out phase (0.375 s, whole
+    cycles), held still hip_hold s, back to exactly 0 after hip_back s, then SPENT until the tipping point is
+    back within hip_start, then ARMED (one answer per excursion)."""
+    dt, u = 1.0 / 512.0, _push_block(**SPIN_KEYS)
+    out, hold, back = 192, 128, 768
+    v, st = _spin(lambda t: beyond, u, out + hold + back + 50)
+    assert np.max(np.abs(v)) <= grade * 1.0 + 1e-12
+    assert np.max(np.abs(np.diff(v))) / dt <= 1.875 * grade * 1.0 / 0.125 + 1e-9
+    x = st[:, SPIN.offset("x")]
+    assert x[out - 1] == pytest.approx(grade * 0.25, rel=1e-5) and (v[out:out + hold] == 0.0).all()
+    assert (v[:out] >= 0.0).all() and (v[out + hold:] <= 0.0).all()
+    assert x[out + hold + back - 1] == 0.0 and st[out + hold + back - 1, SPIN.offset("phase")] == SPENT
+    assert not v[out + hold + back:].any()
+    spin = st[-1].copy()
+    hip_spin(u, spin, -0.01, np.array([0.3, -0.1]), 0.0, -0.1, True, dt)
+    assert spin[SPIN.offset("phase")] == ARMED
+
+
+def test_the_trunk_spin_keys_are_validated():
+    """push.hip_*: the spin's speed, ramp and return time > 0, its span, reach and hold >= 0: one clear error."""
+    bare = yaml.safe_load(CONFIG.read_text())
+    for key in ("hip_speed", "hip_ramp", "hip_back", "hip_span", "hip_reach", "hip_hold"):
+        bad = copy.deepcopy(bare)
+        bad["push"][key] = 0.0 if key in ("hip_speed", "hip_ramp", "hip_back") else -0.01
+        with pytest.raises(Exception, match=f"push.{key}"):
+            config_from_dict(bad, str(CONFIG))
+    assert config_from_dict(bare, str(CONFIG)).push.hip_span == 0.0        # off as shipped
