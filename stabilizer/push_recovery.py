@@ -96,6 +96,21 @@ early, slow, high and wide swing with the trunk thrown into the fall that a push
 loaded sole's edge needs. The grade holds through the step and after it while the sole still lifts (it
 landed in the air), 0 again once no sole lifts, and always 0 without a gyro (xi_t NaN) or with roll_span 0.
 
+Forward, no sole lifts and the step above is not taken: with the pelvis gyro the trunk is spun into the fall
+instead, the hip strategy of Horak & Nashner 1986 fired by the tipping point (the momentum a body spun about
+the pelvis takes off the CoG: Pratt et al. 2006's capture point with a flywheel; docs/stabilizer.md, "Past
+62.5 N s forward with the gyro: the trunk spun into the fall"). Two soles down, no gait, no step, the tipping
+point xi_t d_t m outside the polygon past ``hip_start`` fires it once per excursion, along d = (xi_t - G+) /
+|xi_t - G+| (G+ the polygon's centroid):
+
+    g = max over the spin's way out of clip((d_t - hip_start) / hip_span, 0, 1),
+    x_dot = g hip_speed quintic(s / hip_ramp) quintic((T - s) / hip_ramp),  T = hip_reach / hip_speed + hip_ramp,
+    then x held for hip_hold, then x = x_T (1 - quintic(s' / hip_back)),   v_t += x_dot d            (P11)
+
+x the trunk's CoG over the pelvis moved along d (its box and attractor carried with it), v_t the trunk task's
+velocity: a speed reached and left with bounded jerk (the trunk_pitch drive follows it), g hip_reach at the
+end of the way out, back to 0 after the hold. Never without a gyro (xi_t NaN) or with hip_span 0.
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
