@@ -49,9 +49,8 @@ from models.tree.robot import TreeRobot
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, H_DIR, H_X, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT,
                                       R_TARGET, RECOVERY, SPIN, STEP, SWING, U_OBSERVER_RATE, U_STEP_MARGIN,
-                                      U_STEP_TIME, U_TIP_STEP, V_GYRO, V_ON, V_R, V_RATE, V_VEL,
-                                      advance_step, capture_point, gyro_capture_point, hip_spin, load_shift,
-                                      observe_lipm,
+                                      U_STEP_TIME, U_TIP_STEP, V_GYRO, V_ON, V_R, V_RATE, V_VEL, advance_step,
+                                      capture_point, gyro_capture_point, hip_spin, load_shift, observe_lipm,
                                       plan_step, push_gate, push_response, roll_grade, roll_trunk, step_due,
                                       swing_pose, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status

@@ -20,8 +20,8 @@ from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
 from stabilizer.push_recovery import (ANKLE, ARMED, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_GRADE, R_LIFTING, R_NEED,
                                       R_PHASE, R_SHIFT, R_TARGET, RECOVERY, SETTLE, SHIFT, SPENT, SPIN, STEP, SWING,
-                                      advance_step, hip_spin, load_shift, observe_lipm, plan_step, push_gate, push_response, roll_grade,
-                                      roll_trunk, step_due, swing_pose, unloaded_sole)
+                                      advance_step, hip_spin, load_shift, observe_lipm, plan_step, push_gate,
+                                      push_response, roll_grade, roll_trunk, step_due, swing_pose, unloaded_sole)
 from stabilizer.walls import compute_walls
 from models.polygon import polygon_centroid
 from stabilizer.whole_body_config import config_from_dict
