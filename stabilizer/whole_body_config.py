@@ -61,6 +61,10 @@ the unnumbered choices (gains, laws, weights); every error is one
       roll_height: 0.03              # m, its step_height at grade 1
       roll_width: 0.16               # m, its step_width at grade 1
       roll_trunk: 0.0                # m/s, the trunk's CoG over the pelvis into the fall during its swing at grade 1
+      tip_shift: 0.0                 # s, > 0: the step tip_step wants first drives the CoG over its stance sole, the
+      tip_speed: 0.2                 # m/s, swing sole lifting when unloaded, at the latest after tip_shift (eq. P11)
+      tip_lead: 0.0                  # its landing: the tipping point carried on by the pendulum for tip_lead x swing
+      tip_width: 0.16                # m, its step_width (eq. P6; step_width's by default)
 """
 from __future__ import annotations
 
@@ -119,6 +123,10 @@ class PushConfig:
     roll_height: float = 0.03
     roll_width: float = 0.16
     roll_trunk: float = 0.0
+    tip_shift: float = 0.0
+    tip_speed: float = 0.2
+    tip_lead: float = 0.0
+    tip_width: float = 0.16
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,10 @@ def _push(sec: MapSection) -> PushConfig:
                   roll_time=sec.number("roll_time", base.step_time, low=0.0, low_open=base.step_time > 0.0),
                   roll_height=sec.number("roll_height", base.step_height, low=0.0),
                   roll_width=sec.number("roll_width", base.step_width, low=0.0),
-                  roll_trunk=sec.number("roll_trunk", 0.0, low=0.0))
+                  roll_trunk=sec.number("roll_trunk", 0.0, low=0.0),
+                  tip_shift=sec.number("tip_shift", 0.0, low=0.0), tip_speed=sec.number("tip_speed", 0.2, low=0.0),
+                  tip_lead=sec.number("tip_lead", 0.0, low=0.0),
+                  tip_width=sec.number("tip_width", base.step_width, low=0.0))
     sec.done()
     return out
 
