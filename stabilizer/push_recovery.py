@@ -96,6 +96,20 @@ early, slow, high and wide swing with the trunk thrown into the fall that a push
 loaded sole's edge needs. The grade holds through the step and after it while the sole still lifts (it
 landed in the air), 0 again once no sole lifts, and always 0 without a gyro (xi_t NaN) or with roll_span 0.
 
+With the gyro and ``tip_shift`` > 0 the step ``tip_step`` wants (a forward push: the soles tipping on their
+toes, none unloaded) is a forward step in two (docs/stabilizer.md, "Past 62.5 N·s forward with the gyro"): a load
+shift first (P5's law towards the stance sole's centre at ``tip_speed``; the anticipatory postural adjustment,
+Massion 1992), the swing sole (the one nearest xi_t) lifting when unloaded or after ``tip_shift`` s; its landing
+where the pendulum about the polygon's edge carries xi_t (b m outside, G the centroid) for ``tip_lead`` times the
+swing's time T (Pratt et al. 2006: xi_dot = omega (xi - p)),
+
+    x = xi_t + (exp(omega tip_lead T) - 1) b (xi_t - G) / |xi_t - G|,   P6 with ``tip_width``           (P11)
+
+flown in the gyro's world up (the curve turned from apparent up onto the true up about the stance sole's
+tipping edge, :func:`tilt_pose`), landed on touchdown (:func:`touchdown`), the landed sole then rooting and the
+rear sole laid flat and brought up beside the front one (:func:`tip_follow`). Off in the shipped YAML: it stops
+the forward fall at 75 N·s and falls sideways (measured, not shipped).
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
