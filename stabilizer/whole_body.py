@@ -794,7 +794,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5),
         pushv[:] = 0.0
         roll_trunk(u, rec, Rws, pushv[2:4])          # the trunk into the fall as graded (eq. P10)
-    elif laying:                                     # a tip step's landing: the fields alone (eq. P11)
+    elif rec[R_TIP] != 0.0 and rec[R_PHASE] == SETTLE:   # a tip step's landings: the fields alone (eq. P11)
         pushv[:] = 0.0
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]
     xd[8], xd[9] = vec[1, 1] + pushv[2], vec[1, 2] + pushv[3]
