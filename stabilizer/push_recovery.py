@@ -111,6 +111,20 @@ x the trunk's CoG over the pelvis moved along d (its box and attractor carried w
 velocity: a speed reached and left with bounded jerk (the trunk_pitch drive follows it), g hip_reach at the
 end of the way out, back to 0 after the hold. Never without a gyro (xi_t NaN) or with hip_span 0.
 
+With the gyro and ``tip_shift`` > 0 the step ``tip_step`` wants (a forward push: the soles tipping on their
+toes, none unloaded) is a forward step in two (docs/stabilizer.md, "Past 62.5 N·s forward with the gyro: a step that stops the fall"): a load
+shift first (P5's law towards the stance sole's centre at ``tip_speed``; the anticipatory postural adjustment,
+Massion 1992), the swing sole (the one nearest xi_t) lifting when unloaded or after ``tip_shift`` s; its landing
+where the pendulum about the polygon's edge carries xi_t (b m outside, G the centroid) for ``tip_lead`` times the
+swing's time T (Pratt et al. 2006: xi_dot = omega (xi - p)),
+
+    x = xi_t + (exp(omega tip_lead T) - 1) b (xi_t - G) / |xi_t - G|,   P6 with ``tip_width``           (P12)
+
+flown in the gyro's world up (the curve turned from apparent up onto the true up about the stance sole's
+tipping edge, :func:`tilt_pose`), landed on touchdown (:func:`touchdown`), the landed sole then rooting and the
+rear sole laid flat and brought up beside the front one (:func:`tip_follow`). Off in the shipped YAML: it stops
+the forward fall at 75 N·s and falls sideways (measured, not shipped).
+
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
 (Hof 2008: c_ddot = omega^2 (c - p), so xi_dot = omega (xi - p)); a Luenberger observer of (c, c_dot)
@@ -143,7 +157,7 @@ PUSH = Layout("push recovery params", [Field(k) for k in (
     "step_time", "step_height", "step_max", "step_settle", "engage_time", "shift_speed", "shift_time",
     "step_width", "step_delay", "tip_step", "roll_start", "roll_span", "roll_delay", "roll_time", "roll_height",
     "roll_width", "roll_trunk", "hip_start", "hip_span", "hip_speed", "hip_ramp", "hip_reach", "hip_hold",
-    "hip_back")])
+    "hip_back", "tip_shift", "tip_speed", "tip_lead", "tip_width")])
 U_ON = PUSH.offset("on")
 U_K_ANKLE = PUSH.offset("k_ankle")
 U_V_ANKLE = PUSH.offset("v_ankle")
@@ -170,21 +184,24 @@ ARMED, SPINNING, SPENT = range(3)
 SPIN = Layout("hip spin state", [Field("phase"), Field("t"), Field("grade"), Field("x"), Field("peak"),
                                  Field("dir", (2,))])
 H_PHASE, H_T, H_GRADE, H_X, H_PEAK, H_DIR = (SPIN.offset(k) for k in ("phase", "t", "grade", "x", "peak", "dir"))
+U_TIP_SHIFT, U_TIP_SPEED, U_TIP_LEAD, U_TIP_WIDTH = (PUSH.offset(k) for k in (
+    "tip_shift", "tip_speed", "tip_lead", "tip_width"))
 #: a recovery step's state: phase (IDLE, SWING, SETTLE, SHIFT), the swing foot (in SHIFT: the loaded sole that
 #: will swing), the time since it lifted (in SHIFT: since the shift began, s), the swing sole's pose at lift-off
 #: relative to the stance sole, the move of its centre (stance sole axes, m) and where that centre lands (e1, e2
 #: of the planning cycle, m), lifting (1: the push lifted the swing sole, the sideways step) and need (s: how
 #: long, IDLE, a step has been wanted on end, eq. P7) and root (the sole that stayed down through the last
 #: recovery step, plus one; 0: none yet): it roots the double support from then on, and grade (eq. P10: 0, the
-#: step as step_* give it, to 1, as roll_* do)
+#: step as step_* give it, to 1, as roll_* do) and tip (1: the step the gyro's tipping point planned, its load
+#: shift and swing, eq. P12)
 IDLE, SWING, SETTLE, SHIFT = range(4)
 RECOVERY = Layout("recovery step state", [Field("phase"), Field("foot"), Field("t"), Field("start", (4, 4)),
                                           Field("shift", (3,)), Field("target", (2,)), Field("lifting"),
-                                          Field("need"), Field("root"), Field("grade")])
+                                          Field("need"), Field("root"), Field("grade"), Field("tip")])
 R_PHASE, R_FOOT, R_T = RECOVERY.offset("phase"), RECOVERY.offset("foot"), RECOVERY.offset("t")
 R_LIFTING, R_NEED, R_ROOT = RECOVERY.offset("lifting"), RECOVERY.offset("need"), RECOVERY.offset("root")
 R_START, R_SHIFT, R_TARGET = RECOVERY.offset("start"), RECOVERY.offset("shift"), RECOVERY.offset("target")
-R_GRADE = RECOVERY.offset("grade")
+R_GRADE, R_TIP = RECOVERY.offset("grade"), RECOVERY.offset("tip")
 #: the gate's state (:func:`push_gate`): engaged (0, 1), the slow part of xi - c (e1, e2, m; zeros at rest)
 GATE = Layout("push gate state", [Field("engaged"), Field("slow", (2,))])
 G_ENGAGED, G_SLOW = GATE.offset("engaged"), GATE.offset("slow")
@@ -421,6 +438,57 @@ def step_due(u, rec, wanted, dt):
 
 
 @njit(cache=True)
+def nearest_sole(xi, centres):
+    """The sole (0 left, 1 right) whose centre (``centres``, foot, e1 / e2) is nearest ``xi``; a tie: the right
+    one (the gait's first swing foot)."""
+    d0 = (xi[0] - centres[0, 0]) ** 2 + (xi[1] - centres[0, 1]) ** 2
+    d1 = (xi[0] - centres[1, 0]) ** 2 + (xi[1] - centres[1, 1]) ** 2
+    return 0 if d0 < d1 else 1
+
+
+@njit(cache=True)
+def tip_shift(u, rec, tip, centres):
+    """The forward step's first phase (module docstring, eq. P12): IDLE with ``tip_shift`` > 0, the step the
+    tipping point ``tip`` wants (eq. P7) starts a load shift instead of swinging at once, the sole nearest
+    ``tip`` to swing (rec's tip set: :func:`load_shift` drives it at ``tip_speed`` and swings it at the latest
+    after ``tip_shift`` s). Returns whether the shift started."""
+    if rec[R_PHASE] != IDLE or u[U_TIP_SHIFT] <= 0.0:
+        return False
+    rec[R_PHASE], rec[R_FOOT], rec[R_T], rec[R_TIP] = SHIFT, nearest_sole(tip, centres), 0.0, 1.0
+    return True
+
+
+@njit(cache=True)
+def tip_aim(u, rec, tip, beyond, omega, cy, cz, out):
+    """Where the forward step lands (module docstring, eq. P12) into out[0:2]: the tipping point ``tip`` (e1, e2)
+    ``beyond`` m outside the polygon, carried on by the pendulum about the polygon's edge for ``tip_lead`` times
+    the swing's time T, away from its centroid G = (cy, cz): tip + (exp(omega tip_lead T) - 1) max(beyond, 0)
+    (tip - G) / |tip - G| (tip_lead 0: the tipping point itself)."""
+    ex, ey = tip[0] - cy, tip[1] - cz
+    ln = math.sqrt(ex * ex + ey * ey)
+    k = 0.0
+    if ln > 0.0 and beyond > 0.0:
+        k = (math.exp(omega * u[U_TIP_LEAD] * graded(u, rec, U_STEP_TIME, U_ROLL_TIME)) - 1.0) * beyond / ln
+    out[0], out[1] = tip[0] + k * ex, tip[1] + k * ey
+
+
+@njit(cache=True)
+def tip_follow(u, rec, unloaded, centres, aim):
+    """The forward step's second step (module docstring, eq. P12), one cycle: a tip step landed (SETTLE, tip 1)
+    and the rear sole ``unloaded`` (:func:`unloaded_sole`: the robot gone over the front one) swings to beside
+    the front sole, ``tip_width`` from its centre across (``centres``, foot, e1 / e2), into ``aim`` (the point
+    :func:`plan_step` moves it to, from its own centre); tip 2 from then on (no third). Returns the rear sole
+    to swing, or -1."""
+    front = int(rec[R_FOOT])
+    if rec[R_TIP] != 1.0 or rec[R_PHASE] != SETTLE or front < 0 or unloaded != 1 - front:
+        return -1
+    side = 1.0 if centres[unloaded, 1] > centres[front, 1] else -1.0
+    aim[0], aim[1] = centres[front, 0], centres[front, 1] + side * u[U_STEP_WIDTH]
+    rec[R_TIP], rec[R_LIFTING] = 2.0, 1.0
+    return unloaded
+
+
+@njit(cache=True)
 def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
     """A recovery step (module docstring) into ``rec`` (:data:`RECOVERY`), planned on two feet: ``centres``
     the soles' centres (foot, e1 / e2), ``Tl``, ``Tr`` the left and right soles' poses and ``Rws`` the
@@ -429,9 +497,7 @@ def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
     sole's along the line between the two centres (eq. P6: no crossover, the legs would meet). Returns the
     swing foot."""
     if foot < 0:
-        d0 = (xi[0] - centres[0, 0]) ** 2 + (xi[1] - centres[0, 1]) ** 2
-        d1 = (xi[0] - centres[1, 0]) ** 2 + (xi[1] - centres[1, 1]) ** 2
-        foot = 0 if d0 < d1 else 1                  # the nearest sole; a tie: the right one (the gait's first)
+        foot = nearest_sole(xi, centres)
     Ts, Tw = (Tr, Tl) if foot == 0 else (Tl, Tr)
     de1, de2 = xi[0] - cy, xi[1] - cz
     ln = math.sqrt(de1 * de1 + de2 * de2)
@@ -441,7 +507,8 @@ def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
     ln = math.sqrt(n1 * n1 + n2 * n2)
     if ln > 0.0:                                    # eq. P6: (c_w + shift - c_s) . n >= step_width
         n1, n2 = n1 / ln, n2 / ln
-        short = graded(u, rec, U_STEP_WIDTH, U_ROLL_WIDTH) - (ln + de1 * n1 + de2 * n2)
+        width = u[U_TIP_WIDTH] if rec[R_TIP] != 0.0 else graded(u, rec, U_STEP_WIDTH, U_ROLL_WIDTH)
+        short = width - (ln + de1 * n1 + de2 * n2)
         if short > 0.0:
             de1, de2 = de1 + short * n1, de2 + short * n2
     for r in range(3):                               # the stance sole's view: Ts^-1 Tw, Ts^T (e1 de1 + e2 de2)
@@ -493,11 +560,13 @@ def load_shift(u, rec, unloaded, centres, c, v_cog, v_trunk):
     if rec[R_PHASE] != SHIFT:
         return -1
     foot = int(rec[R_FOOT])
-    if unloaded == foot:
+    tipping = rec[R_TIP] != 0.0
+    if unloaded == foot or (tipping and rec[R_T] >= u[U_TIP_SHIFT]):
         rec[R_LIFTING] = 1.0
         return foot
     other = 1 - foot
-    _clipped(u[U_K_ANKLE], centres[other, 0] - c[0], centres[other, 1] - c[1], u[U_SHIFT_SPEED], v_cog)
+    speed = u[U_TIP_SPEED] if tipping else u[U_SHIFT_SPEED]
+    _clipped(u[U_K_ANKLE], centres[other, 0] - c[0], centres[other, 1] - c[1], speed, v_cog)
     v_trunk[0] = v_trunk[1] = 0.0
     return -1
 
@@ -521,6 +590,60 @@ def swing_pose(u, rec, up, dt, H, v):
 
 
 @njit(cache=True)
+def lowest_vertex(outline, nv, T, n):
+    """The vertex of a sole's outline (``outline[:nv]``, x / y in the sole's frame, pose ``T`` 4 x 4 in the
+    model's root frame) lowest along the unit vector ``n`` (root axes): the edge a tipped sole stands on.
+    Returns its root coordinates."""
+    best, p0, p1, p2 = math.inf, 0.0, 0.0, 0.0
+    for k in range(nv):
+        x, y = outline[k, 0], outline[k, 1]
+        q0 = T[0, 3] + T[0, 0] * x + T[0, 1] * y
+        q1 = T[1, 3] + T[1, 0] * x + T[1, 1] * y
+        q2 = T[2, 3] + T[2, 0] * x + T[2, 1] * y
+        h = n[0] * q0 + n[1] * q1 + n[2] * q2
+        if h < best:
+            best, p0, p1, p2 = h, q0, q1, q2
+    return p0, p1, p2
+
+
+@njit(cache=True)
+def partway(a, b, s):
+    """The unit vector a fraction ``s`` of the way from the unit vector ``a`` to ``b`` (normalised chord)."""
+    x0, x1, x2 = a[0] + s * (b[0] - a[0]), a[1] + s * (b[1] - a[1]), a[2] + s * (b[2] - a[2])
+    n = math.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+    return x0 / n, x1 / n, x2 / n
+
+
+@njit(cache=True)
+def tilt_pose(a, b, pivot, H, v):
+    """H (4 x 4, root frame) and the vector ``v`` (3) turned by the least rotation Q taking the unit vector ``a``
+    onto ``b`` (eq. P12), H about the point ``pivot``: H <- Q (H - pivot) + pivot, v <- Q v."""
+    ax = (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+    cs = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    for c in range(3):
+        H[0, c], H[1, c], H[2, c] = _turn(ax, cs, H[0, c], H[1, c], H[2, c])
+    x0, x1, x2 = _turn(ax, cs, H[0, 3] - pivot[0], H[1, 3] - pivot[1], H[2, 3] - pivot[2])
+    H[0, 3], H[1, 3], H[2, 3] = x0 + pivot[0], x1 + pivot[1], x2 + pivot[2]
+    v[0], v[1], v[2] = _turn(ax, cs, v[0], v[1], v[2])
+
+
+@njit(cache=True)
+def touchdown(u, rec, loads, cells, min_load):
+    """A tip step's swing ended by its sole's landing (eq. P12), one cycle: SWING with tip, past half its time,
+    the swing sole's ``cells`` load cells (``loads[cells * foot:]``) carrying ``min_load`` end it now
+    (:func:`advance_step` lands it this cycle): the floor met before the curve's end (the stance sole tipped)."""
+    if rec[R_PHASE] != SWING or rec[R_TIP] == 0.0:
+        return
+    T = graded(u, rec, U_STEP_TIME, U_ROLL_TIME)
+    f = int(rec[R_FOOT])
+    w = 0.0
+    for c in range(cells):
+        w += loads[cells * f + c]
+    if rec[R_T] >= 0.5 * T and w >= min_load:
+        rec[R_T] = T
+
+
+@njit(cache=True)
 def advance_step(u, rec, dt):
     """The step's clock: SHIFT for at most ``shift_time``, SWING until ``step_time`` (the sole that stayed
     down then roots the double support, ``root``), SETTLE for ``step_settle`` more, then IDLE."""
@@ -528,12 +651,16 @@ def advance_step(u, rec, dt):
         return
     rec[R_T] += dt
     T = graded(u, rec, U_STEP_TIME, U_ROLL_TIME)
-    if rec[R_PHASE] == SHIFT and rec[R_T] >= u[U_SHIFT_TIME]:     # no step (foot -1): settle as after one
+    # no step (foot -1): settle as after one; a tip shift swings at tip_shift (load_shift), ended here only when
+    # the double support it needs was lost
+    limit = u[U_TIP_SHIFT] + dt if rec[R_TIP] != 0.0 else u[U_SHIFT_TIME]
+    if rec[R_PHASE] == SHIFT and rec[R_T] >= limit:
         rec[R_PHASE], rec[R_T], rec[R_FOOT] = SETTLE, T, -1.0
-    if rec[R_PHASE] == SWING and rec[R_T] >= T:
-        rec[R_PHASE], rec[R_LIFTING], rec[R_ROOT] = SETTLE, 0.0, 2.0 - rec[R_FOOT]
+    if rec[R_PHASE] == SWING and rec[R_T] >= T:          # a tip step's landed sole lies flat: it roots (eq. P12)
+        root = 1.0 + rec[R_FOOT] if rec[R_TIP] == 1.0 else 2.0 - rec[R_FOOT]
+        rec[R_PHASE], rec[R_LIFTING], rec[R_ROOT] = SETTLE, 0.0, root
     elif rec[R_PHASE] == SETTLE and rec[R_T] >= T + u[U_STEP_SETTLE]:
-        rec[R_PHASE] = IDLE
+        rec[R_PHASE], rec[R_TIP] = IDLE, 0.0
 
 
 @njit(cache=True)

@@ -44,15 +44,17 @@ from models.common.support import DOUBLE, LEFT, RIGHT, SOLES
 from models.common.layout import Field, Layout
 from models.tree.model import TreeData, data_layout
 from models.tree.dynamics import kinematics, set_root
+from models.gait.plan import quintic
 from models.tree.robot import TreeRobot
 
 from stabilizer.fields import attractor_force, wall_forces
 from stabilizer.push_recovery import (ANKLE, GATE, H_DIR, H_X, IDLE, PELVIS, PUSH, R_FOOT, R_LIFTING, R_PHASE, R_ROOT,
-                                      R_TARGET, RECOVERY, SPIN, STEP, SWING, U_OBSERVER_RATE, U_STEP_MARGIN,
-                                      U_STEP_TIME, U_TIP_STEP, V_GYRO, V_ON, V_R, V_RATE, V_VEL, advance_step,
-                                      capture_point, gyro_capture_point, hip_spin, load_shift, observe_lipm,
-                                      plan_step, push_gate, push_response, roll_grade, roll_trunk, step_due,
-                                      swing_pose, unloaded_sole)
+                                      R_START, R_T, R_TARGET, R_TIP, RECOVERY, SETTLE, SPIN, STEP, SWING,
+                                      U_OBSERVER_RATE, U_STEP_MARGIN, U_STEP_TIME, U_TIP_STEP, V_GYRO, V_ON, V_R,
+                                      V_RATE, V_VEL, advance_step, capture_point, gyro_capture_point, hip_spin,
+                                      load_shift, lowest_vertex, observe_lipm, partway, plan_step, push_gate,
+                                      push_response, roll_grade, roll_trunk, step_due, swing_pose, tilt_pose, tip_aim,
+                                      tip_follow, tip_shift, touchdown, unloaded_sole)
 from stabilizer.contact import CELLS, CONTACT_STATE, LOADS_OK, debounced_contact, loads_status
 from stabilizer.ground import MAX_TILT, TILT_IMU
 from stabilizer.stabilizer import engage_ramp, reject
@@ -181,7 +183,8 @@ STATE = Layout("whole body state", [
     Field("K", (3, 3)), Field("C", (3, 3)), Field("A3", (3, 3)), Field("vec", (4, 3)), Field("tpoly", (4, 2)),
     Field("twalls", (4, 3)), Field("tmarg", (4,)), Field("tforces", (5, 3)), Field("dm", (MAX_POINTS,)),
     Field("cog_observer", (2, 2)), Field("recovery", (RECOVERY.size(),)), Field("centres", (2, 2)),
-    Field("swing_velocity", (3,)), Field("push_gate", (GATE.size(),)), Field("hip_spin", (SPIN.size(),))],
+    Field("swing_velocity", (3,)), Field("push_gate", (GATE.size(),)), Field("hip_spin", (SPIN.size(),)),
+    Field("tip_aim", (2,))],
     sizes=("n",))
 S_RESET = STATE.offset("reset")
 S_ENGAGED = STATE.offset("engaged")
@@ -437,6 +440,14 @@ def sole_centres(p, Tf, Rws, out):
 
 
 @njit(cache=True)
+def sole_edge(p, foot, T, n):
+    """The vertex of ``foot``'s outline, its sole at pose ``T`` (root frame), lowest along ``n``
+    (push_recovery.lowest_vertex): the edge a tipped sole stands on."""
+    nv = int(p[P_NV_L] if foot == LEFT else p[P_NV_R])
+    return lowest_vertex(param_layout(p)[0].outline[foot], nv, T, n)
+
+
+@njit(cache=True)
 def pose_error(T, H, gain, xd):
     """xd = gain (H_p - T_p, 1/2 sum_i t_i x h_i): the velocity (frame origin, angular)
     that brings pose T to the held pose H (positions and axes in base coordinates).
@@ -619,6 +630,9 @@ def step(mbuf, dbuf, p, s, inp, out):
     else:
         ov.tip_point[:] = math.nan
     lam = p[P_PUSH + U_OBSERVER_RATE]
+    if rec[R_TIP] == 1.0 and rec[R_PHASE] == SETTLE and int(s[S_SUPPORT]) // 3 != stance:
+        for a in range(2):                           # a tip step landed, rooted anew (eq. P12): the observer's CoG
+            sv.cog_observer[a, 0] = vec[0, 1 + a]    # re-anchored in the new root's axes, its velocity kept
     if lam > 0.0 and pressure_centre(pv.cells, loads, Tf, Rws, p[P_MIN_LOAD], vec[2]):
         observe_lipm(sv.cog_observer, vec[0, 1:3], vec[2], out[O_OMEGA], lam, dt, xi)
     for a in range(3):
@@ -655,8 +669,25 @@ def step(mbuf, dbuf, p, s, inp, out):
             for c in range(4):
                 hold[a, c] = Tf[fo, a, c]
         s[S_SUPPORT] = support + 3 * stance
+        if rec[R_TIP] == 1.0 and rec[R_PHASE] == SETTLE:    # a tip step landed: the rear sole, on its edge,
+            flat = (0.0, 0.0, 1.0)                          # laid flat on the floor the root lies on (eq. P12)
+            pivot = sole_edge(p, other, Tf[fo], flat)
+            tilt_pose((hold[0, 2], hold[1, 2], hold[2, 2]), flat, pivot, hold, sv.swing_velocity)
     if stepping:                                     # the swing sole on its curve, the lifted foot's task
         swing_pose(u, rec, up, dt, hold, sv.swing_velocity)
+        if rec[R_TIP] == 2.0:                        # the rear sole, lifted on its edge, laid flat along its swing
+            fw = 1 - stance                          # (eq. P12): turned about its lowest vertex by quintic(s) of
+            flat = (0.0, 0.0, 1.0)                   # the rotation from its lift-off normal onto the floor's
+            pivot = sole_edge(p, fw, hold, flat)
+            a = (rec[R_START + 2], rec[R_START + 6], rec[R_START + 10])
+            tilt_pose(a, partway(a, flat, quintic(min(1.0, rec[R_T] / u[U_STEP_TIME]))), pivot, hold,
+                      sv.swing_velocity)
+        if rec[R_TIP] != 0.0 and iv.pelvis[V_GYRO] != 0.0:  # a tip step flown in the gyro's world (eq. P12):
+            Tp, wz = Tf[fp], iv.pelvis[V_R + 6:V_R + 9]      # the curve turned from apparent up onto the true up
+            true_up = (Tp[0, 0] * wz[0] + Tp[0, 1] * wz[1] + Tp[0, 2] * wz[2], Tp[1, 0] * wz[0] + Tp[1, 1] * wz[1]
+                       + Tp[1, 2] * wz[2], Tp[2, 0] * wz[0] + Tp[2, 1] * wz[1] + Tp[2, 2] * wz[2])
+            pivot = sole_edge(p, stance, Tf[int(p[P_FRAME_L] if stance == LEFT else p[P_FRAME_R])], true_up)
+            tilt_pose(up, true_up, pivot, hold, sv.swing_velocity)    # about the stance sole's tipping edge
         flags[F_RECOVERY] = 1.0
     for i in range(h):
         poly[i, 0], poly[i, 1] = hull[i, 0], hull[i, 1]
@@ -723,7 +754,8 @@ def step(mbuf, dbuf, p, s, inp, out):
         for r in range(3):
             xd[r] += sv.swing_velocity[r]
     out[O_CLOSE_POS], out[O_CLOSE_ROT] = ep, eo
-    if support == DOUBLE and (ep > p[P_CLOSE_TOL] or eo > p[P_CLOSE_TOL_ROT]):
+    laying = rec[R_TIP] == 1.0 and rec[R_PHASE] == SETTLE     # a tip step's rear sole laid flat: no closure yet
+    if support == DOUBLE and not laying and (ep > p[P_CLOSE_TOL] or eo > p[P_CLOSE_TOL_ROT]):
         flags[F_CONSTRAINT] = 1.0
     for j in range(n):
         for r in range(6):
@@ -748,22 +780,32 @@ def step(mbuf, dbuf, p, s, inp, out):
         # with tip_step the gyro's tipping point out (eq. P2') is a step wanted too, planned on it
         tipping = k != STEP and u[U_TIP_STEP] != 0.0 and beyond > u[U_STEP_MARGIN]
         roll_grade(u, rec, beyond, k >= ANKLE and unloaded >= 0)     # eq. P10: the sideways answer's grade
-        if tipping:
-            xs = tip
+        if tipping or rec[R_TIP] != 0.0:             # eq. P12: planned where the tip carries xi_t by the landing
+            xs = sv.tip_aim
+            tip_aim(u, rec, tip, beyond, out[O_OMEGA], cy, cz, xs)
         # eq. P7: a step wanted (xi out, or a push lifting a sole) for step_delay on end, or one under way
         if step_due(u, rec, k == STEP or tipping or (k >= ANKLE and unloaded >= 0), dt):
+            if tipping and unloaded < 0:             # eq. P12: the load onto the stance sole first
+                tip_shift(u, rec, tip, sv.centres)
             f = load_shift(u, rec, unloaded, sv.centres, vec[0, 1:3], pushv[0:2], pushv[2:4])
             swing = f if f >= 0 else swing          # a sole the push lifts swings; else the one nearest xi
             if (k == STEP or tipping) and rec[R_PHASE] == IDLE and swing == -2:
                 swing = -1
+            f = tip_follow(u, rec, unloaded, sv.centres, sv.tip_aim)
+            if f >= 0:                               # eq. P12: the rear sole up beside the front one, moved from
+                swing, xs, cy, cz = f, sv.tip_aim, sv.centres[f, 0], sv.centres[f, 1]    # its own centre
     if swing > -2:
         plan_step(u, xs, cy, cz, sv.centres, Rws, Tf[int(p[P_FRAME_L])], Tf[int(p[P_FRAME_R])], rec, swing)
         ov.recovery_step[0], ov.recovery_step[1], ov.recovery_step[2] = rec[R_FOOT], rec[R_TARGET], rec[R_TARGET + 1]
     elif rec[R_PHASE] != SWING:
         ov.recovery_step[:] = math.nan
+    if stepping:                                     # a tip step lands when its sole meets the floor (eq. P12)
+        touchdown(u, rec, loads, MAX_SENSORS, p[P_MIN_LOAD])
     if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5),
         pushv[:] = 0.0
         roll_trunk(u, rec, Rws, pushv[2:4])          # the trunk into the fall as graded (eq. P10)
+    elif rec[R_TIP] != 0.0 and rec[R_PHASE] == SETTLE:   # a tip step's landings: the fields alone (eq. P12)
+        pushv[:] = 0.0
     pushv[2] += vs * sv.hip_spin[H_DIR]              # eq. P11: the trunk's spin into the fall
     pushv[3] += vs * sv.hip_spin[H_DIR + 1]
     xd[6], xd[7] = vel[1] + pushv[0], vel[2] + pushv[1]

@@ -68,6 +68,10 @@ the unnumbered choices (gains, laws, weights); every error is one
       hip_reach: 0.0                 # m, this far at grade 1 (a ramp's travel included),
       hip_hold: 0.0                  # s, held this long,
       hip_back: 1.0                  # s, > 0: and brought back in this time (a quintic)
+      tip_shift: 0.0                 # s, > 0: the step tip_step wants first drives the CoG over its stance sole, the
+      tip_speed: 0.2                 # m/s, swing sole lifting when unloaded, at the latest after tip_shift (eq. P12)
+      tip_lead: 0.0                  # its landing: the tipping point carried on by the pendulum for tip_lead x swing
+      tip_width: 0.16                # m, its step_width (eq. P6; step_width's by default)
 """
 from __future__ import annotations
 
@@ -133,6 +137,10 @@ class PushConfig:
     hip_reach: float = 0.0
     hip_hold: float = 0.0
     hip_back: float = 1.0
+    tip_shift: float = 0.0
+    tip_speed: float = 0.2
+    tip_lead: float = 0.0
+    tip_width: float = 0.16
 
 
 @dataclass(frozen=True)
@@ -187,7 +195,10 @@ def _push(sec: MapSection) -> PushConfig:
                   hip_ramp=sec.number("hip_ramp", 0.05, low=0.0, low_open=True),
                   hip_reach=sec.number("hip_reach", 0.0, low=0.0),
                   hip_hold=sec.number("hip_hold", 0.0, low=0.0),
-                  hip_back=sec.number("hip_back", 1.0, low=0.0, low_open=True))
+                  hip_back=sec.number("hip_back", 1.0, low=0.0, low_open=True),
+                  tip_shift=sec.number("tip_shift", 0.0, low=0.0), tip_speed=sec.number("tip_speed", 0.2, low=0.0),
+                  tip_lead=sec.number("tip_lead", 0.0, low=0.0),
+                  tip_width=sec.number("tip_width", base.step_width, low=0.0))
     sec.done()
     return out
 

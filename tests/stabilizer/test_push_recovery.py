@@ -19,9 +19,11 @@ from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
 from stabilizer.push_recovery import (ANKLE, ARMED, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_GRADE, R_LIFTING, R_NEED,
-                                      R_PHASE, R_SHIFT, R_TARGET, RECOVERY, SETTLE, SHIFT, SPENT, SPIN, STEP, SWING,
-                                      advance_step, hip_spin, load_shift, observe_lipm, plan_step, push_gate,
-                                      push_response, roll_grade, roll_trunk, step_due, swing_pose, unloaded_sole)
+                                      R_PHASE, R_ROOT, R_SHIFT, R_T, R_TARGET, R_TIP, RECOVERY, SETTLE, SHIFT, SPENT,
+                                      SPIN, STEP, SWING, advance_step, hip_spin, load_shift, lowest_vertex,
+                                      observe_lipm, plan_step, push_gate, push_response, roll_grade, roll_trunk,
+                                      step_due, swing_pose, tilt_pose, tip_aim, tip_follow, tip_shift, touchdown,
+                                      unloaded_sole)
 from stabilizer.walls import compute_walls
 from models.polygon import polygon_centroid
 from stabilizer.whole_body_config import config_from_dict
@@ -594,3 +596,145 @@ def test_the_trunk_spin_keys_are_validated():
         with pytest.raises(Exception, match=f"push.{key}"):
             config_from_dict(bad, str(CONFIG))
     assert config_from_dict(bare, str(CONFIG)).push.hip_span == 0.0        # off as shipped
+# eq. P12 on exact clocks: dt = 1/512 s; the tipping point's e1 after a forward push (docs/stabilizer.md, "The
+# tipping point": 62.5 N·s peaks at 0.160 m, 75 N·s passes the toes' edge, 0.170 m, 0.10 s after the push)
+DT = 1.0 / 512.0
+TOES = 0.17
+TIP_TRACES = {"62.5": ([0.0, 0.04, 0.08, 0.12, 0.16, 0.4], [0.022, 0.067, 0.128, 0.160, 0.150, 0.090]),
+              "75": ([0.0, 0.04, 0.08, 0.12, 0.16, 0.4], [0.022, 0.078, 0.151, 0.187, 0.193, 0.233])}
+TIP = {"step_delay": 0.1, "tip_shift": 0.3, "tip_speed": 0.1, "tip_lead": 1.0, "tip_width": 0.12, "step_max": 0.45}
+
+
+def _tip_run(trace: str, u: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """The trigger of eq. P7 with the tip's want (xi_t beyond the toes) and P12's shift, 0.4 s of a trace:
+    the recovery state and the cycle the shift started (None: never)."""
+    rec, started = np.zeros(RECOVERY.size()), None
+    for k in range(int(0.4 / DT)):
+        e1 = float(np.interp(k * DT, *TIP_TRACES[trace]))
+        if step_due(u, rec, e1 - TOES > 0.0, DT) and started is None and tip_shift(u, rec, np.array([e1, -0.1]),
+                                                                                     CENTRES):
+            started = k
+        advance_step(u, rec, DT)
+    return rec, started
+
+
+def test_the_tip_step_fires_at_75_and_not_at_62_5_newton_seconds():
+    """eq. P7 + P12: the 75 N·s-like tipping point, out from the cycle it passes the toes, starts the load shift
+    once the want has lasted step_delay (51.2 cycles: the 52nd out), the swing sole the one nearest it (a tie
+    between two soles level with it: the right one); the 62.5 N·s-like one, peaking 10 mm inside, never
+    starts it; with tip_shift 0 (the shipped keys) no shift starts, the step swings at once as before."""
+    u = _push_block(**TIP)
+    rec, started = _tip_run("62.5", u)
+    assert started is None and rec[R_PHASE] == IDLE and rec[R_TIP] == 0.0
+    rec, started = _tip_run("75", u)
+    t, e1 = TIP_TRACES["75"]
+    out = next(k for k in range(1000) if np.interp(k * DT, t, e1) > TOES)
+    assert started == out + 51 and rec[R_TIP] == 1.0 and rec[R_FOOT] == 1.0
+    rec, started = _tip_run("75", _push_block(**{**TIP, "tip_shift": 0.0}))
+    assert started is None and rec[R_TIP] == 0.0
+
+
+def test_the_tip_shift_drives_the_cog_over_the_stance_sole_then_swings():
+    """P12's shift: the CoG driven towards the stance (left) sole's centre at tip_speed (P5's law), the trunk's
+    velocity zeroed; the swing (right) sole lifts when it unloads, or at tip_shift (153.6 cycles: the 154th)
+    whatever the loads; a shift losing its double support (load_shift not called) ends in SETTLE one cycle
+    later, no step."""
+    u, rec = _push_block(**TIP), np.zeros(RECOVERY.size())
+    assert tip_shift(u, rec, np.array([0.2, -0.1]), CENTRES) and rec[R_PHASE] == SHIFT and rec[R_FOOT] == 1.0
+    c, v_cog, v_trunk = np.array([0.05, -0.1]), np.zeros(2), np.array([1.0, 1.0])
+    assert load_shift(u, rec, -1, CENTRES, c, v_cog, v_trunk) == -1
+    np.testing.assert_allclose(v_cog, 0.1 * np.array([-0.05, 0.1]) / np.hypot(0.05, 0.1))
+    np.testing.assert_allclose(v_trunk, [0.0, 0.0])
+    assert load_shift(u, rec, 1, CENTRES, c, v_cog, v_trunk) == 1 and rec[R_LIFTING] == 1.0     # unloaded
+    rec[:] = 0.0
+    tip_shift(u, rec, np.array([0.2, -0.1]), CENTRES)
+    swung = None
+    for k in range(200):
+        if load_shift(u, rec, -1, CENTRES, c, v_cog, v_trunk) == 1:
+            swung = k
+            break
+        advance_step(u, rec, DT)
+    assert swung == 154
+    rec[:] = 0.0
+    tip_shift(u, rec, np.array([0.2, -0.1]), CENTRES)
+    for _ in range(155):
+        advance_step(u, rec, DT)
+    assert rec[R_PHASE] == SETTLE and rec[R_FOOT] == -1.0
+
+
+def test_the_tip_step_lands_where_the_pendulum_carries_the_tipping_point():
+    """P12's landing against its equation: the tipping point xi_t beyond the polygon by b, carried away from the
+    centroid G for tip_lead times the swing's time T, xi_t + (exp(omega tip_lead T) - 1) b (xi_t - G) / |xi_t - G|;
+    tip_lead 0 is xi_t itself, and the step keeps tip_width (not step_width) from the stance sole across (P6)."""
+    u, rec = _push_block(**TIP), np.zeros(RECOVERY.size())
+    tip, b, omega, G = np.array([0.226, -0.05]), 0.056, 3.22, np.array([0.02, -0.1])
+    aim = np.zeros(2)
+    tip_aim(u, rec, tip, b, omega, G[0], G[1], aim)
+    want = tip + (math.exp(omega * 0.4) - 1.0) * b * (tip - G) / np.linalg.norm(tip - G)
+    np.testing.assert_allclose(aim, want, atol=1e-12)
+    tip_aim(_push_block(**{**TIP, "tip_lead": 0.0}), rec, tip, b, omega, G[0], G[1], aim)
+    np.testing.assert_array_equal(aim, tip)
+    tip_aim(u, rec, tip, -0.01, omega, G[0], G[1], aim)           # inside the polygon: no lead
+    np.testing.assert_array_equal(aim, tip)
+    rec[R_TIP] = 1.0
+    plan_step(u, np.array([0.3, -0.02]), 0.0, -0.1, CENTRES, RWS, T_LEFT, T_RIGHT, rec, 1)
+    np.testing.assert_allclose(rec[R_TARGET:R_TARGET + 2], [0.3, -0.12], atol=1e-12)
+
+
+def test_a_tip_step_lands_on_touchdown_and_roots_at_the_landed_sole():
+    """The swing ends the cycle its sole carries min_load past half its time (the stance sole tipped, the floor
+    met early), not on a scuff before; the landed sole then roots the double support (it lies flat), where a
+    step without tip roots at the sole that stayed down."""
+    u, rec = _push_block(**TIP), np.zeros(RECOVERY.size())
+    rec[R_TIP] = 1.0
+    plan_step(u, np.array([0.3, -0.1]), 0.0, -0.1, CENTRES, RWS, T_LEFT, T_RIGHT, rec, 1)
+    loaded = np.array([0.0] * 4 + [20.0] * 4)               # 80 N on the right (swing) sole's cells
+    for _ in range(102):                                    # 0.199 s: before half the swing, a scuff
+        touchdown(u, rec, loaded, 4, 50.0)
+        advance_step(u, rec, DT)
+    assert rec[R_PHASE] == SWING
+    while rec[R_T] < 0.2:
+        touchdown(u, rec, np.zeros(8), 4, 50.0)
+        advance_step(u, rec, DT)
+    touchdown(u, rec, loaded, 4, 50.0)
+    advance_step(u, rec, DT)
+    assert rec[R_PHASE] == SETTLE and rec[R_ROOT] == 2.0    # the right sole, landed, roots
+    rec[R_TIP] = 0.0
+    rec[R_PHASE], rec[R_T] = SWING, 0.0
+    for _ in range(int(0.4 / DT) + 1):
+        touchdown(u, rec, loaded, 4, 50.0)
+        advance_step(u, rec, DT)
+    assert rec[R_ROOT] == 1.0                               # no tip: the left sole, which stayed down
+
+
+def test_the_rear_sole_follows_beside_the_front_one_once():
+    """After a tip step's landing (SETTLE, tip 1) the rear sole, unloaded, swings to step_width across from the
+    front sole's centre, its move from its own centre; not while it carries load, and no third step (tip 2)."""
+    u, rec = _push_block(**TIP), np.zeros(RECOVERY.size())
+    centres, aim = np.array([[0.0, 0.0], [0.37, -0.12]]), np.zeros(2)
+    rec[R_TIP], rec[R_PHASE], rec[R_FOOT] = 1.0, SETTLE, 1.0
+    assert tip_follow(u, rec, -1, centres, aim) == -1
+    assert tip_follow(u, rec, 0, centres, aim) == 0 and rec[R_TIP] == 2.0
+    np.testing.assert_allclose(aim, [0.37, 0.04])
+    rec[R_PHASE] = SETTLE
+    assert tip_follow(u, rec, 0, centres, aim) == -1
+
+
+def test_a_sole_tipped_on_its_toes_is_laid_flat_about_its_toe_edge():
+    """lowest_vertex and tilt_pose (P12's swing in the world's up, the rear sole laid flat): a sole tipped 8 deg
+    toes down about its toe edge, turned by the least rotation from its normal onto the floor's about its lowest
+    vertex, lies flat with the toe where it was and every outline vertex on the floor."""
+    outline = np.array([[0.17, -0.04], [0.17, 0.04], [0.15, 0.06], [-0.07, 0.06], [-0.09, 0.04], [-0.09, -0.04],
+                        [-0.07, -0.06], [0.15, -0.06]])
+    R = pin.exp3(np.radians(8.0) * np.array([0.0, 1.0, 0.0]))        # toes down
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = np.array([0.17, 0.0, 0.0]) - R @ np.array([0.17, 0.0, 0.0])   # the toe edge on the floor
+    up = np.array([0.0, 0.0, 1.0])
+    pivot = np.array(lowest_vertex(outline, len(outline), T, up))
+    assert pivot[0] == pytest.approx(0.17) and pivot[2] == pytest.approx(0.0, abs=1e-12)
+    v = np.array([0.1, 0.0, 0.0])
+    tilt_pose(T[:3, 2].copy(), up, pivot, T, v)
+    np.testing.assert_allclose(T[:3, :3], np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(T[:3, 3], 0.0, atol=1e-12)
+    np.testing.assert_allclose(v, R.T @ np.array([0.1, 0.0, 0.0]), atol=1e-12)
