@@ -509,7 +509,7 @@ def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
         n1, n2 = n1 / ln, n2 / ln
         width = u[U_TIP_WIDTH] if rec[R_TIP] != 0.0 else graded(u, rec, U_STEP_WIDTH, U_ROLL_WIDTH)
         short = width - (ln + de1 * n1 + de2 * n2)
-        if short > 0.0:
+        if short > 0.0 or rec[R_TIP] == 1.0:        # the tip step's front sole: exactly tip_width across
             de1, de2 = de1 + short * n1, de2 + short * n2
     for r in range(3):                               # the stance sole's view: Ts^-1 Tw, Ts^T (e1 de1 + e2 de2)
         for c in range(4):

@@ -804,7 +804,7 @@ def step(mbuf, dbuf, p, s, inp, out):
     if stepping and rec[R_LIFTING] != 0.0:           # the sideways step: its swing alone answers (eq. P5),
         pushv[:] = 0.0
         roll_trunk(u, rec, Rws, pushv[2:4])          # the trunk into the fall as graded (eq. P10)
-    elif rec[R_TIP] != 0.0 and rec[R_PHASE] == SETTLE:   # a tip step's landings: the fields alone (eq. P12)
+    elif rec[R_TIP] == 1.0 and rec[R_PHASE] == SETTLE:   # a tip step's first landing: the fields alone (eq. P12)
         pushv[:] = 0.0
     pushv[2] += vs * sv.hip_spin[H_DIR]              # eq. P11: the trunk's spin into the fall
     pushv[3] += vs * sv.hip_spin[H_DIR + 1]
