@@ -118,7 +118,7 @@ Massion 1992), the swing sole (the one nearest xi_t) lifting when unloaded or af
 where the pendulum about the polygon's edge carries xi_t (b m outside, G the centroid) for ``tip_lead`` times the
 swing's time T (Pratt et al. 2006: xi_dot = omega (xi - p)),
 
-    x = xi_t + (exp(omega tip_lead T) - 1) b (xi_t - G) / |xi_t - G|,   P6 with ``tip_width``           (P12)
+    x = xi_t + (exp(omega tip_lead T) - 1) b (xi_t - G) / |xi_t - G|,   P6 with exactly ``tip_width``   (P12)
 
 flown in the gyro's world up (the curve turned from apparent up onto the true up about the stance sole's
 tipping edge, :func:`tilt_pose`), landed on touchdown (:func:`touchdown`), the landed sole then rooting and the
@@ -494,7 +494,8 @@ def plan_step(u, xi, cy, cz, centres, Rws, Tl, Tr, rec, foot):
     the soles' centres (foot, e1 / e2), ``Tl``, ``Tr`` the left and right soles' poses and ``Rws`` the
     gravity axes, all in the model's root frame; ``u`` the :data:`PUSH` block; ``foot`` the swing foot
     (0 left, 1 right; -1: the sole nearest xi). The landing centre keeps ``step_width`` from the stance
-    sole's along the line between the two centres (eq. P6: no crossover, the legs would meet). Returns the
+    sole's along the line between the two centres (eq. P6: no crossover, the legs would meet); a tip step's front
+    sole (rec's tip 1) exactly ``tip_width`` (eq. P12: under the CoG the load shift moved). Returns the
     swing foot."""
     if foot < 0:
         foot = nearest_sole(xi, centres)

@@ -71,7 +71,7 @@ the unnumbered choices (gains, laws, weights); every error is one
       tip_shift: 0.0                 # s, > 0: the step tip_step wants first drives the CoG over its stance sole, the
       tip_speed: 0.2                 # m/s, swing sole lifting when unloaded, at the latest after tip_shift (eq. P12)
       tip_lead: 0.0                  # its landing: the tipping point carried on by the pendulum for tip_lead x swing
-      tip_width: 0.16                # m, its step_width (eq. P6; step_width's by default)
+      tip_width: 0.16                # m, its front sole exactly this far across from the stance sole (eq. P6)
 """
 from __future__ import annotations
 

@@ -665,7 +665,9 @@ def test_the_tip_shift_drives_the_cog_over_the_stance_sole_then_swings():
 def test_the_tip_step_lands_where_the_pendulum_carries_the_tipping_point():
     """P12's landing against its equation: the tipping point xi_t beyond the polygon by b, carried away from the
     centroid G for tip_lead times the swing's time T, xi_t + (exp(omega tip_lead T) - 1) b (xi_t - G) / |xi_t - G|;
-    tip_lead 0 is xi_t itself, and the step keeps tip_width (not step_width) from the stance sole across (P6)."""
+    tip_lead 0 is xi_t itself, and the front sole lands exactly tip_width (not step_width) across from the stance
+    sole's centre, an aim wider or narrower moved onto it (P6; a wider aim left the CoG on its inner edge), where a
+    step without tip only keeps at least its width."""
     u, rec = _push_block(**TIP), np.zeros(RECOVERY.size())
     tip, b, omega, G = np.array([0.226, -0.05]), 0.056, 3.22, np.array([0.02, -0.1])
     aim = np.zeros(2)
@@ -679,6 +681,12 @@ def test_the_tip_step_lands_where_the_pendulum_carries_the_tipping_point():
     rec[R_TIP] = 1.0
     plan_step(u, np.array([0.3, -0.02]), 0.0, -0.1, CENTRES, RWS, T_LEFT, T_RIGHT, rec, 1)
     np.testing.assert_allclose(rec[R_TARGET:R_TARGET + 2], [0.3, -0.12], atol=1e-12)
+    rec[R_TIP] = 1.0                                               # aimed 0.35 m across: lands 0.12 m across
+    plan_step(u, np.array([0.3, -0.25]), 0.0, -0.1, CENTRES, RWS, T_LEFT, T_RIGHT, rec, 1)
+    np.testing.assert_allclose(rec[R_TARGET:R_TARGET + 2], [0.3, -0.12], atol=1e-12)
+    rec[R_TIP] = 0.0                                               # no tip: the wider aim kept
+    plan_step(u, np.array([0.3, -0.25]), 0.0, -0.1, CENTRES, RWS, T_LEFT, T_RIGHT, rec, 1)
+    np.testing.assert_allclose(rec[R_TARGET:R_TARGET + 2], [0.3, -0.35], atol=1e-12)
 
 
 def test_a_tip_step_lands_on_touchdown_and_roots_at_the_landed_sole():
