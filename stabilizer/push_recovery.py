@@ -98,10 +98,10 @@ landed in the air), 0 again once no sole lifts, and always 0 without a gyro (xi_
 
 Forward, no sole lifts and the step above is not taken: with the pelvis gyro the trunk is spun into the fall
 instead, the hip strategy of Horak & Nashner 1986 fired by the tipping point (the momentum a body spun about
-the pelvis takes off the CoG: Pratt et al. 2006's capture point with a flywheel; docs/stabilizer.md, "Past
-62.5 N s forward with the gyro: the trunk spun into the fall"). Two soles down, no gait, no step, the tipping
-point xi_t d_t m outside the polygon past ``hip_start`` fires it once per excursion, along d = (xi_t - G+) /
-|xi_t - G+| (G+ the polygon's centroid):
+the pelvis takes off the CoG: Pratt et al. 2006's capture point with a flywheel; docs/stabilizer.md, "The
+trunk spun into the fall"). Two soles down, no gait, no step, the tipping point xi_t d_t m outside the
+polygon past ``hip_start`` fires it once per excursion, along d = (xi_t - G+) / |xi_t - G+| (G+ the polygon's
+centroid):
 
     g = max over the spin's way out of clip((d_t - hip_start) / hip_span, 0, 1),
     x_dot = g hip_speed quintic(s / hip_ramp) quintic((T - s) / hip_ramp),  T = hip_reach / hip_speed + hip_ramp,
@@ -112,9 +112,9 @@ velocity: a speed reached and left with bounded jerk (the trunk_pitch drive foll
 end of the way out, back to 0 after the hold. Never without a gyro (xi_t NaN) or with hip_span 0.
 
 With the gyro and ``tip_shift`` > 0 the step ``tip_step`` wants (a forward push: the soles tipping on their
-toes, none unloaded) is a forward step in two (docs/stabilizer.md, "Past 62.5 N·s forward with the gyro: a step that stops the fall"): a load
-shift first (P5's law towards the stance sole's centre at ``tip_speed``; the anticipatory postural adjustment,
-Massion 1992), the swing sole (the one nearest xi_t) lifting when unloaded or after ``tip_shift`` s; its landing
+toes, none unloaded) is a forward step in two (docs/stabilizer.md, "The forward step fired by the tipping
+point"): a load shift first (P5's law towards the stance sole's centre at ``tip_speed``; the anticipatory
+postural adjustment, Massion 1992), the swing sole (the one nearest xi_t) lifting when unloaded or after ``tip_shift`` s; its landing
 where the pendulum about the polygon's edge carries xi_t (b m outside, G the centroid) for ``tip_lead`` times the
 swing's time T (Pratt et al. 2006: xi_dot = omega (xi - p)),
 
@@ -122,8 +122,9 @@ swing's time T (Pratt et al. 2006: xi_dot = omega (xi - p)),
 
 flown in the gyro's world up (the curve turned from apparent up onto the true up about the stance sole's
 tipping edge, :func:`tilt_pose`), landed on touchdown (:func:`touchdown`), the landed sole then rooting and the
-rear sole laid flat and brought up beside the front one (:func:`tip_follow`). Off in the shipped YAML: it stops
-the forward fall at 75 N·s and falls sideways (measured, not shipped).
+rear sole laid flat and brought up beside the front one (:func:`tip_follow`). Alone it stops the forward fall
+at 75 N·s and falls sideways; after the trunk spin (P11) has slowed the CoG it lands nearer and stands (both
+on in the shipped YAML).
 
 Seen without a gyro (``observer_rate`` > 0 and the feet's load cells): the CoG's horizontal motion
 obeys the linear inverted pendulum on the measured centre of pressure p of the soles in contact
@@ -476,7 +477,8 @@ def tip_aim(u, rec, tip, beyond, omega, cy, cz, out):
 def tip_follow(u, rec, unloaded, centres, aim):
     """The forward step's second step (module docstring, eq. P12), one cycle: a tip step landed (SETTLE, tip 1)
     and the rear sole ``unloaded`` (:func:`unloaded_sole`: the robot gone over the front one) swings to beside
-    the front sole, ``tip_width`` from its centre across (``centres``, foot, e1 / e2), into ``aim`` (the point
+    the front sole, ``step_width`` from its centre across (``centres``, foot, e1 / e2; :func:`plan_step` keeps
+    it at least ``tip_width``), into ``aim`` (the point
     :func:`plan_step` moves it to, from its own centre); tip 2 from then on (no third). Returns the rear sole
     to swing, or -1."""
     front = int(rec[R_FOOT])

@@ -595,7 +595,12 @@ def test_the_trunk_spin_keys_are_validated():
         bad["push"][key] = 0.0 if key in ("hip_speed", "hip_ramp", "hip_back") else -0.01
         with pytest.raises(Exception, match=f"push.{key}"):
             config_from_dict(bad, str(CONFIG))
-    assert config_from_dict(bare, str(CONFIG)).push.hip_span == 0.0        # off as shipped
+    push = config_from_dict(bare, str(CONFIG)).push                       # on as shipped, with the tip step
+    assert push.hip_span > 0.0 and push.tip_step and push.tip_shift > 0.0
+    del bare["push"]["hip_span"]
+    assert config_from_dict(bare, str(CONFIG)).push.hip_span == 0.0       # off by default
+
+
 # eq. P12 on exact clocks: dt = 1/512 s; the tipping point's e1 after a forward push (docs/stabilizer.md, "The
 # tipping point": 62.5 N·s peaks at 0.160 m, 75 N·s passes the toes' edge, 0.170 m, 0.10 s after the push)
 DT = 1.0 / 512.0

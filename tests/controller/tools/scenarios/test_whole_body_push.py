@@ -14,7 +14,10 @@ stands (docs/stabilizer.md "The sideways step"), its step ungraded by the gyro (
 with the shipped YAML (the gyro's tipping point grading the sideways step in full: docs/stabilizer.md "The
 sideways step graded by the gyro") stand; with roll_span 0 (the step ungraded) 75 N·s left falls at 2.94 s,
 and before the daemon's models followed the stabilizer's stance sole 75 N·s right faulted (|τ| beyond the
-hard limit on l_ankle_lateral at 2.12 s). The runs go concurrently."""
+hard limit on l_ankle_lateral at 2.12 s). 75 N·s forward with the shipped YAML stands on the trunk spun into
+the fall and the forward step the gyro's tipping point fires, then the rear foot's step up beside it
+(docs/stabilizer.md, "75 N·s forward: the trunk spin and the forward step together"); without them it falls at
+2.71 s. The runs go concurrently."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -76,7 +79,7 @@ def test_a_sideways_push_is_answered_by_the_lifting_sole_stepping(runs):
 
 @pytest.fixture(scope="module")
 def graded():
-    pushes = {side: PelvisPush(750.0, side, 0.1) for side in ("left", "right")}
+    pushes = {side: PelvisPush(750.0, side, 0.1) for side in ("left", "right", "forward")}
     with ThreadPoolExecutor(len(pushes)) as pool:
         out = {k: pool.submit(run_whole_body, push, WholeBodyOptions()) for k, push in pushes.items()}
         return {k: f.result() for k, f in out.items()}
@@ -90,3 +93,16 @@ def test_a_75_Ns_sideways_push_stands_on_the_step_the_gyro_grades_in_full(graded
     assert r.aborted is None and not r.fell, (r.fall_reason, r.aborted)
     assert r.recovery_steps and {s["foot"] for s in r.recovery_steps} == {swing}
     assert abs(r.recovery_steps[0]["target"][1] - stance_e2) == pytest.approx(0.45, abs=0.005)
+
+
+def test_a_75_Ns_forward_push_stands_on_the_spin_and_two_forward_steps(graded):
+    """1.5x the held posture's 50 N·s (the results' table): the trunk spun into the fall (the hip strategy,
+    eq. P11), then the right sole steps ahead (eq. P12: landing 0.2-0.3 m in front of the left one, tip_width
+    0.08 m across) and the left one up beside it; no drive faults, both soles' fall tests pass."""
+    r = graded["forward"]
+    assert r.aborted is None and not r.fell, (r.fall_reason, r.aborted)
+    assert r.states == ["STABILIZING"]
+    assert "hip_strategy" in r.stab_flags
+    assert [s["foot"] for s in r.recovery_steps] == ["right", "left"]
+    front = r.recovery_steps[0]["target"]
+    assert 0.2 < front[0] < 0.3 and front[1] == pytest.approx(-0.08, abs=0.005)
