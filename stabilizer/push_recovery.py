@@ -99,9 +99,9 @@ landed in the air), 0 again once no sole lifts, and always 0 without a gyro (xi_
 Forward, no sole lifts and the step above is not taken: with the pelvis gyro the trunk is spun into the fall
 instead, the hip strategy of Horak & Nashner 1986 fired by the tipping point (the momentum a body spun about
 the pelvis takes off the CoG: Pratt et al. 2006's capture point with a flywheel; docs/stabilizer.md, "The
-trunk spun into the fall"). Two soles down, no gait, no step, the tipping point xi_t d_t m outside the
-polygon past ``hip_start`` fires it once per excursion, along d = (xi_t - G+) / |xi_t - G+| (G+ the polygon's
-centroid):
+trunk spun into the fall"). A push seen (the gate, eq. P4, engaged), two soles down, no gait, no step, the
+tipping point xi_t d_t m outside the polygon past ``hip_start`` fires it once per excursion, along
+d = (xi_t - G+) / |xi_t - G+| (G+ the polygon's centroid):
 
     g = max over the spin's way out of clip((d_t - hip_start) / hip_span, 0, 1),
     x_dot = g hip_speed quintic(s / hip_ramp) quintic((T - s) / hip_ramp),  T = hip_reach / hip_speed + hip_ramp,
@@ -669,7 +669,7 @@ def advance_step(u, rec, dt):
 @njit(cache=True)
 def hip_spin(u, spin, beyond, tip, cy, cz, armed, dt):
     """The forward hip strategy graded by the gyro (module docstring, eq. P11), one cycle ``dt`` on its state
-    ``spin`` (:data:`SPIN`). ARMED, ``armed`` (two soles down, no gait, no step) and the tipping point ``tip``
+    ``spin`` (:data:`SPIN`). ARMED, ``armed`` (the gate engaged, two soles down, no gait, no step) and the tipping point ``tip``
     (e1, e2; eq. P2') ``beyond`` m outside the polygon past ``hip_start`` (NaN without a gyro: never) fires it,
     along the unit direction d of tip from the centroid (cy, cz). Fired, the trunk's CoG over the pelvis moves
     along d at g hip_speed r(s) (g the grade, the largest clip((beyond - hip_start) / hip_span, 0, 1) so far;

@@ -714,14 +714,17 @@ def step(mbuf, dbuf, p, s, inp, out):
                       K, C, A3, flags, fbias[0]) != 0:
         return reject(qd_ref, vel, flags, F_REJECTED, NUMERIC_FAILURE)
 
-    # eq. P11: the trunk spun into a fall the gyro's tipping point sees past the toes (two soles down, no gait,
-    # no step); its box and attractor carried by the spin's offset, its speed vs added to the task below
+    # the push strategies' gate on the measured capture point (stabilizer.push_recovery, eq. P4)
+    engaged = push_gate(u, sv.push_gate, xi, vec[0, 1:3], tracking, dt)
+    # eq. P11: the trunk spun into a fall the gyro's tipping point sees past the toes (a push engaged the gate,
+    # two soles down, no gait, no step); its box and attractor carried by the spin's offset, its speed vs added
+    # to the task below
     tip = ov.tip_point
     beyond = -signed_distances(walls, h, tip[0], tip[1], dm) if tip[0] == tip[0] else math.nan
     unloaded = unloaded_sole(loads, MAX_SENSORS, p[P_MIN_LOAD], p[P_RELEASE_LOAD]) if support == DOUBLE else -1
     spin = sv.hip_spin
-    vs = hip_spin(u, spin, beyond, tip, cy, cz, support == DOUBLE and not tracking and rec[R_PHASE] == IDLE
-                  and unloaded < 0, dt)
+    vs = hip_spin(u, spin, beyond, tip, cy, cz, engaged and support == DOUBLE and not tracking
+                  and rec[R_PHASE] == IDLE and unloaded < 0, dt)
     off = spin[H_X] - vs * dt                        # the offset at this cycle (0 unless spinning)
     ox, oy = off * spin[H_DIR], off * spin[H_DIR + 1]
 
@@ -768,7 +771,6 @@ def step(mbuf, dbuf, p, s, inp, out):
         qd0[j] = p[P_POST_K] * (qpost[j] - q[j])
         locked[j] = 0.0
     # the push strategies on the measured capture point (stabilizer.push_recovery)
-    engaged = push_gate(u, sv.push_gate, xi, vec[0, 1:3], tracking, dt)
     k, out[O_CAPTURE_MARGIN] = push_response(u, engaged, xi, cy, cz, walls, h, dm, pushv[0:2], pushv[2:4])
     strategy[0] = k
     if k >= ANKLE:

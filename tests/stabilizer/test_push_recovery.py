@@ -18,9 +18,9 @@ from models.gait.wholebody import flexed_posture
 from models.tree.reference import build_tree
 from models.tree.robot import TreeRobot
 from stabilizer import whole_body as wb
-from stabilizer.push_recovery import (ANKLE, ARMED, GATE, HIP, IDLE, NONE, PUSH, R_FOOT, R_GRADE, R_LIFTING, R_NEED,
+from stabilizer.push_recovery import (ANKLE, ARMED, GATE, H_PHASE, HIP, IDLE, NONE, PUSH, R_FOOT, R_GRADE, R_LIFTING, R_NEED,
                                       R_PHASE, R_ROOT, R_SHIFT, R_T, R_TARGET, R_TIP, RECOVERY, SETTLE, SHIFT, SPENT,
-                                      SPIN, STEP, SWING, advance_step, hip_spin, load_shift, lowest_vertex,
+                                      SPIN, SPINNING, STEP, SWING, advance_step, hip_spin, load_shift, lowest_vertex,
                                       observe_lipm, plan_step, push_gate, push_response, roll_grade, roll_trunk,
                                       step_due, swing_pose, tilt_pose, tip_aim, tip_follow, tip_shift, touchdown,
                                       unloaded_sole)
@@ -362,6 +362,34 @@ def test_a_tipping_point_out_wants_a_step_with_tip_step(tip_step):
     foot = next(f for f in robot.description.feet if f.frame == sole)
     centre = robot.frame(q, sole) @ np.array([*np.mean(np.array(foot.outline), axis=0), 0.0, 1.0])
     np.testing.assert_allclose(st.recovery_step[1:], centre[:2] + shift, atol=1e-3)
+
+
+@pytest.mark.parametrize("pushed", [False, True])
+def test_the_trunk_spin_answers_a_push_not_a_tipping_point_reached_slowly(pushed):
+    """eq. P11 is armed by the gate (eq. P4), with the shipped YAML: the soles tipped 14 deg forward about the
+    left sole's origin put the tipping point beyond the toes (eq. P2'); with the CoG at rest (a tilt's slow
+    approach: the gate shut) the spin stays armed for 0.1 s and the trunk gets no speed from it; with the CoG
+    moving forward at 1 m/s (a push: the gate opens) it fires on the first cycle."""
+    st = wb.WholeBodyStabilizer.from_yaml(CONFIG)
+    robot, q = st.robot, Q0.copy()
+    robot.set_root("left_sole")
+    st.reset(q)
+    qd = np.zeros(robot.n)
+    if pushed:
+        eps, Jc = 1e-6, np.zeros((2, robot.n))
+        for j in range(robot.n):
+            dq = np.zeros(robot.n)
+            dq[j] = eps
+            Jc[:, j] = (robot.com(q + dq) - robot.com(q - dq))[:2] / (2 * eps)
+        qd = np.linalg.pinv(Jc) @ np.array([1.0, 0.0])
+    R = pin.exp3(np.radians(14.0) * np.array([0.0, 1.0, 0.0]))
+    pelvis = (np.zeros(3), R @ robot.frame(q, "pelvis")[:3, :3], np.zeros(3))
+    spin = wb.STATE.views(st.state, n=robot.n).hip_spin
+    for _ in range(1 if pushed else 50):
+        assert st.step(q, DOUBLE, (0.0, 0.0), qd_measured=qd, pelvis=pelvis) == wb.OK
+        nh = int(st.out[wb.O_NHULL])
+        assert st.tip_point[0] > st.polygon[:nh, 0].max() + 0.02
+        assert spin[H_PHASE] == (SPINNING if pushed else ARMED)
 
 
 def _push_block(**values: float) -> np.ndarray:
