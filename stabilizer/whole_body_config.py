@@ -61,8 +61,8 @@ the unnumbered choices (gains, laws, weights); every error is one
       roll_height: 0.03              # m, its step_height at grade 1
       roll_width: 0.16               # m, its step_width at grade 1
       roll_trunk: 0.0                # m/s, the trunk's CoG over the pelvis into the fall during its swing at grade 1
-      hip_start: 0.0                 # m, with a pelvis gyro, two soles down: the tipping point this far beyond
-      hip_span: 0.0                  # m, the polygon (< 0: inside) and this much further grades the spin 0..1 (0: off)
+      hip_start: 0.0                 # m, with a pelvis gyro, a push seen, two soles down: the tipping point this far
+      hip_span: 0.0                  # m, beyond the polygon (< 0: inside) and this much further: the spin 0..1 (0: off)
       hip_speed: 0.5                 # m/s, > 0: at grade 1 the trunk's CoG over the pelvis goes this fast,
       hip_ramp: 0.05                 # s, > 0: reached and left in this time (quintics: bounded jerk),
       hip_reach: 0.0                 # m, this far at grade 1 (a ramp's travel included),
